@@ -1,0 +1,113 @@
+//! Command-line definitions (clap derive).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use loopdbg::strategy::{Extract, StopRule};
+
+/// A step debugger for LLM agent tool-call loops.
+///
+/// `loopdbg SESSION` opens the debugger; the subcommands run the same engine
+/// headless for scripts and CI.
+#[derive(Debug, Parser)]
+#[command(name = "loopdbg", version, args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    /// The session to open in the debugger (e.g. sessions/weather.json).
+    pub session: Option<PathBuf>,
+
+    /// Strategy overrides for the debugger.
+    #[command(flatten)]
+    pub strategy: StrategyFlags,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Overrides of the session's opening strategy.
+#[derive(Debug, Args, Default)]
+pub struct StrategyFlags {
+    /// How calls are taken from a reply: first (content.find) or all (filter).
+    #[arg(long, value_parser = parse_extract)]
+    pub extract: Option<Extract>,
+    /// When the loop stops: content, finish-reason, tool-calls or robust.
+    #[arg(long, value_parser = parse_stop)]
+    pub stop: Option<StopRule>,
+    /// Which stub-model behaviour replies (a key of the session's `model`).
+    #[arg(long)]
+    pub behavior: Option<String>,
+    /// The round limit (model calls).
+    #[arg(long)]
+    pub max_rounds: Option<u32>,
+}
+
+fn parse_extract(s: &str) -> Result<Extract, String> {
+    s.parse()
+}
+
+fn parse_stop(s: &str) -> Result<StopRule, String> {
+    s.parse()
+}
+
+/// Headless commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a session once and print the trace (seed-style text or JSON).
+    Run {
+        /// The session file.
+        session: PathBuf,
+        #[command(flatten)]
+        strategy: StrategyFlags,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = RunFormat::Text)]
+        format: RunFormat,
+    },
+    /// Run every strategy × behaviour of each session and print the table.
+    Compare {
+        /// One or more session files.
+        #[arg(required = true)]
+        sessions: Vec<PathBuf>,
+        /// Round limit for every run (default: each session's own).
+        #[arg(long)]
+        max_rounds: Option<u32>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = CompareFormat::Md)]
+        format: CompareFormat,
+    },
+    /// Warn about likely mistakes in session files (never fails on warnings).
+    Lint {
+        /// One or more session files.
+        #[arg(required = true)]
+        sessions: Vec<PathBuf>,
+    },
+    /// Print the JSON Schema of session files.
+    Schema,
+}
+
+/// `run` output.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum RunFormat {
+    /// Round by round, as the seeds print traces.
+    Text,
+    /// One JSON document.
+    Json,
+}
+
+/// `compare` output.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum CompareFormat {
+    /// A Markdown table.
+    Md,
+    /// A JSON array of rows.
+    Json,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

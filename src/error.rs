@@ -1,0 +1,96 @@
+//! Errors for input that loopdbg cannot use. Every one names the file and,
+//! when the text could be read, the line and column and what was expected.
+
+use miette::{Diagnostic, NamedSource, SourceSpan};
+use thiserror::Error;
+
+use crate::json_span::line_col;
+
+/// A session or transcript that cannot be used, with its location.
+#[derive(Debug, Error, Diagnostic)]
+#[error("{origin}:{line}:{column}: {message}")]
+pub struct LocatedError {
+    /// The file name as the user gave it.
+    pub origin: String,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column, in characters.
+    pub column: usize,
+    /// What is wrong and what was expected.
+    pub message: String,
+    #[source_code]
+    src: NamedSource<String>,
+    #[label("{label}")]
+    span: SourceSpan,
+    label: String,
+    #[help]
+    help: Option<String>,
+}
+
+impl LocatedError {
+    /// An error at byte `offset` of `text`, which was read from `origin`.
+    pub fn at(origin: &str, text: &str, offset: usize, message: impl Into<String>) -> Self {
+        let message = message.into();
+        let (line, column) = line_col(text, offset);
+        let offset = offset.min(text.len());
+        let len = text[offset..].chars().next().map_or(0, char::len_utf8);
+        LocatedError {
+            origin: origin.to_string(),
+            line,
+            column,
+            label: short_label(&message),
+            message,
+            src: NamedSource::new(origin, text.to_string()),
+            span: SourceSpan::new(offset.into(), len),
+            help: None,
+        }
+    }
+
+    /// Adds a hint on how to fix it.
+    pub fn with_help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+}
+
+fn short_label(message: &str) -> String {
+    let first = message.split(". ").next().unwrap_or(message);
+    if first.chars().count() > 60 {
+        let cut: String = first.chars().take(57).collect();
+        format!("{cut}...")
+    } else {
+        first.to_string()
+    }
+}
+
+/// Everything that can stop a file from loading.
+#[derive(Debug, Error, Diagnostic)]
+pub enum LoadError {
+    /// The file could not be read at all.
+    #[error("{origin}: cannot read: {reason}")]
+    Unreadable {
+        /// The file name as the user gave it.
+        origin: String,
+        /// Why, from the operating system.
+        reason: String,
+    },
+    /// The file was read but its content is not usable.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Located(#[from] Box<LocatedError>),
+}
+
+impl LoadError {
+    /// Convenience for [`LocatedError::at`] boxed into a `LoadError`.
+    pub fn at(origin: &str, text: &str, offset: usize, message: impl Into<String>) -> Self {
+        LoadError::Located(Box::new(LocatedError::at(origin, text, offset, message)))
+    }
+
+    /// The location as `(line, column)`, when there is one.
+    pub fn location(&self) -> Option<(usize, usize)> {
+        match self {
+            LoadError::Unreadable { .. } => None,
+            LoadError::Located(e) => Some((e.line, e.column)),
+        }
+    }
+}

@@ -1,0 +1,248 @@
+//! The pairing ledger: for a history (and the calls the loop is still
+//! running), which tool_use ids are pending, paired or unpaired, which are
+//! duplicated, and which results answer no call.
+//!
+//! The ledger is derived, never stored: [`Ledger::of`] reads a prefix of the
+//! history, so stepping back in time just reads a shorter prefix.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use crate::message::{Block, Message};
+
+/// Where a block sits: `messages[message].content[block]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Position {
+    /// Index into the history.
+    pub message: usize,
+    /// Index into that message's content.
+    pub block: usize,
+}
+
+impl std::fmt::Display for Position {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "messages[{}].content[{}]", self.message, self.block)
+    }
+}
+
+/// The state of one tool_use id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IdState {
+    /// Called, taken by the loop, result not appended yet.
+    Pending,
+    /// Has a result.
+    Paired,
+    /// Called, no result, and the loop is not running it: a request sent now
+    /// would carry a tool_use without its tool_result.
+    Unpaired,
+}
+
+/// Everything the ledger knows about one id.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IdEntry {
+    /// The call id.
+    pub id: String,
+    /// The tool named by its first call.
+    pub name: String,
+    /// Every tool_use block with this id (more than one: a duplicate id).
+    pub calls: Vec<Position>,
+    /// Every tool_result block answering it.
+    pub results: Vec<Position>,
+    /// Pending, paired or unpaired.
+    pub state: IdState,
+}
+
+impl IdEntry {
+    /// True when the id was used by more than one tool_use block.
+    pub fn is_duplicate(&self) -> bool {
+        self.calls.len() > 1
+    }
+}
+
+/// A tool_result whose id no earlier tool_use carries.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Orphan {
+    /// The id it claims to answer.
+    pub tool_use_id: String,
+    /// Where it sits.
+    pub at: Position,
+}
+
+/// The pairing state of a history.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Ledger {
+    /// One entry per distinct id, in order of first call.
+    pub entries: Vec<IdEntry>,
+    /// Results that answer no call.
+    pub orphans: Vec<Orphan>,
+}
+
+impl Ledger {
+    /// The ledger of `history`, with `in_flight` the ids the loop has taken
+    /// and not yet answered.
+    pub fn of(history: &[Message], in_flight: &[&str]) -> Ledger {
+        let mut index: HashMap<&str, usize> = HashMap::new();
+        let mut ledger = Ledger::default();
+        for (m, msg) in history.iter().enumerate() {
+            for (b, block) in msg.content.iter().enumerate() {
+                let at = Position {
+                    message: m,
+                    block: b,
+                };
+                match block {
+                    Block::ToolUse { id, name, .. } => {
+                        let i = *index.entry(id.as_str()).or_insert_with(|| {
+                            ledger.entries.push(IdEntry {
+                                id: id.clone(),
+                                name: name.clone(),
+                                calls: Vec::new(),
+                                results: Vec::new(),
+                                state: IdState::Unpaired,
+                            });
+                            ledger.entries.len() - 1
+                        });
+                        ledger.entries[i].calls.push(at);
+                    }
+                    Block::ToolResult { tool_use_id, .. } => {
+                        match index.get(tool_use_id.as_str()) {
+                            Some(&i) => ledger.entries[i].results.push(at),
+                            None => ledger.orphans.push(Orphan {
+                                tool_use_id: tool_use_id.clone(),
+                                at,
+                            }),
+                        }
+                    }
+                    Block::Text { .. } => {}
+                }
+            }
+        }
+        for entry in &mut ledger.entries {
+            entry.state = if !entry.results.is_empty() {
+                IdState::Paired
+            } else if in_flight.contains(&entry.id.as_str()) {
+                IdState::Pending
+            } else {
+                IdState::Unpaired
+            };
+        }
+        ledger
+    }
+
+    /// Ids in `state`, in order of first call.
+    pub fn ids_in(&self, state: IdState) -> impl Iterator<Item = &IdEntry> {
+        self.entries.iter().filter(move |e| e.state == state)
+    }
+
+    /// The unpaired ids, each once.
+    pub fn unpaired(&self) -> Vec<String> {
+        self.ids_in(IdState::Unpaired)
+            .map(|e| e.id.clone())
+            .collect()
+    }
+
+    /// Ids carried by more than one tool_use block.
+    pub fn duplicates(&self) -> impl Iterator<Item = &IdEntry> {
+        self.entries.iter().filter(|e| e.is_duplicate())
+    }
+
+    /// Counts per state, for headers and summaries.
+    pub fn counts(&self) -> LedgerCounts {
+        let mut c = LedgerCounts::default();
+        for e in &self.entries {
+            match e.state {
+                IdState::Pending => c.pending += 1,
+                IdState::Paired => c.paired += 1,
+                IdState::Unpaired => c.unpaired += 1,
+            }
+            if e.is_duplicate() {
+                c.duplicate += 1;
+            }
+        }
+        c.orphan = self.orphans.len();
+        c
+    }
+}
+
+/// How many ids are in each state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct LedgerCounts {
+    /// Taken, not yet answered.
+    pub pending: usize,
+    /// Answered.
+    pub paired: usize,
+    /// Left without a result.
+    pub unpaired: usize,
+    /// Used by more than one tool_use.
+    pub duplicate: usize,
+    /// Results answering no call.
+    pub orphan: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::{Reply, ToolCall};
+    use serde_json::json;
+
+    fn plan() -> Message {
+        Message::assistant(&Reply {
+            text: Some("两个一起查".into()),
+            tool_calls: vec![
+                ToolCall {
+                    id: "w1".into(),
+                    name: "get_weather".into(),
+                    args: json!({}),
+                },
+                ToolCall {
+                    id: "f1".into(),
+                    name: "get_fx_rate".into(),
+                    args: json!({}),
+                },
+            ],
+            finish_reason: None,
+        })
+    }
+
+    #[test]
+    fn states_follow_the_history() {
+        let history = vec![
+            Message::user("q"),
+            plan(),
+            Message::tool_result("w1", json!(1), false),
+        ];
+        let l = Ledger::of(&history, &["f1"]);
+        assert_eq!(l.entries[0].state, IdState::Paired);
+        assert_eq!(l.entries[1].state, IdState::Pending);
+        let l = Ledger::of(&history, &[]);
+        assert_eq!(l.unpaired(), vec!["f1"]);
+        assert_eq!(
+            l.entries[0].results[0],
+            Position {
+                message: 2,
+                block: 0
+            }
+        );
+    }
+
+    #[test]
+    fn duplicates_and_orphans_are_counted() {
+        let history = vec![
+            Message::tool_result("ghost", json!(null), true),
+            plan(),
+            plan(),
+        ];
+        let c = Ledger::of(&history, &[]).counts();
+        assert_eq!(
+            c,
+            LedgerCounts {
+                pending: 0,
+                paired: 0,
+                unpaired: 2,
+                duplicate: 2,
+                orphan: 1
+            }
+        );
+    }
+}

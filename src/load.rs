@@ -1,0 +1,49 @@
+//! Reading session files from disk: the only place the binary touches them.
+
+use std::path::Path;
+
+use loopdbg::json_span::{SpanNode, line_col};
+use loopdbg::lint::lint;
+use loopdbg::{LoadError, Session};
+
+/// A session with the text it came from.
+pub struct Loaded {
+    /// The name the user gave.
+    pub origin: String,
+    /// The file's text.
+    pub text: String,
+    /// The parsed session.
+    pub session: Session,
+}
+
+/// Reads and parses a session file.
+pub fn session(path: &Path) -> Result<Loaded, LoadError> {
+    let origin = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| LoadError::Unreadable {
+        origin: origin.clone(),
+        reason: e.to_string(),
+    })?;
+    let session = Session::parse(&origin, &text)?;
+    Ok(Loaded {
+        origin,
+        text,
+        session,
+    })
+}
+
+/// Lint warnings as `file:line:column: warning: ...` lines.
+pub fn located_lint(loaded: &Loaded) -> Vec<String> {
+    let spans = SpanNode::parse(&loaded.text);
+    lint(&loaded.session)
+        .into_iter()
+        .map(|w| {
+            let (line, col) = spans
+                .as_ref()
+                .map_or((1, 1), |s| line_col(&loaded.text, s.offset_of(&w.path)));
+            format!(
+                "{}:{line}:{col}: warning[{}]: {}",
+                loaded.origin, w.kind, w.message
+            )
+        })
+        .collect()
+}

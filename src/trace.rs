@@ -1,0 +1,326 @@
+//! The recorded run: every phase of the loop, in order, plus the history it
+//! built. Recorded once by [`crate::engine`] and never mutated, so any step
+//! can be shown exactly, forwards or backwards.
+//!
+//! The history is stored once. A step records only how long the history was
+//! at that moment; the messages, ledger and walkthrough at step `k` are
+//! derived from that prefix.
+
+use serde::Serialize;
+
+use crate::executor::ToolOutcome;
+use crate::ledger::Ledger;
+use crate::message::{Message, Role};
+use crate::session::Reply;
+use crate::strategy::Strategy;
+
+/// The phases of one round of the loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// The messages and tool definitions are sent.
+    Request,
+    /// The model's reply arrives.
+    Reply,
+    /// The loop takes calls from the reply (and maybe drops some).
+    Extract,
+    /// One call runs locally.
+    Execute,
+    /// One result joins the history.
+    Append,
+    /// Continue or stop, and why.
+    Decide,
+    /// How the run ended.
+    Done,
+}
+
+impl Phase {
+    /// Every phase, in loop order.
+    pub const ALL: [Phase; 7] = [
+        Phase::Request,
+        Phase::Reply,
+        Phase::Extract,
+        Phase::Execute,
+        Phase::Append,
+        Phase::Decide,
+        Phase::Done,
+    ];
+
+    /// The display name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Request => "Request",
+            Phase::Reply => "Reply",
+            Phase::Extract => "Extract",
+            Phase::Execute => "Execute",
+            Phase::Append => "Append",
+            Phase::Decide => "Decide",
+            Phase::Done => "Done",
+        }
+    }
+}
+
+/// One recorded step.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Step {
+    /// The phase.
+    pub phase: Phase,
+    /// 1-based round (model call) this step belongs to.
+    pub round: u32,
+    /// How many messages of [`Trace::messages`] exist at this step.
+    pub history_len: usize,
+    /// For `Execute` and `Append`: which execution of the round (0-based).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub execution: Option<usize>,
+}
+
+/// Why the run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum End {
+    /// The stop rule said the model was done.
+    ModelDone,
+    /// The round limit was reached.
+    MaxRounds,
+    /// The run stopped on an error (truncated or filtered reply, no stub reply).
+    Error,
+}
+
+impl End {
+    /// The JSON spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            End::ModelDone => "model_done",
+            End::MaxRounds => "max_rounds",
+            End::Error => "error",
+        }
+    }
+}
+
+/// One call the loop ran (or refused).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Execution {
+    /// Index of the call in the reply's `tool_calls`.
+    pub call: usize,
+    /// The call id.
+    pub id: String,
+    /// The tool name.
+    pub name: String,
+    /// The arguments.
+    pub args: serde_json::Value,
+    /// What came back.
+    pub outcome: ToolOutcome,
+    /// Index of the tool message that carries the result.
+    pub message: usize,
+}
+
+/// The loop's decision at the end of a round.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Decision {
+    /// True when the loop stops here.
+    pub stop: bool,
+    /// Why, in one sentence.
+    pub reason: String,
+}
+
+/// A request the check before sending found unsendable.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Violation {
+    /// The round whose request it is.
+    pub round: u32,
+    /// The step index of that request.
+    pub step: usize,
+    /// The tool_use ids without a tool_result.
+    pub ids: Vec<String>,
+    /// What a provider would answer.
+    pub message: String,
+}
+
+/// Everything about one model call.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Round {
+    /// 1-based number.
+    pub number: u32,
+    /// History length when the request was sent.
+    pub request_len: usize,
+    /// Index into [`Trace::violations`] when the request had unpaired ids.
+    pub violation: Option<usize>,
+    /// Index of the stub rule that replied.
+    pub rule: usize,
+    /// The reply.
+    pub reply: Reply,
+    /// Index of the assistant message, when the reply joined the history.
+    pub reply_message: Option<usize>,
+    /// Indices (into `reply.tool_calls`) of the calls the loop took.
+    pub taken: Vec<usize>,
+    /// Indices of the calls it dropped.
+    pub dropped: Vec<usize>,
+    /// The calls run, in order.
+    pub executions: Vec<Execution>,
+    /// How many replies in a row, ending with this one, were identical.
+    pub identical_run: u32,
+    /// What the loop decided after this round.
+    pub decision: Option<Decision>,
+}
+
+/// How the run ended.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Outcome {
+    /// The kind of end.
+    pub end: End,
+    /// One sentence.
+    pub detail: String,
+    /// The answer the loop returns: the last reply's text, or `None` when
+    /// the run ended in an error or the robust loop ran out of rounds.
+    pub final_text: Option<String>,
+    /// Requests sent (model calls made).
+    pub requests: u32,
+}
+
+/// A complete recorded run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Trace {
+    /// The strategy it ran with.
+    pub strategy: Strategy,
+    /// The final history; every step sees a prefix of it.
+    pub messages: Vec<Message>,
+    /// Every phase, in order; the last is `Done`.
+    pub steps: Vec<Step>,
+    /// Per model call.
+    pub rounds: Vec<Round>,
+    /// Requests that would have been rejected.
+    pub violations: Vec<Violation>,
+    /// How it ended.
+    pub outcome: Outcome,
+}
+
+impl Trace {
+    /// The number of steps.
+    pub fn len(&self) -> usize {
+        self.steps.len()
+    }
+
+    /// Never true: a trace always ends with `Done`.
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+
+    /// Step `k`, clamped to the last.
+    pub fn step(&self, k: usize) -> &Step {
+        &self.steps[k.min(self.steps.len() - 1)]
+    }
+
+    /// The round record of step `k`, if the round got a reply.
+    pub fn round_of(&self, k: usize) -> Option<&Round> {
+        let step = self.step(k);
+        self.round(step.round)
+    }
+
+    /// Round `n` (1-based), if it got a reply.
+    pub fn round(&self, n: u32) -> Option<&Round> {
+        let i = n.checked_sub(1)? as usize;
+        self.rounds.get(i).filter(|r| r.number == n)
+    }
+
+    /// The history as it stands at step `k`.
+    pub fn history_at(&self, k: usize) -> &[Message] {
+        &self.messages[..self.step(k).history_len]
+    }
+
+    /// How many messages step `k` added to the history.
+    pub fn added_at(&self, k: usize) -> std::ops::Range<usize> {
+        let now = self.step(k).history_len;
+        let before = if k == 0 {
+            0
+        } else {
+            self.step(k - 1).history_len
+        };
+        before.min(now)..now
+    }
+
+    /// Ids the loop holds at step `k` without a result yet (pending, not
+    /// unpaired): the reply's calls while it is read, then the taken calls
+    /// until each result is appended.
+    pub fn in_flight_at(&self, k: usize) -> Vec<&str> {
+        let step = self.step(k);
+        let Some(round) = self.round(step.round) else {
+            return Vec::new();
+        };
+        let ids = |idx: &[usize]| -> Vec<&str> {
+            idx.iter()
+                .map(|&i| round.reply.tool_calls[i].id.as_str())
+                .collect()
+        };
+        match step.phase {
+            Phase::Reply if round.reply_message.is_some() => round
+                .reply
+                .tool_calls
+                .iter()
+                .map(|c| c.id.as_str())
+                .collect(),
+            Phase::Extract | Phase::Execute => ids(&round.taken),
+            Phase::Append => {
+                let done = step.execution.map_or(0, |e| e + 1);
+                ids(&round.taken[done.min(round.taken.len())..])
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// The pairing ledger at step `k`.
+    pub fn ledger_at(&self, k: usize) -> Ledger {
+        Ledger::of(self.history_at(k), &self.in_flight_at(k))
+    }
+
+    /// The first step of round `n`, if it exists.
+    pub fn first_step_of_round(&self, n: u32) -> Option<usize> {
+        let i = self.steps.partition_point(|s| s.round < n);
+        (i < self.steps.len() && self.steps[i].round == n).then_some(i)
+    }
+
+    /// The step closest to (`round`, `phase`, `execution`): used to keep the
+    /// user's place when a toggle re-runs the engine.
+    pub fn nearest_step(&self, round: u32, phase: Phase, execution: Option<usize>) -> usize {
+        let last = self.steps.len() - 1;
+        let in_round = self.steps.partition_point(|s| s.round < round);
+        if in_round > last || self.steps[in_round].round != round {
+            return last;
+        }
+        let rank = |p: Phase| Phase::ALL.iter().position(|q| *q == p).unwrap_or(0);
+        let mut best = in_round;
+        for (i, s) in self.steps.iter().enumerate().skip(in_round) {
+            if s.round != round {
+                break;
+            }
+            if rank(s.phase) < rank(phase)
+                || (s.phase == phase && s.execution.unwrap_or(0) <= execution.unwrap_or(0))
+            {
+                best = i;
+            }
+        }
+        best
+    }
+
+    /// Names of the calls that really ran, in order.
+    pub fn tool_runs(&self) -> Vec<&str> {
+        self.rounds
+            .iter()
+            .flat_map(|r| r.executions.iter())
+            .filter(|e| e.outcome.ran)
+            .map(|e| e.name.as_str())
+            .collect()
+    }
+
+    /// The roles of the final history, in order.
+    pub fn roles(&self) -> Vec<Role> {
+        self.messages.iter().map(|m| m.role).collect()
+    }
+
+    /// The longest run of identical consecutive replies, with the round it ends at.
+    pub fn longest_identical_run(&self) -> Option<(u32, u32)> {
+        self.rounds
+            .iter()
+            .map(|r| (r.identical_run, r.number))
+            .max_by_key(|(run, n)| (*run, std::cmp::Reverse(*n)))
+    }
+}

@@ -1,0 +1,186 @@
+//! Seed 003's walkthrough of the two trips of a tool call, derived from a
+//! trace at any step: the four steps with the one in progress, and the
+//! three logs (first response body, each function's return value, the
+//! response text after the results went back).
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::session::Reply;
+use crate::trace::{Phase, Trace};
+
+/// The four steps, in seed 003's words.
+pub const STEPS: [&str; 4] = [
+    "send the user message with the tool definitions",
+    "read the reply: if it is a tool call, take its name and arguments",
+    "run the function locally and get a string or JSON back",
+    "append the result by call id and ask again; that reply's text is for the user",
+];
+
+/// Where a walkthrough step stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepState {
+    /// Not reached yet.
+    Todo,
+    /// In progress at this step of the trace.
+    Active,
+    /// Done at least once.
+    Done,
+}
+
+/// One function return value (log 2).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReturnLog {
+    /// The round it ran in.
+    pub round: u32,
+    /// The call id.
+    pub id: String,
+    /// The tool.
+    pub name: String,
+    /// Its arguments.
+    pub args: Value,
+    /// What it returned.
+    pub value: Value,
+    /// True for an error result.
+    pub is_error: bool,
+    /// False when the whitelist refused it.
+    pub ran: bool,
+}
+
+/// A reply's text after tool results went back (log 3).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AnswerLog {
+    /// The round of the reply.
+    pub round: u32,
+    /// Its text.
+    pub text: Option<String>,
+    /// True when the reply asked for tools again instead of answering.
+    pub asks_for_tools: bool,
+}
+
+/// The walkthrough as it stands at one step.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Walkthrough {
+    /// State of each of the four steps.
+    pub states: [StepState; 4],
+    /// Log 1: the first response body.
+    pub first_response: Option<Value>,
+    /// Log 2: each function's return value.
+    pub returns: Vec<ReturnLog>,
+    /// Log 3: the response texts after results went back.
+    pub answers: Vec<AnswerLog>,
+}
+
+/// A reply as a response body, for log 1.
+pub fn reply_body(reply: &Reply) -> Value {
+    json!({
+        "text": reply.text,
+        "tool_calls": reply.tool_calls.iter().map(|c| json!({"id": c.id, "name": c.name, "args": c.args})).collect::<Vec<_>>(),
+        "finish_reason": reply.finish_reason().as_str(),
+    })
+}
+
+/// The walkthrough at step `k` of `trace`.
+pub fn at(trace: &Trace, k: usize) -> Walkthrough {
+    let step = trace.step(k);
+    let mut returns = Vec::new();
+    let mut answers = Vec::new();
+    let mut first_response = None;
+    for round in &trace.rounds {
+        if round.number > step.round {
+            break;
+        }
+        let current = round.number == step.round;
+        let seen_reply = !current || step.phase != Phase::Request;
+        if !seen_reply {
+            break;
+        }
+        if round.number == 1 {
+            first_response = Some(reply_body(&round.reply));
+        } else {
+            answers.push(AnswerLog {
+                round: round.number,
+                text: round.reply.text.clone(),
+                asks_for_tools: !round.reply.tool_calls.is_empty(),
+            });
+        }
+        let visible = if current {
+            match step.phase {
+                Phase::Execute => step.execution.map_or(0, |e| e + 1),
+                Phase::Append | Phase::Decide | Phase::Done => round.executions.len(),
+                _ => 0,
+            }
+        } else {
+            round.executions.len()
+        };
+        returns.extend(round.executions.iter().take(visible).map(|e| ReturnLog {
+            round: round.number,
+            id: e.id.clone(),
+            name: e.name.clone(),
+            args: e.args.clone(),
+            value: e.outcome.content.clone(),
+            is_error: e.outcome.is_error,
+            ran: e.outcome.ran,
+        }));
+    }
+
+    let active = active_step(trace, k);
+    let mut states = [StepState::Todo; 4];
+    let reached = highest_reached(trace, k);
+    for (i, s) in states.iter_mut().enumerate() {
+        if Some(i) == active {
+            *s = StepState::Active;
+        } else if i < reached {
+            *s = StepState::Done;
+        }
+    }
+    Walkthrough {
+        states,
+        first_response,
+        returns,
+        answers,
+    }
+}
+
+/// The 0-based walkthrough step in progress at trace step `k`.
+fn active_step(trace: &Trace, k: usize) -> Option<usize> {
+    let step = trace.step(k);
+    let has_calls = trace
+        .round(step.round)
+        .is_some_and(|r| !r.reply.tool_calls.is_empty());
+    match step.phase {
+        Phase::Request if step.round == 1 => Some(0),
+        Phase::Request => Some(3),
+        Phase::Reply | Phase::Extract if step.round == 1 || has_calls => Some(1),
+        Phase::Reply | Phase::Extract => Some(3),
+        Phase::Execute => Some(2),
+        Phase::Append => Some(3),
+        Phase::Decide => Some(3),
+        Phase::Done => None,
+    }
+}
+
+/// How many walkthrough steps have been completed at least once by step `k`.
+fn highest_reached(trace: &Trace, k: usize) -> usize {
+    let mut reached = 0;
+    for s in &trace.steps[..=k.min(trace.len() - 1)] {
+        let n = match s.phase {
+            Phase::Request if s.round == 1 => 0,
+            Phase::Request => 4,
+            Phase::Reply | Phase::Extract => 1,
+            Phase::Execute => 2,
+            Phase::Append => 3,
+            Phase::Decide => 3,
+            Phase::Done => {
+                if trace.rounds.len() > 1 {
+                    4
+                } else {
+                    1
+                }
+            }
+        };
+        reached = reached.max(n);
+    }
+    reached
+}
