@@ -319,7 +319,7 @@ mod tests {
         let text = "{\"北京\": 1}";
         let tree = SpanNode::parse(text).unwrap();
         let v = tree.offset_of(&json_path!["北京"]);
-        assert_eq!(line_col(text, v), (1, 7));
+        assert_eq!(line_col(text, v), (1, 8));
     }
 
     #[test]

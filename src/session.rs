@@ -447,7 +447,7 @@ mod tests {
             "\"tools\": [{\"name\": \"get_weather\"},\n    ",
         );
         let (line, col, msg) = error_of(&text);
-        assert_eq!((line, col), (5, 13), "{msg}");
+        assert_eq!((line, col), (5, 14), "{msg}");
         assert!(msg.contains("duplicate tool name `get_weather`"), "{msg}");
     }
 
