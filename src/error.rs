@@ -38,7 +38,7 @@ impl LocatedError {
             origin: origin.to_string(),
             line,
             column,
-            label: short_label(&message),
+            label: "here".to_string(),
             message,
             src: NamedSource::new(origin, text.to_string()),
             span: SourceSpan::new(offset.into(), len),
@@ -50,16 +50,6 @@ impl LocatedError {
     pub fn with_help(mut self, help: impl Into<String>) -> Self {
         self.help = Some(help.into());
         self
-    }
-}
-
-fn short_label(message: &str) -> String {
-    let first = message.split(". ").next().unwrap_or(message);
-    if first.chars().count() > 60 {
-        let cut: String = first.chars().take(57).collect();
-        format!("{cut}...")
-    } else {
-        first.to_string()
     }
 }
 

@@ -21,6 +21,10 @@ const EXIT_BAD_INPUT: u8 = 2;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // One line per message, so `file:line:column: what` stays greppable.
+    let _ = miette::set_hook(Box::new(|_| {
+        Box::new(miette::MietteHandlerOpts::new().wrap_lines(false).build())
+    }));
     match dispatch(cli) {
         Ok(code) => code,
         Err(Failure::BadInput(report)) => {

@@ -205,6 +205,18 @@ pub struct StrategyDefaults {
 impl Session {
     /// Parses and validates a session. `origin` names the text in errors.
     pub fn parse(origin: &str, text: &str) -> Result<Session, LoadError> {
+        // serde accepts a struct written as an array; a session never is one.
+        let first = text.len() - text.trim_start().len();
+        if let Some(c) = text[first..].chars().next()
+            && c != '{'
+        {
+            return Err(LoadError::at(
+                origin,
+                text,
+                first,
+                "expected a session object `{ \"user\": ..., \"model\": ... }` at the top level",
+            ));
+        }
         let de = &mut serde_json::Deserializer::from_str(text);
         let session: Session = match serde_path_to_error::deserialize(de) {
             Ok(s) => s,

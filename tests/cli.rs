@@ -1,0 +1,268 @@
+//! The real binary, headless: `run`, `compare`, `lint`, `schema`, and bad input.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+
+fn loopdbg() -> Command {
+    let mut cmd = Command::cargo_bin("loopdbg").unwrap();
+    cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("NO_COLOR", "1");
+    cmd
+}
+
+fn run_json(args: &[&str]) -> Value {
+    let out = loopdbg()
+        .arg("run")
+        .args(args)
+        .args(["--format", "json"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    serde_json::from_slice(&out).unwrap()
+}
+
+#[test]
+fn run_text_mirrors_the_seed_trace() {
+    loopdbg()
+        .args([
+            "run",
+            "sessions/weather_fx.json",
+            "--extract",
+            "first",
+            "--behavior",
+            "reask",
+            "--stop",
+            "tool-calls",
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("dropped (not executed): get_fx_rate(toolu_f1)"))
+        .stdout(predicate::str::contains(
+            "roles: user assistant tool assistant tool assistant tool assistant tool assistant tool assistant tool",
+        ))
+        .stdout(predicate::str::contains("unpaired tool_use: toolu_f1"))
+        .stdout(predicate::str::contains("tool runs: 6 (get_weather, get_weather"))
+        .stdout(predicate::str::contains("end: max_rounds"))
+        .stdout(predicate::str::contains("final text: 汇率还没拿到，再要一次。"))
+        .stdout(predicate::str::contains("spin: the same reply came back 5 times"));
+}
+
+#[test]
+fn run_json_has_the_contract_fields() {
+    let v = run_json(&["sessions/weather_fx.json"]);
+    assert_eq!(v["rounds"], 2);
+    assert_eq!(
+        v["tool_runs"],
+        serde_json::json!(["get_weather", "get_fx_rate"])
+    );
+    assert_eq!(v["unpaired"], serde_json::json!([]));
+    assert_eq!(v["end"], "model_done");
+    assert_eq!(v["final_text"], "北京今天晴，24 度；美元兑人民币 7.12。");
+    assert_eq!(
+        v["roles"],
+        serde_json::json!(["user", "assistant", "tool", "tool", "assistant"])
+    );
+    assert_eq!(v["messages"].as_array().unwrap().len(), 5);
+    assert_eq!(v["messages"][1]["content"][1]["type"], "tool_use");
+    assert_eq!(v["messages"][2]["content"][0]["tool_use_id"], "toolu_w1");
+    assert_eq!(v["violations"], serde_json::json!([]));
+    assert_eq!(v["strategy"]["extract"], "all");
+    assert_eq!(v["strategy"]["stop"], "robust");
+    assert_eq!(v["strategy"]["max_rounds"], 6);
+    assert_eq!(v["strategy"]["behavior"], "complete");
+    assert!(v["end_detail"].is_string());
+}
+
+#[test]
+fn run_json_first_skip() {
+    let v = run_json(&[
+        "sessions/weather_fx.json",
+        "--extract",
+        "first",
+        "--behavior",
+        "skip",
+        "--stop",
+        "tool-calls",
+    ]);
+    assert_eq!(v["rounds"], 2);
+    assert_eq!(v["tool_runs"], serde_json::json!(["get_weather"]));
+    assert_eq!(v["unpaired"], serde_json::json!(["toolu_f1"]));
+    assert_eq!(v["violations"][0]["ids"], serde_json::json!(["toolu_f1"]));
+    assert_eq!(v["violations"][0]["round"], 2);
+}
+
+#[test]
+fn run_json_truncated_under_robust_is_an_error_without_text() {
+    let v = run_json(&["sessions/stop_truncated.json", "--stop", "robust"]);
+    assert_eq!(v["rounds"], 1);
+    assert_eq!(v["end"], "error");
+    assert_eq!(v["final_text"], Value::Null);
+    assert!(v["end_detail"].as_str().unwrap().contains("max_tokens"));
+}
+
+#[test]
+fn run_json_whitelist_refusal_is_not_a_run() {
+    let v = run_json(&["sessions/unknown_tool.json"]);
+    assert_eq!(v["tool_runs"], serde_json::json!(["get_weather"]));
+    assert_eq!(v["messages"][2]["content"][0]["is_error"], true);
+}
+
+#[test]
+fn compare_prints_the_seed_001_table() {
+    let out = loopdbg()
+        .args([
+            "compare",
+            "sessions/stop_truncated.json",
+            "--format",
+            "json",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let rows: Vec<Value> = serde_json::from_slice(&out).unwrap();
+    assert_eq!(rows.len(), 8, "2 extractions × 4 stop rules × 1 behaviour");
+    let rounds = |stop: &str| -> Vec<u64> {
+        rows.iter()
+            .filter(|r| r["stop"] == stop)
+            .map(|r| r["rounds"].as_u64().unwrap())
+            .collect()
+    };
+    assert_eq!(rounds("content"), vec![8, 8]);
+    assert_eq!(rounds("finish-reason"), vec![8, 8]);
+    assert_eq!(rounds("tool-calls"), vec![1, 1]);
+    assert_eq!(rounds("robust"), vec![1, 1]);
+}
+
+#[test]
+fn compare_markdown_over_several_sessions() {
+    loopdbg()
+        .args([
+            "compare",
+            "sessions/weather_fx.json",
+            "sessions/stop_text_only.json",
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with("| session | extract | stop |"))
+        .stdout(predicate::function(|s: &str| {
+            s.lines().count() == 2 + 3 * 8 + 8
+        }));
+}
+
+#[test]
+fn lint_reports_the_parameter_trap_with_a_location() {
+    loopdbg()
+        .args(["lint", "sessions/param_mismatch.json"])
+        .assert()
+        .success()
+        .stdout(predicate::str::is_match(
+            r"sessions/param_mismatch\.json:\d+:\d+: warning\[undeclared_table_key\]: `get_weather` table row 0 is keyed by `city`",
+        )
+        .unwrap());
+}
+
+#[test]
+fn schema_is_json_and_names_the_required_fields() {
+    let out = loopdbg()
+        .arg("schema")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["required"], serde_json::json!(["user", "model"]));
+}
+
+#[test]
+fn bad_flags_exit_2() {
+    loopdbg()
+        .args(["run", "sessions/weather.json", "--behavior", "nope"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("`nope` is not a behaviour"));
+    loopdbg()
+        .args(["run", "sessions/weather.json", "--stop", "sometimes"])
+        .assert()
+        .code(2);
+    loopdbg()
+        .args(["run", "sessions/weather.json", "--max-rounds", "0"])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn missing_file_exits_2_naming_it() {
+    loopdbg()
+        .args(["run", "sessions/does_not_exist.json"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "sessions/does_not_exist.json: cannot read",
+        ));
+}
+
+/// Each malformed variant: exit 2, `file:line:column: message` on one line.
+#[test]
+fn malformed_sessions_give_located_errors() {
+    let cases: &[(&str, &str, &str)] = &[
+        ("truncated_json", "4:1", "EOF while parsing"),
+        ("trailing_comma", "3:42", "trailing comma"),
+        ("unknown_top_key", "3:9", "unknown field `modle`"),
+        (
+            "user_not_string",
+            "2:12",
+            "user: invalid type: integer `42`, expected a string",
+        ),
+        ("missing_model", "3:1", "missing field `model`"),
+        ("duplicate_tool", "5:14", "duplicate tool name `w`"),
+        (
+            "when_undefined_tool",
+            "4:42",
+            "`nope` is not a tool this session defines",
+        ),
+        ("bad_finish_reason", "3:65", "unknown variant `done`"),
+        ("round_zero", "3:38", "rounds count from 1"),
+        ("undefined_behavior", "4:28", "`other` is not a behaviour"),
+        ("bad_stop_rule", "4:34", "unknown variant `sometimes`"),
+        (
+            "empty_model",
+            "3:12",
+            "expected at least one stub behaviour",
+        ),
+        ("call_without_id", "3:57", "missing field `id`"),
+        ("duplicate_behavior", "3:46", "duplicate behaviour name `s`"),
+        (
+            "parameters_not_object",
+            "3:41",
+            "expected a JSON Schema object",
+        ),
+        ("empty_file", "1:1", "EOF while parsing"),
+        ("not_an_object", "1:1", "expected a session object"),
+        ("max_rounds_zero", "4:30", "expected a number from 1 to"),
+    ];
+    for (name, at, what) in cases {
+        let path = format!("tests/fixtures/bad/{name}.json");
+        let out = loopdbg()
+            .args(["run", &path])
+            .assert()
+            .code(2)
+            .get_output()
+            .clone();
+        assert!(out.stdout.is_empty(), "{name}: nothing on stdout");
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        let first = stderr.lines().next().unwrap_or_default();
+        let expected = format!("{path}:{at}: ");
+        assert!(
+            first.contains(&expected),
+            "{name}: {first:?} lacks {expected:?}"
+        );
+        assert!(first.contains(what), "{name}: {first:?} lacks {what:?}");
+        assert!(!stderr.contains("panicked"), "{name}");
+    }
+}

@@ -1,0 +1,283 @@
+//! The exact numbers of the seeds' tables, reproduced by the engine on the
+//! shipped sessions.
+
+use loopdbg::ledger::Ledger;
+use loopdbg::report::RunReport;
+use loopdbg::strategy::{Extract, StopRule};
+use loopdbg::trace::{End, Phase};
+use loopdbg::walkthrough::{self, StepState};
+use loopdbg::{Session, Strategy, Trace};
+
+fn load(name: &str) -> Session {
+    let path = format!("{}/sessions/{name}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    Session::parse(&path, &text).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn run(session: &Session, extract: Extract, stop: StopRule, behavior: Option<&str>) -> Trace {
+    let mut s = Strategy::for_session(session);
+    s.extract = extract;
+    s.stop = stop;
+    if let Some(b) = behavior {
+        s.behavior = b.to_string();
+    }
+    loopdbg::run(session, &s)
+}
+
+fn roles(t: &Trace) -> String {
+    t.roles()
+        .iter()
+        .map(|r| r.as_str())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn unpaired(t: &Trace) -> Vec<String> {
+    Ledger::of(&t.messages, &[]).unpaired()
+}
+
+#[test]
+fn seed_000_all_complete() {
+    let s = load("weather_fx.json");
+    let t = run(&s, Extract::All, StopRule::ToolCalls, Some("complete"));
+    assert_eq!(t.outcome.requests, 2);
+    assert_eq!(t.tool_runs(), vec!["get_weather", "get_fx_rate"]);
+    assert!(unpaired(&t).is_empty());
+    assert_eq!(roles(&t), "user assistant tool tool assistant");
+    assert_eq!(t.outcome.end, End::ModelDone);
+    assert_eq!(
+        t.outcome.final_text.as_deref(),
+        Some("北京今天晴，24 度；美元兑人民币 7.12。")
+    );
+    assert!(t.violations.is_empty());
+}
+
+#[test]
+fn seed_000_first_reask_spins_to_the_round_limit() {
+    let s = load("weather_fx.json");
+    let t = run(&s, Extract::First, StopRule::ToolCalls, Some("reask"));
+    assert_eq!(t.outcome.requests, 6);
+    assert_eq!(t.tool_runs(), vec!["get_weather"; 6]);
+    assert_eq!(unpaired(&t), vec!["toolu_f1"]);
+    assert_eq!(t.outcome.end, End::MaxRounds);
+    assert_eq!(
+        t.outcome.final_text.as_deref(),
+        Some("汇率还没拿到，再要一次。")
+    );
+    assert_eq!(
+        roles(&t),
+        "user assistant tool assistant tool assistant tool assistant tool assistant tool assistant tool"
+    );
+    // Every request after the first carries the dangling id.
+    assert_eq!(t.violations.len(), 5);
+    assert!(t.violations.iter().all(|v| v.ids == ["toolu_f1"]));
+    // The spin signal: rounds 2..6 are the same reply.
+    assert_eq!(t.longest_identical_run(), Some((5, 6)));
+}
+
+#[test]
+fn seed_000_first_skip_is_a_silent_wrong_answer() {
+    let s = load("weather_fx.json");
+    let t = run(&s, Extract::First, StopRule::ToolCalls, Some("skip"));
+    assert_eq!(t.outcome.requests, 2);
+    assert_eq!(t.tool_runs(), vec!["get_weather"]);
+    assert_eq!(unpaired(&t), vec!["toolu_f1"]);
+    assert_eq!(roles(&t), "user assistant tool assistant");
+    let text = t.outcome.final_text.unwrap();
+    assert!(text.contains("24") && !text.contains("7.12"), "{text}");
+}
+
+/// Seed 001's table: rounds (and tools run) per rule content / finish-reason / tool-calls / robust.
+#[test]
+fn seed_001_rounds_per_scenario_and_rule() {
+    let table: [(&str, [u32; 4], [&[&str]; 4]); 4] = [
+        (
+            "stop_tool_tool_answer.json",
+            [3, 3, 3, 3],
+            [&["read_file", "count_lines"]; 4],
+        ),
+        (
+            "stop_chatty_tool_call.json",
+            [1, 2, 2, 2],
+            [&["read_file"]; 4],
+        ),
+        ("stop_truncated.json", [8, 8, 1, 1], [&[]; 4]),
+        ("stop_text_only.json", [1, 1, 1, 1], [&[]; 4]),
+    ];
+    let rules = [
+        StopRule::Content,
+        StopRule::FinishReason,
+        StopRule::ToolCalls,
+        StopRule::Robust,
+    ];
+    for (file, rounds, tools) in table {
+        let s = load(file);
+        for (i, rule) in rules.into_iter().enumerate() {
+            let t = run(&s, Extract::All, rule, None);
+            assert_eq!(t.outcome.requests, rounds[i], "{file} under {rule}");
+            assert_eq!(t.tool_runs(), tools[i].to_vec(), "{file} under {rule}");
+        }
+    }
+}
+
+#[test]
+fn seed_001_truncation_ends_and_spins_as_the_seed_says() {
+    let s = load("stop_truncated.json");
+    let robust = run(&s, Extract::All, StopRule::Robust, None);
+    assert_eq!(robust.outcome.end, End::Error);
+    assert_eq!(robust.outcome.final_text, None);
+    // The truncated reply never joins the history under robust.
+    assert_eq!(roles(&robust), "user");
+
+    let content = run(&s, Extract::All, StopRule::Content, None);
+    assert_eq!(content.outcome.end, End::MaxRounds);
+    // The same reply 8 times: asked again 7 times.
+    assert_eq!(content.longest_identical_run(), Some((8, 8)));
+
+    let calls = run(&s, Extract::All, StopRule::ToolCalls, None);
+    assert_eq!(calls.outcome.end, End::ModelDone);
+    assert_eq!(
+        calls.outcome.final_text, None,
+        "an empty answer taken as success"
+    );
+}
+
+#[test]
+fn seed_001_chatty_content_rule_answers_with_the_preamble() {
+    let s = load("stop_chatty_tool_call.json");
+    let t = run(&s, Extract::All, StopRule::Content, None);
+    assert_eq!(t.outcome.final_text.as_deref(), Some("我先打开文件看看"));
+    // The result was appended but never read by the model.
+    assert_eq!(roles(&t), "user assistant tool");
+}
+
+#[test]
+fn robust_running_out_of_rounds_is_not_an_answer() {
+    let s = load("weather_fx.json");
+    let t = run(&s, Extract::First, StopRule::Robust, Some("reask"));
+    assert_eq!(t.outcome.end, End::MaxRounds);
+    assert_eq!(t.outcome.final_text, None);
+}
+
+#[test]
+fn seed_003_weather_walkthrough_has_four_steps_and_cites_18() {
+    let s = load("weather.json");
+    let t = run(&s, Extract::All, StopRule::Robust, None);
+    assert_eq!(t.outcome.requests, 2);
+    let last = t.len() - 1;
+    let w = walkthrough::at(&t, last);
+    assert_eq!(w.states, [StepState::Done; 4]);
+    let first = w.first_response.expect("log 1");
+    assert_eq!(first["tool_calls"][0]["name"], "get_weather");
+    assert_eq!(first["tool_calls"][0]["args"]["city"], "北京");
+    assert_eq!(w.returns.len(), 1);
+    assert_eq!(w.returns[0].value["temp_c"], 18);
+    assert_eq!(w.answers.len(), 1);
+    assert!(w.answers[0].text.as_deref().unwrap().contains("18"));
+    let report = RunReport::new(&s, &t);
+    assert_eq!(report.quote_check.cites_tool_numbers, Some(true));
+    assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+
+    // The walkthrough moves through steps 1..4 as the trace is stepped.
+    let active: Vec<Option<usize>> = (0..t.len())
+        .map(|k| {
+            walkthrough::at(&t, k)
+                .states
+                .iter()
+                .position(|s| *s == StepState::Active)
+        })
+        .collect();
+    assert_eq!(active.first(), Some(&Some(0)));
+    assert!(active.contains(&Some(1)) && active.contains(&Some(2)) && active.contains(&Some(3)));
+}
+
+#[test]
+fn seed_003_invented_answer_is_flagged() {
+    let s = load("weather.json");
+    let t = run(&s, Extract::All, StopRule::Robust, Some("ignores_result"));
+    let report = RunReport::new(&s, &t);
+    assert_eq!(report.quote_check.cites_tool_numbers, Some(false));
+    assert!(report.warnings.iter().any(|w| w.kind == "uncited"));
+}
+
+#[test]
+fn whitelist_answers_unknown_tools_without_running_them() {
+    let s = load("unknown_tool.json");
+    let t = run(&s, Extract::All, StopRule::Robust, None);
+    let first = &t.rounds[0].executions[0];
+    assert!(!first.outcome.ran && first.outcome.is_error);
+    assert_eq!(t.tool_runs(), vec!["get_weather"]);
+    assert!(unpaired(&t).is_empty());
+    assert_eq!(t.outcome.final_text.as_deref(), Some("北京今天 18°C，晴。"));
+}
+
+#[test]
+fn parameter_trap_gives_an_error_result_and_a_lint() {
+    let s = load("param_mismatch.json");
+    let t = run(&s, Extract::All, StopRule::Robust, None);
+    let e = &t.rounds[0].executions[0];
+    assert!(e.outcome.ran && e.outcome.is_error);
+    let lints = loopdbg::lint::lint(&s);
+    assert!(lints.iter().any(|w| w.kind == "undeclared_table_key"));
+}
+
+#[test]
+fn phases_follow_the_loop_order() {
+    let s = load("weather_fx.json");
+    let t = run(&s, Extract::All, StopRule::Robust, Some("complete"));
+    let phases: Vec<&str> = t.steps.iter().map(|s| s.phase.name()).collect();
+    assert_eq!(
+        phases.join(" "),
+        "Request Reply Extract Execute Execute Append Append Decide Request Reply Extract Decide Done"
+    );
+    // Stepping back is exact: the history at each step is a prefix.
+    let lens: Vec<usize> = t.steps.iter().map(|s| s.history_len).collect();
+    assert_eq!(lens, vec![1, 2, 2, 2, 2, 3, 4, 4, 4, 5, 5, 5, 5]);
+    assert_eq!(t.step(t.len() - 1).phase, Phase::Done);
+}
+
+#[test]
+fn ledger_shows_the_dropped_call_at_extract() {
+    let s = load("weather_fx.json");
+    let t = run(&s, Extract::First, StopRule::ToolCalls, Some("skip"));
+    let extract = t
+        .steps
+        .iter()
+        .position(|s| s.phase == Phase::Extract)
+        .unwrap();
+    let reply = extract - 1;
+    assert_eq!(t.ledger_at(reply).counts().pending, 2);
+    let at_extract = t.ledger_at(extract).counts();
+    assert_eq!((at_extract.pending, at_extract.unpaired), (1, 1));
+    let request2 = t
+        .steps
+        .iter()
+        .position(|s| s.phase == Phase::Request && s.round == 2)
+        .unwrap();
+    assert_eq!(t.ledger_at(request2).unpaired(), vec!["toolu_f1"]);
+    assert_eq!(t.violations[0].step, request2);
+}
+
+#[test]
+fn a_stub_without_a_reply_ends_in_an_error() {
+    let s = load("weather_fx.json");
+    let t = run(&s, Extract::First, StopRule::ToolCalls, Some("complete"));
+    assert_eq!(t.outcome.end, End::Error);
+    assert_eq!(t.outcome.detail, "stub has no reply for round 2");
+    assert_eq!(t.outcome.final_text, None);
+}
+
+#[test]
+fn every_shipped_session_is_deterministic() {
+    for entry in std::fs::read_dir(format!("{}/sessions", env!("CARGO_MANIFEST_DIR"))).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_str().unwrap().to_string();
+        let s = load(&name);
+        let strategy = Strategy::for_session(&s);
+        assert_eq!(
+            loopdbg::run(&s, &strategy),
+            loopdbg::run(&s, &strategy),
+            "{name}"
+        );
+    }
+}
