@@ -90,7 +90,8 @@ fn seed_000_first_skip_is_a_silent_wrong_answer() {
 /// Seed 001's table: rounds (and tools run) per rule content / finish-reason / tool-calls / robust.
 #[test]
 fn seed_001_rounds_per_scenario_and_rule() {
-    let table: [(&str, [u32; 4], [&[&str]; 4]); 4] = [
+    type Row<'a> = (&'a str, [u32; 4], [&'a [&'a str]; 4]);
+    let table: [Row; 4] = [
         (
             "stop_tool_tool_answer.json",
             [3, 3, 3, 3],
