@@ -122,6 +122,12 @@ pub const SPIN_THRESHOLD: u32 = 2;
 /// Every warning the run deserves.
 pub fn warnings(trace: &Trace) -> Vec<Warning> {
     let mut out = Vec::new();
+    for v in &trace.violations {
+        out.push(Warning {
+            kind: "provider_400",
+            message: format!("round {}: {}", v.round, v.message),
+        });
+    }
     if let Some((run, end)) = trace.longest_identical_run()
         && run >= SPIN_THRESHOLD
     {
@@ -148,12 +154,6 @@ pub fn warnings(trace: &Trace) -> Vec<Warning> {
                 "the answer does not quote the tools' numbers ({}): did the second request read the results?",
                 missing.join(", ")
             ),
-        });
-    }
-    for v in &trace.violations {
-        out.push(Warning {
-            kind: "provider_400",
-            message: format!("round {}: {}", v.round, v.message),
         });
     }
     out

@@ -35,13 +35,34 @@ pub fn run_with(session: &Session, strategy: &Strategy, executor: &dyn ToolExecu
     rec.calls.push(&rec.messages[0]);
     let outcome = rec.drive(session, strategy, executor);
     rec.step(Phase::Done, outcome.requests.max(1), None);
-    Trace {
+    let mut trace = Trace {
         strategy: strategy.clone(),
         messages: rec.messages,
         steps: rec.steps,
         rounds: rec.rounds,
         violations: rec.violations,
         outcome,
+    };
+    count_unpaired(&mut trace);
+    trace
+}
+
+/// Fills [`Step::unpaired`] in one pass over the history.
+fn count_unpaired(trace: &mut Trace) {
+    let mut index = CallIndex::default();
+    let mut seen = 0;
+    for k in 0..trace.steps.len() {
+        let len = trace.steps[k].history_len;
+        for message in &trace.messages[seen..len] {
+            index.push(message);
+        }
+        seen = seen.max(len);
+        let in_flight = trace.in_flight_at(k);
+        let unpaired = index
+            .unanswered()
+            .filter(|id| !in_flight.contains(id))
+            .count();
+        trace.steps[k].unpaired = unpaired;
     }
 }
 
@@ -60,6 +81,7 @@ impl Recorder {
             round,
             history_len: self.messages.len(),
             execution,
+            unpaired: 0,
         });
     }
 

@@ -21,6 +21,7 @@ pub mod session;
 pub mod strategy;
 pub mod stub;
 pub mod trace;
+pub mod tui;
 pub mod walkthrough;
 
 pub use engine::run;

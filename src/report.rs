@@ -339,7 +339,7 @@ pub fn clean(text: &str) -> String {
 }
 
 /// One row of `loopdbg compare`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CompareRow {
     /// The session's file name.
     pub session: String,

@@ -1,6 +1,89 @@
-//! Terminal adapter for the TUI (placeholder until the debugger lands).
-use loopdbg::{Session, Strategy};
+//! The terminal adapter for the debugger: sets the terminal up, turns
+//! crossterm events into actions via the keymap, runs `update`, draws.
+//! Restores the terminal on quit, on error and on panic (mouse capture too).
 
-pub fn run(_origin: String, _session: Session, _strategy: Strategy) -> anyhow::Result<()> {
-    anyhow::bail!("the debugger is not built yet")
+use std::io::stdout;
+
+use anyhow::Context;
+use futures::StreamExt;
+use loopdbg::tui::keymap::action_for;
+use loopdbg::tui::theme::Theme;
+use loopdbg::tui::{Action, App, update};
+use loopdbg::{Session, Strategy};
+use ratatui::DefaultTerminal;
+use ratatui::crossterm::event::{
+    DisableMouseCapture, EnableMouseCapture, Event, EventStream, KeyEventKind, MouseEventKind,
+};
+use ratatui::crossterm::execute;
+
+/// Opens the debugger on `session` and runs until the user quits.
+pub fn run(origin: String, session: Session, strategy: Strategy) -> anyhow::Result<()> {
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    let mut app = App::new(origin, session, strategy, Theme::pick(no_color));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the event loop")?;
+
+    let mut terminal = ratatui::init();
+    install_mouse_restoring_panic_hook();
+    let _ = execute!(stdout(), EnableMouseCapture);
+    let result = runtime.block_on(event_loop(&mut terminal, &mut app));
+    let _ = execute!(stdout(), DisableMouseCapture);
+    ratatui::restore();
+    result
+}
+
+/// `ratatui::init` restores raw mode and the alternate screen on panic but
+/// leaves mouse capture on; turn it off first.
+fn install_mouse_restoring_panic_hook() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let _ = execute!(stdout(), DisableMouseCapture);
+        previous(info);
+    }));
+}
+
+async fn event_loop(terminal: &mut DefaultTerminal, app: &mut App) -> anyhow::Result<()> {
+    let size = terminal.size()?;
+    apply(app, Action::Resize(size.width, size.height));
+    terminal.draw(|frame| frame.render_widget(&*app, frame.area()))?;
+    let mut events = EventStream::new();
+    while !app.quit {
+        let Some(event) = events.next().await else {
+            break;
+        };
+        let Some(action) = to_action(event.context("reading terminal events")?) else {
+            continue;
+        };
+        apply(app, action);
+        if !app.quit {
+            terminal.draw(|frame| frame.render_widget(&*app, frame.area()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Runs `update` until it asks for nothing more.
+fn apply(app: &mut App, action: Action) {
+    let mut next = Some(action);
+    while let Some(action) = next {
+        next = update(app, action);
+    }
+}
+
+fn to_action(event: Event) -> Option<Action> {
+    match event {
+        Event::Key(key) if key.kind == KeyEventKind::Press => action_for(&key),
+        Event::Mouse(mouse) => match mouse.kind {
+            MouseEventKind::ScrollDown | MouseEventKind::ScrollUp => Some(Action::Wheel {
+                column: mouse.column,
+                row: mouse.row,
+                down: mouse.kind == MouseEventKind::ScrollDown,
+            }),
+            _ => None,
+        },
+        Event::Resize(w, h) => Some(Action::Resize(w, h)),
+        _ => None,
+    }
 }

@@ -15,7 +15,7 @@ use crate::session::Reply;
 use crate::strategy::Strategy;
 
 /// The phases of one round of the loop.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
     /// The messages and tool definitions are sent.
@@ -72,6 +72,10 @@ pub struct Step {
     /// For `Execute` and `Append`: which execution of the round (0-based).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub execution: Option<usize>,
+    /// How many ids are unpaired at this step (called, unanswered, not in
+    /// flight). Recorded so breakpoints can find the step where it rises
+    /// without rebuilding the ledger at every step.
+    pub unpaired: usize,
 }
 
 /// Why the run ended.

@@ -11,10 +11,10 @@ use crate::trace::{Phase, Trace};
 
 /// The four steps, in seed 003's words.
 pub const STEPS: [&str; 4] = [
-    "send the user message with the tool definitions",
-    "read the reply: if it is a tool call, take its name and arguments",
-    "run the function locally and get a string or JSON back",
-    "append the result by call id and ask again; that reply's text is for the user",
+    "send the user message + tool definitions",
+    "read the reply's tool call: name + arguments",
+    "run the function locally → return value",
+    "append the result by call id, ask again → answer",
 ];
 
 /// Where a walkthrough step stands.

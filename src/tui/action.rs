@@ -1,0 +1,72 @@
+//! Everything the debugger can be asked to do. Key presses, mouse events
+//! and resizes become an [`Action`]; only [`super::update`] changes state.
+
+use crate::strategy::Strategy;
+
+/// One thing to do, with one doc line each (shown in the help popup).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Step forward one phase.
+    StepForward,
+    /// Step back one phase.
+    StepBack,
+    /// Jump to the start of the next round.
+    NextRound,
+    /// Jump to the start of this round, or of the previous one.
+    PrevRound,
+    /// Jump to the first step.
+    First,
+    /// Jump to the last step (the end summary).
+    Last,
+    /// Start over with the strategy the debugger opened with.
+    Restart,
+    /// Toggle extraction: first ↔ all.
+    ToggleExtract,
+    /// Cycle the stop rule.
+    CycleStop,
+    /// Cycle the stub-model behaviours the session defines.
+    CycleBehavior,
+    /// Allow one more round.
+    MoreRounds,
+    /// Allow one round fewer.
+    FewerRounds,
+    /// Show the comparison table of every strategy × behaviour.
+    ShowCompare,
+    /// Focus the next pane.
+    FocusNext,
+    /// Focus the previous pane.
+    FocusPrev,
+    /// Scroll the focused pane (or popup) down a line.
+    ScrollDown,
+    /// Scroll the focused pane (or popup) up a line.
+    ScrollUp,
+    /// Scroll down a page.
+    PageDown,
+    /// Scroll up a page.
+    PageUp,
+    /// Open the selected message's full JSON.
+    Expand,
+    /// Close the popup, or quit when none is open.
+    Back,
+    /// Open or close the key help.
+    Help,
+    /// Quit.
+    Quit,
+    /// Toggle a breakpoint on the current phase kind.
+    ToggleBreakpoint,
+    /// Run forward to the next breakpoint, new unpaired id or repeated reply.
+    Continue,
+    /// The terminal has a new size.
+    Resize(u16, u16),
+    /// The mouse wheel turned over a point of the screen.
+    Wheel {
+        /// Column.
+        column: u16,
+        /// Row.
+        row: u16,
+        /// True for down.
+        down: bool,
+    },
+    /// Re-run the engine with this strategy, keeping the user's place.
+    Rerun(Strategy),
+}

@@ -1,0 +1,145 @@
+//! The debugger's state. It owns the session and the recorded trace; the
+//! cursor is an index into the trace, so stepping back is exact and free.
+
+use std::collections::BTreeSet;
+
+use crate::report::CompareRow;
+use crate::session::Session;
+use crate::strategy::Strategy;
+use crate::trace::{Phase, Trace};
+
+use super::theme::Theme;
+
+/// The panes that can take focus.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pane {
+    /// The message array.
+    Messages,
+    /// The pairing ledger.
+    Ids,
+    /// The walkthrough and its logs.
+    Walkthrough,
+}
+
+impl Pane {
+    /// Focus order.
+    pub const ORDER: [Pane; 3] = [Pane::Messages, Pane::Ids, Pane::Walkthrough];
+
+    /// The pane `delta` places away in focus order.
+    pub fn cycled(self, forward: bool) -> Pane {
+        let i = Pane::ORDER.iter().position(|p| *p == self).unwrap_or(0);
+        let n = Pane::ORDER.len();
+        Pane::ORDER[if forward {
+            (i + 1) % n
+        } else {
+            (i + n - 1) % n
+        }]
+    }
+}
+
+/// A popup over the panes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Popup {
+    /// Every key.
+    Help {
+        /// First line shown.
+        scroll: u16,
+    },
+    /// The comparison table.
+    Compare {
+        /// The rows, computed when opened.
+        rows: Vec<CompareRow>,
+        /// First row shown.
+        scroll: u16,
+    },
+    /// One message's JSON.
+    Detail {
+        /// Index into the history.
+        message: usize,
+        /// First line shown.
+        scroll: u16,
+    },
+}
+
+/// Everything the debugger shows and remembers.
+#[derive(Debug, Clone)]
+pub struct App {
+    /// The session file name.
+    pub origin: String,
+    /// The loaded session.
+    pub session: Session,
+    /// The strategy the debugger opened with (`r` returns to it).
+    pub initial_strategy: Strategy,
+    /// The recorded run being shown.
+    pub trace: Trace,
+    /// The step shown.
+    pub cursor: usize,
+    /// The focused pane.
+    pub focus: Pane,
+    /// Selected message in the messages pane; `None` follows the newest.
+    pub selected_message: Option<usize>,
+    /// Scroll of the ids pane.
+    pub ids_scroll: u16,
+    /// Scroll of the walkthrough pane.
+    pub walkthrough_scroll: u16,
+    /// The open popup.
+    pub popup: Option<Popup>,
+    /// Phase kinds `c` stops at.
+    pub breakpoints: BTreeSet<Phase>,
+    /// What the last toggle changed, or why `c` stopped.
+    pub notice: Option<String>,
+    /// Styles.
+    pub theme: Theme,
+    /// The terminal size, for mouse hit-testing.
+    pub size: (u16, u16),
+    /// Set when the user quits.
+    pub quit: bool,
+}
+
+impl App {
+    /// A debugger on `session`, run under `strategy`, at the first step.
+    pub fn new(
+        origin: impl Into<String>,
+        session: Session,
+        strategy: Strategy,
+        theme: Theme,
+    ) -> App {
+        let trace = crate::engine::run(&session, &strategy);
+        App {
+            origin: origin.into(),
+            session,
+            initial_strategy: strategy,
+            trace,
+            cursor: 0,
+            focus: Pane::Messages,
+            selected_message: None,
+            ids_scroll: 0,
+            walkthrough_scroll: 0,
+            popup: None,
+            breakpoints: BTreeSet::new(),
+            notice: None,
+            theme,
+            size: (80, 24),
+            quit: false,
+        }
+    }
+
+    /// The strategy of the trace shown.
+    pub fn strategy(&self) -> &Strategy {
+        &self.trace.strategy
+    }
+
+    /// The message the messages pane highlights.
+    pub fn selected_message(&self) -> Option<usize> {
+        let len = self.trace.history_at(self.cursor).len();
+        match self.selected_message {
+            Some(i) if i < len => Some(i),
+            _ => len.checked_sub(1),
+        }
+    }
+
+    /// True at the last step.
+    pub fn at_end(&self) -> bool {
+        self.cursor + 1 >= self.trace.len()
+    }
+}

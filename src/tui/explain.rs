@@ -1,0 +1,161 @@
+//! One sentence on what the current phase does and why it matters. Pure:
+//! derived from the trace and the step, so it is the same forwards and back.
+
+use crate::report::{clean, compact, show_text};
+use crate::strategy::{Extract, StopRule};
+use crate::trace::{Phase, Trace};
+
+fn clip(text: &str, max: usize) -> String {
+    let text = clean(text);
+    if text.chars().count() <= max {
+        text
+    } else {
+        let mut s: String = text.chars().take(max.saturating_sub(1)).collect();
+        s.push('…');
+        s
+    }
+}
+
+/// The explanation of step `k`.
+pub fn explain(trace: &Trace, k: usize, tool_count: usize) -> String {
+    let step = trace.step(k);
+    let round = trace.round(step.round);
+    let strategy = &trace.strategy;
+    match step.phase {
+        Phase::Request => {
+            let base = if step.round == 1 {
+                format!(
+                    "Trip 1 starts: the user message goes out with {tool_count} tool definition(s); the model will name a tool, not answer yet."
+                )
+            } else {
+                format!(
+                    "Request {} sends the whole history, tool results included; the model reads them to write the next reply.",
+                    step.round
+                )
+            };
+            match round
+                .and_then(|r| r.violation)
+                .map(|v| &trace.violations[v])
+            {
+                Some(v) => format!(
+                    "{} has no tool_result: a provider would reject this request with a 400. The stub accepts it so you can see what the loop does next.",
+                    clean(&v.ids.join(", "))
+                ),
+                None => base,
+            }
+        }
+        Phase::Reply => {
+            let Some(r) = round else {
+                return "The stub model had no reply.".into();
+            };
+            let calls = r.reply.tool_calls.len();
+            let finish = r.reply.finish_reason();
+            if r.reply_message.is_none() {
+                return format!(
+                    "finish_reason {}: the robust loop stops with an error before this reply joins the history or any tool runs.",
+                    finish.as_str()
+                );
+            }
+            let repeat = if r.identical_run >= 2 {
+                format!(
+                    " The same reply {} times in a row: the loop is spinning.",
+                    r.identical_run
+                )
+            } else {
+                String::new()
+            };
+            if calls == 0 {
+                format!(
+                    "The model answers with text {} and no tool calls (finish_reason {}).{repeat}",
+                    clip(&show_text(&r.reply.text), 60),
+                    finish.as_str()
+                )
+            } else {
+                format!(
+                    "The reply names {calls} tool call(s) (finish_reason {}); its text {} is not the answer: do not show it as one.{repeat}",
+                    finish.as_str(),
+                    clip(&show_text(&r.reply.text), 40)
+                )
+            }
+        }
+        Phase::Extract => {
+            let Some(r) = round else {
+                return String::new();
+            };
+            let n = r.reply.tool_calls.len();
+            if n == 0 {
+                return "No tool_use blocks to extract.".into();
+            }
+            match strategy.extract {
+                Extract::First if !r.dropped.is_empty() => {
+                    let dropped: Vec<String> = r
+                        .dropped
+                        .iter()
+                        .map(|&i| clean(&r.reply.tool_calls[i].id))
+                        .collect();
+                    format!(
+                        "content.find takes only the first tool_use; {} {} dropped and will never get a result.",
+                        dropped.join(", "),
+                        if dropped.len() == 1 { "is" } else { "are" }
+                    )
+                }
+                Extract::First => {
+                    "content.find takes the first tool_use; there is only one.".into()
+                }
+                Extract::All => format!(
+                    "filter takes every tool_use: all {n} call(s) will run and each will get a result by its id."
+                ),
+            }
+        }
+        Phase::Execute => {
+            let Some(e) = round.and_then(|r| step.execution.and_then(|i| r.executions.get(i)))
+            else {
+                return String::new();
+            };
+            if !e.outcome.ran {
+                format!(
+                    "{} is not a defined tool: the whitelist refuses it and answers with an error result instead of running anything.",
+                    clip(&e.name, 30)
+                )
+            } else {
+                format!(
+                    "{}({}) runs locally and returns {}{}. The model never calls your function itself.",
+                    clip(&e.name, 30),
+                    clip(&compact(&e.args), 40),
+                    clip(&compact(&e.outcome.content), 60),
+                    if e.outcome.is_error {
+                        " as an error result"
+                    } else {
+                        ""
+                    }
+                )
+            }
+        }
+        Phase::Append => {
+            let Some(e) = round.and_then(|r| step.execution.and_then(|i| r.executions.get(i)))
+            else {
+                return String::new();
+            };
+            format!(
+                "The result joins the history as a tool message quoting {}, so the next request pairs it with its tool_use.",
+                clean(&e.id)
+            )
+        }
+        Phase::Decide => {
+            let reason = round
+                .and_then(|r| r.decision.as_ref())
+                .map(|d| clean(&d.reason))
+                .unwrap_or_default();
+            let rule = match strategy.stop {
+                StopRule::Robust => "robust",
+                other => other.as_str(),
+            };
+            format!("Stop rule {rule}: {reason}.")
+        }
+        Phase::Done => format!(
+            "Done: {} ({}).",
+            trace.outcome.end.as_str(),
+            clean(&trace.outcome.detail)
+        ),
+    }
+}

@@ -1,0 +1,303 @@
+//! The one keymap table. Dispatch, the `?` help popup and the key bar are
+//! all read from [`KEYMAP`], so help cannot drift from behaviour.
+
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use super::action::Action;
+
+/// A key as written in the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Key {
+    /// A printable character (shift is part of the character).
+    Char(char),
+    /// A character with Ctrl held.
+    Ctrl(char),
+    /// A named key.
+    Code(KeyCode),
+}
+
+impl Key {
+    /// How the key is written in help and the key bar.
+    pub fn label(self) -> String {
+        match self {
+            Key::Char(' ') => "Space".into(),
+            Key::Char(c) => c.to_string(),
+            Key::Ctrl(c) => format!("Ctrl-{c}"),
+            Key::Code(code) => match code {
+                KeyCode::Left => "←".into(),
+                KeyCode::Right => "→".into(),
+                KeyCode::Up => "↑".into(),
+                KeyCode::Down => "↓".into(),
+                KeyCode::Home => "Home".into(),
+                KeyCode::End => "End".into(),
+                KeyCode::PageUp => "PgUp".into(),
+                KeyCode::PageDown => "PgDn".into(),
+                KeyCode::Tab => "Tab".into(),
+                KeyCode::BackTab => "Shift-Tab".into(),
+                KeyCode::Enter => "Enter".into(),
+                KeyCode::Esc => "Esc".into(),
+                other => format!("{other:?}"),
+            },
+        }
+    }
+
+    fn matches(self, event: &KeyEvent) -> bool {
+        let ctrl = event.modifiers.contains(KeyModifiers::CONTROL);
+        match (self, event.code) {
+            (Key::Char(c), KeyCode::Char(e)) => !ctrl && c == e,
+            (Key::Ctrl(c), KeyCode::Char(e)) => ctrl && c.eq_ignore_ascii_case(&e),
+            (Key::Code(c), code) => c == code,
+            _ => false,
+        }
+    }
+}
+
+/// One row of the keymap.
+#[derive(Debug, Clone)]
+pub struct Binding {
+    /// The keys, first one is the main one.
+    pub keys: &'static [Key],
+    /// What they do.
+    pub action: Action,
+    /// One line for the help popup.
+    pub description: &'static str,
+    /// The heading it is listed under in help.
+    pub group: &'static str,
+    /// Short label for the key bar, when it is shown there.
+    pub bar: Option<&'static str>,
+}
+
+use Key::{Char, Code, Ctrl};
+
+macro_rules! bind {
+    ($group:literal, [$($key:expr),+], $action:expr, $desc:literal, $bar:expr) => {
+        Binding { keys: &[$($key),+], action: $action, description: $desc, group: $group, bar: $bar }
+    };
+}
+
+/// Every binding of the debugger.
+pub static KEYMAP: std::sync::LazyLock<Vec<Binding>> = std::sync::LazyLock::new(|| {
+    vec![
+        bind!(
+            "Step",
+            [Char('n'), Char(' '), Code(KeyCode::Right), Char('l')],
+            Action::StepForward,
+            "step forward one phase",
+            Some("step")
+        ),
+        bind!(
+            "Step",
+            [Char('N'), Char('b'), Code(KeyCode::Left), Char('h')],
+            Action::StepBack,
+            "step back one phase",
+            Some("back")
+        ),
+        bind!("Step", [Char(']')], Action::NextRound, "next round", None),
+        bind!(
+            "Step",
+            [Char('[')],
+            Action::PrevRound,
+            "previous round (or start of this one)",
+            None
+        ),
+        bind!(
+            "Step",
+            [Char('g'), Code(KeyCode::Home)],
+            Action::First,
+            "go to the start",
+            None
+        ),
+        bind!(
+            "Step",
+            [Char('G'), Code(KeyCode::End)],
+            Action::Last,
+            "go to the end (summary)",
+            Some("end")
+        ),
+        bind!(
+            "Step",
+            [Char('r')],
+            Action::Restart,
+            "restart with the opening strategy",
+            None
+        ),
+        bind!(
+            "Step",
+            [Char('B')],
+            Action::ToggleBreakpoint,
+            "toggle a breakpoint on this phase kind",
+            None
+        ),
+        bind!(
+            "Step",
+            [Char('c')],
+            Action::Continue,
+            "continue to a breakpoint, a new unpaired id or a repeated reply",
+            Some("continue")
+        ),
+        bind!(
+            "Strategy",
+            [Char('e')],
+            Action::ToggleExtract,
+            "toggle extraction: first ↔ all",
+            Some("extract")
+        ),
+        bind!(
+            "Strategy",
+            [Char('s')],
+            Action::CycleStop,
+            "cycle the stop rule",
+            Some("stop")
+        ),
+        bind!(
+            "Strategy",
+            [Char('m')],
+            Action::CycleBehavior,
+            "cycle the stub behaviour",
+            Some("model")
+        ),
+        bind!(
+            "Strategy",
+            [Char('+'), Char('=')],
+            Action::MoreRounds,
+            "one more round allowed",
+            None
+        ),
+        bind!(
+            "Strategy",
+            [Char('-')],
+            Action::FewerRounds,
+            "one round fewer allowed",
+            None
+        ),
+        bind!(
+            "Strategy",
+            [Char('t')],
+            Action::ShowCompare,
+            "table of every strategy × behaviour",
+            Some("table")
+        ),
+        bind!(
+            "View",
+            [Code(KeyCode::Tab)],
+            Action::FocusNext,
+            "focus the next pane",
+            None
+        ),
+        bind!(
+            "View",
+            [Code(KeyCode::BackTab)],
+            Action::FocusPrev,
+            "focus the previous pane",
+            None
+        ),
+        bind!(
+            "View",
+            [Char('j'), Code(KeyCode::Down)],
+            Action::ScrollDown,
+            "scroll down / next message",
+            None
+        ),
+        bind!(
+            "View",
+            [Char('k'), Code(KeyCode::Up)],
+            Action::ScrollUp,
+            "scroll up / previous message",
+            None
+        ),
+        bind!(
+            "View",
+            [Code(KeyCode::PageDown)],
+            Action::PageDown,
+            "page down",
+            None
+        ),
+        bind!(
+            "View",
+            [Code(KeyCode::PageUp)],
+            Action::PageUp,
+            "page up",
+            None
+        ),
+        bind!(
+            "View",
+            [Code(KeyCode::Enter)],
+            Action::Expand,
+            "open the selected message's JSON",
+            None
+        ),
+        bind!(
+            "View",
+            [Code(KeyCode::Esc)],
+            Action::Back,
+            "close the popup (quit when none is open)",
+            None
+        ),
+        bind!("View", [Char('?')], Action::Help, "this help", Some("help")),
+        bind!(
+            "View",
+            [Char('q'), Ctrl('c')],
+            Action::Quit,
+            "quit",
+            Some("quit")
+        ),
+    ]
+});
+
+/// The action bound to a key event, if any.
+pub fn action_for(event: &KeyEvent) -> Option<Action> {
+    KEYMAP
+        .iter()
+        .find(|b| b.keys.iter().any(|k| k.matches(event)))
+        .map(|b| b.action.clone())
+}
+
+/// All the keys of a binding, as shown in help: `n/Space/→/l`.
+pub fn keys_label(binding: &Binding) -> String {
+    binding
+        .keys
+        .iter()
+        .map(|k| k.label())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(code: KeyCode, modifiers: KeyModifiers) -> KeyEvent {
+        KeyEvent::new(code, modifiers)
+    }
+
+    #[test]
+    fn shifted_letters_and_ctrl_c_dispatch() {
+        assert_eq!(
+            action_for(&key(KeyCode::Char('N'), KeyModifiers::SHIFT)),
+            Some(Action::StepBack)
+        );
+        assert_eq!(
+            action_for(&key(KeyCode::Char('c'), KeyModifiers::CONTROL)),
+            Some(Action::Quit)
+        );
+        assert_eq!(
+            action_for(&key(KeyCode::Char('c'), KeyModifiers::NONE)),
+            Some(Action::Continue)
+        );
+        assert_eq!(
+            action_for(&key(KeyCode::Char('z'), KeyModifiers::NONE)),
+            None
+        );
+    }
+
+    #[test]
+    fn no_key_is_bound_twice() {
+        let mut seen: Vec<Key> = Vec::new();
+        for b in KEYMAP.iter() {
+            for k in b.keys {
+                assert!(!seen.contains(k), "{k:?} bound twice");
+                seen.push(*k);
+            }
+        }
+    }
+}

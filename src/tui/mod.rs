@@ -1,0 +1,19 @@
+//! The debugger's user interface as The Elm Architecture: [`app::App`] is
+//! the state, [`action::Action`] the messages, [`update::update`] the pure
+//! update and [`view`] the side-effect-free drawing. The terminal loop that
+//! feeds it events lives in the binary.
+//!
+//! The TUI never decides loop semantics: every toggle re-runs
+//! [`crate::engine`] and shows the recorded trace.
+
+pub mod action;
+pub mod app;
+pub mod explain;
+pub mod keymap;
+pub mod theme;
+pub mod update;
+pub mod view;
+
+pub use action::Action;
+pub use app::App;
+pub use update::update;

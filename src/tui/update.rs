@@ -1,0 +1,293 @@
+//! The pure update function: state + action → new state (and maybe a
+//! follow-up action). No terminal, no clock; tested without either.
+
+use crate::ledger::Ledger;
+use crate::report::compare_rows;
+use crate::session::MAX_ROUNDS_LIMIT;
+use crate::strategy::Strategy;
+use crate::trace::{Phase, Trace};
+
+use super::action::Action;
+use super::app::{App, Pane, Popup};
+use super::view::pane_at;
+
+/// Lines a page scroll moves.
+const PAGE: u16 = 10;
+
+/// Applies `action` to `app`; returns a follow-up action to apply next.
+pub fn update(app: &mut App, action: Action) -> Option<Action> {
+    if app.popup.is_some() && handle_popup(app, &action) {
+        return None;
+    }
+    match action {
+        Action::StepForward => move_to(app, app.cursor + 1),
+        Action::StepBack => move_to(app, app.cursor.saturating_sub(1)),
+        Action::NextRound => {
+            let round = app.trace.step(app.cursor).round;
+            let target = app
+                .trace
+                .first_step_of_round(round + 1)
+                .unwrap_or(app.trace.len() - 1);
+            move_to(app, target);
+        }
+        Action::PrevRound => {
+            let round = app.trace.step(app.cursor).round;
+            let start = app.trace.first_step_of_round(round).unwrap_or(0);
+            let target = if app.cursor > start {
+                start
+            } else {
+                round
+                    .checked_sub(1)
+                    .and_then(|r| app.trace.first_step_of_round(r))
+                    .unwrap_or(0)
+            };
+            move_to(app, target);
+        }
+        Action::First => move_to(app, 0),
+        Action::Last => move_to(app, app.trace.len() - 1),
+        Action::Restart => {
+            let strategy = app.initial_strategy.clone();
+            rerun(app, strategy);
+            move_to(app, 0);
+            app.notice = Some(format!("restarted: {}", app.strategy().label()));
+        }
+        Action::ToggleExtract => {
+            let mut s = app.strategy().clone();
+            s.extract = s.extract.toggled();
+            return Some(Action::Rerun(s));
+        }
+        Action::CycleStop => {
+            let mut s = app.strategy().clone();
+            s.stop = s.stop.next();
+            return Some(Action::Rerun(s));
+        }
+        Action::CycleBehavior => {
+            let mut s = app.strategy().clone();
+            let names: Vec<&str> = app.session.behavior_names().collect();
+            let i = names.iter().position(|b| *b == s.behavior).unwrap_or(0);
+            s.behavior = names[(i + 1) % names.len()].to_string();
+            return Some(Action::Rerun(s));
+        }
+        Action::MoreRounds | Action::FewerRounds => {
+            let mut s = app.strategy().clone();
+            s.max_rounds = if action == Action::MoreRounds {
+                (s.max_rounds + 1).min(MAX_ROUNDS_LIMIT)
+            } else {
+                s.max_rounds.saturating_sub(1).max(1)
+            };
+            if s.max_rounds == app.strategy().max_rounds {
+                app.notice = Some(format!("max rounds stays at {}", s.max_rounds));
+                return None;
+            }
+            return Some(Action::Rerun(s));
+        }
+        Action::Rerun(strategy) => {
+            let step = app.trace.step(app.cursor).clone();
+            let change = describe_strategy_change(app.strategy(), &strategy);
+            let before = rerun(app, strategy);
+            app.cursor = app
+                .trace
+                .nearest_step(step.round, step.phase, step.execution);
+            app.notice = Some(format!(
+                "{change}: {}",
+                describe_outcome_change(&before, &app.trace)
+            ));
+        }
+        Action::ShowCompare => {
+            let rows = compare_rows(&app.origin, &app.session, app.strategy().max_rounds);
+            app.popup = Some(Popup::Compare { rows, scroll: 0 });
+        }
+        Action::FocusNext => app.focus = app.focus.cycled(true),
+        Action::FocusPrev => app.focus = app.focus.cycled(false),
+        Action::ScrollDown => scroll(app, app.focus, 1),
+        Action::ScrollUp => scroll(app, app.focus, -1),
+        Action::PageDown => scroll(app, app.focus, PAGE as i32),
+        Action::PageUp => scroll(app, app.focus, -(PAGE as i32)),
+        Action::Expand => {
+            if let Some(message) = app.selected_message() {
+                app.popup = Some(Popup::Detail { message, scroll: 0 });
+            }
+        }
+        Action::Back | Action::Quit => app.quit = true,
+        Action::Help => app.popup = Some(Popup::Help { scroll: 0 }),
+        Action::ToggleBreakpoint => {
+            let phase = app.trace.step(app.cursor).phase;
+            if !app.breakpoints.remove(&phase) {
+                app.breakpoints.insert(phase);
+                app.notice = Some(format!("breakpoint on every {} phase", phase.name()));
+            } else {
+                app.notice = Some(format!("breakpoint on {} removed", phase.name()));
+            }
+        }
+        Action::Continue => {
+            let (target, why) = continue_target(app);
+            move_to(app, target);
+            app.notice = Some(why);
+        }
+        Action::Resize(w, h) => app.size = (w, h),
+        Action::Wheel { column, row, down } => {
+            let area = ratatui::layout::Rect::new(0, 0, app.size.0, app.size.1);
+            if let Some(pane) = pane_at(app, area, column, row) {
+                scroll(app, pane, if down { 3 } else { -3 });
+            }
+        }
+    }
+    None
+}
+
+/// Keys while a popup is open: returns true when the popup consumed it.
+fn handle_popup(app: &mut App, action: &Action) -> bool {
+    let Some(popup) = app.popup.as_mut() else {
+        return false;
+    };
+    let scroll = match popup {
+        Popup::Help { scroll } | Popup::Compare { scroll, .. } | Popup::Detail { scroll, .. } => {
+            scroll
+        }
+    };
+    match action {
+        Action::ScrollDown | Action::Wheel { down: true, .. } => *scroll = scroll.saturating_add(1),
+        Action::ScrollUp | Action::Wheel { down: false, .. } => *scroll = scroll.saturating_sub(1),
+        Action::PageDown => *scroll = scroll.saturating_add(PAGE),
+        Action::PageUp => *scroll = scroll.saturating_sub(PAGE),
+        Action::Back => app.popup = None,
+        Action::Help if matches!(popup, Popup::Help { .. }) => app.popup = None,
+        Action::ShowCompare if matches!(popup, Popup::Compare { .. }) => app.popup = None,
+        Action::Expand if matches!(popup, Popup::Detail { .. }) => app.popup = None,
+        // Quitting, resizing and strategy changes still work under a popup;
+        // anything else would change what the popup describes, so it closes.
+        Action::Quit | Action::Resize(..) => return false,
+        _ => {
+            app.popup = None;
+            return false;
+        }
+    }
+    true
+}
+
+fn move_to(app: &mut App, target: usize) {
+    let target = target.min(app.trace.len() - 1);
+    if target != app.cursor {
+        app.cursor = target;
+        // The messages pane follows the newest message again.
+        app.selected_message = None;
+        if !matches!(app.notice.as_deref(), Some(n) if n.starts_with("stopped")) {
+            app.notice = None;
+        }
+    }
+}
+
+/// Replaces the trace with a run under `strategy`; returns the old trace.
+fn rerun(app: &mut App, strategy: Strategy) -> Trace {
+    let fresh = crate::engine::run(&app.session, &strategy);
+    let before = std::mem::replace(&mut app.trace, fresh);
+    app.cursor = app.cursor.min(app.trace.len() - 1);
+    app.selected_message = None;
+    before
+}
+
+fn scroll(app: &mut App, pane: Pane, delta: i32) {
+    let apply = |v: u16| -> u16 { (v as i32 + delta).clamp(0, u16::MAX as i32) as u16 };
+    match pane {
+        Pane::Messages => {
+            let len = app.trace.history_at(app.cursor).len();
+            let current = app.selected_message().unwrap_or(0) as i64;
+            let next = (current + delta as i64).clamp(0, len.saturating_sub(1) as i64) as usize;
+            app.selected_message = Some(next);
+        }
+        Pane::Ids => app.ids_scroll = apply(app.ids_scroll),
+        Pane::Walkthrough => app.walkthrough_scroll = apply(app.walkthrough_scroll),
+    }
+}
+
+/// Where `c` stops: the next step on a breakpoint, where the unpaired count
+/// rises, or where a reply repeats the previous one; else the end.
+fn continue_target(app: &App) -> (usize, String) {
+    let trace = &app.trace;
+    for k in app.cursor + 1..trace.len() {
+        let step = trace.step(k);
+        if app.breakpoints.contains(&step.phase) {
+            return (k, format!("stopped at breakpoint on {}", step.phase.name()));
+        }
+        if step.unpaired > trace.step(k - 1).unpaired {
+            let ids = Ledger::of(trace.history_at(k), &trace.in_flight_at(k)).unpaired();
+            return (
+                k,
+                format!("stopped: unpaired id appeared ({})", ids.join(", ")),
+            );
+        }
+        if step.phase == Phase::Reply
+            && let Some(r) = trace.round(step.round)
+            && r.identical_run >= 2
+        {
+            return (
+                k,
+                format!(
+                    "stopped: round {} repeats the previous reply ({} in a row)",
+                    r.number, r.identical_run
+                ),
+            );
+        }
+    }
+    (trace.len() - 1, "ran to the end".to_string())
+}
+
+fn describe_strategy_change(old: &Strategy, new: &Strategy) -> String {
+    let mut parts = Vec::new();
+    if old.extract != new.extract {
+        parts.push(format!("extract {} → {}", old.extract, new.extract));
+    }
+    if old.stop != new.stop {
+        parts.push(format!("stop {} → {}", old.stop, new.stop));
+    }
+    if old.behavior != new.behavior {
+        parts.push(format!(
+            "behavior {} → {}",
+            crate::report::clean(&old.behavior),
+            crate::report::clean(&new.behavior)
+        ));
+    }
+    if old.max_rounds != new.max_rounds {
+        parts.push(format!(
+            "max rounds {} → {}",
+            old.max_rounds, new.max_rounds
+        ));
+    }
+    if parts.is_empty() {
+        "same strategy".to_string()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// "now 2 rounds instead of 6, model_done (was max_rounds); toolu_f1 paired".
+pub fn describe_outcome_change(before: &Trace, after: &Trace) -> String {
+    let mut parts = Vec::new();
+    let (b, a) = (before.outcome.requests, after.outcome.requests);
+    if a != b {
+        parts.push(format!("now {a} rounds instead of {b}"));
+    } else {
+        parts.push(format!("still {a} rounds"));
+    }
+    if before.outcome.end != after.outcome.end {
+        parts.push(format!(
+            "ends {} (was {})",
+            after.outcome.end.as_str(),
+            before.outcome.end.as_str()
+        ));
+    }
+    let was = Ledger::of(&before.messages, &[]).unpaired();
+    let now = Ledger::of(&after.messages, &[]).unpaired();
+    let fixed: Vec<&String> = was.iter().filter(|id| !now.contains(id)).collect();
+    let broken: Vec<&String> = now.iter().filter(|id| !was.contains(id)).collect();
+    let mut s = parts.join(", ");
+    if !fixed.is_empty() {
+        let ids: Vec<&str> = fixed.iter().map(|s| s.as_str()).collect();
+        s.push_str(&format!("; {} paired", ids.join(", ")));
+    }
+    if !broken.is_empty() {
+        let ids: Vec<&str> = broken.iter().map(|s| s.as_str()).collect();
+        s.push_str(&format!("; {} left unpaired", ids.join(", ")));
+    }
+    crate::report::clean(&s)
+}

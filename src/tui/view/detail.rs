@@ -1,0 +1,28 @@
+//! The Enter popup: one message's full JSON.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::Line;
+use ratatui::widgets::{Paragraph, Widget};
+
+use super::{centered, popup_frame, span};
+use crate::report::clean;
+use crate::tui::app::App;
+
+pub(super) fn render(app: &App, message: usize, scroll: u16, area: Rect, buf: &mut Buffer) {
+    let t = &app.theme;
+    let Some(m) = app.trace.messages.get(message) else {
+        return;
+    };
+    let json = serde_json::to_string_pretty(m).unwrap_or_default();
+    let lines: Vec<Line> = json
+        .lines()
+        .map(|l| Line::from(span(clean(l), t.text)))
+        .collect();
+    let rect = centered(area, 100, lines.len() as u16 + 2);
+    let inner = popup_frame(app, rect, &format!("messages[{message}]"), buf);
+    let max = (lines.len() as u16).saturating_sub(inner.height);
+    Paragraph::new(lines)
+        .scroll((scroll.min(max), 0))
+        .render(inner, buf);
+}

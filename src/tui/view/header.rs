@@ -1,0 +1,66 @@
+//! Title, round, phase and the live strategy.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::Line;
+use ratatui::widgets::{Paragraph, Widget};
+
+use super::span;
+use crate::report::clean;
+use crate::tui::app::App;
+
+pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
+    let t = &app.theme;
+    let step = app.trace.step(app.cursor);
+    let s = app.strategy();
+    let title = if app.session.title.is_empty() {
+        clean(&app.origin)
+    } else {
+        clean(&app.session.title)
+    };
+    // The title gives way to the round and phase on narrow terminals.
+    let title = super::clip(&title, (area.width as usize).saturating_sub(46).max(8));
+    let phase = match step.execution {
+        Some(e) => format!("{} {}", step.phase.name(), e + 1),
+        None => step.phase.name().to_string(),
+    };
+    let check = if step.unpaired == 0 {
+        span("unpaired: none", t.ok)
+    } else {
+        span(
+            format!("unpaired: {} · a request now → 400", step.unpaired),
+            t.warn,
+        )
+    };
+    let lines = vec![
+        Line::from(vec![
+            span(" loopdbg ", t.selected),
+            span(" ", t.text),
+            span(title, t.title),
+            span(
+                format!(
+                    "  round {}/{} · {} · step {}/{}",
+                    step.round,
+                    s.max_rounds,
+                    phase,
+                    app.cursor + 1,
+                    app.trace.len()
+                ),
+                t.text,
+            ),
+        ]),
+        Line::from(vec![
+            span(
+                format!(
+                    " extract {} │ stop {} │ behavior {} │ ",
+                    s.extract,
+                    s.stop,
+                    clean(&s.behavior)
+                ),
+                t.text,
+            ),
+            check,
+        ]),
+    ];
+    Paragraph::new(lines).render(area, buf);
+}

@@ -1,0 +1,99 @@
+//! The message array at this step, one line per message; what this step
+//! added is marked with `+`.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Widget};
+
+use super::{clip, pane_block, span};
+use crate::message::{Block, Message};
+use crate::report::{clean, compact};
+use crate::tui::app::{App, Pane};
+use crate::tui::theme::Theme;
+
+pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
+    let t = &app.theme;
+    let history = app.trace.history_at(app.cursor);
+    let added = app.trace.added_at(app.cursor);
+    let title = Line::from(vec![
+        span(" messages ", t.title),
+        span(format!("({}) ", history.len()), t.dim),
+        span("Enter: JSON ", t.dim),
+    ]);
+    let block = pane_block(app, Pane::Messages, title);
+    let inner = block.inner(area);
+    block.render(area, buf);
+    let height = inner.height as usize;
+    if height == 0 {
+        return;
+    }
+    let selected = app.selected_message();
+    // Keep the selection in view: derived each frame, never stored.
+    let offset = selected.map_or(0, |s| (s + 1).saturating_sub(height));
+    let width = inner.width as usize;
+    let lines: Vec<Line> = history
+        .iter()
+        .enumerate()
+        .skip(offset)
+        .take(height)
+        .map(|(i, m)| {
+            let is_new = added.contains(&i);
+            let mut line = message_line(i, m, is_new, t, width);
+            if Some(i) == selected && app.focus == Pane::Messages {
+                line = line.patch_style(t.selected);
+            }
+            line
+        })
+        .collect();
+    Paragraph::new(lines).render(inner, buf);
+}
+
+fn message_line(i: usize, m: &Message, is_new: bool, t: &Theme, width: usize) -> Line<'static> {
+    let marker = if is_new {
+        span("+", t.added)
+    } else {
+        span(" ", t.text)
+    };
+    let role_style = if is_new { t.added } else { t.title };
+    let mut spans: Vec<Span> = vec![
+        marker,
+        span(format!("{i:>3} "), t.dim),
+        span(format!("{:<9} ", m.role.as_str()), role_style),
+    ];
+    let mut used = 14;
+    for b in &m.content {
+        // Each block gets a short form so every block of the message fits
+        // on its line; Enter shows the full JSON.
+        let (text, style) = match b {
+            Block::Text { text } => (format!("\"{}\" ", clip(&clean(text), 24)), t.text),
+            Block::ToolUse { id, name, .. } => {
+                (format!("⚒ {}({}) ", clean(name), clean(id)), t.call)
+            }
+            Block::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+            } => (
+                format!(
+                    "↩ {}{} {} ",
+                    clean(tool_use_id),
+                    if *is_error { " ✗error" } else { "" },
+                    clip(&clean(&compact(content)), 36)
+                ),
+                if *is_error { t.warn } else { t.ok },
+            ),
+        };
+        let room = width.saturating_sub(used);
+        if room == 0 {
+            break;
+        }
+        let shown = clip(&text, room);
+        used += unicode_width::UnicodeWidthStr::width(shown.as_str());
+        spans.push(span(shown, style));
+    }
+    if m.content.is_empty() {
+        spans.push(span("(empty)", t.dim));
+    }
+    Line::from(spans)
+}

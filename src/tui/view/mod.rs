@@ -1,0 +1,210 @@
+//! Drawing. `impl Widget for &App` borrows the state; nothing here changes
+//! it. One file per pane; [`layout`] is shared with mouse hit-testing so
+//! the wheel scrolls the pane under the pointer.
+
+mod compare;
+mod detail;
+mod header;
+mod help;
+mod ids;
+mod keybar;
+mod messages;
+mod summary;
+mod timeline;
+mod walkthrough;
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Constraint, Direction, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget, Wrap};
+
+use super::app::{App, Pane, Popup};
+
+/// Below this size the debugger asks for a larger terminal.
+pub const MIN_WIDTH: u16 = 60;
+/// Below this size the debugger asks for a larger terminal.
+pub const MIN_HEIGHT: u16 = 18;
+
+/// Where each part of the screen goes.
+#[derive(Debug, Clone, Copy)]
+pub struct Areas {
+    /// Title and strategy.
+    pub header: Rect,
+    /// Phases and rounds.
+    pub timeline: Rect,
+    /// The message array.
+    pub messages: Rect,
+    /// The pairing ledger.
+    pub ids: Rect,
+    /// The walkthrough.
+    pub walkthrough: Rect,
+    /// Explanation (and the end summary at Done).
+    pub explain: Rect,
+    /// Key bar.
+    pub keybar: Rect,
+}
+
+/// Splits `area` for `app` (the summary box is taller at the end).
+pub fn layout(app: &App, area: Rect) -> Areas {
+    // The end summary needs room for its warnings; the panes give it up.
+    let bottom = if app.at_end() {
+        (area.height / 3).clamp(4, 10)
+    } else {
+        4
+    };
+    let rows = Layout::default()
+        .direction(Direction::Vertical)
+        .constraints([
+            Constraint::Length(2),
+            Constraint::Length(3),
+            Constraint::Min(4),
+            Constraint::Length(bottom),
+            Constraint::Length(1),
+        ])
+        .split(area);
+    let main = Layout::default()
+        .direction(Direction::Horizontal)
+        .constraints([Constraint::Percentage(55), Constraint::Percentage(45)])
+        .split(rows[2]);
+    let right = Layout::default()
+        .direction(Direction::Vertical)
+        .constraints([Constraint::Percentage(45), Constraint::Percentage(55)])
+        .split(main[1]);
+    Areas {
+        header: rows[0],
+        timeline: rows[1],
+        messages: main[0],
+        ids: right[0],
+        walkthrough: right[1],
+        explain: rows[3],
+        keybar: rows[4],
+    }
+}
+
+/// The pane under screen position (`column`, `row`).
+pub fn pane_at(app: &App, area: Rect, column: u16, row: u16) -> Option<Pane> {
+    if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
+        return None;
+    }
+    let a = layout(app, area);
+    let hit = |r: Rect| column >= r.x && column < r.right() && row >= r.y && row < r.bottom();
+    [
+        (a.messages, Pane::Messages),
+        (a.ids, Pane::Ids),
+        (a.walkthrough, Pane::Walkthrough),
+    ]
+    .into_iter()
+    .find(|(r, _)| hit(*r))
+    .map(|(_, p)| p)
+}
+
+/// A bordered block whose border shows focus.
+pub(crate) fn pane_block<'a>(app: &App, pane: Pane, title: Line<'a>) -> Block<'a> {
+    let style = if app.focus == pane {
+        app.theme.focus_border
+    } else {
+        app.theme.border
+    };
+    Block::default()
+        .borders(Borders::ALL)
+        .border_style(style)
+        .title(title)
+}
+
+impl Widget for &App {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
+            too_small(area, buf);
+            return;
+        }
+        let a = layout(self, area);
+        header::render(self, a.header, buf);
+        timeline::render(self, a.timeline, buf);
+        messages::render(self, a.messages, buf);
+        ids::render(self, a.ids, buf);
+        walkthrough::render(self, a.walkthrough, buf);
+        summary::render(self, a.explain, buf);
+        keybar::render(self, a.keybar, buf);
+        match &self.popup {
+            None => {}
+            Some(Popup::Help { scroll }) => help::render(self, *scroll, area, buf),
+            Some(Popup::Compare { rows, scroll }) => {
+                compare::render(self, rows, *scroll, area, buf)
+            }
+            Some(Popup::Detail { message, scroll }) => {
+                detail::render(self, *message, *scroll, area, buf)
+            }
+        }
+    }
+}
+
+fn too_small(area: Rect, buf: &mut Buffer) {
+    let text = format!(
+        "loopdbg needs at least {MIN_WIDTH}×{MIN_HEIGHT}; this terminal is {}×{}",
+        area.width, area.height
+    );
+    Paragraph::new(text)
+        .wrap(Wrap { trim: true })
+        .render(area, buf);
+}
+
+/// A centred rectangle of at most `width`×`height`, clamped to `area`.
+pub(crate) fn centered(area: Rect, width: u16, height: u16) -> Rect {
+    let w = width.min(area.width);
+    let h = height.min(area.height);
+    Rect::new(
+        area.x + (area.width - w) / 2,
+        area.y + (area.height - h) / 2,
+        w,
+        h,
+    )
+}
+
+/// Clears `rect` and draws a popup frame titled `title`; returns the inside.
+pub(crate) fn popup_frame(app: &App, rect: Rect, title: &str, buf: &mut Buffer) -> Rect {
+    Clear.render(rect, buf);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(app.theme.focus_border)
+        .title(Span::styled(format!(" {title} "), app.theme.title))
+        .title_bottom(Line::from(Span::styled(
+            " j/k scroll · Esc close ",
+            app.theme.dim,
+        )));
+    let inner = block.inner(rect);
+    block.render(rect, buf);
+    inner
+}
+
+/// Clips `text` to `max` characters of display width with an ellipsis.
+pub(crate) fn clip(text: &str, max: usize) -> String {
+    use unicode_width::UnicodeWidthChar;
+    let mut width = 0;
+    let mut out = String::new();
+    for c in text.chars() {
+        let w = c.width().unwrap_or(0);
+        if width + w > max.saturating_sub(1) {
+            // Only clip when the rest does not fit.
+            let rest: usize = text
+                .chars()
+                .skip(out.chars().count())
+                .map(|c| c.width().unwrap_or(0))
+                .sum();
+            if width + rest <= max {
+                out.extend(text.chars().skip(out.chars().count()));
+                return out;
+            }
+            out.push('…');
+            return out;
+        }
+        width += w;
+        out.push(c);
+    }
+    out
+}
+
+/// A styled span helper.
+pub(crate) fn span(text: impl Into<String>, style: Style) -> Span<'static> {
+    Span::styled(text.into(), style)
+}

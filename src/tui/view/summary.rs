@@ -1,0 +1,94 @@
+//! The explain box: one sentence on this phase, the notice of the last
+//! toggle; at the end, the run's summary and warnings.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::Line;
+use ratatui::widgets::{Block, Borders, Paragraph, Widget, Wrap};
+
+use super::span;
+use crate::checks::warnings;
+use crate::ledger::Ledger;
+use crate::report::{clean, show_text};
+use crate::tui::app::App;
+use crate::tui::explain::explain;
+
+pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
+    let t = &app.theme;
+    let mut lines: Vec<Line> = Vec::new();
+    let title;
+    if app.at_end() {
+        title = " end summary ";
+        let trace = &app.trace;
+        let runs = trace.tool_runs();
+        let unpaired = Ledger::of(&trace.messages, &[]).unpaired();
+        lines.push(Line::from(vec![
+            span(
+                format!(
+                    "rounds {} · tool runs {} ",
+                    trace.outcome.requests,
+                    runs.len()
+                ),
+                t.text,
+            ),
+            span(
+                if unpaired.is_empty() {
+                    "· unpaired none ".to_string()
+                } else {
+                    format!("· unpaired {} ", clean(&unpaired.join(", ")))
+                },
+                if unpaired.is_empty() { t.ok } else { t.warn },
+            ),
+            span(
+                format!(
+                    "· end {} ({})",
+                    trace.outcome.end.as_str(),
+                    clean(&trace.outcome.detail)
+                ),
+                if trace.outcome.end == crate::trace::End::ModelDone {
+                    t.ok
+                } else {
+                    t.warn
+                },
+            ),
+        ]));
+        lines.push(Line::from(vec![
+            span("final: ", t.title),
+            span(show_text(&trace.outcome.final_text), t.text),
+        ]));
+        let mut seen_400 = false;
+        for w in warnings(trace) {
+            // One 400 line is enough; the ids pane and the timeline show where.
+            if w.kind == "provider_400" {
+                if seen_400 {
+                    continue;
+                }
+                seen_400 = true;
+                let n = trace.violations.len();
+                lines.push(Line::from(span(
+                    format!("⚠ {} (in {n} request(s))", clean(&w.message)),
+                    t.warn,
+                )));
+                continue;
+            }
+            lines.push(Line::from(span(format!("⚠ {}", clean(&w.message)), t.warn)));
+        }
+    } else {
+        title = " explain ";
+        lines.push(Line::from(span(
+            explain(&app.trace, app.cursor, app.session.tools.len()),
+            t.text,
+        )));
+    }
+    if let Some(notice) = &app.notice {
+        lines.push(Line::from(span(format!("» {}", clean(notice)), t.added)));
+    }
+    let block = Block::default()
+        .borders(Borders::TOP)
+        .border_style(t.border)
+        .title(span(title, t.title));
+    Paragraph::new(lines)
+        .block(block)
+        .wrap(Wrap { trim: true })
+        .render(area, buf);
+}

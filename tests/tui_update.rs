@@ -1,0 +1,408 @@
+//! The pure `update`: every key action, toggles mid-run, stepping back past
+//! a toggle, breakpoints and `continue`. No terminal involved.
+
+use loopdbg::strategy::{Extract, StopRule};
+use loopdbg::trace::Phase;
+use loopdbg::tui::app::{Pane, Popup};
+use loopdbg::tui::keymap::{KEYMAP, action_for};
+use loopdbg::tui::theme::Theme;
+use loopdbg::tui::{Action, App, update};
+use loopdbg::{Session, Strategy};
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+fn session(name: &str) -> Session {
+    let path = format!("{}/sessions/{name}", env!("CARGO_MANIFEST_DIR"));
+    Session::parse(&path, &std::fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+fn app_with(name: &str, extract: Extract, stop: StopRule, behavior: &str) -> App {
+    let s = session(name);
+    let mut strategy = Strategy::for_session(&s);
+    strategy.extract = extract;
+    strategy.stop = stop;
+    strategy.behavior = behavior.into();
+    let mut app = App::new(name, s, strategy, Theme::color());
+    apply(&mut app, Action::Resize(120, 40));
+    app
+}
+
+fn fx_first_reask() -> App {
+    app_with(
+        "weather_fx.json",
+        Extract::First,
+        StopRule::ToolCalls,
+        "reask",
+    )
+}
+
+/// Applies an action and its follow-ups, as the terminal loop does.
+fn apply(app: &mut App, action: Action) {
+    let mut next = Some(action);
+    while let Some(a) = next {
+        next = update(app, a);
+    }
+}
+
+fn phase(app: &App) -> Phase {
+    app.trace.step(app.cursor).phase
+}
+
+fn key(c: char) -> Action {
+    action_for(&KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)).unwrap()
+}
+
+#[test]
+fn stepping_forward_and_back_is_exact() {
+    let mut app = fx_first_reask();
+    assert_eq!(phase(&app), Phase::Request);
+    let phases: Vec<Phase> = (0..7)
+        .map(|_| {
+            apply(&mut app, Action::StepForward);
+            phase(&app)
+        })
+        .collect();
+    assert_eq!(
+        phases,
+        [
+            Phase::Reply,
+            Phase::Extract,
+            Phase::Execute,
+            Phase::Append,
+            Phase::Decide,
+            Phase::Request,
+            Phase::Reply
+        ]
+    );
+    let history_forward = app.trace.history_at(app.cursor).to_vec();
+    apply(&mut app, Action::StepBack);
+    apply(&mut app, Action::StepForward);
+    assert_eq!(app.trace.history_at(app.cursor), &history_forward[..]);
+    for _ in 0..100 {
+        apply(&mut app, Action::StepBack);
+    }
+    assert_eq!(app.cursor, 0);
+}
+
+#[test]
+fn rounds_start_and_end() {
+    let mut app = fx_first_reask();
+    apply(&mut app, Action::NextRound);
+    assert_eq!(
+        (app.trace.step(app.cursor).round, phase(&app)),
+        (2, Phase::Request)
+    );
+    apply(&mut app, Action::StepForward);
+    apply(&mut app, Action::PrevRound);
+    assert_eq!(
+        (app.trace.step(app.cursor).round, phase(&app)),
+        (2, Phase::Request)
+    );
+    apply(&mut app, Action::PrevRound);
+    assert_eq!(app.trace.step(app.cursor).round, 1);
+    apply(&mut app, Action::Last);
+    assert!(app.at_end());
+    assert_eq!(phase(&app), Phase::Done);
+    apply(&mut app, Action::NextRound);
+    assert!(app.at_end(), "past the last round stays at the end");
+    apply(&mut app, Action::First);
+    assert_eq!(app.cursor, 0);
+}
+
+#[test]
+fn toggling_extraction_mid_run_keeps_the_place_and_says_what_changed() {
+    let mut app = fx_first_reask();
+    apply(&mut app, Action::NextRound); // round 2, Request
+    apply(&mut app, Action::StepForward); // round 2, Reply
+    apply(&mut app, key('e'));
+    assert_eq!(app.strategy().extract, Extract::All);
+    assert_eq!(
+        (app.trace.step(app.cursor).round, phase(&app)),
+        (2, Phase::Reply)
+    );
+    let notice = app.notice.clone().unwrap();
+    assert!(
+        notice.contains("extract first → all")
+            && notice.contains("now 2 rounds instead of 6")
+            && notice.contains("toolu_f1 paired"),
+        "{notice}"
+    );
+    // Toggle back at a place the other run does not reach: the nearest step.
+    apply(&mut app, Action::Last);
+    apply(&mut app, key('e'));
+    assert_eq!(app.strategy().extract, Extract::First);
+    assert!(
+        app.notice
+            .as_ref()
+            .unwrap()
+            .contains("toolu_f1 left unpaired")
+    );
+}
+
+#[test]
+fn stepping_back_past_a_toggle_walks_the_new_trace() {
+    let mut app = fx_first_reask();
+    for _ in 0..3 {
+        apply(&mut app, Action::StepForward);
+    }
+    apply(&mut app, Action::ToggleExtract); // now `all`, at round 1 Execute
+    assert_eq!(phase(&app), Phase::Execute);
+    apply(&mut app, Action::StepBack);
+    assert_eq!(phase(&app), Phase::Extract);
+    // Under `all` nothing was dropped at this Extract.
+    assert!(app.trace.round(1).unwrap().dropped.is_empty());
+    assert_eq!(app.trace.ledger_at(app.cursor).counts().unpaired, 0);
+    apply(&mut app, Action::First);
+    apply(&mut app, Action::Last);
+    assert_eq!(app.trace.outcome.requests, 2);
+}
+
+#[test]
+fn stop_rule_behaviour_and_round_limit_cycle() {
+    let mut app = fx_first_reask();
+    let stops: Vec<StopRule> = (0..4)
+        .map(|_| {
+            apply(&mut app, key('s'));
+            app.strategy().stop
+        })
+        .collect();
+    assert_eq!(
+        stops,
+        [
+            StopRule::Robust,
+            StopRule::Content,
+            StopRule::FinishReason,
+            StopRule::ToolCalls
+        ]
+    );
+    let behaviours: Vec<String> = (0..3)
+        .map(|_| {
+            apply(&mut app, key('m'));
+            app.strategy().behavior.clone()
+        })
+        .collect();
+    assert_eq!(behaviours, ["complete", "skip", "reask"]);
+    apply(&mut app, key('+'));
+    assert_eq!(app.strategy().max_rounds, 7);
+    assert_eq!(app.trace.outcome.requests, 7);
+    for _ in 0..10 {
+        apply(&mut app, key('-'));
+    }
+    assert_eq!(app.strategy().max_rounds, 1);
+    assert_eq!(app.notice.as_deref(), Some("max rounds stays at 1"));
+}
+
+#[test]
+fn restart_returns_to_the_opening_strategy() {
+    let mut app = fx_first_reask();
+    apply(&mut app, key('e'));
+    apply(&mut app, key('s'));
+    apply(&mut app, Action::Last);
+    apply(&mut app, key('r'));
+    assert_eq!(app.cursor, 0);
+    assert_eq!(app.strategy().extract, Extract::First);
+    assert_eq!(app.strategy().stop, StopRule::ToolCalls);
+}
+
+#[test]
+fn compare_popup_highlights_the_current_strategy() {
+    let mut app = fx_first_reask();
+    apply(&mut app, key('t'));
+    let Some(Popup::Compare { rows, .. }) = &app.popup else {
+        panic!("no compare popup")
+    };
+    assert_eq!(rows.len(), 3 * 8);
+    let current = rows
+        .iter()
+        .find(|r| {
+            r.extract == Extract::First && r.stop == StopRule::ToolCalls && r.behavior == "reask"
+        })
+        .unwrap();
+    assert_eq!((current.rounds, current.unpaired), (6, 1));
+    apply(&mut app, key('t'));
+    assert!(app.popup.is_none(), "t closes it again");
+}
+
+#[test]
+fn focus_scroll_expand_and_popups() {
+    let mut app = fx_first_reask();
+    apply(&mut app, Action::Last);
+    assert_eq!(app.focus, Pane::Messages);
+    let newest = app.selected_message().unwrap();
+    apply(&mut app, Action::ScrollUp);
+    assert_eq!(app.selected_message(), Some(newest - 1));
+    apply(&mut app, Action::PageUp);
+    assert_eq!(app.selected_message(), Some(newest - 11));
+    apply(&mut app, Action::PageDown);
+    apply(&mut app, Action::ScrollDown);
+    assert_eq!(app.selected_message(), Some(newest));
+    apply(&mut app, Action::Expand);
+    assert_eq!(
+        app.popup,
+        Some(Popup::Detail {
+            message: newest,
+            scroll: 0
+        })
+    );
+    apply(&mut app, Action::ScrollDown);
+    assert_eq!(
+        app.popup,
+        Some(Popup::Detail {
+            message: newest,
+            scroll: 1
+        })
+    );
+    apply(&mut app, Action::Back);
+    assert!(
+        app.popup.is_none() && !app.quit,
+        "Esc closes the popup first"
+    );
+
+    apply(&mut app, Action::FocusNext);
+    assert_eq!(app.focus, Pane::Ids);
+    apply(&mut app, Action::ScrollDown);
+    assert_eq!(app.ids_scroll, 1);
+    apply(&mut app, Action::FocusNext);
+    assert_eq!(app.focus, Pane::Walkthrough);
+    apply(&mut app, Action::PageDown);
+    assert_eq!(app.walkthrough_scroll, 10);
+    apply(&mut app, Action::FocusPrev);
+    apply(&mut app, Action::FocusPrev);
+    assert_eq!(app.focus, Pane::Messages);
+
+    apply(&mut app, key('?'));
+    assert_eq!(app.popup, Some(Popup::Help { scroll: 0 }));
+    apply(&mut app, key('?'));
+    assert!(app.popup.is_none());
+}
+
+#[test]
+fn esc_quits_without_a_popup_and_q_always_quits() {
+    let mut app = fx_first_reask();
+    apply(&mut app, Action::Help);
+    apply(&mut app, key('q'));
+    assert!(app.quit);
+    let mut app = fx_first_reask();
+    apply(&mut app, Action::Back);
+    assert!(app.quit);
+}
+
+#[test]
+fn wheel_scrolls_the_pane_under_the_pointer() {
+    let mut app = fx_first_reask();
+    apply(&mut app, Action::Last);
+    let area = ratatui::layout::Rect::new(0, 0, 120, 40);
+    let areas = loopdbg::tui::view::layout(&app, area);
+    apply(
+        &mut app,
+        Action::Wheel {
+            column: areas.ids.x + 2,
+            row: areas.ids.y + 2,
+            down: true,
+        },
+    );
+    assert_eq!(app.ids_scroll, 3);
+    assert_eq!(app.focus, Pane::Messages, "the wheel does not move focus");
+    apply(
+        &mut app,
+        Action::Wheel {
+            column: areas.walkthrough.x + 1,
+            row: areas.walkthrough.y + 1,
+            down: true,
+        },
+    );
+    assert_eq!(app.walkthrough_scroll, 3);
+}
+
+#[test]
+fn continue_stops_where_a_dropped_call_becomes_unpaired_then_at_the_spin() {
+    let mut app = fx_first_reask();
+    apply(&mut app, key('c'));
+    assert_eq!(
+        (app.trace.step(app.cursor).round, phase(&app)),
+        (1, Phase::Extract)
+    );
+    assert!(app.notice.as_ref().unwrap().contains("toolu_f1"));
+    // Round 2 re-asks for toolu_f1 and drops it again.
+    apply(&mut app, key('c'));
+    assert_eq!(
+        (app.trace.step(app.cursor).round, phase(&app)),
+        (2, Phase::Extract)
+    );
+    apply(&mut app, key('c'));
+    // Round 3's reply is the first to repeat round 2's.
+    assert_eq!(
+        (app.trace.step(app.cursor).round, phase(&app)),
+        (3, Phase::Reply)
+    );
+    assert!(
+        app.notice
+            .as_ref()
+            .unwrap()
+            .contains("repeats the previous reply")
+    );
+}
+
+#[test]
+fn breakpoints_stop_continue_on_their_phase_kind() {
+    let mut app = app_with(
+        "weather_fx.json",
+        Extract::All,
+        StopRule::Robust,
+        "complete",
+    );
+    for _ in 0..5 {
+        apply(&mut app, Action::StepForward); // to round 1 Append
+    }
+    assert_eq!(phase(&app), Phase::Append);
+    apply(&mut app, key('B'));
+    assert!(app.breakpoints.contains(&Phase::Append));
+    apply(&mut app, Action::First);
+    apply(&mut app, key('c'));
+    assert_eq!(phase(&app), Phase::Append);
+    apply(&mut app, key('c'));
+    assert_eq!(
+        (phase(&app), app.trace.step(app.cursor).execution),
+        (Phase::Append, Some(1))
+    );
+    apply(&mut app, key('c'));
+    assert!(app.at_end());
+    assert_eq!(app.notice.as_deref(), Some("ran to the end"));
+    apply(&mut app, Action::First);
+    apply(&mut app, key('c'));
+    apply(&mut app, key('B'));
+    assert!(app.breakpoints.is_empty(), "B on an Append step removes it");
+}
+
+#[test]
+fn resize_is_recorded_for_hit_testing() {
+    let mut app = fx_first_reask();
+    apply(&mut app, Action::Resize(1, 1));
+    assert_eq!(app.size, (1, 1));
+    apply(
+        &mut app,
+        Action::Wheel {
+            column: 0,
+            row: 0,
+            down: true,
+        },
+    );
+    assert_eq!(
+        app.ids_scroll, 0,
+        "nothing to scroll below the minimum size"
+    );
+}
+
+#[test]
+fn every_binding_in_the_keymap_dispatches_its_action() {
+    use loopdbg::tui::keymap::Key;
+    for b in KEYMAP.iter() {
+        for k in b.keys {
+            let event = match *k {
+                Key::Char(c) => KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE),
+                Key::Ctrl(c) => KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL),
+                Key::Code(code) => KeyEvent::new(code, KeyModifiers::NONE),
+            };
+            assert_eq!(action_for(&event), Some(b.action.clone()), "{k:?}");
+        }
+    }
+}
