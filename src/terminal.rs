@@ -25,7 +25,14 @@ pub fn run(origin: String, session: Session, strategy: Strategy) -> anyhow::Resu
         .build()
         .context("starting the event loop")?;
 
-    let mut terminal = ratatui::init();
+    use std::io::IsTerminal;
+    if !stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        anyhow::bail!(
+            "the debugger needs a terminal; for headless output use `loopdbg run {}`",
+            app.origin
+        );
+    }
+    let mut terminal = ratatui::try_init().context("setting up the terminal")?;
     install_mouse_restoring_panic_hook();
     let _ = execute!(stdout(), EnableMouseCapture);
     let result = runtime.block_on(event_loop(&mut terminal, &mut app));

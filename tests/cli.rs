@@ -266,3 +266,25 @@ fn malformed_sessions_give_located_errors() {
         assert!(!stderr.contains("panicked"), "{name}");
     }
 }
+
+#[test]
+fn the_debugger_rejects_a_bad_session_before_touching_the_terminal() {
+    let out = loopdbg()
+        .arg("tests/fixtures/bad/duplicate_tool.json")
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    assert!(out.stdout.is_empty(), "no escape sequences were written");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("tests/fixtures/bad/duplicate_tool.json:5:14: duplicate tool name"));
+}
+
+#[test]
+fn the_debugger_without_a_terminal_says_so() {
+    loopdbg()
+        .arg("sessions/weather.json")
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("the debugger needs a terminal"));
+}

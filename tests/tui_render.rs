@@ -1,0 +1,216 @@
+//! Rendered frames: insta snapshots at 120×40, 80×24 and a tiny terminal,
+//! plus style assertions that snapshots cannot see.
+
+use loopdbg::strategy::{Extract, StopRule};
+use loopdbg::trace::Phase;
+use loopdbg::tui::theme::Theme;
+use loopdbg::tui::{Action, App, update};
+use loopdbg::{Session, Strategy};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::style::{Color, Modifier};
+
+const SIZES: [(u16, u16); 3] = [(120, 40), (80, 24), (30, 8)];
+
+fn session(name: &str) -> Session {
+    let path = format!("sessions/{name}");
+    let full = format!("{}/{path}", env!("CARGO_MANIFEST_DIR"));
+    Session::parse(&path, &std::fs::read_to_string(full).unwrap()).unwrap()
+}
+
+fn app(name: &str, tweak: impl FnOnce(&mut Strategy), theme: Theme) -> App {
+    let s = session(name);
+    let mut strategy = Strategy::for_session(&s);
+    tweak(&mut strategy);
+    App::new(format!("sessions/{name}"), s, strategy, theme)
+}
+
+fn apply(app: &mut App, action: Action) {
+    let mut next = Some(action);
+    while let Some(a) = next {
+        next = update(app, a);
+    }
+}
+
+fn draw(app: &mut App, w: u16, h: u16) -> Terminal<TestBackend> {
+    apply(app, Action::Resize(w, h));
+    let mut terminal = Terminal::new(TestBackend::new(w, h)).unwrap();
+    terminal.draw(|f| f.render_widget(&*app, f.area())).unwrap();
+    terminal
+}
+
+fn first_reask(s: &mut Strategy) {
+    s.extract = Extract::First;
+    s.stop = StopRule::ToolCalls;
+    s.behavior = "reask".into();
+}
+
+fn to_phase(app: &mut App, phase: Phase) {
+    while app.trace.step(app.cursor).phase != phase {
+        apply(app, Action::StepForward);
+    }
+}
+
+#[test]
+fn start_of_weather() {
+    for (w, h) in SIZES {
+        let mut a = app("weather.json", |_| {}, Theme::color());
+        insta::assert_snapshot!(format!("start_{w}x{h}"), draw(&mut a, w, h).backend());
+    }
+}
+
+#[test]
+fn extract_under_first() {
+    for (w, h) in SIZES {
+        let mut a = app("weather_fx.json", first_reask, Theme::color());
+        to_phase(&mut a, Phase::Extract);
+        insta::assert_snapshot!(
+            format!("extract_first_{w}x{h}"),
+            draw(&mut a, w, h).backend()
+        );
+    }
+}
+
+#[test]
+fn end_summary_under_first_reask() {
+    for (w, h) in SIZES {
+        let mut a = app("weather_fx.json", first_reask, Theme::color());
+        apply(&mut a, Action::Last);
+        insta::assert_snapshot!(
+            format!("end_first_reask_{w}x{h}"),
+            draw(&mut a, w, h).backend()
+        );
+    }
+}
+
+#[test]
+fn help_open() {
+    for (w, h) in SIZES {
+        let mut a = app("weather.json", |_| {}, Theme::color());
+        apply(&mut a, Action::Help);
+        insta::assert_snapshot!(format!("help_{w}x{h}"), draw(&mut a, w, h).backend());
+    }
+}
+
+#[test]
+fn weather_answer_step_mid_run() {
+    let mut a = app("weather.json", |_| {}, Theme::color());
+    apply(&mut a, Action::NextRound);
+    to_phase(&mut a, Phase::Reply);
+    insta::assert_snapshot!(
+        "weather_second_reply_120x40",
+        draw(&mut a, 120, 40).backend()
+    );
+}
+
+#[test]
+fn compare_popup() {
+    let mut a = app("weather_fx.json", first_reask, Theme::color());
+    apply(&mut a, Action::ShowCompare);
+    insta::assert_snapshot!("compare_120x40", draw(&mut a, 120, 40).backend());
+}
+
+/// The cell in row `y` whose symbol starts `text`.
+fn find(terminal: &Terminal<TestBackend>, text: &str) -> Option<(u16, u16)> {
+    let buf = terminal.backend().buffer();
+    for y in 0..buf.area.height {
+        let row: String = (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect();
+        if let Some(i) = row.find(text) {
+            let x = row[..i].chars().count() as u16;
+            return Some((x, y));
+        }
+    }
+    None
+}
+
+#[test]
+fn the_current_phase_is_highlighted() {
+    let mut a = app("weather_fx.json", first_reask, Theme::color());
+    to_phase(&mut a, Phase::Extract);
+    let t = draw(&mut a, 120, 40);
+    let (x, y) = find(&t, "Extract →").unwrap();
+    let style = t.backend().buffer()[(x, y)].style();
+    assert!(style.add_modifier.contains(Modifier::REVERSED));
+    let (x, y) = find(&t, "Reply →").unwrap();
+    assert!(
+        !t.backend().buffer()[(x, y)]
+            .style()
+            .add_modifier
+            .contains(Modifier::REVERSED)
+    );
+}
+
+#[test]
+fn no_color_is_monochrome_and_keeps_the_selection_visible() {
+    let mut a = app("weather_fx.json", first_reask, Theme::monochrome());
+    to_phase(&mut a, Phase::Extract);
+    let t = draw(&mut a, 120, 40);
+    let buf = t.backend().buffer();
+    for cell in buf.content() {
+        assert!(
+            matches!(cell.fg, Color::Reset),
+            "colour {:?} under NO_COLOR",
+            cell.fg
+        );
+        assert!(
+            matches!(cell.bg, Color::Reset),
+            "colour {:?} under NO_COLOR",
+            cell.bg
+        );
+    }
+    let (x, y) = find(&t, "Extract →").unwrap();
+    assert!(
+        buf[(x, y)]
+            .style()
+            .add_modifier
+            .contains(Modifier::REVERSED)
+    );
+    // The selected message is reversed too.
+    let (x, y) = find(&t, "assistant").unwrap();
+    assert!(
+        buf[(x, y)]
+            .style()
+            .add_modifier
+            .contains(Modifier::REVERSED)
+    );
+}
+
+#[test]
+fn any_size_renders_without_panicking() {
+    let mut a = app("weather_fx.json", first_reask, Theme::color());
+    apply(&mut a, Action::Last);
+    apply(&mut a, Action::Help);
+    for (w, h) in [
+        (1, 1),
+        (2, 1),
+        (1, 30),
+        (59, 17),
+        (60, 18),
+        (61, 19),
+        (200, 60),
+        (1, 1),
+    ] {
+        draw(&mut a, w, h);
+    }
+    let t = draw(&mut a, 40, 10);
+    assert!(find(&t, "needs at least").is_some());
+}
+
+#[test]
+fn control_characters_from_sessions_never_reach_the_terminal() {
+    let text = r#"{"title": "evil\u001b[2J\u0007", "user": "hi\u001b]0;pwned\u0007",
+        "model": {"s": [{"reply": {"text": "ok\r\nbye\u001b[31m"}}]}}"#;
+    let s = Session::parse("evil.json", text).unwrap();
+    let strategy = Strategy::for_session(&s);
+    let mut a = App::new("evil.json", s, strategy, Theme::color());
+    apply(&mut a, Action::Last);
+    let t = draw(&mut a, 120, 40);
+    for cell in t.backend().buffer().content() {
+        assert!(
+            !cell.symbol().chars().any(char::is_control),
+            "raw control character {:?}",
+            cell.symbol()
+        );
+    }
+    assert!(find(&t, "evil\\u{1b}[2J").is_some());
+}
