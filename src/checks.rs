@@ -101,8 +101,8 @@ pub fn quote_check(trace: &Trace) -> QuoteCheck {
             let cited = in_text.iter().any(|t| same_number(t, &n));
             this_cited |= cited;
             numbers.push(CitedNumber {
-                id: e.id.clone(),
-                tool: e.name.clone(),
+                id: e.id.to_string(),
+                tool: e.name.to_string(),
                 number: n,
                 cited,
             });
@@ -118,6 +118,28 @@ pub fn quote_check(trace: &Trace) -> QuoteCheck {
 
 /// The replies that repeat: seed 001 counts how often the same reply came back.
 pub const SPIN_THRESHOLD: u32 = 2;
+
+/// What the end summary shows about a run, computed once per trace.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunAnalysis {
+    /// Every warning.
+    pub warnings: Vec<Warning>,
+    /// Ids left unpaired at the end.
+    pub unpaired: Vec<String>,
+    /// How many calls really ran.
+    pub tool_runs: usize,
+}
+
+impl RunAnalysis {
+    /// Analyses a finished trace.
+    pub fn of(trace: &Trace) -> RunAnalysis {
+        RunAnalysis {
+            warnings: warnings(trace),
+            unpaired: trace.pairing.ledger(trace.messages.len(), &[]).unpaired(),
+            tool_runs: trace.tool_runs().len(),
+        }
+    }
+}
 
 /// Every warning the run deserves.
 pub fn warnings(trace: &Trace) -> Vec<Warning> {

@@ -12,6 +12,7 @@
 //! before anything runs.
 
 use crate::executor::{TableExecutor, ToolExecutor};
+use crate::ledger::PairingIndex;
 use crate::message::Message;
 use crate::session::{FinishReason, Reply, Session};
 use crate::strategy::{Extract, StopRule, Strategy};
@@ -42,7 +43,9 @@ pub fn run_with(session: &Session, strategy: &Strategy, executor: &dyn ToolExecu
         rounds: rec.rounds,
         violations: rec.violations,
         outcome,
+        pairing: PairingIndex::default(),
     };
+    trace.pairing = PairingIndex::new(&trace.messages);
     count_unpaired(&mut trace);
     trace
 }
@@ -57,10 +60,9 @@ fn count_unpaired(trace: &mut Trace) {
             index.push(message);
         }
         seen = seen.max(len);
-        let in_flight = trace.in_flight_at(k);
         let unpaired = index
             .unanswered()
-            .filter(|id| !in_flight.contains(id))
+            .filter(|id| !trace.in_flight_iter(k).any(|f| f == *id))
             .count();
         trace.steps[k].unpaired = unpaired;
     }
@@ -204,7 +206,7 @@ impl Recorder {
                 return Outcome {
                     end: End::ModelDone,
                     detail: format!("round {number}: no tool calls, the loop ends normally"),
-                    final_text: reply.text.clone(),
+                    final_text: reply.text.as_deref().map(str::to_string),
                     requests: number,
                 };
             }
@@ -225,8 +227,11 @@ impl Recorder {
             }
             for e in 0..taken.len() {
                 let ex = &self.current_round().executions[e];
-                let msg =
-                    Message::tool_result(&ex.id, ex.outcome.content.clone(), ex.outcome.is_error);
+                let msg = Message::tool_result(
+                    ex.id.clone(),
+                    ex.outcome.content.clone(),
+                    ex.outcome.is_error,
+                );
                 let at = self.append(msg);
                 self.current_round().executions[e].message = at;
                 self.step(Phase::Append, number, Some(e));
@@ -238,7 +243,7 @@ impl Recorder {
                 return Outcome {
                     end: End::ModelDone,
                     detail: format!("round {number}: {reason}"),
-                    final_text: reply.text.clone(),
+                    final_text: reply.text.as_deref().map(str::to_string),
                     requests: number,
                 };
             }
@@ -254,7 +259,11 @@ impl Recorder {
                 return Outcome {
                     end: End::MaxRounds,
                     detail,
-                    final_text: if robust { None } else { reply.text.clone() },
+                    final_text: if robust {
+                        None
+                    } else {
+                        reply.text.as_deref().map(str::to_string)
+                    },
                     requests: number,
                 };
             }

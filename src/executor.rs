@@ -8,19 +8,22 @@
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::session::{Session, ToolCall};
+use crate::session::{Json, Session, ToolCall};
 
 /// What running one call gave.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolOutcome {
     /// The result content sent back to the model.
-    pub content: Value,
+    pub content: Json,
     /// True when the result reports a failure.
     pub is_error: bool,
     /// False when the call was refused without running anything.
     pub ran: bool,
-    /// A short note on what happened, for logs ("table row 0", "no row").
-    pub note: String,
+    /// What happened, for logs.
+    pub note: &'static str,
+    /// The table row that answered, if one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub row: Option<usize>,
 }
 
 /// Runs tool calls. The engine only sees this trait, so other executors
@@ -48,7 +51,7 @@ impl ToolExecutor for TableExecutor<'_> {
         let Some(tool) = self.session.tool(&call.name) else {
             let known: Vec<&str> = self.session.tools.iter().map(|t| t.name.as_str()).collect();
             return ToolOutcome {
-                content: Value::String(format!(
+                content: Json::new(Value::String(format!(
                     "unknown tool `{}`: not in this session's tools ({}); not run",
                     call.name,
                     if known.is_empty() {
@@ -56,26 +59,29 @@ impl ToolExecutor for TableExecutor<'_> {
                     } else {
                         known.join(", ")
                     }
-                )),
+                ))),
                 is_error: true,
                 ran: false,
-                note: "refused by the whitelist".into(),
+                note: "refused by the whitelist",
+                row: None,
             };
         };
-        match tool.table.iter().position(|row| row.args == call.args) {
+        match tool.table.iter().position(|row| row.args == *call.args) {
             Some(i) => ToolOutcome {
                 content: tool.table[i].result.clone(),
                 is_error: false,
                 ran: true,
-                note: format!("table row {i}"),
+                note: "answered from the lookup table",
+                row: Some(i),
             },
             None => ToolOutcome {
-                content: tool.miss.clone().unwrap_or_else(
-                    || json!({"error": format!("no result for arguments {}", call.args)}),
-                ),
+                content: tool.miss.clone().unwrap_or_else(|| {
+                    Json::new(json!({"error": format!("no result for arguments {}", call.args)}))
+                }),
                 is_error: true,
                 ran: true,
-                note: "no table row matches these arguments".into(),
+                note: "no table row matches these arguments",
+                row: None,
             },
         }
     }
@@ -100,7 +106,7 @@ mod tests {
         ToolCall {
             id: "c".into(),
             name: name.into(),
-            args,
+            args: Json::new(args),
         }
     }
 
@@ -109,10 +115,10 @@ mod tests {
         let s = session();
         let ex = TableExecutor::new(&s);
         let hit = ex.execute(&call("get_weather", json!({"city": "北京"})));
-        assert_eq!(hit.content, json!({"temp_c": 18}));
+        assert_eq!(*hit.content, json!({"temp_c": 18}));
         assert!(!hit.is_error && hit.ran);
         let miss = ex.execute(&call("get_weather", json!({"location": "北京"})));
-        assert_eq!(miss.content, json!({"error": "city not found"}));
+        assert_eq!(*miss.content, json!({"error": "city not found"}));
         assert!(miss.is_error && miss.ran);
         let refused = ex.execute(&call("rm_rf", json!({})));
         assert!(refused.is_error && !refused.ran);

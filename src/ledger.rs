@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use crate::message::{Block, Message};
+use crate::session::Text;
 
 /// Where a block sits: `messages[message].content[block]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -39,17 +40,32 @@ pub enum IdState {
     Unpaired,
 }
 
+impl IdState {
+    /// The lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IdState::Pending => "pending",
+            IdState::Paired => "paired",
+            IdState::Unpaired => "unpaired",
+        }
+    }
+}
+
 /// Everything the ledger knows about one id.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct IdEntry {
     /// The call id.
-    pub id: String,
+    pub id: Text,
     /// The tool named by its first call.
-    pub name: String,
-    /// Every tool_use block with this id (more than one: a duplicate id).
-    pub calls: Vec<Position>,
-    /// Every tool_result block answering it.
-    pub results: Vec<Position>,
+    pub name: Text,
+    /// The first tool_use block with this id.
+    pub first_call: Position,
+    /// How many tool_use blocks carry it (more than one: a duplicate id).
+    pub calls: usize,
+    /// The first tool_result answering it.
+    pub first_result: Option<Position>,
+    /// How many tool_results answer it.
+    pub results: usize,
     /// Pending, paired or unpaired.
     pub state: IdState,
 }
@@ -57,7 +73,7 @@ pub struct IdEntry {
 impl IdEntry {
     /// True when the id was used by more than one tool_use block.
     pub fn is_duplicate(&self) -> bool {
-        self.calls.len() > 1
+        self.calls > 1
     }
 }
 
@@ -65,7 +81,7 @@ impl IdEntry {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Orphan {
     /// The id it claims to answer.
-    pub tool_use_id: String,
+    pub tool_use_id: Text,
     /// Where it sits.
     pub at: Position,
 }
@@ -79,12 +95,27 @@ pub struct Ledger {
     pub orphans: Vec<Orphan>,
 }
 
-impl Ledger {
-    /// The ledger of `history`, with `in_flight` the ids the loop has taken
-    /// and not yet answered.
-    pub fn of(history: &[Message], in_flight: &[&str]) -> Ledger {
-        let mut index: HashMap<&str, usize> = HashMap::new();
-        let mut ledger = Ledger::default();
+/// Where every id is called and answered in a history, built once, so the
+/// ledger of any prefix costs O(ids · log n) instead of a rescan.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PairingIndex {
+    ids: Vec<IdRecord>,
+    orphans: Vec<Orphan>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct IdRecord {
+    id: Text,
+    name: Text,
+    calls: Vec<Position>,
+    results: Vec<Position>,
+}
+
+impl PairingIndex {
+    /// Indexes `history`.
+    pub fn new(history: &[Message]) -> PairingIndex {
+        let mut slot: HashMap<&str, usize> = HashMap::new();
+        let mut index = PairingIndex::default();
         for (m, msg) in history.iter().enumerate() {
             for (b, block) in msg.content.iter().enumerate() {
                 let at = Position {
@@ -93,41 +124,76 @@ impl Ledger {
                 };
                 match block {
                     Block::ToolUse { id, name, .. } => {
-                        let i = *index.entry(id.as_str()).or_insert_with(|| {
-                            ledger.entries.push(IdEntry {
+                        let i = *slot.entry(id).or_insert_with(|| {
+                            index.ids.push(IdRecord {
                                 id: id.clone(),
                                 name: name.clone(),
                                 calls: Vec::new(),
                                 results: Vec::new(),
-                                state: IdState::Unpaired,
                             });
-                            ledger.entries.len() - 1
+                            index.ids.len() - 1
                         });
-                        ledger.entries[i].calls.push(at);
+                        index.ids[i].calls.push(at);
                     }
-                    Block::ToolResult { tool_use_id, .. } => {
-                        match index.get(tool_use_id.as_str()) {
-                            Some(&i) => ledger.entries[i].results.push(at),
-                            None => ledger.orphans.push(Orphan {
-                                tool_use_id: tool_use_id.clone(),
-                                at,
-                            }),
-                        }
-                    }
+                    // A result only pairs with a call made before it.
+                    Block::ToolResult { tool_use_id, .. } => match slot.get(&**tool_use_id) {
+                        Some(&i) => index.ids[i].results.push(at),
+                        None => index.orphans.push(Orphan {
+                            tool_use_id: tool_use_id.clone(),
+                            at,
+                        }),
+                    },
                     Block::Text { .. } => {}
                 }
             }
         }
-        for entry in &mut ledger.entries {
-            entry.state = if !entry.results.is_empty() {
+        index
+    }
+
+    /// The ledger of the first `len` messages, with `in_flight` the ids the
+    /// loop has taken and not yet answered.
+    pub fn ledger(&self, len: usize, in_flight: &[&str]) -> Ledger {
+        let before = |p: &Position| p.message < len;
+        let mut ledger = Ledger::default();
+        for rec in &self.ids {
+            let calls = rec.calls.partition_point(before);
+            if calls == 0 {
+                // Ids are indexed in order of first call: the rest come later.
+                break;
+            }
+            let results = rec.results.partition_point(before);
+            let state = if results > 0 {
                 IdState::Paired
-            } else if in_flight.contains(&entry.id.as_str()) {
+            } else if in_flight.contains(&&*rec.id) {
                 IdState::Pending
             } else {
                 IdState::Unpaired
             };
+            ledger.entries.push(IdEntry {
+                id: rec.id.clone(),
+                name: rec.name.clone(),
+                first_call: rec.calls[0],
+                calls,
+                first_result: (results > 0).then(|| rec.results[0]),
+                results,
+                state,
+            });
         }
+        ledger.orphans = self
+            .orphans
+            .iter()
+            .take_while(|o| before(&o.at))
+            .cloned()
+            .collect();
         ledger
+    }
+}
+
+impl Ledger {
+    /// The ledger of `history`, with `in_flight` the ids the loop has taken
+    /// and not yet answered.
+    pub fn of(history: &[Message], in_flight: &[&str]) -> Ledger {
+        PairingIndex::new(history).ledger(history.len(), in_flight)
     }
 
     /// Ids in `state`, in order of first call.
@@ -138,7 +204,7 @@ impl Ledger {
     /// The unpaired ids, each once.
     pub fn unpaired(&self) -> Vec<String> {
         self.ids_in(IdState::Unpaired)
-            .map(|e| e.id.clone())
+            .map(|e| e.id.to_string())
             .collect()
     }
 
@@ -193,12 +259,12 @@ mod tests {
                 ToolCall {
                     id: "w1".into(),
                     name: "get_weather".into(),
-                    args: json!({}),
+                    args: json!({}).into(),
                 },
                 ToolCall {
                     id: "f1".into(),
                     name: "get_fx_rate".into(),
-                    args: json!({}),
+                    args: json!({}).into(),
                 },
             ],
             finish_reason: None,
@@ -210,7 +276,7 @@ mod tests {
         let history = vec![
             Message::user("q"),
             plan(),
-            Message::tool_result("w1", json!(1), false),
+            Message::tool_result("w1".into(), json!(1).into(), false),
         ];
         let l = Ledger::of(&history, &["f1"]);
         assert_eq!(l.entries[0].state, IdState::Paired);
@@ -218,18 +284,37 @@ mod tests {
         let l = Ledger::of(&history, &[]);
         assert_eq!(l.unpaired(), vec!["f1"]);
         assert_eq!(
-            l.entries[0].results[0],
-            Position {
+            l.entries[0].first_result,
+            Some(Position {
                 message: 2,
                 block: 0
-            }
+            })
         );
+    }
+
+    #[test]
+    fn prefixes_of_the_index_match_a_fresh_ledger() {
+        let history = vec![
+            Message::user("q"),
+            plan(),
+            Message::tool_result("w1".into(), json!(1).into(), false),
+            plan(),
+            Message::tool_result("f1".into(), json!(2).into(), false),
+        ];
+        let index = PairingIndex::new(&history);
+        for len in 0..=history.len() {
+            assert_eq!(
+                index.ledger(len, &["f1"]),
+                Ledger::of(&history[..len], &["f1"]),
+                "prefix {len}"
+            );
+        }
     }
 
     #[test]
     fn duplicates_and_orphans_are_counted() {
         let history = vec![
-            Message::tool_result("ghost", json!(null), true),
+            Message::tool_result("ghost".into(), json!(null).into(), true),
             plan(),
             plan(),
         ];

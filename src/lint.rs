@@ -84,7 +84,7 @@ pub fn lint(session: &Session) -> Vec<LintWarning> {
     for (behavior, rules) in &session.model {
         let calls_here: HashSet<&str> = rules
             .iter()
-            .flat_map(|r| r.reply.tool_calls.iter().map(|c| c.name.as_str()))
+            .flat_map(|r| r.reply.tool_calls.iter().map(|c| &*c.name))
             .collect();
         called.extend(calls_here.iter().copied());
         for (r, rule) in rules.iter().enumerate() {

@@ -4,9 +4,8 @@
 //! regroup them (Anthropic puts a turn's results in one `user` message).
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
-use crate::session::{FinishReason, Reply};
+use crate::session::{FinishReason, Json, Reply, Text};
 
 /// Who a message is from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,23 +37,23 @@ pub enum Block {
     /// Plain text.
     Text {
         /// The text.
-        text: String,
+        text: Text,
     },
     /// A call the model asks for.
     ToolUse {
         /// The call id.
-        id: String,
+        id: Text,
         /// The tool name.
-        name: String,
+        name: Text,
         /// The arguments.
-        input: Value,
+        input: Json,
     },
     /// The answer to one call.
     ToolResult {
         /// The id of the call it answers.
-        tool_use_id: String,
+        tool_use_id: Text,
         /// What the function returned (or the error text).
-        content: Value,
+        content: Json,
         /// True when the call failed or was refused.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
@@ -78,9 +77,7 @@ impl Message {
     pub fn user(text: &str) -> Message {
         Message {
             role: Role::User,
-            content: vec![Block::Text {
-                text: text.to_string(),
-            }],
+            content: vec![Block::Text { text: text.into() }],
             finish_reason: None,
         }
     }
@@ -105,11 +102,11 @@ impl Message {
     }
 
     /// A tool message with one result.
-    pub fn tool_result(tool_use_id: &str, content: Value, is_error: bool) -> Message {
+    pub fn tool_result(tool_use_id: Text, content: Json, is_error: bool) -> Message {
         Message {
             role: Role::Tool,
             content: vec![Block::ToolResult {
-                tool_use_id: tool_use_id.to_string(),
+                tool_use_id,
                 content,
                 is_error,
             }],
@@ -131,7 +128,7 @@ impl Message {
     /// The tool_use blocks as `(id, name)`.
     pub fn tool_uses(&self) -> impl Iterator<Item = (&str, &str)> {
         self.content.iter().filter_map(|b| match b {
-            Block::ToolUse { id, name, .. } => Some((id.as_str(), name.as_str())),
+            Block::ToolUse { id, name, .. } => Some((&**id, &**name)),
             _ => None,
         })
     }
@@ -139,7 +136,7 @@ impl Message {
     /// The ids this message's tool_result blocks answer.
     pub fn tool_result_ids(&self) -> impl Iterator<Item = &str> {
         self.content.iter().filter_map(|b| match b {
-            Block::ToolResult { tool_use_id, .. } => Some(tool_use_id.as_str()),
+            Block::ToolResult { tool_use_id, .. } => Some(&**tool_use_id),
             _ => None,
         })
     }

@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::checks::{QuoteCheck, Warning, quote_check, warnings};
 use crate::ledger::Ledger;
 use crate::message::Message;
-use crate::session::Session;
+use crate::session::{Json, Session, Text};
 use crate::strategy::{Extract, StopRule, Strategy};
 use crate::trace::{Trace, Violation};
 use crate::walkthrough::{self, Walkthrough};
@@ -21,7 +21,7 @@ pub struct RoundReport {
     /// 1-based.
     pub round: u32,
     /// The reply text (`null` and `""` kept apart).
-    pub text: Option<String>,
+    pub text: Option<Text>,
     /// `finish_reason`.
     pub finish_reason: &'static str,
     /// `name(id)` of every call in the reply.
@@ -42,22 +42,22 @@ pub struct RoundReport {
 #[derive(Debug, Clone, Serialize)]
 pub struct CallRef {
     /// Call id.
-    pub id: String,
+    pub id: Text,
     /// Tool name.
-    pub name: String,
+    pub name: Text,
 }
 
 /// A call the loop handled.
 #[derive(Debug, Clone, Serialize)]
 pub struct ExecutedRef {
     /// Call id.
-    pub id: String,
+    pub id: Text,
     /// Tool name.
-    pub name: String,
+    pub name: Text,
     /// Arguments.
-    pub args: Value,
+    pub args: Json,
     /// What came back.
-    pub result: Value,
+    pub result: Json,
     /// True for an error result.
     pub is_error: bool,
     /// False when the whitelist refused it.
@@ -177,7 +177,7 @@ impl RunReport {
                 out,
                 "round {} assistant text: {}",
                 r.round,
-                show_text(&r.text)
+                show_text(r.text.as_deref())
             );
             let calls = if r.tool_calls.is_empty() {
                 "none".to_string()
@@ -252,7 +252,7 @@ impl RunReport {
             }
         );
         let _ = writeln!(out, "end: {} ({})", self.end, clean(&self.end_detail));
-        let _ = writeln!(out, "final text: {}", show_text(&self.final_text));
+        let _ = writeln!(out, "final text: {}", show_text(self.final_text.as_deref()));
         if !self.warnings.is_empty() {
             let _ = writeln!(out, "warnings:");
             for w in dedup_warnings(&self.warnings) {
@@ -304,7 +304,7 @@ fn list(items: impl Iterator<Item = String>) -> String {
 }
 
 /// A reply text as the seeds print it: `null`, `""`, or the text.
-pub fn show_text(text: &Option<String>) -> String {
+pub fn show_text(text: Option<&str>) -> String {
     match text {
         None => "null".to_string(),
         Some(t) if t.is_empty() => "\"\"".to_string(),
@@ -413,7 +413,7 @@ pub fn compare_markdown(rows: &[CompareRow]) -> String {
             md(&runs),
             r.unpaired,
             r.end,
-            md(&show_text(&r.final_text))
+            md(&show_text(r.final_text.as_deref()))
         );
     }
     out
@@ -435,7 +435,7 @@ mod tests {
 
     #[test]
     fn texts_show_null_and_empty_apart() {
-        assert_eq!(show_text(&None), "null");
-        assert_eq!(show_text(&Some(String::new())), "\"\"");
+        assert_eq!(show_text(None), "null");
+        assert_eq!(show_text(Some("")), "\"\"");
     }
 }

@@ -14,6 +14,13 @@ use crate::json_path;
 use crate::json_span::{PathSeg, SpanNode, offset_of_line_byte_col};
 use crate::strategy::{Extract, StopRule};
 
+/// Shared, immutable text: cloned by reference count, so recording a long
+/// run does not copy every id and reply.
+pub type Text = std::sync::Arc<str>;
+
+/// Shared, immutable JSON, for the same reason as [`Text`].
+pub type Json = std::sync::Arc<Value>;
+
 /// The largest `max_rounds` a session or flag may ask for.
 pub const MAX_ROUNDS_LIMIT: u32 = 100_000;
 
@@ -56,7 +63,7 @@ pub struct ToolDef {
     pub table: Vec<TableRow>,
     /// What comes back (as an error result) when no row matches.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub miss: Option<Value>,
+    pub miss: Option<Json>,
 }
 
 fn empty_object_schema() -> Value {
@@ -70,7 +77,7 @@ pub struct TableRow {
     /// The arguments this row answers, compared as JSON values.
     pub args: Value,
     /// What the function returns for them.
-    pub result: Value,
+    pub result: Json,
 }
 
 /// One rule of a stub-model behaviour: the first rule whose `when` holds replies.
@@ -112,7 +119,7 @@ impl When {
 pub struct Reply {
     /// The reply's text: a string, `""` or `null` (stop rules tell them apart).
     #[serde(default)]
-    pub text: Option<String>,
+    pub text: Option<Text>,
     /// Tool calls, in order.
     #[serde(default)]
     pub tool_calls: Vec<ToolCall>,
@@ -142,16 +149,16 @@ impl Reply {
 #[serde(deny_unknown_fields)]
 pub struct ToolCall {
     /// The call id a result must quote.
-    pub id: String,
+    pub id: Text,
     /// The tool's name (may name a tool the session does not define).
-    pub name: String,
+    pub name: Text,
     /// The arguments, any JSON.
     #[serde(default = "empty_object")]
-    pub args: Value,
+    pub args: Json,
 }
 
-fn empty_object() -> Value {
-    Value::Object(Default::default())
+fn empty_object() -> Json {
+    Json::new(Value::Object(Default::default()))
 }
 
 /// Why a reply ended, in OpenAI's words (Anthropic's are accepted as aliases).

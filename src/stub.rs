@@ -8,18 +8,18 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::message::{Block, Message};
-use crate::session::{Reply, Rule, When};
+use crate::session::{Reply, Rule, Text, When};
 
 /// Incremental pairing facts about a growing history: which ids are
 /// answered, and per tool name how many calls are answered or not.
 #[derive(Debug, Default, Clone)]
 pub struct CallIndex {
     /// id → (tool name, answered, order of first call)
-    ids: HashMap<String, (String, bool, usize)>,
+    ids: HashMap<Text, (Text, bool, usize)>,
     /// Unanswered ids by order of first call.
-    unanswered: BTreeMap<usize, String>,
-    unanswered_by_tool: HashMap<String, usize>,
-    answered_by_tool: HashMap<String, usize>,
+    unanswered: BTreeMap<usize, Text>,
+    unanswered_by_tool: HashMap<Text, usize>,
+    answered_by_tool: HashMap<Text, usize>,
 }
 
 impl CallIndex {
@@ -41,7 +41,7 @@ impl CallIndex {
                     {
                         *answered = true;
                         self.unanswered.remove(order);
-                        if let Some(n) = self.unanswered_by_tool.get_mut(name.as_str()) {
+                        if let Some(n) = self.unanswered_by_tool.get_mut(name) {
                             *n -= 1;
                         }
                         *self.answered_by_tool.entry(name.clone()).or_default() += 1;
@@ -54,7 +54,7 @@ impl CallIndex {
 
     /// Ids called and not answered, in order of first call.
     pub fn unanswered(&self) -> impl Iterator<Item = &str> {
-        self.unanswered.values().map(String::as_str)
+        self.unanswered.values().map(|id| &**id)
     }
 
     /// True when some call of `tool` has no result.
@@ -103,7 +103,7 @@ mod tests {
         ToolCall {
             id: id.into(),
             name: name.into(),
-            args: json!({}),
+            args: json!({}).into(),
         }
     }
 
@@ -116,7 +116,7 @@ mod tests {
             finish_reason: None,
         }));
         assert!(idx.has_missing("w") && idx.has_missing("f"));
-        idx.push(&Message::tool_result("a", json!(1), false));
+        idx.push(&Message::tool_result("a".into(), json!(1).into(), false));
         assert!(idx.has_answered("w") && !idx.has_missing("w"));
         assert_eq!(idx.unanswered().collect::<Vec<_>>(), vec!["b"]);
         let when = When {
@@ -137,7 +137,7 @@ mod tests {
             finish_reason: None,
         });
         idx.push(&plan);
-        idx.push(&Message::tool_result("a", json!(1), false));
+        idx.push(&Message::tool_result("a".into(), json!(1).into(), false));
         idx.push(&plan);
         assert!(!idx.has_missing("w"));
         assert!(idx.is_answered("a"));

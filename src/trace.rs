@@ -9,7 +9,7 @@
 use serde::Serialize;
 
 use crate::executor::ToolOutcome;
-use crate::ledger::Ledger;
+use crate::ledger::{Ledger, PairingIndex};
 use crate::message::{Message, Role};
 use crate::session::Reply;
 use crate::strategy::Strategy;
@@ -107,11 +107,11 @@ pub struct Execution {
     /// Index of the call in the reply's `tool_calls`.
     pub call: usize,
     /// The call id.
-    pub id: String,
+    pub id: crate::session::Text,
     /// The tool name.
-    pub name: String,
+    pub name: crate::session::Text,
     /// The arguments.
-    pub args: serde_json::Value,
+    pub args: crate::session::Json,
     /// What came back.
     pub outcome: ToolOutcome,
     /// Index of the tool message that carries the result.
@@ -196,6 +196,9 @@ pub struct Trace {
     pub violations: Vec<Violation>,
     /// How it ended.
     pub outcome: Outcome,
+    /// Where every id is called and answered, for ledgers of any prefix.
+    #[serde(skip)]
+    pub pairing: PairingIndex,
 }
 
 impl Trace {
@@ -246,34 +249,33 @@ impl Trace {
     /// unpaired): the reply's calls while it is read, then the taken calls
     /// until each result is appended.
     pub fn in_flight_at(&self, k: usize) -> Vec<&str> {
+        self.in_flight_iter(k).collect()
+    }
+
+    /// [`Trace::in_flight_at`] without allocating.
+    pub fn in_flight_iter(&self, k: usize) -> impl Iterator<Item = &str> {
         let step = self.step(k);
-        let Some(round) = self.round(step.round) else {
-            return Vec::new();
-        };
-        let ids = |idx: &[usize]| -> Vec<&str> {
-            idx.iter()
-                .map(|&i| round.reply.tool_calls[i].id.as_str())
-                .collect()
-        };
-        match step.phase {
-            Phase::Reply if round.reply_message.is_some() => round
-                .reply
-                .tool_calls
-                .iter()
-                .map(|c| c.id.as_str())
-                .collect(),
-            Phase::Extract | Phase::Execute => ids(&round.taken),
+        let round = self.round(step.round);
+        let calls = round.map_or(&[][..], |r| &r.reply.tool_calls[..]);
+        let taken = round.map_or(&[][..], |r| &r.taken[..]);
+        let (all, from_taken): (&[_], &[usize]) = match step.phase {
+            Phase::Reply if round.is_some_and(|r| r.reply_message.is_some()) => (calls, &[]),
+            Phase::Extract | Phase::Execute => (&[], taken),
             Phase::Append => {
                 let done = step.execution.map_or(0, |e| e + 1);
-                ids(&round.taken[done.min(round.taken.len())..])
+                (&[], &taken[done.min(taken.len())..])
             }
-            _ => Vec::new(),
-        }
+            _ => (&[], &[]),
+        };
+        all.iter()
+            .map(|c| &*c.id)
+            .chain(from_taken.iter().map(move |&i| &*calls[i].id))
     }
 
     /// The pairing ledger at step `k`.
     pub fn ledger_at(&self, k: usize) -> Ledger {
-        Ledger::of(self.history_at(k), &self.in_flight_at(k))
+        self.pairing
+            .ledger(self.step(k).history_len, &self.in_flight_at(k))
     }
 
     /// The first step of round `n`, if it exists.
@@ -311,7 +313,7 @@ impl Trace {
             .iter()
             .flat_map(|r| r.executions.iter())
             .filter(|e| e.outcome.ran)
-            .map(|e| e.name.as_str())
+            .map(|e| &*e.name)
             .collect()
     }
 

@@ -6,7 +6,7 @@
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::session::Reply;
+use crate::session::{Json, Reply, Text};
 use crate::trace::{Phase, Trace};
 
 /// The four steps, in seed 003's words.
@@ -35,13 +35,13 @@ pub struct ReturnLog {
     /// The round it ran in.
     pub round: u32,
     /// The call id.
-    pub id: String,
+    pub id: Text,
     /// The tool.
-    pub name: String,
+    pub name: Text,
     /// Its arguments.
-    pub args: Value,
+    pub args: Json,
     /// What it returned.
-    pub value: Value,
+    pub value: Json,
     /// True for an error result.
     pub is_error: bool,
     /// False when the whitelist refused it.
@@ -54,7 +54,7 @@ pub struct AnswerLog {
     /// The round of the reply.
     pub round: u32,
     /// Its text.
-    pub text: Option<String>,
+    pub text: Option<Text>,
     /// True when the reply asked for tools again instead of answering.
     pub asks_for_tools: bool,
 }
@@ -70,6 +70,8 @@ pub struct Walkthrough {
     pub returns: Vec<ReturnLog>,
     /// Log 3: the response texts after results went back.
     pub answers: Vec<AnswerLog>,
+    /// Entries of logs 2 and 3 left out by [`recent`]'s limit.
+    pub earlier: usize,
 }
 
 /// A reply as a response body, for log 1.
@@ -81,31 +83,42 @@ pub fn reply_body(reply: &Reply) -> Value {
     })
 }
 
-/// The walkthrough at step `k` of `trace`.
+/// The walkthrough at step `k` of `trace`, with every log entry.
 pub fn at(trace: &Trace, k: usize) -> Walkthrough {
+    recent(trace, k, usize::MAX)
+}
+
+/// The walkthrough at step `k` with at most `limit` rounds of logs 2 and 3
+/// (the latest ones), so a screen showing step 40,000 stays cheap.
+pub fn recent(trace: &Trace, k: usize, limit: usize) -> Walkthrough {
     let step = trace.step(k);
     let mut returns = Vec::new();
     let mut answers = Vec::new();
-    let mut first_response = None;
-    for round in &trace.rounds {
-        if round.number > step.round {
-            break;
-        }
-        let current = round.number == step.round;
-        let seen_reply = !current || step.phase != Phase::Request;
-        if !seen_reply {
-            break;
-        }
-        if round.number == 1 {
-            first_response = Some(reply_body(&round.reply));
-        } else {
+    let first_response = trace
+        .round(1)
+        .filter(|_| step.round > 1 || step.phase != Phase::Request)
+        .map(|r| reply_body(&r.reply));
+    // Rounds whose reply has arrived by step `k`.
+    let last_seen = if step.phase == Phase::Request {
+        step.round - 1
+    } else {
+        step.round
+    };
+    let shown = (last_seen as usize).min(trace.rounds.len());
+    let from = shown.saturating_sub(limit);
+    let mut earlier = 0;
+    for round in &trace.rounds[..from] {
+        earlier += round.executions.len() + usize::from(round.number > 1);
+    }
+    for round in &trace.rounds[from..shown] {
+        if round.number > 1 {
             answers.push(AnswerLog {
                 round: round.number,
                 text: round.reply.text.clone(),
                 asks_for_tools: !round.reply.tool_calls.is_empty(),
             });
         }
-        let visible = if current {
+        let visible = if round.number == step.round {
             match step.phase {
                 Phase::Execute => step.execution.map_or(0, |e| e + 1),
                 Phase::Append | Phase::Decide | Phase::Done => round.executions.len(),
@@ -140,6 +153,7 @@ pub fn at(trace: &Trace, k: usize) -> Walkthrough {
         first_response,
         returns,
         answers,
+        earlier,
     }
 }
 
@@ -163,24 +177,31 @@ fn active_step(trace: &Trace, k: usize) -> Option<usize> {
 
 /// How many walkthrough steps have been completed at least once by step `k`.
 fn highest_reached(trace: &Trace, k: usize) -> usize {
-    let mut reached = 0;
-    for s in &trace.steps[..=k.min(trace.len() - 1)] {
-        let n = match s.phase {
-            Phase::Request if s.round == 1 => 0,
-            Phase::Request => 4,
-            Phase::Reply | Phase::Extract => 1,
-            Phase::Execute => 2,
-            Phase::Append => 3,
-            Phase::Decide => 3,
-            Phase::Done => {
-                if trace.rounds.len() > 1 {
-                    4
-                } else {
-                    1
-                }
+    let step = trace.step(k);
+    let ran_tools = |n: u32| trace.round(n).is_some_and(|r| !r.executions.is_empty());
+    match step.phase {
+        Phase::Request if step.round == 1 => 0,
+        // A later request means a whole trip was done before it.
+        Phase::Request => 4,
+        Phase::Done if step.round > 1 => 4,
+        Phase::Done if ran_tools(1) => 3,
+        Phase::Reply | Phase::Extract | Phase::Done if step.round == 1 => 1,
+        Phase::Reply | Phase::Extract | Phase::Done => 4,
+        Phase::Execute => {
+            if step.round > 1 {
+                4
+            } else {
+                2
             }
-        };
-        reached = reached.max(n);
+        }
+        Phase::Append | Phase::Decide => {
+            if step.round > 1 {
+                4
+            } else if ran_tools(step.round) {
+                3
+            } else {
+                1
+            }
+        }
     }
-    reached
 }

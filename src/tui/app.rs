@@ -3,6 +3,7 @@
 
 use std::collections::BTreeSet;
 
+use crate::checks::RunAnalysis;
 use crate::report::CompareRow;
 use crate::session::Session;
 use crate::strategy::Strategy;
@@ -72,6 +73,8 @@ pub struct App {
     pub initial_strategy: Strategy,
     /// The recorded run being shown.
     pub trace: Trace,
+    /// The end summary of `trace`, computed when it is recorded.
+    pub analysis: RunAnalysis,
     /// The step shown.
     pub cursor: usize,
     /// The focused pane.
@@ -106,6 +109,7 @@ impl App {
     ) -> App {
         let trace = crate::engine::run(&session, &strategy);
         App {
+            analysis: RunAnalysis::of(&trace),
             origin: origin.into(),
             session,
             initial_strategy: strategy,

@@ -67,14 +67,14 @@ pub fn explain(trace: &Trace, k: usize, tool_count: usize) -> String {
             if calls == 0 {
                 format!(
                     "The model answers with text {} and no tool calls (finish_reason {}).{repeat}",
-                    clip(&show_text(&r.reply.text), 60),
+                    clip(&show_text(r.reply.text.as_deref()), 60),
                     finish.as_str()
                 )
             } else {
                 format!(
                     "The reply names {calls} tool call(s) (finish_reason {}); its text {} is not the answer: do not show it as one.{repeat}",
                     finish.as_str(),
-                    clip(&show_text(&r.reply.text), 40)
+                    clip(&show_text(r.reply.text.as_deref()), 40)
                 )
             }
         }

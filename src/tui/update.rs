@@ -1,6 +1,7 @@
 //! The pure update function: state + action → new state (and maybe a
 //! follow-up action). No terminal, no clock; tested without either.
 
+use crate::checks::RunAnalysis;
 use crate::ledger::Ledger;
 use crate::report::compare_rows;
 use crate::session::MAX_ROUNDS_LIMIT;
@@ -84,13 +85,13 @@ pub fn update(app: &mut App, action: Action) -> Option<Action> {
         Action::Rerun(strategy) => {
             let step = app.trace.step(app.cursor).clone();
             let change = describe_strategy_change(app.strategy(), &strategy);
-            let before = rerun(app, strategy);
+            let (before, before_analysis) = rerun(app, strategy);
             app.cursor = app
                 .trace
                 .nearest_step(step.round, step.phase, step.execution);
             app.notice = Some(format!(
                 "{change}: {}",
-                describe_outcome_change(&before, &app.trace)
+                describe_outcome_change(&before, &before_analysis, &app.trace, &app.analysis)
             ));
         }
         Action::ShowCompare => {
@@ -177,13 +178,16 @@ fn move_to(app: &mut App, target: usize) {
     }
 }
 
-/// Replaces the trace with a run under `strategy`; returns the old trace.
-fn rerun(app: &mut App, strategy: Strategy) -> Trace {
+/// Replaces the trace with a run under `strategy`; returns the old trace
+/// and its analysis.
+fn rerun(app: &mut App, strategy: Strategy) -> (Trace, RunAnalysis) {
     let fresh = crate::engine::run(&app.session, &strategy);
+    let analysis = RunAnalysis::of(&fresh);
     let before = std::mem::replace(&mut app.trace, fresh);
+    let before_analysis = std::mem::replace(&mut app.analysis, analysis);
     app.cursor = app.cursor.min(app.trace.len() - 1);
     app.selected_message = None;
-    before
+    (before, before_analysis)
 }
 
 fn scroll(app: &mut App, pane: Pane, delta: i32) {
@@ -261,7 +265,12 @@ fn describe_strategy_change(old: &Strategy, new: &Strategy) -> String {
 }
 
 /// "now 2 rounds instead of 6, model_done (was max_rounds); toolu_f1 paired".
-pub fn describe_outcome_change(before: &Trace, after: &Trace) -> String {
+pub fn describe_outcome_change(
+    before: &Trace,
+    before_analysis: &RunAnalysis,
+    after: &Trace,
+    after_analysis: &RunAnalysis,
+) -> String {
     let mut parts = Vec::new();
     let (b, a) = (before.outcome.requests, after.outcome.requests);
     if a != b {
@@ -276,8 +285,7 @@ pub fn describe_outcome_change(before: &Trace, after: &Trace) -> String {
             before.outcome.end.as_str()
         ));
     }
-    let was = Ledger::of(&before.messages, &[]).unpaired();
-    let now = Ledger::of(&after.messages, &[]).unpaired();
+    let (was, now) = (&before_analysis.unpaired, &after_analysis.unpaired);
     let fixed: Vec<&String> = was.iter().filter(|id| !now.contains(id)).collect();
     let broken: Vec<&String> = now.iter().filter(|id| !was.contains(id)).collect();
     let mut s = parts.join(", ");

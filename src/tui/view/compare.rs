@@ -37,7 +37,7 @@ pub(super) fn render(app: &App, rows: &[CompareRow], scroll: u16, area: Rect, bu
                 Cell::from(r.tool_runs.len().to_string()),
                 Cell::from(r.unpaired.to_string()),
                 Cell::from(Line::from(span(r.end, end_style))),
-                Cell::from(show_text(&r.final_text)),
+                Cell::from(show_text(r.final_text.as_deref())),
             ])
             .style(style)
         })

@@ -58,14 +58,13 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
                 .find(|b| b.id == e.id)
                 .map(|b| b.state);
             let change = match was {
-                Some(w) if w != e.state => format!("  ← was {}", state_name(w)),
+                Some(w) if w != e.state => format!("  ← was {}", w.as_str()),
                 None => "  ← new".to_string(),
                 _ => String::new(),
             };
-            let whereabouts = match (e.calls.first(), e.results.first()) {
-                (Some(call), Some(result)) => format!("{call} → messages[{}]", result.message),
-                (Some(call), None) => call.to_string(),
-                _ => String::new(),
+            let whereabouts = match e.first_result {
+                Some(result) => format!("{} → messages[{}]", e.first_call, result.message),
+                None => e.first_call.to_string(),
             };
             let row_style = if change.is_empty() { t.text } else { t.added };
             lines.push(Line::from(vec![
@@ -84,7 +83,7 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         )));
         for e in dups {
             lines.push(Line::from(span(
-                format!("  {} ×{} ({})", clean(&e.id), e.calls.len(), clean(&e.name)),
+                format!("  {} ×{} ({})", clean(&e.id), e.calls, clean(&e.name)),
                 t.text,
             )));
         }
@@ -105,12 +104,4 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     Paragraph::new(lines)
         .scroll((app.ids_scroll.min(max_scroll), 0))
         .render(inner, buf);
-}
-
-fn state_name(state: IdState) -> &'static str {
-    match state {
-        IdState::Pending => "pending",
-        IdState::Paired => "paired",
-        IdState::Unpaired => "unpaired",
-    }
 }

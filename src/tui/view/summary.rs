@@ -7,8 +7,6 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Paragraph, Widget, Wrap};
 
 use super::span;
-use crate::checks::warnings;
-use crate::ledger::Ledger;
 use crate::report::{clean, show_text};
 use crate::tui::app::App;
 use crate::tui::explain::explain;
@@ -20,14 +18,13 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     if app.at_end() {
         title = " end summary ";
         let trace = &app.trace;
-        let runs = trace.tool_runs();
-        let unpaired = Ledger::of(&trace.messages, &[]).unpaired();
+        let a = &app.analysis;
+        let unpaired = &a.unpaired;
         lines.push(Line::from(vec![
             span(
                 format!(
                     "rounds {} · tool runs {} ",
-                    trace.outcome.requests,
-                    runs.len()
+                    trace.outcome.requests, a.tool_runs
                 ),
                 t.text,
             ),
@@ -54,10 +51,10 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         ]));
         lines.push(Line::from(vec![
             span("final: ", t.title),
-            span(show_text(&trace.outcome.final_text), t.text),
+            span(show_text(trace.outcome.final_text.as_deref()), t.text),
         ]));
         let mut seen_400 = false;
-        for w in warnings(trace) {
+        for w in &a.warnings {
             // One 400 line is enough; the ids pane and the timeline show where.
             if w.kind == "provider_400" {
                 if seen_400 {

@@ -10,9 +10,13 @@ use crate::report::{clean, compact, show_text};
 use crate::tui::app::{App, Pane};
 use crate::walkthrough::{self, STEPS, StepState};
 
+/// Rounds of logs 2 and 3 the pane shows.
+const LOG_ROUNDS: usize = 40;
+
 pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let t = &app.theme;
-    let w = walkthrough::at(&app.trace, app.cursor);
+    // Only the latest rounds: the logs of a 5000-round spin do not fit anyway.
+    let w = walkthrough::recent(&app.trace, app.cursor, LOG_ROUNDS);
     let block = pane_block(
         app,
         Pane::Walkthrough,
@@ -42,6 +46,12 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         },
     )));
     lines.push(Line::from(span("log 2 · function return values", t.title)));
+    if w.earlier > 0 {
+        lines.push(Line::from(span(
+            format!("… {} earlier entries", w.earlier),
+            t.dim,
+        )));
+    }
     if w.returns.is_empty() {
         lines.push(Line::from(span("(none yet)", t.dim)));
     }
@@ -80,7 +90,7 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         };
         lines.push(Line::from(vec![
             span(format!("r{} ", a.round), t.dim),
-            span(show_text(&a.text), t.text),
+            span(show_text(a.text.as_deref()), t.text),
             span(note, t.warn),
         ]));
     }
