@@ -307,7 +307,7 @@ fn list(items: impl Iterator<Item = String>) -> String {
 pub fn show_text(text: Option<&str>) -> String {
     match text {
         None => "null".to_string(),
-        Some(t) if t.is_empty() => "\"\"".to_string(),
+        Some("") => "\"\"".to_string(),
         Some(t) => clean(t),
     }
 }
