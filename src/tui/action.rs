@@ -1,5 +1,5 @@
 //! Everything the debugger can be asked to do. Key presses, mouse events
-//! and resizes become an [`Action`]; only [`super::update`] changes state.
+//! and resizes become an [`Action`]; only [`super::update()`] changes state.
 
 use crate::strategy::Strategy;
 

@@ -3,6 +3,7 @@
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget};
 
@@ -61,12 +62,43 @@ fn message_line(i: usize, m: &Message, is_new: bool, t: &Theme, width: usize) ->
         span(format!("{i:>3} "), t.dim),
         span(format!("{:<9} ", m.role.as_str()), role_style),
     ];
-    let mut used = 14;
-    for b in &m.content {
-        // Each block gets a short form so every block of the message fits
-        // on its line; Enter shows the full JSON.
-        let (text, style) = match b {
-            Block::Text { text } => (format!("\"{}\" ", clip(&clean(text), 24)), t.text),
+    let room = width.saturating_sub(14);
+    // Every block should show on the message's line; when the full forms do
+    // not fit, ids win over names and text (Enter shows the full JSON).
+    let mut blocks = block_spans(m, t, false);
+    if blocks_width(&blocks) > room {
+        blocks = block_spans(m, t, true);
+    }
+    let mut used = 0;
+    for (text, style) in blocks {
+        let left = room.saturating_sub(used);
+        if left == 0 {
+            break;
+        }
+        let shown = clip(&text, left);
+        used += unicode_width::UnicodeWidthStr::width(shown.as_str());
+        spans.push(span(shown, style));
+    }
+    if m.content.is_empty() {
+        spans.push(span("(empty)", t.dim));
+    }
+    Line::from(spans)
+}
+
+fn blocks_width(blocks: &[(String, Style)]) -> usize {
+    blocks
+        .iter()
+        .map(|(text, _)| unicode_width::UnicodeWidthStr::width(text.as_str()))
+        .sum()
+}
+
+fn block_spans(m: &Message, t: &Theme, compact_form: bool) -> Vec<(String, Style)> {
+    let (text_max, content_max) = if compact_form { (10, 36) } else { (24, 36) };
+    m.content
+        .iter()
+        .map(|b| match b {
+            Block::Text { text } => (format!("\"{}\" ", clip(&clean(text), text_max)), t.text),
+            Block::ToolUse { id, .. } if compact_form => (format!("⚒{} ", clean(id)), t.call),
             Block::ToolUse { id, name, .. } => {
                 (format!("⚒ {}({}) ", clean(name), clean(id)), t.call)
             }
@@ -79,21 +111,10 @@ fn message_line(i: usize, m: &Message, is_new: bool, t: &Theme, width: usize) ->
                     "↩ {}{} {} ",
                     clean(tool_use_id),
                     if *is_error { " ✗error" } else { "" },
-                    clip(&clean(&compact(content)), 36)
+                    clip(&clean(&compact(content)), content_max)
                 ),
                 if *is_error { t.warn } else { t.ok },
             ),
-        };
-        let room = width.saturating_sub(used);
-        if room == 0 {
-            break;
-        }
-        let shown = clip(&text, room);
-        used += unicode_width::UnicodeWidthStr::width(shown.as_str());
-        spans.push(span(shown, style));
-    }
-    if m.content.is_empty() {
-        spans.push(span("(empty)", t.dim));
-    }
-    Line::from(spans)
+        })
+        .collect()
 }
