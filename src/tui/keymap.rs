@@ -76,171 +76,35 @@ macro_rules! bind {
 }
 
 /// Every binding of the debugger.
+// One row per binding, kept on one line each so the table reads as one.
+#[rustfmt::skip]
 pub static KEYMAP: std::sync::LazyLock<Vec<Binding>> = std::sync::LazyLock::new(|| {
     vec![
-        bind!(
-            "Step",
-            [Char('n'), Char(' '), Code(KeyCode::Right), Char('l')],
-            Action::StepForward,
-            "step forward one phase",
-            Some("step")
-        ),
-        bind!(
-            "Step",
-            [Char('N'), Char('b'), Code(KeyCode::Left), Char('h')],
-            Action::StepBack,
-            "step back one phase",
-            Some("back")
-        ),
+        bind!("Step", [Char('n'), Char(' '), Code(KeyCode::Right), Char('l')], Action::StepForward, "step forward one phase", Some("step")),
+        bind!("Step", [Char('N'), Char('b'), Code(KeyCode::Left), Char('h')], Action::StepBack, "step back one phase", Some("back")),
         bind!("Step", [Char(']')], Action::NextRound, "next round", None),
-        bind!(
-            "Step",
-            [Char('[')],
-            Action::PrevRound,
-            "previous round (or start of this one)",
-            None
-        ),
-        bind!(
-            "Step",
-            [Char('g'), Code(KeyCode::Home)],
-            Action::First,
-            "go to the start",
-            None
-        ),
-        bind!(
-            "Step",
-            [Char('G'), Code(KeyCode::End)],
-            Action::Last,
-            "go to the end (summary)",
-            Some("end")
-        ),
-        bind!(
-            "Step",
-            [Char('r')],
-            Action::Restart,
-            "restart with the opening strategy",
-            None
-        ),
-        bind!(
-            "Step",
-            [Char('B')],
-            Action::ToggleBreakpoint,
-            "toggle a breakpoint on this phase kind",
-            None
-        ),
-        bind!(
-            "Step",
-            [Char('c')],
-            Action::Continue,
-            "continue to a breakpoint, a new unpaired id or a repeated reply",
-            Some("continue")
-        ),
-        bind!(
-            "Strategy",
-            [Char('e')],
-            Action::ToggleExtract,
-            "toggle extraction: first ↔ all",
-            Some("extract")
-        ),
-        bind!(
-            "Strategy",
-            [Char('s')],
-            Action::CycleStop,
-            "cycle the stop rule",
-            Some("stop")
-        ),
-        bind!(
-            "Strategy",
-            [Char('m')],
-            Action::CycleBehavior,
-            "cycle the stub behaviour",
-            Some("model")
-        ),
-        bind!(
-            "Strategy",
-            [Char('+'), Char('=')],
-            Action::MoreRounds,
-            "one more round allowed",
-            None
-        ),
-        bind!(
-            "Strategy",
-            [Char('-')],
-            Action::FewerRounds,
-            "one round fewer allowed",
-            None
-        ),
-        bind!(
-            "Strategy",
-            [Char('t')],
-            Action::ShowCompare,
-            "table of every strategy × behaviour",
-            Some("table")
-        ),
-        bind!(
-            "View",
-            [Code(KeyCode::Tab)],
-            Action::FocusNext,
-            "focus the next pane",
-            None
-        ),
-        bind!(
-            "View",
-            [Code(KeyCode::BackTab)],
-            Action::FocusPrev,
-            "focus the previous pane",
-            None
-        ),
-        bind!(
-            "View",
-            [Char('j'), Code(KeyCode::Down)],
-            Action::ScrollDown,
-            "scroll down / next message",
-            None
-        ),
-        bind!(
-            "View",
-            [Char('k'), Code(KeyCode::Up)],
-            Action::ScrollUp,
-            "scroll up / previous message",
-            None
-        ),
-        bind!(
-            "View",
-            [Code(KeyCode::PageDown)],
-            Action::PageDown,
-            "page down",
-            None
-        ),
-        bind!(
-            "View",
-            [Code(KeyCode::PageUp)],
-            Action::PageUp,
-            "page up",
-            None
-        ),
-        bind!(
-            "View",
-            [Code(KeyCode::Enter)],
-            Action::Expand,
-            "open the selected message's JSON",
-            None
-        ),
-        bind!(
-            "View",
-            [Code(KeyCode::Esc)],
-            Action::Back,
-            "close the popup (quit when none is open)",
-            None
-        ),
+        bind!("Step", [Char('[')], Action::PrevRound, "previous round (or start of this one)", None),
+        bind!("Step", [Char('g'), Code(KeyCode::Home)], Action::First, "go to the start", None),
+        bind!("Step", [Char('G'), Code(KeyCode::End)], Action::Last, "go to the end (summary)", Some("end")),
+        bind!("Step", [Char('r')], Action::Restart, "restart with the opening strategy", None),
+        bind!("Step", [Char('B')], Action::ToggleBreakpoint, "toggle a breakpoint on this phase kind", None),
+        bind!("Step", [Char('c')], Action::Continue, "continue to a breakpoint, a new unpaired id or a repeated reply", Some("continue")),
+        bind!("Strategy", [Char('e')], Action::ToggleExtract, "toggle extraction: first ↔ all", Some("extract")),
+        bind!("Strategy", [Char('s')], Action::CycleStop, "cycle the stop rule", Some("stop")),
+        bind!("Strategy", [Char('m')], Action::CycleBehavior, "cycle the stub behaviour", Some("model")),
+        bind!("Strategy", [Char('+'), Char('=')], Action::MoreRounds, "one more round allowed", None),
+        bind!("Strategy", [Char('-')], Action::FewerRounds, "one round fewer allowed", None),
+        bind!("Strategy", [Char('t')], Action::ShowCompare, "table of every strategy × behaviour", Some("table")),
+        bind!("View", [Code(KeyCode::Tab)], Action::FocusNext, "focus the next pane", None),
+        bind!("View", [Code(KeyCode::BackTab)], Action::FocusPrev, "focus the previous pane", None),
+        bind!("View", [Char('j'), Code(KeyCode::Down)], Action::ScrollDown, "scroll down / next message", None),
+        bind!("View", [Char('k'), Code(KeyCode::Up)], Action::ScrollUp, "scroll up / previous message", None),
+        bind!("View", [Code(KeyCode::PageDown)], Action::PageDown, "page down", None),
+        bind!("View", [Code(KeyCode::PageUp)], Action::PageUp, "page up", None),
+        bind!("View", [Code(KeyCode::Enter)], Action::Expand, "open the selected message's JSON", None),
+        bind!("View", [Code(KeyCode::Esc)], Action::Back, "close the popup (quit when none is open)", None),
         bind!("View", [Char('?')], Action::Help, "this help", Some("help")),
-        bind!(
-            "View",
-            [Char('q'), Ctrl('c')],
-            Action::Quit,
-            "quit",
-            Some("quit")
-        ),
+        bind!("View", [Char('q'), Ctrl('c')], Action::Quit, "quit", Some("quit")),
     ]
 });
 
