@@ -3,7 +3,10 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use loopdbg::fix::Repair;
+use loopdbg::provider::Format;
 use loopdbg::strategy::{Extract, StopRule};
+use loopdbg::transcript::Source;
 
 /// A step debugger for LLM agent tool-call loops.
 ///
@@ -12,8 +15,13 @@ use loopdbg::strategy::{Extract, StopRule};
 #[derive(Debug, Parser)]
 #[command(name = "loopdbg", version, args_conflicts_with_subcommands = true)]
 pub struct Cli {
-    /// The session to open in the debugger (e.g. sessions/weather.json).
+    /// The session to open in the debugger (e.g. sessions/weather.json), or
+    /// a captured conversation to replay (detected by content).
     pub session: Option<PathBuf>,
+
+    /// When replaying a file of several conversations: which one (1-based).
+    #[arg(long, default_value_t = 1)]
+    pub conversation: usize,
 
     /// Strategy overrides for the debugger.
     #[command(flatten)]
@@ -40,6 +48,35 @@ pub struct StrategyFlags {
     pub max_rounds: Option<u32>,
 }
 
+fn parse_provider(s: &str) -> Result<Format, String> {
+    s.parse()
+}
+
+fn parse_repair(s: &str) -> Result<Repair, String> {
+    s.parse()
+}
+
+/// A `check --format` value: an output format or an input format.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum CheckFormat {
+    /// Grouped text.
+    Text,
+    /// One JSON document.
+    Json,
+    /// Read the input as this.
+    Input(Source),
+}
+
+fn parse_check_format(s: &str) -> Result<CheckFormat, String> {
+    match s {
+        "text" => Ok(CheckFormat::Text),
+        "json" => Ok(CheckFormat::Json),
+        other => other.parse::<Source>().map(CheckFormat::Input).map_err(|_| {
+            format!("unknown format `{s}` (expected text, json, anthropic, openai, responses or claude-code)")
+        }),
+    }
+}
+
 fn parse_extract(s: &str) -> Result<Extract, String> {
     s.parse()
 }
@@ -60,6 +97,34 @@ pub enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = RunFormat::Text)]
         format: RunFormat,
+        /// Print every request body the loop sends, as this provider receives
+        /// it (a stream of JSON documents, ready for curl), instead of the trace.
+        #[arg(long, value_parser = parse_provider)]
+        emit: Option<Format>,
+        /// The model name written into emitted request bodies.
+        #[arg(long, requires = "emit")]
+        model: Option<String>,
+    },
+    /// Validate captured conversations: request bodies, message arrays,
+    /// Responses input, JSON Lines of conversations, Claude Code session logs.
+    ///
+    /// Exit 0 when clean, 1 when problems were found, 2 for unreadable input.
+    Check {
+        /// Files to check.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Output `text` or `json`; and/or force the input format: anthropic,
+        /// openai, responses, claude-code (auto-detected otherwise). May be
+        /// given twice, e.g. `--format json --format openai`.
+        #[arg(long, value_parser = parse_check_format)]
+        format: Vec<CheckFormat>,
+        /// Write a repaired copy: `synthesize` placeholder results for
+        /// unanswered calls, or `strip` the dangling calls. Needs -o.
+        #[arg(long, value_parser = parse_repair, requires = "output")]
+        fix: Option<Repair>,
+        /// Where the repaired copy goes (never the input).
+        #[arg(short = 'o', long, requires = "fix")]
+        output: Option<PathBuf>,
     },
     /// Run every strategy × behaviour of each session and print the table.
     Compare {

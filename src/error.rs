@@ -46,6 +46,20 @@ impl LocatedError {
         }
     }
 
+    /// An error on line `line` of a JSON Lines file, at byte `offset` of
+    /// that line's text (the snippet shows the one line).
+    pub fn in_line(
+        origin: &str,
+        line: usize,
+        line_text: &str,
+        offset: usize,
+        message: impl Into<String>,
+    ) -> Self {
+        let mut e = LocatedError::at(origin, line_text, offset, message);
+        e.line = line;
+        e
+    }
+
     /// Adds a hint on how to fix it.
     pub fn with_help(mut self, help: impl Into<String>) -> Self {
         self.help = Some(help.into());
@@ -64,6 +78,14 @@ pub enum LoadError {
         /// Why, from the operating system.
         reason: String,
     },
+    /// The request cannot be carried out as asked (nothing was written).
+    #[error("{origin}: {reason}")]
+    Refused {
+        /// The file concerned.
+        origin: String,
+        /// Why.
+        reason: String,
+    },
     /// The file was read but its content is not usable.
     #[error(transparent)]
     #[diagnostic(transparent)]
@@ -76,10 +98,15 @@ impl LoadError {
         LoadError::Located(Box::new(LocatedError::at(origin, text, offset, message)))
     }
 
+    /// Boxes a located error.
+    pub fn located(e: LocatedError) -> Self {
+        LoadError::Located(Box::new(e))
+    }
+
     /// The location as `(line, column)`, when there is one.
     pub fn location(&self) -> Option<(usize, usize)> {
         match self {
-            LoadError::Unreadable { .. } => None,
+            LoadError::Unreadable { .. } | LoadError::Refused { .. } => None,
             LoadError::Located(e) => Some((e.line, e.column)),
         }
     }

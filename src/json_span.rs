@@ -260,6 +260,26 @@ impl Parser<'_> {
     }
 }
 
+/// Parses a display path (`messages[3].content[1]`, `[2].input`) into segments.
+pub fn parse_path(path: &str) -> Vec<PathSeg> {
+    let mut out = Vec::new();
+    for part in path.split('.').filter(|p| !p.is_empty()) {
+        let (key, indices) = match part.find('[') {
+            Some(i) => (&part[..i], &part[i..]),
+            None => (part, ""),
+        };
+        if !key.is_empty() {
+            out.push(PathSeg::Key(key.to_string()));
+        }
+        for idx in indices.split(']').filter(|s| !s.is_empty()) {
+            if let Ok(i) = idx.trim_start_matches('[').parse() {
+                out.push(PathSeg::Index(i));
+            }
+        }
+    }
+    out
+}
+
 /// A 1-based line and column (in characters) for a byte offset.
 pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let offset = floor_char_boundary(text, offset.min(text.len()));

@@ -7,20 +7,25 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod check;
 pub mod checks;
 pub mod engine;
 pub mod error;
 pub mod executor;
+pub mod fix;
 pub mod json_span;
 pub mod ledger;
 pub mod lint;
 pub mod message;
+pub mod provider;
+pub mod replay;
 pub mod report;
 pub mod schema;
 pub mod session;
 pub mod strategy;
 pub mod stub;
 pub mod trace;
+pub mod transcript;
 pub mod tui;
 pub mod walkthrough;
 

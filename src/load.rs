@@ -31,6 +31,28 @@ pub fn session(path: &Path) -> Result<Loaded, LoadError> {
     })
 }
 
+/// True when `path` holds a captured conversation rather than a session:
+/// a JSON document without the session's `user` / `model` keys, or JSON
+/// Lines. Anything unreadable is treated as a session, whose loader gives the
+/// located error.
+pub fn is_transcript(path: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return false;
+    };
+    match serde_json::from_str::<serde_json::Value>(&text) {
+        Ok(serde_json::Value::Object(o)) => !o.contains_key("model") && !o.contains_key("user"),
+        Ok(serde_json::Value::Array(_)) => true,
+        Ok(_) => false,
+        Err(_) => {
+            let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+            lines
+                .next()
+                .is_some_and(|l| serde_json::from_str::<serde_json::Value>(l).is_ok())
+                && lines.next().is_some()
+        }
+    }
+}
+
 /// Lint warnings as `file:line:column: warning: ...` lines.
 pub fn located_lint(loaded: &Loaded) -> Vec<String> {
     let spans = SpanNode::parse(&loaded.text);

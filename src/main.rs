@@ -3,6 +3,7 @@
 //! the library; this file only does I/O and exit codes.
 #![forbid(unsafe_code)]
 
+mod check_cmd;
 mod cli;
 mod load;
 mod terminal;
@@ -12,8 +13,11 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use cli::{Cli, Command, CompareFormat, RunFormat, StrategyFlags};
+use cli::{CheckFormat, Cli, Command, CompareFormat, RunFormat, StrategyFlags};
+use loopdbg::provider::{default_model, request_body};
 use loopdbg::report::{RunReport, compare_markdown, compare_rows};
+use loopdbg::trace::Phase;
+use loopdbg::tui::App;
 use loopdbg::{Session, Strategy};
 
 /// Exit code for input loopdbg cannot use.
@@ -78,21 +82,44 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
                 Cli::command().print_help()?;
                 return Ok(ExitCode::from(EXIT_BAD_INPUT));
             };
-            let loaded = load::session(&path)?;
-            let strategy = strategy_for(&loaded.session, &cli.strategy)?;
-            terminal::run(loaded.origin, loaded.session, strategy)?;
+            let app = if load::is_transcript(&path) {
+                replay_app(&path, cli.conversation)?
+            } else {
+                let loaded = load::session(&path)?;
+                let strategy = strategy_for(&loaded.session, &cli.strategy)?;
+                App::new(loaded.origin, loaded.session, strategy, terminal::theme())
+            };
+            terminal::run(app)?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Run {
             session,
             strategy,
             format,
+            emit,
+            model,
         }) => {
             let loaded = load::session(&session)?;
             let strategy = strategy_for(&loaded.session, &strategy)?;
             let trace = loopdbg::run(&loaded.session, &strategy);
-            let report = RunReport::new(&loaded.session, &trace);
             let mut out = std::io::stdout().lock();
+            if let Some(provider) = emit {
+                let model = model.unwrap_or_else(|| default_model(provider).to_string());
+                for step in trace.steps.iter().filter(|s| s.phase == Phase::Request) {
+                    let history = &trace.messages[..step.history_len];
+                    let body = request_body(provider, &loaded.session, history, &model);
+                    eprintln!(
+                        "# request {} (round {}), {}",
+                        step.round,
+                        step.round,
+                        provider.title()
+                    );
+                    serde_json::to_writer_pretty(&mut out, &body).map_err(anyhow::Error::from)?;
+                    writeln!(out)?;
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
+            let report = RunReport::new(&loaded.session, &trace);
             match format {
                 RunFormat::Text => out.write_all(report.to_text().as_bytes())?,
                 RunFormat::Json => {
@@ -139,6 +166,54 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             writeln!(out, "{total} warning(s)")?;
             Ok(ExitCode::SUCCESS)
         }
+        Some(Command::Check {
+            files,
+            format,
+            fix,
+            output,
+        }) => {
+            let json = format.contains(&CheckFormat::Json);
+            let forced = format.iter().find_map(|f| match f {
+                CheckFormat::Input(s) => Some(*s),
+                _ => None,
+            });
+            let files = match (fix, output) {
+                (Some(how), Some(out)) => {
+                    if files.len() != 1 {
+                        return Err(bad_flag("--fix repairs one file at a time".into()));
+                    }
+                    let n = check_cmd::fix_file(&files[0], &out, forced, how)?;
+                    eprintln!("wrote {} ({n} repair(s)); checking it:", out.display());
+                    vec![out]
+                }
+                _ => files,
+            };
+            let reports = check_cmd::check_files(&files, forced)?;
+            let mut out = std::io::stdout().lock();
+            if json {
+                let findings: usize = reports
+                    .iter()
+                    .flat_map(|f| &f.results)
+                    .map(|r| r.findings.len())
+                    .sum();
+                let doc = serde_json::json!({
+                    "files": reports,
+                    "conversations": reports.iter().map(|f| f.conversations).sum::<usize>(),
+                    "with_problems": reports.iter().map(|f| f.results.len()).sum::<usize>(),
+                    "problems": findings,
+                });
+                serde_json::to_writer_pretty(&mut out, &doc).map_err(anyhow::Error::from)?;
+                writeln!(out)?;
+            } else {
+                check_cmd::render_text(&reports, &mut out)?;
+            }
+            let clean = reports.iter().all(|f| f.results.is_empty());
+            Ok(if clean {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
         Some(Command::Schema) => {
             let schema = loopdbg::schema::session_schema();
             let mut out = std::io::stdout().lock();
@@ -147,6 +222,39 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// A debugger replaying conversation `which` (1-based) of a captured file.
+fn replay_app(path: &std::path::Path, which: usize) -> Result<App, Failure> {
+    let mut found = None;
+    let mut seen = 0;
+    check_cmd::for_each_conversation(path, None, |_, conv, _| {
+        seen += 1;
+        if seen == which {
+            found = Some(conv);
+        }
+    })?;
+    let origin = path.display().to_string();
+    let Some(conv) = found else {
+        return Err(bad_flag(format!(
+            "--conversation {which}: {origin} holds {seen} conversation(s)"
+        )));
+    };
+    let findings = loopdbg::check::check(&conv);
+    let trace = loopdbg::replay::trace_of(&conv, &findings);
+    let title = if seen > 1 {
+        format!("replay: conversation {which} of {seen}")
+    } else {
+        "replay".to_string()
+    };
+    let session = loopdbg::replay::session_for(&conv, &title);
+    Ok(App::replay(
+        origin,
+        session,
+        trace,
+        conv.source.as_str(),
+        terminal::theme(),
+    ))
 }
 
 fn check_rounds(n: u32) -> Result<u32, Failure> {

@@ -9,17 +9,19 @@ use futures::StreamExt;
 use loopdbg::tui::keymap::action_for;
 use loopdbg::tui::theme::Theme;
 use loopdbg::tui::{Action, App, update};
-use loopdbg::{Session, Strategy};
 use ratatui::DefaultTerminal;
 use ratatui::crossterm::event::{
     DisableMouseCapture, EnableMouseCapture, Event, EventStream, KeyEventKind, MouseEventKind,
 };
 use ratatui::crossterm::execute;
 
-/// Opens the debugger on `session` and runs until the user quits.
-pub fn run(origin: String, session: Session, strategy: Strategy) -> anyhow::Result<()> {
-    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    let mut app = App::new(origin, session, strategy, Theme::pick(no_color));
+/// The theme the environment asks for (`NO_COLOR` → monochrome).
+pub fn theme() -> Theme {
+    Theme::pick(std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()))
+}
+
+/// Runs the debugger on `app` until the user quits.
+pub fn run(mut app: App) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

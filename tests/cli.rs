@@ -288,3 +288,188 @@ fn the_debugger_without_a_terminal_says_so() {
         .code(1)
         .stderr(predicate::str::contains("the debugger needs a terminal"));
 }
+
+const T: &str = "tests/fixtures/transcripts";
+
+#[test]
+fn check_exit_codes_clean_problems_unreadable() {
+    loopdbg()
+        .args([
+            "check",
+            &format!("{T}/anthropic_clean.json"),
+            &format!("{T}/openai_clean.json"),
+        ])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains(
+            "checked 2 conversation(s) in 2 file(s): no problems",
+        ));
+    loopdbg()
+        .args(["check", &format!("{T}/anthropic_parallel_one_missing.json")])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains(
+            "messages[1]  unanswered_call  [toolu_f1]",
+        ));
+    loopdbg()
+        .args(["check", "tests/fixtures/bad/truncated_json.json"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "tests/fixtures/bad/truncated_json.json:4:1:",
+        ));
+    loopdbg()
+        .args(["check", "nope.jsonl"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("nope.jsonl: cannot read"));
+}
+
+#[test]
+fn check_json_lines_names_lines_and_claude_code_names_events() {
+    let out = loopdbg()
+        .args([
+            "check",
+            &format!("{T}/dataset.jsonl"),
+            &format!("{T}/claude_code_interrupted.jsonl"),
+            "--format",
+            "json",
+        ])
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["conversations"], 4);
+    assert_eq!(v["files"][0]["results"][0]["line"], 2);
+    assert_eq!(
+        v["files"][0]["results"][0]["findings"][0]["ids"],
+        serde_json::json!(["call_1"])
+    );
+    let cc = &v["files"][1]["results"][0];
+    assert_eq!(cc["format"], "claude-code");
+    assert_eq!(cc["findings"][0]["line"], 5);
+    assert_eq!(cc["findings"][0]["uuid"], "u4");
+}
+
+#[test]
+fn check_format_can_force_the_input_and_pick_the_output() {
+    // Read as OpenAI, the Anthropic blocks carry no tool_calls: nothing to pair.
+    loopdbg()
+        .args([
+            "check",
+            &format!("{T}/anthropic_parallel_one_missing.json"),
+            "--format",
+            "openai",
+            "--format",
+            "json",
+        ])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("\"problems\": 0"));
+    loopdbg()
+        .args([
+            "check",
+            &format!("{T}/anthropic_clean.json"),
+            "--format",
+            "xml",
+        ])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn check_fix_writes_a_repaired_copy_and_never_the_input() {
+    let dir = std::env::temp_dir().join(format!("loopdbg-fix-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let input = format!("{T}/anthropic_parallel_one_missing.json");
+    let before = std::fs::read(&input).unwrap();
+    let out = dir.join("fixed.json");
+    loopdbg()
+        .args(["check", &input, "--fix", "synthesize", "-o"])
+        .arg(&out)
+        .assert()
+        .code(0)
+        .stderr(predicate::str::contains("1 repair(s)"));
+    let fixed: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(
+        fixed["messages"][2]["content"][1]["tool_use_id"],
+        "toolu_f1"
+    );
+    assert_eq!(fixed["messages"][2]["content"][1]["is_error"], true);
+    assert_eq!(std::fs::read(&input).unwrap(), before, "input untouched");
+    loopdbg()
+        .args(["check", &input, "--fix", "strip", "-o", &input])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("refusing to overwrite the input"));
+    assert_eq!(std::fs::read(&input).unwrap(), before);
+    loopdbg()
+        .args([
+            "check",
+            &format!("{T}/claude_code_interrupted.jsonl"),
+            "--fix",
+            "synthesize",
+            "-o",
+        ])
+        .arg(dir.join("cc.jsonl"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "does not rewrite Claude Code session logs",
+        ));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn run_emit_prints_every_request_body() {
+    let out = loopdbg()
+        .args(["run", "sessions/weather_fx.json", "--emit", "anthropic"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let bodies: Vec<Value> = serde_json::Deserializer::from_slice(&out)
+        .into_iter::<Value>()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(bodies.len(), 2, "two requests");
+    assert_eq!(bodies[0]["messages"].as_array().unwrap().len(), 1);
+    assert_eq!(bodies[0]["tools"][1]["name"], "get_fx_rate");
+    assert_eq!(bodies[0]["tools"][0]["input_schema"]["required"][0], "city");
+    let second = bodies[1]["messages"].as_array().unwrap();
+    // Anthropic: both results in one user message.
+    assert_eq!(second.len(), 3);
+    assert_eq!(second[2]["role"], "user");
+    assert_eq!(second[2]["content"].as_array().unwrap().len(), 2);
+
+    let out = loopdbg()
+        .args([
+            "run",
+            "sessions/weather_fx.json",
+            "--emit",
+            "openai",
+            "--model",
+            "my-model",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let bodies: Vec<Value> = serde_json::Deserializer::from_slice(&out)
+        .into_iter::<Value>()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(bodies[1]["model"], "my-model");
+    let roles: Vec<&str> = bodies[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "tool", "tool"]);
+    assert!(bodies[1]["messages"][1]["tool_calls"][0]["function"]["arguments"].is_string());
+}

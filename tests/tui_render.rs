@@ -214,3 +214,40 @@ fn control_characters_from_sessions_never_reach_the_terminal() {
     }
     assert!(find(&t, "evil\\u{1b}[2J").is_some());
 }
+
+#[test]
+fn anthropic_view_groups_the_results() {
+    let mut a = app("weather_fx.json", |_| {}, Theme::color());
+    apply(&mut a, Action::Last);
+    apply(&mut a, Action::CycleView);
+    insta::assert_snapshot!("anthropic_view_120x40", draw(&mut a, 120, 40).backend());
+}
+
+#[test]
+fn replay_of_an_interrupted_claude_code_log() {
+    let path = format!(
+        "{}/tests/fixtures/transcripts/claude_code_interrupted.jsonl",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let mut log = loopdbg::transcript::ClaudeCodeLog::default();
+    for (i, line) in std::fs::read_to_string(path).unwrap().lines().enumerate() {
+        log.push(i + 1, &serde_json::from_str(line).unwrap())
+            .unwrap();
+    }
+    let conv = log.finish().remove(0);
+    let findings = loopdbg::check::check(&conv);
+    let trace = loopdbg::replay::trace_of(&conv, &findings);
+    let session = loopdbg::replay::session_for(&conv, "replay");
+    let mut a = App::replay(
+        "claude_code_interrupted.jsonl",
+        session,
+        trace,
+        "claude-code",
+        Theme::color(),
+    );
+    apply(&mut a, Action::Last);
+    insta::assert_snapshot!(
+        "replay_claude_code_end_120x40",
+        draw(&mut a, 120, 40).backend()
+    );
+}

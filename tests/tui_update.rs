@@ -406,3 +406,99 @@ fn every_binding_in_the_keymap_dispatches_its_action() {
         }
     }
 }
+
+fn replay_app(name: &str) -> App {
+    let path = format!(
+        "{}/tests/fixtures/transcripts/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let source = loopdbg::transcript::detect(&doc).unwrap();
+    let conv = loopdbg::transcript::read(&doc, source).unwrap();
+    let findings = loopdbg::check::check(&conv);
+    let trace = loopdbg::replay::trace_of(&conv, &findings);
+    let session = loopdbg::replay::session_for(&conv, "replay");
+    let mut app = App::replay(name, session, trace, source.as_str(), Theme::color());
+    apply(&mut app, Action::Resize(120, 40));
+    app
+}
+
+#[test]
+fn replay_steps_message_by_message_and_flags_the_violation_where_it_appears() {
+    let mut app = replay_app("anthropic_parallel_one_missing.json");
+    // Request, Reply (assistant), Append (results), Request, Reply, Done — plus the user's first message.
+    let phases: Vec<Phase> = app.trace.steps.iter().map(|s| s.phase).collect();
+    assert_eq!(
+        phases,
+        [
+            Phase::Append,
+            Phase::Request,
+            Phase::Reply,
+            Phase::Append,
+            Phase::Request,
+            Phase::Reply,
+            Phase::Done
+        ]
+    );
+    let v = &app.trace.violations[0];
+    assert_eq!(v.ids, ["toolu_f1"]);
+    assert_eq!(
+        app.trace.step(v.step).phase,
+        Phase::Reply,
+        "flagged where the dangling call appears"
+    );
+    // At the results, toolu_f1 is unpaired and toolu_w1 paired.
+    apply(&mut app, Action::StepForward);
+    apply(&mut app, Action::StepForward);
+    apply(&mut app, Action::StepForward);
+    let ledger = app.trace.ledger_at(app.cursor);
+    assert_eq!(ledger.unpaired(), ["toolu_f1"]);
+    assert_eq!(ledger.counts().paired, 1);
+    // Strategy toggles have nothing to change in a replay.
+    apply(&mut app, key('e'));
+    assert!(app.notice.as_ref().unwrap().contains("replaying"));
+    assert_eq!(app.trace.violations.len(), 1);
+}
+
+#[test]
+fn w_cycles_the_wire_views_and_the_roles_follow() {
+    let mut app = app_with(
+        "weather_fx.json",
+        Extract::All,
+        StopRule::Robust,
+        "complete",
+    );
+    apply(&mut app, Action::Last);
+    assert_eq!(app.view_len(), 5);
+    apply(&mut app, key('w'));
+    assert_eq!(app.view, Some(loopdbg::provider::Format::Anthropic));
+    let roles: Vec<String> = app.view_items().into_iter().map(|i| i.role).collect();
+    assert_eq!(
+        roles,
+        ["user", "assistant", "user", "assistant"],
+        "no tool role in Anthropic"
+    );
+    apply(&mut app, key('w'));
+    let roles: Vec<String> = app.view_items().into_iter().map(|i| i.role).collect();
+    assert_eq!(roles, ["user", "assistant", "tool", "tool", "assistant"]);
+    apply(&mut app, key('w'));
+    let roles: Vec<String> = app.view_items().into_iter().map(|i| i.role).collect();
+    assert_eq!(
+        roles,
+        [
+            "user",
+            "assistant",
+            "function_call",
+            "function_call",
+            "function_call_output",
+            "function_call_output",
+            "assistant"
+        ]
+    );
+    apply(&mut app, Action::Expand);
+    assert!(matches!(app.popup, Some(Popup::Detail { message: 6, .. })));
+    apply(&mut app, Action::Back);
+    apply(&mut app, key('w'));
+    assert_eq!(app.view, None);
+}

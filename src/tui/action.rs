@@ -32,6 +32,8 @@ pub enum Action {
     FewerRounds,
     /// Show the comparison table of every strategy × behaviour.
     ShowCompare,
+    /// Cycle the messages and detail view: canonical, Anthropic, OpenAI Chat, Responses.
+    CycleView,
     /// Focus the next pane.
     FocusNext,
     /// Focus the previous pane.

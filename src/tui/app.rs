@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 
 use crate::checks::RunAnalysis;
+use crate::provider::{Format, ViewItem};
 use crate::report::CompareRow;
 use crate::session::Session;
 use crate::strategy::Strategy;
@@ -97,6 +98,10 @@ pub struct App {
     pub size: (u16, u16),
     /// Set when the user quits.
     pub quit: bool,
+    /// How messages are shown: canonical (`None`) or as a provider sees them.
+    pub view: Option<Format>,
+    /// Set when replaying a captured conversation: what it was read as.
+    pub replay: Option<String>,
 }
 
 impl App {
@@ -125,6 +130,51 @@ impl App {
             theme,
             size: (80, 24),
             quit: false,
+            view: None,
+            replay: None,
+        }
+    }
+
+    /// A debugger replaying a captured conversation (`trace` from
+    /// [`crate::replay::trace_of`]); strategy toggles are off.
+    pub fn replay(
+        origin: impl Into<String>,
+        session: Session,
+        trace: Trace,
+        source: impl Into<String>,
+        theme: Theme,
+    ) -> App {
+        let strategy = trace.strategy.clone();
+        let mut app = App::new(origin, session, strategy, theme);
+        app.analysis = RunAnalysis::of(&trace);
+        app.trace = trace;
+        app.replay = Some(source.into());
+        app
+    }
+
+    /// The messages as the current view shows them: one item per canonical
+    /// message, or per provider message / input item.
+    pub fn view_items(&self) -> Vec<ViewItem> {
+        let history = self.trace.history_at(self.cursor);
+        match self.view {
+            Some(format) => crate::provider::render(format, history),
+            None => history
+                .iter()
+                .enumerate()
+                .map(|(i, m)| ViewItem {
+                    json: serde_json::to_value(m).unwrap_or_default(),
+                    role: m.role.as_str().to_string(),
+                    from: i..i + 1,
+                })
+                .collect(),
+        }
+    }
+
+    /// How many items the messages pane lists at this step.
+    pub fn view_len(&self) -> usize {
+        match self.view {
+            Some(_) => self.view_items().len(),
+            None => self.trace.history_at(self.cursor).len(),
         }
     }
 
@@ -133,9 +183,9 @@ impl App {
         &self.trace.strategy
     }
 
-    /// The message the messages pane highlights.
+    /// The item the messages pane highlights (an index into the view).
     pub fn selected_message(&self) -> Option<usize> {
-        let len = self.trace.history_at(self.cursor).len();
+        let len = self.view_len();
         match self.selected_message {
             Some(i) if i < len => Some(i),
             _ => len.checked_sub(1),

@@ -95,6 +95,7 @@ pub static KEYMAP: std::sync::LazyLock<Vec<Binding>> = std::sync::LazyLock::new(
         bind!("Strategy", [Char('+'), Char('=')], Action::MoreRounds, "one more round allowed", None),
         bind!("Strategy", [Char('-')], Action::FewerRounds, "one round fewer allowed", None),
         bind!("Strategy", [Char('t')], Action::ShowCompare, "table of every strategy × behaviour", Some("table")),
+        bind!("View", [Char('w')], Action::CycleView, "view messages as canonical / Anthropic / OpenAI Chat / Responses", Some("wire")),
         bind!("View", [Code(KeyCode::Tab)], Action::FocusNext, "focus the next pane", None),
         bind!("View", [Code(KeyCode::BackTab)], Action::FocusPrev, "focus the previous pane", None),
         bind!("View", [Char('j'), Code(KeyCode::Down)], Action::ScrollDown, "scroll down / next message", None),

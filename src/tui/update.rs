@@ -3,6 +3,7 @@
 
 use crate::checks::RunAnalysis;
 use crate::ledger::Ledger;
+use crate::provider::Format;
 use crate::report::compare_rows;
 use crate::session::MAX_ROUNDS_LIMIT;
 use crate::strategy::Strategy;
@@ -18,6 +19,11 @@ const PAGE: u16 = 10;
 /// Applies `action` to `app`; returns a follow-up action to apply next.
 pub fn update(app: &mut App, action: Action) -> Option<Action> {
     if app.popup.is_some() && handle_popup(app, &action) {
+        return None;
+    }
+    if app.replay.is_some() && changes_strategy(&action) {
+        app.notice =
+            Some("replaying a captured conversation: there is no strategy to change".into());
         return None;
     }
     match action {
@@ -46,6 +52,7 @@ pub fn update(app: &mut App, action: Action) -> Option<Action> {
         }
         Action::First => move_to(app, 0),
         Action::Last => move_to(app, app.trace.len() - 1),
+        Action::Restart if app.replay.is_some() => move_to(app, 0),
         Action::Restart => {
             let strategy = app.initial_strategy.clone();
             rerun(app, strategy);
@@ -98,6 +105,19 @@ pub fn update(app: &mut App, action: Action) -> Option<Action> {
             let rows = compare_rows(&app.origin, &app.session, app.strategy().max_rounds);
             app.popup = Some(Popup::Compare { rows, scroll: 0 });
         }
+        Action::CycleView => {
+            app.view = match app.view {
+                None => Some(Format::Anthropic),
+                Some(Format::Anthropic) => Some(Format::Openai),
+                Some(Format::Openai) => Some(Format::Responses),
+                Some(Format::Responses) => None,
+            };
+            app.selected_message = None;
+            app.notice = Some(match app.view {
+                None => "view: canonical (one tool message per result)".to_string(),
+                Some(f) => format!("view: {} — what the provider receives", f.title()),
+            });
+        }
         Action::FocusNext => app.focus = app.focus.cycled(true),
         Action::FocusPrev => app.focus = app.focus.cycled(false),
         Action::ScrollDown => scroll(app, app.focus, 1),
@@ -134,6 +154,19 @@ pub fn update(app: &mut App, action: Action) -> Option<Action> {
         }
     }
     None
+}
+
+fn changes_strategy(action: &Action) -> bool {
+    matches!(
+        action,
+        Action::ToggleExtract
+            | Action::CycleStop
+            | Action::CycleBehavior
+            | Action::MoreRounds
+            | Action::FewerRounds
+            | Action::ShowCompare
+            | Action::Rerun(_)
+    )
 }
 
 /// Keys while a popup is open: returns true when the popup consumed it.
@@ -194,7 +227,7 @@ fn scroll(app: &mut App, pane: Pane, delta: i32) {
     let apply = |v: u16| -> u16 { (v as i32 + delta).clamp(0, u16::MAX as i32) as u16 };
     match pane {
         Pane::Messages => {
-            let len = app.trace.history_at(app.cursor).len();
+            let len = app.view_len();
             let current = app.selected_message().unwrap_or(0) as i64;
             let next = (current + delta as i64).clamp(0, len.saturating_sub(1) as i64) as usize;
             app.selected_message = Some(next);

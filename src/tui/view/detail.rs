@@ -11,16 +11,38 @@ use crate::tui::app::App;
 
 pub(super) fn render(app: &App, message: usize, scroll: u16, area: Rect, buf: &mut Buffer) {
     let t = &app.theme;
-    let Some(m) = app.trace.messages.get(message) else {
-        return;
+    let (json, title) = match app.view {
+        None => {
+            let Some(m) = app.trace.messages.get(message) else {
+                return;
+            };
+            (
+                serde_json::to_string_pretty(m).unwrap_or_default(),
+                format!("messages[{message}] · canonical"),
+            )
+        }
+        Some(format) => {
+            let items = app.view_items();
+            let Some(item) = items.get(message) else {
+                return;
+            };
+            let key = if format == crate::provider::Format::Responses {
+                "input"
+            } else {
+                "messages"
+            };
+            (
+                serde_json::to_string_pretty(&item.json).unwrap_or_default(),
+                format!("{key}[{message}] · {}", format.title()),
+            )
+        }
     };
-    let json = serde_json::to_string_pretty(m).unwrap_or_default();
     let lines: Vec<Line> = json
         .lines()
         .map(|l| Line::from(span(clean(l), t.text)))
         .collect();
     let rect = centered(area, 100, lines.len() as u16 + 2);
-    let inner = popup_frame(app, rect, &format!("messages[{message}]"), buf);
+    let inner = popup_frame(app, rect, &title, buf);
     let max = (lines.len() as u16).saturating_sub(inner.height);
     Paragraph::new(lines)
         .scroll((scroll.min(max), 0))

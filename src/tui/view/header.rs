@@ -51,12 +51,17 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         ]),
         Line::from(vec![
             span(
-                format!(
-                    " extract {} │ stop {} │ behavior {} │ ",
-                    s.extract,
-                    s.stop,
-                    clean(&s.behavior)
-                ),
+                match &app.replay {
+                    Some(source) => {
+                        format!(" replay of a captured {} conversation │ ", clean(source))
+                    }
+                    None => format!(
+                        " extract {} │ stop {} │ behavior {} │ ",
+                        s.extract,
+                        s.stop,
+                        clean(&s.behavior)
+                    ),
+                },
                 t.text,
             ),
             check,

@@ -14,6 +14,10 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let mut spans: Vec<Span> = Vec::new();
     for b in KEYMAP.iter() {
         let Some(label) = b.bar else { continue };
+        // A replay has no strategy to change.
+        if app.replay.is_some() && b.group == "Strategy" {
+            continue;
+        }
         spans.push(span(format!(" {}", b.keys[0].label()), t.title));
         spans.push(span(format!(":{label}"), t.text));
     }

@@ -9,18 +9,22 @@ use ratatui::widgets::{Paragraph, Widget};
 
 use super::{clip, pane_block, span};
 use crate::message::{Block, Message};
+use crate::provider::Format;
 use crate::report::{clean, compact};
 use crate::tui::app::{App, Pane};
 use crate::tui::theme::Theme;
 
 pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
+    if let Some(format) = app.view {
+        return render_provider(app, format, area, buf);
+    }
     let t = &app.theme;
     let history = app.trace.history_at(app.cursor);
     let added = app.trace.added_at(app.cursor);
     let title = Line::from(vec![
         span(" messages ", t.title),
-        span(format!("({}) ", history.len()), t.dim),
-        span("Enter: JSON ", t.dim),
+        span(format!("({}) canonical ", history.len()), t.dim),
+        span("Enter: JSON · w: wire view ", t.dim),
     ]);
     let block = pane_block(app, Pane::Messages, title);
     let inner = block.inner(area);
@@ -117,4 +121,73 @@ fn block_spans(m: &Message, t: &Theme, compact_form: bool) -> Vec<(String, Style
             ),
         })
         .collect()
+}
+
+/// The history as `format` receives it: one line per provider message (or
+/// Responses input item); the title carries the role sequence of the view.
+fn render_provider(app: &App, format: Format, area: Rect, buf: &mut Buffer) {
+    let t = &app.theme;
+    let items = app.view_items();
+    let added = app.trace.added_at(app.cursor);
+    let roles: Vec<&str> = items.iter().map(|i| i.role.as_str()).collect();
+    let title = Line::from(vec![
+        span(format!(" {} ", format.title()), t.title),
+        span(
+            format!("({}) roles: {} ", items.len(), roles.join(" ")),
+            t.dim,
+        ),
+    ]);
+    let block = pane_block(app, Pane::Messages, title);
+    let inner = block.inner(area);
+    block.render(area, buf);
+    let height = inner.height as usize;
+    if height == 0 {
+        return;
+    }
+    let selected = app.selected_message();
+    let offset = selected.map_or(0, |s| (s + 1).saturating_sub(height));
+    let width = inner.width as usize;
+    let lines: Vec<Line> = items
+        .iter()
+        .enumerate()
+        .skip(offset)
+        .take(height)
+        .map(|(i, item)| {
+            let is_new = item.from.end > added.start && item.from.start < added.end;
+            let marker = if is_new {
+                span("+", t.added)
+            } else {
+                span(" ", t.text)
+            };
+            let summary = item_summary(&item.json);
+            let room = width.saturating_sub(24);
+            let mut line = Line::from(vec![
+                marker,
+                span(format!("{i:>3} "), t.dim),
+                span(
+                    format!("{:<20} ", clip(&item.role, 20)),
+                    if is_new { t.added } else { t.title },
+                ),
+                span(clip(&clean(&summary), room), t.text),
+            ]);
+            if Some(i) == selected && app.focus == Pane::Messages {
+                line = line.patch_style(t.selected);
+            }
+            line
+        })
+        .collect();
+    Paragraph::new(lines).render(inner, buf);
+}
+
+/// A provider message on one line: its fields other than `role`, compact.
+fn item_summary(json: &serde_json::Value) -> String {
+    match json {
+        serde_json::Value::Object(map) => map
+            .iter()
+            .filter(|(k, _)| k.as_str() != "role" && k.as_str() != "type")
+            .map(|(k, v)| format!("{k}: {}", compact(v)))
+            .collect::<Vec<_>>()
+            .join("  "),
+        other => compact(other),
+    }
 }

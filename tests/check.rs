@@ -1,0 +1,376 @@
+//! `check`: every violation kind on fixtures written in each provider's
+//! documented format, repairs, and the round trip of every shipped session
+//! through each wire format.
+
+use loopdbg::check::{Finding, check};
+use loopdbg::fix::{Repair, repair};
+use loopdbg::ledger::Ledger;
+use loopdbg::provider::{Format, request_body};
+use loopdbg::strategy::{Extract, StopRule};
+use loopdbg::transcript::{ClaudeCodeLog, Conversation, Source, detect, read};
+use loopdbg::{Session, Strategy};
+use serde_json::Value;
+
+fn fixture(name: &str) -> String {
+    std::fs::read_to_string(format!(
+        "{}/tests/fixtures/transcripts/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+}
+
+fn conversation(name: &str) -> Conversation {
+    let doc: Value = serde_json::from_str(&fixture(name)).unwrap();
+    read(&doc, detect(&doc).unwrap()).unwrap()
+}
+
+fn findings(name: &str) -> Vec<Finding> {
+    check(&conversation(name))
+}
+
+fn only(name: &str, kind: &str) -> Finding {
+    let all = findings(name);
+    let of_kind: Vec<&Finding> = all.iter().filter(|f| f.kind == kind).collect();
+    assert_eq!(of_kind.len(), 1, "{name}: {all:#?}");
+    of_kind[0].clone()
+}
+
+#[test]
+fn clean_conversations_have_no_findings() {
+    for name in [
+        "anthropic_clean.json",
+        "openai_clean.json",
+        "responses_clean.json",
+    ] {
+        assert_eq!(findings(name), vec![], "{name}");
+    }
+}
+
+#[test]
+fn formats_are_detected_by_content() {
+    let d = |n: &str| detect(&serde_json::from_str(&fixture(n)).unwrap());
+    assert_eq!(
+        d("anthropic_clean.json"),
+        Some(Source::Provider(Format::Anthropic))
+    );
+    assert_eq!(
+        d("anthropic_results_after_text.json"),
+        Some(Source::Provider(Format::Anthropic))
+    );
+    assert_eq!(
+        d("openai_clean.json"),
+        Some(Source::Provider(Format::Openai))
+    );
+    assert_eq!(
+        d("responses_problems.json"),
+        Some(Source::Provider(Format::Responses))
+    );
+    assert_eq!(
+        d("responses_clean.json"),
+        Some(Source::Provider(Format::Responses))
+    );
+}
+
+#[test]
+fn anthropic_parallel_call_without_result() {
+    let f = only("anthropic_parallel_one_missing.json", "unanswered_call");
+    assert_eq!(f.path, "messages[1]");
+    assert_eq!(f.ids, ["toolu_f1"]);
+    assert!(f.message.starts_with(
+        "`tool_use` ids were found without `tool_result` blocks immediately after: toolu_f1. Each `tool_use` block must have a corresponding `tool_result` block in the next message."
+    ));
+    assert!(f.rejected_by_provider);
+}
+
+#[test]
+fn anthropic_interrupted_call() {
+    let f = only("anthropic_interrupted.json", "unanswered_call");
+    assert_eq!(
+        (f.path.as_str(), f.ids.clone()),
+        ("messages[1]", vec!["toolu_r1".to_string()])
+    );
+}
+
+#[test]
+fn anthropic_results_must_open_the_next_message() {
+    let f = only("anthropic_results_after_text.json", "results_not_first");
+    assert_eq!(f.path, "messages[2]");
+    assert_eq!(f.ids, ["toolu_w1"]);
+    assert_eq!(
+        f.message,
+        "Did not find 1 `tool_result` block(s) at the beginning of this message. Messages following `tool_use` blocks must begin with a matching number of `tool_result` blocks."
+    );
+}
+
+#[test]
+fn anthropic_orphan_result_after_compaction() {
+    let f = only("anthropic_compacted_orphan.json", "unexpected_result");
+    assert_eq!(f.path, "messages[0].content[0]");
+    assert_eq!(f.ids, ["toolu_old7"]);
+    assert!(
+        f.message
+            .starts_with("unexpected `tool_use_id` found in `tool_result` blocks: toolu_old7.")
+    );
+}
+
+#[test]
+fn anthropic_ids_unique_and_well_formed() {
+    let dup = only("anthropic_duplicate_and_bad_ids.json", "duplicate_id");
+    assert_eq!(
+        (dup.path.as_str(), dup.ids.clone()),
+        ("messages[3].content[0]", vec!["toolu_1".to_string()])
+    );
+    assert!(dup.message.starts_with("`tool_use` ids must be unique"));
+    let bad = only("anthropic_duplicate_and_bad_ids.json", "invalid_id");
+    assert_eq!(bad.path, "messages[5].content[0]");
+    assert!(bad.message.contains("^[a-zA-Z0-9_-]+$"));
+}
+
+#[test]
+fn truncated_turn_whose_calls_ran() {
+    let f = only(
+        "anthropic_truncated_executed.json",
+        "truncated_turn_executed",
+    );
+    assert_eq!(
+        (f.path.as_str(), f.rejected_by_provider),
+        ("messages[1]", false)
+    );
+}
+
+#[test]
+fn openai_every_kind() {
+    let f = only("openai_problems.json", "unanswered_call");
+    assert_eq!(f.path, "messages[1]");
+    assert_eq!(f.ids, ["call_b", "call_c"]);
+    assert_eq!(
+        f.message,
+        "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: call_b, call_c"
+    );
+    let o = only("openai_problems.json", "unexpected_result");
+    assert_eq!(
+        (o.path.as_str(), o.ids.clone()),
+        ("messages[3]", vec!["call_z".to_string()])
+    );
+    assert!(o.message.starts_with(
+        "Messages with role 'tool' must be a response to a preceding message with 'tool_calls'"
+    ));
+    let a = only("openai_problems.json", "invalid_arguments");
+    assert_eq!(
+        (a.path.as_str(), a.ids.clone()),
+        ("messages[1].tool_calls[2]", vec!["call_c".to_string()])
+    );
+    let s = only("openai_problems.json", "schema_violation");
+    assert_eq!(s.path, "messages[1].tool_calls[1]");
+    assert!(s.message.contains("location"), "{}", s.message);
+    let u = only("openai_problems.json", "unknown_tool");
+    assert!(
+        u.message
+            .contains("`get_wether` is not among the request's tools")
+    );
+}
+
+#[test]
+fn responses_both_directions() {
+    let f = only("responses_problems.json", "unanswered_call");
+    assert_eq!(
+        (f.path.as_str(), f.message.as_str()),
+        ("input[2]", "No tool output found for function call fc_2.")
+    );
+    let o = only("responses_problems.json", "unexpected_result");
+    assert_eq!(
+        (o.path.as_str(), o.message.as_str()),
+        (
+            "input[4]",
+            "No tool call found for function call output with call_id fc_9."
+        )
+    );
+}
+
+fn claude_code(name: &str) -> Vec<Conversation> {
+    let mut log = ClaudeCodeLog::default();
+    for (i, line) in fixture(name).lines().enumerate() {
+        log.push(i + 1, &serde_json::from_str(line).unwrap())
+            .unwrap();
+    }
+    log.finish()
+}
+
+#[test]
+fn claude_code_log_names_the_event_where_pairing_broke() {
+    let convs = claude_code("claude_code_interrupted.jsonl");
+    assert_eq!(
+        convs.len(),
+        1,
+        "the sidechain is not part of the main conversation"
+    );
+    // Three assistant events with one message id are one API message.
+    assert_eq!(convs[0].messages[1].content.len(), 3);
+    let f: Vec<Finding> = check(&convs[0]);
+    assert_eq!(f.len(), 1, "{f:#?}");
+    assert_eq!(f[0].kind, "unanswered_call");
+    assert_eq!(f[0].ids, ["toolu_b"]);
+    assert_eq!((f[0].line, f[0].uuid.as_deref()), (Some(5), Some("u4")));
+}
+
+#[test]
+fn claude_code_compaction_leaves_an_orphan_result() {
+    let convs = claude_code("claude_code_compacted.jsonl");
+    assert_eq!(convs.len(), 2);
+    assert!(check(&convs[0]).is_empty());
+    let f = check(&convs[1]);
+    assert_eq!(f.len(), 1);
+    assert_eq!(
+        (f[0].kind, f[0].line, f[0].uuid.as_deref()),
+        ("unexpected_result", Some(5), Some("b2"))
+    );
+}
+
+const PAIRING: [&str; 4] = [
+    "unanswered_call",
+    "unexpected_result",
+    "results_not_first",
+    "duplicate_id",
+];
+
+fn repaired(name: &str, how: Repair) -> Vec<Finding> {
+    let mut doc: Value = serde_json::from_str(&fixture(name)).unwrap();
+    let source = detect(&doc).unwrap();
+    assert!(
+        repair(&mut doc, source.provider(), how) > 0,
+        "{name}: nothing repaired"
+    );
+    check(&read(&doc, source).unwrap())
+}
+
+#[test]
+fn synthesize_answers_every_dangling_call() {
+    for name in [
+        "anthropic_parallel_one_missing.json",
+        "anthropic_interrupted.json",
+        "anthropic_results_after_text.json",
+        "openai_problems.json",
+        "responses_problems.json",
+    ] {
+        let left = repaired(name, Repair::Synthesize);
+        assert!(
+            !left
+                .iter()
+                .any(|f| f.kind == "unanswered_call" || f.kind == "results_not_first"),
+            "{name}: {left:#?}"
+        );
+    }
+}
+
+#[test]
+fn strip_leaves_no_pairing_problem() {
+    for name in [
+        "anthropic_parallel_one_missing.json",
+        "anthropic_interrupted.json",
+        "anthropic_results_after_text.json",
+        "anthropic_compacted_orphan.json",
+        "openai_problems.json",
+        "responses_problems.json",
+    ] {
+        let left = repaired(name, Repair::Strip);
+        assert!(
+            !left.iter().any(|f| PAIRING.contains(&f.kind)),
+            "{name}: {left:#?}"
+        );
+    }
+}
+
+fn shipped() -> Vec<(String, Session)> {
+    let dir = format!("{}/sessions", env!("CARGO_MANIFEST_DIR"));
+    let mut out: Vec<(String, Session)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let path = e.unwrap().path();
+            let text = std::fs::read_to_string(&path).unwrap();
+            let name = path.file_name().unwrap().to_string_lossy().to_string();
+            (name.clone(), Session::parse(&name, &text).unwrap())
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// Renders each request body the run sent and reads it back.
+fn round_trip(
+    session: &Session,
+    strategy: &Strategy,
+    format: Format,
+) -> Vec<(usize, Vec<Finding>)> {
+    let trace = loopdbg::run(session, strategy);
+    let mut lens: Vec<usize> = trace
+        .steps
+        .iter()
+        .filter(|s| s.phase == loopdbg::trace::Phase::Request)
+        .map(|s| s.history_len)
+        .collect();
+    lens.push(trace.messages.len());
+    lens.into_iter()
+        .map(|len| {
+            let body = request_body(format, session, &trace.messages[..len], "m");
+            let conv = read(&body, Source::Provider(format)).unwrap();
+            (len, check(&conv))
+        })
+        .collect()
+}
+
+#[test]
+fn every_session_round_trips_clean_under_all_and_robust() {
+    for (name, session) in shipped() {
+        for behavior in session.behavior_names() {
+            let mut s = Strategy::for_session(&session);
+            s.extract = Extract::All;
+            s.stop = StopRule::Robust;
+            s.behavior = behavior.to_string();
+            s.max_rounds = s.max_rounds.min(50);
+            for format in Format::ALL {
+                for (len, found) in round_trip(&session, &s, format) {
+                    let pairing: Vec<&Finding> = found
+                        .iter()
+                        .filter(|f| PAIRING.contains(&f.kind) && f.kind != "duplicate_id")
+                        .collect();
+                    assert!(
+                        pairing.is_empty(),
+                        "{name}/{behavior} as {format} at {len} messages: {pairing:#?}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn parallel_call_sessions_carry_exactly_the_dropped_call_under_first() {
+    for (name, session) in shipped() {
+        let mut s = Strategy::for_session(&session);
+        s.extract = Extract::First;
+        s.stop = StopRule::ToolCalls;
+        s.max_rounds = s.max_rounds.min(20);
+        let trace = loopdbg::run(&session, &s);
+        let mut expected = Ledger::of(&trace.messages, &[]).unpaired();
+        expected.sort();
+        for format in Format::ALL {
+            let body = request_body(format, &session, &trace.messages, "m");
+            let found = check(&read(&body, Source::Provider(format)).unwrap());
+            let mut ids: Vec<String> = found
+                .iter()
+                .filter(|f| f.kind == "unanswered_call")
+                .flat_map(|f| f.ids.clone())
+                .collect();
+            ids.sort();
+            ids.dedup();
+            assert_eq!(ids, expected, "{name} as {format}");
+            assert!(
+                !found.iter().any(|f| f.kind == "unexpected_result"),
+                "{name} as {format}: {found:#?}"
+            );
+        }
+        if name == "weather_fx.json" {
+            assert_eq!(expected, ["toolu_f1"]);
+        }
+    }
+}
