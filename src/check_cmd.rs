@@ -11,7 +11,7 @@ use loopdbg::check::{Finding, check};
 use loopdbg::error::LocatedError;
 use loopdbg::fix::{Repair, repair};
 use loopdbg::json_span::{SpanNode, offset_of_line_byte_col, parse_path};
-use loopdbg::transcript::{ClaudeCodeLog, Conversation, ReadError, Source, detect, read};
+use loopdbg::transcript::{ClaudeCodeLog, Conversation, ReadError, Source, detect, read_owned};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -196,7 +196,7 @@ pub fn for_each_conversation(
             let source = source_of(&doc, forced).ok_or_else(|| {
                 LoadError::at(&origin, &text, 0, "expected a request body (an object with `messages` or `input`) or a message array")
             })?;
-            let conv = read(&doc, source).map_err(|e| located_in(&origin, &text, &e))?;
+            let conv = read_owned(doc, source).map_err(|e| located_in(&origin, &text, &e))?;
             each(None, conv, Some(&text));
             Ok(1)
         }
@@ -210,7 +210,7 @@ pub fn for_each_conversation(
                 }
                 let v: Value = serde_json::from_str(&line)
                     .map_err(|e| json_error(&origin, &line, Some(i + 1), &e))?;
-                log.push(i + 1, &v).map_err(|e| {
+                log.push_owned(i + 1, v).map_err(|e| {
                     let offset =
                         SpanNode::parse(&line).map_or(0, |s| s.offset_of(&parse_path(&e.path)));
                     LoadError::located(LocatedError::in_line(
@@ -253,7 +253,7 @@ pub fn for_each_conversation(
                 let source = source_of(&doc, forced).ok_or_else(|| {
                     LoadError::located(LocatedError::in_line(&origin, line_no, &line, 0, "expected a conversation (an object with `messages` or `input`, or a message array)"))
                 })?;
-                let conv = read(&doc, source).map_err(|e| {
+                let conv = read_owned(doc, source).map_err(|e| {
                     let offset = offset_in(&line, &e).unwrap_or(0);
                     LoadError::located(LocatedError::in_line(
                         &origin,

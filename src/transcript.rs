@@ -210,6 +210,13 @@ pub fn detect(doc: &Value) -> Option<Source> {
 
 /// Reads a single document (request body or bare array) as `source`.
 pub fn read(doc: &Value, source: Source) -> Result<Conversation, ReadError> {
+    read_owned(doc.clone(), source)
+}
+
+/// [`read`], taking the document so its contents move into the
+/// conversation instead of being copied (what `check` does per line).
+pub fn read_owned(mut doc: Value, source: Source) -> Result<Conversation, ReadError> {
+    let doc = &mut doc;
     match source {
         Source::Provider(Format::Anthropic) => read_anthropic(doc),
         Source::Provider(Format::Openai) => read_openai(doc),
@@ -223,10 +230,10 @@ pub fn read(doc: &Value, source: Source) -> Result<Conversation, ReadError> {
 
 /// The conversation's array and the name paths use for it (`messages` or
 /// `input`, also for a bare array, so paths read the same either way).
-fn array_at<'a>(doc: &'a Value, key: &str) -> Result<(&'a Vec<Value>, String), ReadError> {
+fn array_at<'a>(doc: &'a mut Value, key: &str) -> Result<(&'a mut Vec<Value>, String), ReadError> {
     match doc {
         Value::Array(items) => Ok((items, key.to_string())),
-        Value::Object(o) => match o.get(key) {
+        Value::Object(o) => match o.get_mut(key) {
             Some(Value::Array(items)) => Ok((items, key.to_string())),
             Some(_) => Err(err(key, format!("expected `{key}` to be an array"))),
             None => Err(err("", format!("expected a `{key}` array"))),
@@ -291,7 +298,7 @@ pub fn finish_reason_of(value: Option<&Value>) -> Option<FinishReason> {
 
 /// Reads one Anthropic message's content into blocks.
 fn anthropic_blocks(
-    content: Option<&Value>,
+    content: Option<&mut Value>,
     path: &str,
     mut source: impl FnMut(String) -> BlockSource,
 ) -> Result<(Vec<Block>, Vec<BlockSource>), ReadError> {
@@ -306,7 +313,7 @@ fn anthropic_blocks(
             sources.push(source(format!("{path}.content")));
         }
         Some(Value::Array(items)) => {
-            for (k, b) in items.iter().enumerate() {
+            for (k, b) in items.iter_mut().enumerate() {
                 let bpath = format!("{path}.content[{k}]");
                 let kind = b.get("type").and_then(Value::as_str).unwrap_or("");
                 let block = match kind {
@@ -316,11 +323,11 @@ fn anthropic_blocks(
                     "tool_use" | "server_tool_use" => Block::ToolUse {
                         id: str_field(b, "id", &bpath)?.into(),
                         name: str_field(b, "name", &bpath)?.into(),
-                        input: Json::new(b.get("input").cloned().unwrap_or(Value::Null)),
+                        input: Json::new(take(b, "input")),
                     },
                     "tool_result" => Block::ToolResult {
                         tool_use_id: str_field(b, "tool_use_id", &bpath)?.into(),
-                        content: Json::new(b.get("content").cloned().unwrap_or(Value::Null)),
+                        content: Json::new(take(b, "content")),
                         is_error: b.get("is_error").and_then(Value::as_bool).unwrap_or(false),
                     },
                     // Images, thinking and the like carry no pairing.
@@ -340,18 +347,23 @@ fn anthropic_blocks(
     Ok((blocks, sources))
 }
 
+/// Moves a field's value out (the document is discarded after reading).
+fn take(v: &mut Value, key: &str) -> Value {
+    v.get_mut(key).map(Value::take).unwrap_or(Value::Null)
+}
+
 fn str_field<'a>(v: &'a Value, key: &str, path: &str) -> Result<&'a str, ReadError> {
     v.get(key)
         .and_then(Value::as_str)
         .ok_or_else(|| err(path, format!("expected a string `{key}`")))
 }
 
-fn read_anthropic(doc: &Value) -> Result<Conversation, ReadError> {
+fn read_anthropic(doc: &mut Value) -> Result<Conversation, ReadError> {
     let mut conv = Conversation::new(Source::Provider(Format::Anthropic));
-    let (items, base) = array_at(doc, "messages")?;
     read_tools(doc, &mut conv);
     conv.system = system_text(doc.get("system"));
-    for (i, item) in items.iter().enumerate() {
+    let (items, base) = array_at(doc, "messages")?;
+    for (i, item) in items.iter_mut().enumerate() {
         let path = format!("{base}[{i}]");
         let role = match role_of(item, &path)?.as_str() {
             "user" => Role::User,
@@ -367,11 +379,12 @@ fn read_anthropic(doc: &Value) -> Result<Conversation, ReadError> {
                 ));
             }
         };
-        let (content, sources) = anthropic_blocks(item.get("content"), &path, |p| BlockSource {
-            path: p,
-            ..Default::default()
-        })?;
         let finish_reason = finish_reason_of(item.get("stop_reason"));
+        let (content, sources) =
+            anthropic_blocks(item.get_mut("content"), &path, |p| BlockSource {
+                path: p,
+                ..Default::default()
+            })?;
         conv.push(
             Message {
                 role,
@@ -427,11 +440,11 @@ fn parse_arguments(
     }
 }
 
-fn read_openai(doc: &Value) -> Result<Conversation, ReadError> {
+fn read_openai(doc: &mut Value) -> Result<Conversation, ReadError> {
     let mut conv = Conversation::new(Source::Provider(Format::Openai));
-    let (items, base) = array_at(doc, "messages")?;
     read_tools(doc, &mut conv);
-    for (i, item) in items.iter().enumerate() {
+    let (items, base) = array_at(doc, "messages")?;
+    for (i, item) in items.iter_mut().enumerate() {
         let path = format!("{base}[{i}]");
         let src = |p: String| BlockSource {
             path: p,
@@ -484,7 +497,7 @@ fn read_openai(doc: &Value) -> Result<Conversation, ReadError> {
                 let id = str_field(item, "tool_call_id", &path)?;
                 content.push(Block::ToolResult {
                     tool_use_id: id.into(),
-                    content: Json::new(item.get("content").cloned().unwrap_or(Value::Null)),
+                    content: Json::new(take(item, "content")),
                     is_error: false,
                 });
                 sources.push(src(path.clone()));
@@ -513,15 +526,15 @@ fn read_openai(doc: &Value) -> Result<Conversation, ReadError> {
     Ok(conv)
 }
 
-fn read_responses(doc: &Value) -> Result<Conversation, ReadError> {
+fn read_responses(doc: &mut Value) -> Result<Conversation, ReadError> {
     let mut conv = Conversation::new(Source::Provider(Format::Responses));
-    let (items, base) = array_at(doc, "input")?;
     read_tools(doc, &mut conv);
     conv.system = doc
         .get("instructions")
         .and_then(Value::as_str)
         .map(str::to_string);
-    for (i, item) in items.iter().enumerate() {
+    let (items, base) = array_at(doc, "input")?;
+    for (i, item) in items.iter_mut().enumerate() {
         let path = format!("{base}[{i}]");
         let src = BlockSource {
             path: path.clone(),
@@ -587,7 +600,7 @@ fn read_responses(doc: &Value) -> Result<Conversation, ReadError> {
                         role: Role::Tool,
                         content: vec![Block::ToolResult {
                             tool_use_id: id.into(),
-                            content: Json::new(item.get("output").cloned().unwrap_or(Value::Null)),
+                            content: Json::new(take(item, "output")),
                             is_error: false,
                         }],
                         finish_reason: None,
@@ -634,6 +647,11 @@ impl Default for ClaudeCodeLog {
 impl ClaudeCodeLog {
     /// Adds the event on 1-based `line`.
     pub fn push(&mut self, line: usize, event: &Value) -> Result<(), ReadError> {
+        self.push_owned(line, event.clone())
+    }
+
+    /// [`ClaudeCodeLog::push`], taking the event so its contents move.
+    pub fn push_owned(&mut self, line: usize, mut event: Value) -> Result<(), ReadError> {
         let kind = event.get("type").and_then(Value::as_str).unwrap_or("");
         if !matches!(kind, "user" | "assistant") {
             return Ok(());
@@ -643,14 +661,16 @@ impl ClaudeCodeLog {
         if event.get("isSidechain").and_then(Value::as_bool) == Some(true) {
             return Ok(());
         }
-        let Some(message) = event.get("message") else {
-            return Ok(());
-        };
+        let kind = kind.to_string();
         let uuid = event
             .get("uuid")
             .and_then(Value::as_str)
             .map(str::to_string);
-        if self.events > 0 && event.get("parentUuid").is_some_and(Value::is_null) {
+        let starts_segment = event.get("parentUuid").is_some_and(Value::is_null);
+        let Some(message) = event.get_mut("message") else {
+            return Ok(());
+        };
+        if self.events > 0 && starts_segment {
             let finished =
                 std::mem::replace(&mut self.current, Conversation::new(Source::ClaudeCode));
             if !finished.messages.is_empty() {
@@ -660,23 +680,23 @@ impl ClaudeCodeLog {
             self.last_was_results = false;
         }
         self.events += 1;
-        let role = match message.get("role").and_then(Value::as_str).unwrap_or(kind) {
+        let role = match message.get("role").and_then(Value::as_str).unwrap_or(&kind) {
             "assistant" => Role::Assistant,
             _ => Role::User,
         };
+        let message_id = message
+            .get("id")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let finish = finish_reason_of(message.get("stop_reason"));
         let (blocks, sources) =
-            anthropic_blocks(message.get("content"), "message", |p| BlockSource {
+            anthropic_blocks(message.get_mut("content"), "message", |p| BlockSource {
                 path: p,
                 line: Some(line),
                 uuid: uuid.clone(),
             })?;
         let only_results =
             !blocks.is_empty() && blocks.iter().all(|b| matches!(b, Block::ToolResult { .. }));
-        let message_id = message
-            .get("id")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        let finish = finish_reason_of(message.get("stop_reason"));
         let conv = &mut self.current;
         let merge = match role {
             Role::Assistant => {
