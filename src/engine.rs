@@ -4,20 +4,29 @@
 //! and strategy always give the same trace. Loop semantics live here and
 //! nowhere else; the TUI and the CLI only show what this records.
 //!
-//! One round is `Request → Reply → Extract → Execute* → Append* → Decide`.
+//! One round is `Request → Reply → Extract → Execute* → Close? → Append* → Decide`.
+//! The calls of a turn run concurrently in virtual time ([`crate::schedule`]);
+//! their results are appended in call order whatever order they end in. Calls
+//! left without a result (dropped, cancelled, interrupted) are closed by the
+//! strategy's [`Closure`]: left dangling, answered with placeholders, or
+//! stripped from the reply before it joins the history.
 //! Under the careless stop rules (`content`, `finish-reason`, `tool-calls`)
 //! tools run before the stop check, exactly as seed 001's table shows. Under
 //! `robust`, a `length` or `content_filter` reply ends the run with an error
 //! before it joins the history, and a reply without calls ends the run
 //! before anything runs.
 
-use crate::executor::{TableExecutor, ToolExecutor};
+use crate::executor::{TableExecutor, ToolExecutor, ToolOutcome};
 use crate::ledger::PairingIndex;
 use crate::message::Message;
-use crate::session::{FinishReason, Reply, Session};
-use crate::strategy::{Extract, StopRule, Strategy};
+use crate::schedule::{self, CallEnd, CallPlan, Ending};
+use crate::session::{Fallback, FinishReason, Reply, Session, ToolCall};
+use crate::strategy::{Closure, Extract, StopRule, Strategy};
 use crate::stub::{CallIndex, reply_for};
-use crate::trace::{Decision, End, Execution, Outcome, Phase, Round, Step, Trace, Violation};
+use crate::trace::{
+    CallStatus, Decision, End, Execution, FallbackRecord, Outcome, Phase, Round, Step, StepEvent,
+    Trace, Violation,
+};
 
 /// Runs `session` under `strategy` with the session's lookup tables.
 pub fn run(session: &Session, strategy: &Strategy) -> Trace {
@@ -32,6 +41,7 @@ pub fn run_with(session: &Session, strategy: &Strategy, executor: &dyn ToolExecu
         rounds: Vec::new(),
         violations: Vec::new(),
         calls: CallIndex::default(),
+        runtime: None,
     };
     rec.calls.push(&rec.messages[0]);
     let outcome = rec.drive(session, strategy, executor);
@@ -74,16 +84,31 @@ struct Recorder {
     rounds: Vec<Round>,
     violations: Vec<Violation>,
     calls: CallIndex,
+    /// Created on first need: most batches take no virtual time.
+    runtime: Option<tokio::runtime::Runtime>,
 }
 
 impl Recorder {
     fn step(&mut self, phase: Phase, round: u32, execution: Option<usize>) {
+        self.step_at(phase, round, execution, 0, None);
+    }
+
+    fn step_at(
+        &mut self,
+        phase: Phase,
+        round: u32,
+        execution: Option<usize>,
+        time_ms: u64,
+        event: Option<StepEvent>,
+    ) {
         self.steps.push(Step {
             phase,
             round,
             history_len: self.messages.len(),
             execution,
             unpaired: 0,
+            time_ms,
+            event,
         });
     }
 
@@ -104,6 +129,15 @@ impl Recorder {
             r.decision = Some(Decision { stop, reason });
         }
         self.step(Phase::Decide, round, None);
+    }
+
+    /// Runs `plans` and returns their ends in time order.
+    fn run_batch(&mut self, plans: &[CallPlan], interrupt_at: Option<u64>) -> Vec<CallEnd> {
+        if !schedule::needs_clock(plans, interrupt_at) {
+            return schedule::immediate(plans);
+        }
+        let rt = self.runtime.get_or_insert_with(schedule::virtual_runtime);
+        schedule::run_batch(rt, plans, interrupt_at)
     }
 
     fn drive(
@@ -140,7 +174,7 @@ impl Recorder {
             self.step(Phase::Request, number, None);
 
             // Reply
-            let Some((rule, reply)) = reply_for(rules, number, &self.calls) else {
+            let Some((rule, stub_reply)) = reply_for(rules, number, &self.calls) else {
                 return Outcome {
                     end: End::Error,
                     detail: format!("stub has no reply for round {number}"),
@@ -148,14 +182,30 @@ impl Recorder {
                     requests: number,
                 };
             };
+            let mut reply = stub_reply.clone();
+            let mut fallback = None;
+            if let Some(f) = session.faults.fallback.filter(|f| f.round == number)
+                && !reply.tool_calls.is_empty()
+            {
+                fallback = Some(self.stream_breaks(number, &reply, f, executor));
+                // The retry is a new response: its calls carry new ids.
+                for call in &mut reply.tool_calls {
+                    call.id = format!("{}_retry", call.id).into();
+                }
+            }
             let identical_run = match self.rounds.last() {
-                Some(prev) if prev.reply == *reply => prev.identical_run + 1,
+                Some(prev) if prev.reply == *stub_reply => prev.identical_run + 1,
                 _ => 1,
             };
             let finish = reply.finish_reason();
             let refused =
                 robust && matches!(finish, FinishReason::Length | FinishReason::ContentFilter);
-            let reply_message = (!refused).then(|| self.append(Message::assistant(reply)));
+            // Under `strip` the reply is held until the loop knows which calls
+            // get a result; everyone else appends it as it arrives.
+            let hold = strategy.closure == Closure::Strip && !reply.tool_calls.is_empty();
+            let reply_message =
+                (!refused && !hold).then(|| self.append(Message::assistant(&reply)));
+            let retried = fallback.is_some();
             self.rounds.push(Round {
                 number,
                 request_len,
@@ -168,8 +218,16 @@ impl Recorder {
                 executions: Vec::new(),
                 identical_run,
                 decision: None,
+                fallback,
+                stripped: Vec::new(),
             });
-            self.step(Phase::Reply, number, None);
+            self.step_at(
+                Phase::Reply,
+                number,
+                None,
+                0,
+                retried.then_some(StepEvent::Retried),
+            );
 
             if refused {
                 let detail = match finish {
@@ -198,7 +256,7 @@ impl Recorder {
             let dropped: Vec<usize> = (taken.len()..n_calls).collect();
             let round = self.current_round();
             round.taken = taken.clone();
-            round.dropped = dropped;
+            round.dropped = dropped.clone();
             self.step(Phase::Extract, number, None);
 
             if robust && n_calls == 0 {
@@ -211,34 +269,193 @@ impl Recorder {
                 };
             }
 
-            // Execute every taken call, then append the results in call order.
-            for (e, &i) in taken.iter().enumerate() {
+            // Execute: the taken calls run concurrently in virtual time.
+            let interrupt_at = strategy
+                .interrupt
+                .filter(|i| i.round == number)
+                .map(|i| i.at_ms);
+            let plans: Vec<CallPlan> = taken
+                .iter()
+                .map(|&i| executor.plan(&reply.tool_calls[i]))
+                .collect();
+            let ends = self.run_batch(&plans, interrupt_at);
+            let mut executions: Vec<Execution> = Vec::with_capacity(n_calls);
+            for &i in &taken {
                 let call = &reply.tool_calls[i];
-                let execution = Execution {
+                let slot = executions.len();
+                let end = ends
+                    .iter()
+                    .find(|e| e.index == slot)
+                    .copied()
+                    .unwrap_or(CallEnd {
+                        index: slot,
+                        at_ms: 0,
+                        ending: Ending::Finished,
+                    });
+                let (status, outcome) = match end.ending {
+                    Ending::Finished | Ending::Failed => (
+                        if end.ending == Ending::Failed {
+                            CallStatus::Failed
+                        } else {
+                            CallStatus::Finished
+                        },
+                        executor.execute(call),
+                    ),
+                    Ending::TimedOut => (
+                        CallStatus::TimedOut,
+                        ToolOutcome::loop_error(
+                            format!("`{}` timed out after {} ms", call.name, end.at_ms),
+                            "timed out",
+                        ),
+                    ),
+                    Ending::Cancelled => (
+                        CallStatus::Cancelled,
+                        ToolOutcome::loop_error(
+                            "cancelled: sibling failed".into(),
+                            "cancelled: a sibling failed",
+                        ),
+                    ),
+                    Ending::Interrupted => (
+                        CallStatus::Interrupted,
+                        ToolOutcome::loop_error(
+                            "interrupted by user".into(),
+                            "interrupted by the user",
+                        ),
+                    ),
+                };
+                executions.push(Execution {
                     call: i,
                     id: call.id.clone(),
                     name: call.name.clone(),
                     args: call.args.clone(),
-                    outcome: executor.execute(call),
-                    message: 0,
-                };
-                self.current_round().executions.push(execution);
-                self.step(Phase::Execute, number, Some(e));
+                    outcome,
+                    message: None,
+                    status,
+                    ended_ms: end.at_ms,
+                    synthetic: !status.has_result(),
+                });
             }
-            for e in 0..taken.len() {
-                let ex = &self.current_round().executions[e];
+            for &i in &dropped {
+                let call = &reply.tool_calls[i];
+                executions.push(Execution {
+                    call: i,
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    args: call.args.clone(),
+                    outcome: ToolOutcome::loop_error(
+                        "not executed: the loop took only the first tool call".into(),
+                        "dropped by the loop's extraction",
+                    ),
+                    message: None,
+                    status: CallStatus::Dropped,
+                    ended_ms: 0,
+                    synthetic: true,
+                });
+            }
+            executions.sort_by_key(|e| e.call);
+            self.current_round().executions = executions;
+            let interrupted = ends.iter().any(|e| e.ending == Ending::Interrupted);
+            for end in &ends {
+                let exec = self.rounds.last().and_then(|r| {
+                    let call = taken[end.index];
+                    r.executions.iter().position(|e| e.call == call)
+                });
+                let event = (end.ending == Ending::Interrupted).then_some(StepEvent::Interrupted);
+                self.step_at(Phase::Execute, number, exec, end.at_ms, event);
+            }
+
+            // Close: what happens to the calls left without a result.
+            let unanswered: Vec<usize> = self
+                .rounds
+                .last()
+                .map(|r| {
+                    r.executions
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, e)| !e.status.has_result())
+                        .map(|(k, _)| k)
+                        .collect()
+                })
+                .unwrap_or_default();
+            let batch_ms = ends.iter().map(|e| e.at_ms).max().unwrap_or(0);
+            match strategy.closure {
+                Closure::Leave => {}
+                Closure::Synthesize => {
+                    if !unanswered.is_empty() {
+                        self.step_at(Phase::Close, number, None, batch_ms, None);
+                    }
+                }
+                Closure::Strip => {
+                    if hold {
+                        let round = self.current_round();
+                        round.stripped = unanswered
+                            .iter()
+                            .map(|&k| round.executions[k].call)
+                            .collect();
+                        let mut kept = round.reply.clone();
+                        let stripped = round.stripped.clone();
+                        kept.tool_calls = kept
+                            .tool_calls
+                            .into_iter()
+                            .enumerate()
+                            .filter(|(i, _)| !stripped.contains(i))
+                            .map(|(_, c)| c)
+                            .collect();
+                        let at = (kept.text.is_some() || !kept.tool_calls.is_empty())
+                            .then(|| self.append(Message::assistant(&kept)));
+                        self.current_round().reply_message = at;
+                        self.step_at(Phase::Close, number, None, batch_ms, None);
+                    }
+                }
+            }
+
+            // Append: results in call order, whatever order they ended in.
+            let count = self.rounds.last().map_or(0, |r| r.executions.len());
+            for e in 0..count {
+                let ex = &self.rounds.last().expect("round").executions[e];
+                let send = ex.status.has_result() || strategy.closure == Closure::Synthesize;
+                if !send {
+                    continue;
+                }
                 let msg = Message::tool_result(
                     ex.id.clone(),
                     ex.outcome.content.clone(),
                     ex.outcome.is_error,
                 );
                 let at = self.append(msg);
-                self.current_round().executions[e].message = at;
+                self.current_round().executions[e].message = Some(at);
                 self.step(Phase::Append, number, Some(e));
+            }
+            if let Some(late) = self
+                .rounds
+                .last()
+                .and_then(|r| r.fallback.as_ref())
+                .map(|f| f.rejected.clone())
+            {
+                for (_, at_ms) in late {
+                    self.step_at(
+                        Phase::Append,
+                        number,
+                        None,
+                        at_ms,
+                        Some(StepEvent::LateResultRejected),
+                    );
+                }
+            }
+
+            if interrupted {
+                let detail = format!("round {number}: interrupted by the user during execution");
+                self.decide(number, true, format!("the user interrupted: {detail}"));
+                return Outcome {
+                    end: End::Error,
+                    detail,
+                    final_text: None,
+                    requests: number,
+                };
             }
 
             // Decide
-            if let Some(reason) = stop_reason(strategy.stop, reply) {
+            if let Some(reason) = stop_reason(strategy.stop, &reply) {
                 self.decide(number, true, reason.clone());
                 return Outcome {
                     end: End::ModelDone,
@@ -267,10 +484,47 @@ impl Recorder {
                     requests: number,
                 };
             }
-            let why = continue_reason(strategy.stop, reply);
+            let why = continue_reason(strategy.stop, &reply);
             self.decide(number, false, why);
         }
         unreachable!("the loop returns at the round limit")
+    }
+
+    /// Seed 002's streaming fallback: the stream breaks after some tool_use
+    /// blocks arrived and the streaming executor started them; the loop
+    /// discards that executor, so its results, when they come in, are
+    /// rejected instead of appended with their stale ids.
+    fn stream_breaks(
+        &mut self,
+        number: u32,
+        reply: &Reply,
+        fault: Fallback,
+        executor: &dyn ToolExecutor,
+    ) -> FallbackRecord {
+        let partial: Vec<ToolCall> = reply
+            .tool_calls
+            .iter()
+            .take(fault.after_calls.max(1))
+            .cloned()
+            .collect();
+        self.step_at(
+            Phase::Reply,
+            number,
+            None,
+            fault.at_ms,
+            Some(StepEvent::StreamBroke),
+        );
+        let plans: Vec<CallPlan> = partial.iter().map(|c| executor.plan(c)).collect();
+        let ends = self.run_batch(&plans, None);
+        let rejected = ends
+            .iter()
+            .map(|e| (partial[e.index].id.clone(), e.at_ms.max(fault.at_ms)))
+            .collect();
+        FallbackRecord {
+            partial,
+            broke_at_ms: fault.at_ms,
+            rejected,
+        }
     }
 }
 

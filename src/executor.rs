@@ -8,7 +8,12 @@
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::schedule::CallPlan;
 use crate::session::{Json, Session, ToolCall};
+use crate::trace::Trace;
 
 /// What running one call gave.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -24,6 +29,32 @@ pub struct ToolOutcome {
     /// The table row that answered, if one did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub row: Option<usize>,
+    /// For a sub-agent tool: the child loop's own run.
+    #[serde(skip)]
+    pub child: Option<Arc<SubAgentRun>>,
+}
+
+/// A sub-agent's run, kept so the debugger can step into it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubAgentRun {
+    /// The child session.
+    pub session: Session,
+    /// The child's recorded loop.
+    pub trace: Trace,
+}
+
+impl ToolOutcome {
+    /// An error result produced by the loop itself (not by running a tool).
+    pub fn loop_error(text: String, note: &'static str) -> ToolOutcome {
+        ToolOutcome {
+            content: Json::new(Value::String(text)),
+            is_error: true,
+            ran: false,
+            note,
+            row: None,
+            child: None,
+        }
+    }
 }
 
 /// Runs tool calls. The engine only sees this trait, so other executors
@@ -32,19 +63,63 @@ pub trait ToolExecutor {
     /// Runs one call and returns its outcome; never fails: failures are
     /// error results.
     fn execute(&self, call: &ToolCall) -> ToolOutcome;
+
+    /// How the call behaves in virtual time (default: instant, no failure).
+    fn plan(&self, _call: &ToolCall) -> CallPlan {
+        CallPlan {
+            latency_ms: 0,
+            timeout_ms: None,
+            fails: false,
+            hard: false,
+        }
+    }
 }
 
 /// Executes calls against a session's lookup tables.
 pub struct TableExecutor<'s> {
     session: &'s Session,
+    /// Compiled argument schemas, by tool name (tools whose schema compiles).
+    validators: HashMap<&'s str, jsonschema::Validator>,
 }
 
 impl<'s> TableExecutor<'s> {
     /// An executor over `session`'s tools.
     pub fn new(session: &'s Session) -> Self {
-        TableExecutor { session }
+        let validators = session
+            .tools
+            .iter()
+            .filter(|t| declares_something(&t.parameters))
+            .filter_map(|t| {
+                Some((
+                    t.name.as_str(),
+                    jsonschema::validator_for(&t.parameters).ok()?,
+                ))
+            })
+            .collect();
+        TableExecutor {
+            session,
+            validators,
+        }
     }
 }
+
+/// Schemas that accept anything are not worth compiling.
+fn declares_something(schema: &Value) -> bool {
+    schema
+        .get("required")
+        .is_some_and(|r| r.as_array().is_some_and(|a| !a.is_empty()))
+        || schema.get("additionalProperties").is_some()
+        || schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .is_some_and(|p| {
+                p.values()
+                    .any(|v| v.get("type").is_some() || v.get("enum").is_some())
+            })
+}
+
+/// How deep sub-agents may nest.
+pub const MAX_AGENT_DEPTH: usize = 4;
 
 impl ToolExecutor for TableExecutor<'_> {
     fn execute(&self, call: &ToolCall) -> ToolOutcome {
@@ -64,8 +139,50 @@ impl ToolExecutor for TableExecutor<'_> {
                 ran: false,
                 note: "refused by the whitelist",
                 row: None,
+                child: None,
             };
         };
+        if let Some(raw) = &call.arguments
+            && let Err(e) = serde_json::from_str::<Value>(raw)
+        {
+            return ToolOutcome::loop_error(
+                format!(
+                    "arguments for `{}` are not valid JSON ({e}); the call was not run, send them again",
+                    call.name
+                ),
+                "refused: arguments are not JSON",
+            );
+        }
+        if let Some(validator) = self.validators.get(call.name.as_ref()) {
+            let errors: Vec<String> = validator
+                .iter_errors(&call.args)
+                .take(3)
+                .map(|e| e.to_string())
+                .collect();
+            if !errors.is_empty() {
+                return ToolOutcome::loop_error(
+                    format!(
+                        "invalid arguments for `{}`: {}; the call was not run",
+                        call.name,
+                        errors.join("; ")
+                    ),
+                    "refused: arguments break the tool's schema",
+                );
+            }
+        }
+        if let Some(text) = &tool.fails {
+            return ToolOutcome {
+                content: Json::new(json!({"error": text})),
+                is_error: true,
+                ran: true,
+                note: "the tool failed",
+                row: None,
+                child: None,
+            };
+        }
+        if let Some(child) = &tool.agent_session {
+            return run_sub_agent(child);
+        }
         match tool.table.iter().position(|row| row.args == *call.args) {
             Some(i) => ToolOutcome {
                 content: tool.table[i].result.clone(),
@@ -73,6 +190,7 @@ impl ToolExecutor for TableExecutor<'_> {
                 ran: true,
                 note: "answered from the lookup table",
                 row: Some(i),
+                child: None,
             },
             None => ToolOutcome {
                 content: tool.miss.clone().unwrap_or_else(|| {
@@ -82,8 +200,53 @@ impl ToolExecutor for TableExecutor<'_> {
                 ran: true,
                 note: "no table row matches these arguments",
                 row: None,
+                child: None,
             },
         }
+    }
+
+    fn plan(&self, call: &ToolCall) -> CallPlan {
+        match self.session.tool(&call.name) {
+            Some(tool) => CallPlan {
+                latency_ms: tool.latency_ms,
+                timeout_ms: tool.timeout_ms.or(self.session.executor.timeout_ms),
+                fails: tool.fails.is_some(),
+                hard: tool.fails.is_some() && tool.hard,
+            },
+            None => CallPlan {
+                latency_ms: 0,
+                timeout_ms: None,
+                fails: false,
+                hard: false,
+            },
+        }
+    }
+}
+
+/// Runs a sub-agent's own loop; the parent sees one result.
+fn run_sub_agent(child: &Session) -> ToolOutcome {
+    let strategy = crate::strategy::Strategy::for_session(child);
+    let trace = crate::engine::run(child, &strategy);
+    let (content, is_error) = match trace.outcome.end {
+        crate::trace::End::ModelDone => (
+            json!({"status": "completed", "result": trace.outcome.final_text, "rounds": trace.outcome.requests}),
+            false,
+        ),
+        _ => (
+            json!({"status": "error", "error": trace.outcome.detail, "rounds": trace.outcome.requests}),
+            true,
+        ),
+    };
+    ToolOutcome {
+        content: Json::new(content),
+        is_error,
+        ran: true,
+        note: "ran the sub-agent's loop",
+        row: None,
+        child: Some(Arc::new(SubAgentRun {
+            session: child.clone(),
+            trace,
+        })),
     }
 }
 
@@ -107,6 +270,7 @@ mod tests {
             id: "c".into(),
             name: name.into(),
             args: Json::new(args),
+            arguments: None,
         }
     }
 

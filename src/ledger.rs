@@ -260,11 +260,13 @@ mod tests {
                     id: "w1".into(),
                     name: "get_weather".into(),
                     args: json!({}).into(),
+                    arguments: None,
                 },
                 ToolCall {
                     id: "f1".into(),
                     name: "get_fx_rate".into(),
                     args: json!({}).into(),
+                    arguments: None,
                 },
             ],
             finish_reason: None,

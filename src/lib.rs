@@ -20,6 +20,7 @@ pub mod message;
 pub mod provider;
 pub mod replay;
 pub mod report;
+pub mod schedule;
 pub mod schema;
 pub mod session;
 pub mod strategy;

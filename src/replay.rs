@@ -54,10 +54,18 @@ pub fn session_for(conv: &Conversation, title: &str) -> Session {
                     .unwrap_or_else(|| serde_json::json!({"type": "object"})),
                 table: Vec::new(),
                 miss: None,
+                latency_ms: 0,
+                fails: None,
+                hard: false,
+                timeout_ms: None,
+                agent: None,
+                agent_session: None,
             })
             .collect(),
         model,
         strategy: Default::default(),
+        executor: Default::default(),
+        faults: Default::default(),
     }
 }
 
@@ -93,6 +101,8 @@ pub fn trace_of(conv: &Conversation, findings: &[Finding]) -> Trace {
                 history_len: i,
                 execution: None,
                 unpaired: 0,
+                time_ms: 0,
+                event: None,
             });
             let tool_calls: Vec<ToolCall> = m
                 .content
@@ -102,6 +112,7 @@ pub fn trace_of(conv: &Conversation, findings: &[Finding]) -> Trace {
                         id: id.clone(),
                         name: name.clone(),
                         args: input.clone(),
+                        arguments: None,
                     }),
                     _ => None,
                 })
@@ -131,6 +142,8 @@ pub fn trace_of(conv: &Conversation, findings: &[Finding]) -> Trace {
                 reply_message: Some(i),
                 identical_run,
                 decision: None,
+                fallback: None,
+                stripped: Vec::new(),
             });
             steps.push(Step {
                 phase: Phase::Reply,
@@ -138,6 +151,8 @@ pub fn trace_of(conv: &Conversation, findings: &[Finding]) -> Trace {
                 history_len: i + 1,
                 execution: None,
                 unpaired: 0,
+                time_ms: 0,
+                event: None,
             });
         } else {
             // Results of the last turn are its executions, in arrival order.
@@ -162,8 +177,12 @@ pub fn trace_of(conv: &Conversation, findings: &[Finding]) -> Trace {
                             ran: true,
                             note: "recorded in the transcript",
                             row: None,
+                            child: None,
                         },
-                        message: i,
+                        message: Some(i),
+                        status: crate::trace::CallStatus::Finished,
+                        ended_ms: 0,
+                        synthetic: false,
                     });
                 }
             }
@@ -176,6 +195,8 @@ pub fn trace_of(conv: &Conversation, findings: &[Finding]) -> Trace {
                 history_len: i + 1,
                 execution: if round == 0 { None } else { execution },
                 unpaired: 0,
+                time_ms: 0,
+                event: None,
             });
         }
         round_of_message[i] = round.max(1);
@@ -195,6 +216,8 @@ pub fn trace_of(conv: &Conversation, findings: &[Finding]) -> Trace {
         history_len: messages.len(),
         execution: None,
         unpaired: 0,
+        time_ms: 0,
+        event: None,
     });
     let violations: Vec<Violation> = findings
         .iter()
@@ -214,6 +237,8 @@ pub fn trace_of(conv: &Conversation, findings: &[Finding]) -> Trace {
             stop: StopRule::ToolCalls,
             max_rounds: round.max(1),
             behavior: REPLAY_BEHAVIOR.to_string(),
+            closure: crate::strategy::Closure::Leave,
+            interrupt: None,
         },
         pairing: PairingIndex::new(&messages),
         messages,

@@ -372,6 +372,7 @@ pub fn compare_rows(origin: &str, session: &Session, max_rounds: u32) -> Vec<Com
                     stop,
                     max_rounds,
                     behavior: behavior.to_string(),
+                    ..Strategy::for_session(session)
                 };
                 let trace = crate::engine::run(session, &strategy);
                 rows.push(CompareRow {

@@ -44,6 +44,75 @@ pub struct Session {
     /// The strategy the session opens with.
     #[serde(default)]
     pub strategy: StrategyDefaults,
+    /// How local execution behaves.
+    #[serde(default, skip_serializing_if = "ExecutorConfig::is_default")]
+    pub executor: ExecutorConfig,
+    /// Faults the run suffers.
+    #[serde(default, skip_serializing_if = "Faults::is_empty")]
+    pub faults: Faults,
+}
+
+/// How local execution behaves.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ExecutorConfig {
+    /// A per-call timeout in virtual milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+}
+
+impl ExecutorConfig {
+    fn is_default(&self) -> bool {
+        *self == ExecutorConfig::default()
+    }
+}
+
+/// Faults written into a session.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Faults {
+    /// The user interrupts during a round's execution.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupt: Option<Interrupt>,
+    /// The reply stream breaks and the loop falls back to a non-streaming retry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<Fallback>,
+}
+
+impl Faults {
+    fn is_empty(&self) -> bool {
+        *self == Faults::default()
+    }
+}
+
+/// An interrupt at virtual time `at_ms` of round `round`'s execution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Interrupt {
+    /// 1-based round.
+    pub round: u32,
+    /// Milliseconds after the round's calls started.
+    #[serde(default)]
+    pub at_ms: u64,
+}
+
+/// A streaming failure: in round `round` the stream breaks after
+/// `after_calls` tool_use blocks arrived, `at_ms` after they started running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fallback {
+    /// 1-based round.
+    pub round: u32,
+    /// How many tool_use blocks arrived before the stream broke.
+    #[serde(default = "one")]
+    pub after_calls: usize,
+    /// When the stream broke, in virtual milliseconds.
+    #[serde(default)]
+    pub at_ms: u64,
+}
+
+fn one() -> usize {
+    1
 }
 
 /// A tool definition plus its local implementation (a lookup table).
@@ -64,6 +133,28 @@ pub struct ToolDef {
     /// What comes back (as an error result) when no row matches.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub miss: Option<Json>,
+    /// Virtual time a call takes, in milliseconds (calls of a turn run concurrently).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub latency_ms: u64,
+    /// When set, every call fails with this error text after its latency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fails: Option<String>,
+    /// A failure that cancels the other calls of its turn (a sibling error).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hard: bool,
+    /// This tool's timeout; overrides `executor.timeout_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// A nested session run as a sub-agent, by path (relative to this file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// The loaded sub-agent session; the loader fills it, the engine runs it.
+    #[serde(skip)]
+    pub agent_session: Option<Box<Session>>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn empty_object_schema() -> Value {
@@ -155,6 +246,11 @@ pub struct ToolCall {
     /// The arguments, any JSON.
     #[serde(default = "empty_object")]
     pub args: Json,
+    /// The arguments as the raw string a model sent (OpenAI style); when
+    /// present it replaces `args`, and text that is not JSON reaches the
+    /// executor as a string it will refuse.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<String>,
 }
 
 fn empty_object() -> Json {
@@ -207,6 +303,9 @@ pub struct StrategyDefaults {
     /// Which stub behaviour replies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub behavior: Option<String>,
+    /// What happens to calls left without a result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closure: Option<crate::strategy::Closure>,
 }
 
 impl Session {
@@ -246,7 +345,25 @@ impl Session {
             spans: &spans,
         };
         check.session(&session)?;
+        let mut session = session;
+        session.resolve_raw_arguments();
         Ok(session)
+    }
+
+    /// Parses each call's raw `arguments` string into `args`.
+    fn resolve_raw_arguments(&mut self) {
+        for rules in self.model.values_mut() {
+            for rule in rules {
+                for call in &mut rule.reply.tool_calls {
+                    if let Some(raw) = &call.arguments {
+                        call.args = Json::new(
+                            serde_json::from_str(raw)
+                                .unwrap_or_else(|_| Value::String(raw.clone())),
+                        );
+                    }
+                }
+            }
+        }
     }
 
     /// The tool definition called `name`.

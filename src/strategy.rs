@@ -127,6 +127,41 @@ macro_rules! display_and_parse {
 display_and_parse!(Extract, "extraction");
 display_and_parse!(StopRule, "stop rule");
 
+/// What happens to calls left without a result (dropped by extraction,
+/// cancelled, interrupted, discarded) before the next request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Closure {
+    /// Careless: they stay dangling (the next request gets a 400).
+    Leave,
+    /// A placeholder error result for each, as Claude Code does.
+    Synthesize,
+    /// Their tool_use blocks are removed before the history is sent.
+    Strip,
+}
+
+impl Closure {
+    /// Every policy, in cycle order.
+    pub const ALL: [Closure; 3] = [Closure::Leave, Closure::Synthesize, Closure::Strip];
+
+    /// The flag spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Closure::Leave => "leave",
+            Closure::Synthesize => "synthesize",
+            Closure::Strip => "strip",
+        }
+    }
+
+    /// The next policy in cycle order.
+    pub fn next(self) -> Closure {
+        let i = Closure::ALL.iter().position(|c| *c == self).unwrap_or(0);
+        Closure::ALL[(i + 1) % Closure::ALL.len()]
+    }
+}
+
+display_and_parse!(Closure, "closure policy");
+
 /// A complete strategy: what one run of the engine uses.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Strategy {
@@ -138,6 +173,16 @@ pub struct Strategy {
     pub max_rounds: u32,
     /// The stub behaviour that replies.
     pub behavior: String,
+    /// What happens to calls left without a result.
+    #[serde(default = "default_closure")]
+    pub closure: Closure,
+    /// An interrupt the user causes (from the session's faults, or `x`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupt: Option<crate::session::Interrupt>,
+}
+
+fn default_closure() -> Closure {
+    Closure::Leave
 }
 
 /// Used when neither the session nor a flag sets it.
@@ -156,14 +201,16 @@ impl Strategy {
                 .unwrap_or(DEFAULT_MAX_ROUNDS)
                 .clamp(1, MAX_ROUNDS_LIMIT),
             behavior: session.default_behavior().to_string(),
+            closure: session.strategy.closure.unwrap_or(Closure::Leave),
+            interrupt: session.faults.interrupt,
         }
     }
 
     /// A one-line label: `all / robust / complete / 6 rounds`.
     pub fn label(&self) -> String {
         format!(
-            "{} / {} / {} / {} rounds",
-            self.extract, self.stop, self.behavior, self.max_rounds
+            "{} / {} / {} / {} rounds / closure {}",
+            self.extract, self.stop, self.behavior, self.max_rounds, self.closure
         )
     }
 }

@@ -104,6 +104,7 @@ mod tests {
             id: id.into(),
             name: name.into(),
             args: json!({}).into(),
+            arguments: None,
         }
     }
 

@@ -24,8 +24,10 @@ pub enum Phase {
     Reply,
     /// The loop takes calls from the reply (and maybe drops some).
     Extract,
-    /// One call runs locally.
+    /// One call runs locally (or ends: done, failed, timed out, cancelled, interrupted).
     Execute,
+    /// Calls left without a result are closed: synthesized, stripped, or left.
+    Close,
     /// One result joins the history.
     Append,
     /// Continue or stop, and why.
@@ -36,11 +38,12 @@ pub enum Phase {
 
 impl Phase {
     /// Every phase, in loop order.
-    pub const ALL: [Phase; 7] = [
+    pub const ALL: [Phase; 8] = [
         Phase::Request,
         Phase::Reply,
         Phase::Extract,
         Phase::Execute,
+        Phase::Close,
         Phase::Append,
         Phase::Decide,
         Phase::Done,
@@ -53,6 +56,7 @@ impl Phase {
             Phase::Reply => "Reply",
             Phase::Extract => "Extract",
             Phase::Execute => "Execute",
+            Phase::Close => "Close",
             Phase::Append => "Append",
             Phase::Decide => "Decide",
             Phase::Done => "Done",
@@ -76,6 +80,82 @@ pub struct Step {
     /// flight). Recorded so breakpoints can find the step where it rises
     /// without rebuilding the ledger at every step.
     pub unpaired: usize,
+    /// Virtual milliseconds since the round's calls started (Execute steps).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub time_ms: u64,
+    /// Something out of the ordinary that happened at this step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub event: Option<StepEvent>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// Out-of-the-ordinary things a step can record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepEvent {
+    /// The reply stream broke after some tool_use blocks arrived.
+    StreamBroke,
+    /// The retry without streaming replied.
+    Retried,
+    /// A result from the discarded executor arrived late and was rejected.
+    LateResultRejected,
+    /// The user interrupted the turn.
+    Interrupted,
+}
+
+/// How a call of the round ended up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallStatus {
+    /// It returned a value or an error result.
+    Finished,
+    /// The tool failed.
+    Failed,
+    /// It ran past its timeout.
+    TimedOut,
+    /// Cancelled because a sibling failed hard.
+    Cancelled,
+    /// The user interrupted the turn.
+    Interrupted,
+    /// The loop's extraction dropped it; it never ran.
+    Dropped,
+}
+
+impl CallStatus {
+    /// The lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallStatus::Finished => "finished",
+            CallStatus::Failed => "failed",
+            CallStatus::TimedOut => "timed out",
+            CallStatus::Cancelled => "cancelled",
+            CallStatus::Interrupted => "interrupted",
+            CallStatus::Dropped => "dropped",
+        }
+    }
+
+    /// True when the call produced a result of its own.
+    pub fn has_result(self) -> bool {
+        matches!(
+            self,
+            CallStatus::Finished | CallStatus::Failed | CallStatus::TimedOut
+        )
+    }
+}
+
+/// A streaming failure and what the loop did about it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FallbackRecord {
+    /// The tool calls that had arrived when the stream broke.
+    pub partial: Vec<crate::session::ToolCall>,
+    /// When the stream broke.
+    pub broke_at_ms: u64,
+    /// Results of the discarded executor that came in late, rejected:
+    /// (call id, virtual ms).
+    pub rejected: Vec<(crate::session::Text, u64)>,
 }
 
 /// Why the run ended.
@@ -112,10 +192,17 @@ pub struct Execution {
     pub name: crate::session::Text,
     /// The arguments.
     pub args: crate::session::Json,
-    /// What came back.
+    /// What came back (for calls without a result of their own: the
+    /// placeholder a `synthesize` closure sends).
     pub outcome: ToolOutcome,
-    /// Index of the tool message that carries the result.
-    pub message: usize,
+    /// Index of the tool message that carries the result, once appended.
+    pub message: Option<usize>,
+    /// How the call ended.
+    pub status: CallStatus,
+    /// Virtual ms when it ended (0 for instant calls).
+    pub ended_ms: u64,
+    /// True when the result is a placeholder written by the loop.
+    pub synthetic: bool,
 }
 
 /// The loop's decision at the end of a round.
@@ -165,6 +252,12 @@ pub struct Round {
     pub identical_run: u32,
     /// What the loop decided after this round.
     pub decision: Option<Decision>,
+    /// Set when the reply stream broke and the loop retried.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<FallbackRecord>,
+    /// Tool_use blocks the `strip` closure removed (indices into the reply's calls).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stripped: Vec<usize>,
 }
 
 /// How the run ended.
@@ -258,18 +351,30 @@ impl Trace {
         let round = self.round(step.round);
         let calls = round.map_or(&[][..], |r| &r.reply.tool_calls[..]);
         let taken = round.map_or(&[][..], |r| &r.taken[..]);
-        let (all, from_taken): (&[_], &[usize]) = match step.phase {
-            Phase::Reply if round.is_some_and(|r| r.reply_message.is_some()) => (calls, &[]),
-            Phase::Extract | Phase::Execute => (&[], taken),
+        let execs = round.map_or(&[][..], |r| &r.executions[..]);
+        let reply_in_history =
+            round.is_some_and(|r| r.reply_message.is_some_and(|m| m < step.history_len));
+        let none: (&[crate::session::ToolCall], &[usize], &[Execution]) = (&[], &[], &[]);
+        let (all, from_taken, from_execs) = match step.phase {
+            Phase::Reply if reply_in_history => (calls, &[][..], &[][..]),
+            Phase::Extract | Phase::Execute => (&[][..], taken, &[][..]),
+            // From the closure on, pending means "a result is on its way".
+            Phase::Close => (&[][..], &[][..], execs),
             Phase::Append => {
-                let done = step.execution.map_or(0, |e| e + 1);
-                (&[], &taken[done.min(taken.len())..])
+                let done = step.execution.map_or(0, |e| e + 1).min(execs.len());
+                (&[][..], &[][..], &execs[done..])
             }
-            _ => (&[], &[]),
+            _ => none,
         };
         all.iter()
             .map(|c| &*c.id)
             .chain(from_taken.iter().map(move |&i| &*calls[i].id))
+            .chain(
+                from_execs
+                    .iter()
+                    .filter(|e| e.message.is_some())
+                    .map(|e| &*e.id),
+            )
     }
 
     /// The pairing ledger at step `k`.

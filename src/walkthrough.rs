@@ -169,7 +169,7 @@ fn active_step(trace: &Trace, k: usize) -> Option<usize> {
         Phase::Reply | Phase::Extract if step.round == 1 || has_calls => Some(1),
         Phase::Reply | Phase::Extract => Some(3),
         Phase::Execute => Some(2),
-        Phase::Append => Some(3),
+        Phase::Close | Phase::Append => Some(3),
         Phase::Decide => Some(3),
         Phase::Done => None,
     }
@@ -194,7 +194,7 @@ fn highest_reached(trace: &Trace, k: usize) -> usize {
                 2
             }
         }
-        Phase::Append | Phase::Decide => {
+        Phase::Close | Phase::Append | Phase::Decide => {
             if step.round > 1 {
                 4
             } else if ran_tools(step.round) {

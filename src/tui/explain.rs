@@ -131,6 +131,34 @@ pub fn explain(trace: &Trace, k: usize, tool_count: usize) -> String {
                 )
             }
         }
+        Phase::Close => {
+            let Some(r) = round else {
+                return String::new();
+            };
+            let open: Vec<String> = r
+                .executions
+                .iter()
+                .filter(|e| !e.status.has_result())
+                .map(|e| format!("{} ({})", clean(&e.id), e.status.as_str()))
+                .collect();
+            match strategy.closure {
+                crate::strategy::Closure::Synthesize => format!(
+                    "Closure synthesize: {} get a placeholder error result, so every tool_use is answered before the next request.",
+                    open.join(", ")
+                ),
+                crate::strategy::Closure::Strip if open.is_empty() => {
+                    "Closure strip: every call got a result; the reply joins the history as it came.".to_string()
+                }
+                crate::strategy::Closure::Strip => format!(
+                    "Closure strip: the tool_use blocks of {} are removed before the reply joins the history, so nothing dangles.",
+                    open.join(", ")
+                ),
+                crate::strategy::Closure::Leave => format!("Closure leave: {} stay dangling.", open.join(", ")),
+            }
+        }
+        Phase::Append if step.event == Some(crate::trace::StepEvent::LateResultRejected) => {
+            "A result from the discarded streaming executor arrives late with an old id: rejected, not appended (it would pair with nothing, or with the wrong call).".to_string()
+        }
         Phase::Append => {
             let Some(e) = round.and_then(|r| step.execution.and_then(|i| r.executions.get(i)))
             else {
