@@ -161,6 +161,20 @@ pub fn warnings(trace: &Trace) -> Vec<Warning> {
             ),
         });
     }
+    for r in &trace.rounds {
+        let ran_anyway = r.reply_message.is_some()
+            && r.reply.finish_reason() == crate::session::FinishReason::Length
+            && r.executions.iter().any(|e| e.message.is_some());
+        if ran_anyway {
+            out.push(Warning {
+                kind: "truncated_executed",
+                message: format!(
+                    "round {}: the reply was cut by max_tokens, yet the loop handled its calls as if they were complete",
+                    r.number
+                ),
+            });
+        }
+    }
     let check = quote_check(trace);
     if check.cites_tool_numbers == Some(false) {
         let mut missing: Vec<String> = Vec::new();

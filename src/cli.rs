@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use loopdbg::fix::Repair;
 use loopdbg::provider::Format;
-use loopdbg::strategy::{Extract, StopRule};
+use loopdbg::strategy::{Closure, Extract, StopRule};
 use loopdbg::transcript::Source;
 
 /// A step debugger for LLM agent tool-call loops.
@@ -46,6 +46,13 @@ pub struct StrategyFlags {
     /// The round limit (model calls).
     #[arg(long)]
     pub max_rounds: Option<u32>,
+    /// What happens to calls left without a result: leave, synthesize or strip.
+    #[arg(long, value_parser = parse_closure)]
+    pub closure: Option<Closure>,
+}
+
+fn parse_closure(s: &str) -> Result<Closure, String> {
+    s.parse()
 }
 
 fn parse_provider(s: &str) -> Result<Format, String> {

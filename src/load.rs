@@ -16,19 +16,38 @@ pub struct Loaded {
     pub session: Session,
 }
 
-/// Reads and parses a session file.
+/// Reads and parses a session file, and the sub-agent sessions it names.
 pub fn session(path: &Path) -> Result<Loaded, LoadError> {
+    let (origin, text, mut session) = read_one(path)?;
+    let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let mut load = |child: &str, depth: usize| -> Result<Session, LoadError> {
+        if depth > loopdbg::executor::MAX_AGENT_DEPTH {
+            return Err(LoadError::Refused {
+                origin: child.to_string(),
+                reason: format!(
+                    "sub-agents nest deeper than {} levels (a session that names itself?)",
+                    loopdbg::executor::MAX_AGENT_DEPTH
+                ),
+            });
+        }
+        read_one(&base.join(child)).map(|(_, _, s)| s)
+    };
+    session.resolve_agents(0, &mut load)?;
+    Ok(Loaded {
+        origin,
+        text,
+        session,
+    })
+}
+
+fn read_one(path: &Path) -> Result<(String, String, Session), LoadError> {
     let origin = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| LoadError::Unreadable {
         origin: origin.clone(),
         reason: e.to_string(),
     })?;
     let session = Session::parse(&origin, &text)?;
-    Ok(Loaded {
-        origin,
-        text,
-        session,
-    })
+    Ok((origin, text, session))
 }
 
 /// True when `path` holds a captured conversation rather than a session:

@@ -277,6 +277,9 @@ fn strategy_for(session: &Session, flags: &StrategyFlags) -> Result<Strategy, Fa
     if let Some(r) = flags.stop {
         s.stop = r;
     }
+    if let Some(c) = flags.closure {
+        s.closure = c;
+    }
     if let Some(n) = flags.max_rounds {
         s.max_rounds = check_rounds(n)?;
     }

@@ -12,7 +12,7 @@ use crate::ledger::Ledger;
 use crate::message::Message;
 use crate::session::{Json, Session, Text};
 use crate::strategy::{Extract, StopRule, Strategy};
-use crate::trace::{Trace, Violation};
+use crate::trace::{CallStatus, Trace, Violation};
 use crate::walkthrough::{self, Walkthrough};
 
 /// One round, flattened for reports.
@@ -30,6 +30,11 @@ pub struct RoundReport {
     pub executed: Vec<ExecutedRef>,
     /// Calls the loop dropped.
     pub dropped: Vec<CallRef>,
+    /// Calls the `strip` closure removed from the reply.
+    pub stripped: Vec<CallRef>,
+    /// The streaming failure of this round, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<crate::trace::FallbackRecord>,
     /// False when the reply never joined the history (robust refused it).
     pub appended: bool,
     /// Continue or stop, and why.
@@ -62,6 +67,14 @@ pub struct ExecutedRef {
     pub is_error: bool,
     /// False when the whitelist refused it.
     pub ran: bool,
+    /// How it ended.
+    pub status: CallStatus,
+    /// Virtual ms when it ended.
+    pub ended_ms: u64,
+    /// True when its result joined the history.
+    pub appended: bool,
+    /// True when the result is a placeholder the loop wrote.
+    pub synthetic: bool,
 }
 
 /// Everything `loopdbg run --format json` prints.
@@ -138,6 +151,7 @@ impl RunReport {
                         executed: r
                             .executions
                             .iter()
+                            .filter(|e| e.status != CallStatus::Dropped || e.message.is_some())
                             .map(|e| ExecutedRef {
                                 id: e.id.clone(),
                                 name: e.name.clone(),
@@ -145,8 +159,14 @@ impl RunReport {
                                 result: e.outcome.content.clone(),
                                 is_error: e.outcome.is_error,
                                 ran: e.outcome.ran,
+                                status: e.status,
+                                ended_ms: e.ended_ms,
+                                appended: e.message.is_some(),
+                                synthetic: e.synthetic,
                             })
                             .collect(),
+                        stripped: r.stripped.iter().map(call).collect(),
+                        fallback: r.fallback.clone(),
                         dropped: r.dropped.iter().map(call).collect(),
                         appended: r.reply_message.is_some(),
                         decision: r.decision.as_ref().map(|d| {
@@ -165,14 +185,30 @@ impl RunReport {
         let s = &self.strategy;
         let _ = writeln!(
             out,
-            "== {} ==\nextract {} / stop {} / behavior {} / max {} rounds",
+            "== {} ==\nextract {} / stop {} / behavior {} / max {} rounds / closure {}",
             clean(&self.session),
             s.extract,
             s.stop,
             clean(&s.behavior),
-            s.max_rounds
+            s.max_rounds,
+            s.closure
         );
         for r in &self.round_details {
+            if let Some(f) = &r.fallback {
+                let ids: Vec<String> = f
+                    .partial
+                    .iter()
+                    .map(|c| format!("{}({})", clean(&c.name), clean(&c.id)))
+                    .collect();
+                let _ = writeln!(
+                    out,
+                    "round {} stream broke @{}ms after {} tool_use block(s): {}; the streaming executor is discarded, the loop retries without streaming",
+                    r.round,
+                    f.broke_at_ms,
+                    f.partial.len(),
+                    ids.join(", ")
+                );
+            }
             let _ = writeln!(
                 out,
                 "round {} assistant text: {}",
@@ -200,17 +236,68 @@ impl RunReport {
                 );
             }
             for e in &r.executed {
-                let verb = if e.ran {
-                    "executed"
+                let at = if e.ended_ms > 0 {
+                    format!(" @{}ms", e.ended_ms)
                 } else {
-                    "refused (not run)"
+                    String::new()
                 };
-                let err = if e.is_error { " [error]" } else { "" };
+                let verb = match e.status {
+                    CallStatus::Finished if e.ran => "executed",
+                    CallStatus::Finished => "refused (not run)",
+                    CallStatus::Failed => "failed",
+                    CallStatus::TimedOut => "timed out",
+                    CallStatus::Cancelled => "cancelled",
+                    CallStatus::Interrupted => "interrupted",
+                    CallStatus::Dropped => "dropped",
+                };
+                if e.synthetic && e.appended {
+                    let _ = writeln!(
+                        out,
+                        "  {verb}{at}: {}({}) -> synthesized result {}",
+                        clean(&e.name),
+                        clean(&e.id),
+                        clean(&compact(&e.result))
+                    );
+                } else if e.synthetic {
+                    let fate = if r.stripped.iter().any(|c| c.id == e.id) {
+                        "its tool_use is stripped from the reply"
+                    } else {
+                        "left dangling"
+                    };
+                    let _ = writeln!(
+                        out,
+                        "  {verb}{at}: {}({}) -> no result ({fate})",
+                        clean(&e.name),
+                        clean(&e.id)
+                    );
+                } else {
+                    let err = if e.is_error { " [error]" } else { "" };
+                    let _ = writeln!(
+                        out,
+                        "  {verb}{at}: {} -> {}{err}",
+                        clean(&e.name),
+                        clean(&compact(&e.result))
+                    );
+                }
+            }
+            if let Some(f) = &r.fallback {
+                for (id, at) in &f.rejected {
+                    let _ = writeln!(
+                        out,
+                        "  rejected @{at}ms: late result for {} from the discarded executor (not appended)",
+                        clean(id)
+                    );
+                }
+            }
+            if !r.stripped.is_empty() {
                 let _ = writeln!(
                     out,
-                    "  {verb}: {} -> {}{err}",
-                    clean(&e.name),
-                    clean(&compact(&e.result))
+                    "  stripped from the reply: {}",
+                    list(r.stripped.iter().map(|c| format!(
+                        "{}({})",
+                        clean(&c.name),
+                        clean(&c.id)
+                    )))
                 );
             }
             if !r.dropped.is_empty() {

@@ -38,7 +38,27 @@ pub fn session_schema() -> Value {
                     "extract": {"enum": ["first", "all"]},
                     "stop": {"enum": ["content", "finish-reason", "finish_reason", "tool-calls", "tool_calls", "robust"]},
                     "max_rounds": {"type": "integer", "minimum": 1, "maximum": crate::session::MAX_ROUNDS_LIMIT},
-                    "behavior": {"type": "string", "description": "A key of `model`."}
+                    "behavior": {"type": "string", "description": "A key of `model`."},
+                    "closure": {"enum": ["leave", "synthesize", "strip"], "description": "What happens to calls left without a result."}
+                }
+            },
+            "executor": {
+                "type": "object",
+                "additionalProperties": false,
+                "properties": {"timeout_ms": {"type": "integer", "minimum": 0, "description": "Per-call timeout in virtual milliseconds."}}
+            },
+            "faults": {
+                "type": "object",
+                "additionalProperties": false,
+                "properties": {
+                    "interrupt": {
+                        "type": "object", "additionalProperties": false, "required": ["round"],
+                        "properties": {"round": {"type": "integer", "minimum": 1}, "at_ms": {"type": "integer", "minimum": 0}}
+                    },
+                    "fallback": {
+                        "type": "object", "additionalProperties": false, "required": ["round"],
+                        "properties": {"round": {"type": "integer", "minimum": 1}, "after_calls": {"type": "integer", "minimum": 1}, "at_ms": {"type": "integer", "minimum": 0}}
+                    }
                 }
             }
         },
@@ -60,7 +80,12 @@ pub fn session_schema() -> Value {
                             "properties": {"args": {}, "result": {}}
                         }
                     },
-                    "miss": {"description": "Returned as an error result when no row matches."}
+                    "miss": {"description": "Returned as an error result when no row matches."},
+                    "latency_ms": {"type": "integer", "minimum": 0},
+                    "fails": {"type": "string", "description": "Every call fails with this error text."},
+                    "hard": {"type": "boolean", "description": "A failure cancels the other calls of the turn."},
+                    "timeout_ms": {"type": "integer", "minimum": 0},
+                    "agent": {"type": "string", "description": "A session file run as a sub-agent (relative path)."}
                 }
             },
             "rule": {
@@ -91,7 +116,8 @@ pub fn session_schema() -> Value {
                                     "properties": {
                                         "id": {"type": "string"},
                                         "name": {"type": "string"},
-                                        "args": {}
+                                        "args": {},
+                                        "arguments": {"type": "string", "description": "Raw arguments text, as a model sent it."}
                                     }
                                 }
                             },

@@ -350,6 +350,24 @@ impl Session {
         Ok(session)
     }
 
+    /// Loads every sub-agent session named by a tool's `agent`, recursively,
+    /// with `load` (the caller does the I/O: it gets the path as written in
+    /// the file that names it, and the nesting depth).
+    pub fn resolve_agents(
+        &mut self,
+        depth: usize,
+        load: &mut dyn FnMut(&str, usize) -> Result<Session, LoadError>,
+    ) -> Result<(), LoadError> {
+        for tool in &mut self.tools {
+            if let Some(path) = &tool.agent {
+                let mut child = load(path, depth + 1)?;
+                child.resolve_agents(depth + 1, load)?;
+                tool.agent_session = Some(Box::new(child));
+            }
+        }
+        Ok(())
+    }
+
     /// Parses each call's raw `arguments` string into `args`.
     fn resolve_raw_arguments(&mut self) {
         for rules in self.model.values_mut() {
