@@ -118,16 +118,25 @@ pub fn recent(trace: &Trace, k: usize, limit: usize) -> Walkthrough {
                 asks_for_tools: !round.reply.tool_calls.is_empty(),
             });
         }
-        let visible = if round.number == step.round {
-            match step.phase {
-                Phase::Execute => step.execution.map_or(0, |e| e + 1),
-                Phase::Append | Phase::Decide | Phase::Done => round.executions.len(),
-                _ => 0,
-            }
-        } else {
-            round.executions.len()
+        let current = round.number == step.round;
+        // During Execute, only the calls that have ended by this moment.
+        let current_call = step
+            .execution
+            .and_then(|i| round.executions.get(i))
+            .map_or(0, |e| e.call);
+        let ended = |e: &&crate::trace::Execution| {
+            e.status.has_result()
+                && (!current
+                    || match step.phase {
+                        Phase::Execute => {
+                            e.ended_ms < step.time_ms
+                                || (e.ended_ms == step.time_ms && e.call <= current_call)
+                        }
+                        Phase::Close | Phase::Append | Phase::Decide | Phase::Done => true,
+                        _ => false,
+                    })
         };
-        returns.extend(round.executions.iter().take(visible).map(|e| ReturnLog {
+        returns.extend(round.executions.iter().filter(ended).map(|e| ReturnLog {
             round: round.number,
             id: e.id.clone(),
             name: e.name.clone(),

@@ -251,3 +251,39 @@ fn replay_of_an_interrupted_claude_code_log() {
         draw(&mut a, 120, 40).backend()
     );
 }
+
+#[test]
+fn interrupt_mid_execution() {
+    let mut a = app("fault_interrupt.json", |_| {}, Theme::color());
+    while !(a.trace.step(a.cursor).phase == Phase::Execute && a.trace.step(a.cursor).time_ms == 200)
+    {
+        apply(&mut a, Action::StepForward);
+    }
+    insta::assert_snapshot!(
+        "interrupt_mid_execution_120x40",
+        draw(&mut a, 120, 40).backend()
+    );
+}
+
+#[test]
+fn stepping_into_a_sub_agent() {
+    let dir = format!("{}/sessions", env!("CARGO_MANIFEST_DIR"));
+    let read = |file: &str| {
+        let path = format!("sessions/{file}");
+        Session::parse(
+            &path,
+            &std::fs::read_to_string(format!("{dir}/{file}")).unwrap(),
+        )
+    };
+    let mut s = read("fault_subagent.json").unwrap();
+    s.resolve_agents(0, &mut |file, _| read(file)).unwrap();
+    let strategy = Strategy::for_session(&s);
+    let mut a = App::new("sessions/fault_subagent.json", s, strategy, Theme::color());
+    while a.trace.step(a.cursor).phase != Phase::Execute {
+        apply(&mut a, Action::StepForward);
+    }
+    apply(&mut a, Action::StepInto);
+    apply(&mut a, Action::StepForward);
+    apply(&mut a, Action::StepForward);
+    insta::assert_snapshot!("sub_agent_120x40", draw(&mut a, 120, 40).backend());
+}

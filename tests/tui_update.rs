@@ -502,3 +502,85 @@ fn w_cycles_the_wire_views_and_the_roles_follow() {
     apply(&mut app, key('w'));
     assert_eq!(app.view, None);
 }
+
+fn with_agents(name: &str) -> Session {
+    let dir = format!("{}/sessions", env!("CARGO_MANIFEST_DIR"));
+    let read = |file: &str| {
+        let path = format!("{dir}/{file}");
+        Session::parse(&path, &std::fs::read_to_string(&path).unwrap())
+    };
+    let mut s = read(name).unwrap();
+    s.resolve_agents(0, &mut |file, _| read(file)).unwrap();
+    s
+}
+
+#[test]
+fn x_interrupts_at_the_current_execute_step_and_p_cycles_the_closure() {
+    let s = session("fault_timeout.json");
+    let mut strategy = Strategy::for_session(&s);
+    strategy.closure = loopdbg::strategy::Closure::Leave;
+    let mut app = App::new("fault_timeout.json", s, strategy, Theme::color());
+    apply(&mut app, key('x'));
+    assert!(
+        app.notice
+            .as_ref()
+            .unwrap()
+            .contains("step to an Execute phase")
+    );
+    while phase(&app) != Phase::Execute {
+        apply(&mut app, Action::StepForward);
+    }
+    assert_eq!(app.trace.step(app.cursor).time_ms, 80);
+    apply(&mut app, key('x'));
+    assert_eq!(
+        app.strategy().interrupt.map(|i| (i.round, i.at_ms)),
+        Some((1, 80))
+    );
+    assert!(
+        app.notice
+            .as_ref()
+            .unwrap()
+            .contains("interrupt in round 1 at 80 ms")
+    );
+    assert_eq!(app.trace.outcome.end, loopdbg::trace::End::Error);
+    // Under leave the slow call dangles; p cycles to synthesize and closes it.
+    assert_eq!(app.analysis.unpaired, ["call_sh"]);
+    apply(&mut app, key('p'));
+    assert_eq!(
+        app.strategy().closure,
+        loopdbg::strategy::Closure::Synthesize
+    );
+    assert!(app.analysis.unpaired.is_empty());
+    assert!(app.notice.as_ref().unwrap().contains("call_sh paired"));
+    apply(&mut app, key('p'));
+    assert_eq!(app.strategy().closure, loopdbg::strategy::Closure::Strip);
+    assert!(app.analysis.unpaired.is_empty());
+}
+
+#[test]
+fn step_into_a_sub_agent_and_back_out() {
+    let s = with_agents("fault_subagent.json");
+    let strategy = Strategy::for_session(&s);
+    let mut app = App::new("fault_subagent.json", s, strategy, Theme::color());
+    apply(&mut app, key('<'));
+    assert_eq!(app.notice.as_deref(), Some("not inside a sub-agent"));
+    while phase(&app) != Phase::Execute {
+        apply(&mut app, Action::StepForward);
+    }
+    let parent_cursor = app.cursor;
+    let parent_ledger = app.trace.ledger_at(app.cursor);
+    apply(&mut app, key('>'));
+    assert_eq!(app.depth(), 1);
+    assert_eq!(app.session.title, "Sub-agent: a research loop of its own");
+    assert_eq!(app.cursor, 0);
+    apply(&mut app, Action::Last);
+    assert_eq!(app.trace.tool_runs(), ["search"]);
+    apply(&mut app, key('<'));
+    assert_eq!(app.depth(), 0);
+    assert_eq!(app.cursor, parent_cursor);
+    assert_eq!(
+        app.trace.ledger_at(app.cursor),
+        parent_ledger,
+        "the parent's ledger is unaffected"
+    );
+}

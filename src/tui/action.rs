@@ -30,6 +30,14 @@ pub enum Action {
     MoreRounds,
     /// Allow one round fewer.
     FewerRounds,
+    /// Cycle the closure policy: leave, synthesize, strip.
+    CycleClosure,
+    /// Interrupt the turn at this point of its execution (Execute steps).
+    Interrupt,
+    /// Step into the sub-agent run by the call at this step.
+    StepInto,
+    /// Step back out of a sub-agent to its parent.
+    StepOut,
     /// Show the comparison table of every strategy × behaviour.
     ShowCompare,
     /// Cycle the messages and detail view: canonical, Anthropic, OpenAI Chat, Responses.

@@ -102,6 +102,8 @@ pub struct App {
     pub view: Option<Format>,
     /// Set when replaying a captured conversation: what it was read as.
     pub replay: Option<String>,
+    /// While inside a sub-agent: the parent debugger, restored by `<`.
+    pub parent: Option<Box<App>>,
 }
 
 impl App {
@@ -132,7 +134,13 @@ impl App {
             quit: false,
             view: None,
             replay: None,
+            parent: None,
         }
+    }
+
+    /// How many sub-agent levels deep the debugger is.
+    pub fn depth(&self) -> usize {
+        self.parent.as_ref().map_or(0, |p| p.depth() + 1)
     }
 
     /// A debugger replaying a captured conversation (`trace` from

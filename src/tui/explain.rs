@@ -3,7 +3,7 @@
 
 use crate::report::{clean, compact, show_text};
 use crate::strategy::{Extract, StopRule};
-use crate::trace::{Phase, Trace};
+use crate::trace::{CallStatus, Phase, Trace};
 
 fn clip(text: &str, max: usize) -> String {
     let text = clean(text);
@@ -108,28 +108,53 @@ pub fn explain(trace: &Trace, k: usize, tool_count: usize) -> String {
             }
         }
         Phase::Execute => {
-            let Some(e) = round.and_then(|r| step.execution.and_then(|i| r.executions.get(i)))
-            else {
+            let Some(r) = round else {
                 return String::new();
             };
-            if !e.outcome.ran {
-                format!(
-                    "{} is not a defined tool: the whitelist refuses it and answers with an error result instead of running anything.",
-                    clip(&e.name, 30)
-                )
-            } else {
-                format!(
-                    "{}({}) runs locally and returns {}{}. The model never calls your function itself.",
+            let Some(e) = step.execution.and_then(|i| r.executions.get(i)) else {
+                return String::new();
+            };
+            let what = match e.status {
+                CallStatus::Finished if !e.outcome.ran => format!(
+                    "{} is refused without running: {}",
+                    clip(&e.name, 30),
+                    clip(&compact(&e.outcome.content), 70)
+                ),
+                CallStatus::Finished => format!(
+                    "{}({}) returns {}{}; the model never calls your function itself",
                     clip(&e.name, 30),
                     clip(&compact(&e.args), 40),
                     clip(&compact(&e.outcome.content), 60),
-                    if e.outcome.is_error {
-                        " as an error result"
+                    if e.outcome.is_error { " as an error result" } else { "" }
+                ),
+                CallStatus::Failed => format!(
+                    "{} fails: {}{}",
+                    clip(&e.name, 30),
+                    clip(&compact(&e.outcome.content), 60),
+                    if r.executions.iter().any(|x| x.status == CallStatus::Cancelled) {
+                        " — a hard failure: the loop cancels its siblings"
                     } else {
                         ""
                     }
-                )
-            }
+                ),
+                CallStatus::TimedOut => format!("{} runs past its timeout and becomes an error result", clip(&e.name, 30)),
+                CallStatus::Cancelled => format!("{} is cancelled because a sibling failed", clip(&e.id, 30)),
+                CallStatus::Interrupted => format!("the user interrupts: {} had not finished", clip(&e.id, 30)),
+                CallStatus::Dropped => String::new(),
+            };
+            // Progress of the whole batch at this moment.
+            let progress: Vec<String> = r
+                .executions
+                .iter()
+                .filter(|x| x.status != CallStatus::Dropped)
+                .map(|x| {
+                    let ended = x.ended_ms < step.time_ms
+                        || (x.ended_ms == step.time_ms && step.execution.is_some_and(|i| r.executions[i].call >= x.call));
+                    let state = if !ended { "running" } else { x.status.as_str() };
+                    format!("{} {state}", clip(&x.id, 16))
+                })
+                .collect();
+            format!("@{}ms {what}. [{}]", step.time_ms, progress.join(" · "))
         }
         Phase::Close => {
             let Some(r) = round else {

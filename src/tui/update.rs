@@ -64,6 +64,60 @@ pub fn update(app: &mut App, action: Action) -> Option<Action> {
             s.extract = s.extract.toggled();
             return Some(Action::Rerun(s));
         }
+        Action::CycleClosure => {
+            let mut s = app.strategy().clone();
+            s.closure = s.closure.next();
+            return Some(Action::Rerun(s));
+        }
+        Action::Interrupt => {
+            let step = app.trace.step(app.cursor);
+            if step.phase != Phase::Execute {
+                app.notice = Some(
+                    "x interrupts a turn while its calls run: step to an Execute phase first"
+                        .into(),
+                );
+                return None;
+            }
+            let mut s = app.strategy().clone();
+            s.interrupt = Some(crate::session::Interrupt {
+                round: step.round,
+                at_ms: step.time_ms,
+            });
+            return Some(Action::Rerun(s));
+        }
+        Action::StepInto => {
+            let Some(child) = child_at(app) else {
+                app.notice = Some(
+                    "no sub-agent here: step to the Execute or Append phase of a sub-agent call"
+                        .into(),
+                );
+                return None;
+            };
+            let title = format!("sub-agent {}", crate::report::clean(&child.0));
+            let mut inner = App::new(
+                title,
+                child.1.session.clone(),
+                child.1.trace.strategy.clone(),
+                app.theme,
+            );
+            inner.trace = child.1.trace.clone();
+            inner.analysis = RunAnalysis::of(&inner.trace);
+            inner.size = app.size;
+            inner.notice = Some(
+                "inside the sub-agent: its own loop and ledger; < returns to the parent".into(),
+            );
+            let parent = std::mem::replace(app, inner);
+            app.parent = Some(Box::new(parent));
+        }
+        Action::StepOut => match app.parent.take() {
+            Some(parent) => {
+                let size = app.size;
+                *app = *parent;
+                app.size = size;
+                app.notice = Some("back in the parent loop; its ledger is as it was".into());
+            }
+            None => app.notice = Some("not inside a sub-agent".into()),
+        },
         Action::CycleStop => {
             let mut s = app.strategy().clone();
             s.stop = s.stop.next();
@@ -156,10 +210,29 @@ pub fn update(app: &mut App, action: Action) -> Option<Action> {
     None
 }
 
+/// The sub-agent run of the call the step points at (name, run).
+fn child_at(app: &App) -> Option<(String, std::sync::Arc<crate::executor::SubAgentRun>)> {
+    let step = app.trace.step(app.cursor);
+    let round = app.trace.round(step.round)?;
+    let pick =
+        |e: &crate::trace::Execution| e.outcome.child.clone().map(|c| (e.name.to_string(), c));
+    match step
+        .execution
+        .and_then(|i| round.executions.get(i))
+        .and_then(pick)
+    {
+        Some(found) => Some(found),
+        // Anywhere else in the round, the round's only sub-agent call.
+        None => round.executions.iter().find_map(pick),
+    }
+}
+
 fn changes_strategy(action: &Action) -> bool {
     matches!(
         action,
         Action::ToggleExtract
+            | Action::CycleClosure
+            | Action::Interrupt
             | Action::CycleStop
             | Action::CycleBehavior
             | Action::MoreRounds
@@ -289,6 +362,15 @@ fn describe_strategy_change(old: &Strategy, new: &Strategy) -> String {
             "max rounds {} → {}",
             old.max_rounds, new.max_rounds
         ));
+    }
+    if old.closure != new.closure {
+        parts.push(format!("closure {} → {}", old.closure, new.closure));
+    }
+    if old.interrupt != new.interrupt {
+        match new.interrupt {
+            Some(i) => parts.push(format!("interrupt in round {} at {} ms", i.round, i.at_ms)),
+            None => parts.push("no interrupt".to_string()),
+        }
     }
     if parts.is_empty() {
         "same strategy".to_string()

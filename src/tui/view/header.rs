@@ -18,6 +18,11 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     } else {
         clean(&app.session.title)
     };
+    let title = if app.parent.is_some() {
+        format!("{title} (sub-agent, depth {}; < returns)", app.depth())
+    } else {
+        title
+    };
     // The title gives way to the round and phase on narrow terminals.
     let title = super::clip(&title, (area.width as usize).saturating_sub(46).max(8));
     let phase = match step.execution {
@@ -56,10 +61,14 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
                         format!(" replay of a captured {} conversation │ ", clean(source))
                     }
                     None => format!(
-                        " extract {} │ stop {} │ behavior {} │ ",
+                        " extract {} │ stop {} │ behavior {} │ closure {}{} │ ",
                         s.extract,
                         s.stop,
-                        clean(&s.behavior)
+                        clean(&s.behavior),
+                        s.closure,
+                        s.interrupt
+                            .map(|i| format!(" │ interrupt r{} @{}ms", i.round, i.at_ms))
+                            .unwrap_or_default()
                     ),
                 },
                 t.text,
