@@ -161,6 +161,17 @@ pub fn warnings(trace: &Trace) -> Vec<Warning> {
             ),
         });
     }
+    let left: Vec<String> = trace.pairing.ledger(trace.messages.len(), &[]).unpaired();
+    let already_said = trace.violations.last().is_some_and(|v| v.ids == left);
+    if !left.is_empty() && !already_said {
+        out.push(Warning {
+            kind: "dangling_at_end",
+            message: format!(
+                "the history ends with tool_use ids that have no tool_result ({}): a provider would reject the next request with a 400",
+                left.join(", ")
+            ),
+        });
+    }
     for r in &trace.rounds {
         let ran_anyway = r.reply_message.is_some()
             && r.reply.finish_reason() == crate::session::FinishReason::Length

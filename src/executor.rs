@@ -181,7 +181,7 @@ impl ToolExecutor for TableExecutor<'_> {
             };
         }
         if let Some(child) = &tool.agent_session {
-            return run_sub_agent(child);
+            return run_sub_agent(child, tool.background, &call.id);
         }
         match tool.table.iter().position(|row| row.args == *call.args) {
             Some(i) => ToolOutcome {
@@ -224,10 +224,15 @@ impl ToolExecutor for TableExecutor<'_> {
 }
 
 /// Runs a sub-agent's own loop; the parent sees one result.
-fn run_sub_agent(child: &Session) -> ToolOutcome {
+fn run_sub_agent(child: &Session, background: bool, call_id: &str) -> ToolOutcome {
     let strategy = crate::strategy::Strategy::for_session(child);
     let trace = crate::engine::run(child, &strategy);
     let (content, is_error) = match trace.outcome.end {
+        // Launched in the background: the parent does not wait for the child.
+        _ if background => (
+            json!({"status": "async_launched", "agent_id": format!("agent_{call_id}")}),
+            false,
+        ),
         crate::trace::End::ModelDone => (
             json!({"status": "completed", "result": trace.outcome.final_text, "rounds": trace.outcome.requests}),
             false,

@@ -59,6 +59,7 @@ pub fn session_for(conv: &Conversation, title: &str) -> Session {
                 hard: false,
                 timeout_ms: None,
                 agent: None,
+                background: false,
                 agent_session: None,
             })
             .collect(),

@@ -85,7 +85,8 @@ pub fn session_schema() -> Value {
                     "fails": {"type": "string", "description": "Every call fails with this error text."},
                     "hard": {"type": "boolean", "description": "A failure cancels the other calls of the turn."},
                     "timeout_ms": {"type": "integer", "minimum": 0},
-                    "agent": {"type": "string", "description": "A session file run as a sub-agent (relative path)."}
+                    "agent": {"type": "string", "description": "A session file run as a sub-agent (relative path)."},
+                    "background": {"type": "boolean", "description": "With agent: launch it in the background (status async_launched)."}
                 }
             },
             "rule": {

@@ -148,6 +148,10 @@ pub struct ToolDef {
     /// A nested session run as a sub-agent, by path (relative to this file).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// With `agent`: launch the sub-agent in the background; the parent gets
+    /// `{"status": "async_launched"}` at once.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub background: bool,
     /// The loaded sub-agent session; the loader fills it, the engine runs it.
     #[serde(skip)]
     pub agent_session: Option<Box<Session>>,

@@ -473,3 +473,41 @@ fn run_emit_prints_every_request_body() {
     assert_eq!(roles, ["user", "assistant", "tool", "tool"]);
     assert!(bodies[1]["messages"][1]["tool_calls"][0]["function"]["arguments"].is_string());
 }
+
+#[test]
+fn run_closure_flag_and_fault_sessions() {
+    let v = run_json(&["sessions/fault_sibling_error.json", "--closure", "leave"]);
+    assert_eq!(v["unpaired"], serde_json::json!(["toolu_cfg_c"]));
+    assert_eq!(v["strategy"]["closure"], "leave");
+    assert_eq!(v["round_details"][0]["executed"][2]["status"], "cancelled");
+    let v = run_json(&[
+        "sessions/fault_sibling_error.json",
+        "--closure",
+        "synthesize",
+    ]);
+    assert_eq!(v["unpaired"], serde_json::json!([]));
+    assert_eq!(
+        v["round_details"][0]["executed"][2]["result"],
+        "cancelled: sibling failed"
+    );
+    let v = run_json(&["sessions/fault_interrupt.json", "--closure", "leave"]);
+    assert_eq!(v["end"], "error");
+    assert!(
+        v["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["kind"] == "dangling_at_end")
+    );
+    loopdbg()
+        .args(["run", "sessions/fault_subagent.json"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "research -> {\"status\":\"completed\"",
+        ));
+    loopdbg()
+        .args(["run", "sessions/weather.json", "--closure", "sometimes"])
+        .assert()
+        .code(2);
+}
