@@ -28,6 +28,14 @@ use crate::trace::{
     Trace, Violation,
 };
 
+/// The placeholder a dropped call gets under `synthesize`; one shared value,
+/// since a spinning loop drops the same call thousands of times.
+static NOT_EXECUTED: std::sync::LazyLock<crate::session::Json> = std::sync::LazyLock::new(|| {
+    crate::session::Json::new(serde_json::Value::String(
+        "not executed: the loop took only the first tool call".into(),
+    ))
+});
+
 /// Runs `session` under `strategy` with the session's lookup tables.
 pub fn run(session: &Session, strategy: &Strategy) -> Trace {
     run_with(session, strategy, &TableExecutor::new(session))
@@ -335,15 +343,17 @@ impl Recorder {
                     synthetic: !status.has_result(),
                 });
             }
-            for &i in &dropped {
+            // Dropped calls only need a record when they will be answered.
+            let answer_dropped = strategy.closure == Closure::Synthesize;
+            for &i in dropped.iter().filter(|_| answer_dropped) {
                 let call = &reply.tool_calls[i];
                 executions.push(Execution {
                     call: i,
                     id: call.id.clone(),
                     name: call.name.clone(),
                     args: call.args.clone(),
-                    outcome: ToolOutcome::loop_error(
-                        "not executed: the loop took only the first tool call".into(),
+                    outcome: ToolOutcome::loop_error_shared(
+                        NOT_EXECUTED.clone(),
                         "dropped by the loop's extraction",
                     ),
                     message: None,
@@ -391,7 +401,9 @@ impl Recorder {
                         round.stripped = unanswered
                             .iter()
                             .map(|&k| round.executions[k].call)
+                            .chain(round.dropped.iter().copied())
                             .collect();
+                        round.stripped.sort();
                         let mut kept = round.reply.clone();
                         let stripped = round.stripped.clone();
                         kept.tool_calls = kept

@@ -46,8 +46,13 @@ pub struct SubAgentRun {
 impl ToolOutcome {
     /// An error result produced by the loop itself (not by running a tool).
     pub fn loop_error(text: String, note: &'static str) -> ToolOutcome {
+        ToolOutcome::loop_error_shared(Json::new(Value::String(text)), note)
+    }
+
+    /// [`ToolOutcome::loop_error`] with content shared between many calls.
+    pub fn loop_error_shared(content: Json, note: &'static str) -> ToolOutcome {
         ToolOutcome {
-            content: Json::new(Value::String(text)),
+            content,
             is_error: true,
             ran: false,
             note,
@@ -80,6 +85,30 @@ pub struct TableExecutor<'s> {
     session: &'s Session,
     /// Compiled argument schemas, by tool name (tools whose schema compiles).
     validators: HashMap<&'s str, jsonschema::Validator>,
+    /// Outcomes already computed in this run. A scripted reply is the same
+    /// shared value every round it is given, so the key is the identity of
+    /// the call's name and arguments; a spinning 5000-round loop looks each
+    /// call up once.
+    memo: std::cell::RefCell<HashMap<SameCall, ToolOutcome>>,
+}
+
+/// A call's name and arguments compared by identity. Holding the `Arc`s
+/// keeps them alive, so an address is never reused for another call.
+struct SameCall(crate::session::Text, Json);
+
+impl PartialEq for SameCall {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) && Arc::ptr_eq(&self.1, &other.1)
+    }
+}
+
+impl Eq for SameCall {}
+
+impl std::hash::Hash for SameCall {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (Arc::as_ptr(&self.0) as *const u8 as usize).hash(state);
+        (Arc::as_ptr(&self.1) as usize).hash(state);
+    }
 }
 
 impl<'s> TableExecutor<'s> {
@@ -99,6 +128,7 @@ impl<'s> TableExecutor<'s> {
         TableExecutor {
             session,
             validators,
+            memo: Default::default(),
         }
     }
 }
@@ -123,6 +153,22 @@ pub const MAX_AGENT_DEPTH: usize = 4;
 
 impl ToolExecutor for TableExecutor<'_> {
     fn execute(&self, call: &ToolCall) -> ToolOutcome {
+        let key = SameCall(call.name.clone(), call.args.clone());
+        if let Some(known) = self.memo.borrow().get(&key) {
+            return known.clone();
+        }
+        let outcome = self.compute(call);
+        self.memo.borrow_mut().insert(key, outcome.clone());
+        outcome
+    }
+
+    fn plan(&self, call: &ToolCall) -> CallPlan {
+        self.plan_of(call)
+    }
+}
+
+impl TableExecutor<'_> {
+    fn compute(&self, call: &ToolCall) -> ToolOutcome {
         let Some(tool) = self.session.tool(&call.name) else {
             let known: Vec<&str> = self.session.tools.iter().map(|t| t.name.as_str()).collect();
             return ToolOutcome {
@@ -153,7 +199,9 @@ impl ToolExecutor for TableExecutor<'_> {
                 "refused: arguments are not JSON",
             );
         }
-        if let Some(validator) = self.validators.get(call.name.as_ref()) {
+        if let Some(validator) = self.validators.get(call.name.as_ref())
+            && !validator.is_valid(&call.args)
+        {
             let errors: Vec<String> = validator
                 .iter_errors(&call.args)
                 .take(3)
@@ -205,7 +253,7 @@ impl ToolExecutor for TableExecutor<'_> {
         }
     }
 
-    fn plan(&self, call: &ToolCall) -> CallPlan {
+    fn plan_of(&self, call: &ToolCall) -> CallPlan {
         match self.session.tool(&call.name) {
             Some(tool) => CallPlan {
                 latency_ms: tool.latency_ms,

@@ -102,7 +102,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             let loaded = load::session(&session)?;
             let strategy = strategy_for(&loaded.session, &strategy)?;
             let trace = loopdbg::run(&loaded.session, &strategy);
-            let mut out = std::io::stdout().lock();
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             if let Some(provider) = emit {
                 let model = model.unwrap_or_else(|| default_model(provider).to_string());
                 for step in trace.steps.iter().filter(|s| s.phase == Phase::Request) {
@@ -117,6 +117,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
                     serde_json::to_writer_pretty(&mut out, &body).map_err(anyhow::Error::from)?;
                     writeln!(out)?;
                 }
+                out.flush()?;
                 return Ok(ExitCode::SUCCESS);
             }
             let report = RunReport::new(&loaded.session, &trace);
@@ -127,6 +128,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
                     writeln!(out)?;
                 }
             }
+            out.flush()?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Compare {
@@ -143,7 +145,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
                 };
                 rows.extend(compare_rows(&loaded.origin, &loaded.session, rounds));
             }
-            let mut out = std::io::stdout().lock();
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             match format {
                 CompareFormat::Md => out.write_all(compare_markdown(&rows).as_bytes())?,
                 CompareFormat::Json => {
@@ -151,10 +153,11 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
                     writeln!(out)?;
                 }
             }
+            out.flush()?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Lint { sessions }) => {
-            let mut out = std::io::stdout().lock();
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             let mut total = 0;
             for path in &sessions {
                 let loaded = load::session(path)?;
@@ -164,6 +167,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
                 }
             }
             writeln!(out, "{total} warning(s)")?;
+            out.flush()?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Check {
@@ -189,7 +193,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
                 _ => files,
             };
             let reports = check_cmd::check_files(&files, forced)?;
-            let mut out = std::io::stdout().lock();
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             if json {
                 let findings: usize = reports
                     .iter()
@@ -208,6 +212,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
                 check_cmd::render_text(&reports, &mut out)?;
             }
             let clean = reports.iter().all(|f| f.results.is_empty());
+            out.flush()?;
             Ok(if clean {
                 ExitCode::SUCCESS
             } else {
@@ -216,9 +221,10 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         }
         Some(Command::Schema) => {
             let schema = loopdbg::schema::session_schema();
-            let mut out = std::io::stdout().lock();
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             serde_json::to_writer_pretty(&mut out, &schema).map_err(anyhow::Error::from)?;
             writeln!(out)?;
+            out.flush()?;
             Ok(ExitCode::SUCCESS)
         }
     }

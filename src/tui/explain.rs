@@ -171,12 +171,16 @@ pub fn explain(trace: &Trace, k: usize, tool_count: usize) -> String {
                     "Closure synthesize: {} get a placeholder error result, so every tool_use is answered before the next request.",
                     open.join(", ")
                 ),
-                crate::strategy::Closure::Strip if open.is_empty() => {
+                crate::strategy::Closure::Strip if r.stripped.is_empty() => {
                     "Closure strip: every call got a result; the reply joins the history as it came.".to_string()
                 }
                 crate::strategy::Closure::Strip => format!(
                     "Closure strip: the tool_use blocks of {} are removed before the reply joins the history, so nothing dangles.",
-                    open.join(", ")
+                    r.stripped
+                        .iter()
+                        .map(|&i| clean(&r.reply.tool_calls[i].id))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
                 crate::strategy::Closure::Leave => format!("Closure leave: {} stay dangling.", open.join(", ")),
             }
