@@ -356,7 +356,7 @@ fn beyond_servers(conv: &Conversation, out: &mut Vec<Finding>) {
         .iter()
         .flat_map(|m| tool_results(m).map(|(_, id)| id))
         .collect();
-    let mut previous_turn: Option<(usize, TurnSignature, Option<String>)> = None;
+    let mut previous_turn: Option<usize> = None;
     let mut run = 1;
     for (i, m) in conv.messages.iter().enumerate() {
         if m.role != Role::Assistant {
@@ -427,12 +427,8 @@ fn beyond_servers(conv: &Conversation, out: &mut Vec<Finding>) {
                 ));
             }
         }
-        let turn = signature(m);
-        let text = m.text();
-        match &previous_turn {
-            Some((_, sig, t))
-                if *sig == turn && *t == text && (!turn.is_empty() || text.is_some()) =>
-            {
+        match previous_turn {
+            Some(p) if same_turn(&conv.messages[p], m) => {
                 run += 1;
                 if run == 2 {
                     out.push(finding(
@@ -441,7 +437,7 @@ fn beyond_servers(conv: &Conversation, out: &mut Vec<Finding>) {
                         tool_uses(m).map(|(_, id, _)| id.to_string()).collect(),
                         format!(
                             "this assistant turn repeats the previous one (same text and calls); a loop that gets the same reply again is spinning (first at {})",
-                            conv.message_sources[previous_turn.as_ref().map_or(i, |p| p.0)]
+                            conv.message_sources[p]
                         ),
                         false,
                     ));
@@ -449,23 +445,34 @@ fn beyond_servers(conv: &Conversation, out: &mut Vec<Finding>) {
             }
             _ => run = 1,
         }
-        previous_turn = Some((i, turn, text));
+        previous_turn = Some(i);
     }
 }
 
-/// A turn's calls as (name, arguments).
-type TurnSignature = Vec<(String, String)>;
+/// True when two assistant turns say the same and make the same calls
+/// (by name and arguments: a repeated plan often comes back with fresh ids).
+fn same_turn(a: &Message, b: &Message) -> bool {
+    let mut any = false;
+    let mut left = turn_essence(a);
+    let mut right = turn_essence(b);
+    loop {
+        match (left.next(), right.next()) {
+            (None, None) => return any,
+            (Some(x), Some(y)) if x == y => any = true,
+            _ => return false,
+        }
+    }
+}
 
-/// A turn's calls by name and arguments, ids left out: a repeated plan
-/// often comes back with fresh ids.
-fn signature(m: &Message) -> TurnSignature {
-    m.content
-        .iter()
-        .filter_map(|b| match b {
-            Block::ToolUse { name, input, .. } => Some((name.to_string(), input.to_string())),
-            _ => None,
-        })
-        .collect()
+/// A turn's non-empty text and its calls by name and arguments.
+type Essence<'a> = (Option<&'a str>, Option<&'a str>, Option<&'a Value>);
+
+fn turn_essence(m: &Message) -> impl Iterator<Item = Essence<'_>> {
+    m.content.iter().filter_map(|blk| match blk {
+        Block::Text { text } if !text.is_empty() => Some((Some(&**text), None, None)),
+        Block::ToolUse { name, input, .. } => Some((None, Some(&**name), Some(&**input))),
+        _ => None,
+    })
 }
 
 fn clip(s: &str, max: usize) -> String {

@@ -374,3 +374,29 @@ fn parallel_call_sessions_carry_exactly_the_dropped_call_under_first() {
         }
     }
 }
+
+#[test]
+fn a_repeated_turn_is_a_spin_even_with_fresh_ids() {
+    let f = only("anthropic_repeated_turn.json", "repeated_turn");
+    assert_eq!(f.path, "messages[3]");
+    assert_eq!(f.ids, ["toolu_a2"]);
+    assert!(
+        f.message.contains("(first at messages[1])"),
+        "{}",
+        f.message
+    );
+    assert!(!f.rejected_by_provider);
+}
+
+#[test]
+fn unknown_tool_names_the_declared_ones() {
+    let f = only("openai_problems.json", "unknown_tool");
+    assert_eq!(
+        (f.path.as_str(), f.ids.clone()),
+        ("messages[1].tool_calls[2]", vec!["call_c".to_string()])
+    );
+    assert_eq!(
+        f.message,
+        "`get_wether` is not among the request's tools (get_weather)"
+    );
+}

@@ -287,3 +287,23 @@ fn stepping_into_a_sub_agent() {
     apply(&mut a, Action::StepForward);
     insta::assert_snapshot!("sub_agent_120x40", draw(&mut a, 120, 40).backend());
 }
+
+#[test]
+fn anthropic_detail_shows_the_stop_reason() {
+    let mut a = app("weather_fx.json", |_| {}, Theme::color());
+    apply(&mut a, Action::Last);
+    apply(&mut a, Action::CycleView);
+    apply(&mut a, Action::ScrollUp);
+    apply(&mut a, Action::ScrollUp);
+    apply(&mut a, Action::Expand);
+    let t = draw(&mut a, 120, 40);
+    assert!(find(&t, "messages[1] · Anthropic Messages").is_some());
+    apply(&mut a, Action::PageDown);
+    apply(&mut a, Action::PageDown);
+    let t = draw(&mut a, 120, 40);
+    assert!(
+        find(&t, "\"stop_reason\": \"tool_use\"").is_some(),
+        "{}",
+        t.backend()
+    );
+}

@@ -102,6 +102,16 @@ pub fn request_body(format: Format, session: &Session, history: &[Message], mode
     }
 }
 
+/// The response body the provider returned for an assistant message (with
+/// its `stop_reason` / `finish_reason`), when the format has one.
+pub fn response_body(format: Format, message: &Message) -> Option<Value> {
+    match format {
+        Format::Anthropic => Some(anthropic::response_body(message)),
+        Format::Openai => Some(openai::response_body(message)),
+        Format::Responses => None,
+    }
+}
+
 /// A tool result's content as the string providers carry: strings as they
 /// are, anything else as compact JSON.
 pub fn content_string(value: &Value) -> String {

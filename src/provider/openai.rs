@@ -47,6 +47,18 @@ fn message_json(m: &Message) -> Value {
     }
 }
 
+/// The response body of one reply, as Chat Completions returns it.
+pub fn response_body(message: &Message) -> Value {
+    json!({
+        "object": "chat.completion",
+        "choices": [{
+            "index": 0,
+            "message": message_json(message),
+            "finish_reason": message.finish_reason.map(|f| f.as_str()),
+        }],
+    })
+}
+
 /// Renders the history as Chat Completions `messages` (without the system
 /// message, which [`request_body`] adds).
 pub fn render(history: &[Message]) -> Vec<ViewItem> {

@@ -31,10 +31,17 @@ pub(super) fn render(app: &App, message: usize, scroll: u16, area: Rect, buf: &m
             } else {
                 "messages"
             };
-            (
-                serde_json::to_string_pretty(&item.json).unwrap_or_default(),
-                format!("{key}[{message}] · {}", format.title()),
-            )
+            let mut json = serde_json::to_string_pretty(&item.json).unwrap_or_default();
+            // An assistant message also came back once as a response body,
+            // with the reason the reply ended.
+            if let Some(m) = app.trace.messages.get(item.from.start)
+                && m.role == crate::message::Role::Assistant
+                && let Some(body) = crate::provider::response_body(format, m)
+            {
+                json.push_str("\n\n// the response body that returned it:\n");
+                json.push_str(&serde_json::to_string_pretty(&body).unwrap_or_default());
+            }
+            (json, format!("{key}[{message}] · {}", format.title()))
         }
     };
     let lines: Vec<Line> = json
