@@ -53,6 +53,11 @@ pub fn run_with(session: &Session, strategy: &Strategy, executor: &dyn ToolExecu
     };
     rec.calls.push(&rec.messages[0]);
     let outcome = rec.drive(session, strategy, executor);
+    // Dropping a runtime from inside another (the debugger's) panics;
+    // shutting it down in the background never blocks.
+    if let Some(rt) = rec.runtime.take() {
+        rt.shutdown_background();
+    }
     rec.step(Phase::Done, outcome.requests.max(1), None);
     let mut trace = Trace {
         strategy: strategy.clone(),

@@ -81,7 +81,22 @@ pub fn immediate(plans: &[CallPlan]) -> Vec<CallEnd> {
 
 /// Runs the batch concurrently on `rt` and returns every call's end, in
 /// time order (call order within one millisecond).
+///
+/// Callable from anywhere, including from inside another tokio runtime (the
+/// debugger's event loop): there a runtime may not block its own thread, so
+/// the batch runs on a scoped helper thread.
 pub fn run_batch(rt: &Runtime, plans: &[CallPlan], interrupt_at: Option<u64>) -> Vec<CallEnd> {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return std::thread::scope(|s| {
+            s.spawn(|| block_on_batch(rt, plans, interrupt_at))
+                .join()
+                .expect("the batch thread does not panic")
+        });
+    }
+    block_on_batch(rt, plans, interrupt_at)
+}
+
+fn block_on_batch(rt: &Runtime, plans: &[CallPlan], interrupt_at: Option<u64>) -> Vec<CallEnd> {
     let plans = plans.to_vec();
     rt.block_on(async move {
         let start = tokio::time::Instant::now();
@@ -221,6 +236,18 @@ mod tests {
                 (2, 300, Ending::Interrupted)
             ]
         );
+    }
+
+    #[test]
+    fn works_from_inside_another_runtime() {
+        let outer = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let rt = virtual_runtime();
+        let ends = outer.block_on(async { run_batch(&rt, &[plan(30), plan(10)], None) });
+        assert_eq!(ends.iter().map(|e| e.index).collect::<Vec<_>>(), vec![1, 0]);
+        // Dropping a runtime inside another one would panic; shutting it down does not.
+        outer.block_on(async { rt.shutdown_background() });
     }
 
     #[test]

@@ -358,3 +358,17 @@ mod property {
         }
     }
 }
+
+/// The debugger re-runs the engine from inside its own tokio event loop.
+#[test]
+fn the_engine_runs_inside_a_tokio_runtime() {
+    let s = load("fault_sibling_error.json");
+    let strategy = Strategy::for_session(&s);
+    let outside = loopdbg::run(&s, &strategy);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let inside = rt.block_on(async { loopdbg::run(&s, &strategy) });
+    assert_eq!(inside, outside);
+}

@@ -37,8 +37,14 @@ impl Screen {
     }
 }
 
-#[test]
-fn step_toggle_and_quit_in_a_real_terminal() {
+/// Starts the real binary in a 120×40 pseudo-terminal.
+fn spawn(
+    args: &[&str],
+) -> (
+    Box<dyn portable_pty::Child + Send + Sync>,
+    Box<dyn Write + Send>,
+    Screen,
+) {
     let pty = native_pty_system();
     let pair = pty
         .openpty(PtySize {
@@ -50,17 +56,9 @@ fn step_toggle_and_quit_in_a_real_terminal() {
         .unwrap();
     let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_loopdbg"));
     cmd.cwd(env!("CARGO_MANIFEST_DIR"));
-    cmd.args([
-        "sessions/weather_fx.json",
-        "--extract",
-        "first",
-        "--behavior",
-        "reask",
-        "--stop",
-        "tool-calls",
-    ]);
+    cmd.args(args);
     cmd.env("TERM", "xterm-256color");
-    let mut child = pair.slave.spawn_command(cmd).unwrap();
+    let child = pair.slave.spawn_command(cmd).unwrap();
     drop(pair.slave);
 
     // Always drain the pty, or the app blocks on a full pipe.
@@ -74,8 +72,10 @@ fn step_toggle_and_quit_in_a_real_terminal() {
             }
         }
     });
-    let mut writer = pair.master.take_writer().unwrap();
-    let mut screen = Screen {
+    let writer = pair.master.take_writer().unwrap();
+    // The master must outlive the child; leak it with the reader thread.
+    std::mem::forget(pair.master);
+    let screen = Screen {
         parser: vt100::Parser::new(
             std::num::NonZero::new(40).unwrap(),
             std::num::NonZero::new(120).unwrap(),
@@ -84,6 +84,52 @@ fn step_toggle_and_quit_in_a_real_terminal() {
         output: rx,
     };
 
+    (child, writer, screen)
+}
+
+/// Sends `q` and waits for a clean exit with the terminal restored.
+fn quit(
+    mut child: Box<dyn portable_pty::Child + Send + Sync>,
+    writer: &mut Box<dyn Write + Send>,
+    screen: &mut Screen,
+) {
+    writer.write_all(b"q").unwrap();
+    let deadline = Instant::now() + PATIENCE;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        match screen.output.recv_timeout(Duration::from_millis(200)) {
+            Ok(bytes) => screen.parser.process(&bytes),
+            Err(_) => assert!(Instant::now() < deadline, "did not exit after q"),
+        }
+    };
+    while let Ok(bytes) = screen.output.recv_timeout(Duration::from_millis(200)) {
+        screen.parser.process(&bytes);
+    }
+    assert!(status.success(), "exit status {status:?}");
+    assert!(
+        !screen.parser.screen().alternate_screen(),
+        "alternate screen left"
+    );
+    assert_eq!(
+        screen.parser.screen().mouse_protocol_mode(),
+        vt100::MouseProtocolMode::None,
+        "mouse capture turned off"
+    );
+}
+
+#[test]
+fn step_toggle_and_quit_in_a_real_terminal() {
+    let (child, mut writer, mut screen) = spawn(&[
+        "sessions/weather_fx.json",
+        "--extract",
+        "first",
+        "--behavior",
+        "reask",
+        "--stop",
+        "tool-calls",
+    ]);
     screen.wait_text("step 1/37");
     assert!(
         screen.parser.screen().alternate_screen(),
@@ -105,29 +151,21 @@ fn step_toggle_and_quit_in_a_real_terminal() {
         !s.contains("toggle extraction: first ↔ all")
     });
 
-    writer.write_all(b"q").unwrap();
-    let deadline = Instant::now() + PATIENCE;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        // Keep draining while it shuts down.
-        match screen.output.recv_timeout(Duration::from_millis(200)) {
-            Ok(bytes) => screen.parser.process(&bytes),
-            Err(_) => assert!(Instant::now() < deadline, "did not exit after q"),
-        }
-    };
-    while let Ok(bytes) = screen.output.recv_timeout(Duration::from_millis(200)) {
-        screen.parser.process(&bytes);
-    }
-    assert!(status.success(), "exit status {status:?}");
-    assert!(
-        !screen.parser.screen().alternate_screen(),
-        "alternate screen left"
-    );
-    assert_eq!(
-        screen.parser.screen().mouse_protocol_mode(),
-        vt100::MouseProtocolMode::None,
-        "mouse capture turned off"
-    );
+    quit(child, &mut writer, &mut screen);
+}
+
+/// Toggles that re-run the engine with faults, from inside the event loop.
+#[test]
+fn closure_and_interrupt_keys_in_a_real_terminal() {
+    let (child, mut writer, mut screen) =
+        spawn(&["sessions/fault_timeout.json", "--closure", "leave"]);
+    screen.wait_text("closure leave");
+    writer.write_all(b"nnn").unwrap();
+    screen.wait_text("Execute 1 · step 4/");
+    writer.write_all(b"x").unwrap();
+    screen.wait_text("interrupt r1 @80ms");
+    writer.write_all(b"p").unwrap();
+    let after = screen.wait_text("closure synthesize");
+    assert!(after.contains("call_sh paired"), "{after}");
+    quit(child, &mut writer, &mut screen);
 }
