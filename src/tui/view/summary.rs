@@ -53,21 +53,27 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
             span("final: ", t.title),
             span(show_text(trace.outcome.final_text.as_deref()), t.text),
         ]));
-        let mut seen_400 = false;
-        for w in &a.warnings {
-            // One 400 line is enough; the ids pane and the timeline show where.
-            if w.kind == "provider_400" {
-                if seen_400 {
-                    continue;
-                }
-                seen_400 = true;
-                let n = trace.violations.len();
-                lines.push(Line::from(span(
-                    format!("⚠ {} (in {n} request(s))", clean(&w.message)),
-                    t.warn,
-                )));
-                continue;
+        // A spinning loop repeats the same 400 every round: say each
+        // distinct problem once, with how many requests carried it.
+        let mut said: Vec<(String, usize)> = Vec::new();
+        for v in &trace.violations {
+            match said.iter_mut().find(|(m, _)| *m == v.message) {
+                Some((_, n)) => *n += 1,
+                None => said.push((v.message.clone(), 1)),
             }
+        }
+        for (message, n) in &said {
+            let times = if *n > 1 {
+                format!(" (in {n} requests)")
+            } else {
+                String::new()
+            };
+            lines.push(Line::from(span(
+                format!("⚠ {}{times}", clean(message)),
+                t.warn,
+            )));
+        }
+        for w in a.warnings.iter().filter(|w| w.kind != "provider_400") {
             lines.push(Line::from(span(format!("⚠ {}", clean(&w.message)), t.warn)));
         }
     } else {
