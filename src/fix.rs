@@ -206,31 +206,43 @@ fn call_ids(v: &Value) -> Vec<String> {
         .collect()
 }
 
+/// The run of tool messages after the assistant message at `i`: where it
+/// ends and which call ids it answers.
+fn tool_run(items: &[Value], i: usize) -> (usize, HashSet<String>) {
+    let mut end = i + 1;
+    while end < items.len() && role(&items[end]) == "tool" {
+        end += 1;
+    }
+    let answered = items[i + 1..end]
+        .iter()
+        .filter_map(|t| {
+            t.get("tool_call_id")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .collect();
+    (end, answered)
+}
+
+/// The call ids of the message at `i` when it is an assistant message.
+fn assistant_calls(items: &[Value], i: usize) -> Vec<String> {
+    if role(&items[i]) == "assistant" {
+        call_ids(&items[i])
+    } else {
+        Vec::new()
+    }
+}
+
 fn openai_synthesize(items: &mut Vec<Value>) -> usize {
     let mut fixed = 0;
     let mut i = 0;
     while i < items.len() {
-        let calls = if role(&items[i]) == "assistant" {
-            call_ids(&items[i])
-        } else {
-            Vec::new()
-        };
+        let calls = assistant_calls(items, i);
         if calls.is_empty() {
             i += 1;
             continue;
         }
-        let mut end = i + 1;
-        while end < items.len() && role(&items[end]) == "tool" {
-            end += 1;
-        }
-        let answered: HashSet<String> = items[i + 1..end]
-            .iter()
-            .filter_map(|t| {
-                t.get("tool_call_id")
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-            })
-            .collect();
+        let (mut end, answered) = tool_run(items, i);
         for id in calls.iter().filter(|id| !answered.contains(*id)) {
             items.insert(
                 end,
@@ -256,28 +268,13 @@ fn openai_strip(items: &mut Vec<Value>) -> usize {
             i += 1;
             continue;
         }
-        let calls = if role(&items[i]) == "assistant" {
-            call_ids(&items[i])
-        } else {
-            Vec::new()
-        };
+        let calls = assistant_calls(items, i);
         if calls.is_empty() {
             i += 1;
             continue;
         }
-        let mut end = i + 1;
-        while end < items.len() && role(&items[end]) == "tool" {
-            end += 1;
-        }
+        let (end, answered) = tool_run(items, i);
         {
-            let answered: HashSet<String> = items[i + 1..end]
-                .iter()
-                .filter_map(|t| {
-                    t.get("tool_call_id")
-                        .and_then(Value::as_str)
-                        .map(str::to_string)
-                })
-                .collect();
             for (k, t) in items[i + 1..end].iter().enumerate() {
                 let id = t.get("tool_call_id").and_then(Value::as_str).unwrap_or("");
                 if !calls.iter().any(|c| c == id) {

@@ -271,7 +271,8 @@ fn role_of(item: &Value, path: &str) -> Result<String, ReadError> {
         .ok_or_else(|| err(path, "expected a message with a string `role`"))
 }
 
-fn system_text(content: Option<&Value>) -> Option<String> {
+/// A content field as text: a string, or the `text` of its parts joined by `sep`.
+fn joined_text(content: Option<&Value>, sep: &str) -> Option<String> {
     match content? {
         Value::String(s) => Some(s.clone()),
         Value::Array(parts) => Some(
@@ -279,10 +280,14 @@ fn system_text(content: Option<&Value>) -> Option<String> {
                 .iter()
                 .filter_map(|p| p.get("text").and_then(Value::as_str))
                 .collect::<Vec<_>>()
-                .join("\n"),
+                .join(sep),
         ),
         _ => None,
     }
+}
+
+fn system_text(content: Option<&Value>) -> Option<String> {
+    joined_text(content, "\n")
 }
 
 /// Anthropic's `stop_reason` (or OpenAI's `finish_reason`) as a finish reason.
@@ -402,17 +407,7 @@ fn read_anthropic(doc: &mut Value) -> Result<Conversation, ReadError> {
 }
 
 fn text_of_parts(content: Option<&Value>) -> Option<String> {
-    match content? {
-        Value::String(s) => Some(s.clone()),
-        Value::Array(parts) => Some(
-            parts
-                .iter()
-                .filter_map(|p| p.get("text").and_then(Value::as_str))
-                .collect::<Vec<_>>()
-                .join(""),
-        ),
-        _ => None,
-    }
+    joined_text(content, "")
 }
 
 /// Parses an `arguments` string; on failure keeps the raw text and notes it.

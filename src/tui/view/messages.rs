@@ -26,6 +26,21 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         span(format!("({}) canonical ", history.len()), t.dim),
         span("Enter: JSON · w: wire view ", t.dim),
     ]);
+    render_list(app, area, buf, title, history.len(), |i, width| {
+        message_line(i, &history[i], added.contains(&i), t, width)
+    });
+}
+
+/// The pane frame and the visible window of a one-line-per-entry list,
+/// with the selection kept in view (derived each frame, never stored).
+fn render_list(
+    app: &App,
+    area: Rect,
+    buf: &mut Buffer,
+    title: Line<'_>,
+    count: usize,
+    line_for: impl Fn(usize, usize) -> Line<'static>,
+) {
     let block = pane_block(app, Pane::Messages, title);
     let inner = block.inner(area);
     block.render(area, buf);
@@ -34,21 +49,16 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         return;
     }
     let selected = app.selected_message();
-    // Keep the selection in view: derived each frame, never stored.
     let offset = selected.map_or(0, |s| (s + 1).saturating_sub(height));
     let width = inner.width as usize;
-    let lines: Vec<Line> = history
-        .iter()
-        .enumerate()
-        .skip(offset)
-        .take(height)
-        .map(|(i, m)| {
-            let is_new = added.contains(&i);
-            let mut line = message_line(i, m, is_new, t, width);
+    let lines: Vec<Line> = (offset..count.min(offset + height))
+        .map(|i| {
+            let line = line_for(i, width);
             if Some(i) == selected && app.focus == Pane::Messages {
-                line = line.patch_style(t.selected);
+                line.patch_style(app.theme.selected)
+            } else {
+                line
             }
-            line
         })
         .collect();
     Paragraph::new(lines).render(inner, buf);
@@ -137,46 +147,27 @@ fn render_provider(app: &App, format: Format, area: Rect, buf: &mut Buffer) {
             t.dim,
         ),
     ]);
-    let block = pane_block(app, Pane::Messages, title);
-    let inner = block.inner(area);
-    block.render(area, buf);
-    let height = inner.height as usize;
-    if height == 0 {
-        return;
-    }
-    let selected = app.selected_message();
-    let offset = selected.map_or(0, |s| (s + 1).saturating_sub(height));
-    let width = inner.width as usize;
-    let lines: Vec<Line> = items
-        .iter()
-        .enumerate()
-        .skip(offset)
-        .take(height)
-        .map(|(i, item)| {
-            let is_new = item.from.end > added.start && item.from.start < added.end;
-            let marker = if is_new {
-                span("+", t.added)
-            } else {
-                span(" ", t.text)
-            };
-            let summary = item_summary(&item.json);
-            let room = width.saturating_sub(24);
-            let mut line = Line::from(vec![
-                marker,
-                span(format!("{i:>3} "), t.dim),
-                span(
-                    format!("{:<20} ", clip(&item.role, 20)),
-                    if is_new { t.added } else { t.title },
-                ),
-                span(clip(&clean(&summary), room), t.text),
-            ]);
-            if Some(i) == selected && app.focus == Pane::Messages {
-                line = line.patch_style(t.selected);
-            }
-            line
-        })
-        .collect();
-    Paragraph::new(lines).render(inner, buf);
+    render_list(app, area, buf, title, items.len(), |i, width| {
+        let item = &items[i];
+        let is_new = item.from.end > added.start && item.from.start < added.end;
+        let marker = if is_new {
+            span("+", t.added)
+        } else {
+            span(" ", t.text)
+        };
+        Line::from(vec![
+            marker,
+            span(format!("{i:>3} "), t.dim),
+            span(
+                format!("{:<20} ", clip(&item.role, 20)),
+                if is_new { t.added } else { t.title },
+            ),
+            span(
+                clip(&clean(&item_summary(&item.json)), width.saturating_sub(24)),
+                t.text,
+            ),
+        ])
+    });
 }
 
 /// A provider message on one line: its fields other than `role`, compact.
