@@ -65,6 +65,16 @@ fn bench(c: &mut Criterion) {
         })
     });
 
+    c.bench_function("key: step forward + draw in the Anthropic wire view", |b| {
+        apply(&mut app, Action::CycleView);
+        b.iter(|| {
+            app.cursor = middle;
+            apply(&mut app, Action::StepForward);
+            terminal.draw(|f| f.render_widget(&app, f.area())).unwrap();
+        });
+        app.view = None;
+    });
+
     c.bench_function("key: toggle extraction (re-run 5000 rounds) + draw", |b| {
         b.iter(|| {
             app.cursor = middle;

@@ -400,3 +400,32 @@ fn unknown_tool_names_the_declared_ones() {
         "`get_wether` is not among the request's tools (get_weather)"
     );
 }
+
+/// The debugger lists provider views from cheap spans and renders only the
+/// lines on screen; the spans must agree with the full rendering.
+#[test]
+fn view_spans_agree_with_rendering() {
+    for (name, session) in shipped() {
+        let mut s = Strategy::for_session(&session);
+        s.max_rounds = s.max_rounds.min(12);
+        for extract in [Extract::First, Extract::All] {
+            s.extract = extract;
+            let trace = loopdbg::run(&session, &s);
+            for format in Format::ALL {
+                let items = loopdbg::provider::render(format, &trace.messages);
+                let spans = loopdbg::provider::spans(format, &trace.messages);
+                assert_eq!(items.len(), spans.len(), "{name} as {format}");
+                for (item, span) in items.iter().zip(&spans) {
+                    assert_eq!(
+                        (item.role.as_str(), &item.from),
+                        (span.role, &span.from),
+                        "{name} as {format}"
+                    );
+                    let alone =
+                        loopdbg::provider::render_span(format, &trace.messages, span).unwrap();
+                    assert_eq!(&alone, item, "{name} as {format}");
+                }
+            }
+        }
+    }
+}

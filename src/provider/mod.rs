@@ -84,6 +84,92 @@ pub struct ViewItem {
     pub from: std::ops::Range<usize>,
 }
 
+/// Where one provider message (or input item) comes from, found without
+/// rendering any JSON: the debugger lists thousands of these per frame and
+/// renders only the ones on screen.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ViewSpan {
+    /// The provider's role (or Responses item type).
+    pub role: &'static str,
+    /// The canonical messages it renders.
+    pub from: std::ops::Range<usize>,
+    /// Which of the items those messages render (Responses splits one
+    /// assistant message into a text item and one item per call).
+    pub part: usize,
+}
+
+/// The items `format` would render for `history`, cheaply.
+pub fn spans(format: Format, history: &[Message]) -> Vec<ViewSpan> {
+    use crate::message::{Block, Role};
+    let mut out: Vec<ViewSpan> = Vec::with_capacity(history.len());
+    for (i, m) in history.iter().enumerate() {
+        match format {
+            Format::Anthropic => {
+                let joins = m.role == Role::Tool && i > 0 && history[i - 1].role == Role::Tool;
+                match out.last_mut() {
+                    Some(last) if joins => last.from.end = i + 1,
+                    _ => out.push(ViewSpan {
+                        role: if m.role == Role::Assistant {
+                            "assistant"
+                        } else {
+                            "user"
+                        },
+                        from: i..i + 1,
+                        part: 0,
+                    }),
+                }
+            }
+            Format::Openai => out.push(ViewSpan {
+                role: m.role.as_str(),
+                from: i..i + 1,
+                part: 0,
+            }),
+            Format::Responses => {
+                let mut part = 0;
+                let mut push = |role: &'static str| {
+                    out.push(ViewSpan {
+                        role,
+                        from: i..i + 1,
+                        part,
+                    });
+                    part += 1;
+                };
+                match m.role {
+                    Role::User => push("user"),
+                    Role::Assistant => {
+                        if m.text().is_some_and(|t| !t.is_empty()) {
+                            push("assistant");
+                        }
+                        for b in &m.content {
+                            if matches!(b, Block::ToolUse { .. }) {
+                                push("function_call");
+                            }
+                        }
+                    }
+                    Role::Tool => {
+                        for b in &m.content {
+                            if matches!(b, Block::ToolResult { .. }) {
+                                push("function_call_output");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Renders the one item `span` describes.
+pub fn render_span(format: Format, history: &[Message], span: &ViewSpan) -> Option<ViewItem> {
+    let start = span.from.start;
+    let mut item = render(format, history.get(span.from.clone())?)
+        .into_iter()
+        .nth(span.part)?;
+    item.from = (item.from.start + start)..(item.from.end + start);
+    Some(item)
+}
+
 /// Renders `history` as `format`'s message list.
 pub fn render(format: Format, history: &[Message]) -> Vec<ViewItem> {
     match format {

@@ -181,9 +181,19 @@ impl App {
     /// How many items the messages pane lists at this step.
     pub fn view_len(&self) -> usize {
         match self.view {
-            Some(_) => self.view_items().len(),
+            Some(format) => {
+                crate::provider::spans(format, self.trace.history_at(self.cursor)).len()
+            }
             None => self.trace.history_at(self.cursor).len(),
         }
+    }
+
+    /// Item `i` of the current provider view, rendered alone.
+    pub fn view_item(&self, i: usize) -> Option<ViewItem> {
+        let format = self.view?;
+        let history = self.trace.history_at(self.cursor);
+        let spans = crate::provider::spans(format, history);
+        crate::provider::render_span(format, history, spans.get(i)?)
     }
 
     /// The strategy of the trace shown.

@@ -22,8 +22,7 @@ pub(super) fn render(app: &App, message: usize, scroll: u16, area: Rect, buf: &m
             )
         }
         Some(format) => {
-            let items = app.view_items();
-            let Some(item) = items.get(message) else {
+            let Some(item) = app.view_item(message) else {
                 return;
             };
             let key = if format == crate::provider::Format::Responses {

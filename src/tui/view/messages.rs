@@ -137,35 +137,42 @@ fn block_spans(m: &Message, t: &Theme, compact_form: bool) -> Vec<(String, Style
 /// Responses input item); the title carries the role sequence of the view.
 fn render_provider(app: &App, format: Format, area: Rect, buf: &mut Buffer) {
     let t = &app.theme;
-    let items = app.view_items();
+    let history = app.trace.history_at(app.cursor);
+    // Roles for every item, JSON only for the lines on screen.
+    let spans = crate::provider::spans(format, history);
     let added = app.trace.added_at(app.cursor);
-    let roles: Vec<&str> = items.iter().map(|i| i.role.as_str()).collect();
+    let roles: Vec<&str> = spans.iter().rev().take(40).rev().map(|s| s.role).collect();
+    let more = if spans.len() > roles.len() {
+        "… "
+    } else {
+        ""
+    };
     let title = Line::from(vec![
         span(format!(" {} ", format.title()), t.title),
         span(
-            format!("({}) roles: {} ", items.len(), roles.join(" ")),
+            format!("({}) roles: {more}{} ", spans.len(), roles.join(" ")),
             t.dim,
         ),
     ]);
-    render_list(app, area, buf, title, items.len(), |i, width| {
-        let item = &items[i];
-        let is_new = item.from.end > added.start && item.from.start < added.end;
+    render_list(app, area, buf, title, spans.len(), |i, width| {
+        let s = &spans[i];
+        let is_new = s.from.end > added.start && s.from.start < added.end;
         let marker = if is_new {
             span("+", t.added)
         } else {
             span(" ", t.text)
         };
+        let summary = crate::provider::render_span(format, history, s)
+            .map(|item| item_summary(&item.json))
+            .unwrap_or_default();
         Line::from(vec![
             marker,
             span(format!("{i:>3} "), t.dim),
             span(
-                format!("{:<20} ", clip(&item.role, 20)),
+                format!("{:<20} ", s.role),
                 if is_new { t.added } else { t.title },
             ),
-            span(
-                clip(&clean(&item_summary(&item.json)), width.saturating_sub(24)),
-                t.text,
-            ),
+            span(clip(&clean(&summary), width.saturating_sub(24)), t.text),
         ])
     });
 }
