@@ -84,9 +84,53 @@ fn bench(c: &mut Criterion) {
     });
 }
 
+/// A captured conversation of 3000 turns with two calls each (6000 ids),
+/// every tenth turn losing a result: a long agent log to replay.
+fn big_conversation() -> loopdbg::transcript::Conversation {
+    let mut msgs = vec![serde_json::json!({"role": "user", "content": "go"})];
+    for r in 0..3000 {
+        msgs.push(serde_json::json!({"role": "assistant", "content": [
+            {"type": "tool_use", "id": format!("toolu_{r}_a"), "name": "read", "input": {"n": r}},
+            {"type": "tool_use", "id": format!("toolu_{r}_b"), "name": "read", "input": {"n": r + 1}}]}));
+        let mut results = vec![
+            serde_json::json!({"type": "tool_result", "tool_use_id": format!("toolu_{r}_a"), "content": "x"}),
+        ];
+        if r % 10 != 0 {
+            results.push(serde_json::json!({"type": "tool_result", "tool_use_id": format!("toolu_{r}_b"), "content": "y"}));
+        }
+        msgs.push(serde_json::json!({"role": "user", "content": results}));
+    }
+    let doc = serde_json::json!({ "messages": msgs });
+    loopdbg::transcript::read(&doc, loopdbg::transcript::detect(&doc).unwrap()).unwrap()
+}
+
+fn replay(c: &mut Criterion) {
+    let conv = big_conversation();
+    c.bench_function("replay: check + trace of a 6000-call conversation", |b| {
+        b.iter(|| {
+            let findings = loopdbg::check::check(&conv);
+            loopdbg::replay::trace_of(&conv, &findings)
+        })
+    });
+    let findings = loopdbg::check::check(&conv);
+    let trace = loopdbg::replay::trace_of(&conv, &findings);
+    let session = loopdbg::replay::session_for(&conv, "replay");
+    let mut app = App::replay("big.json", session, trace, "anthropic", Theme::color());
+    apply(&mut app, Action::Resize(120, 40));
+    let middle = app.trace.len() / 2;
+    let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
+    c.bench_function("replay: step + draw with 6000 ids in the ledger", |b| {
+        b.iter(|| {
+            app.cursor = middle;
+            apply(&mut app, Action::StepForward);
+            terminal.draw(|f| f.render_widget(&app, f.area())).unwrap();
+        })
+    });
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(20);
-    targets = bench
+    targets = bench, replay
 }
 criterion_main!(benches);

@@ -74,7 +74,7 @@ pub fn run_with(session: &Session, strategy: &Strategy, executor: &dyn ToolExecu
 }
 
 /// Fills [`Step::unpaired`] in one pass over the history.
-fn count_unpaired(trace: &mut Trace) {
+pub(crate) fn count_unpaired(trace: &mut Trace) {
     let mut index = CallIndex::default();
     let mut seen = 0;
     for k in 0..trace.steps.len() {

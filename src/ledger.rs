@@ -101,6 +101,7 @@ pub struct Ledger {
 pub struct PairingIndex {
     ids: Vec<IdRecord>,
     orphans: Vec<Orphan>,
+    slots: HashMap<Text, usize>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -116,6 +117,7 @@ impl PairingIndex {
     pub fn new(history: &[Message]) -> PairingIndex {
         let mut slot: HashMap<&str, usize> = HashMap::new();
         let mut index = PairingIndex::default();
+        index.slots.reserve(history.len());
         for (m, msg) in history.iter().enumerate() {
             for (b, block) in msg.content.iter().enumerate() {
                 let at = Position {
@@ -125,6 +127,7 @@ impl PairingIndex {
                 match block {
                     Block::ToolUse { id, name, .. } => {
                         let i = *slot.entry(id).or_insert_with(|| {
+                            index.slots.insert(id.clone(), index.ids.len());
                             index.ids.push(IdRecord {
                                 id: id.clone(),
                                 name: name.clone(),
@@ -148,6 +151,23 @@ impl PairingIndex {
             }
         }
         index
+    }
+
+    /// The state of one id in the first `len` messages (`None` before its
+    /// first call), without building the whole ledger.
+    pub fn state_of(&self, id: &str, len: usize, in_flight: &[&str]) -> Option<IdState> {
+        let rec = &self.ids[*self.slots.get(id)?];
+        let before = |p: &Position| p.message < len;
+        if rec.calls.partition_point(before) == 0 {
+            return None;
+        }
+        Some(if rec.results.partition_point(before) > 0 {
+            IdState::Paired
+        } else if in_flight.contains(&id) {
+            IdState::Pending
+        } else {
+            IdState::Unpaired
+        })
     }
 
     /// The ledger of the first `len` messages, with `in_flight` the ids the

@@ -264,10 +264,7 @@ pub fn trace_of(conv: &Conversation, findings: &[Finding]) -> Trace {
             requests: round,
         },
     };
-    for k in 0..trace.steps.len() {
-        let ledger = trace.ledger_at(k);
-        trace.steps[k].unpaired = ledger.counts().unpaired;
-    }
+    crate::engine::count_unpaired(&mut trace);
     for (i, v) in trace.violations.iter().enumerate() {
         if let Some(r) = trace
             .rounds

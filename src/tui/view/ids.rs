@@ -4,22 +4,27 @@
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
+use ratatui::style::Style;
 use ratatui::text::Line;
 use ratatui::widgets::{Paragraph, Widget};
 
 use super::{pane_block, span};
-use crate::ledger::{IdEntry, IdState, Ledger};
+use crate::ledger::{IdEntry, IdState, Orphan};
 use crate::report::clean;
 use crate::tui::app::{App, Pane};
+
+/// One line of the pane, before it is drawn: the pane lists every id, but
+/// only the rows on screen become text.
+enum Row<'a> {
+    Heading(String, Style),
+    Entry(&'a IdEntry),
+    Duplicate(&'a IdEntry),
+    Orphan(&'a Orphan),
+}
 
 pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let t = &app.theme;
     let ledger = app.trace.ledger_at(app.cursor);
-    let before = if app.cursor == 0 {
-        Ledger::default()
-    } else {
-        app.trace.ledger_at(app.cursor - 1)
-    };
     let c = ledger.counts();
     let title = Line::from(vec![
         span(" ids ", t.title),
@@ -35,7 +40,7 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let inner = block.inner(area);
     block.render(area, buf);
 
-    let mut lines: Vec<Line> = Vec::new();
+    let mut rows: Vec<Row> = Vec::with_capacity(ledger.entries.len() + 8);
     let sections = [
         (IdState::Pending, "pending · called, being handled", t.call),
         (IdState::Paired, "paired · has its tool_result", t.ok),
@@ -46,62 +51,71 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         ),
     ];
     for (state, heading, style) in sections {
-        let entries: Vec<&IdEntry> = ledger.ids_in(state).collect();
-        lines.push(Line::from(span(
-            format!("{} {heading}", entries.len()),
-            if entries.is_empty() { t.dim } else { style },
-        )));
-        for e in entries {
-            let was = before
-                .entries
-                .iter()
-                .find(|b| b.id == e.id)
-                .map(|b| b.state);
-            let change = match was {
-                Some(w) if w != e.state => format!("  ← was {}", w.as_str()),
-                None => "  ← new".to_string(),
-                _ => String::new(),
-            };
-            let whereabouts = match e.first_result {
-                Some(result) => format!("{} → messages[{}]", e.first_call, result.message),
-                None => e.first_call.to_string(),
-            };
-            let row_style = if change.is_empty() { t.text } else { t.added };
-            lines.push(Line::from(vec![
-                span(format!("  {} ", clean(&e.id)), row_style),
-                span(format!("{} ", clean(&e.name)), t.call),
-                span(whereabouts, t.dim),
-                span(change, t.added),
-            ]));
-        }
+        let start = rows.len();
+        rows.push(Row::Heading(String::new(), style));
+        rows.extend(ledger.ids_in(state).map(Row::Entry));
+        let n = rows.len() - start - 1;
+        rows[start] = Row::Heading(format!("{n} {heading}"), if n == 0 { t.dim } else { style });
     }
     let dups: Vec<&IdEntry> = ledger.duplicates().collect();
     if !dups.is_empty() {
-        lines.push(Line::from(span(
+        rows.push(Row::Heading(
             format!("duplicate ids (one id, several tool_use): {}", dups.len()),
             t.warn,
-        )));
-        for e in dups {
-            lines.push(Line::from(span(
-                format!("  {} ×{} ({})", clean(&e.id), e.calls, clean(&e.name)),
-                t.text,
-            )));
-        }
+        ));
+        rows.extend(dups.into_iter().map(Row::Duplicate));
     }
     if !ledger.orphans.is_empty() {
-        lines.push(Line::from(span(
+        rows.push(Row::Heading(
             format!("orphan results (answer no call): {}", ledger.orphans.len()),
             t.warn,
-        )));
-        for o in &ledger.orphans {
-            lines.push(Line::from(span(
+        ));
+        rows.extend(ledger.orphans.iter().map(Row::Orphan));
+    }
+
+    // What each visible id was one step earlier, to mark what changed.
+    let previous = app
+        .cursor
+        .checked_sub(1)
+        .map(|k| (app.trace.step(k).history_len, app.trace.in_flight_at(k)));
+    let was = |id: &str| -> Option<IdState> {
+        let (len, in_flight) = previous.as_ref()?;
+        app.trace.pairing.state_of(id, *len, in_flight)
+    };
+    let scroll = (app.ids_scroll as usize).min(rows.len().saturating_sub(inner.height as usize));
+    let lines: Vec<Line> = rows
+        .iter()
+        .skip(scroll)
+        .take(inner.height as usize)
+        .map(|row| match row {
+            Row::Heading(text, style) => Line::from(span(text.clone(), *style)),
+            Row::Entry(e) => {
+                let change = match was(&e.id) {
+                    Some(w) if w != e.state => format!("  ← was {}", w.as_str()),
+                    None => "  ← new".to_string(),
+                    _ => String::new(),
+                };
+                let whereabouts = match e.first_result {
+                    Some(result) => format!("{} → messages[{}]", e.first_call, result.message),
+                    None => e.first_call.to_string(),
+                };
+                let row_style = if change.is_empty() { t.text } else { t.added };
+                Line::from(vec![
+                    span(format!("  {} ", clean(&e.id)), row_style),
+                    span(format!("{} ", clean(&e.name)), t.call),
+                    span(whereabouts, t.dim),
+                    span(change, t.added),
+                ])
+            }
+            Row::Duplicate(e) => Line::from(span(
+                format!("  {} ×{} ({})", clean(&e.id), e.calls, clean(&e.name)),
+                t.text,
+            )),
+            Row::Orphan(o) => Line::from(span(
                 format!("  {} at {}", clean(&o.tool_use_id), o.at),
                 t.text,
-            )));
-        }
-    }
-    let max_scroll = (lines.len() as u16).saturating_sub(inner.height);
-    Paragraph::new(lines)
-        .scroll((app.ids_scroll.min(max_scroll), 0))
-        .render(inner, buf);
+            )),
+        })
+        .collect();
+    Paragraph::new(lines).render(inner, buf);
 }
