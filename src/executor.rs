@@ -256,7 +256,7 @@ impl TableExecutor<'_> {
     fn plan_of(&self, call: &ToolCall) -> CallPlan {
         match self.session.tool(&call.name) {
             Some(tool) => CallPlan {
-                latency_ms: tool.latency_ms,
+                latency_ms: tool.latency_ms + self.agent_time_ms(tool, call),
                 timeout_ms: tool.timeout_ms.or(self.session.executor.timeout_ms),
                 fails: tool.fails.is_some(),
                 hard: tool.fails.is_some() && tool.hard,
@@ -268,6 +268,20 @@ impl TableExecutor<'_> {
                 hard: false,
             },
         }
+    }
+}
+
+impl TableExecutor<'_> {
+    /// The virtual time a sub-agent call waits for its child's loop (none
+    /// when it is launched in the background).
+    fn agent_time_ms(&self, tool: &crate::session::ToolDef, call: &ToolCall) -> u64 {
+        if tool.agent_session.is_none() || tool.background {
+            return 0;
+        }
+        // Memoized: the call is not run twice.
+        self.execute(call)
+            .child
+            .map_or(0, |c| c.trace.virtual_time_ms())
     }
 }
 

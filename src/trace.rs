@@ -412,6 +412,15 @@ impl Trace {
         best
     }
 
+    /// The run's virtual duration: each round's calls take as long as the
+    /// last of them to end.
+    pub fn virtual_time_ms(&self) -> u64 {
+        self.rounds
+            .iter()
+            .map(|r| r.executions.iter().map(|e| e.ended_ms).max().unwrap_or(0))
+            .sum()
+    }
+
     /// Names of the calls that really ran, in order.
     pub fn tool_runs(&self) -> Vec<&str> {
         self.rounds

@@ -217,6 +217,9 @@ fn sub_agent_is_one_tool_result_and_keeps_its_own_run() {
     assert_eq!(e.outcome.content["status"], "completed");
     let child = e.outcome.child.as_ref().expect("the child's run is kept");
     assert_eq!(child.trace.outcome.requests, 2);
+    // The parent waits for the child's loop in virtual time (its search takes 60 ms).
+    assert_eq!(child.trace.virtual_time_ms(), 60);
+    assert_eq!(e.ended_ms, 60);
     assert_eq!(child.trace.tool_runs(), ["search"]);
     // The parent's history has one result for the agent call, nothing of the child's.
     let roles: Vec<Role> = t.roles();
