@@ -482,21 +482,3 @@ fn clip(s: &str, max: usize) -> String {
         format!("{}…", s.chars().take(max).collect::<String>())
     }
 }
-
-/// Pretty JSON path segments for a value, used by fixers and tests.
-pub fn value_at<'a>(doc: &'a Value, path: &str) -> Option<&'a Value> {
-    let mut v = doc;
-    for part in path.split('.').filter(|p| !p.is_empty()) {
-        let (key, indices) = match part.find('[') {
-            Some(i) => (&part[..i], &part[i..]),
-            None => (part, ""),
-        };
-        if !key.is_empty() {
-            v = v.get(key)?;
-        }
-        for idx in indices.split(']').filter(|s| !s.is_empty()) {
-            v = v.get(idx.trim_start_matches('[').parse::<usize>().ok()?)?;
-        }
-    }
-    Some(v)
-}

@@ -23,8 +23,6 @@ pub struct LocatedError {
     #[label("{label}")]
     span: SourceSpan,
     label: String,
-    #[help]
-    help: Option<String>,
 }
 
 impl LocatedError {
@@ -42,7 +40,6 @@ impl LocatedError {
             message,
             src: NamedSource::new(origin, text.to_string()),
             span: SourceSpan::new(offset.into(), len),
-            help: None,
         }
     }
 
@@ -58,12 +55,6 @@ impl LocatedError {
         let mut e = LocatedError::at(origin, line_text, offset, message);
         e.line = line;
         e
-    }
-
-    /// Adds a hint on how to fix it.
-    pub fn with_help(mut self, help: impl Into<String>) -> Self {
-        self.help = Some(help.into());
-        self
     }
 }
 

@@ -82,18 +82,6 @@ impl StopRule {
         let i = StopRule::ALL.iter().position(|r| *r == self).unwrap_or(0);
         StopRule::ALL[(i + 1) % StopRule::ALL.len()]
     }
-
-    /// One line on what the rule checks, for explanations.
-    pub fn describe(self) -> &'static str {
-        match self {
-            StopRule::Content => "stop as soon as the reply has non-empty text",
-            StopRule::FinishReason => "stop when finish_reason is \"stop\"",
-            StopRule::ToolCalls => "stop when the reply has no tool calls",
-            StopRule::Robust => {
-                "length/content_filter are errors; no tool calls ends it; running out of rounds is an error"
-            }
-        }
-    }
 }
 
 macro_rules! display_and_parse {

@@ -8,8 +8,6 @@
 //! Pure: values in, conversations out. Reading files and lines is the
 //! binary's job.
 
-use std::collections::HashMap;
-
 use serde_json::Value;
 
 use crate::message::{Block, Message, Role};
@@ -765,15 +763,4 @@ pub fn tool_results(m: &Message) -> impl Iterator<Item = (usize, &str)> {
         Block::ToolResult { tool_use_id, .. } => Some((k, &**tool_use_id)),
         _ => None,
     })
-}
-
-/// Counts ids, for duplicate detection.
-pub fn id_counts(conv: &Conversation) -> HashMap<&str, usize> {
-    let mut counts = HashMap::new();
-    for m in &conv.messages {
-        for (_, id, _) in tool_uses(m) {
-            *counts.entry(id).or_insert(0) += 1;
-        }
-    }
-    counts
 }

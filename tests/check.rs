@@ -2,6 +2,9 @@
 //! documented format, repairs, and the round trip of every shipped session
 //! through each wire format.
 
+mod common;
+use common::*;
+
 use loopdbg::check::{Finding, check};
 use loopdbg::fix::{Repair, repair};
 use loopdbg::ledger::Ledger;
@@ -278,21 +281,6 @@ fn strip_leaves_no_pairing_problem() {
             "{name}: {left:#?}"
         );
     }
-}
-
-fn shipped() -> Vec<(String, Session)> {
-    let dir = format!("{}/sessions", env!("CARGO_MANIFEST_DIR"));
-    let mut out: Vec<(String, Session)> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| {
-            let path = e.unwrap().path();
-            let text = std::fs::read_to_string(&path).unwrap();
-            let name = path.file_name().unwrap().to_string_lossy().to_string();
-            (name.clone(), Session::parse(&name, &text).unwrap())
-        })
-        .collect();
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    out
 }
 
 /// Renders each request body the run sent and reads it back.

@@ -2,25 +2,16 @@
 //! fault and closure policy on the final history, and a property test over
 //! random sessions.
 
+mod common;
+
 use loopdbg::ledger::Ledger;
 use loopdbg::message::{Block, Role};
 use loopdbg::strategy::{Closure, Extract, StopRule};
 use loopdbg::trace::{CallStatus, End, Phase, StepEvent, Trace};
-use loopdbg::{LoadError, Session, Strategy};
-
-fn load(name: &str) -> Session {
-    let dir = format!("{}/sessions", env!("CARGO_MANIFEST_DIR"));
-    let read = |file: &str| -> Result<Session, LoadError> {
-        let path = format!("{dir}/{file}");
-        Session::parse(&path, &std::fs::read_to_string(&path).unwrap())
-    };
-    let mut s = read(name).unwrap();
-    s.resolve_agents(0, &mut |file, _| read(file)).unwrap();
-    s
-}
+use loopdbg::{Session, Strategy};
 
 fn run(name: &str, closure: Closure) -> Trace {
-    let s = load(name);
+    let s = common::session(name);
     let mut strategy = Strategy::for_session(&s);
     strategy.closure = closure;
     loopdbg::run(&s, &strategy)
@@ -179,7 +170,7 @@ fn truncated_turn_robust_discards_careless_runs() {
     assert_whole(&robust, "truncated/robust");
     assert_eq!(robust.outcome.end, End::Error);
     assert!(robust.tool_runs().is_empty());
-    let s = load("fault_truncated.json");
+    let s = common::session("fault_truncated.json");
     let mut careless = Strategy::for_session(&s);
     careless.stop = StopRule::ToolCalls;
     let t = loopdbg::run(&s, &careless);
@@ -238,7 +229,7 @@ fn sub_agent_is_one_tool_result_and_keeps_its_own_run() {
 
 #[test]
 fn dropped_calls_under_each_closure() {
-    let s = load("weather_fx.json");
+    let s = common::session("weather_fx.json");
     let mut strategy = Strategy::for_session(&s);
     strategy.extract = Extract::First;
     strategy.stop = StopRule::ToolCalls;
@@ -365,7 +356,7 @@ mod property {
 /// The debugger re-runs the engine from inside its own tokio event loop.
 #[test]
 fn the_engine_runs_inside_a_tokio_runtime() {
-    let s = load("fault_sibling_error.json");
+    let s = common::session("fault_sibling_error.json");
     let strategy = Strategy::for_session(&s);
     let outside = loopdbg::run(&s, &strategy);
     let rt = tokio::runtime::Builder::new_current_thread()

@@ -1,18 +1,14 @@
 //! The exact numbers of the seeds' tables, reproduced by the engine on the
 //! shipped sessions.
 
+mod common;
+
 use loopdbg::ledger::Ledger;
 use loopdbg::report::RunReport;
 use loopdbg::strategy::{Extract, StopRule};
 use loopdbg::trace::{End, Phase};
 use loopdbg::walkthrough::{self, StepState};
 use loopdbg::{Session, Strategy, Trace};
-
-fn load(name: &str) -> Session {
-    let path = format!("{}/sessions/{name}", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&path).unwrap();
-    Session::parse(&path, &text).unwrap_or_else(|e| panic!("{e}"))
-}
 
 fn run(session: &Session, extract: Extract, stop: StopRule, behavior: Option<&str>) -> Trace {
     let mut s = Strategy::for_session(session);
@@ -38,7 +34,7 @@ fn unpaired(t: &Trace) -> Vec<String> {
 
 #[test]
 fn seed_000_all_complete() {
-    let s = load("weather_fx.json");
+    let s = common::session("weather_fx.json");
     let t = run(&s, Extract::All, StopRule::ToolCalls, Some("complete"));
     assert_eq!(t.outcome.requests, 2);
     assert_eq!(t.tool_runs(), vec!["get_weather", "get_fx_rate"]);
@@ -54,7 +50,7 @@ fn seed_000_all_complete() {
 
 #[test]
 fn seed_000_first_reask_spins_to_the_round_limit() {
-    let s = load("weather_fx.json");
+    let s = common::session("weather_fx.json");
     let t = run(&s, Extract::First, StopRule::ToolCalls, Some("reask"));
     assert_eq!(t.outcome.requests, 6);
     assert_eq!(t.tool_runs(), vec!["get_weather"; 6]);
@@ -77,7 +73,7 @@ fn seed_000_first_reask_spins_to_the_round_limit() {
 
 #[test]
 fn seed_000_first_skip_is_a_silent_wrong_answer() {
-    let s = load("weather_fx.json");
+    let s = common::session("weather_fx.json");
     let t = run(&s, Extract::First, StopRule::ToolCalls, Some("skip"));
     assert_eq!(t.outcome.requests, 2);
     assert_eq!(t.tool_runs(), vec!["get_weather"]);
@@ -112,7 +108,7 @@ fn seed_001_rounds_per_scenario_and_rule() {
         StopRule::Robust,
     ];
     for (file, rounds, tools) in table {
-        let s = load(file);
+        let s = common::session(file);
         for (i, rule) in rules.into_iter().enumerate() {
             let t = run(&s, Extract::All, rule, None);
             assert_eq!(t.outcome.requests, rounds[i], "{file} under {rule}");
@@ -123,7 +119,7 @@ fn seed_001_rounds_per_scenario_and_rule() {
 
 #[test]
 fn seed_001_truncation_ends_and_spins_as_the_seed_says() {
-    let s = load("stop_truncated.json");
+    let s = common::session("stop_truncated.json");
     let robust = run(&s, Extract::All, StopRule::Robust, None);
     assert_eq!(robust.outcome.end, End::Error);
     assert_eq!(robust.outcome.final_text, None);
@@ -145,7 +141,7 @@ fn seed_001_truncation_ends_and_spins_as_the_seed_says() {
 
 #[test]
 fn seed_001_chatty_content_rule_answers_with_the_preamble() {
-    let s = load("stop_chatty_tool_call.json");
+    let s = common::session("stop_chatty_tool_call.json");
     let t = run(&s, Extract::All, StopRule::Content, None);
     assert_eq!(t.outcome.final_text.as_deref(), Some("我先打开文件看看"));
     // The result was appended but never read by the model.
@@ -154,7 +150,7 @@ fn seed_001_chatty_content_rule_answers_with_the_preamble() {
 
 #[test]
 fn robust_running_out_of_rounds_is_not_an_answer() {
-    let s = load("weather_fx.json");
+    let s = common::session("weather_fx.json");
     let t = run(&s, Extract::First, StopRule::Robust, Some("reask"));
     assert_eq!(t.outcome.end, End::MaxRounds);
     assert_eq!(t.outcome.final_text, None);
@@ -162,7 +158,7 @@ fn robust_running_out_of_rounds_is_not_an_answer() {
 
 #[test]
 fn seed_003_weather_walkthrough_has_four_steps_and_cites_18() {
-    let s = load("weather.json");
+    let s = common::session("weather.json");
     let t = run(&s, Extract::All, StopRule::Robust, None);
     assert_eq!(t.outcome.requests, 2);
     let last = t.len() - 1;
@@ -194,7 +190,7 @@ fn seed_003_weather_walkthrough_has_four_steps_and_cites_18() {
 
 #[test]
 fn seed_003_invented_answer_is_flagged() {
-    let s = load("weather.json");
+    let s = common::session("weather.json");
     let t = run(&s, Extract::All, StopRule::Robust, Some("ignores_result"));
     let report = RunReport::new(&s, &t);
     assert_eq!(report.quote_check.cites_tool_numbers, Some(false));
@@ -203,7 +199,7 @@ fn seed_003_invented_answer_is_flagged() {
 
 #[test]
 fn whitelist_answers_unknown_tools_without_running_them() {
-    let s = load("unknown_tool.json");
+    let s = common::session("unknown_tool.json");
     let t = run(&s, Extract::All, StopRule::Robust, None);
     let first = &t.rounds[0].executions[0];
     assert!(!first.outcome.ran && first.outcome.is_error);
@@ -214,7 +210,7 @@ fn whitelist_answers_unknown_tools_without_running_them() {
 
 #[test]
 fn parameter_trap_gives_an_error_result_and_a_lint() {
-    let s = load("param_mismatch.json");
+    let s = common::session("param_mismatch.json");
     let t = run(&s, Extract::All, StopRule::Robust, None);
     let e = &t.rounds[0].executions[0];
     assert!(e.outcome.ran && e.outcome.is_error);
@@ -224,7 +220,7 @@ fn parameter_trap_gives_an_error_result_and_a_lint() {
 
 #[test]
 fn phases_follow_the_loop_order() {
-    let s = load("weather_fx.json");
+    let s = common::session("weather_fx.json");
     let t = run(&s, Extract::All, StopRule::Robust, Some("complete"));
     let phases: Vec<&str> = t.steps.iter().map(|s| s.phase.name()).collect();
     assert_eq!(
@@ -239,7 +235,7 @@ fn phases_follow_the_loop_order() {
 
 #[test]
 fn ledger_shows_the_dropped_call_at_extract() {
-    let s = load("weather_fx.json");
+    let s = common::session("weather_fx.json");
     let t = run(&s, Extract::First, StopRule::ToolCalls, Some("skip"));
     let extract = t
         .steps
@@ -261,7 +257,7 @@ fn ledger_shows_the_dropped_call_at_extract() {
 
 #[test]
 fn a_stub_without_a_reply_ends_in_an_error() {
-    let s = load("weather_fx.json");
+    let s = common::session("weather_fx.json");
     let t = run(&s, Extract::First, StopRule::ToolCalls, Some("complete"));
     assert_eq!(t.outcome.end, End::Error);
     assert_eq!(t.outcome.detail, "stub has no reply for round 2");
@@ -273,7 +269,7 @@ fn every_shipped_session_is_deterministic() {
     for entry in std::fs::read_dir(format!("{}/sessions", env!("CARGO_MANIFEST_DIR"))).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_str().unwrap().to_string();
-        let s = load(&name);
+        let s = common::session(&name);
         let strategy = Strategy::for_session(&s);
         assert_eq!(
             loopdbg::run(&s, &strategy),

@@ -1,10 +1,13 @@
 //! Rendered frames: insta snapshots at 120×40, 80×24 and a tiny terminal,
 //! plus style assertions that snapshots cannot see.
 
+mod common;
+use common::*;
+
 use loopdbg::strategy::{Extract, StopRule};
 use loopdbg::trace::Phase;
 use loopdbg::tui::theme::Theme;
-use loopdbg::tui::{Action, App, update};
+use loopdbg::tui::{Action, App};
 use loopdbg::{Session, Strategy};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -12,24 +15,11 @@ use ratatui::style::{Color, Modifier};
 
 const SIZES: [(u16, u16); 3] = [(120, 40), (80, 24), (30, 8)];
 
-fn session(name: &str) -> Session {
-    let path = format!("sessions/{name}");
-    let full = format!("{}/{path}", env!("CARGO_MANIFEST_DIR"));
-    Session::parse(&path, &std::fs::read_to_string(full).unwrap()).unwrap()
-}
-
 fn app(name: &str, tweak: impl FnOnce(&mut Strategy), theme: Theme) -> App {
     let s = session(name);
     let mut strategy = Strategy::for_session(&s);
     tweak(&mut strategy);
     App::new(format!("sessions/{name}"), s, strategy, theme)
-}
-
-fn apply(app: &mut App, action: Action) {
-    let mut next = Some(action);
-    while let Some(a) = next {
-        next = update(app, a);
-    }
 }
 
 fn draw(app: &mut App, w: u16, h: u16) -> Terminal<TestBackend> {
@@ -267,16 +257,7 @@ fn interrupt_mid_execution() {
 
 #[test]
 fn stepping_into_a_sub_agent() {
-    let dir = format!("{}/sessions", env!("CARGO_MANIFEST_DIR"));
-    let read = |file: &str| {
-        let path = format!("sessions/{file}");
-        Session::parse(
-            &path,
-            &std::fs::read_to_string(format!("{dir}/{file}")).unwrap(),
-        )
-    };
-    let mut s = read("fault_subagent.json").unwrap();
-    s.resolve_agents(0, &mut |file, _| read(file)).unwrap();
+    let s = session("fault_subagent.json");
     let strategy = Strategy::for_session(&s);
     let mut a = App::new("sessions/fault_subagent.json", s, strategy, Theme::color());
     while a.trace.step(a.cursor).phase != Phase::Execute {

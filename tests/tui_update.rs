@@ -1,19 +1,17 @@
 //! The pure `update`: every key action, toggles mid-run, stepping back past
 //! a toggle, breakpoints and `continue`. No terminal involved.
 
+mod common;
+use common::*;
+
+use loopdbg::Strategy;
 use loopdbg::strategy::{Extract, StopRule};
 use loopdbg::trace::Phase;
 use loopdbg::tui::app::{Pane, Popup};
 use loopdbg::tui::keymap::{KEYMAP, action_for};
 use loopdbg::tui::theme::Theme;
-use loopdbg::tui::{Action, App, update};
-use loopdbg::{Session, Strategy};
+use loopdbg::tui::{Action, App};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-
-fn session(name: &str) -> Session {
-    let path = format!("{}/sessions/{name}", env!("CARGO_MANIFEST_DIR"));
-    Session::parse(&path, &std::fs::read_to_string(&path).unwrap()).unwrap()
-}
 
 fn app_with(name: &str, extract: Extract, stop: StopRule, behavior: &str) -> App {
     let s = session(name);
@@ -33,14 +31,6 @@ fn fx_first_reask() -> App {
         StopRule::ToolCalls,
         "reask",
     )
-}
-
-/// Applies an action and its follow-ups, as the terminal loop does.
-fn apply(app: &mut App, action: Action) {
-    let mut next = Some(action);
-    while let Some(a) = next {
-        next = update(app, a);
-    }
 }
 
 fn phase(app: &App) -> Phase {
@@ -503,17 +493,6 @@ fn w_cycles_the_wire_views_and_the_roles_follow() {
     assert_eq!(app.view, None);
 }
 
-fn with_agents(name: &str) -> Session {
-    let dir = format!("{}/sessions", env!("CARGO_MANIFEST_DIR"));
-    let read = |file: &str| {
-        let path = format!("{dir}/{file}");
-        Session::parse(&path, &std::fs::read_to_string(&path).unwrap())
-    };
-    let mut s = read(name).unwrap();
-    s.resolve_agents(0, &mut |file, _| read(file)).unwrap();
-    s
-}
-
 #[test]
 fn x_interrupts_at_the_current_execute_step_and_p_cycles_the_closure() {
     let s = session("fault_timeout.json");
@@ -559,7 +538,7 @@ fn x_interrupts_at_the_current_execute_step_and_p_cycles_the_closure() {
 
 #[test]
 fn step_into_a_sub_agent_and_back_out() {
-    let s = with_agents("fault_subagent.json");
+    let s = session("fault_subagent.json");
     let strategy = Strategy::for_session(&s);
     let mut app = App::new("fault_subagent.json", s, strategy, Theme::color());
     apply(&mut app, key('<'));

@@ -1,0 +1,40 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use loopdbg::tui::{Action, App, update};
+use loopdbg::{LoadError, Session};
+
+/// A shipped session by file name, named `sessions/NAME` in errors, with
+/// its sub-agent sessions loaded (as the binary's loader does).
+pub fn session(name: &str) -> Session {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/sessions");
+    let read = |file: &str| -> Result<Session, LoadError> {
+        let text = std::fs::read_to_string(format!("{dir}/{file}")).unwrap();
+        Session::parse(&format!("sessions/{file}"), &text)
+    };
+    let mut s = read(name).unwrap_or_else(|e| panic!("{e}"));
+    s.resolve_agents(0, &mut |file, _| read(file)).unwrap();
+    s
+}
+
+/// Every shipped session, by file name, sorted.
+pub fn shipped() -> Vec<(String, Session)> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/sessions");
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
+    names.sort();
+    names
+        .into_iter()
+        .map(|n| (n.clone(), session(&n)))
+        .collect()
+}
+
+/// Applies an action and its follow-ups, as the terminal loop does.
+pub fn apply(app: &mut App, action: Action) {
+    let mut next = Some(action);
+    while let Some(a) = next {
+        next = update(app, a);
+    }
+}
