@@ -1,8 +1,17 @@
 //! loopdbg: a step debugger for LLM agent tool-call loops.
 //!
-//! The library is the pure engine: sessions, the stub model, local tools,
-//! strategies, the phase state machine, the pairing ledger and the recorded
-//! trace. It does no I/O. The `loopdbg` binary (CLI and TUI) is a thin
+//! The library is layered; each module uses only the ones before it:
+//!
+//! - [`diagnostics`]: where a problem sits in the input (`file:line:column`).
+//! - [`engine`]: the pure loop: sessions, the stub model, local tools,
+//!   strategies, the phases of the loop, the recorded trace and the pairing
+//!   ledger.
+//! - [`wire`]: provider formats, readers of captured conversations, the
+//!   checker, the fixer and replay.
+//! - [`lesson`]: what a run teaches (walkthrough, checks, lint, reports).
+//! - [`tui`]: the debugger's state, update and view.
+//!
+//! None of it does I/O. The `loopdbg` binary (CLI and terminal) is a thin
 //! adapter around it. See `ARCHITECTURE.md` for the map.
 //!
 //! Run a session and read the recorded trace:
@@ -31,7 +40,7 @@
 //! Check a captured conversation the way a provider would:
 //!
 //! ```
-//! use loopdbg::transcript::{detect, read};
+//! use loopdbg::wire::read::{detect, read};
 //! let doc = serde_json::json!({"messages": [
 //!   {"role": "user", "content": "weather and fx?"},
 //!   {"role": "assistant", "content": [
@@ -41,38 +50,21 @@
 //!     {"type": "tool_result", "tool_use_id": "toolu_w1", "content": "24"}]}
 //! ]});
 //! let conversation = read(&doc, detect(&doc).unwrap()).unwrap();
-//! let findings = loopdbg::check::check(&conversation);
+//! let findings = loopdbg::wire::check::check(&conversation);
 //! assert_eq!(findings[0].kind, "unanswered_call");
 //! assert_eq!(findings[0].ids, ["toolu_f1"]);
 //! ```
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod check;
-pub mod checks;
+pub mod diagnostics;
 pub mod engine;
-pub mod error;
-pub mod executor;
-pub mod fix;
-pub mod json_span;
-pub mod ledger;
-pub mod lint;
-pub mod message;
-pub mod provider;
-pub mod replay;
-pub mod report;
-pub mod schedule;
-pub mod schema;
-pub mod session;
-pub mod strategy;
-pub mod stub;
-pub mod trace;
-pub mod transcript;
+pub mod lesson;
 pub mod tui;
-pub mod walkthrough;
+pub mod wire;
 
+pub use diagnostics::error::LoadError;
 pub use engine::run;
-pub use error::LoadError;
-pub use session::Session;
-pub use strategy::Strategy;
-pub use trace::Trace;
+pub use engine::session::Session;
+pub use engine::strategy::Strategy;
+pub use engine::trace::Trace;

@@ -5,12 +5,12 @@
 mod common;
 use common::*;
 
-use loopdbg::check::{Finding, check};
-use loopdbg::fix::{Repair, repair};
-use loopdbg::ledger::Ledger;
-use loopdbg::provider::{Format, request_body};
-use loopdbg::strategy::{Extract, StopRule};
-use loopdbg::transcript::{ClaudeCodeLog, Conversation, Source, detect, read};
+use loopdbg::engine::ledger::Ledger;
+use loopdbg::engine::strategy::{Extract, StopRule};
+use loopdbg::wire::check::{Finding, check};
+use loopdbg::wire::fix::{Repair, repair};
+use loopdbg::wire::provider::{Format, request_body};
+use loopdbg::wire::read::{ClaudeCodeLog, Conversation, Source, detect, read};
 use loopdbg::{Session, Strategy};
 use serde_json::Value;
 
@@ -293,7 +293,7 @@ fn round_trip(
     let mut lens: Vec<usize> = trace
         .steps
         .iter()
-        .filter(|s| s.phase == loopdbg::trace::Phase::Request)
+        .filter(|s| s.phase == loopdbg::engine::trace::Phase::Request)
         .map(|s| s.history_len)
         .collect();
     lens.push(trace.messages.len());
@@ -400,8 +400,8 @@ fn view_spans_agree_with_rendering() {
             s.extract = extract;
             let trace = loopdbg::run(&session, &s);
             for format in Format::ALL {
-                let items = loopdbg::provider::render(format, &trace.messages);
-                let spans = loopdbg::provider::spans(format, &trace.messages);
+                let items = loopdbg::wire::provider::render(format, &trace.messages);
+                let spans = loopdbg::wire::provider::spans(format, &trace.messages);
                 assert_eq!(items.len(), spans.len(), "{name} as {format}");
                 for (item, span) in items.iter().zip(&spans) {
                     assert_eq!(
@@ -409,8 +409,8 @@ fn view_spans_agree_with_rendering() {
                         (span.role, &span.from),
                         "{name} as {format}"
                     );
-                    let alone =
-                        loopdbg::provider::render_span(format, &trace.messages, span).unwrap();
+                    let alone = loopdbg::wire::provider::render_span(format, &trace.messages, span)
+                        .unwrap();
                     assert_eq!(&alone, item, "{name} as {format}");
                 }
             }

@@ -4,10 +4,10 @@
 
 mod common;
 
-use loopdbg::ledger::Ledger;
-use loopdbg::message::{Block, Role};
-use loopdbg::strategy::{Closure, Extract, StopRule};
-use loopdbg::trace::{CallStatus, End, Phase, StepEvent, Trace};
+use loopdbg::engine::ledger::Ledger;
+use loopdbg::engine::message::{Block, Role};
+use loopdbg::engine::strategy::{Closure, Extract, StopRule};
+use loopdbg::engine::trace::{CallStatus, End, Phase, StepEvent, Trace};
 use loopdbg::{Session, Strategy};
 
 fn run(name: &str, closure: Closure) -> Trace {
@@ -175,7 +175,7 @@ fn truncated_turn_robust_discards_careless_runs() {
     careless.stop = StopRule::ToolCalls;
     let t = loopdbg::run(&s, &careless);
     assert_eq!(t.outcome.end, End::ModelDone);
-    let warnings = loopdbg::checks::warnings(&t);
+    let warnings = loopdbg::lesson::checks::warnings(&t);
     assert!(
         warnings.iter().any(|w| w.kind == "truncated_executed"),
         "{warnings:?}"

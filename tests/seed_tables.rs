@@ -3,11 +3,11 @@
 
 mod common;
 
-use loopdbg::ledger::Ledger;
-use loopdbg::report::RunReport;
-use loopdbg::strategy::{Extract, StopRule};
-use loopdbg::trace::{End, Phase};
-use loopdbg::walkthrough::{self, StepState};
+use loopdbg::engine::ledger::Ledger;
+use loopdbg::engine::strategy::{Extract, StopRule};
+use loopdbg::engine::trace::{End, Phase};
+use loopdbg::lesson::report::RunReport;
+use loopdbg::lesson::walkthrough::{self, StepState};
 use loopdbg::{Session, Strategy, Trace};
 
 fn run(session: &Session, extract: Extract, stop: StopRule, behavior: Option<&str>) -> Trace {
@@ -214,7 +214,7 @@ fn parameter_trap_gives_an_error_result_and_a_lint() {
     let t = run(&s, Extract::All, StopRule::Robust, None);
     let e = &t.rounds[0].executions[0];
     assert!(e.outcome.ran && e.outcome.is_error);
-    let lints = loopdbg::lint::lint(&s);
+    let lints = loopdbg::lesson::lint::lint(&s);
     assert!(lints.iter().any(|w| w.kind == "undeclared_table_key"));
 }
 

@@ -4,8 +4,8 @@
 mod common;
 use common::*;
 
-use loopdbg::strategy::{Extract, StopRule};
-use loopdbg::trace::Phase;
+use loopdbg::engine::strategy::{Extract, StopRule};
+use loopdbg::engine::trace::Phase;
 use loopdbg::tui::theme::Theme;
 use loopdbg::tui::{Action, App};
 use loopdbg::{Session, Strategy};
@@ -219,15 +219,15 @@ fn replay_of_an_interrupted_claude_code_log() {
         "{}/tests/fixtures/transcripts/claude_code_interrupted.jsonl",
         env!("CARGO_MANIFEST_DIR")
     );
-    let mut log = loopdbg::transcript::ClaudeCodeLog::default();
+    let mut log = loopdbg::wire::read::ClaudeCodeLog::default();
     for (i, line) in std::fs::read_to_string(path).unwrap().lines().enumerate() {
         log.push(i + 1, &serde_json::from_str(line).unwrap())
             .unwrap();
     }
     let conv = log.finish().remove(0);
-    let findings = loopdbg::check::check(&conv);
-    let trace = loopdbg::replay::trace_of(&conv, &findings);
-    let session = loopdbg::replay::session_for(&conv, "replay");
+    let findings = loopdbg::wire::check::check(&conv);
+    let trace = loopdbg::wire::replay::trace_of(&conv, &findings);
+    let session = loopdbg::wire::replay::session_for(&conv, "replay");
     let mut a = App::replay(
         "claude_code_interrupted.jsonl",
         session,

@@ -5,8 +5,8 @@ mod common;
 use common::*;
 
 use loopdbg::Strategy;
-use loopdbg::strategy::{Extract, StopRule};
-use loopdbg::trace::Phase;
+use loopdbg::engine::strategy::{Extract, StopRule};
+use loopdbg::engine::trace::Phase;
 use loopdbg::tui::app::{Pane, Popup};
 use loopdbg::tui::keymap::{KEYMAP, action_for};
 use loopdbg::tui::theme::Theme;
@@ -404,11 +404,11 @@ fn replay_app(name: &str) -> App {
     );
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let source = loopdbg::transcript::detect(&doc).unwrap();
-    let conv = loopdbg::transcript::read(&doc, source).unwrap();
-    let findings = loopdbg::check::check(&conv);
-    let trace = loopdbg::replay::trace_of(&conv, &findings);
-    let session = loopdbg::replay::session_for(&conv, "replay");
+    let source = loopdbg::wire::read::detect(&doc).unwrap();
+    let conv = loopdbg::wire::read::read(&doc, source).unwrap();
+    let findings = loopdbg::wire::check::check(&conv);
+    let trace = loopdbg::wire::replay::trace_of(&conv, &findings);
+    let session = loopdbg::wire::replay::session_for(&conv, "replay");
     let mut app = App::replay(name, session, trace, source.as_str(), Theme::color());
     apply(&mut app, Action::Resize(120, 40));
     app
@@ -462,7 +462,7 @@ fn w_cycles_the_wire_views_and_the_roles_follow() {
     apply(&mut app, Action::Last);
     assert_eq!(app.view_len(), 5);
     apply(&mut app, key('w'));
-    assert_eq!(app.view, Some(loopdbg::provider::Format::Anthropic));
+    assert_eq!(app.view, Some(loopdbg::wire::provider::Format::Anthropic));
     let roles: Vec<String> = app.view_items().into_iter().map(|i| i.role).collect();
     assert_eq!(
         roles,
@@ -497,7 +497,7 @@ fn w_cycles_the_wire_views_and_the_roles_follow() {
 fn x_interrupts_at_the_current_execute_step_and_p_cycles_the_closure() {
     let s = session("fault_timeout.json");
     let mut strategy = Strategy::for_session(&s);
-    strategy.closure = loopdbg::strategy::Closure::Leave;
+    strategy.closure = loopdbg::engine::strategy::Closure::Leave;
     let mut app = App::new("fault_timeout.json", s, strategy, Theme::color());
     apply(&mut app, key('x'));
     assert!(
@@ -521,18 +521,21 @@ fn x_interrupts_at_the_current_execute_step_and_p_cycles_the_closure() {
             .unwrap()
             .contains("interrupt in round 1 at 80 ms")
     );
-    assert_eq!(app.trace.outcome.end, loopdbg::trace::End::Error);
+    assert_eq!(app.trace.outcome.end, loopdbg::engine::trace::End::Error);
     // Under leave the slow call dangles; p cycles to synthesize and closes it.
     assert_eq!(app.analysis.unpaired, ["call_sh"]);
     apply(&mut app, key('p'));
     assert_eq!(
         app.strategy().closure,
-        loopdbg::strategy::Closure::Synthesize
+        loopdbg::engine::strategy::Closure::Synthesize
     );
     assert!(app.analysis.unpaired.is_empty());
     assert!(app.notice.as_ref().unwrap().contains("call_sh paired"));
     apply(&mut app, key('p'));
-    assert_eq!(app.strategy().closure, loopdbg::strategy::Closure::Strip);
+    assert_eq!(
+        app.strategy().closure,
+        loopdbg::engine::strategy::Closure::Strip
+    );
     assert!(app.analysis.unpaired.is_empty());
 }
 

@@ -1,7 +1,7 @@
 //! Everything the debugger can be asked to do. Key presses, mouse events
 //! and resizes become an [`Action`]; only [`super::update()`] changes state.
 
-use crate::strategy::Strategy;
+use crate::engine::strategy::Strategy;
 
 /// One thing to do, with one doc line each (shown in the help popup).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,12 +3,12 @@
 
 use std::collections::BTreeSet;
 
-use crate::checks::RunAnalysis;
-use crate::provider::{Format, ViewItem};
-use crate::report::CompareRow;
-use crate::session::Session;
-use crate::strategy::Strategy;
-use crate::trace::{Phase, Trace};
+use crate::engine::session::Session;
+use crate::engine::strategy::Strategy;
+use crate::engine::trace::{Phase, Trace};
+use crate::lesson::checks::RunAnalysis;
+use crate::lesson::report::CompareRow;
+use crate::wire::provider::{Format, ViewItem};
 
 use super::theme::Theme;
 
@@ -144,7 +144,7 @@ impl App {
     }
 
     /// A debugger replaying a captured conversation (`trace` from
-    /// [`crate::replay::trace_of`]); strategy toggles are off.
+    /// [`crate::wire::replay::trace_of`]); strategy toggles are off.
     pub fn replay(
         origin: impl Into<String>,
         session: Session,
@@ -165,7 +165,7 @@ impl App {
     pub fn view_items(&self) -> Vec<ViewItem> {
         let history = self.trace.history_at(self.cursor);
         match self.view {
-            Some(format) => crate::provider::render(format, history),
+            Some(format) => crate::wire::provider::render(format, history),
             None => history
                 .iter()
                 .enumerate()
@@ -182,7 +182,7 @@ impl App {
     pub fn view_len(&self) -> usize {
         match self.view {
             Some(format) => {
-                crate::provider::spans(format, self.trace.history_at(self.cursor)).len()
+                crate::wire::provider::spans(format, self.trace.history_at(self.cursor)).len()
             }
             None => self.trace.history_at(self.cursor).len(),
         }
@@ -192,8 +192,8 @@ impl App {
     pub fn view_item(&self, i: usize) -> Option<ViewItem> {
         let format = self.view?;
         let history = self.trace.history_at(self.cursor);
-        let spans = crate::provider::spans(format, history);
-        crate::provider::render_span(format, history, spans.get(i)?)
+        let spans = crate::wire::provider::spans(format, history);
+        crate::wire::provider::render_span(format, history, spans.get(i)?)
     }
 
     /// The strategy of the trace shown.

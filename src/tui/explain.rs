@@ -1,9 +1,9 @@
 //! One sentence on what the current phase does and why it matters. Pure:
 //! derived from the trace and the step, so it is the same forwards and back.
 
-use crate::report::{clean, compact, show_text};
-use crate::strategy::{Extract, StopRule};
-use crate::trace::{CallStatus, Phase, Trace};
+use crate::engine::strategy::{Extract, StopRule};
+use crate::engine::trace::{CallStatus, Phase, Trace};
+use crate::lesson::report::{clean, compact, show_text};
 
 fn clip(text: &str, max: usize) -> String {
     let text = clean(text);
@@ -167,14 +167,14 @@ pub fn explain(trace: &Trace, k: usize, tool_count: usize) -> String {
                 .map(|e| format!("{} ({})", clean(&e.id), e.status.as_str()))
                 .collect();
             match strategy.closure {
-                crate::strategy::Closure::Synthesize => format!(
+                crate::engine::strategy::Closure::Synthesize => format!(
                     "Closure synthesize: {} get a placeholder error result, so every tool_use is answered before the next request.",
                     open.join(", ")
                 ),
-                crate::strategy::Closure::Strip if r.stripped.is_empty() => {
+                crate::engine::strategy::Closure::Strip if r.stripped.is_empty() => {
                     "Closure strip: every call got a result; the reply joins the history as it came.".to_string()
                 }
-                crate::strategy::Closure::Strip => format!(
+                crate::engine::strategy::Closure::Strip => format!(
                     "Closure strip: the tool_use blocks of {} are removed before the reply joins the history, so nothing dangles.",
                     r.stripped
                         .iter()
@@ -182,10 +182,10 @@ pub fn explain(trace: &Trace, k: usize, tool_count: usize) -> String {
                         .collect::<Vec<_>>()
                         .join(", ")
                 ),
-                crate::strategy::Closure::Leave => format!("Closure leave: {} stay dangling.", open.join(", ")),
+                crate::engine::strategy::Closure::Leave => format!("Closure leave: {} stay dangling.", open.join(", ")),
             }
         }
-        Phase::Append if step.event == Some(crate::trace::StepEvent::LateResultRejected) => {
+        Phase::Append if step.event == Some(crate::engine::trace::StepEvent::LateResultRejected) => {
             "A result from the discarded streaming executor arrives late with an old id: rejected, not appended (it would pair with nothing, or with the wrong call).".to_string()
         }
         Phase::Append => {

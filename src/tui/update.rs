@@ -1,13 +1,13 @@
 //! The pure update function: state + action → new state (and maybe a
 //! follow-up action). No terminal, no clock; tested without either.
 
-use crate::checks::RunAnalysis;
-use crate::ledger::Ledger;
-use crate::provider::Format;
-use crate::report::compare_rows;
-use crate::session::MAX_ROUNDS_LIMIT;
-use crate::strategy::Strategy;
-use crate::trace::{Phase, Trace};
+use crate::engine::ledger::Ledger;
+use crate::engine::session::MAX_ROUNDS_LIMIT;
+use crate::engine::strategy::Strategy;
+use crate::engine::trace::{Phase, Trace};
+use crate::lesson::checks::RunAnalysis;
+use crate::lesson::report::compare_rows;
+use crate::wire::provider::Format;
 
 use super::action::Action;
 use super::app::{App, Pane, Popup};
@@ -79,7 +79,7 @@ pub fn update(app: &mut App, action: Action) -> Option<Action> {
                 return None;
             }
             let mut s = app.strategy().clone();
-            s.interrupt = Some(crate::session::Interrupt {
+            s.interrupt = Some(crate::engine::session::Interrupt {
                 round: step.round,
                 at_ms: step.time_ms,
             });
@@ -93,7 +93,7 @@ pub fn update(app: &mut App, action: Action) -> Option<Action> {
                 );
                 return None;
             };
-            let title = format!("sub-agent {}", crate::report::clean(&child.0));
+            let title = format!("sub-agent {}", crate::lesson::report::clean(&child.0));
             let mut inner = App::new(
                 title,
                 child.1.session.clone(),
@@ -211,11 +211,12 @@ pub fn update(app: &mut App, action: Action) -> Option<Action> {
 }
 
 /// The sub-agent run of the call the step points at (name, run).
-fn child_at(app: &App) -> Option<(String, std::sync::Arc<crate::executor::SubAgentRun>)> {
+fn child_at(app: &App) -> Option<(String, std::sync::Arc<crate::engine::executor::SubAgentRun>)> {
     let step = app.trace.step(app.cursor);
     let round = app.trace.round(step.round)?;
-    let pick =
-        |e: &crate::trace::Execution| e.outcome.child.clone().map(|c| (e.name.to_string(), c));
+    let pick = |e: &crate::engine::trace::Execution| {
+        e.outcome.child.clone().map(|c| (e.name.to_string(), c))
+    };
     match step
         .execution
         .and_then(|i| round.executions.get(i))
@@ -353,8 +354,8 @@ fn describe_strategy_change(old: &Strategy, new: &Strategy) -> String {
     if old.behavior != new.behavior {
         parts.push(format!(
             "behavior {} → {}",
-            crate::report::clean(&old.behavior),
-            crate::report::clean(&new.behavior)
+            crate::lesson::report::clean(&old.behavior),
+            crate::lesson::report::clean(&new.behavior)
         ));
     }
     if old.max_rounds != new.max_rounds {
@@ -412,5 +413,5 @@ pub fn describe_outcome_change(
         let ids: Vec<&str> = broken.iter().map(|s| s.as_str()).collect();
         s.push_str(&format!("; {} left unpaired", ids.join(", ")));
     }
-    crate::report::clean(&s)
+    crate::lesson::report::clean(&s)
 }

@@ -6,7 +6,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Cell, Row, Table, Widget};
 
 use super::{centered, popup_frame, span};
-use crate::report::{CompareRow, clean, show_text};
+use crate::lesson::report::{CompareRow, clean, show_text};
 use crate::tui::app::App;
 
 pub(super) fn render(app: &App, rows: &[CompareRow], scroll: u16, area: Rect, buf: &mut Buffer) {

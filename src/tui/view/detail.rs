@@ -6,7 +6,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Paragraph, Widget};
 
 use super::{centered, popup_frame, span};
-use crate::report::clean;
+use crate::lesson::report::clean;
 use crate::tui::app::App;
 
 pub(super) fn render(app: &App, message: usize, scroll: u16, area: Rect, buf: &mut Buffer) {
@@ -25,7 +25,7 @@ pub(super) fn render(app: &App, message: usize, scroll: u16, area: Rect, buf: &m
             let Some(item) = app.view_item(message) else {
                 return;
             };
-            let key = if format == crate::provider::Format::Responses {
+            let key = if format == crate::wire::provider::Format::Responses {
                 "input"
             } else {
                 "messages"
@@ -34,8 +34,8 @@ pub(super) fn render(app: &App, message: usize, scroll: u16, area: Rect, buf: &m
             // An assistant message also came back once as a response body,
             // with the reason the reply ended.
             if let Some(m) = app.trace.messages.get(item.from.start)
-                && m.role == crate::message::Role::Assistant
-                && let Some(body) = crate::provider::response_body(format, m)
+                && m.role == crate::engine::message::Role::Assistant
+                && let Some(body) = crate::wire::provider::response_body(format, m)
             {
                 json.push_str("\n\n// the response body that returned it:\n");
                 json.push_str(&serde_json::to_string_pretty(&body).unwrap_or_default());

@@ -6,7 +6,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Paragraph, Widget};
 
 use super::span;
-use crate::report::clean;
+use crate::lesson::report::clean;
 use crate::tui::app::App;
 
 pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {

@@ -9,8 +9,8 @@ use ratatui::text::Line;
 use ratatui::widgets::{Paragraph, Widget};
 
 use super::{pane_block, span};
-use crate::ledger::{IdEntry, IdState, Orphan};
-use crate::report::clean;
+use crate::engine::ledger::{IdEntry, IdState, Orphan};
+use crate::lesson::report::clean;
 use crate::tui::app::{App, Pane};
 
 /// One line of the pane, before it is drawn: the pane lists every id, but

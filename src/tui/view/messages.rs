@@ -8,11 +8,11 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget};
 
 use super::{clip, pane_block, span};
-use crate::message::{Block, Message};
-use crate::provider::Format;
-use crate::report::{clean, compact};
+use crate::engine::message::{Block, Message};
+use crate::lesson::report::{clean, compact};
 use crate::tui::app::{App, Pane};
 use crate::tui::theme::Theme;
+use crate::wire::provider::Format;
 
 pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     if let Some(format) = app.view {
@@ -139,7 +139,7 @@ fn render_provider(app: &App, format: Format, area: Rect, buf: &mut Buffer) {
     let t = &app.theme;
     let history = app.trace.history_at(app.cursor);
     // Roles for every item, JSON only for the lines on screen.
-    let spans = crate::provider::spans(format, history);
+    let spans = crate::wire::provider::spans(format, history);
     let added = app.trace.added_at(app.cursor);
     let roles: Vec<&str> = spans.iter().rev().take(40).rev().map(|s| s.role).collect();
     let more = if spans.len() > roles.len() {
@@ -162,7 +162,7 @@ fn render_provider(app: &App, format: Format, area: Rect, buf: &mut Buffer) {
         } else {
             span(" ", t.text)
         };
-        let summary = crate::provider::render_span(format, history, s)
+        let summary = crate::wire::provider::render_span(format, history, s)
             .map(|item| item_summary(&item.json))
             .unwrap_or_default();
         Line::from(vec![

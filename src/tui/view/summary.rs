@@ -7,7 +7,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Paragraph, Widget, Wrap};
 
 use super::span;
-use crate::report::{clean, show_text};
+use crate::lesson::report::{clean, show_text};
 use crate::tui::app::App;
 use crate::tui::explain::explain;
 
@@ -42,7 +42,7 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
                     trace.outcome.end.as_str(),
                     clean(&trace.outcome.detail)
                 ),
-                if trace.outcome.end == crate::trace::End::ModelDone {
+                if trace.outcome.end == crate::engine::trace::End::ModelDone {
                     t.ok
                 } else {
                     t.warn

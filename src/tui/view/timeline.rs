@@ -6,7 +6,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Widget};
 
 use super::span;
-use crate::trace::Phase;
+use crate::engine::trace::Phase;
 use crate::tui::app::App;
 
 pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {

@@ -6,9 +6,9 @@ use ratatui::text::Line;
 use ratatui::widgets::{Paragraph, Widget, Wrap};
 
 use super::{pane_block, span};
-use crate::report::{clean, compact, show_text};
+use crate::lesson::report::{clean, compact, show_text};
+use crate::lesson::walkthrough::{self, STEPS, StepState};
 use crate::tui::app::{App, Pane};
-use crate::walkthrough::{self, STEPS, StepState};
 
 /// Rounds of logs 2 and 3 the pane shows.
 const LOG_ROUNDS: usize = 40;

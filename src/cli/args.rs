@@ -1,0 +1,185 @@
+//! Command-line definitions (clap derive).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use loopdbg::engine::strategy::{Closure, Extract, StopRule};
+use loopdbg::wire::fix::Repair;
+use loopdbg::wire::provider::Format;
+use loopdbg::wire::read::Source;
+
+/// A step debugger for LLM agent tool-call loops.
+///
+/// `loopdbg SESSION` opens the debugger; the subcommands run the same engine
+/// headless for scripts and CI.
+#[derive(Debug, Parser)]
+#[command(name = "loopdbg", version, args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    /// The session to open in the debugger (e.g. sessions/weather.json), or
+    /// a captured conversation to replay (detected by content).
+    pub session: Option<PathBuf>,
+
+    /// When replaying a file of several conversations: which one (1-based).
+    #[arg(long, default_value_t = 1)]
+    pub conversation: usize,
+
+    /// Strategy overrides for the debugger.
+    #[command(flatten)]
+    pub strategy: StrategyFlags,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Overrides of the session's opening strategy.
+#[derive(Debug, Args, Default)]
+pub struct StrategyFlags {
+    /// How calls are taken from a reply: first (content.find) or all (filter).
+    #[arg(long, value_parser = parse_extract)]
+    pub extract: Option<Extract>,
+    /// When the loop stops: content, finish-reason, tool-calls or robust.
+    #[arg(long, value_parser = parse_stop)]
+    pub stop: Option<StopRule>,
+    /// Which stub-model behaviour replies (a key of the session's `model`).
+    #[arg(long)]
+    pub behavior: Option<String>,
+    /// The round limit (model calls).
+    #[arg(long)]
+    pub max_rounds: Option<u32>,
+    /// What happens to calls left without a result: leave, synthesize or strip.
+    #[arg(long, value_parser = parse_closure)]
+    pub closure: Option<Closure>,
+}
+
+fn parse_closure(s: &str) -> Result<Closure, String> {
+    s.parse()
+}
+
+fn parse_provider(s: &str) -> Result<Format, String> {
+    s.parse()
+}
+
+fn parse_repair(s: &str) -> Result<Repair, String> {
+    s.parse()
+}
+
+/// A `check --format` value: an output format or an input format.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum CheckFormat {
+    /// Grouped text.
+    Text,
+    /// One JSON document.
+    Json,
+    /// Read the input as this.
+    Input(Source),
+}
+
+fn parse_check_format(s: &str) -> Result<CheckFormat, String> {
+    match s {
+        "text" => Ok(CheckFormat::Text),
+        "json" => Ok(CheckFormat::Json),
+        other => other.parse::<Source>().map(CheckFormat::Input).map_err(|_| {
+            format!("unknown format `{s}` (expected text, json, anthropic, openai, responses or claude-code)")
+        }),
+    }
+}
+
+fn parse_extract(s: &str) -> Result<Extract, String> {
+    s.parse()
+}
+
+fn parse_stop(s: &str) -> Result<StopRule, String> {
+    s.parse()
+}
+
+/// Headless commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a session once and print the trace (seed-style text or JSON).
+    Run {
+        /// The session file.
+        session: PathBuf,
+        #[command(flatten)]
+        strategy: StrategyFlags,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = RunFormat::Text)]
+        format: RunFormat,
+        /// Print every request body the loop sends, as this provider receives
+        /// it (a stream of JSON documents, ready for curl), instead of the trace.
+        #[arg(long, value_parser = parse_provider)]
+        emit: Option<Format>,
+        /// The model name written into emitted request bodies.
+        #[arg(long, requires = "emit")]
+        model: Option<String>,
+    },
+    /// Validate captured conversations: request bodies, message arrays,
+    /// Responses input, JSON Lines of conversations, Claude Code session logs.
+    ///
+    /// Exit 0 when clean, 1 when problems were found, 2 for unreadable input.
+    Check {
+        /// Files to check.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Output `text` or `json`; and/or force the input format: anthropic,
+        /// openai, responses, claude-code (auto-detected otherwise). May be
+        /// given twice, e.g. `--format json --format openai`.
+        #[arg(long, value_parser = parse_check_format)]
+        format: Vec<CheckFormat>,
+        /// Write a repaired copy: `synthesize` placeholder results for
+        /// unanswered calls, or `strip` the dangling calls. Needs -o.
+        #[arg(long, value_parser = parse_repair, requires = "output")]
+        fix: Option<Repair>,
+        /// Where the repaired copy goes (never the input).
+        #[arg(short = 'o', long, requires = "fix")]
+        output: Option<PathBuf>,
+    },
+    /// Run every strategy × behaviour of each session and print the table.
+    Compare {
+        /// One or more session files.
+        #[arg(required = true)]
+        sessions: Vec<PathBuf>,
+        /// Round limit for every run (default: each session's own).
+        #[arg(long)]
+        max_rounds: Option<u32>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = CompareFormat::Md)]
+        format: CompareFormat,
+    },
+    /// Warn about likely mistakes in session files (never fails on warnings).
+    Lint {
+        /// One or more session files.
+        #[arg(required = true)]
+        sessions: Vec<PathBuf>,
+    },
+    /// Print the JSON Schema of session files.
+    Schema,
+}
+
+/// `run` output.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum RunFormat {
+    /// Round by round, as the seeds print traces.
+    Text,
+    /// One JSON document.
+    Json,
+}
+
+/// `compare` output.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum CompareFormat {
+    /// A Markdown table.
+    Md,
+    /// A JSON array of rows.
+    Json,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,90 @@
+//! Reading session files from disk: the only place the binary touches them.
+
+use std::path::Path;
+
+use loopdbg::diagnostics::json_span::{SpanNode, line_col};
+use loopdbg::lesson::lint::lint;
+use loopdbg::{LoadError, Session};
+
+/// A session with the text it came from.
+pub struct Loaded {
+    /// The name the user gave.
+    pub origin: String,
+    /// The file's text.
+    pub text: String,
+    /// The parsed session.
+    pub session: Session,
+}
+
+/// Reads and parses a session file, and the sub-agent sessions it names.
+pub fn session(path: &Path) -> Result<Loaded, LoadError> {
+    let (origin, text, mut session) = read_one(path)?;
+    let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let mut load = |child: &str, depth: usize| -> Result<Session, LoadError> {
+        if depth > loopdbg::engine::executor::MAX_AGENT_DEPTH {
+            return Err(LoadError::Refused {
+                origin: child.to_string(),
+                reason: format!(
+                    "sub-agents nest deeper than {} levels (a session that names itself?)",
+                    loopdbg::engine::executor::MAX_AGENT_DEPTH
+                ),
+            });
+        }
+        read_one(&base.join(child)).map(|(_, _, s)| s)
+    };
+    session.resolve_agents(0, &mut load)?;
+    Ok(Loaded {
+        origin,
+        text,
+        session,
+    })
+}
+
+fn read_one(path: &Path) -> Result<(String, String, Session), LoadError> {
+    let origin = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| LoadError::Unreadable {
+        origin: origin.clone(),
+        reason: e.to_string(),
+    })?;
+    let session = Session::parse(&origin, &text)?;
+    Ok((origin, text, session))
+}
+
+/// True when `path` holds a captured conversation rather than a session:
+/// a JSON document without the session's `user` / `model` keys, or JSON
+/// Lines. Anything unreadable is treated as a session, whose loader gives the
+/// located error.
+pub fn is_transcript(path: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return false;
+    };
+    match serde_json::from_str::<serde_json::Value>(&text) {
+        Ok(serde_json::Value::Object(o)) => !o.contains_key("model") && !o.contains_key("user"),
+        Ok(serde_json::Value::Array(_)) => true,
+        Ok(_) => false,
+        Err(_) => {
+            let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+            lines
+                .next()
+                .is_some_and(|l| serde_json::from_str::<serde_json::Value>(l).is_ok())
+                && lines.next().is_some()
+        }
+    }
+}
+
+/// Lint warnings as `file:line:column: warning: ...` lines.
+pub fn located_lint(loaded: &Loaded) -> Vec<String> {
+    let spans = SpanNode::parse(&loaded.text);
+    lint(&loaded.session)
+        .into_iter()
+        .map(|w| {
+            let (line, col) = spans
+                .as_ref()
+                .map_or((1, 1), |s| line_col(&loaded.text, s.offset_of(&w.path)));
+            format!(
+                "{}:{line}:{col}: warning[{}]: {}",
+                loaded.origin, w.kind, w.message
+            )
+        })
+        .collect()
+}

@@ -1,0 +1,303 @@
+//! The command line: arguments ([`args`]), loading files ([`load`]), the
+//! terminal ([`terminal`]), the `check` command ([`check`]) and the dispatch
+//! of every subcommand to the library (this file). All I/O and exit codes
+//! live here; nothing here decides loop semantics.
+
+pub mod args;
+pub mod check;
+pub mod load;
+pub mod terminal;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use args::{CheckFormat, Cli, Command, CompareFormat, RunFormat, StrategyFlags};
+use loopdbg::engine::trace::Phase;
+use loopdbg::lesson::report::{RunReport, compare_markdown, compare_rows};
+use loopdbg::tui::App;
+use loopdbg::wire::provider::{default_model, request_body};
+use loopdbg::{Session, Strategy};
+
+/// Exit code for input loopdbg cannot use.
+const EXIT_BAD_INPUT: u8 = 2;
+
+/// Parses the arguments, runs the command and maps its errors to exit codes.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    // One line per message, so `file:line:column: what` stays greppable.
+    let _ = miette::set_hook(Box::new(|_| {
+        Box::new(miette::MietteHandlerOpts::new().wrap_lines(false).build())
+    }));
+    match dispatch(cli) {
+        Ok(code) => code,
+        Err(Failure::BadInput(report)) => {
+            eprintln!("{report:?}");
+            ExitCode::from(EXIT_BAD_INPUT)
+        }
+        Err(Failure::Other(err)) => {
+            eprintln!("loopdbg: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Why a command failed: unusable input (exit 2) or anything else (exit 1).
+enum Failure {
+    BadInput(miette::Report),
+    Other(anyhow::Error),
+}
+
+impl From<loopdbg::LoadError> for Failure {
+    fn from(err: loopdbg::LoadError) -> Self {
+        Failure::BadInput(miette::Report::new(err))
+    }
+}
+
+impl From<anyhow::Error> for Failure {
+    fn from(err: anyhow::Error) -> Self {
+        Failure::Other(err)
+    }
+}
+
+impl From<std::io::Error> for Failure {
+    fn from(err: std::io::Error) -> Self {
+        // A closed pipe (`loopdbg run ... | head`) is not an error worth a message.
+        if err.kind() == std::io::ErrorKind::BrokenPipe {
+            return Failure::Other(anyhow::anyhow!("output closed"));
+        }
+        Failure::Other(err.into())
+    }
+}
+
+fn bad_flag(message: String) -> Failure {
+    Failure::BadInput(miette::miette!("{message}"))
+}
+
+fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
+    match cli.command {
+        None => {
+            let Some(path) = cli.session else {
+                use clap::CommandFactory;
+                Cli::command().print_help()?;
+                return Ok(ExitCode::from(EXIT_BAD_INPUT));
+            };
+            let app = if load::is_transcript(&path) {
+                replay_app(&path, cli.conversation)?
+            } else {
+                let loaded = load::session(&path)?;
+                let strategy = strategy_for(&loaded.session, &cli.strategy)?;
+                App::new(loaded.origin, loaded.session, strategy, terminal::theme())
+            };
+            terminal::run(app)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Run {
+            session,
+            strategy,
+            format,
+            emit,
+            model,
+        }) => {
+            let loaded = load::session(&session)?;
+            let strategy = strategy_for(&loaded.session, &strategy)?;
+            let trace = loopdbg::run(&loaded.session, &strategy);
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            if let Some(provider) = emit {
+                let model = model.unwrap_or_else(|| default_model(provider).to_string());
+                for step in trace.steps.iter().filter(|s| s.phase == Phase::Request) {
+                    let history = &trace.messages[..step.history_len];
+                    let body = request_body(provider, &loaded.session, history, &model);
+                    eprintln!(
+                        "# request {} (round {}), {}",
+                        step.round,
+                        step.round,
+                        provider.title()
+                    );
+                    serde_json::to_writer_pretty(&mut out, &body).map_err(anyhow::Error::from)?;
+                    writeln!(out)?;
+                }
+                out.flush()?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            let report = RunReport::new(&loaded.session, &trace);
+            match format {
+                RunFormat::Text => out.write_all(report.to_text().as_bytes())?,
+                RunFormat::Json => {
+                    serde_json::to_writer_pretty(&mut out, &report).map_err(anyhow::Error::from)?;
+                    writeln!(out)?;
+                }
+            }
+            out.flush()?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Compare {
+            sessions,
+            max_rounds,
+            format,
+        }) => {
+            let mut rows = Vec::new();
+            for path in &sessions {
+                let loaded = load::session(path)?;
+                let rounds = match max_rounds {
+                    Some(n) => check_rounds(n)?,
+                    None => Strategy::for_session(&loaded.session).max_rounds,
+                };
+                rows.extend(compare_rows(&loaded.origin, &loaded.session, rounds));
+            }
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            match format {
+                CompareFormat::Md => out.write_all(compare_markdown(&rows).as_bytes())?,
+                CompareFormat::Json => {
+                    serde_json::to_writer_pretty(&mut out, &rows).map_err(anyhow::Error::from)?;
+                    writeln!(out)?;
+                }
+            }
+            out.flush()?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Lint { sessions }) => {
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            let mut total = 0;
+            for path in &sessions {
+                let loaded = load::session(path)?;
+                for w in load::located_lint(&loaded) {
+                    total += 1;
+                    writeln!(out, "{w}")?;
+                }
+            }
+            writeln!(out, "{total} warning(s)")?;
+            out.flush()?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Check {
+            files,
+            format,
+            fix,
+            output,
+        }) => {
+            let json = format.contains(&CheckFormat::Json);
+            let forced = format.iter().find_map(|f| match f {
+                CheckFormat::Input(s) => Some(*s),
+                _ => None,
+            });
+            let files = match (fix, output) {
+                (Some(how), Some(out)) => {
+                    if files.len() != 1 {
+                        return Err(bad_flag("--fix repairs one file at a time".into()));
+                    }
+                    let n = check::fix_file(&files[0], &out, forced, how)?;
+                    eprintln!("wrote {} ({n} repair(s)); checking it:", out.display());
+                    vec![out]
+                }
+                _ => files,
+            };
+            let reports = check::check_files(&files, forced)?;
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            if json {
+                let findings: usize = reports
+                    .iter()
+                    .flat_map(|f| &f.results)
+                    .map(|r| r.findings.len())
+                    .sum();
+                let doc = serde_json::json!({
+                    "files": reports,
+                    "conversations": reports.iter().map(|f| f.conversations).sum::<usize>(),
+                    "with_problems": reports.iter().map(|f| f.results.len()).sum::<usize>(),
+                    "problems": findings,
+                });
+                serde_json::to_writer_pretty(&mut out, &doc).map_err(anyhow::Error::from)?;
+                writeln!(out)?;
+            } else {
+                check::render_text(&reports, &mut out)?;
+            }
+            let clean = reports.iter().all(|f| f.results.is_empty());
+            out.flush()?;
+            Ok(if clean {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
+        Some(Command::Schema) => {
+            let schema = loopdbg::engine::schema::session_schema();
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            serde_json::to_writer_pretty(&mut out, &schema).map_err(anyhow::Error::from)?;
+            writeln!(out)?;
+            out.flush()?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// A debugger replaying conversation `which` (1-based) of a captured file.
+fn replay_app(path: &std::path::Path, which: usize) -> Result<App, Failure> {
+    let mut found = None;
+    let mut seen = 0;
+    check::for_each_conversation(path, None, |_, conv, _| {
+        seen += 1;
+        if seen == which {
+            found = Some(conv);
+        }
+    })?;
+    let origin = path.display().to_string();
+    let Some(conv) = found else {
+        return Err(bad_flag(format!(
+            "--conversation {which}: {origin} holds {seen} conversation(s)"
+        )));
+    };
+    let findings = loopdbg::wire::check::check(&conv);
+    let trace = loopdbg::wire::replay::trace_of(&conv, &findings);
+    let title = if seen > 1 {
+        format!("replay: conversation {which} of {seen}")
+    } else {
+        "replay".to_string()
+    };
+    let session = loopdbg::wire::replay::session_for(&conv, &title);
+    Ok(App::replay(
+        origin,
+        session,
+        trace,
+        conv.source.as_str(),
+        terminal::theme(),
+    ))
+}
+
+fn check_rounds(n: u32) -> Result<u32, Failure> {
+    let limit = loopdbg::engine::session::MAX_ROUNDS_LIMIT;
+    if (1..=limit).contains(&n) {
+        Ok(n)
+    } else {
+        Err(bad_flag(format!(
+            "--max-rounds: expected a number from 1 to {limit}, found {n}"
+        )))
+    }
+}
+
+/// The session's opening strategy with the command-line flags applied.
+fn strategy_for(session: &Session, flags: &StrategyFlags) -> Result<Strategy, Failure> {
+    let mut s = Strategy::for_session(session);
+    if let Some(e) = flags.extract {
+        s.extract = e;
+    }
+    if let Some(r) = flags.stop {
+        s.stop = r;
+    }
+    if let Some(c) = flags.closure {
+        s.closure = c;
+    }
+    if let Some(n) = flags.max_rounds {
+        s.max_rounds = check_rounds(n)?;
+    }
+    if let Some(b) = &flags.behavior {
+        if !session.model.contains_key(b) {
+            return Err(bad_flag(format!(
+                "--behavior: `{b}` is not a behaviour of this session (expected one of: {})",
+                session.behavior_names().collect::<Vec<_>>().join(", ")
+            )));
+        }
+        s.behavior = b.clone();
+    }
+    Ok(s)
+}

@@ -1,0 +1,360 @@
+//! Byte offsets of the values in a JSON text, so that a semantic error found
+//! after deserialisation ("duplicate tool name", "`when` names an undefined
+//! tool") can still point at `file:line:column`.
+//!
+//! serde_json reports positions for syntax and type errors only; this module
+//! is the small second pass that recovers positions for everything else. It
+//! only runs on text serde_json has already accepted, so it may assume the
+//! JSON is well formed and stops quietly (returning `None`) if it is not.
+
+/// One step of a path into a JSON document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathSeg {
+    /// An object member, by key.
+    Key(String),
+    /// An array element, by index.
+    Index(usize),
+}
+
+impl From<&str> for PathSeg {
+    fn from(key: &str) -> Self {
+        PathSeg::Key(key.to_string())
+    }
+}
+
+impl From<usize> for PathSeg {
+    fn from(index: usize) -> Self {
+        PathSeg::Index(index)
+    }
+}
+
+/// Builds a path from a mixed list of keys and indices: `path!["tools", 0, "name"]`.
+#[macro_export]
+macro_rules! json_path {
+    ($($seg:expr),* $(,)?) => {
+        ::std::vec::Vec::<$crate::diagnostics::json_span::PathSeg>::from([$($crate::diagnostics::json_span::PathSeg::from($seg)),*])
+    };
+}
+
+/// A parsed JSON value with the byte offset where it starts.
+#[derive(Debug)]
+pub struct SpanNode {
+    /// Byte offset of the value's first character.
+    pub start: usize,
+    /// Byte offset just past the value's last character.
+    pub end: usize,
+    /// What kind of value it is, with its children.
+    pub kind: SpanKind,
+}
+
+/// The shape of a [`SpanNode`].
+#[derive(Debug)]
+pub enum SpanKind {
+    /// An object: members in document order with the byte offset of each key.
+    Object(Vec<Member>),
+    /// An array.
+    Array(Vec<SpanNode>),
+    /// A string, number, boolean or null.
+    Scalar,
+}
+
+/// One member of an object.
+#[derive(Debug)]
+pub struct Member {
+    /// The decoded key.
+    pub key: String,
+    /// Byte offset of the key's opening quote.
+    pub key_start: usize,
+    /// The member's value.
+    pub value: SpanNode,
+}
+
+impl SpanNode {
+    /// Parses `text` into a span tree; `None` if it is not well-formed JSON.
+    pub fn parse(text: &str) -> Option<SpanNode> {
+        let mut p = Parser {
+            bytes: text.as_bytes(),
+            text,
+            pos: 0,
+        };
+        p.skip_ws();
+        let node = p.value(0)?;
+        Some(node)
+    }
+
+    /// The node at `path`, if it exists.
+    pub fn get(&self, path: &[PathSeg]) -> Option<&SpanNode> {
+        let mut node = self;
+        for seg in path {
+            node = match (&node.kind, seg) {
+                (SpanKind::Object(members), PathSeg::Key(k)) => {
+                    // The last duplicate wins, as in serde_json's maps.
+                    &members.iter().rev().find(|m| &m.key == k)?.value
+                }
+                (SpanKind::Array(items), PathSeg::Index(i)) => items.get(*i)?,
+                _ => return None,
+            };
+        }
+        Some(node)
+    }
+
+    /// The byte offset that best points at `path`: the value itself, or the
+    /// deepest ancestor that exists.
+    pub fn offset_of(&self, path: &[PathSeg]) -> usize {
+        let mut node = self;
+        for seg in path {
+            let next = match (&node.kind, seg) {
+                (SpanKind::Object(members), PathSeg::Key(k)) => {
+                    members.iter().rev().find(|m| &m.key == k).map(|m| &m.value)
+                }
+                (SpanKind::Array(items), PathSeg::Index(i)) => items.get(*i),
+                _ => None,
+            };
+            match next {
+                Some(n) => node = n,
+                None => break,
+            }
+        }
+        node.start
+    }
+
+    /// Byte offset of the key of member `key` in the object at `path`.
+    pub fn key_offset(&self, path: &[PathSeg], key: &str) -> Option<usize> {
+        match &self.get(path)?.kind {
+            SpanKind::Object(members) => members
+                .iter()
+                .rev()
+                .find(|m| m.key == key)
+                .map(|m| m.key_start),
+            _ => None,
+        }
+    }
+}
+
+const MAX_DEPTH: usize = 512;
+
+struct Parser<'a> {
+    bytes: &'a [u8],
+    text: &'a str,
+    pos: usize,
+}
+
+impl Parser<'_> {
+    fn skip_ws(&mut self) {
+        while let Some(b) = self.bytes.get(self.pos) {
+            if matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
+                self.pos += 1;
+            } else {
+                break;
+            }
+        }
+    }
+
+    fn value(&mut self, depth: usize) -> Option<SpanNode> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        let start = self.pos;
+        let kind = match *self.bytes.get(self.pos)? {
+            b'{' => {
+                self.pos += 1;
+                let mut members = Vec::new();
+                self.skip_ws();
+                if self.bytes.get(self.pos) == Some(&b'}') {
+                    self.pos += 1;
+                } else {
+                    loop {
+                        self.skip_ws();
+                        let key_start = self.pos;
+                        let key = self.string()?;
+                        self.skip_ws();
+                        if self.bytes.get(self.pos) != Some(&b':') {
+                            return None;
+                        }
+                        self.pos += 1;
+                        self.skip_ws();
+                        let value = self.value(depth + 1)?;
+                        members.push(Member {
+                            key,
+                            key_start,
+                            value,
+                        });
+                        self.skip_ws();
+                        match self.bytes.get(self.pos)? {
+                            b',' => self.pos += 1,
+                            b'}' => {
+                                self.pos += 1;
+                                break;
+                            }
+                            _ => return None,
+                        }
+                    }
+                }
+                SpanKind::Object(members)
+            }
+            b'[' => {
+                self.pos += 1;
+                let mut items = Vec::new();
+                self.skip_ws();
+                if self.bytes.get(self.pos) == Some(&b']') {
+                    self.pos += 1;
+                } else {
+                    loop {
+                        self.skip_ws();
+                        items.push(self.value(depth + 1)?);
+                        self.skip_ws();
+                        match self.bytes.get(self.pos)? {
+                            b',' => self.pos += 1,
+                            b']' => {
+                                self.pos += 1;
+                                break;
+                            }
+                            _ => return None,
+                        }
+                    }
+                }
+                SpanKind::Array(items)
+            }
+            b'"' => {
+                self.string()?;
+                SpanKind::Scalar
+            }
+            _ => {
+                while let Some(b) = self.bytes.get(self.pos) {
+                    if matches!(b, b',' | b']' | b'}' | b' ' | b'\t' | b'\n' | b'\r') {
+                        break;
+                    }
+                    self.pos += 1;
+                }
+                if self.pos == start {
+                    return None;
+                }
+                SpanKind::Scalar
+            }
+        };
+        Some(SpanNode {
+            start,
+            end: self.pos,
+            kind,
+        })
+    }
+
+    /// Reads a string starting at the opening quote and returns it decoded.
+    fn string(&mut self) -> Option<String> {
+        if self.bytes.get(self.pos) != Some(&b'"') {
+            return None;
+        }
+        let start = self.pos;
+        self.pos += 1;
+        loop {
+            match *self.bytes.get(self.pos)? {
+                b'\\' => self.pos += 2,
+                b'"' => {
+                    self.pos += 1;
+                    break;
+                }
+                _ => self.pos += 1,
+            }
+        }
+        serde_json::from_str(self.text.get(start..self.pos)?).ok()
+    }
+}
+
+/// Parses a display path (`messages[3].content[1]`, `[2].input`) into segments.
+pub fn parse_path(path: &str) -> Vec<PathSeg> {
+    let mut out = Vec::new();
+    for part in path.split('.').filter(|p| !p.is_empty()) {
+        let (key, indices) = match part.find('[') {
+            Some(i) => (&part[..i], &part[i..]),
+            None => (part, ""),
+        };
+        if !key.is_empty() {
+            out.push(PathSeg::Key(key.to_string()));
+        }
+        for idx in indices.split(']').filter(|s| !s.is_empty()) {
+            if let Ok(i) = idx.trim_start_matches('[').parse() {
+                out.push(PathSeg::Index(i));
+            }
+        }
+    }
+    out
+}
+
+/// A 1-based line and column (in characters) for a byte offset.
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = floor_char_boundary(text, offset.min(text.len()));
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let col = text[line_start..offset].chars().count() + 1;
+    (line, col)
+}
+
+/// The byte offset of a 1-based line and 1-based *byte* column, as serde_json
+/// reports them.
+pub fn offset_of_line_byte_col(text: &str, line: usize, byte_col: usize) -> usize {
+    let mut line_start = 0;
+    for _ in 1..line.max(1) {
+        match text[line_start..].find('\n') {
+            Some(i) => line_start += i + 1,
+            None => return text.len(),
+        }
+    }
+    let line_end = text[line_start..]
+        .find('\n')
+        .map_or(text.len(), |i| line_start + i);
+    floor_char_boundary(
+        text,
+        (line_start + byte_col.saturating_sub(1)).min(line_end),
+    )
+}
+
+fn floor_char_boundary(text: &str, mut offset: usize) -> usize {
+    while offset > 0 && !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    offset
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_nested_values_and_keys() {
+        let text = "{\n  \"a\": [1, {\"b\": \"x\"}],\n  \"c\": null\n}";
+        let tree = SpanNode::parse(text).unwrap();
+        let b = tree.offset_of(&json_path!["a", 1, "b"]);
+        assert_eq!(&text[b..b + 3], "\"x\"");
+        assert_eq!(line_col(text, b), (2, 18));
+        let c = tree.key_offset(&[], "c").unwrap();
+        assert_eq!(line_col(text, c), (3, 3));
+        // A missing member points at its closest existing ancestor.
+        let missing = tree.offset_of(&json_path!["a", 7]);
+        assert_eq!(&text[missing..missing + 1], "[");
+    }
+
+    #[test]
+    fn columns_count_characters_not_bytes() {
+        let text = "{\"北京\": 1}";
+        let tree = SpanNode::parse(text).unwrap();
+        let v = tree.offset_of(&json_path!["北京"]);
+        assert_eq!(line_col(text, v), (1, 8));
+    }
+
+    #[test]
+    fn serde_byte_columns_map_back_to_offsets() {
+        let text = "ab\ncd北e";
+        assert_eq!(offset_of_line_byte_col(text, 2, 3), 5);
+        assert_eq!(offset_of_line_byte_col(text, 9, 1), text.len());
+        // A column inside a multi-byte character snaps to its start.
+        assert_eq!(offset_of_line_byte_col(text, 2, 4), 5);
+    }
+
+    #[test]
+    fn rejects_broken_text_without_panicking() {
+        for bad in ["", "{", "[1,", "{\"a\" 1}", "\"abc", "{\"a\":}"] {
+            assert!(SpanNode::parse(bad).is_none(), "{bad:?}");
+        }
+    }
+}

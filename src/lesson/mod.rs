@@ -1,0 +1,11 @@
+//! What a run teaches, derived from its trace: seed 003's walkthrough of the
+//! two trips, the checks a careless loop never makes (spins, unquoted
+//! numbers, requests a provider would reject), the session lint, and the
+//! headless reports of `loopdbg run` and `loopdbg compare`.
+//!
+//! Built on [`crate::engine`]; pure like it.
+
+pub mod checks;
+pub mod lint;
+pub mod report;
+pub mod walkthrough;

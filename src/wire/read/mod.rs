@@ -1,0 +1,366 @@
+//! Reading captured conversations: Anthropic and OpenAI request bodies or
+//! bare message arrays, Responses `input` arrays, and Claude Code session
+//! logs. Each becomes a [`Conversation`]: canonical messages that keep the
+//! provider's own grouping (an Anthropic user message may hold several
+//! tool_result blocks), with the source of every block, so a finding can
+//! name `messages[3].content[1]` or the log line and uuid.
+//!
+//! Pure: values in, conversations out. Reading files and lines is the
+//! binary's job.
+
+mod anthropic;
+mod claude_code;
+mod openai_chat;
+mod responses;
+
+pub use claude_code::ClaudeCodeLog;
+
+use serde_json::Value;
+
+use crate::engine::message::{Block, Message};
+use crate::engine::session::{FinishReason, Json};
+use crate::wire::provider::Format;
+
+/// What a file holds, as detected or forced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// One of the provider formats.
+    Provider(Format),
+    /// A Claude Code session log (JSON Lines of events).
+    ClaudeCode,
+}
+
+impl Source {
+    /// The name used in reports and `--format`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Provider(f) => f.as_str(),
+            Source::ClaudeCode => "claude-code",
+        }
+    }
+
+    /// The provider whose rules apply.
+    pub fn provider(self) -> Format {
+        match self {
+            Source::Provider(f) => f,
+            Source::ClaudeCode => Format::Anthropic,
+        }
+    }
+}
+
+impl std::str::FromStr for Source {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "claude-code" | "claude_code" => Ok(Source::ClaudeCode),
+            other => other.parse::<Format>().map(Source::Provider).map_err(|_| {
+                format!(
+                    "unknown format `{s}` (expected one of: anthropic, openai, responses, claude-code)"
+                )
+            }),
+        }
+    }
+}
+
+/// Where a block came from.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct BlockSource {
+    /// JSON path inside its document (`messages[3].content[1]`).
+    pub path: String,
+    /// For logs: the 1-based line of the event.
+    pub line: Option<usize>,
+    /// For logs: the event's uuid.
+    pub uuid: Option<String>,
+}
+
+impl std::fmt::Display for BlockSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (&self.line, &self.uuid) {
+            (Some(line), Some(uuid)) => write!(f, "line {line} (uuid {uuid}) {}", self.path),
+            (Some(line), None) => write!(f, "line {line} {}", self.path),
+            _ => f.write_str(&self.path),
+        }
+    }
+}
+
+/// A tool the request declared.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    /// Its name.
+    pub name: String,
+    /// The JSON Schema of its arguments, when given.
+    pub schema: Option<Value>,
+}
+
+/// A problem found while reading, before any pairing check (for example
+/// arguments that are not JSON).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReadNote {
+    /// Where.
+    pub source: BlockSource,
+    /// The raw arguments text.
+    pub raw: String,
+    /// The call id.
+    pub id: String,
+    /// The parser's complaint.
+    pub error: String,
+}
+
+/// One captured conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Conversation {
+    /// What it was read as.
+    pub source: Source,
+    /// Messages in the provider's grouping.
+    pub messages: Vec<Message>,
+    /// Path of each message.
+    pub message_sources: Vec<BlockSource>,
+    /// Source of each block of each message.
+    pub block_sources: Vec<Vec<BlockSource>>,
+    /// Tools the request declared (empty when unknown).
+    pub tools: Vec<ToolSpec>,
+    /// The system prompt, when given.
+    pub system: Option<String>,
+    /// Arguments that did not parse as JSON.
+    pub notes: Vec<ReadNote>,
+}
+
+/// An input that cannot be read as a conversation.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct ReadError {
+    /// JSON path where reading failed.
+    pub path: String,
+    /// What was expected.
+    pub message: String,
+}
+
+pub(crate) fn err(path: impl Into<String>, message: impl Into<String>) -> ReadError {
+    ReadError {
+        path: path.into(),
+        message: message.into(),
+    }
+}
+
+impl Conversation {
+    pub(crate) fn new(source: Source) -> Conversation {
+        Conversation {
+            source,
+            messages: Vec::new(),
+            message_sources: Vec::new(),
+            block_sources: Vec::new(),
+            tools: Vec::new(),
+            system: None,
+            notes: Vec::new(),
+        }
+    }
+
+    pub(crate) fn push(&mut self, message: Message, source: BlockSource, blocks: Vec<BlockSource>) {
+        debug_assert_eq!(message.content.len(), blocks.len());
+        self.messages.push(message);
+        self.message_sources.push(source);
+        self.block_sources.push(blocks);
+    }
+}
+
+/// Guesses what a single JSON document holds.
+pub fn detect(doc: &Value) -> Option<Source> {
+    let (messages, input) = match doc {
+        Value::Object(o) => (o.get("messages"), o.get("input")),
+        Value::Array(_) => (Some(doc), None),
+        _ => return None,
+    };
+    if let Some(Value::Array(items)) = input {
+        let _ = items;
+        return Some(Source::Provider(Format::Responses));
+    }
+    if let Value::Object(o) = doc
+        && o.contains_key("uuid")
+        && o.contains_key("message")
+    {
+        return Some(Source::ClaudeCode);
+    }
+    let items = messages?.as_array()?;
+    let mut openai = false;
+    let mut anthropic = false;
+    let mut responses = false;
+    for item in items {
+        let role = item.get("role").and_then(Value::as_str);
+        let kind = item.get("type").and_then(Value::as_str);
+        if matches!(kind, Some("function_call" | "function_call_output")) {
+            responses = true;
+        }
+        if matches!(role, Some("tool" | "system" | "developer")) || item.get("tool_calls").is_some()
+        {
+            openai = true;
+        }
+        if let Some(Value::Array(blocks)) = item.get("content") {
+            for b in blocks {
+                match b.get("type").and_then(Value::as_str) {
+                    Some("tool_use" | "tool_result") => anthropic = true,
+                    Some("output_text" | "input_text") => responses = true,
+                    _ => {}
+                }
+            }
+        }
+    }
+    Some(Source::Provider(if responses {
+        Format::Responses
+    } else if openai && !anthropic {
+        Format::Openai
+    } else {
+        Format::Anthropic
+    }))
+}
+
+/// Reads a single document (request body or bare array) as `source`.
+pub fn read(doc: &Value, source: Source) -> Result<Conversation, ReadError> {
+    read_owned(doc.clone(), source)
+}
+
+/// [`read`], taking the document so its contents move into the
+/// conversation instead of being copied (what `check` does per line).
+pub fn read_owned(mut doc: Value, source: Source) -> Result<Conversation, ReadError> {
+    let doc = &mut doc;
+    match source {
+        Source::Provider(Format::Anthropic) => anthropic::read(doc),
+        Source::Provider(Format::Openai) => openai_chat::read(doc),
+        Source::Provider(Format::Responses) => responses::read(doc),
+        Source::ClaudeCode => Err(err(
+            "",
+            "a Claude Code log is JSON Lines of events; read it with ClaudeCodeLog",
+        )),
+    }
+}
+
+/// The conversation's array and the name paths use for it (`messages` or
+/// `input`, also for a bare array, so paths read the same either way).
+pub(crate) fn array_at<'a>(
+    doc: &'a mut Value,
+    key: &str,
+) -> Result<(&'a mut Vec<Value>, String), ReadError> {
+    match doc {
+        Value::Array(items) => Ok((items, key.to_string())),
+        Value::Object(o) => match o.get_mut(key) {
+            Some(Value::Array(items)) => Ok((items, key.to_string())),
+            Some(_) => Err(err(key, format!("expected `{key}` to be an array"))),
+            None => Err(err("", format!("expected a `{key}` array"))),
+        },
+        _ => Err(err(
+            "",
+            format!("expected an object with `{key}`, or an array"),
+        )),
+    }
+}
+
+pub(crate) fn read_tools(doc: &Value, conv: &mut Conversation) {
+    let Some(Value::Array(tools)) = doc.get("tools") else {
+        return;
+    };
+    for t in tools {
+        let f = t.get("function").unwrap_or(t);
+        if let Some(name) = f.get("name").and_then(Value::as_str) {
+            let schema = f
+                .get("input_schema")
+                .or_else(|| f.get("parameters"))
+                .cloned();
+            conv.tools.push(ToolSpec {
+                name: name.to_string(),
+                schema,
+            });
+        }
+    }
+}
+
+pub(crate) fn role_of(item: &Value, path: &str) -> Result<String, ReadError> {
+    item.get("role")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .ok_or_else(|| err(path, "expected a message with a string `role`"))
+}
+
+/// A content field as text: a string, or the `text` of its parts joined by `sep`.
+fn joined_text(content: Option<&Value>, sep: &str) -> Option<String> {
+    match content? {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(parts) => Some(
+            parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join(sep),
+        ),
+        _ => None,
+    }
+}
+
+pub(crate) fn system_text(content: Option<&Value>) -> Option<String> {
+    joined_text(content, "\n")
+}
+
+/// Anthropic's `stop_reason` (or OpenAI's `finish_reason`) as a finish reason.
+pub fn finish_reason_of(value: Option<&Value>) -> Option<FinishReason> {
+    match value?.as_str()? {
+        "end_turn" | "stop" | "stop_sequence" | "pause_turn" => Some(FinishReason::Stop),
+        "tool_use" | "tool_calls" => Some(FinishReason::ToolCalls),
+        "max_tokens" | "length" | "model_context_window_exceeded" => Some(FinishReason::Length),
+        "refusal" | "content_filter" => Some(FinishReason::ContentFilter),
+        _ => None,
+    }
+}
+
+/// Moves a field's value out (the document is discarded after reading).
+pub(crate) fn take(v: &mut Value, key: &str) -> Value {
+    v.get_mut(key).map(Value::take).unwrap_or(Value::Null)
+}
+
+pub(crate) fn str_field<'a>(v: &'a Value, key: &str, path: &str) -> Result<&'a str, ReadError> {
+    v.get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| err(path, format!("expected a string `{key}`")))
+}
+
+pub(crate) fn text_of_parts(content: Option<&Value>) -> Option<String> {
+    joined_text(content, "")
+}
+
+/// Parses an `arguments` string; on failure keeps the raw text and notes it.
+pub(crate) fn parse_arguments(
+    raw: Option<&Value>,
+    id: &str,
+    source: &BlockSource,
+    notes: &mut Vec<ReadNote>,
+) -> Json {
+    match raw {
+        Some(Value::String(s)) => match serde_json::from_str::<Value>(s) {
+            Ok(v) => Json::new(v),
+            Err(e) => {
+                notes.push(ReadNote {
+                    source: source.clone(),
+                    raw: s.clone(),
+                    id: id.to_string(),
+                    error: e.to_string(),
+                });
+                Json::new(Value::String(s.clone()))
+            }
+        },
+        Some(other) => Json::new(other.clone()),
+        None => Json::new(Value::Object(Default::default())),
+    }
+}
+
+/// Ids of a message's tool_use blocks with their block index.
+pub fn tool_uses(m: &Message) -> impl Iterator<Item = (usize, &str, &str)> {
+    m.content.iter().enumerate().filter_map(|(k, b)| match b {
+        Block::ToolUse { id, name, .. } => Some((k, &**id, &**name)),
+        _ => None,
+    })
+}
+
+/// Ids of a message's tool_result blocks with their block index.
+pub fn tool_results(m: &Message) -> impl Iterator<Item = (usize, &str)> {
+    m.content.iter().enumerate().filter_map(|(k, b)| match b {
+        Block::ToolResult { tool_use_id, .. } => Some((k, &**tool_use_id)),
+        _ => None,
+    })
+}

@@ -1,0 +1,286 @@
+//! Replaying a captured conversation in the debugger: the conversation
+//! becomes a [`Trace`] whose steps add one message at a time, with the
+//! checker's findings attached to the step where each appears. The TUI then
+//! shows it like any recorded run (ledger, walkthrough, provider views).
+
+use indexmap::IndexMap;
+
+use crate::engine::executor::ToolOutcome;
+use crate::engine::ledger::PairingIndex;
+use crate::engine::message::{Block, Role};
+use crate::engine::session::{Reply, Rule, Session, ToolCall, ToolDef, When};
+use crate::engine::strategy::{Extract, StopRule, Strategy};
+use crate::engine::trace::{End, Execution, Outcome, Phase, Round, Step, Trace, Violation};
+use crate::wire::check::Finding;
+use crate::wire::read::Conversation;
+
+/// The behaviour name a replay shows in the header.
+pub const REPLAY_BEHAVIOR: &str = "replay";
+
+/// A session that describes the conversation (its first user text, its
+/// tools), so the TUI's panes have something to name.
+pub fn session_for(conv: &Conversation, title: &str) -> Session {
+    let user = conv
+        .messages
+        .iter()
+        .find(|m| m.role == Role::User)
+        .and_then(|m| m.text())
+        .unwrap_or_default();
+    let mut model = IndexMap::new();
+    model.insert(
+        REPLAY_BEHAVIOR.to_string(),
+        vec![Rule {
+            when: When::default(),
+            reply: Reply {
+                text: None,
+                tool_calls: Vec::new(),
+                finish_reason: None,
+            },
+        }],
+    );
+    Session {
+        title: title.to_string(),
+        user,
+        system: conv.system.clone(),
+        tools: conv
+            .tools
+            .iter()
+            .map(|t| ToolDef {
+                name: t.name.clone(),
+                description: String::new(),
+                parameters: t
+                    .schema
+                    .clone()
+                    .unwrap_or_else(|| serde_json::json!({"type": "object"})),
+                table: Vec::new(),
+                miss: None,
+                latency_ms: 0,
+                fails: None,
+                hard: false,
+                timeout_ms: None,
+                agent: None,
+                background: false,
+                agent_session: None,
+            })
+            .collect(),
+        model,
+        strategy: Default::default(),
+        executor: Default::default(),
+        faults: Default::default(),
+    }
+}
+
+/// The message a finding points at, from its path or log line.
+fn message_of(conv: &Conversation, f: &Finding) -> usize {
+    let by_path = conv
+        .block_sources
+        .iter()
+        .position(|blocks| blocks.iter().any(|b| b.path == f.path && b.line == f.line));
+    by_path
+        .or_else(|| {
+            conv.message_sources
+                .iter()
+                .position(|s| s.path == f.path && s.line == f.line)
+        })
+        .unwrap_or(0)
+}
+
+/// Builds the trace of a captured conversation.
+pub fn trace_of(conv: &Conversation, findings: &[Finding]) -> Trace {
+    let messages = conv.messages.clone();
+    let mut steps: Vec<Step> = Vec::new();
+    let mut rounds: Vec<Round> = Vec::new();
+    let mut round_of_message = vec![0u32; messages.len()];
+    let mut step_of_message = vec![0usize; messages.len()];
+    let mut round = 0u32;
+    for (i, m) in messages.iter().enumerate() {
+        if m.role == Role::Assistant {
+            round += 1;
+            steps.push(Step {
+                phase: Phase::Request,
+                round,
+                history_len: i,
+                execution: None,
+                unpaired: 0,
+                time_ms: 0,
+                event: None,
+            });
+            let tool_calls: Vec<ToolCall> = m
+                .content
+                .iter()
+                .filter_map(|b| match b {
+                    Block::ToolUse { id, name, input } => Some(ToolCall {
+                        id: id.clone(),
+                        name: name.clone(),
+                        args: input.clone(),
+                        arguments: None,
+                    }),
+                    _ => None,
+                })
+                .collect();
+            let reply = Reply {
+                text: m.text().map(Into::into),
+                finish_reason: m.finish_reason,
+                tool_calls,
+            };
+            let identical_run = match rounds.last() {
+                Some(prev) if prev.reply.text == reply.text && same_calls(&prev.reply, &reply) => {
+                    prev.identical_run + 1
+                }
+                _ => 1,
+            };
+            rounds.push(Round {
+                number: round,
+                request_len: i,
+                violation: None,
+                rule: 0,
+                // Nothing is "taken" in a replay: a call is pending only
+                // while its reply is read, then answered or left unpaired.
+                taken: Vec::new(),
+                dropped: Vec::new(),
+                executions: Vec::new(),
+                reply,
+                reply_message: Some(i),
+                identical_run,
+                decision: None,
+                fallback: None,
+                stripped: Vec::new(),
+            });
+            steps.push(Step {
+                phase: Phase::Reply,
+                round,
+                history_len: i + 1,
+                execution: None,
+                unpaired: 0,
+                time_ms: 0,
+                event: None,
+            });
+        } else {
+            // Results of the last turn are its executions, in arrival order.
+            for b in &m.content {
+                if let Block::ToolResult {
+                    tool_use_id,
+                    content,
+                    is_error,
+                } = b
+                    && let Some(r) = rounds.last_mut()
+                    && let Some(call) = r.reply.tool_calls.iter().position(|c| c.id == *tool_use_id)
+                {
+                    let c = &r.reply.tool_calls[call];
+                    r.executions.push(Execution {
+                        call,
+                        id: c.id.clone(),
+                        name: c.name.clone(),
+                        args: c.args.clone(),
+                        outcome: ToolOutcome {
+                            content: content.clone(),
+                            is_error: *is_error,
+                            ran: true,
+                            note: "recorded in the transcript",
+                            row: None,
+                            child: None,
+                        },
+                        message: Some(i),
+                        status: crate::engine::trace::CallStatus::Finished,
+                        ended_ms: 0,
+                        synthetic: false,
+                    });
+                }
+            }
+            let execution = rounds
+                .last()
+                .and_then(|r| r.executions.len().checked_sub(1));
+            steps.push(Step {
+                phase: Phase::Append,
+                round: round.max(1),
+                history_len: i + 1,
+                execution: if round == 0 { None } else { execution },
+                unpaired: 0,
+                time_ms: 0,
+                event: None,
+            });
+        }
+        round_of_message[i] = round.max(1);
+        step_of_message[i] = steps.len() - 1;
+    }
+    let final_text = messages
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::Assistant)
+        .and_then(|m| m.text());
+    let last_calls = messages
+        .last()
+        .is_some_and(|m| m.role == Role::Assistant && m.tool_uses().next().is_some());
+    steps.push(Step {
+        phase: Phase::Done,
+        round: round.max(1),
+        history_len: messages.len(),
+        execution: None,
+        unpaired: 0,
+        time_ms: 0,
+        event: None,
+    });
+    let violations: Vec<Violation> = findings
+        .iter()
+        .map(|f| {
+            let m = message_of(conv, f).min(messages.len().saturating_sub(1));
+            Violation {
+                round: round_of_message.get(m).copied().unwrap_or(1),
+                step: step_of_message.get(m).copied().unwrap_or(0),
+                ids: f.ids.clone(),
+                message: format!("{}: {} ({})", f.kind, f.message, f.path),
+            }
+        })
+        .collect();
+    let mut trace = Trace {
+        strategy: Strategy {
+            extract: Extract::All,
+            stop: StopRule::ToolCalls,
+            max_rounds: round.max(1),
+            behavior: REPLAY_BEHAVIOR.to_string(),
+            closure: crate::engine::strategy::Closure::Leave,
+            interrupt: None,
+        },
+        pairing: PairingIndex::new(&messages),
+        messages,
+        steps,
+        rounds,
+        violations,
+        outcome: Outcome {
+            end: if findings.is_empty() && !last_calls {
+                End::ModelDone
+            } else {
+                End::Error
+            },
+            detail: if findings.is_empty() {
+                "the transcript ends here; no pairing problems".to_string()
+            } else {
+                format!(
+                    "the transcript has {} problem(s); see the warnings",
+                    findings.len()
+                )
+            },
+            final_text,
+            requests: round,
+        },
+    };
+    crate::engine::count_unpaired(&mut trace);
+    for (i, v) in trace.violations.iter().enumerate() {
+        if let Some(r) = trace
+            .rounds
+            .iter_mut()
+            .find(|r| r.number == v.round && r.violation.is_none())
+        {
+            r.violation = Some(i);
+        }
+    }
+    trace
+}
+
+fn same_calls(a: &Reply, b: &Reply) -> bool {
+    a.tool_calls.len() == b.tool_calls.len()
+        && a.tool_calls
+            .iter()
+            .zip(&b.tool_calls)
+            .all(|(x, y)| x.name == y.name && x.args == y.args)
+}
