@@ -118,10 +118,30 @@ fn anthropic_orphan_result_after_compaction() {
 
 #[test]
 fn anthropic_ids_unique_and_well_formed() {
-    let dup = only("anthropic_duplicate_and_bad_ids.json", "duplicate_id");
+    // One id in two separate, answered turns: accepted, but ambiguous.
+    let reused = only("anthropic_duplicate_and_bad_ids.json", "reused_id");
     assert_eq!(
-        (dup.path.as_str(), dup.ids.clone()),
-        ("messages[3].content[0]", vec!["toolu_1".to_string()])
+        (
+            reused.path.as_str(),
+            reused.ids.clone(),
+            reused.rejected_by_provider
+        ),
+        ("messages[3].content[0]", vec!["toolu_1".to_string()], false)
+    );
+    assert!(
+        !findings("anthropic_duplicate_and_bad_ids.json")
+            .iter()
+            .any(|f| f.kind == "duplicate_id")
+    );
+    // One id twice in one turn: the 400.
+    let dup = only("anthropic_duplicate_in_one_turn.json", "duplicate_id");
+    assert_eq!(
+        (dup.path.as_str(), dup.ids.clone(), dup.rejected_by_provider),
+        (
+            "messages[1].content[1]",
+            vec!["toolu_01A".to_string()],
+            true
+        )
     );
     assert!(dup.message.starts_with("`tool_use` ids must be unique"));
     let bad = only("anthropic_duplicate_and_bad_ids.json", "invalid_id");
@@ -202,11 +222,9 @@ fn claude_code(name: &str) -> Vec<Conversation> {
 #[test]
 fn claude_code_log_names_the_event_where_pairing_broke() {
     let convs = claude_code("claude_code_interrupted.jsonl");
-    assert_eq!(
-        convs.len(),
-        1,
-        "the sidechain is not part of the main conversation"
-    );
+    assert_eq!(convs.len(), 2, "the sidechain is a conversation of its own");
+    assert_eq!(convs[0].label, None);
+    assert_eq!(convs[1].label.as_deref(), Some("sub-agent"));
     // Three assistant events with one message id are one API message.
     assert_eq!(convs[0].messages[1].content.len(), 3);
     let f: Vec<Finding> = check(&convs[0]);

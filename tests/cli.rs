@@ -341,7 +341,10 @@ fn check_json_lines_names_lines_and_claude_code_names_events() {
         .stdout
         .clone();
     let v: Value = serde_json::from_slice(&out).unwrap();
-    assert_eq!(v["conversations"], 4);
+    assert_eq!(
+        v["conversations"], 5,
+        "the sidechain is a conversation of its own"
+    );
     assert_eq!(v["files"][0]["results"][0]["line"], 2);
     assert_eq!(
         v["files"][0]["results"][0]["findings"][0]["ids"],

@@ -10,7 +10,9 @@ use serde_json::Value;
 
 use crate::engine::message::{Block, Message, Role};
 use crate::wire::provider::Format;
-use crate::wire::read::{BlockSource, Conversation, tool_results, tool_uses};
+use crate::wire::read::{
+    BlockSource, Conversation, Hosted, HostedRole, Source, tool_results, tool_uses,
+};
 
 /// One problem in a conversation.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -45,7 +47,27 @@ pub const KINDS: &[(&str, &str)] = &[
         "unexpected_result",
         "a result for a call the previous turn did not make",
     ),
-    ("duplicate_id", "two calls share one id"),
+    ("duplicate_id", "two calls of one turn share one id"),
+    (
+        "reused_id",
+        "a later turn reuses an earlier turn's call id (accepted, but ambiguous)",
+    ),
+    (
+        "consecutive_same_role",
+        "consecutive messages of one role (Anthropic merges them; accepted)",
+    ),
+    (
+        "unanswered_server_call",
+        "a server or MCP connector call whose result never came, mid-conversation",
+    ),
+    (
+        "off_branch",
+        "Claude Code log events on a branch the live conversation left behind",
+    ),
+    (
+        "unverifiable_result",
+        "an output for a call stored on the server (a continued response): cannot be checked here",
+    ),
     ("invalid_id", "an id with characters Anthropic refuses"),
     (
         "unknown_tool",
@@ -100,35 +122,107 @@ fn join(ids: &[String]) -> String {
     ids.join(", ")
 }
 
+/// Consecutive messages of one role: Anthropic merges them into one turn
+/// before it checks anything, so the rules apply to turns.
+struct Turn {
+    role: Role,
+    members: std::ops::Range<usize>,
+}
+
+fn turns(msgs: &[Message]) -> Vec<Turn> {
+    let mut out: Vec<Turn> = Vec::new();
+    for (i, m) in msgs.iter().enumerate() {
+        // Anthropic has no tool role; results ride in user messages.
+        let role = if m.role == Role::Assistant {
+            Role::Assistant
+        } else {
+            Role::User
+        };
+        match out.last_mut() {
+            Some(t) if t.role == role => t.members.end = i + 1,
+            _ => out.push(Turn {
+                role,
+                members: i..i + 1,
+            }),
+        }
+    }
+    out
+}
+
+impl Turn {
+    /// `(message, block)` of every block of the turn, in order.
+    fn blocks<'a>(&self, msgs: &'a [Message]) -> impl Iterator<Item = (usize, usize, &'a Block)> {
+        self.members.clone().flat_map(move |i| {
+            msgs[i]
+                .content
+                .iter()
+                .enumerate()
+                .map(move |(k, b)| (i, k, b))
+        })
+    }
+
+    fn calls<'a>(&self, msgs: &'a [Message]) -> Vec<(usize, usize, &'a str)> {
+        self.members
+            .clone()
+            .flat_map(|i| tool_uses(&msgs[i]).map(move |(k, id, _)| (i, k, id)))
+            .collect()
+    }
+}
+
 fn anthropic(conv: &Conversation) -> Vec<Finding> {
     let mut out = Vec::new();
     let msgs = &conv.messages;
-    for (i, m) in msgs.iter().enumerate() {
-        // Results must answer the turn right before them.
-        if m.role != Role::Assistant {
-            let previous: HashSet<&str> = match i.checked_sub(1).map(|p| &msgs[p]) {
-                Some(p) if p.role == Role::Assistant => tool_uses(p).map(|(_, id, _)| id).collect(),
+    let turns = turns(msgs);
+    for (t, turn) in turns.iter().enumerate() {
+        if turn.members.len() > 1 && conv.source == Source::Provider(Format::Anthropic) {
+            let first = turn.members.start;
+            out.push(finding(
+                "consecutive_same_role",
+                &conv.message_sources[first + 1],
+                Vec::new(),
+                format!(
+                    "{} consecutive `{}` messages from {}: Anthropic merges them into one turn and accepts the request; other providers may not",
+                    turn.members.len(),
+                    if turn.role == Role::Assistant { "assistant" } else { "user" },
+                    conv.message_sources[first]
+                ),
+                false,
+            ));
+        }
+        let previous = t.checked_sub(1).map(|p| &turns[p]);
+        if turn.role == Role::User {
+            // Results must answer the turn right before them.
+            let asked: HashSet<&str> = match previous {
+                Some(p) if p.role == Role::Assistant => {
+                    p.calls(msgs).into_iter().map(|(_, _, id)| id).collect()
+                }
                 _ => HashSet::new(),
             };
-            for (k, id) in tool_results(m) {
-                if !previous.contains(id) {
-                    out.push(finding(
-                        "unexpected_result",
-                        &conv.block_sources[i][k],
-                        vec![id.to_string()],
-                        format!(
-                            "unexpected `tool_use_id` found in `tool_result` blocks: {id}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
-                        ),
-                        true,
-                    ));
+            for i in turn.members.clone() {
+                for (k, id) in tool_results(&msgs[i]) {
+                    if !asked.contains(id) {
+                        out.push(finding(
+                            "unexpected_result",
+                            &conv.block_sources[i][k],
+                            vec![id.to_string()],
+                            format!(
+                                "unexpected `tool_use_id` found in `tool_result` blocks: {id}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
+                            ),
+                            true,
+                        ));
+                    }
                 }
             }
-        }
-        let calls: Vec<String> = tool_uses(m).map(|(_, id, _)| id.to_string()).collect();
-        if m.role != Role::Assistant || calls.is_empty() {
             continue;
         }
-        for (k, id, _) in tool_uses(m) {
+        hosted_pairing(conv, turn, t + 1 == turns.len(), &mut out);
+        let calls = turn.calls(msgs);
+        if calls.is_empty() {
+            continue;
+        }
+        let mut in_turn: HashMap<&str, &BlockSource> = HashMap::new();
+        for &(i, k, id) in &calls {
+            let src = &conv.block_sources[i][k];
             if id.is_empty()
                 || !id
                     .bytes()
@@ -136,27 +230,42 @@ fn anthropic(conv: &Conversation) -> Vec<Finding> {
             {
                 out.push(finding(
                     "invalid_id",
-                    &conv.block_sources[i][k],
+                    src,
                     vec![id.to_string()],
                     format!(
                         "{}.id: String should match pattern '^[a-zA-Z0-9_-]+$' (found {id:?})",
-                        conv.block_sources[i][k].path
+                        src.path
                     ),
                     true,
                 ));
             }
+            if let Some(first) = in_turn.insert(id, src) {
+                out.push(finding(
+                    "duplicate_id",
+                    src,
+                    vec![id.to_string()],
+                    format!("`tool_use` ids must be unique: {id} is used twice in one turn (first at {first})"),
+                    true,
+                ));
+            }
         }
-        let next = msgs.get(i + 1).filter(|n| n.role != Role::Assistant);
+        let next = turns.get(t + 1);
         let answered: HashSet<&str> = next
-            .map(|n| tool_results(n).map(|(_, id)| id).collect())
+            .map(|n| {
+                n.members
+                    .clone()
+                    .flat_map(|i| tool_results(&msgs[i]).map(|(_, id)| id))
+                    .collect()
+            })
             .unwrap_or_default();
-        let missing: Vec<String> = calls
-            .iter()
-            .filter(|id| !answered.contains(id.as_str()))
-            .cloned()
-            .collect();
+        let mut missing: Vec<String> = Vec::new();
+        for &(_, _, id) in &calls {
+            if !answered.contains(id) && !missing.iter().any(|m| m == id) {
+                missing.push(id.to_string());
+            }
+        }
         if !missing.is_empty() {
-            let message = if msgs.get(i + 1).is_none() {
+            let message = if next.is_none() {
                 format!(
                     "the conversation ends with `tool_use` ids that have no `tool_result` blocks: {}. The next request must begin with their results (Each `tool_use` block must have a corresponding `tool_result` block in the next message.)",
                     join(&missing)
@@ -168,27 +277,30 @@ fn anthropic(conv: &Conversation) -> Vec<Finding> {
                 )
             };
             // In a log, name the event that holds the first dangling call.
-            let at = tool_uses(m)
-                .find(|(_, id, _)| missing.iter().any(|x| x == id))
-                .map(|(k, _, _)| &conv.block_sources[i][k])
+            let at = calls
+                .iter()
+                .find(|(_, _, id)| missing.iter().any(|x| x == id))
+                .map(|&(i, k, _)| &conv.block_sources[i][k])
                 .filter(|s| s.line.is_some())
-                .unwrap_or(&conv.message_sources[i]);
+                .unwrap_or(&conv.message_sources[turn.members.start]);
             out.push(finding("unanswered_call", at, missing, message, true));
         }
         if let Some(n) = next {
             let leading = n
-                .content
-                .iter()
-                .take_while(|b| matches!(b, Block::ToolResult { .. }))
+                .blocks(msgs)
+                .take_while(|(_, _, b)| matches!(b, Block::ToolResult { .. }))
                 .count();
-            let results_for_calls = tool_results(n)
-                .filter(|(_, id)| calls.iter().any(|c| c == id))
+            let results_for_calls = n
+                .members
+                .clone()
+                .flat_map(|i| tool_results(&msgs[i]))
+                .filter(|(_, id)| calls.iter().any(|(_, _, c)| c == id))
                 .count();
             if results_for_calls > leading {
                 out.push(finding(
                     "results_not_first",
-                    &conv.message_sources[i + 1],
-                    calls.clone(),
+                    &conv.message_sources[n.members.start],
+                    calls.iter().map(|(_, _, id)| id.to_string()).collect(),
                     format!(
                         "Did not find {} `tool_result` block(s) at the beginning of this message. Messages following `tool_use` blocks must begin with a matching number of `tool_result` blocks.",
                         calls.len()
@@ -199,6 +311,72 @@ fn anthropic(conv: &Conversation) -> Vec<Finding> {
         }
     }
     out
+}
+
+/// Server tools and the MCP connector: each result block needs its call
+/// before it in the same turn (the server runs the call and writes the
+/// result into the assistant's own content); a call without its result is
+/// a paused turn (`pause_turn`) when it ends the request, and suspicious
+/// anywhere else.
+fn hosted_pairing(conv: &Conversation, turn: &Turn, last: bool, out: &mut Vec<Finding>) {
+    let mut hosted: Vec<&Hosted> = conv
+        .hosted
+        .iter()
+        .filter(|h| turn.members.contains(&h.message))
+        .collect();
+    if hosted.is_empty() {
+        return;
+    }
+    hosted.sort_by_key(|h| (h.message, h.position));
+    let mut called: HashSet<&str> = HashSet::new();
+    let mut answered: HashSet<&str> = HashSet::new();
+    for h in &hosted {
+        match h.role {
+            HostedRole::Call => {
+                called.insert(&h.id);
+            }
+            HostedRole::Result => {
+                answered.insert(&h.id);
+                if !called.contains(h.id.as_str()) {
+                    let call = if h.block == "mcp_tool_result" {
+                        "mcp_tool_use"
+                    } else {
+                        "server_tool_use"
+                    };
+                    out.push(finding(
+                        "unexpected_result",
+                        &h.source,
+                        vec![h.id.clone()],
+                        format!(
+                            "unexpected `tool_use_id` found in `{0}` blocks: {1}. Each `{0}` block must have a corresponding `{call}` block before it.",
+                            h.block, h.id
+                        ),
+                        true,
+                    ));
+                }
+            }
+        }
+    }
+    for h in hosted.iter().filter(|h| h.role == HostedRole::Call) {
+        if answered.contains(h.id.as_str()) || last {
+            continue;
+        }
+        let (what, result) = if h.block == "mcp_tool_use" {
+            ("MCP connector call", "`mcp_tool_result`".to_string())
+        } else {
+            ("server tool call", format!("`{}_tool_result`", h.name))
+        };
+        out.push(finding(
+            "unanswered_server_call",
+            &h.source,
+            vec![h.id.clone()],
+            format!(
+                "{what} `{}` ({}) has no {result} in its turn: the provider runs it and writes the result itself, so no client `tool_result` is due, but a turn that goes on without it was cut (a `pause_turn` not resumed as is)",
+                h.name, h.id
+            ),
+            false,
+        ));
+    }
 }
 
 fn openai(conv: &Conversation) -> Vec<Finding> {
@@ -267,6 +445,12 @@ fn responses(conv: &Conversation) -> Vec<Finding> {
             answered.insert(id);
         }
     }
+    let kind_of = |id: &str| {
+        conv.call_types
+            .iter()
+            .find(|(c, _)| c == id)
+            .map_or("function call".to_string(), |(_, t)| t.replace('_', " "))
+    };
     for (i, m) in conv.messages.iter().enumerate() {
         for (k, id, _) in tool_uses(m) {
             called.insert(id);
@@ -275,57 +459,92 @@ fn responses(conv: &Conversation) -> Vec<Finding> {
                     "unanswered_call",
                     &conv.block_sources[i][k],
                     vec![id.to_string()],
-                    format!("No tool output found for function call {id}."),
+                    format!("No tool output found for {} {id}.", kind_of(id)),
                     true,
                 ));
             }
         }
         for (k, id) in tool_results(m) {
-            if !called.contains(id) {
-                out.push(finding(
+            if called.contains(id) {
+                continue;
+            }
+            let src = &conv.block_sources[i][k];
+            match &conv.continues {
+                // The call may be in the stored response: nothing here says.
+                Some(stored) => out.push(finding(
+                    "unverifiable_result",
+                    src,
+                    vec![id.to_string()],
+                    format!(
+                        "the output for {id} answers a call this request does not contain; the request continues {stored}, whose calls are stored by the provider, so it cannot be checked here"
+                    ),
+                    false,
+                )),
+                None => out.push(finding(
                     "unexpected_result",
-                    &conv.block_sources[i][k],
+                    src,
                     vec![id.to_string()],
                     format!("No tool call found for function call output with call_id {id}."),
                     true,
-                ));
+                )),
             }
         }
     }
     out
 }
 
+/// One id on several calls. Within one Anthropic turn that is a 400 (see
+/// [`anthropic`]); across separate turns, each answered, providers accept
+/// it, but a loop that keys results by id can no longer tell them apart.
 fn duplicates(conv: &Conversation, out: &mut Vec<Finding>) {
-    let mut seen: HashMap<&str, &BlockSource> = HashMap::new();
     let provider = conv.source.provider();
+    let mut seen: HashMap<&str, (usize, &BlockSource)> = HashMap::new();
     for (i, m) in conv.messages.iter().enumerate() {
         for (k, id, _) in tool_uses(m) {
             let src = &conv.block_sources[i][k];
-            if let Some(first) = seen.get(id) {
-                let message = match provider {
-                    Format::Anthropic => format!(
-                        "`tool_use` ids must be unique: {id} is used again (first at {first})"
-                    ),
-                    _ => format!(
-                        "tool call id {id} is used again (first at {first}); results cannot be told apart"
-                    ),
-                };
-                out.push(finding(
-                    "duplicate_id",
-                    src,
-                    vec![id.to_string()],
-                    message,
-                    provider == Format::Anthropic,
-                ));
-            } else {
-                seen.insert(id, src);
+            let Some(&(at, first)) = seen.get(id) else {
+                seen.insert(id, (i, src));
+                continue;
+            };
+            if at == i {
+                if provider != Format::Anthropic {
+                    out.push(finding(
+                        "duplicate_id",
+                        src,
+                        vec![id.to_string()],
+                        format!(
+                            "tool call id {id} is used twice in one turn (first at {first}); its results cannot be told apart"
+                        ),
+                        false,
+                    ));
+                }
+                continue;
             }
+            seen.insert(id, (i, src));
+            out.push(finding(
+                "reused_id",
+                src,
+                vec![id.to_string()],
+                format!(
+                    "tool call id {id} was already used by an earlier turn (at {first}); providers accept a reused id when each turn is answered, but anything that keys results by id (a ledger, a cache, a UI) mixes the two calls up"
+                ),
+                false,
+            ));
         }
     }
 }
 
 /// What no server checks: names, arguments, truncated turns, spins.
 fn beyond_servers(conv: &Conversation, out: &mut Vec<Finding>) {
+    for notice in &conv.notices {
+        out.push(finding(
+            notice.kind,
+            &notice.source,
+            notice.ids.clone(),
+            notice.message.clone(),
+            false,
+        ));
+    }
     for note in &conv.notes {
         out.push(finding(
             "invalid_arguments",
@@ -366,6 +585,7 @@ fn beyond_servers(conv: &Conversation, out: &mut Vec<Finding>) {
             let src = &conv.block_sources[i][k];
             if !conv.tools.is_empty() {
                 match validators.get(name) {
+                    None if conv.open_tools || builtin(conv, id) => {}
                     None => out.push(finding(
                         "unknown_tool",
                         src,
@@ -450,6 +670,14 @@ fn beyond_servers(conv: &Conversation, out: &mut Vec<Finding>) {
         }
         previous_turn = Some(i);
     }
+}
+
+/// A Responses call of a built-in tool (`local_shell`, `shell`,
+/// `apply_patch`, `computer`): declared by type, not by name.
+fn builtin(conv: &Conversation, id: &str) -> bool {
+    conv.call_types
+        .iter()
+        .any(|(c, t)| c == id && t != "custom_tool_call")
 }
 
 /// True when two assistant turns say the same and make the same calls

@@ -6,6 +6,7 @@
 
 use std::collections::HashSet;
 
+use crate::wire::read::responses::{CALLS, answered_id, is_call, is_output};
 use serde_json::{Value, json};
 
 use crate::wire::provider::Format;
@@ -42,6 +43,9 @@ pub fn repair(doc: &mut Value, format: Format, how: Repair) -> usize {
         Format::Responses => "input",
         _ => "messages",
     };
+    let continues = ["previous_response_id", "conversation"]
+        .iter()
+        .any(|k| doc.get(*k).is_some_and(|v| !v.is_null()));
     let items = match doc {
         Value::Array(items) => items,
         Value::Object(o) => match o.get_mut(key) {
@@ -56,7 +60,7 @@ pub fn repair(doc: &mut Value, format: Format, how: Repair) -> usize {
         (Format::Openai, Repair::Synthesize) => openai_synthesize(items),
         (Format::Openai, Repair::Strip) => openai_strip(items),
         (Format::Responses, Repair::Synthesize) => responses_synthesize(items),
-        (Format::Responses, Repair::Strip) => responses_strip(items),
+        (Format::Responses, Repair::Strip) => responses_strip(items, continues),
     }
 }
 
@@ -317,33 +321,45 @@ fn call_id(v: &Value) -> Option<&str> {
     v.get("call_id").and_then(Value::as_str)
 }
 
-fn responses_synthesize(items: &mut Vec<Value>) -> usize {
-    let answered: HashSet<String> = items
+/// The output item type that answers a call item type.
+fn output_for(call: &str) -> &'static str {
+    CALLS
         .iter()
-        .filter(|v| item_type(v) == "function_call_output")
-        .filter_map(|v| call_id(v).map(str::to_string))
-        .collect();
+        .find(|(c, _)| *c == call)
+        .map_or("function_call_output", |(_, o)| o)
+}
+
+fn responses_answered(items: &[Value]) -> HashSet<String> {
+    items
+        .iter()
+        .filter(|v| is_output(item_type(v)))
+        .filter_map(|v| answered_id(v).map(str::to_string))
+        .collect()
+}
+
+fn responses_synthesize(items: &mut Vec<Value>) -> usize {
+    let answered = responses_answered(items);
     let mut fixed = 0;
     let mut i = 0;
     while i < items.len() {
-        if item_type(&items[i]) != "function_call" {
+        if !is_call(item_type(&items[i])) {
             i += 1;
             continue;
         }
         // After the run of calls this one belongs to.
         let mut end = i;
-        while end < items.len() && item_type(&items[end]) == "function_call" {
+        while end < items.len() && is_call(item_type(&items[end])) {
             end += 1;
         }
-        let missing: Vec<String> = items[i..end]
+        let missing: Vec<(String, &'static str)> = items[i..end]
             .iter()
-            .filter_map(|v| call_id(v).map(str::to_string))
-            .filter(|id| !answered.contains(id))
+            .filter_map(|v| call_id(v).map(|id| (id.to_string(), output_for(item_type(v)))))
+            .filter(|(id, _)| !answered.contains(id))
             .collect();
-        for id in missing {
+        for (id, output) in missing {
             items.insert(
                 end,
-                json!({"type": "function_call_output", "call_id": id, "output": PLACEHOLDER}),
+                json!({"type": output, "call_id": id, "output": PLACEHOLDER}),
             );
             end += 1;
             fixed += 1;
@@ -353,24 +369,34 @@ fn responses_synthesize(items: &mut Vec<Value>) -> usize {
     fixed
 }
 
-fn responses_strip(items: &mut Vec<Value>) -> usize {
-    let answered: HashSet<String> = items
-        .iter()
-        .filter(|v| item_type(v) == "function_call_output")
-        .filter_map(|v| call_id(v).map(str::to_string))
-        .collect();
+/// Removes calls without outputs and outputs without calls. A request that
+/// continues a stored response keeps every output (its call may be stored),
+/// and nothing is stripped if it would leave the input empty.
+fn responses_strip(items: &mut Vec<Value>, continues: bool) -> usize {
+    let answered = responses_answered(items);
     let mut called: HashSet<String> = HashSet::new();
-    let before = items.len();
-    items.retain(|v| match item_type(v) {
-        "function_call" => {
-            let keep = call_id(v).is_some_and(|id| answered.contains(id));
-            if let (true, Some(id)) = (keep, call_id(v)) {
-                called.insert(id.to_string());
+    let keep: Vec<bool> = items
+        .iter()
+        .map(|v| {
+            let kind = item_type(v);
+            if is_call(kind) {
+                let keep = call_id(v).is_some_and(|id| answered.contains(id));
+                if let (true, Some(id)) = (keep, call_id(v)) {
+                    called.insert(id.to_string());
+                }
+                keep
+            } else if is_output(kind) {
+                continues || answered_id(v).is_some_and(|id| called.contains(id))
+            } else {
+                true
             }
-            keep
-        }
-        "function_call_output" => call_id(v).is_some_and(|id| called.contains(id)),
-        _ => true,
-    });
+        })
+        .collect();
+    if !keep.iter().any(|k| *k) {
+        return 0;
+    }
+    let before = items.len();
+    let mut flags = keep.into_iter();
+    items.retain(|_| flags.next().unwrap_or(true));
     before - items.len()
 }

@@ -2,19 +2,26 @@
 //! message per element, tool_use and tool_result as content blocks. The
 //! block reader is shared with the Claude Code log, whose events carry
 //! Anthropic messages.
+//!
+//! Calls the server runs itself (`server_tool_use` answered by a
+//! `*_tool_result` block such as `web_search_tool_result`, and the MCP
+//! connector's `mcp_tool_use` / `mcp_tool_result`) are kept apart as
+//! [`Hosted`] blocks: they never take a client `tool_result`.
 
 use serde_json::Value;
 
-use super::{BlockSource, Conversation, ReadError, Source, err, finish_reason_of, str_field, take};
+use super::{
+    BlockSource, Conversation, Hosted, HostedRole, ReadError, Source, array_at, err,
+    finish_reason_of, read_tools, role_of, str_field, system_text, take,
+};
 use crate::engine::message::{Block, Message, Role};
 use crate::engine::session::Json;
 use crate::wire::provider::Format;
 
-use super::{array_at, read_tools, role_of, system_text};
-
 pub(super) fn read(doc: &mut Value) -> Result<Conversation, ReadError> {
     let mut conv = Conversation::new(Source::Provider(Format::Anthropic));
     read_tools(doc, &mut conv);
+    read_mcp_servers(doc, &mut conv);
     conv.system = system_text(doc.get("system"));
     let (items, base) = array_at(doc, "messages")?;
     for (i, item) in items.iter_mut().enumerate() {
@@ -34,24 +41,43 @@ pub(super) fn read(doc: &mut Value) -> Result<Conversation, ReadError> {
             }
         };
         let finish_reason = finish_reason_of(item.get("stop_reason"));
-        let (content, sources) = blocks(item.get_mut("content"), &path, |p| BlockSource {
+        let read = blocks(item.get_mut("content"), &path, |p| BlockSource {
             path: p,
             ..Default::default()
         })?;
-        conv.push(
+        conv.push_read(
             Message {
                 role,
-                content,
+                content: read.blocks,
                 finish_reason,
             },
             BlockSource {
                 path,
                 ..Default::default()
             },
-            sources,
+            read.sources,
+            read.hosted,
         );
     }
     Ok(conv)
+}
+
+/// MCP connector servers declare tools the request does not list.
+fn read_mcp_servers(doc: &Value, conv: &mut Conversation) {
+    if let Some(Value::Array(servers)) = doc.get("mcp_servers")
+        && !servers.is_empty()
+    {
+        conv.open_tools = true;
+    }
+}
+
+/// One message's content, read.
+#[derive(Debug)]
+pub(super) struct Blocks {
+    pub blocks: Vec<Block>,
+    pub sources: Vec<BlockSource>,
+    /// Hosted blocks, with `message` still to be set by the caller.
+    pub hosted: Vec<Hosted>,
 }
 
 /// Reads one Anthropic message's content into blocks.
@@ -59,16 +85,19 @@ pub(super) fn blocks(
     content: Option<&mut Value>,
     path: &str,
     mut source: impl FnMut(String) -> BlockSource,
-) -> Result<(Vec<Block>, Vec<BlockSource>), ReadError> {
-    let mut blocks = Vec::new();
-    let mut sources = Vec::new();
+) -> Result<Blocks, ReadError> {
+    let mut read = Blocks {
+        blocks: Vec::new(),
+        sources: Vec::new(),
+        hosted: Vec::new(),
+    };
     match content {
         None | Some(Value::Null) => {}
         Some(Value::String(s)) => {
-            blocks.push(Block::Text {
+            read.blocks.push(Block::Text {
                 text: s.as_str().into(),
             });
-            sources.push(source(format!("{path}.content")));
+            read.sources.push(source(format!("{path}.content")));
         }
         Some(Value::Array(items)) => {
             for (k, b) in items.iter_mut().enumerate() {
@@ -78,7 +107,7 @@ pub(super) fn blocks(
                     "text" => Block::Text {
                         text: b.get("text").and_then(Value::as_str).unwrap_or("").into(),
                     },
-                    "tool_use" | "server_tool_use" => Block::ToolUse {
+                    "tool_use" => Block::ToolUse {
                         id: str_field(b, "id", &bpath)?.into(),
                         name: str_field(b, "name", &bpath)?.into(),
                         input: Json::new(take(b, "input")),
@@ -88,11 +117,37 @@ pub(super) fn blocks(
                         content: Json::new(take(b, "content")),
                         is_error: b.get("is_error").and_then(Value::as_bool).unwrap_or(false),
                     },
+                    "server_tool_use" | "mcp_tool_use" => {
+                        read.hosted.push(Hosted {
+                            role: HostedRole::Call,
+                            id: str_field(b, "id", &bpath)?.to_string(),
+                            block: kind.to_string(),
+                            name: str_field(b, "name", &bpath)?.to_string(),
+                            message: 0,
+                            position: k,
+                            source: source(bpath),
+                        });
+                        continue;
+                    }
+                    // Every server tool's result block: web_search_tool_result,
+                    // code_execution_tool_result, tool_search_tool_result, …
+                    result if result.ends_with("_tool_result") => {
+                        read.hosted.push(Hosted {
+                            role: HostedRole::Result,
+                            id: str_field(b, "tool_use_id", &bpath)?.to_string(),
+                            block: kind.to_string(),
+                            name: kind.to_string(),
+                            message: 0,
+                            position: k,
+                            source: source(bpath),
+                        });
+                        continue;
+                    }
                     // Images, thinking and the like carry no pairing.
                     _ => continue,
                 };
-                blocks.push(block);
-                sources.push(source(bpath));
+                read.blocks.push(block);
+                read.sources.push(source(bpath));
             }
         }
         Some(_) => {
@@ -102,5 +157,5 @@ pub(super) fn blocks(
             ));
         }
     }
-    Ok((blocks, sources))
+    Ok(read)
 }

@@ -11,7 +11,7 @@
 mod anthropic;
 mod claude_code;
 mod openai_chat;
-mod responses;
+pub mod responses;
 
 pub use claude_code::ClaudeCodeLog;
 
@@ -123,6 +123,69 @@ pub struct Conversation {
     pub system: Option<String>,
     /// Arguments that did not parse as JSON.
     pub notes: Vec<ReadNote>,
+    /// Calls the provider runs itself (Anthropic server tools, the MCP
+    /// connector) and their result blocks: they pair among themselves and
+    /// never need a client `tool_result`.
+    pub hosted: Vec<Hosted>,
+    /// What the reader noticed that is not a pairing problem of this
+    /// conversation (a branch of a log left behind, a continuation whose
+    /// earlier items are stored elsewhere).
+    pub notices: Vec<Notice>,
+    /// Set when the request continues a stored response or conversation
+    /// (`previous_response_id`, `conversation`): its calls live on the
+    /// server, so outputs for calls not in the request cannot be checked.
+    pub continues: Option<String>,
+    /// What this conversation is within its file, when that needs saying:
+    /// `sub-agent agent-a1b2`, `after compaction 2`.
+    pub label: Option<String>,
+    /// True when the request can call tools it does not list (MCP connector
+    /// servers), so a name missing from `tools` is not an unknown tool.
+    pub open_tools: bool,
+    /// Call ids whose item is not a plain function call, with the item type
+    /// (`custom_tool_call`, `local_shell_call`, …), for the provider's wording.
+    pub call_types: Vec<(String, String)>,
+}
+
+/// Whether a hosted block asks for a call or answers one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostedRole {
+    /// `server_tool_use`, `mcp_tool_use`.
+    Call,
+    /// `web_search_tool_result`, `code_execution_tool_result`,
+    /// `mcp_tool_result`, …: names its call by `tool_use_id`.
+    Result,
+}
+
+/// One block of a call the provider runs itself.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hosted {
+    /// Call or result.
+    pub role: HostedRole,
+    /// The call id (`srvtoolu_…`, `mcptoolu_…`).
+    pub id: String,
+    /// The block type as written (`server_tool_use`, `web_search_tool_result`).
+    pub block: String,
+    /// For calls: the tool name (`web_search`); for results: the block type.
+    pub name: String,
+    /// The message it sits in.
+    pub message: usize,
+    /// Its position in that message's content as written.
+    pub position: usize,
+    /// Where it is.
+    pub source: BlockSource,
+}
+
+/// Something the reader noticed, reported as a warning.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notice {
+    /// A stable kind (`off_branch`, …).
+    pub kind: &'static str,
+    /// Where.
+    pub source: BlockSource,
+    /// The ids involved.
+    pub ids: Vec<String>,
+    /// What it means.
+    pub message: String,
 }
 
 /// An input that cannot be read as a conversation.
@@ -152,7 +215,27 @@ impl Conversation {
             tools: Vec::new(),
             system: None,
             notes: Vec::new(),
+            hosted: Vec::new(),
+            notices: Vec::new(),
+            continues: None,
+            label: None,
+            open_tools: false,
+            call_types: Vec::new(),
         }
+    }
+
+    /// Pushes a message with hosted blocks read alongside it.
+    pub(crate) fn push_read(
+        &mut self,
+        message: Message,
+        source: BlockSource,
+        blocks: Vec<BlockSource>,
+        hosted: Vec<Hosted>,
+    ) {
+        let at = self.messages.len();
+        self.hosted
+            .extend(hosted.into_iter().map(|h| Hosted { message: at, ..h }));
+        self.push(message, source, blocks);
     }
 
     pub(crate) fn push(&mut self, message: Message, source: BlockSource, blocks: Vec<BlockSource>) {
@@ -170,8 +253,7 @@ pub fn detect(doc: &Value) -> Option<Source> {
         Value::Array(_) => (Some(doc), None),
         _ => return None,
     };
-    if let Some(Value::Array(items)) = input {
-        let _ = items;
+    if matches!(input, Some(Value::Array(_) | Value::String(_))) {
         return Some(Source::Provider(Format::Responses));
     }
     if let Value::Object(o) = doc

@@ -1,0 +1,252 @@
+//! The shapes real files have, as providers and agents write them today:
+//! Claude Code 2.x logs (a uuid graph with rewinds, compactions, parallel
+//! calls and sub-agent logs), Anthropic server and MCP tools, and requests
+//! providers accept although a naive pairing check would cry 400. Each
+//! fixture is written after public API recordings and log parsers'
+//! fixtures; each test pins the verdict, the path, the ids and the wording.
+
+use loopdbg::wire::check::{Finding, check};
+use loopdbg::wire::read::{ClaudeCodeLog, Conversation, detect, read};
+use serde_json::Value;
+
+fn fixture(name: &str) -> String {
+    std::fs::read_to_string(format!(
+        "{}/tests/fixtures/transcripts/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn request(name: &str) -> Vec<Finding> {
+    let doc: Value = serde_json::from_str(&fixture(name)).unwrap();
+    check(&read(&doc, detect(&doc).unwrap()).unwrap())
+}
+
+fn log(name: &str) -> Vec<Conversation> {
+    let mut log = ClaudeCodeLog::default();
+    for (i, line) in fixture(name).lines().enumerate() {
+        log.push_owned(i + 1, serde_json::from_str(line).unwrap())
+            .unwrap();
+    }
+    log.finish()
+}
+
+fn kinds(findings: &[Finding]) -> Vec<&str> {
+    findings.iter().map(|f| f.kind).collect()
+}
+
+fn rejected(findings: &[Finding]) -> Vec<&Finding> {
+    findings.iter().filter(|f| f.rejected_by_provider).collect()
+}
+
+// ---- Claude Code 2.x -------------------------------------------------------
+
+#[test]
+fn parallel_calls_whose_results_point_at_their_own_blocks_are_one_turn() {
+    let convs = log("claude_code_v2/parallel.jsonl");
+    assert_eq!(convs.len(), 1);
+    let c = &convs[0];
+    // user, assistant (text + two calls, one message.id), user (two results), answer.
+    let roles: Vec<String> = c.messages.iter().map(|m| format!("{:?}", m.role)).collect();
+    assert_eq!(roles, ["User", "Assistant", "User", "Assistant"]);
+    assert_eq!(c.messages[1].content.len(), 3);
+    assert_eq!(c.messages[2].content.len(), 2);
+    assert_eq!(check(c), vec![], "a log Claude Code sent without a 400");
+}
+
+#[test]
+fn a_rewound_branch_is_a_notice_not_a_400() {
+    let convs = log("claude_code_v2/rewind.jsonl");
+    assert_eq!(convs.len(), 1);
+    let f = check(&convs[0]);
+    assert_eq!(kinds(&f), ["off_branch"], "{f:#?}");
+    assert!(rejected(&f).is_empty());
+    assert_eq!(
+        (f[0].line, f[0].uuid.as_deref(), f[0].ids.clone()),
+        (Some(6), Some("u02"), vec!["toolu_03Rm".to_string()])
+    );
+    assert!(f[0].message.starts_with(
+        "2 message event(s) on lines 6–7 branch off line 5 (uuid a02) and are not part of the live conversation"
+    ));
+    // The live conversation is the edited one.
+    let text: Vec<String> = convs[0]
+        .messages
+        .iter()
+        .map(|m| format!("{:?}", m.content.first()))
+        .collect();
+    assert!(text.iter().any(|t| t.contains("Show it instead.")));
+    assert!(!text.iter().any(|t| t.contains("Delete it.")));
+}
+
+#[test]
+fn a_rewind_to_the_first_prompt_leaves_the_old_tree_as_a_branch() {
+    let convs = log("claude_code_v2/rewind_new_start.jsonl");
+    assert_eq!(convs.len(), 1);
+    let f = check(&convs[0]);
+    assert_eq!(kinds(&f), ["off_branch"], "{f:#?}");
+    assert_eq!(
+        f[0].ids,
+        ["toolu_02Ls".to_string(), "toolu_02Cat".to_string()]
+    );
+    assert!(f[0].message.contains("start over from a new first prompt"));
+}
+
+#[test]
+fn compact_boundary_starts_a_new_conversation() {
+    let convs = log("claude_code_v2/compact.jsonl");
+    assert_eq!(convs.len(), 2);
+    assert_eq!(convs[1].label.as_deref(), Some("after compaction 1"));
+    assert_eq!(check(&convs[0]), vec![]);
+    assert_eq!(check(&convs[1]), vec![]);
+    assert_eq!(
+        convs[1].messages[0].role,
+        loopdbg::engine::message::Role::User
+    );
+}
+
+#[test]
+fn a_sub_agent_log_is_checked_as_a_named_conversation() {
+    let convs = log("claude_code_v2/subagents/agent-a7f3c2e1.jsonl");
+    assert_eq!(convs.len(), 1);
+    assert_eq!(convs[0].label.as_deref(), Some("sub-agent a7f3c2e1"));
+    let f = check(&convs[0]);
+    assert_eq!(kinds(&f), ["unanswered_call"]);
+    assert_eq!(
+        (f[0].line, f[0].uuid.as_deref(), f[0].ids.clone()),
+        (Some(4), Some("s04"), vec!["toolu_05Read".to_string()])
+    );
+}
+
+// ---- Anthropic server and MCP tools -----------------------------------------
+
+#[test]
+fn server_tool_results_in_the_same_turn_need_no_client_result() {
+    let f = request("anthropic_server_tools.json");
+    assert_eq!(f, vec![], "accepted with 200: {f:#?}");
+}
+
+#[test]
+fn a_paused_turn_ending_the_request_is_accepted() {
+    assert_eq!(request("anthropic_pause_turn.json"), vec![]);
+}
+
+#[test]
+fn a_resumed_pause_turn_pairs_across_the_two_assistant_messages() {
+    // Anthropic merges the two consecutive assistant messages into one turn.
+    let f = request("anthropic_pause_turn_resumed.json");
+    assert_eq!(kinds(&f), ["consecutive_same_role"]);
+    assert!(rejected(&f).is_empty());
+    assert_eq!(f[0].path, "messages[2]");
+}
+
+#[test]
+fn a_server_result_without_its_call_is_the_400_anthropic_sends() {
+    let f = request("anthropic_server_result_orphan.json");
+    assert_eq!(kinds(&f), ["unexpected_result"]);
+    assert!(f[0].rejected_by_provider);
+    assert_eq!(f[0].path, "messages[3].content[0]");
+    assert_eq!(
+        f[0].message,
+        "unexpected `tool_use_id` found in `advisor_tool_result` blocks: srvtoolu_01DcAD2oDB6fdQXk4XdWShsW. Each `advisor_tool_result` block must have a corresponding `server_tool_use` block before it."
+    );
+}
+
+#[test]
+fn an_unanswered_mcp_call_has_its_own_wording() {
+    let f = request("anthropic_mcp_unanswered.json");
+    assert_eq!(kinds(&f), ["unanswered_server_call"], "{f:#?}");
+    assert_eq!(
+        (
+            f[0].path.as_str(),
+            f[0].ids.clone(),
+            f[0].rejected_by_provider
+        ),
+        (
+            "messages[1].content[0]",
+            vec!["mcptoolu_01Roll".to_string()],
+            false
+        )
+    );
+    assert!(
+        f[0].message.starts_with(
+            "MCP connector call `roll_die` (mcptoolu_01Roll) has no `mcp_tool_result`"
+        )
+    );
+}
+
+#[test]
+fn consecutive_assistant_messages_are_merged_not_rejected() {
+    let f = request("anthropic_consecutive_assistant.json");
+    assert_eq!(
+        kinds(&f),
+        ["consecutive_same_role", "consecutive_same_role"],
+        "{f:#?}"
+    );
+    assert!(rejected(&f).is_empty());
+    assert_eq!(f[0].path, "messages[2]");
+    assert!(
+        f[0].message
+            .starts_with("2 consecutive `assistant` messages from messages[1]")
+    );
+}
+
+// ---- OpenAI Responses as sent -------------------------------------------------
+
+#[test]
+fn responses_input_as_a_plain_string_is_one_user_message() {
+    let doc: Value = serde_json::from_str(&fixture("responses_string_input.json")).unwrap();
+    let conv = read(&doc, detect(&doc).unwrap()).unwrap();
+    assert_eq!(conv.messages.len(), 1);
+    assert_eq!(check(&conv), vec![]);
+}
+
+#[test]
+fn a_continued_response_answers_calls_it_does_not_contain() {
+    let f = request("responses_continuation.json");
+    assert_eq!(kinds(&f), ["unverifiable_result"]);
+    assert!(rejected(&f).is_empty());
+    assert_eq!(
+        (f[0].path.as_str(), f[0].ids.clone()),
+        ("input[0]", vec!["call_Vv2rWn8yHpq0Ztd3".to_string()])
+    );
+    assert!(
+        f[0].message
+            .contains("previous_response_id resp_68af2c4b1a2c8190a1b2c3d4e5f60718")
+    );
+}
+
+#[test]
+fn strip_never_empties_a_continuation() {
+    use loopdbg::wire::fix::{Repair, repair};
+    use loopdbg::wire::provider::Format;
+    let mut doc: Value = serde_json::from_str(&fixture("responses_continuation.json")).unwrap();
+    assert_eq!(repair(&mut doc, Format::Responses, Repair::Strip), 0);
+    assert_eq!(doc["input"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn hosted_and_custom_items_are_read_and_paired() {
+    let doc: Value = serde_json::from_str(&fixture("responses_items.json")).unwrap();
+    let conv = read(&doc, detect(&doc).unwrap()).unwrap();
+    // custom, function and local shell calls are the client's to answer.
+    let calls: Vec<&str> = conv
+        .messages
+        .iter()
+        .flat_map(|m| loopdbg::wire::read::tool_uses(m).map(|(_, id, _)| id))
+        .collect();
+    assert_eq!(calls, ["call_Custom1", "call_Weather1", "call_Shell1"]);
+    // get_weather is deferred and loaded by tool search: not unknown.
+    assert_eq!(check(&conv), vec![]);
+}
+
+#[test]
+fn an_unanswered_custom_tool_call_gets_its_own_wording() {
+    let f = request("responses_custom_unanswered.json");
+    assert_eq!(kinds(&f), ["unanswered_call"]);
+    assert!(f[0].rejected_by_provider);
+    assert_eq!(f[0].path, "input[1]");
+    assert_eq!(
+        f[0].message,
+        "No tool output found for custom tool call call_Custom9."
+    );
+}
