@@ -250,3 +250,86 @@ fn an_unanswered_custom_tool_call_gets_its_own_wording() {
         "No tool output found for custom tool call call_Custom9."
     );
 }
+
+// ---- Gemini generateContent -----------------------------------------------------
+
+#[test]
+fn gemini_bodies_are_detected_and_clean_ones_pass() {
+    use loopdbg::wire::provider::Format;
+    use loopdbg::wire::read::Source;
+    for name in ["gemini_clean.json", "gemini_no_ids.json"] {
+        let doc: Value = serde_json::from_str(&fixture(name)).unwrap();
+        assert_eq!(
+            detect(&doc),
+            Some(Source::Provider(Format::Gemini)),
+            "{name}"
+        );
+        let conv = read(&doc, detect(&doc).unwrap()).unwrap();
+        assert_eq!(check(&conv), vec![], "{name}");
+    }
+}
+
+#[test]
+fn gemini_counts_responses_against_calls_in_its_own_words() {
+    let f = request("gemini_missing_response.json");
+    assert_eq!(kinds(&f), ["unanswered_call"], "{f:#?}");
+    assert!(f[0].rejected_by_provider);
+    assert_eq!(f[0].path, "contents[2]");
+    assert_eq!(f[0].ids, ["get_weather#1.1"]);
+    assert!(f[0].message.starts_with(
+        "Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn."
+    ));
+}
+
+#[test]
+fn gemini_turn_order_rules_in_its_own_words() {
+    let f = request("gemini_turn_order.json");
+    assert_eq!(
+        kinds(&f),
+        ["call_turn_out_of_place", "unexpected_result"],
+        "{f:#?}"
+    );
+    assert_eq!(f[0].path, "contents[2]");
+    assert_eq!(
+        f[0].message,
+        "Please ensure that function call turn comes immediately after a user turn or after a function response turn."
+    );
+    assert_eq!(f[1].path, "contents[5]");
+    assert_eq!(
+        f[1].message,
+        "Please ensure that function response turn comes immediately after a function call turn."
+    );
+    assert!(f.iter().all(|x| x.rejected_by_provider));
+}
+
+#[test]
+fn gemini_3_wants_the_thought_signature_of_the_current_turn() {
+    let f = request("gemini3_unsigned.json");
+    assert_eq!(kinds(&f), ["missing_thought_signature"], "{f:#?}");
+    assert!(f[0].rejected_by_provider);
+    assert_eq!(f[0].path, "contents[1].parts[0]");
+    assert!(f[0].message.starts_with(
+        "Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly"
+    ));
+    assert!(
+        f[0].message
+            .contains("`default_api:check_flight` , position 1.")
+    );
+    // The same body for a model that is not Gemini 3 is fine.
+    let mut doc: Value = serde_json::from_str(&fixture("gemini3_unsigned.json")).unwrap();
+    doc["model"] = "gemini-2.5-flash".into();
+    assert_eq!(check(&read(&doc, detect(&doc).unwrap()).unwrap()), vec![]);
+}
+
+#[test]
+fn gemini_repairs_pair_every_call() {
+    use loopdbg::wire::fix::{Repair, repair};
+    use loopdbg::wire::provider::Format;
+    for how in [Repair::Synthesize, Repair::Strip] {
+        let mut doc: Value =
+            serde_json::from_str(&fixture("gemini_missing_response.json")).unwrap();
+        assert_eq!(repair(&mut doc, Format::Gemini, how), 1, "{how:?}");
+        let left = check(&read(&doc, detect(&doc).unwrap()).unwrap());
+        assert_eq!(left, vec![], "{how:?}: {doc:#}");
+    }
+}

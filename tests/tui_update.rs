@@ -490,6 +490,15 @@ fn w_cycles_the_wire_views_and_the_roles_follow() {
     assert!(matches!(app.popup, Some(Popup::Detail { message: 6, .. })));
     apply(&mut app, Action::Back);
     apply(&mut app, key('w'));
+    // Gemini: both results ride in one user turn, calls in a model turn.
+    let roles: Vec<String> = app.view_items().into_iter().map(|i| i.role).collect();
+    assert_eq!(roles, ["user", "model", "user", "model"]);
+    let results = &app.view_items()[2].json;
+    assert_eq!(
+        results["parts"][0]["functionResponse"]["name"], "get_weather",
+        "a response names the call it answers"
+    );
+    apply(&mut app, key('w'));
     assert_eq!(app.view, None);
 }
 

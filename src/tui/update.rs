@@ -164,7 +164,8 @@ pub fn update(app: &mut App, action: Action) -> Option<Action> {
                 None => Some(Format::Anthropic),
                 Some(Format::Anthropic) => Some(Format::Openai),
                 Some(Format::Openai) => Some(Format::Responses),
-                Some(Format::Responses) => None,
+                Some(Format::Responses) => Some(Format::Gemini),
+                Some(Format::Gemini) => None,
             };
             app.selected_message = None;
             app.notice = Some(match app.view {

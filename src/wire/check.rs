@@ -65,6 +65,14 @@ pub const KINDS: &[(&str, &str)] = &[
         "Claude Code log events on a branch the live conversation left behind",
     ),
     (
+        "call_turn_out_of_place",
+        "Gemini: a function call turn not right after a user or function response turn",
+    ),
+    (
+        "missing_thought_signature",
+        "Gemini 3: a call of the current turn without its thought signature",
+    ),
+    (
         "unverifiable_result",
         "an output for a call stored on the server (a continued response): cannot be checked here",
     ),
@@ -112,6 +120,7 @@ pub fn check(conv: &Conversation) -> Vec<Finding> {
         Format::Anthropic => anthropic(conv),
         Format::Openai => openai(conv),
         Format::Responses => responses(conv),
+        Format::Gemini => gemini(conv),
     };
     duplicates(conv, &mut out);
     beyond_servers(conv, &mut out);
@@ -491,6 +500,170 @@ fn responses(conv: &Conversation) -> Vec<Finding> {
         }
     }
     out
+}
+
+/// Gemini checks turns by kind and count, in its own words: a function
+/// call turn comes right after a user turn or a function response turn; a
+/// function response turn comes right after a function call turn and has as
+/// many responses as that turn had calls. Gemini 3 models also need the
+/// first call of each step of the current turn to carry its
+/// `thoughtSignature`.
+fn gemini(conv: &Conversation) -> Vec<Finding> {
+    const AFTER_USER: &str = "Please ensure that function call turn comes immediately after a user turn or after a function response turn.";
+    const AFTER_CALL: &str =
+        "Please ensure that function response turn comes immediately after a function call turn.";
+    const COUNT: &str = "Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn.";
+    let mut out = Vec::new();
+    let msgs = &conv.messages;
+    let calls = |m: &Message| {
+        tool_uses(m)
+            .map(|(_, id, _)| id.to_string())
+            .collect::<Vec<_>>()
+    };
+    let responses = |m: &Message| {
+        tool_results(m)
+            .map(|(_, id)| id.to_string())
+            .collect::<Vec<_>>()
+    };
+    for (i, m) in msgs.iter().enumerate() {
+        let previous = i.checked_sub(1).map(|p| &msgs[p]);
+        let made = calls(m);
+        let answers = responses(m);
+        if m.role == Role::Assistant && !made.is_empty() {
+            let fits = previous.is_some_and(|p| p.role != Role::Assistant);
+            if !fits {
+                out.push(finding(
+                    "call_turn_out_of_place",
+                    &conv.message_sources[i],
+                    made.clone(),
+                    AFTER_USER.to_string(),
+                    true,
+                ));
+            }
+            match msgs.get(i + 1) {
+                None => out.push(finding(
+                    "unanswered_call",
+                    &conv.message_sources[i],
+                    made.clone(),
+                    format!(
+                        "the conversation ends with function calls that have no function response: {}. The next request must carry them ({COUNT})",
+                        join(&made)
+                    ),
+                    true,
+                )),
+                Some(next) if responses(next).is_empty() && next.role != Role::Assistant => {
+                    out.push(finding(
+                        "unanswered_call",
+                        &conv.message_sources[i + 1],
+                        made.clone(),
+                        format!("{COUNT} (function calls without responses: {})", join(&made)),
+                        true,
+                    ));
+                }
+                _ => {}
+            }
+        }
+        if !answers.is_empty() {
+            match previous {
+                Some(p) if p.role == Role::Assistant && !calls(p).is_empty() => {
+                    let asked = calls(p);
+                    if answers.len() != asked.len() {
+                        let missing: Vec<String> = asked
+                            .iter()
+                            .filter(|id| !answers.contains(id))
+                            .cloned()
+                            .collect();
+                        out.push(finding(
+                            "unanswered_call",
+                            &conv.message_sources[i],
+                            if missing.is_empty() {
+                                asked.clone()
+                            } else {
+                                missing
+                            },
+                            format!(
+                                "{COUNT} ({} call(s), {} response(s))",
+                                asked.len(),
+                                answers.len()
+                            ),
+                            true,
+                        ));
+                    }
+                    for (k, id) in tool_results(m) {
+                        if !asked.iter().any(|a| a == id) && asked.len() == answers.len() {
+                            out.push(finding(
+                                "unexpected_result",
+                                &conv.block_sources[i][k],
+                                vec![id.to_string()],
+                                format!(
+                                    "the function response {id} answers no call of the previous turn; Gemini pairs responses by name and count, so it answers the wrong call"
+                                ),
+                                false,
+                            ));
+                        }
+                    }
+                }
+                _ => out.push(finding(
+                    "unexpected_result",
+                    &conv.message_sources[i],
+                    answers.clone(),
+                    AFTER_CALL.to_string(),
+                    true,
+                )),
+            }
+        }
+    }
+    thought_signatures(conv, &mut out);
+    out
+}
+
+/// Gemini 3 rejects a current turn whose steps' first calls lack their
+/// thought signature; other models accept it. With the model unknown (a
+/// body without `model`, as the API takes it), it is a warning, and only
+/// when other calls of the request carry signatures: the pipeline keeps
+/// them, and lost this one.
+fn thought_signatures(conv: &Conversation, out: &mut Vec<Finding>) {
+    let model = conv.model.as_deref();
+    if model.is_some_and(|m| !m.contains("gemini-3")) {
+        return;
+    }
+    if model.is_none() && conv.signatures == 0 {
+        return;
+    }
+    // The current turn starts after the last user message with text.
+    let start = conv
+        .messages
+        .iter()
+        .rposition(|m| {
+            m.role != Role::Assistant && m.content.iter().any(|b| matches!(b, Block::Text { .. }))
+        })
+        .map_or(0, |i| i + 1);
+    for (i, m) in conv.messages.iter().enumerate().skip(start) {
+        for (position, (k, id, name)) in tool_uses(m).enumerate() {
+            if position > 0 || !conv.unsigned.iter().any(|u| u == id) {
+                continue;
+            }
+            let src = &conv.block_sources[i][k];
+            let text = format!(
+                "Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call `default_api:{name}` , position {}. Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details.",
+                k + 1
+            );
+            let (message, rejected) = match model {
+                Some(_) => (text, true),
+                None => (
+                    format!("Gemini 3 models reject this request (other models accept it): {text}"),
+                    false,
+                ),
+            };
+            out.push(finding(
+                "missing_thought_signature",
+                src,
+                vec![id.to_string()],
+                message,
+                rejected,
+            ));
+        }
+    }
 }
 
 /// One id on several calls. Within one Anthropic turn that is a 400 (see

@@ -41,6 +41,7 @@ impl std::str::FromStr for Repair {
 pub fn repair(doc: &mut Value, format: Format, how: Repair) -> usize {
     let key = match format {
         Format::Responses => "input",
+        Format::Gemini => "contents",
         _ => "messages",
     };
     let continues = ["previous_response_id", "conversation"]
@@ -61,6 +62,8 @@ pub fn repair(doc: &mut Value, format: Format, how: Repair) -> usize {
         (Format::Openai, Repair::Strip) => openai_strip(items),
         (Format::Responses, Repair::Synthesize) => responses_synthesize(items),
         (Format::Responses, Repair::Strip) => responses_strip(items, continues),
+        (Format::Gemini, Repair::Synthesize) => gemini_synthesize(items),
+        (Format::Gemini, Repair::Strip) => gemini_strip(items),
     }
 }
 
@@ -399,4 +402,157 @@ fn responses_strip(items: &mut Vec<Value>, continues: bool) -> usize {
     let mut flags = keep.into_iter();
     items.retain(|_| flags.next().unwrap_or(true));
     before - items.len()
+}
+
+/// `(id, name)` of a Gemini content's `functionCall` or `functionResponse`
+/// parts, with their part index.
+fn gemini_parts(content: &Value, key: &str) -> Vec<(usize, Option<String>, String)> {
+    content
+        .get("parts")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .filter_map(|(k, p)| {
+            let f = p.get(key)?;
+            Some((
+                k,
+                f.get("id").and_then(Value::as_str).map(str::to_string),
+                f.get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+            ))
+        })
+        .collect()
+}
+
+/// For each call of `calls`, whether a response of `responses` answers it
+/// (by id when both have one, else the first open call with that name),
+/// and for each response whether it answers a call.
+fn gemini_match(
+    calls: &[(usize, Option<String>, String)],
+    responses: &[(usize, Option<String>, String)],
+) -> (Vec<bool>, Vec<bool>) {
+    let mut answered = vec![false; calls.len()];
+    let mut answers = vec![false; responses.len()];
+    for (r, (_, rid, rname)) in responses.iter().enumerate() {
+        let hit = calls.iter().enumerate().position(|(c, (_, cid, cname))| {
+            !answered[c]
+                && match (cid, rid) {
+                    (Some(a), Some(b)) => a == b,
+                    _ => cname == rname,
+                }
+        });
+        if let Some(c) = hit {
+            answered[c] = true;
+            answers[r] = true;
+        }
+    }
+    (answered, answers)
+}
+
+fn is_model(v: &Value) -> bool {
+    v.get("role").and_then(Value::as_str) == Some("model")
+}
+
+fn gemini_synthesize(items: &mut Vec<Value>) -> usize {
+    let mut fixed = 0;
+    let mut i = 0;
+    while i < items.len() {
+        let calls = gemini_parts(&items[i], "functionCall");
+        if !is_model(&items[i]) || calls.is_empty() {
+            i += 1;
+            continue;
+        }
+        let next_answers = items
+            .get(i + 1)
+            .filter(|n| !is_model(n) && !gemini_parts(n, "functionResponse").is_empty());
+        let responses = next_answers.map_or_else(Vec::new, |n| gemini_parts(n, "functionResponse"));
+        let (answered, _) = gemini_match(&calls, &responses);
+        let missing: Vec<Value> = calls
+            .iter()
+            .zip(&answered)
+            .filter(|(_, a)| !**a)
+            .map(|((_, id, name), _)| {
+                let mut f = json!({"name": name, "response": {"error": PLACEHOLDER}});
+                if let Some(id) = id {
+                    f["id"] = json!(id);
+                }
+                json!({"functionResponse": f})
+            })
+            .collect();
+        fixed += missing.len();
+        if missing.is_empty() {
+            i += 1;
+        } else if next_answers.is_some() {
+            let parts = items[i + 1]["parts"].as_array_mut().expect("checked");
+            parts.extend(missing);
+            i += 2;
+        } else {
+            items.insert(i + 1, json!({"role": "user", "parts": missing}));
+            i += 2;
+        }
+    }
+    fixed
+}
+
+fn gemini_strip(items: &mut Vec<Value>) -> usize {
+    let mut removed = 0;
+    let mut i = 0;
+    while i < items.len() {
+        let calls = gemini_parts(&items[i], "functionCall");
+        if !is_model(&items[i]) || calls.is_empty() {
+            // Responses that follow no call turn answer nothing.
+            let stray = gemini_parts(&items[i], "functionResponse");
+            let after_calls = i > 0
+                && is_model(&items[i - 1])
+                && !gemini_parts(&items[i - 1], "functionCall").is_empty();
+            if !stray.is_empty() && !after_calls {
+                removed += remove_parts(&mut items[i], stray.iter().map(|p| p.0).collect());
+            }
+            i += 1;
+            continue;
+        }
+        let responses = match items.get(i + 1) {
+            Some(n) if !is_model(n) => gemini_parts(n, "functionResponse"),
+            _ => Vec::new(),
+        };
+        let (answered, answers) = gemini_match(&calls, &responses);
+        let dangling: Vec<usize> = calls
+            .iter()
+            .zip(&answered)
+            .filter(|(_, a)| !**a)
+            .map(|(c, _)| c.0)
+            .collect();
+        let stray: Vec<usize> = responses
+            .iter()
+            .zip(&answers)
+            .filter(|(_, a)| !**a)
+            .map(|(r, _)| r.0)
+            .collect();
+        removed += remove_parts(&mut items[i], dangling);
+        if !stray.is_empty() {
+            removed += remove_parts(&mut items[i + 1], stray);
+        }
+        i += 1;
+    }
+    // A turn left with no parts is not a turn.
+    items.retain(|c| {
+        c.get("parts")
+            .and_then(Value::as_array)
+            .is_none_or(|p| !p.is_empty())
+    });
+    removed
+}
+
+fn remove_parts(content: &mut Value, mut at: Vec<usize>) -> usize {
+    let Some(parts) = content.get_mut("parts").and_then(Value::as_array_mut) else {
+        return 0;
+    };
+    at.sort_unstable();
+    for k in at.iter().rev() {
+        parts.remove(*k);
+    }
+    at.len()
 }

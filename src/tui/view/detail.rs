@@ -25,17 +25,21 @@ pub(super) fn render(app: &App, message: usize, scroll: u16, area: Rect, buf: &m
             let Some(item) = app.view_item(message) else {
                 return;
             };
-            let key = if format == crate::wire::provider::Format::Responses {
-                "input"
-            } else {
-                "messages"
+            let key = match format {
+                crate::wire::provider::Format::Responses => "input",
+                crate::wire::provider::Format::Gemini => "contents",
+                _ => "messages",
             };
             let mut json = serde_json::to_string_pretty(&item.json).unwrap_or_default();
             // An assistant message also came back once as a response body,
             // with the reason the reply ended.
             if let Some(m) = app.trace.messages.get(item.from.start)
                 && m.role == crate::engine::message::Role::Assistant
-                && let Some(body) = crate::wire::provider::response_body(format, m)
+                && let Some(body) = crate::wire::provider::response_body(
+                    format,
+                    &app.trace.messages[..item.from.start],
+                    m,
+                )
             {
                 json.push_str("\n\n// the response body that returned it:\n");
                 json.push_str(&serde_json::to_string_pretty(&body).unwrap_or_default());

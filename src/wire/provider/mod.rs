@@ -5,6 +5,7 @@
 //! used by the TUI's `w` view, `loopdbg run --emit` and the round-trip tests.
 
 pub mod anthropic;
+pub mod gemini;
 pub mod openai;
 pub mod responses;
 
@@ -27,11 +28,18 @@ pub enum Format {
     Openai,
     /// OpenAI Responses: `function_call` / `function_call_output` input items.
     Responses,
+    /// Gemini `generateContent`: `functionCall` / `functionResponse` parts.
+    Gemini,
 }
 
 impl Format {
     /// Every format.
-    pub const ALL: [Format; 3] = [Format::Anthropic, Format::Openai, Format::Responses];
+    pub const ALL: [Format; 4] = [
+        Format::Anthropic,
+        Format::Openai,
+        Format::Responses,
+        Format::Gemini,
+    ];
 
     /// The flag spelling.
     pub fn as_str(self) -> &'static str {
@@ -39,6 +47,7 @@ impl Format {
             Format::Anthropic => "anthropic",
             Format::Openai => "openai",
             Format::Responses => "responses",
+            Format::Gemini => "gemini",
         }
     }
 
@@ -48,6 +57,7 @@ impl Format {
             Format::Anthropic => "Anthropic Messages",
             Format::Openai => "OpenAI Chat",
             Format::Responses => "OpenAI Responses",
+            Format::Gemini => "Gemini generateContent",
         }
     }
 }
@@ -65,8 +75,9 @@ impl FromStr for Format {
             "anthropic" => Ok(Format::Anthropic),
             "openai" | "openai-chat" | "chat" => Ok(Format::Openai),
             "responses" | "openai-responses" => Ok(Format::Responses),
+            "gemini" | "google" => Ok(Format::Gemini),
             _ => Err(format!(
-                "unknown format `{s}` (expected one of: anthropic, openai, responses)"
+                "unknown format `{s}` (expected one of: anthropic, openai, responses, gemini)"
             )),
         }
     }
@@ -104,13 +115,17 @@ pub fn spans(format: Format, history: &[Message]) -> Vec<ViewSpan> {
     let mut out: Vec<ViewSpan> = Vec::with_capacity(history.len());
     for (i, m) in history.iter().enumerate() {
         match format {
-            Format::Anthropic => {
+            Format::Anthropic | Format::Gemini => {
                 let joins = m.role == Role::Tool && i > 0 && history[i - 1].role == Role::Tool;
+                let assistant = match format {
+                    Format::Gemini => "model",
+                    _ => "assistant",
+                };
                 match out.last_mut() {
                     Some(last) if joins => last.from.end = i + 1,
                     _ => out.push(ViewSpan {
                         role: if m.role == Role::Assistant {
-                            "assistant"
+                            assistant
                         } else {
                             "user"
                         },
@@ -163,6 +178,14 @@ pub fn spans(format: Format, history: &[Message]) -> Vec<ViewSpan> {
 /// Renders the one item `span` describes.
 pub fn render_span(format: Format, history: &[Message], span: &ViewSpan) -> Option<ViewItem> {
     let start = span.from.start;
+    // Gemini names the call a response answers, which lies before the span.
+    if format == Format::Gemini {
+        let mut item = gemini::render(&history[..span.from.end])
+            .into_iter()
+            .find(|item| item.from == span.from)?;
+        item.from = span.from.clone();
+        return Some(item);
+    }
     let mut item = render(format, history.get(span.from.clone())?)
         .into_iter()
         .nth(span.part)?;
@@ -176,6 +199,7 @@ pub fn render(format: Format, history: &[Message]) -> Vec<ViewItem> {
         Format::Anthropic => anthropic::render(history),
         Format::Openai => openai::render(history),
         Format::Responses => responses::render(history),
+        Format::Gemini => gemini::render(history),
     }
 }
 
@@ -185,16 +209,19 @@ pub fn request_body(format: Format, session: &Session, history: &[Message], mode
         Format::Anthropic => anthropic::request_body(session, history, model),
         Format::Openai => openai::request_body(session, history, model),
         Format::Responses => responses::request_body(session, history, model),
+        Format::Gemini => gemini::request_body(session, history),
     }
 }
 
 /// The response body the provider returned for an assistant message (with
-/// its `stop_reason` / `finish_reason`), when the format has one.
-pub fn response_body(format: Format, message: &Message) -> Option<Value> {
+/// its `stop_reason` / `finish_reason`), when the format has one. `before`
+/// is the history the message replied to (Gemini names calls from it).
+pub fn response_body(format: Format, before: &[Message], message: &Message) -> Option<Value> {
     match format {
         Format::Anthropic => Some(anthropic::response_body(message)),
         Format::Openai => Some(openai::response_body(message)),
         Format::Responses => None,
+        Format::Gemini => Some(gemini::response_body(before, message)),
     }
 }
 
@@ -212,5 +239,6 @@ pub fn default_model(format: Format) -> &'static str {
     match format {
         Format::Anthropic => "claude-sonnet-4-5",
         Format::Openai | Format::Responses => "gpt-4.1",
+        Format::Gemini => "gemini-2.5-flash",
     }
 }

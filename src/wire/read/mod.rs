@@ -10,6 +10,7 @@
 
 mod anthropic;
 mod claude_code;
+mod gemini;
 mod openai_chat;
 pub mod responses;
 
@@ -144,6 +145,14 @@ pub struct Conversation {
     /// Call ids whose item is not a plain function call, with the item type
     /// (`custom_tool_call`, `local_shell_call`, …), for the provider's wording.
     pub call_types: Vec<(String, String)>,
+    /// The model the request names, when it does (Gemini 3 models require
+    /// thought signatures on calls).
+    pub model: Option<String>,
+    /// Gemini: ids of the first call of a model turn sent without its
+    /// `thoughtSignature`.
+    pub unsigned: Vec<String>,
+    /// Gemini: how many parts carry a `thoughtSignature`.
+    pub signatures: usize,
 }
 
 /// Whether a hosted block asks for a call or answers one.
@@ -221,6 +230,9 @@ impl Conversation {
             label: None,
             open_tools: false,
             call_types: Vec::new(),
+            model: None,
+            unsigned: Vec::new(),
+            signatures: 0,
         }
     }
 
@@ -255,6 +267,16 @@ pub fn detect(doc: &Value) -> Option<Source> {
     };
     if matches!(input, Some(Value::Array(_) | Value::String(_))) {
         return Some(Source::Provider(Format::Responses));
+    }
+    let gemini_items = match doc {
+        Value::Object(o) => o.get("contents").and_then(Value::as_array),
+        Value::Array(items) => {
+            Some(items).filter(|items| items.first().is_some_and(|i| i.get("parts").is_some()))
+        }
+        _ => None,
+    };
+    if gemini_items.is_some() {
+        return Some(Source::Provider(Format::Gemini));
     }
     if let Value::Object(o) = doc
         && o.contains_key("uuid")
@@ -308,6 +330,7 @@ pub fn read_owned(mut doc: Value, source: Source) -> Result<Conversation, ReadEr
         Source::Provider(Format::Anthropic) => anthropic::read(doc),
         Source::Provider(Format::Openai) => openai_chat::read(doc),
         Source::Provider(Format::Responses) => responses::read(doc),
+        Source::Provider(Format::Gemini) => gemini::read(doc),
         Source::ClaudeCode => Err(err(
             "",
             "a Claude Code log is JSON Lines of events; read it with ClaudeCodeLog",
@@ -362,7 +385,7 @@ pub(crate) fn role_of(item: &Value, path: &str) -> Result<String, ReadError> {
 }
 
 /// A content field as text: a string, or the `text` of its parts joined by `sep`.
-fn joined_text(content: Option<&Value>, sep: &str) -> Option<String> {
+pub(crate) fn joined_text(content: Option<&Value>, sep: &str) -> Option<String> {
     match content? {
         Value::String(s) => Some(s.clone()),
         Value::Array(parts) => Some(
