@@ -309,7 +309,7 @@ fn check_exit_codes_clean_problems_unreadable() {
         .assert()
         .code(1)
         .stdout(predicate::str::contains(
-            "messages[1]  unanswered_call  [toolu_f1]",
+            "messages[1]  unanswered_call (400)  [toolu_f1]",
         ));
     loopdbg()
         .args(["check", "tests/fixtures/bad/truncated_json.json"])
@@ -358,13 +358,28 @@ fn check_json_lines_names_lines_and_claude_code_names_events() {
 
 #[test]
 fn check_format_can_force_the_input_and_pick_the_output() {
-    // Read as OpenAI, the Anthropic blocks carry no tool_calls: nothing to pair.
+    // A forced format that does not fit is an error, never "no problems".
     loopdbg()
         .args([
             "check",
             &format!("{T}/anthropic_parallel_one_missing.json"),
             "--format",
             "openai",
+            "--format",
+            "json",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "--format openai does not fit: the content is Anthropic Messages",
+        ));
+    // Plain text messages fit any format: forcing one is taken.
+    loopdbg()
+        .args([
+            "check",
+            &format!("{T}/responses_string_input.json"),
+            "--format",
+            "responses",
             "--format",
             "json",
         ])
@@ -420,7 +435,7 @@ fn check_fix_writes_a_repaired_copy_and_never_the_input() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains(
-            "does not rewrite Claude Code session logs",
+            "does not rewrite a Claude Code log",
         ));
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -70,6 +70,8 @@ pub enum CheckFormat {
     Text,
     /// One JSON document.
     Json,
+    /// One JSON record per conversation, written as it is checked.
+    Jsonl,
     /// Read the input as this.
     Input(Source),
 }
@@ -78,9 +80,16 @@ fn parse_check_format(s: &str) -> Result<CheckFormat, String> {
     match s {
         "text" => Ok(CheckFormat::Text),
         "json" => Ok(CheckFormat::Json),
-        other => other.parse::<Source>().map(CheckFormat::Input).map_err(|_| {
-            format!("unknown format `{s}` (expected text, json, anthropic, openai, responses or claude-code)")
-        }),
+        "jsonl" => Ok(CheckFormat::Jsonl),
+        other => other
+            .parse::<Source>()
+            .map(CheckFormat::Input)
+            .map_err(|_| {
+                format!(
+                    "unknown format `{s}` (expected text, json, jsonl, {})",
+                    Source::NAMES
+                )
+            }),
     }
 }
 
@@ -112,17 +121,22 @@ pub enum Command {
         #[arg(long, requires = "emit")]
         model: Option<String>,
     },
-    /// Validate captured conversations: request bodies, message arrays,
-    /// Responses input, JSON Lines of conversations, Claude Code session logs.
+    /// Validate captured conversations: request bodies (Anthropic, OpenAI
+    /// Chat, Responses, Gemini), message arrays, JSON Lines of them, and
+    /// agent logs (Claude Code, Codex CLI, Gemini CLI).
     ///
-    /// Exit 0 when clean, 1 when problems were found, 2 for unreadable input.
+    /// Exit 0 when clean; 1 when problems were found or nothing was checked;
+    /// 2 when an input (or a line of it) could not be read, after checking
+    /// the rest.
     Check {
-        /// Files to check.
+        /// Files to check; `-` reads standard input.
         #[arg(required = true)]
         files: Vec<PathBuf>,
-        /// Output `text` or `json`; and/or force the input format: anthropic,
-        /// openai, responses, claude-code (auto-detected otherwise). May be
-        /// given twice, e.g. `--format json --format openai`.
+        /// Output `text`, `json` or `jsonl` (one record per conversation, as
+        /// it goes); and/or force the input format: anthropic, openai,
+        /// responses, gemini, claude-code, codex, gemini-cli (detected from
+        /// the content otherwise). May be given twice, e.g. `--format json
+        /// --format openai`.
         #[arg(long, value_parser = parse_check_format)]
         format: Vec<CheckFormat>,
         /// Write a repaired copy: `synthesize` placeholder results for

@@ -1,6 +1,12 @@
-//! `loopdbg check`: reads captured conversations from disk (streaming JSON
-//! Lines one line at a time, so memory stays flat), runs the library's
-//! checks, prints findings, and writes repaired copies.
+//! `loopdbg check`: reads captured conversations from files or standard
+//! input, runs the library's checks, prints findings, and writes repaired
+//! copies.
+//!
+//! Every input is opened once and read in one pass (pipes and FIFOs work):
+//! the first lines are buffered while the layout is detected by content,
+//! then reading goes on from where detection stopped. JSON Lines are checked
+//! in chunks spread over the cores, and reported in line order. A file that
+//! cannot be read is reported and the run goes on with the others.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
@@ -8,10 +14,13 @@ use std::path::{Path, PathBuf};
 
 use loopdbg::LoadError;
 use loopdbg::diagnostics::error::LocatedError;
-use loopdbg::diagnostics::json_span::{SpanNode, offset_of_line_byte_col, parse_path};
+use loopdbg::diagnostics::json_span::{SpanKind, SpanNode, offset_of_line_byte_col, parse_path};
 use loopdbg::wire::check::{Finding, check};
 use loopdbg::wire::fix::{Repair, repair};
-use loopdbg::wire::read::{ClaudeCodeLog, Conversation, ReadError, Source, detect, read_owned};
+use loopdbg::wire::read::{
+    Conversation, Evidence, Log, ReadError, Source, classify_line, detect, evidence, read_owned,
+};
+use rayon::prelude::*;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -25,49 +34,152 @@ pub struct ConversationReport {
     pub line: Option<usize>,
     /// What it was read as.
     pub format: &'static str,
+    /// What it is within its file (`sub-agent …`, `after compaction 1`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
     /// How many messages it has.
     pub messages: usize,
     /// What is wrong.
     pub findings: Vec<Finding>,
 }
 
+/// Why a file (or a line of it) could not be checked.
+#[derive(Debug, Serialize)]
+pub struct FileError {
+    /// What went wrong and what was expected.
+    pub message: String,
+    /// 1-based line, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    /// 1-based column, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column: Option<usize>,
+    /// The rendered diagnostic for the terminal.
+    #[serde(skip)]
+    pub rendered: String,
+}
+
+impl From<LoadError> for FileError {
+    fn from(e: LoadError) -> Self {
+        let location = e.location();
+        FileError {
+            message: e.to_string(),
+            line: location.map(|l| l.0),
+            column: location.map(|l| l.1),
+            rendered: format!("{:?}", miette::Report::new(e)),
+        }
+    }
+}
+
 /// One file's results.
 #[derive(Debug, Serialize)]
 pub struct FileReport {
-    /// The file.
+    /// The file (`-` is standard input).
     pub file: String,
-    /// How many conversations were read.
+    /// The format detected (or forced), when the file could be read that far.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub format: Option<&'static str>,
+    /// How many conversations were checked.
     pub conversations: usize,
     /// The conversations with findings.
     pub results: Vec<ConversationReport>,
+    /// What could not be read: the file, or some of its lines.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<FileError>,
+}
+
+impl FileReport {
+    /// Nothing was checked and nothing failed: not a pass.
+    pub fn is_empty(&self) -> bool {
+        self.conversations == 0 && self.errors.is_empty()
+    }
+
+    /// True when a finding other than a note was made.
+    pub fn has_problems(&self) -> bool {
+        self.results
+            .iter()
+            .any(|r| r.findings.iter().any(|f| !f.is_note()))
+    }
 }
 
 /// How the input is laid out.
 enum Layout {
-    /// One JSON document.
+    /// One JSON document (pretty-printed, or a single line).
     Document(Value, String),
     /// JSON Lines, one conversation per line.
     Lines,
-    /// A Claude Code session log.
-    ClaudeCode,
+    /// An agent log: JSON Lines of events read whole.
+    Log(Source),
+}
+
+/// An input opened once: the lines read while detecting, then the rest.
+struct Opened {
+    origin: String,
+    layout: Layout,
+    head: Vec<(usize, String)>,
+    rest: Box<dyn BufRead>,
+    next_line: usize,
+}
+
+impl Opened {
+    /// Every line not yet read, with its 1-based number.
+    fn lines(self) -> impl Iterator<Item = Result<(usize, String), LoadError>> {
+        let origin = self.origin;
+        let mut rest = self.rest;
+        let mut n = self.next_line;
+        let tail = std::iter::from_fn(move || {
+            let mut line = String::new();
+            match rest.read_line(&mut line) {
+                Ok(0) => None,
+                Ok(_) => {
+                    n += 1;
+                    trim_newline(&mut line);
+                    Some(Ok((n, line)))
+                }
+                Err(e) => Some(Err(unreadable(&origin, e))),
+            }
+        });
+        self.head.into_iter().map(Ok).chain(tail)
+    }
+}
+
+fn trim_newline(line: &mut String) {
+    if line.ends_with('\n') {
+        line.pop();
+        if line.ends_with('\r') {
+            line.pop();
+        }
+    }
+}
+
+/// The name errors use for an input: its path, or `<stdin>` for `-`.
+pub fn origin_of(path: &Path) -> String {
+    if path.as_os_str() == "-" {
+        "<stdin>".to_string()
+    } else {
+        path.display().to_string()
+    }
+}
+
+fn open_input(path: &Path, origin: &str) -> Result<Box<dyn BufRead>, LoadError> {
+    if path.as_os_str() == "-" {
+        return Ok(Box::new(BufReader::new(std::io::stdin())));
+    }
+    let file = File::open(path).map_err(|e| unreadable(origin, e))?;
+    Ok(Box::new(BufReader::with_capacity(1 << 16, file)))
+}
+
+fn unreadable(origin: &str, e: std::io::Error) -> LoadError {
+    LoadError::Unreadable {
+        origin: origin.to_string(),
+        reason: e.to_string(),
+    }
 }
 
 fn located_in(origin: &str, text: &str, err: &ReadError) -> LoadError {
-    offset_in(text, err).map_or_else(
-        || LoadError::at(origin, text, 0, format!("{}: {}", err.path, err.message)),
-        |offset| {
-            LoadError::at(
-                origin,
-                text,
-                offset,
-                format!(
-                    "{}: {}",
-                    if err.path.is_empty() { "." } else { &err.path },
-                    err.message
-                ),
-            )
-        },
-    )
+    let offset = offset_in(text, err).unwrap_or(0);
+    let path = if err.path.is_empty() { "." } else { &err.path };
+    LoadError::at(origin, text, offset, format!("{path}: {}", err.message))
 }
 
 /// Where a read error's path points in `text`; paths name a bare array
@@ -75,11 +187,7 @@ fn located_in(origin: &str, text: &str, err: &ReadError) -> LoadError {
 fn offset_in(text: &str, err: &ReadError) -> Option<usize> {
     let spans = SpanNode::parse(text)?;
     let mut path = parse_path(&err.path);
-    if matches!(
-        spans.kind,
-        loopdbg::diagnostics::json_span::SpanKind::Array(_)
-    ) && !path.is_empty()
-    {
+    if matches!(spans.kind, SpanKind::Array(_)) && !path.is_empty() {
         path.remove(0);
     }
     Some(spans.offset_of(&path))
@@ -116,197 +224,424 @@ fn json_error(
     }
 }
 
-fn unreadable(origin: &str, e: std::io::Error) -> LoadError {
-    LoadError::Unreadable {
-        origin: origin.to_string(),
-        reason: e.to_string(),
-    }
+fn in_line(origin: &str, line: usize, text: &str, offset: usize, message: String) -> LoadError {
+    LoadError::located(LocatedError::in_line(origin, line, text, offset, message))
 }
 
-fn looks_like_claude_code(v: &Value) -> bool {
-    v.get("sessionId").is_some()
-        || v.get("parentUuid").is_some()
-        || (v.get("type").and_then(Value::as_str) == Some("summary") && v.get("leafUuid").is_some())
-}
+/// How many leading lines detection may read before it gives up.
+const SNIFF_LINES: usize = 256;
 
-/// Decides the layout from the first non-empty line.
-fn layout(path: &Path, origin: &str, forced: Option<Source>) -> Result<Layout, LoadError> {
-    let file = File::open(path).map_err(|e| unreadable(origin, e))?;
-    let mut reader = BufReader::new(file);
-    let mut first = String::new();
-    loop {
-        first.clear();
+/// Opens `path` and decides its layout from its content: the first lines
+/// are read until one says which format wrote it.
+fn sniff(path: &Path, forced: Option<Source>) -> Result<Opened, LoadError> {
+    let origin = origin_of(path);
+    let mut reader = open_input(path, &origin)?;
+    let mut head: Vec<(usize, String)> = Vec::new();
+    let mut n = 0;
+    let mut json_lines = 0;
+    let mut decided: Option<Source> = None;
+    let mut suggested: Option<Source> = None;
+    let mut eof = false;
+    while decided.is_none() && head.len() < SNIFF_LINES {
+        let mut line = String::new();
         if reader
-            .read_line(&mut first)
-            .map_err(|e| unreadable(origin, e))?
+            .read_line(&mut line)
+            .map_err(|e| unreadable(&origin, e))?
             == 0
         {
+            eof = true;
             break;
         }
-        if !first.trim().is_empty() {
-            break;
+        n += 1;
+        trim_newline(&mut line);
+        let trimmed = line.trim();
+        if trimmed.is_empty() {
+            head.push((n, line));
+            continue;
         }
-    }
-    if forced == Some(Source::ClaudeCode) {
-        return Ok(Layout::ClaudeCode);
-    }
-    if let Ok(v) = serde_json::from_str::<Value>(first.trim()) {
-        if looks_like_claude_code(&v) {
-            return Ok(Layout::ClaudeCode);
-        }
-        let mut rest = String::new();
-        let mut more = false;
-        while reader
-            .read_line(&mut rest)
-            .map_err(|e| unreadable(origin, e))?
-            > 0
-        {
-            if !rest.trim().is_empty() {
-                more = true;
-                break;
+        match serde_json::from_str::<Value>(trimmed) {
+            Ok(v) => {
+                json_lines += 1;
+                match classify_line(&v) {
+                    Evidence::Decisive(s) => decided = Some(s),
+                    Evidence::Suggests(s) => suggested = suggested.or(Some(s)),
+                    Evidence::Unknown => {}
+                }
             }
-            rest.clear();
+            // Not one value per line: a pretty-printed document.
+            Err(_) if json_lines == 0 => {
+                head.push((n, line));
+                return document(origin, head, reader, forced);
+            }
+            Err(_) => {}
         }
-        if more {
-            return Ok(Layout::Lines);
-        }
+        head.push((n, line));
     }
-    // A pretty-printed document: read it whole.
+    if !eof && decided.is_none() {
+        // Detection stopped short; is there anything after the head?
+        eof = reader.fill_buf().map_or(true, <[u8]>::is_empty);
+    }
+    let log_forced = forced.filter(|f| f.is_log());
+    let layout = match (decided.or(suggested), log_forced) {
+        (Some(s), Some(f)) if s.is_log() && s != f => {
+            return Err(mismatch(&origin, f, s));
+        }
+        (Some(s), Some(f)) if !s.is_log() => return Err(mismatch(&origin, f, s)),
+        (_, Some(f)) => Layout::Log(f),
+        (Some(s), None) if s.is_log() => {
+            if let Some(f) = forced {
+                return Err(mismatch(&origin, f, s));
+            }
+            Layout::Log(s)
+        }
+        // A single JSON line is a document like any other.
+        (_, None) if eof && json_lines == 1 => return document(origin, head, reader, forced),
+        (Some(_), None) => Layout::Lines,
+        (None, None) if forced.is_some() || json_lines > 0 => Layout::Lines,
+        (None, None) => {
+            return Err(LoadError::Refused {
+                origin,
+                reason: "nothing to read: the input is empty".into(),
+            });
+        }
+    };
+    Ok(Opened {
+        origin,
+        layout,
+        head,
+        rest: reader,
+        next_line: n,
+    })
+}
+
+fn mismatch(origin: &str, forced: Source, found: Source) -> LoadError {
+    LoadError::Refused {
+        origin: origin.to_string(),
+        reason: format!(
+            "--format {} does not fit: the content is {}; leave --format out to detect it",
+            forced.as_str(),
+            describe(found)
+        ),
+    }
+}
+
+fn describe(source: Source) -> &'static str {
+    match source {
+        Source::Provider(f) => f.title(),
+        Source::ClaudeCode => "a Claude Code log",
+        Source::Codex => "a Codex CLI rollout",
+        Source::GeminiCli => "a Gemini CLI chat recording",
+    }
+}
+
+/// Reads the whole input as one JSON document.
+fn document(
+    origin: String,
+    head: Vec<(usize, String)>,
+    mut rest: Box<dyn BufRead>,
+    forced: Option<Source>,
+) -> Result<Opened, LoadError> {
     let mut text = String::new();
-    File::open(path)
-        .and_then(|mut f| f.read_to_string(&mut text))
-        .map_err(|e| unreadable(origin, e))?;
+    for (_, line) in &head {
+        text.push_str(line);
+        text.push('\n');
+    }
+    rest.read_to_string(&mut text)
+        .map_err(|e| unreadable(&origin, e))?;
     let doc: Value =
-        serde_json::from_str(&text).map_err(|e| json_error(origin, &text, None, &e))?;
-    Ok(Layout::Document(doc, text))
+        serde_json::from_str(&text).map_err(|e| json_error(&origin, &text, None, &e))?;
+    if let (Some(f), Some(found)) = (forced, evidence(&doc))
+        && f != found
+    {
+        return Err(mismatch(&origin, f, found));
+    }
+    Ok(Opened {
+        origin,
+        layout: Layout::Document(doc, text),
+        head: Vec::new(),
+        rest: Box::new(std::io::empty()),
+        next_line: 0,
+    })
 }
 
-fn source_of(doc: &Value, forced: Option<Source>) -> Option<Source> {
-    forced.or_else(|| detect(doc))
+/// One JSON Lines line read as a conversation, or why it cannot be.
+fn conversation_of_line(
+    origin: &str,
+    forced: Option<Source>,
+    line_no: usize,
+    line: &str,
+) -> Result<Option<Conversation>, LoadError> {
+    if line.trim().is_empty() {
+        return Ok(None);
+    }
+    let doc: Value =
+        serde_json::from_str(line).map_err(|e| json_error(origin, line, Some(line_no), &e))?;
+    let found = evidence(&doc);
+    if let (Some(f), Some(found)) = (forced, found)
+        && f != found
+    {
+        return Err(in_line(
+            origin,
+            line_no,
+            line,
+            0,
+            format!(
+                "--format {} does not fit: this line is {}; leave --format out to detect it",
+                f.as_str(),
+                describe(found)
+            ),
+        ));
+    }
+    let source = forced.or_else(|| detect(&doc)).ok_or_else(|| {
+        in_line(
+            origin,
+            line_no,
+            line,
+            0,
+            "expected a conversation (an object with `messages`, `input` or `contents`, or a message array)".into(),
+        )
+    })?;
+    read_owned(doc, source).map(Some).map_err(|e| {
+        let offset = offset_in(line, &e).unwrap_or(0);
+        in_line(origin, line_no, line, offset, e.to_string())
+    })
 }
 
-/// Reads every conversation of a file, calling `each` with it; returns how
-/// many were read.
+/// What reading one input gave.
+pub struct ReadSummary {
+    /// The format detected (or forced).
+    pub format: Source,
+    /// Conversations read.
+    pub conversations: usize,
+    /// Lines that could not be read (the rest of the file still was).
+    pub errors: Vec<LoadError>,
+}
+
+/// Reads every conversation of an input, calling `each` with it in order;
+/// bad lines of a JSON Lines file are collected and the rest is read.
 pub fn for_each_conversation(
     path: &Path,
     forced: Option<Source>,
-    mut each: impl FnMut(Option<usize>, Conversation, Option<&str>),
-) -> Result<usize, LoadError> {
-    let origin = path.display().to_string();
-    let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    let progress = std::io::stderr().is_terminal() && size > 16 << 20;
-    match layout(path, &origin, forced)? {
-        Layout::Document(doc, text) => {
-            let source = source_of(&doc, forced).ok_or_else(|| {
-                LoadError::at(&origin, &text, 0, "expected a request body (an object with `messages` or `input`) or a message array")
+    each: impl FnMut(Option<usize>, Conversation),
+) -> Result<ReadSummary, LoadError> {
+    read_opened(sniff(path, forced)?, forced, each)
+}
+
+fn read_opened(
+    opened: Opened,
+    forced: Option<Source>,
+    mut each: impl FnMut(Option<usize>, Conversation),
+) -> Result<ReadSummary, LoadError> {
+    let origin = opened.origin.clone();
+    match opened.layout {
+        Layout::Document(ref doc, ref text) => {
+            let source = forced.or_else(|| detect(doc)).ok_or_else(|| {
+                LoadError::at(&origin, text, 0, "expected a request body (an object with `messages`, `input` or `contents`), a message array, or an agent log")
             })?;
+            let Layout::Document(doc, text) = opened.layout else {
+                unreachable!("matched above")
+            };
             let conv = read_owned(doc, source).map_err(|e| located_in(&origin, &text, &e))?;
-            each(None, conv, Some(&text));
-            Ok(1)
+            each(None, conv);
+            Ok(ReadSummary {
+                format: source,
+                conversations: 1,
+                errors: Vec::new(),
+            })
         }
-        Layout::ClaudeCode => {
-            let reader = BufReader::new(File::open(path).map_err(|e| unreadable(&origin, e))?);
-            let mut log = ClaudeCodeLog::default();
-            for (i, line) in reader.lines().enumerate() {
-                let line = line.map_err(|e| unreadable(&origin, e))?;
+        Layout::Log(source) => {
+            let mut log = Log::new(source).expect("a log source");
+            for item in opened.lines() {
+                let (n, line) = item?;
                 if line.trim().is_empty() {
                     continue;
                 }
                 let v: Value = serde_json::from_str(&line)
-                    .map_err(|e| json_error(&origin, &line, Some(i + 1), &e))?;
-                log.push_owned(i + 1, v).map_err(|e| {
+                    .map_err(|e| json_error(&origin, &line, Some(n), &e))?;
+                log.push_owned(n, v).map_err(|e| {
                     let offset =
                         SpanNode::parse(&line).map_or(0, |s| s.offset_of(&parse_path(&e.path)));
-                    LoadError::located(LocatedError::in_line(
-                        &origin,
-                        i + 1,
-                        &line,
-                        offset,
-                        e.to_string(),
-                    ))
+                    in_line(&origin, n, &line, offset, e.to_string())
                 })?;
             }
-            let convs = log.finish();
-            let n = convs.len();
+            let convs = log.finish().map_err(|e| LoadError::Refused {
+                origin: origin.clone(),
+                reason: e.to_string(),
+            })?;
+            let count = convs.len();
             for c in convs {
-                each(None, c, None);
+                each(None, c);
             }
-            Ok(n)
+            Ok(ReadSummary {
+                format: source,
+                conversations: count,
+                errors: Vec::new(),
+            })
         }
         Layout::Lines => {
-            let reader = BufReader::new(File::open(path).map_err(|e| unreadable(&origin, e))?);
-            let mut n = 0;
-            let mut read_bytes: u64 = 0;
-            let mut last_percent = 0;
-            for (i, line) in reader.lines().enumerate() {
-                let line = line.map_err(|e| unreadable(&origin, e))?;
-                read_bytes += line.len() as u64 + 1;
-                if progress {
-                    let percent = read_bytes * 100 / size.max(1);
-                    if percent != last_percent {
-                        last_percent = percent;
-                        eprint!("\rchecking {origin}: {percent}% ({n} conversations)");
+            let mut format = forced;
+            let mut count = 0;
+            let mut errors = Vec::new();
+            for item in opened.lines() {
+                let (n, line) = item?;
+                match conversation_of_line(&origin, forced, n, &line) {
+                    Ok(Some(conv)) => {
+                        format.get_or_insert(conv.source);
+                        count += 1;
+                        each(Some(n), conv);
                     }
+                    Ok(None) => {}
+                    Err(e) => errors.push(e),
                 }
-                if line.trim().is_empty() {
-                    continue;
-                }
-                let line_no = i + 1;
-                let doc: Value = serde_json::from_str(&line)
-                    .map_err(|e| json_error(&origin, &line, Some(line_no), &e))?;
-                let source = source_of(&doc, forced).ok_or_else(|| {
-                    LoadError::located(LocatedError::in_line(&origin, line_no, &line, 0, "expected a conversation (an object with `messages` or `input`, or a message array)"))
-                })?;
-                let conv = read_owned(doc, source).map_err(|e| {
-                    let offset = offset_in(&line, &e).unwrap_or(0);
-                    LoadError::located(LocatedError::in_line(
-                        &origin,
-                        line_no,
-                        &line,
-                        offset,
-                        e.to_string(),
-                    ))
-                })?;
-                n += 1;
-                each(Some(line_no), conv, Some(&line));
             }
-            if progress {
-                eprintln!("\rchecking {origin}: done ({n} conversations)      ");
-            }
-            Ok(n)
+            Ok(ReadSummary {
+                format: format
+                    .unwrap_or(Source::Provider(loopdbg::wire::provider::Format::Anthropic)),
+                conversations: count,
+                errors,
+            })
         }
     }
 }
 
-/// Checks `files`; returns the reports.
-pub fn check_files(
-    files: &[PathBuf],
+/// One line of a JSON Lines file, checked: its format and report, nothing
+/// (a blank line), or why it could not be read.
+type LineOutcome = (
+    usize,
+    Result<Option<(Source, ConversationReport)>, LoadError>,
+);
+
+/// Lines checked together, spread over the cores.
+const CHUNK: usize = 2048;
+
+/// Checks one input. `emit` gets every conversation's report as soon as it
+/// is known (for `--format jsonl`); the returned report keeps only the
+/// conversations with findings.
+pub fn check_file(
+    path: &Path,
     forced: Option<Source>,
-) -> Result<Vec<FileReport>, LoadError> {
-    let mut reports = Vec::new();
-    for path in files {
-        let mut results = Vec::new();
+    emit: &mut dyn FnMut(&str, &ConversationReport),
+) -> FileReport {
+    let file = origin_of(path);
+    let mut report = FileReport {
+        file: file.clone(),
+        format: None,
+        conversations: 0,
+        results: Vec::new(),
+        errors: Vec::new(),
+    };
+    let opened = match sniff(path, forced) {
+        Ok(o) => o,
+        Err(e) => {
+            report.errors.push(e.into());
+            return report;
+        }
+    };
+    let mut keep = |report: &mut FileReport, r: ConversationReport| {
+        emit(&file, &r);
+        if !r.findings.is_empty() {
+            report.results.push(r);
+        }
+    };
+    let progress_size = match path.as_os_str() == "-" {
+        true => 0,
+        false => std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
+    };
+    let progress = std::io::stderr().is_terminal() && progress_size > 16 << 20;
+    if !matches!(opened.layout, Layout::Lines) {
+        // One document or one log: read whole, a few conversations.
         let mut index = 0;
-        let conversations = for_each_conversation(path, forced, |line, conv, _| {
+        let mut convs = Vec::new();
+        let result = read_opened(opened, forced, |line, conv| {
             index += 1;
-            let findings = check(&conv);
-            if !findings.is_empty() {
-                results.push(ConversationReport {
-                    conversation: index,
-                    line,
-                    format: conv.source.as_str(),
-                    messages: conv.messages.len(),
-                    findings,
-                });
-            }
-        })?;
-        reports.push(FileReport {
-            file: path.display().to_string(),
-            conversations,
-            results,
+            convs.push((index, line, conv));
         });
+        match result {
+            Ok(read) => {
+                report.format = Some(read.format.as_str());
+                report.conversations = read.conversations;
+            }
+            Err(e) => {
+                report.errors.push(e.into());
+                return report;
+            }
+        }
+        for (index, line, conv) in convs {
+            let r = conversation_report(index, line, &conv);
+            keep(&mut report, r);
+        }
+        return report;
     }
-    Ok(reports)
+    report.format = forced.map(Source::as_str);
+    let origin = opened.origin.clone();
+    let mut lines = opened.lines();
+    let mut index = 0;
+    let mut read_bytes: u64 = 0;
+    loop {
+        let mut chunk = Vec::with_capacity(CHUNK);
+        for item in lines.by_ref() {
+            match item {
+                Ok(l) => {
+                    read_bytes += l.1.len() as u64 + 1;
+                    chunk.push(l);
+                }
+                Err(e) => {
+                    report.errors.push(e.into());
+                    break;
+                }
+            }
+            if chunk.len() == CHUNK {
+                break;
+            }
+        }
+        if chunk.is_empty() {
+            break;
+        }
+        let done: Vec<LineOutcome> = chunk
+            .par_iter()
+            .map(|(n, line)| {
+                let r = conversation_of_line(&origin, forced, *n, line)
+                    .map(|c| c.map(|conv| (conv.source, conversation_report(0, Some(*n), &conv))));
+                (*n, r)
+            })
+            .collect();
+        for (_, r) in done {
+            match r {
+                Ok(Some((source, mut r))) => {
+                    index += 1;
+                    r.conversation = index;
+                    report.format.get_or_insert(source.as_str());
+                    keep(&mut report, r);
+                }
+                Ok(None) => {}
+                Err(e) => report.errors.push(e.into()),
+            }
+        }
+        if progress {
+            let percent = read_bytes * 100 / progress_size.max(1);
+            eprint!("\rchecking {origin}: {percent}% ({index} conversations)");
+        }
+    }
+    if progress {
+        eprintln!("\rchecking {origin}: done ({index} conversations)      ");
+    }
+    report.conversations = index;
+    report
+}
+
+fn conversation_report(
+    index: usize,
+    line: Option<usize>,
+    conv: &Conversation,
+) -> ConversationReport {
+    ConversationReport {
+        conversation: index,
+        line,
+        format: conv.source.as_str(),
+        label: conv.label.clone(),
+        messages: conv.messages.len(),
+        findings: check(conv),
+    }
 }
 
 struct Paint {
@@ -324,17 +659,46 @@ impl Paint {
 }
 
 /// Grouped text, coloured when stdout is a terminal and NO_COLOR is unset.
+/// Unreadable files and lines go to stderr.
 pub fn render_text(reports: &[FileReport], out: &mut impl Write) -> std::io::Result<()> {
     let paint = Paint {
         on: std::io::stdout().is_terminal()
             && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
     };
-    let (mut convs, mut bad, mut total, mut rejected) = (0, 0, 0, 0);
+    let (mut convs, mut bad, mut total, mut rejected, mut failed, mut empty) = (0, 0, 0, 0, 0, 0);
+    let mut notes = 0;
     for f in reports {
         convs += f.conversations;
+        for e in &f.errors {
+            eprintln!("{}", e.rendered);
+        }
+        if !f.errors.is_empty() {
+            failed += 1;
+        }
+        let format = f.format.unwrap_or("unknown format");
+        if f.is_empty() {
+            empty += 1;
+            writeln!(
+                out,
+                "{} ({format}): {}",
+                paint.wrap("1", &clean(&f.file)),
+                paint.wrap("33", "warning: no conversation found, nothing was checked")
+            )?;
+            continue;
+        }
+        if f.results.is_empty() && f.errors.is_empty() {
+            writeln!(
+                out,
+                "{} ({format}): {} conversation(s), no problems",
+                paint.wrap("1", &clean(&f.file)),
+                f.conversations
+            )?;
+        }
         for r in &f.results {
-            bad += 1;
-            total += r.findings.len();
+            let problems = r.findings.iter().filter(|x| !x.is_note()).count();
+            bad += usize::from(problems > 0);
+            total += problems;
+            notes += r.findings.len() - problems;
             rejected += r.findings.iter().filter(|x| x.rejected_by_provider).count();
             let place = match r.line {
                 Some(line) => format!("{}:{line}", f.file),
@@ -343,13 +707,21 @@ pub fn render_text(reports: &[FileReport], out: &mut impl Write) -> std::io::Res
                 }
                 None => f.file.clone(),
             };
+            let label = r
+                .label
+                .as_deref()
+                .map(|l| format!(", {}", clean(l)))
+                .unwrap_or_default();
             writeln!(
                 out,
-                "{} ({}, {} messages): {} problem(s)",
+                "{} ({}{label}, {} messages): {}",
                 paint.wrap("1", &clean(&place)),
                 r.format,
                 r.messages,
-                r.findings.len()
+                counted(
+                    r.findings.len() - r.findings.iter().filter(|x| x.is_note()).count(),
+                    r.findings.iter().filter(|x| x.is_note()).count()
+                )
             )?;
             for x in &r.findings {
                 let at = match (&x.line, &x.uuid) {
@@ -357,10 +729,16 @@ pub fn render_text(reports: &[FileReport], out: &mut impl Write) -> std::io::Res
                     (Some(l), None) => format!("line {l} {}", x.path),
                     _ => x.path.clone(),
                 };
-                let kind = paint.wrap(if x.rejected_by_provider { "31" } else { "33" }, x.kind);
+                let colour = match x.severity {
+                    "400" => "31",
+                    "warning" => "33",
+                    _ => "36",
+                };
+                let kind = paint.wrap(colour, x.kind);
+                let verdict = x.severity;
                 writeln!(
                     out,
-                    "  {}  {kind}  [{}]",
+                    "  {}  {kind} ({verdict})  [{}]",
                     clean(&at),
                     clean(&x.ids.join(", "))
                 )?;
@@ -368,18 +746,31 @@ pub fn render_text(reports: &[FileReport], out: &mut impl Write) -> std::io::Res
             }
         }
     }
-    if total == 0 {
-        writeln!(
-            out,
-            "checked {convs} conversation(s) in {} file(s): no problems",
-            reports.len()
-        )
+    let files = reports.len();
+    let mut summary = if total == 0 {
+        format!("checked {convs} conversation(s) in {files} file(s): no problems")
     } else {
-        writeln!(
-            out,
-            "checked {convs} conversation(s) in {} file(s): {bad} with problems, {total} problem(s) ({rejected} a provider would reject with a 400)",
-            reports.len()
+        format!(
+            "checked {convs} conversation(s) in {files} file(s): {bad} with problems, {total} problem(s) ({rejected} a provider would reject with a 400)"
         )
+    };
+    if notes > 0 {
+        summary.push_str(&format!("; {notes} note(s)"));
+    }
+    if failed > 0 {
+        summary.push_str(&format!("; {failed} file(s) could not be read in full"));
+    }
+    if empty > 0 {
+        summary.push_str(&format!("; {empty} file(s) had nothing to check"));
+    }
+    writeln!(out, "{summary}")
+}
+
+fn counted(problems: usize, notes: usize) -> String {
+    match (problems, notes) {
+        (p, 0) => format!("{p} problem(s)"),
+        (0, n) => format!("{n} note(s)"),
+        (p, n) => format!("{p} problem(s), {n} note(s)"),
     }
 }
 
@@ -394,7 +785,7 @@ pub fn fix_file(
     forced: Option<Source>,
     how: Repair,
 ) -> Result<usize, LoadError> {
-    let origin = input.display().to_string();
+    let origin = origin_of(input);
     let same = match (input.canonicalize(), output.canonicalize()) {
         (Ok(a), Ok(b)) => a == b,
         _ => false,
@@ -409,13 +800,19 @@ pub fn fix_file(
         origin: output.display().to_string(),
         reason: format!("cannot write: {e}"),
     };
-    match layout(input, &origin, forced)? {
-        Layout::ClaudeCode => Err(LoadError::Refused {
+    let opened = sniff(input, forced)?;
+    match opened.layout {
+        Layout::Log(source) => Err(LoadError::Refused {
             origin,
-            reason: "--fix does not rewrite Claude Code session logs (their events are linked by uuid); check reports where the pairing broke".into(),
+            reason: format!(
+                "--fix does not rewrite {} (its events are linked to each other); check reports where the pairing broke",
+                describe(source)
+            ),
         }),
         Layout::Document(mut doc, text) => {
-            let source = source_of(&doc, forced).ok_or_else(|| LoadError::at(&origin, &text, 0, "expected a conversation"))?;
+            let source = forced
+                .or_else(|| detect(&doc))
+                .ok_or_else(|| LoadError::at(&origin, &text, 0, "expected a conversation"))?;
             let n = repair(&mut doc, source.provider(), how);
             let mut out = std::fs::File::create(output).map_err(write_err)?;
             serde_json::to_writer_pretty(&mut out, &doc).map_err(|e| write_err(e.into()))?;
@@ -423,19 +820,22 @@ pub fn fix_file(
             Ok(n)
         }
         Layout::Lines => {
-            let reader = BufReader::new(File::open(input).map_err(|e| unreadable(&origin, e))?);
-            let mut out = std::io::BufWriter::new(std::fs::File::create(output).map_err(write_err)?);
+            let mut out =
+                std::io::BufWriter::new(std::fs::File::create(output).map_err(write_err)?);
             let mut total = 0;
-            for (i, line) in reader.lines().enumerate() {
-                let line = line.map_err(|e| unreadable(&origin, e))?;
+            for item in opened.lines() {
+                let (n, line) = item?;
                 if line.trim().is_empty() {
                     writeln!(out).map_err(write_err)?;
                     continue;
                 }
-                let mut doc: Value = serde_json::from_str(&line).map_err(|e| json_error(&origin, &line, Some(i + 1), &e))?;
-                let n = source_of(&doc, forced).map_or(0, |s| repair(&mut doc, s.provider(), how));
-                total += n;
-                if n == 0 {
+                let mut doc: Value = serde_json::from_str(&line)
+                    .map_err(|e| json_error(&origin, &line, Some(n), &e))?;
+                let fixed = forced
+                    .or_else(|| detect(&doc))
+                    .map_or(0, |s| repair(&mut doc, s.provider(), how));
+                total += fixed;
+                if fixed == 0 {
                     writeln!(out, "{line}").map_err(write_err)?;
                 } else {
                     serde_json::to_writer(&mut out, &doc).map_err(|e| write_err(e.into()))?;
@@ -446,4 +846,13 @@ pub fn fix_file(
             Ok(total)
         }
     }
+}
+
+/// Checks several inputs; a bad one is reported and the others still are.
+pub fn check_files(
+    files: &[PathBuf],
+    forced: Option<Source>,
+    emit: &mut dyn FnMut(&str, &ConversationReport),
+) -> Vec<FileReport> {
+    files.iter().map(|f| check_file(f, forced, emit)).collect()
 }

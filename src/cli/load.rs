@@ -51,15 +51,24 @@ fn read_one(path: &Path) -> Result<(String, String, Session), LoadError> {
 }
 
 /// True when `path` holds a captured conversation rather than a session:
-/// a JSON document without the session's `user` / `model` keys, or JSON
-/// Lines. Anything unreadable is treated as a session, whose loader gives the
+/// a request body (`messages`, `input` or `contents`, whatever else it
+/// holds, `model` included), a message array, or JSON Lines. Anything unreadable is treated as a session, whose loader gives the
 /// located error.
 pub fn is_transcript(path: &Path) -> bool {
     let Ok(text) = std::fs::read_to_string(path) else {
         return false;
     };
     match serde_json::from_str::<serde_json::Value>(&text) {
-        Ok(serde_json::Value::Object(o)) => !o.contains_key("model") && !o.contains_key("user"),
+        // A session is known by its own keys; a request body names its model
+        // as a string and holds `messages`, `input` or `contents`.
+        Ok(serde_json::Value::Object(o)) => {
+            let conversation = ["messages", "input", "contents"]
+                .iter()
+                .any(|k| o.contains_key(*k))
+                || (o.contains_key("sessionId") && o.contains_key("projectHash"));
+            let session = o.contains_key("user") && o.get("model").is_some_and(|m| m.is_object());
+            conversation && !session
+        }
         Ok(serde_json::Value::Array(_)) => true,
         Ok(_) => false,
         Err(_) => {

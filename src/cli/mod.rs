@@ -178,10 +178,14 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             output,
         }) => {
             let json = format.contains(&CheckFormat::Json);
+            let jsonl = format.contains(&CheckFormat::Jsonl);
             let forced = format.iter().find_map(|f| match f {
                 CheckFormat::Input(s) => Some(*s),
                 _ => None,
             });
+            if files.iter().filter(|f| f.as_os_str() == "-").count() > 1 {
+                return Err(bad_flag("`-` (standard input) can be read once".into()));
+            }
             let files = match (fix, output) {
                 (Some(how), Some(out)) => {
                     if files.len() != 1 {
@@ -193,32 +197,86 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
                 }
                 _ => files,
             };
-            let reports = check::check_files(&files, forced)?;
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-            if json {
-                let findings: usize = reports
+            let mut write_error = None;
+            let reports = {
+                let mut emit = |file: &str, r: &check::ConversationReport| {
+                    if !jsonl || write_error.is_some() {
+                        return;
+                    }
+                    let record = serde_json::json!({"file": file, "conversation": r});
+                    let written = serde_json::to_writer(&mut out, &record)
+                        .map_err(std::io::Error::from)
+                        .and_then(|()| writeln!(out));
+                    if let Err(e) = written {
+                        write_error = Some(e);
+                    }
+                };
+                check::check_files(&files, forced, &mut emit)
+            };
+            if let Some(e) = write_error {
+                return Err(e.into());
+            }
+            if jsonl {
+                // Files that failed or held nothing get a record too, so a
+                // sharded run's concatenated output accounts for every file.
+                for f in reports
                     .iter()
-                    .flat_map(|f| &f.results)
-                    .map(|r| r.findings.len())
-                    .sum();
+                    .filter(|f| !f.errors.is_empty() || f.is_empty())
+                {
+                    let record = serde_json::json!({
+                        "file": f.file,
+                        "format": f.format,
+                        "conversations": f.conversations,
+                        "errors": f.errors,
+                        "warning": f.is_empty().then_some("no conversation found, nothing was checked"),
+                    });
+                    serde_json::to_writer(&mut out, &record).map_err(anyhow::Error::from)?;
+                    writeln!(out)?;
+                }
+                for f in &reports {
+                    for e in &f.errors {
+                        eprintln!("{}", e.rendered);
+                    }
+                }
+            } else if json {
+                let all = || {
+                    reports
+                        .iter()
+                        .flat_map(|f| &f.results)
+                        .flat_map(|r| &r.findings)
+                };
+                let findings = all().filter(|x| !x.is_note()).count();
+                let notes = all().filter(|x| x.is_note()).count();
                 let doc = serde_json::json!({
                     "files": reports,
                     "conversations": reports.iter().map(|f| f.conversations).sum::<usize>(),
                     "with_problems": reports.iter().map(|f| f.results.len()).sum::<usize>(),
                     "problems": findings,
+                    "notes": notes,
+                    "unreadable": reports.iter().filter(|f| !f.errors.is_empty()).count(),
+                    "nothing_to_check": reports.iter().filter(|f| f.is_empty()).count(),
                 });
                 serde_json::to_writer_pretty(&mut out, &doc).map_err(anyhow::Error::from)?;
                 writeln!(out)?;
+                for f in &reports {
+                    for e in &f.errors {
+                        eprintln!("{}", e.rendered);
+                    }
+                }
             } else {
                 check::render_text(&reports, &mut out)?;
             }
-            let clean = reports.iter().all(|f| f.results.is_empty());
             out.flush()?;
-            Ok(if clean {
-                ExitCode::SUCCESS
+            let failed = reports.iter().any(|f| !f.errors.is_empty());
+            let problems = reports.iter().any(|f| f.has_problems() || f.is_empty());
+            Ok(ExitCode::from(if failed {
+                EXIT_BAD_INPUT
+            } else if problems {
+                1
             } else {
-                ExitCode::from(1)
-            })
+                0
+            }))
         }
         Some(Command::Schema) => {
             let schema = loopdbg::engine::schema::session_schema();
@@ -235,7 +293,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
 fn replay_app(path: &std::path::Path, which: usize) -> Result<App, Failure> {
     let mut found = None;
     let mut seen = 0;
-    check::for_each_conversation(path, None, |_, conv, _| {
+    let read = check::for_each_conversation(path, None, |_, conv| {
         seen += 1;
         if seen == which {
             found = Some(conv);
@@ -243,6 +301,10 @@ fn replay_app(path: &std::path::Path, which: usize) -> Result<App, Failure> {
     })?;
     let origin = path.display().to_string();
     let Some(conv) = found else {
+        // A line that could not be read may be the one asked for.
+        if let Some(e) = read.errors.into_iter().next() {
+            return Err(e.into());
+        }
         return Err(bad_flag(format!(
             "--conversation {which}: {origin} holds {seen} conversation(s)"
         )));

@@ -34,6 +34,20 @@ pub struct Finding {
     /// True when the provider's API rejects the request (a 400); false for
     /// problems only loopdbg reports.
     pub rejected_by_provider: bool,
+    /// `400` (the provider rejects it), `warning` (accepted, but it breaks
+    /// loops) or `note` (worth knowing, nothing wrong with the request).
+    pub severity: &'static str,
+}
+
+/// Kinds that say something about the file, not a problem of the request:
+/// they never make `check` fail.
+pub const NOTES: &[&str] = &["off_branch", "unverifiable_result", "consecutive_same_role"];
+
+impl Finding {
+    /// True when the finding is only a note.
+    pub fn is_note(&self) -> bool {
+        self.severity == "note"
+    }
 }
 
 /// Every finding kind, with a one-line description.
@@ -111,6 +125,13 @@ fn finding(
         ids,
         message,
         rejected_by_provider: rejected,
+        severity: if rejected {
+            "400"
+        } else if NOTES.contains(&kind) {
+            "note"
+        } else {
+            "warning"
+        },
     }
 }
 

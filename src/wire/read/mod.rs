@@ -10,11 +10,15 @@
 
 mod anthropic;
 mod claude_code;
+mod codex;
 mod gemini;
+mod gemini_cli;
 mod openai_chat;
 pub mod responses;
 
 pub use claude_code::ClaudeCodeLog;
+pub use codex::CodexRollout;
+pub use gemini_cli::GeminiCliLog;
 
 use serde_json::Value;
 
@@ -29,6 +33,10 @@ pub enum Source {
     Provider(Format),
     /// A Claude Code session log (JSON Lines of events).
     ClaudeCode,
+    /// A Codex CLI rollout (`{timestamp, type, payload}` records).
+    Codex,
+    /// A Gemini CLI chat recording (an upsert log of message records).
+    GeminiCli,
 }
 
 impl Source {
@@ -37,6 +45,8 @@ impl Source {
         match self {
             Source::Provider(f) => f.as_str(),
             Source::ClaudeCode => "claude-code",
+            Source::Codex => "codex",
+            Source::GeminiCli => "gemini-cli",
         }
     }
 
@@ -45,8 +55,19 @@ impl Source {
         match self {
             Source::Provider(f) => f,
             Source::ClaudeCode => Format::Anthropic,
+            Source::Codex => Format::Responses,
+            Source::GeminiCli => Format::Gemini,
         }
     }
+
+    /// True for agent logs, which are read whole as JSON Lines of events.
+    pub fn is_log(self) -> bool {
+        !matches!(self, Source::Provider(_))
+    }
+
+    /// Every name `--format` takes.
+    pub const NAMES: &'static str =
+        "anthropic, openai, responses, gemini, claude-code, codex, gemini-cli";
 }
 
 impl std::str::FromStr for Source {
@@ -54,11 +75,12 @@ impl std::str::FromStr for Source {
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
             "claude-code" | "claude_code" => Ok(Source::ClaudeCode),
-            other => other.parse::<Format>().map(Source::Provider).map_err(|_| {
-                format!(
-                    "unknown format `{s}` (expected one of: anthropic, openai, responses, claude-code)"
-                )
-            }),
+            "codex" | "codex-cli" => Ok(Source::Codex),
+            "gemini-cli" | "gemini_cli" => Ok(Source::GeminiCli),
+            other => other
+                .parse::<Format>()
+                .map(Source::Provider)
+                .map_err(|_| format!("unknown format `{s}` (expected one of: {})", Source::NAMES)),
         }
     }
 }
@@ -260,13 +282,24 @@ impl Conversation {
 
 /// Guesses what a single JSON document holds.
 pub fn detect(doc: &Value) -> Option<Source> {
+    detect_with_evidence(doc).map(|(source, _)| source)
+}
+
+/// What a document holds, only when something in it says so (tool blocks,
+/// `tool_calls`, input items, parts). A document of plain text messages
+/// fits every format, so any forced `--format` is taken for it.
+pub fn evidence(doc: &Value) -> Option<Source> {
+    detect_with_evidence(doc).and_then(|(source, sure)| sure.then_some(source))
+}
+
+fn detect_with_evidence(doc: &Value) -> Option<(Source, bool)> {
     let (messages, input) = match doc {
         Value::Object(o) => (o.get("messages"), o.get("input")),
         Value::Array(_) => (Some(doc), None),
         _ => return None,
     };
     if matches!(input, Some(Value::Array(_) | Value::String(_))) {
-        return Some(Source::Provider(Format::Responses));
+        return Some((Source::Provider(Format::Responses), true));
     }
     let gemini_items = match doc {
         Value::Object(o) => o.get("contents").and_then(Value::as_array),
@@ -276,13 +309,19 @@ pub fn detect(doc: &Value) -> Option<Source> {
         _ => None,
     };
     if gemini_items.is_some() {
-        return Some(Source::Provider(Format::Gemini));
+        return Some((Source::Provider(Format::Gemini), true));
     }
     if let Value::Object(o) = doc
         && o.contains_key("uuid")
         && o.contains_key("message")
     {
-        return Some(Source::ClaudeCode);
+        return Some((Source::ClaudeCode, true));
+    }
+    if let Value::Object(o) = doc
+        && o.contains_key("sessionId")
+        && o.contains_key("projectHash")
+    {
+        return Some((Source::GeminiCli, true));
     }
     let items = messages?.as_array()?;
     let mut openai = false;
@@ -294,27 +333,35 @@ pub fn detect(doc: &Value) -> Option<Source> {
         if matches!(kind, Some("function_call" | "function_call_output")) {
             responses = true;
         }
-        if matches!(role, Some("tool" | "system" | "developer")) || item.get("tool_calls").is_some()
-        {
+        if matches!(role, Some("tool")) || item.get("tool_calls").is_some() {
             openai = true;
         }
         if let Some(Value::Array(blocks)) = item.get("content") {
             for b in blocks {
                 match b.get("type").and_then(Value::as_str) {
-                    Some("tool_use" | "tool_result") => anthropic = true,
+                    Some(
+                        "tool_use" | "tool_result" | "server_tool_use" | "mcp_tool_use"
+                        | "thinking" | "redacted_thinking",
+                    ) => anthropic = true,
                     Some("output_text" | "input_text") => responses = true,
                     _ => {}
                 }
             }
         }
     }
-    Some(Source::Provider(if responses {
-        Format::Responses
-    } else if openai && !anthropic {
-        Format::Openai
+    let system_role = items.iter().any(|item| {
+        matches!(
+            item.get("role").and_then(Value::as_str),
+            Some("system" | "developer")
+        )
+    });
+    Some(if responses {
+        (Source::Provider(Format::Responses), true)
+    } else if (openai || system_role) && !anthropic {
+        (Source::Provider(Format::Openai), openai)
     } else {
-        Format::Anthropic
-    }))
+        (Source::Provider(Format::Anthropic), anthropic)
+    })
 }
 
 /// Reads a single document (request body or bare array) as `source`.
@@ -331,9 +378,18 @@ pub fn read_owned(mut doc: Value, source: Source) -> Result<Conversation, ReadEr
         Source::Provider(Format::Openai) => openai_chat::read(doc),
         Source::Provider(Format::Responses) => responses::read(doc),
         Source::Provider(Format::Gemini) => gemini::read(doc),
-        Source::ClaudeCode => Err(err(
+        Source::GeminiCli => {
+            // The legacy whole-file recording: metadata with its messages.
+            let mut log = GeminiCliLog::default();
+            log.push_owned(1, std::mem::take(doc))?;
+            log.finish()
+                .into_iter()
+                .next()
+                .ok_or_else(|| err("messages", "expected at least one message record"))
+        }
+        Source::ClaudeCode | Source::Codex => Err(err(
             "",
-            "a Claude Code log is JSON Lines of events; read it with ClaudeCodeLog",
+            "an agent log is JSON Lines of events; read it with `Log`",
         )),
     }
 }
@@ -468,4 +524,121 @@ pub fn tool_results(m: &Message) -> impl Iterator<Item = (usize, &str)> {
         Block::ToolResult { tool_use_id, .. } => Some((k, &**tool_use_id)),
         _ => None,
     })
+}
+
+/// An agent log read whole: events in, conversations out.
+#[derive(Debug)]
+pub enum Log {
+    /// A Claude Code session log.
+    ClaudeCode(ClaudeCodeLog),
+    /// A Codex CLI rollout.
+    Codex(CodexRollout),
+    /// A Gemini CLI chat recording.
+    GeminiCli(GeminiCliLog),
+}
+
+impl Log {
+    /// An empty reader for `source`, when it is a log.
+    pub fn new(source: Source) -> Option<Log> {
+        match source {
+            Source::ClaudeCode => Some(Log::ClaudeCode(ClaudeCodeLog::default())),
+            Source::Codex => Some(Log::Codex(CodexRollout::default())),
+            Source::GeminiCli => Some(Log::GeminiCli(GeminiCliLog::default())),
+            Source::Provider(_) => None,
+        }
+    }
+
+    /// Adds the event on 1-based `line`.
+    pub fn push_owned(&mut self, line: usize, event: Value) -> Result<(), ReadError> {
+        match self {
+            Log::ClaudeCode(log) => log.push_owned(line, event),
+            Log::Codex(log) => log.push_owned(line, event),
+            Log::GeminiCli(log) => log.push_owned(line, event),
+        }
+    }
+
+    /// The conversations the log holds.
+    pub fn finish(self) -> Result<Vec<Conversation>, ReadError> {
+        match self {
+            Log::ClaudeCode(log) => Ok(log.finish()),
+            Log::Codex(log) => log.finish(),
+            Log::GeminiCli(log) => Ok(log.finish()),
+        }
+    }
+}
+
+/// What one JSON line says about the file it comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Evidence {
+    /// Only this format writes such a line.
+    Decisive(Source),
+    /// Bookkeeping that this format writes, but that holds no message.
+    Suggests(Source),
+    /// Nothing to go on.
+    Unknown,
+}
+
+/// Claude Code's bookkeeping event types.
+const CLAUDE_CODE_BOOKKEEPING: &[&str] = &[
+    "file-history-snapshot",
+    "summary",
+    "queue-operation",
+    "system",
+    "progress",
+    "attachment",
+    "custom-title",
+    "ai-title",
+    "last-prompt",
+    "permission-mode",
+    "mode",
+    "tag",
+    "agent-name",
+    "pr-link",
+    "worktree-state",
+];
+
+/// Classifies one line of a JSON Lines file.
+pub fn classify_line(v: &Value) -> Evidence {
+    let Value::Object(o) = v else {
+        return match detect(v) {
+            Some(s) => Evidence::Decisive(s),
+            None => Evidence::Unknown,
+        };
+    };
+    let kind = o.get("type").and_then(Value::as_str).unwrap_or("");
+    if o.contains_key("payload") && codex::RECORD_TYPES.contains(&kind) {
+        return Evidence::Decisive(Source::Codex);
+    }
+    if o.contains_key("$rewindTo") || o.contains_key("$set") {
+        return Evidence::Decisive(Source::GeminiCli);
+    }
+    if o.contains_key("sessionId") && o.contains_key("projectHash") {
+        return Evidence::Decisive(Source::GeminiCli);
+    }
+    if matches!(kind, "user" | "assistant") && o.contains_key("message") {
+        return Evidence::Decisive(Source::ClaudeCode);
+    }
+    if matches!(kind, "user" | "gemini" | "info" | "error" | "warning")
+        && o.contains_key("id")
+        && o.contains_key("content")
+        && !o.contains_key("role")
+    {
+        return Evidence::Decisive(Source::GeminiCli);
+    }
+    if CLAUDE_CODE_BOOKKEEPING.contains(&kind)
+        && (o.contains_key("uuid")
+            || o.contains_key("sessionId")
+            || o.contains_key("leafUuid")
+            || o.contains_key("messageId")
+            || o.contains_key("snapshot")
+            || o.contains_key("operation"))
+    {
+        return Evidence::Suggests(Source::ClaudeCode);
+    }
+    if (o.contains_key("messages") || o.contains_key("input") || o.contains_key("contents"))
+        && let Some(s) = detect(v)
+    {
+        return Evidence::Decisive(s);
+    }
+    Evidence::Unknown
 }

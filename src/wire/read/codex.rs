@@ -1,0 +1,154 @@
+//! Codex CLI rollouts (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`):
+//! one `{timestamp, type, payload}` record per line. `response_item`
+//! payloads are the Responses API items Codex sent and received
+//! (`message`, `function_call` / `function_call_output`,
+//! `custom_tool_call` / `custom_tool_call_output`, `local_shell_call`,
+//! `reasoning`, …), so the conversation is read by the Responses reader and
+//! checked by its rules. A `compacted` record replaces the history: the
+//! conversation after it is a new one. `session_meta`, `turn_context` and
+//! `event_msg` records carry no items.
+
+use serde_json::{Value, json};
+
+use super::{BlockSource, Conversation, ReadError, Source, responses};
+
+/// Reads a rollout one record at a time; [`CodexRollout::finish`] gives the
+/// conversations.
+#[derive(Debug, Default)]
+pub struct CodexRollout {
+    segments: Vec<Segment>,
+}
+
+#[derive(Debug, Default)]
+struct Segment {
+    items: Vec<Value>,
+    lines: Vec<usize>,
+}
+
+/// Record types of a rollout, for detection.
+pub const RECORD_TYPES: &[&str] = &[
+    "session_meta",
+    "response_item",
+    "event_msg",
+    "turn_context",
+    "compacted",
+];
+
+impl CodexRollout {
+    /// Adds the record on 1-based `line`.
+    pub fn push_owned(&mut self, line: usize, mut record: Value) -> Result<(), ReadError> {
+        let kind = record
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let bare =
+            record.get("payload").is_none() && (record.get("role").is_some() || is_item(&kind));
+        let item = match (kind.as_str(), record.get_mut("payload")) {
+            ("response_item", Some(payload)) => payload.take(),
+            ("compacted", Some(payload)) => {
+                // The history is replaced: by the items Codex kept, or by
+                // the summary it wrote.
+                let mut next = Segment::default();
+                match payload.get_mut("replacement_history") {
+                    Some(Value::Array(kept)) => {
+                        for item in kept.drain(..) {
+                            next.items.push(item);
+                            next.lines.push(line);
+                        }
+                    }
+                    _ => {
+                        let summary = payload.get("message").and_then(Value::as_str).unwrap_or("");
+                        next.items.push(json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": summary}]}));
+                        next.lines.push(line);
+                    }
+                }
+                self.segments.push(next);
+                return Ok(());
+            }
+            // Older rollouts wrote bare items, one per line.
+            (_, None) if bare => record,
+            _ => return Ok(()),
+        };
+        if self.segments.is_empty() {
+            self.segments.push(Segment::default());
+        }
+        let segment = self.segments.last_mut().expect("one segment");
+        segment.items.push(item);
+        segment.lines.push(line);
+        Ok(())
+    }
+
+    /// The conversations read: one per compaction segment.
+    pub fn finish(self) -> Result<Vec<Conversation>, ReadError> {
+        let count = self.segments.len();
+        let mut out = Vec::new();
+        for (n, segment) in self.segments.into_iter().enumerate() {
+            if segment.items.is_empty() {
+                continue;
+            }
+            let lines = segment.lines;
+            let mut doc = json!({ "input": segment.items });
+            let mut conv = responses::read(&mut doc).map_err(|e| relocate_error(e, &lines))?;
+            conv.source = Source::Codex;
+            relocate(&mut conv, &lines);
+            if n > 0 && count > 1 {
+                conv.label = Some(format!("after compaction {n}"));
+            }
+            out.push(conv);
+        }
+        Ok(out)
+    }
+}
+
+fn is_item(kind: &str) -> bool {
+    responses::is_call(kind)
+        || responses::is_output(kind)
+        || matches!(kind, "message" | "reasoning" | "web_search_call")
+}
+
+/// `input[i].rest` → `payload.rest` on the line item `i` came from.
+fn relocated(src: &BlockSource, lines: &[usize]) -> BlockSource {
+    let (index, rest) = src
+        .path
+        .strip_prefix("input[")
+        .and_then(|p| p.split_once(']'))
+        .and_then(|(i, rest)| i.parse::<usize>().ok().map(|i| (i, rest)))
+        .unwrap_or((0, ""));
+    BlockSource {
+        path: format!("payload{rest}"),
+        line: lines.get(index).copied(),
+        uuid: None,
+    }
+}
+
+fn relocate(conv: &mut Conversation, lines: &[usize]) {
+    for s in &mut conv.message_sources {
+        *s = relocated(s, lines);
+    }
+    for blocks in &mut conv.block_sources {
+        for s in blocks {
+            *s = relocated(s, lines);
+        }
+    }
+    for note in &mut conv.notes {
+        note.source = relocated(&note.source, lines);
+    }
+}
+
+fn relocate_error(e: ReadError, lines: &[usize]) -> ReadError {
+    let at = relocated(
+        &BlockSource {
+            path: e.path.clone(),
+            ..Default::default()
+        },
+        lines,
+    );
+    ReadError {
+        path: match at.line {
+            Some(line) => format!("line {line} {}", at.path),
+            None => e.path,
+        },
+        message: e.message,
+    }
+}

@@ -1,0 +1,283 @@
+//! `loopdbg check` on the inputs people have: formats detected by content
+//! (also behind bookkeeping lines), every file of a run checked even when
+//! one cannot be read, standard input, a forced format that does not fit,
+//! nothing to check, and one JSON record per conversation for sharded runs.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+
+const T: &str = "tests/fixtures/transcripts";
+
+fn loopdbg() -> Command {
+    let mut cmd = Command::cargo_bin("loopdbg").unwrap();
+    cmd.env("NO_COLOR", "1");
+    cmd
+}
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("loopdbg-inputs-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn every_format_is_detected_by_content_and_named() {
+    for (file, format) in [
+        ("claude_code_v2/parallel.jsonl", "claude-code"),
+        ("claude_code_v2/compact.jsonl", "claude-code"),
+        ("codex/rollout-2026-11-03T08-00-00-clean.jsonl", "codex"),
+        (
+            "gemini_cli/session-2026-11-03T09-00-8f0e1c2d.jsonl",
+            "gemini-cli",
+        ),
+        ("gemini_clean.json", "gemini"),
+        ("responses_string_input.json", "responses"),
+        ("anthropic_server_tools.json", "anthropic"),
+        ("openai_clean.json", "openai"),
+    ] {
+        loopdbg()
+            .args(["check", &format!("{T}/{file}")])
+            .assert()
+            .code(0)
+            .stdout(predicate::str::contains(format!("{T}/{file} ({format}): ")));
+    }
+}
+
+#[test]
+fn codex_and_gemini_cli_logs_name_the_line_of_the_dangling_call() {
+    loopdbg()
+        .args(["check", &format!("{T}/codex/rollout-2026-11-03T08-10-00-interrupted.jsonl")])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains(
+            "line 5 payload  unanswered_call (400)  [call_Wc1]\n    No tool output found for function call call_Wc1.",
+        ));
+    loopdbg()
+        .args(["check", &format!("{T}/gemini_cli/session-2026-11-03T09-30-5d6e7f80.jsonl")])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("unanswered_call (400)  [run_shell_command-1762162203000-d4]"))
+        .stdout(predicate::str::contains(
+            "Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn.",
+        ));
+}
+
+#[test]
+fn a_rewound_gemini_cli_call_is_gone_from_the_history() {
+    // m5's call awaited approval when the user rewound to before m4.
+    loopdbg()
+        .args([
+            "check",
+            &format!("{T}/gemini_cli/session-2026-11-03T09-00-8f0e1c2d.jsonl"),
+            "--format",
+            "json",
+        ])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("\"problems\": 0"));
+}
+
+#[test]
+fn an_unreadable_file_is_reported_and_the_others_are_still_checked() {
+    let out = loopdbg()
+        .args([
+            "check",
+            &format!("{T}/anthropic_parallel_one_missing.json"),
+            "tests/fixtures/bad/truncated_json.json",
+            "nope.json",
+            &format!("{T}/openai_clean.json"),
+            "--format",
+            "json",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "tests/fixtures/bad/truncated_json.json:4:1:",
+        ))
+        .stderr(predicate::str::contains("nope.json: cannot read"))
+        .get_output()
+        .stdout
+        .clone();
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["files"].as_array().unwrap().len(), 4);
+    assert_eq!(
+        v["files"][0]["results"][0]["findings"][0]["kind"],
+        "unanswered_call"
+    );
+    assert_eq!(v["files"][1]["errors"][0]["line"], 4);
+    assert_eq!(v["files"][1]["errors"][0]["column"], 1);
+    assert!(
+        v["files"][2]["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cannot read")
+    );
+    assert_eq!(v["files"][3]["conversations"], 1);
+    assert_eq!(v["unreadable"], 2);
+}
+
+#[test]
+fn a_bad_line_does_not_hide_the_other_lines() {
+    let dir = scratch("badline");
+    let file = dir.join("mixed.jsonl");
+    let good = std::fs::read_to_string(format!("{T}/dataset.jsonl")).unwrap();
+    let mut lines: Vec<&str> = good.lines().collect();
+    lines.insert(1, "{\"messages\": [");
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let out = loopdbg()
+        .arg("check")
+        .arg(&file)
+        .args(["--format", "json"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(":2:"))
+        .get_output()
+        .stdout
+        .clone();
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(
+        v["conversations"],
+        good.lines().filter(|l| !l.trim().is_empty()).count()
+    );
+    assert_eq!(v["files"][0]["errors"][0]["line"], 2);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn standard_input_is_read_once_like_a_file() {
+    let data = std::fs::read(format!("{T}/dataset.jsonl")).unwrap();
+    let from_file = loopdbg()
+        .args(["check", &format!("{T}/dataset.jsonl"), "--format", "json"])
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let from_stdin = loopdbg()
+        .args(["check", "-", "--format", "json"])
+        .write_stdin(data)
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let a: Value = serde_json::from_slice(&from_file).unwrap();
+    let b: Value = serde_json::from_slice(&from_stdin).unwrap();
+    assert_eq!(a["conversations"], b["conversations"]);
+    assert_eq!(a["files"][0]["results"], b["files"][0]["results"]);
+    assert_eq!(b["files"][0]["file"], "<stdin>");
+    // A Claude Code log through a pipe: detection does not eat its lines.
+    let log = std::fs::read(format!("{T}/claude_code_v2/parallel.jsonl")).unwrap();
+    loopdbg()
+        .args(["check", "-"])
+        .write_stdin(log)
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains(
+            "<stdin> (claude-code): 1 conversation(s), no problems",
+        ));
+}
+
+#[test]
+fn nothing_to_check_is_not_a_pass() {
+    let dir = scratch("empty");
+    let file = dir.join("only-bookkeeping.jsonl");
+    std::fs::write(
+        &file,
+        "{\"type\":\"file-history-snapshot\",\"messageId\":\"m1\",\"snapshot\":{},\"isSnapshotUpdate\":false}\n{\"type\":\"summary\",\"summary\":\"x\",\"leafUuid\":\"u9\"}\n",
+    )
+    .unwrap();
+    loopdbg()
+        .arg("check")
+        .arg(&file)
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains(
+            "(claude-code): warning: no conversation found, nothing was checked",
+        ))
+        .stdout(predicate::str::contains("1 file(s) had nothing to check"));
+    // A sub-agent log is not empty: it is a conversation of its own.
+    loopdbg()
+        .args([
+            "check",
+            &format!("{T}/claude_code_v2/subagents/agent-a7f3c2e1.jsonl"),
+        ])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains(
+            "(claude-code, sub-agent a7f3c2e1, 4 messages): 1 problem(s)",
+        ));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn jsonl_output_is_one_record_per_conversation_for_sharded_runs() {
+    let out = loopdbg()
+        .args([
+            "check",
+            &format!("{T}/dataset.jsonl"),
+            &format!("{T}/claude_code_v2/compact.jsonl"),
+            "nope.json",
+            "--format",
+            "jsonl",
+        ])
+        .assert()
+        .code(2)
+        .get_output()
+        .stdout
+        .clone();
+    let records: Vec<Value> = String::from_utf8(out)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let dataset = std::fs::read_to_string(format!("{T}/dataset.jsonl")).unwrap();
+    let conversations = dataset.lines().filter(|l| !l.trim().is_empty()).count() + 2;
+    assert_eq!(
+        records.len(),
+        conversations + 1,
+        "one per conversation, one for the bad file"
+    );
+    assert_eq!(records[0]["file"], format!("{T}/dataset.jsonl"));
+    assert_eq!(records[0]["conversation"]["line"], 1);
+    let compact: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["file"] == format!("{T}/claude_code_v2/compact.jsonl"))
+        .collect();
+    assert_eq!(compact[1]["conversation"]["label"], "after compaction 1");
+    assert!(
+        records.last().unwrap()["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("nope.json")
+    );
+}
+
+#[test]
+fn a_forced_log_format_that_does_not_fit_is_an_error() {
+    loopdbg()
+        .args([
+            "check",
+            &format!("{T}/codex/rollout-2026-11-03T08-00-00-clean.jsonl"),
+            "--format",
+            "claude-code",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "--format claude-code does not fit: the content is a Codex CLI rollout",
+        ));
+    loopdbg()
+        .args([
+            "check",
+            &format!("{T}/claude_code_v2/parallel.jsonl"),
+            "--format",
+            "anthropic",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "--format anthropic does not fit: the content is a Claude Code log",
+        ));
+}
