@@ -18,7 +18,8 @@ use loopdbg::diagnostics::json_span::{SpanKind, SpanNode, offset_of_line_byte_co
 use loopdbg::wire::check::{Finding, check};
 use loopdbg::wire::fix::{Repair, repair};
 use loopdbg::wire::read::{
-    Conversation, Evidence, Log, ReadError, Source, classify_line, detect, evidence, read_owned,
+    Conversation, Evidence, LineError, Log, ReadError, Source, classify_line, detect,
+    detect_with_evidence, evidence, read_owned,
 };
 use rayon::prelude::*;
 use serde::Serialize;
@@ -117,7 +118,7 @@ struct Opened {
     origin: String,
     layout: Layout,
     head: Vec<(usize, String)>,
-    rest: Box<dyn BufRead>,
+    rest: Box<dyn BufRead + Send>,
     next_line: usize,
 }
 
@@ -161,7 +162,7 @@ pub fn origin_of(path: &Path) -> String {
     }
 }
 
-fn open_input(path: &Path, origin: &str) -> Result<Box<dyn BufRead>, LoadError> {
+fn open_input(path: &Path, origin: &str) -> Result<Box<dyn BufRead + Send>, LoadError> {
     if path.as_os_str() == "-" {
         return Ok(Box::new(BufReader::new(std::io::stdin())));
     }
@@ -338,7 +339,7 @@ fn describe(source: Source) -> &'static str {
 fn document(
     origin: String,
     head: Vec<(usize, String)>,
-    mut rest: Box<dyn BufRead>,
+    mut rest: Box<dyn BufRead + Send>,
     forced: Option<Source>,
 ) -> Result<Opened, LoadError> {
     let mut text = String::new();
@@ -376,8 +377,8 @@ fn conversation_of_line(
     }
     let doc: Value =
         serde_json::from_str(line).map_err(|e| json_error(origin, line, Some(line_no), &e))?;
-    let found = evidence(&doc);
-    if let (Some(f), Some(found)) = (forced, found)
+    let detected = detect_with_evidence(&doc);
+    if let (Some(f), Some((found, true))) = (forced, detected)
         && f != found
     {
         return Err(in_line(
@@ -392,7 +393,7 @@ fn conversation_of_line(
             ),
         ));
     }
-    let source = forced.or_else(|| detect(&doc)).ok_or_else(|| {
+    let source = forced.or(detected.map(|d| d.0)).ok_or_else(|| {
         in_line(
             origin,
             line_no,
@@ -451,17 +452,31 @@ fn read_opened(
         }
         Layout::Log(source) => {
             let mut log = Log::new(source).expect("a log source");
-            for item in opened.lines() {
-                let (n, line) = item?;
-                if line.trim().is_empty() {
-                    continue;
+            let mut lines = opened.lines();
+            loop {
+                let mut chunk = Vec::with_capacity(CHUNK);
+                for item in lines.by_ref() {
+                    chunk.push(item?);
+                    if chunk.len() == CHUNK {
+                        break;
+                    }
                 }
-                let v: Value = serde_json::from_str(&line)
-                    .map_err(|e| json_error(&origin, &line, Some(n), &e))?;
-                log.push_owned(n, v).map_err(|e| {
-                    let offset =
-                        SpanNode::parse(&line).map_or(0, |s| s.offset_of(&parse_path(&e.path)));
-                    in_line(&origin, n, &line, offset, e.to_string())
+                if chunk.is_empty() {
+                    break;
+                }
+                log.push_lines(&chunk).map_err(|(n, e)| {
+                    let text = chunk
+                        .iter()
+                        .find(|(m, _)| *m == n)
+                        .map_or("", |(_, t)| t.as_str());
+                    match e {
+                        LineError::Json(e) => json_error(&origin, text, Some(n), &e),
+                        LineError::Read(e) => {
+                            let offset = SpanNode::parse(text)
+                                .map_or(0, |s| s.offset_of(&parse_path(&e.path)));
+                            in_line(&origin, n, text, offset, e.to_string())
+                        }
+                    }
                 })?;
             }
             let convs = log.finish().map_err(|e| LoadError::Refused {
@@ -574,54 +589,68 @@ pub fn check_file(
     }
     report.format = forced.map(Source::as_str);
     let origin = opened.origin.clone();
-    let mut lines = opened.lines();
     let mut index = 0;
     let mut read_bytes: u64 = 0;
-    loop {
-        let mut chunk = Vec::with_capacity(CHUNK);
-        for item in lines.by_ref() {
-            match item {
-                Ok(l) => {
-                    read_bytes += l.1.len() as u64 + 1;
-                    chunk.push(l);
+    // One thread reads chunks of lines while the pool checks the previous
+    // chunk; results are reported in line order.
+    let (chunks, arriving) =
+        std::sync::mpsc::sync_channel::<(Vec<(usize, String)>, Option<LoadError>)>(2);
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            let mut lines = opened.lines();
+            loop {
+                let mut chunk = Vec::with_capacity(CHUNK);
+                let mut failed = None;
+                for item in lines.by_ref() {
+                    match item {
+                        Ok(l) => chunk.push(l),
+                        Err(e) => {
+                            failed = Some(e);
+                            break;
+                        }
+                    }
+                    if chunk.len() == CHUNK {
+                        break;
+                    }
                 }
-                Err(e) => {
-                    report.errors.push(e.into());
+                let last = chunk.is_empty() || failed.is_some();
+                if chunks.send((chunk, failed)).is_err() || last {
                     break;
                 }
             }
-            if chunk.len() == CHUNK {
-                break;
-            }
-        }
-        if chunk.is_empty() {
-            break;
-        }
-        let done: Vec<LineOutcome> = chunk
-            .par_iter()
-            .map(|(n, line)| {
-                let r = conversation_of_line(&origin, forced, *n, line)
-                    .map(|c| c.map(|conv| (conv.source, conversation_report(0, Some(*n), &conv))));
-                (*n, r)
-            })
-            .collect();
-        for (_, r) in done {
-            match r {
-                Ok(Some((source, mut r))) => {
-                    index += 1;
-                    r.conversation = index;
-                    report.format.get_or_insert(source.as_str());
-                    keep(&mut report, r);
+        });
+        for (chunk, failed) in arriving {
+            read_bytes += chunk.iter().map(|l| l.1.len() as u64 + 1).sum::<u64>();
+            let done: Vec<LineOutcome> = chunk
+                .par_iter()
+                .map(|(n, line)| {
+                    let r = conversation_of_line(&origin, forced, *n, line).map(|c| {
+                        c.map(|conv| (conv.source, conversation_report(0, Some(*n), &conv)))
+                    });
+                    (*n, r)
+                })
+                .collect();
+            for (_, r) in done {
+                match r {
+                    Ok(Some((source, mut r))) => {
+                        index += 1;
+                        r.conversation = index;
+                        report.format.get_or_insert(source.as_str());
+                        keep(&mut report, r);
+                    }
+                    Ok(None) => {}
+                    Err(e) => report.errors.push(e.into()),
                 }
-                Ok(None) => {}
-                Err(e) => report.errors.push(e.into()),
+            }
+            if let Some(e) = failed {
+                report.errors.push(e.into());
+            }
+            if progress {
+                let percent = read_bytes * 100 / progress_size.max(1);
+                eprint!("\rchecking {origin}: {percent}% ({index} conversations)");
             }
         }
-        if progress {
-            let percent = read_bytes * 100 / progress_size.max(1);
-            eprint!("\rchecking {origin}: {percent}% ({index} conversations)");
-        }
-    }
+    });
     if progress {
         eprintln!("\rchecking {origin}: done ({index} conversations)      ");
     }

@@ -121,7 +121,7 @@ fn finding(
         kind,
         path: src.path.clone(),
         line: src.line,
-        uuid: src.uuid.clone(),
+        uuid: src.uuid.as_deref().map(str::to_string),
         ids,
         message,
         rejected_by_provider: rejected,

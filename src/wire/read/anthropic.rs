@@ -25,7 +25,7 @@ pub(super) fn read(doc: &mut Value) -> Result<Conversation, ReadError> {
     conv.system = system_text(doc.get("system"));
     let (items, base) = array_at(doc, "messages")?;
     for (i, item) in items.iter_mut().enumerate() {
-        let path = format!("{base}[{i}]");
+        let path = super::indexed(&base, "", i);
         let role = match role_of(item, &path)?.as_str() {
             "user" => Role::User,
             "assistant" => Role::Assistant,
@@ -72,7 +72,7 @@ fn read_mcp_servers(doc: &Value, conv: &mut Conversation) {
 }
 
 /// One message's content, read.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(super) struct Blocks {
     pub blocks: Vec<Block>,
     pub sources: Vec<BlockSource>,
@@ -97,11 +97,11 @@ pub(super) fn blocks(
             read.blocks.push(Block::Text {
                 text: s.as_str().into(),
             });
-            read.sources.push(source(format!("{path}.content")));
+            read.sources.push(source(super::dotted(path, "content")));
         }
         Some(Value::Array(items)) => {
             for (k, b) in items.iter_mut().enumerate() {
-                let bpath = format!("{path}.content[{k}]");
+                let bpath = super::indexed(path, "content", k);
                 let kind = b.get("type").and_then(Value::as_str).unwrap_or("");
                 let block = match kind {
                     "text" => Block::Text {
@@ -152,7 +152,7 @@ pub(super) fn blocks(
         }
         Some(_) => {
             return Err(err(
-                format!("{path}.content"),
+                super::dotted(path, "content"),
                 "expected a string or an array of blocks",
             ));
         }

@@ -25,14 +25,18 @@
 //! `progress`, `system`, `attachment`, …) take part in the graph when they
 //! carry a uuid and are otherwise ignored.
 
+use std::borrow::Cow;
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::anthropic::{Blocks, blocks};
 use super::{BlockSource, Conversation, Notice, ReadError, Source, finish_reason_of};
 use crate::engine::message::{Block, Message, Role};
-use crate::engine::session::FinishReason;
+use crate::engine::session::{FinishReason, Json};
 
 /// Reads a Claude Code session log one event at a time; [`finish`] builds
 /// the conversations once every event is in.
@@ -41,21 +45,30 @@ use crate::engine::session::FinishReason;
 #[derive(Debug, Default)]
 pub struct ClaudeCodeLog {
     events: Vec<Event>,
+    /// Distinct `sessionId`s, interned.
+    sessions: Vec<Box<str>>,
 }
 
 /// What one line of the log says, kept small: content is read into blocks
 /// at once and the JSON is dropped.
 #[derive(Debug)]
-struct Event {
+pub struct Event {
     line: usize,
-    uuid: Option<String>,
-    parent: Option<String>,
-    logical_parent: Option<String>,
+    uuid: Option<Arc<str>>,
+    parent: Option<Box<str>>,
+    logical_parent: Option<Box<str>>,
     sidechain: bool,
-    agent: Option<String>,
-    session: Option<String>,
-    timestamp: Option<String>,
-    body: Option<Body>,
+    agent: Option<Box<str>>,
+    /// `sessionId`, as it arrives; interned when the event is pushed.
+    session_name: Option<Box<str>>,
+    /// The interned `sessionId` (0: none).
+    session: u32,
+    /// `timestamp` as a number that sorts like it (digits only), or 0.
+    time: u64,
+    /// The message (boxed: most events of a log carry none).
+    body: Option<Box<Body>>,
+    /// True for user and assistant events with a message.
+    is_message: bool,
 }
 
 /// A user or assistant event's message.
@@ -64,22 +77,354 @@ struct Body {
     role: Role,
     message_id: Option<String>,
     finish: Option<FinishReason>,
-    read: Blocks,
+    /// Every block is a tool result (read before the blocks move out).
+    results_only: bool,
+    /// The tool_use ids, for branch notices.
+    calls: Vec<Arc<str>>,
+    /// The blocks, until the conversation takes them (moved, not copied:
+    /// a long log holds a lot of text).
+    read: RefCell<Blocks>,
 }
 
 impl Body {
-    fn only_results(&self) -> bool {
-        !self.read.blocks.is_empty()
-            && self
-                .read
+    fn new(
+        role: Role,
+        message_id: Option<String>,
+        finish: Option<FinishReason>,
+        read: Blocks,
+    ) -> Body {
+        let results_only = !read.blocks.is_empty()
+            && read
                 .blocks
                 .iter()
-                .all(|b| matches!(b, Block::ToolResult { .. }))
+                .all(|b| matches!(b, Block::ToolResult { .. }));
+        let calls = read
+            .blocks
+            .iter()
+            .filter_map(|b| match b {
+                Block::ToolUse { id, .. } => Some(id.clone()),
+                _ => None,
+            })
+            .collect();
+        Body {
+            role,
+            message_id,
+            finish,
+            results_only,
+            calls,
+            read: RefCell::new(read),
+        }
+    }
+
+    fn only_results(&self) -> bool {
+        self.results_only
     }
 }
 
-fn string_at(v: &Value, key: &str) -> Option<String> {
-    v.get(key).and_then(Value::as_str).map(str::to_string)
+/// One line as written, read without building a tree for what loopdbg does
+/// not use (`toolUseResult`, `usage`, snapshots…): those are skipped.
+#[derive(Deserialize)]
+struct RawEvent<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    uuid: Option<Cow<'a, str>>,
+    #[serde(rename = "parentUuid", borrow, default)]
+    parent: Option<Cow<'a, str>>,
+    #[serde(rename = "logicalParentUuid", borrow, default)]
+    logical_parent: Option<Cow<'a, str>>,
+    #[serde(rename = "isSidechain", default)]
+    sidechain: Option<bool>,
+    #[serde(rename = "agentId", borrow, default)]
+    agent: Option<Cow<'a, str>>,
+    #[serde(rename = "sessionId", borrow, default)]
+    session: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    timestamp: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    message: Option<RawMessage<'a>>,
+}
+
+#[derive(Deserialize)]
+struct RawMessage<'a> {
+    #[serde(borrow, default)]
+    role: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    stop_reason: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    content: RawContent<'a>,
+}
+
+/// A message's `content`: a string or blocks.
+#[derive(Default)]
+enum RawContent<'a> {
+    #[default]
+    Missing,
+    Text(Cow<'a, str>),
+    Blocks(Vec<RawBlock<'a>>),
+}
+
+/// One content block, with only the fields pairing and replay use.
+#[derive(Deserialize)]
+struct RawBlock<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    tool_use_id: Option<Cow<'a, str>>,
+    #[serde(default)]
+    input: Option<Value>,
+    #[serde(default)]
+    content: Option<Value>,
+    #[serde(default)]
+    is_error: Option<bool>,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for RawContent<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = RawContent<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string or an array of blocks")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(RawContent::Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(RawContent::Text(Cow::Owned(v.to_string())))
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(RawContent::Missing)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(1));
+                while let Some(b) = seq.next_element::<RawBlock<'de>>()? {
+                    blocks.push(b);
+                }
+                Ok(RawContent::Blocks(blocks))
+            }
+        }
+        d.deserialize_any(Visit)
+    }
+}
+
+/// The blocks of a typed message, as [`blocks`] reads them from a tree.
+fn typed_blocks(
+    content: RawContent,
+    source: impl Fn(String) -> BlockSource,
+) -> Result<Blocks, ReadError> {
+    let mut read = Blocks {
+        blocks: Vec::new(),
+        sources: Vec::new(),
+        hosted: Vec::new(),
+    };
+    let items = match content {
+        RawContent::Missing => return Ok(read),
+        RawContent::Text(text) => {
+            read.blocks.reserve_exact(1);
+            read.sources.reserve_exact(1);
+            read.blocks.push(Block::Text {
+                text: text.as_ref().into(),
+            });
+            read.sources.push(source("message.content".into()));
+            return Ok(read);
+        }
+        RawContent::Blocks(items) => items,
+    };
+    read.blocks.reserve_exact(items.len());
+    read.sources.reserve_exact(items.len());
+    for (k, b) in items.into_iter().enumerate() {
+        let path = || super::indexed("message", "content", k);
+        let kind = b.kind.as_deref().unwrap_or("");
+        let need = |field: Option<Cow<str>>, name: &str| {
+            field
+                .map(Cow::into_owned)
+                .ok_or_else(|| super::err(path(), format!("expected a string `{name}`")))
+        };
+        let block = match kind {
+            "text" => Block::Text {
+                text: b.text.as_deref().unwrap_or("").into(),
+            },
+            "tool_use" => Block::ToolUse {
+                id: need(b.id, "id")?.into(),
+                name: need(b.name, "name")?.into(),
+                input: Json::new(b.input.unwrap_or(Value::Null)),
+            },
+            "tool_result" => Block::ToolResult {
+                tool_use_id: need(b.tool_use_id, "tool_use_id")?.into(),
+                content: Json::new(b.content.unwrap_or(Value::Null)),
+                is_error: b.is_error.unwrap_or(false),
+            },
+            "server_tool_use" | "mcp_tool_use" => {
+                read.hosted.push(super::Hosted {
+                    role: super::HostedRole::Call,
+                    id: need(b.id, "id")?,
+                    block: kind.to_string(),
+                    name: need(b.name, "name")?,
+                    message: 0,
+                    position: k,
+                    source: source(path()),
+                });
+                continue;
+            }
+            result if result.ends_with("_tool_result") => {
+                read.hosted.push(super::Hosted {
+                    role: super::HostedRole::Result,
+                    id: need(b.tool_use_id, "tool_use_id")?,
+                    block: kind.to_string(),
+                    name: kind.to_string(),
+                    message: 0,
+                    position: k,
+                    source: source(path()),
+                });
+                continue;
+            }
+            _ => continue,
+        };
+        read.blocks.push(block);
+        read.sources.push(source(path()));
+    }
+    Ok(read)
+}
+
+/// Digits of an ISO 8601 timestamp as one number: they sort as the times do.
+fn time_key(ts: Option<&str>) -> u64 {
+    let mut key: u64 = 0;
+    for b in ts.unwrap_or("").bytes().filter(u8::is_ascii_digit).take(19) {
+        key = key * 10 + u64::from(b - b'0');
+    }
+    key
+}
+
+/// Why a line could not be read.
+#[derive(Debug)]
+pub enum LineError {
+    /// Not JSON.
+    Json(serde_json::Error),
+    /// JSON, but not an event loopdbg can read.
+    Read(ReadError),
+}
+
+impl Event {
+    /// Reads one line. Lines are independent, so a log's lines can be read
+    /// on every core and pushed in order.
+    pub fn parse(line: usize, text: &str) -> Result<Option<Event>, LineError> {
+        match serde_json::from_str::<RawEvent>(text) {
+            Ok(raw) => Event::from_raw(line, raw).map_err(LineError::Read),
+            // A field of an unexpected type (`message` as a string, say):
+            // read the line the lenient way, where such a field is absent.
+            Err(_) => {
+                let v: Value = serde_json::from_str(text).map_err(LineError::Json)?;
+                Event::from_value(line, v).map_err(LineError::Read)
+            }
+        }
+    }
+
+    fn from_raw(line: usize, raw: RawEvent) -> Result<Option<Event>, ReadError> {
+        let kind = raw.kind.as_deref().unwrap_or("");
+        let is_message = matches!(kind, "user" | "assistant");
+        if raw.uuid.is_none() && !is_message {
+            return Ok(None);
+        }
+        let uuid: Option<Arc<str>> = raw.uuid.map(|u| u.into());
+        let body = match raw.message.filter(|_| is_message) {
+            Some(message) => {
+                let role = match message.role.as_deref().unwrap_or(kind) {
+                    "assistant" => Role::Assistant,
+                    _ => Role::User,
+                };
+                let finish = message.stop_reason.map(|r| Value::String(r.into_owned()));
+                let source = |path: String| BlockSource {
+                    path,
+                    line: Some(line),
+                    uuid: uuid.clone(),
+                };
+                Some(Box::new(Body::new(
+                    role,
+                    message.id.map(Cow::into_owned),
+                    finish_reason_of(finish.as_ref()),
+                    typed_blocks(message.content, source)?,
+                )))
+            }
+            // `message` as a string or the like: no API message.
+            None => None,
+        };
+        Ok(Some(Event {
+            line,
+            uuid,
+            parent: raw.parent.map(|p| p.into()),
+            logical_parent: raw.logical_parent.map(|p| p.into()),
+            sidechain: raw.sidechain == Some(true),
+            agent: raw.agent.map(|a| a.into()),
+            session_name: raw.session.map(|s| s.into()),
+            session: 0,
+            time: time_key(raw.timestamp.as_deref()),
+            is_message: body.is_some(),
+            body,
+        }))
+    }
+
+    fn from_value(line: usize, mut event: Value) -> Result<Option<Event>, ReadError> {
+        let string_at = |v: &Value, key: &str| -> Option<Box<str>> {
+            v.get(key).and_then(Value::as_str).map(Into::into)
+        };
+        let uuid_at = |v: &Value| -> Option<Arc<str>> {
+            v.get("uuid").and_then(Value::as_str).map(Into::into)
+        };
+        let kind = event.get("type").and_then(Value::as_str).unwrap_or("");
+        let is_message = matches!(kind, "user" | "assistant");
+        let uuid = uuid_at(&event);
+        if uuid.is_none() && !is_message {
+            return Ok(None);
+        }
+        let mut ev = Event {
+            line,
+            parent: string_at(&event, "parentUuid"),
+            logical_parent: string_at(&event, "logicalParentUuid"),
+            sidechain: event.get("isSidechain").and_then(Value::as_bool) == Some(true),
+            agent: string_at(&event, "agentId"),
+            session_name: string_at(&event, "sessionId"),
+            session: 0,
+            time: time_key(event.get("timestamp").and_then(Value::as_str)),
+            uuid,
+            body: None,
+            is_message: false,
+        };
+        let kind = kind.to_string();
+        if is_message && let Some(message) = event.get_mut("message").filter(|m| m.is_object()) {
+            let role = match message.get("role").and_then(Value::as_str).unwrap_or(&kind) {
+                "assistant" => Role::Assistant,
+                _ => Role::User,
+            };
+            let uuid = ev.uuid.clone();
+            ev.is_message = true;
+            ev.body = Some(Box::new(Body::new(
+                role,
+                message
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                finish_reason_of(message.get("stop_reason")),
+                blocks(message.get_mut("content"), "message", |p| BlockSource {
+                    path: p,
+                    line: Some(line),
+                    uuid: uuid.clone(),
+                })?,
+            )));
+        }
+        Ok(Some(ev))
+    }
 }
 
 impl ClaudeCodeLog {
@@ -89,44 +434,26 @@ impl ClaudeCodeLog {
     }
 
     /// [`ClaudeCodeLog::push`], taking the event so its contents move.
-    pub fn push_owned(&mut self, line: usize, mut event: Value) -> Result<(), ReadError> {
-        let kind = event.get("type").and_then(Value::as_str).unwrap_or("");
-        let is_message = matches!(kind, "user" | "assistant");
-        let uuid = string_at(&event, "uuid");
-        if uuid.is_none() && !is_message {
-            return Ok(());
+    pub fn push_owned(&mut self, line: usize, event: Value) -> Result<(), ReadError> {
+        if let Some(e) = Event::from_value(line, event)? {
+            self.push_event(e);
         }
-        let mut ev = Event {
-            line,
-            parent: string_at(&event, "parentUuid"),
-            logical_parent: string_at(&event, "logicalParentUuid"),
-            sidechain: event.get("isSidechain").and_then(Value::as_bool) == Some(true),
-            agent: string_at(&event, "agentId"),
-            session: string_at(&event, "sessionId"),
-            timestamp: string_at(&event, "timestamp"),
-            uuid,
-            body: None,
-        };
-        let kind = kind.to_string();
-        if is_message && let Some(message) = event.get_mut("message") {
-            let role = match message.get("role").and_then(Value::as_str).unwrap_or(&kind) {
-                "assistant" => Role::Assistant,
-                _ => Role::User,
-            };
-            let uuid = ev.uuid.clone();
-            ev.body = Some(Body {
-                role,
-                message_id: string_at(message, "id"),
-                finish: finish_reason_of(message.get("stop_reason")),
-                read: blocks(message.get_mut("content"), "message", |p| BlockSource {
-                    path: p,
-                    line: Some(line),
-                    uuid: uuid.clone(),
-                })?,
-            });
-        }
-        self.events.push(ev);
         Ok(())
+    }
+
+    /// Adds an event read by [`Event::parse`] (events come in line order).
+    pub fn push_event(&mut self, mut event: Event) {
+        if let Some(name) = event.session_name.take() {
+            // A log holds one or two sessions: the last one is the guess.
+            event.session = match self.sessions.iter().rposition(|s| **s == *name) {
+                Some(k) => k as u32 + 1,
+                None => {
+                    self.sessions.push(name);
+                    self.sessions.len() as u32
+                }
+            };
+        }
+        self.events.push(event);
     }
 
     /// The conversations read, in the order they start in the file: the
@@ -140,7 +467,7 @@ impl ClaudeCodeLog {
                 main.push(i);
                 continue;
             }
-            let agent = e.agent.clone().unwrap_or_default();
+            let agent = e.agent.as_deref().unwrap_or_default().to_string();
             match groups
                 .iter_mut()
                 .find(|(a, _)| a.as_deref() == Some(&agent))
@@ -162,34 +489,47 @@ impl ClaudeCodeLog {
 }
 
 /// One thread of the log (the main one, or one sub-agent's) as a graph.
+/// Events are named by their index in the log; per-event facts live in
+/// vectors indexed by it, so walking the graph does no hashing.
 struct Thread<'a> {
     events: &'a [Event],
     members: &'a [usize],
     by_uuid: HashMap<&'a str, usize>,
+    /// The parent of each member, by `parentUuid`.
+    parent: Vec<Option<usize>>,
 }
+
+const NONE: usize = usize::MAX;
 
 impl<'a> Thread<'a> {
     fn new(events: &'a [Event], members: &'a [usize]) -> Thread<'a> {
-        let by_uuid = members
-            .iter()
-            .filter_map(|&i| events[i].uuid.as_deref().map(|u| (u, i)))
-            .collect();
+        let mut by_uuid: HashMap<&str, usize> = HashMap::with_capacity(members.len());
+        for &i in members {
+            if let Some(u) = events[i].uuid.as_deref() {
+                by_uuid.insert(u, i);
+            }
+        }
+        let mut parent = vec![None; events.len()];
+        for &i in members {
+            parent[i] = events[i]
+                .parent
+                .as_deref()
+                .and_then(|p| by_uuid.get(p).copied());
+        }
         Thread {
             events,
             members,
             by_uuid,
+            parent,
         }
     }
 
     fn parent_of(&self, i: usize) -> Option<usize> {
-        self.events[i]
-            .parent
-            .as_deref()
-            .and_then(|p| self.by_uuid.get(p).copied())
+        self.parent[i]
     }
 
     fn is_message(&self, i: usize) -> bool {
-        self.events[i].body.is_some()
+        self.events[i].is_message
     }
 
     /// Every conversation of the thread. The newest leaf's chain first; what
@@ -197,7 +537,7 @@ impl<'a> Thread<'a> {
     /// root or session, and otherwise another session written into the same
     /// file (read the same way, on its own).
     fn conversations(&self, label: Option<String>) -> Vec<Conversation> {
-        let mut visited: HashSet<usize> = HashSet::new();
+        let mut visited = vec![false; self.events.len()];
         let mut threads: Vec<(usize, Vec<Conversation>)> = Vec::new();
         let mut branches: Vec<Notice> = Vec::new();
         let roots = self.roots();
@@ -207,32 +547,41 @@ impl<'a> Thread<'a> {
             .copied()
             .filter(|&i| self.is_message(i))
             .collect();
-        let mut live_session: Option<Option<&str>> = None;
+        let mut live_session: Option<u32> = None;
         while let Some(tip) = self.tip(&left) {
-            let session = self.events[tip].session.as_deref();
+            let session = self.events[tip].session;
             if live_session.is_some_and(|live| live == session) {
                 // An unlinked start in the live session: a rewind to the
                 // first prompt left this tree behind.
-                let root = roots[&tip];
-                let off: Vec<usize> = left.iter().copied().filter(|i| roots[i] == root).collect();
+                let root = roots[tip];
+                let off: Vec<usize> = left.iter().copied().filter(|&i| roots[i] == root).collect();
                 branches.extend(self.branch_notices(&off, &visited));
-                visited.extend(off.iter().copied());
-                left.retain(|i| !visited.contains(i));
+                for &i in &off {
+                    visited[i] = true;
+                }
+                left.retain(|&i| !visited[i]);
                 continue;
             }
             live_session.get_or_insert(session);
             let chain = self.recover_parallel(self.chain(tip), &visited);
-            visited.extend(chain.iter().copied());
-            let trees: HashSet<usize> = chain.iter().map(|&i| roots[&i]).collect();
+            for &i in &chain {
+                visited[i] = true;
+            }
+            let mut in_tree = vec![false; self.events.len()];
+            for &i in &chain {
+                in_tree[roots[i]] = true;
+            }
             // Message events of the same trees not on the chain are branches.
             let off: Vec<usize> = left
                 .iter()
                 .copied()
-                .filter(|i| !visited.contains(i) && trees.contains(&roots[i]))
+                .filter(|&i| !visited[i] && in_tree[roots[i]])
                 .collect();
             branches.extend(self.branch_notices(&off, &visited));
-            visited.extend(off.iter().copied());
-            left.retain(|i| !visited.contains(i));
+            for &i in &off {
+                visited[i] = true;
+            }
+            left.retain(|&i| !visited[i]);
             let first = chain.first().map_or(0, |&i| self.events[i].line);
             threads.push((first, self.segments(&chain, label.as_deref())));
         }
@@ -247,26 +596,27 @@ impl<'a> Thread<'a> {
 
     /// The root of every member (following `parentUuid` only), so chains
     /// can tell a branch of theirs from an unrelated start.
-    fn roots(&self) -> HashMap<usize, usize> {
-        let mut root: HashMap<usize, usize> = HashMap::with_capacity(self.members.len());
+    fn roots(&self) -> Vec<usize> {
+        let mut root = vec![NONE; self.events.len()];
+        let mut on_path = vec![false; self.events.len()];
         for &start in self.members {
             let mut path = Vec::new();
-            let mut on_path = HashSet::new();
             let mut at = start;
             let found = loop {
-                if let Some(&r) = root.get(&at) {
-                    break r;
+                if root[at] != NONE {
+                    break root[at];
                 }
                 path.push(at);
-                on_path.insert(at);
+                on_path[at] = true;
                 match self.parent_of(at) {
                     // A cycle ends the walk where it closes.
-                    Some(p) if !on_path.contains(&p) => at = p,
+                    Some(p) if !on_path[p] => at = p,
                     _ => break at,
                 }
             };
             for p in path {
-                root.insert(p, found);
+                root[p] = found;
+                on_path[p] = false;
             }
         }
         root
@@ -275,14 +625,17 @@ impl<'a> Thread<'a> {
     /// The newest leaf among `candidates`: a message event no other message
     /// event descends from; ties go to the later line.
     fn tip(&self, candidates: &[usize]) -> Option<usize> {
-        let pool: HashSet<usize> = candidates.iter().copied().collect();
-        let mut has_child: HashSet<usize> = HashSet::new();
+        let mut pool = vec![false; self.events.len()];
+        for &i in candidates {
+            pool[i] = true;
+        }
+        let mut has_child = vec![false; self.events.len()];
         for &i in candidates {
             let mut at = self.parent_of(i);
             let mut steps = 0;
             while let Some(p) = at {
-                if pool.contains(&p) || steps > self.members.len() {
-                    has_child.insert(p);
+                if pool[p] || steps > self.members.len() {
+                    has_child[p] = true;
                     break;
                 }
                 at = self.parent_of(p);
@@ -292,22 +645,20 @@ impl<'a> Thread<'a> {
         candidates
             .iter()
             .copied()
-            .filter(|i| !has_child.contains(i))
-            .max_by(|&a, &b| {
-                let key = |i: usize| (self.events[i].timestamp.as_deref().unwrap_or(""), i);
-                key(a).cmp(&key(b))
-            })
+            .filter(|&i| !has_child[i])
+            .max_by_key(|&i| (self.events[i].time, i))
     }
 
     /// Root → `tip`, through compaction boundaries (`logicalParentUuid`).
     fn chain(&self, tip: usize) -> Vec<usize> {
         let mut chain = Vec::new();
-        let mut seen = HashSet::new();
+        let mut seen = vec![false; self.events.len()];
         let mut at = Some(tip);
         while let Some(i) = at {
-            if !seen.insert(i) {
+            if seen[i] {
                 break;
             }
+            seen[i] = true;
             chain.push(i);
             let e = &self.events[i];
             at = match &e.parent {
@@ -325,8 +676,11 @@ impl<'a> Thread<'a> {
     /// Splices in the parallel siblings of the chain's assistant messages
     /// (same `message.id`, other uuid) and the tool results that answer any
     /// of them, right after the group's last event on the chain.
-    fn recover_parallel(&self, chain: Vec<usize>, taken: &HashSet<usize>) -> Vec<usize> {
-        let on_chain: HashSet<usize> = chain.iter().copied().collect();
+    fn recover_parallel(&self, chain: Vec<usize>, taken: &[bool]) -> Vec<usize> {
+        let mut on_chain = vec![false; self.events.len()];
+        for &i in &chain {
+            on_chain[i] = true;
+        }
         let message_id = |i: usize| {
             self.events[i]
                 .body
@@ -334,9 +688,14 @@ impl<'a> Thread<'a> {
                 .filter(|b| b.role == Role::Assistant)
                 .and_then(|b| b.message_id.as_deref())
         };
+        // Only groups with a member off the chain need work: find them first.
         let mut siblings: HashMap<&str, Vec<usize>> = HashMap::new();
         let mut results_of: HashMap<usize, Vec<usize>> = HashMap::new();
+        let free = |i: usize| !on_chain[i] && !taken[i];
         for &i in self.members {
+            if !free(i) {
+                continue;
+            }
             if let Some(id) = message_id(i) {
                 siblings.entry(id).or_default().push(i);
             } else if self.events[i]
@@ -348,21 +707,30 @@ impl<'a> Thread<'a> {
                 results_of.entry(p).or_default().push(i);
             }
         }
+        if siblings.is_empty() && results_of.is_empty() {
+            return chain;
+        }
+        // The last event of each message.id group on the chain, and all its
+        // members on the chain (their off-chain results are recovered too).
         let mut anchor: HashMap<&str, usize> = HashMap::new();
+        let mut on_chain_members: HashMap<&str, Vec<usize>> = HashMap::new();
         for &i in &chain {
             if let Some(id) = message_id(i) {
                 anchor.insert(id, i);
+                on_chain_members.entry(id).or_default().push(i);
             }
         }
-        let free = |i: &usize| !on_chain.contains(i) && !taken.contains(i);
         let mut inserts: HashMap<usize, Vec<usize>> = HashMap::new();
         for (id, &at) in &anchor {
-            let group = &siblings[id];
-            let mut found: Vec<usize> = group.iter().copied().filter(free).collect();
+            let mut found: Vec<usize> = siblings.get(id).cloned().unwrap_or_default();
+            let group = on_chain_members[id]
+                .iter()
+                .chain(found.clone().iter())
+                .copied()
+                .collect::<Vec<_>>();
             let mut results: Vec<usize> = group
                 .iter()
                 .flat_map(|m| results_of.get(m).into_iter().flatten().copied())
-                .filter(free)
                 .collect();
             if found.is_empty() && results.is_empty() {
                 continue;
@@ -386,7 +754,7 @@ impl<'a> Thread<'a> {
     }
 
     /// One notice per branch: the off-chain message events under one fork.
-    fn branch_notices(&self, off: &[usize], on: &HashSet<usize>) -> Vec<Notice> {
+    fn branch_notices(&self, off: &[usize], on: &[bool]) -> Vec<Notice> {
         // Where each off-chain event leaves the chain, memoized: events come
         // in file order, so a parent is usually resolved before its child.
         let mut fork_of: HashMap<usize, Option<usize>> = HashMap::new();
@@ -402,7 +770,7 @@ impl<'a> Thread<'a> {
                 path.push(at);
                 on_path.insert(at);
                 match self.parent_of(at) {
-                    Some(p) if on.contains(&p) => break Some(p),
+                    Some(p) if on[p] => break Some(p),
                     Some(p) if !on_path.contains(&p) => at = p,
                     _ => break None,
                 }
@@ -426,11 +794,7 @@ impl<'a> Thread<'a> {
                 let ids: Vec<String> = members
                     .iter()
                     .filter_map(|&i| self.events[i].body.as_ref())
-                    .flat_map(|b| b.read.blocks.iter())
-                    .filter_map(|b| match b {
-                        Block::ToolUse { id, .. } => Some(id.to_string()),
-                        _ => None,
-                    })
+                    .flat_map(|b| b.calls.iter().map(|id| id.to_string()))
                     .collect();
                 let first = members[0];
                 let from = match fork {
@@ -499,8 +863,8 @@ struct Builder {
 
 impl Builder {
     fn add(&mut self, conv: &mut Conversation, e: &Event, body: &Body) {
-        let read = &body.read;
-        let hosted = read.hosted.clone();
+        let read = body.read.take();
+        let hosted = read.hosted;
         let target = match body.role {
             // Blocks of one streamed message join it, even when tool results
             // of its earlier calls were written between them.
@@ -533,11 +897,11 @@ impl Builder {
                     .unwrap_or(0)
                     .max(conv.messages[at].content.len());
                 let m = &mut conv.messages[at];
-                m.content.extend(read.blocks.iter().cloned());
+                m.content.extend(read.blocks);
                 if body.finish.is_some() {
                     m.finish_reason = body.finish;
                 }
-                conv.block_sources[at].extend(read.sources.iter().cloned());
+                conv.block_sources[at].extend(read.sources);
                 conv.hosted
                     .extend(hosted.into_iter().map(|h| super::Hosted {
                         message: at,
@@ -550,7 +914,7 @@ impl Builder {
                 conv.push_read(
                     Message {
                         role: body.role,
-                        content: read.blocks.clone(),
+                        content: read.blocks,
                         finish_reason: body.finish,
                     },
                     BlockSource {
@@ -558,7 +922,7 @@ impl Builder {
                         line: Some(e.line),
                         uuid: e.uuid.clone(),
                     },
-                    read.sources.clone(),
+                    read.sources,
                     hosted,
                 );
                 if body.role == Role::Assistant {

@@ -73,7 +73,7 @@ impl GeminiCliLog {
             let src = |path: String| BlockSource {
                 path,
                 line: Some(line),
-                uuid: Some(id.clone()),
+                uuid: Some(id.as_str().into()),
             };
             match record.get("type").and_then(Value::as_str) {
                 Some("user") => {

@@ -16,7 +16,7 @@ mod gemini_cli;
 mod openai_chat;
 pub mod responses;
 
-pub use claude_code::ClaudeCodeLog;
+pub use claude_code::{ClaudeCodeLog, LineError};
 pub use codex::CodexRollout;
 pub use gemini_cli::GeminiCliLog;
 
@@ -92,8 +92,8 @@ pub struct BlockSource {
     pub path: String,
     /// For logs: the 1-based line of the event.
     pub line: Option<usize>,
-    /// For logs: the event's uuid.
-    pub uuid: Option<String>,
+    /// For logs: the event's uuid (shared by every block of the event).
+    pub uuid: Option<std::sync::Arc<str>>,
 }
 
 impl std::fmt::Display for BlockSource {
@@ -280,6 +280,42 @@ impl Conversation {
     }
 }
 
+/// `base[i]`, or `base.field[i]` with a field: JSON paths are built for
+/// every block of every conversation, so this avoids the formatting
+/// machinery.
+pub(crate) fn indexed(base: &str, field: &str, i: usize) -> String {
+    let mut path = String::with_capacity(base.len() + field.len() + 8);
+    path.push_str(base);
+    if !field.is_empty() {
+        path.push('.');
+        path.push_str(field);
+    }
+    path.push('[');
+    let mut digits = [0u8; 20];
+    let mut n = i;
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    path.push_str(std::str::from_utf8(&digits[at..]).expect("ASCII digits"));
+    path.push(']');
+    path
+}
+
+/// `base.field`.
+pub(crate) fn dotted(base: &str, field: &str) -> String {
+    let mut path = String::with_capacity(base.len() + field.len() + 1);
+    path.push_str(base);
+    path.push('.');
+    path.push_str(field);
+    path
+}
+
 /// Guesses what a single JSON document holds.
 pub fn detect(doc: &Value) -> Option<Source> {
     detect_with_evidence(doc).map(|(source, _)| source)
@@ -292,7 +328,8 @@ pub fn evidence(doc: &Value) -> Option<Source> {
     detect_with_evidence(doc).and_then(|(source, sure)| sure.then_some(source))
 }
 
-fn detect_with_evidence(doc: &Value) -> Option<(Source, bool)> {
+/// [`detect`] and whether the content said so (see [`evidence`]), in one pass.
+pub fn detect_with_evidence(doc: &Value) -> Option<(Source, bool)> {
     let (messages, input) = match doc {
         Value::Object(o) => (o.get("messages"), o.get("input")),
         Value::Array(_) => (Some(doc), None),
@@ -328,6 +365,10 @@ fn detect_with_evidence(doc: &Value) -> Option<(Source, bool)> {
     let mut anthropic = false;
     let mut responses = false;
     for item in items {
+        // The first sign decides: a conversation does not mix formats.
+        if openai || anthropic || responses {
+            break;
+        }
         let role = item.get("role").and_then(Value::as_str);
         let kind = item.get("type").and_then(Value::as_str);
         if matches!(kind, Some("function_call" | "function_call_output")) {
@@ -557,6 +598,49 @@ impl Log {
         }
     }
 
+    /// Reads a chunk of lines, in order; blank lines are skipped. Claude
+    /// Code lines are independent until the log is finished, so they are
+    /// read on every core. On failure, says which line and why.
+    pub fn push_lines(&mut self, lines: &[(usize, String)]) -> Result<(), (usize, LineError)> {
+        use rayon::prelude::*;
+        match self {
+            Log::ClaudeCode(log) => {
+                let parsed: Vec<(usize, Result<Option<claude_code::Event>, LineError>)> = lines
+                    .par_iter()
+                    .map(|(n, text)| {
+                        let event = if text.trim().is_empty() {
+                            Ok(None)
+                        } else {
+                            claude_code::Event::parse(*n, text)
+                        };
+                        (*n, event)
+                    })
+                    .collect();
+                for (n, event) in parsed {
+                    match event {
+                        Ok(Some(e)) => log.push_event(e),
+                        Ok(None) => {}
+                        Err(e) => return Err((n, e)),
+                    }
+                }
+                Ok(())
+            }
+            other => {
+                for (n, text) in lines {
+                    if text.trim().is_empty() {
+                        continue;
+                    }
+                    let v: Value =
+                        serde_json::from_str(text).map_err(|e| (*n, LineError::Json(e)))?;
+                    other
+                        .push_owned(*n, v)
+                        .map_err(|e| (*n, LineError::Read(e)))?;
+                }
+                Ok(())
+            }
+        }
+    }
+
     /// The conversations the log holds.
     pub fn finish(self) -> Result<Vec<Conversation>, ReadError> {
         match self {
@@ -641,4 +725,21 @@ pub fn classify_line(v: &Value) -> Evidence {
         return Evidence::Decisive(s);
     }
     Evidence::Unknown
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_spelled_like_format_would() {
+        for i in [0, 7, 10, 99, 123_456, usize::MAX] {
+            assert_eq!(indexed("messages", "", i), format!("messages[{i}]"));
+            assert_eq!(
+                indexed("messages[3]", "content", i),
+                format!("messages[3].content[{i}]")
+            );
+        }
+        assert_eq!(dotted("input[2]", "content"), "input[2].content");
+    }
 }

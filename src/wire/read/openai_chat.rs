@@ -16,7 +16,7 @@ pub(super) fn read(doc: &mut Value) -> Result<Conversation, ReadError> {
     read_tools(doc, &mut conv);
     let (items, base) = array_at(doc, "messages")?;
     for (i, item) in items.iter_mut().enumerate() {
-        let path = format!("{base}[{i}]");
+        let path = super::indexed(&base, "", i);
         let src = |p: String| BlockSource {
             path: p,
             ..Default::default()
@@ -35,17 +35,17 @@ pub(super) fn read(doc: &mut Value) -> Result<Conversation, ReadError> {
                         .unwrap_or_default()
                         .into(),
                 });
-                sources.push(src(format!("{path}.content")));
+                sources.push(src(super::dotted(&path, "content")));
                 Role::User
             }
             "assistant" => {
                 if let Some(text) = text_of_parts(item.get("content")) {
                     content.push(Block::Text { text: text.into() });
-                    sources.push(src(format!("{path}.content")));
+                    sources.push(src(super::dotted(&path, "content")));
                 }
                 if let Some(Value::Array(calls)) = item.get("tool_calls") {
                     for (k, c) in calls.iter().enumerate() {
-                        let cpath = format!("{path}.tool_calls[{k}]");
+                        let cpath = super::indexed(&path, "tool_calls", k);
                         let id = str_field(c, "id", &cpath)?;
                         let f = c
                             .get("function")

@@ -89,7 +89,7 @@ pub(super) fn read(doc: &mut Value) -> Result<Conversation, ReadError> {
     }
     let (items, base) = array_at(doc, "input")?;
     for (i, item) in items.iter_mut().enumerate() {
-        let path = format!("{base}[{i}]");
+        let path = super::indexed(&base, "", i);
         let src = BlockSource {
             path: path.clone(),
             ..Default::default()
