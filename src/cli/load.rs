@@ -97,3 +97,36 @@ pub fn located_lint(loaded: &Loaded) -> Vec<String> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::is_transcript;
+    use std::path::Path;
+
+    fn at(path: &str) -> bool {
+        is_transcript(&Path::new(env!("CARGO_MANIFEST_DIR")).join(path))
+    }
+
+    #[test]
+    fn a_request_body_naming_its_model_is_a_transcript() {
+        let t = "tests/fixtures/transcripts";
+        assert!(
+            at(&format!("{t}/anthropic_server_tools.json")),
+            "has \"model\""
+        );
+        assert!(at(&format!("{t}/responses_string_input.json")));
+        assert!(at(&format!("{t}/gemini_clean.json")));
+        assert!(at(&format!("{t}/claude_code_v2/parallel.jsonl")));
+        assert!(at(&format!(
+            "{t}/codex/rollout-2026-11-03T08-00-00-clean.jsonl"
+        )));
+    }
+
+    #[test]
+    fn a_session_is_known_by_its_own_keys() {
+        assert!(!at("sessions/weather.json"));
+        assert!(!at("sessions/fault_subagent.json"));
+        // A broken session stays a session, so its loader locates the error.
+        assert!(!at("tests/fixtures/bad/truncated_json.json"));
+    }
+}

@@ -21,11 +21,13 @@ pub enum Pane {
     Ids,
     /// The walkthrough and its logs.
     Walkthrough,
+    /// The explain box, and the end summary (which scrolls).
+    Explain,
 }
 
 impl Pane {
     /// Focus order.
-    pub const ORDER: [Pane; 3] = [Pane::Messages, Pane::Ids, Pane::Walkthrough];
+    pub const ORDER: [Pane; 4] = [Pane::Messages, Pane::Ids, Pane::Walkthrough, Pane::Explain];
 
     /// The pane `delta` places away in focus order.
     pub fn cycled(self, forward: bool) -> Pane {
@@ -86,6 +88,8 @@ pub struct App {
     pub ids_scroll: u16,
     /// Scroll of the walkthrough pane.
     pub walkthrough_scroll: u16,
+    /// Lines of the explain box (the end summary) scrolled past.
+    pub explain_scroll: u16,
     /// The open popup.
     pub popup: Option<Popup>,
     /// Phase kinds `c` stops at.
@@ -126,6 +130,7 @@ impl App {
             selected_message: None,
             ids_scroll: 0,
             walkthrough_scroll: 0,
+            explain_scroll: 0,
             popup: None,
             breakpoints: BTreeSet::new(),
             notice: None,

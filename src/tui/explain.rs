@@ -16,8 +16,24 @@ fn clip(text: &str, max: usize) -> String {
     }
 }
 
-/// The explanation of step `k`.
+/// The explanation of step `k`, and what a provider (or loopdbg) says of
+/// this very step: a replay's findings arise where they do, not at the end.
 pub fn explain(trace: &Trace, k: usize, tool_count: usize) -> String {
+    let mut text = explain_phase(trace, k, tool_count);
+    let described = trace
+        .round(trace.step(k).round)
+        .and_then(|r| r.violation)
+        .filter(|&v| trace.violations[v].step == k);
+    for (i, v) in trace.violations.iter().enumerate() {
+        if v.step == k && Some(i) != described {
+            text.push_str(" ⚠ ");
+            text.push_str(&clean(&v.message));
+        }
+    }
+    text
+}
+
+fn explain_phase(trace: &Trace, k: usize, tool_count: usize) -> String {
     let step = trace.step(k);
     let round = trace.round(step.round);
     let strategy = &trace.strategy;
@@ -36,6 +52,7 @@ pub fn explain(trace: &Trace, k: usize, tool_count: usize) -> String {
             match round
                 .and_then(|r| r.violation)
                 .map(|v| &trace.violations[v])
+                .filter(|v| v.step == k)
             {
                 Some(v) => format!(
                     "{} has no tool_result: a provider would reject this request with a 400. The stub accepts it so you can see what the loop does next.",

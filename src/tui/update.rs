@@ -278,6 +278,7 @@ fn move_to(app: &mut App, target: usize) {
     let target = target.min(app.trace.len() - 1);
     if target != app.cursor {
         app.cursor = target;
+        app.explain_scroll = 0;
         // The messages pane follows the newest message again.
         app.selected_message = None;
         if !matches!(app.notice.as_deref(), Some(n) if n.starts_with("stopped")) {
@@ -309,6 +310,7 @@ fn scroll(app: &mut App, pane: Pane, delta: i32) {
         }
         Pane::Ids => app.ids_scroll = apply(app.ids_scroll),
         Pane::Walkthrough => app.walkthrough_scroll = apply(app.walkthrough_scroll),
+        Pane::Explain => app.explain_scroll = apply(app.explain_scroll),
     }
 }
 

@@ -157,6 +157,7 @@ pub fn trace_of(conv: &Conversation, findings: &[Finding]) -> Trace {
             });
         } else {
             // Results of the last turn are its executions, in arrival order.
+            let before = rounds.last().map_or(0, |r| r.executions.len());
             for b in &m.content {
                 if let Block::ToolResult {
                     tool_use_id,
@@ -187,9 +188,12 @@ pub fn trace_of(conv: &Conversation, findings: &[Finding]) -> Trace {
                     });
                 }
             }
+            // Only a result that answers a call of the turn is an execution;
+            // an orphan result quotes nothing.
             let execution = rounds
                 .last()
-                .and_then(|r| r.executions.len().checked_sub(1));
+                .filter(|r| r.executions.len() > before)
+                .map(|r| r.executions.len() - 1);
             steps.push(Step {
                 phase: Phase::Append,
                 round: round.max(1),
@@ -220,15 +224,28 @@ pub fn trace_of(conv: &Conversation, findings: &[Finding]) -> Trace {
         time_ms: 0,
         event: None,
     });
+    let done = steps.len() - 1;
     let violations: Vec<Violation> = findings
         .iter()
         .map(|f| {
             let m = message_of(conv, f).min(messages.len().saturating_sub(1));
+            // A 400 arises at the first request that carries the message;
+            // anything else where the message appears; notes at the end.
+            let step = if f.is_note() {
+                done
+            } else if f.rejected_by_provider {
+                steps
+                    .iter()
+                    .position(|s| s.phase == Phase::Request && s.history_len > m)
+                    .unwrap_or(done)
+            } else {
+                step_of_message.get(m).copied().unwrap_or(0)
+            };
             Violation {
-                round: round_of_message.get(m).copied().unwrap_or(1),
-                step: step_of_message.get(m).copied().unwrap_or(0),
+                round: steps[step].round,
+                step,
                 ids: f.ids.clone(),
-                message: format!("{}: {} ({})", f.kind, f.message, f.path),
+                message: format!("{} ({}): {} ({})", f.kind, f.severity, f.message, f.path),
             }
         })
         .collect();
@@ -265,11 +282,16 @@ pub fn trace_of(conv: &Conversation, findings: &[Finding]) -> Trace {
         },
     };
     crate::engine::count_unpaired(&mut trace);
-    for (i, v) in trace.violations.iter().enumerate() {
-        if let Some(r) = trace
-            .rounds
-            .iter_mut()
-            .find(|r| r.number == v.round && r.violation.is_none())
+    // A round's violation is the request it sends carrying unanswered calls,
+    // as in a recorded run: the header and the Request step say so.
+    for (i, (v, f)) in trace.violations.iter().zip(findings).enumerate() {
+        let at_request = trace.steps[v.step].phase == Phase::Request;
+        if f.kind == "unanswered_call"
+            && at_request
+            && let Some(r) = trace
+                .rounds
+                .iter_mut()
+                .find(|r| r.number == v.round && r.violation.is_none())
         {
             r.violation = Some(i);
         }

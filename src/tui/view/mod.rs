@@ -93,6 +93,7 @@ pub fn pane_at(app: &App, area: Rect, column: u16, row: u16) -> Option<Pane> {
         (a.messages, Pane::Messages),
         (a.ids, Pane::Ids),
         (a.walkthrough, Pane::Walkthrough),
+        (a.explain, Pane::Explain),
     ]
     .into_iter()
     .find(|(r, _)| hit(*r))

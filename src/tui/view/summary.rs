@@ -86,12 +86,20 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     if let Some(notice) = &app.notice {
         lines.push(Line::from(span(format!("» {}", clean(notice)), t.added)));
     }
+    let focused = app.focus == crate::tui::app::Pane::Explain;
     let block = Block::default()
         .borders(Borders::TOP)
-        .border_style(t.border)
+        .border_style(if focused { t.focus_border } else { t.border })
         .title(span(title, t.title));
-    Paragraph::new(lines)
-        .block(block)
-        .wrap(Wrap { trim: true })
-        .render(area, buf);
+    let paragraph = Paragraph::new(lines).block(block).wrap(Wrap { trim: true });
+    // Never scroll past the last line: the wrapped height bounds it.
+    let height = paragraph.line_count(area.width) as u16;
+    let visible = area.height.saturating_sub(1);
+    let scroll = app.explain_scroll.min(height.saturating_sub(visible));
+    if height > visible {
+        let more = format!(" {}/{} ", (scroll + visible).min(height), height);
+        let x = area.right().saturating_sub(more.chars().count() as u16 + 1);
+        buf.set_string(x, area.y, more, t.title);
+    }
+    paragraph.scroll((scroll, 0)).render(area, buf);
 }

@@ -1,0 +1,161 @@
+//! Replay of captured conversations: every finding is shown at the step
+//! where it arises, in the provider's own words; an orphan result quotes no
+//! call; the end summary scrolls to its last finding.
+
+mod common;
+use common::*;
+
+use loopdbg::engine::trace::Phase;
+use loopdbg::tui::app::Pane;
+use loopdbg::tui::explain::explain;
+use loopdbg::tui::theme::Theme;
+use loopdbg::tui::{Action, App};
+use loopdbg::wire::check::check;
+use loopdbg::wire::read::{ClaudeCodeLog, Conversation, detect, read};
+use loopdbg::wire::replay::{session_for, trace_of};
+use serde_json::Value;
+
+fn fixture(name: &str) -> String {
+    std::fs::read_to_string(format!(
+        "{}/tests/fixtures/transcripts/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+}
+
+fn body(name: &str) -> Conversation {
+    let doc: Value = serde_json::from_str(&fixture(name)).unwrap();
+    read(&doc, detect(&doc).unwrap()).unwrap()
+}
+
+fn log(name: &str) -> Vec<Conversation> {
+    let mut log = ClaudeCodeLog::default();
+    for (i, line) in fixture(name).lines().enumerate() {
+        log.push_owned(i + 1, serde_json::from_str(line).unwrap())
+            .unwrap();
+    }
+    log.finish()
+}
+
+fn replay(conv: &Conversation) -> App {
+    let findings = check(conv);
+    let trace = trace_of(conv, &findings);
+    let mut app = App::replay(
+        "capture",
+        session_for(conv, "replay"),
+        trace,
+        conv.source.as_str(),
+        Theme::color(),
+    );
+    apply(&mut app, Action::Resize(120, 40));
+    app
+}
+
+/// The screen's text, one row per line.
+fn screen(app: &mut App, w: u16, h: u16) -> String {
+    use ratatui::{Terminal, backend::TestBackend};
+    apply(app, Action::Resize(w, h));
+    let mut terminal = Terminal::new(TestBackend::new(w, h)).unwrap();
+    terminal.draw(|f| f.render_widget(&*app, f.area())).unwrap();
+    let buf = terminal.backend().buffer();
+    (0..buf.area.height)
+        .map(|y| {
+            (0..buf.area.width)
+                .map(|x| buf[(x, y)].symbol())
+                .collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The explanation of every step, with its phase.
+fn explained(app: &App) -> Vec<(Phase, String)> {
+    (0..app.trace.len())
+        .map(|k| {
+            (
+                app.trace.step(k).phase,
+                explain(&app.trace, k, app.session.tools.len()),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn an_orphan_result_is_flagged_at_the_request_that_carries_it() {
+    let convs = log("claude_code_compacted.jsonl");
+    let app = replay(&convs[1]);
+    let steps = explained(&app);
+    let flagged: Vec<&(Phase, String)> = steps
+        .iter()
+        .filter(|(_, e)| e.contains("unexpected_result (400)"))
+        .collect();
+    assert_eq!(flagged.len(), 1, "{steps:#?}");
+    assert_eq!(flagged[0].0, Phase::Request);
+    assert!(flagged[0].1.contains(
+        "unexpected `tool_use_id` found in `tool_result` blocks: toolu_cfg. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
+    ));
+    // The orphan's own Append step quotes no call.
+    for (phase, e) in &steps {
+        if *phase == Phase::Append {
+            assert!(!e.contains("quoting"), "{e}");
+        }
+    }
+}
+
+#[test]
+fn a_duplicate_id_and_a_truncated_turn_are_flagged_where_they_appear() {
+    // Reused id across turns: a warning at the reply that reuses it.
+    let app = replay(&body("anthropic_duplicate_and_bad_ids.json"));
+    let steps = explained(&app);
+    let reused = steps
+        .iter()
+        .position(|(_, e)| e.contains("reused_id (warning)"))
+        .expect("flagged");
+    assert_eq!(steps[reused].0, Phase::Reply);
+    assert!(reused < steps.len() - 1, "not only at the end");
+    // A turn cut by max_tokens whose calls ran: at its reply.
+    let app = replay(&body("anthropic_truncated_executed.json"));
+    let steps = explained(&app);
+    let cut = steps
+        .iter()
+        .position(|(_, e)| e.contains("truncated_turn_executed"))
+        .expect("flagged");
+    assert_eq!(steps[cut].0, Phase::Reply);
+}
+
+#[test]
+fn the_400_is_explained_at_the_request_that_would_fail_and_only_there() {
+    let app = replay(&body("anthropic_parallel_one_missing.json"));
+    let steps = explained(&app);
+    let said: Vec<usize> = steps
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, e))| e.contains("a provider would reject this request with a 400"))
+        .map(|(k, _)| k)
+        .collect();
+    assert_eq!(said.len(), 1, "{steps:#?}");
+    assert_eq!(steps[said[0]].0, Phase::Request);
+    assert!(steps[said[0]].1.starts_with("toolu_f1 has no tool_result"));
+    // The first request carries nothing unanswered and says nothing of it.
+    assert!(!steps[0].1.contains("400"), "{}", steps[0].1);
+}
+
+#[test]
+fn the_end_summary_scrolls_to_its_last_finding() {
+    let convs = log("claude_code_v2/rewind.jsonl");
+    let mut app = replay(&convs[0]);
+    apply(&mut app, Action::Resize(80, 24));
+    apply(&mut app, Action::Last);
+    for _ in 0..3 {
+        apply(&mut app, Action::FocusNext);
+    }
+    assert_eq!(app.focus, Pane::Explain);
+    apply(&mut app, Action::PageDown);
+    assert_eq!(app.explain_scroll, 10);
+    let text = screen(&mut app, 80, 24);
+    assert!(text.contains("not part of the live conversation"), "{text}");
+    // Stepping away and back starts the summary at its top again.
+    apply(&mut app, Action::StepBack);
+    apply(&mut app, Action::Last);
+    assert_eq!(app.explain_scroll, 0);
+}
