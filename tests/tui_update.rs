@@ -434,9 +434,9 @@ fn replay_steps_message_by_message_and_flags_the_violation_where_it_appears() {
     let v = &app.trace.violations[0];
     assert_eq!(v.ids, ["toolu_f1"]);
     assert_eq!(
-        app.trace.step(v.step).phase,
-        Phase::Reply,
-        "flagged where the dangling call appears"
+        (app.trace.step(v.step).phase, v.step),
+        (Phase::Request, 4),
+        "flagged at the request that carries the dangling call"
     );
     // At the results, toolu_f1 is unpaired and toolu_w1 paired.
     apply(&mut app, Action::StepForward);
