@@ -14,7 +14,8 @@ fn main() {
         .map_or(100_000, |s| s.parse().expect("a number"));
     let mut w = std::io::BufWriter::new(std::fs::File::create(&out).unwrap());
     let session = "6c1f0d52-8a0e-4d7b-9a51-2f3c8b1e0a77";
-    let filler = "Reading the module to see where the totals are computed. ".repeat(3);
+    let filler =
+        "Reading the module to see where the totals are computed, line by line. ".repeat(4);
     let mut written = 0;
     let mut parent = String::from("null");
     let mut n = 0usize;
