@@ -20,6 +20,7 @@ fn main() {
         .enumerate()
         .map(|(i, l)| (i + 1, l.expect("UTF-8")))
         .collect();
+    let lines: Vec<(usize, &str)> = lines.iter().map(|(n, l)| (*n, l.as_str())).collect();
     let mut log = Log::new(Source::ClaudeCode).expect("a log");
     log.push_lines(&lines)
         .map_err(|(n, _)| n)

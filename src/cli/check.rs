@@ -144,6 +144,95 @@ impl Opened {
     }
 }
 
+/// Whole lines read together (about [`CHUNK_BYTES`]), with the number of
+/// the first: one allocation per chunk, not per line.
+struct Chunk {
+    first: usize,
+    text: String,
+}
+
+/// How much a chunk reads before it finishes its last line.
+const CHUNK_BYTES: usize = 1 << 20;
+
+impl Chunk {
+    /// Its lines, numbered, without their line ends.
+    fn lines(&self) -> impl Iterator<Item = (usize, &str)> {
+        self.text
+            .split_terminator('\n')
+            .enumerate()
+            .map(move |(i, l)| (self.first + i, l.strip_suffix('\r').unwrap_or(l)))
+    }
+}
+
+impl Opened {
+    /// Every line not yet read, in chunks of whole lines.
+    fn chunks(self) -> impl Iterator<Item = Result<Chunk, LoadError>> + Send {
+        let origin = self.origin;
+        let mut rest = self.rest;
+        let mut next = self.next_line + 1;
+        let head = (!self.head.is_empty()).then(|| {
+            let first = self.head[0].0;
+            let mut text = String::new();
+            for (_, line) in self.head {
+                text.push_str(&line);
+                text.push('\n');
+            }
+            Ok(Chunk { first, text })
+        });
+        let mut failed = false;
+        let tail = std::iter::from_fn(move || {
+            if failed {
+                return None;
+            }
+            let mut buf: Vec<u8> = Vec::with_capacity(CHUNK_BYTES + 4096);
+            let read = (|| -> std::io::Result<()> {
+                while buf.len() < CHUNK_BYTES {
+                    let available = rest.fill_buf()?;
+                    if available.is_empty() {
+                        return Ok(());
+                    }
+                    let take = available.len().min(CHUNK_BYTES - buf.len());
+                    buf.extend_from_slice(&available[..take]);
+                    rest.consume(take);
+                }
+                if !buf.ends_with(b"\n") {
+                    rest.read_until(b'\n', &mut buf)?;
+                }
+                Ok(())
+            })();
+            if let Err(e) = read {
+                failed = true;
+                return Some(Err(unreadable(&origin, e)));
+            }
+            if buf.is_empty() {
+                return None;
+            }
+            let first = next;
+            next += buf.iter().filter(|&&b| b == b'\n').count();
+            match String::from_utf8(buf) {
+                Ok(text) => Some(Ok(Chunk { first, text })),
+                Err(e) => {
+                    failed = true;
+                    let bytes = e.as_bytes();
+                    let at = e.utf8_error().valid_up_to();
+                    let line = first + bytes[..at].iter().filter(|&&b| b == b'\n').count();
+                    let column = at
+                        - bytes[..at]
+                            .iter()
+                            .rposition(|&b| b == b'\n')
+                            .map_or(0, |p| p + 1)
+                        + 1;
+                    Some(Err(LoadError::Refused {
+                        origin: format!("{origin}:{line}:{column}"),
+                        reason: "expected UTF-8 text: this byte is not UTF-8".into(),
+                    }))
+                }
+            }
+        });
+        head.into_iter().chain(tail)
+    }
+}
+
 fn trim_newline(line: &mut String) {
     if line.ends_with('\n') {
         line.pop();
@@ -452,33 +541,34 @@ fn read_opened(
         }
         Layout::Log(source) => {
             let mut log = Log::new(source).expect("a log source");
-            let mut lines = opened.lines();
-            loop {
-                let mut chunk = Vec::with_capacity(CHUNK);
-                for item in lines.by_ref() {
-                    chunk.push(item?);
-                    if chunk.len() == CHUNK {
-                        break;
-                    }
-                }
-                if chunk.is_empty() {
-                    break;
-                }
-                log.push_lines(&chunk).map_err(|(n, e)| {
-                    let text = chunk
-                        .iter()
-                        .find(|(m, _)| *m == n)
-                        .map_or("", |(_, t)| t.as_str());
-                    match e {
-                        LineError::Json(e) => json_error(&origin, text, Some(n), &e),
-                        LineError::Read(e) => {
-                            let offset = SpanNode::parse(text)
-                                .map_or(0, |s| s.offset_of(&parse_path(&e.path)));
-                            in_line(&origin, n, text, offset, e.to_string())
+            // One thread reads the next chunk while the pool parses this one.
+            let (chunks, arriving) = std::sync::mpsc::sync_channel::<Result<Chunk, LoadError>>(2);
+            std::thread::scope(|scope| -> Result<(), LoadError> {
+                scope.spawn(move || {
+                    for chunk in opened.chunks() {
+                        let stop = chunk.is_err();
+                        if chunks.send(chunk).is_err() || stop {
+                            break;
                         }
                     }
-                })?;
-            }
+                });
+                for chunk in arriving {
+                    let chunk = chunk?;
+                    let lines: Vec<(usize, &str)> = chunk.lines().collect();
+                    log.push_lines(&lines).map_err(|(n, e)| {
+                        let text = lines.iter().find(|(m, _)| *m == n).map_or("", |(_, t)| *t);
+                        match e {
+                            LineError::Json(e) => json_error(&origin, text, Some(n), &e),
+                            LineError::Read(e) => {
+                                let offset = SpanNode::parse(text)
+                                    .map_or(0, |s| s.offset_of(&parse_path(&e.path)));
+                                in_line(&origin, n, text, offset, e.to_string())
+                            }
+                        }
+                    })?;
+                }
+                Ok(())
+            })?;
             let convs = log.finish().map_err(|e| LoadError::Refused {
                 origin: origin.clone(),
                 reason: e.to_string(),
@@ -525,9 +615,6 @@ type LineOutcome = (
     usize,
     Result<Option<(Source, ConversationReport)>, LoadError>,
 );
-
-/// Lines checked together, spread over the cores.
-const CHUNK: usize = 2048;
 
 /// Checks one input. `emit` gets every conversation's report as soon as it
 /// is known (for `--format jsonl`); the returned report keeps only the
@@ -581,10 +668,13 @@ pub fn check_file(
                 return report;
             }
         }
-        for (index, line, conv) in convs {
-            let r = conversation_report(index, line, &conv);
+        for (index, line, conv) in &convs {
+            let r = conversation_report(*index, *line, conv);
             keep(&mut report, r);
         }
+        // A long log is many small allocations: free them on another core
+        // while the report is printed (at exit the process frees them all).
+        std::thread::spawn(move || drop(convs));
         return report;
     }
     report.format = forced.map(Source::as_str);
@@ -593,41 +683,33 @@ pub fn check_file(
     let mut read_bytes: u64 = 0;
     // One thread reads chunks of lines while the pool checks the previous
     // chunk; results are reported in line order.
-    let (chunks, arriving) =
-        std::sync::mpsc::sync_channel::<(Vec<(usize, String)>, Option<LoadError>)>(2);
+    let (chunks, arriving) = std::sync::mpsc::sync_channel::<Result<Chunk, LoadError>>(2);
     std::thread::scope(|scope| {
         scope.spawn(move || {
-            let mut lines = opened.lines();
-            loop {
-                let mut chunk = Vec::with_capacity(CHUNK);
-                let mut failed = None;
-                for item in lines.by_ref() {
-                    match item {
-                        Ok(l) => chunk.push(l),
-                        Err(e) => {
-                            failed = Some(e);
-                            break;
-                        }
-                    }
-                    if chunk.len() == CHUNK {
-                        break;
-                    }
-                }
-                let last = chunk.is_empty() || failed.is_some();
-                if chunks.send((chunk, failed)).is_err() || last {
+            for chunk in opened.chunks() {
+                let stop = chunk.is_err();
+                if chunks.send(chunk).is_err() || stop {
                     break;
                 }
             }
         });
-        for (chunk, failed) in arriving {
-            read_bytes += chunk.iter().map(|l| l.1.len() as u64 + 1).sum::<u64>();
-            let done: Vec<LineOutcome> = chunk
+        for chunk in arriving {
+            let chunk = match chunk {
+                Ok(c) => c,
+                Err(e) => {
+                    report.errors.push(e.into());
+                    break;
+                }
+            };
+            read_bytes += chunk.text.len() as u64;
+            let lines: Vec<(usize, &str)> = chunk.lines().collect();
+            let done: Vec<LineOutcome> = lines
                 .par_iter()
-                .map(|(n, line)| {
-                    let r = conversation_of_line(&origin, forced, *n, line).map(|c| {
-                        c.map(|conv| (conv.source, conversation_report(0, Some(*n), &conv)))
+                .map(|&(n, line)| {
+                    let r = conversation_of_line(&origin, forced, n, line).map(|c| {
+                        c.map(|conv| (conv.source, conversation_report(0, Some(n), &conv)))
                     });
-                    (*n, r)
+                    (n, r)
                 })
                 .collect();
             for (_, r) in done {
@@ -641,9 +723,6 @@ pub fn check_file(
                     Ok(None) => {}
                     Err(e) => report.errors.push(e.into()),
                 }
-            }
-            if let Some(e) = failed {
-                report.errors.push(e.into());
             }
             if progress {
                 let percent = read_bytes * 100 / progress_size.max(1);

@@ -601,19 +601,19 @@ impl Log {
     /// Reads a chunk of lines, in order; blank lines are skipped. Claude
     /// Code lines are independent until the log is finished, so they are
     /// read on every core. On failure, says which line and why.
-    pub fn push_lines(&mut self, lines: &[(usize, String)]) -> Result<(), (usize, LineError)> {
+    pub fn push_lines(&mut self, lines: &[(usize, &str)]) -> Result<(), (usize, LineError)> {
         use rayon::prelude::*;
         match self {
             Log::ClaudeCode(log) => {
                 let parsed: Vec<(usize, Result<Option<claude_code::Event>, LineError>)> = lines
                     .par_iter()
-                    .map(|(n, text)| {
+                    .map(|&(n, text)| {
                         let event = if text.trim().is_empty() {
                             Ok(None)
                         } else {
-                            claude_code::Event::parse(*n, text)
+                            claude_code::Event::parse(n, text)
                         };
-                        (*n, event)
+                        (n, event)
                     })
                     .collect();
                 for (n, event) in parsed {
@@ -626,15 +626,15 @@ impl Log {
                 Ok(())
             }
             other => {
-                for (n, text) in lines {
+                for &(n, text) in lines {
                     if text.trim().is_empty() {
                         continue;
                     }
                     let v: Value =
-                        serde_json::from_str(text).map_err(|e| (*n, LineError::Json(e)))?;
+                        serde_json::from_str(text).map_err(|e| (n, LineError::Json(e)))?;
                     other
-                        .push_owned(*n, v)
-                        .map_err(|e| (*n, LineError::Read(e)))?;
+                        .push_owned(n, v)
+                        .map_err(|e| (n, LineError::Read(e)))?;
                 }
                 Ok(())
             }
