@@ -89,11 +89,16 @@ fn spawn(
 
 /// Sends `q` and waits for a clean exit with the terminal restored.
 fn quit(
-    mut child: Box<dyn portable_pty::Child + Send + Sync>,
+    child: Box<dyn portable_pty::Child + Send + Sync>,
     writer: &mut Box<dyn Write + Send>,
     screen: &mut Screen,
 ) {
     writer.write_all(b"q").unwrap();
+    restored_after_exit(child, screen);
+}
+
+/// Waits for the child to exit and checks the terminal was restored.
+fn restored_after_exit(mut child: Box<dyn portable_pty::Child + Send + Sync>, screen: &mut Screen) {
     let deadline = Instant::now() + PATIENCE;
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -168,4 +173,25 @@ fn closure_and_interrupt_keys_in_a_real_terminal() {
     let after = screen.wait_text("closure synthesize");
     assert!(after.contains("call_sh paired"), "{after}");
     quit(child, &mut writer, &mut screen);
+}
+
+/// SIGTERM, SIGINT and SIGHUP end the debugger like `q`: the alternate
+/// screen, mouse reporting, the hidden cursor and raw mode are all undone.
+#[test]
+fn signals_restore_the_terminal() {
+    for signal in ["TERM", "INT", "HUP"] {
+        let (child, _writer, mut screen) = spawn(&["sessions/weather.json"]);
+        screen.wait_text("step 1/");
+        let pid = child.process_id().expect("a pid").to_string();
+        let sent = std::process::Command::new("kill")
+            .args([&format!("-{signal}"), &pid])
+            .status()
+            .unwrap();
+        assert!(sent.success(), "kill -{signal}");
+        restored_after_exit(child, &mut screen);
+        assert!(
+            !screen.parser.screen().hide_cursor(),
+            "SIG{signal}: cursor shown again"
+        );
+    }
 }

@@ -23,6 +23,11 @@ pub struct Cli {
     #[arg(long, default_value_t = 1)]
     pub conversation: usize,
 
+    /// Let a session's sub-agents (`agent`) name files outside the
+    /// session's folder (by default they must stay inside it).
+    #[arg(long, global = true)]
+    pub agents_anywhere: bool,
+
     /// Strategy overrides for the debugger.
     #[command(flatten)]
     pub strategy: StrategyFlags,
@@ -143,9 +148,14 @@ pub enum Command {
         /// unanswered calls, or `strip` the dangling calls. Needs -o.
         #[arg(long, value_parser = parse_repair, requires = "output")]
         fix: Option<Repair>,
-        /// Where the repaired copy goes (never the input).
+        /// Where the repaired copy goes (never the input, not even through a
+        /// link; an existing file only with --force). Written to a temporary
+        /// file beside it and renamed into place.
         #[arg(short = 'o', long, requires = "fix")]
         output: Option<PathBuf>,
+        /// Replace an existing -o file.
+        #[arg(long, requires = "output")]
+        force: bool,
     },
     /// Run every strategy × behaviour of each session and print the table.
     Compare {

@@ -129,16 +129,10 @@ impl Opened {
         let mut rest = self.rest;
         let mut n = self.next_line;
         let tail = std::iter::from_fn(move || {
-            let mut line = String::new();
-            match rest.read_line(&mut line) {
-                Ok(0) => None,
-                Ok(_) => {
-                    n += 1;
-                    trim_newline(&mut line);
-                    Some(Ok((n, line)))
-                }
-                Err(e) => Some(Err(unreadable(&origin, e))),
-            }
+            n += 1;
+            read_text_line(&mut rest, &origin, n)
+                .transpose()
+                .map(|line| line.map(|l| (n, l)))
         });
         self.head.into_iter().map(Ok).chain(tail)
     }
@@ -216,20 +210,77 @@ impl Opened {
                     let bytes = e.as_bytes();
                     let at = e.utf8_error().valid_up_to();
                     let line = first + bytes[..at].iter().filter(|&&b| b == b'\n').count();
-                    let column = at
-                        - bytes[..at]
-                            .iter()
-                            .rposition(|&b| b == b'\n')
-                            .map_or(0, |p| p + 1)
+                    let line_start = bytes[..at]
+                        .iter()
+                        .rposition(|&b| b == b'\n')
+                        .map_or(0, |p| p + 1);
+                    let column = String::from_utf8_lossy(&bytes[line_start..at])
+                        .chars()
+                        .count()
                         + 1;
                     Some(Err(LoadError::Refused {
                         origin: format!("{origin}:{line}:{column}"),
-                        reason: "expected UTF-8 text: this byte is not UTF-8".into(),
+                        reason: format!(
+                            "expected UTF-8 text: byte 0x{:02x} at byte {} of line {line} is not UTF-8",
+                            bytes[at],
+                            at - line_start + 1
+                        ),
                     }))
                 }
             }
         });
         head.into_iter().chain(tail)
+    }
+}
+
+/// The longest line loopdbg reads (a minified document is one line).
+pub const MAX_LINE_BYTES: usize = 1 << 30;
+
+/// Reads line `n` (1-based) as text: without its line end, without a UTF-8
+/// byte order mark on line 1, at most [`MAX_LINE_BYTES`]; invalid UTF-8 is
+/// an error that says where.
+fn read_text_line(
+    reader: &mut (impl BufRead + ?Sized),
+    origin: &str,
+    n: usize,
+) -> Result<Option<String>, LoadError> {
+    let mut buf = Vec::new();
+    let read = reader
+        .take(MAX_LINE_BYTES as u64 + 1)
+        .read_until(b'\n', &mut buf)
+        .map_err(|e| unreadable(origin, e))?;
+    if read == 0 {
+        return Ok(None);
+    }
+    if buf.len() > MAX_LINE_BYTES && !buf.ends_with(b"\n") {
+        return Err(LoadError::Refused {
+            origin: format!("{origin}:{n}"),
+            reason: format!(
+                "line {n} is longer than {} MiB, the longest line loopdbg reads",
+                MAX_LINE_BYTES >> 20
+            ),
+        });
+    }
+    if n == 1 && buf.starts_with(b"\xef\xbb\xbf") {
+        buf.drain(..3);
+    }
+    match String::from_utf8(buf) {
+        Ok(mut line) => {
+            trim_newline(&mut line);
+            Ok(Some(line))
+        }
+        Err(e) => {
+            let at = e.utf8_error().valid_up_to();
+            let column = String::from_utf8_lossy(&e.as_bytes()[..at]).chars().count() + 1;
+            Err(LoadError::Refused {
+                origin: format!("{origin}:{n}:{column}"),
+                reason: format!(
+                    "expected UTF-8 text: byte 0x{:02x} at byte {} of line {n} is not UTF-8",
+                    e.as_bytes()[at],
+                    at + 1
+                ),
+            })
+        }
     }
 }
 
@@ -256,7 +307,30 @@ fn open_input(path: &Path, origin: &str) -> Result<Box<dyn BufRead + Send>, Load
         return Ok(Box::new(BufReader::new(std::io::stdin())));
     }
     let file = File::open(path).map_err(|e| unreadable(origin, e))?;
+    let kind = file
+        .metadata()
+        .map_err(|e| unreadable(origin, e))?
+        .file_type();
+    if !(kind.is_file() || is_fifo(&kind)) {
+        return Err(LoadError::Refused {
+            origin: origin.to_string(),
+            reason:
+                "not a regular file or a pipe: loopdbg reads files, pipes and standard input (`-`)"
+                    .into(),
+        });
+    }
     Ok(Box::new(BufReader::with_capacity(1 << 16, file)))
+}
+
+#[cfg(unix)]
+fn is_fifo(kind: &std::fs::FileType) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    kind.is_fifo()
+}
+
+#[cfg(not(unix))]
+fn is_fifo(_: &std::fs::FileType) -> bool {
+    false
 }
 
 fn unreadable(origin: &str, e: std::io::Error) -> LoadError {
@@ -333,17 +407,11 @@ fn sniff(path: &Path, forced: Option<Source>) -> Result<Opened, LoadError> {
     let mut suggested: Option<Source> = None;
     let mut eof = false;
     while decided.is_none() && head.len() < SNIFF_LINES {
-        let mut line = String::new();
-        if reader
-            .read_line(&mut line)
-            .map_err(|e| unreadable(&origin, e))?
-            == 0
-        {
+        let Some(line) = read_text_line(&mut reader, &origin, n + 1)? else {
             eof = true;
             break;
-        }
+        };
         n += 1;
-        trim_newline(&mut line);
         let trimmed = line.trim();
         if trimmed.is_empty() {
             head.push((n, line));
@@ -726,12 +794,12 @@ pub fn check_file(
             }
             if progress {
                 let percent = read_bytes * 100 / progress_size.max(1);
-                eprint!("\rchecking {origin}: {percent}% ({index} conversations)");
+                say_partial!("\rchecking {origin}: {percent}% ({index} conversations)");
             }
         }
     });
     if progress {
-        eprintln!("\rchecking {origin}: done ({index} conversations)      ");
+        say!("\rchecking {origin}: done ({index} conversations)      ");
     }
     report.conversations = index;
     report
@@ -778,7 +846,7 @@ pub fn render_text(reports: &[FileReport], out: &mut impl Write) -> std::io::Res
     for f in reports {
         convs += f.conversations;
         for e in &f.errors {
-            eprintln!("{}", e.rendered);
+            say!("{}", e.rendered);
         }
         if !f.errors.is_empty() {
             failed += 1;
@@ -886,50 +954,102 @@ fn clean(s: &str) -> String {
     loopdbg::lesson::report::clean(s)
 }
 
-/// Writes a repaired copy of `input` to `output`; returns the number of repairs.
+/// True when `a` and `b` are one file: the same path, a symlink, or a hard
+/// link (same device and inode).
+fn same_file(a: &Path, b: &Path) -> bool {
+    let (Ok(x), Ok(y)) = (std::fs::metadata(a), std::fs::metadata(b)) else {
+        return false;
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        x.dev() == y.dev() && x.ino() == y.ino()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (x, y);
+        matches!((a.canonicalize(), b.canonicalize()), (Ok(p), Ok(q)) if p == q)
+    }
+}
+
+/// Writes a repaired copy of `input` to `output`; returns the number of
+/// repairs. The copy goes to a temporary file beside `output` and is
+/// renamed into place only when complete, so a failure midway (a bad line,
+/// a full disk, a kill) leaves `output` as it was.
 pub fn fix_file(
     input: &Path,
     output: &Path,
     forced: Option<Source>,
     how: Repair,
+    force: bool,
 ) -> Result<usize, LoadError> {
     let origin = origin_of(input);
-    let same = match (input.canonicalize(), output.canonicalize()) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
+    let target = output.display().to_string();
+    let refuse = |reason: &str| LoadError::Refused {
+        origin: target.clone(),
+        reason: reason.to_string(),
     };
-    if same {
-        return Err(LoadError::Refused {
-            origin: output.display().to_string(),
-            reason: "refusing to overwrite the input; choose another -o".into(),
-        });
+    if input.as_os_str() != "-" && same_file(input, output) {
+        return Err(refuse(
+            "refusing to overwrite the input (the same file, through a link or not); choose another -o",
+        ));
     }
-    let write_err = |e: std::io::Error| LoadError::Unreadable {
-        origin: output.display().to_string(),
-        reason: format!("cannot write: {e}"),
+    if output.exists() && !force {
+        return Err(refuse("exists; pass --force to replace it"));
+    }
+    let write_err = |e: std::io::Error| LoadError::Unwritable {
+        origin: target.clone(),
+        reason: e.to_string(),
+    };
+    let dir = match output.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
     };
     let opened = sniff(input, forced)?;
-    match opened.layout {
-        Layout::Log(source) => Err(LoadError::Refused {
+    if let Layout::Log(source) = opened.layout {
+        return Err(LoadError::Refused {
             origin,
             reason: format!(
                 "--fix does not rewrite {} (its events are linked to each other); check reports where the pairing broke",
                 describe(source)
             ),
-        }),
+        });
+    }
+    let mut temp = tempfile::Builder::new()
+        .prefix(".loopdbg-")
+        .tempfile_in(&dir)
+        .map_err(write_err)?;
+    let total = {
+        let mut out = std::io::BufWriter::new(temp.as_file_mut());
+        let total = write_repaired(opened, &origin, forced, how, &mut out, &write_err)?;
+        out.flush().map_err(write_err)?;
+        total
+    };
+    temp.as_file().sync_all().map_err(write_err)?;
+    temp.persist(output).map_err(|e| write_err(e.error))?;
+    Ok(total)
+}
+
+fn write_repaired(
+    opened: Opened,
+    origin: &str,
+    forced: Option<Source>,
+    how: Repair,
+    out: &mut impl Write,
+    write_err: &dyn Fn(std::io::Error) -> LoadError,
+) -> Result<usize, LoadError> {
+    match opened.layout {
+        Layout::Log(_) => unreachable!("refused before"),
         Layout::Document(mut doc, text) => {
             let source = forced
                 .or_else(|| detect(&doc))
-                .ok_or_else(|| LoadError::at(&origin, &text, 0, "expected a conversation"))?;
+                .ok_or_else(|| LoadError::at(origin, &text, 0, "expected a conversation"))?;
             let n = repair(&mut doc, source.provider(), how);
-            let mut out = std::fs::File::create(output).map_err(write_err)?;
-            serde_json::to_writer_pretty(&mut out, &doc).map_err(|e| write_err(e.into()))?;
+            serde_json::to_writer_pretty(&mut *out, &doc).map_err(|e| write_err(e.into()))?;
             writeln!(out).map_err(write_err)?;
             Ok(n)
         }
         Layout::Lines => {
-            let mut out =
-                std::io::BufWriter::new(std::fs::File::create(output).map_err(write_err)?);
             let mut total = 0;
             for item in opened.lines() {
                 let (n, line) = item?;
@@ -938,7 +1058,7 @@ pub fn fix_file(
                     continue;
                 }
                 let mut doc: Value = serde_json::from_str(&line)
-                    .map_err(|e| json_error(&origin, &line, Some(n), &e))?;
+                    .map_err(|e| json_error(origin, &line, Some(n), &e))?;
                 let fixed = forced
                     .or_else(|| detect(&doc))
                     .map_or(0, |s| repair(&mut doc, s.provider(), how));
@@ -946,11 +1066,10 @@ pub fn fix_file(
                 if fixed == 0 {
                     writeln!(out, "{line}").map_err(write_err)?;
                 } else {
-                    serde_json::to_writer(&mut out, &doc).map_err(|e| write_err(e.into()))?;
+                    serde_json::to_writer(&mut *out, &doc).map_err(|e| write_err(e.into()))?;
                     writeln!(out).map_err(write_err)?;
                 }
             }
-            out.flush().map_err(write_err)?;
             Ok(total)
         }
     }

@@ -17,10 +17,38 @@ pub struct Loaded {
 }
 
 /// Reads and parses a session file, and the sub-agent sessions it names.
-pub fn session(path: &Path) -> Result<Loaded, LoadError> {
+/// A sub-agent's file must lie inside the session's folder unless
+/// `anywhere` is set, and must be a regular file.
+pub fn session(path: &Path, anywhere: bool) -> Result<Loaded, LoadError> {
     let (origin, text, mut session) = read_one(path)?;
     let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let root = std::fs::canonicalize(if base.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        &base
+    })
+    .unwrap_or_else(|_| base.clone());
     let mut load = |child: &str, depth: usize| -> Result<Session, LoadError> {
+        let file = base.join(child);
+        // Lexically inside (relative, no `..`), and still inside once links
+        // are followed.
+        let relative = Path::new(child).components().all(|c| {
+            matches!(
+                c,
+                std::path::Component::Normal(_) | std::path::Component::CurDir
+            )
+        });
+        let inside =
+            relative && std::fs::canonicalize(&file).map_or(true, |real| real.starts_with(&root));
+        if !anywhere && !inside {
+            return Err(LoadError::Refused {
+                origin: format!("{origin}: agent {}", loopdbg::lesson::report::clean(child)),
+                reason: format!(
+                    "the sub-agent file lies outside the session's folder ({}); pass --agents-anywhere to allow it",
+                    root.display()
+                ),
+            });
+        }
         if depth > loopdbg::engine::executor::MAX_AGENT_DEPTH {
             return Err(LoadError::Refused {
                 origin: child.to_string(),
@@ -30,7 +58,14 @@ pub fn session(path: &Path) -> Result<Loaded, LoadError> {
                 ),
             });
         }
-        read_one(&base.join(child)).map(|(_, _, s)| s)
+        read_one(&file).map(|(_, _, s)| s).map_err(|e| match e {
+            // Say which session named the file that could not be loaded.
+            LoadError::Unreadable { origin: o, reason } => LoadError::Unreadable {
+                origin: format!("{o} (sub-agent of {origin})"),
+                reason,
+            },
+            other => other,
+        })
     };
     session.resolve_agents(0, &mut load)?;
     Ok(Loaded {
@@ -42,12 +77,62 @@ pub fn session(path: &Path) -> Result<Loaded, LoadError> {
 
 fn read_one(path: &Path) -> Result<(String, String, Session), LoadError> {
     let origin = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| LoadError::Unreadable {
-        origin: origin.clone(),
-        reason: e.to_string(),
-    })?;
+    let text = read_text(path, &origin)?;
     let session = Session::parse(&origin, &text)?;
     Ok((origin, text, session))
+}
+
+/// How large a session file may be: sessions are written by hand.
+pub const MAX_SESSION_BYTES: u64 = 64 << 20;
+
+/// Reads a regular file as UTF-8 text (a byte order mark is dropped);
+/// anything else is refused with where and why.
+pub fn read_text(path: &Path, origin: &str) -> Result<String, LoadError> {
+    let unreadable = |e: std::io::Error| LoadError::Unreadable {
+        origin: origin.to_string(),
+        reason: e.to_string(),
+    };
+    let meta = std::fs::metadata(path).map_err(unreadable)?;
+    if !meta.is_file() {
+        return Err(LoadError::Refused {
+            origin: origin.to_string(),
+            reason: "not a regular file".into(),
+        });
+    }
+    if meta.len() > MAX_SESSION_BYTES {
+        return Err(LoadError::Refused {
+            origin: origin.to_string(),
+            reason: format!(
+                "{} MiB is larger than a session may be ({} MiB)",
+                meta.len() >> 20,
+                MAX_SESSION_BYTES >> 20
+            ),
+        });
+    }
+    let mut bytes = std::fs::read(path).map_err(unreadable)?;
+    if bytes.starts_with(b"\xef\xbb\xbf") {
+        bytes.drain(..3);
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let before = &e.as_bytes()[..at];
+        let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+        let line_start = before
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |p| p + 1);
+        let column = String::from_utf8_lossy(&before[line_start..])
+            .chars()
+            .count()
+            + 1;
+        LoadError::Refused {
+            origin: format!("{origin}:{line}:{column}"),
+            reason: format!(
+                "expected UTF-8 text: byte 0x{:02x} at offset {at} is not UTF-8",
+                e.as_bytes()[at]
+            ),
+        }
+    })
 }
 
 /// True when `path` holds a captured conversation rather than a session:
@@ -92,7 +177,9 @@ pub fn located_lint(loaded: &Loaded) -> Vec<String> {
                 .map_or((1, 1), |s| line_col(&loaded.text, s.offset_of(&w.path)));
             format!(
                 "{}:{line}:{col}: warning[{}]: {}",
-                loaded.origin, w.kind, w.message
+                loaded.origin,
+                w.kind,
+                loopdbg::lesson::report::clean(&w.message)
             )
         })
         .collect()

@@ -3,6 +3,23 @@
 //! of every subcommand to the library (this file). All I/O and exit codes
 //! live here; nothing here decides loop semantics.
 
+/// `eprintln!` that never panics: a closed stderr (`2>&-`, a pipe whose
+/// reader left) is not worth a crash.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// `eprint!` that never panics.
+macro_rules! say_partial {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 pub mod args;
 pub mod check;
 pub mod load;
@@ -33,13 +50,15 @@ pub fn main() -> ExitCode {
     match dispatch(cli) {
         Ok(code) => code,
         Err(Failure::BadInput(report)) => {
-            eprintln!("{report:?}");
+            say!("{report:?}");
             ExitCode::from(EXIT_BAD_INPUT)
         }
         Err(Failure::Other(err)) => {
-            eprintln!("loopdbg: {err:#}");
+            say!("loopdbg: {err:#}");
             ExitCode::FAILURE
         }
+        // The reader of our output left (`| head`): nothing more to say.
+        Err(Failure::Closed) => ExitCode::SUCCESS,
     }
 }
 
@@ -47,6 +66,8 @@ pub fn main() -> ExitCode {
 enum Failure {
     BadInput(miette::Report),
     Other(anyhow::Error),
+    /// Standard output was closed by its reader.
+    Closed,
 }
 
 impl From<loopdbg::LoadError> for Failure {
@@ -57,6 +78,17 @@ impl From<loopdbg::LoadError> for Failure {
 
 impl From<anyhow::Error> for Failure {
     fn from(err: anyhow::Error) -> Self {
+        let closed = err
+            .downcast_ref::<std::io::Error>()
+            .map(std::io::Error::kind)
+            .or_else(|| {
+                err.downcast_ref::<serde_json::Error>()
+                    .and_then(serde_json::Error::io_error_kind)
+            })
+            == Some(std::io::ErrorKind::BrokenPipe);
+        if closed {
+            return Failure::Closed;
+        }
         Failure::Other(err)
     }
 }
@@ -65,7 +97,7 @@ impl From<std::io::Error> for Failure {
     fn from(err: std::io::Error) -> Self {
         // A closed pipe (`loopdbg run ... | head`) is not an error worth a message.
         if err.kind() == std::io::ErrorKind::BrokenPipe {
-            return Failure::Other(anyhow::anyhow!("output closed"));
+            return Failure::Closed;
         }
         Failure::Other(err.into())
     }
@@ -86,7 +118,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             let app = if load::is_transcript(&path) {
                 replay_app(&path, cli.conversation)?
             } else {
-                let loaded = load::session(&path)?;
+                let loaded = load::session(&path, cli.agents_anywhere)?;
                 let strategy = strategy_for(&loaded.session, &cli.strategy)?;
                 App::new(loaded.origin, loaded.session, strategy, terminal::theme())
             };
@@ -100,7 +132,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             emit,
             model,
         }) => {
-            let loaded = load::session(&session)?;
+            let loaded = load::session(&session, cli.agents_anywhere)?;
             let strategy = strategy_for(&loaded.session, &strategy)?;
             let trace = loopdbg::run(&loaded.session, &strategy);
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
@@ -109,7 +141,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
                 for step in trace.steps.iter().filter(|s| s.phase == Phase::Request) {
                     let history = &trace.messages[..step.history_len];
                     let body = request_body(provider, &loaded.session, history, &model);
-                    eprintln!(
+                    say!(
                         "# request {} (round {}), {}",
                         step.round,
                         step.round,
@@ -139,7 +171,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         }) => {
             let mut rows = Vec::new();
             for path in &sessions {
-                let loaded = load::session(path)?;
+                let loaded = load::session(path, cli.agents_anywhere)?;
                 let rounds = match max_rounds {
                     Some(n) => check_rounds(n)?,
                     None => Strategy::for_session(&loaded.session).max_rounds,
@@ -161,7 +193,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             let mut total = 0;
             for path in &sessions {
-                let loaded = load::session(path)?;
+                let loaded = load::session(path, cli.agents_anywhere)?;
                 for w in load::located_lint(&loaded) {
                     total += 1;
                     writeln!(out, "{w}")?;
@@ -176,6 +208,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             format,
             fix,
             output,
+            force,
         }) => {
             let json = format.contains(&CheckFormat::Json);
             let jsonl = format.contains(&CheckFormat::Jsonl);
@@ -191,8 +224,8 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
                     if files.len() != 1 {
                         return Err(bad_flag("--fix repairs one file at a time".into()));
                     }
-                    let n = check::fix_file(&files[0], &out, forced, how)?;
-                    eprintln!("wrote {} ({n} repair(s)); checking it:", out.display());
+                    let n = check::fix_file(&files[0], &out, forced, how, force)?;
+                    say!("wrote {} ({n} repair(s)); checking it:", out.display());
                     vec![out]
                 }
                 _ => files,
@@ -236,7 +269,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
                 }
                 for f in &reports {
                     for e in &f.errors {
-                        eprintln!("{}", e.rendered);
+                        say!("{}", e.rendered);
                     }
                 }
             } else if json {
@@ -261,7 +294,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
                 writeln!(out)?;
                 for f in &reports {
                     for e in &f.errors {
-                        eprintln!("{}", e.rendered);
+                        say!("{}", e.rendered);
                     }
                 }
             } else {

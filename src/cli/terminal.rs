@@ -29,8 +29,13 @@ pub fn run(mut app: App) -> anyhow::Result<()> {
 
     use std::io::IsTerminal;
     if !stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        let headless = if app.trace.strategy.behavior == loopdbg::wire::replay::REPLAY_BEHAVIOR {
+            "loopdbg check"
+        } else {
+            "loopdbg run"
+        };
         anyhow::bail!(
-            "the debugger needs a terminal; for headless output use `loopdbg run {}`",
+            "the debugger needs a terminal; for headless output use `{headless} {}`",
             app.origin
         );
     }
@@ -54,12 +59,21 @@ fn install_mouse_restoring_panic_hook() {
 }
 
 async fn event_loop(terminal: &mut DefaultTerminal, app: &mut App) -> anyhow::Result<()> {
+    // Listening before the first frame: a signal sent once the screen shows
+    // is always caught.
+    let mut signals = Signals::new()?;
     let size = terminal.size()?;
     apply(app, Action::Resize(size.width, size.height));
     terminal.draw(|frame| frame.render_widget(&*app, frame.area()))?;
     let mut events = EventStream::new();
     while !app.quit {
-        let Some(event) = events.next().await else {
+        let event = tokio::select! {
+            event = events.next() => event,
+            // SIGTERM, SIGINT, SIGHUP: leave as `q` does, so the caller
+            // restores the terminal.
+            () = signals.next() => break,
+        };
+        let Some(event) = event else {
             break;
         };
         let Some(action) = to_action(event.context("reading terminal events")?) else {
@@ -71,6 +85,46 @@ async fn event_loop(terminal: &mut DefaultTerminal, app: &mut App) -> anyhow::Re
         }
     }
     Ok(())
+}
+
+/// The signals that end the debugger the way `q` does.
+struct Signals {
+    #[cfg(unix)]
+    streams: Vec<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    #[cfg(unix)]
+    fn new() -> anyhow::Result<Signals> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let kinds = [
+            SignalKind::terminate(),
+            SignalKind::interrupt(),
+            SignalKind::hangup(),
+        ];
+        let streams = kinds
+            .into_iter()
+            .map(signal)
+            .collect::<Result<_, _>>()
+            .context("listening for signals")?;
+        Ok(Signals { streams })
+    }
+
+    #[cfg(not(unix))]
+    fn new() -> anyhow::Result<Signals> {
+        Ok(Signals {})
+    }
+
+    /// Resolves when any of them arrives.
+    async fn next(&mut self) {
+        #[cfg(unix)]
+        {
+            let waits = self.streams.iter_mut().map(|s| Box::pin(s.recv()));
+            futures::future::select_all(waits).await;
+        }
+        #[cfg(not(unix))]
+        std::future::pending::<()>().await
+    }
 }
 
 /// Runs `update` until it asks for nothing more.

@@ -404,26 +404,7 @@ pub fn compact(value: &Value) -> String {
     serde_json::to_string(value).unwrap_or_default()
 }
 
-/// Text from a session made safe for a terminal: control characters and
-/// escape sequences are shown escaped, never sent raw.
-pub fn clean(text: &str) -> String {
-    if !text.chars().any(char::is_control) {
-        return text.to_string();
-    }
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if c.is_control() => {
-                let _ = write!(out, "\\u{{{:x}}}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out
-}
+pub use crate::diagnostics::inert::clean;
 
 /// One row of `loopdbg compare`.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -1,0 +1,294 @@
+//! Hostile input: no panic, no hang, nothing destroyed. One regression test
+//! per finding of the fuzzing and review round (issue 11).
+
+use std::path::PathBuf;
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+const T: &str = "tests/fixtures/transcripts";
+
+fn loopdbg() -> Command {
+    let mut cmd = Command::cargo_bin("loopdbg").unwrap();
+    cmd.env("NO_COLOR", "1");
+    cmd
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("loopdbg-hostile-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn an_error_past_column_65536_is_located_without_a_panic() {
+    let dir = scratch("long");
+    let file = dir.join("minified.json");
+    let text = format!(
+        r#"{{"user": "x", "model": {{"script": [{{"reply": {{"text": "{}", "bogus": 1}}}}]}}}}"#,
+        "a".repeat(200_000)
+    );
+    std::fs::write(&file, text).unwrap();
+    for command in [vec!["run"], vec!["lint"], vec!["compare"]] {
+        let out = loopdbg()
+            .args(&command)
+            .arg(&file)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(
+                ":1:200065: model.script[0].reply.bogus: unknown field `bogus`",
+            ))
+            .get_output()
+            .stderr
+            .clone();
+        // The snippet is a window around the column, not the whole line.
+        assert!(out.len() < 2_000, "{} bytes of stderr", out.len());
+    }
+}
+
+#[test]
+fn a_json_lines_snippet_shows_the_real_line() {
+    let dir = scratch("jsonl");
+    let file = dir.join("bad.jsonl");
+    let good = std::fs::read_to_string(format!("{T}/dataset.jsonl")).unwrap();
+    let first = good.lines().next().unwrap();
+    std::fs::write(&file, format!("{first}\n{first}\n{{\"messages\": [}}\n")).unwrap();
+    loopdbg()
+        .arg("check")
+        .arg(&file)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(":3:"))
+        .stderr(predicate::str::contains(" 3 │ {\"messages\": [}"));
+}
+
+#[test]
+fn a_byte_order_mark_is_accepted_and_bad_utf8_is_located() {
+    let dir = scratch("utf8");
+    let bom = dir.join("bom.json");
+    let mut bytes = b"\xef\xbb\xbf".to_vec();
+    bytes.extend(std::fs::read("sessions/weather.json").unwrap());
+    std::fs::write(&bom, bytes).unwrap();
+    loopdbg().arg("run").arg(&bom).assert().success();
+    let mut capture = b"\xef\xbb\xbf".to_vec();
+    capture.extend(std::fs::read(format!("{T}/anthropic_clean.json")).unwrap());
+    let bom_capture = dir.join("bom_capture.json");
+    std::fs::write(&bom_capture, capture).unwrap();
+    loopdbg().arg("check").arg(&bom_capture).assert().code(0);
+
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, b"{\"user\": \"h\xffi\"}").unwrap();
+    loopdbg()
+        .arg("run")
+        .arg(&bad)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "bad.json:1:12: expected UTF-8 text: byte 0xff at offset 11",
+        ));
+    let bad_lines = dir.join("bad.jsonl");
+    let good = std::fs::read_to_string(format!("{T}/dataset.jsonl")).unwrap();
+    let mut bytes = good.lines().next().unwrap().as_bytes().to_vec();
+    bytes.extend(b"\n{\"messages\": \"\xfe\"}\n");
+    std::fs::write(&bad_lines, bytes).unwrap();
+    loopdbg()
+        .arg("check")
+        .arg(&bad_lines)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "bad.jsonl:2:15: expected UTF-8 text: byte 0xfe",
+        ));
+}
+
+#[test]
+fn special_files_are_refused_not_read_forever() {
+    loopdbg()
+        .args(["check", "/dev/zero"])
+        .timeout(std::time::Duration::from_secs(20))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "/dev/zero: not a regular file or a pipe",
+        ));
+    loopdbg()
+        .args(["run", "/dev/zero"])
+        .timeout(std::time::Duration::from_secs(20))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("not a regular file"));
+}
+
+#[test]
+fn a_fifo_is_read_once() {
+    let dir = scratch("fifo");
+    let fifo = dir.join("pipe.jsonl");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let data = std::fs::read(format!("{T}/dataset.jsonl")).unwrap();
+    let writer_path = fifo.clone();
+    let writer = std::thread::spawn(move || std::fs::write(writer_path, data).unwrap());
+    let out = loopdbg()
+        .arg("check")
+        .arg(&fifo)
+        .args(["--format", "json"])
+        .timeout(std::time::Duration::from_secs(20))
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    writer.join().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["conversations"], 3);
+}
+
+#[test]
+fn fix_never_writes_over_the_input_through_a_hard_link() {
+    let dir = scratch("hardlink");
+    let input = dir.join("in.jsonl");
+    std::fs::copy(format!("{T}/dataset.jsonl"), &input).unwrap();
+    let before = std::fs::read(&input).unwrap();
+    let link = dir.join("link.jsonl");
+    std::fs::hard_link(&input, &link).unwrap();
+    for force in [false, true] {
+        let mut cmd = loopdbg();
+        cmd.arg("check")
+            .arg(&input)
+            .args(["--fix", "synthesize", "-o"])
+            .arg(&link);
+        if force {
+            cmd.arg("--force");
+        }
+        cmd.assert()
+            .code(2)
+            .stderr(predicate::str::contains("refusing to overwrite the input"));
+        assert_eq!(std::fs::read(&input).unwrap(), before, "input intact");
+    }
+}
+
+#[test]
+fn fix_refuses_an_existing_output_and_never_leaves_a_partial_one() {
+    let dir = scratch("atomic");
+    let out = dir.join("out.jsonl");
+    std::fs::write(&out, "precious\n").unwrap();
+    loopdbg()
+        .arg("check")
+        .arg(format!("{T}/dataset.jsonl"))
+        .args(["--fix", "synthesize", "-o"])
+        .arg(&out)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "exists; pass --force to replace it",
+        ));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "precious\n");
+
+    // A bad line midway: with --force, the old output is still intact.
+    let input = dir.join("midway.jsonl");
+    let good = std::fs::read_to_string(format!("{T}/dataset.jsonl")).unwrap();
+    let first = good.lines().next().unwrap();
+    std::fs::write(&input, format!("{first}\n{first}\n{{oops\n{first}\n")).unwrap();
+    loopdbg()
+        .arg("check")
+        .arg(&input)
+        .args(["--fix", "synthesize", "--force", "-o"])
+        .arg(&out)
+        .assert()
+        .code(2);
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "precious\n");
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .filter(|n| n.starts_with(".loopdbg-"))
+        .collect();
+    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+
+    // And a good run with --force replaces it whole.
+    loopdbg()
+        .arg("check")
+        .arg(format!("{T}/dataset.jsonl"))
+        .args(["--fix", "synthesize", "--force", "-o"])
+        .arg(&out)
+        .assert()
+        .code(0);
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap().lines().count(),
+        good.lines().count()
+    );
+}
+
+#[test]
+fn a_sub_agent_may_not_reach_outside_the_session_folder() {
+    let dir = scratch("agents");
+    let session = std::fs::read_to_string("sessions/fault_subagent.json").unwrap();
+    for (name, agent) in [
+        ("passwd", "/etc/passwd"),
+        ("zero", "/dev/zero"),
+        ("up", "../x.json"),
+    ] {
+        let file = dir.join(format!("{name}.json"));
+        std::fs::write(&file, session.replace("child_research.json", agent)).unwrap();
+        loopdbg()
+            .arg("run")
+            .arg(&file)
+            .timeout(std::time::Duration::from_secs(20))
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(
+                "lies outside the session's folder",
+            ))
+            .stderr(predicate::str::contains("root:").not());
+    }
+}
+
+#[test]
+fn control_characters_from_input_are_printed_inert() {
+    let dir = scratch("escapes");
+    let file = dir.join("evil.json");
+    // A tool name with a clear-screen, an OSC 52 clipboard write and a bidi
+    // override, which lint names in its output.
+    std::fs::write(
+        &file,
+        r#"{"user": "x", "tools": [{"name": "w\u001b[2J\u001b]52;c;aGk=\u0007\u202e"}], "model": {"script": [{"reply": {"text": "ok"}}]}}"#,
+    )
+    .unwrap();
+    let out = loopdbg()
+        .arg("lint")
+        .arg(&file)
+        .assert()
+        .get_output()
+        .clone();
+    let all = [out.stdout, out.stderr].concat();
+    assert!(!all.contains(&0x1b), "a raw escape reached the terminal");
+    assert!(!String::from_utf8_lossy(&all).contains('\u{202e}'));
+}
+
+#[test]
+fn a_closed_pipe_is_not_an_error() {
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "{} run sessions/large_loop.json --format json | head -c 10 > /dev/null; echo ${{PIPESTATUS:-}}",
+            env!("CARGO_BIN_EXE_loopdbg")
+        ))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let mut loopdbg_alone = std::process::Command::new(env!("CARGO_BIN_EXE_loopdbg"))
+        .args(["run", "sessions/large_loop.json", "--format", "json"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(loopdbg_alone.stdout.take());
+    let status = loopdbg_alone.wait().unwrap();
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "a reader that left is not a failure"
+    );
+}
