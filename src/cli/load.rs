@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use loopdbg::diagnostics::json_span::{SpanNode, line_col};
+use loopdbg::diagnostics::json_span::{LineIndex, SpanNode};
 use loopdbg::lesson::lint::lint;
 use loopdbg::{LoadError, Session};
 
@@ -169,12 +169,13 @@ pub fn is_transcript(path: &Path) -> bool {
 /// Lint warnings as `file:line:column: warning: ...` lines.
 pub fn located_lint(loaded: &Loaded) -> Vec<String> {
     let spans = SpanNode::parse(&loaded.text);
+    let mut lines = LineIndex::new(&loaded.text);
     lint(&loaded.session)
         .into_iter()
         .map(|w| {
             let (line, col) = spans
                 .as_ref()
-                .map_or((1, 1), |s| line_col(&loaded.text, s.offset_of(&w.path)));
+                .map_or((1, 1), |s| lines.line_col(s.offset_of(&w.path)));
             format!(
                 "{}:{line}:{col}: warning[{}]: {}",
                 loaded.origin,

@@ -290,6 +290,46 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
+/// Line starts of a text, for turning many offsets into `(line, column)`
+/// without rescanning the text each time (lint can report thousands).
+#[derive(Debug, Clone)]
+pub struct LineIndex<'a> {
+    text: &'a str,
+    starts: Vec<usize>,
+    /// The last answer `(offset, line, column)`: offsets asked in order on
+    /// one long line (minified JSON) count only the characters in between.
+    last: (usize, usize, usize),
+}
+
+impl<'a> LineIndex<'a> {
+    /// Indexes `text` once.
+    pub fn new(text: &'a str) -> LineIndex<'a> {
+        let mut starts = vec![0];
+        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        LineIndex {
+            text,
+            starts,
+            last: (0, 1, 1),
+        }
+    }
+
+    /// What [`line_col`] gives, in O(log lines) plus the characters since
+    /// the previous answer on the same line (or since the line start).
+    pub fn line_col(&mut self, offset: usize) -> (usize, usize) {
+        let offset = floor_char_boundary(self.text, offset.min(self.text.len()));
+        let line = self.starts.partition_point(|&s| s <= offset);
+        let start = self.starts[line - 1];
+        let (last_offset, last_line, last_col) = self.last;
+        let col = if last_line == line && last_offset >= start && last_offset <= offset {
+            last_col + self.text[last_offset..offset].chars().count()
+        } else {
+            self.text[start..offset].chars().count() + 1
+        };
+        self.last = (offset, line, col);
+        (line, col)
+    }
+}
+
 /// The byte offset of a 1-based line and 1-based *byte* column, as serde_json
 /// reports them.
 pub fn offset_of_line_byte_col(text: &str, line: usize, byte_col: usize) -> usize {
@@ -319,6 +359,15 @@ fn floor_char_boundary(text: &str, mut offset: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn line_index_agrees_with_line_col() {
+        let text = "ab\n北京\n\nxyz";
+        let mut index = LineIndex::new(text);
+        for offset in (0..=text.len() + 2).chain((0..=text.len()).rev()) {
+            assert_eq!(index.line_col(offset), line_col(text, offset), "{offset}");
+        }
+    }
 
     #[test]
     fn finds_nested_values_and_keys() {

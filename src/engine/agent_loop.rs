@@ -80,20 +80,45 @@ pub fn run_with(session: &Session, strategy: &Strategy, executor: &dyn ToolExecu
 }
 
 /// Fills [`Step::unpaired`] in one pass over the history.
+/// Unpaired = unanswered in the history minus those in flight; a step's
+/// in-flight set depends only on its round, its phase kind and (during
+/// Append) how many results are in, so consecutive Execute steps of a wide
+/// turn share one count instead of recomputing it per call.
 pub(crate) fn count_unpaired(trace: &mut Trace) {
     let mut index = CallIndex::default();
     let mut seen = 0;
+    let mut counts = Vec::with_capacity(trace.steps.len());
+    let mut in_flight: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    let mut last: Option<((u32, u8, Option<usize>), usize, usize)> = None;
     for k in 0..trace.steps.len() {
-        let len = trace.steps[k].history_len;
-        for message in &trace.messages[seen..len] {
+        let step = &trace.steps[k];
+        let len = step.history_len;
+        for message in &trace.messages[seen.min(len)..len] {
             index.push(message);
         }
         seen = seen.max(len);
-        let unpaired = index
-            .unanswered()
-            .filter(|id| !trace.in_flight_iter(k).any(|f| f == *id))
-            .count();
-        trace.steps[k].unpaired = unpaired;
+        let class = match step.phase {
+            Phase::Reply => (step.round, 0, None),
+            Phase::Extract | Phase::Execute => (step.round, 1, None),
+            Phase::Close => (step.round, 2, None),
+            Phase::Append => (step.round, 3, step.execution),
+            _ => (step.round, 4, None),
+        };
+        if let Some((key, at_len, count)) = last
+            && key == class
+            && at_len == len
+        {
+            counts.push(count);
+            continue;
+        }
+        in_flight.clear();
+        in_flight.extend(trace.in_flight_iter(k).filter(|id| index.is_unanswered(id)));
+        let count = index.unanswered_len() - in_flight.len();
+        counts.push(count);
+        last = Some((class, len, count));
+    }
+    for (step, count) in trace.steps.iter_mut().zip(counts) {
+        step.unpaired = count;
     }
 }
 

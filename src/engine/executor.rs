@@ -285,10 +285,21 @@ impl TableExecutor<'_> {
     }
 }
 
-/// Runs a sub-agent's own loop; the parent sees one result.
-fn run_sub_agent(child: &Session, background: bool, call_id: &str) -> ToolOutcome {
-    let strategy = crate::engine::strategy::Strategy::for_session(child);
-    let trace = crate::engine::run(child, &strategy);
+/// Runs a sub-agent's own loop (once per child session); the parent sees
+/// one result.
+fn run_sub_agent(
+    child: &crate::engine::session::AgentSession,
+    background: bool,
+    call_id: &str,
+) -> ToolOutcome {
+    let run = child.run(|session| {
+        let strategy = crate::engine::strategy::Strategy::for_session(session);
+        SubAgentRun {
+            session: session.clone(),
+            trace: crate::engine::run(session, &strategy),
+        }
+    });
+    let trace = &run.trace;
     let (content, is_error) = match trace.outcome.end {
         // Launched in the background: the parent does not wait for the child.
         _ if background => (
@@ -310,10 +321,7 @@ fn run_sub_agent(child: &Session, background: bool, call_id: &str) -> ToolOutcom
         ran: true,
         note: "ran the sub-agent's loop",
         row: None,
-        child: Some(Arc::new(SubAgentRun {
-            session: child.clone(),
-            trace,
-        })),
+        child: Some(run.clone()),
     }
 }
 

@@ -154,7 +154,43 @@ pub struct ToolDef {
     pub background: bool,
     /// The loaded sub-agent session; the loader fills it, the engine runs it.
     #[serde(skip)]
-    pub agent_session: Option<Box<Session>>,
+    pub agent_session: Option<AgentSession>,
+}
+
+/// A loaded sub-agent session, shared by every tool that names its file,
+/// with its run: a child's loop does not depend on how it was called, so it
+/// runs once however many calls (and parents) reach it.
+#[derive(Debug, Clone)]
+pub struct AgentSession {
+    /// The child session.
+    pub session: std::sync::Arc<Session>,
+    run: std::sync::Arc<std::sync::OnceLock<std::sync::Arc<crate::engine::executor::SubAgentRun>>>,
+}
+
+impl AgentSession {
+    /// Wraps a loaded child session.
+    pub fn new(session: Session) -> AgentSession {
+        AgentSession {
+            session: std::sync::Arc::new(session),
+            run: Default::default(),
+        }
+    }
+
+    /// The child's run, recorded on first use.
+    pub fn run(
+        &self,
+        record: impl FnOnce(&Session) -> crate::engine::executor::SubAgentRun,
+    ) -> std::sync::Arc<crate::engine::executor::SubAgentRun> {
+        self.run
+            .get_or_init(|| std::sync::Arc::new(record(&self.session)))
+            .clone()
+    }
+}
+
+impl PartialEq for AgentSession {
+    fn eq(&self, other: &Self) -> bool {
+        self.session == other.session
+    }
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -357,16 +393,37 @@ impl Session {
     /// Loads every sub-agent session named by a tool's `agent`, recursively,
     /// with `load` (the caller does the I/O: it gets the path as written in
     /// the file that names it, and the nesting depth).
+    ///
+    /// A file named several times (by several tools or several parents) is
+    /// loaded once and shared, so a fan-out of sub-agents costs what its
+    /// distinct files cost.
     pub fn resolve_agents(
         &mut self,
         depth: usize,
         load: &mut dyn FnMut(&str, usize) -> Result<Session, LoadError>,
     ) -> Result<(), LoadError> {
+        self.resolve_agents_with(depth, load, &mut std::collections::HashMap::new())
+    }
+
+    fn resolve_agents_with(
+        &mut self,
+        depth: usize,
+        load: &mut dyn FnMut(&str, usize) -> Result<Session, LoadError>,
+        loaded: &mut std::collections::HashMap<String, AgentSession>,
+    ) -> Result<(), LoadError> {
         for tool in &mut self.tools {
             if let Some(path) = &tool.agent {
-                let mut child = load(path, depth + 1)?;
-                child.resolve_agents(depth + 1, load)?;
-                tool.agent_session = Some(Box::new(child));
+                let agent = match loaded.get(path) {
+                    Some(agent) => agent.clone(),
+                    None => {
+                        let mut child = load(path, depth + 1)?;
+                        child.resolve_agents_with(depth + 1, load, loaded)?;
+                        let agent = AgentSession::new(child);
+                        loaded.insert(path.clone(), agent.clone());
+                        agent
+                    }
+                };
+                tool.agent_session = Some(agent);
             }
         }
         Ok(())
@@ -428,6 +485,8 @@ impl Checker<'_> {
     }
 
     fn session(&self, s: &Session) -> Result<(), LoadError> {
+        let mut first_of: std::collections::HashMap<&str, usize> =
+            std::collections::HashMap::with_capacity(s.tools.len());
         for (i, tool) in s.tools.iter().enumerate() {
             let path = json_path!["tools", i];
             if tool.name.trim().is_empty() {
@@ -436,7 +495,7 @@ impl Checker<'_> {
                     "tools[].name: expected a non-empty tool name",
                 ));
             }
-            if let Some(first) = s.tools[..i].iter().position(|t| t.name == tool.name) {
+            if let Some(&first) = first_of.get(tool.name.as_str()) {
                 return Err(self.err_at(
                     &[path, json_path!["name"]].concat(),
                     format!(
@@ -445,6 +504,7 @@ impl Checker<'_> {
                     ),
                 ));
             }
+            first_of.insert(&tool.name, i);
             if !tool.parameters.is_object() {
                 return Err(self.err_at(
                     &[path, json_path!["parameters"]].concat(),

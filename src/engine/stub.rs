@@ -67,6 +67,16 @@ impl CallIndex {
         self.answered_by_tool.get(tool).copied().unwrap_or(0) > 0
     }
 
+    /// How many called ids have no result.
+    pub fn unanswered_len(&self) -> usize {
+        self.unanswered.len()
+    }
+
+    /// True when `id` was called and has no result.
+    pub fn is_unanswered(&self, id: &str) -> bool {
+        self.ids.get(id).is_some_and(|(_, a, _)| !*a)
+    }
+
     /// True when `id` has a result.
     pub fn is_answered(&self, id: &str) -> bool {
         self.ids.get(id).is_some_and(|(_, a, _)| *a)
