@@ -89,7 +89,9 @@ pub(crate) fn count_unpaired(trace: &mut Trace) {
     let mut seen = 0;
     let mut counts = Vec::with_capacity(trace.steps.len());
     let mut in_flight: std::collections::HashSet<&str> = std::collections::HashSet::new();
-    let mut last: Option<((u32, u8, Option<usize>), usize, usize)> = None;
+    // (round, phase kind, results in), history length, count.
+    type Seen = ((u32, u8, Option<usize>), usize, usize);
+    let mut last: Option<Seen> = None;
     for k in 0..trace.steps.len() {
         let step = &trace.steps[k];
         let len = step.history_len;
