@@ -292,3 +292,204 @@ fn a_closed_pipe_is_not_an_error() {
         "a reader that left is not a failure"
     );
 }
+
+fn write_session(dir: &std::path::Path, name: &str, value: serde_json::Value) -> PathBuf {
+    let file = dir.join(name);
+    std::fs::write(&file, serde_json::to_string(&value).unwrap()).unwrap();
+    file
+}
+
+#[test]
+fn wide_inputs_stay_near_linear() {
+    let dir = scratch("wide");
+    // 4,000 calls in one reply: recorded, paired and counted in linear work.
+    let calls: Vec<serde_json::Value> = (0..4000)
+        .map(|i| serde_json::json!({"id": format!("c{i}"), "name": "t", "args": {"i": i}}))
+        .collect();
+    let wide = write_session(
+        &dir,
+        "wide.json",
+        serde_json::json!({"user": "go", "tools": [{"name": "t"}],
+            "model": {"script": [{"when": {"round": 1}, "reply": {"tool_calls": calls}}, {"reply": {"text": "done"}}]}}),
+    );
+    loopdbg()
+        .arg("run")
+        .arg(&wide)
+        .args(["--format", "json"])
+        .timeout(std::time::Duration::from_secs(20))
+        .assert()
+        .success();
+    // 100,000 tools: the duplicate check and lint's locations stay linear.
+    let tools: Vec<serde_json::Value> = (0..100_000)
+        .map(|i| serde_json::json!({"name": format!("t{i}")}))
+        .collect();
+    let many = write_session(
+        &dir,
+        "tools.json",
+        serde_json::json!({"user": "go", "tools": tools, "model": {"script": [{"reply": {"text": "done"}}]}}),
+    );
+    for command in ["run", "lint"] {
+        loopdbg()
+            .arg(command)
+            .arg(&many)
+            .timeout(std::time::Duration::from_secs(20))
+            .assert()
+            .success();
+    }
+}
+
+#[test]
+fn sub_agents_fanning_out_run_once_each() {
+    let dir = scratch("fanout");
+    for level in 1..=5 {
+        let (tools, script) = if level < 5 {
+            let tools: Vec<serde_json::Value> = (0..5)
+                .map(|k| serde_json::json!({"name": format!("a{k}"), "agent": format!("s{}.json", level + 1)}))
+                .collect();
+            let calls: Vec<serde_json::Value> = (0..5)
+                .map(|k| serde_json::json!({"id": format!("c{k}"), "name": format!("a{k}"), "args": {}}))
+                .collect();
+            (
+                tools,
+                serde_json::json!([{"when": {"round": 1}, "reply": {"tool_calls": calls}}, {"reply": {"text": "done"}}]),
+            )
+        } else {
+            (vec![], serde_json::json!([{"reply": {"text": "leaf"}}]))
+        };
+        write_session(
+            &dir,
+            &format!("s{level}.json"),
+            serde_json::json!({"user": format!("level {level}"), "tools": tools, "model": {"script": script}}),
+        );
+    }
+    loopdbg()
+        .arg("run")
+        .arg(dir.join("s1.json"))
+        .timeout(std::time::Duration::from_secs(20))
+        .assert()
+        .success();
+}
+
+#[test]
+fn limits_are_located_errors() {
+    let dir = scratch("limits");
+    let calls: Vec<serde_json::Value> = (0..200)
+        .map(|i| serde_json::json!({"id": format!("c{i}"), "name": "t", "args": {}}))
+        .collect();
+    let budget = write_session(
+        &dir,
+        "budget.json",
+        serde_json::json!({"user": "x", "tools": [{"name": "t"}], "strategy": {"max_rounds": 100000},
+            "model": {"script": [{"reply": {"tool_calls": calls}}]}}),
+    );
+    loopdbg()
+        .arg("run")
+        .arg(&budget)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("budget.json:1:"))
+        .stderr(predicate::str::contains(
+            "could make 20000000 calls, more than the 200000 a run may make",
+        ));
+    let small = write_session(
+        &dir,
+        "small.json",
+        serde_json::json!({"user": "x", "tools": [{"name": "t"}],
+            "model": {"script": [{"reply": {"tool_calls": calls}}]}}),
+    );
+    loopdbg()
+        .arg("run")
+        .arg(&small)
+        .args(["--max-rounds", "100000"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "--max-rounds: 100000 rounds of up to 200 calls",
+        ));
+    let too_wide: Vec<serde_json::Value> = (0..10_001)
+        .map(|i| serde_json::json!({"id": format!("c{i}"), "name": "t", "args": {}}))
+        .collect();
+    let wide = write_session(
+        &dir,
+        "wide.json",
+        serde_json::json!({"user": "x", "tools": [{"name": "t"}], "model": {"script": [{"reply": {"tool_calls": too_wide}}]}}),
+    );
+    loopdbg()
+        .arg("run")
+        .arg(&wide)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "10001 calls, more than the 10000 one reply may make",
+        ));
+    let slow = write_session(
+        &dir,
+        "slow.json",
+        serde_json::json!({"user": "x", "tools": [{"name": "t", "latency_ms": 946_000_000_000_000u64, "timeout_ms": 10}],
+            "model": {"script": [{"reply": {"text": "x"}}]}}),
+    );
+    loopdbg()
+        .arg("run")
+        .arg(&slow)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "tools[0].latency_ms: 946000000000000 ms is longer than a day",
+        ));
+}
+
+#[test]
+fn emit_selects_requests_and_refuses_gigabytes_by_default() {
+    loopdbg()
+        .args(["run", "sessions/large_loop.json", "--emit", "anthropic"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "pick one with --request N or --last, or pass --all",
+        ));
+    let last = loopdbg()
+        .args([
+            "run",
+            "sessions/large_loop.json",
+            "--emit",
+            "openai",
+            "--last",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let body: serde_json::Value = serde_json::from_slice(&last.stdout).unwrap();
+    assert!(body["messages"].as_array().unwrap().len() > 1000);
+    assert!(String::from_utf8_lossy(&last.stderr).starts_with("# request 5000 (round 5000)"));
+    let second = loopdbg()
+        .args([
+            "run",
+            "sessions/weather.json",
+            "--emit",
+            "gemini",
+            "--request",
+            "2",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let body: serde_json::Value = serde_json::from_slice(&second).unwrap();
+    assert_eq!(body["contents"].as_array().unwrap().len(), 3);
+    loopdbg()
+        .args([
+            "run",
+            "sessions/weather.json",
+            "--emit",
+            "gemini",
+            "--request",
+            "9",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "--request 9: the run sends 2 request(s)",
+        ));
+}

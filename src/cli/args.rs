@@ -125,6 +125,16 @@ pub enum Command {
         /// The model name written into emitted request bodies.
         #[arg(long, requires = "emit")]
         model: Option<String>,
+        /// With --emit: only request N (1-based).
+        #[arg(long, requires = "emit", conflicts_with_all = ["last", "all"])]
+        request: Option<usize>,
+        /// With --emit: only the last request.
+        #[arg(long, requires = "emit", conflicts_with = "all")]
+        last: bool,
+        /// With --emit: every request, however much that prints (by default
+        /// a run whose bodies would pass 64 MiB asks to pick).
+        #[arg(long, requires = "emit")]
+        all: bool,
     },
     /// Validate captured conversations: request bodies (Anthropic, OpenAI
     /// Chat, Responses, Gemini), message arrays, JSON Lines of them, and

@@ -37,6 +37,9 @@ use loopdbg::tui::App;
 use loopdbg::wire::provider::{default_model, request_body};
 use loopdbg::{Session, Strategy};
 
+/// How much `run --emit` prints without being asked for everything.
+const EMIT_LIMIT: u64 = 64 << 20;
+
 /// Exit code for input loopdbg cannot use.
 const EXIT_BAD_INPUT: u8 = 2;
 
@@ -131,6 +134,9 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             format,
             emit,
             model,
+            request,
+            last,
+            all,
         }) => {
             let loaded = load::session(&session, cli.agents_anywhere)?;
             let strategy = strategy_for(&loaded.session, &strategy)?;
@@ -138,16 +144,56 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             if let Some(provider) = emit {
                 let model = model.unwrap_or_else(|| default_model(provider).to_string());
-                for step in trace.steps.iter().filter(|s| s.phase == Phase::Request) {
-                    let history = &trace.messages[..step.history_len];
-                    let body = request_body(provider, &loaded.session, history, &model);
+                let requests: Vec<_> = trace
+                    .steps
+                    .iter()
+                    .filter(|s| s.phase == Phase::Request)
+                    .collect();
+                let body_of = |step: &loopdbg::engine::trace::Step| {
+                    request_body(
+                        provider,
+                        &loaded.session,
+                        &trace.messages[..step.history_len],
+                        &model,
+                    )
+                };
+                let chosen: Vec<usize> = match (request, last) {
+                    (Some(n), _) if n == 0 || n > requests.len() => {
+                        return Err(bad_flag(format!(
+                            "--request {n}: the run sends {} request(s)",
+                            requests.len()
+                        )));
+                    }
+                    (Some(n), _) => vec![n - 1],
+                    (None, true) => vec![requests.len().saturating_sub(1)],
+                    (None, false) => {
+                        // Every body holds the whole history: estimate the
+                        // total from the last one before printing gigabytes.
+                        let last_size = requests.last().map_or(0, |s| {
+                            serde_json::to_vec(&body_of(s)).map_or(0, |b| b.len())
+                        });
+                        let estimate = last_size as u64 * requests.len() as u64 / 2;
+                        if !all && estimate > EMIT_LIMIT {
+                            return Err(bad_flag(format!(
+                                "--emit: {} requests would print about {} MiB; pick one with --request N or --last, or pass --all",
+                                requests.len(),
+                                estimate >> 20
+                            )));
+                        }
+                        (0..requests.len()).collect()
+                    }
+                };
+                for k in chosen {
+                    let step = requests[k];
                     say!(
                         "# request {} (round {}), {}",
-                        step.round,
+                        k + 1,
                         step.round,
                         provider.title()
                     );
-                    serde_json::to_writer_pretty(&mut out, &body).map_err(anyhow::Error::from)?;
+                    // Written as it is made: one body in memory at a time.
+                    serde_json::to_writer_pretty(&mut out, &body_of(step))
+                        .map_err(anyhow::Error::from)?;
                     writeln!(out)?;
                 }
                 out.flush()?;
@@ -384,6 +430,14 @@ fn strategy_for(session: &Session, flags: &StrategyFlags) -> Result<Strategy, Fa
     }
     if let Some(n) = flags.max_rounds {
         s.max_rounds = check_rounds(n)?;
+        let limit = loopdbg::engine::session::MAX_CALLS_PER_RUN;
+        let calls = u64::from(n) * session.widest_reply() as u64;
+        if calls > limit {
+            return Err(bad_flag(format!(
+                "--max-rounds: {n} rounds of up to {} calls could make {calls} calls, more than the {limit} a run may make",
+                session.widest_reply()
+            )));
+        }
     }
     if let Some(b) = &flags.behavior {
         if !session.model.contains_key(b) {

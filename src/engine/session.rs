@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::diagnostics::error::LoadError;
 use crate::diagnostics::json_span::{PathSeg, SpanNode, offset_of_line_byte_col};
-use crate::engine::strategy::{Extract, StopRule};
+use crate::engine::strategy::{DEFAULT_MAX_ROUNDS, Extract, StopRule};
 use crate::json_path;
 
 /// Shared, immutable text: cloned by reference count, so recording a long
@@ -23,6 +23,19 @@ pub type Json = std::sync::Arc<Value>;
 
 /// The largest `max_rounds` a session or flag may ask for.
 pub const MAX_ROUNDS_LIMIT: u32 = 100_000;
+
+/// The most tools a session may define.
+pub const MAX_TOOLS: usize = 100_000;
+
+/// The most calls one scripted reply may make.
+pub const MAX_CALLS_PER_REPLY: usize = 10_000;
+
+/// The most calls a run may make: the round limit times the widest reply.
+/// Every call is recorded, so this bounds a run's memory.
+pub const MAX_CALLS_PER_RUN: u64 = 200_000;
+
+/// The longest virtual time a latency or timeout may name (a day).
+pub const MAX_TIME_MS: u64 = 86_400_000;
 
 /// A loaded, validated session.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -445,6 +458,16 @@ impl Session {
         }
     }
 
+    /// The most calls any scripted reply makes.
+    pub fn widest_reply(&self) -> usize {
+        self.model
+            .values()
+            .flatten()
+            .map(|r| r.reply.tool_calls.len())
+            .max()
+            .unwrap_or(0)
+    }
+
     /// The tool definition called `name`.
     pub fn tool(&self, name: &str) -> Option<&ToolDef> {
         self.tools.iter().find(|t| t.name == name)
@@ -574,6 +597,75 @@ impl Checker<'_> {
                 ),
             ));
         }
+        self.limits(s)
+    }
+
+    /// The documented limits that keep a run's cost near-linear in its file.
+    fn limits(&self, s: &Session) -> Result<(), LoadError> {
+        if s.tools.len() > MAX_TOOLS {
+            return Err(self.err_at(
+                &json_path!["tools", MAX_TOOLS],
+                format!(
+                    "tools: {} tools, more than the {MAX_TOOLS} a session may define",
+                    s.tools.len()
+                ),
+            ));
+        }
+        for (i, tool) in s.tools.iter().enumerate() {
+            for (field, value) in [
+                ("latency_ms", Some(tool.latency_ms)),
+                ("timeout_ms", tool.timeout_ms),
+            ] {
+                if let Some(v) = value.filter(|v| *v > MAX_TIME_MS) {
+                    return Err(self.err_at(
+                        &json_path!["tools", i, field],
+                        format!("tools[{i}].{field}: {v} ms is longer than a day ({MAX_TIME_MS} ms), the longest virtual time loopdbg models"),
+                    ));
+                }
+            }
+        }
+        let fault_times = [
+            ("interrupt", s.faults.interrupt.map(|i| i.at_ms)),
+            ("fallback", s.faults.fallback.map(|f| f.at_ms)),
+        ];
+        for (fault, at) in fault_times {
+            if let Some(v) = at.filter(|v| *v > MAX_TIME_MS) {
+                return Err(self.err_at(
+                    &json_path!["faults", fault, "at_ms"],
+                    format!("faults.{fault}.at_ms: {v} ms is later than a day ({MAX_TIME_MS} ms)"),
+                ));
+            }
+        }
+        if let Some(v) = s.executor.timeout_ms.filter(|v| *v > MAX_TIME_MS) {
+            return Err(self.err_at(
+                &json_path!["executor", "timeout_ms"],
+                format!("executor.timeout_ms: {v} ms is longer than a day ({MAX_TIME_MS} ms)"),
+            ));
+        }
+        for (behavior, rules) in &s.model {
+            for (r, rule) in rules.iter().enumerate() {
+                let n = rule.reply.tool_calls.len();
+                if n > MAX_CALLS_PER_REPLY {
+                    return Err(self.err_at(
+                        &json_path!["model", behavior.as_str(), r, "reply", "tool_calls"],
+                        format!(
+                            "model.{behavior}[{r}].reply.tool_calls: {n} calls, more than the {MAX_CALLS_PER_REPLY} one reply may make"
+                        ),
+                    ));
+                }
+            }
+        }
+        let rounds = s.strategy.max_rounds.unwrap_or(DEFAULT_MAX_ROUNDS);
+        let calls = u64::from(rounds) * s.widest_reply() as u64;
+        if calls > MAX_CALLS_PER_RUN {
+            return Err(self.err_at(
+                &json_path!["strategy", "max_rounds"],
+                format!(
+                    "strategy.max_rounds: {rounds} rounds of up to {} calls could make {calls} calls, more than the {MAX_CALLS_PER_RUN} a run may make",
+                    s.widest_reply()
+                ),
+            ));
+        }
         Ok(())
     }
 
@@ -583,8 +675,9 @@ impl Checker<'_> {
         if let Some(node) = self.spans.get(path)
             && let crate::diagnostics::json_span::SpanKind::Object(members) = &node.kind
         {
-            for (i, m) in members.iter().enumerate() {
-                if members[..i].iter().any(|o| o.key == m.key) {
+            let mut seen = std::collections::HashSet::with_capacity(members.len());
+            for m in members {
+                if !seen.insert(m.key.as_str()) {
                     return Err(LoadError::at(
                         self.origin,
                         self.text,

@@ -133,7 +133,13 @@ pub fn update(app: &mut App, action: Action) -> Option<Action> {
         Action::MoreRounds | Action::FewerRounds => {
             let mut s = app.strategy().clone();
             s.max_rounds = if action == Action::MoreRounds {
-                (s.max_rounds + 1).min(MAX_ROUNDS_LIMIT)
+                // A round more stays within the calls a run may make.
+                let widest = app.session.widest_reply().max(1) as u64;
+                let by_calls = (crate::engine::session::MAX_CALLS_PER_RUN / widest)
+                    .min(u64::from(u32::MAX)) as u32;
+                (s.max_rounds + 1)
+                    .min(MAX_ROUNDS_LIMIT)
+                    .min(by_calls.max(1))
             } else {
                 s.max_rounds.saturating_sub(1).max(1)
             };

@@ -1,0 +1,19 @@
+//! The session parser on any text; a session that loads is run (with a
+//! small round limit, so a case stays fast) and linted.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(session) = loopdbg::Session::parse("fuzz.json", text) else {
+        return;
+    };
+    let _ = loopdbg::lesson::lint::lint(&session);
+    let mut strategy = loopdbg::Strategy::for_session(&session);
+    strategy.max_rounds = strategy.max_rounds.min(8);
+    let trace = loopdbg::run(&session, &strategy);
+    let _ = loopdbg::lesson::report::RunReport::new(&session, &trace);
+});

@@ -1,0 +1,26 @@
+//! Every request-body reader and the checker on any JSON document, under
+//! every provider's rules; a conversation that reads is also replayed.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use loopdbg::wire::provider::Format;
+use loopdbg::wire::read::{Source, read};
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(doc) = serde_json::from_slice::<serde_json::Value>(data) else {
+        return;
+    };
+    let _ = loopdbg::wire::read::detect(&doc);
+    let _ = loopdbg::wire::read::classify_line(&doc);
+    let sources = Format::ALL
+        .into_iter()
+        .map(Source::Provider)
+        .chain([Source::GeminiCli]);
+    for source in sources {
+        if let Ok(conv) = read(&doc, source) {
+            let findings = loopdbg::wire::check::check(&conv);
+            let trace = loopdbg::wire::replay::trace_of(&conv, &findings);
+            let _ = trace.ledger_at(trace.len() - 1);
+        }
+    }
+});
