@@ -10,13 +10,34 @@ use ratatui::{Terminal, backend::TestBackend};
 
 const SESSIONS: &[(&str, &str)] = &[
     ("weather.json", include_str!("../../sessions/weather.json")),
-    ("weather_fx.json", include_str!("../../sessions/weather_fx.json")),
-    ("fault_interrupt.json", include_str!("../../sessions/fault_interrupt.json")),
-    ("fault_fallback.json", include_str!("../../sessions/fault_fallback.json")),
-    ("fault_timeout.json", include_str!("../../sessions/fault_timeout.json")),
-    ("fault_sibling_error.json", include_str!("../../sessions/fault_sibling_error.json")),
-    ("stop_truncated.json", include_str!("../../sessions/stop_truncated.json")),
-    ("param_mismatch.json", include_str!("../../sessions/param_mismatch.json")),
+    (
+        "weather_fx.json",
+        include_str!("../../sessions/weather_fx.json"),
+    ),
+    (
+        "fault_interrupt.json",
+        include_str!("../../sessions/fault_interrupt.json"),
+    ),
+    (
+        "fault_fallback.json",
+        include_str!("../../sessions/fault_fallback.json"),
+    ),
+    (
+        "fault_timeout.json",
+        include_str!("../../sessions/fault_timeout.json"),
+    ),
+    (
+        "fault_sibling_error.json",
+        include_str!("../../sessions/fault_sibling_error.json"),
+    ),
+    (
+        "stop_truncated.json",
+        include_str!("../../sessions/stop_truncated.json"),
+    ),
+    (
+        "param_mismatch.json",
+        include_str!("../../sessions/param_mismatch.json"),
+    ),
 ];
 
 fuzz_target!(|data: &[u8]| {
