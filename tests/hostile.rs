@@ -493,3 +493,19 @@ fn emit_selects_requests_and_refuses_gigabytes_by_default() {
             "--request 9: the run sends 2 request(s)",
         ));
 }
+
+#[test]
+fn a_missing_sub_agent_is_located_in_the_session_that_names_it() {
+    let dir = scratch("missing-agent");
+    let session = std::fs::read_to_string("sessions/fault_subagent.json").unwrap();
+    let file = dir.join("parent.json");
+    std::fs::write(&file, session.replace("child_research.json", "gone.json")).unwrap();
+    loopdbg()
+        .arg("run")
+        .arg(&file)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "parent.json:7:15: agent `gone.json`: cannot read:",
+        ));
+}

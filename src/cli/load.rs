@@ -67,12 +67,47 @@ pub fn session(path: &Path, anywhere: bool) -> Result<Loaded, LoadError> {
             other => other,
         })
     };
-    session.resolve_agents(0, &mut load)?;
+    session
+        .resolve_agents(0, &mut load)
+        .map_err(|e| locate_agent(e, &origin, &text))?;
     Ok(Loaded {
         origin,
         text,
         session,
     })
+}
+
+/// A sub-agent that cannot be used, said at the `agent` value that names it
+/// in the session (`file:line:column`), when the session names it directly.
+fn locate_agent(e: LoadError, origin: &str, text: &str) -> LoadError {
+    let (child, reason) = match &e {
+        LoadError::Unreadable { origin: o, reason } => (o, format!("cannot read: {reason}")),
+        LoadError::Refused { origin: o, reason } => (o, reason.clone()),
+        _ => return e,
+    };
+    let named = |c: &str| {
+        let quoted = serde_json::to_string(c).unwrap_or_default();
+        text.find(&format!("\"agent\": {quoted}"))
+            .or_else(|| text.find(&format!("\"agent\":{quoted}")))
+            .map(|at| at + text[at..].find(&quoted).unwrap_or(0))
+    };
+    // The error names the file as joined to the session's folder, or as
+    // written (`<origin>: agent <path>`).
+    let written = child
+        .rsplit_once(": agent ")
+        .map(|(_, w)| w.to_string())
+        .or_else(|| {
+            let base = Path::new(origin).parent().unwrap_or(Path::new(""));
+            let path = child.split(" (sub-agent of ").next().unwrap_or(child);
+            Path::new(path)
+                .strip_prefix(base)
+                .ok()
+                .map(|p| p.display().to_string())
+        });
+    match written.as_deref().and_then(|w| named(w).map(|at| (w, at))) {
+        Some((w, at)) => LoadError::at(origin, text, at, format!("agent `{w}`: {reason}")),
+        None => e,
+    }
 }
 
 fn read_one(path: &Path) -> Result<(String, String, Session), LoadError> {
