@@ -233,6 +233,20 @@ impl Opened {
     }
 }
 
+/// The most a document or an agent log may hold: they are read whole (JSON
+/// Lines of conversations are streamed and have no such limit).
+pub const MAX_WHOLE_BYTES: u64 = 4 << 30;
+
+fn too_large(origin: &str, what: &str) -> LoadError {
+    LoadError::Refused {
+        origin: origin.to_string(),
+        reason: format!(
+            "{what} is read whole, and this one is larger than {} GiB; split it",
+            MAX_WHOLE_BYTES >> 30
+        ),
+    }
+}
+
 /// The longest line loopdbg reads (a minified document is one line).
 pub const MAX_LINE_BYTES: usize = 1 << 30;
 
@@ -496,7 +510,7 @@ fn describe(source: Source) -> &'static str {
 fn document(
     origin: String,
     head: Vec<(usize, String)>,
-    mut rest: Box<dyn BufRead + Send>,
+    rest: Box<dyn BufRead + Send>,
     forced: Option<Source>,
 ) -> Result<Opened, LoadError> {
     let mut text = String::new();
@@ -504,8 +518,12 @@ fn document(
         text.push_str(line);
         text.push('\n');
     }
-    rest.read_to_string(&mut text)
+    rest.take(MAX_WHOLE_BYTES + 1)
+        .read_to_string(&mut text)
         .map_err(|e| unreadable(&origin, e))?;
+    if text.len() as u64 > MAX_WHOLE_BYTES {
+        return Err(too_large(&origin, "a JSON document"));
+    }
     let doc: Value =
         serde_json::from_str(&text).map_err(|e| json_error(&origin, &text, None, &e))?;
     if let (Some(f), Some(found)) = (forced, evidence(&doc))
@@ -620,8 +638,13 @@ fn read_opened(
                         }
                     }
                 });
+                let mut total: u64 = 0;
                 for chunk in arriving {
                     let chunk = chunk?;
+                    total += chunk.text.len() as u64;
+                    if total > MAX_WHOLE_BYTES {
+                        return Err(too_large(&origin, "an agent log"));
+                    }
                     let lines: Vec<(usize, &str)> = chunk.lines().collect();
                     log.push_lines(&lines).map_err(|(n, e)| {
                         let text = lines.iter().find(|(m, _)| *m == n).map_or("", |(_, t)| *t);
