@@ -288,3 +288,58 @@ fn anthropic_detail_shows_the_stop_reason() {
         t.backend()
     );
 }
+
+#[test]
+fn execute_steps_count_the_calls_as_they_end() {
+    // The second call is faster: it ends first, and is Execute 1.
+    let text = r#"{"user": "both", "tools": [
+        {"name": "slow", "latency_ms": 200, "table": [{"args": {}, "result": 1}]},
+        {"name": "fast", "latency_ms": 10, "table": [{"args": {}, "result": 2}]}],
+      "model": {"script": [
+        {"when": {"round": 1}, "reply": {"tool_calls": [
+          {"id": "c_slow", "name": "slow", "args": {}}, {"id": "c_fast", "name": "fast", "args": {}}]}},
+        {"reply": {"text": "1 and 2"}}]}}"#;
+    let s = loopdbg::Session::parse("order.json", text).unwrap();
+    let strategy = Strategy::for_session(&s);
+    let mut a = App::new("order.json", s, strategy, Theme::color());
+    let mut seen = Vec::new();
+    while !a.at_end() {
+        if a.trace.step(a.cursor).phase == Phase::Execute {
+            let t = draw(&mut a, 120, 40);
+            let label = if find(&t, "Execute 1 ·").is_some() {
+                "Execute 1"
+            } else if find(&t, "Execute 2 ·").is_some() {
+                "Execute 2"
+            } else {
+                "?"
+            };
+            let e = a.trace.step(a.cursor).execution.unwrap();
+            let round = a.trace.round(1).unwrap();
+            seen.push((label, round.executions[e].id.to_string()));
+        }
+        apply(&mut a, Action::StepForward);
+    }
+    assert_eq!(
+        seen,
+        [
+            ("Execute 1", "c_fast".to_string()),
+            ("Execute 2", "c_slow".to_string())
+        ]
+    );
+}
+
+#[test]
+fn a_reply_cut_by_max_tokens_is_called_cut_not_an_answer() {
+    let mut a = app(
+        "stop_truncated.json",
+        |s| s.stop = StopRule::ToolCalls,
+        Theme::color(),
+    );
+    while a.trace.step(a.cursor).phase != Phase::Reply {
+        apply(&mut a, Action::StepForward);
+    }
+    let t = draw(&mut a, 120, 40);
+    assert!(find(&t, "1:cut").is_some(), "the trips line says cut");
+    assert!(find(&t, "cut off by max_tokens").is_some());
+    assert!(find(&t, "1:answer").is_none());
+}

@@ -575,3 +575,28 @@ fn step_into_a_sub_agent_and_back_out() {
         "the parent's ledger is unaffected"
     );
 }
+
+#[test]
+fn a_screen_too_small_ignores_every_key_but_quit_and_resize() {
+    let mut app = fx_first_reask();
+    apply(&mut app, Action::Resize(30, 8));
+    let at = app.cursor;
+    for action in [
+        Action::StepForward,
+        Action::Last,
+        key('e'),
+        key('?'),
+        key('w'),
+    ] {
+        apply(&mut app, action);
+    }
+    assert_eq!(app.cursor, at, "nothing moved unseen");
+    assert!(app.popup.is_none() && app.view.is_none());
+    assert_eq!(app.strategy().extract, Extract::First);
+    apply(&mut app, Action::Resize(80, 24));
+    apply(&mut app, Action::StepForward);
+    assert_eq!(app.cursor, at + 1);
+    apply(&mut app, Action::Resize(59, 40));
+    apply(&mut app, Action::Quit);
+    assert!(app.quit, "quit still works");
+}

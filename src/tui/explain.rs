@@ -41,7 +41,7 @@ fn explain_phase(trace: &Trace, k: usize, tool_count: usize) -> String {
         Phase::Request => {
             let base = if step.round == 1 {
                 format!(
-                    "Trip 1 starts: the user message goes out with {tool_count} tool definition(s); the model will name a tool, not answer yet."
+                    "Trip 1 starts: the user message goes out with {tool_count} tool definition(s); the model may name a tool instead of answering."
                 )
             } else {
                 format!(
@@ -68,8 +68,12 @@ fn explain_phase(trace: &Trace, k: usize, tool_count: usize) -> String {
             let calls = r.reply.tool_calls.len();
             let finish = r.reply.finish_reason();
             if r.reply_message.is_none() {
+                let why = match finish {
+                    crate::engine::session::FinishReason::Length => "the reply was cut off by max_tokens",
+                    _ => "the reply was withheld by a content filter",
+                };
                 return format!(
-                    "finish_reason {}: the robust loop stops with an error before this reply joins the history or any tool runs.",
+                    "finish_reason {}: {why}, so the robust loop stops with an error before this reply joins the history or any tool runs.",
                     finish.as_str()
                 );
             }
@@ -81,15 +85,20 @@ fn explain_phase(trace: &Trace, k: usize, tool_count: usize) -> String {
             } else {
                 String::new()
             };
+            let cut = if finish == crate::engine::session::FinishReason::Length {
+                " The reply was cut off by max_tokens (finish_reason length): it is unfinished, neither an answer nor a complete call."
+            } else {
+                ""
+            };
             if calls == 0 {
                 format!(
-                    "The model answers with text {} and no tool calls (finish_reason {}).{repeat}",
+                    "The model answers with text {} and no tool calls (finish_reason {}).{cut}{repeat}",
                     clip(&show_text(r.reply.text.as_deref()), 60),
                     finish.as_str()
                 )
             } else {
                 format!(
-                    "The reply names {calls} tool call(s) (finish_reason {}); its text {} is not the answer: do not show it as one.{repeat}",
+                    "The reply names {calls} tool call(s) (finish_reason {}); its text {} is not the answer: do not show it as one.{cut}{repeat}",
                     finish.as_str(),
                     clip(&show_text(r.reply.text.as_deref()), 40)
                 )
@@ -111,16 +120,16 @@ fn explain_phase(trace: &Trace, k: usize, tool_count: usize) -> String {
                         .map(|&i| clean(&r.reply.tool_calls[i].id))
                         .collect();
                     format!(
-                        "content.find takes only the first tool_use; {} {} dropped and will never get a result.",
+                        "`first` (content.find) takes only the first tool_use block of the reply; {} {} dropped and will never get a result.",
                         dropped.join(", "),
                         if dropped.len() == 1 { "is" } else { "are" }
                     )
                 }
                 Extract::First => {
-                    "content.find takes the first tool_use; there is only one.".into()
+                    "`first` (content.find) takes the first tool_use block; there is only one, so nothing is lost here.".into()
                 }
                 Extract::All => format!(
-                    "filter takes every tool_use: all {n} call(s) will run and each will get a result by its id."
+                    "`all` (filter) takes every tool_use block of the reply: all {n} call(s) will run and each will get a result by its id."
                 ),
             }
         }

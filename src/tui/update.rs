@@ -18,6 +18,13 @@ const PAGE: u16 = 10;
 
 /// Applies `action` to `app`; returns a follow-up action to apply next.
 pub fn update(app: &mut App, action: Action) -> Option<Action> {
+    // A screen too small to draw shows only how large it needs to be; keys
+    // that would act unseen are ignored until it grows.
+    let (w, h) = app.size;
+    let too_small = w < crate::tui::view::MIN_WIDTH || h < crate::tui::view::MIN_HEIGHT;
+    if too_small && !matches!(action, Action::Quit | Action::Back | Action::Resize(..)) {
+        return None;
+    }
     if app.popup.is_some() && handle_popup(app, &action) {
         return None;
     }

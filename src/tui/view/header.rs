@@ -25,9 +25,19 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     };
     // The title gives way to the round and phase on narrow terminals.
     let title = super::clip(&title, (area.width as usize).saturating_sub(46).max(8));
-    let phase = match step.execution {
-        Some(e) => format!("{} {}", step.phase.name(), e + 1),
-        None => step.phase.name().to_string(),
+    let phase = match (step.phase, step.execution) {
+        // Calls of a turn end in their own order: Execute steps count the
+        // endings (1, 2, …), not the calls' positions.
+        (crate::engine::trace::Phase::Execute, Some(_)) => {
+            let start = app.trace.first_step_of_round(step.round).unwrap_or(0);
+            let n = app.trace.steps[start..=app.cursor]
+                .iter()
+                .filter(|s| s.phase == crate::engine::trace::Phase::Execute)
+                .count();
+            format!("{} {n}", step.phase.name())
+        }
+        (_, Some(e)) => format!("{} {}", step.phase.name(), e + 1),
+        (_, None) => step.phase.name().to_string(),
     };
     let check = if step.unpaired == 0 {
         span("unpaired: none", t.ok)

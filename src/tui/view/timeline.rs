@@ -56,6 +56,9 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
             // Later trips stay unlabelled: what the model says next is not known yet.
             _ if n > current => format!("{n}"),
             Some(r) if r.reply_message.is_none() => format!("{n}:refused"),
+            Some(r) if r.reply.finish_reason() == crate::engine::session::FinishReason::Length => {
+                format!("{n}:cut")
+            }
             Some(r) if !r.reply.tool_calls.is_empty() => format!("{n}:calls"),
             Some(_) => format!("{n}:answer"),
             None => format!("{n}:no reply"),
