@@ -529,3 +529,29 @@ fn run_closure_flag_and_fault_sessions() {
         .assert()
         .code(2);
 }
+
+#[test]
+fn compare_marks_silent_wrong_answers() {
+    let out = loopdbg()
+        .args(["compare", "sessions/stop_truncated.json"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.lines()
+            .next()
+            .unwrap()
+            .contains("| end | warnings | final text |")
+    );
+    let row = text
+        .lines()
+        .find(|l| l.contains("| all | tool-calls |"))
+        .unwrap();
+    assert!(
+        row.contains("| model_done | truncated_answer | null |"),
+        "{row}"
+    );
+}

@@ -195,6 +195,29 @@ pub fn warnings(trace: &Trace) -> Vec<Warning> {
             });
         }
     }
+    // A run that "ended normally" on a reply cut by max_tokens, or on no
+    // text at all, gave a silent wrong answer.
+    if trace.outcome.end == crate::engine::trace::End::ModelDone {
+        let last = trace.rounds.last();
+        if last.is_some_and(|r| {
+            r.reply.finish_reason() == crate::engine::session::FinishReason::Length
+        }) {
+            out.push(Warning {
+                kind: "truncated_answer",
+                message: "the loop ended on a reply cut by max_tokens (finish_reason length) and took it as the answer: it is unfinished".into(),
+            });
+        } else if trace
+            .outcome
+            .final_text
+            .as_deref()
+            .is_none_or(str::is_empty)
+        {
+            out.push(Warning {
+                kind: "no_answer",
+                message: "the loop ended normally but with no answer text: there is nothing to show the user".into(),
+            });
+        }
+    }
     let check = quote_check(trace);
     if check.cites_tool_numbers == Some(false) {
         let mut missing: Vec<String> = Vec::new();

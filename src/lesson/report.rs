@@ -427,6 +427,10 @@ pub struct CompareRow {
     pub end: &'static str,
     /// The loop's answer.
     pub final_text: Option<String>,
+    /// The kinds of warning the run deserves (a 400 on the way, a spin, a
+    /// truncated or missing answer…): a run can end `model_done` and still
+    /// be wrong.
+    pub warnings: Vec<&'static str>,
 }
 
 /// Every strategy × behaviour of `session`, run under its own max_rounds.
@@ -453,6 +457,14 @@ pub fn compare_rows(origin: &str, session: &Session, max_rounds: u32) -> Vec<Com
                     unpaired: Ledger::of(&trace.messages, &[]).unpaired().len(),
                     end: trace.outcome.end.as_str(),
                     final_text: trace.outcome.final_text.clone(),
+                    warnings: {
+                        let mut kinds: Vec<&'static str> = crate::lesson::checks::warnings(&trace)
+                            .into_iter()
+                            .map(|w| w.kind)
+                            .collect();
+                        kinds.dedup();
+                        kinds
+                    },
                 });
             }
         }
@@ -463,7 +475,7 @@ pub fn compare_rows(origin: &str, session: &Session, max_rounds: u32) -> Vec<Com
 /// Compare rows as a Markdown table.
 pub fn compare_markdown(rows: &[CompareRow]) -> String {
     let mut out = String::from(
-        "| session | extract | stop | behavior | rounds | tool runs | unpaired | end | final text |\n|---|---|---|---|---:|---|---:|---|---|\n",
+        "| session | extract | stop | behavior | rounds | tool runs | unpaired | end | warnings | final text |\n|---|---|---|---|---:|---|---:|---|---|---|\n",
     );
     for r in rows {
         let runs = if r.tool_runs.is_empty() {
@@ -473,7 +485,7 @@ pub fn compare_markdown(rows: &[CompareRow]) -> String {
         };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             md(&r.session),
             r.extract,
             r.stop,
@@ -482,6 +494,11 @@ pub fn compare_markdown(rows: &[CompareRow]) -> String {
             md(&runs),
             r.unpaired,
             r.end,
+            if r.warnings.is_empty() {
+                "—".to_string()
+            } else {
+                r.warnings.join(", ")
+            },
             md(&show_text(r.final_text.as_deref()))
         );
     }

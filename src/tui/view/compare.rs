@@ -23,7 +23,7 @@ pub(super) fn render(app: &App, rows: &[CompareRow], scroll: u16, area: Rect, bu
             let style = if current { t.selected } else { t.text };
             let end_style = if current {
                 style
-            } else if r.end == "model_done" {
+            } else if r.end == "model_done" && r.warnings.is_empty() {
                 t.ok
             } else {
                 t.warn
@@ -37,6 +37,18 @@ pub(super) fn render(app: &App, rows: &[CompareRow], scroll: u16, area: Rect, bu
                 Cell::from(r.tool_runs.len().to_string()),
                 Cell::from(r.unpaired.to_string()),
                 Cell::from(Line::from(span(r.end, end_style))),
+                Cell::from(Line::from(span(
+                    if r.warnings.is_empty() {
+                        "—".to_string()
+                    } else {
+                        r.warnings.join(", ")
+                    },
+                    if r.warnings.is_empty() {
+                        style
+                    } else {
+                        end_style
+                    },
+                ))),
                 Cell::from(show_text(r.final_text.as_deref())),
             ])
             .style(style)
@@ -51,6 +63,7 @@ pub(super) fn render(app: &App, rows: &[CompareRow], scroll: u16, area: Rect, bu
         "runs",
         "unpaired",
         "end",
+        "warnings",
         "final text",
     ])
     .style(t.title);
@@ -65,6 +78,7 @@ pub(super) fn render(app: &App, rows: &[CompareRow], scroll: u16, area: Rect, bu
             Constraint::Length(5),
             Constraint::Length(8),
             Constraint::Length(10),
+            Constraint::Length(18),
             Constraint::Min(10),
         ],
     )
