@@ -159,3 +159,13 @@ fn the_end_summary_scrolls_to_its_last_finding() {
     apply(&mut app, Action::Last);
     assert_eq!(app.explain_scroll, 0);
 }
+
+#[test]
+fn help_in_a_replay_lists_no_strategy_keys() {
+    let mut app = replay(&body("anthropic_parallel_one_missing.json"));
+    apply(&mut app, Action::Help);
+    let text = screen(&mut app, 120, 40);
+    assert!(text.contains("step forward one phase"), "{text}");
+    assert!(!text.contains("toggle extraction"), "{text}");
+    assert!(!text.contains("│Strategy"), "{text}");
+}

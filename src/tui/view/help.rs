@@ -3,7 +3,7 @@
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::Line;
-use ratatui::widgets::{Paragraph, Widget};
+use ratatui::widgets::{Paragraph, Widget, Wrap};
 
 use super::{centered, popup_frame, span};
 use crate::tui::app::App;
@@ -15,6 +15,10 @@ pub fn help_lines(app: &App) -> Vec<Line<'static>> {
     let mut lines = Vec::new();
     let mut group = "";
     for b in KEYMAP.iter() {
+        // A replay has no strategy to change: its keys would only say so.
+        if app.replay.is_some() && b.group == "Strategy" {
+            continue;
+        }
         if b.group != group {
             group = b.group;
             if !lines.is_empty() {
@@ -32,10 +36,13 @@ pub fn help_lines(app: &App) -> Vec<Line<'static>> {
 
 pub(super) fn render(app: &App, scroll: u16, area: Rect, buf: &mut Buffer) {
     let lines = help_lines(app);
-    let rect = centered(area, 86, lines.len() as u16 + 2);
+    // As wide as the longest line (the screen allows); narrower screens wrap.
+    let widest = lines.iter().map(Line::width).max().unwrap_or(0) as u16;
+    let paragraph = Paragraph::new(lines).wrap(Wrap { trim: false });
+    let width = (widest + 2).min(area.width);
+    let height = paragraph.line_count(width.saturating_sub(2)) as u16;
+    let rect = centered(area, width, height + 2);
     let inner = popup_frame(app, rect, "keys", buf);
-    let max = (lines.len() as u16).saturating_sub(inner.height);
-    Paragraph::new(lines)
-        .scroll((scroll.min(max), 0))
-        .render(inner, buf);
+    let max = height.saturating_sub(inner.height);
+    paragraph.scroll((scroll.min(max), 0)).render(inner, buf);
 }
