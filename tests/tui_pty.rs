@@ -141,13 +141,17 @@ fn step_toggle_and_quit_in_a_real_terminal() {
         "runs on the alternate screen"
     );
     writer.write_all(b"nn").unwrap();
-    let at_extract = screen.wait_text("Extract · step 3/37");
-    assert!(at_extract.contains("toolu_f1 is dropped"), "{at_extract}");
+    // A frame may arrive in several reads: wait for all of it.
+    screen.wait_for("the Extract step explained", |s| {
+        s.contains("Extract · step 3/37") && s.contains("toolu_f1 is dropped")
+    });
 
     writer.write_all(b"e").unwrap();
-    let toggled = screen.wait_text("extract all");
-    assert!(toggled.contains("now 2 rounds instead of 6"), "{toggled}");
-    assert!(toggled.contains("step 3/13"), "{toggled}");
+    screen.wait_for("the toggle's notice", |s| {
+        s.contains("extract all")
+            && s.contains("now 2 rounds instead of 6")
+            && s.contains("step 3/13")
+    });
 
     writer.write_all(b"?").unwrap();
     screen.wait_text("toggle extraction: first ↔ all");
@@ -170,8 +174,9 @@ fn closure_and_interrupt_keys_in_a_real_terminal() {
     writer.write_all(b"x").unwrap();
     screen.wait_text("interrupt r1 @80ms");
     writer.write_all(b"p").unwrap();
-    let after = screen.wait_text("closure synthesize");
-    assert!(after.contains("call_sh paired"), "{after}");
+    screen.wait_for("the closure's notice", |s| {
+        s.contains("closure synthesize") && s.contains("call_sh paired")
+    });
     quit(child, &mut writer, &mut screen);
 }
 
