@@ -343,3 +343,23 @@ fn a_reply_cut_by_max_tokens_is_called_cut_not_an_answer() {
     assert!(find(&t, "cut off by max_tokens").is_some());
     assert!(find(&t, "1:answer").is_none());
 }
+
+#[test]
+fn the_loops_code_under_first_and_under_all() {
+    for (name, extract) in [("code_first", Extract::First), ("code_all", Extract::All)] {
+        let mut a = app("weather_fx.json", |s| s.extract = extract, Theme::color());
+        while a.trace.step(a.cursor).phase != Phase::Extract {
+            apply(&mut a, Action::StepForward);
+        }
+        let t = draw(&mut a, 120, 40);
+        insta::assert_snapshot!(name, t.backend());
+        // The line of the current phase is lit.
+        let lit = find(&t, "▶     calls = tool_uses(reply)").expect("the Extract line is lit");
+        let cell = t.backend().buffer()[(lit.0 + 6, lit.1)].style();
+        assert!(
+            cell.add_modifier
+                .contains(ratatui::style::Modifier::REVERSED),
+            "{cell:?}"
+        );
+    }
+}

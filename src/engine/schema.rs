@@ -18,6 +18,7 @@ pub fn session_schema() -> Value {
         "required": ["user", "model"],
         "properties": {
             "title": {"type": "string", "description": "Short title for headers and tables."},
+            "walkthrough": {"type": "boolean", "description": "Show the walkthrough of the two trips of one call in the debugger (other sessions show the loop's code)."},
             "user": {"type": "string", "description": "The user's prompt: the first message."},
             "system": {"type": ["string", "null"], "description": "Optional system prompt."},
             "tools": {

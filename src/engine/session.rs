@@ -63,6 +63,10 @@ pub struct Session {
     /// Faults the run suffers.
     #[serde(default, skip_serializing_if = "Faults::is_empty")]
     pub faults: Faults,
+    /// Show seed 003's walkthrough of the two trips of one call (four steps,
+    /// three logs) in the debugger; other sessions show the loop's code.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub walkthrough: bool,
 }
 
 /// How local execution behaves.

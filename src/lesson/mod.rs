@@ -6,6 +6,7 @@
 //! Built on [`crate::engine`]; pure like it.
 
 pub mod checks;
+pub mod code;
 pub mod lint;
 pub mod report;
 pub mod walkthrough;

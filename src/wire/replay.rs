@@ -67,6 +67,7 @@ pub fn session_for(conv: &Conversation, title: &str) -> Session {
         strategy: Default::default(),
         executor: Default::default(),
         faults: Default::default(),
+        walkthrough: false,
     }
 }
 

@@ -2,6 +2,7 @@
 //! it. One file per pane; [`layout`] is shared with mouse hit-testing so
 //! the wheel scrolls the pane under the pointer.
 
+mod code;
 mod compare;
 mod detail;
 mod header;
@@ -124,7 +125,13 @@ impl Widget for &App {
         timeline::render(self, a.timeline, buf);
         messages::render(self, a.messages, buf);
         ids::render(self, a.ids, buf);
-        walkthrough::render(self, a.walkthrough, buf);
+        // The walkthrough where a session declares it (seed 003's two
+        // trips); everywhere else, the loop's code beside its state.
+        if self.session.walkthrough {
+            walkthrough::render(self, a.walkthrough, buf);
+        } else {
+            code::render(self, a.walkthrough, buf);
+        }
         summary::render(self, a.explain, buf);
         keybar::render(self, a.keybar, buf);
         match &self.popup {
