@@ -54,7 +54,8 @@ fn seed_000_first_reask_spins_to_the_round_limit() {
     let t = run(&s, Extract::First, StopRule::ToolCalls, Some("reask"));
     assert_eq!(t.outcome.requests, 6);
     assert_eq!(t.tool_runs(), vec!["get_weather"; 6]);
-    assert_eq!(unpaired(&t), vec!["toolu_f1"]);
+    // One toolu_f1 call per round, none answered.
+    assert_eq!(unpaired(&t), vec!["toolu_f1"; 6]);
     assert_eq!(t.outcome.end, End::MaxRounds);
     assert_eq!(
         t.outcome.final_text.as_deref(),
@@ -64,9 +65,11 @@ fn seed_000_first_reask_spins_to_the_round_limit() {
         roles(&t),
         "user assistant tool assistant tool assistant tool assistant tool assistant tool assistant tool"
     );
-    // Every request after the first carries the dangling id.
+    // Every request after the first carries the dangling calls so far.
     assert_eq!(t.violations.len(), 5);
-    assert!(t.violations.iter().all(|v| v.ids == ["toolu_f1"]));
+    for (k, v) in t.violations.iter().enumerate() {
+        assert_eq!(v.ids, vec!["toolu_f1"; k + 1]);
+    }
     // The spin signal: rounds 2..6 are the same reply.
     assert_eq!(t.longest_identical_run(), Some((5, 6)));
 }
@@ -277,4 +280,31 @@ fn every_shipped_session_is_deterministic() {
             "{name}"
         );
     }
+}
+
+#[test]
+fn a_stub_that_reuses_ids_leaves_one_unpaired_call_per_round() {
+    // Seed 000 under first + reask: every round calls toolu_w1 and toolu_f1
+    // again; only toolu_w1 is run, so each round's toolu_f1 stays unpaired.
+    let s = common::session("weather_fx.json");
+    let mut st = Strategy::for_session(&s);
+    st.extract = loopdbg::engine::strategy::Extract::First;
+    st.stop = StopRule::ToolCalls;
+    st.behavior = "reask".into();
+    let t = loopdbg::run(&s, &st);
+    assert_eq!(unpaired(&t), vec!["toolu_f1"; 6]);
+    // At round 2's Reply, round 1's toolu_f1 is still unpaired, though the
+    // reply names toolu_f1 again.
+    let reply2 = (0..t.len())
+        .find(|&k| t.step(k).round == 2 && t.step(k).phase == loopdbg::engine::trace::Phase::Reply)
+        .unwrap();
+    assert_eq!(t.step(reply2).unpaired, 1);
+    assert_eq!(t.ledger_at(reply2).counts().unpaired, 1);
+    // Each request from round 2 on carries the unpaired calls so far.
+    let violations: Vec<(u32, usize)> = t
+        .violations
+        .iter()
+        .map(|v| (v.round, v.ids.len()))
+        .collect();
+    assert_eq!(violations, [(2, 1), (3, 2), (4, 3), (5, 4), (6, 5)]);
 }

@@ -114,8 +114,8 @@ pub(crate) fn count_unpaired(trace: &mut Trace) {
             continue;
         }
         in_flight.clear();
-        in_flight.extend(trace.in_flight_iter(k).filter(|id| index.is_unanswered(id)));
-        let count = index.unanswered_len() - in_flight.len();
+        in_flight.extend(trace.in_flight_iter(k));
+        let count = index.unanswered_len() - index.open_unanswered_in(&in_flight);
         counts.push(count);
         last = Some((class, len, count));
     }
@@ -192,7 +192,7 @@ impl Recorder<'_> {
                 step: self.steps.len(),
                 message: format!(
                     "a provider would reject this request: 400 (tool_use without tool_result: {})",
-                    unanswered.join(", ")
+                    crate::engine::ledger::counted_ids(&unanswered)
                 ),
                 ids: unanswered,
             });

@@ -51,23 +51,26 @@ impl IdState {
     }
 }
 
-/// Everything the ledger knows about one id.
+/// Everything the ledger knows about one call (one tool_use block).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct IdEntry {
     /// The call id.
     pub id: Text,
-    /// The tool named by its first call.
+    /// The tool it calls.
     pub name: Text,
-    /// The first tool_use block with this id.
+    /// Its tool_use block.
     pub first_call: Position,
-    /// How many tool_use blocks carry it (more than one: a duplicate id).
+    /// How many tool_use blocks carry this id so far (more than one: a
+    /// duplicate or reused id).
     pub calls: usize,
-    /// The first tool_result answering it.
+    /// The tool_result answering it.
     pub first_result: Option<Position>,
-    /// How many tool_results answer it.
+    /// 1 when answered, else 0.
     pub results: usize,
     /// Pending, paired or unpaired.
     pub state: IdState,
+    /// How many earlier calls carry the same id (0 for the first).
+    pub repeat: usize,
 }
 
 impl IdEntry {
@@ -95,30 +98,63 @@ pub struct Ledger {
     pub orphans: Vec<Orphan>,
 }
 
-/// Where every id is called and answered in a history, built once, so the
-/// ledger of any prefix costs O(ids · log n) instead of a rescan.
+/// `toolu_a, toolu_b ×3`: ids each once, with how many calls carry them.
+pub fn counted_ids(ids: &[String]) -> String {
+    let mut seen: Vec<(&str, usize)> = Vec::new();
+    for id in ids {
+        match seen.iter_mut().find(|(s, _)| *s == id.as_str()) {
+            Some((_, n)) => *n += 1,
+            None => seen.push((id, 1)),
+        }
+    }
+    seen.iter()
+        .map(|(id, n)| {
+            if *n > 1 {
+                format!("{id} ×{n}")
+            } else {
+                id.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Every call of a history and the result that answers it, built once, so
+/// the ledger of any prefix costs O(calls) instead of a rescan.
+///
+/// A call is one tool_use block. A result answers the first unanswered call
+/// with its id in the assistant message right before it (as providers pair
+/// them); anything else is an orphan. So an id reused in a later turn is a
+/// new call, and an earlier call left without a result stays unpaired.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PairingIndex {
-    ids: Vec<IdRecord>,
+    calls: Vec<CallRecord>,
     orphans: Vec<Orphan>,
-    slots: HashMap<Text, usize>,
+    /// Message index of every assistant message, in order.
+    assistants: Vec<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-struct IdRecord {
+struct CallRecord {
     id: Text,
     name: Text,
-    calls: Vec<Position>,
-    results: Vec<Position>,
+    at: Position,
+    result: Option<Position>,
+    /// Earlier calls with the same id (0 for the first).
+    earlier_same_id: usize,
 }
 
 impl PairingIndex {
     /// Indexes `history`.
     pub fn new(history: &[Message]) -> PairingIndex {
-        let mut slot: HashMap<&str, usize> = HashMap::new();
         let mut index = PairingIndex::default();
-        index.slots.reserve(history.len());
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        let mut turn_start = 0;
         for (m, msg) in history.iter().enumerate() {
+            if msg.role == crate::engine::message::Role::Assistant {
+                index.assistants.push(m);
+                turn_start = index.calls.len();
+            }
             for (b, block) in msg.content.iter().enumerate() {
                 let at = Position {
                     message: m,
@@ -126,26 +162,28 @@ impl PairingIndex {
                 };
                 match block {
                     Block::ToolUse { id, name, .. } => {
-                        let i = *slot.entry(id).or_insert_with(|| {
-                            index.slots.insert(id.clone(), index.ids.len());
-                            index.ids.push(IdRecord {
-                                id: id.clone(),
-                                name: name.clone(),
-                                calls: Vec::new(),
-                                results: Vec::new(),
-                            });
-                            index.ids.len() - 1
-                        });
-                        index.ids[i].calls.push(at);
-                    }
-                    // A result only pairs with a call made before it.
-                    Block::ToolResult { tool_use_id, .. } => match slot.get(&**tool_use_id) {
-                        Some(&i) => index.ids[i].results.push(at),
-                        None => index.orphans.push(Orphan {
-                            tool_use_id: tool_use_id.clone(),
+                        let n = seen.entry(id).or_insert(0);
+                        index.calls.push(CallRecord {
+                            id: id.clone(),
+                            name: name.clone(),
                             at,
-                        }),
-                    },
+                            result: None,
+                            earlier_same_id: *n,
+                        });
+                        *n += 1;
+                    }
+                    Block::ToolResult { tool_use_id, .. } => {
+                        let answers = index.calls[turn_start..].iter_mut().find(|c| {
+                            c.result.is_none() && c.id == *tool_use_id && c.at.message < m
+                        });
+                        match answers {
+                            Some(call) => call.result = Some(at),
+                            None => index.orphans.push(Orphan {
+                                tool_use_id: tool_use_id.clone(),
+                                at,
+                            }),
+                        }
+                    }
                     Block::Text { .. } => {}
                 }
             }
@@ -153,56 +191,61 @@ impl PairingIndex {
         index
     }
 
-    /// The state of one id in the first `len` messages (`None` before its
-    /// first call), without building the whole ledger.
-    pub fn state_of(&self, id: &str, len: usize, in_flight: &[&str]) -> Option<IdState> {
-        let rec = &self.ids[*self.slots.get(id)?];
-        let before = |p: &Position| p.message < len;
-        if rec.calls.partition_point(before) == 0 {
-            return None;
-        }
-        Some(if rec.results.partition_point(before) > 0 {
+    /// The latest assistant message among the first `len` messages.
+    fn last_turn(&self, len: usize) -> Option<usize> {
+        let k = self.assistants.partition_point(|&m| m < len);
+        k.checked_sub(1).map(|k| self.assistants[k])
+    }
+
+    fn state(&self, call: &CallRecord, len: usize, in_flight: &[&str]) -> IdState {
+        if call.result.is_some_and(|r| r.message < len) {
             IdState::Paired
-        } else if in_flight.contains(&id) {
+        } else if Some(call.at.message) == self.last_turn(len) && in_flight.contains(&&*call.id) {
             IdState::Pending
         } else {
             IdState::Unpaired
-        })
+        }
+    }
+
+    /// The state of the call at `call` in the first `len` messages (`None`
+    /// before it is made), without building the whole ledger.
+    pub fn state_of(&self, call: Position, len: usize, in_flight: &[&str]) -> Option<IdState> {
+        if call.message >= len {
+            return None;
+        }
+        let k = self
+            .calls
+            .binary_search_by(|c| (c.at.message, c.at.block).cmp(&(call.message, call.block)))
+            .ok()?;
+        Some(self.state(&self.calls[k], len, in_flight))
     }
 
     /// The ledger of the first `len` messages, with `in_flight` the ids the
     /// loop has taken and not yet answered.
     pub fn ledger(&self, len: usize, in_flight: &[&str]) -> Ledger {
-        let before = |p: &Position| p.message < len;
         let mut ledger = Ledger::default();
-        for rec in &self.ids {
-            let calls = rec.calls.partition_point(before);
-            if calls == 0 {
-                // Ids are indexed in order of first call: the rest come later.
-                break;
-            }
-            let results = rec.results.partition_point(before);
-            let state = if results > 0 {
-                IdState::Paired
-            } else if in_flight.contains(&&*rec.id) {
-                IdState::Pending
-            } else {
-                IdState::Unpaired
-            };
+        let made = self.calls.partition_point(|c| c.at.message < len);
+        let mut same_id: HashMap<&str, usize> = HashMap::new();
+        for call in &self.calls[..made] {
+            *same_id.entry(&call.id).or_insert(0) += 1;
+        }
+        for call in &self.calls[..made] {
+            let result = call.result.filter(|r| r.message < len);
             ledger.entries.push(IdEntry {
-                id: rec.id.clone(),
-                name: rec.name.clone(),
-                first_call: rec.calls[0],
-                calls,
-                first_result: (results > 0).then(|| rec.results[0]),
-                results,
-                state,
+                id: call.id.clone(),
+                name: call.name.clone(),
+                first_call: call.at,
+                calls: same_id[&*call.id],
+                first_result: result,
+                results: usize::from(result.is_some()),
+                state: self.state(call, len, in_flight),
+                repeat: call.earlier_same_id,
             });
         }
         ledger.orphans = self
             .orphans
             .iter()
-            .take_while(|o| before(&o.at))
+            .take_while(|o| o.at.message < len)
             .cloned()
             .collect();
         ledger
@@ -221,16 +264,20 @@ impl Ledger {
         self.entries.iter().filter(move |e| e.state == state)
     }
 
-    /// The unpaired ids, each once.
+    /// The ids of the unpaired calls, one per call (an id reused by several
+    /// unpaired calls appears that many times).
     pub fn unpaired(&self) -> Vec<String> {
         self.ids_in(IdState::Unpaired)
             .map(|e| e.id.to_string())
             .collect()
     }
 
-    /// Ids carried by more than one tool_use block.
+    /// Ids carried by more than one tool_use block, each once (its first
+    /// call).
     pub fn duplicates(&self) -> impl Iterator<Item = &IdEntry> {
-        self.entries.iter().filter(|e| e.is_duplicate())
+        self.entries
+            .iter()
+            .filter(|e| e.is_duplicate() && e.repeat == 0)
     }
 
     /// Counts per state, for headers and summaries.
@@ -242,7 +289,7 @@ impl Ledger {
                 IdState::Paired => c.paired += 1,
                 IdState::Unpaired => c.unpaired += 1,
             }
-            if e.is_duplicate() {
+            if e.is_duplicate() && e.repeat == 0 {
                 c.duplicate += 1;
             }
         }
@@ -334,6 +381,35 @@ mod tests {
     }
 
     #[test]
+    fn a_result_answers_only_the_turn_before_it() {
+        let history = vec![
+            Message::user("q"),
+            plan(),
+            Message::tool_result("w1".into(), json!(1).into(), false),
+            plan(),
+            Message::tool_result("w1".into(), json!(1).into(), false),
+            Message::tool_result("f1".into(), json!(2).into(), false),
+        ];
+        let l = Ledger::of(&history, &[]);
+        let states: Vec<(&str, IdState)> = l.entries.iter().map(|e| (&*e.id, e.state)).collect();
+        assert_eq!(
+            states,
+            [
+                ("w1", IdState::Paired),
+                ("f1", IdState::Unpaired),
+                ("w1", IdState::Paired),
+                ("f1", IdState::Paired)
+            ]
+        );
+        // The first turn's f1 stays unanswered: its result came a turn late.
+        assert_eq!(l.unpaired(), ["f1"]);
+        assert_eq!(
+            counted_ids(&["f1".into(), "f1".into(), "w1".into()]),
+            "f1 ×2, w1"
+        );
+    }
+
+    #[test]
     fn duplicates_and_orphans_are_counted() {
         let history = vec![
             Message::tool_result("ghost".into(), json!(null).into(), true),
@@ -341,12 +417,13 @@ mod tests {
             plan(),
         ];
         let c = Ledger::of(&history, &[]).counts();
+        // Four calls (two ids, each in two turns), none answered.
         assert_eq!(
             c,
             LedgerCounts {
                 pending: 0,
                 paired: 0,
-                unpaired: 2,
+                unpaired: 4,
                 duplicate: 2,
                 orphan: 1
             }

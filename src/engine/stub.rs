@@ -5,19 +5,22 @@
 //! date as messages are appended, so a reply costs O(conditions), not a
 //! scan of the whole history.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
-use crate::engine::message::{Block, Message};
+use crate::engine::message::{Block, Message, Role};
 use crate::engine::session::{Reply, Rule, Text, When};
 
-/// Incremental pairing facts about a growing history: which ids are
-/// answered, and per tool name how many calls are answered or not.
+/// Incremental pairing facts about a growing history, per call: every
+/// tool_use block is its own call, answered only by a result in the tool
+/// messages right after its turn (as providers pair them), so a stub that
+/// reuses an id every round leaves each old call unanswered.
 #[derive(Debug, Default, Clone)]
 pub struct CallIndex {
-    /// id → (tool name, answered, order of first call)
-    ids: HashMap<Text, (Text, bool, usize)>,
-    /// Unanswered ids by order of first call.
-    unanswered: BTreeMap<usize, Text>,
+    /// Every call in order: id, tool name, answered.
+    calls: Vec<(Text, Text, bool)>,
+    /// Where the calls of the latest assistant message (the open turn) start.
+    open: usize,
+    unanswered: usize,
     unanswered_by_tool: HashMap<Text, usize>,
     answered_by_tool: HashMap<Text, usize>,
 }
@@ -25,22 +28,25 @@ pub struct CallIndex {
 impl CallIndex {
     /// Records a message appended to the history.
     pub fn push(&mut self, message: &Message) {
+        if message.role == Role::Assistant {
+            // A new turn: results can no longer answer the calls before it.
+            self.open = self.calls.len();
+        }
         for block in &message.content {
             match block {
                 Block::ToolUse { id, name, .. } => {
-                    if !self.ids.contains_key(id) {
-                        let order = self.ids.len();
-                        self.ids.insert(id.clone(), (name.clone(), false, order));
-                        self.unanswered.insert(order, id.clone());
-                        *self.unanswered_by_tool.entry(name.clone()).or_default() += 1;
-                    }
+                    self.calls.push((id.clone(), name.clone(), false));
+                    self.unanswered += 1;
+                    *self.unanswered_by_tool.entry(name.clone()).or_default() += 1;
                 }
                 Block::ToolResult { tool_use_id, .. } => {
-                    if let Some((name, answered, order)) = self.ids.get_mut(tool_use_id)
-                        && !*answered
+                    let open = &mut self.calls[self.open..];
+                    if let Some((_, name, answered)) = open
+                        .iter_mut()
+                        .find(|(id, _, answered)| !*answered && **id == **tool_use_id)
                     {
                         *answered = true;
-                        self.unanswered.remove(order);
+                        self.unanswered -= 1;
                         if let Some(n) = self.unanswered_by_tool.get_mut(name) {
                             *n -= 1;
                         }
@@ -52,9 +58,12 @@ impl CallIndex {
         }
     }
 
-    /// Ids called and not answered, in order of first call.
+    /// The ids of the calls without a result, one per call, in call order.
     pub fn unanswered(&self) -> impl Iterator<Item = &str> {
-        self.unanswered.values().map(|id| &**id)
+        self.calls
+            .iter()
+            .filter(|(_, _, answered)| !answered)
+            .map(|(id, _, _)| &**id)
     }
 
     /// True when some call of `tool` has no result.
@@ -67,19 +76,18 @@ impl CallIndex {
         self.answered_by_tool.get(tool).copied().unwrap_or(0) > 0
     }
 
-    /// How many called ids have no result.
+    /// How many calls have no result.
     pub fn unanswered_len(&self) -> usize {
-        self.unanswered.len()
+        self.unanswered
     }
 
-    /// True when `id` was called and has no result.
-    pub fn is_unanswered(&self, id: &str) -> bool {
-        self.ids.get(id).is_some_and(|(_, a, _)| !*a)
-    }
-
-    /// True when `id` has a result.
-    pub fn is_answered(&self, id: &str) -> bool {
-        self.ids.get(id).is_some_and(|(_, a, _)| *a)
+    /// How many calls of the open turn have no result and an id in
+    /// `in_flight` (the loop is still handling them).
+    pub fn open_unanswered_in(&self, in_flight: &std::collections::HashSet<&str>) -> usize {
+        self.calls[self.open..]
+            .iter()
+            .filter(|(id, _, answered)| !answered && in_flight.contains(&**id))
+            .count()
     }
 }
 
@@ -140,7 +148,7 @@ mod tests {
     }
 
     #[test]
-    fn a_repeated_id_is_counted_once() {
+    fn a_reused_id_is_a_new_call() {
         let mut idx = CallIndex::default();
         let plan = Message::assistant(&Reply {
             text: None,
@@ -149,8 +157,14 @@ mod tests {
         });
         idx.push(&plan);
         idx.push(&Message::tool_result("a".into(), json!(1).into(), false));
-        idx.push(&plan);
         assert!(!idx.has_missing("w"));
-        assert!(idx.is_answered("a"));
+        // The same id in a later turn is another call, not yet answered.
+        idx.push(&plan);
+        assert!(idx.has_missing("w") && idx.has_answered("w"));
+        assert_eq!(idx.unanswered().collect::<Vec<_>>(), ["a"]);
+        // A result answers only the turn right before it.
+        idx.push(&Message::tool_result("a".into(), json!(2).into(), false));
+        assert!(!idx.has_missing("w"));
+        assert_eq!(idx.unanswered_len(), 0);
     }
 }

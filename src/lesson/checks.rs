@@ -177,7 +177,7 @@ pub fn warnings(trace: &Trace) -> Vec<Warning> {
             kind: "dangling_at_end",
             message: format!(
                 "the history ends with tool_use ids that have no tool_result ({}): a provider would reject the next request with a 400",
-                left.join(", ")
+                crate::engine::ledger::counted_ids(&left)
             ),
         });
     }

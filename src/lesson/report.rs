@@ -88,7 +88,8 @@ pub struct RunReport {
     pub rounds: u32,
     /// Names of executed calls, in order (refused calls are not runs).
     pub tool_runs: Vec<String>,
-    /// Ids left without a result, each once.
+    /// The ids of the calls left without a result, one per call (an id a
+    /// stub reused in every round appears once per round).
     pub unpaired: Vec<String>,
     /// `model_done`, `max_rounds` or `error`.
     pub end: &'static str,
@@ -324,7 +325,7 @@ impl RunReport {
             } else {
                 format!(
                     "{} (called, no tool_result in the history)",
-                    clean(&self.unpaired.join(", "))
+                    clean(&crate::engine::ledger::counted_ids(&self.unpaired))
                 )
             }
         );
@@ -360,7 +361,8 @@ fn dedup_warnings(warnings: &[Warning]) -> Vec<String> {
         if w.kind == "provider_400" {
             let (round, msg) = w.message.split_once(": ").unwrap_or(("", &w.message));
             rounds_400.push(round.trim_start_matches("round ").to_string());
-            msg_400.get_or_insert_with(|| msg.to_string());
+            // The last says it all: unanswered calls pile up round by round.
+            msg_400 = Some(msg.to_string());
         } else {
             out.push(w.message.clone());
         }
@@ -421,7 +423,7 @@ pub struct CompareRow {
     pub rounds: u32,
     /// Executed calls, in order.
     pub tool_runs: Vec<String>,
-    /// How many ids were left unpaired.
+    /// How many calls were left unpaired.
     pub unpaired: usize,
     /// How it ended.
     pub end: &'static str,

@@ -78,9 +78,9 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         .cursor
         .checked_sub(1)
         .map(|k| (app.trace.step(k).history_len, app.trace.in_flight_at(k)));
-    let was = |id: &str| -> Option<IdState> {
+    let was = |call: crate::engine::ledger::Position| -> Option<IdState> {
         let (len, in_flight) = previous.as_ref()?;
-        app.trace.pairing.state_of(id, *len, in_flight)
+        app.trace.pairing.state_of(call, *len, in_flight)
     };
     let scroll = (app.ids_scroll as usize).min(rows.len().saturating_sub(inner.height as usize));
     let lines: Vec<Line> = rows
@@ -90,7 +90,7 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         .map(|row| match row {
             Row::Heading(text, style) => Line::from(span(text.clone(), *style)),
             Row::Entry(e) => {
-                let change = match was(&e.id) {
+                let change = match was(e.first_call) {
                     Some(w) if w != e.state => format!("  ← was {}", w.as_str()),
                     None => "  ← new".to_string(),
                     _ => String::new(),

@@ -32,7 +32,10 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
                 if unpaired.is_empty() {
                     "· unpaired none ".to_string()
                 } else {
-                    format!("· unpaired {} ", clean(&unpaired.join(", ")))
+                    format!(
+                        "· unpaired {} ",
+                        clean(&crate::engine::ledger::counted_ids(unpaired))
+                    )
                 },
                 if unpaired.is_empty() { t.ok } else { t.warn },
             ),
@@ -55,14 +58,22 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         ]));
         // A spinning loop repeats the same 400 every round: say each
         // distinct problem once, with how many requests carried it.
-        let mut said: Vec<(String, usize)> = Vec::new();
+        // Grouped by the ids involved; the latest message of a group says
+        // how many calls of each id are left (they pile up in a spin).
+        let mut said: Vec<(Vec<&str>, String, usize)> = Vec::new();
         for v in &trace.violations {
-            match said.iter_mut().find(|(m, _)| *m == v.message) {
-                Some((_, n)) => *n += 1,
-                None => said.push((v.message.clone(), 1)),
+            let mut key: Vec<&str> = v.ids.iter().map(String::as_str).collect();
+            key.sort_unstable();
+            key.dedup();
+            match said.iter_mut().find(|(k, _, _)| *k == key) {
+                Some((_, m, n)) => {
+                    *m = v.message.clone();
+                    *n += 1;
+                }
+                None => said.push((key, v.message.clone(), 1)),
             }
         }
-        for (message, n) in &said {
+        for (_, message, n) in &said {
             let times = if *n > 1 {
                 format!(" (in {n} requests)")
             } else {
