@@ -363,3 +363,33 @@ fn the_loops_code_under_first_and_under_all() {
         );
     }
 }
+
+#[test]
+fn the_ledger_says_what_each_call_is_doing_and_marks_placeholders() {
+    // At 40 ms of fault_interrupt's turn, read_file has ended and the others run.
+    let mut a = app("fault_interrupt.json", |_| {}, Theme::color());
+    while !(a.trace.step(a.cursor).phase == Phase::Execute && a.trace.step(a.cursor).time_ms == 40)
+    {
+        apply(&mut a, Action::StepForward);
+    }
+    let t = draw(&mut a, 120, 40);
+    assert!(find(&t, "toolu_read read_file [finished]").is_some());
+    assert!(find(&t, "toolu_grep grep [running]").is_some());
+    // Under synthesize, a cancelled sibling's result is a placeholder, and
+    // the ledger says so.
+    let mut a = app("fault_sibling_error.json", |_| {}, Theme::color());
+    while a.trace.step(a.cursor).phase != Phase::Decide {
+        apply(&mut a, Action::StepForward);
+    }
+    let t = draw(&mut a, 120, 40);
+    assert!(
+        find(&t, "toolu_cfg_c fetch_slow_config [placeholder: cancel").is_some(),
+        "{}",
+        (0..40)
+            .map(|y| (0..120)
+                .map(|x| t.backend().buffer()[(x, y)].symbol())
+                .collect::<String>())
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}

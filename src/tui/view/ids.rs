@@ -82,6 +82,43 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         let (len, in_flight) = previous.as_ref()?;
         app.trace.pairing.state_of(call, *len, in_flight)
     };
+    // What the loop is doing with a call at this step: running, or how it
+    // ended (a placeholder result is said to be one).
+    let step = app.trace.step(app.cursor);
+    let call_state = |e: &IdEntry| -> Option<String> {
+        let round = app
+            .trace
+            .rounds
+            .iter()
+            .find(|r| r.reply_message == Some(e.first_call.message))?;
+        let message = app.trace.messages.get(e.first_call.message)?;
+        let call = message.content[..e.first_call.block]
+            .iter()
+            .filter(|b| matches!(b, crate::engine::message::Block::ToolUse { .. }))
+            .count();
+        let ex = round.executions.iter().find(|x| x.call == call)?;
+        let placeholder = ex.synthetic && !ex.outcome.ran;
+        Some(match e.state {
+            IdState::Pending => {
+                use crate::engine::trace::{CallStatus, Phase};
+                let ended = match step.phase {
+                    Phase::Reply | Phase::Extract => false,
+                    Phase::Execute => step.time_ms >= ex.ended_ms,
+                    _ => true,
+                };
+                match (ex.status, ended, step.phase) {
+                    (CallStatus::Dropped, _, _) => "[dropped]".to_string(),
+                    (status, true, _) => format!("[{}]", status.as_str()),
+                    (_, false, Phase::Execute) => "[running]".to_string(),
+                    (_, false, _) => "[to run]".to_string(),
+                }
+            }
+            IdState::Paired if placeholder || ex.synthetic => {
+                format!("[placeholder: {}]", ex.status.as_str())
+            }
+            _ => return None,
+        })
+    };
     let scroll = (app.ids_scroll as usize).min(rows.len().saturating_sub(inner.height as usize));
     let lines: Vec<Line> = rows
         .iter()
@@ -100,12 +137,16 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
                     None => e.first_call.to_string(),
                 };
                 let row_style = if change.is_empty() { t.text } else { t.added };
-                Line::from(vec![
+                let mut line = vec![
                     span(format!("  {} ", clean(&e.id)), row_style),
                     span(format!("{} ", clean(&e.name)), t.call),
-                    span(whereabouts, t.dim),
-                    span(change, t.added),
-                ])
+                ];
+                if let Some(state) = call_state(e) {
+                    line.push(span(format!("{state} "), t.warn));
+                }
+                line.push(span(whereabouts, t.dim));
+                line.push(span(change, t.added));
+                Line::from(line)
             }
             Row::Duplicate(e) => Line::from(span(
                 format!("  {} ×{} ({})", clean(&e.id), e.calls, clean(&e.name)),
