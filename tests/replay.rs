@@ -169,3 +169,26 @@ fn help_in_a_replay_lists_no_strategy_keys() {
     assert!(!text.contains("toggle extraction"), "{text}");
     assert!(!text.contains("│Strategy"), "{text}");
 }
+
+#[test]
+fn a_broken_stream_and_its_late_result_are_named_at_their_steps() {
+    let s = common::session("fault_fallback.json");
+    let strategy = loopdbg::Strategy::for_session(&s);
+    let trace = loopdbg::run(&s, &strategy);
+    let said: Vec<String> = (0..trace.len())
+        .map(|k| explain(&trace, k, s.tools.len()))
+        .collect();
+    assert!(
+        said.iter().any(|e| e.starts_with(
+            "The reply stream broke at 30 ms after 1 tool_use block(s) arrived (read_file toolu_a)"
+        )),
+        "{said:#?}"
+    );
+    assert!(
+        said.iter()
+            .any(|e| e.contains("new ids (toolu_a_retry, toolu_b_retry)"))
+    );
+    assert!(said.iter().any(|e| e.starts_with(
+        "At 80 ms the discarded streaming executor's result for toolu_a arrives: rejected, not appended"
+    )), "{said:#?}");
+}

@@ -61,15 +61,40 @@ fn explain_phase(trace: &Trace, k: usize, tool_count: usize) -> String {
                 None => base,
             }
         }
+        Phase::Reply if step.event == Some(crate::engine::trace::StepEvent::StreamBroke) => {
+            let Some(f) = round.and_then(|r| r.fallback.as_ref()) else {
+                return "The reply stream broke.".into();
+            };
+            let started: Vec<String> = f
+                .partial
+                .iter()
+                .map(|c| format!("{} {}", clean(&c.name), clean(&c.id)))
+                .collect();
+            format!(
+                "The reply stream broke at {} ms after {} tool_use block(s) arrived ({}); the streaming executor had already started them. The loop discards that executor and retries without streaming.",
+                f.broke_at_ms,
+                f.partial.len(),
+                started.join(", ")
+            )
+        }
         Phase::Reply => {
             let Some(r) = round else {
                 return "The stub model had no reply.".into();
             };
+            if step.event == Some(crate::engine::trace::StepEvent::Retried) {
+                let ids: Vec<String> = r.reply.tool_calls.iter().map(|c| clean(&c.id)).collect();
+                return format!(
+                    "The retry replied: a new response, so its calls carry new ids ({}); results for the broken stream's ids must not be appended.",
+                    ids.join(", ")
+                );
+            }
             let calls = r.reply.tool_calls.len();
             let finish = r.reply.finish_reason();
             if r.reply_message.is_none() {
                 let why = match finish {
-                    crate::engine::session::FinishReason::Length => "the reply was cut off by max_tokens",
+                    crate::engine::session::FinishReason::Length => {
+                        "the reply was cut off by max_tokens"
+                    }
                     _ => "the reply was withheld by a content filter",
                 };
                 return format!(
@@ -151,21 +176,35 @@ fn explain_phase(trace: &Trace, k: usize, tool_count: usize) -> String {
                     clip(&e.name, 30),
                     clip(&compact(&e.args), 40),
                     clip(&compact(&e.outcome.content), 60),
-                    if e.outcome.is_error { " as an error result" } else { "" }
+                    if e.outcome.is_error {
+                        " as an error result"
+                    } else {
+                        ""
+                    }
                 ),
                 CallStatus::Failed => format!(
                     "{} fails: {}{}",
                     clip(&e.name, 30),
                     clip(&compact(&e.outcome.content), 60),
-                    if r.executions.iter().any(|x| x.status == CallStatus::Cancelled) {
+                    if r.executions
+                        .iter()
+                        .any(|x| x.status == CallStatus::Cancelled)
+                    {
                         " — a hard failure: the loop cancels its siblings"
                     } else {
                         ""
                     }
                 ),
-                CallStatus::TimedOut => format!("{} runs past its timeout and becomes an error result", clip(&e.name, 30)),
-                CallStatus::Cancelled => format!("{} is cancelled because a sibling failed", clip(&e.id, 30)),
-                CallStatus::Interrupted => format!("the user interrupts: {} had not finished", clip(&e.id, 30)),
+                CallStatus::TimedOut => format!(
+                    "{} runs past its timeout and becomes an error result",
+                    clip(&e.name, 30)
+                ),
+                CallStatus::Cancelled => {
+                    format!("{} is cancelled because a sibling failed", clip(&e.id, 30))
+                }
+                CallStatus::Interrupted => {
+                    format!("the user interrupts: {} had not finished", clip(&e.id, 30))
+                }
                 CallStatus::Dropped => String::new(),
             };
             // Progress of the whole batch at this moment.
@@ -175,7 +214,10 @@ fn explain_phase(trace: &Trace, k: usize, tool_count: usize) -> String {
                 .filter(|x| x.status != CallStatus::Dropped)
                 .map(|x| {
                     let ended = x.ended_ms < step.time_ms
-                        || (x.ended_ms == step.time_ms && step.execution.is_some_and(|i| r.executions[i].call >= x.call));
+                        || (x.ended_ms == step.time_ms
+                            && step
+                                .execution
+                                .is_some_and(|i| r.executions[i].call >= x.call));
                     let state = if !ended { "running" } else { x.status.as_str() };
                     format!("{} {state}", clip(&x.id, 16))
                 })
@@ -211,8 +253,18 @@ fn explain_phase(trace: &Trace, k: usize, tool_count: usize) -> String {
                 crate::engine::strategy::Closure::Leave => format!("Closure leave: {} stay dangling.", open.join(", ")),
             }
         }
-        Phase::Append if step.event == Some(crate::engine::trace::StepEvent::LateResultRejected) => {
-            "A result from the discarded streaming executor arrives late with an old id: rejected, not appended (it would pair with nothing, or with the wrong call).".to_string()
+        Phase::Append
+            if step.event == Some(crate::engine::trace::StepEvent::LateResultRejected) =>
+        {
+            let late = round
+                .and_then(|r| r.fallback.as_ref())
+                .and_then(|f| f.rejected.iter().find(|(_, at)| *at == step.time_ms))
+                .map(|(id, _)| clean(id))
+                .unwrap_or_else(|| "an old id".into());
+            format!(
+                "At {} ms the discarded streaming executor's result for {late} arrives: rejected, not appended (that id belongs to the broken stream; it would pair with nothing, or with the wrong call).",
+                step.time_ms
+            )
         }
         Phase::Append => {
             let Some(e) = round.and_then(|r| step.execution.and_then(|i| r.executions.get(i)))
