@@ -260,7 +260,13 @@ fn stepping_into_a_sub_agent() {
     let s = session("fault_subagent.json");
     let strategy = Strategy::for_session(&s);
     let mut a = App::new("sessions/fault_subagent.json", s, strategy, Theme::color());
-    while a.trace.step(a.cursor).phase != Phase::Execute {
+    // The Execute step of the research call itself (get_weather ends first).
+    while !(a.trace.step(a.cursor).phase == Phase::Execute
+        && a.trace
+            .step(a.cursor)
+            .execution
+            .is_some_and(|e| a.trace.round(1).unwrap().executions[e].name.as_ref() == "research"))
+    {
         apply(&mut a, Action::StepForward);
     }
     apply(&mut a, Action::StepInto);

@@ -556,13 +556,36 @@ fn step_into_a_sub_agent_and_back_out() {
     let mut app = App::new("fault_subagent.json", s, strategy, Theme::color());
     apply(&mut app, key('<'));
     assert_eq!(app.notice.as_deref(), Some("not inside a sub-agent"));
+    // From a step that is not the sub-agent call's, `>` refuses.
     while phase(&app) != Phase::Execute {
         apply(&mut app, Action::StepForward);
     }
+    apply(&mut app, key('>'));
+    assert_eq!(
+        app.depth(),
+        0,
+        "get_weather's Execute step is not the sub-agent's"
+    );
+    assert!(
+        app.notice
+            .as_deref()
+            .unwrap()
+            .starts_with("no sub-agent here")
+    );
+    apply(&mut app, Action::StepForward);
+    assert_eq!(phase(&app), Phase::Execute);
     let parent_cursor = app.cursor;
     let parent_ledger = app.trace.ledger_at(app.cursor);
     apply(&mut app, key('>'));
     assert_eq!(app.depth(), 1);
+    // A child's run is a read-only look: its strategy does not change.
+    apply(&mut app, key('-'));
+    assert!(
+        app.notice
+            .as_deref()
+            .unwrap()
+            .starts_with("a sub-agent's run is a read-only look")
+    );
     assert_eq!(app.session.title, "Sub-agent: a research loop of its own");
     assert_eq!(app.cursor, 0);
     apply(&mut app, Action::Last);

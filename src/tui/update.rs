@@ -28,6 +28,12 @@ pub fn update(app: &mut App, action: Action) -> Option<Action> {
     if app.popup.is_some() && handle_popup(app, &action) {
         return None;
     }
+    if app.parent.is_some() && changes_strategy(&action) {
+        app.notice = Some(
+            "a sub-agent's run is a read-only look: it ran as part of the parent's call, so a change here would not reach the parent's result; change the parent (< returns)".into(),
+        );
+        return None;
+    }
     if app.replay.is_some() && changes_strategy(&action) {
         app.notice =
             Some("replaying a captured conversation: there is no strategy to change".into());
@@ -231,15 +237,13 @@ fn child_at(app: &App) -> Option<(String, std::sync::Arc<crate::engine::executor
     let pick = |e: &crate::engine::trace::Execution| {
         e.outcome.child.clone().map(|c| (e.name.to_string(), c))
     };
-    match step
-        .execution
+    // Only from the call's own steps (its Execute and Append).
+    if !matches!(step.phase, Phase::Execute | Phase::Append) {
+        return None;
+    }
+    step.execution
         .and_then(|i| round.executions.get(i))
         .and_then(pick)
-    {
-        Some(found) => Some(found),
-        // Anywhere else in the round, the round's only sub-agent call.
-        None => round.executions.iter().find_map(pick),
-    }
 }
 
 fn changes_strategy(action: &Action) -> bool {

@@ -19,7 +19,10 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         clean(&app.session.title)
     };
     let title = if app.parent.is_some() {
-        format!("{title} (sub-agent, depth {}; < returns)", app.depth())
+        format!(
+            "{title} (sub-agent, depth {}, read-only; < returns)",
+            app.depth()
+        )
     } else {
         title
     };
