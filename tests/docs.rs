@@ -33,3 +33,44 @@ fn every_shipped_session_is_documented() {
         );
     }
 }
+
+/// Every `$ loopdbg …` example in the README prints exactly what the README
+/// shows (run through `sh`, so a pipe in the example works).
+#[test]
+fn readme_examples_print_what_they_show() {
+    let readme = readme();
+    let mut checked = 0;
+    let mut lines = readme.lines().peekable();
+    while let Some(line) = lines.next() {
+        if line != "```text" {
+            continue;
+        }
+        let Some(command) = lines.peek().and_then(|l| l.strip_prefix("$ loopdbg ")) else {
+            continue;
+        };
+        let command = command.to_string();
+        lines.next();
+        let mut expected = Vec::new();
+        for l in lines.by_ref() {
+            if l == "```" {
+                break;
+            }
+            expected.push(l);
+        }
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("{} {command}", env!("CARGO_BIN_EXE_loopdbg")))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        let actual = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            actual.trim_end(),
+            expected.join("\n").trim_end(),
+            "README example `loopdbg {command}` prints something else"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 4, "only {checked} README examples found");
+}
