@@ -399,3 +399,29 @@ fn the_ledger_says_what_each_call_is_doing_and_marks_placeholders() {
             .join("\n")
     );
 }
+
+#[test]
+fn messages_use_the_panes_width_and_show_call_arguments() {
+    // At 200 columns the fx rate and the whole answer fit; calls show
+    // their arguments.
+    let mut a = app("weather_fx.json", |_| {}, Theme::color());
+    apply(&mut a, Action::Last);
+    let t = draw(&mut a, 200, 50);
+    let rows: Vec<String> = (0..50)
+        .map(|y| {
+            (0..200)
+                .map(|x| t.backend().buffer()[(x, y)].symbol())
+                .collect()
+        })
+        .collect();
+    assert!(
+        // A wide character's second cell holds a space.
+        rows.iter().any(|r| r.contains("7.12。 \"")),
+        "the answer is whole:\n{}",
+        rows.join("\n")
+    );
+    let mut a = app("weather.json", |_| {}, Theme::color());
+    apply(&mut a, Action::Last);
+    let t = draw(&mut a, 120, 40);
+    assert!(find(&t, "⚒ get_weather({\"city\":\"北").is_some());
+}

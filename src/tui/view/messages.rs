@@ -79,9 +79,14 @@ fn message_line(i: usize, m: &Message, is_new: bool, t: &Theme, width: usize) ->
     let room = width.saturating_sub(14);
     // Every block should show on the message's line; when the full forms do
     // not fit, ids win over names and text (Enter shows the full JSON).
-    let mut blocks = block_spans(m, t, false);
+    // The widest form that fits: text and results as wide as the pane
+    // allows, calls with their arguments; then the compact form.
+    let mut blocks = block_spans(m, t, false, room);
     if blocks_width(&blocks) > room {
-        blocks = block_spans(m, t, true);
+        blocks = block_spans(m, t, false, 0);
+    }
+    if blocks_width(&blocks) > room {
+        blocks = block_spans(m, t, true, 0);
     }
     let mut used = 0;
     for (text, style) in blocks {
@@ -106,13 +111,30 @@ fn blocks_width(blocks: &[(String, Style)]) -> usize {
         .sum()
 }
 
-fn block_spans(m: &Message, t: &Theme, compact_form: bool) -> Vec<(String, Style)> {
-    let (text_max, content_max) = if compact_form { (10, 36) } else { (24, 36) };
+/// The blocks of a message as spans. `room` > 0 lets text, arguments and
+/// results use the pane's width (split between the blocks); 0 keeps the
+/// fixed short forms.
+fn block_spans(m: &Message, t: &Theme, compact_form: bool, room: usize) -> Vec<(String, Style)> {
+    let share = (room / m.content.len().max(1)).saturating_sub(4);
+    let (text_max, content_max) = match (compact_form, room) {
+        (true, _) => (10, 36),
+        (false, 0) => (24, 36),
+        (false, _) => (share.max(24), share.max(36)),
+    };
     m.content
         .iter()
         .map(|b| match b {
             Block::Text { text } => (format!("\"{}\" ", clip(&clean(text), text_max)), t.text),
             Block::ToolUse { id, .. } if compact_form => (format!("⚒{} ", clean(id)), t.call),
+            Block::ToolUse { id, name, input } if room > 0 => (
+                format!(
+                    "⚒ {}({}) {} ",
+                    clean(name),
+                    clip(&clean(&compact(input)), share.max(12)),
+                    clean(id)
+                ),
+                t.call,
+            ),
             Block::ToolUse { id, name, .. } => {
                 (format!("⚒ {}({}) ", clean(name), clean(id)), t.call)
             }
