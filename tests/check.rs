@@ -10,17 +10,9 @@ use loopdbg::engine::strategy::{Extract, StopRule};
 use loopdbg::wire::check::{Finding, check};
 use loopdbg::wire::fix::{Repair, repair};
 use loopdbg::wire::provider::{Format, request_body};
-use loopdbg::wire::read::{ClaudeCodeLog, Conversation, Source, detect, read};
+use loopdbg::wire::read::{Conversation, Source, detect, read};
 use loopdbg::{Session, Strategy};
 use serde_json::Value;
-
-fn fixture(name: &str) -> String {
-    std::fs::read_to_string(format!(
-        "{}/tests/fixtures/transcripts/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap()
-}
 
 fn conversation(name: &str) -> Conversation {
     let doc: Value = serde_json::from_str(&fixture(name)).unwrap();
@@ -210,18 +202,9 @@ fn responses_both_directions() {
     );
 }
 
-fn claude_code(name: &str) -> Vec<Conversation> {
-    let mut log = ClaudeCodeLog::default();
-    for (i, line) in fixture(name).lines().enumerate() {
-        log.push(i + 1, &serde_json::from_str(line).unwrap())
-            .unwrap();
-    }
-    log.finish()
-}
-
 #[test]
 fn claude_code_log_names_the_event_where_pairing_broke() {
-    let convs = claude_code("claude_code_interrupted.jsonl");
+    let convs = claude_code_log("claude_code_interrupted.jsonl");
     assert_eq!(convs.len(), 2, "the sidechain is a conversation of its own");
     assert_eq!(convs[0].label, None);
     assert_eq!(convs[1].label.as_deref(), Some("sub-agent"));
@@ -236,7 +219,7 @@ fn claude_code_log_names_the_event_where_pairing_broke() {
 
 #[test]
 fn claude_code_compaction_leaves_an_orphan_result() {
-    let convs = claude_code("claude_code_compacted.jsonl");
+    let convs = claude_code_log("claude_code_compacted.jsonl");
     assert_eq!(convs.len(), 2);
     assert!(check(&convs[0]).is_empty());
     let f = check(&convs[1]);

@@ -5,30 +5,16 @@
 //! fixture is written after public API recordings and log parsers'
 //! fixtures; each test pins the verdict, the path, the ids and the wording.
 
-use loopdbg::wire::check::{Finding, check};
-use loopdbg::wire::read::{ClaudeCodeLog, Conversation, detect, read};
-use serde_json::Value;
+mod common;
+use common::{claude_code_log, fixture};
 
-fn fixture(name: &str) -> String {
-    std::fs::read_to_string(format!(
-        "{}/tests/fixtures/transcripts/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap_or_else(|e| panic!("{name}: {e}"))
-}
+use loopdbg::wire::check::{Finding, check};
+use loopdbg::wire::read::{detect, read};
+use serde_json::Value;
 
 fn request(name: &str) -> Vec<Finding> {
     let doc: Value = serde_json::from_str(&fixture(name)).unwrap();
     check(&read(&doc, detect(&doc).unwrap()).unwrap())
-}
-
-fn log(name: &str) -> Vec<Conversation> {
-    let mut log = ClaudeCodeLog::default();
-    for (i, line) in fixture(name).lines().enumerate() {
-        log.push_owned(i + 1, serde_json::from_str(line).unwrap())
-            .unwrap();
-    }
-    log.finish()
 }
 
 fn kinds(findings: &[Finding]) -> Vec<&str> {
@@ -43,7 +29,7 @@ fn rejected(findings: &[Finding]) -> Vec<&Finding> {
 
 #[test]
 fn parallel_calls_whose_results_point_at_their_own_blocks_are_one_turn() {
-    let convs = log("claude_code_v2/parallel.jsonl");
+    let convs = claude_code_log("claude_code_v2/parallel.jsonl");
     assert_eq!(convs.len(), 1);
     let c = &convs[0];
     // user, assistant (text + two calls, one message.id), user (two results), answer.
@@ -56,7 +42,7 @@ fn parallel_calls_whose_results_point_at_their_own_blocks_are_one_turn() {
 
 #[test]
 fn a_rewound_branch_is_a_notice_not_a_400() {
-    let convs = log("claude_code_v2/rewind.jsonl");
+    let convs = claude_code_log("claude_code_v2/rewind.jsonl");
     assert_eq!(convs.len(), 1);
     let f = check(&convs[0]);
     assert_eq!(kinds(&f), ["off_branch"], "{f:#?}");
@@ -80,7 +66,7 @@ fn a_rewound_branch_is_a_notice_not_a_400() {
 
 #[test]
 fn a_rewind_to_the_first_prompt_leaves_the_old_tree_as_a_branch() {
-    let convs = log("claude_code_v2/rewind_new_start.jsonl");
+    let convs = claude_code_log("claude_code_v2/rewind_new_start.jsonl");
     assert_eq!(convs.len(), 1);
     let f = check(&convs[0]);
     assert_eq!(kinds(&f), ["off_branch"], "{f:#?}");
@@ -93,7 +79,7 @@ fn a_rewind_to_the_first_prompt_leaves_the_old_tree_as_a_branch() {
 
 #[test]
 fn compact_boundary_starts_a_new_conversation() {
-    let convs = log("claude_code_v2/compact.jsonl");
+    let convs = claude_code_log("claude_code_v2/compact.jsonl");
     assert_eq!(convs.len(), 2);
     assert_eq!(convs[1].label.as_deref(), Some("after compaction 1"));
     assert_eq!(check(&convs[0]), vec![]);
@@ -106,7 +92,7 @@ fn compact_boundary_starts_a_new_conversation() {
 
 #[test]
 fn a_sub_agent_log_is_checked_as_a_named_conversation() {
-    let convs = log("claude_code_v2/subagents/agent-a7f3c2e1.jsonl");
+    let convs = claude_code_log("claude_code_v2/subagents/agent-a7f3c2e1.jsonl");
     assert_eq!(convs.len(), 1);
     assert_eq!(convs[0].label.as_deref(), Some("sub-agent a7f3c2e1"));
     let f = check(&convs[0]);

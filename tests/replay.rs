@@ -11,31 +11,8 @@ use loopdbg::tui::explain::explain;
 use loopdbg::tui::theme::Theme;
 use loopdbg::tui::{Action, App};
 use loopdbg::wire::check::check;
-use loopdbg::wire::read::{ClaudeCodeLog, Conversation, detect, read};
+use loopdbg::wire::read::Conversation;
 use loopdbg::wire::replay::{session_for, trace_of};
-use serde_json::Value;
-
-fn fixture(name: &str) -> String {
-    std::fs::read_to_string(format!(
-        "{}/tests/fixtures/transcripts/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap()
-}
-
-fn body(name: &str) -> Conversation {
-    let doc: Value = serde_json::from_str(&fixture(name)).unwrap();
-    read(&doc, detect(&doc).unwrap()).unwrap()
-}
-
-fn log(name: &str) -> Vec<Conversation> {
-    let mut log = ClaudeCodeLog::default();
-    for (i, line) in fixture(name).lines().enumerate() {
-        log.push_owned(i + 1, serde_json::from_str(line).unwrap())
-            .unwrap();
-    }
-    log.finish()
-}
 
 fn replay(conv: &Conversation) -> App {
     let findings = check(conv);
@@ -82,7 +59,7 @@ fn explained(app: &App) -> Vec<(Phase, String)> {
 
 #[test]
 fn an_orphan_result_is_flagged_at_the_request_that_carries_it() {
-    let convs = log("claude_code_compacted.jsonl");
+    let convs = claude_code_log("claude_code_compacted.jsonl");
     let app = replay(&convs[1]);
     let steps = explained(&app);
     let flagged: Vec<&(Phase, String)> = steps
@@ -142,7 +119,7 @@ fn the_400_is_explained_at_the_request_that_would_fail_and_only_there() {
 
 #[test]
 fn the_end_summary_scrolls_to_its_last_finding() {
-    let convs = log("claude_code_v2/rewind.jsonl");
+    let convs = claude_code_log("claude_code_v2/rewind.jsonl");
     let mut app = replay(&convs[0]);
     apply(&mut app, Action::Resize(80, 24));
     apply(&mut app, Action::Last);

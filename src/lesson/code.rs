@@ -126,16 +126,7 @@ mod tests {
     #[test]
     fn every_phase_of_a_round_has_a_line() {
         let code = loop_code(&strategy());
-        for phase in [
-            Phase::Request,
-            Phase::Reply,
-            Phase::Extract,
-            Phase::Execute,
-            Phase::Close,
-            Phase::Append,
-            Phase::Decide,
-            Phase::Done,
-        ] {
+        for phase in Phase::ALL {
             assert!(code.iter().any(|l| l.phases.contains(&phase)), "{phase:?}");
         }
     }

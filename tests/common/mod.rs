@@ -38,3 +38,28 @@ pub fn apply(app: &mut App, action: Action) {
         next = update(app, a);
     }
 }
+
+/// The text of `tests/fixtures/transcripts/NAME`.
+pub fn fixture(name: &str) -> String {
+    std::fs::read_to_string(format!(
+        "{}/tests/fixtures/transcripts/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// A request-body fixture read as the format it is detected as.
+pub fn body(name: &str) -> loopdbg::wire::read::Conversation {
+    let doc: serde_json::Value = serde_json::from_str(&fixture(name)).unwrap();
+    loopdbg::wire::read::read(&doc, loopdbg::wire::read::detect(&doc).unwrap()).unwrap()
+}
+
+/// A Claude Code log fixture read into its conversations.
+pub fn claude_code_log(name: &str) -> Vec<loopdbg::wire::read::Conversation> {
+    let mut log = loopdbg::wire::read::ClaudeCodeLog::default();
+    for (i, line) in fixture(name).lines().enumerate() {
+        log.push_owned(i + 1, serde_json::from_str(line).unwrap())
+            .unwrap();
+    }
+    log.finish()
+}
