@@ -254,18 +254,35 @@ fn control_characters_from_input_are_printed_inert() {
     // override, which lint names in its output.
     std::fs::write(
         &file,
-        r#"{"user": "x", "tools": [{"name": "w\u001b[2J\u001b]52;c;aGk=\u0007\u202e"}], "model": {"script": [{"reply": {"text": "ok"}}]}}"#,
+        r#"{"user": "x", "tools": [{"name": "w\u001b[2J\u001b]52;c;aGk=\u0007\u202e"}], "model": {"script": [{"reply": {"text": "ok\u202e"}}]}}"#,
     )
     .unwrap();
+    for args in [
+        vec!["lint"],
+        vec!["run"],
+        vec!["run", "--format", "json"],
+        vec!["compare"],
+    ] {
+        let out = loopdbg().args(&args).arg(&file).output().unwrap();
+        let all = [out.stdout, out.stderr].concat();
+        assert!(
+            !all.contains(&0x1b),
+            "{args:?}: a raw escape reached the terminal"
+        );
+        assert!(!all.contains(&0x07), "{args:?}: a raw bell");
+        assert!(
+            !String::from_utf8_lossy(&all).contains('\u{202e}'),
+            "{args:?}: a raw bidi override"
+        );
+    }
+    // JSON stays the same data: its escapes parse back to the text.
     let out = loopdbg()
-        .arg("lint")
+        .args(["run", "--format", "json"])
         .arg(&file)
-        .assert()
-        .get_output()
-        .clone();
-    let all = [out.stdout, out.stderr].concat();
-    assert!(!all.contains(&0x1b), "a raw escape reached the terminal");
-    assert!(!String::from_utf8_lossy(&all).contains('\u{202e}'));
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["final_text"], "ok\u{202e}");
 }
 
 #[test]

@@ -22,6 +22,7 @@ macro_rules! say_partial {
 
 pub mod args;
 pub mod check;
+pub mod json;
 pub mod load;
 pub mod terminal;
 
@@ -192,8 +193,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
                         provider.title()
                     );
                     // Written as it is made: one body in memory at a time.
-                    serde_json::to_writer_pretty(&mut out, &body_of(step))
-                        .map_err(anyhow::Error::from)?;
+                    json::pretty(&mut out, &body_of(step)).map_err(anyhow::Error::from)?;
                     writeln!(out)?;
                 }
                 out.flush()?;
@@ -203,7 +203,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             match format {
                 RunFormat::Text => out.write_all(report.to_text().as_bytes())?,
                 RunFormat::Json => {
-                    serde_json::to_writer_pretty(&mut out, &report).map_err(anyhow::Error::from)?;
+                    json::pretty(&mut out, &report).map_err(anyhow::Error::from)?;
                     writeln!(out)?;
                 }
             }
@@ -228,7 +228,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             match format {
                 CompareFormat::Md => out.write_all(compare_markdown(&rows).as_bytes())?,
                 CompareFormat::Json => {
-                    serde_json::to_writer_pretty(&mut out, &rows).map_err(anyhow::Error::from)?;
+                    json::pretty(&mut out, &rows).map_err(anyhow::Error::from)?;
                     writeln!(out)?;
                 }
             }
@@ -284,7 +284,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
                         return;
                     }
                     let record = serde_json::json!({"file": file, "conversation": r});
-                    let written = serde_json::to_writer(&mut out, &record)
+                    let written = json::compact(&mut out, &record)
                         .map_err(std::io::Error::from)
                         .and_then(|()| writeln!(out));
                     if let Err(e) = written {
@@ -310,7 +310,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
                         "errors": f.errors,
                         "warning": f.is_empty().then_some("no conversation found, nothing was checked"),
                     });
-                    serde_json::to_writer(&mut out, &record).map_err(anyhow::Error::from)?;
+                    json::compact(&mut out, &record).map_err(anyhow::Error::from)?;
                     writeln!(out)?;
                 }
                 for f in &reports {
@@ -336,7 +336,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
                     "unreadable": reports.iter().filter(|f| !f.errors.is_empty()).count(),
                     "nothing_to_check": reports.iter().filter(|f| f.is_empty()).count(),
                 });
-                serde_json::to_writer_pretty(&mut out, &doc).map_err(anyhow::Error::from)?;
+                json::pretty(&mut out, &doc).map_err(anyhow::Error::from)?;
                 writeln!(out)?;
                 for f in &reports {
                     for e in &f.errors {
@@ -360,7 +360,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         Some(Command::Schema) => {
             let schema = loopdbg::engine::schema::session_schema();
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-            serde_json::to_writer_pretty(&mut out, &schema).map_err(anyhow::Error::from)?;
+            json::pretty(&mut out, &schema).map_err(anyhow::Error::from)?;
             writeln!(out)?;
             out.flush()?;
             Ok(ExitCode::SUCCESS)
