@@ -1,4 +1,4 @@
-//! Rendered frames: insta snapshots at 120×40, 80×24 and a tiny terminal,
+//! Rendered frames: insta snapshots at 120×40, 80×24, 60×18 and a tiny terminal,
 //! plus style assertions that snapshots cannot see.
 
 mod common;
@@ -13,7 +13,7 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::style::{Color, Modifier};
 
-const SIZES: [(u16, u16); 3] = [(120, 40), (80, 24), (30, 8)];
+const SIZES: [(u16, u16); 4] = [(120, 40), (80, 24), (60, 18), (30, 8)];
 
 fn app(name: &str, tweak: impl FnOnce(&mut Strategy), theme: Theme) -> App {
     let s = session(name);
@@ -424,4 +424,52 @@ fn messages_use_the_panes_width_and_show_call_arguments() {
     apply(&mut a, Action::Last);
     let t = draw(&mut a, 120, 40);
     assert!(find(&t, "⚒ get_weather({\"city\":\"北").is_some());
+}
+
+fn screen_text(terminal: &Terminal<TestBackend>) -> Vec<String> {
+    let buf = terminal.backend().buffer();
+    (0..buf.area.height)
+        .map(|y| (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect())
+        .collect()
+}
+
+/// The facts that matter are the last thing a small screen drops: at every
+/// step of a run that leaves ids unpaired, 80×24 and 60×18 still show the
+/// count with the 400 in the header, and the ledger's first row names it.
+#[test]
+fn the_unpaired_count_survives_small_screens() {
+    for (w, h) in [(80, 24), (60, 18)] {
+        let mut a = app("weather_fx.json", first_reask, Theme::color());
+        let mut seen = 0;
+        loop {
+            let unpaired = a.trace.step(a.cursor).unpaired;
+            let rows = screen_text(&draw(&mut a, w, h));
+            if unpaired > 0 {
+                seen += 1;
+                let want = format!("unpaired: {unpaired} · a request now → 400");
+                assert!(
+                    rows[1].contains(&want),
+                    "{w}x{h} step {}: header {:?}",
+                    a.cursor,
+                    rows[1]
+                );
+                assert!(
+                    rows.iter()
+                        .any(|r| r.contains("│") && r.contains(" unpaired · no result")),
+                    "{w}x{h} step {}: ledger lost the unpaired row",
+                    a.cursor
+                );
+            } else {
+                assert!(rows[1].contains("unpaired: none"), "{w}x{h}: {:?}", rows[1]);
+            }
+            if a.cursor + 1 == a.trace.len() {
+                break;
+            }
+            apply(&mut a, Action::StepForward);
+        }
+        assert!(
+            seen > 10,
+            "the run should leave ids unpaired for many steps"
+        );
+    }
 }

@@ -42,13 +42,38 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         (_, Some(e)) => format!("{} {}", step.phase.name(), e + 1),
         (_, None) => step.phase.name().to_string(),
     };
-    let check = if step.unpaired == 0 {
-        span("unpaired: none", t.ok)
+    let (check, check_style) = if step.unpaired == 0 {
+        ("unpaired: none".to_string(), t.ok)
     } else {
-        span(
+        (
             format!("unpaired: {} · a request now → 400", step.unpaired),
             t.warn,
         )
+    };
+    let strategy = match &app.replay {
+        Some(source) => format!(" replay of a captured {} conversation │ ", clean(source)),
+        None => format!(
+            " extract {} │ stop {} │ behavior {} │ closure {}{} │ ",
+            s.extract,
+            s.stop,
+            clean(&s.behavior),
+            s.closure,
+            s.interrupt
+                .map(|i| format!(" │ interrupt r{} @{}ms", i.round, i.at_ms))
+                .unwrap_or_default()
+        ),
+    };
+    // The unpaired count is the fact that matters most: on a narrow
+    // terminal the strategy gives way to it, never the reverse.
+    let room =
+        (area.width as usize).saturating_sub(unicode_width::UnicodeWidthStr::width(check.as_str()));
+    let strategy = if unicode_width::UnicodeWidthStr::width(strategy.as_str()) > room {
+        format!(
+            "{} │ ",
+            super::clip(strategy.trim_end_matches(" │ "), room.saturating_sub(3))
+        )
+    } else {
+        strategy
     };
     let lines = vec![
         Line::from(vec![
@@ -67,27 +92,7 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
                 t.text,
             ),
         ]),
-        Line::from(vec![
-            span(
-                match &app.replay {
-                    Some(source) => {
-                        format!(" replay of a captured {} conversation │ ", clean(source))
-                    }
-                    None => format!(
-                        " extract {} │ stop {} │ behavior {} │ closure {}{} │ ",
-                        s.extract,
-                        s.stop,
-                        clean(&s.behavior),
-                        s.closure,
-                        s.interrupt
-                            .map(|i| format!(" │ interrupt r{} @{}ms", i.round, i.at_ms))
-                            .unwrap_or_default()
-                    ),
-                },
-                t.text,
-            ),
-            check,
-        ]),
+        Line::from(vec![span(strategy, t.text), span(check, check_style)]),
     ];
     Paragraph::new(lines).render(area, buf);
 }

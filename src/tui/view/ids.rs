@@ -29,10 +29,18 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let title = Line::from(vec![
         span(" ids ", t.title),
         span(
-            format!(
-                "pending {} · paired {} · unpaired {} ",
-                c.pending, c.paired, c.unpaired
-            ),
+            // Unpaired first when there are any: a narrow pane cuts its title.
+            if c.unpaired > 0 {
+                format!(
+                    "unpaired {} · pending {} · paired {} ",
+                    c.unpaired, c.pending, c.paired
+                )
+            } else {
+                format!(
+                    "pending {} · paired {} · unpaired {} ",
+                    c.pending, c.paired, c.unpaired
+                )
+            },
             if c.unpaired > 0 { t.warn } else { t.dim },
         ),
     ]);
@@ -40,7 +48,10 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let inner = block.inner(area);
     block.render(area, buf);
 
-    let mut rows: Vec<Row> = Vec::with_capacity(ledger.entries.len() + 8);
+    // Problems come first (unpaired ids, duplicates, orphans): when the
+    // pane is short they are the last rows to fall off its bottom.
+    let mut problems: Vec<Row> = Vec::new();
+    let mut rest: Vec<Row> = Vec::with_capacity(ledger.entries.len() + 4);
     let sections = [
         (IdState::Pending, "pending · called, being handled", t.call),
         (IdState::Paired, "paired · has its tool_result", t.ok),
@@ -51,27 +62,34 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         ),
     ];
     for (state, heading, style) in sections {
-        let start = rows.len();
-        rows.push(Row::Heading(String::new(), style));
-        rows.extend(ledger.ids_in(state).map(Row::Entry));
-        let n = rows.len() - start - 1;
-        rows[start] = Row::Heading(format!("{n} {heading}"), if n == 0 { t.dim } else { style });
+        let entries: Vec<Row> = ledger.ids_in(state).map(Row::Entry).collect();
+        let n = entries.len();
+        let heading = Row::Heading(format!("{n} {heading}"), if n == 0 { t.dim } else { style });
+        let rows = if state == IdState::Unpaired && n > 0 {
+            &mut problems
+        } else {
+            &mut rest
+        };
+        rows.push(heading);
+        rows.extend(entries);
     }
     let dups: Vec<&IdEntry> = ledger.duplicates().collect();
     if !dups.is_empty() {
-        rows.push(Row::Heading(
+        problems.push(Row::Heading(
             format!("duplicate ids (one id, several tool_use): {}", dups.len()),
             t.warn,
         ));
-        rows.extend(dups.into_iter().map(Row::Duplicate));
+        problems.extend(dups.into_iter().map(Row::Duplicate));
     }
     if !ledger.orphans.is_empty() {
-        rows.push(Row::Heading(
+        problems.push(Row::Heading(
             format!("orphan results (answer no call): {}", ledger.orphans.len()),
             t.warn,
         ));
-        rows.extend(ledger.orphans.iter().map(Row::Orphan));
+        problems.extend(ledger.orphans.iter().map(Row::Orphan));
     }
+    let mut rows = problems;
+    rows.append(&mut rest);
 
     // What each visible id was one step earlier, to mark what changed.
     let previous = app
