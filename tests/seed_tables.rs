@@ -308,3 +308,27 @@ fn a_stub_that_reuses_ids_leaves_one_unpaired_call_per_round() {
         .collect();
     assert_eq!(violations, [(2, 1), (3, 2), (4, 3), (5, 4), (6, 5)]);
 }
+
+/// Ticks never run ahead of the step in progress: in round 2, with step 2
+/// active, steps 3 and 4 (done in round 1) are "again", not ticked.
+#[test]
+fn walkthrough_ticks_never_run_ahead_of_the_active_step() {
+    let s = common::session("weather_fx.json");
+    let t = run(&s, Extract::First, StopRule::ToolCalls, Some("reask"));
+    let mut agains = 0;
+    for k in 0..t.len() {
+        let states = walkthrough::at(&t, k).states;
+        if let Some(a) = states.iter().position(|s| *s == StepState::Active) {
+            assert!(
+                states[a + 1..].iter().all(|s| *s != StepState::Done),
+                "step {k}: {states:?}"
+            );
+            assert!(
+                states[..a].iter().all(|s| *s == StepState::Done),
+                "step {k}: {states:?}"
+            );
+            agains += states.iter().filter(|s| **s == StepState::Again).count();
+        }
+    }
+    assert!(agains > 0, "later rounds mark earlier trips as due again");
+}

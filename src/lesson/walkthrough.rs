@@ -25,8 +25,11 @@ pub enum StepState {
     Todo,
     /// In progress at this step of the trace.
     Active,
-    /// Done at least once.
+    /// Done in this trip, before the step in progress.
     Done,
+    /// Done in an earlier round and due again after the step in progress:
+    /// the loop goes round, so ticks never run ahead of the current step.
+    Again,
 }
 
 /// One function return value (log 2).
@@ -151,11 +154,12 @@ pub fn recent(trace: &Trace, k: usize, limit: usize) -> Walkthrough {
     let mut states = [StepState::Todo; 4];
     let reached = highest_reached(trace, k);
     for (i, s) in states.iter_mut().enumerate() {
-        if Some(i) == active {
-            *s = StepState::Active;
-        } else if i < reached {
-            *s = StepState::Done;
-        }
+        *s = match active {
+            Some(a) if i == a => StepState::Active,
+            Some(a) if i > a && i < reached => StepState::Again,
+            _ if i < reached => StepState::Done,
+            _ => StepState::Todo,
+        };
     }
     Walkthrough {
         states,

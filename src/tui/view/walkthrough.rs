@@ -30,6 +30,7 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         let (mark, style) = match state {
             StepState::Done => ("✓", t.ok),
             StepState::Active => ("▶", t.selected),
+            StepState::Again => ("↻", t.dim),
             StepState::Todo => ("·", t.dim),
         };
         lines.push(Line::from(span(format!("{mark} {} {text}", i + 1), style)));
