@@ -473,3 +473,56 @@ fn the_unpaired_count_survives_small_screens() {
         );
     }
 }
+
+/// Every cell under the second half of a wide character, as the terminal
+/// will draw it: anything but a blank there is lost on screen.
+fn hidden_symbols(terminal: &Terminal<TestBackend>) -> Vec<(u16, u16, String)> {
+    use unicode_width::UnicodeWidthStr;
+    let buf = terminal.backend().buffer();
+    let mut hidden = Vec::new();
+    for y in 0..buf.area.height {
+        let mut x = 0;
+        while x < buf.area.width {
+            let width = buf[(x, y)].symbol().width().max(1) as u16;
+            for covered in x + 1..(x + width).min(buf.area.width) {
+                let symbol = buf[(covered, y)].symbol();
+                if !symbol.trim().is_empty() {
+                    hidden.push((covered, y, symbol.to_string()));
+                }
+            }
+            x += width;
+        }
+    }
+    hidden
+}
+
+/// Popups over Chinese text keep their frame: `G w Enter` in weather.json
+/// once lost the popup's top-left corner under a wide character.
+#[test]
+fn popups_over_wide_characters_keep_their_frame() {
+    let mut checked = 0;
+    for w in (60..=200).step_by(5) {
+        for h in [18, 24, 40, 60] {
+            for popup in [Action::Expand, Action::Help, Action::ShowCompare] {
+                for view_cycles in 0..2 {
+                    let mut a = app("weather.json", |_| {}, Theme::color());
+                    apply(&mut a, Action::Last);
+                    for _ in 0..view_cycles {
+                        apply(&mut a, Action::CycleView);
+                    }
+                    for up in 0..4 {
+                        if up > 0 {
+                            apply(&mut a, Action::ScrollUp);
+                        }
+                        apply(&mut a, popup.clone());
+                        let hidden = hidden_symbols(&draw(&mut a, w, h));
+                        assert!(hidden.is_empty(), "{w}x{h} {popup:?}: {hidden:?}");
+                        apply(&mut a, Action::Back);
+                        checked += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked > 500);
+}

@@ -169,8 +169,27 @@ pub(crate) fn centered(area: Rect, width: u16, height: u16) -> Rect {
     )
 }
 
+/// A wide character (CJK, emoji) left of `rect` whose second half falls
+/// inside it would hide the popup's left border: the terminal draws the
+/// character over the cell, and the frame diff skips that cell as covered.
+/// Such characters give way to a space.
+fn split_wide_cells_at(rect: Rect, buf: &mut Buffer) {
+    use unicode_width::UnicodeWidthStr;
+    if rect.x == 0 || rect.x <= buf.area.x {
+        return;
+    }
+    for y in rect.top()..rect.bottom() {
+        if let Some(cell) = buf.cell_mut((rect.x - 1, y))
+            && cell.symbol().width() > 1
+        {
+            cell.set_symbol(" ");
+        }
+    }
+}
+
 /// Clears `rect` and draws a popup frame titled `title`; returns the inside.
 pub(crate) fn popup_frame(app: &App, rect: Rect, title: &str, buf: &mut Buffer) -> Rect {
+    split_wide_cells_at(rect, buf);
     Clear.render(rect, buf);
     let block = Block::default()
         .borders(Borders::ALL)
@@ -215,4 +234,33 @@ pub(crate) fn clip(text: &str, max: usize) -> String {
 /// A styled span helper.
 pub(crate) fn span(text: impl Into<String>, style: Style) -> Span<'static> {
     Span::styled(text.into(), style)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ratatui::style::Style;
+
+    /// A popup whose left border falls on the second half of `北` keeps
+    /// that border: the character gives way to a space.
+    #[test]
+    fn a_wide_character_left_of_a_popup_gives_way_to_its_border() {
+        let mut buf = Buffer::empty(Rect::new(0, 0, 10, 3));
+        for y in 0..3 {
+            buf.set_string(0, y, "北京北京北", Style::default());
+        }
+        let popup = Rect::new(1, 0, 5, 3);
+        split_wide_cells_at(popup, &mut buf);
+        Clear.render(popup, &mut buf);
+        Block::default()
+            .borders(Borders::ALL)
+            .render(popup, &mut buf);
+        let row: Vec<&str> = (0..10).map(|x| buf[(x, 0)].symbol()).collect();
+        assert_eq!(row[..2], [" ", "┌"]);
+        for y in 0..3 {
+            assert_eq!(buf[(0, y)].symbol(), " ", "row {y}");
+        }
+        // A popup at the left edge has nothing to split.
+        split_wide_cells_at(Rect::new(0, 0, 3, 3), &mut buf);
+    }
 }
