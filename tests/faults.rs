@@ -366,3 +366,35 @@ fn the_engine_runs_inside_a_tokio_runtime() {
     let inside = rt.block_on(async { loopdbg::run(&s, &strategy) });
     assert_eq!(inside, outside);
 }
+
+/// Every closure policy has its Close step in a round that leaves a call
+/// without a result, `leave` included, and none in a round where every
+/// call was answered; the step sits right after the round's Execute steps.
+#[test]
+fn a_close_step_marks_every_round_with_a_call_left_unanswered() {
+    for closure in [Closure::Leave, Closure::Synthesize] {
+        for name in ["fault_interrupt.json", "fault_sibling_error.json"] {
+            let t = run(name, closure);
+            let closes = t.steps.iter().filter(|s| s.phase == Phase::Close).count();
+            assert!(closes > 0, "{name} under {closure}: no Close step");
+            for (k, s) in t.steps.iter().enumerate() {
+                if s.phase == Phase::Close {
+                    assert_eq!(t.steps[k - 1].phase, Phase::Execute, "{name} step {k}");
+                }
+            }
+        }
+    }
+    // `first` drops a call every round: one Close step per round under leave.
+    let s = common::session("weather_fx.json");
+    let mut strategy = Strategy::for_session(&s);
+    strategy.extract = Extract::First;
+    strategy.stop = StopRule::ToolCalls;
+    strategy.behavior = "reask".into();
+    strategy.closure = Closure::Leave;
+    let t = loopdbg::run(&s, &strategy);
+    let closes = t.steps.iter().filter(|s| s.phase == Phase::Close).count();
+    assert_eq!(closes, t.rounds.len());
+    // Every call answered: no Close step.
+    let t = run("weather.json", Closure::Leave);
+    assert!(t.steps.iter().all(|s| s.phase != Phase::Close));
+}

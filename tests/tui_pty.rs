@@ -135,7 +135,7 @@ fn step_toggle_and_quit_in_a_real_terminal() {
         "--stop",
         "tool-calls",
     ]);
-    screen.wait_text("step 1/37");
+    screen.wait_text("step 1/43");
     assert!(
         screen.parser.screen().alternate_screen(),
         "runs on the alternate screen"
@@ -143,7 +143,7 @@ fn step_toggle_and_quit_in_a_real_terminal() {
     writer.write_all(b"nn").unwrap();
     // A frame may arrive in several reads: wait for all of it.
     screen.wait_for("the Extract step explained", |s| {
-        s.contains("Extract · step 3/37") && s.contains("toolu_f1 is dropped")
+        s.contains("Extract · step 3/43") && s.contains("toolu_f1 is dropped")
     });
 
     writer.write_all(b"e").unwrap();

@@ -57,10 +57,11 @@ fn stepping_forward_and_back_is_exact() {
             Phase::Reply,
             Phase::Extract,
             Phase::Execute,
+            // `first` dropped toolu_f1; under `leave` the Close step says so.
+            Phase::Close,
             Phase::Append,
             Phase::Decide,
             Phase::Request,
-            Phase::Reply
         ]
     );
     let history_forward = app.trace.history_at(app.cursor).to_vec();

@@ -430,7 +430,14 @@ impl Recorder<'_> {
             .map(|e| e.call)
             .collect();
         match closure {
-            Closure::Leave => {}
+            // Leaving is a choice too: when a call has no result (dropped by
+            // `first`, interrupted, lost), the Close step shows it at the
+            // moment it is made, before the next request carries the gap.
+            Closure::Leave => {
+                if !unanswered.is_empty() || !round.dropped.is_empty() {
+                    self.step_at(Phase::Close, number, None, ended_ms, None);
+                }
+            }
             Closure::Synthesize => {
                 if !unanswered.is_empty() {
                     self.step_at(Phase::Close, number, None, ended_ms, None);

@@ -250,7 +250,19 @@ fn explain_phase(trace: &Trace, k: usize, tool_count: usize) -> String {
                         .collect::<Vec<_>>()
                         .join(", ")
                 ),
-                crate::engine::strategy::Closure::Leave => format!("Closure leave: {} stay dangling.", open.join(", ")),
+                crate::engine::strategy::Closure::Leave => {
+                    let dangling: Vec<String> = r
+                        .dropped
+                        .iter()
+                        .map(|&i| format!("{} (dropped by `first`)", clean(&r.reply.tool_calls[i].id)))
+                        .chain(open)
+                        .collect();
+                    format!(
+                        "Closure leave: nothing is done, so {} stay{} without a tool_result; any later request carries the gap, and the provider rejects it with a 400.",
+                        dangling.join(", "),
+                        if dangling.len() == 1 { "s" } else { "" }
+                    )
+                }
             }
         }
         Phase::Append
