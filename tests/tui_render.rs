@@ -526,3 +526,60 @@ fn popups_over_wide_characters_keep_their_frame() {
     }
     assert!(checked > 500);
 }
+
+/// `d` shows the tool definitions with their schemas, the local table and
+/// the lint findings: the `location`/`city` trap of param_mismatch.json is
+/// visible in the debugger, and announced when it opens.
+#[test]
+fn tools_popup_shows_the_schema_and_the_lint_finding() {
+    let mut a = app("param_mismatch.json", |_| {}, Theme::color());
+    assert!(
+        a.notice
+            .as_deref()
+            .unwrap_or("")
+            .contains("lint: 1 finding"),
+        "{:?}",
+        a.notice
+    );
+    apply(&mut a, Action::ShowTools);
+    let terminal = draw(&mut a, 120, 40);
+    let text = screen_text(&terminal).join("\n");
+    for want in [
+        "tools (1) · lint",
+        "undeclared_table_key",
+        "\"location\"",
+        "local table (1 row(s)",
+        "{\"city\":\"北",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in\n{text}");
+    }
+    insta::assert_snapshot!("tools_param_mismatch_120x40", terminal.backend());
+    // Small screens scroll the popup instead of losing its lines.
+    let before = screen_text(&draw(&mut a, 60, 18)).join("\n");
+    apply(&mut a, Action::PageDown);
+    let after = screen_text(&draw(&mut a, 60, 18)).join("\n");
+    assert_ne!(before, after);
+    assert!(after.contains("j/k scroll"));
+    // A session without findings says so and has no notice.
+    let mut a = app("weather.json", |_| {}, Theme::color());
+    assert_eq!(a.notice, None);
+    apply(&mut a, Action::ShowTools);
+    let text = screen_text(&draw(&mut a, 120, 40)).join("\n");
+    assert!(text.contains("lint: no findings"), "{text}");
+}
+
+/// The key bar keeps `?:help` and `q:quit` at every width: they are how a
+/// user finds everything else.
+#[test]
+fn the_key_bar_keeps_help_and_quit_at_every_width() {
+    for w in 60..=200 {
+        let mut a = app("weather.json", |_| {}, Theme::color());
+        let rows = screen_text(&draw(&mut a, w, 24));
+        let bar = rows.last().unwrap();
+        assert!(
+            bar.contains("?:help") && bar.contains("q:quit"),
+            "{w}: {bar:?}"
+        );
+        assert!(bar.starts_with(" n:step"), "{w}: {bar:?}");
+    }
+}

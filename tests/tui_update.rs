@@ -625,3 +625,19 @@ fn a_screen_too_small_ignores_every_key_but_quit_and_resize() {
     apply(&mut app, Action::Quit);
     assert!(app.quit, "quit still works");
 }
+
+#[test]
+fn d_opens_and_closes_the_tools_popup() {
+    use loopdbg::tui::app::Popup;
+    let mut app = fx_first_reask();
+    apply(&mut app, key('d'));
+    assert!(matches!(app.popup, Some(Popup::Tools { scroll: 0 })));
+    apply(&mut app, Action::ScrollDown);
+    assert!(matches!(app.popup, Some(Popup::Tools { scroll: 1 })));
+    apply(&mut app, key('d'));
+    assert_eq!(app.popup, None);
+    apply(&mut app, key('d'));
+    apply(&mut app, Action::Back);
+    assert_eq!(app.popup, None);
+    assert!(!app.quit);
+}

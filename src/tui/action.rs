@@ -40,6 +40,8 @@ pub enum Action {
     StepOut,
     /// Show the comparison table of every strategy × behaviour.
     ShowCompare,
+    /// Show the tool definitions, their schemas and the session's lint findings.
+    ShowTools,
     /// Cycle the messages and detail view: canonical, Anthropic, OpenAI Chat, Responses.
     CycleView,
     /// Focus the next pane.

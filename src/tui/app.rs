@@ -56,6 +56,11 @@ pub enum Popup {
         /// First row shown.
         scroll: u16,
     },
+    /// The tool definitions and the session's lint findings.
+    Tools {
+        /// First line shown.
+        scroll: u16,
+    },
     /// One message's JSON.
     Detail {
         /// Index into the history.
@@ -119,6 +124,11 @@ impl App {
         theme: Theme,
     ) -> App {
         let trace = crate::engine::run(&session, &strategy);
+        // A session that loads fine may still hold a trap; say so up front.
+        let findings = crate::lesson::lint::lint(&session).len();
+        let notice = (findings > 0).then(|| {
+            format!("lint: {findings} finding(s) in this session — d shows them with the tools")
+        });
         App {
             analysis: RunAnalysis::of(&trace),
             origin: origin.into(),
@@ -133,7 +143,7 @@ impl App {
             explain_scroll: 0,
             popup: None,
             breakpoints: BTreeSet::new(),
-            notice: None,
+            notice,
             theme,
             size: (80, 24),
             quit: false,

@@ -100,6 +100,7 @@ pub static KEYMAP: std::sync::LazyLock<Vec<Binding>> = std::sync::LazyLock::new(
         bind!("Strategy", [Char('x')], Action::Interrupt, "interrupt the turn here (during Execute)", None),
         bind!("Strategy", [Char('t')], Action::ShowCompare, "table of every strategy × behaviour", Some("table")),
         bind!("View", [Char('w')], Action::CycleView, "view messages as canonical / Anthropic / OpenAI Chat / Responses / Gemini", Some("wire")),
+        bind!("View", [Char('d')], Action::ShowTools, "tool definitions, their schemas and the session's lint findings", Some("tools")),
         bind!("View", [Code(KeyCode::Tab)], Action::FocusNext, "focus the next pane", None),
         bind!("View", [Code(KeyCode::BackTab)], Action::FocusPrev, "focus the previous pane", None),
         bind!("View", [Char('j'), Code(KeyCode::Down)], Action::ScrollDown, "scroll down / next message", None),

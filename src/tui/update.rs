@@ -205,6 +205,7 @@ pub fn update(app: &mut App, action: Action) -> Option<Action> {
         }
         Action::Back | Action::Quit => app.quit = true,
         Action::Help => app.popup = Some(Popup::Help { scroll: 0 }),
+        Action::ShowTools => app.popup = Some(Popup::Tools { scroll: 0 }),
         Action::ToggleBreakpoint => {
             let phase = app.trace.step(app.cursor).phase;
             if !app.breakpoints.remove(&phase) {
@@ -267,9 +268,10 @@ fn handle_popup(app: &mut App, action: &Action) -> bool {
         return false;
     };
     let scroll = match popup {
-        Popup::Help { scroll } | Popup::Compare { scroll, .. } | Popup::Detail { scroll, .. } => {
-            scroll
-        }
+        Popup::Help { scroll }
+        | Popup::Tools { scroll }
+        | Popup::Compare { scroll, .. }
+        | Popup::Detail { scroll, .. } => scroll,
     };
     match action {
         Action::ScrollDown | Action::Wheel { down: true, .. } => *scroll = scroll.saturating_add(1),
@@ -279,6 +281,7 @@ fn handle_popup(app: &mut App, action: &Action) -> bool {
         Action::Back => app.popup = None,
         Action::Help if matches!(popup, Popup::Help { .. }) => app.popup = None,
         Action::ShowCompare if matches!(popup, Popup::Compare { .. }) => app.popup = None,
+        Action::ShowTools if matches!(popup, Popup::Tools { .. }) => app.popup = None,
         Action::Expand if matches!(popup, Popup::Detail { .. }) => app.popup = None,
         // Quitting, resizing and strategy changes still work under a popup;
         // anything else would change what the popup describes, so it closes.

@@ -12,6 +12,7 @@ mod keybar;
 mod messages;
 mod summary;
 mod timeline;
+mod tools;
 mod walkthrough;
 
 use ratatui::buffer::Buffer;
@@ -137,6 +138,7 @@ impl Widget for &App {
         match &self.popup {
             None => {}
             Some(Popup::Help { scroll }) => help::render(self, *scroll, area, buf),
+            Some(Popup::Tools { scroll }) => tools::render(self, *scroll, area, buf),
             Some(Popup::Compare { rows, scroll }) => {
                 compare::render(self, rows, *scroll, area, buf)
             }

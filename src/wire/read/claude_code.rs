@@ -441,7 +441,7 @@ impl ClaudeCodeLog {
         Ok(())
     }
 
-    /// Adds an event read by [`Event::parse`] (events come in line order).
+    /// Adds an event read by `Event::parse` (events come in line order).
     pub fn push_event(&mut self, mut event: Event) {
         if let Some(name) = event.session_name.take() {
             // A log holds one or two sessions: the last one is the guess.
