@@ -583,3 +583,40 @@ fn the_key_bar_keeps_help_and_quit_at_every_width() {
         assert!(bar.starts_with(" n:step"), "{w}: {bar:?}");
     }
 }
+
+/// Selecting a tool_result lights the tool_use it answers, in the messages
+/// pane and in the ledger, and the reverse; nothing else is lit.
+#[test]
+fn selecting_a_result_lights_its_call_and_the_reverse() {
+    let mut a = app("weather_fx.json", |_| {}, Theme::color());
+    apply(&mut a, Action::Last);
+    // The last message is the answer; two up is toolu_w1's result.
+    apply(&mut a, Action::ScrollUp);
+    apply(&mut a, Action::ScrollUp);
+    assert_eq!(a.selected_message(), Some(2));
+    let links = a.links();
+    assert_eq!(links.messages, vec![1]);
+    assert_eq!(links.calls.len(), 1);
+    let terminal = draw(&mut a, 120, 40);
+    let buf = terminal.backend().buffer();
+    let lit = |text: &str| {
+        let (x, y) = find(&terminal, text).unwrap_or_else(|| panic!("{text} not on screen"));
+        buf[(x, y)].bg == Color::Blue
+    };
+    assert!(lit("1 assistant"), "the call's message is lit");
+    assert!(!lit("3 tool"), "another result is not");
+    assert!(lit("toolu_w1 get_weather"), "the ledger row is lit");
+    assert!(!lit("toolu_f1 get_fx_rate"));
+
+    // The reverse: the assistant message lights both of its results.
+    apply(&mut a, Action::ScrollUp);
+    assert_eq!(a.links().messages, vec![2, 3]);
+    // Under a provider view the grouping changes, the links do not.
+    apply(&mut a, Action::CycleView);
+    apply(&mut a, Action::ScrollUp);
+    apply(&mut a, Action::ScrollUp);
+    assert!(!a.links().messages.is_empty());
+    // Nothing is lit when another pane has the focus.
+    apply(&mut a, Action::FocusNext);
+    assert_eq!(a.links(), Default::default());
+}

@@ -225,8 +225,63 @@ impl App {
         }
     }
 
+    /// The canonical messages behind item `i` of the messages pane.
+    pub fn history_range_of(&self, i: usize) -> std::ops::Range<usize> {
+        match self.view {
+            Some(format) => {
+                crate::wire::provider::spans(format, self.trace.history_at(self.cursor))
+                    .get(i)
+                    .map_or(i..i, |s| s.from.clone())
+            }
+            None => i..i + 1,
+        }
+    }
+
+    /// The tool_use ↔ tool_result links of the selected message, while the
+    /// messages pane has the focus: selecting a call lights its result and
+    /// the reverse, in the messages and the ids panes alike.
+    pub fn links(&self) -> Links {
+        let mut links = Links::default();
+        if self.focus != Pane::Messages || self.popup.is_some() {
+            return links;
+        }
+        let Some(selected) = self.selected_message() else {
+            return links;
+        };
+        let range = self.history_range_of(selected);
+        let ledger = self.trace.ledger_at(self.cursor);
+        for e in &ledger.entries {
+            let result = e.first_result.map(|r| r.message);
+            let call_here = range.contains(&e.first_call.message);
+            let result_here = result.is_some_and(|r| range.contains(&r));
+            if call_here || result_here {
+                links.calls.push(e.first_call);
+                if call_here && let Some(r) = result {
+                    links.messages.push(r);
+                }
+                if result_here {
+                    links.messages.push(e.first_call.message);
+                }
+            }
+        }
+        links.messages.retain(|m| !range.contains(m));
+        links.messages.sort_unstable();
+        links.messages.dedup();
+        links
+    }
+
     /// True at the last step.
     pub fn at_end(&self) -> bool {
         self.cursor + 1 >= self.trace.len()
     }
+}
+
+/// What the selected message pairs with (see [`App::links`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Links {
+    /// History indices of the partner messages: the results of the
+    /// selected calls, or the calls the selected results answer.
+    pub messages: Vec<usize>,
+    /// The tool_use blocks involved, as the ledger lists them.
+    pub calls: Vec<crate::engine::ledger::Position>,
 }

@@ -27,6 +27,9 @@ pub struct Theme {
     pub focus_border: Style,
     /// Tool calls.
     pub call: Style,
+    /// The partner of the selection: a tool_use's tool_result, or the
+    /// tool_use a tool_result answers.
+    pub linked: Style,
 }
 
 impl Theme {
@@ -43,6 +46,9 @@ impl Theme {
             border: Style::new().fg(Color::DarkGray),
             focus_border: Style::new().fg(Color::Cyan),
             call: Style::new().fg(Color::Yellow),
+            linked: Style::new()
+                .bg(Color::Blue)
+                .add_modifier(Modifier::UNDERLINED),
         }
     }
 
@@ -60,6 +66,7 @@ impl Theme {
             border: plain,
             focus_border: plain.add_modifier(Modifier::BOLD),
             call: plain,
+            linked: plain.add_modifier(Modifier::UNDERLINED | Modifier::ITALIC),
         }
     }
 

@@ -137,6 +137,7 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
             _ => return None,
         })
     };
+    let links = app.links();
     let scroll = (app.ids_scroll as usize).min(rows.len().saturating_sub(inner.height as usize));
     let lines: Vec<Line> = rows
         .iter()
@@ -164,7 +165,11 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
                 }
                 line.push(span(whereabouts, t.dim));
                 line.push(span(change, t.added));
-                Line::from(line)
+                if links.calls.contains(&e.first_call) {
+                    Line::from(line).patch_style(t.linked)
+                } else {
+                    Line::from(line)
+                }
             }
             Row::Duplicate(e) => Line::from(span(
                 format!("  {} ×{} ({})", clean(&e.id), e.calls, clean(&e.name)),

@@ -51,11 +51,30 @@ fn render_list(
     let selected = app.selected_message();
     let offset = selected.map_or(0, |s| (s + 1).saturating_sub(height));
     let width = inner.width as usize;
+    let links = app.links();
+    // Where each item comes from, worked out once per frame (only needed
+    // when something is linked).
+    let view_spans = match app.view {
+        Some(format) if !links.messages.is_empty() => {
+            crate::wire::provider::spans(format, app.trace.history_at(app.cursor))
+        }
+        _ => Vec::new(),
+    };
+    let range_of = |i: usize| match app.view {
+        Some(_) => view_spans.get(i).map_or(i..i, |s| s.from.clone()),
+        None => i..i + 1,
+    };
     let lines: Vec<Line> = (offset..count.min(offset + height))
         .map(|i| {
             let line = line_for(i, width);
             if Some(i) == selected && app.focus == Pane::Messages {
                 line.patch_style(app.theme.selected)
+            } else if !links.messages.is_empty()
+                && range_of(i).any(|m| links.messages.binary_search(&m).is_ok())
+            {
+                // The partner of the selection: its tool_result, or the
+                // tool_use it answers.
+                line.patch_style(app.theme.linked)
             } else {
                 line
             }
