@@ -641,3 +641,79 @@ fn d_opens_and_closes_the_tools_popup() {
     assert_eq!(app.popup, None);
     assert!(!app.quit);
 }
+
+#[test]
+fn slash_searches_ids_and_text_and_enter_steps_through_the_matches() {
+    use loopdbg::tui::keymap::search_action_for;
+    let mut app = fx_first_reask();
+    apply(&mut app, Action::Last);
+    apply(&mut app, key('/'));
+    assert_eq!(app.search.as_deref(), Some(""));
+    // While typing, keys are text: `n` does not step.
+    let cursor = app.cursor;
+    for c in "TOOLU_Fx".chars() {
+        let action =
+            search_action_for(&KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)).unwrap();
+        apply(&mut app, action);
+    }
+    apply(
+        &mut app,
+        search_action_for(&KeyEvent::new(KeyCode::Backspace, KeyModifiers::NONE)).unwrap(),
+    );
+    assert_eq!(app.search.as_deref(), Some("TOOLU_F"));
+    assert_eq!(app.cursor, cursor);
+    apply(&mut app, Action::SearchSubmit);
+    assert_eq!(app.search, None);
+    // Case-insensitive: the first message naming toolu_f1 is the first reply.
+    assert_eq!(app.selected_message(), Some(1));
+    let notice = app.notice.clone().unwrap();
+    assert!(notice.starts_with("/TOOLU_F: message 1 (1 of "), "{notice}");
+    // `/` Enter finds the next match, and wraps around.
+    let mut seen = vec![1];
+    loop {
+        apply(&mut app, key('/'));
+        apply(&mut app, Action::SearchSubmit);
+        let at = app.selected_message().unwrap();
+        if at == 1 {
+            break;
+        }
+        assert!(
+            at > *seen.last().unwrap(),
+            "matches go forward: {seen:?} then {at}"
+        );
+        seen.push(at);
+    }
+    assert!(seen.len() > 2, "toolu_f1 is called every round: {seen:?}");
+    // Arguments and text are searched too; a miss says so and moves nothing.
+    apply(&mut app, key('/'));
+    for c in "USD".chars() {
+        apply(&mut app, Action::SearchType(c));
+    }
+    apply(&mut app, Action::SearchSubmit);
+    assert!(
+        app.notice.as_deref().unwrap().contains("message"),
+        "{:?}",
+        app.notice
+    );
+    let before = app.selected_message();
+    apply(&mut app, key('/'));
+    for c in "no such thing".chars() {
+        apply(&mut app, Action::SearchType(c));
+    }
+    apply(&mut app, Action::SearchSubmit);
+    assert_eq!(app.selected_message(), before);
+    assert!(
+        app.notice
+            .as_deref()
+            .unwrap()
+            .contains("no message at this step")
+    );
+    // Esc cancels without searching.
+    apply(&mut app, key('/'));
+    apply(
+        &mut app,
+        search_action_for(&KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE)).unwrap(),
+    );
+    assert_eq!(app.search, None);
+    assert!(!app.quit);
+}

@@ -65,6 +65,9 @@ fuzz_target!(|data: &[u8]| {
                 row: u16::from(*at / 3),
                 down: at % 2 == 0,
             },
+            // Typing into a `/` search, and submitting it.
+            [3, c] => Action::SearchType(char::from(*c)),
+            [4, _] => Action::SearchSubmit,
             [k, ..] => KEYMAP[*k as usize % KEYMAP.len()].action.clone(),
             [] => continue,
         };

@@ -6,7 +6,7 @@ use std::io::stdout;
 
 use anyhow::Context;
 use futures::StreamExt;
-use loopdbg::tui::keymap::action_for;
+use loopdbg::tui::keymap::{action_for, search_action_for};
 use loopdbg::tui::theme::Theme;
 use loopdbg::tui::{Action, App, update};
 use ratatui::DefaultTerminal;
@@ -76,7 +76,8 @@ async fn event_loop(terminal: &mut DefaultTerminal, app: &mut App) -> anyhow::Re
         let Some(event) = event else {
             break;
         };
-        let Some(action) = to_action(event.context("reading terminal events")?) else {
+        let searching = app.search.is_some();
+        let Some(action) = to_action(event.context("reading terminal events")?, searching) else {
             continue;
         };
         apply(app, action);
@@ -135,8 +136,10 @@ fn apply(app: &mut App, action: Action) {
     }
 }
 
-fn to_action(event: Event) -> Option<Action> {
+/// `searching`: a search is being typed, so keys are text.
+fn to_action(event: Event, searching: bool) -> Option<Action> {
     match event {
+        Event::Key(key) if key.kind == KeyEventKind::Press && searching => search_action_for(&key),
         Event::Key(key) if key.kind == KeyEventKind::Press => action_for(&key),
         Event::Mouse(mouse) => match mouse.kind {
             MouseEventKind::ScrollDown | MouseEventKind::ScrollUp => Some(Action::Wheel {

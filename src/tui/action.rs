@@ -42,6 +42,16 @@ pub enum Action {
     ShowCompare,
     /// Show the tool definitions, their schemas and the session's lint findings.
     ShowTools,
+    /// Start typing a search of the messages (ids, text, arguments, results).
+    Search,
+    /// A character typed into the search.
+    SearchType(char),
+    /// Erase the last character of the search.
+    SearchErase,
+    /// Select the next message that matches the search.
+    SearchSubmit,
+    /// Stop typing the search.
+    SearchCancel,
     /// Cycle the messages and detail view: canonical, Anthropic, OpenAI Chat, Responses.
     CycleView,
     /// Focus the next pane.

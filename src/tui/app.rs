@@ -97,6 +97,10 @@ pub struct App {
     pub explain_scroll: u16,
     /// The open popup.
     pub popup: Option<Popup>,
+    /// The search being typed after `/`, if any.
+    pub search: Option<String>,
+    /// The last search submitted: `/` then Enter finds its next match.
+    pub last_search: String,
     /// Phase kinds `c` stops at.
     pub breakpoints: BTreeSet<Phase>,
     /// What the last toggle changed, or why `c` stopped.
@@ -142,6 +146,8 @@ impl App {
             walkthrough_scroll: 0,
             explain_scroll: 0,
             popup: None,
+            search: None,
+            last_search: String::new(),
             breakpoints: BTreeSet::new(),
             notice,
             theme,

@@ -100,6 +100,7 @@ pub static KEYMAP: std::sync::LazyLock<Vec<Binding>> = std::sync::LazyLock::new(
         bind!("Strategy", [Char('x')], Action::Interrupt, "interrupt the turn here (during Execute)", None),
         bind!("Strategy", [Char('t')], Action::ShowCompare, "table of every strategy × behaviour", Some("table")),
         bind!("View", [Char('w')], Action::CycleView, "view messages as canonical / Anthropic / OpenAI Chat / Responses / Gemini", Some("wire")),
+        bind!("View", [Char('/')], Action::Search, "search the messages at this step (ids, text, arguments, results); Enter selects the next match", Some("search")),
         bind!("View", [Char('d')], Action::ShowTools, "tool definitions, their schemas and the session's lint findings", Some("tools")),
         bind!("View", [Code(KeyCode::Tab)], Action::FocusNext, "focus the next pane", None),
         bind!("View", [Code(KeyCode::BackTab)], Action::FocusPrev, "focus the previous pane", None),
@@ -120,6 +121,20 @@ pub fn action_for(event: &KeyEvent) -> Option<Action> {
         .iter()
         .find(|b| b.keys.iter().any(|k| k.matches(event)))
         .map(|b| b.action.clone())
+}
+
+/// The action of a key while a search is being typed: characters go into
+/// the search, not to the keymap.
+pub fn search_action_for(event: &KeyEvent) -> Option<Action> {
+    let ctrl = event.modifiers.contains(KeyModifiers::CONTROL);
+    match event.code {
+        KeyCode::Char('c') if ctrl => Some(Action::Quit),
+        KeyCode::Char(c) if !ctrl => Some(Action::SearchType(c)),
+        KeyCode::Backspace => Some(Action::SearchErase),
+        KeyCode::Enter => Some(Action::SearchSubmit),
+        KeyCode::Esc => Some(Action::SearchCancel),
+        _ => None,
+    }
 }
 
 /// All the keys of a binding, as shown in help: `n/Space/→/l`.

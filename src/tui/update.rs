@@ -206,6 +206,29 @@ pub fn update(app: &mut App, action: Action) -> Option<Action> {
         Action::Back | Action::Quit => app.quit = true,
         Action::Help => app.popup = Some(Popup::Help { scroll: 0 }),
         Action::ShowTools => app.popup = Some(Popup::Tools { scroll: 0 }),
+        Action::Search => {
+            app.search = Some(String::new());
+            app.focus = Pane::Messages;
+        }
+        Action::SearchType(c) => {
+            if let Some(query) = app.search.as_mut() {
+                query.push(c);
+            }
+        }
+        Action::SearchErase => {
+            if let Some(query) = app.search.as_mut() {
+                query.pop();
+            }
+        }
+        Action::SearchCancel => app.search = None,
+        Action::SearchSubmit => {
+            if let Some(query) = app.search.take()
+                && !query.is_empty()
+            {
+                app.last_search = query;
+            }
+            search_next(app);
+        }
         Action::ToggleBreakpoint => {
             let phase = app.trace.step(app.cursor).phase;
             if !app.breakpoints.remove(&phase) {
@@ -437,4 +460,51 @@ pub fn describe_outcome_change(
         s.push_str(&format!("; {} left unpaired", ids.join(", ")));
     }
     crate::lesson::report::clean(&s)
+}
+
+/// Selects the next message of the pane (after the selection, wrapping)
+/// whose JSON contains the last search, case-insensitively, and says which
+/// of how many matches it is.
+fn search_next(app: &mut App) {
+    let query = app.last_search.to_lowercase();
+    if query.is_empty() {
+        app.notice = Some("type something to search after /".into());
+        return;
+    }
+    let history = app.trace.history_at(app.cursor);
+    let hay: Vec<String> = history
+        .iter()
+        .map(|m| serde_json::to_string(m).unwrap_or_default().to_lowercase())
+        .collect();
+    // Matching is on the canonical messages; a provider item matches when
+    // any message it renders does.
+    let ranges: Vec<std::ops::Range<usize>> = match app.view {
+        Some(format) => crate::wire::provider::spans(format, history)
+            .into_iter()
+            .map(|s| s.from)
+            .collect(),
+        None => (0..history.len()).map(|i| i..i + 1).collect(),
+    };
+    let matches: Vec<usize> = ranges
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| hay[r.start..r.end].iter().any(|h| h.contains(&query)))
+        .map(|(i, _)| i)
+        .collect();
+    let shown = crate::lesson::report::clean(&app.last_search);
+    let Some(&first) = matches.first() else {
+        app.notice = Some(format!("/{shown}: no message at this step contains it"));
+        return;
+    };
+    let after = app.selected_message.filter(|&s| s < ranges.len());
+    let next = after
+        .and_then(|s| matches.iter().copied().find(|&m| m > s))
+        .unwrap_or(first);
+    app.selected_message = Some(next);
+    app.focus = Pane::Messages;
+    let k = matches.iter().position(|&m| m == next).unwrap_or(0) + 1;
+    app.notice = Some(format!(
+        "/{shown}: message {next} ({k} of {} at this step; / Enter for the next)",
+        matches.len()
+    ));
 }

@@ -13,6 +13,17 @@ use crate::tui::keymap::KEYMAP;
 
 pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let t = &app.theme;
+    if let Some(query) = &app.search {
+        // While a search is typed, the bar is its prompt.
+        Paragraph::new(Line::from(vec![
+            span(" /", t.title),
+            span(crate::lesson::report::clean(query), t.text),
+            span("▏", t.selected),
+            span("  Enter: select the next match · Esc: cancel", t.dim),
+        ]))
+        .render(area, buf);
+        return;
+    }
     let entries: Vec<(String, &str, bool)> = KEYMAP
         .iter()
         // A replay has no strategy to change.
