@@ -620,3 +620,52 @@ fn selecting_a_result_lights_its_call_and_the_reverse() {
     apply(&mut a, Action::FocusNext);
     assert_eq!(a.links(), Default::default());
 }
+
+/// At a Request step the provider would reject, the explain pane gives the
+/// provider's own 400 text for the wire view shown (Anthropic for the
+/// canonical view), the same text `check` gives for that body.
+#[test]
+fn a_rejected_request_is_explained_in_the_providers_words() {
+    use loopdbg::tui::explain::provider_rejection;
+    use loopdbg::wire::provider::Format;
+    let mut a = app("weather_fx.json", first_reask, Theme::color());
+    // Round 2's request carries round 1's dropped toolu_f1.
+    apply(&mut a, Action::NextRound);
+    assert_eq!(a.trace.step(a.cursor).phase, Phase::Request);
+    assert!(a.trace.step(a.cursor).unpaired > 0);
+    let words = [
+        (
+            Format::Anthropic,
+            "`tool_use` ids were found without `tool_result` blocks immediately after: toolu_f1",
+        ),
+        (
+            Format::Openai,
+            "The following tool_call_ids did not have response messages: toolu_f1",
+        ),
+        (
+            Format::Responses,
+            "No tool output found for function call toolu_f1",
+        ),
+        (
+            Format::Gemini,
+            "the number of function response parts is equal to the number of function call parts",
+        ),
+    ];
+    for (format, want) in words {
+        let said = provider_rejection(&a.session, &a.trace, a.cursor, format)
+            .unwrap_or_else(|| panic!("{format:?}: nothing said"));
+        assert!(said.contains(want), "{format:?}: {said}");
+        assert!(said.starts_with(&format!("{} would answer 400", format.title())));
+    }
+    let text = screen_text(&draw(&mut a, 120, 40)).join(" ");
+    assert!(
+        text.contains("⚠ Anthropic Messages would answer 400"),
+        "{text}"
+    );
+    // Not at a request the provider accepts.
+    apply(&mut a, Action::First);
+    assert_eq!(
+        provider_rejection(&a.session, &a.trace, a.cursor, Format::Anthropic),
+        None
+    );
+}

@@ -306,3 +306,31 @@ fn explain_phase(trace: &Trace, k: usize, tool_count: usize) -> String {
         ),
     }
 }
+
+/// At a Request step the provider would reject: the provider's own words,
+/// found by checking the very body `format` would receive (Anthropic for
+/// the canonical view), so the debugger and `check` say the same thing.
+pub fn provider_rejection(
+    session: &crate::engine::session::Session,
+    trace: &Trace,
+    k: usize,
+    format: crate::wire::provider::Format,
+) -> Option<String> {
+    let step = trace.step(k);
+    if step.phase != Phase::Request || step.unpaired == 0 {
+        return None;
+    }
+    let history = trace.history_at(k);
+    let body = crate::wire::provider::request_body(format, session, history, "model");
+    let conversation =
+        crate::wire::read::read_owned(body, crate::wire::read::Source::Provider(format)).ok()?;
+    let finding = crate::wire::check::check(&conversation)
+        .into_iter()
+        .find(|f| f.rejected_by_provider)?;
+    Some(format!(
+        "{} would answer 400 ({}): {}",
+        format.title(),
+        finding.path,
+        clean(&finding.message)
+    ))
+}

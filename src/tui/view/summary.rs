@@ -89,10 +89,23 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         }
     } else {
         title = " explain ";
-        lines.push(Line::from(span(
-            explain(&app.trace, app.cursor, app.session.tools.len()),
-            t.text,
-        )));
+        // A request the provider would reject is said in the provider's
+        // own words (for the wire view shown), first, where it is not cut.
+        let format = app.view.unwrap_or(crate::wire::provider::Format::Anthropic);
+        match crate::tui::explain::provider_rejection(&app.session, &app.trace, app.cursor, format)
+        {
+            Some(words) => {
+                lines.push(Line::from(span(format!("⚠ {words}"), t.warn)));
+                lines.push(Line::from(span(
+                    "The stub accepts it so you can see what the loop does next.",
+                    t.text,
+                )));
+            }
+            None => lines.push(Line::from(span(
+                explain(&app.trace, app.cursor, app.session.tools.len()),
+                t.text,
+            ))),
+        }
     }
     if let Some(notice) = &app.notice {
         lines.push(Line::from(span(format!("» {}", clean(notice)), t.added)));
