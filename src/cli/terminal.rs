@@ -62,10 +62,14 @@ async fn event_loop(terminal: &mut DefaultTerminal, app: &mut App) -> anyhow::Re
     // Listening before the first frame: a signal sent once the screen shows
     // is always caught.
     let mut signals = Signals::new()?;
+    // The same for a resize: crossterm installs its SIGWINCH handler when
+    // its event source is first polled, and a window resized before that
+    // would never be redrawn. Polling without waiting consumes nothing.
+    let _ = ratatui::crossterm::event::poll(std::time::Duration::ZERO);
+    let mut events = EventStream::new();
     let size = terminal.size()?;
     apply(app, Action::Resize(size.width, size.height));
     terminal.draw(|frame| frame.render_widget(&*app, frame.area()))?;
-    let mut events = EventStream::new();
     while !app.quit {
         let event = tokio::select! {
             event = events.next() => event,
