@@ -628,7 +628,6 @@ fn a_screen_too_small_ignores_every_key_but_quit_and_resize() {
 
 #[test]
 fn d_opens_and_closes_the_tools_popup() {
-    use loopdbg::tui::app::Popup;
     let mut app = fx_first_reask();
     apply(&mut app, key('d'));
     assert!(matches!(app.popup, Some(Popup::Tools { scroll: 0 })));

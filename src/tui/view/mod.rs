@@ -177,7 +177,7 @@ pub(crate) fn centered(area: Rect, width: u16, height: u16) -> Rect {
 /// Such characters give way to a space.
 fn split_wide_cells_at(rect: Rect, buf: &mut Buffer) {
     use unicode_width::UnicodeWidthStr;
-    if rect.x == 0 || rect.x <= buf.area.x {
+    if rect.x <= buf.area.x {
         return;
     }
     for y in rect.top()..rect.bottom() {
