@@ -8,6 +8,8 @@
 //!   ledger.
 //! - [`wire`]: provider formats, readers of captured conversations, the
 //!   checker, the fixer and replay.
+//! - [`live`]: live traffic: the proxy's gate, streamed answers reassembled,
+//!   capture records, and recorded conversations turned into sessions.
 //! - [`lesson`]: what a run teaches (walkthrough, checks, lint, reports).
 //! - [`tui`]: the debugger's state, update and view.
 //!
@@ -60,6 +62,7 @@
 pub mod diagnostics;
 pub mod engine;
 pub mod lesson;
+pub mod live;
 pub mod tui;
 pub mod wire;
 

@@ -14,9 +14,13 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
             "crate::tui",
         ],
     ),
-    ("engine", &["crate::wire", "crate::lesson", "crate::tui"]),
-    ("wire", &["crate::lesson", "crate::tui"]),
-    ("lesson", &["crate::wire", "crate::tui"]),
+    (
+        "engine",
+        &["crate::wire", "crate::live", "crate::lesson", "crate::tui"],
+    ),
+    ("wire", &["crate::live", "crate::lesson", "crate::tui"]),
+    ("lesson", &["crate::wire", "crate::live", "crate::tui"]),
+    ("live", &["crate::lesson", "crate::tui"]),
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
