@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use loopdbg::engine::strategy::{Closure, Extract, StopRule};
+use loopdbg::live::gate::OnInvalid;
 use loopdbg::wire::fix::Repair;
 use loopdbg::wire::provider::Format;
 use loopdbg::wire::read::Source;
@@ -19,14 +20,20 @@ pub struct Cli {
     /// a captured conversation to replay (detected by content).
     pub session: Option<PathBuf>,
 
-    /// When replaying a file of several conversations: which one (1-based).
-    #[arg(long, default_value_t = 1)]
-    pub conversation: usize,
+    /// When replaying a file of several conversations: which one (1-based;
+    /// the first, or the last with --follow).
+    #[arg(long)]
+    pub conversation: Option<usize>,
 
     /// Let a session's sub-agents (`agent`) name files outside the
     /// session's folder (by default they must stay inside it).
     #[arg(long, global = true)]
     pub agents_anywhere: bool,
+
+    /// Keep reading the file as it grows (a log an agent is still writing,
+    /// or a proxy capture): the replay follows the newest step.
+    #[arg(long)]
+    pub follow: bool,
 
     /// Strategy overrides for the debugger.
     #[command(flatten)]
@@ -96,6 +103,10 @@ fn parse_check_format(s: &str) -> Result<CheckFormat, String> {
                 )
             }),
     }
+}
+
+fn parse_on_invalid(s: &str) -> Result<OnInvalid, String> {
+    s.parse()
 }
 
 fn parse_extract(s: &str) -> Result<Extract, String> {
@@ -187,6 +198,44 @@ pub enum Command {
     },
     /// Print the JSON Schema of session files.
     Schema,
+    /// Sit between an agent and its provider: forward every request to
+    /// --upstream and back unchanged (streamed answers chunk by chunk),
+    /// check each request on the way, and record every exchange.
+    ///
+    /// Point the agent at it: `ANTHROPIC_BASE_URL=http://127.0.0.1:8700`,
+    /// `OPENAI_BASE_URL=http://127.0.0.1:8700/v1`.
+    Proxy {
+        /// Where requests go, e.g. https://api.anthropic.com (http or https).
+        #[arg(long)]
+        upstream: String,
+        /// The address to listen on (loopback unless you say otherwise).
+        #[arg(long, default_value = "127.0.0.1:8700")]
+        listen: std::net::SocketAddr,
+        /// Append every exchange to this JSON Lines file as it completes
+        /// (request, status, answer, latency, findings; never credentials).
+        #[arg(long)]
+        capture: Option<PathBuf>,
+        /// What to do with a request the provider would reject: `forward`
+        /// it anyway (the finding is shown), `block` it with a local 400 in
+        /// the provider's own words, or `repair=synthesize|strip` it first.
+        #[arg(long, default_value = "forward", value_parser = parse_on_invalid)]
+        on_invalid: OnInvalid,
+        /// Print one line per exchange instead of opening the debugger.
+        #[arg(long)]
+        no_tui: bool,
+    },
+    /// Turn a capture, a Claude Code log or any file `check` reads into a
+    /// stub session that replays the recorded run under any strategy.
+    Record {
+        /// The capture or log.
+        capture: PathBuf,
+        /// Which conversation of the file (1-based; default the last).
+        #[arg(long)]
+        conversation: Option<usize>,
+        /// The session file to write (never an existing one).
+        #[arg(short = 'o', long)]
+        output: PathBuf,
+    },
 }
 
 /// `run` output.

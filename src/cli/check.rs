@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use loopdbg::LoadError;
 use loopdbg::diagnostics::error::LocatedError;
+use loopdbg::live::capture;
 use loopdbg::diagnostics::json_span::{SpanKind, SpanNode, offset_of_line_byte_col, parse_path};
 use loopdbg::wire::check::{Finding, check};
 use loopdbg::wire::fix::{Repair, repair};
@@ -413,7 +414,15 @@ const SNIFF_LINES: usize = 256;
 /// are read until one says which format wrote it.
 fn sniff(path: &Path, forced: Option<Source>) -> Result<Opened, LoadError> {
     let origin = origin_of(path);
-    let mut reader = open_input(path, &origin)?;
+    let reader = open_input(path, &origin)?;
+    sniff_reader(origin, reader, forced)
+}
+
+fn sniff_reader(
+    origin: String,
+    mut reader: Box<dyn BufRead + Send>,
+    forced: Option<Source>,
+) -> Result<Opened, LoadError> {
     let mut head: Vec<(usize, String)> = Vec::new();
     let mut n = 0;
     let mut json_lines = 0;
@@ -434,6 +443,10 @@ fn sniff(path: &Path, forced: Option<Source>) -> Result<Opened, LoadError> {
         match serde_json::from_str::<Value>(trimmed) {
             Ok(v) => {
                 json_lines += 1;
+                let v = match capture::is_exchange(&v) {
+                    true => capture::request_of(v),
+                    false => v,
+                };
                 match classify_line(&v) {
                     Evidence::Decisive(s) => decided = Some(s),
                     Evidence::Suggests(s) => suggested = suggested.or(Some(s)),
@@ -546,12 +559,19 @@ fn conversation_of_line(
     forced: Option<Source>,
     line_no: usize,
     line: &str,
+    replies: Replies,
 ) -> Result<Option<Conversation>, LoadError> {
     if line.trim().is_empty() {
         return Ok(None);
     }
     let doc: Value =
         serde_json::from_str(line).map_err(|e| json_error(origin, line, Some(line_no), &e))?;
+    // A proxy capture record: its request, alone or with the reply it got.
+    let doc = match (capture::is_exchange(&doc), replies) {
+        (false, _) => doc,
+        (true, Replies::Left) => capture::request_of(doc),
+        (true, Replies::Appended) => capture::conversation_of(doc),
+    };
     let detected = detect_with_evidence(&doc);
     if let (Some(f), Some((found, true))) = (forced, detected)
         && f != found
@@ -598,24 +618,63 @@ pub struct ReadSummary {
 pub fn for_each_conversation(
     path: &Path,
     forced: Option<Source>,
+    replies: Replies,
     each: impl FnMut(Option<usize>, Conversation),
 ) -> Result<ReadSummary, LoadError> {
-    read_opened(sniff(path, forced)?, forced, each)
+    read_opened(sniff(path, forced)?, forced, replies, each)
+}
+
+/// [`for_each_conversation`] over bytes already read (a growing file up to
+/// its last complete line), named `origin` in errors.
+pub fn for_each_conversation_in(
+    origin: &str,
+    bytes: Vec<u8>,
+    forced: Option<Source>,
+    replies: Replies,
+    each: impl FnMut(Option<usize>, Conversation),
+) -> Result<ReadSummary, LoadError> {
+    let reader = Box::new(std::io::Cursor::new(bytes));
+    read_opened(sniff_reader(origin.to_string(), reader, forced)?, forced, replies, each)
+}
+
+/// What a proxy capture record contributes: the request as the agent built
+/// it (what `check` judges), or the request with the reply appended (what
+/// replay and `record` step through).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replies {
+    /// The request alone.
+    Left,
+    /// The request, then the reply it got.
+    Appended,
 }
 
 fn read_opened(
     opened: Opened,
     forced: Option<Source>,
+    replies: Replies,
     mut each: impl FnMut(Option<usize>, Conversation),
 ) -> Result<ReadSummary, LoadError> {
     let origin = opened.origin.clone();
     match opened.layout {
         Layout::Document(ref doc, ref text) => {
+            let unwrapped;
+            let doc = match capture::is_exchange(doc) {
+                true => {
+                    unwrapped = capture::request_of(doc.clone());
+                    &unwrapped
+                }
+                false => doc,
+            };
             let source = forced.or_else(|| detect(doc)).ok_or_else(|| {
                 LoadError::at(&origin, text, 0, "expected a request body (an object with `messages`, `input` or `contents`), a message array, or an agent log")
             })?;
             let Layout::Document(doc, text) = opened.layout else {
                 unreachable!("matched above")
+            };
+            let doc = match (capture::is_exchange(&doc), replies) {
+                (false, _) => doc,
+                (true, Replies::Left) => capture::request_of(doc),
+                (true, Replies::Appended) => capture::conversation_of(doc),
             };
             let conv = read_owned(doc, source).map_err(|e| located_in(&origin, &text, &e))?;
             each(None, conv);
@@ -680,7 +739,7 @@ fn read_opened(
             let mut errors = Vec::new();
             for item in opened.lines() {
                 let (n, line) = item?;
-                match conversation_of_line(&origin, forced, n, &line) {
+                match conversation_of_line(&origin, forced, n, &line, replies) {
                     Ok(Some(conv)) => {
                         format.get_or_insert(conv.source);
                         count += 1;
@@ -745,7 +804,7 @@ pub fn check_file(
         // One document or one log: read whole, a few conversations.
         let mut index = 0;
         let mut convs = Vec::new();
-        let result = read_opened(opened, forced, |line, conv| {
+        let result = read_opened(opened, forced, Replies::Left, |line, conv| {
             index += 1;
             convs.push((index, line, conv));
         });
@@ -797,7 +856,7 @@ pub fn check_file(
             let done: Vec<LineOutcome> = lines
                 .par_iter()
                 .map(|&(n, line)| {
-                    let r = conversation_of_line(&origin, forced, n, line).map(|c| {
+                    let r = conversation_of_line(&origin, forced, n, line, Replies::Left).map(|c| {
                         c.map(|conv| (conv.source, conversation_report(0, Some(n), &conv)))
                     });
                     (n, r)

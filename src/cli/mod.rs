@@ -23,7 +23,9 @@ macro_rules! say_partial {
 pub mod args;
 pub mod check;
 pub mod json;
+pub mod live;
 pub mod load;
+pub mod proxy;
 pub mod terminal;
 
 use std::io::Write;
@@ -119,8 +121,11 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
                 Cli::command().print_help()?;
                 return Ok(ExitCode::from(EXIT_BAD_INPUT));
             };
+            if cli.follow {
+                return live::follow(&path, cli.conversation);
+            }
             let app = if load::is_transcript(&path) {
-                replay_app(&path, cli.conversation)?
+                replay_app(&path, cli.conversation.unwrap_or(1))?
             } else {
                 let loaded = load::session(&path, cli.agents_anywhere)?;
                 let strategy = strategy_for(&loaded.session, &cli.strategy)?;
@@ -357,6 +362,28 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
                 0
             }))
         }
+        Some(Command::Proxy {
+            upstream,
+            listen,
+            capture,
+            on_invalid,
+            no_tui,
+        }) => {
+            let upstream = reqwest::Url::parse(&upstream)
+                .map_err(|e| bad_flag(format!("--upstream `{upstream}`: {e}")))?;
+            let config = proxy::Config {
+                upstream,
+                listen,
+                capture,
+                on_invalid,
+            };
+            live::proxy(config, no_tui)
+        }
+        Some(Command::Record {
+            capture,
+            conversation,
+            output,
+        }) => live::record(&capture, conversation, &output),
         Some(Command::Schema) => {
             let schema = loopdbg::engine::schema::session_schema();
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
@@ -372,7 +399,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
 fn replay_app(path: &std::path::Path, which: usize) -> Result<App, Failure> {
     let mut found = None;
     let mut seen = 0;
-    let read = check::for_each_conversation(path, None, |_, conv| {
+    let read = check::for_each_conversation(path, None, check::Replies::Appended, |_, conv| {
         seen += 1;
         if seen == which {
             found = Some(conv);

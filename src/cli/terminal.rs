@@ -7,7 +7,9 @@ use std::io::stdout;
 use anyhow::Context;
 use futures::StreamExt;
 use loopdbg::tui::keymap::{action_for, search_action_for};
+use loopdbg::tui::app::LiveUpdate;
 use loopdbg::tui::theme::Theme;
+use tokio::sync::mpsc::UnboundedReceiver;
 use loopdbg::tui::{Action, App, update};
 use ratatui::DefaultTerminal;
 use ratatui::crossterm::event::{
@@ -21,7 +23,16 @@ pub fn theme() -> Theme {
 }
 
 /// Runs the debugger on `app` until the user quits.
-pub fn run(mut app: App) -> anyhow::Result<()> {
+pub fn run(app: App) -> anyhow::Result<()> {
+    run_with(app, None)
+}
+
+/// Runs a live debugger: `feed` brings newer pictures of the traffic.
+pub fn run_live(app: App, feed: UnboundedReceiver<LiveUpdate>) -> anyhow::Result<()> {
+    run_with(app, Some(feed))
+}
+
+fn run_with(mut app: App, mut feed: Option<UnboundedReceiver<LiveUpdate>>) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -42,7 +53,7 @@ pub fn run(mut app: App) -> anyhow::Result<()> {
     let mut terminal = ratatui::try_init().context("setting up the terminal")?;
     install_mouse_restoring_panic_hook();
     let _ = execute!(stdout(), EnableMouseCapture);
-    let result = runtime.block_on(event_loop(&mut terminal, &mut app));
+    let result = runtime.block_on(event_loop(&mut terminal, &mut app, feed.as_mut()));
     let _ = execute!(stdout(), DisableMouseCapture);
     ratatui::restore();
     result
@@ -58,7 +69,11 @@ fn install_mouse_restoring_panic_hook() {
     }));
 }
 
-async fn event_loop(terminal: &mut DefaultTerminal, app: &mut App) -> anyhow::Result<()> {
+async fn event_loop(
+    terminal: &mut DefaultTerminal,
+    app: &mut App,
+    mut feed: Option<&mut UnboundedReceiver<LiveUpdate>>,
+) -> anyhow::Result<()> {
     // Listening before the first frame: a signal sent once the screen shows
     // is always caught.
     let mut signals = Signals::new()?;
@@ -71,8 +86,25 @@ async fn event_loop(terminal: &mut DefaultTerminal, app: &mut App) -> anyhow::Re
     apply(app, Action::Resize(size.width, size.height));
     terminal.draw(|frame| frame.render_widget(&*app, frame.area()))?;
     while !app.quit {
+        let live = async {
+            match feed.as_mut() {
+                Some(f) => f.recv().await,
+                None => std::future::pending().await,
+            }
+        };
         let event = tokio::select! {
             event = events.next() => event,
+            update = live => {
+                match update {
+                    Some(update) => {
+                        app.apply_live(update);
+                        terminal.draw(|frame| frame.render_widget(&*app, frame.area()))?;
+                    }
+                    // The feed ended: the view stays as it last was.
+                    None => feed = None,
+                }
+                continue;
+            }
             // SIGTERM, SIGINT, SIGHUP: leave as `q` does, so the caller
             // restores the terminal.
             () = signals.next() => break,

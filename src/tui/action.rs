@@ -76,6 +76,8 @@ pub enum Action {
     Quit,
     /// Toggle a breakpoint on the current phase kind.
     ToggleBreakpoint,
+    /// Live capture: follow the newest step as traffic arrives, or stop.
+    ToggleFollow,
     /// Run forward to the next breakpoint, new unpaired id or repeated reply.
     Continue,
     /// The terminal has a new size.

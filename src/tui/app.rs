@@ -117,6 +117,32 @@ pub struct App {
     pub replay: Option<String>,
     /// While inside a sub-agent: the parent debugger, restored by `<`.
     pub parent: Option<Box<App>>,
+    /// Set when the replay grows as traffic arrives (proxy, `--follow`).
+    pub live: Option<Live>,
+}
+
+/// The state of a live view.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Live {
+    /// Stick to the newest step as new traffic arrives (like `tail -f`).
+    pub follow: bool,
+    /// Where the traffic comes from, for the header.
+    pub from: String,
+    /// How many updates arrived.
+    pub updates: u64,
+}
+
+/// A newer picture of live traffic: the conversation it shows, replayed.
+#[derive(Debug, Clone)]
+pub struct LiveUpdate {
+    /// A session naming the conversation (title, prompt, tools).
+    pub session: Session,
+    /// The replayed conversation.
+    pub trace: Trace,
+    /// What the conversation was read as.
+    pub source: String,
+    /// Something to say now (a request the provider would reject), if any.
+    pub alarm: Option<String>,
 }
 
 impl App {
@@ -156,6 +182,7 @@ impl App {
             view: None,
             replay: None,
             parent: None,
+            live: None,
         }
     }
 
@@ -179,6 +206,50 @@ impl App {
         app.trace = trace;
         app.replay = Some(source.into());
         app
+    }
+
+    /// A replay that grows as traffic arrives from `from`.
+    pub fn live(origin: impl Into<String>, from: impl Into<String>, first: LiveUpdate, theme: Theme) -> App {
+        let mut app = App::replay(origin, first.session, first.trace, first.source, theme);
+        app.live = Some(Live {
+            follow: true,
+            from: from.into(),
+            updates: 1,
+        });
+        app.cursor = app.trace.len() - 1;
+        app.notice = first.alarm;
+        app
+    }
+
+    /// Shows a newer picture of the live traffic: the cursor stays where
+    /// the user put it, or moves to the newest step when following.
+    pub fn apply_live(&mut self, update: LiveUpdate) {
+        if self.parent.is_some() {
+            // Inside a sub-agent look: the parent gets the update.
+            if let Some(parent) = self.parent.as_mut() {
+                parent.apply_live(update);
+            }
+            return;
+        }
+        self.analysis = RunAnalysis::of(&update.trace);
+        self.session = update.session;
+        self.trace = update.trace;
+        self.replay = Some(update.source);
+        let last = self.trace.len() - 1;
+        let follow = match self.live.as_mut() {
+            Some(live) => {
+                live.updates += 1;
+                live.follow
+            }
+            None => false,
+        };
+        self.cursor = if follow { last } else { self.cursor.min(last) };
+        if follow {
+            self.selected_message = None;
+        }
+        if let Some(alarm) = update.alarm {
+            self.notice = Some(alarm);
+        }
     }
 
     /// The messages as the current view shows them: one item per canonical

@@ -89,6 +89,7 @@ pub static KEYMAP: std::sync::LazyLock<Vec<Binding>> = std::sync::LazyLock::new(
         bind!("Step", [Char('r')], Action::Restart, "restart with the opening strategy", None),
         bind!("Step", [Char('B')], Action::ToggleBreakpoint, "toggle a breakpoint on this phase kind", None),
         bind!("Step", [Char('c')], Action::Continue, "continue to a breakpoint, a new unpaired id or a repeated reply", Some("continue")),
+        bind!("Step", [Char('f')], Action::ToggleFollow, "live: follow the newest step as traffic arrives (tail -f); stepping back pauses", None),
         bind!("Step", [Char('>')], Action::StepInto, "step into the sub-agent of this call", None),
         bind!("Step", [Char('<')], Action::StepOut, "step back out of a sub-agent", None),
         bind!("Strategy", [Char('e')], Action::ToggleExtract, "toggle extraction: first ↔ all", Some("extract")),

@@ -39,7 +39,33 @@ pub fn update(app: &mut App, action: Action) -> Option<Action> {
             Some("replaying a captured conversation: there is no strategy to change".into());
         return None;
     }
+    // Looking back at what already happened pauses a live view's following.
+    if let Some(live) = app.live.as_mut()
+        && matches!(
+            action,
+            Action::StepBack | Action::PrevRound | Action::First | Action::Restart
+        )
+    {
+        live.follow = false;
+    }
     match action {
+        Action::ToggleFollow => match app.live.as_mut() {
+            None => {
+                app.notice = Some(
+                    "f follows live traffic: open a growing log with --follow, or run loopdbg proxy"
+                        .into(),
+                )
+            }
+            Some(live) => {
+                live.follow = !live.follow;
+                if live.follow {
+                    move_to(app, app.trace.len() - 1);
+                    app.notice = Some("following the newest step (f pauses)".into());
+                } else {
+                    app.notice = Some("paused: new traffic is kept; f follows again".into());
+                }
+            }
+        },
         Action::StepForward => move_to(app, app.cursor + 1),
         Action::StepBack => move_to(app, app.cursor.saturating_sub(1)),
         Action::NextRound => {

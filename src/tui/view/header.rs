@@ -50,9 +50,15 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
             t.warn,
         )
     };
-    let strategy = match &app.replay {
-        Some(source) => format!(" replay of a captured {} conversation │ ", clean(source)),
-        None => format!(
+    let strategy = match (&app.replay, &app.live) {
+        (Some(source), Some(live)) => format!(
+            " LIVE {} · {} conversation · {} │ ",
+            clean(&live.from),
+            clean(source),
+            if live.follow { "following" } else { "paused, f follows" }
+        ),
+        (Some(source), None) => format!(" replay of a captured {} conversation │ ", clean(source)),
+        (None, _) => format!(
             " extract {} │ stop {} │ behavior {} │ closure {}{} │ ",
             s.extract,
             s.stop,

@@ -1,0 +1,410 @@
+//! Live traffic adapters: `proxy` (serve, record, print or show),
+//! `--follow` (a file that is still being written) and `record` (a capture
+//! becomes a session). Files, sockets, threads and the clock are here; the
+//! library decides what the traffic means.
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::mpsc as std_mpsc;
+use std::time::Duration;
+
+use anyhow::Context;
+use loopdbg::live::capture::Exchange;
+use loopdbg::tui::App;
+use loopdbg::tui::app::LiveUpdate;
+use loopdbg::wire::check::{Finding, check};
+use loopdbg::wire::read::{Conversation, Source, read};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::check::{Replies, for_each_conversation, for_each_conversation_in};
+use super::{Failure, bad_flag, proxy, terminal};
+
+/// A replay of one conversation, ready for the debugger.
+fn update_of(conv: &Conversation, title: &str, alarm: Option<String>) -> LiveUpdate {
+    let findings = check(conv);
+    LiveUpdate {
+        session: loopdbg::wire::replay::session_for(conv, title),
+        trace: loopdbg::wire::replay::trace_of(conv, &findings),
+        source: conv.source.as_str().to_string(),
+        alarm,
+    }
+}
+
+/// What the screen shows before the first request arrives.
+fn waiting(addr: &str) -> LiveUpdate {
+    let doc = serde_json::json!([{"role": "user", "content": format!(
+        "(waiting for the first request: point the agent at http://{addr}, e.g. ANTHROPIC_BASE_URL=http://{addr} or OPENAI_BASE_URL=http://{addr}/v1)"
+    )}]);
+    let conv = read(&doc, Source::Provider(loopdbg::wire::provider::Format::Anthropic))
+        .expect("a plain user message reads");
+    update_of(&conv, "live: no traffic yet", None)
+}
+
+/// The words of an alarm about one finding the provider rejects.
+fn alarm_of(prefix: &str, f: &Finding) -> String {
+    format!(
+        "{prefix}: the provider would answer 400 ({}): {}",
+        f.path,
+        loopdbg::diagnostics::inert::clean(&f.message)
+    )
+}
+
+/// The proxy's exchanges so far, and which one the screen follows.
+#[derive(Default)]
+struct Exchanges {
+    records: Vec<Value>,
+}
+
+impl Exchanges {
+    /// The newest exchange of the agent's loop: one whose request declares
+    /// tools or carries a history, so a side request (a title, a quota
+    /// check) does not take the screen away from the loop.
+    fn shown(&self) -> Option<&Value> {
+        let looping = |v: &&Value| {
+            let r = &v["request"];
+            r.get("tools")
+                .and_then(Value::as_array)
+                .is_some_and(|t| !t.is_empty())
+                || ["messages", "input", "contents"]
+                    .iter()
+                    .any(|k| r.get(*k).and_then(Value::as_array).is_some_and(|a| a.len() > 1))
+        };
+        self.records
+            .iter()
+            .rev()
+            .find(looping)
+            .or(self.records.last())
+    }
+
+    fn update(&self, newest: &Exchange) -> Option<LiveUpdate> {
+        let shown = self.shown()?.clone();
+        let seq = shown["seq"].as_u64().unwrap_or(0);
+        let provider = loopdbg::live::capture::provider_of(&shown)?;
+        let body = loopdbg::live::capture::conversation_of(shown);
+        let conv = read(&body, Source::Provider(provider)).ok()?;
+        let rejected = newest.findings.iter().find(|f| f.rejected_by_provider);
+        let alarm = rejected.map(|f| {
+            let what = match newest.action {
+                "blocked" => "blocked locally",
+                "repaired" => "repaired before forwarding",
+                _ => "forwarded as it was",
+            };
+            alarm_of(&format!("ALARM #{} ({what})", newest.seq), f)
+        });
+        let title = format!("live: exchange #{seq} of {}", self.records.len());
+        Some(update_of(&conv, &title, alarm))
+    }
+}
+
+/// Appends one exchange to the capture and flushes it, so a crash loses at
+/// most the exchange in flight.
+struct CaptureFile {
+    file: Option<std::fs::File>,
+    path: Option<PathBuf>,
+}
+
+impl CaptureFile {
+    fn open(path: Option<&Path>) -> anyhow::Result<CaptureFile> {
+        let file = match path {
+            Some(p) => Some(
+                OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(p)
+                    .with_context(|| format!("opening the capture {}", p.display()))?,
+            ),
+            None => None,
+        };
+        Ok(CaptureFile {
+            file,
+            path: path.map(Path::to_path_buf),
+        })
+    }
+
+    fn append(&mut self, x: &Exchange) {
+        let Some(file) = self.file.as_mut() else {
+            return;
+        };
+        let mut line = serde_json::to_vec(x).unwrap_or_default();
+        line.push(b'\n');
+        // One write per record: with O_APPEND a record is never interleaved.
+        if let Err(e) = file.write_all(&line).and_then(|()| file.flush()) {
+            say!(
+                "loopdbg proxy: writing the capture {}: {e}",
+                self.path.as_deref().unwrap_or(Path::new("?")).display()
+            );
+        }
+    }
+}
+
+/// `loopdbg proxy`.
+pub(super) fn proxy(config: proxy::Config, no_tui: bool) -> Result<ExitCode, Failure> {
+    let scheme = config.upstream.scheme();
+    if scheme != "http" && scheme != "https" {
+        return Err(bad_flag(format!(
+            "--upstream: expected an http:// or https:// URL, found `{}`",
+            config.upstream
+        )));
+    }
+    if !config.listen.ip().is_loopback() {
+        say!(
+            "loopdbg proxy: warning: listening on {}, not loopback: anyone who can reach it can spend your API key's tokens through it",
+            config.listen
+        );
+    }
+    let mut capture = CaptureFile::open(config.capture.as_deref())?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the proxy's runtime")?;
+    let mut running = runtime.block_on(proxy::start(&config))?;
+    let addr = running.addr.to_string();
+    say!(
+        "loopdbg proxy: listening on http://{addr} → {}{}",
+        config.upstream,
+        config
+            .capture
+            .as_ref()
+            .map(|p| format!(" · capture {}", p.display()))
+            .unwrap_or_default()
+    );
+    if no_tui {
+        let mut out = std::io::stdout();
+        runtime.block_on(async {
+            loop {
+                tokio::select! {
+                    x = running.exchanges.recv() => {
+                        let Some(x) = x else { break };
+                        capture.append(&x);
+                        if writeln!(out, "{}", proxy::summary_line(&x)).and_then(|()| out.flush()).is_err() {
+                            break;
+                        }
+                    }
+                    _ = tokio::signal::ctrl_c() => break,
+                }
+            }
+        });
+        return Ok(ExitCode::SUCCESS);
+    }
+    let (updates, feed) = mpsc::unbounded_channel();
+    // The proxy keeps serving on its own threads; exchanges become screens.
+    runtime.spawn(async move {
+        let mut seen = Exchanges::default();
+        while let Some(x) = running.exchanges.recv().await {
+            capture.append(&x);
+            seen.records
+                .push(serde_json::to_value(&x).unwrap_or(Value::Null));
+            if let Some(update) = seen.update(&x)
+                && updates.send(update).is_err()
+            {
+                break;
+            }
+        }
+    });
+    let app = App::live(
+        format!("proxy {addr}"),
+        format!("proxy {addr}"),
+        waiting(&addr),
+        terminal::theme(),
+    );
+    terminal::run_live(app, feed)?;
+    runtime.shutdown_background();
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Reads `bytes` (a file as far as its last complete line) and replays
+/// conversation `which` (default: the last).
+fn update_of_file(
+    origin: &str,
+    bytes: Vec<u8>,
+    which: Option<usize>,
+    rejected_before: &mut usize,
+) -> Result<LiveUpdate, loopdbg::LoadError> {
+    let mut convs = Vec::new();
+    let read = for_each_conversation_in(origin, bytes, None, Replies::Appended, |_, c| {
+        convs.push(c)
+    })?;
+    let count = convs.len();
+    let index = which.unwrap_or(count).clamp(1, count.max(1)) - 1;
+    let Some(conv) = convs.into_iter().nth(index) else {
+        if let Some(e) = read.errors.into_iter().next() {
+            return Err(e);
+        }
+        return Ok(waiting_for_file(origin));
+    };
+    let findings = check(&conv);
+    let rejected: Vec<&Finding> = findings.iter().filter(|f| f.rejected_by_provider).collect();
+    let alarm = (rejected.len() > *rejected_before)
+        .then(|| rejected.last().map(|f| alarm_of("ALARM", f)))
+        .flatten();
+    *rejected_before = rejected.len();
+    let title = format!("follow: conversation {} of {count}", index + 1);
+    Ok(LiveUpdate {
+        session: loopdbg::wire::replay::session_for(&conv, &title),
+        trace: loopdbg::wire::replay::trace_of(&conv, &findings),
+        source: conv.source.as_str().to_string(),
+        alarm,
+    })
+}
+
+fn waiting_for_file(origin: &str) -> LiveUpdate {
+    let doc = serde_json::json!([{"role": "user", "content": format!("(waiting for {origin} to hold a conversation)")}]);
+    let conv = read(&doc, Source::Provider(loopdbg::wire::provider::Format::Anthropic))
+        .expect("a plain user message reads");
+    update_of(&conv, "follow: nothing yet", None)
+}
+
+/// The file's bytes up to its last newline: a half-written last line waits
+/// for its end.
+fn complete_lines(path: &Path) -> std::io::Result<Vec<u8>> {
+    let mut bytes = std::fs::read(path)?;
+    let end = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    bytes.truncate(end);
+    Ok(bytes)
+}
+
+/// `loopdbg FILE --follow`.
+pub(super) fn follow(path: &Path, which: Option<usize>) -> Result<ExitCode, Failure> {
+    let origin = path.display().to_string();
+    let mut rejected = 0;
+    let bytes = complete_lines(path).map_err(|e| {
+        Failure::from(loopdbg::LoadError::Unreadable {
+            origin: origin.clone(),
+            reason: e.to_string(),
+        })
+    })?;
+    let first = update_of_file(&origin, bytes.clone(), which, &mut rejected)?;
+    let (updates, feed) = mpsc::unbounded_channel();
+    let watched = path.to_path_buf();
+    let thread_origin = origin.clone();
+    std::thread::spawn(move || {
+        let (wake, woken) = std_mpsc::channel::<()>();
+        // Watch the folder, not the file: a file replaced by rename is a
+        // new inode that a watch on the old one would never report.
+        let folder = watched
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_path_buf();
+        let _watcher = start_watcher(&folder, wake);
+        let mut last = bytes;
+        let mut rejected = rejected;
+        loop {
+            // Notifications wake it at once; the timeout is the polling
+            // fallback for file systems that send none.
+            match woken.recv_timeout(Duration::from_millis(500)) {
+                Ok(()) | Err(std_mpsc::RecvTimeoutError::Timeout) => {}
+                Err(std_mpsc::RecvTimeoutError::Disconnected) => {
+                    std::thread::sleep(Duration::from_millis(500))
+                }
+            }
+            while woken.try_recv().is_ok() {}
+            let Ok(now) = complete_lines(&watched) else {
+                continue;
+            };
+            if now == last {
+                continue;
+            }
+            last = now.clone();
+            let update = match update_of_file(&thread_origin, now, which, &mut rejected) {
+                Ok(u) => u,
+                // A line the readers refuse: keep showing what was read.
+                Err(_) => continue,
+            };
+            if updates.send(update).is_err() {
+                break;
+            }
+        }
+    });
+    let app = App::live(origin.clone(), format!("follow {origin}"), first, terminal::theme());
+    terminal::run_live(app, feed)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn start_watcher(folder: &Path, wake: std_mpsc::Sender<()>) -> Option<Box<dyn notify::Watcher>> {
+    use notify::{RecursiveMode, Watcher};
+    let handler = move |_event: notify::Result<notify::Event>| {
+        let _ = wake.send(());
+    };
+    let mut watcher = notify::recommended_watcher(handler).ok()?;
+    watcher.watch(folder, RecursiveMode::NonRecursive).ok()?;
+    Some(Box::new(watcher))
+}
+
+/// `loopdbg record`.
+pub(super) fn record(capture: &Path, which: Option<usize>, output: &Path) -> Result<ExitCode, Failure> {
+    let mut convs = Vec::new();
+    let read = for_each_conversation(capture, None, Replies::Appended, |_, c| convs.push(c))?;
+    let count = convs.len();
+    let origin = capture.display().to_string();
+    if count == 0 {
+        if let Some(e) = read.errors.into_iter().next() {
+            return Err(e.into());
+        }
+        return Err(bad_flag(format!("{origin} holds no conversation to record")));
+    }
+    let n = which.unwrap_or(count);
+    if n == 0 || n > count {
+        return Err(bad_flag(format!(
+            "--conversation {n}: {origin} holds {count} conversation(s)"
+        )));
+    }
+    let conv = &convs[n - 1];
+    let title = format!("recorded from {origin}, conversation {n} of {count}");
+    let Some(rec) = loopdbg::live::record::record(conv, &title) else {
+        return Err(bad_flag(format!(
+            "{origin} conversation {n}: no user prompt to start a session from"
+        )));
+    };
+    let mut text = serde_json::to_string_pretty(&rec.session).map_err(anyhow::Error::from)?;
+    text.push('\n');
+    // A session that does not load back is not worth writing.
+    loopdbg::Session::parse(&output.display().to_string(), &text)?;
+    let mut file = match OpenOptions::new().write(true).create_new(true).open(output) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            return Err(bad_flag(format!(
+                "{} exists: record never overwrites a file; pick another -o",
+                output.display()
+            )));
+        }
+        Err(e) => {
+            return Err(Failure::Other(
+                anyhow::Error::from(e).context(format!("creating {}", output.display())),
+            ));
+        }
+    };
+    file.write_all(text.as_bytes())
+        .with_context(|| format!("writing {}", output.display()))?;
+    say!(
+        "recorded {} round(s), {} tool(s) with {} recorded result(s) from {origin} (conversation {n} of {count}) → {}",
+        rec.rounds,
+        rec.session.tools.len(),
+        rec.session.tools.iter().map(|t| t.table.len()).sum::<usize>(),
+        output.display()
+    );
+    if rec.skipped_messages > 0 {
+        say!(
+            "  the loop after the last user prompt was recorded; {} earlier message(s) are left out",
+            rec.skipped_messages
+        );
+    }
+    if rec.conflicting_results > 0 {
+        say!(
+            "  {} call(s) repeated earlier arguments with a different result; the first result is kept",
+            rec.conflicting_results
+        );
+    }
+    if !rec.undeclared_tools.is_empty() {
+        say!(
+            "  called but not declared by the request, added so their results come back: {}",
+            rec.undeclared_tools.join(", ")
+        );
+    }
+    say!("  step it: loopdbg {}", output.display());
+    Ok(ExitCode::SUCCESS)
+}
