@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 
 use loopdbg::LoadError;
 use loopdbg::diagnostics::error::LocatedError;
-use loopdbg::live::capture;
 use loopdbg::diagnostics::json_span::{SpanKind, SpanNode, offset_of_line_byte_col, parse_path};
+use loopdbg::live::capture;
 use loopdbg::wire::check::{Finding, check};
 use loopdbg::wire::fix::{Repair, repair};
 use loopdbg::wire::read::{
@@ -634,7 +634,12 @@ pub fn for_each_conversation_in(
     each: impl FnMut(Option<usize>, Conversation),
 ) -> Result<ReadSummary, LoadError> {
     let reader = Box::new(std::io::Cursor::new(bytes));
-    read_opened(sniff_reader(origin.to_string(), reader, forced)?, forced, replies, each)
+    read_opened(
+        sniff_reader(origin.to_string(), reader, forced)?,
+        forced,
+        replies,
+        each,
+    )
 }
 
 /// What a proxy capture record contributes: the request as the agent built
@@ -856,9 +861,10 @@ pub fn check_file(
             let done: Vec<LineOutcome> = lines
                 .par_iter()
                 .map(|&(n, line)| {
-                    let r = conversation_of_line(&origin, forced, n, line, Replies::Left).map(|c| {
-                        c.map(|conv| (conv.source, conversation_report(0, Some(n), &conv)))
-                    });
+                    let r =
+                        conversation_of_line(&origin, forced, n, line, Replies::Left).map(|c| {
+                            c.map(|conv| (conv.source, conversation_report(0, Some(n), &conv)))
+                        });
                     (n, r)
                 })
                 .collect();

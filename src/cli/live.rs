@@ -38,8 +38,11 @@ fn waiting(addr: &str) -> LiveUpdate {
     let doc = serde_json::json!([{"role": "user", "content": format!(
         "(waiting for the first request: point the agent at http://{addr}, e.g. ANTHROPIC_BASE_URL=http://{addr} or OPENAI_BASE_URL=http://{addr}/v1)"
     )}]);
-    let conv = read(&doc, Source::Provider(loopdbg::wire::provider::Format::Anthropic))
-        .expect("a plain user message reads");
+    let conv = read(
+        &doc,
+        Source::Provider(loopdbg::wire::provider::Format::Anthropic),
+    )
+    .expect("a plain user message reads");
     update_of(&conv, "live: no traffic yet", None)
 }
 
@@ -68,9 +71,11 @@ impl Exchanges {
             r.get("tools")
                 .and_then(Value::as_array)
                 .is_some_and(|t| !t.is_empty())
-                || ["messages", "input", "contents"]
-                    .iter()
-                    .any(|k| r.get(*k).and_then(Value::as_array).is_some_and(|a| a.len() > 1))
+                || ["messages", "input", "contents"].iter().any(|k| {
+                    r.get(*k)
+                        .and_then(Value::as_array)
+                        .is_some_and(|a| a.len() > 1)
+                })
         };
         self.records
             .iter()
@@ -225,9 +230,8 @@ fn update_of_file(
     rejected_before: &mut usize,
 ) -> Result<LiveUpdate, loopdbg::LoadError> {
     let mut convs = Vec::new();
-    let read = for_each_conversation_in(origin, bytes, None, Replies::Appended, |_, c| {
-        convs.push(c)
-    })?;
+    let read =
+        for_each_conversation_in(origin, bytes, None, Replies::Appended, |_, c| convs.push(c))?;
     let count = convs.len();
     let index = which.unwrap_or(count).clamp(1, count.max(1)) - 1;
     let Some(conv) = convs.into_iter().nth(index) else {
@@ -253,8 +257,11 @@ fn update_of_file(
 
 fn waiting_for_file(origin: &str) -> LiveUpdate {
     let doc = serde_json::json!([{"role": "user", "content": format!("(waiting for {origin} to hold a conversation)")}]);
-    let conv = read(&doc, Source::Provider(loopdbg::wire::provider::Format::Anthropic))
-        .expect("a plain user message reads");
+    let conv = read(
+        &doc,
+        Source::Provider(loopdbg::wire::provider::Format::Anthropic),
+    )
+    .expect("a plain user message reads");
     update_of(&conv, "follow: nothing yet", None)
 }
 
@@ -320,7 +327,12 @@ pub(super) fn follow(path: &Path, which: Option<usize>) -> Result<ExitCode, Fail
             }
         }
     });
-    let app = App::live(origin.clone(), format!("follow {origin}"), first, terminal::theme());
+    let app = App::live(
+        origin.clone(),
+        format!("follow {origin}"),
+        first,
+        terminal::theme(),
+    );
     terminal::run_live(app, feed)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -336,7 +348,11 @@ fn start_watcher(folder: &Path, wake: std_mpsc::Sender<()>) -> Option<Box<dyn no
 }
 
 /// `loopdbg record`.
-pub(super) fn record(capture: &Path, which: Option<usize>, output: &Path) -> Result<ExitCode, Failure> {
+pub(super) fn record(
+    capture: &Path,
+    which: Option<usize>,
+    output: &Path,
+) -> Result<ExitCode, Failure> {
     let mut convs = Vec::new();
     let read = for_each_conversation(capture, None, Replies::Appended, |_, c| convs.push(c))?;
     let count = convs.len();
@@ -345,7 +361,9 @@ pub(super) fn record(capture: &Path, which: Option<usize>, output: &Path) -> Res
         if let Some(e) = read.errors.into_iter().next() {
             return Err(e.into());
         }
-        return Err(bad_flag(format!("{origin} holds no conversation to record")));
+        return Err(bad_flag(format!(
+            "{origin} holds no conversation to record"
+        )));
     }
     let n = which.unwrap_or(count);
     if n == 0 || n > count {
@@ -384,7 +402,11 @@ pub(super) fn record(capture: &Path, which: Option<usize>, output: &Path) -> Res
         "recorded {} round(s), {} tool(s) with {} recorded result(s) from {origin} (conversation {n} of {count}) → {}",
         rec.rounds,
         rec.session.tools.len(),
-        rec.session.tools.iter().map(|t| t.table.len()).sum::<usize>(),
+        rec.session
+            .tools
+            .iter()
+            .map(|t| t.table.len())
+            .sum::<usize>(),
         output.display()
     );
     if rec.skipped_messages > 0 {

@@ -253,12 +253,16 @@ async fn forward(State(shared): State<Arc<Shared>>, request: Request) -> Respons
     let upstream = match sent {
         Ok(r) => r,
         Err(e) => {
-            let message = format!("loopdbg proxy: the upstream could not be reached: {e}");
+            let message = format!(
+                "loopdbg proxy: the upstream could not be reached: {}",
+                error_chain(&e)
+            );
             let body = serde_json::json!({"error": {"type": "proxy_error", "message": message}});
             let response = json_response(502, &body);
-            let _ = shared
-                .done
-                .send(started.finish("failed", 502, false, body, None, Some(message)));
+            let _ =
+                shared
+                    .done
+                    .send(started.finish("failed", 502, false, body, None, Some(message)));
             return response;
         }
     };
@@ -301,14 +305,13 @@ async fn forward(State(shared): State<Arc<Shared>>, request: Request) -> Respons
                     if !agent_gone && tx.send(Ok(chunk)).await.is_err() {
                         // Keep reading: the capture still gets the answer.
                         agent_gone = true;
-                        error = Some("the agent closed the connection before the answer ended".into());
+                        error =
+                            Some("the agent closed the connection before the answer ended".into());
                     }
                 }
                 Err(e) => {
-                    let message = format!("the upstream broke off mid-answer: {e}");
-                    let _ = tx
-                        .send(Err(std::io::Error::other(message.clone())))
-                        .await;
+                    let message = format!("the upstream broke off mid-answer: {}", error_chain(&e));
+                    let _ = tx.send(Err(std::io::Error::other(message.clone()))).await;
                     error = Some(message);
                     break;
                 }
@@ -325,7 +328,10 @@ async fn forward(State(shared): State<Arc<Shared>>, request: Request) -> Respons
             None => serde_json::from_slice(&kept)
                 .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&kept).into_owned())),
         };
-        let action = if error.as_deref().is_some_and(|e| e.starts_with("the upstream")) {
+        let action = if error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("the upstream"))
+        {
             "failed"
         } else {
             action
@@ -346,6 +352,18 @@ async fn forward(State(shared): State<Arc<Shared>>, request: Request) -> Respons
     *response.status_mut() = status;
     *response.headers_mut() = headers;
     response
+}
+
+/// An error with its causes: reqwest's own text is only the outermost one.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
 }
 
 /// `2026-11-30T02:37:10.123Z` without a date crate: days since the epoch
@@ -403,7 +421,11 @@ pub fn summary_line(x: &Exchange) -> String {
             f.path
         )),
         _ => {
-            let warnings = x.findings.iter().filter(|f| f.severity == "warning").count();
+            let warnings = x
+                .findings
+                .iter()
+                .filter(|f| f.severity == "warning")
+                .count();
             if warnings > 0 {
                 line.push_str(&format!(" · {warnings} warning(s)"));
             } else {

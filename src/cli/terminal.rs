@@ -6,16 +6,16 @@ use std::io::stdout;
 
 use anyhow::Context;
 use futures::StreamExt;
-use loopdbg::tui::keymap::{action_for, search_action_for};
 use loopdbg::tui::app::LiveUpdate;
+use loopdbg::tui::keymap::{action_for, search_action_for};
 use loopdbg::tui::theme::Theme;
-use tokio::sync::mpsc::UnboundedReceiver;
 use loopdbg::tui::{Action, App, update};
 use ratatui::DefaultTerminal;
 use ratatui::crossterm::event::{
     DisableMouseCapture, EnableMouseCapture, Event, EventStream, KeyEventKind, MouseEventKind,
 };
 use ratatui::crossterm::execute;
+use tokio::sync::mpsc::UnboundedReceiver;
 
 /// The theme the environment asks for (`NO_COLOR` → monochrome).
 pub fn theme() -> Theme {

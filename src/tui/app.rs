@@ -209,7 +209,12 @@ impl App {
     }
 
     /// A replay that grows as traffic arrives from `from`.
-    pub fn live(origin: impl Into<String>, from: impl Into<String>, first: LiveUpdate, theme: Theme) -> App {
+    pub fn live(
+        origin: impl Into<String>,
+        from: impl Into<String>,
+        first: LiveUpdate,
+        theme: Theme,
+    ) -> App {
         let mut app = App::replay(origin, first.session, first.trace, first.source, theme);
         app.live = Some(Live {
             follow: true,

@@ -50,12 +50,10 @@ pub fn update(app: &mut App, action: Action) -> Option<Action> {
     }
     match action {
         Action::ToggleFollow => match app.live.as_mut() {
-            None => {
-                app.notice = Some(
-                    "f follows live traffic: open a growing log with --follow, or run loopdbg proxy"
-                        .into(),
-                )
-            }
+            None => app.notice = Some(
+                "f follows live traffic: open a growing log with --follow, or run loopdbg proxy"
+                    .into(),
+            ),
             Some(live) => {
                 live.follow = !live.follow;
                 if live.follow {

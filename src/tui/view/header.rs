@@ -55,7 +55,11 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
             " LIVE {} · {} conversation · {} │ ",
             clean(&live.from),
             clean(source),
-            if live.follow { "following" } else { "paused, f follows" }
+            if live.follow {
+                "following"
+            } else {
+                "paused, f follows"
+            }
         ),
         (Some(source), None) => format!(" replay of a captured {} conversation │ ", clean(source)),
         (None, _) => format!(

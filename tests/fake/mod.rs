@@ -1,0 +1,477 @@
+//! A fake provider on 127.0.0.1 for the proxy's end-to-end tests. It
+//! speaks Anthropic Messages, OpenAI Chat Completions, Responses and Gemini
+//! `generateContent`, plain and streamed with the real event shapes, and it
+//! enforces the pairing rules itself (written here from the providers'
+//! documented behaviour, not with loopdbg's checker), answering violations
+//! with each provider's real error body.
+//!
+//! Its model is scripted: to a prompt it answers with the calls the prompt
+//! asks for (`weather` → get_weather, `fx` → get_fx_rate); once every call
+//! has its result it answers "北京 18°C, USD/CNY 7.12". A prompt with `break`
+//! makes a streamed answer stop mid-stream with a broken connection.
+#![allow(dead_code)]
+
+use std::sync::{Arc, Mutex};
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::Response;
+use serde_json::{Value, json};
+
+/// What the fake saw and sent.
+#[derive(Default)]
+pub struct Log {
+    /// Every request body, in order.
+    pub requests: Vec<Value>,
+    /// The headers of every request.
+    pub headers: Vec<HeaderMap>,
+    /// The exact bytes of every answer body.
+    pub answers: Vec<Vec<u8>>,
+}
+
+/// A running fake provider.
+pub struct Fake {
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+    /// What it saw.
+    pub log: Arc<Mutex<Log>>,
+    /// A stream asked to break (`break` in the prompt) breaks when told.
+    pub breaker: Arc<tokio::sync::Notify>,
+}
+
+#[derive(Clone)]
+struct Shared {
+    log: Arc<Mutex<Log>>,
+    breaker: Arc<tokio::sync::Notify>,
+}
+
+/// Starts the fake on the current runtime.
+pub async fn start() -> Fake {
+    let log = Arc::new(Mutex::new(Log::default()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let breaker = Arc::new(tokio::sync::Notify::new());
+    let app = axum::Router::new().fallback(handle).with_state(Shared {
+        log: log.clone(),
+        breaker: breaker.clone(),
+    });
+    tokio::spawn(async move {
+        axum::serve(listener, app).await.unwrap();
+    });
+    Fake { url, log, breaker }
+}
+
+const ANSWER: &str = "北京 18°C, USD/CNY 7.12";
+
+/// The calls a prompt asks for: (name, arguments).
+fn wanted(prompt: &str) -> Vec<(&'static str, Value)> {
+    let mut calls = Vec::new();
+    if prompt.contains("weather") {
+        calls.push(("get_weather", json!({"city": "北京"})));
+    }
+    if prompt.contains("fx") {
+        calls.push(("get_fx_rate", json!({"pair": "USD/CNY"})));
+    }
+    calls
+}
+
+fn id_for(prefix: &str, name: &str) -> String {
+    format!("{prefix}_{}1", &name[4..5])
+}
+
+async fn handle(State(shared): State<Shared>, request: Request) -> Response {
+    let log = shared.log;
+    let path = request.uri().path().to_string();
+    let headers = request.headers().clone();
+    let bytes = axum::body::to_bytes(request.into_body(), 64 << 20)
+        .await
+        .unwrap();
+    let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    {
+        let mut l = log.lock().unwrap();
+        l.requests.push(body.clone());
+        l.headers.push(headers);
+    }
+    let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false)
+        || path.contains(":streamGenerateContent");
+    let (status, chunks, broken): (u16, Vec<String>, bool) = if path.ends_with("/v1/messages") {
+        anthropic(&body, stream)
+    } else if path.ends_with("/chat/completions") {
+        openai(&body, stream)
+    } else if path.ends_with("/responses") {
+        responses(&body, stream)
+    } else if path.contains(":generateContent") || path.contains(":streamGenerateContent") {
+        gemini(&body, stream)
+    } else {
+        (404, vec![json!({"error": "not found"}).to_string()], false)
+    };
+    log.lock()
+        .unwrap()
+        .answers
+        .push(chunks.concat().into_bytes());
+    let content_type = if stream && status == 200 {
+        "text/event-stream"
+    } else {
+        "application/json"
+    };
+    let items: Vec<Result<Bytes, std::io::Error>> =
+        chunks.into_iter().map(|c| Ok(Bytes::from(c))).collect();
+    use futures::StreamExt;
+    let body = if broken {
+        // What was sent reaches the other side before the break.
+        let breaker = shared.breaker.clone();
+        let tail = futures::stream::once(async move {
+            breaker.notified().await;
+            Err(std::io::Error::other("the fake breaks the stream"))
+        });
+        Body::from_stream(futures::stream::iter(items).chain(tail))
+    } else {
+        Body::from_stream(futures::stream::iter(items))
+    };
+    let mut response = Response::new(body);
+    *response.status_mut() = StatusCode::from_u16(status).unwrap();
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, content_type.parse().unwrap());
+    response
+        .headers_mut()
+        .insert("x-fake-provider", "yes".parse().unwrap());
+    response
+}
+
+/// The user's prompt (the first user text) and whether every call made so
+/// far has its result.
+fn prompt_of(texts: impl Iterator<Item = String>) -> String {
+    texts.take(1).collect()
+}
+
+fn sse(event: Option<&str>, data: &Value) -> String {
+    match event {
+        Some(e) => format!("event: {e}\ndata: {data}\n\n"),
+        None => format!("data: {data}\n\n"),
+    }
+}
+
+// ---------------------------------------------------------------- Anthropic
+
+fn anthropic_error(message: String) -> (u16, Vec<String>, bool) {
+    let body =
+        json!({"type": "error", "error": {"type": "invalid_request_error", "message": message}});
+    (400, vec![body.to_string()], false)
+}
+
+fn anthropic(body: &Value, stream: bool) -> (u16, Vec<String>, bool) {
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    // Every tool_use must be answered by a tool_result in the very next message.
+    for (i, m) in messages.iter().enumerate() {
+        if m["role"] != "assistant" {
+            continue;
+        }
+        let ids: Vec<&str> = m["content"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|b| b["type"] == "tool_use")
+            .filter_map(|b| b["id"].as_str())
+            .collect();
+        let next = messages.get(i + 1);
+        let answered: Vec<&str> = next
+            .and_then(|n| n["content"].as_array())
+            .into_iter()
+            .flatten()
+            .filter(|b| b["type"] == "tool_result")
+            .filter_map(|b| b["tool_use_id"].as_str())
+            .collect();
+        let missing: Vec<&str> = ids
+            .iter()
+            .copied()
+            .filter(|id| !answered.contains(id))
+            .collect();
+        if !missing.is_empty() && next.is_some() {
+            return anthropic_error(format!(
+                "messages.{}: `tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
+                i + 1,
+                missing.join(", ")
+            ));
+        }
+    }
+    let prompt = prompt_of(
+        messages
+            .iter()
+            .filter(|m| m["role"] == "user")
+            .filter_map(|m| {
+                m["content"].as_str().map(str::to_string).or_else(|| {
+                    m["content"]
+                        .as_array()?
+                        .iter()
+                        .find_map(|b| b["text"].as_str().map(str::to_string))
+                })
+            }),
+    );
+    let last_has_results = messages.last().is_some_and(|m| {
+        m["content"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|b| b["type"] == "tool_result"))
+    });
+    let (content, stop) = if last_has_results || wanted(&prompt).is_empty() {
+        (vec![json!({"type": "text", "text": ANSWER})], "end_turn")
+    } else {
+        let calls = wanted(&prompt)
+            .into_iter()
+            .map(|(name, args)| json!({"type": "tool_use", "id": id_for("toolu", name), "name": name, "input": args}))
+            .collect();
+        (calls, "tool_use")
+    };
+    let message = json!({"id": "msg_fake", "type": "message", "role": "assistant", "model": "fake",
+        "content": content, "stop_reason": stop, "stop_sequence": null,
+        "usage": {"input_tokens": 10, "output_tokens": 5}});
+    if !stream {
+        return (200, vec![message.to_string()], false);
+    }
+    let mut chunks = vec![sse(
+        Some("message_start"),
+        &json!({"type": "message_start", "message": {"id": "msg_fake", "type": "message", "role": "assistant",
+            "model": "fake", "content": [], "stop_reason": null, "stop_sequence": null,
+            "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+    )];
+    for (i, block) in message["content"].as_array().unwrap().iter().enumerate() {
+        if block["type"] == "text" {
+            chunks.push(sse(Some("content_block_start"), &json!({"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}})));
+            let text = block["text"].as_str().unwrap();
+            let cut = text.char_indices().nth(3).map_or(text.len(), |(b, _)| b);
+            for piece in [&text[..cut], &text[cut..]] {
+                chunks.push(sse(Some("content_block_delta"), &json!({"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": piece}})));
+            }
+        } else {
+            chunks.push(sse(Some("content_block_start"), &json!({"type": "content_block_start", "index": i,
+                "content_block": {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}})));
+            let args = block["input"].to_string();
+            let (a, b) = args.split_at(args.len() / 2);
+            for piece in [a, b] {
+                chunks.push(sse(Some("content_block_delta"), &json!({"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": piece}})));
+            }
+        }
+        chunks.push(sse(
+            Some("content_block_stop"),
+            &json!({"type": "content_block_stop", "index": i}),
+        ));
+    }
+    chunks.push(sse(Some("message_delta"), &json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 5}})));
+    chunks.push(sse(Some("message_stop"), &json!({"type": "message_stop"})));
+    if prompt.contains("break") {
+        chunks.truncate(3);
+        return (200, chunks, true);
+    }
+    (200, chunks, false)
+}
+
+// ------------------------------------------------------------- OpenAI Chat
+
+fn openai(body: &Value, stream: bool) -> (u16, Vec<String>, bool) {
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    for (i, m) in messages.iter().enumerate() {
+        let ids: Vec<&str> = m["tool_calls"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c["id"].as_str())
+            .collect();
+        if ids.is_empty() {
+            continue;
+        }
+        let answered: Vec<&str> = messages[i + 1..]
+            .iter()
+            .take_while(|n| n["role"] == "tool")
+            .filter_map(|n| n["tool_call_id"].as_str())
+            .collect();
+        let missing: Vec<&str> = ids
+            .iter()
+            .copied()
+            .filter(|id| !answered.contains(id))
+            .collect();
+        if !missing.is_empty() {
+            let body = json!({"error": {
+                "message": format!("An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: {}", missing.join(", ")),
+                "type": "invalid_request_error", "param": format!("messages.[{}].role", i + 1), "code": null}});
+            return (400, vec![body.to_string()], false);
+        }
+    }
+    let prompt = prompt_of(
+        messages
+            .iter()
+            .filter(|m| m["role"] == "user")
+            .filter_map(|m| m["content"].as_str().map(str::to_string)),
+    );
+    let answered = messages.last().is_some_and(|m| m["role"] == "tool");
+    let calls: Vec<Value> = if answered {
+        Vec::new()
+    } else {
+        wanted(&prompt)
+            .into_iter()
+            .map(|(name, args)| {
+                json!({"id": id_for("call", name), "type": "function",
+                "function": {"name": name, "arguments": args.to_string()}})
+            })
+            .collect()
+    };
+    let finish = if calls.is_empty() {
+        "stop"
+    } else {
+        "tool_calls"
+    };
+    let message = if calls.is_empty() {
+        json!({"role": "assistant", "content": ANSWER, "refusal": null})
+    } else {
+        json!({"role": "assistant", "content": null, "tool_calls": calls, "refusal": null})
+    };
+    if !stream {
+        let body = json!({"id": "chatcmpl-fake", "object": "chat.completion", "created": 1, "model": "fake",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}});
+        return (200, vec![body.to_string()], false);
+    }
+    let chunk = |delta: Value, finish: Value| {
+        sse(
+            None,
+            &json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1, "model": "fake",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}),
+        )
+    };
+    let mut chunks = vec![chunk(
+        json!({"role": "assistant", "content": if calls.is_empty() { json!("") } else { Value::Null }}),
+        Value::Null,
+    )];
+    if calls.is_empty() {
+        for piece in [&ANSWER[..6], &ANSWER[6..]] {
+            chunks.push(chunk(json!({"content": piece}), Value::Null));
+        }
+    }
+    for (i, c) in calls.iter().enumerate() {
+        chunks.push(chunk(
+            json!({"tool_calls": [{"index": i, "id": c["id"], "type": "function",
+            "function": {"name": c["function"]["name"], "arguments": ""}}]}),
+            Value::Null,
+        ));
+        chunks.push(chunk(json!({"tool_calls": [{"index": i, "function": {"arguments": c["function"]["arguments"]}}]}), Value::Null));
+    }
+    chunks.push(chunk(json!({}), json!(finish)));
+    chunks.push("data: [DONE]\n\n".into());
+    (200, chunks, false)
+}
+
+// --------------------------------------------------------------- Responses
+
+fn responses(body: &Value, stream: bool) -> (u16, Vec<String>, bool) {
+    let input: Vec<Value> = match &body["input"] {
+        Value::String(s) => vec![json!({"role": "user", "content": s})],
+        Value::Array(a) => a.clone(),
+        _ => Vec::new(),
+    };
+    let calls: Vec<&str> = input
+        .iter()
+        .filter(|i| i["type"] == "function_call")
+        .filter_map(|i| i["call_id"].as_str())
+        .collect();
+    let outputs: Vec<&str> = input
+        .iter()
+        .filter(|i| i["type"] == "function_call_output")
+        .filter_map(|i| i["call_id"].as_str())
+        .collect();
+    if let Some(missing) = calls.iter().find(|c| !outputs.contains(c)) {
+        let body = json!({"error": {"message": format!("No tool output found for function call {missing}."),
+            "type": "invalid_request_error", "param": "input", "code": null}});
+        return (400, vec![body.to_string()], false);
+    }
+    let prompt = prompt_of(
+        input
+            .iter()
+            .filter(|i| i["role"] == "user")
+            .filter_map(|i| i["content"].as_str().map(str::to_string)),
+    );
+    let output: Vec<Value> = if outputs.is_empty() && !wanted(&prompt).is_empty() {
+        wanted(&prompt)
+            .into_iter()
+            .map(|(name, args)| json!({"type": "function_call", "id": format!("fc_{name}"),
+                "call_id": id_for("call", name), "name": name, "arguments": args.to_string(), "status": "completed"}))
+            .collect()
+    } else {
+        vec![
+            json!({"type": "message", "id": "msg_fake", "role": "assistant", "status": "completed",
+            "content": [{"type": "output_text", "text": ANSWER, "annotations": []}]}),
+        ]
+    };
+    let response = json!({"id": "resp_fake", "object": "response", "status": "completed", "model": "fake", "output": output});
+    if !stream {
+        return (200, vec![response.to_string()], false);
+    }
+    let mut chunks = vec![sse(
+        Some("response.created"),
+        &json!({"type": "response.created", "sequence_number": 0,
+            "response": {"id": "resp_fake", "object": "response", "status": "in_progress", "output": []}}),
+    )];
+    for (i, item) in response["output"].as_array().unwrap().iter().enumerate() {
+        chunks.push(sse(
+            Some("response.output_item.done"),
+            &json!({"type": "response.output_item.done", "output_index": i, "item": item}),
+        ));
+    }
+    chunks.push(sse(
+        Some("response.completed"),
+        &json!({"type": "response.completed", "response": response}),
+    ));
+    (200, chunks, false)
+}
+
+// ------------------------------------------------------------------ Gemini
+
+fn gemini(body: &Value, stream: bool) -> (u16, Vec<String>, bool) {
+    let contents = body["contents"].as_array().cloned().unwrap_or_default();
+    for (i, c) in contents.iter().enumerate() {
+        let calls = c["parts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|p| p.get("functionCall").is_some())
+            .count();
+        if calls == 0 {
+            continue;
+        }
+        let answers = contents
+            .get(i + 1)
+            .and_then(|n| n["parts"].as_array())
+            .into_iter()
+            .flatten()
+            .filter(|p| p.get("functionResponse").is_some())
+            .count();
+        if answers != calls && contents.get(i + 1).is_some() {
+            let body = json!({"error": {"code": 400, "message": "Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn.", "status": "INVALID_ARGUMENT"}});
+            return (400, vec![body.to_string()], false);
+        }
+    }
+    let prompt = prompt_of(
+        contents
+            .iter()
+            .filter(|c| c["role"] == "user")
+            .filter_map(|c| c["parts"][0]["text"].as_str().map(str::to_string)),
+    );
+    let answered = contents.last().is_some_and(|c| {
+        c["parts"]
+            .as_array()
+            .is_some_and(|p| p.iter().any(|p| p.get("functionResponse").is_some()))
+    });
+    let parts: Vec<Value> = if answered || wanted(&prompt).is_empty() {
+        vec![json!({"text": ANSWER})]
+    } else {
+        wanted(&prompt)
+            .into_iter()
+            .map(|(name, args)| json!({"functionCall": {"name": name, "args": args}}))
+            .collect()
+    };
+    let response = json!({"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP"}],
+        "usageMetadata": {"totalTokenCount": 15}});
+    if !stream {
+        return (200, vec![response.to_string()], false);
+    }
+    (200, vec![sse(None, &response)], false)
+}

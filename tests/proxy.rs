@@ -1,0 +1,598 @@
+//! `loopdbg proxy` end to end: the real binary between small agent loops
+//! and a fake provider (tests/fake), on loopback. No sleeps: each step
+//! waits for the proxy's own line about the exchange, which it prints only
+//! after the exchange is in the capture.
+
+mod fake;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+const SECRET: &str = "sk-ant-SECRET-0123456789";
+const WAIT: Duration = Duration::from_secs(60);
+
+struct Proxy {
+    child: Child,
+    url: String,
+    lines: Receiver<String>,
+    stderr: Receiver<String>,
+}
+
+impl Proxy {
+    fn start(upstream: &str, capture: &Path, extra: &[&str]) -> Proxy {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_loopdbg"))
+            .args([
+                "proxy",
+                "--upstream",
+                upstream,
+                "--listen",
+                "127.0.0.1:0",
+                "--no-tui",
+            ])
+            .arg("--capture")
+            .arg(capture)
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (tx, lines) = channel();
+        let out = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let (etx, stderr) = channel();
+        let err = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                let _ = etx.send(line);
+            }
+        });
+        let first = stderr
+            .recv_timeout(WAIT)
+            .expect("the proxy announces itself");
+        let addr = first
+            .split("listening on http://")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap_or_else(|| panic!("no address in {first:?}"))
+            .to_string();
+        Proxy {
+            child,
+            url: format!("http://{addr}"),
+            lines,
+            stderr,
+        }
+    }
+
+    /// The proxy's line about the next exchange (written after the capture).
+    fn next_line(&self) -> String {
+        self.lines.recv_timeout(WAIT).expect("a line per exchange")
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn capture(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn tools_anthropic() -> Value {
+    json!([
+        {"name": "get_weather", "description": "weather", "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}},
+        {"name": "get_fx_rate", "description": "fx", "input_schema": {"type": "object", "properties": {"pair": {"type": "string"}}}}
+    ])
+}
+
+fn run_tool(name: &str) -> &'static str {
+    match name {
+        "get_weather" => "18°C",
+        _ => "7.12",
+    }
+}
+
+/// An Anthropic agent loop: `first_only` is the classic bug (only the
+/// first tool_use runs).
+async fn anthropic_agent(base: &str, prompt: &str, first_only: bool) -> (Vec<u16>, Vec<Value>) {
+    let client = reqwest::Client::new();
+    let mut messages = vec![json!({"role": "user", "content": prompt})];
+    let mut statuses = Vec::new();
+    let mut answers = Vec::new();
+    for _ in 0..4 {
+        let body = json!({"model": "claude-test", "max_tokens": 256, "tools": tools_anthropic(), "messages": messages});
+        let r = client
+            .post(format!("{base}/v1/messages"))
+            .header("x-api-key", SECRET)
+            .header("anthropic-version", "2023-06-01")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        statuses.push(r.status().as_u16());
+        let answer: Value = r.json().await.unwrap();
+        answers.push(answer.clone());
+        if statuses.last() != Some(&200) || answer["stop_reason"] != "tool_use" {
+            break;
+        }
+        let content = answer["content"].clone();
+        messages.push(json!({"role": "assistant", "content": content}));
+        let mut results = Vec::new();
+        for block in content.as_array().unwrap() {
+            if block["type"] == "tool_use" {
+                results.push(json!({"type": "tool_result", "tool_use_id": block["id"],
+                    "content": run_tool(block["name"].as_str().unwrap())}));
+                if first_only {
+                    break;
+                }
+            }
+        }
+        messages.push(json!({"role": "user", "content": results}));
+    }
+    (statuses, answers)
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn no_secret_in(capture: &Path, proxy: &Proxy, printed: &[String]) {
+    let text = std::fs::read_to_string(capture).unwrap();
+    assert!(!text.contains("SECRET"), "a credential reached the capture");
+    for line in printed {
+        assert!(!line.contains("SECRET"), "a credential was printed: {line}");
+    }
+    while let Ok(line) = proxy.stderr.try_recv() {
+        assert!(!line.contains("SECRET"), "a credential was logged: {line}");
+    }
+}
+
+fn temp() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("capture.jsonl");
+    (dir, path)
+}
+
+#[test]
+fn two_trips_through_the_proxy_are_forwarded_and_recorded() {
+    let rt = runtime();
+    let fake = rt.block_on(fake::start());
+    let (_dir, cap) = temp();
+    let proxy = Proxy::start(&fake.url, &cap, &[]);
+    let (statuses, answers) = rt.block_on(anthropic_agent(&proxy.url, "weather please", false));
+    assert_eq!(statuses, [200, 200]);
+    assert_eq!(answers[1]["content"][0]["text"], "北京 18°C, USD/CNY 7.12");
+    let printed = vec![proxy.next_line(), proxy.next_line()];
+    assert!(
+        printed[0].starts_with("#1 anthropic POST /v1/messages → 200"),
+        "{printed:?}"
+    );
+    assert!(printed[1].ends_with("· ok"), "{printed:?}");
+    let records = capture(&cap);
+    assert_eq!(records.len(), 2);
+    assert_eq!(records[0]["loopdbg"], "exchange");
+    assert_eq!(records[0]["provider"], "anthropic");
+    assert_eq!(records[1]["status"], 200);
+    assert_eq!(
+        records[1]["response"]["content"][0]["text"],
+        "北京 18°C, USD/CNY 7.12"
+    );
+    // What the agent received is what the fake sent, byte for byte.
+    let log = fake.log.lock().unwrap();
+    assert_eq!(
+        serde_json::to_vec(&answers[1]).unwrap(),
+        serde_json::to_vec(&serde_json::from_slice::<Value>(&log.answers[1]).unwrap()).unwrap()
+    );
+    // The key reached the provider, and nowhere else.
+    assert_eq!(log.headers[0]["x-api-key"], SECRET);
+    drop(log);
+    no_secret_in(&cap, &proxy, &printed);
+}
+
+#[test]
+fn a_dangling_id_is_forwarded_and_named_then_the_provider_answers_400() {
+    let rt = runtime();
+    let fake = rt.block_on(fake::start());
+    let (_dir, cap) = temp();
+    let proxy = Proxy::start(&fake.url, &cap, &[]);
+    let (statuses, answers) = rt.block_on(anthropic_agent(&proxy.url, "weather and fx", true));
+    assert_eq!(statuses, [200, 400]);
+    assert_eq!(answers[1]["error"]["type"], "invalid_request_error");
+    let _ = proxy.next_line();
+    let second = proxy.next_line();
+    assert!(second.contains("→ 400"), "{second}");
+    assert!(second.contains("400 expected"), "{second}");
+    assert!(second.contains("toolu_f1"), "{second}");
+    let records = capture(&cap);
+    assert_eq!(records[1]["findings"][0]["kind"], "unanswered_call");
+    assert_eq!(records[1]["findings"][0]["ids"][0], "toolu_f1");
+    assert_eq!(records[1]["action"], "forwarded");
+    // The provider saw both requests.
+    assert_eq!(fake.log.lock().unwrap().requests.len(), 2);
+}
+
+#[test]
+fn block_answers_the_providers_400_locally_without_spending_tokens() {
+    let rt = runtime();
+    let fake = rt.block_on(fake::start());
+    let (_dir, cap) = temp();
+    let proxy = Proxy::start(&fake.url, &cap, &["--on-invalid", "block"]);
+    let (statuses, answers) = rt.block_on(anthropic_agent(&proxy.url, "weather and fx", true));
+    assert_eq!(statuses, [200, 400]);
+    assert_eq!(answers[1]["type"], "error");
+    assert_eq!(answers[1]["error"]["type"], "invalid_request_error");
+    let message = answers[1]["error"]["message"].as_str().unwrap();
+    assert!(message.contains("toolu_f1"), "{message}");
+    let _ = proxy.next_line();
+    assert!(proxy.next_line().contains("BLOCKED"));
+    assert_eq!(
+        fake.log.lock().unwrap().requests.len(),
+        1,
+        "the blocked request never reached the provider"
+    );
+    assert_eq!(capture(&cap)[1]["action"], "blocked");
+}
+
+#[test]
+fn repair_makes_the_upstream_receive_a_valid_request() {
+    let rt = runtime();
+    let fake = rt.block_on(fake::start());
+    let (_dir, cap) = temp();
+    let proxy = Proxy::start(&fake.url, &cap, &["--on-invalid", "repair=synthesize"]);
+    let (statuses, _) = rt.block_on(anthropic_agent(&proxy.url, "weather and fx", true));
+    assert_eq!(statuses, [200, 200], "the repaired request is accepted");
+    let _ = proxy.next_line();
+    assert!(proxy.next_line().contains("REPAIRED"));
+    let records = capture(&cap);
+    assert_eq!(records[1]["action"], "repaired");
+    let sent = &fake.log.lock().unwrap().requests[1];
+    assert_eq!(
+        sent, &records[1]["forwarded"],
+        "the capture keeps what was sent"
+    );
+    let results = sent["messages"][2]["content"].as_array().unwrap();
+    assert_eq!(
+        results.len(),
+        2,
+        "a placeholder closes toolu_f1: {results:?}"
+    );
+    assert_eq!(results[1]["tool_use_id"], "toolu_f1");
+    assert_eq!(results[1]["is_error"], true);
+}
+
+#[test]
+fn two_calls_in_one_turn_over_openai_chat() {
+    let rt = runtime();
+    let fake = rt.block_on(fake::start());
+    let (_dir, cap) = temp();
+    let proxy = Proxy::start(&fake.url, &cap, &[]);
+    let statuses = rt.block_on(async {
+        let client = reqwest::Client::new();
+        let mut messages = vec![json!({"role": "user", "content": "weather and fx"})];
+        let mut statuses = Vec::new();
+        for _ in 0..3 {
+            let r = client
+                .post(format!("{}/v1/chat/completions", proxy.url))
+                .bearer_auth(SECRET)
+                .json(&json!({"model": "gpt-test", "messages": messages}))
+                .send()
+                .await
+                .unwrap();
+            statuses.push(r.status().as_u16());
+            let v: Value = r.json().await.unwrap();
+            let message = v["choices"][0]["message"].clone();
+            let Some(calls) = message["tool_calls"].as_array().cloned() else {
+                break;
+            };
+            messages.push(message);
+            for c in calls {
+                messages.push(json!({"role": "tool", "tool_call_id": c["id"],
+                    "content": run_tool(c["function"]["name"].as_str().unwrap())}));
+            }
+        }
+        statuses
+    });
+    assert_eq!(statuses, [200, 200]);
+    let printed = vec![proxy.next_line(), proxy.next_line()];
+    assert!(
+        printed
+            .iter()
+            .all(|l| l.contains("openai") && l.ends_with("ok")),
+        "{printed:?}"
+    );
+    let records = capture(&cap);
+    assert_eq!(
+        records[0]["response"]["choices"][0]["message"]["tool_calls"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    no_secret_in(&cap, &proxy, &printed);
+}
+
+/// One streamed request: the agent gets every byte the fake sent, and the
+/// capture holds the message the events carried.
+fn streamed(path: &str, body: Value, check: impl Fn(&Value)) {
+    let rt = runtime();
+    let fake = rt.block_on(fake::start());
+    let (_dir, cap) = temp();
+    let proxy = Proxy::start(&fake.url, &cap, &[]);
+    let received = rt.block_on(async {
+        let r = reqwest::Client::new()
+            .post(format!("{}{path}", proxy.url))
+            .header("x-api-key", SECRET)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.headers()["content-type"], "text/event-stream");
+        assert_eq!(r.headers()["x-fake-provider"], "yes", "headers come back");
+        r.bytes().await.unwrap()
+    });
+    let line = proxy.next_line();
+    assert!(line.contains("streamed"), "{line}");
+    assert_eq!(&received[..], &fake.log.lock().unwrap().answers[0][..]);
+    let records = capture(&cap);
+    assert_eq!(records[0]["streamed"], true);
+    assert!(
+        records[0].get("error").is_none(),
+        "{:?}",
+        records[0]["error"]
+    );
+    check(&records[0]["response"]);
+    assert!(records[0]["first_byte_ms"].as_f64().is_some());
+}
+
+#[test]
+fn a_streamed_anthropic_answer_is_forwarded_byte_for_byte_and_reassembled() {
+    streamed(
+        "/v1/messages",
+        json!({"model": "m", "max_tokens": 100, "stream": true, "tools": tools_anthropic(),
+               "messages": [{"role": "user", "content": "weather and fx"}]}),
+        |m| {
+            assert_eq!(m["stop_reason"], "tool_use");
+            assert_eq!(m["content"][0]["input"], json!({"city": "北京"}));
+            assert_eq!(m["content"][1]["id"], "toolu_f1");
+        },
+    );
+}
+
+#[test]
+fn streamed_openai_chunks_are_reassembled_by_index() {
+    streamed(
+        "/v1/chat/completions",
+        json!({"model": "m", "stream": true, "messages": [{"role": "user", "content": "weather and fx"}]}),
+        |m| {
+            let calls = &m["choices"][0]["message"]["tool_calls"];
+            assert_eq!(calls[1]["id"], "call_f1");
+            assert_eq!(calls[0]["function"]["arguments"], "{\"city\":\"北京\"}");
+            assert_eq!(m["choices"][0]["finish_reason"], "tool_calls");
+        },
+    );
+}
+
+#[test]
+fn streamed_responses_events_keep_the_completed_response() {
+    streamed(
+        "/v1/responses",
+        json!({"model": "m", "stream": true, "input": "weather"}),
+        |m| {
+            assert_eq!(m["status"], "completed");
+            assert_eq!(m["output"][0]["call_id"], "call_w1");
+        },
+    );
+}
+
+#[test]
+fn a_stream_the_provider_breaks_reaches_the_agent_broken_and_is_recorded() {
+    let rt = runtime();
+    let fake = rt.block_on(fake::start());
+    let (_dir, cap) = temp();
+    let proxy = Proxy::start(&fake.url, &cap, &[]);
+    let outcome = rt.block_on(async {
+        let mut r = reqwest::Client::new()
+            .post(format!("{}/v1/messages", proxy.url))
+            .json(&json!({"model": "m", "max_tokens": 100, "stream": true,
+                "messages": [{"role": "user", "content": "weather, then break"}]}))
+            .send()
+            .await
+            .unwrap();
+        // The first events arrive; only then does the fake break.
+        let first = r.chunk().await.unwrap().unwrap();
+        assert!(String::from_utf8_lossy(&first).contains("message_start"));
+        fake.breaker.notify_one();
+        loop {
+            match r.chunk().await {
+                Ok(Some(_)) => continue,
+                Ok(None) => break Ok(()),
+                Err(e) => break Err(e),
+            }
+        }
+    });
+    assert!(
+        outcome.is_err(),
+        "the agent sees the break, not a clean end"
+    );
+    let line = proxy.next_line();
+    assert!(
+        line.contains("broke off") || line.contains("without its closing event"),
+        "{line}"
+    );
+    let records = capture(&cap);
+    assert_eq!(records[0]["action"], "failed");
+    assert_eq!(
+        records[0]["response"]["content"][0]["type"], "tool_use",
+        "what arrived is kept"
+    );
+}
+
+#[test]
+fn gemini_keys_in_the_query_never_reach_the_capture() {
+    let rt = runtime();
+    let fake = rt.block_on(fake::start());
+    let (_dir, cap) = temp();
+    let proxy = Proxy::start(&fake.url, &cap, &[]);
+    let status = rt.block_on(async {
+        reqwest::Client::new()
+            .post(format!(
+                "{}/v1beta/models/gemini-test:generateContent?key={SECRET}",
+                proxy.url
+            ))
+            .header("x-goog-api-key", SECRET)
+            .json(&json!({"contents": [{"role": "user", "parts": [{"text": "weather"}]}]}))
+            .send()
+            .await
+            .unwrap()
+            .status()
+    });
+    assert_eq!(status, 200);
+    let line = proxy.next_line();
+    assert!(
+        line.contains("gemini POST /v1beta/models/gemini-test:generateContent →"),
+        "{line}"
+    );
+    let records = capture(&cap);
+    assert_eq!(
+        records[0]["path"],
+        "/v1beta/models/gemini-test:generateContent"
+    );
+    no_secret_in(&cap, &proxy, &[line]);
+}
+
+#[test]
+fn record_turns_the_capture_into_a_session_that_replays_the_rounds() {
+    let rt = runtime();
+    let fake = rt.block_on(fake::start());
+    let (dir, cap) = temp();
+    let proxy = Proxy::start(&fake.url, &cap, &[]);
+    let (statuses, _) = rt.block_on(anthropic_agent(&proxy.url, "weather and fx", false));
+    assert_eq!(statuses, [200, 200]);
+    let _ = (proxy.next_line(), proxy.next_line());
+    let session = dir.path().join("recorded.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_loopdbg"))
+        .arg("record")
+        .arg(&cap)
+        .arg("-o")
+        .arg(&session)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("recorded 2 round(s)"), "{said}");
+    let run = Command::new(env!("CARGO_BIN_EXE_loopdbg"))
+        .args(["run", "--format", "json"])
+        .arg(&session)
+        .output()
+        .unwrap();
+    assert!(run.status.success());
+    let trace: Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(trace["rounds"], 2);
+    assert_eq!(trace["final_text"], "北京 18°C, USD/CNY 7.12");
+    assert_eq!(trace["tool_runs"], json!(["get_weather", "get_fx_rate"]));
+    // Under `first`, the same recorded run drops toolu_f1.
+    let first = Command::new(env!("CARGO_BIN_EXE_loopdbg"))
+        .args(["run", "--extract", "first"])
+        .arg(&session)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&first.stdout);
+    assert!(text.contains("toolu_f1"), "{text}");
+    // Never over an existing file.
+    let again = Command::new(env!("CARGO_BIN_EXE_loopdbg"))
+        .arg("record")
+        .arg(&cap)
+        .arg("-o")
+        .arg(&session)
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("never overwrites"));
+}
+
+#[test]
+fn check_reads_a_capture_and_judges_each_request() {
+    let rt = runtime();
+    let fake = rt.block_on(fake::start());
+    let (_dir, cap) = temp();
+    let proxy = Proxy::start(&fake.url, &cap, &[]);
+    let _ = rt.block_on(anthropic_agent(&proxy.url, "weather and fx", true));
+    let _ = (proxy.next_line(), proxy.next_line());
+    let out = Command::new(env!("CARGO_BIN_EXE_loopdbg"))
+        .arg("check")
+        .arg(&cap)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("toolu_f1"), "{text}");
+    assert!(text.contains(":2"), "the finding names line 2: {text}");
+}
+
+#[test]
+fn an_unreachable_upstream_is_a_502_with_a_reason() {
+    // A port nothing listens on: bind one, then let it go.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let (_dir, cap) = temp();
+    let proxy = Proxy::start(&format!("http://127.0.0.1:{port}"), &cap, &[]);
+    let rt = runtime();
+    let (status, body) = rt.block_on(async {
+        let r = reqwest::Client::new()
+            .post(format!("{}/v1/messages", proxy.url))
+            .json(&json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]}))
+            .send()
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.json::<Value>().await.unwrap())
+    });
+    assert_eq!(status, 502);
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("could not be reached")
+    );
+    assert!(proxy.next_line().contains("→ 502"));
+}
+
+#[test]
+fn bad_flags_exit_2() {
+    let out = Command::new(env!("CARGO_BIN_EXE_loopdbg"))
+        .args(["proxy", "--upstream", "ftp://example.test", "--no-tui"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("http:// or https://"));
+    let out = Command::new(env!("CARGO_BIN_EXE_loopdbg"))
+        .args(["proxy", "--upstream", "http://x", "--on-invalid", "drop"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
