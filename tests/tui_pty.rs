@@ -200,3 +200,55 @@ fn signals_restore_the_terminal() {
         );
     }
 }
+
+/// One capture record, as `loopdbg proxy` writes it.
+fn exchange(seq: u64, messages: serde_json::Value, reply: serde_json::Value) -> String {
+    let record = serde_json::json!({"loopdbg": "exchange", "seq": seq, "provider": "anthropic",
+        "method": "POST", "path": "/v1/messages", "status": 200, "streamed": false,
+        "request": {"model": "m", "max_tokens": 64, "messages": messages},
+        "response": {"role": "assistant", "content": reply}});
+    format!("{record}\n")
+}
+
+#[test]
+fn follow_shows_lines_appended_after_it_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("capture.jsonl");
+    let prompt = serde_json::json!([{"role": "user", "content": "weather and fx?"}]);
+    let calls = serde_json::json!([
+        {"type": "tool_use", "id": "toolu_w1", "name": "get_weather", "input": {"city": "北京"}},
+        {"type": "tool_use", "id": "toolu_f1", "name": "get_fx_rate", "input": {}}]);
+    std::fs::write(&path, exchange(1, prompt.clone(), calls.clone())).unwrap();
+    let (child, mut writer, mut screen) = spawn(&[path.to_str().unwrap(), "--follow"]);
+    let first = screen.wait_text("toolu_f1");
+    assert!(first.contains("LIVE"), "{first}");
+    assert!(first.contains("LIVE following"), "{first}");
+    // The reply's calls are pending, not a request the provider refused.
+    assert!(!first.contains("ALARM"), "{first}");
+
+    // The second request answers only toolu_w1: the dangling toolu_f1
+    // raises the alarm. It arrives in two writes, the first half-way
+    // through the line; the half line waits for its end.
+    let mut second_messages = prompt.as_array().unwrap().clone();
+    second_messages.push(serde_json::json!({"role": "assistant", "content": calls}));
+    second_messages.push(serde_json::json!({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_w1", "content": "18°C"}]}));
+    let line = exchange(
+        2,
+        serde_json::Value::Array(second_messages),
+        serde_json::json!([{"type": "text", "text": "done-marker"}]),
+    );
+    let (a, b) = line.split_at(line.len() / 2);
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    file.write_all(a.as_bytes()).unwrap();
+    file.flush().unwrap();
+    file.write_all(b.as_bytes()).unwrap();
+    file.flush().unwrap();
+    let later = screen.wait_text("ALARM");
+    assert!(later.contains("toolu_f1"), "{later}");
+    screen.wait_text("conversation 2 of 2");
+    quit(child, &mut writer, &mut screen);
+}

@@ -669,3 +669,39 @@ fn a_rejected_request_is_explained_in_the_providers_words() {
         None
     );
 }
+
+#[test]
+fn a_live_view_names_its_source_and_whether_it_follows() {
+    use loopdbg::wire::read::{Source, read};
+    let doc = serde_json::json!([
+        {"role": "user", "content": "weather and fx?"},
+        {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "toolu_w1", "name": "get_weather", "input": {"city": "北京"}},
+            {"type": "tool_use", "id": "toolu_f1", "name": "get_fx_rate", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_w1", "content": "18°C"}]}
+    ]);
+    let conv = read(
+        &doc,
+        Source::Provider(loopdbg::wire::provider::Format::Anthropic),
+    )
+    .unwrap();
+    let findings = loopdbg::wire::check::check(&conv);
+    let update = loopdbg::tui::app::LiveUpdate {
+        session: loopdbg::wire::replay::session_for(&conv, "live: exchange #2 of 2"),
+        trace: loopdbg::wire::replay::trace_of(&conv, &findings),
+        source: "anthropic".into(),
+        alarm: Some(
+            "ALARM #2 (forwarded as it was): the provider would answer 400 (messages[1]): toolu_f1"
+                .into(),
+        ),
+    };
+    let mut a = App::live(
+        "proxy 127.0.0.1:8700",
+        "proxy 127.0.0.1:8700",
+        update,
+        Theme::color(),
+    );
+    insta::assert_snapshot!("live_proxy_alarm_120x40", draw(&mut a, 120, 40).backend());
+    apply(&mut a, Action::StepBack);
+    insta::assert_snapshot!("live_proxy_paused_80x24", draw(&mut a, 80, 24).backend());
+}

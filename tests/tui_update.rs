@@ -716,3 +716,76 @@ fn slash_searches_ids_and_text_and_enter_steps_through_the_matches() {
     assert_eq!(app.search, None);
     assert!(!app.quit);
 }
+
+/// A live picture of a conversation given as an Anthropic message array.
+fn live_update(messages: serde_json::Value, alarm: Option<&str>) -> loopdbg::tui::app::LiveUpdate {
+    use loopdbg::wire::read::{Source, read};
+    let conv = read(
+        &messages,
+        Source::Provider(loopdbg::wire::provider::Format::Anthropic),
+    )
+    .unwrap();
+    let findings = loopdbg::wire::check::check(&conv);
+    loopdbg::tui::app::LiveUpdate {
+        session: loopdbg::wire::replay::session_for(&conv, "live"),
+        trace: loopdbg::wire::replay::trace_of(&conv, &findings),
+        source: "anthropic".into(),
+        alarm: alarm.map(str::to_string),
+    }
+}
+
+fn growing() -> (serde_json::Value, serde_json::Value) {
+    let first = serde_json::json!([
+        {"role": "user", "content": "weather?"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_w1", "name": "w", "input": {}}]}
+    ]);
+    let mut second = first.as_array().unwrap().clone();
+    second.push(serde_json::json!({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_w1", "content": "18"}]}));
+    second.push(serde_json::json!({"role": "assistant", "content": "18°C"}));
+    (first, serde_json::Value::Array(second))
+}
+
+#[test]
+fn a_following_live_view_sticks_to_the_newest_step() {
+    let (first, second) = growing();
+    let mut app = App::live("cap", "proxy", live_update(first, None), Theme::color());
+    apply(&mut app, Action::Resize(120, 40));
+    assert_eq!(app.cursor, app.trace.len() - 1);
+    let before = app.trace.len();
+    app.apply_live(live_update(second, Some("ALARM #2")));
+    assert!(app.trace.len() > before);
+    assert_eq!(
+        app.cursor,
+        app.trace.len() - 1,
+        "following moves to the newest step"
+    );
+    assert_eq!(app.notice.as_deref(), Some("ALARM #2"));
+    assert_eq!(app.live.as_ref().unwrap().updates, 2);
+}
+
+#[test]
+fn stepping_back_pauses_following_and_f_resumes_it() {
+    let (first, second) = growing();
+    let mut app = App::live("cap", "proxy", live_update(first, None), Theme::color());
+    apply(&mut app, Action::Resize(120, 40));
+    apply(&mut app, Action::StepBack);
+    let here = app.cursor;
+    assert!(!app.live.as_ref().unwrap().follow);
+    app.apply_live(live_update(second, None));
+    assert_eq!(app.cursor, here, "a paused view stays where the user looks");
+    apply(&mut app, key('f'));
+    assert!(app.live.as_ref().unwrap().follow);
+    assert_eq!(app.cursor, app.trace.len() - 1);
+    apply(&mut app, key('f'));
+    assert!(!app.live.as_ref().unwrap().follow);
+}
+
+#[test]
+fn f_outside_a_live_view_says_how_to_get_one() {
+    let mut app = fx_first_reask();
+    let cursor = app.cursor;
+    apply(&mut app, key('f'));
+    assert_eq!(app.cursor, cursor);
+    assert!(app.notice.as_deref().unwrap().contains("--follow"));
+}

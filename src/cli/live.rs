@@ -3,6 +3,7 @@
 //! becomes a session). Files, sockets, threads and the clock are here; the
 //! library decides what the traffic means.
 
+use std::collections::HashSet;
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -88,8 +89,10 @@ impl Exchanges {
         let shown = self.shown()?.clone();
         let seq = shown["seq"].as_u64().unwrap_or(0);
         let provider = loopdbg::live::capture::provider_of(&shown)?;
+        let sent = read(&shown["request"], Source::Provider(provider)).ok()?;
         let body = loopdbg::live::capture::conversation_of(shown);
         let conv = read(&body, Source::Provider(provider)).ok()?;
+        let findings = check(&sent);
         let rejected = newest.findings.iter().find(|f| f.rejected_by_provider);
         let alarm = rejected.map(|f| {
             let what = match newest.action {
@@ -100,7 +103,12 @@ impl Exchanges {
             alarm_of(&format!("ALARM #{} ({what})", newest.seq), f)
         });
         let title = format!("live: exchange #{seq} of {}", self.records.len());
-        Some(update_of(&conv, &title, alarm))
+        Some(LiveUpdate {
+            session: loopdbg::wire::replay::session_for(&conv, &title),
+            trace: loopdbg::wire::replay::trace_of(&conv, &findings),
+            source: conv.source.as_str().to_string(),
+            alarm,
+        })
     }
 }
 
@@ -227,8 +235,10 @@ fn update_of_file(
     origin: &str,
     bytes: Vec<u8>,
     which: Option<usize>,
-    rejected_before: &mut usize,
+    alarmed: &mut HashSet<String>,
 ) -> Result<LiveUpdate, loopdbg::LoadError> {
+    let capture = is_capture(&bytes);
+    let requests = capture.then(|| bytes.clone());
     let mut convs = Vec::new();
     let read =
         for_each_conversation_in(origin, bytes, None, Replies::Appended, |_, c| convs.push(c))?;
@@ -240,12 +250,17 @@ fn update_of_file(
         }
         return Ok(waiting_for_file(origin));
     };
-    let findings = check(&conv);
-    let rejected: Vec<&Finding> = findings.iter().filter(|f| f.rejected_by_provider).collect();
-    let alarm = (rejected.len() > *rejected_before)
-        .then(|| rejected.last().map(|f| alarm_of("ALARM", f)))
-        .flatten();
-    *rejected_before = rejected.len();
+    // A capture's reply is appended for the screen; its calls are pending,
+    // not unanswered: the request as sent is what is judged.
+    let findings = match requests {
+        Some(bytes) => {
+            let mut sent = Vec::new();
+            for_each_conversation_in(origin, bytes, None, Replies::Left, |_, c| sent.push(c))?;
+            sent.get(index).map(check).unwrap_or_default()
+        }
+        None => check(&conv),
+    };
+    let alarm = new_rejection(&findings, alarmed).map(|f| alarm_of("ALARM", f));
     let title = format!("follow: conversation {} of {count}", index + 1);
     Ok(LiveUpdate {
         session: loopdbg::wire::replay::session_for(&conv, &title),
@@ -253,6 +268,45 @@ fn update_of_file(
         source: conv.source.as_str().to_string(),
         alarm,
     })
+}
+
+/// The last finding the provider rejects that was not alarmed before.
+fn new_rejection<'a>(
+    findings: &'a [Finding],
+    alarmed: &mut HashSet<String>,
+) -> Option<&'a Finding> {
+    let mut newest = None;
+    for f in findings.iter().filter(|f| f.rejected_by_provider) {
+        let key = format!("{}|{}|{:?}|{}", f.kind, f.path, f.line, f.ids.join(","));
+        if alarmed.insert(key) {
+            newest = Some(f);
+        }
+    }
+    newest
+}
+
+/// True when the first line of `bytes` is a proxy capture record.
+pub(super) fn is_capture(bytes: &[u8]) -> bool {
+    let first = bytes
+        .split(|&b| b == b'\n')
+        .find(|l| !l.iter().all(u8::is_ascii_whitespace));
+    first
+        .and_then(|l| serde_json::from_slice::<Value>(l).ok())
+        .is_some_and(|v| loopdbg::live::capture::is_exchange(&v))
+}
+
+/// For a capture file: the findings on request `which` as it was sent
+/// (1-based), so a replay does not call the calls of its last reply
+/// unanswered. `None` for any other file.
+pub(super) fn capture_findings(path: &Path, which: usize) -> Option<Vec<Finding>> {
+    let bytes = std::fs::read(path).ok()?;
+    if !is_capture(&bytes) {
+        return None;
+    }
+    let mut sent = Vec::new();
+    let origin = path.display().to_string();
+    for_each_conversation_in(&origin, bytes, None, Replies::Left, |_, c| sent.push(c)).ok()?;
+    sent.get(which.checked_sub(1)?).map(check)
 }
 
 fn waiting_for_file(origin: &str) -> LiveUpdate {
@@ -277,14 +331,14 @@ fn complete_lines(path: &Path) -> std::io::Result<Vec<u8>> {
 /// `loopdbg FILE --follow`.
 pub(super) fn follow(path: &Path, which: Option<usize>) -> Result<ExitCode, Failure> {
     let origin = path.display().to_string();
-    let mut rejected = 0;
+    let mut alarmed = HashSet::new();
     let bytes = complete_lines(path).map_err(|e| {
         Failure::from(loopdbg::LoadError::Unreadable {
             origin: origin.clone(),
             reason: e.to_string(),
         })
     })?;
-    let first = update_of_file(&origin, bytes.clone(), which, &mut rejected)?;
+    let first = update_of_file(&origin, bytes.clone(), which, &mut alarmed)?;
     let (updates, feed) = mpsc::unbounded_channel();
     let watched = path.to_path_buf();
     let thread_origin = origin.clone();
@@ -299,7 +353,6 @@ pub(super) fn follow(path: &Path, which: Option<usize>) -> Result<ExitCode, Fail
             .to_path_buf();
         let _watcher = start_watcher(&folder, wake);
         let mut last = bytes;
-        let mut rejected = rejected;
         loop {
             // Notifications wake it at once; the timeout is the polling
             // fallback for file systems that send none.
@@ -317,7 +370,7 @@ pub(super) fn follow(path: &Path, which: Option<usize>) -> Result<ExitCode, Fail
                 continue;
             }
             last = now.clone();
-            let update = match update_of_file(&thread_origin, now, which, &mut rejected) {
+            let update = match update_of_file(&thread_origin, now, which, &mut alarmed) {
                 Ok(u) => u,
                 // A line the readers refuse: keep showing what was read.
                 Err(_) => continue,

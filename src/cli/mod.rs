@@ -415,7 +415,8 @@ fn replay_app(path: &std::path::Path, which: usize) -> Result<App, Failure> {
             "--conversation {which}: {origin} holds {seen} conversation(s)"
         )));
     };
-    let findings = loopdbg::wire::check::check(&conv);
+    let findings =
+        live::capture_findings(path, which).unwrap_or_else(|| loopdbg::wire::check::check(&conv));
     let trace = loopdbg::wire::replay::trace_of(&conv, &findings);
     let title = if seen > 1 {
         format!("replay: conversation {which} of {seen}")

@@ -52,14 +52,14 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     };
     let strategy = match (&app.replay, &app.live) {
         (Some(source), Some(live)) => format!(
-            " LIVE {} · {} conversation · {} │ ",
-            clean(&live.from),
-            clean(source),
+            " LIVE {} · {} · {} conversation │ ",
             if live.follow {
                 "following"
             } else {
                 "paused, f follows"
-            }
+            },
+            clean(&live.from),
+            clean(source),
         ),
         (Some(source), None) => format!(" replay of a captured {} conversation │ ", clean(source)),
         (None, _) => format!(
