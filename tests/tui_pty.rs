@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 
 use portable_pty::{CommandBuilder, PtySize, native_pty_system};
 
+mod fake;
+
 const PATIENCE: Duration = Duration::from_secs(30);
 
 struct Screen {
@@ -250,5 +252,62 @@ fn follow_shows_lines_appended_after_it_started() {
     let later = screen.wait_text("ALARM");
     assert!(later.contains("toolu_f1"), "{later}");
     screen.wait_text("conversation 2 of 2");
+    quit(child, &mut writer, &mut screen);
+}
+
+#[test]
+fn the_proxy_debugger_grows_as_an_agent_talks_through_it() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let fake = rt.block_on(fake::start());
+    // A free port: bound, then let go for the proxy to take.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let listen = format!("127.0.0.1:{port}");
+    let (child, mut writer, mut screen) = spawn(&[
+        "proxy",
+        "--upstream",
+        &fake.url,
+        "--listen",
+        &listen,
+        "--on-invalid",
+        "block",
+    ]);
+    screen.wait_text("waiting for the first request");
+    let base = format!("http://{listen}");
+    let send = |messages: serde_json::Value| {
+        rt.block_on(async {
+            reqwest::Client::new()
+                .post(format!("{base}/v1/messages"))
+                .json(
+                    &serde_json::json!({"model": "m", "max_tokens": 64, "messages": messages,
+                    "tools": [{"name": "get_weather", "input_schema": {"type": "object"}},
+                              {"name": "get_fx_rate", "input_schema": {"type": "object"}}]}),
+                )
+                .send()
+                .await
+                .unwrap()
+                .json::<serde_json::Value>()
+                .await
+                .unwrap()
+        })
+    };
+    let prompt = serde_json::json!({"role": "user", "content": "weather and fx"});
+    let reply = send(serde_json::json!([prompt]));
+    let on_screen = screen.wait_text("toolu_f1");
+    assert!(on_screen.contains("exchange #1 of 1"), "{on_screen}");
+    // Only the first call answered: blocked, with the alarm on screen.
+    let dangling = serde_json::json!([prompt, {"role": "assistant", "content": reply["content"]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_w1", "content": "18"}]}]);
+    let blocked = send(dangling);
+    assert_eq!(blocked["type"], "error");
+    let alarmed = screen.wait_text("ALARM #2");
+    assert!(alarmed.contains("blocked locally"), "{alarmed}");
     quit(child, &mut writer, &mut screen);
 }
