@@ -596,3 +596,28 @@ fn bad_flags_exit_2() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn it_is_never_an_open_proxy_every_request_goes_to_the_upstream() {
+    let rt = runtime();
+    let fake = rt.block_on(fake::start());
+    let (_dir, cap) = temp();
+    let proxy = Proxy::start(&fake.url, &cap, &[]);
+    // Used as a forward proxy, asked for another host in absolute form.
+    let status = rt.block_on(async {
+        reqwest::Client::builder()
+            .proxy(reqwest::Proxy::http(&proxy.url).unwrap())
+            .build()
+            .unwrap()
+            .post("http://elsewhere.invalid/v1/messages")
+            .json(&json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]}))
+            .send()
+            .await
+            .unwrap()
+            .status()
+    });
+    assert_eq!(status, 200, "answered by the configured upstream");
+    assert_eq!(fake.log.lock().unwrap().requests.len(), 1);
+    let line = proxy.next_line();
+    assert!(line.contains("POST /v1/messages"), "{line}");
+}

@@ -82,6 +82,7 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
     let client = reqwest::Client::builder()
         // Redirects belong to the agent, as they would without the proxy.
         .redirect(reqwest::redirect::Policy::none())
+        .tcp_nodelay(true)
         .build()
         .context("building the HTTP client")?;
     let (done, exchanges) = mpsc::unbounded_channel();
@@ -97,6 +98,11 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
         .with_context(|| format!("listening on {}", config.listen))?;
     let addr = listener.local_addr()?;
     let app = axum::Router::new().fallback(forward).with_state(shared);
+    // Without TCP_NODELAY a streamed answer's small writes wait for the
+    // agent's delayed ACK: 40 ms added to every request.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });

@@ -1,0 +1,113 @@
+//! What the proxy costs an agent: one request on loopback straight to the
+//! fake provider (tests/fake) against the same request through the real
+//! `loopdbg proxy` binary (checking, forwarding, recording a capture), in
+//! the same run. Also the time to the first streamed byte, both ways.
+//!
+//! `cargo bench --bench proxy`; figures in the README.
+
+#[path = "../tests/fake/mod.rs"]
+mod fake;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use serde_json::json;
+
+fn bench(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let fake = rt.block_on(fake::start());
+    let dir = tempfile::tempdir().unwrap();
+    let mut proxy = Command::new(env!("CARGO_BIN_EXE_loopdbg"))
+        .args([
+            "proxy",
+            "--no-tui",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            &fake.url,
+        ])
+        .arg("--capture")
+        .arg(dir.path().join("capture.jsonl"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(proxy.stderr.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let through = first
+        .split("listening on ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap()
+        .to_string();
+
+    // A request of a loop in its second round: a history with both calls
+    // answered, so the gate reads and checks a real conversation.
+    let body = json!({"model": "m", "max_tokens": 256,
+        "tools": [{"name": "get_weather", "input_schema": {"type": "object"}},
+                  {"name": "get_fx_rate", "input_schema": {"type": "object"}}],
+        "messages": [
+            {"role": "user", "content": "weather and fx"},
+            {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "toolu_w1", "name": "get_weather", "input": {"city": "北京"}},
+                {"type": "tool_use", "id": "toolu_f1", "name": "get_fx_rate", "input": {"pair": "USD/CNY"}}]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_w1", "content": "18°C"},
+                {"type": "tool_result", "tool_use_id": "toolu_f1", "content": "7.12"}]}]});
+    let mut streamed = body.clone();
+    streamed["stream"] = json!(true);
+    streamed["messages"] = json!([{"role": "user", "content": "weather and fx"}]);
+    let client = reqwest::Client::new();
+
+    let mut group = c.benchmark_group("proxy");
+    for (name, base) in [
+        ("direct", fake.url.clone()),
+        ("through loopdbg proxy", through.clone()),
+    ] {
+        group.bench_function(format!("request, {name}"), |b| {
+            b.iter(|| {
+                rt.block_on(async {
+                    client
+                        .post(format!("{base}/v1/messages"))
+                        .json(&body)
+                        .send()
+                        .await
+                        .unwrap()
+                        .bytes()
+                        .await
+                        .unwrap()
+                })
+            })
+        });
+        group.bench_function(format!("first streamed byte, {name}"), |b| {
+            b.iter(|| {
+                rt.block_on(async {
+                    let mut r = client
+                        .post(format!("{base}/v1/messages"))
+                        .json(&streamed)
+                        .send()
+                        .await
+                        .unwrap();
+                    let first = r.chunk().await.unwrap();
+                    // Drain the rest outside the measured part's meaning:
+                    // the connection must be reusable.
+                    while r.chunk().await.unwrap().is_some() {}
+                    first
+                })
+            })
+        });
+    }
+    group.finish();
+    let _ = proxy.kill();
+    let _ = proxy.wait();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
