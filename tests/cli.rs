@@ -555,3 +555,55 @@ fn compare_marks_silent_wrong_answers() {
         "{row}"
     );
 }
+
+#[test]
+fn record_turns_a_claude_code_log_into_a_session_that_replays_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("recorded.json");
+    loopdbg()
+        .args([
+            "record",
+            "tests/fixtures/transcripts/claude_code_v2/parallel.jsonl",
+            "-o",
+        ])
+        .arg(&out)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("recorded 2 round(s)"))
+        .stderr(predicate::str::contains(
+            "the file keeps no tool definitions",
+        ));
+    let run = loopdbg()
+        .args(["run", "--format", "json"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(run.status.success());
+    let report: Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(report["rounds"], 2);
+    assert_eq!(
+        report["tool_runs"].as_array().unwrap().len(),
+        2,
+        "both parallel calls"
+    );
+    assert_eq!(report["unpaired"].as_array().unwrap().len(), 0);
+}
+
+#[test]
+fn record_refuses_what_it_cannot_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x.json");
+    loopdbg()
+        .args([
+            "record",
+            "tests/fixtures/transcripts/anthropic_clean.json",
+            "--conversation",
+            "3",
+            "-o",
+        ])
+        .arg(&out)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("holds 1 conversation(s)"));
+    assert!(!out.exists());
+}

@@ -621,3 +621,16 @@ fn it_is_never_an_open_proxy_every_request_goes_to_the_upstream() {
     let line = proxy.next_line();
     assert!(line.contains("POST /v1/messages"), "{line}");
 }
+
+#[test]
+fn streamed_gemini_chunks_are_reassembled() {
+    streamed(
+        "/v1beta/models/gemini-test:streamGenerateContent?alt=sse",
+        json!({"contents": [{"role": "user", "parts": [{"text": "weather"}]}]}),
+        |m| {
+            let part = &m["candidates"][0]["content"]["parts"][0];
+            assert_eq!(part["functionCall"]["name"], "get_weather");
+            assert_eq!(m["candidates"][0]["finishReason"], "STOP");
+        },
+    );
+}

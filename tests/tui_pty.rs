@@ -311,3 +311,27 @@ fn the_proxy_debugger_grows_as_an_agent_talks_through_it() {
     assert!(alarmed.contains("blocked locally"), "{alarmed}");
     quit(child, &mut writer, &mut screen);
 }
+
+#[test]
+fn follow_reads_a_replaced_file_again_from_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("capture.jsonl");
+    let prompt = |text: &str| serde_json::json!([{"role": "user", "content": text}]);
+    let answer = |text: &str| serde_json::json!([{"type": "text", "text": text}]);
+    let two = exchange(1, prompt("first prompt"), answer("first-answer"))
+        + &exchange(2, prompt("second prompt"), answer("second-answer"));
+    std::fs::write(&path, two).unwrap();
+    let (child, mut writer, mut screen) = spawn(&[path.to_str().unwrap(), "--follow"]);
+    screen.wait_text("second-answer");
+    // Replaced by rename (a new file under the same name), shorter.
+    let fresh = dir.path().join("fresh.jsonl");
+    std::fs::write(
+        &fresh,
+        exchange(1, prompt("third prompt"), answer("third-answer")),
+    )
+    .unwrap();
+    std::fs::rename(&fresh, &path).unwrap();
+    let after = screen.wait_text("third-answer");
+    assert!(after.contains("conversation 1 of 1"), "{after}");
+    quit(child, &mut writer, &mut screen);
+}

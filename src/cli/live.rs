@@ -475,10 +475,12 @@ pub(super) fn record(
         );
     }
     if !rec.undeclared_tools.is_empty() {
-        say!(
-            "  called but not declared by the request, added so their results come back: {}",
-            rec.undeclared_tools.join(", ")
-        );
+        let why = if conv.tools.is_empty() {
+            "the file keeps no tool definitions; tools added from the calls"
+        } else {
+            "called but not declared by the request, added so their results come back"
+        };
+        say!("  {why}: {}", rec.undeclared_tools.join(", "));
     }
     say!("  step it: loopdbg {}", output.display());
     Ok(ExitCode::SUCCESS)
