@@ -634,3 +634,20 @@ fn streamed_gemini_chunks_are_reassembled() {
         },
     );
 }
+
+#[test]
+fn without_a_terminal_the_proxy_asks_for_no_tui() {
+    let out = Command::new(env!("CARGO_BIN_EXE_loopdbg"))
+        .args([
+            "proxy",
+            "--upstream",
+            "http://127.0.0.1:9",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--no-tui"));
+}

@@ -168,6 +168,12 @@ pub(super) fn proxy(config: proxy::Config, no_tui: bool) -> Result<ExitCode, Fai
             config.listen
         );
     }
+    use std::io::IsTerminal;
+    if !no_tui && !(std::io::stdout().is_terminal() && std::io::stdin().is_terminal()) {
+        return Err(Failure::Other(anyhow::anyhow!(
+            "the debugger needs a terminal; add --no-tui for one line per exchange"
+        )));
+    }
     let mut capture = CaptureFile::open(config.capture.as_deref())?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
