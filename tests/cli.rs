@@ -607,3 +607,80 @@ fn record_refuses_what_it_cannot_use() {
         .stderr(predicate::str::contains("holds 1 conversation(s)"));
     assert!(!out.exists());
 }
+
+#[test]
+fn diff_of_first_and_all_parts_at_round_1_over_toolu_f1() {
+    let out = loopdbg()
+        .args([
+            "diff",
+            "sessions/weather_fx.json",
+            "--left-strategy",
+            "extract=first",
+            "--right-strategy",
+            "extract=all",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "the runs differ");
+    let d: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(d["first_divergence"]["round"], 1);
+    assert_eq!(
+        d["first_divergence"]["dropped_by_left"],
+        serde_json::json!(["toolu_f1"])
+    );
+    let text = loopdbg()
+        .args([
+            "diff",
+            "sessions/weather_fx.json",
+            "--left-strategy",
+            "extract=first",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("first divergence: round 1"), "{text}");
+    assert!(text.contains("left does not run: toolu_f1"), "{text}");
+}
+
+#[test]
+fn diff_of_a_run_with_itself_exits_0_and_bad_specs_exit_2() {
+    loopdbg()
+        .args(["diff", "sessions/weather.json", "sessions/weather.json"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("the runs are the same"));
+    loopdbg()
+        .args([
+            "diff",
+            "sessions/weather.json",
+            "--left-strategy",
+            "extract=some",
+        ])
+        .assert()
+        .code(2);
+    loopdbg()
+        .args([
+            "diff",
+            "tests/fixtures/transcripts/anthropic_clean.json",
+            "--left-strategy",
+            "extract=first",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no strategy to set"));
+}
+
+#[test]
+fn diff_of_two_captures_compares_their_replays() {
+    loopdbg()
+        .args([
+            "diff",
+            "tests/fixtures/transcripts/anthropic_clean.json",
+            "tests/fixtures/transcripts/anthropic_parallel_one_missing.json",
+        ])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("first divergence"));
+}

@@ -105,6 +105,50 @@ fn parse_check_format(s: &str) -> Result<CheckFormat, String> {
     }
 }
 
+/// Strategy overrides written as `key=value,key=value`.
+#[derive(Debug, Clone, Default)]
+pub struct StrategySpec(pub StrategyFlags);
+
+impl Clone for StrategyFlags {
+    fn clone(&self) -> Self {
+        StrategyFlags {
+            extract: self.extract,
+            stop: self.stop,
+            behavior: self.behavior.clone(),
+            max_rounds: self.max_rounds,
+            closure: self.closure,
+        }
+    }
+}
+
+fn parse_spec(s: &str) -> Result<StrategySpec, String> {
+    let mut flags = StrategyFlags::default();
+    for pair in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (key, value) = pair
+            .split_once('=')
+            .ok_or_else(|| format!("`{pair}`: expected key=value"))?;
+        match key.trim() {
+            "extract" => flags.extract = Some(value.parse()?),
+            "stop" => flags.stop = Some(value.parse()?),
+            "closure" => flags.closure = Some(value.parse()?),
+            "behavior" | "model" => flags.behavior = Some(value.to_string()),
+            "max-rounds" | "max_rounds" | "rounds" => {
+                flags.max_rounds = Some(
+                    value
+                        .parse()
+                        .map_err(|_| format!("max-rounds: expected a number, found `{value}`"))?,
+                )
+            }
+            other => {
+                return Err(format!(
+                    "unknown key `{other}` (expected extract, stop, behavior, max-rounds, closure)"
+                ));
+            }
+        }
+    }
+    Ok(StrategySpec(flags))
+}
+
 fn parse_on_invalid(s: &str) -> Result<OnInvalid, String> {
     s.parse()
 }
@@ -223,6 +267,25 @@ pub enum Command {
         /// Print one line per exchange instead of opening the debugger.
         #[arg(long)]
         no_tui: bool,
+    },
+    /// Compare two runs: two sessions, one session under two strategies, or
+    /// two captured conversations. Prints where they first part and what
+    /// differs after. Exit 0 when the runs are the same, 1 when they differ.
+    Diff {
+        /// The left run's session (or capture).
+        left: PathBuf,
+        /// The right run's session (or capture); the left one when omitted.
+        right: Option<PathBuf>,
+        /// Strategy of the left run, e.g. `extract=first,stop=robust`
+        /// (keys: extract, stop, behavior, max-rounds, closure).
+        #[arg(long, value_parser = parse_spec, default_value = "")]
+        left_strategy: StrategySpec,
+        /// Strategy of the right run, as --left-strategy.
+        #[arg(long, value_parser = parse_spec, default_value = "")]
+        right_strategy: StrategySpec,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = RunFormat::Text)]
+        format: RunFormat,
     },
     /// Turn a capture, a Claude Code log or any file `check` reads into a
     /// stub session that replays the recorded run under any strategy.

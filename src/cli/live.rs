@@ -302,9 +302,9 @@ pub(super) fn is_capture(bytes: &[u8]) -> bool {
 }
 
 /// For a capture file: the findings on request `which` as it was sent
-/// (1-based), so a replay does not call the calls of its last reply
-/// unanswered. `None` for any other file.
-pub(super) fn capture_findings(path: &Path, which: usize) -> Option<Vec<Finding>> {
+/// (1-based; the last when `None`), so a replay does not call the calls of
+/// its last reply unanswered. `None` for any other file.
+pub(super) fn capture_findings(path: &Path, which: Option<usize>) -> Option<Vec<Finding>> {
     let bytes = std::fs::read(path).ok()?;
     if !is_capture(&bytes) {
         return None;
@@ -312,7 +312,11 @@ pub(super) fn capture_findings(path: &Path, which: usize) -> Option<Vec<Finding>
     let mut sent = Vec::new();
     let origin = path.display().to_string();
     for_each_conversation_in(&origin, bytes, None, Replies::Left, |_, c| sent.push(c)).ok()?;
-    sent.get(which.checked_sub(1)?).map(check)
+    let index = match which {
+        Some(n) => n.checked_sub(1)?,
+        None => sent.len().checked_sub(1)?,
+    };
+    sent.get(index).map(check)
 }
 
 fn waiting_for_file(origin: &str) -> LiveUpdate {

@@ -379,6 +379,31 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             };
             live::proxy(config, no_tui)
         }
+        Some(Command::Diff {
+            left,
+            right,
+            left_strategy,
+            right_strategy,
+            format,
+        }) => {
+            let right = right.unwrap_or_else(|| left.clone());
+            let a = diff_side(&left, &left_strategy.0, cli.agents_anywhere)?;
+            let b = diff_side(&right, &right_strategy.0, cli.agents_anywhere)?;
+            let diff = loopdbg::lesson::diff::diff(&a.side(), &b.side());
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            match format {
+                RunFormat::Text => write!(out, "{}", diff.to_text())?,
+                RunFormat::Json => {
+                    json::pretty(&mut out, &diff).map_err(anyhow::Error::from)?;
+                    writeln!(out)?;
+                }
+            }
+            out.flush()?;
+            Ok(match diff.first_divergence {
+                None => ExitCode::SUCCESS,
+                Some(_) => ExitCode::FAILURE,
+            })
+        }
         Some(Command::Record {
             capture,
             conversation,
@@ -415,8 +440,8 @@ fn replay_app(path: &std::path::Path, which: usize) -> Result<App, Failure> {
             "--conversation {which}: {origin} holds {seen} conversation(s)"
         )));
     };
-    let findings =
-        live::capture_findings(path, which).unwrap_or_else(|| loopdbg::wire::check::check(&conv));
+    let findings = live::capture_findings(path, Some(which))
+        .unwrap_or_else(|| loopdbg::wire::check::check(&conv));
     let trace = loopdbg::wire::replay::trace_of(&conv, &findings);
     let title = if seen > 1 {
         format!("replay: conversation {which} of {seen}")
@@ -431,6 +456,64 @@ fn replay_app(path: &std::path::Path, which: usize) -> Result<App, Failure> {
         conv.source.as_str(),
         terminal::theme(),
     ))
+}
+
+/// One side of `loopdbg diff`: a session run under a strategy, or a
+/// captured conversation replayed.
+struct DiffSide {
+    label: String,
+    session: Session,
+    trace: loopdbg::engine::trace::Trace,
+}
+
+impl DiffSide {
+    fn side(&self) -> loopdbg::lesson::diff::Side<'_> {
+        loopdbg::lesson::diff::Side {
+            label: self.label.clone(),
+            session: &self.session,
+            trace: &self.trace,
+        }
+    }
+}
+
+fn diff_side(
+    path: &std::path::Path,
+    flags: &StrategyFlags,
+    agents_anywhere: bool,
+) -> Result<DiffSide, Failure> {
+    let name = path.display().to_string();
+    if load::is_transcript(path) {
+        let given = flags.extract.is_some()
+            || flags.stop.is_some()
+            || flags.closure.is_some()
+            || flags.behavior.is_some()
+            || flags.max_rounds.is_some();
+        if given {
+            return Err(bad_flag(format!(
+                "{name} is a captured conversation: it has no strategy to set (loopdbg record turns it into a session that has)"
+            )));
+        }
+        let mut last = None;
+        check::for_each_conversation(path, None, check::Replies::Appended, |_, c| last = Some(c))?;
+        let Some(conv) = last else {
+            return Err(bad_flag(format!("{name} holds no conversation")));
+        };
+        let findings = live::capture_findings(path, None)
+            .unwrap_or_else(|| loopdbg::wire::check::check(&conv));
+        return Ok(DiffSide {
+            label: format!("{name} [replay]"),
+            session: loopdbg::wire::replay::session_for(&conv, &name),
+            trace: loopdbg::wire::replay::trace_of(&conv, &findings),
+        });
+    }
+    let loaded = load::session(path, agents_anywhere)?;
+    let strategy = strategy_for(&loaded.session, flags)?;
+    let trace = loopdbg::run(&loaded.session, &strategy);
+    Ok(DiffSide {
+        label: format!("{name} [{}]", strategy.label()),
+        session: loaded.session,
+        trace,
+    })
 }
 
 fn check_rounds(n: u32) -> Result<u32, Failure> {

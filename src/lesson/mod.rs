@@ -7,6 +7,7 @@
 
 pub mod checks;
 pub mod code;
+pub mod diff;
 pub mod lint;
 pub mod report;
 pub mod walkthrough;
