@@ -241,7 +241,7 @@ pub fn diff(left: &Side, right: &Side) -> Diff {
     let final_text = |rep: &RunReport| {
         rep.final_text
             .as_deref()
-            .map_or("null".to_string(), |t| clean(t))
+            .map_or("null".to_string(), clean)
     };
     let warnings = |rep: &RunReport| {
         if rep.warnings.is_empty() {
