@@ -169,7 +169,8 @@ pub(super) fn proxy(config: proxy::Config, no_tui: bool) -> Result<ExitCode, Fai
         );
     }
     use std::io::IsTerminal;
-    if !no_tui && !(std::io::stdout().is_terminal() && std::io::stdin().is_terminal()) {
+    let terminal = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
+    if !no_tui && !terminal {
         return Err(Failure::Other(anyhow::anyhow!(
             "the debugger needs a terminal; add --no-tui for one line per exchange"
         )));
