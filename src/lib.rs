@@ -11,6 +11,7 @@
 //! - [`live`]: live traffic: the proxy's gate, streamed answers reassembled,
 //!   capture records, and recorded conversations turned into sessions.
 //! - [`lesson`]: what a run teaches (walkthrough, checks, lint, reports).
+//! - [`handout`]: a run written out for someone else (Markdown, HTML, JSON).
 //! - [`tui`]: the debugger's state, update and view.
 //!
 //! None of it does I/O. The `loopdbg` binary (CLI and terminal) is a thin
@@ -61,6 +62,7 @@
 
 pub mod diagnostics;
 pub mod engine;
+pub mod handout;
 pub mod lesson;
 pub mod live;
 pub mod tui;

@@ -20,7 +20,8 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     ),
     ("wire", &["crate::live", "crate::lesson", "crate::tui"]),
     ("lesson", &["crate::wire", "crate::live", "crate::tui"]),
-    ("live", &["crate::lesson", "crate::tui"]),
+    ("live", &["crate::lesson", "crate::handout", "crate::tui"]),
+    ("handout", &["crate::live", "crate::tui"]),
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {

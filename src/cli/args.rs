@@ -149,6 +149,10 @@ fn parse_spec(s: &str) -> Result<StrategySpec, String> {
     Ok(StrategySpec(flags))
 }
 
+fn parse_export(s: &str) -> Result<loopdbg::handout::Kind, String> {
+    s.parse()
+}
+
 fn parse_on_invalid(s: &str) -> Result<OnInvalid, String> {
     s.parse()
 }
@@ -190,6 +194,23 @@ pub enum Command {
         /// a run whose bodies would pass 64 MiB asks to pick).
         #[arg(long, requires = "emit")]
         all: bool,
+        /// Write a handout of the run: md, html (one self-contained file) or
+        /// json (the whole trace). To -o FILE, or standard output.
+        #[arg(long, value_parser = parse_export, conflicts_with = "emit")]
+        export: Option<loopdbg::handout::Kind>,
+        /// The wire format of the handout's request bodies (default anthropic).
+        #[arg(long, value_parser = parse_provider, requires = "export")]
+        wire: Option<Format>,
+        /// Mask strings that look like secrets, e-mail addresses and home
+        /// folders in the handout.
+        #[arg(long, requires = "export")]
+        redact: bool,
+        /// Where the handout goes (never over an existing file unless --force).
+        #[arg(short = 'o', long, requires = "export")]
+        output: Option<PathBuf>,
+        /// Replace an existing -o file.
+        #[arg(long, requires = "output")]
+        force: bool,
     },
     /// Validate captured conversations: request bodies (Anthropic, OpenAI
     /// Chat, Responses, Gemini), message arrays, JSON Lines of them, and

@@ -143,10 +143,39 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             request,
             last,
             all,
+            export,
+            wire,
+            redact,
+            output,
+            force,
         }) => {
             let loaded = load::session(&session, cli.agents_anywhere)?;
             let strategy = strategy_for(&loaded.session, &strategy)?;
             let trace = loopdbg::run(&loaded.session, &strategy);
+            if let Some(kind) = export {
+                let format = wire.unwrap_or(loopdbg::wire::provider::Format::Anthropic);
+                let opts = loopdbg::handout::Options {
+                    kind,
+                    format,
+                    model: default_model(format).to_string(),
+                    redact,
+                    origin: session.display().to_string(),
+                };
+                let text = loopdbg::handout::render(&loaded.session, &trace, &opts);
+                return match output {
+                    Some(path) => {
+                        write_new(&path, text.as_bytes(), force)?;
+                        say!("wrote {}", path.display());
+                        Ok(ExitCode::SUCCESS)
+                    }
+                    None => {
+                        let mut out = std::io::stdout().lock();
+                        out.write_all(text.as_bytes())?;
+                        out.flush()?;
+                        Ok(ExitCode::SUCCESS)
+                    }
+                };
+            }
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             if let Some(provider) = emit {
                 let model = model.unwrap_or_else(|| default_model(provider).to_string());
@@ -513,6 +542,33 @@ fn diff_side(
         label: format!("{name} [{}]", strategy.label()),
         session: loaded.session,
         trace,
+    })
+}
+
+/// Writes `bytes` to `path` through a temporary file beside it, so a
+/// reader never sees half a file; an existing file only with `force`.
+fn write_new(path: &std::path::Path, bytes: &[u8], force: bool) -> Result<(), Failure> {
+    if !force && path.exists() {
+        return Err(bad_flag(format!(
+            "{} exists: pass --force to replace it",
+            path.display()
+        )));
+    }
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    let mut temp = tempfile::NamedTempFile::new_in(dir).map_err(|e| {
+        anyhow::Error::from(e).context(format!("writing beside {}", path.display()))
+    })?;
+    temp.write_all(bytes)?;
+    let persisted = if force {
+        temp.persist(path).map(|_| ())
+    } else {
+        temp.persist_noclobber(path).map(|_| ())
+    };
+    persisted.map_err(|e| {
+        Failure::Other(anyhow::Error::from(e.error).context(format!("writing {}", path.display())))
     })
 }
 

@@ -238,11 +238,7 @@ pub fn diff(left: &Side, right: &Side) -> Diff {
         left,
         right,
     };
-    let final_text = |rep: &RunReport| {
-        rep.final_text
-            .as_deref()
-            .map_or("null".to_string(), clean)
-    };
+    let final_text = |rep: &RunReport| rep.final_text.as_deref().map_or("null".to_string(), clean);
     let warnings = |rep: &RunReport| {
         if rep.warnings.is_empty() {
             "none".to_string()

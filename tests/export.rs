@@ -1,0 +1,176 @@
+//! `loopdbg run --export`: the handout of a run, in Markdown, HTML (opened
+//! in a real headless Chromium when one is installed) and JSON.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+
+fn loopdbg() -> Command {
+    let mut c = Command::cargo_bin("loopdbg").unwrap();
+    c.current_dir(env!("CARGO_MANIFEST_DIR"));
+    c
+}
+
+#[test]
+fn the_markdown_handout_of_weather_holds_both_requests_and_the_18() {
+    let out = loopdbg()
+        .args(["run", "sessions/weather.json", "--export", "md"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let md = String::from_utf8(out.stdout).unwrap();
+    assert!(md.contains("### Request 1 (round 1)"), "{md}");
+    assert!(md.contains("### Request 2 (round 2)"), "{md}");
+    // The second request carries the call and its result.
+    let second = &md[md.find("### Request 2").unwrap()..];
+    assert!(second.contains("\"tool_use\""));
+    assert!(second.contains("\"tool_use_id\": \"call_w1\""));
+    assert!(md.contains("final answer: 北京今天 18°C，晴。"));
+    assert!(md.contains("| 1 | `call_w1` | get_weather |"));
+}
+
+#[test]
+fn the_wire_format_is_chosen_and_the_file_is_never_overwritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("handout.md");
+    loopdbg()
+        .args([
+            "run",
+            "sessions/weather.json",
+            "--export",
+            "md",
+            "--wire",
+            "openai",
+            "-o",
+        ])
+        .arg(&path)
+        .assert()
+        .success();
+    let md = std::fs::read_to_string(&path).unwrap();
+    assert!(md.contains("\"tool_call_id\": \"call_w1\""), "{md}");
+    loopdbg()
+        .args(["run", "sessions/weather.json", "--export", "md", "-o"])
+        .arg(&path)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--force"));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), md);
+    loopdbg()
+        .args([
+            "run",
+            "sessions/weather.json",
+            "--export",
+            "json",
+            "--force",
+            "-o",
+        ])
+        .arg(&path)
+        .assert()
+        .success();
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert!(v["trace"]["steps"].as_array().unwrap().len() > 5);
+}
+
+#[test]
+fn redact_masks_secrets_mail_and_home_folders() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = dir.path().join("leaky.json");
+    std::fs::write(
+        &session,
+        r#"{"user": "my key is sk-ant-api03-abcdefghijklmnopqrstuvwx, mail ada@example.com",
+            "tools": [{"name": "read", "table": [{"args": {"path": "/home/ada/notes.txt"}, "result": "ok"}]}],
+            "model": {"s": [
+              {"when": {"round": 1}, "reply": {"tool_calls": [{"id": "c1", "name": "read", "args": {"path": "/home/ada/notes.txt"}}]}},
+              {"reply": {"text": "done"}}]}}"#,
+    )
+    .unwrap();
+    for kind in ["md", "html", "json"] {
+        let out = loopdbg()
+            .args(["run", "--export", kind, "--redact"])
+            .arg(&session)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(!text.contains("sk-ant-api03"), "{kind}");
+        assert!(!text.contains("ada@example.com"), "{kind}");
+        assert!(!text.contains("/home/ada"), "{kind}");
+        assert!(
+            text.contains("[secret]") && text.contains("[email]"),
+            "{kind}"
+        );
+    }
+}
+
+fn chromium() -> Option<&'static str> {
+    [
+        "/usr/bin/chromium",
+        "/usr/bin/chromium-browser",
+        "/usr/bin/google-chrome",
+    ]
+    .into_iter()
+    .find(|p| std::path::Path::new(p).exists())
+}
+
+#[test]
+fn the_html_handout_renders_in_a_real_browser_without_console_errors() {
+    let Some(browser) = chromium() else {
+        eprintln!(
+            "SKIPPED: no Chromium at /usr/bin/chromium; install Debian's `chromium` package to run this test"
+        );
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("weather.html");
+    loopdbg()
+        .args([
+            "run",
+            "sessions/weather_fx.json",
+            "--extract",
+            "first",
+            "--export",
+            "html",
+            "-o",
+        ])
+        .arg(&page)
+        .assert()
+        .success();
+    let profile = dir.path().join("profile");
+    let out = std::process::Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dom = String::from_utf8_lossy(&out.stdout);
+    // The browser parsed the steps, both requests side by side and the table.
+    assert!(
+        dom.contains("<ol id=\"steps\"><li>round 1 · Request</li>"),
+        "{dom}"
+    );
+    assert!(dom.contains("id=\"request-1\"") && dom.contains("id=\"request-2\""));
+    assert!(dom.contains("toolu_f1"));
+    let log = String::from_utf8_lossy(&out.stderr);
+    let console_errors: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("CONSOLE") || l.contains("Uncaught"))
+        .collect();
+    assert!(console_errors.is_empty(), "{console_errors:?}");
+}
