@@ -47,6 +47,18 @@ fn spawn(
     Box<dyn Write + Send>,
     Screen,
 ) {
+    spawn_with(args, &[])
+}
+
+/// [`spawn`] with extra environment variables.
+fn spawn_with(
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (
+    Box<dyn portable_pty::Child + Send + Sync>,
+    Box<dyn Write + Send>,
+    Screen,
+) {
     let pty = native_pty_system();
     let pair = pty
         .openpty(PtySize {
@@ -60,6 +72,9 @@ fn spawn(
     cmd.cwd(env!("CARGO_MANIFEST_DIR"));
     cmd.args(args);
     cmd.env("TERM", "xterm-256color");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
     let child = pair.slave.spawn_command(cmd).unwrap();
     drop(pair.slave);
 
@@ -333,5 +348,32 @@ fn follow_reads_a_replaced_file_again_from_the_start() {
     std::fs::rename(&fresh, &path).unwrap();
     let after = screen.wait_text("third-answer");
     assert!(after.contains("conversation 1 of 1"), "{after}");
+    quit(child, &mut writer, &mut screen);
+}
+
+#[test]
+fn e_opens_the_editor_and_the_edited_reply_forks_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    // The "editor" writes a reply with only the first call.
+    let edited = dir.path().join("reply.json");
+    std::fs::write(
+        &edited,
+        r#"{"text": "only the weather", "tool_calls": [{"id": "toolu_w1", "name": "get_weather", "args": {"city": "北京"}}], "finish_reason": "tool_calls"}"#,
+    )
+    .unwrap();
+    let editor = format!("cp {}", edited.display());
+    let (child, mut writer, mut screen) = spawn_with(
+        &["sessions/weather_fx.json"],
+        &[("EDITOR", editor.as_str()), ("VISUAL", "")],
+    );
+    screen.wait_text("Request");
+    writer.write_all(b"n").unwrap();
+    screen.wait_text("· Reply ·");
+    writer.write_all(b"E").unwrap();
+    let forked = screen.wait_text("fork 1 of the original");
+    assert!(forked.contains("fork 1 (from step 2"), "{forked}");
+    writer.write_all(b"G").unwrap();
+    let end = screen.wait_text("only the weather");
+    assert!(end.contains("fork 1"), "{end}");
     quit(child, &mut writer, &mut screen);
 }

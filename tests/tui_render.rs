@@ -705,3 +705,47 @@ fn a_live_view_names_its_source_and_whether_it_follows() {
     apply(&mut a, Action::StepBack);
     insta::assert_snapshot!("live_proxy_paused_80x24", draw(&mut a, 80, 24).backend());
 }
+
+/// weather_fx forked at round 1's Reply (the second call removed), then
+/// forked again (the reply's text changed).
+fn forked() -> App {
+    let mut a = app("weather_fx.json", |_| {}, Theme::color());
+    apply(&mut a, Action::Resize(120, 40));
+    while a.trace.step(a.cursor).phase != Phase::Reply {
+        apply(&mut a, Action::StepForward);
+    }
+    let edit = |a: &mut App, text: Option<&str>| {
+        apply(a, Action::Edit);
+        let mut reply = a.trace.round(1).unwrap().reply.clone();
+        reply.tool_calls.truncate(1);
+        if let Some(t) = text {
+            reply.text = Some(t.into());
+        }
+        apply(a, Action::EditDone(serde_json::to_string(&reply).unwrap()));
+    };
+    edit(&mut a, None);
+    edit(&mut a, Some("checking the weather"));
+    a
+}
+
+#[test]
+fn a_fork_in_progress() {
+    let mut a = forked();
+    insta::assert_snapshot!("fork_in_progress_120x40", draw(&mut a, 120, 40).backend());
+}
+
+#[test]
+fn the_fork_tree() {
+    let mut a = forked();
+    apply(&mut a, Action::ShowForks);
+    insta::assert_snapshot!("fork_tree_120x40", draw(&mut a, 120, 40).backend());
+}
+
+#[test]
+fn two_timelines_with_the_first_divergence() {
+    let mut a = app("weather_fx.json", first_reask, Theme::color());
+    apply(&mut a, Action::Resize(120, 40));
+    apply(&mut a, Action::StepForward);
+    apply(&mut a, Action::ShowDiff);
+    insta::assert_snapshot!("diff_timelines_120x40", draw(&mut a, 120, 40).backend());
+}

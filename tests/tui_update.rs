@@ -789,3 +789,157 @@ fn f_outside_a_live_view_says_how_to_get_one() {
     assert_eq!(app.cursor, cursor);
     assert!(app.notice.as_deref().unwrap().contains("--follow"));
 }
+
+/// weather_fx under `all`, at round 1's Reply.
+fn fx_at_round_1_reply() -> App {
+    let mut app = app_with(
+        "weather_fx.json",
+        Extract::All,
+        StopRule::Robust,
+        "complete",
+    );
+    while phase(&app) != Phase::Reply {
+        apply(&mut app, Action::StepForward);
+    }
+    app
+}
+
+fn reply_without_second_call(app: &App) -> String {
+    let mut reply = app.trace.round(1).unwrap().reply.clone();
+    reply.tool_calls.truncate(1);
+    serde_json::to_string_pretty(&reply).unwrap()
+}
+
+#[test]
+fn an_edit_at_round_1_that_removes_the_second_call_forks_the_run_the_engine_computes() {
+    use loopdbg::tui::app::Command;
+    let mut app = fx_at_round_1_reply();
+    let original = app.trace.clone();
+    apply(&mut app, key('E'));
+    let Some(Command::Edit { json, .. }) = app.command.take() else {
+        panic!("E asks the adapter for an editor")
+    };
+    assert!(json.contains("toolu_f1"));
+    let edited = reply_without_second_call(&app);
+    apply(&mut app, Action::EditDone(edited.clone()));
+    // The fork is what the engine computes for that reply.
+    let reply: loopdbg::engine::session::Reply = serde_json::from_str(&edited).unwrap();
+    let expected_session = loopdbg::engine::fork::apply(
+        &app.forks[0].session,
+        &loopdbg::engine::fork::Edit::Reply {
+            behavior: "complete".into(),
+            round: 1,
+            reply,
+        },
+    )
+    .unwrap();
+    let expected = loopdbg::run(&expected_session, app.strategy());
+    assert_eq!(app.trace, expected);
+    assert_ne!(app.trace, original);
+    assert_eq!(app.fork, 1);
+    assert_eq!(
+        phase(&app),
+        Phase::Reply,
+        "the fork opens where it branched"
+    );
+    assert!(
+        app.notice
+            .as_deref()
+            .unwrap()
+            .contains("fork 1 of the original")
+    );
+    assert!(!app.trace.tool_runs().contains(&"get_fx_rate"));
+}
+
+#[test]
+fn forks_are_a_tree_that_can_be_switched_and_written() {
+    use loopdbg::tui::app::{Command, Popup};
+    let mut app = fx_at_round_1_reply();
+    apply(&mut app, key('F'));
+    assert!(app.notice.as_deref().unwrap().contains("no forks yet"));
+    apply(&mut app, key('E'));
+    let edited = reply_without_second_call(&app);
+    apply(&mut app, Action::EditDone(edited));
+    // A fork of the fork: the reply's text changed too.
+    apply(&mut app, key('E'));
+    let mut reply: serde_json::Value =
+        serde_json::from_str(&reply_without_second_call(&app)).unwrap();
+    reply["text"] = "checking".into();
+    apply(&mut app, Action::EditDone(reply.to_string()));
+    assert_eq!(app.forks.len(), 3);
+    assert_eq!(app.forks[2].parent, Some(1));
+    apply(&mut app, key('F'));
+    assert!(matches!(app.popup, Some(Popup::Forks { .. })));
+    apply(&mut app, Action::Expand);
+    assert_eq!(app.fork, 0, "the first row is the original");
+    assert!(app.trace.tool_runs().contains(&"get_fx_rate"));
+    // Back to fork 2 and write it: the file reproduces the run.
+    apply(&mut app, key('F'));
+    apply(&mut app, Action::ScrollDown);
+    apply(&mut app, Action::ScrollDown);
+    apply(&mut app, Action::Expand);
+    assert_eq!(app.fork, 2);
+    apply(&mut app, key('W'));
+    let Some(Command::Write {
+        text, suggested, ..
+    }) = app.command.take()
+    else {
+        panic!("W asks the adapter to write")
+    };
+    assert_eq!(suggested, "weather_fx.fork2.json");
+    let reloaded = loopdbg::Session::parse("fork.json", &text).unwrap();
+    let again = loopdbg::run(&reloaded, &Strategy::for_session(&reloaded));
+    assert_eq!(again, app.trace, "a written fork reproduces its trace");
+}
+
+#[test]
+fn a_bad_edit_says_where_and_changes_nothing() {
+    let mut app = fx_at_round_1_reply();
+    let before = app.trace.clone();
+    apply(&mut app, key('E'));
+    apply(&mut app, Action::EditDone("{\"text\": nul}".into()));
+    assert!(app.notice.as_deref().unwrap().contains("line 1 column"));
+    assert_eq!(app.trace, before);
+    assert!(app.forks.is_empty());
+}
+
+#[test]
+fn e_says_where_it_works_and_why_a_replay_cannot_fork() {
+    let mut app = fx_first_reask();
+    apply(&mut app, Action::First);
+    apply(&mut app, key('E'));
+    assert!(app.command.is_none());
+    assert!(app.notice.as_deref().unwrap().contains("Reply step"));
+    let (first, _) = growing();
+    let mut replay = App::live("cap", "proxy", live_update(first, None), Theme::color());
+    apply(&mut replay, key('E'));
+    assert!(replay.notice.as_deref().unwrap().contains("loopdbg record"));
+}
+
+#[test]
+fn an_edited_return_value_forks_at_execute() {
+    let mut app = fx_at_round_1_reply();
+    while phase(&app) != Phase::Execute {
+        apply(&mut app, Action::StepForward);
+    }
+    apply(&mut app, key('E'));
+    assert!(app.command.is_some());
+    apply(
+        &mut app,
+        Action::EditDone("{\"city\": \"北京\", \"temp_c\": -40}".into()),
+    );
+    let text = serde_json::to_string(&app.trace.messages).unwrap();
+    assert!(text.contains("-40"), "{text}");
+}
+
+#[test]
+fn d_compares_with_the_other_extraction_or_the_parent_fork() {
+    use loopdbg::tui::app::Popup;
+    let mut app = fx_first_reask();
+    apply(&mut app, key('D'));
+    let Some(Popup::Diff { diff, other, .. }) = &app.popup else {
+        panic!("D opens the diff")
+    };
+    assert_eq!(other, "extract all");
+    assert_eq!(diff.first_divergence.as_ref().unwrap().round, 1);
+}

@@ -6,7 +6,7 @@ use std::io::stdout;
 
 use anyhow::Context;
 use futures::StreamExt;
-use loopdbg::tui::app::LiveUpdate;
+use loopdbg::tui::app::{Command, LiveUpdate};
 use loopdbg::tui::keymap::{action_for, search_action_for};
 use loopdbg::tui::theme::Theme;
 use loopdbg::tui::{Action, App, update};
@@ -117,6 +117,30 @@ async fn event_loop(
             continue;
         };
         apply(app, action);
+        if let Some(command) = app.command.take() {
+            let said = match command {
+                Command::Edit { json, .. } => {
+                    let edited = edit_outside(terminal, &json);
+                    // The editor owned the terminal: read keys afresh.
+                    events = EventStream::new();
+                    let size = terminal.size()?;
+                    apply(app, Action::Resize(size.width, size.height));
+                    match edited {
+                        Ok(text) => Action::EditDone(text),
+                        Err(why) => Action::Said(format!("edit not applied: {why:#}")),
+                    }
+                }
+                Command::Write {
+                    suggested,
+                    text,
+                    what,
+                } => match write_unique(&suggested, &text) {
+                    Ok(path) => Action::Said(format!("wrote the {what} to {}", path.display())),
+                    Err(e) => Action::Said(format!("could not write the {what}: {e:#}")),
+                },
+            };
+            apply(app, said);
+        }
         if !app.quit {
             terminal.draw(|frame| frame.render_widget(&*app, frame.area()))?;
         }
@@ -162,6 +186,92 @@ impl Signals {
         #[cfg(not(unix))]
         std::future::pending::<()>().await
     }
+}
+
+/// The editor to use: `$VISUAL`, `$EDITOR`, else `vi` (an editor that runs
+/// in any terminal).
+fn editor() -> String {
+    ["VISUAL", "EDITOR"]
+        .iter()
+        .filter_map(std::env::var_os)
+        .map(|v| v.to_string_lossy().into_owned())
+        .find(|v| !v.trim().is_empty())
+        .unwrap_or_else(|| "vi".into())
+}
+
+/// Leaves the debugger's screen, lets the user edit `json` in their editor,
+/// and comes back; the edited text, or why there is none.
+fn edit_outside(terminal: &mut DefaultTerminal, json: &str) -> anyhow::Result<String> {
+    let file = tempfile::Builder::new()
+        .prefix("loopdbg-edit-")
+        .suffix(".json")
+        .tempfile()
+        .context("creating the file to edit")?;
+    std::fs::write(file.path(), json).context("writing the file to edit")?;
+    let _ = execute!(stdout(), DisableMouseCapture);
+    ratatui::restore();
+    let editor = editor();
+    // Through the shell, so `EDITOR="code --wait"` works as it does for git.
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{editor} \"$1\""))
+        .arg("sh")
+        .arg(file.path())
+        .status();
+    // Back on the same terminal object: building a new one would ask the
+    // terminal where its cursor is, which not every terminal answers.
+    ratatui::crossterm::terminal::enable_raw_mode().context("restoring the terminal")?;
+    execute!(stdout(), ratatui::crossterm::terminal::EnterAlternateScreen)
+        .context("restoring the terminal")?;
+    let _ = execute!(stdout(), EnableMouseCapture);
+    // `Terminal::clear` would ask where the cursor is; clear the screen
+    // directly and blank both buffers so the next frame is drawn whole.
+    execute!(
+        stdout(),
+        ratatui::crossterm::terminal::Clear(ratatui::crossterm::terminal::ClearType::All)
+    )?;
+    terminal.swap_buffers();
+    terminal.swap_buffers();
+    let status = status.with_context(|| format!("starting the editor `{editor}`"))?;
+    if !status.success() {
+        anyhow::bail!("the editor `{editor}` exited with {status}");
+    }
+    let text = std::fs::read_to_string(file.path()).context("reading the edited file")?;
+    if text == json {
+        anyhow::bail!("nothing was changed");
+    }
+    Ok(text)
+}
+
+/// Writes `text` to `suggested`, or `stem-2.ext`, `stem-3.ext`, … when
+/// that exists: never over a file.
+fn write_unique(suggested: &str, text: &str) -> anyhow::Result<std::path::PathBuf> {
+    use std::io::Write;
+    let path = std::path::Path::new(suggested);
+    let stem = path
+        .file_stem()
+        .map_or("loopdbg".into(), |s| s.to_string_lossy().into_owned());
+    let ext = path.extension().map(|e| e.to_string_lossy().into_owned());
+    for n in 1..1000 {
+        let name = match (n, &ext) {
+            (1, _) => suggested.to_string(),
+            (_, Some(e)) => format!("{stem}-{n}.{e}"),
+            (_, None) => format!("{stem}-{n}"),
+        };
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&name)
+        {
+            Ok(mut f) => {
+                f.write_all(text.as_bytes())?;
+                return Ok(name.into());
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    anyhow::bail!("no free name beside {suggested}")
 }
 
 /// Runs `update` until it asks for nothing more.

@@ -13,6 +13,7 @@
 
 pub mod agent_loop;
 pub mod executor;
+pub mod fork;
 pub mod ledger;
 pub mod message;
 pub mod schedule;

@@ -38,7 +38,7 @@ pub struct RoundView {
 }
 
 /// A round of both runs.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RoundPair {
     /// 1-based.
     pub round: u32,
@@ -51,7 +51,7 @@ pub struct RoundPair {
 }
 
 /// One line of the summary.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SummaryRow {
     /// What is compared.
     pub what: &'static str,
@@ -64,7 +64,7 @@ pub struct SummaryRow {
 }
 
 /// Where two runs first part.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Divergence {
     /// The round.
     pub round: u32,
@@ -77,7 +77,7 @@ pub struct Divergence {
 }
 
 /// The diff of two runs.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Diff {
     /// The left run's label.
     pub left: String,

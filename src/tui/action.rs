@@ -78,6 +78,21 @@ pub enum Action {
     ToggleBreakpoint,
     /// Live capture: follow the newest step as traffic arrives, or stop.
     ToggleFollow,
+    /// Edit the model's reply (at a Reply step) or a tool's return value
+    /// (at an Execute step) and fork the run from there.
+    Edit,
+    /// The edited JSON came back from the editor.
+    EditDone(String),
+    /// List the forks; Enter in the list shows one.
+    ShowForks,
+    /// Write the run shown as a new session file.
+    WriteFork,
+    /// Write a handout of the run shown (HTML).
+    Export,
+    /// Show this run beside another (the parent fork, or the other extraction).
+    ShowDiff,
+    /// The terminal adapter reports what a command did.
+    Said(String),
     /// Run forward to the next breakpoint, new unpaired id or repeated reply.
     Continue,
     /// The terminal has a new size.

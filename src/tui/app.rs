@@ -68,6 +68,77 @@ pub enum Popup {
         /// First line shown.
         scroll: u16,
     },
+    /// The forks of this run, as a tree; Enter shows the selected one.
+    Forks {
+        /// The selected fork.
+        scroll: u16,
+    },
+    /// This run beside another, round by round, the first divergence marked.
+    Diff {
+        /// The other run's name.
+        other: String,
+        /// The diff, computed when opened.
+        diff: Box<crate::lesson::diff::Diff>,
+        /// First line shown.
+        scroll: u16,
+    },
+}
+
+/// One run of the session: the original, or a fork with one step changed.
+#[derive(Debug, Clone)]
+pub struct Fork {
+    /// The session that reproduces it.
+    pub session: Session,
+    /// The fork it branched from (`None` for the original).
+    pub parent: Option<usize>,
+    /// What changed, in words.
+    pub label: String,
+    /// The step where it branched.
+    pub at_step: usize,
+}
+
+/// Something only the terminal adapter can do (an editor, a file); the
+/// adapter answers with [`crate::tui::Action::EditDone`] or
+/// [`crate::tui::Action::Said`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    /// Open `json` in the user's editor to change `target`.
+    Edit {
+        /// What is edited.
+        target: EditTarget,
+        /// The JSON to start from.
+        json: String,
+    },
+    /// Write `text` to a new file named like `suggested` (never over one).
+    Write {
+        /// A file name to start from.
+        suggested: String,
+        /// The content.
+        text: String,
+        /// What it is, for the message afterwards.
+        what: &'static str,
+    },
+}
+
+/// What an edit changes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EditTarget {
+    /// The model's reply in a round.
+    Reply {
+        /// 1-based round.
+        round: u32,
+        /// The step being edited.
+        step: usize,
+    },
+    /// What a tool returns for some arguments.
+    Result {
+        /// The tool.
+        tool: String,
+        /// The arguments.
+        args: serde_json::Value,
+        /// The step being edited.
+        step: usize,
+    },
 }
 
 /// Everything the debugger shows and remembers.
@@ -119,6 +190,14 @@ pub struct App {
     pub parent: Option<Box<App>>,
     /// Set when the replay grows as traffic arrives (proxy, `--follow`).
     pub live: Option<Live>,
+    /// The original run (0) and its forks.
+    pub forks: Vec<Fork>,
+    /// The fork shown.
+    pub fork: usize,
+    /// What the terminal adapter must do next, if anything.
+    pub command: Option<Command>,
+    /// The edit whose JSON is in the editor.
+    pub editing: Option<EditTarget>,
 }
 
 /// The state of a live view.
@@ -183,6 +262,10 @@ impl App {
             replay: None,
             parent: None,
             live: None,
+            forks: Vec::new(),
+            fork: 0,
+            command: None,
+            editing: None,
         }
     }
 

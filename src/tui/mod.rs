@@ -9,6 +9,7 @@
 pub mod action;
 pub mod app;
 pub mod explain;
+pub mod fork;
 pub mod keymap;
 pub mod theme;
 pub mod update;

@@ -49,6 +49,23 @@ pub fn update(app: &mut App, action: Action) -> Option<Action> {
         live.follow = false;
     }
     match action {
+        Action::Edit => super::fork::start_edit(app),
+        Action::EditDone(text) => match app.editing.take() {
+            Some(target) => super::fork::finish_edit(app, target, &text),
+            None => app.notice = Some("no edit was in progress".into()),
+        },
+        Action::ShowForks if app.forks.is_empty() => {
+            app.notice = Some("no forks yet: E at a Reply or Execute step makes one".into())
+        }
+        Action::ShowForks => app.popup = Some(Popup::Forks { scroll: 0 }),
+        Action::WriteFork => super::fork::write_fork(app),
+        Action::Export => super::fork::export(app),
+        Action::ShowDiff if app.replay.is_some() => app.notice = Some(
+            "a replay has one run: loopdbg diff compares two captures, or record one and fork it"
+                .into(),
+        ),
+        Action::ShowDiff => super::fork::show_diff(app),
+        Action::Said(text) => app.notice = Some(text),
         Action::ToggleFollow => match app.live.as_mut() {
             None => app.notice = Some(
                 "f follows live traffic: open a growing log with --follow, or run loopdbg proxy"
@@ -309,8 +326,43 @@ fn changes_strategy(action: &Action) -> bool {
     )
 }
 
+/// The fork list selects a row; Enter shows that fork. `None` leaves the
+/// key to the common popup handling.
+fn forks_popup(app: &mut App, selected: u16, action: &Action) -> Option<bool> {
+    let tree = super::fork::tree(app);
+    let rows = tree.len().max(1) as u16;
+    let select = |app: &mut App, to: u16| app.popup = Some(Popup::Forks { scroll: to });
+    match action {
+        Action::ScrollDown | Action::Wheel { down: true, .. } => {
+            select(app, (selected + 1).min(rows - 1))
+        }
+        Action::ScrollUp | Action::Wheel { down: false, .. } => {
+            select(app, selected.saturating_sub(1))
+        }
+        Action::Expand => {
+            app.popup = None;
+            if let Some(&(_, i)) = tree.get(selected as usize) {
+                super::fork::show_fork(app, i);
+                app.notice = Some(format!(
+                    "showing {}: {}",
+                    super::fork::fork_name(i),
+                    app.forks[i].label
+                ));
+            }
+        }
+        Action::ShowForks | Action::Back => app.popup = None,
+        _ => return None,
+    }
+    Some(true)
+}
+
 /// Keys while a popup is open: returns true when the popup consumed it.
 fn handle_popup(app: &mut App, action: &Action) -> bool {
+    if let Some(Popup::Forks { scroll }) = app.popup
+        && let Some(consumed) = forks_popup(app, scroll, action)
+    {
+        return consumed;
+    }
     let Some(popup) = app.popup.as_mut() else {
         return false;
     };
@@ -318,6 +370,8 @@ fn handle_popup(app: &mut App, action: &Action) -> bool {
         Popup::Help { scroll }
         | Popup::Tools { scroll }
         | Popup::Compare { scroll, .. }
+        | Popup::Forks { scroll }
+        | Popup::Diff { scroll, .. }
         | Popup::Detail { scroll, .. } => scroll,
     };
     match action {
@@ -329,6 +383,7 @@ fn handle_popup(app: &mut App, action: &Action) -> bool {
         Action::Help if matches!(popup, Popup::Help { .. }) => app.popup = None,
         Action::ShowCompare if matches!(popup, Popup::Compare { .. }) => app.popup = None,
         Action::ShowTools if matches!(popup, Popup::Tools { .. }) => app.popup = None,
+        Action::ShowDiff if matches!(popup, Popup::Diff { .. }) => app.popup = None,
         Action::Expand if matches!(popup, Popup::Detail { .. }) => app.popup = None,
         // Quitting, resizing and strategy changes still work under a popup;
         // anything else would change what the popup describes, so it closes.

@@ -26,6 +26,16 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     } else {
         title
     };
+    let title = match app.forks.get(app.fork).filter(|_| app.fork > 0) {
+        // Which run this is comes first: the title may be cut, never that.
+        Some(f) => format!(
+            "fork {} (from step {}: {}) · {title}",
+            app.fork,
+            f.at_step + 1,
+            clean(&f.label)
+        ),
+        None => title,
+    };
     // The title gives way to the round and phase on narrow terminals.
     let title = super::clip(&title, (area.width as usize).saturating_sub(46).max(8));
     let phase = match (step.phase, step.execution) {

@@ -5,11 +5,13 @@
 mod code;
 mod compare;
 mod detail;
+mod forks;
 mod header;
 mod help;
 mod ids;
 mod keybar;
 mod messages;
+mod rundiff;
 mod summary;
 mod timeline;
 mod tools;
@@ -145,6 +147,12 @@ impl Widget for &App {
             Some(Popup::Detail { message, scroll }) => {
                 detail::render(self, *message, *scroll, area, buf)
             }
+            Some(Popup::Forks { scroll }) => forks::render(self, *scroll, area, buf),
+            Some(Popup::Diff {
+                other,
+                diff,
+                scroll,
+            }) => rundiff::render(self, other, diff, *scroll, area, buf),
         }
     }
 }

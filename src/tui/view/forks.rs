@@ -1,0 +1,60 @@
+//! The `F` popup: the original run and its forks as a tree, the one shown
+//! marked, the selected one highlighted (Enter shows it).
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::Line;
+use ratatui::widgets::{Paragraph, Widget, Wrap};
+
+use super::{centered, popup_frame, span};
+use crate::lesson::report::clean;
+use crate::tui::app::App;
+use crate::tui::fork::{fork_name, tree};
+
+pub(super) fn render(app: &App, selected: u16, area: Rect, buf: &mut Buffer) {
+    let t = &app.theme;
+    let rows = tree(app);
+    let mut lines: Vec<Line> = rows
+        .iter()
+        .enumerate()
+        .map(|(row, &(depth, i))| {
+            let fork = &app.forks[i];
+            let shown = if i == app.fork { "▶ " } else { "  " };
+            let branch = if depth == 0 {
+                String::new()
+            } else {
+                format!("{}└ ", "  ".repeat(depth - 1))
+            };
+            let at = if i == 0 {
+                String::new()
+            } else {
+                format!(" (from step {})", fork.at_step + 1)
+            };
+            let style = if row as u16 == selected {
+                t.selected
+            } else if i == app.fork {
+                t.title
+            } else {
+                t.text
+            };
+            Line::from(vec![
+                span(shown, t.title),
+                span(
+                    format!("{branch}{}: {}{at}", fork_name(i), clean(&fork.label)),
+                    style,
+                ),
+            ])
+        })
+        .collect();
+    lines.push(Line::from(""));
+    lines.push(Line::from(span(
+        "j/k select · Enter show · W writes the one shown · D compares it with its parent",
+        t.dim,
+    )));
+    let width = 100.min(area.width);
+    let paragraph = Paragraph::new(lines).wrap(Wrap { trim: false });
+    let height = paragraph.line_count(width.saturating_sub(2)) as u16;
+    let rect = centered(area, width, height.saturating_add(2));
+    let inner = popup_frame(app, rect, &format!("forks ({})", app.forks.len()), buf);
+    paragraph.render(inner, buf);
+}
