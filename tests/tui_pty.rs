@@ -377,3 +377,37 @@ fn e_opens_the_editor_and_the_edited_reply_forks_the_run() {
     assert!(end.contains("fork 1"), "{end}");
     quit(child, &mut writer, &mut screen);
 }
+
+#[test]
+fn the_tour_remembers_progress_between_runs() {
+    let data = tempfile::tempdir().unwrap();
+    let home = data.path().to_str().unwrap();
+    let env = [("XDG_DATA_HOME", home)];
+    let (child, mut writer, mut screen) = spawn_with(&["tour"], &env);
+    screen.wait_text("tour 1/4");
+    // Step to round 2's Request and read the message count off the screen.
+    let mut contents = String::new();
+    for k in 2..=20 {
+        writer.write_all(b"n").unwrap();
+        contents = screen.wait_text(&format!("step {k}/"));
+        if contents.contains("round 2/4 · Request") {
+            break;
+        }
+    }
+    let count: String = contents
+        .split("messages (")
+        .nth(1)
+        .unwrap()
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    writer.write_all(format!("a{count}\r").as_bytes()).unwrap();
+    screen.wait_text("✓ right");
+    quit(child, &mut writer, &mut screen);
+    let saved = std::fs::read_to_string(data.path().join("loopdbg/tour.json")).unwrap();
+    assert!(saved.contains("[0]"), "{saved}");
+
+    let (child, mut writer, mut screen) = spawn_with(&["tour"], &env);
+    screen.wait_text("tour 2/4");
+    quit(child, &mut writer, &mut screen);
+}

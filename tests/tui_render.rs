@@ -749,3 +749,16 @@ fn two_timelines_with_the_first_divergence() {
     apply(&mut a, Action::ShowDiff);
     insta::assert_snapshot!("diff_timelines_120x40", draw(&mut a, 120, 40).backend());
 }
+
+#[test]
+fn a_tour_stop_with_an_answer_being_typed() {
+    let sessions = loopdbg::lesson::tour::STOPS
+        .iter()
+        .map(|s| session(s.session))
+        .collect();
+    let mut a = App::tour(sessions, Default::default(), Theme::color());
+    apply(&mut a, Action::Resize(120, 40));
+    apply(&mut a, Action::TourAnswer);
+    apply(&mut a, Action::SearchType('3'));
+    insta::assert_snapshot!("tour_stop_1_120x40", draw(&mut a, 120, 40).backend());
+}

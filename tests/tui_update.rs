@@ -943,3 +943,108 @@ fn d_compares_with_the_other_extraction_or_the_parent_fork() {
     assert_eq!(other, "extract all");
     assert_eq!(diff.first_divergence.as_ref().unwrap().round, 1);
 }
+
+fn tour_app() -> App {
+    let sessions = loopdbg::lesson::tour::STOPS
+        .iter()
+        .map(|s| session(s.session))
+        .collect();
+    let mut app = App::tour(sessions, Default::default(), Theme::color());
+    apply(&mut app, Action::Resize(120, 40));
+    app
+}
+
+fn answer(app: &mut App, text: &str) {
+    apply(app, key('a'));
+    for c in text.chars() {
+        apply(app, Action::SearchType(c));
+    }
+    apply(app, Action::SearchSubmit);
+}
+
+fn unpaired_on_screen(app: &App) -> Vec<String> {
+    loopdbg::engine::ledger::Ledger::of(app.trace.history_at(app.cursor), &[]).unpaired()
+}
+
+#[test]
+fn the_tour_is_answered_by_driving_the_debugger() {
+    use loopdbg::tui::app::Command;
+    let mut app = tour_app();
+    // Stop 1: step to round 2's Request and count the messages pane.
+    while !(phase(&app) == Phase::Request && app.trace.step(app.cursor).round == 2) {
+        apply(&mut app, key('n'));
+    }
+    answer(&mut app, "7");
+    assert!(
+        app.notice.as_deref().unwrap().starts_with("✗"),
+        "a wrong answer is refused"
+    );
+    let count = app.view_len();
+    answer(&mut app, &count.to_string());
+    assert!(
+        app.notice.as_deref().unwrap().starts_with("✓"),
+        "{:?}",
+        app.notice
+    );
+    assert_eq!(app.command.take(), Some(Command::SaveTour(vec![0])));
+
+    // Stop 2: under `first`, the id the ids pane calls unpaired at round 2's Request.
+    apply(&mut app, key('T'));
+    assert_eq!(app.strategy().extract, Extract::First);
+    while !(phase(&app) == Phase::Request && app.trace.step(app.cursor).round == 2) {
+        apply(&mut app, key('n'));
+    }
+    let ids = unpaired_on_screen(&app);
+    assert_eq!(ids.len(), 1);
+    answer(&mut app, &ids[0]);
+    assert!(
+        app.notice.as_deref().unwrap().starts_with("✓"),
+        "{:?}",
+        app.notice
+    );
+
+    // Stop 3: cycle the stop rule until G shows an error in round 1.
+    apply(&mut app, key('T'));
+    let mut found = None;
+    for _ in 0..4 {
+        apply(&mut app, key('s'));
+        apply(&mut app, key('G'));
+        if app.trace.outcome.end == loopdbg::engine::trace::End::Error
+            && app.trace.outcome.requests == 1
+        {
+            found = Some(app.strategy().stop.to_string());
+        }
+    }
+    answer(&mut app, &found.expect("one rule ends honestly"));
+    assert!(
+        app.notice.as_deref().unwrap().starts_with("✓"),
+        "{:?}",
+        app.notice
+    );
+
+    // Stop 4: under `leave`, the id left without a result at the end.
+    apply(&mut app, key('T'));
+    apply(&mut app, key('G'));
+    let ids = unpaired_on_screen(&app);
+    answer(&mut app, &ids[0]);
+    assert!(
+        app.notice.as_deref().unwrap().contains("whole tour"),
+        "{:?}",
+        app.notice
+    );
+    assert_eq!(
+        app.command.take(),
+        Some(Command::SaveTour(vec![0, 1, 2, 3]))
+    );
+}
+
+#[test]
+fn the_tour_resumes_at_the_first_unsolved_stop() {
+    let sessions = loopdbg::lesson::tour::STOPS
+        .iter()
+        .map(|s| session(s.session))
+        .collect();
+    let app = App::tour(sessions, [0, 1].into_iter().collect(), Theme::color());
+    assert_eq!(app.tour.as_ref().unwrap().index, 2);
+    assert_eq!(app.origin, "sessions/stop_truncated.json");
+}

@@ -308,6 +308,14 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = RunFormat::Text)]
         format: RunFormat,
     },
+    /// A guided tour of the loop for newcomers: four stops, each with what
+    /// to press and a question answered from the screen. Progress is
+    /// remembered between runs.
+    Tour {
+        /// Forget the stops solved in earlier runs.
+        #[arg(long)]
+        restart: bool,
+    },
     /// Turn a capture, a Claude Code log or any file `check` reads into a
     /// stub session that replays the recorded run under any strategy.
     Record {

@@ -433,6 +433,20 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
                 Some(_) => ExitCode::FAILURE,
             })
         }
+        Some(Command::Tour { restart }) => {
+            let sessions = loopdbg::lesson::tour::STOPS
+                .iter()
+                .map(|stop| tour_session(stop.session))
+                .collect::<Result<Vec<_>, _>>()?;
+            let solved = if restart {
+                Default::default()
+            } else {
+                terminal::load_tour()
+            };
+            let app = App::tour(sessions, solved, terminal::theme());
+            terminal::run(app)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Some(Command::Record {
             capture,
             conversation,
@@ -485,6 +499,23 @@ fn replay_app(path: &std::path::Path, which: usize) -> Result<App, Failure> {
         conv.source.as_str(),
         terminal::theme(),
     ))
+}
+
+/// The tour's sessions are part of the binary, so the tour works from any
+/// folder on a fresh machine.
+fn tour_session(name: &str) -> Result<Session, Failure> {
+    let text = match name {
+        "weather.json" => include_str!("../../sessions/weather.json"),
+        "weather_fx.json" => include_str!("../../sessions/weather_fx.json"),
+        "stop_truncated.json" => include_str!("../../sessions/stop_truncated.json"),
+        "fault_interrupt.json" => include_str!("../../sessions/fault_interrupt.json"),
+        other => {
+            return Err(Failure::Other(anyhow::anyhow!(
+                "the tour names sessions/{other}, which is not built in"
+            )));
+        }
+    };
+    Ok(Session::parse(&format!("sessions/{name}"), text)?)
 }
 
 /// One side of `loopdbg diff`: a session run under a strategy, or a

@@ -112,7 +112,7 @@ async fn event_loop(
         let Some(event) = event else {
             break;
         };
-        let searching = app.search.is_some();
+        let searching = app.search.is_some() || loopdbg::tui::tour::typing(app);
         let Some(action) = to_action(event.context("reading terminal events")?, searching) else {
             continue;
         };
@@ -125,21 +125,28 @@ async fn event_loop(
                     events = EventStream::new();
                     let size = terminal.size()?;
                     apply(app, Action::Resize(size.width, size.height));
-                    match edited {
+                    Some(match edited {
                         Ok(text) => Action::EditDone(text),
                         Err(why) => Action::Said(format!("edit not applied: {why:#}")),
-                    }
+                    })
                 }
+                Command::SaveTour(solved) => match save_tour(&solved) {
+                    // Saving says nothing: the answer's own message stays.
+                    Ok(()) => None,
+                    Err(e) => Some(Action::Said(format!("tour progress not saved: {e:#}"))),
+                },
                 Command::Write {
                     suggested,
                     text,
                     what,
-                } => match write_unique(&suggested, &text) {
+                } => Some(match write_unique(&suggested, &text) {
                     Ok(path) => Action::Said(format!("wrote the {what} to {}", path.display())),
                     Err(e) => Action::Said(format!("could not write the {what}: {e:#}")),
-                },
+                }),
             };
-            apply(app, said);
+            if let Some(said) = said {
+                apply(app, said);
+            }
         }
         if !app.quit {
             terminal.draw(|frame| frame.render_widget(&*app, frame.area()))?;
@@ -186,6 +193,36 @@ impl Signals {
         #[cfg(not(unix))]
         std::future::pending::<()>().await
     }
+}
+
+/// Where the tour's progress is kept: the platform's data folder
+/// (`$XDG_DATA_HOME/loopdbg/tour.json` on Linux).
+pub fn tour_file() -> Option<std::path::PathBuf> {
+    dirs::data_dir().map(|d| d.join("loopdbg").join("tour.json"))
+}
+
+/// The stops solved in earlier runs.
+pub fn load_tour() -> std::collections::BTreeSet<usize> {
+    tour_file()
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|v| {
+            v.get("solved")?
+                .as_array()?
+                .iter()
+                .map(|n| n.as_u64().map(|n| n as usize))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn save_tour(solved: &[usize]) -> anyhow::Result<()> {
+    let path = tour_file().context("no data folder on this platform")?;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let text = serde_json::json!({"solved": solved}).to_string();
+    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
 }
 
 /// The editor to use: `$VISUAL`, `$EDITOR`, else `vi` (an editor that runs

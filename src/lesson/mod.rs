@@ -10,4 +10,5 @@ pub mod code;
 pub mod diff;
 pub mod lint;
 pub mod report;
+pub mod tour;
 pub mod walkthrough;

@@ -91,6 +91,10 @@ pub enum Action {
     Export,
     /// Show this run beside another (the parent fork, or the other extraction).
     ShowDiff,
+    /// Tour: type the answer to this stop's question.
+    TourAnswer,
+    /// Tour: go to the next stop.
+    TourNext,
     /// The terminal adapter reports what a command did.
     Said(String),
     /// Run forward to the next breakpoint, new unpaired id or repeated reply.

@@ -109,6 +109,8 @@ pub enum Command {
         /// The JSON to start from.
         json: String,
     },
+    /// Remember the tour's solved stops (in the platform's data folder).
+    SaveTour(Vec<usize>),
     /// Write `text` to a new file named like `suggested` (never over one).
     Write {
         /// A file name to start from.
@@ -198,6 +200,8 @@ pub struct App {
     pub command: Option<Command>,
     /// The edit whose JSON is in the editor.
     pub editing: Option<EditTarget>,
+    /// Set in the guided tour.
+    pub tour: Option<crate::tui::tour::Tour>,
 }
 
 /// The state of a live view.
@@ -266,6 +270,7 @@ impl App {
             fork: 0,
             command: None,
             editing: None,
+            tour: None,
         }
     }
 

@@ -105,6 +105,8 @@ pub static KEYMAP: std::sync::LazyLock<Vec<Binding>> = std::sync::LazyLock::new(
         bind!("Fork", [Char('W')], Action::WriteFork, "write the run shown as a new session file that reproduces it", None),
         bind!("Fork", [Char('D')], Action::ShowDiff, "this run beside another (its parent fork, or the other extraction), the first divergence marked", None),
         bind!("Fork", [Char('X')], Action::Export, "write a handout of this run (one HTML file)", None),
+        bind!("Tour", [Char('a')], Action::TourAnswer, "tour: answer this stop's question (Enter checks it)", None),
+        bind!("Tour", [Char('T')], Action::TourNext, "tour: the next stop", None),
         bind!("View", [Char('w')], Action::CycleView, "view messages as canonical / Anthropic / OpenAI Chat / Responses / Gemini", Some("wire")),
         bind!("View", [Char('/')], Action::Search, "search the messages at this step (ids, text, arguments, results); Enter selects the next match", Some("search")),
         bind!("View", [Char('d')], Action::ShowTools, "tool definitions, their schemas and the session's lint findings", Some("tools")),

@@ -12,6 +12,7 @@ pub mod explain;
 pub mod fork;
 pub mod keymap;
 pub mod theme;
+pub mod tour;
 pub mod update;
 pub mod view;
 

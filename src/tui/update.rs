@@ -251,6 +251,20 @@ pub fn update(app: &mut App, action: Action) -> Option<Action> {
             app.search = Some(String::new());
             app.focus = Pane::Messages;
         }
+        Action::TourAnswer => super::tour::start_answer(app),
+        Action::TourNext => super::tour::next(app),
+        Action::SearchType(c) if super::tour::typing(app) => {
+            super::tour::type_key(app, super::tour::Key::Char(c))
+        }
+        Action::SearchErase if super::tour::typing(app) => {
+            super::tour::type_key(app, super::tour::Key::Erase)
+        }
+        Action::SearchSubmit if super::tour::typing(app) => {
+            super::tour::type_key(app, super::tour::Key::Submit)
+        }
+        Action::SearchCancel if super::tour::typing(app) => {
+            super::tour::type_key(app, super::tour::Key::Cancel)
+        }
         Action::SearchType(c) => {
             if let Some(query) = app.search.as_mut() {
                 query.push(c);

@@ -107,8 +107,57 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
             ))),
         }
     }
-    if let Some(notice) = &app.notice {
-        lines.push(Line::from(span(format!("» {}", clean(notice)), t.added)));
+    let notice = app
+        .notice
+        .as_ref()
+        .map(|n| Line::from(span(format!("» {}", clean(n)), t.added)));
+    if app.tour.is_none()
+        && let Some(notice) = notice.clone()
+    {
+        lines.push(notice);
+    }
+    if let Some(tour) = &app.tour {
+        let stop = &crate::lesson::tour::STOPS[tour.index];
+        let solved = if tour.solved.contains(&tour.index) {
+            " ✓"
+        } else {
+            ""
+        };
+        let prompt = match &tour.typing {
+            Some(typed) => vec![
+                span("  answer: ", t.title),
+                span(format!("{}▏", clean(typed)), t.selected),
+                span("  Enter checks · Esc cancels", t.dim),
+            ],
+            None => vec![span(
+                if tour.solved.contains(&tour.index) {
+                    "  (a: answer again · T: next stop)"
+                } else {
+                    "  (a: answer · T: next stop)"
+                },
+                t.dim,
+            )],
+        };
+        let mut question = vec![span("? ", t.warn), span(stop.question, t.text)];
+        question.extend(prompt);
+        let mut tour_lines = vec![
+            Line::from(span(
+                format!(
+                    "tour {}/{}: {}{solved} · press: {}",
+                    tour.index + 1,
+                    crate::lesson::tour::STOPS.len(),
+                    stop.title,
+                    stop.press
+                ),
+                t.title,
+            )),
+            Line::from(question),
+        ];
+        // The tour comes first: it says what to do with everything below;
+        // the verdict on an answer right after it, never scrolled away.
+        tour_lines.extend(notice);
+        tour_lines.append(&mut lines);
+        lines = tour_lines;
     }
     let focused = app.focus == crate::tui::app::Pane::Explain;
     let block = Block::default()
