@@ -411,3 +411,125 @@ fn the_tour_remembers_progress_between_runs() {
     screen.wait_text("tour 2/4");
     quit(child, &mut writer, &mut screen);
 }
+
+/// The real binary in a `cols`×`rows` pty; the master is returned so the
+/// test can resize the terminal.
+type Sized = (
+    Box<dyn portable_pty::Child + Send + Sync>,
+    Box<dyn Write + Send>,
+    Screen,
+    Box<dyn portable_pty::MasterPty + Send>,
+);
+
+fn spawn_sized(args: &[&str], cols: u16, rows: u16) -> Sized {
+    let pair = native_pty_system()
+        .openpty(PtySize {
+            rows,
+            cols,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .unwrap();
+    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_loopdbg"));
+    cmd.cwd(env!("CARGO_MANIFEST_DIR"));
+    cmd.args(args);
+    cmd.env("TERM", "xterm-256color");
+    let child = pair.slave.spawn_command(cmd).unwrap();
+    drop(pair.slave);
+    let mut reader = pair.master.try_clone_reader().unwrap();
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 8192];
+        while let Ok(n) = reader.read(&mut buf) {
+            if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    let writer = pair.master.take_writer().unwrap();
+    let screen = Screen {
+        parser: vt100::Parser::new(
+            std::num::NonZero::new(rows).unwrap(),
+            std::num::NonZero::new(cols).unwrap(),
+            0,
+        ),
+        output: rx,
+    };
+    (child, writer, screen, pair.master)
+}
+
+#[test]
+fn a_too_small_terminal_ignores_keys_until_it_grows() {
+    let (child, mut writer, mut screen, master) = spawn_sized(&["sessions/weather.json"], 50, 15);
+    screen.wait_text("loopdbg needs at least 60×18");
+    // Keys that would act unseen are ignored.
+    writer.write_all(b"nnnG").unwrap();
+    writer.flush().unwrap();
+    master
+        .resize(PtySize {
+            rows: 40,
+            cols: 120,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .unwrap();
+    screen.parser.screen_mut().set_size(
+        std::num::NonZero::new(40).unwrap(),
+        std::num::NonZero::new(120).unwrap(),
+    );
+    let grown = screen.wait_text("step 1/");
+    assert!(grown.contains("round 1/4 · Request"), "{grown}");
+    quit(child, &mut writer, &mut screen);
+}
+
+#[test]
+fn the_debugger_behind_a_pipe_says_to_use_run_and_leaves_the_terminal_alone() {
+    let pair = native_pty_system()
+        .openpty(PtySize {
+            rows: 40,
+            cols: 120,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .unwrap();
+    let mut cmd = CommandBuilder::new("sh");
+    cmd.cwd(env!("CARGO_MANIFEST_DIR"));
+    cmd.args([
+        "-c",
+        &format!(
+            "{} sessions/weather.json | cat; echo \"exit=$?\"",
+            env!("CARGO_BIN_EXE_loopdbg")
+        ),
+    ]);
+    cmd.env("TERM", "xterm-256color");
+    let mut child = pair.slave.spawn_command(cmd).unwrap();
+    drop(pair.slave);
+    let mut reader = pair.master.try_clone_reader().unwrap();
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 8192];
+        while let Ok(n) = reader.read(&mut buf) {
+            if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    let mut screen = Screen {
+        parser: vt100::Parser::new(
+            std::num::NonZero::new(40).unwrap(),
+            std::num::NonZero::new(120).unwrap(),
+            0,
+        ),
+        output: rx,
+    };
+    let said = screen.wait_text("exit=");
+    assert!(
+        said.contains(
+            "the debugger needs a terminal; for headless output use `loopdbg run sessions/weather.json`"
+        ),
+        "{said}"
+    );
+    assert!(!screen.parser.screen().alternate_screen(), "never entered");
+    assert!(!said.contains("panicked"), "{said}");
+    let _ = child.wait();
+}

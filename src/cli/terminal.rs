@@ -5,14 +5,13 @@
 use std::io::stdout;
 
 use anyhow::Context;
-use futures::StreamExt;
 use loopdbg::tui::app::{Command, LiveUpdate};
 use loopdbg::tui::keymap::{action_for, search_action_for};
 use loopdbg::tui::theme::Theme;
 use loopdbg::tui::{Action, App, update};
 use ratatui::DefaultTerminal;
 use ratatui::crossterm::event::{
-    DisableMouseCapture, EnableMouseCapture, Event, EventStream, KeyEventKind, MouseEventKind,
+    DisableMouseCapture, EnableMouseCapture, Event, KeyEventKind, MouseEventKind,
 };
 use ratatui::crossterm::execute;
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -81,7 +80,7 @@ async fn event_loop(
     // its event source is first polled, and a window resized before that
     // would never be redrawn. Polling without waiting consumes nothing.
     let _ = ratatui::crossterm::event::poll(std::time::Duration::ZERO);
-    let mut events = EventStream::new();
+    let mut events = Input::start();
     let size = terminal.size()?;
     apply(app, Action::Resize(size.width, size.height));
     terminal.draw(|frame| frame.render_widget(&*app, frame.area()))?;
@@ -120,9 +119,11 @@ async fn event_loop(
         if let Some(command) = app.command.take() {
             let said = match command {
                 Command::Edit { json, .. } => {
-                    let edited = edit_outside(terminal, &json);
-                    // The editor owned the terminal: read keys afresh.
-                    events = EventStream::new();
+                    // The editor owns the keyboard until it exits.
+                    let edited = {
+                        let _paused = events.pause();
+                        edit_outside(terminal, &json)
+                    };
                     let size = terminal.size()?;
                     apply(app, Action::Resize(size.width, size.height));
                     Some(match edited {
@@ -153,6 +154,82 @@ async fn event_loop(
         }
     }
     Ok(())
+}
+
+/// Terminal events, read on a thread of their own and handed over in
+/// order. (crossterm's `EventStream` could lose its wake-up when keys and a
+/// resize arrived together, and the debugger then ignored every key: seen
+/// with keys typed on a too-small screen just before it grew.)
+struct Input {
+    events: UnboundedReceiver<std::io::Result<Event>>,
+    /// Held by the reader around each read; holding it pauses reading.
+    gate: std::sync::Arc<std::sync::Mutex<()>>,
+    /// Set while a pause is wanted, so the reader lets go of the gate.
+    pausing: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// Reading is paused while this lives.
+struct Paused<'a> {
+    _gate: Option<std::sync::MutexGuard<'a, ()>>,
+    pausing: &'a std::sync::atomic::AtomicBool,
+}
+
+impl Drop for Paused<'_> {
+    fn drop(&mut self) {
+        self.pausing
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Input {
+    fn start() -> Input {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let (tx, events) = tokio::sync::mpsc::unbounded_channel();
+        let gate = std::sync::Arc::new(std::sync::Mutex::new(()));
+        let pausing = std::sync::Arc::new(AtomicBool::new(false));
+        let (held, wanted) = (gate.clone(), pausing.clone());
+        std::thread::spawn(move || {
+            use ratatui::crossterm::event::{poll, read};
+            loop {
+                if wanted.load(Ordering::SeqCst) {
+                    // Let the pauser take the gate; wait for it to let go.
+                    drop(held.lock());
+                    std::thread::yield_now();
+                    continue;
+                }
+                let Ok(_reading) = held.lock() else { break };
+                // A bounded wait, so a pause never waits long for the gate.
+                let event = match poll(std::time::Duration::from_millis(50)) {
+                    Ok(true) => read(),
+                    Ok(false) => continue,
+                    Err(e) => Err(e),
+                };
+                let failed = event.is_err();
+                if tx.send(event).is_err() || failed {
+                    break;
+                }
+            }
+        });
+        Input {
+            events,
+            gate,
+            pausing,
+        }
+    }
+
+    async fn next(&mut self) -> Option<std::io::Result<Event>> {
+        self.events.recv().await
+    }
+
+    /// Stops reading until the guard is dropped (an editor has the keys).
+    fn pause(&self) -> Paused<'_> {
+        self.pausing
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        Paused {
+            _gate: self.gate.lock().ok(),
+            pausing: &self.pausing,
+        }
+    }
 }
 
 /// The signals that end the debugger the way `q` does.
