@@ -44,7 +44,11 @@ fn waiting(addr: &str) -> LiveUpdate {
         Source::Provider(loopdbg::wire::provider::Format::Anthropic),
     )
     .expect("a plain user message reads");
-    update_of(&conv, "live: no traffic yet", None)
+    update_of(
+        &conv,
+        &format!("live: no traffic yet — point the agent at http://{addr}"),
+        None,
+    )
 }
 
 /// The words of an alarm about one finding the provider rejects.
