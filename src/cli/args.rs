@@ -299,10 +299,10 @@ pub enum Command {
         right: Option<PathBuf>,
         /// Strategy of the left run, e.g. `extract=first,stop=robust`
         /// (keys: extract, stop, behavior, max-rounds, closure).
-        #[arg(long, value_parser = parse_spec, default_value = "")]
+        #[arg(long, visible_alias = "left", value_parser = parse_spec, default_value = "")]
         left_strategy: StrategySpec,
         /// Strategy of the right run, as --left-strategy.
-        #[arg(long, value_parser = parse_spec, default_value = "")]
+        #[arg(long, visible_alias = "right", value_parser = parse_spec, default_value = "")]
         right_strategy: StrategySpec,
         /// Output format.
         #[arg(long, value_enum, default_value_t = RunFormat::Text)]
