@@ -166,6 +166,30 @@ fn no_secret_in(capture: &Path, proxy: &Proxy, printed: &[String]) {
     }
 }
 
+/// The fake provider, the proxy in front of it with a capture, and a
+/// runtime for the agent.
+struct Rig {
+    rt: tokio::runtime::Runtime,
+    fake: fake::Fake,
+    dir: tempfile::TempDir,
+    cap: PathBuf,
+    proxy: Proxy,
+}
+
+fn rig(extra: &[&str]) -> Rig {
+    let rt = runtime();
+    let fake = rt.block_on(fake::start());
+    let (dir, cap) = temp();
+    let proxy = Proxy::start(&fake.url, &cap, extra);
+    Rig {
+        rt,
+        fake,
+        dir,
+        cap,
+        proxy,
+    }
+}
+
 fn temp() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("capture.jsonl");
@@ -174,10 +198,13 @@ fn temp() -> (tempfile::TempDir, PathBuf) {
 
 #[test]
 fn two_trips_through_the_proxy_are_forwarded_and_recorded() {
-    let rt = runtime();
-    let fake = rt.block_on(fake::start());
-    let (_dir, cap) = temp();
-    let proxy = Proxy::start(&fake.url, &cap, &[]);
+    let Rig {
+        rt,
+        fake,
+        dir: _dir,
+        cap,
+        proxy,
+    } = rig(&[]);
     let (statuses, answers) = rt.block_on(anthropic_agent(&proxy.url, "weather please", false));
     assert_eq!(statuses, [200, 200]);
     assert_eq!(answers[1]["content"][0]["text"], "北京 18°C, USD/CNY 7.12");
@@ -210,10 +237,13 @@ fn two_trips_through_the_proxy_are_forwarded_and_recorded() {
 
 #[test]
 fn a_dangling_id_is_forwarded_and_named_then_the_provider_answers_400() {
-    let rt = runtime();
-    let fake = rt.block_on(fake::start());
-    let (_dir, cap) = temp();
-    let proxy = Proxy::start(&fake.url, &cap, &[]);
+    let Rig {
+        rt,
+        fake,
+        dir: _dir,
+        cap,
+        proxy,
+    } = rig(&[]);
     let (statuses, answers) = rt.block_on(anthropic_agent(&proxy.url, "weather and fx", true));
     assert_eq!(statuses, [200, 400]);
     assert_eq!(answers[1]["error"]["type"], "invalid_request_error");
@@ -232,10 +262,13 @@ fn a_dangling_id_is_forwarded_and_named_then_the_provider_answers_400() {
 
 #[test]
 fn block_answers_the_providers_400_locally_without_spending_tokens() {
-    let rt = runtime();
-    let fake = rt.block_on(fake::start());
-    let (_dir, cap) = temp();
-    let proxy = Proxy::start(&fake.url, &cap, &["--on-invalid", "block"]);
+    let Rig {
+        rt,
+        fake,
+        dir: _dir,
+        cap,
+        proxy,
+    } = rig(&["--on-invalid", "block"]);
     let (statuses, answers) = rt.block_on(anthropic_agent(&proxy.url, "weather and fx", true));
     assert_eq!(statuses, [200, 400]);
     assert_eq!(answers[1]["type"], "error");
@@ -254,10 +287,13 @@ fn block_answers_the_providers_400_locally_without_spending_tokens() {
 
 #[test]
 fn repair_makes_the_upstream_receive_a_valid_request() {
-    let rt = runtime();
-    let fake = rt.block_on(fake::start());
-    let (_dir, cap) = temp();
-    let proxy = Proxy::start(&fake.url, &cap, &["--on-invalid", "repair=synthesize"]);
+    let Rig {
+        rt,
+        fake,
+        dir: _dir,
+        cap,
+        proxy,
+    } = rig(&["--on-invalid", "repair=synthesize"]);
     let (statuses, _) = rt.block_on(anthropic_agent(&proxy.url, "weather and fx", true));
     assert_eq!(statuses, [200, 200], "the repaired request is accepted");
     let _ = proxy.next_line();
@@ -281,10 +317,13 @@ fn repair_makes_the_upstream_receive_a_valid_request() {
 
 #[test]
 fn two_calls_in_one_turn_over_openai_chat() {
-    let rt = runtime();
-    let fake = rt.block_on(fake::start());
-    let (_dir, cap) = temp();
-    let proxy = Proxy::start(&fake.url, &cap, &[]);
+    let Rig {
+        rt,
+        fake: _,
+        dir: _dir,
+        cap,
+        proxy,
+    } = rig(&[]);
     let statuses = rt.block_on(async {
         let client = reqwest::Client::new();
         let mut messages = vec![json!({"role": "user", "content": "weather and fx"})];
@@ -333,10 +372,13 @@ fn two_calls_in_one_turn_over_openai_chat() {
 /// One streamed request: the agent gets every byte the fake sent, and the
 /// capture holds the message the events carried.
 fn streamed(path: &str, body: Value, check: impl Fn(&Value)) {
-    let rt = runtime();
-    let fake = rt.block_on(fake::start());
-    let (_dir, cap) = temp();
-    let proxy = Proxy::start(&fake.url, &cap, &[]);
+    let Rig {
+        rt,
+        fake,
+        dir: _dir,
+        cap,
+        proxy,
+    } = rig(&[]);
     let received = rt.block_on(async {
         let r = reqwest::Client::new()
             .post(format!("{}{path}", proxy.url))
@@ -405,10 +447,13 @@ fn streamed_responses_events_keep_the_completed_response() {
 
 #[test]
 fn a_stream_the_provider_breaks_reaches_the_agent_broken_and_is_recorded() {
-    let rt = runtime();
-    let fake = rt.block_on(fake::start());
-    let (_dir, cap) = temp();
-    let proxy = Proxy::start(&fake.url, &cap, &[]);
+    let Rig {
+        rt,
+        fake,
+        dir: _dir,
+        cap,
+        proxy,
+    } = rig(&[]);
     let outcome = rt.block_on(async {
         let mut r = reqwest::Client::new()
             .post(format!("{}/v1/messages", proxy.url))
@@ -448,10 +493,13 @@ fn a_stream_the_provider_breaks_reaches_the_agent_broken_and_is_recorded() {
 
 #[test]
 fn gemini_keys_in_the_query_never_reach_the_capture() {
-    let rt = runtime();
-    let fake = rt.block_on(fake::start());
-    let (_dir, cap) = temp();
-    let proxy = Proxy::start(&fake.url, &cap, &[]);
+    let Rig {
+        rt,
+        fake: _,
+        dir: _dir,
+        cap,
+        proxy,
+    } = rig(&[]);
     let status = rt.block_on(async {
         reqwest::Client::new()
             .post(format!(
@@ -481,10 +529,13 @@ fn gemini_keys_in_the_query_never_reach_the_capture() {
 
 #[test]
 fn record_turns_the_capture_into_a_session_that_replays_the_rounds() {
-    let rt = runtime();
-    let fake = rt.block_on(fake::start());
-    let (dir, cap) = temp();
-    let proxy = Proxy::start(&fake.url, &cap, &[]);
+    let Rig {
+        rt,
+        fake: _,
+        dir,
+        cap,
+        proxy,
+    } = rig(&[]);
     let (statuses, _) = rt.block_on(anthropic_agent(&proxy.url, "weather and fx", false));
     assert_eq!(statuses, [200, 200]);
     let _ = (proxy.next_line(), proxy.next_line());
@@ -535,10 +586,13 @@ fn record_turns_the_capture_into_a_session_that_replays_the_rounds() {
 
 #[test]
 fn check_reads_a_capture_and_judges_each_request() {
-    let rt = runtime();
-    let fake = rt.block_on(fake::start());
-    let (_dir, cap) = temp();
-    let proxy = Proxy::start(&fake.url, &cap, &[]);
+    let Rig {
+        rt,
+        fake: _,
+        dir: _dir,
+        cap,
+        proxy,
+    } = rig(&[]);
     let _ = rt.block_on(anthropic_agent(&proxy.url, "weather and fx", true));
     let _ = (proxy.next_line(), proxy.next_line());
     let out = Command::new(env!("CARGO_BIN_EXE_loopdbg"))
@@ -599,10 +653,13 @@ fn bad_flags_exit_2() {
 
 #[test]
 fn it_is_never_an_open_proxy_every_request_goes_to_the_upstream() {
-    let rt = runtime();
-    let fake = rt.block_on(fake::start());
-    let (_dir, cap) = temp();
-    let proxy = Proxy::start(&fake.url, &cap, &[]);
+    let Rig {
+        rt,
+        fake,
+        dir: _dir,
+        cap: _,
+        proxy,
+    } = rig(&[]);
     // Used as a forward proxy, asked for another host in absolute form.
     let status = rt.block_on(async {
         reqwest::Client::builder()

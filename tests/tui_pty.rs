@@ -59,26 +59,23 @@ fn spawn_with(
     Box<dyn Write + Send>,
     Screen,
 ) {
-    let pty = native_pty_system();
-    let pair = pty
+    let (child, writer, screen, master) = open_pty(args, env, 120, 40);
+    // The master must outlive the child; leak it with the reader thread.
+    std::mem::forget(master);
+    (child, writer, screen)
+}
+
+/// A `cols`×`rows` pty; a screen that drains it on a thread of its own
+/// (or the program blocks on a full pipe), and its writer.
+fn pty_screen(cols: u16, rows: u16) -> (portable_pty::PtyPair, Screen) {
+    let pair = native_pty_system()
         .openpty(PtySize {
-            rows: 40,
-            cols: 120,
+            rows,
+            cols,
             pixel_width: 0,
             pixel_height: 0,
         })
         .unwrap();
-    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_loopdbg"));
-    cmd.cwd(env!("CARGO_MANIFEST_DIR"));
-    cmd.args(args);
-    cmd.env("TERM", "xterm-256color");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let child = pair.slave.spawn_command(cmd).unwrap();
-    drop(pair.slave);
-
-    // Always drain the pty, or the app blocks on a full pipe.
     let mut reader = pair.master.try_clone_reader().unwrap();
     let (tx, rx) = channel();
     std::thread::spawn(move || {
@@ -89,19 +86,15 @@ fn spawn_with(
             }
         }
     });
-    let writer = pair.master.take_writer().unwrap();
-    // The master must outlive the child; leak it with the reader thread.
-    std::mem::forget(pair.master);
     let screen = Screen {
         parser: vt100::Parser::new(
-            std::num::NonZero::new(40).unwrap(),
-            std::num::NonZero::new(120).unwrap(),
+            std::num::NonZero::new(rows).unwrap(),
+            std::num::NonZero::new(cols).unwrap(),
             0,
         ),
         output: rx,
     };
-
-    (child, writer, screen)
+    (pair, screen)
 }
 
 /// Sends `q` and waits for a clean exit with the terminal restored.
@@ -421,46 +414,26 @@ type Sized = (
     Box<dyn portable_pty::MasterPty + Send>,
 );
 
-fn spawn_sized(args: &[&str], cols: u16, rows: u16) -> Sized {
-    let pair = native_pty_system()
-        .openpty(PtySize {
-            rows,
-            cols,
-            pixel_width: 0,
-            pixel_height: 0,
-        })
-        .unwrap();
+/// The real binary in a `cols`×`rows` pty with extra environment; the
+/// master is returned so a test can resize the terminal.
+fn open_pty(args: &[&str], env: &[(&str, &str)], cols: u16, rows: u16) -> Sized {
+    let (pair, screen) = pty_screen(cols, rows);
     let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_loopdbg"));
     cmd.cwd(env!("CARGO_MANIFEST_DIR"));
     cmd.args(args);
     cmd.env("TERM", "xterm-256color");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
     let child = pair.slave.spawn_command(cmd).unwrap();
     drop(pair.slave);
-    let mut reader = pair.master.try_clone_reader().unwrap();
-    let (tx, rx) = channel();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 8192];
-        while let Ok(n) = reader.read(&mut buf) {
-            if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
-                break;
-            }
-        }
-    });
     let writer = pair.master.take_writer().unwrap();
-    let screen = Screen {
-        parser: vt100::Parser::new(
-            std::num::NonZero::new(rows).unwrap(),
-            std::num::NonZero::new(cols).unwrap(),
-            0,
-        ),
-        output: rx,
-    };
     (child, writer, screen, pair.master)
 }
 
 #[test]
 fn a_too_small_terminal_ignores_keys_until_it_grows() {
-    let (child, mut writer, mut screen, master) = spawn_sized(&["sessions/weather.json"], 50, 15);
+    let (child, mut writer, mut screen, master) = open_pty(&["sessions/weather.json"], &[], 50, 15);
     screen.wait_text("loopdbg needs at least 60×18");
     // Keys that would act unseen are ignored.
     writer.write_all(b"nnnG").unwrap();
@@ -484,14 +457,7 @@ fn a_too_small_terminal_ignores_keys_until_it_grows() {
 
 #[test]
 fn the_debugger_behind_a_pipe_says_to_use_run_and_leaves_the_terminal_alone() {
-    let pair = native_pty_system()
-        .openpty(PtySize {
-            rows: 40,
-            cols: 120,
-            pixel_width: 0,
-            pixel_height: 0,
-        })
-        .unwrap();
+    let (pair, mut screen) = pty_screen(120, 40);
     let mut cmd = CommandBuilder::new("sh");
     cmd.cwd(env!("CARGO_MANIFEST_DIR"));
     cmd.args([
@@ -504,24 +470,6 @@ fn the_debugger_behind_a_pipe_says_to_use_run_and_leaves_the_terminal_alone() {
     cmd.env("TERM", "xterm-256color");
     let mut child = pair.slave.spawn_command(cmd).unwrap();
     drop(pair.slave);
-    let mut reader = pair.master.try_clone_reader().unwrap();
-    let (tx, rx) = channel();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 8192];
-        while let Ok(n) = reader.read(&mut buf) {
-            if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
-                break;
-            }
-        }
-    });
-    let mut screen = Screen {
-        parser: vt100::Parser::new(
-            std::num::NonZero::new(40).unwrap(),
-            std::num::NonZero::new(120).unwrap(),
-            0,
-        ),
-        output: rx,
-    };
     let said = screen.wait_text("exit=");
     assert!(
         said.contains(

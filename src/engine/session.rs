@@ -174,6 +174,27 @@ pub struct ToolDef {
     pub agent_session: Option<AgentSession>,
 }
 
+impl ToolDef {
+    /// A tool with a name and argument schema (`{"type": "object"}` when
+    /// none is given) and nothing else: no table, no faults.
+    pub fn named(name: &str, parameters: Option<serde_json::Value>) -> ToolDef {
+        ToolDef {
+            name: name.to_string(),
+            description: String::new(),
+            parameters: parameters.unwrap_or_else(|| serde_json::json!({"type": "object"})),
+            table: Vec::new(),
+            miss: None,
+            latency_ms: 0,
+            fails: None,
+            hard: false,
+            timeout_ms: None,
+            agent: None,
+            background: false,
+            agent_session: None,
+        }
+    }
+}
+
 /// A loaded sub-agent session, shared by every tool that names its file,
 /// with its run: a child's loop does not depend on how it was called, so it
 /// runs once however many calls (and parents) reach it.

@@ -170,20 +170,10 @@ fn tool(
     schema: Option<Value>,
     tables: &mut IndexMap<String, Vec<TableRow>>,
 ) -> ToolDef {
-    ToolDef {
-        name: name.to_string(),
-        description: String::new(),
-        parameters: schema.unwrap_or_else(|| json!({"type": "object"})),
-        table: tables.shift_remove(name).unwrap_or_default(),
-        miss: Some(json!({"error": "no result was recorded for these arguments"}).into()),
-        latency_ms: 0,
-        fails: None,
-        hard: false,
-        timeout_ms: None,
-        agent: None,
-        background: false,
-        agent_session: None,
-    }
+    let mut def = ToolDef::named(name, schema);
+    def.table = tables.shift_remove(name).unwrap_or_default();
+    def.miss = Some(json!({"error": "no result was recorded for these arguments"}).into());
+    def
 }
 
 #[cfg(test)]

@@ -45,23 +45,7 @@ pub fn session_for(conv: &Conversation, title: &str) -> Session {
         tools: conv
             .tools
             .iter()
-            .map(|t| ToolDef {
-                name: t.name.clone(),
-                description: String::new(),
-                parameters: t
-                    .schema
-                    .clone()
-                    .unwrap_or_else(|| serde_json::json!({"type": "object"})),
-                table: Vec::new(),
-                miss: None,
-                latency_ms: 0,
-                fails: None,
-                hard: false,
-                timeout_ms: None,
-                agent: None,
-                background: false,
-                agent_session: None,
-            })
+            .map(|t| ToolDef::named(&t.name, t.schema.clone()))
             .collect(),
         model,
         strategy: Default::default(),
