@@ -176,14 +176,17 @@ impl Reassembler {
         let kind = v.get("type").and_then(Value::as_str).unwrap_or("");
         match kind {
             "message_start" => {
-                self.message = v.get("message").cloned().unwrap_or_else(|| json!({}));
+                self.message = object_or_empty(v.get("message"));
                 if self.message.get("content").is_none_or(|c| !c.is_array()) {
                     self.message["content"] = json!([]);
                 }
             }
             "content_block_start" => {
                 let index = index_of(&v);
-                let block = v.get("content_block").cloned().unwrap_or(Value::Null);
+                if index > MAX_INDEX {
+                    return;
+                }
+                let block = object_or_empty(v.get("content_block"));
                 if let Some(content) = self.content_mut() {
                     while content.len() <= index {
                         content.push(Value::Null);
@@ -206,7 +209,11 @@ impl Reassembler {
                     }
                     return;
                 }
-                let Some(block) = self.content_mut().and_then(|c| c.get_mut(index)) else {
+                let Some(block) = self
+                    .content_mut()
+                    .and_then(|c| c.get_mut(index))
+                    .filter(|b| b.is_object())
+                else {
                     return;
                 };
                 let (field, piece) = match dtype {
@@ -277,7 +284,11 @@ impl Reassembler {
         } else {
             serde_json::from_str(&raw).unwrap_or(Value::String(raw))
         };
-        if let Some(block) = self.content_mut().and_then(|c| c.get_mut(index)) {
+        if let Some(block) = self
+            .content_mut()
+            .and_then(|c| c.get_mut(index))
+            .filter(|b| b.is_object())
+        {
             block["input"] = input;
         }
     }
@@ -310,6 +321,9 @@ impl Reassembler {
         };
         for choice in chunks {
             let index = index_of(choice);
+            if index > MAX_INDEX {
+                continue;
+            }
             let choices = self.message["choices"]
                 .as_array_mut()
                 .expect("choices is an array");
@@ -353,7 +367,7 @@ impl Reassembler {
         let kind = v.get("type").and_then(Value::as_str).unwrap_or("");
         match kind {
             "response.created" | "response.in_progress" => {
-                if let Some(r) = v.get("response") {
+                if let Some(r) = v.get("response").filter(|r| r.is_object()) {
                     self.message = r.clone();
                 }
             }
@@ -371,13 +385,16 @@ impl Reassembler {
                 }
                 let output = self.message["output"].as_array_mut().expect("an array");
                 let index = index.unwrap_or(output.len());
+                if index > MAX_INDEX {
+                    return;
+                }
                 while output.len() <= index {
                     output.push(Value::Null);
                 }
                 output[index] = item;
             }
             "response.completed" | "response.incomplete" | "response.failed" => {
-                if let Some(r) = v.get("response") {
+                if let Some(r) = v.get("response").filter(|r| r.is_object()) {
                     self.message = r.clone();
                 }
                 self.complete = true;
@@ -405,6 +422,9 @@ impl Reassembler {
         };
         for candidate in candidates {
             let index = index_of(candidate);
+            if index > MAX_INDEX {
+                continue;
+            }
             let list = self.message["candidates"]
                 .as_array_mut()
                 .expect("candidates is an array");
@@ -446,8 +466,21 @@ impl Reassembler {
     }
 }
 
+/// The most blocks, choices, calls or output items one answer may index:
+/// an index past it is a broken stream, not a reason to allocate.
+const MAX_INDEX: usize = 4096;
+
 fn index_of(v: &Value) -> usize {
     v.get("index").and_then(Value::as_u64).unwrap_or(0) as usize
+}
+
+/// `v` if it is an object, else an empty one: what a stream names a
+/// message or a block must be an object before fields are set on it.
+fn object_or_empty(v: Option<&Value>) -> Value {
+    match v {
+        Some(o @ Value::Object(_)) => o.clone(),
+        _ => json!({}),
+    }
 }
 
 fn append_str(target: &mut Value, field: &str, piece: &str) {
@@ -468,6 +501,9 @@ fn merge_openai_call(message: &mut Value, chunk: &Value) {
     }
     let calls = message["tool_calls"].as_array_mut().expect("an array");
     let index = index_of(chunk);
+    if index > MAX_INDEX {
+        return;
+    }
     while calls.len() <= index {
         calls.push(
             json!({"id": null, "type": "function", "function": {"name": "", "arguments": ""}}),
@@ -594,6 +630,44 @@ mod tests {
         assert_eq!(events[0].name.as_deref(), Some("x"));
         assert_eq!(events[0].data, "a\nb");
         assert_eq!(events[1].data, "tail");
+    }
+
+    #[test]
+    fn hostile_streams_neither_panic_nor_allocate() {
+        let cases = [
+            (
+                Format::Anthropic,
+                "data: {\"type\":\"message_start\",\"message\":\"x\"}\n\ndata: {\"type\":\"message_delta\",\"usage\":{\"a\":1}}\n\n",
+            ),
+            (
+                Format::Anthropic,
+                "data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":5}\n\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"citations_delta\",\"citation\":{}}}\n\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"1\"}}\n\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+            ),
+            (
+                Format::Anthropic,
+                "data: {\"type\":\"content_block_start\",\"index\":1000000000000}\n\n",
+            ),
+            (
+                Format::Openai,
+                "data: {\"choices\":[{\"index\":1000000000000,\"delta\":{}}]}\n\ndata: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":99999999999}]}}]}\n\n",
+            ),
+            (
+                Format::Responses,
+                "data: {\"type\":\"response.created\",\"response\":5}\n\ndata: {\"type\":\"response.output_item.done\",\"output_index\":99999999999}\n\n",
+            ),
+            (
+                Format::Gemini,
+                "data: {\"candidates\":[{\"index\":99999999999}]}\n\n",
+            ),
+        ];
+        for (format, text) in cases {
+            let r = feed_in_pieces(format, text, 3);
+            let m = r.finish();
+            assert!(
+                serde_json::to_string(&m).unwrap().len() < 4096,
+                "{format:?}: {m}"
+            );
+        }
     }
 
     #[test]
