@@ -762,3 +762,24 @@ fn a_tour_stop_with_an_answer_being_typed() {
     apply(&mut a, Action::SearchType('3'));
     insta::assert_snapshot!("tour_stop_1_120x40", draw(&mut a, 120, 40).backend());
 }
+
+#[test]
+fn the_close_step_under_leave_names_the_dangling_call() {
+    let mut a = app(
+        "weather_fx.json",
+        |s| s.extract = Extract::First,
+        Theme::color(),
+    );
+    apply(&mut a, Action::Resize(120, 40));
+    while a.trace.step(a.cursor).phase != Phase::Close {
+        apply(&mut a, Action::StepForward);
+    }
+    assert_eq!(
+        a.strategy().closure,
+        loopdbg::engine::strategy::Closure::Leave
+    );
+    let t = draw(&mut a, 120, 40);
+    let text = format!("{:?}", t.backend());
+    assert!(text.contains("toolu_f1"));
+    insta::assert_snapshot!("close_under_leave_120x40", t.backend());
+}
