@@ -3,7 +3,7 @@
 //!
 //! Pure: a [`Conversation`] in, [`Finding`]s out.
 
-use std::collections::{HashMap, HashSet};
+use ahash::{AHashMap as HashMap, AHashSet as HashSet};
 
 use serde::Serialize;
 use serde_json::Value;
