@@ -25,9 +25,9 @@
 //! `progress`, `system`, `attachment`, …) take part in the graph when they
 //! carry a uuid and are otherwise ignored.
 
+use ahash::{AHashMap as HashMap, AHashSet as HashSet};
 use std::borrow::Cow;
 use std::cell::RefCell;
-use ahash::{AHashMap as HashMap, AHashSet as HashSet};
 use std::sync::Arc;
 
 use serde::Deserialize;
