@@ -171,21 +171,38 @@ fn no_secret_in(capture: &Path, proxy: &Proxy, printed: &[String]) {
 struct Rig {
     rt: tokio::runtime::Runtime,
     fake: fake::Fake,
-    dir: tempfile::TempDir,
-    cap: PathBuf,
+    cap: Capture,
     proxy: Proxy,
+}
+
+/// The capture file, in a folder that lives as long as it does.
+struct Capture {
+    dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+impl std::ops::Deref for Capture {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for Capture {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.path.as_os_str()
+    }
 }
 
 fn rig(extra: &[&str]) -> Rig {
     let rt = runtime();
     let fake = rt.block_on(fake::start());
-    let (dir, cap) = temp();
-    let proxy = Proxy::start(&fake.url, &cap, extra);
+    let (dir, path) = temp();
+    let proxy = Proxy::start(&fake.url, &path, extra);
     Rig {
         rt,
         fake,
-        dir,
-        cap,
+        cap: Capture { dir, path },
         proxy,
     }
 }
@@ -201,7 +218,6 @@ fn two_trips_through_the_proxy_are_forwarded_and_recorded() {
     let Rig {
         rt,
         fake,
-        dir: _dir,
         cap,
         proxy,
     } = rig(&[]);
@@ -240,7 +256,6 @@ fn a_dangling_id_is_forwarded_and_named_then_the_provider_answers_400() {
     let Rig {
         rt,
         fake,
-        dir: _dir,
         cap,
         proxy,
     } = rig(&[]);
@@ -265,7 +280,6 @@ fn block_answers_the_providers_400_locally_without_spending_tokens() {
     let Rig {
         rt,
         fake,
-        dir: _dir,
         cap,
         proxy,
     } = rig(&["--on-invalid", "block"]);
@@ -290,7 +304,6 @@ fn repair_makes_the_upstream_receive_a_valid_request() {
     let Rig {
         rt,
         fake,
-        dir: _dir,
         cap,
         proxy,
     } = rig(&["--on-invalid", "repair=synthesize"]);
@@ -320,7 +333,6 @@ fn two_calls_in_one_turn_over_openai_chat() {
     let Rig {
         rt,
         fake: _,
-        dir: _dir,
         cap,
         proxy,
     } = rig(&[]);
@@ -375,7 +387,6 @@ fn streamed(path: &str, body: Value, check: impl Fn(&Value)) {
     let Rig {
         rt,
         fake,
-        dir: _dir,
         cap,
         proxy,
     } = rig(&[]);
@@ -450,7 +461,6 @@ fn a_stream_the_provider_breaks_reaches_the_agent_broken_and_is_recorded() {
     let Rig {
         rt,
         fake,
-        dir: _dir,
         cap,
         proxy,
     } = rig(&[]);
@@ -496,7 +506,6 @@ fn gemini_keys_in_the_query_never_reach_the_capture() {
     let Rig {
         rt,
         fake: _,
-        dir: _dir,
         cap,
         proxy,
     } = rig(&[]);
@@ -532,14 +541,13 @@ fn record_turns_the_capture_into_a_session_that_replays_the_rounds() {
     let Rig {
         rt,
         fake: _,
-        dir,
         cap,
         proxy,
     } = rig(&[]);
     let (statuses, _) = rt.block_on(anthropic_agent(&proxy.url, "weather and fx", false));
     assert_eq!(statuses, [200, 200]);
     let _ = (proxy.next_line(), proxy.next_line());
-    let session = dir.path().join("recorded.json");
+    let session = cap.dir.path().join("recorded.json");
     let out = Command::new(env!("CARGO_BIN_EXE_loopdbg"))
         .arg("record")
         .arg(&cap)
@@ -589,7 +597,6 @@ fn check_reads_a_capture_and_judges_each_request() {
     let Rig {
         rt,
         fake: _,
-        dir: _dir,
         cap,
         proxy,
     } = rig(&[]);
@@ -656,7 +663,6 @@ fn it_is_never_an_open_proxy_every_request_goes_to_the_upstream() {
     let Rig {
         rt,
         fake,
-        dir: _dir,
         cap: _,
         proxy,
     } = rig(&[]);
