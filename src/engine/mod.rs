@@ -25,3 +25,28 @@ pub mod trace;
 
 pub(crate) use agent_loop::count_unpaired;
 pub use agent_loop::{run, run_with};
+
+/// Sessions shared by the library's unit tests.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use crate::engine::session::Session;
+
+    /// Seed 000's shape: two calls in round 1 (`toolu_w1` get_weather,
+    /// `toolu_f1` get_fx_rate), then `answer`.
+    pub(crate) fn two_calls(answer: &str) -> Session {
+        let text = format!(
+            r#"{{
+          "user": "weather and fx?",
+          "tools": [
+            {{"name": "get_weather", "table": [{{"args": {{"city": "北京"}}, "result": {{"temp_c": 18}}}}]}},
+            {{"name": "get_fx_rate", "table": [{{"args": {{}}, "result": {{"rate": 7.12}}}}]}}],
+          "model": {{"script": [
+            {{"when": {{"round": 1}}, "reply": {{"tool_calls": [
+              {{"id": "toolu_w1", "name": "get_weather", "args": {{"city": "北京"}}}},
+              {{"id": "toolu_f1", "name": "get_fx_rate", "args": {{}}}}]}}}},
+            {{"reply": {{"text": {answer:?}}}}}]}}
+        }}"#
+        );
+        Session::parse("fx.json", &text).unwrap()
+    }
+}

@@ -331,18 +331,7 @@ mod tests {
     use crate::engine::strategy::{Extract, Strategy};
 
     fn fx() -> Session {
-        let text = r#"{
-          "user": "weather and fx?",
-          "tools": [
-            {"name": "get_weather", "table": [{"args": {"city": "北京"}, "result": {"temp_c": 18}}]},
-            {"name": "get_fx_rate", "table": [{"args": {}, "result": {"rate": 7.12}}]}],
-          "model": {"script": [
-            {"when": {"round": 1}, "reply": {"tool_calls": [
-              {"id": "toolu_w1", "name": "get_weather", "args": {"city": "北京"}},
-              {"id": "toolu_f1", "name": "get_fx_rate", "args": {}}]}},
-            {"reply": {"text": "18°C, 7.12"}}]}
-        }"#;
-        Session::parse("fx.json", text).unwrap()
+        crate::engine::fixtures::two_calls("18°C, 7.12")
     }
 
     #[test]
