@@ -714,3 +714,23 @@ fn without_a_terminal_the_proxy_asks_for_no_tui() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--no-tui"));
 }
+
+#[test]
+fn a_capture_that_cannot_be_opened_exits_2_before_listening() {
+    let out = Command::new(env!("CARGO_BIN_EXE_loopdbg"))
+        .args([
+            "proxy",
+            "--upstream",
+            "http://127.0.0.1:9",
+            "--listen",
+            "127.0.0.1:0",
+            "--no-tui",
+        ])
+        .args(["--capture", "/nonexistent-folder/capture.jsonl"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("--capture: opening the capture"), "{said}");
+    assert!(!said.contains("listening"), "{said}");
+}

@@ -179,7 +179,8 @@ pub(super) fn proxy(config: proxy::Config, no_tui: bool) -> Result<ExitCode, Fai
             "the debugger needs a terminal; add --no-tui for one line per exchange"
         )));
     }
-    let mut capture = CaptureFile::open(config.capture.as_deref())?;
+    let mut capture = CaptureFile::open(config.capture.as_deref())
+        .map_err(|e| bad_flag(format!("--capture: {e:#}")))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
