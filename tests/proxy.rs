@@ -109,6 +109,11 @@ fn run_tool(name: &str) -> &'static str {
 
 /// An Anthropic agent loop: `first_only` is the classic bug (only the
 /// first tool_use runs).
+thread_local! {
+    /// The raw bodies the agent received, in order, on this test's thread.
+    static RECEIVED: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 async fn anthropic_agent(base: &str, prompt: &str, first_only: bool) -> (Vec<u16>, Vec<Value>) {
     let client = reqwest::Client::new();
     let mut messages = vec![json!({"role": "user", "content": prompt})];
@@ -125,7 +130,9 @@ async fn anthropic_agent(base: &str, prompt: &str, first_only: bool) -> (Vec<u16
             .await
             .unwrap();
         statuses.push(r.status().as_u16());
-        let answer: Value = r.json().await.unwrap();
+        let raw = r.bytes().await.unwrap();
+        RECEIVED.with(|r| r.borrow_mut().push(raw.to_vec()));
+        let answer: Value = serde_json::from_slice(&raw).unwrap();
         answers.push(answer.clone());
         if statuses.last() != Some(&200) || answer["stop_reason"] != "tool_use" {
             break;
@@ -241,10 +248,8 @@ fn two_trips_through_the_proxy_are_forwarded_and_recorded() {
     );
     // What the agent received is what the fake sent, byte for byte.
     let log = fake.log.lock().unwrap();
-    assert_eq!(
-        serde_json::to_vec(&answers[1]).unwrap(),
-        serde_json::to_vec(&serde_json::from_slice::<Value>(&log.answers[1]).unwrap()).unwrap()
-    );
+    let received = RECEIVED.with(|r| r.borrow().clone());
+    assert_eq!(received, log.answers);
     // The key reached the provider, and nowhere else.
     assert_eq!(log.headers[0]["x-api-key"], SECRET);
     drop(log);
