@@ -107,13 +107,13 @@ fn run_tool(name: &str) -> &'static str {
     }
 }
 
-/// An Anthropic agent loop: `first_only` is the classic bug (only the
-/// first tool_use runs).
 thread_local! {
     /// The raw bodies the agent received, in order, on this test's thread.
     static RECEIVED: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
+/// An Anthropic agent loop: `first_only` is the classic bug (only the
+/// first tool_use runs).
 async fn anthropic_agent(base: &str, prompt: &str, first_only: bool) -> (Vec<u16>, Vec<Value>) {
     let client = reqwest::Client::new();
     let mut messages = vec![json!({"role": "user", "content": prompt})];
