@@ -37,13 +37,12 @@ pub(super) fn render(app: &App, selected: u16, area: Rect, buf: &mut Buffer) {
             } else {
                 t.text
             };
-            Line::from(vec![
-                span(shown, t.title),
-                span(
-                    format!("{branch}{}: {}{at}", fork_name(i), clean(&fork.label)),
-                    style,
-                ),
-            ])
+            let text = if i == 0 {
+                "the original (as the session scripts it)".to_string()
+            } else {
+                format!("{branch}{}: {}{at}", fork_name(i), clean(&fork.label))
+            };
+            Line::from(vec![span(shown, t.title), span(text, style)])
         })
         .collect();
     lines.push(Line::from(""));
