@@ -24,30 +24,39 @@ use super::check::{Replies, for_each_conversation, for_each_conversation_in};
 use super::{Failure, bad_flag, proxy, terminal};
 
 /// A replay of one conversation, ready for the debugger.
-fn update_of(conv: &Conversation, title: &str, alarm: Option<String>) -> LiveUpdate {
-    let findings = check(conv);
+/// A replay of `conv` with `findings` on it, ready for the debugger.
+fn replay_update(
+    conv: &Conversation,
+    findings: &[Finding],
+    title: &str,
+    alarm: Option<String>,
+) -> LiveUpdate {
     LiveUpdate {
         session: loopdbg::wire::replay::session_for(conv, title),
-        trace: loopdbg::wire::replay::trace_of(conv, &findings),
+        trace: loopdbg::wire::replay::trace_of(conv, findings),
         source: conv.source.as_str().to_string(),
         alarm,
     }
 }
 
-/// What the screen shows before the first request arrives.
-fn waiting(addr: &str) -> LiveUpdate {
-    let doc = serde_json::json!([{"role": "user", "content": format!(
-        "(waiting for the first request: point the agent at http://{addr}, e.g. ANTHROPIC_BASE_URL=http://{addr} or OPENAI_BASE_URL=http://{addr}/v1)"
-    )}]);
+/// A one-message screen saying what the view waits for.
+fn placeholder(text: String, title: &str) -> LiveUpdate {
+    let doc = serde_json::json!([{"role": "user", "content": text}]);
     let conv = read(
         &doc,
         Source::Provider(loopdbg::wire::provider::Format::Anthropic),
     )
     .expect("a plain user message reads");
-    update_of(
-        &conv,
+    replay_update(&conv, &[], title, None)
+}
+
+/// What the screen shows before the first request arrives.
+fn waiting(addr: &str) -> LiveUpdate {
+    placeholder(
+        format!(
+            "(waiting for the first request: point the agent at http://{addr}, e.g. ANTHROPIC_BASE_URL=http://{addr} or OPENAI_BASE_URL=http://{addr}/v1)"
+        ),
         &format!("live: no traffic yet — point the agent at http://{addr}"),
-        None,
     )
 }
 
@@ -107,12 +116,7 @@ impl Exchanges {
             alarm_of(&format!("ALARM #{} ({what})", newest.seq), f)
         });
         let title = format!("live: exchange #{seq} of {}", self.records.len());
-        Some(LiveUpdate {
-            session: loopdbg::wire::replay::session_for(&conv, &title),
-            trace: loopdbg::wire::replay::trace_of(&conv, &findings),
-            source: conv.source.as_str().to_string(),
-            alarm,
-        })
+        Some(replay_update(&conv, &findings, &title, alarm))
     }
 }
 
@@ -274,12 +278,7 @@ fn update_of_file(
     };
     let alarm = new_rejection(&findings, alarmed).map(|f| alarm_of("ALARM", f));
     let title = format!("follow: conversation {} of {count}", index + 1);
-    Ok(LiveUpdate {
-        session: loopdbg::wire::replay::session_for(&conv, &title),
-        trace: loopdbg::wire::replay::trace_of(&conv, &findings),
-        source: conv.source.as_str().to_string(),
-        alarm,
-    })
+    Ok(replay_update(&conv, &findings, &title, alarm))
 }
 
 /// The last finding the provider rejects that was not alarmed before.
@@ -326,13 +325,10 @@ pub(super) fn capture_findings(path: &Path, which: Option<usize>) -> Option<Vec<
 }
 
 fn waiting_for_file(origin: &str) -> LiveUpdate {
-    let doc = serde_json::json!([{"role": "user", "content": format!("(waiting for {origin} to hold a conversation)")}]);
-    let conv = read(
-        &doc,
-        Source::Provider(loopdbg::wire::provider::Format::Anthropic),
+    placeholder(
+        format!("(waiting for {origin} to hold a conversation)"),
+        "follow: nothing yet",
     )
-    .expect("a plain user message reads");
-    update_of(&conv, "follow: nothing yet", None)
 }
 
 /// The file's bytes up to its last newline: a half-written last line waits

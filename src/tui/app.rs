@@ -296,6 +296,16 @@ impl App {
         app
     }
 
+    /// Shows `session` run under `strategy`, at step `at` (or the last).
+    /// Switching forks and tour stops go through here.
+    pub fn show_run(&mut self, session: Session, strategy: &Strategy, at: usize) {
+        self.trace = crate::engine::run(&session, strategy);
+        self.analysis = RunAnalysis::of(&self.trace);
+        self.session = session;
+        self.cursor = at.min(self.trace.len() - 1);
+        self.selected_message = None;
+    }
+
     /// A replay that grows as traffic arrives from `from`.
     pub fn live(
         origin: impl Into<String>,

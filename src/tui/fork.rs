@@ -7,7 +7,6 @@ use crate::engine::fork::{Edit, apply};
 use crate::engine::session::Reply;
 use crate::engine::strategy::Strategy;
 use crate::engine::trace::Phase;
-use crate::lesson::checks::RunAnalysis;
 use crate::tui::app::{App, Command, EditTarget, Fork, Popup};
 
 /// Why a replay cannot be forked, and what would make it possible.
@@ -155,13 +154,10 @@ pub(super) fn show_fork(app: &mut App, i: usize) {
     let Some(fork) = app.forks.get(i) else {
         return;
     };
+    let (session, at) = (fork.session.clone(), fork.at_step);
     app.fork = i;
-    app.session = fork.session.clone();
     let strategy = app.strategy().clone();
-    app.trace = crate::engine::run(&app.session, &strategy);
-    app.analysis = RunAnalysis::of(&app.trace);
-    app.cursor = fork.at_step.min(app.trace.len() - 1);
-    app.selected_message = None;
+    app.show_run(session, &strategy, at);
 }
 
 /// The forks as a tree: `(depth, index)` in display order.

@@ -6,7 +6,6 @@ use std::collections::BTreeSet;
 
 use crate::engine::session::Session;
 use crate::engine::strategy::Strategy;
-use crate::lesson::checks::RunAnalysis;
 use crate::lesson::tour::STOPS;
 use crate::tui::app::{App, Command};
 use crate::tui::theme::Theme;
@@ -72,12 +71,8 @@ fn open(app: &mut App, index: usize) {
     tour.typing = None;
     let (strategy, session) = stop_strategy(&tour.sessions, index);
     app.origin = format!("sessions/{}", STOPS[index].session);
-    app.trace = crate::engine::run(&session, &strategy);
-    app.analysis = RunAnalysis::of(&app.trace);
-    app.session = session;
+    app.show_run(session, &strategy, 0);
     app.initial_strategy = strategy;
-    app.cursor = 0;
-    app.selected_message = None;
     app.popup = None;
     app.forks.clear();
     app.fork = 0;

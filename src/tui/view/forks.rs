@@ -4,9 +4,8 @@
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::Line;
-use ratatui::widgets::{Paragraph, Widget, Wrap};
 
-use super::{centered, popup_frame, span};
+use super::{span, text_popup};
 use crate::lesson::report::clean;
 use crate::tui::app::App;
 use crate::tui::fork::{fork_name, tree};
@@ -50,10 +49,6 @@ pub(super) fn render(app: &App, selected: u16, area: Rect, buf: &mut Buffer) {
         "j/k select · Enter show · W writes the one shown · D compares it with its parent",
         t.dim,
     )));
-    let width = 100.min(area.width);
-    let paragraph = Paragraph::new(lines).wrap(Wrap { trim: false });
-    let height = paragraph.line_count(width.saturating_sub(2)) as u16;
-    let rect = centered(area, width, height.saturating_add(2));
-    let inner = popup_frame(app, rect, &format!("forks ({})", app.forks.len()), buf);
-    paragraph.render(inner, buf);
+    let title = format!("forks ({})", app.forks.len());
+    text_popup(app, lines, &title, 100, 0, area, buf);
 }

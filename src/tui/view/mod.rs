@@ -198,6 +198,26 @@ fn split_wide_cells_at(rect: Rect, buf: &mut Buffer) {
 }
 
 /// Clears `rect` and draws a popup frame titled `title`; returns the inside.
+/// A popup of wrapped `lines`, `width` wide (the screen allows), as tall
+/// as they need, scrolled by `scroll` and never past the last line.
+pub(crate) fn text_popup(
+    app: &App,
+    lines: Vec<Line<'_>>,
+    title: &str,
+    width: u16,
+    scroll: u16,
+    area: Rect,
+    buf: &mut Buffer,
+) {
+    let paragraph = Paragraph::new(lines).wrap(Wrap { trim: false });
+    let width = width.min(area.width);
+    let height = paragraph.line_count(width.saturating_sub(2)) as u16;
+    let rect = centered(area, width, height.saturating_add(2));
+    let inner = popup_frame(app, rect, title, buf);
+    let max = height.saturating_sub(inner.height);
+    paragraph.scroll((scroll.min(max), 0)).render(inner, buf);
+}
+
 pub(crate) fn popup_frame(app: &App, rect: Rect, title: &str, buf: &mut Buffer) -> Rect {
     split_wide_cells_at(rect, buf);
     Clear.render(rect, buf);

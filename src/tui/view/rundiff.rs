@@ -5,9 +5,8 @@
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::Line;
-use ratatui::widgets::{Paragraph, Widget, Wrap};
 
-use super::{centered, popup_frame, span};
+use super::{span, text_popup};
 use crate::lesson::diff::{Diff, RoundView};
 use crate::lesson::report::clean;
 use crate::tui::app::App;
@@ -107,11 +106,5 @@ pub(super) fn render(
         }
     }
     let title = format!("this run ↔ {}", clean(other));
-    let paragraph = Paragraph::new(lines).wrap(Wrap { trim: false });
-    let width = 110.min(area.width);
-    let height = paragraph.line_count(width.saturating_sub(2)) as u16;
-    let rect = centered(area, width, height.saturating_add(2));
-    let inner = popup_frame(app, rect, &title, buf);
-    let max = height.saturating_sub(inner.height);
-    paragraph.scroll((scroll.min(max), 0)).render(inner, buf);
+    text_popup(app, lines, &title, 110, scroll, area, buf);
 }

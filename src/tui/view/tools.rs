@@ -6,9 +6,8 @@
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::Line;
-use ratatui::widgets::{Paragraph, Widget, Wrap};
 
-use super::{centered, popup_frame, span};
+use super::{span, text_popup};
 use crate::lesson::lint::{display_path, lint};
 use crate::lesson::report::{clean, compact};
 use crate::tui::app::App;
@@ -111,11 +110,5 @@ pub(super) fn render(app: &App, scroll: u16, area: Rect, buf: &mut Buffer) {
         lines.push(Line::from(""));
     }
     let title = format!("tools ({}) · lint", app.session.tools.len());
-    let paragraph = Paragraph::new(lines).wrap(Wrap { trim: false });
-    let width = 100.min(area.width);
-    let height = paragraph.line_count(width.saturating_sub(2)) as u16;
-    let rect = centered(area, width, height.saturating_add(2));
-    let inner = popup_frame(app, rect, &title, buf);
-    let max = height.saturating_sub(inner.height);
-    paragraph.scroll((scroll.min(max), 0)).render(inner, buf);
+    text_popup(app, lines, &title, 100, scroll, area, buf);
 }
