@@ -38,17 +38,6 @@ impl std::str::FromStr for Kind {
     }
 }
 
-impl Kind {
-    /// The usual file extension.
-    pub fn extension(self) -> &'static str {
-        match self {
-            Kind::Markdown => "md",
-            Kind::Html => "html",
-            Kind::Json => "json",
-        }
-    }
-}
-
 /// How to write the handout.
 #[derive(Debug, Clone)]
 pub struct Options {

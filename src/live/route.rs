@@ -31,15 +31,6 @@ pub fn provider_of(path: &str, body: Option<&Value>) -> Option<Format> {
     })
 }
 
-/// True when the request asks for a streamed answer.
-pub fn wants_stream(path: &str, body: Option<&Value>) -> bool {
-    path.contains(":streamGenerateContent")
-        || body
-            .and_then(|b| b.get("stream"))
-            .and_then(Value::as_bool)
-            .unwrap_or(false)
-}
-
 /// The path with credentials taken out of its query (`key=`, `api_key=`,
 /// `access_token=`): what a capture and a log may show.
 pub fn redacted_path(path_and_query: &str) -> String {
@@ -98,15 +89,5 @@ mod tests {
         );
         assert_eq!(redacted_path("/x?KEY=s"), "/x");
         assert_eq!(redacted_path("/v1/messages"), "/v1/messages");
-    }
-
-    #[test]
-    fn streaming_is_asked_in_the_body_or_the_gemini_path() {
-        assert!(wants_stream("/v1/messages", Some(&json!({"stream": true}))));
-        assert!(!wants_stream(
-            "/v1/messages",
-            Some(&json!({"stream": false}))
-        ));
-        assert!(wants_stream("/m:streamGenerateContent?alt=sse", None));
     }
 }

@@ -99,8 +99,6 @@ pub struct Reassembler {
     message: Value,
     /// Raw `partial_json` of Anthropic tool_use blocks, by block index.
     partial_json: Vec<(usize, String)>,
-    /// OpenAI tool call arguments, by choice and call index.
-    events: usize,
     complete: bool,
     error: Option<Value>,
 }
@@ -113,7 +111,6 @@ impl Reassembler {
             parser: EventParser::default(),
             message: Value::Null,
             partial_json: Vec::new(),
-            events: 0,
             complete: false,
             error: None,
         }
@@ -124,11 +121,6 @@ impl Reassembler {
         for event in self.parser.feed(bytes) {
             self.apply(event);
         }
-    }
-
-    /// How many events were read.
-    pub fn events(&self) -> usize {
-        self.events
     }
 
     /// True once the stream's closing event arrived (`message_stop`,
@@ -156,7 +148,6 @@ impl Reassembler {
         if data.is_empty() {
             return;
         }
-        self.events += 1;
         if data == "[DONE]" {
             self.complete = true;
             return;
