@@ -306,14 +306,31 @@ pub(super) fn is_capture(bytes: &[u8]) -> bool {
         .is_some_and(|v| loopdbg::live::capture::is_exchange(&v))
 }
 
+/// True when the file's first non-blank line is a capture record: read
+/// alone, so a large log of another kind is not read twice.
+fn starts_as_capture(path: &Path) -> bool {
+    use std::io::BufRead;
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let mut lines = std::io::BufReader::new(file).split(b'\n');
+    lines
+        .find_map(|line| match line {
+            Ok(l) if l.iter().all(u8::is_ascii_whitespace) => None,
+            Ok(l) => Some(is_capture(&l)),
+            Err(_) => Some(false),
+        })
+        .unwrap_or(false)
+}
+
 /// For a capture file: the findings on request `which` as it was sent
 /// (1-based; the last when `None`), so a replay does not call the calls of
 /// its last reply unanswered. `None` for any other file.
 pub(super) fn capture_findings(path: &Path, which: Option<usize>) -> Option<Vec<Finding>> {
-    let bytes = std::fs::read(path).ok()?;
-    if !is_capture(&bytes) {
+    if !starts_as_capture(path) {
         return None;
     }
+    let bytes = std::fs::read(path).ok()?;
     let mut sent = Vec::new();
     let origin = path.display().to_string();
     for_each_conversation_in(&origin, bytes, None, Replies::Left, |_, c| sent.push(c)).ok()?;

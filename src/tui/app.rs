@@ -239,9 +239,23 @@ impl App {
         let trace = crate::engine::run(&session, &strategy);
         // A session that loads fine may still hold a trap; say so up front.
         let findings = crate::lesson::lint::lint(&session).len();
-        let notice = (findings > 0).then(|| {
+        let mut app = App::showing(origin, session, strategy, trace, theme);
+        app.notice = (findings > 0).then(|| {
             format!("lint: {findings} finding(s) in this session — d shows them with the tools")
         });
+        app
+    }
+
+    /// A debugger on a trace already made (a run, or a replay: a replay's
+    /// trace comes from the file, and running its session again would only
+    /// repeat that work before the first frame).
+    fn showing(
+        origin: impl Into<String>,
+        session: Session,
+        strategy: Strategy,
+        trace: Trace,
+        theme: Theme,
+    ) -> App {
         App {
             analysis: RunAnalysis::of(&trace),
             origin: origin.into(),
@@ -258,7 +272,7 @@ impl App {
             search: None,
             last_search: String::new(),
             breakpoints: BTreeSet::new(),
-            notice,
+            notice: None,
             theme,
             size: (80, 24),
             quit: false,
@@ -289,9 +303,7 @@ impl App {
         theme: Theme,
     ) -> App {
         let strategy = trace.strategy.clone();
-        let mut app = App::new(origin, session, strategy, theme);
-        app.analysis = RunAnalysis::of(&trace);
-        app.trace = trace;
+        let mut app = App::showing(origin, session, strategy, trace, theme);
         app.replay = Some(source.into());
         app
     }
