@@ -319,3 +319,105 @@ fn gemini_repairs_pair_every_call() {
         assert_eq!(left, vec![], "{how:?}: {doc:#}");
     }
 }
+
+/// A Claude Code log read the way `check` reads it (in outline) and the way
+/// replay reads it (whole), through the parallel line reader.
+fn log_read(text: &str, detail: loopdbg::wire::read::Detail) -> Vec<Vec<Finding>> {
+    use loopdbg::wire::read::{Log, Source};
+    let mut log = Log::new(Source::ClaudeCode).unwrap();
+    log.keep(detail);
+    let lines: Vec<(usize, &str)> = text.lines().enumerate().map(|(i, l)| (i + 1, l)).collect();
+    log.push_lines(&lines).unwrap();
+    log.finish().unwrap().iter().map(check).collect()
+}
+
+#[test]
+fn check_reads_logs_in_outline_with_the_same_findings() {
+    use loopdbg::wire::read::Detail;
+    let names = [
+        "claude_code_compacted.jsonl",
+        "claude_code_interrupted.jsonl",
+        "claude_code_v2/compact.jsonl",
+        "claude_code_v2/parallel.jsonl",
+        "claude_code_v2/rewind.jsonl",
+        "claude_code_v2/rewind_new_start.jsonl",
+        "claude_code_v2/subagents/agent-a7f3c2e1.jsonl",
+    ];
+    for name in names {
+        let text = fixture(name);
+        let whole = log_read(&text, Detail::Full);
+        assert_eq!(log_read(&text, Detail::Shape), whole, "{name}");
+        // The typed reader and the lenient one agree.
+        let lenient: Vec<Vec<Finding>> = claude_code_log(name).iter().map(check).collect();
+        assert_eq!(lenient, whole, "{name}");
+    }
+}
+
+#[test]
+fn a_repeated_turn_is_found_in_outline_as_in_full() {
+    use loopdbg::wire::read::Detail;
+    let event = |uuid: &str, parent: &str, kind: &str, message: &str| {
+        format!(
+            r#"{{"type":"{kind}","uuid":"{uuid}","parentUuid":{parent},"sessionId":"s","timestamp":"2026-11-02T00:00:0{}.000Z","message":{message}}}"#,
+            uuid.len() % 10
+        )
+    };
+    let call = |id: &str, input: &str| {
+        format!(
+            r#"{{"role":"assistant","id":"m{id}","content":[{{"type":"text","text":"Checking again."}},{{"type":"tool_use","id":"{id}","name":"Read","input":{input}}}],"stop_reason":"tool_use"}}"#
+        )
+    };
+    let result = |id: &str| {
+        format!(
+            r#"{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"{id}","content":"same file"}}]}}"#
+        )
+    };
+    // The second turn's arguments differ only in key order: a repeat. The
+    // third's differ in array order: not one, and the fourth repeats it.
+    let lines = [
+        event(
+            "u1",
+            "null",
+            "user",
+            r#"{"role":"user","content":"Read it."}"#,
+        ),
+        event(
+            "a1",
+            r#""u1""#,
+            "assistant",
+            &call("t1", r#"{"path":"a","lines":[1,2]}"#),
+        ),
+        event("r1", r#""a1""#, "user", &result("t1")),
+        event(
+            "a2",
+            r#""r1""#,
+            "assistant",
+            &call("t2", r#"{"lines":[1,2],"path":"a"}"#),
+        ),
+        event("r2", r#""a2""#, "user", &result("t2")),
+        event(
+            "a3",
+            r#""r2""#,
+            "assistant",
+            &call("t3", r#"{"lines":[2,1],"path":"a"}"#),
+        ),
+        event("r3", r#""a3""#, "user", &result("t3")),
+        event(
+            "a4",
+            r#""r3""#,
+            "assistant",
+            &call("t4", r#"{"lines":[2,1],"path":"a"}"#),
+        ),
+        event("r4", r#""a4""#, "user", &result("t4")),
+    ]
+    .join("\n");
+    let whole = log_read(&lines, Detail::Full);
+    let outline = log_read(&lines, Detail::Shape);
+    assert_eq!(outline, whole);
+    let repeats: Vec<&Finding> = whole[0]
+        .iter()
+        .filter(|f| f.kind == "repeated_turn")
+        .collect();
+    let ids: Vec<&[String]> = repeats.iter().map(|f| &f.ids[..]).collect();
+    assert_eq!(ids, [["t2"], ["t4"]], "{whole:?}");
+}

@@ -19,7 +19,7 @@ use loopdbg::live::capture;
 use loopdbg::wire::check::{Finding, check};
 use loopdbg::wire::fix::{Repair, repair};
 use loopdbg::wire::read::{
-    Conversation, Evidence, LineError, Log, ReadError, Source, classify_line, detect,
+    Conversation, Detail, Evidence, LineError, Log, ReadError, Source, classify_line, detect,
     detect_with_evidence, evidence, read_owned,
 };
 use rayon::prelude::*;
@@ -121,6 +121,10 @@ struct Opened {
     head: Vec<(usize, String)>,
     rest: Box<dyn BufRead + Send>,
     next_line: usize,
+    /// The input's size when known (a file, not a pipe).
+    size: Option<u64>,
+    /// How much of a log to keep.
+    detail: Detail,
 }
 
 impl Opened {
@@ -160,8 +164,13 @@ impl Chunk {
 }
 
 impl Opened {
-    /// Every line not yet read, in chunks of whole lines.
-    fn chunks(self) -> impl Iterator<Item = Result<Chunk, LoadError>> + Send {
+    /// Every line not yet read, in chunks of whole lines. A chunk's buffer
+    /// sent back on `spare` is filled again: fresh buffers would each cost
+    /// a megabyte of newly zeroed pages, as much time as parsing them.
+    fn chunks(
+        self,
+        spare: std::sync::mpsc::Receiver<Vec<u8>>,
+    ) -> impl Iterator<Item = Result<Chunk, LoadError>> + Send {
         let origin = self.origin;
         let mut rest = self.rest;
         let mut next = self.next_line + 1;
@@ -179,7 +188,13 @@ impl Opened {
             if failed {
                 return None;
             }
-            let mut buf: Vec<u8> = Vec::with_capacity(CHUNK_BYTES + 4096);
+            let mut buf = match spare.try_recv() {
+                Ok(mut used) => {
+                    used.clear();
+                    used
+                }
+                Err(_) => Vec::with_capacity(CHUNK_BYTES + 4096),
+            };
             let read = (|| -> std::io::Result<()> {
                 while buf.len() < CHUNK_BYTES {
                     let available = rest.fill_buf()?;
@@ -415,7 +430,12 @@ const SNIFF_LINES: usize = 256;
 fn sniff(path: &Path, forced: Option<Source>) -> Result<Opened, LoadError> {
     let origin = origin_of(path);
     let reader = open_input(path, &origin)?;
-    sniff_reader(origin, reader, forced)
+    let mut opened = sniff_reader(origin, reader, forced)?;
+    opened.size = std::fs::metadata(path)
+        .ok()
+        .filter(|m| m.is_file())
+        .map(|m| m.len());
+    Ok(opened)
 }
 
 fn sniff_reader(
@@ -491,6 +511,8 @@ fn sniff_reader(
         }
     };
     Ok(Opened {
+        size: None,
+        detail: Detail::Full,
         origin,
         layout,
         head,
@@ -545,6 +567,8 @@ fn document(
         return Err(mismatch(&origin, f, found));
     }
     Ok(Opened {
+        size: None,
+        detail: Detail::Full,
         origin,
         layout: Layout::Document(doc, text),
         head: Vec::new(),
@@ -691,11 +715,16 @@ fn read_opened(
         }
         Layout::Log(source) => {
             let mut log = Log::new(source).expect("a log source");
+            if let Some(bytes) = opened.size {
+                log.expect_bytes(bytes);
+            }
+            log.keep(opened.detail);
             // One thread reads the next chunk while the pool parses this one.
             let (chunks, arriving) = std::sync::mpsc::sync_channel::<Result<Chunk, LoadError>>(2);
+            let (recycle, spare) = std::sync::mpsc::channel();
             std::thread::scope(|scope| -> Result<(), LoadError> {
                 scope.spawn(move || {
-                    for chunk in opened.chunks() {
+                    for chunk in opened.chunks(spare) {
                         let stop = chunk.is_err();
                         if chunks.send(chunk).is_err() || stop {
                             break;
@@ -721,6 +750,9 @@ fn read_opened(
                             }
                         }
                     })?;
+                    drop(lines);
+                    // The reader may have finished: then the buffer is freed.
+                    let _ = recycle.send(chunk.text.into_bytes());
                 }
                 Ok(())
             })?;
@@ -787,7 +819,7 @@ pub fn check_file(
         results: Vec::new(),
         errors: Vec::new(),
     };
-    let opened = match sniff(path, forced) {
+    let mut opened = match sniff(path, forced) {
         Ok(o) => o,
         Err(e) => {
             report.errors.push(e.into());
@@ -806,7 +838,9 @@ pub fn check_file(
     };
     let progress = std::io::stderr().is_terminal() && progress_size > 16 << 20;
     if !matches!(opened.layout, Layout::Lines) {
-        // One document or one log: read whole, a few conversations.
+        // One document or one log: read whole, a few conversations. A log
+        // is kept in outline: the checks read no content.
+        opened.detail = Detail::Shape;
         let mut index = 0;
         let mut convs = Vec::new();
         let result = read_opened(opened, forced, Replies::Left, |line, conv| {
@@ -839,9 +873,10 @@ pub fn check_file(
     // One thread reads chunks of lines while the pool checks the previous
     // chunk; results are reported in line order.
     let (chunks, arriving) = std::sync::mpsc::sync_channel::<Result<Chunk, LoadError>>(2);
+    let (recycle, spare) = std::sync::mpsc::channel();
     std::thread::scope(|scope| {
         scope.spawn(move || {
-            for chunk in opened.chunks() {
+            for chunk in opened.chunks(spare) {
                 let stop = chunk.is_err();
                 if chunks.send(chunk).is_err() || stop {
                     break;
@@ -880,6 +915,8 @@ pub fn check_file(
                     Err(e) => report.errors.push(e.into()),
                 }
             }
+            drop(lines);
+            let _ = recycle.send(chunk.text.into_bytes());
             if progress {
                 let percent = read_bytes * 100 / progress_size.max(1);
                 say_partial!("\rchecking {origin}: {percent}% ({index} conversations)");

@@ -32,9 +32,11 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::anthropic::{Blocks, blocks};
-use super::{BlockSource, Conversation, Notice, ReadError, Source, finish_reason_of};
+use super::finish_reason_of;
+use super::{BlockSource, Conversation, Detail, Notice, ReadError, Source, fingerprint};
 use crate::engine::message::{Block, Message, Role};
 use crate::engine::session::{FinishReason, Json};
 
@@ -45,42 +47,88 @@ use crate::engine::session::{FinishReason, Json};
 #[derive(Debug, Default)]
 pub struct ClaudeCodeLog {
     events: Vec<Event>,
-    /// Distinct `sessionId`s, interned.
-    sessions: Vec<Box<str>>,
+    detail: Detail,
 }
 
 /// What one line of the log says, kept small: content is read into blocks
-/// at once and the JSON is dropped.
+/// at once and the JSON is dropped. A long log holds a hundred thousand of
+/// these, so fields most events lack live behind one pointer.
 #[derive(Debug)]
 pub struct Event {
-    line: usize,
-    uuid: Option<Arc<str>>,
-    parent: Option<Box<str>>,
-    logical_parent: Option<Box<str>>,
-    sidechain: bool,
-    agent: Option<Box<str>>,
-    /// `sessionId`, as it arrives; interned when the event is pushed.
-    session_name: Option<Box<str>>,
-    /// The interned `sessionId` (0: none).
-    session: u32,
+    line: u32,
+    /// `sessionId`, by its hash (0: none): only ever compared, and a name
+    /// kept per event would cost an allocation per line.
+    session: u64,
     /// `timestamp` as a number that sorts like it (digits only), or 0.
     time: u64,
+    uuid: Option<Arc<str>>,
+    /// `parentUuid`, by its [`uuid_key`]: only ever looked up, and kept as
+    /// text it would cost an allocation per line.
+    parent: Option<u64>,
+    /// `logicalParentUuid` and `agentId`.
+    rare: Option<Box<Rare>>,
     /// The message (boxed: most events of a log carry none).
     body: Option<Box<Body>>,
+    sidechain: bool,
     /// True for user and assistant events with a message.
     is_message: bool,
+}
+
+/// What an event seldom carries.
+#[derive(Debug, Default)]
+struct Rare {
+    /// `logicalParentUuid`, by its [`uuid_key`].
+    logical_parent: Option<u64>,
+    agent: Option<Box<str>>,
+}
+
+impl Rare {
+    fn of(logical_parent: Option<u64>, agent: Option<Box<str>>) -> Option<Box<Rare>> {
+        (logical_parent.is_some() || agent.is_some()).then(|| {
+            Box::new(Rare {
+                logical_parent,
+                agent,
+            })
+        })
+    }
+}
+
+/// A uuid as a number to look it up by: two uuids of one log share a key
+/// with a chance of about 2⁻⁶⁴ per pair.
+fn uuid_key(uuid: &str) -> u64 {
+    ahash::RandomState::with_seeds(0x7575, 0x6964, 0x6b65, 0x7973).hash_one(uuid)
+}
+
+/// A `sessionId` as a number: the same name always gives the same one,
+/// never 0 (which stands for none).
+fn session_key(name: Option<&str>) -> u64 {
+    name.map_or(0, |n| {
+        ahash::RandomState::with_seeds(0x6c6f, 0x6f70, 0x6462, 0x6721).hash_one(n) | 1
+    })
+}
+
+impl Event {
+    fn logical_parent(&self) -> Option<u64> {
+        self.rare.as_ref()?.logical_parent
+    }
+
+    fn agent(&self) -> Option<&str> {
+        self.rare.as_ref()?.agent.as_deref()
+    }
+
+    fn line(&self) -> usize {
+        self.line as usize
+    }
 }
 
 /// A user or assistant event's message.
 #[derive(Debug)]
 struct Body {
     role: Role,
-    message_id: Option<String>,
+    message_id: Option<Box<str>>,
     finish: Option<FinishReason>,
     /// Every block is a tool result (read before the blocks move out).
     results_only: bool,
-    /// The tool_use ids, for branch notices.
-    calls: Vec<Arc<str>>,
     /// The blocks, until the conversation takes them (moved, not copied:
     /// a long log holds a lot of text).
     read: RefCell<Blocks>,
@@ -89,7 +137,7 @@ struct Body {
 impl Body {
     fn new(
         role: Role,
-        message_id: Option<String>,
+        message_id: Option<Box<str>>,
         finish: Option<FinishReason>,
         read: Blocks,
     ) -> Body {
@@ -98,26 +146,31 @@ impl Body {
                 .blocks
                 .iter()
                 .all(|b| matches!(b, Block::ToolResult { .. }));
-        let calls = read
-            .blocks
-            .iter()
-            .filter_map(|b| match b {
-                Block::ToolUse { id, .. } => Some(id.clone()),
-                _ => None,
-            })
-            .collect();
         Body {
             role,
             message_id,
             finish,
             results_only,
-            calls,
             read: RefCell::new(read),
         }
     }
 
     fn only_results(&self) -> bool {
         self.results_only
+    }
+
+    /// The tool_use ids, for branch notices (a branch's blocks are never
+    /// taken by a conversation).
+    fn calls(&self) -> Vec<String> {
+        self.read
+            .borrow()
+            .blocks
+            .iter()
+            .filter_map(|b| match b {
+                Block::ToolUse { id, .. } => Some(id.to_string()),
+                _ => None,
+            })
+            .collect()
     }
 }
 
@@ -179,10 +232,11 @@ struct RawBlock<'a> {
     name: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     tool_use_id: Option<Cow<'a, str>>,
-    #[serde(default)]
-    input: Option<Value>,
-    #[serde(default)]
-    content: Option<Value>,
+    /// Kept as text: read into a `Value` only when the content is kept.
+    #[serde(borrow, default)]
+    input: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    content: Option<&'a RawValue>,
     #[serde(default)]
     is_error: Option<bool>,
 }
@@ -222,6 +276,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for RawContent<'a> {
 /// The blocks of a typed message, as [`blocks`] reads them from a tree.
 fn typed_blocks(
     content: RawContent,
+    detail: Detail,
     source: impl Fn(String) -> BlockSource,
 ) -> Result<Blocks, ReadError> {
     let mut read = Blocks {
@@ -235,7 +290,7 @@ fn typed_blocks(
             read.blocks.reserve_exact(1);
             read.sources.reserve_exact(1);
             read.blocks.push(Block::Text {
-                text: text.as_ref().into(),
+                text: kept_text(&text, detail),
             });
             read.sources.push(source("message.content".into()));
             return Ok(read);
@@ -254,16 +309,25 @@ fn typed_blocks(
         };
         let block = match kind {
             "text" => Block::Text {
-                text: b.text.as_deref().unwrap_or("").into(),
+                text: kept_text(b.text.as_deref().unwrap_or(""), detail),
             },
             "tool_use" => Block::ToolUse {
                 id: need(b.id, "id")?.into(),
                 name: need(b.name, "name")?.into(),
-                input: Json::new(b.input.unwrap_or(Value::Null)),
+                input: match detail {
+                    Detail::Full => Json::new(value_of(b.input)),
+                    Detail::Shape => Json::new(
+                        b.input
+                            .map_or(Value::Null, |raw| Value::from(fingerprint::of_json(raw))),
+                    ),
+                },
             },
             "tool_result" => Block::ToolResult {
                 tool_use_id: need(b.tool_use_id, "tool_use_id")?.into(),
-                content: Json::new(b.content.unwrap_or(Value::Null)),
+                content: match detail {
+                    Detail::Full => Json::new(value_of(b.content)),
+                    Detail::Shape => dropped(),
+                },
                 is_error: b.is_error.unwrap_or(false),
             },
             "server_tool_use" | "mcp_tool_use" => {
@@ -298,6 +362,58 @@ fn typed_blocks(
     Ok(read)
 }
 
+/// Events in a log are rarely shorter than this (the smallest real ones,
+/// bookkeeping without a message, run to about 150 bytes).
+const BYTES_PER_EVENT_AT_LEAST: u64 = 128;
+
+/// The most events room is set aside for ahead of time.
+const MAX_RESERVED_EVENTS: usize = 8 << 20;
+
+/// A text as `detail` keeps it: itself, or (non-empty) its fingerprint.
+fn kept_text(text: &str, detail: Detail) -> crate::engine::session::Text {
+    match detail {
+        Detail::Shape if !text.is_empty() => format!("{:016x}", fingerprint::of_text(text)).into(),
+        _ => text.into(),
+    }
+}
+
+/// A field read as text, as a value (`null` when absent).
+fn value_of(raw: Option<&RawValue>) -> Value {
+    // serde_json has read this text already, so it parses.
+    raw.and_then(|r| serde_json::from_str(r.get()).ok())
+        .unwrap_or(Value::Null)
+}
+
+/// Content not kept: one shared `null`, so dropping costs no allocation.
+fn dropped() -> Json {
+    static NULL: std::sync::OnceLock<Json> = std::sync::OnceLock::new();
+    NULL.get_or_init(|| Json::new(Value::Null)).clone()
+}
+
+/// The blocks as `detail` keeps them, for a line read the lenient way.
+fn shape_blocks(read: &mut Blocks, detail: Detail) {
+    if detail == Detail::Full {
+        return;
+    }
+    for block in &mut read.blocks {
+        match block {
+            Block::Text { text } => *text = kept_text(text, detail),
+            Block::ToolUse { input, .. } => {
+                let raw = serde_json::value::to_raw_value(&**input).ok();
+                *input =
+                    Json::new(raw.map_or(Value::Null, |r| Value::from(fingerprint::of_json(&r))));
+            }
+            Block::ToolResult { content, .. } => *content = dropped(),
+        }
+    }
+}
+
+/// A line number as stored: a log of over four billion lines is far past
+/// what is read whole (`MAX_WHOLE_BYTES`), so this never saturates in use.
+fn line_number(line: usize) -> u32 {
+    u32::try_from(line).unwrap_or(u32::MAX)
+}
+
 /// Digits of an ISO 8601 timestamp as one number: they sort as the times do.
 fn time_key(ts: Option<&str>) -> u64 {
     let mut key: u64 = 0;
@@ -319,19 +435,19 @@ pub enum LineError {
 impl Event {
     /// Reads one line. Lines are independent, so a log's lines can be read
     /// on every core and pushed in order.
-    pub fn parse(line: usize, text: &str) -> Result<Option<Event>, LineError> {
+    pub fn parse(line: usize, text: &str, detail: Detail) -> Result<Option<Event>, LineError> {
         match serde_json::from_str::<RawEvent>(text) {
-            Ok(raw) => Event::from_raw(line, raw).map_err(LineError::Read),
+            Ok(raw) => Event::from_raw(line, raw, detail).map_err(LineError::Read),
             // A field of an unexpected type (`message` as a string, say):
             // read the line the lenient way, where such a field is absent.
             Err(_) => {
                 let v: Value = serde_json::from_str(text).map_err(LineError::Json)?;
-                Event::from_value(line, v).map_err(LineError::Read)
+                Event::from_value(line, v, detail).map_err(LineError::Read)
             }
         }
     }
 
-    fn from_raw(line: usize, raw: RawEvent) -> Result<Option<Event>, ReadError> {
+    fn from_raw(line: usize, raw: RawEvent, detail: Detail) -> Result<Option<Event>, ReadError> {
         let kind = raw.kind.as_deref().unwrap_or("");
         let is_message = matches!(kind, "user" | "assistant");
         if raw.uuid.is_none() && !is_message {
@@ -352,33 +468,39 @@ impl Event {
                 };
                 Some(Box::new(Body::new(
                     role,
-                    message.id.map(Cow::into_owned),
+                    message.id.map(|id| id.into()),
                     finish_reason_of(finish.as_ref()),
-                    typed_blocks(message.content, source)?,
+                    typed_blocks(message.content, detail, source)?,
                 )))
             }
             // `message` as a string or the like: no API message.
             None => None,
         };
         Ok(Some(Event {
-            line,
+            line: line_number(line),
             uuid,
-            parent: raw.parent.map(|p| p.into()),
-            logical_parent: raw.logical_parent.map(|p| p.into()),
+            parent: raw.parent.as_deref().map(uuid_key),
+            rare: Rare::of(
+                raw.logical_parent.as_deref().map(uuid_key),
+                raw.agent.map(|a| a.into()),
+            ),
             sidechain: raw.sidechain == Some(true),
-            agent: raw.agent.map(|a| a.into()),
-            session_name: raw.session.map(|s| s.into()),
-            session: 0,
+            session: session_key(raw.session.as_deref()),
             time: time_key(raw.timestamp.as_deref()),
             is_message: body.is_some(),
             body,
         }))
     }
 
-    fn from_value(line: usize, mut event: Value) -> Result<Option<Event>, ReadError> {
+    fn from_value(
+        line: usize,
+        mut event: Value,
+        detail: Detail,
+    ) -> Result<Option<Event>, ReadError> {
         let string_at = |v: &Value, key: &str| -> Option<Box<str>> {
             v.get(key).and_then(Value::as_str).map(Into::into)
         };
+        let key_at = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(uuid_key);
         let uuid_at = |v: &Value| -> Option<Arc<str>> {
             v.get("uuid").and_then(Value::as_str).map(Into::into)
         };
@@ -389,13 +511,14 @@ impl Event {
             return Ok(None);
         }
         let mut ev = Event {
-            line,
-            parent: string_at(&event, "parentUuid"),
-            logical_parent: string_at(&event, "logicalParentUuid"),
+            line: line_number(line),
+            parent: key_at(&event, "parentUuid"),
+            rare: Rare::of(
+                key_at(&event, "logicalParentUuid"),
+                string_at(&event, "agentId"),
+            ),
             sidechain: event.get("isSidechain").and_then(Value::as_bool) == Some(true),
-            agent: string_at(&event, "agentId"),
-            session_name: string_at(&event, "sessionId"),
-            session: 0,
+            session: session_key(event.get("sessionId").and_then(Value::as_str)),
             time: time_key(event.get("timestamp").and_then(Value::as_str)),
             uuid,
             body: None,
@@ -408,19 +531,18 @@ impl Event {
                 _ => Role::User,
             };
             let uuid = ev.uuid.clone();
+            let mut read = blocks(message.get_mut("content"), "message", |p| BlockSource {
+                path: p,
+                line: Some(line),
+                uuid: uuid.clone(),
+            })?;
+            shape_blocks(&mut read, detail);
             ev.is_message = true;
             ev.body = Some(Box::new(Body::new(
                 role,
-                message
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .map(str::to_string),
+                message.get("id").and_then(Value::as_str).map(Into::into),
                 finish_reason_of(message.get("stop_reason")),
-                blocks(message.get_mut("content"), "message", |p| BlockSource {
-                    path: p,
-                    line: Some(line),
-                    uuid: uuid.clone(),
-                })?,
+                read,
             )));
         }
         Ok(Some(ev))
@@ -428,6 +550,25 @@ impl Event {
 }
 
 impl ClaudeCodeLog {
+    /// Keeps only what `detail` says of each event read from now on.
+    pub fn keep(&mut self, detail: Detail) {
+        self.detail = detail;
+    }
+
+    /// What is kept of each event.
+    pub fn detail(&self) -> Detail {
+        self.detail
+    }
+
+    /// Sets aside room for the events of a log of `bytes` bytes. Real
+    /// events take a few hundred bytes each; the room is a generous guess
+    /// because room never written costs address space, not memory, while
+    /// growing past it copies every event read so far.
+    pub fn expect_bytes(&mut self, bytes: u64) {
+        let guess = usize::try_from(bytes / BYTES_PER_EVENT_AT_LEAST).unwrap_or(usize::MAX);
+        self.events.reserve(guess.min(MAX_RESERVED_EVENTS));
+    }
+
     /// Adds the event on 1-based `line`.
     pub fn push(&mut self, line: usize, event: &Value) -> Result<(), ReadError> {
         self.push_owned(line, event.clone())
@@ -435,24 +576,14 @@ impl ClaudeCodeLog {
 
     /// [`ClaudeCodeLog::push`], taking the event so its contents move.
     pub fn push_owned(&mut self, line: usize, event: Value) -> Result<(), ReadError> {
-        if let Some(e) = Event::from_value(line, event)? {
+        if let Some(e) = Event::from_value(line, event, self.detail)? {
             self.push_event(e);
         }
         Ok(())
     }
 
     /// Adds an event read by `Event::parse` (events come in line order).
-    pub fn push_event(&mut self, mut event: Event) {
-        if let Some(name) = event.session_name.take() {
-            // A log holds one or two sessions: the last one is the guess.
-            event.session = match self.sessions.iter().rposition(|s| **s == *name) {
-                Some(k) => k as u32 + 1,
-                None => {
-                    self.sessions.push(name);
-                    self.sessions.len() as u32
-                }
-            };
-        }
+    pub fn push_event(&mut self, event: Event) {
         self.events.push(event);
     }
 
@@ -467,7 +598,7 @@ impl ClaudeCodeLog {
                 main.push(i);
                 continue;
             }
-            let agent = e.agent.as_deref().unwrap_or_default().to_string();
+            let agent = e.agent().unwrap_or_default().to_string();
             match groups
                 .iter_mut()
                 .find(|(a, _)| a.as_deref() == Some(&agent))
@@ -494,7 +625,8 @@ impl ClaudeCodeLog {
 struct Thread<'a> {
     events: &'a [Event],
     members: &'a [usize],
-    by_uuid: HashMap<&'a str, usize>,
+    /// Members by [`uuid_key`].
+    by_uuid: HashMap<u64, usize>,
     /// The parent of each member, by `parentUuid`.
     parent: Vec<Option<usize>>,
 }
@@ -503,18 +635,15 @@ const NONE: usize = usize::MAX;
 
 impl<'a> Thread<'a> {
     fn new(events: &'a [Event], members: &'a [usize]) -> Thread<'a> {
-        let mut by_uuid: HashMap<&str, usize> = HashMap::with_capacity(members.len());
+        let mut by_uuid: HashMap<u64, usize> = HashMap::with_capacity(members.len());
         for &i in members {
             if let Some(u) = events[i].uuid.as_deref() {
-                by_uuid.insert(u, i);
+                by_uuid.insert(uuid_key(u), i);
             }
         }
         let mut parent = vec![None; events.len()];
         for &i in members {
-            parent[i] = events[i]
-                .parent
-                .as_deref()
-                .and_then(|p| by_uuid.get(p).copied());
+            parent[i] = events[i].parent.and_then(|p| by_uuid.get(&p).copied());
         }
         Thread {
             events,
@@ -547,7 +676,7 @@ impl<'a> Thread<'a> {
             .copied()
             .filter(|&i| self.is_message(i))
             .collect();
-        let mut live_session: Option<u32> = None;
+        let mut live_session: Option<u64> = None;
         while let Some(tip) = self.tip(&left) {
             let session = self.events[tip].session;
             if live_session.is_some_and(|live| live == session) {
@@ -582,7 +711,7 @@ impl<'a> Thread<'a> {
                 visited[i] = true;
             }
             left.retain(|&i| !visited[i]);
-            let first = chain.first().map_or(0, |&i| self.events[i].line);
+            let first = chain.first().map_or(0, |&i| self.events[i].line());
             threads.push((first, self.segments(&chain, label.as_deref())));
         }
         threads.sort_by_key(|(first, _)| *first);
@@ -664,9 +793,8 @@ impl<'a> Thread<'a> {
             at = match &e.parent {
                 Some(_) => self.parent_of(i),
                 None => e
-                    .logical_parent
-                    .as_deref()
-                    .and_then(|p| self.by_uuid.get(p).copied()),
+                    .logical_parent()
+                    .and_then(|p| self.by_uuid.get(&p).copied()),
             };
         }
         chain.reverse();
@@ -786,7 +914,7 @@ impl<'a> Thread<'a> {
         by_fork
             .into_iter()
             .map(|(fork, members)| {
-                let lines: Vec<usize> = members.iter().map(|&i| self.events[i].line).collect();
+                let lines: Vec<usize> = members.iter().map(|&i| self.events[i].line()).collect();
                 let (lo, hi) = (
                     *lines.iter().min().expect("non-empty"),
                     *lines.iter().max().expect("non-empty"),
@@ -794,13 +922,13 @@ impl<'a> Thread<'a> {
                 let ids: Vec<String> = members
                     .iter()
                     .filter_map(|&i| self.events[i].body.as_ref())
-                    .flat_map(|b| b.calls.iter().map(|id| id.to_string()))
+                    .flat_map(|b| b.calls())
                     .collect();
                 let first = members[0];
                 let from = match fork {
                     Some(f) => format!(
                         "branch off line {} (uuid {})",
-                        self.events[f].line,
+                        self.events[f].line(),
                         self.events[f].uuid.as_deref().unwrap_or("?")
                     ),
                     None => "start over from a new first prompt".to_string(),
@@ -809,7 +937,7 @@ impl<'a> Thread<'a> {
                     kind: "off_branch",
                     source: BlockSource {
                         path: "message".into(),
-                        line: Some(self.events[first].line),
+                        line: Some(self.events[first].line()),
                         uuid: self.events[first].uuid.clone(),
                     },
                     ids,
@@ -827,6 +955,9 @@ impl<'a> Thread<'a> {
         let mut out = Vec::new();
         let mut conv = Conversation::new(Source::ClaudeCode);
         conv.label = label.map(str::to_string);
+        // At most one message per event: room set aside and never used
+        // costs address space only, while growing copies them all.
+        conv.reserve(chain.len());
         let mut builder = Builder::default();
         let mut compactions = 0;
         for (k, &i) in chain.iter().enumerate() {
@@ -858,7 +989,7 @@ impl<'a> Thread<'a> {
 #[derive(Default)]
 struct Builder {
     /// The last assistant message's index and `message.id`.
-    last_assistant: Option<(usize, String)>,
+    last_assistant: Option<(usize, Box<str>)>,
 }
 
 impl Builder {
@@ -872,7 +1003,7 @@ impl Builder {
                 .last_assistant
                 .as_ref()
                 .filter(|(at, id)| {
-                    body.message_id.as_deref() == Some(id.as_str())
+                    body.message_id.as_deref() == Some(&**id)
                         && conv.messages[at + 1..]
                             .iter()
                             .all(|m| m.role == Role::User && only_results(m))
@@ -896,11 +1027,15 @@ impl Builder {
                     .max()
                     .unwrap_or(0)
                     .max(conv.messages[at].content.len());
+                // Exactly: a message usually gains one block at a time, and
+                // growth would leave room for four in each of thousands.
                 let m = &mut conv.messages[at];
+                m.content.reserve_exact(read.blocks.len());
                 m.content.extend(read.blocks);
                 if body.finish.is_some() {
                     m.finish_reason = body.finish;
                 }
+                conv.block_sources[at].reserve_exact(read.sources.len());
                 conv.block_sources[at].extend(read.sources);
                 conv.hosted
                     .extend(hosted.into_iter().map(|h| super::Hosted {
@@ -919,7 +1054,7 @@ impl Builder {
                     },
                     BlockSource {
                         path: "message".into(),
-                        line: Some(e.line),
+                        line: Some(e.line()),
                         uuid: e.uuid.clone(),
                     },
                     read.sources,

@@ -11,6 +11,7 @@
 mod anthropic;
 mod claude_code;
 mod codex;
+mod fingerprint;
 mod gemini;
 mod gemini_cli;
 mod openai_chat;
@@ -270,6 +271,13 @@ impl Conversation {
         self.hosted
             .extend(hosted.into_iter().map(|h| Hosted { message: at, ..h }));
         self.push(message, source, blocks);
+    }
+
+    /// Room for `messages` more messages.
+    pub(crate) fn reserve(&mut self, messages: usize) {
+        self.messages.reserve(messages);
+        self.message_sources.reserve(messages);
+        self.block_sources.reserve(messages);
     }
 
     pub(crate) fn push(&mut self, message: Message, source: BlockSource, blocks: Vec<BlockSource>) {
@@ -567,6 +575,19 @@ pub fn tool_results(m: &Message) -> impl Iterator<Item = (usize, &str)> {
     })
 }
 
+/// How much of a log's content a reader keeps.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Detail {
+    /// Everything: what replay shows and `--fix` writes back.
+    #[default]
+    Full,
+    /// What pairing and the other checks read: ids, names, roles and the
+    /// order of blocks. Texts and arguments are kept as fingerprints that
+    /// compare as they do (see `fingerprint`), and results' content is
+    /// dropped, so `check` holds a long log in a fraction of the memory.
+    Shape,
+}
+
 /// An agent log read whole: events in, conversations out.
 #[derive(Debug)]
 pub enum Log {
@@ -589,6 +610,22 @@ impl Log {
         }
     }
 
+    /// Keeps only what [`Detail`] says (Claude Code logs; the other logs
+    /// are small and always read in full).
+    pub fn keep(&mut self, detail: Detail) {
+        if let Log::ClaudeCode(log) = self {
+            log.keep(detail);
+        }
+    }
+
+    /// Tells the reader how large the log is, so it can set aside room
+    /// for its events once instead of growing (and copying) as they come.
+    pub fn expect_bytes(&mut self, bytes: u64) {
+        if let Log::ClaudeCode(log) = self {
+            log.expect_bytes(bytes);
+        }
+    }
+
     /// Adds the event on 1-based `line`.
     pub fn push_owned(&mut self, line: usize, event: Value) -> Result<(), ReadError> {
         match self {
@@ -605,13 +642,14 @@ impl Log {
         use rayon::prelude::*;
         match self {
             Log::ClaudeCode(log) => {
+                let detail = log.detail();
                 let parsed: Vec<(usize, Result<Option<claude_code::Event>, LineError>)> = lines
                     .par_iter()
                     .map(|&(n, text)| {
                         let event = if text.trim().is_empty() {
                             Ok(None)
                         } else {
-                            claude_code::Event::parse(n, text)
+                            claude_code::Event::parse(n, text, detail)
                         };
                         (n, event)
                     })

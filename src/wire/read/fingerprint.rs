@@ -1,0 +1,186 @@
+//! Fingerprints: 64-bit numbers that compare as the JSON or text they were
+//! taken from compares, read without building it. `check` reads logs with
+//! [`Detail::Shape`](super::Detail::Shape): it compares a turn's text and
+//! arguments with the previous turn's, and never shows them, so a log of
+//! gigabytes of file contents is held as a few numbers per block.
+//!
+//! Equal inputs always give equal fingerprints. JSON is compared as
+//! `serde_json::Value` compares: object keys in any order, `1` and `1.0`
+//! different. Unequal inputs collide with a chance of about 2⁻⁶⁴.
+
+use serde::Deserialize;
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
+
+/// Fixed seeds: fingerprints are the same on every run and machine.
+fn hasher() -> ahash::RandomState {
+    ahash::RandomState::with_seeds(0x6c6f_6f70, 0x6462_6721, 0x6669_6e67, 0x6572_7072)
+}
+
+fn mix(tag: u8, value: u64) -> u64 {
+    hasher().hash_one((tag, value))
+}
+
+/// The fingerprint of a text.
+pub fn of_text(text: &str) -> u64 {
+    mix(b's', hasher().hash_one(text))
+}
+
+/// The fingerprint of a JSON value, read from its text.
+pub fn of_json(raw: &RawValue) -> u64 {
+    let mut de = serde_json::Deserializer::from_str(raw.get());
+    // `raw` is JSON serde_json already read, so this cannot fail; were it
+    // to, a fingerprint of the text still compares equal texts equal.
+    Print::deserialize(&mut de).map_or_else(|_| of_text(raw.get()), |p| p.0)
+}
+
+/// A value's fingerprint, as serde reads it.
+struct Print(u64);
+
+impl<'de> Deserialize<'de> for Print {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Print, D::Error> {
+        d.deserialize_any(PrintVisitor)
+    }
+}
+
+struct PrintVisitor;
+
+impl<'de> Visitor<'de> for PrintVisitor {
+    type Value = Print;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("JSON")
+    }
+
+    fn visit_unit<E>(self) -> Result<Print, E> {
+        Ok(Print(mix(b'n', 0)))
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Print, E> {
+        Ok(Print(mix(b'b', u64::from(v))))
+    }
+
+    // serde_json reads non-negative integers as u64 and negative ones as
+    // i64, so the two never describe the same number.
+    fn visit_u64<E>(self, v: u64) -> Result<Print, E> {
+        Ok(Print(mix(b'u', v)))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Print, E> {
+        Ok(Print(mix(b'i', v as u64)))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Print, E> {
+        // -0.0 == 0.0, as `Value` compares them.
+        let bits = if v == 0.0 { 0 } else { v.to_bits() };
+        Ok(Print(mix(b'f', bits)))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Print, E> {
+        Ok(Print(of_text(v)))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Print, A::Error> {
+        let mut h = mix(b'[', 0);
+        while let Some(Print(item)) = seq.next_element()? {
+            h = mix(b',', h ^ item.rotate_left(17));
+        }
+        Ok(Print(h))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Print, A::Error> {
+        // Members are summed, so their order does not count.
+        let mut sum: u64 = 0;
+        let mut count: u64 = 0;
+        while let Some(key) = map.next_key_seed(KeyPrint)? {
+            let Print(value) = map.next_value()?;
+            sum = sum.wrapping_add(mix(b':', key ^ value.rotate_left(29)));
+            count += 1;
+        }
+        Ok(Print(mix(b'{', sum ^ count)))
+    }
+}
+
+/// An object key's fingerprint, read without copying it.
+struct KeyPrint;
+
+impl<'de> DeserializeSeed<'de> for KeyPrint {
+    type Value = u64;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<u64, D::Error> {
+        d.deserialize_str(KeyVisitor)
+    }
+}
+
+struct KeyVisitor;
+
+impl<'de> Visitor<'de> for KeyVisitor {
+    type Value = u64;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a key")
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<u64, E> {
+        Ok(of_text(v))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn print(json: &str) -> u64 {
+        let raw: Box<RawValue> = serde_json::from_str(json).unwrap();
+        of_json(&raw)
+    }
+
+    /// Whether two JSON texts are equal as `serde_json::Value`s.
+    fn values_equal(a: &str, b: &str) -> bool {
+        serde_json::from_str::<serde_json::Value>(a).unwrap()
+            == serde_json::from_str::<serde_json::Value>(b).unwrap()
+    }
+
+    #[test]
+    fn fingerprints_compare_as_values_compare() {
+        let texts = [
+            r#"{"a":1,"b":[1,2]}"#,
+            r#"{ "b": [1, 2], "a": 1 }"#,
+            r#"{"a":1,"b":[2,1]}"#,
+            r#"{"a":1.0,"b":[1,2]}"#,
+            r#"{"a":"1","b":[1,2]}"#,
+            r#"{"a":-1,"b":[1,2]}"#,
+            r#"{"a":1}"#,
+            r#"{"a":1,"b":[1,2],"c":null}"#,
+            r#"{"a\u0031":1}"#,
+            r#"{"a1":1}"#,
+            r#"[[1],[2]]"#,
+            r#"[[1,2]]"#,
+            r#"[1,[2]]"#,
+            r#""x""#,
+            r#"0.0"#,
+            r#"-0.0"#,
+            r#"null"#,
+            r#"false"#,
+            r#"0"#,
+            r#"{}"#,
+            r#"[]"#,
+            r#""""#,
+        ];
+        for a in texts {
+            for b in texts {
+                assert_eq!(
+                    print(a) == print(b),
+                    values_equal(a, b),
+                    "{a} vs {b}: fingerprints and values disagree"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn text_and_json_strings_differ_from_other_kinds() {
+        assert_eq!(of_text("x"), print(r#""x""#));
+        assert_ne!(of_text("1"), print("1"));
+    }
+}
