@@ -119,7 +119,7 @@ fn finding(
 ) -> Finding {
     Finding {
         kind,
-        path: src.path.clone(),
+        path: src.path.to_string(),
         line: src.line,
         uuid: src.uuid.as_deref().map(str::to_string),
         ids,

@@ -42,7 +42,7 @@ pub(super) fn read(doc: &mut Value) -> Result<Conversation, ReadError> {
         };
         let finish_reason = finish_reason_of(item.get("stop_reason"));
         let read = blocks(item.get_mut("content"), &path, |p| BlockSource {
-            path: p,
+            path: p.into(),
             ..Default::default()
         })?;
         conv.push_read(
@@ -52,7 +52,7 @@ pub(super) fn read(doc: &mut Value) -> Result<Conversation, ReadError> {
                 finish_reason,
             },
             BlockSource {
-                path,
+                path: path.into(),
                 ..Default::default()
             },
             read.sources,

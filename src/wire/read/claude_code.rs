@@ -62,9 +62,12 @@ pub struct Event {
     /// `timestamp` as a number that sorts like it (digits only), or 0.
     time: u64,
     uuid: Option<Arc<str>>,
-    /// `parentUuid`, by its [`uuid_key`]: only ever looked up, and kept as
-    /// text it would cost an allocation per line.
-    parent: Option<u64>,
+    /// The uuid's [`uuid_key`] (0: no uuid), taken while lines are read
+    /// on every core rather than when the graph is built on one.
+    key: u64,
+    /// `parentUuid`, by its [`uuid_key`] (0: none): only ever looked up,
+    /// and kept as text it would cost an allocation per line.
+    parent: u64,
     /// `logicalParentUuid` and `agentId`.
     rare: Option<Box<Rare>>,
     /// The message (boxed: most events of a log carry none).
@@ -93,10 +96,11 @@ impl Rare {
     }
 }
 
-/// A uuid as a number to look it up by: two uuids of one log share a key
-/// with a chance of about 2⁻⁶⁴ per pair.
+/// A uuid (or a `message.id`) as a number to look it up by: two of one log
+/// share a key with a chance of about 2⁻⁶⁴ per pair.
 fn uuid_key(uuid: &str) -> u64 {
-    ahash::RandomState::with_seeds(0x7575, 0x6964, 0x6b65, 0x7973).hash_one(uuid)
+    // Never 0, which stands for none.
+    ahash::RandomState::with_seeds(0x7575, 0x6964, 0x6b65, 0x7973).hash_one(uuid) | 1
 }
 
 /// A `sessionId` as a number: the same name always gives the same one,
@@ -125,7 +129,8 @@ impl Event {
 #[derive(Debug)]
 struct Body {
     role: Role,
-    message_id: Option<Box<str>>,
+    /// `message.id`, by its [`uuid_key`]: only compared.
+    message_id: Option<u64>,
     finish: Option<FinishReason>,
     /// Every block is a tool result (read before the blocks move out).
     results_only: bool,
@@ -137,7 +142,7 @@ struct Body {
 impl Body {
     fn new(
         role: Role,
-        message_id: Option<Box<str>>,
+        message_id: Option<u64>,
         finish: Option<FinishReason>,
         read: Blocks,
     ) -> Body {
@@ -273,11 +278,30 @@ impl<'de: 'a, 'a> Deserialize<'de> for RawContent<'a> {
     }
 }
 
+/// `message.content[k]`: a path for every block of a long log, so the
+/// usual ones are written once, not per block.
+fn content_path(k: usize) -> Cow<'static, str> {
+    const PATHS: [&str; 8] = [
+        "message.content[0]",
+        "message.content[1]",
+        "message.content[2]",
+        "message.content[3]",
+        "message.content[4]",
+        "message.content[5]",
+        "message.content[6]",
+        "message.content[7]",
+    ];
+    match PATHS.get(k) {
+        Some(path) => Cow::Borrowed(path),
+        None => Cow::Owned(super::indexed("message", "content", k)),
+    }
+}
+
 /// The blocks of a typed message, as [`blocks`] reads them from a tree.
 fn typed_blocks(
     content: RawContent,
     detail: Detail,
-    source: impl Fn(String) -> BlockSource,
+    source: impl Fn(Cow<'static, str>) -> BlockSource,
 ) -> Result<Blocks, ReadError> {
     let mut read = Blocks {
         blocks: Vec::new(),
@@ -300,7 +324,7 @@ fn typed_blocks(
     read.blocks.reserve_exact(items.len());
     read.sources.reserve_exact(items.len());
     for (k, b) in items.into_iter().enumerate() {
-        let path = || super::indexed("message", "content", k);
+        let path = || content_path(k);
         let kind = b.kind.as_deref().unwrap_or("");
         let need = |field: Option<Cow<str>>, name: &str| {
             field
@@ -453,6 +477,7 @@ impl Event {
         if raw.uuid.is_none() && !is_message {
             return Ok(None);
         }
+        let key = raw.uuid.as_deref().map_or(0, uuid_key);
         let uuid: Option<Arc<str>> = raw.uuid.map(|u| u.into());
         let body = match raw.message.filter(|_| is_message) {
             Some(message) => {
@@ -461,14 +486,14 @@ impl Event {
                     _ => Role::User,
                 };
                 let finish = message.stop_reason.map(|r| Value::String(r.into_owned()));
-                let source = |path: String| BlockSource {
+                let source = |path: Cow<'static, str>| BlockSource {
                     path,
                     line: Some(line),
                     uuid: uuid.clone(),
                 };
                 Some(Box::new(Body::new(
                     role,
-                    message.id.map(|id| id.into()),
+                    message.id.as_deref().map(uuid_key),
                     finish_reason_of(finish.as_ref()),
                     typed_blocks(message.content, detail, source)?,
                 )))
@@ -478,8 +503,9 @@ impl Event {
         };
         Ok(Some(Event {
             line: line_number(line),
+            key,
             uuid,
-            parent: raw.parent.as_deref().map(uuid_key),
+            parent: raw.parent.as_deref().map_or(0, uuid_key),
             rare: Rare::of(
                 raw.logical_parent.as_deref().map(uuid_key),
                 raw.agent.map(|a| a.into()),
@@ -512,7 +538,11 @@ impl Event {
         }
         let mut ev = Event {
             line: line_number(line),
-            parent: key_at(&event, "parentUuid"),
+            parent: key_at(&event, "parentUuid").unwrap_or(0),
+            key: event
+                .get("uuid")
+                .and_then(Value::as_str)
+                .map_or(0, uuid_key),
             rare: Rare::of(
                 key_at(&event, "logicalParentUuid"),
                 string_at(&event, "agentId"),
@@ -532,7 +562,7 @@ impl Event {
             };
             let uuid = ev.uuid.clone();
             let mut read = blocks(message.get_mut("content"), "message", |p| BlockSource {
-                path: p,
+                path: p.into(),
                 line: Some(line),
                 uuid: uuid.clone(),
             })?;
@@ -540,7 +570,7 @@ impl Event {
             ev.is_message = true;
             ev.body = Some(Box::new(Body::new(
                 role,
-                message.get("id").and_then(Value::as_str).map(Into::into),
+                message.get("id").and_then(Value::as_str).map(uuid_key),
                 finish_reason_of(message.get("stop_reason")),
                 read,
             )));
@@ -615,6 +645,9 @@ impl ClaudeCodeLog {
             };
             out.extend(Thread::new(&events, &members).conversations(Some(label)));
         }
+        // What is left of the events is a hundred thousand small frees on
+        // a long log: done on the pool, off the caller's way.
+        rayon::spawn(move || drop(events));
         out
     }
 }
@@ -627,23 +660,31 @@ struct Thread<'a> {
     members: &'a [usize],
     /// Members by [`uuid_key`].
     by_uuid: HashMap<u64, usize>,
-    /// The parent of each member, by `parentUuid`.
-    parent: Vec<Option<usize>>,
+    /// The parent of each member, by `parentUuid` ([`NO_PARENT`]: none),
+    /// as u32: a log read whole holds far fewer events.
+    parent: Vec<u32>,
 }
 
 const NONE: usize = usize::MAX;
+
+/// No parent among the thread's members.
+const NO_PARENT: u32 = u32::MAX;
 
 impl<'a> Thread<'a> {
     fn new(events: &'a [Event], members: &'a [usize]) -> Thread<'a> {
         let mut by_uuid: HashMap<u64, usize> = HashMap::with_capacity(members.len());
         for &i in members {
-            if let Some(u) = events[i].uuid.as_deref() {
-                by_uuid.insert(uuid_key(u), i);
+            if events[i].key != 0 {
+                by_uuid.insert(events[i].key, i);
             }
         }
-        let mut parent = vec![None; events.len()];
+        let mut parent = vec![NO_PARENT; events.len()];
         for &i in members {
-            parent[i] = events[i].parent.and_then(|p| by_uuid.get(&p).copied());
+            parent[i] = Some(events[i].parent)
+                .filter(|&p| p != 0)
+                .and_then(|p| by_uuid.get(&p))
+                .and_then(|&p| u32::try_from(p).ok())
+                .unwrap_or(NO_PARENT);
         }
         Thread {
             events,
@@ -654,7 +695,9 @@ impl<'a> Thread<'a> {
     }
 
     fn parent_of(&self, i: usize) -> Option<usize> {
-        self.parent[i]
+        Some(self.parent[i])
+            .filter(|&p| p != NO_PARENT)
+            .map(|p| p as usize)
     }
 
     fn is_message(&self, i: usize) -> bool {
@@ -790,11 +833,11 @@ impl<'a> Thread<'a> {
             seen[i] = true;
             chain.push(i);
             let e = &self.events[i];
-            at = match &e.parent {
-                Some(_) => self.parent_of(i),
-                None => e
+            at = match e.parent {
+                0 => e
                     .logical_parent()
                     .and_then(|p| self.by_uuid.get(&p).copied()),
+                _ => self.parent_of(i),
             };
         }
         chain.reverse();
@@ -814,10 +857,10 @@ impl<'a> Thread<'a> {
                 .body
                 .as_ref()
                 .filter(|b| b.role == Role::Assistant)
-                .and_then(|b| b.message_id.as_deref())
+                .and_then(|b| b.message_id)
         };
         // Only groups with a member off the chain need work: find them first.
-        let mut siblings: HashMap<&str, Vec<usize>> = HashMap::new();
+        let mut siblings: HashMap<u64, Vec<usize>> = HashMap::new();
         let mut results_of: HashMap<usize, Vec<usize>> = HashMap::new();
         let free = |i: usize| !on_chain[i] && !taken[i];
         for &i in self.members {
@@ -838,35 +881,37 @@ impl<'a> Thread<'a> {
         if siblings.is_empty() && results_of.is_empty() {
             return chain;
         }
-        // The last event of each message.id group on the chain, and all its
-        // members on the chain (their off-chain results are recovered too).
-        let mut anchor: HashMap<&str, usize> = HashMap::new();
-        let mut on_chain_members: HashMap<&str, Vec<usize>> = HashMap::new();
+        // The last event of each message.id group on the chain: the group's
+        // off-chain members and results go in after it.
+        let mut anchor: HashMap<u64, usize> = HashMap::new();
         for &i in &chain {
             if let Some(id) = message_id(i) {
                 anchor.insert(id, i);
-                on_chain_members.entry(id).or_default().push(i);
+            }
+        }
+        // Per group with work: its off-chain members, and the off-chain
+        // results answering any member (on the chain or recovered).
+        let mut work: HashMap<u64, (Vec<usize>, Vec<usize>)> = HashMap::new();
+        for (id, found) in siblings {
+            if anchor.contains_key(&id) {
+                work.entry(id).or_default().0 = found;
+            }
+        }
+        for (&p, results) in &results_of {
+            let Some(id) = message_id(p) else { continue };
+            if anchor.contains_key(&id) && (on_chain[p] || free(p)) {
+                work.entry(id).or_default().1.extend(results);
             }
         }
         let mut inserts: HashMap<usize, Vec<usize>> = HashMap::new();
-        for (id, &at) in &anchor {
-            let mut found: Vec<usize> = siblings.get(id).cloned().unwrap_or_default();
-            let group = on_chain_members[id]
-                .iter()
-                .chain(found.clone().iter())
-                .copied()
-                .collect::<Vec<_>>();
-            let mut results: Vec<usize> = group
-                .iter()
-                .flat_map(|m| results_of.get(m).into_iter().flatten().copied())
-                .collect();
+        for (id, (mut found, mut results)) in work {
             if found.is_empty() && results.is_empty() {
                 continue;
             }
             found.sort_unstable();
             results.sort_unstable();
             found.extend(results);
-            inserts.insert(at, found);
+            inserts.insert(anchor[&id], found);
         }
         if inserts.is_empty() {
             return chain;
@@ -964,7 +1009,7 @@ impl<'a> Thread<'a> {
             let e = &self.events[i];
             // Past the first event, a null parent is a compaction the chain
             // was bridged through.
-            if k > 0 && e.parent.is_none() && !conv.messages.is_empty() {
+            if k > 0 && e.parent == 0 && !conv.messages.is_empty() {
                 compactions += 1;
                 let mut next = Conversation::new(Source::ClaudeCode);
                 next.label = Some(match label {
@@ -989,7 +1034,7 @@ impl<'a> Thread<'a> {
 #[derive(Default)]
 struct Builder {
     /// The last assistant message's index and `message.id`.
-    last_assistant: Option<(usize, Box<str>)>,
+    last_assistant: Option<(usize, u64)>,
 }
 
 impl Builder {
@@ -1003,7 +1048,7 @@ impl Builder {
                 .last_assistant
                 .as_ref()
                 .filter(|(at, id)| {
-                    body.message_id.as_deref() == Some(&**id)
+                    body.message_id == Some(*id)
                         && conv.messages[at + 1..]
                             .iter()
                             .all(|m| m.role == Role::User && only_results(m))
@@ -1061,7 +1106,7 @@ impl Builder {
                     hosted,
                 );
                 if body.role == Role::Assistant {
-                    self.last_assistant = body.message_id.clone().map(|id| (at, id));
+                    self.last_assistant = body.message_id.map(|id| (at, id));
                 }
             }
         }

@@ -116,7 +116,7 @@ fn relocated(src: &BlockSource, lines: &[usize]) -> BlockSource {
         .and_then(|(i, rest)| i.parse::<usize>().ok().map(|i| (i, rest)))
         .unwrap_or((0, ""));
     BlockSource {
-        path: format!("payload{rest}"),
+        path: format!("payload{rest}").into(),
         line: lines.get(index).copied(),
         uuid: None,
     }
@@ -139,7 +139,7 @@ fn relocate(conv: &mut Conversation, lines: &[usize]) {
 fn relocate_error(e: ReadError, lines: &[usize]) -> ReadError {
     let at = relocated(
         &BlockSource {
-            path: e.path.clone(),
+            path: e.path.clone().into(),
             ..Default::default()
         },
         lines,

@@ -59,7 +59,7 @@ pub(super) fn read(doc: &mut Value) -> Result<Conversation, ReadError> {
         for (k, part) in parts.iter_mut().enumerate() {
             let ppath = format!("{path}.parts[{k}]");
             let src = BlockSource {
-                path: ppath.clone(),
+                path: ppath.clone().into(),
                 ..Default::default()
             };
             let signed = part
@@ -128,7 +128,7 @@ pub(super) fn read(doc: &mut Value) -> Result<Conversation, ReadError> {
                 finish_reason,
             },
             BlockSource {
-                path,
+                path: path.into(),
                 ..Default::default()
             },
             sources,

@@ -71,7 +71,7 @@ impl GeminiCliLog {
         let mut conv = Conversation::new(Source::GeminiCli);
         for (id, line, record) in self.records {
             let src = |path: String| BlockSource {
-                path,
+                path: path.into(),
                 line: Some(line),
                 uuid: Some(id.as_str().into()),
             };

@@ -90,7 +90,7 @@ impl std::str::FromStr for Source {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct BlockSource {
     /// JSON path inside its document (`messages[3].content[1]`).
-    pub path: String,
+    pub path: std::borrow::Cow<'static, str>,
     /// For logs: the 1-based line of the event.
     pub line: Option<usize>,
     /// For logs: the event's uuid (shared by every block of the event).

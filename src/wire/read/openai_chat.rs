@@ -18,7 +18,7 @@ pub(super) fn read(doc: &mut Value) -> Result<Conversation, ReadError> {
     for (i, item) in items.iter_mut().enumerate() {
         let path = super::indexed(&base, "", i);
         let src = |p: String| BlockSource {
-            path: p,
+            path: p.into(),
             ..Default::default()
         };
         let role = role_of(item, &path)?;

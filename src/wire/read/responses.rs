@@ -91,7 +91,7 @@ pub(super) fn read(doc: &mut Value) -> Result<Conversation, ReadError> {
     for (i, item) in items.iter_mut().enumerate() {
         let path = super::indexed(&base, "", i);
         let src = BlockSource {
-            path: path.clone(),
+            path: path.clone().into(),
             ..Default::default()
         };
         let kind = item
