@@ -684,3 +684,53 @@ fn diff_of_two_captures_compares_their_replays() {
         .code(1)
         .stdout(predicate::str::contains("first divergence"));
 }
+
+/// Without a terminal the debugger names the headless command for what it
+/// opened: `check` for a captured conversation, `run` for a session. So
+/// this shows what the file was taken for.
+fn taken_for(path: &std::path::Path) -> &'static str {
+    let out = loopdbg().arg(path).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    if said.contains("use `loopdbg check") {
+        "conversation"
+    } else if said.contains("use `loopdbg run") {
+        "session"
+    } else {
+        panic!("{said}")
+    }
+}
+
+#[test]
+fn the_debugger_tells_logs_and_bodies_from_sessions_by_their_content() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let log = std::fs::read_to_string(format!("{T}/claude_code_v2/parallel.jsonl")).unwrap();
+    let mut lines = log.lines();
+    let first = lines.next().unwrap();
+    let rest: Vec<&str> = lines.collect();
+    // Known from its first line and the start of the next, with blank
+    // lines between them.
+    let spaced = write(
+        "spaced.jsonl",
+        &format!("{first}\n\n  \n{}\n", rest.join("\n")),
+    );
+    assert_eq!(taken_for(&spaced), "conversation");
+    let body = std::fs::read_to_string(format!("{T}/anthropic_clean.json")).unwrap();
+    let one_line: Value = serde_json::from_str(&body).unwrap();
+    let one_line = write("body.json", &format!("{one_line}\n\n"));
+    assert_eq!(taken_for(&one_line), "conversation");
+    let pretty = write("pretty.json", &body);
+    assert_eq!(taken_for(&pretty), "conversation");
+    let session = std::fs::read_to_string("sessions/weather.json").unwrap();
+    let session_one_line: Value = serde_json::from_str(&session).unwrap();
+    let session_one_line = write("session.json", &format!("{session_one_line}\n"));
+    assert_eq!(taken_for(&session_one_line), "session");
+    assert_eq!(
+        taken_for(std::path::Path::new("sessions/weather.json")),
+        "session"
+    );
+}

@@ -534,20 +534,20 @@ fn x_interrupts_at_the_current_execute_step_and_p_cycles_the_closure() {
     );
     assert_eq!(app.trace.outcome.end, loopdbg::engine::trace::End::Error);
     // Under leave the slow call dangles; p cycles to synthesize and closes it.
-    assert_eq!(app.analysis.unpaired, ["call_sh"]);
+    assert_eq!(app.analysis().unpaired, ["call_sh"]);
     apply(&mut app, key('p'));
     assert_eq!(
         app.strategy().closure,
         loopdbg::engine::strategy::Closure::Synthesize
     );
-    assert!(app.analysis.unpaired.is_empty());
+    assert!(app.analysis().unpaired.is_empty());
     assert!(app.notice.as_ref().unwrap().contains("call_sh paired"));
     apply(&mut app, key('p'));
     assert_eq!(
         app.strategy().closure,
         loopdbg::engine::strategy::Closure::Strip
     );
-    assert!(app.analysis.unpaired.is_empty());
+    assert!(app.analysis().unpaired.is_empty());
 }
 
 #[test]

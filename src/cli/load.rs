@@ -175,7 +175,44 @@ pub fn read_text(path: &Path, origin: &str) -> Result<String, LoadError> {
 /// holds, `model` included), a message array, or JSON Lines. Anything unreadable is treated as a session, whose loader gives the
 /// located error.
 pub fn is_transcript(path: &Path) -> bool {
-    let Ok(text) = std::fs::read_to_string(path) else {
+    use std::io::{BufRead, Read};
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    // JSON Lines are known by their first line and the start of the next,
+    // so a log of gigabytes is not read here only to be read again.
+    let mut reader = std::io::BufReader::new(file);
+    let mut first = Vec::new();
+    if reader.read_until(b'\n', &mut first).is_err() {
+        return false;
+    }
+    let first_is_json = std::str::from_utf8(&first)
+        .ok()
+        .filter(|l| !l.trim().is_empty())
+        .is_some_and(|l| serde_json::from_str::<serde::de::IgnoredAny>(l).is_ok());
+    if first_is_json {
+        let more = loop {
+            match reader.fill_buf() {
+                Ok([]) | Err(_) => break false,
+                Ok(buf) => {
+                    if buf.iter().any(|b| !b.is_ascii_whitespace()) {
+                        break true;
+                    }
+                    let n = buf.len();
+                    reader.consume(n);
+                }
+            }
+        };
+        if more {
+            return true;
+        }
+    }
+    let mut rest = Vec::new();
+    if reader.read_to_end(&mut rest).is_err() {
+        return false;
+    }
+    first.extend(rest);
+    let Ok(text) = String::from_utf8(first) else {
         return false;
     };
     match serde_json::from_str::<serde_json::Value>(&text) {

@@ -483,20 +483,31 @@ fn replay_app(path: &std::path::Path, which: usize) -> Result<App, Failure> {
             "--conversation {which}: {origin} holds {seen} conversation(s)"
         )));
     };
-    let findings = live::capture_findings(path, Some(which))
-        .unwrap_or_else(|| loopdbg::wire::check::check(&conv));
-    let trace = loopdbg::wire::replay::trace_of(&conv, &findings);
+    // The conversation is checked while its trace is built: on a long log
+    // both take a while, and the first frame waits for them.
+    let (findings, replayed) = rayon::join(
+        || {
+            live::capture_findings(path, Some(which))
+                .unwrap_or_else(|| loopdbg::wire::check::check(&conv))
+        },
+        || loopdbg::wire::replay::replayed(&conv),
+    );
+    let trace = replayed.with_findings(&conv, &findings);
     let title = if seen > 1 {
         format!("replay: conversation {which} of {seen}")
     } else {
         "replay".to_string()
     };
     let session = loopdbg::wire::replay::session_for(&conv, &title);
+    // A long log is many small allocations: free them on another core
+    // while the first frame is drawn.
+    let source = conv.source.as_str();
+    std::thread::spawn(move || drop(conv));
     Ok(App::replay(
         origin,
         session,
         trace,
-        conv.source.as_str(),
+        source,
         terminal::theme(),
     ))
 }

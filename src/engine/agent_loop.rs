@@ -88,7 +88,7 @@ pub(crate) fn count_unpaired(trace: &mut Trace) {
     let mut index = CallIndex::default();
     let mut seen = 0;
     let mut counts = Vec::with_capacity(trace.steps.len());
-    let mut in_flight: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    let mut in_flight: ahash::AHashSet<&str> = ahash::AHashSet::new();
     // (round, phase kind, results in), history length, count.
     type Seen = ((u32, u8, Option<usize>), usize, usize);
     let mut last: Option<Seen> = None;

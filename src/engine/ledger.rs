@@ -5,7 +5,7 @@
 //! The ledger is derived, never stored: [`Ledger::of`] reads a prefix of the
 //! history, so stepping back in time just reads a shorter prefix.
 
-use std::collections::HashMap;
+use ahash::AHashMap as HashMap;
 
 use serde::Serialize;
 

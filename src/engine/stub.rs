@@ -5,7 +5,7 @@
 //! date as messages are appended, so a reply costs O(conditions), not a
 //! scan of the whole history.
 
-use std::collections::HashMap;
+use ahash::AHashMap as HashMap;
 
 use crate::engine::message::{Block, Message, Role};
 use crate::engine::session::{Reply, Rule, Text, When};
@@ -83,7 +83,7 @@ impl CallIndex {
 
     /// How many calls of the open turn have no result and an id in
     /// `in_flight` (the loop is still handling them).
-    pub fn open_unanswered_in(&self, in_flight: &std::collections::HashSet<&str>) -> usize {
+    pub fn open_unanswered_in(&self, in_flight: &ahash::AHashSet<&str>) -> usize {
         self.calls[self.open..]
             .iter()
             .filter(|(id, _, answered)| !answered && in_flight.contains(&**id))

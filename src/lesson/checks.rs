@@ -53,23 +53,25 @@ pub fn numbers_in(value: &Value, out: &mut Vec<String>) {
 
 /// The maximal decimal numbers written in `text` ("18°C" → "18", "7.12" → "7.12").
 pub fn numbers_in_text(text: &str) -> Vec<String> {
+    // Digits and '.' are ASCII, so bytes can be scanned: no byte of a
+    // multi-byte character is one of them. A number starts at a digit and
+    // takes digits and at most one '.'; a '.' that ends it is not part of it.
+    let bytes = text.as_bytes();
     let mut out = Vec::new();
-    let mut current = String::new();
-    let flush = |current: &mut String, out: &mut Vec<String>| {
-        let trimmed = current.trim_end_matches('.');
-        if !trimmed.is_empty() && trimmed.chars().any(|c| c.is_ascii_digit()) {
-            out.push(trimmed.to_string());
+    let mut i = 0;
+    while i < bytes.len() {
+        if !bytes[i].is_ascii_digit() {
+            i += 1;
+            continue;
         }
-        current.clear();
-    };
-    for c in text.chars() {
-        if c.is_ascii_digit() || (c == '.' && !current.is_empty() && !current.contains('.')) {
-            current.push(c);
-        } else {
-            flush(&mut current, &mut out);
+        let start = i;
+        let mut dot = false;
+        while i < bytes.len() && (bytes[i].is_ascii_digit() || (bytes[i] == b'.' && !dot)) {
+            dot |= bytes[i] == b'.';
+            i += 1;
         }
+        out.push(text[start..i].trim_end_matches('.').to_string());
     }
-    flush(&mut current, &mut out);
     out
 }
 
@@ -89,15 +91,12 @@ pub fn quote_check(trace: &Trace) -> QuoteCheck {
     let mut all_cited = true;
     // A spinning loop returns the same result under the same id again and
     // again; each is checked once.
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = ahash::AHashSet::new();
     for e in trace.rounds.iter().flat_map(|r| &r.executions) {
         if e.outcome.is_error || !e.outcome.ran {
             continue;
         }
-        if !seen.insert((
-            e.id.clone(),
-            std::sync::Arc::as_ptr(&e.outcome.content) as usize,
-        )) {
+        if !seen.insert((&*e.id, std::sync::Arc::as_ptr(&e.outcome.content) as usize)) {
             continue;
         }
         let mut found = Vec::new();
@@ -142,9 +141,15 @@ pub struct RunAnalysis {
 impl RunAnalysis {
     /// Analyses a finished trace.
     pub fn of(trace: &Trace) -> RunAnalysis {
+        // The quote check reads every tool result: on a long replay it is
+        // the slow part, so it runs beside the rest.
+        let (quote, unpaired) = rayon::join(
+            || quote_check(trace),
+            || trace.pairing.ledger(trace.messages.len(), &[]).unpaired(),
+        );
         RunAnalysis {
-            warnings: warnings(trace),
-            unpaired: trace.pairing.ledger(trace.messages.len(), &[]).unpaired(),
+            warnings: warnings_with(trace, &quote, &unpaired),
+            unpaired,
             tool_runs: trace.tool_runs().len(),
         }
     }
@@ -152,6 +157,12 @@ impl RunAnalysis {
 
 /// Every warning the run deserves.
 pub fn warnings(trace: &Trace) -> Vec<Warning> {
+    let left = trace.pairing.ledger(trace.messages.len(), &[]).unpaired();
+    warnings_with(trace, &quote_check(trace), &left)
+}
+
+/// [`warnings`], given the run's quote check and the ids left unpaired.
+fn warnings_with(trace: &Trace, check: &QuoteCheck, left: &[String]) -> Vec<Warning> {
     let mut out = Vec::new();
     for v in &trace.violations {
         out.push(Warning {
@@ -170,14 +181,13 @@ pub fn warnings(trace: &Trace) -> Vec<Warning> {
             ),
         });
     }
-    let left: Vec<String> = trace.pairing.ledger(trace.messages.len(), &[]).unpaired();
     let already_said = trace.violations.last().is_some_and(|v| v.ids == left);
     if !left.is_empty() && !already_said {
         out.push(Warning {
             kind: "dangling_at_end",
             message: format!(
                 "the history ends with tool_use ids that have no tool_result ({}): a provider would reject the next request with a 400",
-                crate::engine::ledger::counted_ids(&left)
+                crate::engine::ledger::counted_ids(left)
             ),
         });
     }
@@ -218,7 +228,6 @@ pub fn warnings(trace: &Trace) -> Vec<Warning> {
             });
         }
     }
-    let check = quote_check(trace);
     if check.cites_tool_numbers == Some(false) {
         let mut missing: Vec<String> = Vec::new();
         for n in check.numbers.iter().filter(|n| !n.cited) {

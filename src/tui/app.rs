@@ -154,8 +154,11 @@ pub struct App {
     pub initial_strategy: Strategy,
     /// The recorded run being shown.
     pub trace: Trace,
-    /// The end summary of `trace`, computed when it is recorded.
-    pub analysis: RunAnalysis,
+    /// The end summary of `trace`, computed the first time it is asked
+    /// for ([`App::analysis`]): on a long replay it reads every tool
+    /// result, and the first frame does not show it. Reset whenever
+    /// `trace` is replaced.
+    pub(crate) analysis: std::cell::OnceCell<RunAnalysis>,
     /// The step shown.
     pub cursor: usize,
     /// The focused pane.
@@ -257,7 +260,7 @@ impl App {
         theme: Theme,
     ) -> App {
         App {
-            analysis: RunAnalysis::of(&trace),
+            analysis: std::cell::OnceCell::new(),
             origin: origin.into(),
             session,
             initial_strategy: strategy,
@@ -288,6 +291,11 @@ impl App {
         }
     }
 
+    /// The end summary of the trace shown.
+    pub fn analysis(&self) -> &RunAnalysis {
+        self.analysis.get_or_init(|| RunAnalysis::of(&self.trace))
+    }
+
     /// How many sub-agent levels deep the debugger is.
     pub fn depth(&self) -> usize {
         self.parent.as_ref().map_or(0, |p| p.depth() + 1)
@@ -312,7 +320,7 @@ impl App {
     /// Switching forks and tour stops go through here.
     pub fn show_run(&mut self, session: Session, strategy: &Strategy, at: usize) {
         self.trace = crate::engine::run(&session, strategy);
-        self.analysis = RunAnalysis::of(&self.trace);
+        self.analysis = std::cell::OnceCell::new();
         self.session = session;
         self.cursor = at.min(self.trace.len() - 1);
         self.selected_message = None;
@@ -346,7 +354,7 @@ impl App {
             }
             return;
         }
-        self.analysis = RunAnalysis::of(&update.trace);
+        self.analysis = std::cell::OnceCell::new();
         self.session = update.session;
         self.trace = update.trace;
         self.replay = Some(update.source);

@@ -155,7 +155,7 @@ pub fn update(app: &mut App, action: Action) -> Option<Action> {
                 app.theme,
             );
             inner.trace = child.1.trace.clone();
-            inner.analysis = RunAnalysis::of(&inner.trace);
+            inner.analysis = std::cell::OnceCell::new();
             inner.size = app.size;
             inner.notice = Some(
                 "inside the sub-agent: its own loop and ledger; < returns to the parent".into(),
@@ -212,7 +212,7 @@ pub fn update(app: &mut App, action: Action) -> Option<Action> {
                 .nearest_step(step.round, step.phase, step.execution);
             app.notice = Some(format!(
                 "{change}: {}",
-                describe_outcome_change(&before, &before_analysis, &app.trace, &app.analysis)
+                describe_outcome_change(&before, &before_analysis, &app.trace, app.analysis())
             ));
         }
         Action::ShowCompare => {
@@ -427,9 +427,9 @@ fn move_to(app: &mut App, target: usize) {
 /// and its analysis.
 fn rerun(app: &mut App, strategy: Strategy) -> (Trace, RunAnalysis) {
     let fresh = crate::engine::run(&app.session, &strategy);
-    let analysis = RunAnalysis::of(&fresh);
+    let before_analysis = app.analysis().clone();
     let before = std::mem::replace(&mut app.trace, fresh);
-    let before_analysis = std::mem::replace(&mut app.analysis, analysis);
+    app.analysis = std::cell::OnceCell::new();
     app.cursor = app.cursor.min(app.trace.len() - 1);
     app.selected_message = None;
     (before, before_analysis)

@@ -55,23 +55,90 @@ pub fn session_for(conv: &Conversation, title: &str) -> Session {
     }
 }
 
-/// The message a finding points at, from its path or log line.
-fn message_of(conv: &Conversation, f: &Finding) -> usize {
-    let by_path = conv
-        .block_sources
-        .iter()
-        .position(|blocks| blocks.iter().any(|b| b.path == f.path && b.line == f.line));
-    by_path
-        .or_else(|| {
-            conv.message_sources
-                .iter()
-                .position(|s| s.path == f.path && s.line == f.line)
-        })
-        .unwrap_or(0)
+/// Finds the message a finding points at, from its path or log line.
+struct MessageFinder<'c> {
+    conv: &'c Conversation,
+    /// With enough findings (a long log's notes), the first block and the
+    /// first message at each finding's (line, path), found in one pass
+    /// instead of one pass per finding.
+    index: Option<MessageIndex<'c>>,
+}
+
+type MessageIndex<'c> = (
+    ahash::AHashMap<(Option<usize>, &'c str), usize>,
+    ahash::AHashMap<(Option<usize>, &'c str), usize>,
+);
+
+impl<'c> MessageFinder<'c> {
+    fn new(conv: &'c Conversation, findings: &'c [Finding]) -> MessageFinder<'c> {
+        let index = (findings.len() > 4).then(|| {
+            let lines: ahash::AHashSet<Option<usize>> = findings.iter().map(|f| f.line).collect();
+            let wanted: ahash::AHashSet<(Option<usize>, &str)> =
+                findings.iter().map(|f| (f.line, f.path.as_str())).collect();
+            let mut blocks = ahash::AHashMap::new();
+            for (i, sources) in conv.block_sources.iter().enumerate() {
+                for b in sources.iter().filter(|b| lines.contains(&b.line)) {
+                    if let Some(&key) = wanted.get(&(b.line, &*b.path)) {
+                        blocks.entry(key).or_insert(i);
+                    }
+                }
+            }
+            let mut messages = ahash::AHashMap::new();
+            for (i, s) in conv.message_sources.iter().enumerate() {
+                if lines.contains(&s.line)
+                    && let Some(&key) = wanted.get(&(s.line, &*s.path))
+                {
+                    messages.entry(key).or_insert(i);
+                }
+            }
+            (blocks, messages)
+        });
+        MessageFinder { conv, index }
+    }
+
+    /// A block at the finding's path and line, else a message there, else
+    /// the first message.
+    fn message_of(&self, f: &Finding) -> usize {
+        if let Some((blocks, messages)) = &self.index {
+            let key = (f.line, f.path.as_str());
+            return blocks
+                .get(&key)
+                .or_else(|| messages.get(&key))
+                .copied()
+                .unwrap_or(0);
+        }
+        let conv = self.conv;
+        let by_path = conv
+            .block_sources
+            .iter()
+            .position(|blocks| blocks.iter().any(|b| b.path == f.path && b.line == f.line));
+        by_path
+            .or_else(|| {
+                conv.message_sources
+                    .iter()
+                    .position(|s| s.path == f.path && s.line == f.line)
+            })
+            .unwrap_or(0)
+    }
 }
 
 /// Builds the trace of a captured conversation.
 pub fn trace_of(conv: &Conversation, findings: &[Finding]) -> Trace {
+    replayed(conv).with_findings(conv, findings)
+}
+
+/// A conversation's trace before its findings are placed: built from the
+/// messages alone, so it can be made while the conversation is checked.
+pub struct Replayed {
+    trace: Trace,
+    /// The step at which each message is appended or read.
+    step_of_message: Vec<usize>,
+    /// The conversation ends on an assistant turn with calls.
+    last_calls: bool,
+}
+
+/// The first half of [`trace_of`].
+pub fn replayed(conv: &Conversation) -> Replayed {
     let messages = conv.messages.clone();
     let mut steps: Vec<Step> = Vec::new();
     let mut rounds: Vec<Round> = Vec::new();
@@ -209,31 +276,6 @@ pub fn trace_of(conv: &Conversation, findings: &[Finding]) -> Trace {
         time_ms: 0,
         event: None,
     });
-    let done = steps.len() - 1;
-    let violations: Vec<Violation> = findings
-        .iter()
-        .map(|f| {
-            let m = message_of(conv, f).min(messages.len().saturating_sub(1));
-            // A 400 arises at the first request that carries the message;
-            // anything else where the message appears; notes at the end.
-            let step = if f.is_note() {
-                done
-            } else if f.rejected_by_provider {
-                steps
-                    .iter()
-                    .position(|s| s.phase == Phase::Request && s.history_len > m)
-                    .unwrap_or(done)
-            } else {
-                step_of_message.get(m).copied().unwrap_or(0)
-            };
-            Violation {
-                round: steps[step].round,
-                step,
-                ids: f.ids.clone(),
-                message: format!("{} ({}): {} ({})", f.kind, f.severity, f.message, f.path),
-            }
-        })
-        .collect();
     let mut trace = Trace {
         strategy: Strategy {
             extract: Extract::All,
@@ -247,41 +289,89 @@ pub fn trace_of(conv: &Conversation, findings: &[Finding]) -> Trace {
         messages,
         steps,
         rounds,
-        violations,
+        violations: Vec::new(),
         outcome: Outcome {
-            end: if findings.is_empty() && !last_calls {
-                End::ModelDone
-            } else {
-                End::Error
-            },
-            detail: if findings.is_empty() {
-                "the transcript ends here; no pairing problems".to_string()
-            } else {
-                format!(
-                    "the transcript has {} problem(s); see the warnings",
-                    findings.len()
-                )
-            },
+            end: End::ModelDone,
+            detail: String::new(),
             final_text,
             requests: round,
         },
     };
     crate::engine::count_unpaired(&mut trace);
-    // A round's violation is the request it sends carrying unanswered calls,
-    // as in a recorded run: the header and the Request step say so.
-    for (i, (v, f)) in trace.violations.iter().zip(findings).enumerate() {
-        let at_request = trace.steps[v.step].phase == Phase::Request;
-        if f.kind == "unanswered_call"
-            && at_request
-            && let Some(r) = trace
-                .rounds
-                .iter_mut()
-                .find(|r| r.number == v.round && r.violation.is_none())
-        {
-            r.violation = Some(i);
-        }
+    Replayed {
+        trace,
+        step_of_message,
+        last_calls,
     }
-    trace
+}
+
+impl Replayed {
+    /// The second half of [`trace_of`]: each finding placed at the step
+    /// where it arises, and the outcome they make.
+    pub fn with_findings(self, conv: &Conversation, findings: &[Finding]) -> Trace {
+        let Replayed {
+            mut trace,
+            step_of_message,
+            last_calls,
+        } = self;
+        let steps = &trace.steps;
+        let messages = &trace.messages;
+        let done = steps.len() - 1;
+        let finder = MessageFinder::new(conv, findings);
+        let violations: Vec<Violation> = findings
+            .iter()
+            .map(|f| {
+                let m = finder.message_of(f).min(messages.len().saturating_sub(1));
+                // A 400 arises at the first request that carries the message;
+                // anything else where the message appears; notes at the end.
+                let step = if f.is_note() {
+                    done
+                } else if f.rejected_by_provider {
+                    steps
+                        .iter()
+                        .position(|s| s.phase == Phase::Request && s.history_len > m)
+                        .unwrap_or(done)
+                } else {
+                    step_of_message.get(m).copied().unwrap_or(0)
+                };
+                Violation {
+                    round: steps[step].round,
+                    step,
+                    ids: f.ids.clone(),
+                    message: format!("{} ({}): {} ({})", f.kind, f.severity, f.message, f.path),
+                }
+            })
+            .collect();
+        trace.violations = violations;
+        trace.outcome.end = if findings.is_empty() && !last_calls {
+            End::ModelDone
+        } else {
+            End::Error
+        };
+        trace.outcome.detail = if findings.is_empty() {
+            "the transcript ends here; no pairing problems".to_string()
+        } else {
+            format!(
+                "the transcript has {} problem(s); see the warnings",
+                findings.len()
+            )
+        };
+        // A round's violation is the request it sends carrying unanswered calls,
+        // as in a recorded run: the header and the Request step say so.
+        for (i, (v, f)) in trace.violations.iter().zip(findings).enumerate() {
+            let at_request = trace.steps[v.step].phase == Phase::Request;
+            if f.kind == "unanswered_call"
+                && at_request
+                && let Some(r) = trace
+                    .rounds
+                    .iter_mut()
+                    .find(|r| r.number == v.round && r.violation.is_none())
+            {
+                r.violation = Some(i);
+            }
+        }
+        trace
+    }
 }
 
 fn same_calls(a: &Reply, b: &Reply) -> bool {

@@ -18,7 +18,7 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     if app.at_end() {
         title = " end summary ";
         let trace = &app.trace;
-        let a = &app.analysis;
+        let a = app.analysis();
         let unpaired = &a.unpaired;
         lines.push(Line::from(vec![
             span(
