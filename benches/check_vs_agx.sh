@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 events=${1:-100000}
 file=${TMPDIR:-/tmp}/loopdbg-bench-claude-$events.jsonl
 cargo build --release --quiet --bin loopdbg --example gen_claude_log
-[ -f "$file" ] || target/release/examples/gen_claude_log "$file" "$events"
+# Generated again whenever the generator is newer than the file.
+[ "$file" -nt target/release/examples/gen_claude_log ] || target/release/examples/gen_claude_log "$file" "$events"
 command -v agx >/dev/null || { echo "agx not found: cargo install agx-tui --version '^0.3'" >&2; exit 1; }
 ls -l "$file"
 hyperfine --warmup 1 --runs 5 --ignore-failure \

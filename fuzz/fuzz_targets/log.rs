@@ -1,9 +1,20 @@
 //! The agent-log readers (Claude Code, Codex, Gemini CLI) on any lines:
-//! the uuid graph, compactions, branches, upserts and rewinds.
+//! the uuid graph, compactions, branches, upserts and rewinds. A Claude
+//! Code log read in outline (as `check` reads it) must give the findings
+//! it gives read in full.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use loopdbg::wire::read::{Log, Source};
+use loopdbg::wire::check::{Finding, check};
+use loopdbg::wire::read::{Detail, Log, Source};
+
+fn findings(source: Source, detail: Detail, lines: &[(usize, &str)]) -> Option<Vec<Vec<Finding>>> {
+    let mut log = Log::new(source).expect("a log source");
+    log.keep(detail);
+    log.push_lines(lines).ok()?;
+    let convs = log.finish().ok()?;
+    Some(convs.iter().map(check).collect())
+}
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
@@ -11,14 +22,9 @@ fuzz_target!(|data: &[u8]| {
     };
     let lines: Vec<(usize, &str)> = text.lines().enumerate().map(|(i, l)| (i + 1, l)).collect();
     for source in [Source::ClaudeCode, Source::Codex, Source::GeminiCli] {
-        let mut log = Log::new(source).expect("a log source");
-        if log.push_lines(&lines).is_err() {
-            continue;
-        }
-        if let Ok(convs) = log.finish() {
-            for conv in convs {
-                let _ = loopdbg::wire::check::check(&conv);
-            }
+        let whole = findings(source, Detail::Full, &lines);
+        if source == Source::ClaudeCode {
+            assert_eq!(findings(source, Detail::Shape, &lines), whole);
         }
     }
 });

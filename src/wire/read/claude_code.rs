@@ -99,16 +99,13 @@ impl Rare {
 /// A uuid (or a `message.id`) as a number to look it up by: two of one log
 /// share a key with a chance of about 2⁻⁶⁴ per pair.
 fn uuid_key(uuid: &str) -> u64 {
-    // Never 0, which stands for none.
-    ahash::RandomState::with_seeds(0x7575, 0x6964, 0x6b65, 0x7973).hash_one(uuid) | 1
+    fingerprint::key(b'u', uuid)
 }
 
 /// A `sessionId` as a number: the same name always gives the same one,
 /// never 0 (which stands for none).
 fn session_key(name: Option<&str>) -> u64 {
-    name.map_or(0, |n| {
-        ahash::RandomState::with_seeds(0x6c6f, 0x6f70, 0x6462, 0x6721).hash_one(n) | 1
-    })
+    name.map_or(0, |n| fingerprint::key(b's', n))
 }
 
 impl Event {

@@ -4,7 +4,7 @@
 //! arguments with the previous turn's, and never shows them, so a log of
 //! gigabytes of file contents is held as a few numbers per block.
 //!
-//! Equal inputs always give equal fingerprints. JSON is compared as
+//! Within one run, equal inputs always give equal fingerprints. JSON is compared as
 //! `serde_json::Value` compares: object keys in any order, `1` and `1.0`
 //! different. Unequal inputs collide with a chance of about 2⁻⁶⁴.
 
@@ -12,9 +12,12 @@ use serde::Deserialize;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
-/// Fixed seeds: fingerprints are the same on every run and machine.
-fn hasher() -> ahash::RandomState {
-    ahash::RandomState::with_seeds(0x6c6f_6f70, 0x6462_6721, 0x6669_6e67, 0x6572_7072)
+/// Seeds drawn once per process: fingerprints and keys are only ever
+/// compared within one run, and a log cannot be written to make two of
+/// them collide when the seeds are not known in advance.
+pub(crate) fn hasher() -> &'static ahash::RandomState {
+    static SEEDS: std::sync::OnceLock<ahash::RandomState> = std::sync::OnceLock::new();
+    SEEDS.get_or_init(ahash::RandomState::new)
 }
 
 fn mix(tag: u8, value: u64) -> u64 {
@@ -24,6 +27,11 @@ fn mix(tag: u8, value: u64) -> u64 {
 /// The fingerprint of a text.
 pub fn of_text(text: &str) -> u64 {
     mix(b's', hasher().hash_one(text))
+}
+
+/// A key naming `name` in one run (never 0, which stands for none).
+pub fn key(tag: u8, name: &str) -> u64 {
+    hasher().hash_one((tag, name)) | 1
 }
 
 /// The fingerprint of a JSON value, read from its text.
