@@ -208,6 +208,20 @@ async fn forward(State(shared): State<Arc<Shared>>, request: Request) -> Respons
             return json_response(413, &body);
         }
     };
+    let url = upstream_url(&shared.upstream, &path_and_query);
+    let send = |body: Bytes| {
+        shared
+            .client
+            .request(parts.method.clone(), url.clone())
+            .headers(forwarded_headers(&parts.headers))
+            .body(body)
+            .send()
+    };
+    // When the verdict cannot change what is sent (`--on-invalid
+    // forward`), the request leaves first and is read and checked while
+    // the upstream works on it: the agent waits for no check.
+    let early =
+        matches!(shared.on_invalid, OnInvalid::Forward).then(|| tokio::spawn(send(bytes.clone())));
     let parsed: Option<Value> = serde_json::from_slice(&bytes).ok();
     let provider = provider_of(&path_and_query, parsed.as_ref());
     let verdict = match (provider, &parsed) {
@@ -220,42 +234,44 @@ async fn forward(State(shared): State<Arc<Shared>>, request: Request) -> Respons
         method: parts.method.to_string(),
         path: redacted_path(&path_and_query),
         provider,
-        request: parsed
-            .clone()
-            .unwrap_or_else(|| Value::String(String::from_utf8_lossy(&bytes).into_owned())),
+        request: Value::Null,
         forwarded: None,
-        findings: verdict
-            .as_ref()
-            .map(|v| v.findings.clone())
-            .unwrap_or_default(),
+        findings: Vec::new(),
         began,
     };
-    let mut outgoing = bytes;
+    let mut outgoing = None;
     let mut action = "forwarded";
-    match verdict.map(|v| v.decision) {
-        Some(Decision::Block { status, body }) => {
-            let response = json_response(status, &body);
-            let _ = shared
-                .done
-                .send(started.finish("blocked", status, false, body, None, None));
-            return response;
+    if let Some(verdict) = verdict {
+        started.findings = verdict.findings;
+        match verdict.decision {
+            Decision::Block { status, body } => {
+                started.request = parsed.unwrap_or(Value::Null);
+                let response = json_response(status, &body);
+                let _ = shared
+                    .done
+                    .send(started.finish("blocked", status, false, body, None, None));
+                return response;
+            }
+            Decision::Repaired { body, .. } => {
+                outgoing = Some(Bytes::from(body.to_string()));
+                started.forwarded = Some(body);
+                action = "repaired";
+            }
+            Decision::Forward => {}
         }
-        Some(Decision::Repaired { body, .. }) => {
-            outgoing = Bytes::from(body.to_string());
-            started.forwarded = Some(body);
-            action = "repaired";
-        }
-        Some(Decision::Forward) | None => {}
     }
-
-    let url = upstream_url(&shared.upstream, &path_and_query);
-    let sent = shared
-        .client
-        .request(parts.method.clone(), url)
-        .headers(forwarded_headers(&parts.headers))
-        .body(outgoing)
-        .send()
-        .await;
+    started.request =
+        parsed.unwrap_or_else(|| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+    let sent = match early {
+        Some(in_flight) => match in_flight.await {
+            Ok(sent) => sent,
+            Err(e) => {
+                let body = serde_json::json!({"error": {"type": "proxy_error", "message": format!("loopdbg proxy: {e}")}});
+                return json_response(502, &body);
+            }
+        },
+        None => send(outgoing.unwrap_or(bytes)).await,
+    };
     let upstream = match sent {
         Ok(r) => r,
         Err(e) => {
@@ -301,18 +317,19 @@ async fn forward(State(shared): State<Arc<Shared>>, request: Request) -> Respons
             match chunk {
                 Ok(chunk) => {
                     first_byte.get_or_insert_with(Instant::now);
+                    // On to the agent first, then kept for the capture.
+                    if !agent_gone && tx.send(Ok(chunk.clone())).await.is_err() {
+                        // Keep reading: the capture still gets the answer.
+                        agent_gone = true;
+                        error =
+                            Some("the agent closed the connection before the answer ended".into());
+                    }
                     match reassembler.as_mut() {
                         Some(r) => r.feed(&chunk),
                         None if kept.len() + chunk.len() <= MAX_CAPTURED_ANSWER => {
                             kept.extend_from_slice(&chunk)
                         }
                         None => {}
-                    }
-                    if !agent_gone && tx.send(Ok(chunk)).await.is_err() {
-                        // Keep reading: the capture still gets the answer.
-                        agent_gone = true;
-                        error =
-                            Some("the agent closed the connection before the answer ended".into());
                     }
                 }
                 Err(e) => {
