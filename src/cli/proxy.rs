@@ -343,33 +343,39 @@ async fn forward(State(shared): State<Arc<Shared>>, request: Request) -> Respons
             }
         }
         drop(tx);
-        let response = match reassembler {
-            Some(r) => {
-                if error.is_none() && !r.is_complete() {
-                    error = Some("the stream ended without its closing event".into());
+        // What is left is CPU work for the capture (the answer read back,
+        // the request judged). On the blocking pool, it cannot hold up the
+        // worker that is writing the end of the answer to the agent.
+        let _ = tokio::task::spawn_blocking(move || {
+            let response = match reassembler {
+                Some(r) => {
+                    if error.is_none() && !r.is_complete() {
+                        error = Some("the stream ended without its closing event".into());
+                    }
+                    r.finish()
                 }
-                r.finish()
-            }
-            None => serde_json::from_slice(&kept)
-                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&kept).into_owned())),
-        };
-        judged(&mut started);
-        let action = if error
-            .as_deref()
-            .is_some_and(|e| e.starts_with("the upstream"))
-        {
-            "failed"
-        } else {
-            action
-        };
-        let _ = done.send(started.finish(
-            action,
-            status.as_u16(),
-            streamed,
-            response,
-            first_byte,
-            error,
-        ));
+                None => serde_json::from_slice(&kept)
+                    .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&kept).into_owned())),
+            };
+            judged(&mut started);
+            let action = if error
+                .as_deref()
+                .is_some_and(|e| e.starts_with("the upstream"))
+            {
+                "failed"
+            } else {
+                action
+            };
+            let _ = done.send(started.finish(
+                action,
+                status.as_u16(),
+                streamed,
+                response,
+                first_byte,
+                error,
+            ));
+        })
+        .await;
     });
     let stream = futures::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|item| (item, rx))
