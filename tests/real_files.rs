@@ -421,3 +421,49 @@ fn a_repeated_turn_is_found_in_outline_as_in_full() {
     let ids: Vec<&[String]> = repeats.iter().map(|f| &f.ids[..]).collect();
     assert_eq!(ids, [["t2"], ["t4"]], "{whole:?}");
 }
+
+#[test]
+fn outline_and_full_agree_on_edge_json_and_on_lines_read_leniently() {
+    use loopdbg::wire::read::Detail;
+    // `"timestamp": 0` is not a string: such a line is read the lenient
+    // way, through a Value. Each pair of turns is equal as Values (a key
+    // given twice keeps its last value; -0 is read as the float -0.0,
+    // which equals 0.0; absent input is null).
+    let turn = |uuid: &str, parent: &str, id: &str, input: &str, lenient: bool| {
+        let stamp = if lenient {
+            "0"
+        } else {
+            r#""2026-11-02T00:00:01.000Z""#
+        };
+        let input = if input.is_empty() {
+            String::new()
+        } else {
+            format!(r#","input":{input}"#)
+        };
+        format!(
+            r#"{{"type":"assistant","uuid":"{uuid}","parentUuid":"{parent}","timestamp":{stamp},"message":{{"role":"assistant","id":"m{id}","content":[{{"type":"tool_use","id":"{id}","name":"Read"{input}}}],"stop_reason":"tool_use"}}}}
+{{"type":"user","uuid":"r{uuid}","parentUuid":"{uuid}","message":{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"{id}","content":"x"}}]}}}}"#
+        )
+    };
+    let cases = [
+        (r#"{"a":1,"a":2}"#, r#"{"a":2}"#),
+        (r#"{"n":-0}"#, r#"{"n":0.0}"#),
+        ("", "null"),
+    ];
+    for (k, (first, second)) in cases.iter().enumerate() {
+        for (lenient_first, lenient_second) in [(false, false), (false, true), (true, false)] {
+            let text = [
+                r#"{"type":"user","uuid":"u","parentUuid":null,"message":{"role":"user","content":"go"}}"#.to_string(),
+                turn("a1", "u", "t1", first, lenient_first),
+                turn("a2", "ra1", "t2", second, lenient_second),
+            ]
+            .join("\n");
+            let whole = log_read(&text, Detail::Full);
+            assert_eq!(log_read(&text, Detail::Shape), whole, "case {k}: {text}");
+            assert!(
+                whole[0].iter().any(|f| f.kind == "repeated_turn"),
+                "case {k}: equal turns are a repeat: {whole:?}"
+            );
+        }
+    }
+}

@@ -337,10 +337,7 @@ fn typed_blocks(
                 name: need(b.name, "name")?.into(),
                 input: match detail {
                     Detail::Full => Json::new(value_of(b.input)),
-                    Detail::Shape => Json::new(
-                        b.input
-                            .map_or(Value::Null, |raw| Value::from(fingerprint::of_json(raw))),
-                    ),
+                    Detail::Shape => Json::new(shaped_json(b.input)),
                 },
             },
             "tool_result" => Block::ToolResult {
@@ -405,6 +402,15 @@ fn value_of(raw: Option<&RawValue>) -> Value {
         .unwrap_or(Value::Null)
 }
 
+/// Arguments in outline: `null` as in full (absent or written `null`),
+/// anything else as its fingerprint.
+fn shaped_json(raw: Option<&RawValue>) -> Value {
+    match raw {
+        Some(raw) if raw.get().trim() != "null" => Value::from(fingerprint::of_json(raw)),
+        _ => Value::Null,
+    }
+}
+
 /// Content not kept: one shared `null`, so dropping costs no allocation.
 fn dropped() -> Json {
     static NULL: std::sync::OnceLock<Json> = std::sync::OnceLock::new();
@@ -421,8 +427,7 @@ fn shape_blocks(read: &mut Blocks, detail: Detail) {
             Block::Text { text } => *text = kept_text(text, detail),
             Block::ToolUse { input, .. } => {
                 let raw = serde_json::value::to_raw_value(&**input).ok();
-                *input =
-                    Json::new(raw.map_or(Value::Null, |r| Value::from(fingerprint::of_json(&r))));
+                *input = Json::new(shaped_json(raw.as_deref()));
             }
             Block::ToolResult { content, .. } => *content = dropped(),
         }

@@ -75,7 +75,11 @@ impl<'de> Visitor<'de> for PrintVisitor {
     }
 
     fn visit_i64<E>(self, v: i64) -> Result<Print, E> {
-        Ok(Print(mix(b'i', v as u64)))
+        // `-0` comes as an i64 and is the same number as `0`.
+        match u64::try_from(v) {
+            Ok(v) => Ok(Print(mix(b'u', v))),
+            Err(_) => Ok(Print(mix(b'i', v as u64))),
+        }
     }
 
     fn visit_f64<E>(self, v: f64) -> Result<Print, E> {
@@ -97,15 +101,34 @@ impl<'de> Visitor<'de> for PrintVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Print, A::Error> {
-        // Members are summed, so their order does not count.
-        let mut sum: u64 = 0;
-        let mut count: u64 = 0;
+        // A key given twice keeps its last value, as in a `Value`.
+        let mut members: Vec<(u64, u64)> = Vec::new();
+        let mut index: Option<ahash::AHashMap<u64, usize>> = None;
         while let Some(key) = map.next_key_seed(KeyPrint)? {
             let Print(value) = map.next_value()?;
-            sum = sum.wrapping_add(mix(b':', key ^ value.rotate_left(29)));
-            count += 1;
+            let at = match &index {
+                Some(index) => index.get(&key).copied(),
+                None => members.iter().position(|m| m.0 == key),
+            };
+            match at {
+                Some(at) => members[at].1 = value,
+                None => {
+                    if let Some(index) = index.as_mut() {
+                        index.insert(key, members.len());
+                    }
+                    members.push((key, value));
+                    // Past a handful of keys, look them up by hash.
+                    if index.is_none() && members.len() > 16 {
+                        index = Some(members.iter().enumerate().map(|(i, m)| (m.0, i)).collect());
+                    }
+                }
+            }
         }
-        Ok(Print(mix(b'{', sum ^ count)))
+        // Members are summed, so their order does not count.
+        let sum = members.iter().fold(0u64, |sum, &(key, value)| {
+            sum.wrapping_add(mix(b':', key ^ value.rotate_left(29)))
+        });
+        Ok(Print(mix(b'{', sum ^ members.len() as u64)))
     }
 }
 
@@ -174,6 +197,10 @@ mod tests {
             r#"{}"#,
             r#"[]"#,
             r#""""#,
+            r#"-0"#,
+            r#"{"a":1,"a":2}"#,
+            r#"{"a":2}"#,
+            r#"{"a":2,"a":1}"#,
         ];
         for a in texts {
             for b in texts {
