@@ -208,70 +208,69 @@ async fn forward(State(shared): State<Arc<Shared>>, request: Request) -> Respons
             return json_response(413, &body);
         }
     };
+    let url = upstream_url(&shared.upstream, &path_and_query);
+    let send = |body: Bytes| {
+        shared
+            .client
+            .request(parts.method.clone(), url.clone())
+            .headers(forwarded_headers(&parts.headers))
+            .body(body)
+            .send()
+    };
+    // When the verdict cannot change what is sent (`--on-invalid
+    // forward`), the request leaves first and is read and checked while
+    // the upstream works on it: the agent waits for no check.
+    let early =
+        matches!(shared.on_invalid, OnInvalid::Forward).then(|| tokio::spawn(send(bytes.clone())));
+    let parsed: Option<Value> = serde_json::from_slice(&bytes).ok();
+    let provider = provider_of(&path_and_query, parsed.as_ref());
+    let verdict = match (provider, &parsed) {
+        (Some(format), Some(doc)) => Some(inspect(format, doc, shared.on_invalid)),
+        _ => None,
+    };
     let mut started = Started {
         seq,
         time: rfc3339(SystemTime::now()),
         method: parts.method.to_string(),
         path: redacted_path(&path_and_query),
-        provider: None,
+        provider,
         request: Value::Null,
         forwarded: None,
         findings: Vec::new(),
         began,
     };
-    let mut outgoing = bytes.clone();
+    let mut outgoing = None;
     let mut action = "forwarded";
-    // Under `--on-invalid forward` the verdict cannot change what is sent,
-    // so the request is judged after its answer has reached the agent:
-    // an agent loop is idle then (it runs its tools), and the agent waits
-    // for no parsing or checking. Block and repair judge first.
-    let judge_later = matches!(shared.on_invalid, OnInvalid::Forward);
-    if judge_later {
-        started.provider = provider_of(&path_and_query, None).or_else(|| {
-            let parsed: Option<Value> = serde_json::from_slice(&bytes).ok();
-            provider_of(&path_and_query, parsed.as_ref())
-        });
-    } else {
-        let (provider, request, verdict) = judge(&bytes, &path_and_query, shared.on_invalid);
-        started.provider = provider;
-        started.request = request;
-        if let Some(verdict) = verdict {
-            started.findings = verdict.findings;
-            match verdict.decision {
-                Decision::Block { status, body } => {
-                    let response = json_response(status, &body);
-                    let _ = shared
-                        .done
-                        .send(started.finish("blocked", status, false, body, None, None));
-                    return response;
-                }
-                Decision::Repaired { body, .. } => {
-                    outgoing = Bytes::from(body.to_string());
-                    started.forwarded = Some(body);
-                    action = "repaired";
-                }
-                Decision::Forward => {}
+    if let Some(verdict) = verdict {
+        started.findings = verdict.findings;
+        match verdict.decision {
+            Decision::Block { status, body } => {
+                started.request = parsed.unwrap_or(Value::Null);
+                let response = json_response(status, &body);
+                let _ = shared
+                    .done
+                    .send(started.finish("blocked", status, false, body, None, None));
+                return response;
             }
+            Decision::Repaired { body, .. } => {
+                outgoing = Some(Bytes::from(body.to_string()));
+                started.forwarded = Some(body);
+                action = "repaired";
+            }
+            Decision::Forward => {}
         }
     }
-    let provider = started.provider;
-    let sent = shared
-        .client
-        .request(
-            parts.method.clone(),
-            upstream_url(&shared.upstream, &path_and_query),
-        )
-        .headers(forwarded_headers(&parts.headers))
-        .body(outgoing)
-        .send()
-        .await;
-    let policy = shared.on_invalid;
-    let judged = move |started: &mut Started| {
-        if judge_later {
-            let (_, request, verdict) = judge(&bytes, &path_and_query, policy);
-            started.request = request;
-            started.findings = verdict.map(|v| v.findings).unwrap_or_default();
-        }
+    started.request =
+        parsed.unwrap_or_else(|| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+    let sent = match early {
+        Some(in_flight) => match in_flight.await {
+            Ok(sent) => sent,
+            Err(e) => {
+                let body = serde_json::json!({"error": {"type": "proxy_error", "message": format!("loopdbg proxy: {e}")}});
+                return json_response(502, &body);
+            }
+        },
+        None => send(outgoing.unwrap_or(bytes)).await,
     };
     let upstream = match sent {
         Ok(r) => r,
@@ -282,7 +281,6 @@ async fn forward(State(shared): State<Arc<Shared>>, request: Request) -> Respons
             );
             let body = serde_json::json!({"error": {"type": "proxy_error", "message": message}});
             let response = json_response(502, &body);
-            judged(&mut started);
             let _ =
                 shared
                     .done
@@ -343,39 +341,32 @@ async fn forward(State(shared): State<Arc<Shared>>, request: Request) -> Respons
             }
         }
         drop(tx);
-        // What is left is CPU work for the capture (the answer read back,
-        // the request judged). On the blocking pool, it cannot hold up the
-        // worker that is writing the end of the answer to the agent.
-        let _ = tokio::task::spawn_blocking(move || {
-            let response = match reassembler {
-                Some(r) => {
-                    if error.is_none() && !r.is_complete() {
-                        error = Some("the stream ended without its closing event".into());
-                    }
-                    r.finish()
+        let response = match reassembler {
+            Some(r) => {
+                if error.is_none() && !r.is_complete() {
+                    error = Some("the stream ended without its closing event".into());
                 }
-                None => serde_json::from_slice(&kept)
-                    .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&kept).into_owned())),
-            };
-            judged(&mut started);
-            let action = if error
-                .as_deref()
-                .is_some_and(|e| e.starts_with("the upstream"))
-            {
-                "failed"
-            } else {
-                action
-            };
-            let _ = done.send(started.finish(
-                action,
-                status.as_u16(),
-                streamed,
-                response,
-                first_byte,
-                error,
-            ));
-        })
-        .await;
+                r.finish()
+            }
+            None => serde_json::from_slice(&kept)
+                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&kept).into_owned())),
+        };
+        let action = if error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("the upstream"))
+        {
+            "failed"
+        } else {
+            action
+        };
+        let _ = done.send(started.finish(
+            action,
+            status.as_u16(),
+            streamed,
+            response,
+            first_byte,
+            error,
+        ));
     });
     let stream = futures::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|item| (item, rx))
@@ -387,24 +378,6 @@ async fn forward(State(shared): State<Arc<Shared>>, request: Request) -> Respons
 }
 
 /// An error with its causes: reqwest's own text is only the outermost one.
-/// A request as the proxy reads it: its provider, its body as JSON (or as
-/// text when it is not JSON), and the verdict when the provider is known.
-fn judge(
-    bytes: &[u8],
-    path_and_query: &str,
-    policy: OnInvalid,
-) -> (Option<Format>, Value, Option<loopdbg::live::gate::Verdict>) {
-    let parsed: Option<Value> = serde_json::from_slice(bytes).ok();
-    let provider = provider_of(path_and_query, parsed.as_ref());
-    let verdict = match (provider, &parsed) {
-        (Some(format), Some(doc)) => Some(inspect(format, doc, policy)),
-        _ => None,
-    };
-    let request =
-        parsed.unwrap_or_else(|| Value::String(String::from_utf8_lossy(bytes).into_owned()));
-    (provider, request, verdict)
-}
-
 fn error_chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut cause = e.source();
