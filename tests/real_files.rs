@@ -374,43 +374,35 @@ fn a_repeated_turn_is_found_in_outline_as_in_full() {
     };
     // The second turn's arguments differ only in key order: a repeat. The
     // third's differ in array order: not one, and the fourth repeats it.
-    let lines = [
-        event(
-            "u1",
-            "null",
-            "user",
-            r#"{"role":"user","content":"Read it."}"#,
-        ),
-        event(
-            "a1",
-            r#""u1""#,
+    let inputs = [
+        r#"{"path":"a","lines":[1,2]}"#,
+        r#"{"lines":[1,2],"path":"a"}"#,
+        r#"{"lines":[2,1],"path":"a"}"#,
+        r#"{"lines":[2,1],"path":"a"}"#,
+    ];
+    let mut lines = vec![event(
+        "u1",
+        "null",
+        "user",
+        r#"{"role":"user","content":"Read it."}"#,
+    )];
+    let mut parent = "u1".to_string();
+    for (k, input) in inputs.iter().enumerate() {
+        let (a, r, t) = (
+            format!("a{}", k + 1),
+            format!("r{}", k + 1),
+            format!("t{}", k + 1),
+        );
+        lines.push(event(
+            &a,
+            &format!("\"{parent}\""),
             "assistant",
-            &call("t1", r#"{"path":"a","lines":[1,2]}"#),
-        ),
-        event("r1", r#""a1""#, "user", &result("t1")),
-        event(
-            "a2",
-            r#""r1""#,
-            "assistant",
-            &call("t2", r#"{"lines":[1,2],"path":"a"}"#),
-        ),
-        event("r2", r#""a2""#, "user", &result("t2")),
-        event(
-            "a3",
-            r#""r2""#,
-            "assistant",
-            &call("t3", r#"{"lines":[2,1],"path":"a"}"#),
-        ),
-        event("r3", r#""a3""#, "user", &result("t3")),
-        event(
-            "a4",
-            r#""r3""#,
-            "assistant",
-            &call("t4", r#"{"lines":[2,1],"path":"a"}"#),
-        ),
-        event("r4", r#""a4""#, "user", &result("t4")),
-    ]
-    .join("\n");
+            &call(&t, input),
+        ));
+        lines.push(event(&r, &format!("\"{a}\""), "user", &result(&t)));
+        parent = r;
+    }
+    let lines = lines.join("\n");
     let whole = log_read(&lines, Detail::Full);
     let outline = log_read(&lines, Detail::Shape);
     assert_eq!(outline, whole);
