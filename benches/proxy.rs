@@ -86,36 +86,23 @@ fn bench(c: &mut Criterion) {
         ("direct", fake.url.clone()),
         ("through loopdbg proxy", through.clone()),
     ] {
-        group.bench_function(format!("request, {name}"), |b| {
-            b.iter(|| {
-                rt.block_on(async {
-                    client
-                        .post(format!("{base}/v1/messages"))
-                        .json(&body)
-                        .send()
-                        .await
-                        .unwrap()
-                        .bytes()
-                        .await
-                        .unwrap()
+        for (case, request) in [("request", &body), ("long request", &long)] {
+            group.bench_function(format!("{case}, {name}"), |b| {
+                b.iter(|| {
+                    rt.block_on(async {
+                        client
+                            .post(format!("{base}/v1/messages"))
+                            .json(request)
+                            .send()
+                            .await
+                            .unwrap()
+                            .bytes()
+                            .await
+                            .unwrap()
+                    })
                 })
-            })
-        });
-        group.bench_function(format!("long request, {name}"), |b| {
-            b.iter(|| {
-                rt.block_on(async {
-                    client
-                        .post(format!("{base}/v1/messages"))
-                        .json(&long)
-                        .send()
-                        .await
-                        .unwrap()
-                        .bytes()
-                        .await
-                        .unwrap()
-                })
-            })
-        });
+            });
+        }
         // Only the wait for the first chunk is timed: the rest of the
         // stream is drained after the clock stops, so the connection can
         // be reused.

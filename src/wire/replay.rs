@@ -12,7 +12,7 @@ use crate::engine::session::{Reply, Rule, Session, ToolCall, ToolDef, When};
 use crate::engine::strategy::{Extract, StopRule, Strategy};
 use crate::engine::trace::{End, Execution, Outcome, Phase, Round, Step, Trace, Violation};
 use crate::wire::check::Finding;
-use crate::wire::read::Conversation;
+use crate::wire::read::{BlockSource, Conversation};
 
 /// The behaviour name a replay shows in the header.
 pub const REPLAY_BEHAVIOR: &str = "replay";
@@ -55,69 +55,55 @@ pub fn session_for(conv: &Conversation, title: &str) -> Session {
     }
 }
 
-/// Finds the message a finding points at, from its path or log line.
+/// Finds the message a finding points at, from its path or log line: the
+/// first block and the first message at each finding's (line, path), found
+/// in one pass over the sources rather than one pass per finding (a long
+/// log's notes).
 struct MessageFinder<'c> {
-    conv: &'c Conversation,
-    /// With enough findings (a long log's notes), the first block and the
-    /// first message at each finding's (line, path), found in one pass
-    /// instead of one pass per finding.
-    index: Option<MessageIndex<'c>>,
+    blocks: ahash::AHashMap<(Option<usize>, &'c str), usize>,
+    messages: ahash::AHashMap<(Option<usize>, &'c str), usize>,
 }
-
-type MessageIndex<'c> = (
-    ahash::AHashMap<(Option<usize>, &'c str), usize>,
-    ahash::AHashMap<(Option<usize>, &'c str), usize>,
-);
 
 impl<'c> MessageFinder<'c> {
     fn new(conv: &'c Conversation, findings: &'c [Finding]) -> MessageFinder<'c> {
-        let index = (findings.len() > 4).then(|| {
-            let lines: ahash::AHashSet<Option<usize>> = findings.iter().map(|f| f.line).collect();
-            let wanted: ahash::AHashSet<(Option<usize>, &str)> =
-                findings.iter().map(|f| (f.line, f.path.as_str())).collect();
-            let mut blocks = ahash::AHashMap::new();
-            for (i, sources) in conv.block_sources.iter().enumerate() {
-                for b in sources.iter().filter(|b| lines.contains(&b.line)) {
-                    if let Some(&key) = wanted.get(&(b.line, &*b.path)) {
-                        blocks.entry(key).or_insert(i);
-                    }
-                }
+        // Lines first: most sources are on no finding's line, and a line
+        // is cheaper to look up than a path.
+        let lines: ahash::AHashSet<Option<usize>> = findings.iter().map(|f| f.line).collect();
+        let wanted: ahash::AHashSet<(Option<usize>, &str)> =
+            findings.iter().map(|f| (f.line, f.path.as_str())).collect();
+        let mut finder = MessageFinder {
+            blocks: ahash::AHashMap::new(),
+            messages: ahash::AHashMap::new(),
+        };
+        // The key kept is the finding's own (line, path).
+        let first = |found: &mut ahash::AHashMap<(Option<usize>, &'c str), usize>,
+                     i: usize,
+                     s: &'c BlockSource| {
+            if lines.contains(&s.line)
+                && let Some(&key) = wanted.get(&(s.line, &*s.path))
+            {
+                found.entry(key).or_insert(i);
             }
-            let mut messages = ahash::AHashMap::new();
-            for (i, s) in conv.message_sources.iter().enumerate() {
-                if lines.contains(&s.line)
-                    && let Some(&key) = wanted.get(&(s.line, &*s.path))
-                {
-                    messages.entry(key).or_insert(i);
-                }
+        };
+        for (i, blocks) in conv.block_sources.iter().enumerate() {
+            for b in blocks {
+                first(&mut finder.blocks, i, b);
             }
-            (blocks, messages)
-        });
-        MessageFinder { conv, index }
+        }
+        for (i, m) in conv.message_sources.iter().enumerate() {
+            first(&mut finder.messages, i, m);
+        }
+        finder
     }
 
     /// A block at the finding's path and line, else a message there, else
     /// the first message.
     fn message_of(&self, f: &Finding) -> usize {
-        if let Some((blocks, messages)) = &self.index {
-            let key = (f.line, f.path.as_str());
-            return blocks
-                .get(&key)
-                .or_else(|| messages.get(&key))
-                .copied()
-                .unwrap_or(0);
-        }
-        let conv = self.conv;
-        let by_path = conv
-            .block_sources
-            .iter()
-            .position(|blocks| blocks.iter().any(|b| b.path == f.path && b.line == f.line));
-        by_path
-            .or_else(|| {
-                conv.message_sources
-                    .iter()
-                    .position(|s| s.path == f.path && s.line == f.line)
-            })
+        let key = (f.line, f.path.as_str());
+        self.blocks
+            .get(&key)
+            .or_else(|| self.messages.get(&key))
+            .copied()
             .unwrap_or(0)
     }
 }
