@@ -22,9 +22,12 @@ fn main() {
         .collect();
     let lines: Vec<(usize, &str)> = lines.iter().map(|(n, l)| (*n, l.as_str())).collect();
     let mut log = Log::new(Source::ClaudeCode).expect("a log");
-    log.push_lines(&lines)
-        .map_err(|(n, _)| n)
-        .expect("readable lines");
+    let bad = log.push_lines(&lines);
+    assert!(
+        bad.is_empty(),
+        "unreadable lines: {:?}",
+        bad.iter().map(|(n, _)| n).collect::<Vec<_>>()
+    );
     drop(lines);
     let conv = log.finish().expect("conversations").remove(0);
     let findings = loopdbg::wire::check::check(&conv);

@@ -145,6 +145,49 @@ fn a_bad_line_does_not_hide_the_other_lines() {
 }
 
 #[test]
+fn an_agent_log_cut_mid_line_is_checked_up_to_the_cut() {
+    // Claude Code was killed while it wrote the last line: the events
+    // before it are one conversation, checked; the half line is reported
+    // where it stops, and the run says it could not read everything.
+    let file = format!("{T}/claude_code_v2/modern_cut_last_line.jsonl");
+    loopdbg()
+        .args(["check", &file])
+        .assert()
+        .code(2)
+        .stdout(predicate::str::contains(format!(
+            "{file} (claude-code): 1 conversation(s), no problems in what could be read; 1 part(s) could not be read"
+        )))
+        .stderr(predicate::str::contains(format!(
+            "{file}:14:108: expected one JSON value per line"
+        )));
+}
+
+#[test]
+fn a_bad_line_in_the_middle_of_a_log_leaves_the_rest_checked() {
+    let dir = scratch("badlogline");
+    let file = dir.join("session.jsonl");
+    let good = std::fs::read_to_string(format!("{T}/claude_code_interrupted.jsonl")).unwrap();
+    let mut lines: Vec<&str> = good.lines().collect();
+    lines.insert(2, "{\"type\":\"user\",\"message\":");
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let out = loopdbg()
+        .arg("check")
+        .arg(&file)
+        .args(["--format", "json"])
+        .assert()
+        .code(2)
+        .get_output()
+        .stdout
+        .clone();
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    let f = &v["files"][0];
+    assert_eq!(f["format"], "claude-code");
+    assert_eq!(f["errors"][0]["line"], 3, "{f:#}");
+    assert!(f["conversations"].as_u64().unwrap() >= 1, "{f:#}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn standard_input_is_read_once_like_a_file() {
     let data = std::fs::read(format!("{T}/dataset.jsonl")).unwrap();
     let from_file = loopdbg()

@@ -481,3 +481,15 @@ fn the_debugger_behind_a_pipe_says_to_use_run_and_leaves_the_terminal_alone() {
     assert!(!said.contains("panicked"), "{said}");
     let _ = child.wait();
 }
+
+#[test]
+fn a_replayed_log_cut_mid_line_opens_and_says_what_was_left_out() {
+    let (child, mut writer, mut screen) =
+        spawn(&["tests/fixtures/transcripts/claude_code_v2/modern_cut_last_line.jsonl"]);
+    let shown = screen.wait_text("left out, could not be read:");
+    assert!(
+        shown.contains("modern_cut_last_line.jsonl:14:108"),
+        "{shown}"
+    );
+    quit(child, &mut writer, &mut screen);
+}

@@ -722,6 +722,7 @@ fn read_opened(
             // One thread reads the next chunk while the pool parses this one.
             let (chunks, arriving) = std::sync::mpsc::sync_channel::<Result<Chunk, LoadError>>(2);
             let (recycle, spare) = std::sync::mpsc::channel();
+            let mut errors = Vec::new();
             std::thread::scope(|scope| -> Result<(), LoadError> {
                 scope.spawn(move || {
                     for chunk in opened.chunks(spare) {
@@ -739,17 +740,17 @@ fn read_opened(
                         return Err(too_large(&origin, "an agent log"));
                     }
                     let lines: Vec<(usize, &str)> = chunk.lines().collect();
-                    log.push_lines(&lines).map_err(|(n, e)| {
+                    for (n, e) in log.push_lines(&lines) {
                         let text = lines.iter().find(|(m, _)| *m == n).map_or("", |(_, t)| *t);
-                        match e {
+                        errors.push(match e {
                             LineError::Json(e) => json_error(&origin, text, Some(n), &e),
                             LineError::Read(e) => {
                                 let offset = SpanNode::parse(text)
                                     .map_or(0, |s| s.offset_of(&parse_path(&e.path)));
                                 in_line(&origin, n, text, offset, e.to_string())
                             }
-                        }
-                    })?;
+                        });
+                    }
                     drop(lines);
                     // The reader may have finished: then the buffer is freed.
                     let _ = recycle.send(chunk.text.into_bytes());
@@ -767,7 +768,7 @@ fn read_opened(
             Ok(ReadSummary {
                 format: source,
                 conversations: count,
-                errors: Vec::new(),
+                errors,
             })
         }
         Layout::Lines => {
@@ -851,6 +852,9 @@ pub fn check_file(
             Ok(read) => {
                 report.format = Some(read.format.as_str());
                 report.conversations = read.conversations;
+                report
+                    .errors
+                    .extend(read.errors.into_iter().map(Into::into));
             }
             Err(e) => {
                 report.errors.push(e.into());
@@ -987,10 +991,19 @@ pub fn render_text(reports: &[FileReport], out: &mut impl Write) -> std::io::Res
             )?;
             continue;
         }
-        if f.results.is_empty() && f.errors.is_empty() {
+        if f.results.is_empty() && f.conversations > 0 {
+            // Lines that could not be read were said on stderr; what was
+            // read is still reported, and not as a clean file.
+            let unread = match f.errors.len() {
+                0 => String::new(),
+                n => format!(
+                    " in what could be read; {}",
+                    paint.wrap("33", &format!("{n} part(s) could not be read"))
+                ),
+            };
             writeln!(
                 out,
-                "{} ({format}): {} conversation(s), no problems",
+                "{} ({format}): {} conversation(s), no problems{unread}",
                 paint.wrap("1", &clean(&f.file)),
                 f.conversations
             )?;

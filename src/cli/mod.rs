@@ -503,13 +503,17 @@ fn replay_app(path: &std::path::Path, which: usize) -> Result<App, Failure> {
     // while the first frame is drawn.
     let source = conv.source.as_str();
     std::thread::spawn(move || drop(conv));
-    Ok(App::replay(
-        origin,
-        session,
-        trace,
-        source,
-        terminal::theme(),
-    ))
+    let mut app = App::replay(origin, session, trace, source, terminal::theme());
+    // Lines that could not be read were left out: the screen says so, as
+    // `check` does, rather than show the rest as if it were all.
+    if let Some(first) = read.errors.first() {
+        let more = match read.errors.len() {
+            1 => String::new(),
+            n => format!(" (and {} more)", n - 1),
+        };
+        app.notice = Some(format!("left out, could not be read: {}{more}", first));
+    }
+    Ok(app)
 }
 
 /// The tour's sessions are part of the binary, so the tour works from any

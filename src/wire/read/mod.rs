@@ -637,9 +637,13 @@ impl Log {
 
     /// Reads a chunk of lines, in order; blank lines are skipped. Claude
     /// Code lines are independent until the log is finished, so they are
-    /// read on every core. On failure, says which line and why.
-    pub fn push_lines(&mut self, lines: &[(usize, &str)]) -> Result<(), (usize, LineError)> {
+    /// read on every core. A line that cannot be read is left out and
+    /// returned with why, and the rest is read: agents skip such a line
+    /// when they resume a log, and a log still being written ends in half
+    /// a line.
+    pub fn push_lines(&mut self, lines: &[(usize, &str)]) -> Vec<(usize, LineError)> {
         use rayon::prelude::*;
+        let mut bad = Vec::new();
         match self {
             Log::ClaudeCode(log) => {
                 let detail = log.detail();
@@ -658,25 +662,25 @@ impl Log {
                     match event {
                         Ok(Some(e)) => log.push_event(e),
                         Ok(None) => {}
-                        Err(e) => return Err((n, e)),
+                        Err(e) => bad.push((n, e)),
                     }
                 }
-                Ok(())
             }
             other => {
                 for &(n, text) in lines {
                     if text.trim().is_empty() {
                         continue;
                     }
-                    let v: Value =
-                        serde_json::from_str(text).map_err(|e| (n, LineError::Json(e)))?;
-                    other
-                        .push_owned(n, v)
-                        .map_err(|e| (n, LineError::Read(e)))?;
+                    let pushed = serde_json::from_str::<Value>(text)
+                        .map_err(LineError::Json)
+                        .and_then(|v| other.push_owned(n, v).map_err(LineError::Read));
+                    if let Err(e) = pushed {
+                        bad.push((n, e));
+                    }
                 }
-                Ok(())
             }
         }
+        bad
     }
 
     /// The conversations the log holds.
