@@ -74,3 +74,14 @@ fn readme_examples_print_what_they_show() {
     }
     assert!(checked >= 4, "only {checked} README examples found");
 }
+
+#[test]
+fn readme_tells_every_finding_kind_and_its_severity() {
+    let text = readme();
+    for (kind, _) in loopdbg::wire::check::KINDS {
+        assert!(
+            text.contains(&format!("| `{kind}` |")),
+            "README's findings table does not list `{kind}`"
+        );
+    }
+}

@@ -342,6 +342,9 @@ fn check_reads_logs_in_outline_with_the_same_findings() {
         "claude_code_v2/rewind.jsonl",
         "claude_code_v2/rewind_new_start.jsonl",
         "claude_code_v2/subagents/agent-a7f3c2e1.jsonl",
+        "claude_code_v2/refused_400.jsonl",
+        "claude_code_v2/answered_after_interrupt.jsonl",
+        "claude_code_v2/api_errors.jsonl",
     ];
     for name in names {
         let text = fixture(name);
@@ -458,4 +461,109 @@ fn outline_and_full_agree_on_edge_json_and_on_lines_read_leniently() {
             );
         }
     }
+}
+
+// ---- What the log itself says became of a request ------------------------
+
+fn evidence(f: &Finding) -> Option<(&str, Option<usize>)> {
+    f.evidence.as_ref().map(|e| (e.outcome, e.line))
+}
+
+#[test]
+fn a_400_the_log_recorded_is_confirmed_and_the_error_is_no_message() {
+    // Claude Code 2.0 after an interrupt: the next two prompts got the
+    // provider's 400, written as `isApiErrorMessage` events.
+    let convs = claude_code_log("claude_code_v2/refused_400.jsonl");
+    assert_eq!(convs.len(), 1);
+    let c = &convs[0];
+    // The errors are not history: user, assistant, user, assistant, user, user.
+    assert_eq!(c.messages.len(), 6);
+    assert_eq!(
+        c.refusals
+            .iter()
+            .map(|r| (r.at, r.status, r.source.line))
+            .collect::<Vec<_>>(),
+        [(5, Some(400), Some(8)), (6, Some(400), Some(10))]
+    );
+    let f = check(c);
+    assert_eq!(kinds(&f), ["unanswered_call"], "{f:#?}");
+    assert_eq!(f[0].severity, "400");
+    assert_eq!(f[0].ids, ["toolu_01Bump"]);
+    assert_eq!((f[0].line, f[0].uuid.as_deref()), (Some(6), Some("r5")));
+    assert_eq!(evidence(&f[0]), Some(("refused", Some(8))));
+    assert!(
+        f[0].message.contains(
+            "The log confirms it: the provider refused the next 2 requests (lines 8, 10); the first answer: API Error: 400"
+        ),
+        "{}",
+        f[0].message
+    );
+}
+
+#[test]
+fn a_call_left_open_but_answered_after_is_a_warning_not_a_400() {
+    // Claude Code 2.1: Esc during a Bash call, a new prompt, and the model
+    // answered it: the request went through, so it was repaired on the way.
+    let f = check(&claude_code_log("claude_code_v2/answered_after_interrupt.jsonl")[0]);
+    assert_eq!(kinds(&f), ["unanswered_call"], "{f:#?}");
+    assert!(rejected(&f).is_empty());
+    assert_eq!(f[0].severity, "warning");
+    assert_eq!(evidence(&f[0]), Some(("answered", Some(5))));
+    assert!(f[0].message.starts_with(
+        "as written, this history would be refused (`tool_use` ids were found without `tool_result` blocks immediately after: toolu_01Migrate."
+    ));
+    assert!(
+        f[0].message
+            .contains("the log shows the next request was answered (line 5)")
+    );
+}
+
+#[test]
+fn calls_still_in_flight_at_the_end_of_a_log_are_a_note() {
+    // The sub-agent's last Read has no result yet: no request carried it.
+    let f = check(&claude_code_log("claude_code_v2/subagents/agent-a7f3c2e1.jsonl")[0]);
+    assert_eq!(kinds(&f), ["unanswered_call"]);
+    assert_eq!(f[0].severity, "note");
+    assert_eq!(evidence(&f[0]), Some(("in_flight", None)));
+    assert!(f[0].message.starts_with(
+        "the log of this conversation ends while these calls are in flight: toolu_05Read."
+    ));
+    // A request body that ends the same way is a request: a 400 still.
+    let f = request("anthropic_parallel_one_missing.json");
+    assert_eq!(rejected(&f).len(), 1);
+}
+
+#[test]
+fn provider_errors_in_a_log_are_reported_by_what_they_mean() {
+    let f = check(&claude_code_log("claude_code_v2/api_errors.jsonl")[0]);
+    assert_eq!(kinds(&f), ["refused_request", "refused_request"], "{f:#?}");
+    // Overloaded: the request was never judged; a note.
+    assert_eq!((f[0].severity, f[0].line), ("note", Some(2)));
+    assert!(f[0].message.contains("(529): API Error: 529 Overloaded."));
+    // Too long: a real 400, though nothing pairs wrong.
+    assert_eq!((f[1].severity, f[1].line), ("400", Some(6)));
+    assert!(f[1].message.contains("prompt is too long"));
+}
+
+#[test]
+fn codex_repairs_its_history_before_every_request() {
+    // Codex fills in `aborted` for a call without output and drops outputs
+    // without a call (codex-rs `normalize_history`): never a 400.
+    let convs = {
+        let text = fixture("codex/rollout-2026-11-03T08-20-00-compacted.jsonl");
+        let mut log = loopdbg::wire::read::Log::new(loopdbg::wire::read::Source::Codex).unwrap();
+        let lines: Vec<(usize, &str)> = text.lines().enumerate().map(|(i, l)| (i + 1, l)).collect();
+        assert!(log.push_lines(&lines).is_empty());
+        log.finish().unwrap()
+    };
+    let all: Vec<Finding> = convs.iter().flat_map(check).collect();
+    assert!(rejected(&all).is_empty(), "{all:#?}");
+    let orphan = all.iter().find(|f| f.kind == "unexpected_result").unwrap();
+    assert_eq!(orphan.severity, "warning");
+    assert_eq!(evidence(orphan).map(|e| e.0), Some("repaired"));
+    assert!(
+        orphan
+            .message
+            .starts_with("Codex fills in an `aborted` output")
+    );
 }

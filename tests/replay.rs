@@ -58,9 +58,51 @@ fn explained(app: &App) -> Vec<(Phase, String)> {
 }
 
 #[test]
-fn an_orphan_result_is_flagged_at_the_request_that_carries_it() {
-    let convs = claude_code_log("claude_code_compacted.jsonl");
-    let app = replay(&convs[1]);
+fn a_400_is_flagged_at_the_request_that_carries_it() {
+    // An interrupt left toolu_01Bump open; the log holds the provider's
+    // 400 for the two requests after it: those are trips with no reply,
+    // and the 400 is shown at the first of them, confirmed.
+    let convs = claude_code_log("claude_code_v2/refused_400.jsonl");
+    let app = replay(&convs[0]);
+    let steps = explained(&app);
+    let flagged: Vec<(usize, &(Phase, String))> = steps
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, e))| e.contains("unanswered_call (400)"))
+        .collect();
+    assert_eq!(flagged.len(), 1, "{steps:#?}");
+    let (at, (phase, text)) = flagged[0];
+    assert_eq!(*phase, Phase::Request);
+    assert_eq!(
+        app.trace.step(at).history_len,
+        5,
+        "the request after the prompt"
+    );
+    assert!(
+        text.starts_with(
+            "toolu_01Bump has no tool_result: a provider would reject this request with a 400."
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("stub"), "a replay has no stub: {text}");
+    assert!(text.contains("The log confirms it"), "{text}");
+    let refused: Vec<u32> = app
+        .trace
+        .rounds
+        .iter()
+        .filter(|r| r.reply_message.is_none())
+        .map(|r| r.number)
+        .collect();
+    assert_eq!(refused, [3, 4], "two trips the provider refused");
+    let mut app = app;
+    apply(&mut app, Action::Last);
+    assert!(screen(&mut app, 120, 40).contains("3:refused ⇄ 4:refused"));
+}
+
+#[test]
+fn an_orphan_result_quotes_no_call_and_is_flagged_at_its_request() {
+    // A compaction kept a result whose call it summarised away.
+    let app = replay(&body("anthropic_compacted_orphan.json"));
     let steps = explained(&app);
     let flagged: Vec<&(Phase, String)> = steps
         .iter()
@@ -69,14 +111,26 @@ fn an_orphan_result_is_flagged_at_the_request_that_carries_it() {
     assert_eq!(flagged.len(), 1, "{steps:#?}");
     assert_eq!(flagged[0].0, Phase::Request);
     assert!(flagged[0].1.contains(
-        "unexpected `tool_use_id` found in `tool_result` blocks: toolu_cfg. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
+        "unexpected `tool_use_id` found in `tool_result` blocks: toolu_old7. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
     ));
-    // The orphan's own Append step quotes no call.
     for (phase, e) in &steps {
         if *phase == Phase::Append {
             assert!(!e.contains("quoting"), "{e}");
         }
     }
+    // In a Claude Code log the model answered after such an orphan: the
+    // request went through, so the replay shows a warning, not a 400.
+    let convs = claude_code_log("claude_code_compacted.jsonl");
+    let steps = explained(&replay(&convs[1]));
+    assert!(
+        steps
+            .iter()
+            .any(|(_, e)| e.contains("unexpected_result (warning)"))
+    );
+    assert!(
+        !steps.iter().any(|(_, e)| e.contains("(400)")),
+        "{steps:#?}"
+    );
 }
 
 #[test]

@@ -20,10 +20,13 @@ fn clip(text: &str, max: usize) -> String {
 /// this very step: a replay's findings arise where they do, not at the end.
 pub fn explain(trace: &Trace, k: usize, tool_count: usize) -> String {
     let mut text = explain_phase(trace, k, tool_count);
+    // A run's own violation is what the phase sentence says; a replay's
+    // is a finding in the provider's words (and what the log shows of it).
+    let replay = trace.strategy.behavior == crate::wire::replay::REPLAY_BEHAVIOR;
     let described = trace
         .round(trace.step(k).round)
         .and_then(|r| r.violation)
-        .filter(|&v| trace.violations[v].step == k);
+        .filter(|&v| trace.violations[v].step == k && !replay);
     for (i, v) in trace.violations.iter().enumerate() {
         if v.step == k && Some(i) != described {
             text.push_str(" ⚠ ");
@@ -54,10 +57,20 @@ fn explain_phase(trace: &Trace, k: usize, tool_count: usize) -> String {
                 .map(|v| &trace.violations[v])
                 .filter(|v| v.step == k)
             {
+                // A replay has no stub: the log says what the provider did.
+                Some(v) if strategy.behavior == crate::wire::replay::REPLAY_BEHAVIOR => format!(
+                    "{} has no tool_result: a provider would reject this request with a 400.",
+                    clean(&v.ids.join(", "))
+                ),
                 Some(v) => format!(
                     "{} has no tool_result: a provider would reject this request with a 400. The stub accepts it so you can see what the loop does next.",
                     clean(&v.ids.join(", "))
                 ),
+                None if round.is_some_and(|r| r.reply_message.is_none())
+                    && strategy.behavior == crate::wire::replay::REPLAY_BEHAVIOR =>
+                {
+                    "The provider refused this request: the log holds its error where the reply would be, and no reply joins the history.".to_string()
+                }
                 None => base,
             }
         }

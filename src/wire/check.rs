@@ -37,6 +37,24 @@ pub struct Finding {
     /// `400` (the provider rejects it), `warning` (accepted, but it breaks
     /// loops) or `note` (worth knowing, nothing wrong with the request).
     pub severity: &'static str,
+    /// For agent logs: what the log itself shows became of the request
+    /// that carried the problem, which decides the severity.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<Evidence>,
+}
+
+/// What an agent log shows of a request that would carry a finding.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Evidence {
+    /// `refused`: the log holds the provider's 400 for it; `answered`: the
+    /// model replied to it, so the agent repaired the history before
+    /// sending; `repaired`: the agent is known to repair this before every
+    /// request (Codex); `in_flight`: the log ends before any request
+    /// carried it.
+    pub outcome: &'static str,
+    /// The event that shows it (the error, or the reply).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
 }
 
 /// Kinds that say something about the file, not a problem of the request:
@@ -108,6 +126,10 @@ pub const KINDS: &[(&str, &str)] = &[
         "repeated_turn",
         "the same assistant turn again: a spinning loop",
     ),
+    (
+        "refused_request",
+        "agent logs: the provider's error the log holds for a request",
+    ),
 ];
 
 fn finding(
@@ -132,6 +154,7 @@ fn finding(
         } else {
             "warning"
         },
+        evidence: None,
     }
 }
 
@@ -145,7 +168,187 @@ pub fn check(conv: &Conversation) -> Vec<Finding> {
     };
     duplicates(conv, &mut out);
     beyond_servers(conv, &mut out);
+    if conv.source.is_log() {
+        weigh_by_the_log(conv, &mut out);
+    }
     out
+}
+
+/// An agent log is more than a history: it shows what the provider made of
+/// the requests. A problem that would get a 400 is confirmed by the error
+/// the agent wrote for the next request, or contradicted by the model's
+/// reply to it (the agent repaired the history before sending, as Codex
+/// always does and Claude Code does since 2.x); a problem no request has
+/// carried yet (the log ends with calls in flight) is no 400 at all.
+fn weigh_by_the_log(conv: &Conversation, out: &mut Vec<Finding>) {
+    let mut used = vec![false; conv.refusals.len()];
+    weigh_findings(conv, out, &mut used);
+    // The refusals no finding explains are findings of their own: the log
+    // holds the provider's word for them.
+    for (r, _) in conv.refusals.iter().zip(&used).filter(|(_, used)| !**used) {
+        let rejected = r.status == Some(400);
+        let status = r.status.map_or("an error".to_string(), |s| s.to_string());
+        let mut f = finding(
+            "refused_request",
+            &r.source,
+            Vec::new(),
+            format!(
+                "the provider refused the request sent with the {} message(s) before this event ({status}): {}",
+                r.at,
+                r.text.chars().take(240).collect::<String>()
+            ),
+            rejected,
+        );
+        if !rejected {
+            // Overloaded, rate limited, logged out: the request was not
+            // judged, and nothing in it is known to be wrong.
+            f.severity = "note";
+        }
+        f.evidence = Some(Evidence {
+            outcome: "refused",
+            line: r.source.line,
+        });
+        out.push(f);
+    }
+}
+
+fn weigh_findings(conv: &Conversation, out: &mut [Finding], used: &mut [bool]) {
+    if !out.iter().any(|f| f.rejected_by_provider) {
+        return;
+    }
+    let msgs = &conv.messages;
+    let mut message_of: HashMap<usize, usize> = HashMap::new();
+    for (i, src) in conv.message_sources.iter().enumerate() {
+        let blocks = conv.block_sources[i].iter();
+        for line in std::iter::once(src).chain(blocks).filter_map(|s| s.line) {
+            message_of.entry(line).or_insert(i);
+        }
+    }
+    for h in &conv.hosted {
+        if let Some(line) = h.source.line {
+            message_of.entry(line).or_insert(h.message);
+        }
+    }
+    let agent = match conv.source {
+        Source::Codex => "Codex",
+        Source::GeminiCli => "Gemini CLI",
+        _ => "Claude Code",
+    };
+    for f in out.iter_mut().filter(|f| f.rejected_by_provider) {
+        let Some(&m) = f.line.and_then(|l| message_of.get(&l)) else {
+            continue;
+        };
+        // A request carries message m once something follows it that is
+        // not the model's (a result, a prompt): a reply straight after an
+        // assistant message is a retry of the same request.
+        let asked_after = |at: usize| {
+            at > m
+                && (msgs[m].role != Role::Assistant
+                    || msgs[m + 1..at.min(msgs.len())]
+                        .iter()
+                        .any(|x| x.role != Role::Assistant))
+        };
+        let reply =
+            (m + 1..msgs.len()).find(|&j| msgs[j].role == Role::Assistant && asked_after(j));
+        let refusal =
+            conv.refusals.iter().enumerate().find(|(_, r)| {
+                asked_after(r.at) && r.status == Some(400) && about_pairing(&r.text)
+            });
+        let in_flight = msgs[m].role == Role::Assistant
+            && msgs[m + 1..].iter().all(|x| x.role == Role::Assistant)
+            && refusal.is_none();
+        let was = std::mem::take(&mut f.message);
+        match (refusal, reply) {
+            (Some((n, r)), reply) if reply.is_none_or(|j| r.at <= j) => {
+                // Every request refused for it until one is answered.
+                let mut lines = Vec::new();
+                for (k, later) in conv.refusals.iter().enumerate().skip(n) {
+                    if reply.is_some_and(|j| later.at > j) {
+                        break;
+                    }
+                    if later.status == Some(400) && about_pairing(&later.text) {
+                        used[k] = true;
+                        lines.extend(later.source.line);
+                    }
+                }
+                let line = r.source.line;
+                let quoted: String = r.text.chars().take(160).collect();
+                let which = match lines.len() {
+                    1 => format!(
+                        "line {} holds the provider's answer to the next request",
+                        lines[0]
+                    ),
+                    count => format!(
+                        "the provider refused the next {count} requests (lines {}); the first answer",
+                        lines
+                            .iter()
+                            .map(|l| l.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                };
+                f.message = format!("{was} The log confirms it: {which}: {quoted}");
+                f.evidence = Some(Evidence {
+                    outcome: "refused",
+                    line,
+                });
+                continue;
+            }
+            _ if in_flight => {
+                f.message = format!(
+                    "the log of this conversation ends while these calls are in flight: {}. Their results are not written yet ({agent} is still running them, or it stopped before they came back), and no request has carried them; the next one must begin with their results.",
+                    f.ids.join(", ")
+                );
+                f.evidence = Some(Evidence {
+                    outcome: "in_flight",
+                    line: None,
+                });
+                f.severity = "note";
+            }
+            _ if conv.source == Source::Codex => {
+                f.message = format!(
+                    "Codex fills in an `aborted` output for every call that has none, and drops every output whose call is gone, before it sends the history, so the provider never sees this; but the model gets no real result for the call. As written: {was}"
+                );
+                f.evidence = Some(Evidence {
+                    outcome: "repaired",
+                    line: reply.and_then(|j| conv.message_sources[j].line),
+                });
+                f.severity = "warning";
+            }
+            (_, Some(j)) => {
+                let line = conv.message_sources[j].line;
+                f.message = format!(
+                    "as written, this history would be refused ({was}) but the log shows the next request was answered (line {}): {agent} closed or dropped these before sending it. A client that sends the log's history as it stands gets the 400.",
+                    line.map_or("?".to_string(), |l| l.to_string())
+                );
+                f.evidence = Some(Evidence {
+                    outcome: "answered",
+                    line,
+                });
+                f.severity = "warning";
+            }
+            _ => {
+                f.message = was;
+                continue;
+            }
+        }
+        f.rejected_by_provider = false;
+    }
+}
+
+/// Whether a provider's error is about calls and results (not, say, a
+/// prompt that is too long).
+fn about_pairing(text: &str) -> bool {
+    [
+        "tool_use",
+        "tool_result",
+        "tool_call",
+        "function call",
+        "function response",
+        "call_id",
+    ]
+    .iter()
+    .any(|w| text.contains(w))
 }
 
 fn join(ids: &[String]) -> String {

@@ -131,7 +131,40 @@ pub fn replayed(conv: &Conversation) -> Replayed {
     let mut round_of_message = vec![0u32; messages.len()];
     let mut step_of_message = vec![0usize; messages.len()];
     let mut round = 0u32;
+    // Requests the log says were refused are trips with no reply.
+    let mut refusals = conv.refusals.iter().map(|r| r.at).peekable();
+    let mut refused_before =
+        |at: usize, steps: &mut Vec<Step>, rounds: &mut Vec<Round>, round: &mut u32| {
+            while refusals.next_if(|&r| r <= at).is_some() {
+                *round += 1;
+                steps.push(Step {
+                    phase: Phase::Request,
+                    round: *round,
+                    history_len: at,
+                    execution: None,
+                    unpaired: 0,
+                    time_ms: 0,
+                    event: None,
+                });
+                rounds.push(Round {
+                    number: *round,
+                    request_len: at,
+                    violation: None,
+                    rule: 0,
+                    taken: Vec::new(),
+                    dropped: Vec::new(),
+                    executions: Vec::new(),
+                    reply: Reply::default(),
+                    reply_message: None,
+                    identical_run: 1,
+                    decision: None,
+                    fallback: None,
+                    stripped: Vec::new(),
+                });
+            }
+        };
     for (i, m) in messages.iter().enumerate() {
+        refused_before(i, &mut steps, &mut rounds, &mut round);
         if m.role == Role::Assistant {
             round += 1;
             steps.push(Step {
@@ -245,6 +278,7 @@ pub fn replayed(conv: &Conversation) -> Replayed {
         round_of_message[i] = round.max(1);
         step_of_message[i] = steps.len() - 1;
     }
+    refused_before(messages.len(), &mut steps, &mut rounds, &mut round);
     let final_text = messages
         .iter()
         .rev()
@@ -310,7 +344,21 @@ impl Replayed {
                 let m = finder.message_of(f).min(messages.len().saturating_sub(1));
                 // A 400 arises at the first request that carries the message;
                 // anything else where the message appears; notes at the end.
-                let step = if f.is_note() {
+                let refused_at = (f.kind == "refused_request")
+                    .then(|| conv.refusals.iter().find(|r| r.source.line == f.line))
+                    .flatten();
+                let step = if let Some(r) = refused_at {
+                    // The request the provider's error answered.
+                    let refused = |s: &Step| {
+                        s.phase == Phase::Request
+                            && s.history_len == r.at
+                            && trace
+                                .rounds
+                                .iter()
+                                .any(|x| x.number == s.round && x.reply_message.is_none())
+                    };
+                    steps.iter().position(refused).unwrap_or(done)
+                } else if f.is_note() {
                     done
                 } else if f.rejected_by_provider {
                     steps

@@ -83,14 +83,66 @@ struct Rare {
     /// `logicalParentUuid`, by its [`uuid_key`].
     logical_parent: Option<u64>,
     agent: Option<Box<str>>,
+    /// An error Claude Code wrote in the model's place.
+    refused: Option<Refused>,
+}
+
+/// An `isApiErrorMessage` event: the request before it was refused.
+#[derive(Debug)]
+struct Refused {
+    status: Option<u16>,
+    text: Box<str>,
+}
+
+impl Refused {
+    /// The error of an assistant event, if it is one: flagged
+    /// `isApiErrorMessage` (or, in logs older than the flag, written by the
+    /// `<synthetic>` model as `API Error: …`). Its status is `apiErrorStatus`
+    /// or the number the text gives.
+    /// `text` is asked for only then: most events are replies.
+    fn of(
+        flagged: bool,
+        model: Option<&str>,
+        status: Option<u64>,
+        text: impl FnOnce() -> String,
+    ) -> Option<Refused> {
+        let synthetic = model == Some("<synthetic>");
+        if !flagged && !synthetic {
+            return None;
+        }
+        let text = text();
+        if !flagged && !text.starts_with("API Error") {
+            return None;
+        }
+        let status = status
+            .and_then(|s| u16::try_from(s).ok())
+            .or_else(|| status_in(&text));
+        Some(Refused {
+            status,
+            text: text.into_boxed_str(),
+        })
+    }
+}
+
+/// `400` in `API Error: 400 {…}` (also after a prefix such as `Please run
+/// /login · `).
+fn status_in(text: &str) -> Option<u16> {
+    let rest = &text[text.find("API Error: ")? + "API Error: ".len()..];
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    (digits.len() == 3).then(|| digits.parse().ok()).flatten()
 }
 
 impl Rare {
-    fn of(logical_parent: Option<u64>, agent: Option<Box<str>>) -> Option<Box<Rare>> {
-        (logical_parent.is_some() || agent.is_some()).then(|| {
+    fn of(
+        logical_parent: Option<u64>,
+        agent: Option<Box<str>>,
+        refused: Option<Refused>,
+    ) -> Option<Box<Rare>> {
+        (logical_parent.is_some() || agent.is_some() || refused.is_some()).then(|| {
             Box::new(Rare {
                 logical_parent,
                 agent,
+                refused,
             })
         })
     }
@@ -115,6 +167,10 @@ impl Event {
 
     fn agent(&self) -> Option<&str> {
         self.rare.as_ref()?.agent.as_deref()
+    }
+
+    fn refused(&self) -> Option<&Refused> {
+        self.rare.as_ref()?.refused.as_ref()
     }
 
     fn line(&self) -> usize {
@@ -196,6 +252,10 @@ struct RawEvent<'a> {
     session: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     timestamp: Option<Cow<'a, str>>,
+    #[serde(rename = "isApiErrorMessage", default)]
+    api_error: Option<bool>,
+    #[serde(rename = "apiErrorStatus", default)]
+    api_status: Option<u64>,
     #[serde(borrow, default)]
     message: Option<RawMessage<'a>>,
 }
@@ -206,6 +266,8 @@ struct RawMessage<'a> {
     role: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    model: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     stop_reason: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
@@ -387,6 +449,20 @@ const BYTES_PER_EVENT_AT_LEAST: u64 = 128;
 /// The most events room is set aside for ahead of time.
 const MAX_RESERVED_EVENTS: usize = 8 << 20;
 
+/// The text of a typed message's content (its text blocks, joined).
+fn raw_text(content: &RawContent) -> String {
+    match content {
+        RawContent::Missing => String::new(),
+        RawContent::Text(t) => t.to_string(),
+        RawContent::Blocks(blocks) => blocks
+            .iter()
+            .filter(|b| b.kind.as_deref() == Some("text"))
+            .filter_map(|b| b.text.as_deref())
+            .collect::<Vec<_>>()
+            .join("\n"),
+    }
+}
+
 /// A text as `detail` keeps it: itself, or (non-empty) its fingerprint.
 fn kept_text(text: &str, detail: Detail) -> crate::engine::session::Text {
     match detail {
@@ -481,7 +557,16 @@ impl Event {
         }
         let key = raw.uuid.as_deref().map_or(0, uuid_key);
         let uuid: Option<Arc<str>> = raw.uuid.map(|u| u.into());
-        let body = match raw.message.filter(|_| is_message) {
+        let refused = match (&raw.message, kind) {
+            (Some(m), "assistant") => Refused::of(
+                raw.api_error == Some(true),
+                m.model.as_deref(),
+                raw.api_status,
+                || raw_text(&m.content),
+            ),
+            _ => None,
+        };
+        let body = match raw.message.filter(|_| is_message && refused.is_none()) {
             Some(message) => {
                 let role = match message.role.as_deref().unwrap_or(kind) {
                     "assistant" => Role::Assistant,
@@ -508,14 +593,17 @@ impl Event {
             key,
             uuid,
             parent: raw.parent.as_deref().map_or(0, uuid_key),
+            // An error takes the model's place in the chain: it ends a
+            // request, as a reply does.
+            is_message: body.is_some() || refused.is_some(),
             rare: Rare::of(
                 raw.logical_parent.as_deref().map(uuid_key),
                 raw.agent.map(|a| a.into()),
+                refused,
             ),
             sidechain: raw.sidechain == Some(true),
             session: session_key(raw.session.as_deref()),
             time: time_key(raw.timestamp.as_deref()),
-            is_message: body.is_some(),
             body,
         }))
     }
@@ -548,6 +636,7 @@ impl Event {
             rare: Rare::of(
                 key_at(&event, "logicalParentUuid"),
                 string_at(&event, "agentId"),
+                None,
             ),
             sidechain: event.get("isSidechain").and_then(Value::as_bool) == Some(true),
             session: session_key(event.get("sessionId").and_then(Value::as_str)),
@@ -557,6 +646,20 @@ impl Event {
             is_message: false,
         };
         let kind = kind.to_string();
+        if kind == "assistant"
+            && let Some(message) = event.get("message").filter(|m| m.is_object())
+            && let Some(refused) = Refused::of(
+                event.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true),
+                message.get("model").and_then(Value::as_str),
+                event.get("apiErrorStatus").and_then(Value::as_u64),
+                || super::joined_text(message.get("content"), "\n").unwrap_or_default(),
+            )
+        {
+            ev.is_message = true;
+            let rare = ev.rare.get_or_insert_with(Default::default);
+            rare.refused = Some(refused);
+            return Ok(Some(ev));
+        }
         if is_message && let Some(message) = event.get_mut("message").filter(|m| m.is_object()) {
             let role = match message.get("role").and_then(Value::as_str).unwrap_or(&kind) {
                 "assistant" => Role::Assistant,
@@ -1023,6 +1126,17 @@ impl<'a> Thread<'a> {
             }
             if let Some(body) = &e.body {
                 builder.add(&mut conv, e, body);
+            } else if let Some(refused) = e.refused() {
+                conv.refusals.push(super::Refusal {
+                    at: conv.messages.len(),
+                    status: refused.status,
+                    text: refused.text.to_string(),
+                    source: BlockSource {
+                        path: "message".into(),
+                        line: Some(e.line()),
+                        uuid: e.uuid.clone(),
+                    },
+                });
             }
         }
         if !conv.messages.is_empty() {

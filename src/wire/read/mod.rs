@@ -176,6 +176,24 @@ pub struct Conversation {
     pub unsigned: Vec<String>,
     /// Gemini: how many parts carry a `thoughtSignature`.
     pub signatures: usize,
+    /// Requests the log says the provider refused: an agent writes the
+    /// error in the model's place (Claude Code's `isApiErrorMessage`
+    /// events). Evidence for the checker, never a message of the history.
+    pub refusals: Vec<Refusal>,
+}
+
+/// A request the provider refused, as an agent log recorded it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refusal {
+    /// How many messages of the conversation the refused request carried.
+    pub at: usize,
+    /// The HTTP status, when the log gives it (`apiErrorStatus`, or the
+    /// number in `API Error: 400 …`).
+    pub status: Option<u16>,
+    /// What the agent wrote (`API Error: 400 {"type":"error",…}`).
+    pub text: String,
+    /// Where.
+    pub source: BlockSource,
 }
 
 /// Whether a hosted block asks for a call or answers one.
@@ -256,6 +274,7 @@ impl Conversation {
             model: None,
             unsigned: Vec::new(),
             signatures: 0,
+            refusals: Vec::new(),
         }
     }
 
