@@ -6,7 +6,7 @@
 //! fixtures; each test pins the verdict, the path, the ids and the wording.
 
 mod common;
-use common::{claude_code_log, fixture};
+use common::{body, claude_code_log, fixture};
 
 use loopdbg::wire::check::{Finding, check};
 use loopdbg::wire::read::{detect, read};
@@ -566,4 +566,54 @@ fn codex_repairs_its_history_before_every_request() {
             .message
             .starts_with("Codex fills in an `aborted` output")
     );
+}
+
+// ---- OpenAI Chat: custom tools and the older functions API -----------------
+
+#[test]
+fn chat_custom_tool_calls_pair_by_id_like_function_calls() {
+    let f = request("openai_custom_tool.json");
+    // The custom call is answered; the function call next to it is not.
+    assert_eq!(kinds(&f), ["unanswered_call"], "{f:#?}");
+    assert_eq!(f[0].ids, ["call_Test1"]);
+    assert_eq!((f[0].severity, f[0].path.as_str()), ("400", "messages[1]"));
+    let conv = body("openai_custom_tool.json");
+    assert!(
+        conv.tools.iter().any(|t| t.name == "apply_patch"),
+        "a custom tool is a declared tool"
+    );
+}
+
+#[test]
+fn legacy_function_calls_pair_by_name_and_an_open_one_is_a_warning() {
+    let conv = body("openai_legacy_functions.json");
+    assert_eq!(conv.source.as_str(), "openai");
+    // The answered call and its `function` message pair up.
+    let f = check(&conv);
+    assert_eq!(kinds(&f), ["unanswered_call"], "{f:#?}");
+    assert!(rejected(&f).is_empty());
+    assert_eq!(f[0].ids, ["get_time@messages[4]"]);
+    assert!(f[0].message.starts_with(
+        "a `function_call` (get_time@messages[4]) is not followed by the `function` message"
+    ));
+}
+
+#[test]
+fn a_server_call_waiting_on_client_tools_gets_its_result_turns_later() {
+    // Programmatic tool calling: code_execution calls query_sales twice
+    // through client tool_use blocks (`caller.tool_id`); its own result
+    // comes in the assistant turn after the last tool_result.
+    let f = request("anthropic_programmatic_tools.json");
+    assert_eq!(f, vec![], "accepted as sent");
+    // Without its call the same result block is still the 400.
+    let mut doc: Value =
+        serde_json::from_str(&fixture("anthropic_programmatic_tools.json")).unwrap();
+    doc["messages"][1]["content"]
+        .as_array_mut()
+        .unwrap()
+        .remove(1);
+    let f = check(&read(&doc, detect(&doc).unwrap()).unwrap());
+    assert_eq!(kinds(&f), ["unexpected_result"], "{f:#?}");
+    assert_eq!(f[0].ids, ["srvtoolu_01Code"]);
+    assert!(f[0].rejected_by_provider);
 }

@@ -404,6 +404,7 @@ impl Turn {
 
 fn anthropic(conv: &Conversation) -> Vec<Finding> {
     let mut out = Vec::new();
+    let mut waiting: HashSet<&str> = HashSet::new();
     let msgs = &conv.messages;
     let turns = turns(msgs);
     for (t, turn) in turns.iter().enumerate() {
@@ -448,7 +449,7 @@ fn anthropic(conv: &Conversation) -> Vec<Finding> {
             }
             continue;
         }
-        hosted_pairing(conv, turn, t + 1 == turns.len(), &mut out);
+        hosted_pairing(conv, turn, t + 1 == turns.len(), &mut waiting, &mut out);
         let calls = turn.calls(msgs);
         if calls.is_empty() {
             continue;
@@ -550,8 +551,17 @@ fn anthropic(conv: &Conversation) -> Vec<Finding> {
 /// before it in the same turn (the server runs the call and writes the
 /// result into the assistant's own content); a call without its result is
 /// a paused turn (`pause_turn`) when it ends the request, and suspicious
-/// anywhere else.
-fn hosted_pairing(conv: &Conversation, turn: &Turn, last: bool, out: &mut Vec<Finding>) {
+/// anywhere else. A call that waits for a client `tool_use` it made
+/// (programmatic tool calling) is the exception: its result comes in a
+/// later assistant turn, after the client's `tool_result`, so it is carried
+/// over in `waiting`.
+fn hosted_pairing<'c>(
+    conv: &'c Conversation,
+    turn: &Turn,
+    last: bool,
+    waiting: &mut HashSet<&'c str>,
+    out: &mut Vec<Finding>,
+) {
     let mut hosted: Vec<&Hosted> = conv
         .hosted
         .iter()
@@ -563,14 +573,20 @@ fn hosted_pairing(conv: &Conversation, turn: &Turn, last: bool, out: &mut Vec<Fi
     hosted.sort_by_key(|h| (h.message, h.position));
     let mut called: HashSet<&str> = HashSet::new();
     let mut answered: HashSet<&str> = HashSet::new();
+    let awaits: HashSet<&str> = hosted
+        .iter()
+        .filter(|h| h.role == HostedRole::Awaits)
+        .map(|h| h.id.as_str())
+        .collect();
     for h in &hosted {
         match h.role {
+            HostedRole::Awaits => {}
             HostedRole::Call => {
                 called.insert(&h.id);
             }
             HostedRole::Result => {
                 answered.insert(&h.id);
-                if !called.contains(h.id.as_str()) {
+                if !called.contains(h.id.as_str()) && !waiting.remove(h.id.as_str()) {
                     let call = if h.block == "mcp_tool_result" {
                         "mcp_tool_use"
                     } else {
@@ -591,7 +607,14 @@ fn hosted_pairing(conv: &Conversation, turn: &Turn, last: bool, out: &mut Vec<Fi
         }
     }
     for h in hosted.iter().filter(|h| h.role == HostedRole::Call) {
-        if answered.contains(h.id.as_str()) || last {
+        if answered.contains(h.id.as_str()) {
+            continue;
+        }
+        if awaits.contains(h.id.as_str()) {
+            waiting.insert(&h.id);
+            continue;
+        }
+        if last {
             continue;
         }
         let (what, result) = if h.block == "mcp_tool_use" {
@@ -616,10 +639,30 @@ fn openai(conv: &Conversation) -> Vec<Finding> {
     let mut out = Vec::new();
     let msgs = &conv.messages;
     let mut expecting: HashSet<&str> = HashSet::new();
+    // The older `function_call` / `function` messages pair by name and
+    // position, not by id, and the API is not known to refuse one left
+    // open: warnings, in loopdbg's words.
+    let legacy = |id: &str| {
+        conv.call_types
+            .iter()
+            .any(|(c, t)| c == id && t == crate::wire::read::openai_chat::LEGACY_FUNCTION_CALL)
+    };
     for (i, m) in msgs.iter().enumerate() {
         match m.role {
             Role::Tool => {
                 for (k, id) in tool_results(m) {
+                    if let Some(name) = id.strip_suffix("@?") {
+                        out.push(finding(
+                            "unexpected_result",
+                            &conv.block_sources[i][k],
+                            vec![name.to_string()],
+                            format!(
+                                "a `function` message for `{name}` answers no open `function_call` of that name (the older functions API pairs them by name)"
+                            ),
+                            false,
+                        ));
+                        continue;
+                    }
                     if !expecting.remove(id) {
                         out.push(finding(
                             "unexpected_result",
@@ -645,11 +688,23 @@ fn openai(conv: &Conversation) -> Vec<Finding> {
                     .take_while(|n| n.role == Role::Tool)
                     .flat_map(|n| tool_results(n).map(|(_, id)| id))
                     .collect();
-                let missing: Vec<String> = calls
+                let (old, missing): (Vec<String>, Vec<String>) = calls
                     .iter()
                     .filter(|id| !answered.contains(**id))
                     .map(|s| s.to_string())
-                    .collect();
+                    .partition(|id| legacy(id));
+                if !old.is_empty() {
+                    out.push(finding(
+                        "unanswered_call",
+                        &conv.message_sources[i],
+                        old.clone(),
+                        format!(
+                            "a `function_call` ({}) is not followed by the `function` message with its result: the model never sees one (the older functions API pairs them by name, and is not known to refuse this)",
+                            join(&old)
+                        ),
+                        false,
+                    ));
+                }
                 if !missing.is_empty() {
                     out.push(finding(
                         "unanswered_call",

@@ -107,11 +107,29 @@ pub(super) fn blocks(
                     "text" => Block::Text {
                         text: b.get("text").and_then(Value::as_str).unwrap_or("").into(),
                     },
-                    "tool_use" => Block::ToolUse {
-                        id: str_field(b, "id", &bpath)?.into(),
-                        name: str_field(b, "name", &bpath)?.into(),
-                        input: Json::new(take(b, "input")),
-                    },
+                    "tool_use" => {
+                        // Called from code the server runs: that call waits.
+                        if let Some(server) = b
+                            .get("caller")
+                            .and_then(|c| c.get("tool_id"))
+                            .and_then(Value::as_str)
+                        {
+                            read.hosted.push(Hosted {
+                                role: HostedRole::Awaits,
+                                id: server.to_string(),
+                                block: kind.to_string(),
+                                name: str_field(b, "name", &bpath)?.to_string(),
+                                message: 0,
+                                position: k,
+                                source: source(bpath.clone()),
+                            });
+                        }
+                        Block::ToolUse {
+                            id: str_field(b, "id", &bpath)?.into(),
+                            name: str_field(b, "name", &bpath)?.into(),
+                            input: Json::new(take(b, "input")),
+                        }
+                    }
                     "tool_result" => Block::ToolResult {
                         tool_use_id: str_field(b, "tool_use_id", &bpath)?.into(),
                         content: Json::new(take(b, "content")),

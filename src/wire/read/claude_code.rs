@@ -303,6 +303,16 @@ struct RawBlock<'a> {
     content: Option<&'a RawValue>,
     #[serde(default)]
     is_error: Option<bool>,
+    /// Who made a `tool_use`: `{"type":"direct"}`, or code a server tool
+    /// runs (`tool_id` names that call).
+    #[serde(borrow, default)]
+    caller: Option<RawCaller<'a>>,
+}
+
+#[derive(Deserialize)]
+struct RawCaller<'a> {
+    #[serde(borrow, default)]
+    tool_id: Option<Cow<'a, str>>,
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for RawContent<'a> {
@@ -394,14 +404,28 @@ fn typed_blocks(
             "text" => Block::Text {
                 text: kept_text(b.text.as_deref().unwrap_or(""), detail),
             },
-            "tool_use" => Block::ToolUse {
-                id: need(b.id, "id")?.into(),
-                name: need(b.name, "name")?.into(),
-                input: match detail {
-                    Detail::Full => Json::new(value_of(b.input)),
-                    Detail::Shape => Json::new(shaped_json(b.input)),
-                },
-            },
+            "tool_use" => {
+                let name = need(b.name, "name")?;
+                if let Some(server) = b.caller.and_then(|c| c.tool_id) {
+                    read.hosted.push(super::Hosted {
+                        role: super::HostedRole::Awaits,
+                        id: server.into_owned(),
+                        block: kind.to_string(),
+                        name: name.clone(),
+                        message: 0,
+                        position: k,
+                        source: source(path()),
+                    });
+                }
+                Block::ToolUse {
+                    id: need(b.id, "id")?.into(),
+                    name: name.into(),
+                    input: match detail {
+                        Detail::Full => Json::new(value_of(b.input)),
+                        Detail::Shape => Json::new(shaped_json(b.input)),
+                    },
+                }
+            }
             "tool_result" => Block::ToolResult {
                 tool_use_id: need(b.tool_use_id, "tool_use_id")?.into(),
                 content: match detail {

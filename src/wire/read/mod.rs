@@ -14,7 +14,7 @@ mod codex;
 mod fingerprint;
 mod gemini;
 mod gemini_cli;
-mod openai_chat;
+pub(crate) mod openai_chat;
 pub mod responses;
 
 pub use claude_code::{ClaudeCodeLog, LineError};
@@ -204,6 +204,10 @@ pub enum HostedRole {
     /// `web_search_tool_result`, `code_execution_tool_result`,
     /// `mcp_tool_result`, …: names its call by `tool_use_id`.
     Result,
+    /// A client `tool_use` made from inside the hosted call `id`
+    /// (programmatic tool calling: `caller.tool_id`). That call waits for
+    /// the client's result, so its own result comes in a later turn.
+    Awaits,
 }
 
 /// One block of a call the provider runs itself.
@@ -401,7 +405,10 @@ pub fn detect_with_evidence(doc: &Value) -> Option<(Source, bool)> {
         if matches!(kind, Some("function_call" | "function_call_output")) {
             responses = true;
         }
-        if matches!(role, Some("tool")) || item.get("tool_calls").is_some() {
+        if matches!(role, Some("tool" | "function"))
+            || item.get("tool_calls").is_some()
+            || item.get("function_call").is_some()
+        {
             openai = true;
         }
         if let Some(Value::Array(blocks)) = item.get("content") {
@@ -483,11 +490,14 @@ pub(crate) fn array_at<'a>(
 }
 
 pub(crate) fn read_tools(doc: &Value, conv: &mut Conversation) {
-    let Some(Value::Array(tools)) = doc.get("tools") else {
-        return;
-    };
-    for t in tools {
-        let f = t.get("function").unwrap_or(t);
+    // `functions` is the Chat API's older spelling (before `tools`).
+    let listed = ["tools", "functions"]
+        .iter()
+        .filter_map(|key| doc.get(*key).and_then(Value::as_array))
+        .flatten();
+    for t in listed {
+        // Chat nests a definition under its type: `function`, or `custom`.
+        let f = t.get("function").or_else(|| t.get("custom")).unwrap_or(t);
         if let Some(name) = f.get("name").and_then(Value::as_str) {
             let schema = f
                 .get("input_schema")

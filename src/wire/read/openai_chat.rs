@@ -1,6 +1,9 @@
 //! OpenAI Chat Completions request bodies (or a bare `messages` array):
 //! `tool_calls` on assistant messages, one `tool` message per result, with
-//! arguments as a JSON string.
+//! arguments as a JSON string. A call is a `function` or a `custom` tool
+//! (free-form `input`). The API's older spelling is read too: one
+//! `function_call` on the assistant message, answered by a `function`
+//! message naming it, with no ids at all.
 
 use serde_json::Value;
 
@@ -11,9 +14,15 @@ use crate::wire::provider::Format;
 
 use super::{array_at, parse_arguments, read_tools, role_of, text_of_parts};
 
+/// The call-type name of a legacy `function_call` (see `Conversation::call_types`).
+pub const LEGACY_FUNCTION_CALL: &str = "legacy_function_call";
+
 pub(super) fn read(doc: &mut Value) -> Result<Conversation, ReadError> {
     let mut conv = Conversation::new(Source::Provider(Format::Openai));
     read_tools(doc, &mut conv);
+    // Legacy calls carry no id: each is named by where it stands, and a
+    // `function` message answers the latest unanswered call of its name.
+    let mut open_legacy: Vec<(String, String)> = Vec::new();
     let (items, base) = array_at(doc, "messages")?;
     for (i, item) in items.iter_mut().enumerate() {
         let path = super::indexed(&base, "", i);
@@ -47,13 +56,22 @@ pub(super) fn read(doc: &mut Value) -> Result<Conversation, ReadError> {
                     for (k, c) in calls.iter().enumerate() {
                         let cpath = super::indexed(&path, "tool_calls", k);
                         let id = str_field(c, "id", &cpath)?;
-                        let f = c
-                            .get("function")
-                            .ok_or_else(|| err(&cpath, "expected a `function` object"))?;
-                        let name = str_field(f, "name", &format!("{cpath}.function"))?;
                         let source = src(cpath.clone());
-                        let input =
-                            parse_arguments(f.get("arguments"), id, &source, &mut conv.notes);
+                        let (name, input) = if let Some(f) = c.get("function") {
+                            let name = str_field(f, "name", &format!("{cpath}.function"))?;
+                            let input =
+                                parse_arguments(f.get("arguments"), id, &source, &mut conv.notes);
+                            (name, input)
+                        } else if let Some(custom) = c.get("custom") {
+                            // A custom tool's input is free text, not JSON.
+                            let name = str_field(custom, "name", &format!("{cpath}.custom"))?;
+                            conv.call_types
+                                .push((id.to_string(), "custom_tool_call".to_string()));
+                            let input = custom.get("input").cloned().unwrap_or(Value::Null);
+                            (name, Json::new(input))
+                        } else {
+                            return Err(err(&cpath, "expected a `function` or `custom` object"));
+                        };
                         content.push(Block::ToolUse {
                             id: id.into(),
                             name: name.into(),
@@ -61,6 +79,22 @@ pub(super) fn read(doc: &mut Value) -> Result<Conversation, ReadError> {
                         });
                         sources.push(source);
                     }
+                }
+                if let Some(f) = item.get("function_call").filter(|f| f.is_object()) {
+                    let cpath = super::dotted(&path, "function_call");
+                    let name = str_field(f, "name", &cpath)?;
+                    let id = format!("{name}@{path}");
+                    let source = src(cpath.clone());
+                    let input = parse_arguments(f.get("arguments"), &id, &source, &mut conv.notes);
+                    conv.call_types
+                        .push((id.clone(), LEGACY_FUNCTION_CALL.to_string()));
+                    open_legacy.push((name.to_string(), id.clone()));
+                    content.push(Block::ToolUse {
+                        id: id.into(),
+                        name: name.into(),
+                        input,
+                    });
+                    sources.push(source);
                 }
                 Role::Assistant
             }
@@ -74,11 +108,26 @@ pub(super) fn read(doc: &mut Value) -> Result<Conversation, ReadError> {
                 sources.push(src(path.clone()));
                 Role::Tool
             }
+            "function" => {
+                let name = str_field(item, "name", &path)?;
+                // No call of that name is open: an id that answers nothing.
+                let id = match open_legacy.iter().rposition(|(n, _)| n == name) {
+                    Some(at) => open_legacy.remove(at).1,
+                    None => format!("{name}@?"),
+                };
+                content.push(Block::ToolResult {
+                    tool_use_id: id.into(),
+                    content: Json::new(take(item, "content")),
+                    is_error: false,
+                });
+                sources.push(src(path.clone()));
+                Role::Tool
+            }
             other => {
                 return Err(err(
                     &path,
                     format!(
-                        "unknown role `{other}` for OpenAI Chat (expected system, developer, user, assistant or tool)"
+                        "unknown role `{other}` for OpenAI Chat (expected system, developer, user, assistant, tool or function)"
                     ),
                 ));
             }
