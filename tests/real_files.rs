@@ -617,3 +617,42 @@ fn a_server_call_waiting_on_client_tools_gets_its_result_turns_later() {
     assert_eq!(f[0].ids, ["srvtoolu_01Code"]);
     assert!(f[0].rejected_by_provider);
 }
+
+#[test]
+fn unnamed_sub_agents_written_into_the_main_log_are_each_checked() {
+    // Claude Code 1.0 wrote every Task's sidechain into the main file,
+    // each from its own root and without an agentId: two sub-agents, not a
+    // rewind of one.
+    let convs = claude_code_log("claude_code_inline_subagents.jsonl");
+    let labels: Vec<Option<&str>> = convs.iter().map(|c| c.label.as_deref()).collect();
+    assert_eq!(
+        labels,
+        [
+            None,
+            Some("sub-agent from line 3"),
+            Some("sub-agent from line 4")
+        ]
+    );
+    assert_eq!(convs[2].messages.len(), 4, "b's Grep and its result");
+    for c in &convs {
+        assert_eq!(check(c), vec![], "{:?}", c.label);
+    }
+}
+
+#[test]
+fn a_branch_is_reported_with_the_conversation_it_forks_from() {
+    // A rewind before a compaction belongs to the conversation before it.
+    let convs = claude_code_log("claude_code_v2/rewind_then_compact.jsonl");
+    assert_eq!(convs.len(), 2);
+    let notes: Vec<Vec<&str>> = convs
+        .iter()
+        .map(|c| check(c).into_iter().map(|f| f.kind).collect())
+        .collect();
+    assert_eq!(notes, [vec!["off_branch"], vec![]]);
+    let f = check(&convs[0]);
+    assert_eq!(
+        (f[0].line, f[0].ids.clone()),
+        (Some(3), vec!["toolu_01Del".to_string()])
+    );
+    assert!(f[0].message.contains("branch off line 2 (uuid w2)"));
+}

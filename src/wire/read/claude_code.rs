@@ -840,7 +840,8 @@ impl<'a> Thread<'a> {
     fn conversations(&self, label: Option<String>) -> Vec<Conversation> {
         let mut visited = vec![false; self.events.len()];
         let mut threads: Vec<(usize, Vec<Conversation>)> = Vec::new();
-        let mut branches: Vec<Notice> = Vec::new();
+        // Each with the line it forks from (none: a new first prompt).
+        let mut branches: Vec<(Option<usize>, Notice)> = Vec::new();
         let roots = self.roots();
         let mut left: Vec<usize> = self
             .members
@@ -851,7 +852,10 @@ impl<'a> Thread<'a> {
         let mut live_session: Option<u64> = None;
         while let Some(tip) = self.tip(&left) {
             let session = self.events[tip].session;
-            if live_session.is_some_and(|live| live == session) {
+            // A sub-agent is never rewound: another tree in a sidechain
+            // thread is another sub-agent (logs before `agentId` wrote
+            // them all into the main file, unnamed).
+            if label.is_none() && live_session.is_some_and(|live| live == session) {
                 // An unlinked start in the live session: a rewind to the
                 // first prompt left this tree behind.
                 let root = roots[tip];
@@ -884,13 +888,30 @@ impl<'a> Thread<'a> {
             }
             left.retain(|&i| !visited[i]);
             let first = chain.first().map_or(0, |&i| self.events[i].line());
+            let label = match label.as_deref() {
+                Some("sub-agent") if !threads.is_empty() || !left.is_empty() => {
+                    Some(format!("sub-agent from line {first}"))
+                }
+                other => other.map(str::to_string),
+            };
             threads.push((first, self.segments(&chain, label.as_deref())));
         }
         threads.sort_by_key(|(first, _)| *first);
         let mut out: Vec<Conversation> = threads.into_iter().flat_map(|(_, c)| c).collect();
-        // A branch is told where the live conversation is: the last one.
-        if let Some(last) = out.last_mut() {
-            last.notices.extend(branches);
+        // A branch is told with the conversation it forks from (before or
+        // after a compaction); a new start, with the last one.
+        for (fork, notice) in branches {
+            let holds = |c: &Conversation| {
+                fork.is_some()
+                    && c.message_sources
+                        .iter()
+                        .chain(c.block_sources.iter().flatten())
+                        .any(|s| s.line == fork)
+            };
+            let at = out.iter().position(holds).or(out.len().checked_sub(1));
+            if let Some(at) = at {
+                out[at].notices.push(notice);
+            }
         }
         out
     }
@@ -1055,8 +1076,9 @@ impl<'a> Thread<'a> {
         out
     }
 
-    /// One notice per branch: the off-chain message events under one fork.
-    fn branch_notices(&self, off: &[usize], on: &[bool]) -> Vec<Notice> {
+    /// One notice per branch: the off-chain message events under one fork,
+    /// with the fork's line.
+    fn branch_notices(&self, off: &[usize], on: &[bool]) -> Vec<(Option<usize>, Notice)> {
         // Where each off-chain event leaves the chain, memoized: events come
         // in file order, so a parent is usually resolved before its child.
         let mut fork_of: HashMap<usize, Option<usize>> = HashMap::new();
@@ -1107,7 +1129,7 @@ impl<'a> Thread<'a> {
                     ),
                     None => "start over from a new first prompt".to_string(),
                 };
-                Notice {
+                let notice = Notice {
                     kind: "off_branch",
                     source: BlockSource {
                         path: "message".into(),
@@ -1119,7 +1141,8 @@ impl<'a> Thread<'a> {
                         "{} message event(s) on lines {lo}–{hi} {from} and are not part of the live conversation (a rewind, an edited prompt or a resume left them behind); they were never sent with it, so they are not checked as part of it",
                         members.len()
                     ),
-                }
+                };
+                (fork.map(|f| self.events[f].line()), notice)
             })
             .collect()
     }
