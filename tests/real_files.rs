@@ -656,3 +656,23 @@ fn a_branch_is_reported_with_the_conversation_it_forks_from() {
     );
     assert!(f[0].message.contains("branch off line 2 (uuid w2)"));
 }
+
+#[test]
+fn a_gemini_cli_error_record_confirms_the_400() {
+    // One of two reads never finished; the next request got Gemini's own
+    // 400, which the CLI wrote as an `error` record.
+    let text = fixture("gemini_cli/session-2026-11-04T10-00-2b7c4e9a.jsonl");
+    let mut log = loopdbg::wire::read::Log::new(loopdbg::wire::read::Source::GeminiCli).unwrap();
+    let lines: Vec<(usize, &str)> = text.lines().enumerate().map(|(i, l)| (i + 1, l)).collect();
+    assert!(log.push_lines(&lines).is_empty());
+    let convs = log.finish().unwrap();
+    assert_eq!(convs[0].refusals.len(), 1);
+    assert_eq!(convs[0].refusals[0].status, Some(400));
+    let f = check(&convs[0]);
+    assert_eq!(kinds(&f), ["unanswered_call"], "{f:#?}");
+    assert_eq!(f[0].ids, ["read_file-1762250403000-b2"]);
+    assert_eq!(evidence(&f[0]), Some(("refused", Some(5))));
+    assert!(f[0].message.starts_with(
+        "Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn."
+    ));
+}

@@ -146,7 +146,18 @@ impl GeminiCliLog {
                         );
                     }
                 }
-                // info, error and warning records are the CLI's own notes.
+                // An error the CLI wrote where the reply would be: the
+                // request before it was refused.
+                Some("error") => {
+                    let text = text_of(record.get("content"));
+                    conv.refusals.push(super::Refusal {
+                        at: conv.messages.len(),
+                        status: status_of(&text),
+                        text,
+                        source: src("message".into()),
+                    });
+                }
+                // info and warning records are the CLI's own notes.
                 _ => {}
             }
         }
@@ -156,6 +167,30 @@ impl GeminiCliLog {
             vec![conv]
         }
     }
+}
+
+/// The HTTP status an error text gives: Gemini's JSON `"code": 400`, its
+/// status names, or a bare `[API Error: 400 …`.
+fn status_of(text: &str) -> Option<u16> {
+    let squeezed: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    if let Some(at) = squeezed.find("\"code\":") {
+        let digits: String = squeezed[at + 7..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        if let Ok(code) = digits.parse() {
+            return Some(code);
+        }
+    }
+    if text.contains("INVALID_ARGUMENT") {
+        return Some(400);
+    }
+    if text.contains("RESOURCE_EXHAUSTED") {
+        return Some(429);
+    }
+    let rest = &text[text.find("API Error: ")? + "API Error: ".len()..];
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    (digits.len() == 3).then(|| digits.parse().ok()).flatten()
 }
 
 /// A record's `content`: a string, or parts whose texts are joined.
