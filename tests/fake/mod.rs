@@ -8,7 +8,9 @@
 //! Its model is scripted: to a prompt it answers with the calls the prompt
 //! asks for (`weather` → get_weather, `fx` → get_fx_rate); once every call
 //! has its result it answers "北京 18°C, USD/CNY 7.12". A prompt with `break`
-//! makes a streamed answer stop mid-stream with a broken connection.
+//! makes a streamed answer stop mid-stream with a broken connection. The
+//! header `x-fake-pace-ms: FIRST,EACH` paces a streamed answer as a model
+//! writes it: the first event after FIRST ms, each next one EACH ms later.
 #![allow(dead_code)]
 
 use std::sync::{Arc, Mutex};
@@ -84,6 +86,11 @@ async fn handle(State(shared): State<Shared>, request: Request) -> Response {
     let log = shared.log;
     let path = request.uri().path().to_string();
     let headers = request.headers().clone();
+    let pace = headers
+        .get("x-fake-pace-ms")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(','))
+        .and_then(|(a, b)| Some((a.trim().parse::<u64>().ok()?, b.trim().parse::<u64>().ok()?)));
     let bytes = axum::body::to_bytes(request.into_body(), 64 << 20)
         .await
         .unwrap();
@@ -118,7 +125,16 @@ async fn handle(State(shared): State<Shared>, request: Request) -> Response {
     let items: Vec<Result<Bytes, std::io::Error>> =
         chunks.into_iter().map(|c| Ok(Bytes::from(c))).collect();
     use futures::StreamExt;
-    let body = if broken {
+    let body = if let Some((first, each)) = pace.filter(|_| stream) {
+        let paced = futures::stream::iter(items.into_iter().enumerate()).then(
+            move |(k, item)| async move {
+                let wait = if k == 0 { first } else { each };
+                tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
+                item
+            },
+        );
+        Body::from_stream(paced)
+    } else if broken {
         // What was sent reaches the other side before the break.
         let breaker = shared.breaker.clone();
         let tail = futures::stream::once(async move {
