@@ -336,3 +336,52 @@ fn a_forced_log_format_that_does_not_fit_is_an_error() {
             "--format anthropic does not fit: the content is a Claude Code log",
         ));
 }
+
+#[test]
+fn api_test_recordings_are_checked_by_the_status_the_provider_answered() {
+    // A VCR cassette (YAML, pydantic-ai's `parsed_body` form): the model
+    // list is no conversation; the 400 the provider sent confirms the
+    // dangling toolu_01Fx, in the very words loopdbg uses.
+    let file = format!("{T}/recordings/test_weather_agent.yaml");
+    loopdbg()
+        .args(["check", &file])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains(
+            "conversation 2 (anthropic, interaction 2: POST /v1/messages → 400, 3 messages): 1 problem(s)",
+        ))
+        .stdout(predicate::str::contains(
+            "interactions[1].request.messages[1]  unanswered_call (400)  [toolu_01Fx]",
+        ))
+        .stdout(predicate::str::contains(
+            "The recording confirms it: the provider answered 400 in these words.",
+        ))
+        .stdout(predicate::str::contains("checked 2 conversation(s) in 1 file(s)"));
+    // A HAR file: the endpoint names the provider of a plain-text request,
+    // and a 400 loopdbg's rules do not foresee is still the provider's word.
+    let out = loopdbg()
+        .args([
+            "check",
+            &format!("{T}/recordings/openai_session.har"),
+            "--format",
+            "json",
+        ])
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    let results = &v["files"][0]["results"];
+    assert_eq!(results[0]["format"], "openai");
+    assert_eq!(results[0]["findings"][0]["kind"], "refused_request");
+    assert_eq!(results[0]["findings"][0]["severity"], "400");
+    assert!(
+        results[0]["findings"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("maximum context length is 128000 tokens")
+    );
+    assert_eq!(results[1]["findings"][0]["kind"], "unanswered_call");
+    assert_eq!(results[1]["findings"][0]["evidence"]["outcome"], "refused");
+}

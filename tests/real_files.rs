@@ -676,3 +676,28 @@ fn a_gemini_cli_error_record_confirms_the_400() {
         "Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn."
     ));
 }
+
+#[test]
+fn a_recorded_2xx_outranks_a_predicted_400() {
+    // How the weighing works, on a cassette in VCR's JSON form: whatever
+    // loopdbg's rules predict, the provider's recorded answer is the fact.
+    let cassette = serde_json::json!({"interactions": [{
+        "request": {"method": "POST", "uri": "https://api.anthropic.com/v1/messages",
+            "body": serde_json::json!({"model": "m", "max_tokens": 9, "messages": [
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "t", "input": {}}]},
+                {"role": "user", "content": "go on"}]}).to_string()},
+        "response": {"status": {"code": 200, "message": "OK"}, "body": {"string": "{}"}}}]});
+    let convs = loopdbg::wire::read::recording::read_recording(&cassette)
+        .unwrap()
+        .unwrap();
+    let f = check(&convs[0]);
+    assert_eq!(kinds(&f), ["unanswered_call"]);
+    assert!(rejected(&f).is_empty());
+    assert_eq!(evidence(&f[0]), Some(("answered", None)));
+    assert!(
+        f[0].message
+            .ends_with("but the recording shows it answered 200: it accepts this shape")
+    );
+    assert_eq!(f[0].path, "interactions[0].request.messages[1]");
+}

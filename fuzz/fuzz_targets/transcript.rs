@@ -1,5 +1,6 @@
 //! Every request-body reader and the checker on any JSON document, under
-//! every provider's rules; a conversation that reads is also replayed.
+//! every provider's rules; a conversation that reads is also replayed. The
+//! same document read as an HTTP recording (a cassette, a HAR file).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -21,6 +22,16 @@ fuzz_target!(|data: &[u8]| {
             let findings = loopdbg::wire::check::check(&conv);
             let trace = loopdbg::wire::replay::trace_of(&conv, &findings);
             let _ = trace.ledger_at(trace.len() - 1);
+        }
+    }
+    let wrapped = serde_json::json!({"interactions": [{"request": {"uri": "https://x/v1/messages", "parsed_body": doc.clone()}, "response": {"status": {"code": 400}, "parsed_body": doc}}]});
+    for recording in [&wrapped] {
+        if let Some(Ok(convs)) = loopdbg::wire::read::recording::read_recording(recording) {
+            for conv in convs {
+                let findings = loopdbg::wire::check::check(&conv);
+                let trace = loopdbg::wire::replay::trace_of(&conv, &findings);
+                let _ = trace.ledger_at(trace.len() - 1);
+            }
         }
     }
 });

@@ -20,7 +20,7 @@ use loopdbg::wire::check::{Finding, check};
 use loopdbg::wire::fix::{Repair, repair};
 use loopdbg::wire::read::{
     Conversation, Detail, Evidence, LineError, Log, ReadError, Source, classify_line, detect,
-    detect_with_evidence, evidence, read_owned,
+    detect_with_evidence, evidence, read_owned, recording,
 };
 use rayon::prelude::*;
 use serde::Serialize;
@@ -541,6 +541,22 @@ fn describe(source: Source) -> &'static str {
     }
 }
 
+/// A YAML document that is an HTTP recording (VCR's `interactions:` or
+/// `http_interactions:`), as a JSON tree; anything else stays an error of
+/// the JSON it was not.
+fn yaml_cassette(text: &str) -> Option<Result<Value, serde_yaml_ng::Error>> {
+    let looks = text
+        .lines()
+        .any(|l| l.starts_with("interactions:") || l.starts_with("http_interactions:"));
+    if !looks {
+        return None;
+    }
+    match serde_yaml_ng::from_str::<Value>(text) {
+        Ok(doc) => recording::is_recording(&doc).then_some(Ok(doc)),
+        Err(e) => Some(Err(e)),
+    }
+}
+
 /// Reads the whole input as one JSON document.
 fn document(
     origin: String,
@@ -559,8 +575,23 @@ fn document(
     if text.len() as u64 > MAX_WHOLE_BYTES {
         return Err(too_large(&origin, "a JSON document"));
     }
-    let doc: Value =
-        serde_json::from_str(&text).map_err(|e| json_error(&origin, &text, None, &e))?;
+    let doc: Value = match serde_json::from_str(&text) {
+        Ok(doc) => doc,
+        // VCR cassettes are YAML: read as the same tree.
+        Err(e) => match yaml_cassette(&text) {
+            Some(Ok(doc)) => doc,
+            Some(Err(yaml)) => {
+                let offset = yaml.location().map_or(0, |l| l.index());
+                return Err(LoadError::at(
+                    &origin,
+                    &text,
+                    offset,
+                    format!("expected a YAML HTTP recording (a VCR cassette): {yaml}"),
+                ));
+            }
+            None => return Err(json_error(&origin, &text, None, &e)),
+        },
+    };
     if let (Some(f), Some(found)) = (forced, evidence(&doc))
         && f != found
     {
@@ -685,6 +716,26 @@ fn read_opened(
 ) -> Result<ReadSummary, LoadError> {
     let origin = opened.origin.clone();
     match opened.layout {
+        Layout::Document(ref doc, ref text) if recording::is_recording(doc) => {
+            let convs = match recording::read_recording(doc) {
+                Some(Ok(convs)) => convs,
+                Some(Err(e)) => return Err(located_in(&origin, text, &e)),
+                None => Vec::new(),
+            };
+            let format = convs.first().map_or(
+                Source::Provider(loopdbg::wire::provider::Format::Anthropic),
+                |c| c.source,
+            );
+            let count = convs.len();
+            for c in convs {
+                each(None, c);
+            }
+            Ok(ReadSummary {
+                format,
+                conversations: count,
+                errors: Vec::new(),
+            })
+        }
         Layout::Document(ref doc, ref text) => {
             let unwrapped;
             let doc = match capture::is_exchange(doc) {

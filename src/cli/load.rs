@@ -224,10 +224,20 @@ pub fn is_transcript(path: &Path) -> bool {
                 .any(|k| o.contains_key(*k))
                 || (o.contains_key("sessionId") && o.contains_key("projectHash"));
             let session = o.contains_key("user") && o.get("model").is_some_and(|m| m.is_object());
-            conversation && !session
+            let recording =
+                loopdbg::wire::read::recording::is_recording(&serde_json::Value::Object(o));
+            (conversation || recording) && !session
         }
         Ok(serde_json::Value::Array(_)) => true,
         Ok(_) => false,
+        // A VCR cassette, in YAML.
+        Err(_)
+            if text
+                .lines()
+                .any(|l| l.starts_with("interactions:") || l.starts_with("http_interactions:")) =>
+        {
+            true
+        }
         Err(_) => {
             let mut lines = text.lines().filter(|l| !l.trim().is_empty());
             lines

@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::engine::message::{Block, Message, Role};
 use crate::wire::provider::Format;
 use crate::wire::read::{
-    BlockSource, Conversation, Hosted, HostedRole, Source, tool_results, tool_uses,
+    Answer, BlockSource, Conversation, Hosted, HostedRole, Source, tool_results, tool_uses,
 };
 
 /// One problem in a conversation.
@@ -128,7 +128,7 @@ pub const KINDS: &[(&str, &str)] = &[
     ),
     (
         "refused_request",
-        "agent logs: the provider's error the log holds for a request",
+        "agent logs and recordings: the provider's own refusal of a request",
     ),
 ];
 
@@ -171,7 +171,76 @@ pub fn check(conv: &Conversation) -> Vec<Finding> {
     if conv.source.is_log() {
         weigh_by_the_log(conv, &mut out);
     }
+    if let Some(answer) = &conv.answer {
+        weigh_by_the_answer(answer, &mut out);
+    }
     out
+}
+
+/// A recorded exchange says what the provider answered this very request:
+/// a 2xx contradicts a predicted 400 (a warning, naming the status); a 400
+/// about calls and results confirms it; any other refusal is reported as
+/// the provider's own word, which loopdbg's rules did not foresee.
+fn weigh_by_the_answer(answer: &Answer, out: &mut Vec<Finding>) {
+    let accepted = (200..300).contains(&answer.status);
+    let mut explained = false;
+    for f in out.iter_mut().filter(|f| f.rejected_by_provider) {
+        if accepted {
+            f.message = format!(
+                "as written, a provider would refuse this ({}) but the recording shows it answered {}: it accepts this shape",
+                f.message, answer.status
+            );
+            f.severity = "warning";
+            f.rejected_by_provider = false;
+            f.evidence = Some(Evidence {
+                outcome: "answered",
+                line: None,
+            });
+        } else if answer.status == 400 && about_pairing(&answer.text) {
+            // The provider's words are usually these very ones, after its
+            // `messages.N: ` prefix: then saying so is enough.
+            let same = f
+                .message
+                .split_once(". ")
+                .is_some_and(|(head, _)| answer.text.contains(head));
+            let said = match same {
+                true => "in these words".to_string(),
+                false => format!("«{}»", answer.text.chars().take(200).collect::<String>()),
+            };
+            f.message = format!(
+                "{} The recording confirms it: the provider answered 400 {said}.",
+                f.message
+            );
+            f.evidence = Some(Evidence {
+                outcome: "refused",
+                line: None,
+            });
+            explained = true;
+        }
+    }
+    if accepted || explained {
+        return;
+    }
+    let rejected = answer.status == 400;
+    let mut f = finding(
+        "refused_request",
+        &answer.source,
+        Vec::new(),
+        format!(
+            "the provider answered {}: {}",
+            answer.status,
+            answer.text.chars().take(240).collect::<String>()
+        ),
+        rejected,
+    );
+    if !rejected {
+        f.severity = "note";
+    }
+    f.evidence = Some(Evidence {
+        outcome: "refused",
+        line: None,
+    });
+    out.push(f);
 }
 
 /// An agent log is more than a history: it shows what the provider made of

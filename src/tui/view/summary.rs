@@ -91,9 +91,21 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         title = " explain ";
         // A request the provider would reject is said in the provider's
         // own words (for the wire view shown), first, where it is not cut.
+        // A replay has no stub, and its findings already carry the
+        // provider's words with what the file shows became of the request.
         let format = app.view.unwrap_or(crate::wire::provider::Format::Anthropic);
-        match crate::tui::explain::provider_rejection(&app.session, &app.trace, app.cursor, format)
-        {
+        let replay = app.trace.strategy.behavior == crate::wire::replay::REPLAY_BEHAVIOR;
+        let rejection = (!replay)
+            .then(|| {
+                crate::tui::explain::provider_rejection(
+                    &app.session,
+                    &app.trace,
+                    app.cursor,
+                    format,
+                )
+            })
+            .flatten();
+        match rejection {
             Some(words) => {
                 lines.push(Line::from(span(format!("⚠ {words}"), t.warn)));
                 lines.push(Line::from(span(

@@ -15,6 +15,7 @@ mod fingerprint;
 mod gemini;
 mod gemini_cli;
 pub(crate) mod openai_chat;
+pub mod recording;
 pub mod responses;
 
 pub use claude_code::{ClaudeCodeLog, LineError};
@@ -180,6 +181,20 @@ pub struct Conversation {
     /// error in the model's place (Claude Code's `isApiErrorMessage`
     /// events). Evidence for the checker, never a message of the history.
     pub refusals: Vec<Refusal>,
+    /// What the provider answered this very request, when a recording of
+    /// the exchange says (an API test's cassette, a HAR file).
+    pub answer: Option<Answer>,
+}
+
+/// The provider's answer to a recorded request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    /// The HTTP status.
+    pub status: u16,
+    /// For an error, what the provider said (its `error.message`).
+    pub text: String,
+    /// Where the response is in the recording.
+    pub source: BlockSource,
 }
 
 /// A request the provider refused, as an agent log recorded it.
@@ -279,6 +294,7 @@ impl Conversation {
             unsigned: Vec::new(),
             signatures: 0,
             refusals: Vec::new(),
+            answer: None,
         }
     }
 

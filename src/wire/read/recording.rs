@@ -1,0 +1,176 @@
+//! HTTP recordings that API test suites keep beside their tests: VCR
+//! cassettes (VCR.py and pytest-recording, pydantic-ai's `parsed_body`
+//! variant, Ruby VCR's `http_interactions`, go-vcr) and HAR files. Each
+//! request to a provider is one conversation, and the status the provider
+//! answered is kept with it: the checker weighs its findings by it.
+//!
+//! A cassette is read as a tree (`serde_json::Value`); YAML ones are turned
+//! into one by the caller, so this module does no parsing of its own text.
+
+use serde_json::Value;
+
+use super::{Answer, BlockSource, Conversation, ReadError, Source, detect, read_owned};
+use crate::wire::provider::Format;
+
+/// The provider an endpoint belongs to, when its path says (a request of
+/// plain text messages fits every format; the endpoint does not).
+fn provider_of_route(route: &str) -> Option<Source> {
+    let format = if route.ends_with("/chat/completions") {
+        Format::Openai
+    } else if route.ends_with("/responses") {
+        Format::Responses
+    } else if route.contains(":generateContent") || route.contains(":streamGenerateContent") {
+        Format::Gemini
+    } else if route.ends_with("/v1/messages") {
+        Format::Anthropic
+    } else {
+        return None;
+    };
+    Some(Source::Provider(format))
+}
+
+/// The interactions of a recording, when `doc` is one: where its list
+/// lives, and the list.
+fn interactions(doc: &Value) -> Option<(&'static str, &Vec<Value>)> {
+    if let Some(list) = doc.get("interactions").and_then(Value::as_array) {
+        return Some(("interactions", list));
+    }
+    if let Some(list) = doc.get("http_interactions").and_then(Value::as_array) {
+        return Some(("http_interactions", list));
+    }
+    doc.get("log")
+        .and_then(|l| l.get("entries"))
+        .and_then(Value::as_array)
+        .map(|list| ("log.entries", list))
+}
+
+/// True when `doc` is a recording of HTTP exchanges.
+pub fn is_recording(doc: &Value) -> bool {
+    interactions(doc).is_some()
+}
+
+/// A body as recorded: parsed already (`parsed_body`), a JSON string, a
+/// `{string: …}` wrapper (VCR), or HAR's `postData.text` / `content.text`.
+fn body_of(side: &Value) -> Option<Value> {
+    if let Some(parsed) = side.get("parsed_body").filter(|v| !v.is_null()) {
+        return Some(parsed.clone());
+    }
+    let text = side
+        .get("body")
+        .and_then(|b| {
+            b.as_str()
+                .or_else(|| b.get("string").and_then(Value::as_str))
+        })
+        .or_else(|| side.pointer("/postData/text").and_then(Value::as_str))
+        .or_else(|| side.pointer("/content/text").and_then(Value::as_str))?;
+    Some(serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string())))
+}
+
+/// The status a response records: `status.code` (VCR), `status` (HAR),
+/// `code` or `status_code` (go-vcr and others).
+fn status_of(response: &Value) -> Option<u16> {
+    let number = |v: Option<&Value>| {
+        v.and_then(|v| {
+            v.as_u64()
+                .or_else(|| v.as_str()?.split_whitespace().next()?.parse().ok())
+        })
+    };
+    number(response.pointer("/status/code"))
+        .or_else(|| number(response.get("status")))
+        .or_else(|| number(response.get("code")))
+        .or_else(|| number(response.get("status_code")))
+        .and_then(|s| u16::try_from(s).ok())
+}
+
+/// What a provider's error body says: its `error.message`, else the body.
+fn error_text(body: Option<Value>) -> String {
+    match body {
+        Some(Value::String(s)) => s,
+        Some(v) => v
+            .pointer("/error/message")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .unwrap_or_else(|| v.to_string()),
+        None => String::new(),
+    }
+}
+
+/// Every provider request of the recording as a conversation, labelled
+/// with its place and what the provider answered. Interactions that are
+/// not provider requests (a token count, a model list, a GET) are left
+/// out; `None` when `doc` is no recording.
+pub fn read_recording(doc: &Value) -> Option<Result<Vec<Conversation>, ReadError>> {
+    let (base, list) = interactions(doc)?;
+    let mut out = Vec::new();
+    for (i, interaction) in list.iter().enumerate() {
+        let path = format!("{base}[{i}]");
+        let request = interaction.get("request").unwrap_or(&Value::Null);
+        let Some(body) = body_of(request).filter(Value::is_object) else {
+            continue;
+        };
+        let url = request
+            .get("uri")
+            .or_else(|| request.get("url"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let route = url.split_once("://").map_or(url, |(_, rest)| {
+            rest.find('/').map_or("/", |at| &rest[at..])
+        });
+        let route = route.split('?').next().unwrap_or(route);
+        let Some(source) = provider_of_route(route).or_else(|| detect(&body)) else {
+            continue;
+        };
+        let mut conv = match read_owned(body, source) {
+            Ok(c) => c,
+            Err(e) => {
+                return Some(Err(super::err(
+                    format!("{path}.request.body.{}", e.path).trim_end_matches('.'),
+                    e.message,
+                )));
+            }
+        };
+        let method = request.get("method").and_then(Value::as_str).unwrap_or("");
+        let response = interaction.get("response").unwrap_or(&Value::Null);
+        let status = status_of(response);
+        conv.label = Some(format!(
+            "interaction {}: {method} {route} → {}",
+            i + 1,
+            status.map_or("no status".to_string(), |s| s.to_string())
+        ));
+        // Paths name the recording's own places.
+        let prefix = |s: &mut BlockSource| {
+            s.path = format!("{path}.request.{}", s.path).into();
+        };
+        conv.message_sources.iter_mut().for_each(prefix);
+        conv.block_sources.iter_mut().flatten().for_each(prefix);
+        conv.hosted.iter_mut().for_each(|h| prefix(&mut h.source));
+        if let Some(status) = status.filter(|s| !(200..300).contains(s)) {
+            // The recorded request itself was refused: in a replay, a
+            // trip with no reply after its messages.
+            conv.refusals.push(super::Refusal {
+                at: conv.messages.len(),
+                status: Some(status),
+                text: error_text(body_of(response)),
+                source: BlockSource {
+                    path: format!("{path}.response").into(),
+                    ..Default::default()
+                },
+            });
+        }
+        if let Some(status) = status {
+            conv.answer = Some(Answer {
+                status,
+                text: match (200..300).contains(&status) {
+                    true => String::new(),
+                    false => error_text(body_of(response)),
+                },
+                source: BlockSource {
+                    path: format!("{path}.response").into(),
+                    ..Default::default()
+                },
+            });
+        }
+        out.push(conv);
+    }
+    Some(Ok(out))
+}
