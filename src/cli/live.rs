@@ -457,7 +457,7 @@ pub(super) fn record(
     let title = format!("recorded from {origin}, conversation {n} of {count}");
     let Some(rec) = loopdbg::live::record::record(conv, &title) else {
         return Err(bad_flag(format!(
-            "{origin} conversation {n}: no user prompt to start a session from"
+            "{origin} conversation {n}: no user prompt the model answered, to start a session from"
         )));
     };
     let mut text = serde_json::to_string_pretty(&rec.session).map_err(anyhow::Error::from)?;

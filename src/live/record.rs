@@ -37,11 +37,15 @@ pub struct Recording {
     pub undeclared_tools: Vec<String>,
 }
 
-/// Records the agent loop after the conversation's last user prompt.
-/// `None` when the conversation has no user prompt to start from.
+/// Records the agent loop after the conversation's last user prompt that
+/// the model answered (prompts after it got no reply: the provider refused
+/// them, or the log ends there). `None` when no prompt was answered.
 pub fn record(conv: &Conversation, title: &str) -> Option<Recording> {
-    let start = conv
+    let last_reply = conv
         .messages
+        .iter()
+        .rposition(|m| m.role == Role::Assistant)?;
+    let start = conv.messages[..last_reply]
         .iter()
         .rposition(|m| m.role == Role::User && is_prompt(m))?;
     let user = conv.messages[start].text().unwrap_or_default();
@@ -228,6 +232,22 @@ mod tests {
         let text = serde_json::to_string_pretty(&rec.session).unwrap();
         let again = Session::parse("recorded.json", &text).unwrap();
         assert_eq!(again, rec.session);
+    }
+
+    #[test]
+    fn prompts_the_provider_refused_are_not_where_the_loop_starts() {
+        // The last two prompts got a 400 each: no reply to record from.
+        let doc = json!([
+            {"role": "user", "content": "weather?"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "get_weather", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "18"}]},
+            {"role": "assistant", "content": "18 degrees"},
+            {"role": "user", "content": "and tomorrow?"},
+            {"role": "user", "content": "hello?"}
+        ]);
+        let conv = read(&doc, Source::Provider(Format::Anthropic)).unwrap();
+        let rec = record(&conv, "x").unwrap();
+        assert_eq!(rec.session.user, "weather?");
     }
 
     #[test]
