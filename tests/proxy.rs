@@ -616,6 +616,11 @@ fn check_reads_a_capture_and_judges_each_request() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("toolu_f1"), "{text}");
     assert!(text.contains(":2"), "the finding names line 2: {text}");
+    // The capture holds what the upstream answered: its 400 confirms it.
+    assert!(
+        text.contains("The recording confirms it: the provider answered 400"),
+        "{text}"
+    );
 }
 
 #[test]

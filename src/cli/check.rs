@@ -621,7 +621,12 @@ fn conversation_of_line(
     }
     let doc: Value =
         serde_json::from_str(line).map_err(|e| json_error(origin, line, Some(line_no), &e))?;
-    // A proxy capture record: its request, alone or with the reply it got.
+    // A proxy capture record: its request, alone or with the reply it got;
+    // what the upstream answered the request is the checker's evidence.
+    let answer = match (capture::is_exchange(&doc), replies) {
+        (true, Replies::Left) => capture::answer_of(&doc),
+        _ => None,
+    };
     let doc = match (capture::is_exchange(&doc), replies) {
         (false, _) => doc,
         (true, Replies::Left) => capture::request_of(doc),
@@ -652,10 +657,19 @@ fn conversation_of_line(
             "expected a conversation (an object with `messages`, `input` or `contents`, or a message array)".into(),
         )
     })?;
-    read_owned(doc, source).map(Some).map_err(|e| {
+    let mut conv = read_owned(doc, source).map_err(|e| {
         let offset = offset_in(line, &e).unwrap_or(0);
         in_line(origin, line_no, line, offset, e.to_string())
-    })
+    })?;
+    conv.answer = answer.map(|(status, text)| loopdbg::wire::read::Answer {
+        status,
+        text,
+        source: loopdbg::wire::read::BlockSource {
+            path: "response".into(),
+            ..Default::default()
+        },
+    });
+    Ok(Some(conv))
 }
 
 /// What reading one input gave.

@@ -70,6 +70,24 @@ pub fn request_of(line: Value) -> Value {
     }
 }
 
+/// What the upstream answered the request of a capture record: its status
+/// and, for an error, the provider's `error.message`. Only for a request
+/// the proxy forwarded as the agent built it (a blocked one was answered
+/// by loopdbg, a repaired one was not the request the agent built).
+pub fn answer_of(line: &Value) -> Option<(u16, String)> {
+    if line.get("action").and_then(Value::as_str) != Some("forwarded") {
+        return None;
+    }
+    let status = u16::try_from(line.get("status")?.as_u64()?).ok()?;
+    let response = line.get("response");
+    let text = match response.and_then(|r| r.pointer("/error/message")) {
+        Some(Value::String(m)) => m.clone(),
+        _ if (200..300).contains(&status) => String::new(),
+        _ => response.map(Value::to_string).unwrap_or_default(),
+    };
+    Some((status, text))
+}
+
 /// The provider a capture record names.
 pub fn provider_of(line: &Value) -> Option<Format> {
     line.get("provider")
