@@ -21,6 +21,23 @@ fn scratch(name: &str) -> std::path::PathBuf {
     dir
 }
 
+/// A fixture written to a scratch folder with `bad` inserted before line
+/// `at` (0-based): the folder, the file, and the fixture as it was.
+fn with_a_bad_line(
+    name: &str,
+    fixture: &str,
+    at: usize,
+    bad: &str,
+) -> (std::path::PathBuf, std::path::PathBuf, String) {
+    let dir = scratch(name);
+    let file = dir.join(fixture.replace('/', "_"));
+    let good = std::fs::read_to_string(format!("{T}/{fixture}")).unwrap();
+    let mut lines: Vec<&str> = good.lines().collect();
+    lines.insert(at, bad);
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    (dir, file, good)
+}
+
 #[test]
 fn every_format_is_detected_by_content_and_named() {
     for (file, format) in [
@@ -126,12 +143,7 @@ fn an_unreadable_file_is_reported_and_the_others_are_still_checked() {
 
 #[test]
 fn a_bad_line_does_not_hide_the_other_lines() {
-    let dir = scratch("badline");
-    let file = dir.join("mixed.jsonl");
-    let good = std::fs::read_to_string(format!("{T}/dataset.jsonl")).unwrap();
-    let mut lines: Vec<&str> = good.lines().collect();
-    lines.insert(1, "{\"messages\": [");
-    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let (dir, file, good) = with_a_bad_line("badline", "dataset.jsonl", 1, "{\"messages\": [");
     let out = loopdbg()
         .arg("check")
         .arg(&file)
@@ -171,12 +183,12 @@ fn an_agent_log_cut_mid_line_is_checked_up_to_the_cut() {
 
 #[test]
 fn a_bad_line_in_the_middle_of_a_log_leaves_the_rest_checked() {
-    let dir = scratch("badlogline");
-    let file = dir.join("session.jsonl");
-    let good = std::fs::read_to_string(format!("{T}/claude_code_interrupted.jsonl")).unwrap();
-    let mut lines: Vec<&str> = good.lines().collect();
-    lines.insert(2, "{\"type\":\"user\",\"message\":");
-    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let (dir, file, _) = with_a_bad_line(
+        "badlogline",
+        "claude_code_interrupted.jsonl",
+        2,
+        "{\"type\":\"user\",\"message\":",
+    );
     let out = loopdbg()
         .arg("check")
         .arg(&file)

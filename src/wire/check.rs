@@ -37,20 +37,21 @@ pub struct Finding {
     /// `400` (the provider rejects it), `warning` (accepted, but it breaks
     /// loops) or `note` (worth knowing, nothing wrong with the request).
     pub severity: &'static str,
-    /// For agent logs: what the log itself shows became of the request
-    /// that carried the problem, which decides the severity.
+    /// For agent logs and recordings: what the file itself shows became of
+    /// the request that carried the problem, which decides the severity.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub evidence: Option<Evidence>,
 }
 
-/// What an agent log shows of a request that would carry a finding.
+/// What an agent log or a recording shows of a request that would carry a
+/// finding.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Evidence {
-    /// `refused`: the log holds the provider's 400 for it; `answered`: the
-    /// model replied to it, so the agent repaired the history before
-    /// sending; `repaired`: the agent is known to repair this before every
-    /// request (Codex); `in_flight`: the log ends before any request
-    /// carried it.
+    /// `refused`: the file holds the provider's refusal of it; `answered`:
+    /// the provider answered it (the model's next reply in a log, so the
+    /// agent repaired the history before sending; a 2xx in a recording);
+    /// `repaired`: the agent is known to repair this before every request
+    /// (Codex); `in_flight`: the log ends before any request carried it.
     pub outcome: &'static str,
     /// The event that shows it (the error, or the reply).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -221,26 +222,31 @@ fn weigh_by_the_answer(answer: &Answer, out: &mut Vec<Finding>) {
     if accepted || explained {
         return;
     }
-    let rejected = answer.status == 400;
-    let mut f = finding(
-        "refused_request",
+    out.push(refused_request(
         &answer.source,
-        Vec::new(),
+        Some(answer.status),
         format!(
             "the provider answered {}: {}",
             answer.status,
             answer.text.chars().take(240).collect::<String>()
         ),
-        rejected,
-    );
+    ));
+}
+
+/// A refusal no finding explains, in the provider's words: a 400 is its
+/// verdict on the request; anything else (overloaded, rate limited,
+/// logged out) says the request was never judged, so a note.
+fn refused_request(source: &BlockSource, status: Option<u16>, said: String) -> Finding {
+    let rejected = status == Some(400);
+    let mut f = finding("refused_request", source, Vec::new(), said, rejected);
     if !rejected {
         f.severity = "note";
     }
     f.evidence = Some(Evidence {
         outcome: "refused",
-        line: None,
+        line: source.line,
     });
-    out.push(f);
+    f
 }
 
 /// An agent log is more than a history: it shows what the provider made of
@@ -255,29 +261,16 @@ fn weigh_by_the_log(conv: &Conversation, out: &mut Vec<Finding>) {
     // The refusals no finding explains are findings of their own: the log
     // holds the provider's word for them.
     for (r, _) in conv.refusals.iter().zip(&used).filter(|(_, used)| !**used) {
-        let rejected = r.status == Some(400);
         let status = r.status.map_or("an error".to_string(), |s| s.to_string());
-        let mut f = finding(
-            "refused_request",
+        out.push(refused_request(
             &r.source,
-            Vec::new(),
+            r.status,
             format!(
                 "the provider refused the request sent with the {} message(s) before this event ({status}): {}",
                 r.at,
                 r.text.chars().take(240).collect::<String>()
             ),
-            rejected,
-        );
-        if !rejected {
-            // Overloaded, rate limited, logged out: the request was not
-            // judged, and nothing in it is known to be wrong.
-            f.severity = "note";
-        }
-        f.evidence = Some(Evidence {
-            outcome: "refused",
-            line: r.source.line,
-        });
-        out.push(f);
+        ));
     }
 }
 

@@ -98,22 +98,18 @@ pub(super) fn read(doc: &mut Value) -> Result<Conversation, ReadError> {
                 }
                 Role::Assistant
             }
-            "tool" => {
-                let id = str_field(item, "tool_call_id", &path)?;
-                content.push(Block::ToolResult {
-                    tool_use_id: id.into(),
-                    content: Json::new(take(item, "content")),
-                    is_error: false,
-                });
-                sources.push(src(path.clone()));
-                Role::Tool
-            }
-            "function" => {
-                let name = str_field(item, "name", &path)?;
-                // No call of that name is open: an id that answers nothing.
-                let id = match open_legacy.iter().rposition(|(n, _)| n == name) {
-                    Some(at) => open_legacy.remove(at).1,
-                    None => format!("{name}@?"),
+            kind @ ("tool" | "function") => {
+                let id = match kind {
+                    "tool" => str_field(item, "tool_call_id", &path)?.to_string(),
+                    // A legacy result names its function; with no call of
+                    // that name open it gets an id that answers nothing.
+                    _ => {
+                        let name = str_field(item, "name", &path)?;
+                        match open_legacy.iter().rposition(|(n, _)| n == name) {
+                            Some(at) => open_legacy.remove(at).1,
+                            None => format!("{name}@?"),
+                        }
+                    }
                 };
                 content.push(Block::ToolResult {
                     tool_use_id: id.into(),
