@@ -734,3 +734,16 @@ fn the_debugger_tells_logs_and_bodies_from_sessions_by_their_content() {
         "session"
     );
 }
+
+#[test]
+fn run_on_a_capture_says_what_works_on_it() {
+    let file = "tests/fixtures/transcripts/claude_code_v2/parallel.jsonl";
+    Command::cargo_bin("loopdbg")
+        .unwrap()
+        .args(["run", file])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(format!(
+            "this is a captured conversation, not a session: `loopdbg {file}` replays it, `loopdbg check {file}` checks it"
+        )));
+}

@@ -20,7 +20,20 @@ pub struct Loaded {
 /// A sub-agent's file must lie inside the session's folder unless
 /// `anywhere` is set, and must be a regular file.
 pub fn session(path: &Path, anywhere: bool) -> Result<Loaded, LoadError> {
-    let (origin, text, mut session) = read_one(path)?;
+    let (origin, text, mut session) = match read_one(path) {
+        Ok(read) => read,
+        // A capture given where a session is wanted: say what works on it.
+        Err(LoadError::Located(_)) if is_transcript(path) => {
+            let name = path.display();
+            return Err(LoadError::Refused {
+                origin: name.to_string(),
+                reason: format!(
+                    "this is a captured conversation, not a session: `loopdbg {name}` replays it, `loopdbg check {name}` checks it, and `loopdbg record {name} -o session.json` turns it into a session this command runs"
+                ),
+            });
+        }
+        Err(e) => return Err(e),
+    };
     let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let root = std::fs::canonicalize(if base.as_os_str().is_empty() {
         Path::new(".")
