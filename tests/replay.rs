@@ -68,7 +68,7 @@ fn a_400_is_flagged_at_the_request_that_carries_it() {
     let flagged: Vec<(usize, &(Phase, String))> = steps
         .iter()
         .enumerate()
-        .filter(|(_, (_, e))| e.contains("unanswered_call (400)"))
+        .filter(|(_, (_, e))| e.contains("unanswered_call (400"))
         .collect();
     assert_eq!(flagged.len(), 1, "{steps:#?}");
     let (at, (phase, text)) = flagged[0];
@@ -78,9 +78,10 @@ fn a_400_is_flagged_at_the_request_that_carries_it() {
         5,
         "the request after the prompt"
     );
+    // What the log shows comes first, so a small screen keeps it.
     assert!(
         text.starts_with(
-            "toolu_01Bump has no tool_result: a provider would reject this request with a 400."
+            "⚠ unanswered_call (400; refused, line 8): `tool_use` ids were found without `tool_result` blocks immediately after: toolu_01Bump."
         ),
         "{text}"
     );
@@ -125,7 +126,7 @@ fn an_orphan_result_quotes_no_call_and_is_flagged_at_its_request() {
     assert!(
         steps
             .iter()
-            .any(|(_, e)| e.contains("unexpected_result (warning)"))
+            .any(|(_, e)| e.contains("unexpected_result (warning; answered anyway, line 6)"))
     );
     assert!(
         !steps.iter().any(|(_, e)| e.contains("(400)")),
@@ -161,12 +162,18 @@ fn the_400_is_explained_at_the_request_that_would_fail_and_only_there() {
     let said: Vec<usize> = steps
         .iter()
         .enumerate()
-        .filter(|(_, (_, e))| e.contains("a provider would reject this request with a 400"))
+        .filter(|(_, (_, e))| e.contains("unanswered_call (400)"))
         .map(|(k, _)| k)
         .collect();
     assert_eq!(said.len(), 1, "{steps:#?}");
     assert_eq!(steps[said[0]].0, Phase::Request);
-    assert!(steps[said[0]].1.starts_with("toolu_f1 has no tool_result"));
+    assert!(
+        steps[said[0]].1.starts_with(
+            "⚠ unanswered_call (400): `tool_use` ids were found without `tool_result` blocks immediately after: toolu_f1."
+        ),
+        "{}",
+        steps[said[0]].1
+    );
     // The first request carries nothing unanswered and says nothing of it.
     assert!(!steps[0].1.contains("400"), "{}", steps[0].1);
 }

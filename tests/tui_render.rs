@@ -243,6 +243,29 @@ fn replay_of_an_interrupted_claude_code_log() {
 }
 
 #[test]
+fn replay_shows_the_requests_the_provider_refused_as_trips_with_no_reply() {
+    let conv = common::claude_code_log("claude_code_v2/refused_400.jsonl").remove(0);
+    let findings = loopdbg::wire::check::check(&conv);
+    let trace = loopdbg::wire::replay::trace_of(&conv, &findings);
+    let session = loopdbg::wire::replay::session_for(&conv, "replay");
+    let mut a = App::replay(
+        "refused_400.jsonl",
+        session,
+        trace,
+        "claude-code",
+        Theme::color(),
+    );
+    // The first refused request: the 400, confirmed by the log.
+    while !(a.trace.step(a.cursor).phase == Phase::Request && a.trace.step(a.cursor).round == 3) {
+        apply(&mut a, Action::StepForward);
+    }
+    insta::assert_snapshot!(
+        "replay_refused_request_80x24",
+        draw(&mut a, 80, 24).backend()
+    );
+}
+
+#[test]
 fn interrupt_mid_execution() {
     let mut a = app("fault_interrupt.json", |_| {}, Theme::color());
     while !(a.trace.step(a.cursor).phase == Phase::Execute && a.trace.step(a.cursor).time_ms == 200)

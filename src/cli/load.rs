@@ -16,6 +16,17 @@ pub struct Loaded {
     pub session: Session,
 }
 
+/// Whether `path` reads as at least one captured conversation (only asked
+/// once a session has failed to load from it).
+fn holds_a_conversation(path: &Path) -> bool {
+    let mut any = false;
+    let read =
+        super::check::for_each_conversation(path, None, super::check::Replies::Left, |_, _| {
+            any = true
+        });
+    read.is_ok() && any
+}
+
 /// Reads and parses a session file, and the sub-agent sessions it names.
 /// A sub-agent's file must lie inside the session's folder unless
 /// `anywhere` is set, and must be a regular file.
@@ -23,7 +34,7 @@ pub fn session(path: &Path, anywhere: bool) -> Result<Loaded, LoadError> {
     let (origin, text, mut session) = match read_one(path) {
         Ok(read) => read,
         // A capture given where a session is wanted: say what works on it.
-        Err(LoadError::Located(_)) if is_transcript(path) => {
+        Err(LoadError::Located(_)) if is_transcript(path) && holds_a_conversation(path) => {
             let name = path.display();
             return Err(LoadError::Refused {
                 origin: name.to_string(),

@@ -29,7 +29,10 @@ pub fn explain(trace: &Trace, k: usize, tool_count: usize) -> String {
         .filter(|&v| trace.violations[v].step == k && !replay);
     for (i, v) in trace.violations.iter().enumerate() {
         if v.step == k && Some(i) != described {
-            text.push_str(" ⚠ ");
+            if !text.is_empty() {
+                text.push(' ');
+            }
+            text.push_str("⚠ ");
             text.push_str(&clean(&v.message));
         }
     }
@@ -57,11 +60,11 @@ fn explain_phase(trace: &Trace, k: usize, tool_count: usize) -> String {
                 .map(|v| &trace.violations[v])
                 .filter(|v| v.step == k)
             {
-                // A replay has no stub: the log says what the provider did.
-                Some(v) if strategy.behavior == crate::wire::replay::REPLAY_BEHAVIOR => format!(
-                    "{} has no tool_result: a provider would reject this request with a 400.",
-                    clean(&v.ids.join(", "))
-                ),
+                // A replay has no stub, and its finding (appended below)
+                // says it in the provider's words with what the file shows.
+                Some(_) if strategy.behavior == crate::wire::replay::REPLAY_BEHAVIOR => {
+                    String::new()
+                }
                 Some(v) => format!(
                     "{} has no tool_result: a provider would reject this request with a 400. The stub accepts it so you can see what the loop does next.",
                     clean(&v.ids.join(", "))

@@ -368,11 +368,25 @@ impl Replayed {
                 } else {
                     step_of_message.get(m).copied().unwrap_or(0)
                 };
+                // What the file shows of it comes first: on a small
+                // screen the provider's long sentence is what gets cut.
+                let seen = match f.evidence.as_ref().map(|e| (e.outcome, e.line)) {
+                    Some(("refused", Some(line))) => format!("; refused, line {line}"),
+                    Some(("refused", None)) => "; the recording shows the refusal".to_string(),
+                    Some(("answered", Some(line))) => format!("; answered anyway, line {line}"),
+                    Some(("answered", None)) => "; the recording shows it answered".to_string(),
+                    Some(("repaired", _)) => "; repaired by the agent".to_string(),
+                    Some(("in_flight", _)) => "; still in flight".to_string(),
+                    _ => String::new(),
+                };
                 Violation {
                     round: steps[step].round,
                     step,
                     ids: f.ids.clone(),
-                    message: format!("{} ({}): {} ({})", f.kind, f.severity, f.message, f.path),
+                    message: format!(
+                        "{} ({}{seen}): {} ({})",
+                        f.kind, f.severity, f.message, f.path
+                    ),
                 }
             })
             .collect();
