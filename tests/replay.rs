@@ -230,3 +230,24 @@ fn a_broken_stream_and_its_late_result_are_named_at_their_steps() {
         "At 80 ms the discarded streaming executor's result for toolu_a arrives: rejected, not appended"
     )), "{said:#?}");
 }
+
+#[test]
+fn notes_alone_are_no_problems_at_the_end() {
+    // The sub-agent's last Read is still in flight: a note, not a problem.
+    let convs = claude_code_log("claude_code_v2/subagents/agent-a7f3c2e1.jsonl");
+    let app = replay(&convs[0]);
+    assert_eq!(
+        app.trace.outcome.detail,
+        "the transcript ends with calls in flight; no pairing problems, 1 note(s)"
+    );
+    let convs = claude_code_log("claude_code_v2/rewind.jsonl");
+    let app = replay(&convs[0]);
+    assert_eq!(
+        app.trace.outcome.end,
+        loopdbg::engine::trace::End::ModelDone
+    );
+    assert_eq!(
+        app.trace.outcome.detail,
+        "the transcript ends here; no pairing problems, 1 note(s)"
+    );
+}

@@ -391,18 +391,25 @@ impl Replayed {
             })
             .collect();
         trace.violations = violations;
-        trace.outcome.end = if findings.is_empty() && !last_calls {
+        // Notes (a branch left behind, calls still in flight) are no
+        // problems of the conversation.
+        let problems = findings.iter().filter(|f| !f.is_note()).count();
+        let notes = findings.len() - problems;
+        trace.outcome.end = if problems == 0 && !last_calls {
             End::ModelDone
         } else {
             End::Error
         };
-        trace.outcome.detail = if findings.is_empty() {
-            "the transcript ends here; no pairing problems".to_string()
-        } else {
-            format!(
-                "the transcript has {} problem(s); see the warnings",
-                findings.len()
-            )
+        trace.outcome.detail = match (problems, notes, last_calls) {
+            (0, 0, false) => "the transcript ends here; no pairing problems".to_string(),
+            (0, _, true) => format!(
+                "the transcript ends with calls in flight; no pairing problems, {notes} note(s)"
+            ),
+            (0, n, false) => format!("the transcript ends here; no pairing problems, {n} note(s)"),
+            (p, 0, _) => format!("the transcript has {p} problem(s); see the warnings"),
+            (p, n, _) => {
+                format!("the transcript has {p} problem(s) and {n} note(s); see the warnings")
+            }
         };
         // A round's violation is the request it sends carrying unanswered calls,
         // as in a recorded run: the header and the Request step say so.
