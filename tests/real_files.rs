@@ -345,6 +345,7 @@ fn check_reads_logs_in_outline_with_the_same_findings() {
         "claude_code_v2/refused_400.jsonl",
         "claude_code_v2/answered_after_interrupt.jsonl",
         "claude_code_v2/api_errors.jsonl",
+        "claude_code_v2/cut_at_head.jsonl",
     ];
     for name in names {
         let text = fixture(name);
@@ -700,4 +701,22 @@ fn a_recorded_2xx_outranks_a_predicted_400() {
             .ends_with("but the recording shows it answered 200: it accepts this shape")
     );
     assert_eq!(f[0].path, "interactions[0].request.messages[1]");
+}
+
+#[test]
+fn a_log_cut_at_its_head_cannot_check_what_it_does_not_hold() {
+    // The first event's parent is not in the file: the result it carries
+    // answers a call made before, which was sent but is not here.
+    let convs = claude_code_log("claude_code_v2/cut_at_head.jsonl");
+    let f = check(&convs[0]);
+    assert_eq!(kinds(&f), ["unverifiable_result"], "{f:#?}");
+    assert!(rejected(&f).is_empty());
+    assert_eq!(
+        (f[0].line, f[0].ids.clone()),
+        (Some(1), vec!["toolu_01Ls".to_string()])
+    );
+    assert!(
+        f[0].message
+            .contains("(its parentUuid is not in this file)")
+    );
 }

@@ -107,7 +107,7 @@ pub const KINDS: &[(&str, &str)] = &[
     ),
     (
         "unverifiable_result",
-        "an output for a call stored on the server (a continued response): cannot be checked here",
+        "a result for a call outside what was read (a continued response, a log cut at its head): cannot be checked here",
     ),
     ("invalid_id", "an id with characters Anthropic refuses"),
     (
@@ -496,6 +496,21 @@ fn anthropic(conv: &Conversation) -> Vec<Finding> {
             };
             for i in turn.members.clone() {
                 for (k, id) in tool_results(&msgs[i]) {
+                    // The call may be in what the log does not hold.
+                    if previous.is_none()
+                        && let Some(before) = &conv.continues
+                    {
+                        out.push(finding(
+                            "unverifiable_result",
+                            &conv.block_sources[i][k],
+                            vec![id.to_string()],
+                            format!(
+                                "the result for {id} answers a call made in {before}, so it cannot be checked here"
+                            ),
+                            false,
+                        ));
+                        continue;
+                    }
                     if !asked.contains(id) {
                         out.push(finding(
                             "unexpected_result",

@@ -1152,6 +1152,19 @@ impl<'a> Thread<'a> {
         let mut out = Vec::new();
         let mut conv = Conversation::new(Source::ClaudeCode);
         conv.label = label.map(str::to_string);
+        // The chain starts at an event whose parent is not in the file (a
+        // log cut at its head, or one a tool trimmed): what came before it
+        // was sent, but is not here to check against.
+        if let Some(&first) = chain.first() {
+            let e = &self.events[first];
+            let linked = e.parent == 0 || self.parent_of(first).is_some();
+            if !linked {
+                conv.continues = Some(format!(
+                    "events before line {} (its parentUuid is not in this file)",
+                    e.line()
+                ));
+            }
+        }
         // At most one message per event: room set aside and never used
         // costs address space only, while growing copies them all.
         conv.reserve(chain.len());
