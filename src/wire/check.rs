@@ -496,32 +496,31 @@ fn anthropic(conv: &Conversation) -> Vec<Finding> {
             };
             for i in turn.members.clone() {
                 for (k, id) in tool_results(&msgs[i]) {
-                    // The call may be in what the log does not hold.
-                    if previous.is_none()
-                        && let Some(before) = &conv.continues
-                    {
-                        out.push(finding(
+                    let (kind, message, rejected) = match &conv.continues {
+                        // The call may be in what the log does not hold.
+                        Some(before) if previous.is_none() => (
                             "unverifiable_result",
-                            &conv.block_sources[i][k],
-                            vec![id.to_string()],
                             format!(
                                 "the result for {id} answers a call made in {before}, so it cannot be checked here"
                             ),
                             false,
-                        ));
-                        continue;
-                    }
-                    if !asked.contains(id) {
-                        out.push(finding(
+                        ),
+                        _ if asked.contains(id) => continue,
+                        _ => (
                             "unexpected_result",
-                            &conv.block_sources[i][k],
-                            vec![id.to_string()],
                             format!(
                                 "unexpected `tool_use_id` found in `tool_result` blocks: {id}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
                             ),
                             true,
-                        ));
-                    }
+                        ),
+                    };
+                    out.push(finding(
+                        kind,
+                        &conv.block_sources[i][k],
+                        vec![id.to_string()],
+                        message,
+                        rejected,
+                    ));
                 }
             }
             continue;
