@@ -346,6 +346,7 @@ fn check_reads_logs_in_outline_with_the_same_findings() {
         "claude_code_v2/answered_after_interrupt.jsonl",
         "claude_code_v2/api_errors.jsonl",
         "claude_code_v2/cut_at_head.jsonl",
+        "claude_code_v2/synthetic_reply.jsonl",
     ];
     for name in names {
         let text = fixture(name);
@@ -719,4 +720,17 @@ fn a_log_cut_at_its_head_cannot_check_what_it_does_not_hold() {
         f[0].message
             .contains("(its parentUuid is not in this file)")
     );
+}
+
+#[test]
+fn a_reply_claude_code_wrote_itself_is_no_answer_of_the_provider() {
+    // After Esc, Claude Code writes "No response requested." as the
+    // `<synthetic>` model: no request was answered, so the open call
+    // stays the 400 the next request would get.
+    let convs = claude_code_log("claude_code_v2/synthetic_reply.jsonl");
+    assert_eq!(convs[0].synthetic, [3]);
+    let f = check(&convs[0]);
+    assert_eq!(kinds(&f), ["unanswered_call"], "{f:#?}");
+    assert_eq!(f[0].severity, "400");
+    assert_eq!(f[0].evidence, None);
 }

@@ -310,8 +310,9 @@ fn weigh_findings(conv: &Conversation, out: &mut [Finding], used: &mut [bool]) {
                         .iter()
                         .any(|x| x.role != Role::Assistant))
         };
-        let reply =
-            (m + 1..msgs.len()).find(|&j| msgs[j].role == Role::Assistant && asked_after(j));
+        let reply = (m + 1..msgs.len()).find(|&j| {
+            msgs[j].role == Role::Assistant && asked_after(j) && !conv.synthetic.contains(&j)
+        });
         let refusal =
             conv.refusals.iter().enumerate().find(|(_, r)| {
                 asked_after(r.at) && r.status == Some(400) && about_pairing(&r.text)

@@ -187,6 +187,9 @@ struct Body {
     finish: Option<FinishReason>,
     /// Every block is a tool result (read before the blocks move out).
     results_only: bool,
+    /// Written by Claude Code in the model's place (`"model":
+    /// "<synthetic>"`, "No response requested."): no answer of the provider.
+    synthetic: bool,
     /// The blocks, until the conversation takes them (moved, not copied:
     /// a long log holds a lot of text).
     read: RefCell<Blocks>,
@@ -209,6 +212,7 @@ impl Body {
             message_id,
             finish,
             results_only,
+            synthetic: false,
             read: RefCell::new(read),
         }
     }
@@ -602,12 +606,15 @@ impl Event {
                     line: Some(line),
                     uuid: uuid.clone(),
                 };
-                Some(Box::new(Body::new(
+                let synthetic = message.model.as_deref() == Some("<synthetic>");
+                let mut body = Body::new(
                     role,
                     message.id.as_deref().map(uuid_key),
                     finish_reason_of(finish.as_ref()),
                     typed_blocks(message.content, detail, source)?,
-                )))
+                );
+                body.synthetic = synthetic;
+                Some(Box::new(body))
             }
             // `message` as a string or the like: no API message.
             None => None,
@@ -697,12 +704,14 @@ impl Event {
             })?;
             shape_blocks(&mut read, detail);
             ev.is_message = true;
-            ev.body = Some(Box::new(Body::new(
+            let mut body = Body::new(
                 role,
                 message.get("id").and_then(Value::as_str).map(uuid_key),
                 finish_reason_of(message.get("stop_reason")),
                 read,
-            )));
+            );
+            body.synthetic = message.get("model").and_then(Value::as_str) == Some("<synthetic>");
+            ev.body = Some(Box::new(body));
         }
         Ok(Some(ev))
     }
@@ -1283,6 +1292,9 @@ impl Builder {
                 );
                 if body.role == Role::Assistant {
                     self.last_assistant = body.message_id.map(|id| (at, id));
+                    if body.synthetic {
+                        conv.synthetic.push(at);
+                    }
                 }
             }
         }

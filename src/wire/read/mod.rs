@@ -184,6 +184,10 @@ pub struct Conversation {
     /// What the provider answered this very request, when a recording of
     /// the exchange says (an API test's cassette, a HAR file).
     pub answer: Option<Answer>,
+    /// Assistant messages the agent wrote itself, in the model's place
+    /// (Claude Code's `<synthetic>` ones): no evidence that a request
+    /// was answered.
+    pub synthetic: Vec<usize>,
 }
 
 /// The provider's answer to a recorded request.
@@ -295,6 +299,7 @@ impl Conversation {
             signatures: 0,
             refusals: Vec::new(),
             answer: None,
+            synthetic: Vec::new(),
         }
     }
 
