@@ -734,3 +734,30 @@ fn a_reply_claude_code_wrote_itself_is_no_answer_of_the_provider() {
     assert_eq!(f[0].severity, "400");
     assert_eq!(f[0].evidence, None);
 }
+
+#[test]
+fn a_compressed_recorded_refusal_confirms_the_status_without_words() {
+    // VCR keeps a gzipped body as `!!binary`: the status is known, its
+    // words are not, and base64 is never shown as the provider's.
+    let cassette = serde_json::json!({"interactions": [{
+        "request": {"method": "POST", "uri": "https://api.openai.com/v1/chat/completions",
+            "body": serde_json::json!({"model": "gpt-4o", "messages": [
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+                {"role": "user", "content": "go on"}]}).to_string()},
+        "response": {"status": {"code": 400, "message": "Bad Request"},
+            "headers": {"Content-Encoding": ["gzip"]},
+            "body": {"string": "H4sIAAAAAAAAA6tWSkksSVSyUlAqyUhVqOZSUADxSgEAL7VA3xoAAAA=\n"}}}]});
+    let convs = loopdbg::wire::read::recording::read_recording(&cassette)
+        .unwrap()
+        .unwrap();
+    let f = check(&convs[0]);
+    assert_eq!(kinds(&f), ["unanswered_call"], "{f:#?}");
+    assert_eq!(f[0].severity, "400");
+    assert_eq!(evidence(&f[0]), Some(("refused", None)));
+    assert!(f[0].message.ends_with(
+        "The recording holds a 400 for this request (its body is compressed, so its words are not read)."
+    ));
+    assert!(!f[0].message.contains("H4sI"));
+}

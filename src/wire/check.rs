@@ -197,6 +197,16 @@ fn weigh_by_the_answer(answer: &Answer, out: &mut Vec<Finding>) {
                 outcome: "answered",
                 line: None,
             });
+        } else if answer.status == 400 && answer.text.is_empty() {
+            f.message = format!(
+                "{} The recording holds a 400 for this request (its body is compressed, so its words are not read).",
+                f.message
+            );
+            f.evidence = Some(Evidence {
+                outcome: "refused",
+                line: None,
+            });
+            explained = true;
         } else if answer.status == 400 && about_pairing(&answer.text) {
             // The provider's words are usually these very ones, after its
             // `messages.N: ` prefix: then saying so is enough.
@@ -222,14 +232,14 @@ fn weigh_by_the_answer(answer: &Answer, out: &mut Vec<Finding>) {
     if accepted || explained {
         return;
     }
+    let said = match answer.text.is_empty() {
+        true => "(its body is compressed, so its words are not read)".to_string(),
+        false => answer.text.chars().take(240).collect(),
+    };
     out.push(refused_request(
         &answer.source,
         Some(answer.status),
-        format!(
-            "the provider answered {}: {}",
-            answer.status,
-            answer.text.chars().take(240).collect::<String>()
-        ),
+        format!("the provider answered {}: {said}", answer.status),
     ));
 }
 

@@ -195,7 +195,8 @@ pub struct Conversation {
 pub struct Answer {
     /// The HTTP status.
     pub status: u16,
-    /// For an error, what the provider said (its `error.message`).
+    /// For an error, what the provider said (its `error.message`); empty
+    /// when the recording keeps the body compressed.
     pub text: String,
     /// Where the response is in the recording.
     pub source: BlockSource,

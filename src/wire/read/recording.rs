@@ -82,6 +82,32 @@ fn status_of(response: &Value) -> Option<u16> {
         .and_then(|s| u16::try_from(s).ok())
 }
 
+/// Whether the recorded response body is compressed (`content-encoding:
+/// gzip`, …): cassettes then keep it as binary, and its words are unknown.
+fn compressed(response: &Value) -> bool {
+    let encoded = |v: &Value| {
+        let values: Vec<&str> = match v {
+            Value::String(s) => vec![s.as_str()],
+            Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        values.iter().any(|e| !e.eq_ignore_ascii_case("identity"))
+    };
+    match response.get("headers") {
+        // VCR: a map of lists; HAR: a list of {name, value}.
+        Some(Value::Object(map)) => map
+            .iter()
+            .any(|(k, v)| k.eq_ignore_ascii_case("content-encoding") && encoded(v)),
+        Some(Value::Array(list)) => list.iter().any(|h| {
+            h.get("name")
+                .and_then(Value::as_str)
+                .is_some_and(|n| n.eq_ignore_ascii_case("content-encoding"))
+                && h.get("value").is_some_and(encoded)
+        }),
+        _ => false,
+    }
+}
+
 /// What a provider's error body says: its `error.message`, else the body.
 fn error_text(body: Option<Value>) -> String {
     match body {
@@ -144,13 +170,18 @@ pub fn read_recording(doc: &Value) -> Option<Result<Vec<Conversation>, ReadError
         conv.message_sources.iter_mut().for_each(prefix);
         conv.block_sources.iter_mut().flatten().for_each(prefix);
         conv.hosted.iter_mut().for_each(|h| prefix(&mut h.source));
+        // A compressed body is kept as binary: its words are not read.
+        let said = match compressed(response) {
+            true => String::new(),
+            false => error_text(body_of(response)),
+        };
         if let Some(status) = status.filter(|s| !(200..300).contains(s)) {
             // The recorded request itself was refused: in a replay, a
             // trip with no reply after its messages.
             conv.refusals.push(super::Refusal {
                 at: conv.messages.len(),
                 status: Some(status),
-                text: error_text(body_of(response)),
+                text: said.clone(),
                 source: BlockSource {
                     path: format!("{path}.response").into(),
                     ..Default::default()
@@ -162,7 +193,7 @@ pub fn read_recording(doc: &Value) -> Option<Result<Vec<Conversation>, ReadError
                 status,
                 text: match (200..300).contains(&status) {
                     true => String::new(),
-                    false => error_text(body_of(response)),
+                    false => said,
                 },
                 source: BlockSource {
                     path: format!("{path}.response").into(),
