@@ -213,28 +213,19 @@ fn anthropic_view_groups_the_results() {
     insta::assert_snapshot!("anthropic_view_120x40", draw(&mut a, 120, 40).backend());
 }
 
-#[test]
-fn replay_of_an_interrupted_claude_code_log() {
-    let path = format!(
-        "{}/tests/fixtures/transcripts/claude_code_interrupted.jsonl",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let mut log = loopdbg::wire::read::ClaudeCodeLog::default();
-    for (i, line) in std::fs::read_to_string(path).unwrap().lines().enumerate() {
-        log.push(i + 1, &serde_json::from_str(line).unwrap())
-            .unwrap();
-    }
-    let conv = log.finish().remove(0);
+/// The debugger replaying the first conversation of a Claude Code fixture.
+fn replayed_log(name: &str) -> App {
+    let conv = common::claude_code_log(name).remove(0);
     let findings = loopdbg::wire::check::check(&conv);
     let trace = loopdbg::wire::replay::trace_of(&conv, &findings);
     let session = loopdbg::wire::replay::session_for(&conv, "replay");
-    let mut a = App::replay(
-        "claude_code_interrupted.jsonl",
-        session,
-        trace,
-        "claude-code",
-        Theme::color(),
-    );
+    let file = name.rsplit('/').next().unwrap_or(name);
+    App::replay(file, session, trace, "claude-code", Theme::color())
+}
+
+#[test]
+fn replay_of_an_interrupted_claude_code_log() {
+    let mut a = replayed_log("claude_code_interrupted.jsonl");
     apply(&mut a, Action::Last);
     insta::assert_snapshot!(
         "replay_claude_code_end_120x40",
@@ -244,17 +235,7 @@ fn replay_of_an_interrupted_claude_code_log() {
 
 #[test]
 fn replay_shows_the_requests_the_provider_refused_as_trips_with_no_reply() {
-    let conv = common::claude_code_log("claude_code_v2/refused_400.jsonl").remove(0);
-    let findings = loopdbg::wire::check::check(&conv);
-    let trace = loopdbg::wire::replay::trace_of(&conv, &findings);
-    let session = loopdbg::wire::replay::session_for(&conv, "replay");
-    let mut a = App::replay(
-        "refused_400.jsonl",
-        session,
-        trace,
-        "claude-code",
-        Theme::color(),
-    );
+    let mut a = replayed_log("claude_code_v2/refused_400.jsonl");
     // The first refused request: the 400, confirmed by the log.
     while !(a.trace.step(a.cursor).phase == Phase::Request && a.trace.step(a.cursor).round == 3) {
         apply(&mut a, Action::StepForward);

@@ -197,37 +197,33 @@ fn weigh_by_the_answer(answer: &Answer, out: &mut Vec<Finding>) {
                 outcome: "answered",
                 line: None,
             });
-        } else if answer.status == 400 && answer.text.is_empty() {
-            f.message = format!(
-                "{} The recording holds a 400 for this request (its body is compressed, so its words are not read).",
-                f.message
-            );
-            f.evidence = Some(Evidence {
-                outcome: "refused",
-                line: None,
-            });
-            explained = true;
-        } else if answer.status == 400 && about_pairing(&answer.text) {
-            // The provider's words are usually these very ones, after its
-            // `messages.N: ` prefix: then saying so is enough.
-            let same = f
-                .message
-                .split_once(". ")
-                .is_some_and(|(head, _)| answer.text.contains(head));
-            let said = match same {
-                true => "in these words".to_string(),
-                false => format!("«{}»", answer.text.chars().take(200).collect::<String>()),
-            };
-            f.message = format!(
-                "{} The recording confirms it: the provider answered 400 {said}.",
-                f.message
-            );
-            f.evidence = Some(Evidence {
-                outcome: "refused",
-                line: None,
-            });
-            explained = true;
+            continue;
         }
+        let said = match answer.status {
+            400 if answer.text.is_empty() => {
+                "The recording holds a 400 for this request (its body is compressed, so its words are not read).".to_string()
+            }
+            400 if about_pairing(&answer.text) => {
+                // The provider's words are usually these very ones, after
+                // its `messages.N: ` prefix: then saying so is enough.
+                let same = f
+                    .message
+                    .split_once(". ")
+                    .is_some_and(|(head, _)| answer.text.contains(head));
+                let words = match same {
+                    true => "in these words".to_string(),
+                    false => format!("«{}»", answer.text.chars().take(200).collect::<String>()),
+                };
+                format!("The recording confirms it: the provider answered 400 {words}.")
+            }
+            _ => continue,
+        };
+        f.message = format!("{} {said}", f.message);
+        f.evidence = Some(Evidence {
+            outcome: "refused",
+            line: None,
+        });
+        explained = true;
     }
     if accepted || explained {
         return;
