@@ -7,6 +7,13 @@
 //! between the two ways so both see the same machine, with the spread of
 //! the single requests printed beside the medians.
 //!
+//! The paced stream is also timed through two floors, each this bench
+//! binary started again as a process of its own: a byte relay (copies TCP
+//! both ways and nothing else: what any second process on the path pays)
+//! and a bare HTTP proxy on the proxy's own stack (axum in, reqwest out,
+//! no checking, no capture), so that what loopdbg adds can be told from
+//! what any proxy adds.
+//!
 //! `cargo bench --bench proxy`; figures in the README.
 
 #[path = "../tests/fake/mod.rs"]
@@ -15,7 +22,7 @@ mod fake;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group};
 use serde_json::json;
 
 fn bench(c: &mut Criterion) {
@@ -133,22 +140,132 @@ fn bench(c: &mut Criterion) {
         });
     }
     group.finish();
-    paced_first_byte(&rt, &client, &fake.url, &through, &streamed);
-    let _ = proxy.kill();
-    let _ = proxy.wait();
+    let (mut relay, relayed) = floor(RELAY_TO, fake.url.trim_start_matches("http://"));
+    let (mut bare, bare_url) = floor(BARE_PROXY_TO, &fake.url);
+    paced_first_byte(
+        &rt, &client, &fake.url, &relayed, &bare_url, &through, &streamed,
+    );
+    for child in [&mut proxy, &mut relay, &mut bare] {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+/// This bench binary started again as one of the floors: `var` says
+/// which, `to` where it forwards. Gives the child and its base URL.
+fn floor(var: &str, to: &str) -> (std::process::Child, String) {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .env(var, to)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut addr = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut addr)
+        .unwrap();
+    (child, format!("http://{}", addr.trim()))
+}
+
+/// The environment variable that turns this bench binary into the byte
+/// relay: its value is the address to relay to.
+const RELAY_TO: &str = "LOOPDBG_BENCH_RELAY_TO";
+
+/// The environment variable that turns this bench binary into a bare
+/// HTTP proxy (the proxy's own stack, axum in and reqwest out, with no
+/// checking and no capture): its value is the upstream URL.
+const BARE_PROXY_TO: &str = "LOOPDBG_BENCH_BARE_PROXY_TO";
+
+/// What a proxy built on `loopdbg proxy`'s stack costs before it does
+/// anything of its own: the request read whole and sent on, the answer
+/// streamed back with its status and headers.
+fn bare_proxy(upstream: String) {
+    use axum::body::Body;
+    use futures::StreamExt;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async move {
+        let client = reqwest::Client::builder()
+            .tcp_nodelay(true)
+            .build()
+            .unwrap();
+        let app = axum::Router::new().fallback(move |request: axum::extract::Request| {
+            let (client, upstream) = (client.clone(), upstream.clone());
+            async move {
+                let (parts, body) = request.into_parts();
+                let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap();
+                let mut headers = parts.headers.clone();
+                for hop in ["host", "content-length", "connection", "accept-encoding"] {
+                    headers.remove(hop);
+                }
+                let answer = client
+                    .request(parts.method, format!("{upstream}{}", parts.uri))
+                    .headers(headers)
+                    .body(bytes)
+                    .send()
+                    .await
+                    .unwrap();
+                let (status, mut headers) = (answer.status(), answer.headers().clone());
+                headers.remove("transfer-encoding");
+                let mut response = axum::response::Response::new(Body::from_stream(
+                    answer
+                        .bytes_stream()
+                        .map(|c| c.map_err(std::io::Error::other)),
+                ));
+                *response.status_mut() = status;
+                *response.headers_mut() = headers;
+                response
+            }
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        println!("{}", listener.local_addr().unwrap());
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        axum::serve(listener, app).await.unwrap();
+    });
+}
+
+/// A TCP relay that copies bytes both ways, as fast as a proxy process
+/// can: what a second process on the path costs before any work. Prints
+/// the address it listens on, then serves until killed.
+fn relay(upstream: String) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        println!("{}", listener.local_addr().unwrap());
+        loop {
+            let (mut agent, _) = listener.accept().await.unwrap();
+            let upstream = upstream.clone();
+            tokio::spawn(async move {
+                let mut provider = tokio::net::TcpStream::connect(upstream).await.unwrap();
+                let _ = agent.set_nodelay(true);
+                let _ = provider.set_nodelay(true);
+                let _ = tokio::io::copy_bidirectional(&mut agent, &mut provider).await;
+            });
+        }
+    });
 }
 
 /// The first byte of a paced stream: the model's own time to its first
 /// event is what an agent waits for, and the proxy must add nothing a
-/// user can tell from it. Alternating requests, medians and spread.
+/// user can tell from it. Medians and spread of each way.
 fn paced_first_byte(
     rt: &tokio::runtime::Runtime,
     client: &reqwest::Client,
     direct: &str,
+    relayed: &str,
+    bare: &str,
     through: &str,
     body: &serde_json::Value,
 ) {
-    const ROUNDS: usize = 60;
+    const ROUNDS: usize = 200;
     let first_byte = |base: &str| {
         rt.block_on(async {
             let start = std::time::Instant::now();
@@ -166,26 +283,56 @@ fn paced_first_byte(
             took
         })
     };
-    // Warm both connections first.
+    // Warm every connection first.
     first_byte(direct);
+    first_byte(relayed);
+    first_byte(bare);
     first_byte(through);
-    let (mut a, mut b) = (Vec::new(), Vec::new());
-    for _ in 0..ROUNDS {
-        a.push(first_byte(direct));
-        b.push(first_byte(through));
+    // Each round takes the four ways in a turned order, so that none is
+    // always the one that follows another.
+    let ways = [direct, relayed, bare, through];
+    let mut times: [Vec<f64>; 4] = Default::default();
+    for round in 0..ROUNDS {
+        for k in 0..ways.len() {
+            let way = (round + k) % ways.len();
+            times[way].push(first_byte(ways[way]));
+        }
     }
+    let [mut a, mut r, mut h, mut b] = times;
     let stats = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);
         let mean = v.iter().sum::<f64>() / v.len() as f64;
         let sd = (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (v.len() - 1) as f64).sqrt();
         (v[v.len() / 2], sd)
     };
-    let ((ma, sa), (mb, sb)) = (stats(&mut a), stats(&mut b));
+    let (ma, sa) = stats(&mut a);
     println!(
-        "paced stream (first event at 20 ms), first byte over {ROUNDS} alternating requests:\n  direct:               median {ma:.3} ms, sd {sa:.3} ms\n  through loopdbg proxy: median {mb:.3} ms, sd {sb:.3} ms\n  added: {:.3} ms (the direct requests' own spread: {sa:.3} ms)",
-        mb - ma
+        "paced stream (first event at 20 ms), first byte over {ROUNDS} rounds:\n  {:<26} median {ma:.3} ms, sd {sa:.3} ms",
+        "direct"
     );
+    for (name, v) in [
+        ("a byte relay", &mut r),
+        ("a bare HTTP proxy", &mut h),
+        ("loopdbg proxy", &mut b),
+    ] {
+        let (m, sd) = stats(v);
+        println!(
+            "  {:<26} median {m:.3} ms, sd {sd:.3} ms, added {:.3} ms",
+            format!("through {name}"),
+            m - ma
+        );
+    }
 }
 
 criterion_group!(benches, bench);
-criterion_main!(benches);
+
+fn main() {
+    if let Ok(upstream) = std::env::var(RELAY_TO) {
+        return relay(upstream);
+    }
+    if let Ok(upstream) = std::env::var(BARE_PROXY_TO) {
+        return bare_proxy(upstream);
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}
