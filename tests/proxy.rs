@@ -637,20 +637,37 @@ fn an_unreachable_upstream_is_a_502_with_a_reason() {
     let (status, body) = rt.block_on(async {
         let r = reqwest::Client::new()
             .post(format!("{}/v1/messages", proxy.url))
-            .json(&json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]}))
+            .json(&json!({"model": "m", "messages": [
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": [
+                    {"type": "tool_use", "id": "toolu_lost", "name": "get_weather", "input": {}}]},
+                {"role": "user", "content": "and?"}]}))
             .send()
             .await
             .unwrap();
         (r.status().as_u16(), r.json::<Value>().await.unwrap())
     });
     assert_eq!(status, 502);
+    // Forwarded unread, the request is still judged for the capture when
+    // the exchange ends, even when it ends in failure.
+    let line = proxy.next_line();
+    assert!(
+        line.contains("→ 502") && line.contains("toolu_lost"),
+        "{line}"
+    );
+    let records = capture(&cap);
+    assert_eq!(records[0]["action"], "failed");
+    assert_eq!(records[0]["findings"][0]["ids"][0], "toolu_lost");
+    assert_eq!(
+        records[0]["request"]["messages"][1]["content"][0]["id"],
+        "toolu_lost"
+    );
     assert!(
         body["error"]["message"]
             .as_str()
             .unwrap()
             .contains("could not be reached")
     );
-    assert!(proxy.next_line().contains("→ 502"));
 }
 
 #[test]

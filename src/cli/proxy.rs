@@ -20,7 +20,7 @@ use axum::response::Response;
 use futures::StreamExt;
 use loopdbg::live::capture::Exchange;
 use loopdbg::live::gate::{Decision, OnInvalid, inspect};
-use loopdbg::live::route::{provider_of, redacted_path};
+use loopdbg::live::route::{provider_of, provider_of_path, redacted_path};
 use loopdbg::live::stream::{Reassembler, is_event_stream};
 use loopdbg::wire::provider::Format;
 use serde_json::Value;
@@ -157,12 +157,24 @@ struct Started {
     request: Value,
     forwarded: Option<Value>,
     findings: Vec<loopdbg::wire::check::Finding>,
+    /// A request forwarded before it was judged: judged when the exchange
+    /// is finished, after the agent has its answer.
+    unjudged: Option<Bytes>,
     began: Instant,
 }
 
 impl Started {
+    /// Takes what the gate read of the request.
+    fn judged(&mut self, judged: Judged, bytes: &[u8]) {
+        self.provider = judged.provider.or(self.provider);
+        self.findings = judged.verdict.map(|v| v.findings).unwrap_or_default();
+        self.request = judged
+            .parsed
+            .unwrap_or_else(|| Value::String(String::from_utf8_lossy(bytes).into_owned()));
+    }
+
     fn finish(
-        self,
+        mut self,
         action: &'static str,
         status: u16,
         streamed: bool,
@@ -170,10 +182,15 @@ impl Started {
         first_byte: Option<Instant>,
         error: Option<String>,
     ) -> Exchange {
-        let ms = |t: Instant| t.duration_since(self.began).as_secs_f64() * 1000.0;
+        let latency_ms = self.ms(Instant::now());
+        if let Some(bytes) = self.unjudged.take() {
+            let judged = judge(&self.path, &bytes, OnInvalid::Forward);
+            self.judged(judged, &bytes);
+        }
         Exchange {
             loopdbg: loopdbg::live::capture::MARKER,
             seq: self.seq,
+            first_byte_ms: first_byte.map(|t| self.ms(t)),
             time: self.time,
             method: self.method,
             path: self.path,
@@ -184,11 +201,14 @@ impl Started {
             status,
             streamed,
             response,
-            latency_ms: ms(Instant::now()),
-            first_byte_ms: first_byte.map(ms),
+            latency_ms,
             findings: self.findings,
             error,
         }
+    }
+
+    fn ms(&self, t: Instant) -> f64 {
+        t.duration_since(self.began).as_secs_f64() * 1000.0
     }
 }
 
@@ -217,60 +237,55 @@ async fn forward(State(shared): State<Arc<Shared>>, request: Request) -> Respons
             .body(body)
             .send()
     };
-    // When the verdict cannot change what is sent (`--on-invalid
-    // forward`), the request leaves first and is read and checked while
-    // the upstream works on it: the agent waits for no check.
-    let early =
-        matches!(shared.on_invalid, OnInvalid::Forward).then(|| tokio::spawn(send(bytes.clone())));
-    let parsed: Option<Value> = serde_json::from_slice(&bytes).ok();
-    let provider = provider_of(&path_and_query, parsed.as_ref());
-    let verdict = match (provider, &parsed) {
-        (Some(format), Some(doc)) => Some(inspect(format, doc, shared.on_invalid)),
-        _ => None,
-    };
     let mut started = Started {
         seq,
         time: rfc3339(SystemTime::now()),
         method: parts.method.to_string(),
         path: redacted_path(&path_and_query),
-        provider,
+        provider: None,
         request: Value::Null,
         forwarded: None,
         findings: Vec::new(),
+        unjudged: None,
         began,
     };
-    let mut outgoing = None;
     let mut action = "forwarded";
-    if let Some(verdict) = verdict {
-        started.findings = verdict.findings;
-        match verdict.decision {
-            Decision::Block { status, body } => {
-                started.request = parsed.unwrap_or(Value::Null);
+    let sent = if let OnInvalid::Forward = shared.on_invalid {
+        // The verdict cannot change what is sent, so the request leaves
+        // unread and is judged once the agent has its answer: the agent
+        // waits for no check, and on a machine that also runs the
+        // upstream the judging takes no core from it while it answers.
+        // Only the provider is needed now, to reassemble a stream; the
+        // path names it for every provider's own endpoints.
+        started.provider = provider_of_path(&path_and_query).or_else(|| {
+            provider_of(
+                &path_and_query,
+                serde_json::from_slice::<Value>(&bytes).ok().as_ref(),
+            )
+        });
+        started.unjudged = Some(bytes.clone());
+        send(bytes).await
+    } else {
+        // Block and repair judge first, since they may change the request.
+        let judged = judge(&path_and_query, &bytes, shared.on_invalid);
+        let decision = judged.verdict.as_ref().map(|v| v.decision.clone());
+        started.judged(judged, &bytes);
+        match decision {
+            Some(Decision::Block { status, body }) => {
                 let response = json_response(status, &body);
                 let _ = shared
                     .done
                     .send(started.finish("blocked", status, false, body, None, None));
                 return response;
             }
-            Decision::Repaired { body, .. } => {
-                outgoing = Some(Bytes::from(body.to_string()));
+            Some(Decision::Repaired { body, .. }) => {
+                let outgoing = Bytes::from(body.to_string());
                 started.forwarded = Some(body);
                 action = "repaired";
+                send(outgoing).await
             }
-            Decision::Forward => {}
+            Some(Decision::Forward) | None => send(bytes).await,
         }
-    }
-    started.request =
-        parsed.unwrap_or_else(|| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
-    let sent = match early {
-        Some(in_flight) => match in_flight.await {
-            Ok(sent) => sent,
-            Err(e) => {
-                let body = serde_json::json!({"error": {"type": "proxy_error", "message": format!("loopdbg proxy: {e}")}});
-                return json_response(502, &body);
-            }
-        },
-        None => send(outgoing.unwrap_or(bytes)).await,
     };
     let upstream = match sent {
         Ok(r) => r,
@@ -309,7 +324,7 @@ async fn forward(State(shared): State<Arc<Shared>>, request: Request) -> Respons
     tokio::spawn(async move {
         let mut chunks = upstream.bytes_stream();
         let mut kept: Vec<u8> = Vec::new();
-        let mut reassembler = provider.filter(|_| streamed).map(Reassembler::new);
+        let mut reassembler = started.provider.filter(|_| streamed).map(Reassembler::new);
         let mut first_byte = None;
         let mut error = None;
         let mut agent_gone = false;
@@ -375,6 +390,28 @@ async fn forward(State(shared): State<Arc<Shared>>, request: Request) -> Respons
     *response.status_mut() = status;
     *response.headers_mut() = headers;
     response
+}
+
+/// A request as the gate read it.
+struct Judged {
+    parsed: Option<Value>,
+    provider: Option<Format>,
+    verdict: Option<loopdbg::live::gate::Verdict>,
+}
+
+/// Reads and checks a request body under `policy`.
+fn judge(path_and_query: &str, bytes: &[u8], policy: OnInvalid) -> Judged {
+    let parsed: Option<Value> = serde_json::from_slice(bytes).ok();
+    let provider = provider_of(path_and_query, parsed.as_ref());
+    let verdict = match (provider, &parsed) {
+        (Some(format), Some(doc)) => Some(inspect(format, doc, policy)),
+        _ => None,
+    };
+    Judged {
+        parsed,
+        provider,
+        verdict,
+    }
 }
 
 /// An error with its causes: reqwest's own text is only the outermost one.
