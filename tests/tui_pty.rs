@@ -493,3 +493,28 @@ fn a_replayed_log_cut_mid_line_opens_and_says_what_was_left_out() {
     );
     quit(child, &mut writer, &mut screen);
 }
+
+#[test]
+fn a_recorded_api_session_replays_its_last_request_with_each_reply() {
+    // A cassette of two streamed rounds: the replay opens on the last
+    // request (it carries the first), and the recorded event streams are
+    // the replies, down to the final answer.
+    let cassette = "tests/fixtures/transcripts/recordings/streamed_two_calls.yaml";
+    let (child, mut writer, mut screen) = spawn(&[cassette]);
+    screen.wait_text("replay: conversation 2 of 2");
+    writer.write_all(b"G").unwrap();
+    let end = screen.wait_text("final: Beijing 18°C, Shanghai 21°C.");
+    assert!(end.contains("1:calls ⇄ 2:answer"), "{end}");
+    assert!(end.contains("unpaired: none"), "{end}");
+    quit(child, &mut writer, &mut screen);
+
+    // The first request alone: its reply's calls are the agent's next work,
+    // not a request the provider refused.
+    let (child, mut writer, mut screen) = spawn(&[cassette, "--conversation", "1"]);
+    screen.wait_text("replay: conversation 1 of 2");
+    writer.write_all(b"G").unwrap();
+    let end = screen.wait_text("calls in flight");
+    assert!(end.contains("⚒toolu_01Bj"), "{end}");
+    assert!(!end.contains("unanswered_call"), "{end}");
+    quit(child, &mut writer, &mut screen);
+}

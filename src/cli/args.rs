@@ -21,7 +21,7 @@ pub struct Cli {
     pub session: Option<PathBuf>,
 
     /// When replaying a file of several conversations: which one (1-based;
-    /// the first, or the last with --follow).
+    /// the first, but the last for an HTTP recording or with --follow).
     #[arg(long)]
     pub conversation: Option<usize>,
 

@@ -680,6 +680,9 @@ pub struct ReadSummary {
     pub conversations: usize,
     /// Lines that could not be read (the rest of the file still was).
     pub errors: Vec<LoadError>,
+    /// The input is an HTTP recording (a cassette or a HAR file), one
+    /// conversation per request, each carrying the ones before it.
+    pub recording: bool,
 }
 
 /// Reads every conversation of an input, calling `each` with it in order;
@@ -731,7 +734,13 @@ fn read_opened(
     let origin = opened.origin.clone();
     match opened.layout {
         Layout::Document(ref doc, ref text) if recording::is_recording(doc) => {
-            let convs = match recording::read_recording(doc) {
+            // A replay steps through each reply too; `check` judges the
+            // requests as they were sent.
+            let append: Option<recording::AppendReply> = match replies {
+                Replies::Left => None,
+                Replies::Appended => Some(&capture::append_recorded_reply),
+            };
+            let convs = match recording::read_recording_with(doc, append) {
                 Some(Ok(convs)) => convs,
                 Some(Err(e)) => return Err(located_in(&origin, text, &e)),
                 None => Vec::new(),
@@ -748,6 +757,7 @@ fn read_opened(
                 format,
                 conversations: count,
                 errors: Vec::new(),
+                recording: true,
             })
         }
         Layout::Document(ref doc, ref text) => {
@@ -776,6 +786,7 @@ fn read_opened(
                 format: source,
                 conversations: 1,
                 errors: Vec::new(),
+                recording: false,
             })
         }
         Layout::Log(source) => {
@@ -834,6 +845,7 @@ fn read_opened(
                 format: source,
                 conversations: count,
                 errors,
+                recording: false,
             })
         }
         Layout::Lines => {
@@ -857,6 +869,7 @@ fn read_opened(
                     .unwrap_or(Source::Provider(loopdbg::wire::provider::Format::Anthropic)),
                 conversations: count,
                 errors,
+                recording: false,
             })
         }
     }

@@ -330,6 +330,21 @@ pub(super) fn capture_findings(path: &Path, which: Option<usize>) -> Option<Vec<
     if !starts_as_capture(path) {
         return None;
     }
+    requests_findings(path, which)
+}
+
+/// The findings on conversation `which` of a capture or an HTTP recording
+/// as its request was sent: a replay shows each reply appended, but the
+/// request the provider judged ended before it (the reply's own calls are
+/// the agent's next work, not a dangling id).
+pub(super) fn sent_findings(path: &Path, which: usize, recording: bool) -> Option<Vec<Finding>> {
+    match recording {
+        true => requests_findings(path, Some(which)),
+        false => capture_findings(path, Some(which)),
+    }
+}
+
+fn requests_findings(path: &Path, which: Option<usize>) -> Option<Vec<Finding>> {
     let bytes = std::fs::read(path).ok()?;
     let mut sent = Vec::new();
     let origin = path.display().to_string();

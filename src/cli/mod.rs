@@ -125,7 +125,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
                 return live::follow(&path, cli.conversation);
             }
             let app = if load::is_transcript(&path) {
-                replay_app(&path, cli.conversation.unwrap_or(1))?
+                replay_app(&path, cli.conversation)?
             } else {
                 let loaded = load::session(&path, cli.agents_anywhere)?;
                 let strategy = strategy_for(&loaded.session, &cli.strategy)?;
@@ -463,16 +463,27 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
     }
 }
 
-/// A debugger replaying conversation `which` (1-based) of a captured file.
-fn replay_app(path: &std::path::Path, which: usize) -> Result<App, Failure> {
-    let mut found = None;
+/// A debugger replaying conversation `which` (1-based) of a captured file;
+/// by default the first, but for an HTTP recording the last, since each
+/// request there carries the ones before it (and the last reply is the
+/// answer).
+fn replay_app(path: &std::path::Path, which: Option<usize>) -> Result<App, Failure> {
+    let (mut first, mut last, mut asked) = (None, None, None);
     let mut seen = 0;
     let read = check::for_each_conversation(path, None, check::Replies::Appended, |_, conv| {
         seen += 1;
-        if seen == which {
-            found = Some(conv);
+        match which {
+            Some(n) if n == seen => asked = Some(conv),
+            Some(_) => {}
+            None if seen == 1 => first = Some(conv),
+            None => last = Some(conv),
         }
     })?;
+    let (which, found) = match which {
+        Some(n) => (n, asked),
+        None if read.recording && last.is_some() => (seen, last),
+        None => (1, first),
+    };
     let origin = path.display().to_string();
     let Some(conv) = found else {
         // A line that could not be read may be the one asked for.
@@ -487,7 +498,7 @@ fn replay_app(path: &std::path::Path, which: usize) -> Result<App, Failure> {
     // both take a while, and the first frame waits for them.
     let (findings, replayed) = rayon::join(
         || {
-            live::capture_findings(path, Some(which))
+            live::sent_findings(path, which, read.recording)
                 .unwrap_or_else(|| loopdbg::wire::check::check(&conv))
         },
         || loopdbg::wire::replay::replayed(&conv),

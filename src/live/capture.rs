@@ -6,6 +6,7 @@
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::live::stream::Reassembler;
 use crate::wire::check::Finding;
 use crate::wire::provider::Format;
 
@@ -116,6 +117,33 @@ pub fn conversation_of(line: Value) -> Value {
     request
 }
 
+/// Appends the reply a recorded response body carried to `request`: the
+/// response object itself, a recorded event stream (text) reassembled, or
+/// Gemini's streamed JSON array of chunks merged. What cannot be read as
+/// a reply adds nothing.
+pub fn append_recorded_reply(format: Format, request: &mut Value, body: &Value) {
+    let reassembled = |events: &mut dyn Iterator<Item = String>| {
+        let mut r = Reassembler::new(format);
+        for event in events {
+            r.feed(event.as_bytes());
+        }
+        r.finish()
+    };
+    let response = match body {
+        Value::Object(_) => body.clone(),
+        Value::String(text) if crate::live::stream::looks_like_events(text) => {
+            reassembled(&mut std::iter::once(text.clone()))
+        }
+        Value::Array(chunks) if format == Format::Gemini => {
+            reassembled(&mut chunks.iter().map(|c| format!("data: {c}\n\n")))
+        }
+        _ => return,
+    };
+    if response.is_object() {
+        append_reply(request, format, &response);
+    }
+}
+
 /// Appends the assistant turn of `response` to `request`.
 pub fn append_reply(request: &mut Value, format: Format, response: &Value) {
     match format {
@@ -195,6 +223,51 @@ mod tests {
         let body = conversation_of(l);
         let conv = read(&body, Source::Provider(Format::Anthropic)).unwrap();
         assert_eq!(conv.messages.len(), 2);
+    }
+
+    #[test]
+    fn recorded_replies_are_read_from_objects_event_streams_and_chunk_arrays() {
+        let ask = || json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]});
+        // An Anthropic stream as cassettes keep it: padded events, a ping.
+        let events = concat!(
+            "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",",
+            "\"role\":\"assistant\",\"content\":[]}      }\n\n",
+            "event: ping\ndata: {\"type\": \"ping\"}\n\n",
+            "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,",
+            "\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"w\",\"input\":{}}   }\n\n",
+            "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,",
+            "\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"city\\\": 1}\"}}\n\n",
+            "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+            "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+        );
+        let mut request = ask();
+        append_recorded_reply(Format::Anthropic, &mut request, &json!(events));
+        assert_eq!(request["messages"][1]["content"][0]["id"], "toolu_1");
+        assert_eq!(request["messages"][1]["content"][0]["input"]["city"], 1);
+
+        let mut request = ask();
+        append_recorded_reply(
+            Format::Anthropic,
+            &mut request,
+            &json!({"role": "assistant", "content": [{"type": "text", "text": "yo"}]}),
+        );
+        assert_eq!(request["messages"][1]["content"][0]["text"], "yo");
+
+        // Gemini's streamGenerateContent without `alt=sse`: a JSON array.
+        let mut request = json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]});
+        let chunks = json!([
+            {"candidates": [{"content": {"role": "model", "parts": [{"text": "Bei"}]}}]},
+            {"candidates": [{"content": {"role": "model", "parts": [{"text": "jing"}]},
+                             "finishReason": "STOP"}]}]);
+        append_recorded_reply(Format::Gemini, &mut request, &chunks);
+        let parts = request["contents"][1]["parts"].as_array().unwrap();
+        let text: String = parts.iter().filter_map(|p| p["text"].as_str()).collect();
+        assert_eq!(text, "Beijing");
+
+        // Text that is no stream adds nothing.
+        let mut request = ask();
+        append_recorded_reply(Format::Anthropic, &mut request, &json!("upstream timeout"));
+        assert_eq!(request, ask());
     }
 
     #[test]

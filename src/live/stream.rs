@@ -517,6 +517,17 @@ fn merge_openai_call(message: &mut Value, chunk: &Value) {
     }
 }
 
+/// True when a recorded body is server-sent events rather than JSON: its
+/// first line is an `event:`, `data:`, `id:` or `retry:` field or a
+/// `:` comment.
+pub fn looks_like_events(text: &str) -> bool {
+    let first = text.trim_start().lines().next().unwrap_or("");
+    first.starts_with(':')
+        || ["event:", "data:", "id:", "retry:"]
+            .iter()
+            .any(|field| first.starts_with(field))
+}
+
 /// True when `content_type` announces server-sent events.
 pub fn is_event_stream(content_type: &str) -> bool {
     content_type

@@ -6,6 +6,11 @@
 //!
 //! A cassette is read as a tree (`serde_json::Value`); YAML ones are turned
 //! into one by the caller, so this module does no parsing of its own text.
+//!
+//! For a replay the reply a 2xx response carried can be appended to its
+//! request ([`read_recording_with`]); how a response body (JSON, or a
+//! recorded event stream) becomes a reply is `live`'s to say, so the caller
+//! hands that in.
 
 use serde_json::Value;
 
@@ -121,11 +126,25 @@ fn error_text(body: Option<Value>) -> String {
     }
 }
 
+/// Appends the reply a response body carried to a request body of the
+/// given format (see `live::capture::append_recorded_reply`).
+pub type AppendReply<'a> = &'a dyn Fn(Format, &mut Value, &Value);
+
 /// Every provider request of the recording as a conversation, labelled
 /// with its place and what the provider answered. Interactions that are
 /// not provider requests (a token count, a model list, a GET) are left
 /// out; `None` when `doc` is no recording.
 pub fn read_recording(doc: &Value) -> Option<Result<Vec<Conversation>, ReadError>> {
+    read_recording_with(doc, None)
+}
+
+/// [`read_recording`], each answered request followed by the reply it got
+/// when `append` is given: what a replay steps through. The appended
+/// messages name the response as their place.
+pub fn read_recording_with(
+    doc: &Value,
+    append: Option<AppendReply>,
+) -> Option<Result<Vec<Conversation>, ReadError>> {
     let (base, list) = interactions(doc)?;
     let mut out = Vec::new();
     for (i, interaction) in list.iter().enumerate() {
@@ -146,6 +165,20 @@ pub fn read_recording(doc: &Value) -> Option<Result<Vec<Conversation>, ReadError
         let Some(source) = provider_of_route(route).or_else(|| detect(&body)) else {
             continue;
         };
+        let response = interaction.get("response").unwrap_or(&Value::Null);
+        let status = status_of(response);
+        let answered = match (append, source) {
+            (Some(append), Source::Provider(format))
+                if status.is_some_and(|s| (200..300).contains(&s)) && !compressed(response) =>
+            {
+                body_of(response).map(|reply| {
+                    let mut with_reply = body.clone();
+                    append(format, &mut with_reply, &reply);
+                    with_reply
+                })
+            }
+            _ => None,
+        };
         let mut conv = match read_owned(body, source) {
             Ok(c) => c,
             Err(e) => {
@@ -155,9 +188,13 @@ pub fn read_recording(doc: &Value) -> Option<Result<Vec<Conversation>, ReadError
                 )));
             }
         };
+        let asked = conv.messages.len();
+        // The request read alone first: its errors name the request, and
+        // its length tells the reply's messages from the request's.
+        if let Some(Ok(with_reply)) = answered.map(|b| read_owned(b, source)) {
+            conv = with_reply;
+        }
         let method = request.get("method").and_then(Value::as_str).unwrap_or("");
-        let response = interaction.get("response").unwrap_or(&Value::Null);
-        let status = status_of(response);
         conv.label = Some(format!(
             "interaction {}: {method} {route} → {}",
             i + 1,
@@ -167,9 +204,26 @@ pub fn read_recording(doc: &Value) -> Option<Result<Vec<Conversation>, ReadError
         let prefix = |s: &mut BlockSource| {
             s.path = format!("{path}.request.{}", s.path).into();
         };
-        conv.message_sources.iter_mut().for_each(prefix);
-        conv.block_sources.iter_mut().flatten().for_each(prefix);
-        conv.hosted.iter_mut().for_each(|h| prefix(&mut h.source));
+        for (k, source) in conv.message_sources.iter_mut().enumerate() {
+            match k < asked {
+                true => prefix(source),
+                false => source.path = format!("{path}.response").into(),
+            }
+        }
+        for (k, sources) in conv.block_sources.iter_mut().enumerate() {
+            for source in sources {
+                match k < asked {
+                    true => prefix(source),
+                    false => source.path = format!("{path}.response").into(),
+                }
+            }
+        }
+        for h in &mut conv.hosted {
+            match h.message < asked {
+                true => prefix(&mut h.source),
+                false => h.source.path = format!("{path}.response").into(),
+            }
+        }
         // A compressed body is kept as binary: its words are not read.
         let said = match compressed(response) {
             true => String::new(),
@@ -204,4 +258,55 @@ pub fn read_recording(doc: &Value) -> Option<Result<Vec<Conversation>, ReadError
         out.push(conv);
     }
     Some(Ok(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn cassette(status: u16) -> Value {
+        json!({"interactions": [{
+            "request": {"method": "POST", "uri": "https://api.anthropic.com/v1/messages",
+                "body": {"string": json!({"model": "m", "messages": [
+                    {"role": "user", "content": "weather"}]}).to_string()}},
+            "response": {"status": {"code": status}, "body": {"string": "the reply"}}}]})
+    }
+
+    /// Appends one assistant turn, whatever the body: the caller's part.
+    fn append(_: Format, request: &mut Value, body: &Value) {
+        assert_eq!(body, "the reply");
+        request["messages"].as_array_mut().unwrap().push(json!(
+            {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "toolu_1", "name": "w", "input": {}}]}));
+    }
+
+    #[test]
+    fn an_answered_request_is_followed_by_its_reply_named_by_the_response() {
+        let convs = read_recording_with(&cassette(200), Some(&append))
+            .unwrap()
+            .unwrap();
+        let conv = &convs[0];
+        assert_eq!(conv.messages.len(), 2);
+        assert_eq!(
+            conv.message_sources[0].path.as_ref(),
+            "interactions[0].request.messages[0]"
+        );
+        assert_eq!(
+            conv.message_sources[1].path.as_ref(),
+            "interactions[0].response"
+        );
+        // `check` reads the request as it was sent.
+        let sent = read_recording(&cassette(200)).unwrap().unwrap();
+        assert_eq!(sent[0].messages.len(), 1);
+    }
+
+    #[test]
+    fn a_refused_request_gets_no_reply() {
+        let convs = read_recording_with(&cassette(400), Some(&append))
+            .unwrap()
+            .unwrap();
+        assert_eq!(convs[0].messages.len(), 1);
+        assert_eq!(convs[0].refusals.len(), 1);
+    }
 }
