@@ -397,3 +397,31 @@ fn api_test_recordings_are_checked_by_the_status_the_provider_answered() {
     assert_eq!(results[1]["findings"][0]["kind"], "unanswered_call");
     assert_eq!(results[1]["findings"][0]["evidence"]["outcome"], "refused");
 }
+
+#[test]
+fn har_bodies_kept_in_base64_are_read_in_their_own_words() {
+    // Browsers' HAR exports keep some bodies base64-encoded
+    // (`content.encoding`): the 400's words are the decoded ones, and the
+    // streamed answer is the reply a recorded session replays.
+    let file = format!("{T}/recordings/base64_bodies.har");
+    loopdbg()
+        .args(["check", &file])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains(
+            "The following tool_call_ids did not have response messages: call_w1 The recording confirms it: the provider answered 400 in these words.",
+        ));
+    let dir = tempfile::tempdir().unwrap();
+    let session = dir.path().join("har.json");
+    loopdbg()
+        .args(["record", &file, "-o"])
+        .arg(&session)
+        .assert()
+        .success();
+    loopdbg()
+        .arg("run")
+        .arg(&session)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("final text: 北京 is 18°C."));
+}

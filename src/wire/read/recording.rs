@@ -68,6 +68,20 @@ fn body_of(side: &Value) -> Option<Value> {
         })
         .or_else(|| side.pointer("/postData/text").and_then(Value::as_str))
         .or_else(|| side.pointer("/content/text").and_then(Value::as_str))?;
+    // HAR keeps a body it could not store as text in base64 (`content.
+    // encoding`); its words are the decoded ones, never the base64.
+    let decoded;
+    let text = match side.pointer("/content/encoding").and_then(Value::as_str) {
+        Some(e) if e.eq_ignore_ascii_case("base64") => {
+            use base64::Engine;
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(text.trim())
+                .ok()?;
+            decoded = String::from_utf8(bytes).ok()?;
+            decoded.as_str()
+        }
+        _ => text,
+    };
     Some(serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string())))
 }
 
