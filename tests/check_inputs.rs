@@ -425,3 +425,41 @@ fn har_bodies_kept_in_base64_are_read_in_their_own_words() {
         .success()
         .stdout(predicate::str::contains("final text: 北京 is 18°C."));
 }
+
+#[test]
+fn gzip_compressed_inputs_are_read_as_their_text() {
+    // LangChain keeps its cassettes as `.yaml.gz`: known by the first
+    // bytes, decompressed as read, checked and replayed as the plain file.
+    let file = format!("{T}/recordings/streamed_two_calls.yaml.gz");
+    loopdbg()
+        .args(["check", &file])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "(anthropic): 2 conversation(s), no problems",
+        ));
+    let dir = tempfile::tempdir().unwrap();
+    let session = dir.path().join("gz.json");
+    loopdbg()
+        .args(["record", &file, "-o"])
+        .arg(&session)
+        .assert()
+        .success();
+    loopdbg()
+        .arg("run")
+        .arg(&session)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "final text: Beijing 18°C, Shanghai 21°C.",
+        ));
+    // A damaged stream is a clear error, not a panic.
+    let bad = dir.path().join("bad.jsonl.gz");
+    std::fs::write(&bad, b"\x1f\x8b\x08\x00garbage").unwrap();
+    loopdbg()
+        .arg("check")
+        .arg(&bad)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("the gzip stream is damaged"));
+}

@@ -332,9 +332,35 @@ pub fn origin_of(path: &Path) -> String {
     }
 }
 
-fn open_input(path: &Path, origin: &str) -> Result<Box<dyn BufRead + Send>, LoadError> {
+/// An input as text: gzip-compressed files (LangChain keeps its cassettes
+/// as `.yaml.gz`; rotated logs are `.jsonl.gz`) are known by their first
+/// bytes, not their name, and decompressed as they are read.
+pub fn decoded(
+    mut reader: Box<dyn BufRead + Send>,
+) -> std::io::Result<(Box<dyn BufRead + Send>, bool)> {
+    const GZIP: &[u8] = &[0x1f, 0x8b];
+    if reader.fill_buf()?.starts_with(GZIP) {
+        let gz = Gunzip(flate2::bufread::MultiGzDecoder::new(reader));
+        return Ok((Box::new(BufReader::with_capacity(1 << 16, gz)), true));
+    }
+    Ok((reader, false))
+}
+
+/// A gzip stream whose errors say they are the compression's.
+struct Gunzip<R>(flate2::bufread::MultiGzDecoder<R>);
+
+impl<R: BufRead> std::io::Read for Gunzip<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.0
+            .read(buf)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("the gzip stream is damaged: {e}")))
+    }
+}
+
+fn open_input(path: &Path, origin: &str) -> Result<(Box<dyn BufRead + Send>, bool), LoadError> {
     if path.as_os_str() == "-" {
-        return Ok(Box::new(BufReader::new(std::io::stdin())));
+        return decoded(Box::new(BufReader::new(std::io::stdin())))
+            .map_err(|e| unreadable(origin, e));
     }
     let file = File::open(path).map_err(|e| unreadable(origin, e))?;
     let kind = file
@@ -349,7 +375,7 @@ fn open_input(path: &Path, origin: &str) -> Result<Box<dyn BufRead + Send>, Load
                     .into(),
         });
     }
-    Ok(Box::new(BufReader::with_capacity(1 << 16, file)))
+    decoded(Box::new(BufReader::with_capacity(1 << 16, file))).map_err(|e| unreadable(origin, e))
 }
 
 #[cfg(unix)]
@@ -429,11 +455,12 @@ const SNIFF_LINES: usize = 256;
 /// are read until one says which format wrote it.
 fn sniff(path: &Path, forced: Option<Source>) -> Result<Opened, LoadError> {
     let origin = origin_of(path);
-    let reader = open_input(path, &origin)?;
+    let (reader, compressed) = open_input(path, &origin)?;
     let mut opened = sniff_reader(origin, reader, forced)?;
+    // Progress counts the bytes read, which a compressed file's size is not.
     opened.size = std::fs::metadata(path)
         .ok()
-        .filter(|m| m.is_file())
+        .filter(|m| m.is_file() && !compressed)
         .map(|m| m.len());
     Ok(opened)
 }

@@ -338,10 +338,19 @@ pub(super) fn capture_findings(path: &Path, which: Option<usize>) -> Option<Vec<
 /// request the provider judged ended before it (the reply's own calls are
 /// the agent's next work, not a dangling id).
 pub(super) fn sent_findings(path: &Path, which: usize, recording: bool) -> Option<Vec<Finding>> {
-    match recording {
-        true => requests_findings(path, Some(which)),
-        false => capture_findings(path, Some(which)),
+    if !recording {
+        return capture_findings(path, Some(which));
     }
+    let mut sent = None;
+    let mut seen = 0;
+    for_each_conversation(path, None, Replies::Left, |_, c| {
+        seen += 1;
+        if seen == which {
+            sent = Some(c);
+        }
+    })
+    .ok()?;
+    sent.map(|c| check(&c))
 }
 
 fn requests_findings(path: &Path, which: Option<usize>) -> Option<Vec<Finding>> {
