@@ -251,3 +251,36 @@ fn notes_alone_are_no_problems_at_the_end() {
         "the transcript ends here; no pairing problems, 1 note(s)"
     );
 }
+
+#[test]
+fn results_for_calls_made_before_the_file_are_unchecked_not_orphans() {
+    // A Responses request that continues a stored response: its output
+    // answers a call the provider keeps, so the ids pane says so rather
+    // than raise an orphan.
+    let mut app = replay(&body("responses_continuation.json"));
+    apply(&mut app, Action::Last);
+    let shown = screen(&mut app, 120, 40);
+    assert!(
+        shown.contains("1 answer calls not in this file (unchecked)"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("made in previous_response_id resp_68af2c4b"),
+        "{shown}"
+    );
+    assert!(!shown.contains("orphan results"), "{shown}");
+    // A Claude Code log cut at its head: the same for its first result.
+    let mut app = replay(&claude_code_log("claude_code_v2/cut_at_head.jsonl")[0]);
+    apply(&mut app, Action::Last);
+    let shown = screen(&mut app, 120, 40);
+    assert!(
+        shown.contains("1 answer calls not in this file (unchecked)"),
+        "{shown}"
+    );
+    assert!(!shown.contains("orphan results"), "{shown}");
+    // A result that answers nothing, with nothing before the file, is
+    // still an orphan.
+    let mut app = replay(&body("anthropic_compacted_orphan.json"));
+    apply(&mut app, Action::Last);
+    assert!(screen(&mut app, 120, 40).contains("orphan results (answer no call): 1"));
+}

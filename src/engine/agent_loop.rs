@@ -72,6 +72,8 @@ pub fn run_with(session: &Session, strategy: &Strategy, executor: &dyn ToolExecu
         rounds: rec.rounds,
         violations: rec.violations,
         outcome,
+        continues: None,
+        unverifiable: Vec::new(),
         pairing: PairingIndex::default(),
     };
     trace.pairing = PairingIndex::new(&trace.messages);

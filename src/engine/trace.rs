@@ -289,6 +289,16 @@ pub struct Trace {
     pub violations: Vec<Violation>,
     /// How it ended.
     pub outcome: Outcome,
+    /// For a replay: what the conversation continues that its file does
+    /// not hold (a stored response, events cut off before the file's
+    /// first line).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub continues: Option<String>,
+    /// For a replay: the ids of results that answer calls made in what it
+    /// continues (the checker's `unverifiable_result`): no orphans, only
+    /// unchecked.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unverifiable: Vec<String>,
     /// Where every id is called and answered, for ledgers of any prefix.
     #[serde(skip)]
     pub pairing: PairingIndex,

@@ -316,6 +316,8 @@ pub fn replayed(conv: &Conversation) -> Replayed {
             final_text,
             requests: round,
         },
+        continues: conv.continues.clone(),
+        unverifiable: Vec::new(),
     };
     crate::engine::count_unpaired(&mut trace);
     Replayed {
@@ -391,6 +393,11 @@ impl Replayed {
             })
             .collect();
         trace.violations = violations;
+        trace.unverifiable = findings
+            .iter()
+            .filter(|f| f.kind == "unverifiable_result")
+            .flat_map(|f| f.ids.iter().cloned())
+            .collect();
         // Notes (a branch left behind, calls still in flight) are no
         // problems of the conversation.
         let problems = findings.iter().filter(|f| !f.is_note()).count();

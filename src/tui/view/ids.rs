@@ -81,12 +81,36 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         ));
         problems.extend(dups.into_iter().map(Row::Duplicate));
     }
-    if !ledger.orphans.is_empty() {
+    // Results for calls made in what the file does not hold (a stored
+    // response, a log cut at its head) are unchecked, not wrong.
+    let (unchecked, orphans): (Vec<&Orphan>, Vec<&Orphan>) = ledger.orphans.iter().partition(|o| {
+        app.trace
+            .unverifiable
+            .iter()
+            .any(|id| **id == *o.tool_use_id)
+    });
+    if !orphans.is_empty() {
         problems.push(Row::Heading(
-            format!("orphan results (answer no call): {}", ledger.orphans.len()),
+            format!("orphan results (answer no call): {}", orphans.len()),
             t.warn,
         ));
-        problems.extend(ledger.orphans.iter().map(Row::Orphan));
+        problems.extend(orphans.into_iter().map(Row::Orphan));
+    }
+    if !unchecked.is_empty() {
+        rest.push(Row::Heading(
+            format!(
+                "{} answer calls not in this file (unchecked)",
+                unchecked.len()
+            ),
+            t.dim,
+        ));
+        if let Some(before) = &app.trace.continues {
+            rest.push(Row::Heading(
+                format!("  made in {}", crate::diagnostics::inert::clean(before)),
+                t.dim,
+            ));
+        }
+        rest.extend(unchecked.into_iter().map(Row::Orphan));
     }
     let mut rows = problems;
     rows.append(&mut rest);
