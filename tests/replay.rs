@@ -284,3 +284,22 @@ fn results_for_calls_made_before_the_file_are_unchecked_not_orphans() {
     apply(&mut app, Action::Last);
     assert!(screen(&mut app, 120, 40).contains("orphan results (answer no call): 1"));
 }
+
+#[test]
+fn a_replayed_answer_that_quotes_no_number_raises_no_quote_warning() {
+    // Seed 003 asks whether the results reached the model; a replayed file
+    // shows that they did (they are in its history). An answer in words,
+    // as coding agents give over file listings and shell output, is no
+    // fault there.
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&fixture("anthropic_clean.json")).unwrap();
+    let last = doc["messages"].as_array_mut().unwrap().last_mut().unwrap();
+    last["content"][0]["text"] = "北京今天晴；汇率见上。".into();
+    let conv = loopdbg::wire::read::read(&doc, loopdbg::wire::read::detect(&doc).unwrap()).unwrap();
+    let app = replay(&conv);
+    assert!(
+        !loopdbg::lesson::checks::warnings(&app.trace)
+            .iter()
+            .any(|w| w.kind == "uncited")
+    );
+}

@@ -228,7 +228,12 @@ fn warnings_with(trace: &Trace, check: &QuoteCheck, left: &[String]) -> Vec<Warn
             });
         }
     }
-    if check.cites_tool_numbers == Some(false) {
+    // Seed 003's question is whether the results reached the model. A
+    // replayed file answers it itself: the results are in its history.
+    // What remains (an answer that quotes no number of a file listing or
+    // a shell's output) is how coding agents answer, not a fault.
+    let replay = trace.strategy.behavior == crate::wire::replay::REPLAY_BEHAVIOR;
+    if check.cites_tool_numbers == Some(false) && !replay {
         let mut missing: Vec<String> = Vec::new();
         for n in check.numbers.iter().filter(|n| !n.cited) {
             let item = format!("{} from {}", n.number, n.tool);
