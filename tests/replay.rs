@@ -303,3 +303,17 @@ fn a_replayed_answer_that_quotes_no_number_raises_no_quote_warning() {
             .any(|w| w.kind == "uncited")
     );
 }
+
+#[test]
+fn a_spin_is_one_loop_repeating_not_a_user_asking_again() {
+    let spins = |conv: &Conversation| {
+        loopdbg::lesson::checks::warnings(&replay(conv).trace)
+            .iter()
+            .any(|w| w.kind == "spin")
+    };
+    // Two turns of the provider's own MCP calls (no text, no client calls)
+    // with the user's "and again?" between: no spin.
+    assert!(!spins(&body("anthropic_mcp_unanswered.json")));
+    // The same reply three times inside one loop still is one.
+    assert!(spins(&body("anthropic_repeated_turn.json")));
+}

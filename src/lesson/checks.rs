@@ -232,7 +232,7 @@ fn warnings_with(trace: &Trace, check: &QuoteCheck, left: &[String]) -> Vec<Warn
     // replayed file answers it itself: the results are in its history.
     // What remains (an answer that quotes no number of a file listing or
     // a shell's output) is how coding agents answer, not a fault.
-    let replay = trace.strategy.behavior == crate::wire::replay::REPLAY_BEHAVIOR;
+    let replay = trace.strategy.behavior == crate::engine::strategy::REPLAY_BEHAVIOR;
     if check.cites_tool_numbers == Some(false) && !replay {
         let mut missing: Vec<String> = Vec::new();
         for n in check.numbers.iter().filter(|n| !n.cited) {

@@ -14,8 +14,7 @@ use crate::engine::trace::{End, Execution, Outcome, Phase, Round, Step, Trace, V
 use crate::wire::check::Finding;
 use crate::wire::read::{BlockSource, Conversation};
 
-/// The behaviour name a replay shows in the header.
-pub const REPLAY_BEHAVIOR: &str = "replay";
+pub use crate::engine::strategy::REPLAY_BEHAVIOR;
 
 /// A session that describes the conversation (its first user text, its
 /// tools), so the TUI's panes have something to name.
@@ -163,8 +162,14 @@ pub fn replayed(conv: &Conversation) -> Replayed {
                 });
             }
         };
+    // A spin is one loop asking again and getting the same reply: a new
+    // prompt from the user between two replies starts another loop.
+    let mut prompted = false;
     for (i, m) in messages.iter().enumerate() {
         refused_before(i, &mut steps, &mut rounds, &mut round);
+        if m.role == Role::User && m.text().is_some_and(|t| !t.trim().is_empty()) {
+            prompted = true;
+        }
         if m.role == Role::Assistant {
             round += 1;
             steps.push(Step {
@@ -194,12 +199,22 @@ pub fn replayed(conv: &Conversation) -> Replayed {
                 finish_reason: m.finish_reason,
                 tool_calls,
             };
+            // A reply with neither text nor calls of the client's (only
+            // the provider's own tool blocks, or thinking) is no evidence
+            // of repeating.
+            let said_something = reply.text.is_some() || !reply.tool_calls.is_empty();
             let identical_run = match rounds.last() {
-                Some(prev) if prev.reply.text == reply.text && same_calls(&prev.reply, &reply) => {
+                Some(prev)
+                    if !prompted
+                        && said_something
+                        && prev.reply.text == reply.text
+                        && same_calls(&prev.reply, &reply) =>
+                {
                     prev.identical_run + 1
                 }
                 _ => 1,
             };
+            prompted = false;
             rounds.push(Round {
                 number: round,
                 request_len: i,
