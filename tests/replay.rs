@@ -317,3 +317,22 @@ fn a_spin_is_one_loop_repeating_not_a_user_asking_again() {
     // The same reply three times inside one loop still is one.
     assert!(spins(&body("anthropic_repeated_turn.json")));
 }
+
+#[test]
+fn a_file_that_ends_before_any_answer_says_so_in_words() {
+    // A pause_turn resumption: the request ends on the provider's own
+    // search call. No loop "ended" there; the summary says what the file
+    // holds, not the seeds' `null`.
+    let mut app = replay(&body("anthropic_pause_turn.json"));
+    apply(&mut app, Action::Last);
+    let shown = screen(&mut app, 120, 40);
+    assert!(
+        shown.contains("final: none (no answer text in the conversation)"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("the model's last turn has no answer text"),
+        "{shown}"
+    );
+    assert!(!shown.contains("the loop ended normally"), "{shown}");
+}

@@ -222,9 +222,15 @@ fn warnings_with(trace: &Trace, check: &QuoteCheck, left: &[String]) -> Vec<Warn
             .as_deref()
             .is_none_or(str::is_empty)
         {
+            let replay = trace.strategy.behavior == crate::engine::strategy::REPLAY_BEHAVIOR;
             out.push(Warning {
                 kind: "no_answer",
-                message: "the loop ended normally but with no answer text: there is nothing to show the user".into(),
+                message: match replay {
+                    // A file may simply end before the answer: no loop
+                    // "ended" there.
+                    true => "the model's last turn has no answer text: nothing here shows the user an answer".into(),
+                    false => "the loop ended normally but with no answer text: there is nothing to show the user".into(),
+                },
             });
         }
     }

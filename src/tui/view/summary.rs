@@ -52,9 +52,17 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
                 },
             ),
         ]));
+        // A replay's file may end before any answer (a request body, a
+        // log cut mid-loop): say so in words, not the seeds' `null`.
+        let shown = match trace.outcome.final_text.as_deref() {
+            None if trace.strategy.behavior == crate::wire::replay::REPLAY_BEHAVIOR => {
+                "none (no answer text in the conversation)".to_string()
+            }
+            text => show_text(text),
+        };
         lines.push(Line::from(vec![
             span("final: ", t.title),
-            span(show_text(trace.outcome.final_text.as_deref()), t.text),
+            span(shown, t.text),
         ]));
         // A spinning loop repeats the same 400 every round: say each
         // distinct problem once, with how many requests carried it.
