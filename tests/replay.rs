@@ -336,3 +336,20 @@ fn a_file_that_ends_before_any_answer_says_so_in_words() {
     );
     assert!(!shown.contains("the loop ended normally"), "{shown}");
 }
+
+#[test]
+fn a_reply_the_agent_wrote_itself_is_not_shown_as_the_models_answer() {
+    // Claude Code's `<synthetic>` "No response requested." after an
+    // interrupt: the summary keeps it, marked as the agent's own.
+    let app = replay(&claude_code_log("claude_code_v2/synthetic_reply.jsonl")[0]);
+    assert_eq!(
+        app.trace.outcome.final_text.as_deref(),
+        Some("No response requested. (written by the agent itself, not the model)")
+    );
+    // A model's own last text is shown as it is.
+    let app = replay(&body("anthropic_clean.json"));
+    assert_eq!(
+        app.trace.outcome.final_text.as_deref(),
+        Some("北京今天晴，24 度；美元兑人民币 7.12。")
+    );
+}

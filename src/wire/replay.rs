@@ -294,11 +294,16 @@ pub fn replayed(conv: &Conversation) -> Replayed {
         step_of_message[i] = steps.len() - 1;
     }
     refused_before(messages.len(), &mut steps, &mut rounds, &mut round);
-    let final_text = messages
-        .iter()
-        .rev()
-        .find(|m| m.role == Role::Assistant)
-        .and_then(|m| m.text());
+    let last_reply = messages.iter().rposition(|m| m.role == Role::Assistant);
+    let final_text = last_reply.and_then(|i| {
+        let text = messages[i].text()?;
+        // Claude Code writes some replies itself ("No response
+        // requested."): shown, but never as the model's answer.
+        Some(match conv.synthetic.contains(&i) {
+            true => format!("{text} (written by the agent itself, not the model)").into(),
+            false => text,
+        })
+    });
     let last_calls = messages
         .last()
         .is_some_and(|m| m.role == Role::Assistant && m.tool_uses().next().is_some());
