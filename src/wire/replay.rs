@@ -300,7 +300,7 @@ pub fn replayed(conv: &Conversation) -> Replayed {
         // Claude Code writes some replies itself ("No response
         // requested."): shown, but never as the model's answer.
         Some(match conv.synthetic.contains(&i) {
-            true => format!("{text} (written by the agent itself, not the model)").into(),
+            true => format!("{text} (written by the agent itself, not the model)"),
             false => text,
         })
     });
