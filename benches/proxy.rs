@@ -26,11 +26,7 @@ use criterion::{Criterion, criterion_group};
 use serde_json::json;
 
 fn bench(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     let fake = rt.block_on(fake::start());
     let dir = tempfile::tempdir().unwrap();
     let mut proxy = Command::new(env!("CARGO_BIN_EXE_loopdbg"))
@@ -181,11 +177,7 @@ const BARE_PROXY_TO: &str = "LOOPDBG_BENCH_BARE_PROXY_TO";
 fn bare_proxy(upstream: String) {
     use axum::body::Body;
     use futures::StreamExt;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     rt.block_on(async move {
         let client = reqwest::Client::builder()
             .tcp_nodelay(true)
@@ -232,11 +224,7 @@ fn bare_proxy(upstream: String) {
 /// can: what a second process on the path costs before any work. Prints
 /// the address it listens on, then serves until killed.
 fn relay(upstream: String) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         println!("{}", listener.local_addr().unwrap());
@@ -322,6 +310,15 @@ fn paced_first_byte(
             m - ma
         );
     }
+}
+
+/// The runtime of the bench and of each floor: two workers, as the proxy.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
 criterion_group!(benches, bench);

@@ -411,10 +411,15 @@ fn har_bodies_kept_in_base64_are_read_in_their_own_words() {
         .stdout(predicate::str::contains(
             "The following tool_call_ids did not have response messages: call_w1 The recording confirms it: the provider answered 400 in these words.",
         ));
+    recorded_run_ends_with(&file, "北京 is 18°C.");
+}
+
+/// `record` on `file`, then `run` on the session: its final text.
+fn recorded_run_ends_with(file: &str, final_text: &str) {
     let dir = tempfile::tempdir().unwrap();
-    let session = dir.path().join("har.json");
+    let session = dir.path().join("recorded.json");
     loopdbg()
-        .args(["record", &file, "-o"])
+        .args(["record", file, "-o"])
         .arg(&session)
         .assert()
         .success();
@@ -423,7 +428,9 @@ fn har_bodies_kept_in_base64_are_read_in_their_own_words() {
         .arg(&session)
         .assert()
         .success()
-        .stdout(predicate::str::contains("final text: 北京 is 18°C."));
+        .stdout(predicate::str::contains(format!(
+            "final text: {final_text}"
+        )));
 }
 
 #[test]
@@ -438,22 +445,9 @@ fn gzip_compressed_inputs_are_read_as_their_text() {
         .stdout(predicate::str::contains(
             "(anthropic): 2 conversation(s), no problems",
         ));
-    let dir = tempfile::tempdir().unwrap();
-    let session = dir.path().join("gz.json");
-    loopdbg()
-        .args(["record", &file, "-o"])
-        .arg(&session)
-        .assert()
-        .success();
-    loopdbg()
-        .arg("run")
-        .arg(&session)
-        .assert()
-        .success()
-        .stdout(predicate::str::contains(
-            "final text: Beijing 18°C, Shanghai 21°C.",
-        ));
+    recorded_run_ends_with(&file, "Beijing 18°C, Shanghai 21°C.");
     // A damaged stream is a clear error, not a panic.
+    let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.jsonl.gz");
     std::fs::write(&bad, b"\x1f\x8b\x08\x00garbage").unwrap();
     loopdbg()
