@@ -338,31 +338,24 @@ pub(super) fn capture_findings(path: &Path, which: Option<usize>) -> Option<Vec<
 /// request the provider judged ended before it (the reply's own calls are
 /// the agent's next work, not a dangling id).
 pub(super) fn sent_findings(path: &Path, which: usize, recording: bool) -> Option<Vec<Finding>> {
-    if !recording {
-        return capture_findings(path, Some(which));
+    match recording {
+        true => requests_findings(path, Some(which)),
+        false => capture_findings(path, Some(which)),
     }
-    let mut sent = None;
-    let mut seen = 0;
+}
+
+/// The findings on request `which` (1-based; the last when `None`) of a
+/// file read as its requests were sent.
+fn requests_findings(path: &Path, which: Option<usize>) -> Option<Vec<Finding>> {
+    let (mut seen, mut wanted) = (0, None);
     for_each_conversation(path, None, Replies::Left, |_, c| {
         seen += 1;
-        if seen == which {
-            sent = Some(c);
+        if which.is_none_or(|n| n == seen) {
+            wanted = Some(c);
         }
     })
     .ok()?;
-    sent.map(|c| check(&c))
-}
-
-fn requests_findings(path: &Path, which: Option<usize>) -> Option<Vec<Finding>> {
-    let bytes = std::fs::read(path).ok()?;
-    let mut sent = Vec::new();
-    let origin = path.display().to_string();
-    for_each_conversation_in(&origin, bytes, None, Replies::Left, |_, c| sent.push(c)).ok()?;
-    let index = match which {
-        Some(n) => n.checked_sub(1)?,
-        None => sent.len().checked_sub(1)?,
-    };
-    sent.get(index).map(check)
+    wanted.map(|c| check(&c))
 }
 
 fn waiting_for_file(origin: &str) -> LiveUpdate {
