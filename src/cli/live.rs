@@ -208,6 +208,7 @@ pub(super) fn proxy(config: proxy::Config, no_tui: bool) -> Result<ExitCode, Fai
                 tokio::select! {
                     x = running.exchanges.recv() => {
                         let Some(x) = x else { break };
+                        let x = x.into_exchange();
                         capture.append(&x);
                         if writeln!(out, "{}", proxy::summary_line(&x)).and_then(|()| out.flush()).is_err() {
                             break;
@@ -224,6 +225,7 @@ pub(super) fn proxy(config: proxy::Config, no_tui: bool) -> Result<ExitCode, Fai
     runtime.spawn(async move {
         let mut seen = Exchanges::default();
         while let Some(x) = running.exchanges.recv().await {
+            let x = x.into_exchange();
             capture.append(&x);
             seen.records
                 .push(serde_json::to_value(&x).unwrap_or(Value::Null));

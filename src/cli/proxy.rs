@@ -17,14 +17,17 @@ use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::Response;
-use futures::StreamExt;
 use loopdbg::live::capture::Exchange;
 use loopdbg::live::gate::{Decision, OnInvalid, inspect};
 use loopdbg::live::route::{provider_of, provider_of_path, redacted_path};
-use loopdbg::live::stream::{Reassembler, is_event_stream};
+use loopdbg::live::stream::is_event_stream;
 use loopdbg::wire::provider::Format;
 use serde_json::Value;
 use tokio::sync::mpsc;
+
+mod relay;
+pub use relay::Ended;
+use relay::Relay;
 
 /// The largest request body the proxy takes (providers refuse far less).
 const MAX_REQUEST_BYTES: usize = 256 << 20;
@@ -66,15 +69,16 @@ struct Shared {
     client: reqwest::Client,
     on_invalid: OnInvalid,
     seq: AtomicU64,
-    done: mpsc::UnboundedSender<Exchange>,
+    done: mpsc::UnboundedSender<Ended>,
 }
 
 /// A running proxy: its address and the exchanges as they complete.
 pub struct Running {
     /// The address it listens on (the real port when 0 was asked).
     pub addr: SocketAddr,
-    /// Completed exchanges, in the order they completed.
-    pub exchanges: mpsc::UnboundedReceiver<Exchange>,
+    /// Completed exchanges, in the order they completed; each becomes
+    /// its capture record with [`Ended::into_exchange`].
+    pub exchanges: mpsc::UnboundedReceiver<Ended>,
 }
 
 /// Binds and starts serving on the current tokio runtime.
@@ -173,6 +177,7 @@ impl Started {
             .unwrap_or_else(|| Value::String(String::from_utf8_lossy(bytes).into_owned()));
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn finish(
         mut self,
         action: &'static str,
@@ -180,9 +185,10 @@ impl Started {
         streamed: bool,
         response: Value,
         first_byte: Option<Instant>,
+        ended: Instant,
         error: Option<String>,
     ) -> Exchange {
-        let latency_ms = self.ms(Instant::now());
+        let latency_ms = self.ms(ended);
         if let Some(bytes) = self.unjudged.take() {
             let judged = judge(&self.path, &bytes, OnInvalid::Forward);
             self.judged(judged, &bytes);
@@ -275,7 +281,7 @@ async fn forward(State(shared): State<Arc<Shared>>, request: Request) -> Respons
                 let response = json_response(status, &body);
                 let _ = shared
                     .done
-                    .send(started.finish("blocked", status, false, body, None, None));
+                    .send(Ended::written(started, "blocked", status, body, None));
                 return response;
             }
             Some(Decision::Repaired { body, .. }) => {
@@ -296,10 +302,9 @@ async fn forward(State(shared): State<Arc<Shared>>, request: Request) -> Respons
             );
             let body = serde_json::json!({"error": {"type": "proxy_error", "message": message}});
             let response = json_response(502, &body);
-            let _ =
-                shared
-                    .done
-                    .send(started.finish("failed", 502, false, body, None, Some(message)));
+            let _ = shared
+                .done
+                .send(Ended::written(started, "failed", 502, body, Some(message)));
             return response;
         }
     };
@@ -317,76 +322,8 @@ async fn forward(State(shared): State<Arc<Shared>>, request: Request) -> Respons
         .and_then(|v| v.to_str().ok())
         .is_some_and(is_event_stream);
 
-    // The answer flows through a small channel: each chunk is sent on to
-    // the agent the moment it arrives and kept for the capture beside it.
-    let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(16);
-    let done = shared.done.clone();
-    tokio::spawn(async move {
-        let mut chunks = upstream.bytes_stream();
-        let mut kept: Vec<u8> = Vec::new();
-        let mut reassembler = started.provider.filter(|_| streamed).map(Reassembler::new);
-        let mut first_byte = None;
-        let mut error = None;
-        let mut agent_gone = false;
-        while let Some(chunk) = chunks.next().await {
-            match chunk {
-                Ok(chunk) => {
-                    first_byte.get_or_insert_with(Instant::now);
-                    // On to the agent first, then kept for the capture.
-                    if !agent_gone && tx.send(Ok(chunk.clone())).await.is_err() {
-                        // Keep reading: the capture still gets the answer.
-                        agent_gone = true;
-                        error =
-                            Some("the agent closed the connection before the answer ended".into());
-                    }
-                    match reassembler.as_mut() {
-                        Some(r) => r.feed(&chunk),
-                        None if kept.len() + chunk.len() <= MAX_CAPTURED_ANSWER => {
-                            kept.extend_from_slice(&chunk)
-                        }
-                        None => {}
-                    }
-                }
-                Err(e) => {
-                    let message = format!("the upstream broke off mid-answer: {}", error_chain(&e));
-                    let _ = tx.send(Err(std::io::Error::other(message.clone()))).await;
-                    error = Some(message);
-                    break;
-                }
-            }
-        }
-        drop(tx);
-        let response = match reassembler {
-            Some(r) => {
-                if error.is_none() && !r.is_complete() {
-                    error = Some("the stream ended without its closing event".into());
-                }
-                r.finish()
-            }
-            None => serde_json::from_slice(&kept)
-                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&kept).into_owned())),
-        };
-        let action = if error
-            .as_deref()
-            .is_some_and(|e| e.starts_with("the upstream"))
-        {
-            "failed"
-        } else {
-            action
-        };
-        let _ = done.send(started.finish(
-            action,
-            status.as_u16(),
-            streamed,
-            response,
-            first_byte,
-            error,
-        ));
-    });
-    let stream = futures::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|item| (item, rx))
-    });
-    let mut response = Response::new(Body::from_stream(stream));
+    let relay = Relay::new(upstream, started, action, streamed, shared.done.clone());
+    let mut response = Response::new(Body::from_stream(relay));
     *response.status_mut() = status;
     *response.headers_mut() = headers;
     response
