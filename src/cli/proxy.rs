@@ -15,7 +15,7 @@ use std::time::{Instant, SystemTime};
 use anyhow::Context;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
 use loopdbg::live::capture::Exchange;
 use loopdbg::live::gate::{Decision, OnInvalid, inspect};
@@ -26,8 +26,10 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 mod relay;
+mod upstream;
 pub use relay::Ended;
 use relay::Relay;
+use upstream::Upstream;
 
 /// The largest request body the proxy takes (providers refuse far less).
 const MAX_REQUEST_BYTES: usize = 256 << 20;
@@ -66,7 +68,7 @@ pub struct Config {
 
 struct Shared {
     upstream: reqwest::Url,
-    client: reqwest::Client,
+    way: Upstream,
     on_invalid: OnInvalid,
     seq: AtomicU64,
     done: mpsc::UnboundedSender<Ended>,
@@ -83,16 +85,11 @@ pub struct Running {
 
 /// Binds and starts serving on the current tokio runtime.
 pub async fn start(config: &Config) -> anyhow::Result<Running> {
-    let client = reqwest::Client::builder()
-        // Redirects belong to the agent, as they would without the proxy.
-        .redirect(reqwest::redirect::Policy::none())
-        .tcp_nodelay(true)
-        .build()
-        .context("building the HTTP client")?;
+    let way = Upstream::new(&config.upstream).context("building the HTTP client")?;
     let (done, exchanges) = mpsc::unbounded_channel();
     let shared = Arc::new(Shared {
         upstream: config.upstream.clone(),
-        client,
+        way,
         on_invalid: config.on_invalid,
         seq: AtomicU64::new(0),
         done,
@@ -236,12 +233,12 @@ async fn forward(State(shared): State<Arc<Shared>>, request: Request) -> Respons
     };
     let url = upstream_url(&shared.upstream, &path_and_query);
     let send = |body: Bytes| {
-        shared
-            .client
-            .request(parts.method.clone(), url.clone())
-            .headers(forwarded_headers(&parts.headers))
-            .body(body)
-            .send()
+        shared.way.send(
+            parts.method.clone(),
+            &url,
+            forwarded_headers(&parts.headers),
+            body,
+        )
     };
     let mut started = Started {
         seq,
@@ -298,7 +295,7 @@ async fn forward(State(shared): State<Arc<Shared>>, request: Request) -> Respons
         Err(e) => {
             let message = format!(
                 "loopdbg proxy: the upstream could not be reached: {}",
-                error_chain(&e)
+                error_chain(&*e)
             );
             let body = serde_json::json!({"error": {"type": "proxy_error", "message": message}});
             let response = json_response(502, &body);
@@ -308,21 +305,28 @@ async fn forward(State(shared): State<Arc<Shared>>, request: Request) -> Respons
             return response;
         }
     };
-    let status = upstream.status();
+    let status = upstream.status;
     let mut headers = HeaderMap::new();
-    for (name, value) in upstream.headers() {
+    for (name, value) in &upstream.headers {
         if HOP_BY_HOP.contains(&name.as_str()) && name != header::CONTENT_LENGTH {
             continue;
         }
-        headers.append(HeaderName::from(name), value.clone());
+        headers.append(name.clone(), value.clone());
     }
     let streamed = upstream
-        .headers()
+        .headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(is_event_stream);
 
-    let relay = Relay::new(upstream, started, action, streamed, shared.done.clone());
+    let relay = Relay::new(
+        status.as_u16(),
+        upstream.body,
+        started,
+        action,
+        streamed,
+        shared.done.clone(),
+    );
     let mut response = Response::new(Body::from_stream(relay));
     *response.status_mut() = status;
     *response.headers_mut() = headers;

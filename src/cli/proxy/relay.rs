@@ -20,6 +20,7 @@ use loopdbg::live::stream::Reassembler;
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 
+use super::upstream::BoxError;
 use super::{MAX_CAPTURED_ANSWER, Started, error_chain};
 
 /// How much of a streamed answer is kept unread before it is fed to the
@@ -170,26 +171,26 @@ impl Returning {
 /// The body the agent reads: the upstream's chunks as they arrive, each
 /// kept for the capture beside it.
 pub struct Relay {
-    upstream: BoxStream<'static, reqwest::Result<Bytes>>,
+    upstream: BoxStream<'static, Result<Bytes, BoxError>>,
     returning: Option<Returning>,
 }
 
 impl Relay {
     /// Relays `upstream`'s body; `ended` goes to `done` when it is over.
     pub(super) fn new(
-        upstream: reqwest::Response,
+        status: u16,
+        upstream: BoxStream<'static, Result<Bytes, BoxError>>,
         started: Started,
         action: &'static str,
         streamed: bool,
         done: UnboundedSender<Ended>,
     ) -> Relay {
-        let status = upstream.status().as_u16();
         let reassembler = started
             .provider
             .filter(|_| streamed)
             .map(|format| Box::new(Reassembler::new(format)));
         Relay {
-            upstream: upstream.bytes_stream().boxed(),
+            upstream,
             returning: Some(Returning {
                 ended: Ended {
                     started,
@@ -227,7 +228,7 @@ impl Stream for Relay {
                 Poll::Ready(Some(Ok(chunk)))
             }
             Some(Err(e)) => {
-                let message = format!("the upstream broke off mid-answer: {}", error_chain(&e));
+                let message = format!("the upstream broke off mid-answer: {}", error_chain(&*e));
                 if let Some(r) = self.returning.take() {
                     r.end(Some(message.clone()));
                 }
@@ -262,7 +263,7 @@ impl Drop for Relay {
                     Ok(chunk) => returning.keep(&chunk),
                     Err(e) => {
                         let message =
-                            format!("the upstream broke off mid-answer: {}", error_chain(&e));
+                            format!("the upstream broke off mid-answer: {}", error_chain(&*e));
                         return returning.end(Some(message));
                     }
                 }
@@ -306,13 +307,10 @@ mod tests {
         chan::UnboundedSender<std::io::Result<Bytes>>,
         tokio::sync::mpsc::UnboundedReceiver<Ended>,
     ) {
-        let (chunks, body) = chan::unbounded();
-        let upstream = axum::http::Response::builder()
-            .header("content-type", "text/event-stream")
-            .body(reqwest::Body::wrap_stream(body))
-            .unwrap();
+        let (chunks, body) = chan::unbounded::<std::io::Result<Bytes>>();
+        let body = body.map(|c| c.map_err(BoxError::from)).boxed();
         let (done, ended) = tokio::sync::mpsc::unbounded_channel();
-        let relay = Relay::new(upstream.into(), started(), "forwarded", true, done);
+        let relay = Relay::new(200, body, started(), "forwarded", true, done);
         (relay, chunks, ended)
     }
 
