@@ -7,12 +7,15 @@
 //! between the two ways so both see the same machine, with the spread of
 //! the single requests printed beside the medians.
 //!
-//! The paced stream is also timed through two floors, each this bench
+//! The paced stream is also timed through three floors, each this bench
 //! binary started again as a process of its own: a byte relay (copies TCP
-//! both ways and nothing else: what any second process on the path pays)
-//! and a bare HTTP proxy on the proxy's own stack (axum in, reqwest out,
-//! no checking, no capture), so that what loopdbg adds can be told from
-//! what any proxy adds.
+//! both ways and nothing else: what any second process on the path pays),
+//! a bare HTTP proxy with a pooled client (axum in, reqwest out), and a
+//! bare HTTP proxy on the stack `loopdbg proxy` uses for a plain-HTTP
+//! upstream (axum in, one hyper connection driven in the agent's own
+//! task). The floors do no checking and keep no capture, so that what
+//! loopdbg adds can be told from what any proxy adds. Each round takes
+//! the ways in a shuffled order, so none always follows another.
 //!
 //! `cargo bench --bench proxy`; figures in the README.
 
@@ -137,11 +140,22 @@ fn bench(c: &mut Criterion) {
     }
     group.finish();
     let (mut relay, relayed) = floor(RELAY_TO, fake.url.trim_start_matches("http://"));
-    let (mut bare, bare_url) = floor(BARE_PROXY_TO, &fake.url);
+    let (mut pooled, pooled_url) = floor(BARE_PROXY_TO, &fake.url);
+    let (mut one_task, one_task_url) =
+        floor(ONE_TASK_PROXY_TO, fake.url.trim_start_matches("http://"));
     paced_first_byte(
-        &rt, &client, &fake.url, &relayed, &bare_url, &through, &streamed,
+        &rt,
+        &client,
+        &[
+            ("direct", &fake.url),
+            ("through a byte relay", &relayed),
+            ("through a pooled-client proxy", &pooled_url),
+            ("through a one-task proxy", &one_task_url),
+            ("through loopdbg proxy", &through),
+        ],
+        &streamed,
     );
-    for child in [&mut proxy, &mut relay, &mut bare] {
+    for child in [&mut proxy, &mut relay, &mut pooled, &mut one_task] {
         let _ = child.kill();
         let _ = child.wait();
     }
@@ -167,13 +181,19 @@ fn floor(var: &str, to: &str) -> (std::process::Child, String) {
 const RELAY_TO: &str = "LOOPDBG_BENCH_RELAY_TO";
 
 /// The environment variable that turns this bench binary into a bare
-/// HTTP proxy (the proxy's own stack, axum in and reqwest out, with no
+/// HTTP proxy with a pooled client (axum in, reqwest out, with no
 /// checking and no capture): its value is the upstream URL.
 const BARE_PROXY_TO: &str = "LOOPDBG_BENCH_BARE_PROXY_TO";
 
-/// What a proxy built on `loopdbg proxy`'s stack costs before it does
-/// anything of its own: the request read whole and sent on, the answer
-/// streamed back with its status and headers.
+/// The environment variable that turns this bench binary into a bare
+/// HTTP proxy on the stack `loopdbg proxy` uses for a plain-HTTP upstream
+/// (axum in, a hyper HTTP/1 connection driven in the agent's own task,
+/// with no checking and no capture): its value is the upstream address.
+const ONE_TASK_PROXY_TO: &str = "LOOPDBG_BENCH_ONE_TASK_PROXY_TO";
+
+/// What a proxy with a pooled client (its connections in tasks of their
+/// own) costs before it does anything of its own: the request read whole
+/// and sent on, the answer streamed back with its status and headers.
 fn bare_proxy(upstream: String) {
     use axum::body::Body;
     use futures::StreamExt;
@@ -243,14 +263,12 @@ fn relay(upstream: String) {
 
 /// The first byte of a paced stream: the model's own time to its first
 /// event is what an agent waits for, and the proxy must add nothing a
-/// user can tell from it. Medians and spread of each way.
+/// user can tell from it. Medians and spread of each way; `ways[0]` is
+/// the direct one the others are measured against.
 fn paced_first_byte(
     rt: &tokio::runtime::Runtime,
     client: &reqwest::Client,
-    direct: &str,
-    relayed: &str,
-    bare: &str,
-    through: &str,
+    ways: &[(&str, &str)],
     body: &serde_json::Value,
 ) {
     const ROUNDS: usize = 200;
@@ -272,42 +290,52 @@ fn paced_first_byte(
         })
     };
     // Warm every connection first.
-    first_byte(direct);
-    first_byte(relayed);
-    first_byte(bare);
-    first_byte(through);
-    // Each round takes the four ways in a turned order, so that none is
-    // always the one that follows another.
-    let ways = [direct, relayed, bare, through];
-    let mut times: [Vec<f64>; 4] = Default::default();
-    for round in 0..ROUNDS {
-        for k in 0..ways.len() {
-            let way = (round + k) % ways.len();
-            times[way].push(first_byte(ways[way]));
+    for (_, base) in ways {
+        first_byte(base);
+    }
+    let mut times = vec![Vec::with_capacity(ROUNDS); ways.len()];
+    let mut order: Vec<usize> = (0..ways.len()).collect();
+    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut last = usize::MAX;
+    for _ in 0..ROUNDS {
+        // A fixed-seed shuffle (xorshift, Fisher-Yates): the same orders
+        // every run, and no way always right after another.
+        for i in (1..order.len()).rev() {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            order.swap(i, (seed % (i as u64 + 1)) as usize);
+        }
+        // Never the same way twice in a row: a stream asked for again the
+        // instant the last one ended (on any of the ways, direct too)
+        // waits 20 ms more, an effect of the client and the fake, not of
+        // any proxy.
+        if order[0] == last {
+            let other = 1 + (seed % (order.len() as u64 - 1)) as usize;
+            order.swap(0, other);
+        }
+        last = order[order.len() - 1];
+        for &way in &order {
+            times[way].push(first_byte(ways[way].1));
         }
     }
-    let [mut a, mut r, mut h, mut b] = times;
     let stats = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);
         let mean = v.iter().sum::<f64>() / v.len() as f64;
         let sd = (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (v.len() - 1) as f64).sqrt();
         (v[v.len() / 2], sd)
     };
-    let (ma, sa) = stats(&mut a);
+    let (direct, sd) = stats(&mut times[0]);
     println!(
-        "paced stream (first event at 20 ms), first byte over {ROUNDS} rounds:\n  {:<26} median {ma:.3} ms, sd {sa:.3} ms",
-        "direct"
+        "paced stream (first event at 20 ms), first byte over {ROUNDS} rounds:\n  {:<32} median {direct:.3} ms, sd {sd:.3} ms",
+        ways[0].0
     );
-    for (name, v) in [
-        ("a byte relay", &mut r),
-        ("a bare HTTP proxy", &mut h),
-        ("loopdbg proxy", &mut b),
-    ] {
+    for (k, v) in times.iter_mut().enumerate().skip(1) {
         let (m, sd) = stats(v);
         println!(
-            "  {:<26} median {m:.3} ms, sd {sd:.3} ms, added {:.3} ms",
-            format!("through {name}"),
-            m - ma
+            "  {:<32} median {m:.3} ms, sd {sd:.3} ms, added {:.3} ms",
+            ways[k].0,
+            m - direct
         );
     }
 }
@@ -330,6 +358,124 @@ fn main() {
     if let Ok(upstream) = std::env::var(BARE_PROXY_TO) {
         return bare_proxy(upstream);
     }
+    if let Ok(upstream) = std::env::var(ONE_TASK_PROXY_TO) {
+        return one_task_proxy(upstream);
+    }
     benches();
     Criterion::default().configure_from_args().final_summary();
+}
+
+type OneSender = hyper::client::conn::http1::SendRequest<http_body_util::Full<axum::body::Bytes>>;
+type OneConnection = hyper::client::conn::http1::Connection<
+    hyper_util::rt::TokioIo<tokio::net::TcpStream>,
+    http_body_util::Full<axum::body::Bytes>,
+>;
+type Idle = std::sync::Arc<std::sync::Mutex<Vec<(OneSender, OneConnection)>>>;
+
+/// An answer's body that drives its connection as it is read, and gives
+/// the connection back once the body has ended.
+struct Driven {
+    connection: Option<(OneSender, OneConnection)>,
+    body: hyper::body::Incoming,
+    idle: Idle,
+}
+
+impl futures::Stream for Driven {
+    type Item = Result<axum::body::Bytes, std::io::Error>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        use hyper::body::Body as _;
+        use std::future::Future;
+        use std::task::Poll;
+        let this = &mut *self;
+        if let Some((_, connection)) = this.connection.as_mut()
+            && std::pin::Pin::new(connection).poll(cx).is_ready()
+        {
+            this.connection = None;
+        }
+        loop {
+            match std::pin::Pin::new(&mut this.body).poll_frame(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(None) => {
+                    if let Some(c) = this.connection.take() {
+                        this.idle.lock().unwrap().push(c);
+                    }
+                    return Poll::Ready(None);
+                }
+                Poll::Ready(Some(Err(e))) => {
+                    return Poll::Ready(Some(Err(std::io::Error::other(e))));
+                }
+                Poll::Ready(Some(Ok(frame))) => {
+                    if let Ok(data) = frame.into_data() {
+                        return Poll::Ready(Some(Ok(data)));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What a proxy on `loopdbg proxy`'s plain-HTTP stack costs before it
+/// does anything of its own: one HTTP/1 connection to the upstream,
+/// driven by the task of the agent's connection while the answer is
+/// awaited and read.
+fn one_task_proxy(upstream: String) {
+    use axum::body::Body;
+    let rt = runtime();
+    rt.block_on(async move {
+        let idle: Idle = Default::default();
+        let app = axum::Router::new().fallback(move |request: axum::extract::Request| {
+            let (idle, upstream) = (idle.clone(), upstream.clone());
+            async move {
+                let (parts, body) = request.into_parts();
+                let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap();
+                let reused = idle.lock().unwrap().pop();
+                let (mut sender, mut connection) = match reused {
+                    Some(c) => c,
+                    None => {
+                        let tcp = tokio::net::TcpStream::connect(&upstream).await.unwrap();
+                        tcp.set_nodelay(true).unwrap();
+                        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp))
+                            .await
+                            .unwrap()
+                    }
+                };
+                let mut outgoing = axum::http::Request::builder()
+                    .method(parts.method)
+                    .uri(parts.uri.path_and_query().unwrap().as_str());
+                for (name, value) in &parts.headers {
+                    if !["connection", "accept-encoding"].contains(&name.as_str()) {
+                        outgoing = outgoing.header(name, value);
+                    }
+                }
+                let outgoing = outgoing.body(http_body_util::Full::new(bytes)).unwrap();
+                let answer = {
+                    let response = sender.send_request(outgoing);
+                    tokio::pin!(response);
+                    tokio::select! {
+                        biased;
+                        r = &mut response => r.unwrap(),
+                        _ = &mut connection => panic!("the upstream closed the connection"),
+                    }
+                };
+                let (mut head, body) = answer.into_parts();
+                head.headers.remove("transfer-encoding");
+                let driven = Driven {
+                    connection: Some((sender, connection)),
+                    body,
+                    idle,
+                };
+                axum::response::Response::from_parts(head, Body::from_stream(driven))
+            }
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        println!("{}", listener.local_addr().unwrap());
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        axum::serve(listener, app).await.unwrap();
+    });
 }
