@@ -14,13 +14,21 @@
 //! bare HTTP proxy on the stack `loopdbg proxy` uses for a plain-HTTP
 //! upstream (axum in, one hyper connection driven in the agent's own
 //! task). The floors do no checking and keep no capture, so that what
-//! loopdbg adds can be told from what any proxy adds. Each round takes
-//! the ways in a shuffled order, so none always follows another.
+//! loopdbg adds can be told from what any proxy adds. One more way runs
+//! `loopdbg proxy`'s own code (src/cli/proxy.rs) in this bench binary
+//! started again, without a capture, to tell the code's cost from the
+//! `loopdbg` binary's. Each round takes the ways in a shuffled order, so
+//! none always follows another.
 //!
 //! `cargo bench --bench proxy`; figures in the README.
 
 #[path = "../tests/fake/mod.rs"]
 mod fake;
+// loopdbg's own proxy code, run in this bench's process as one more way.
+// Its unit tests are the binary's; here they only build.
+#[allow(dead_code, unused_imports)]
+#[path = "../src/cli/proxy.rs"]
+mod proxy;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -143,6 +151,7 @@ fn bench(c: &mut Criterion) {
     let (mut pooled, pooled_url) = floor(BARE_PROXY_TO, &fake.url);
     let (mut one_task, one_task_url) =
         floor(ONE_TASK_PROXY_TO, fake.url.trim_start_matches("http://"));
+    let (mut its_code, its_code_url) = floor(LOOPDBG_CODE_TO, &fake.url);
     paced_first_byte(
         &rt,
         &client,
@@ -151,11 +160,18 @@ fn bench(c: &mut Criterion) {
             ("through a byte relay", &relayed),
             ("through a pooled-client proxy", &pooled_url),
             ("through a one-task proxy", &one_task_url),
+            ("through loopdbg's code here", &its_code_url),
             ("through loopdbg proxy", &through),
         ],
         &streamed,
     );
-    for child in [&mut proxy, &mut relay, &mut pooled, &mut one_task] {
+    for child in [
+        &mut proxy,
+        &mut relay,
+        &mut pooled,
+        &mut one_task,
+        &mut its_code,
+    ] {
         let _ = child.kill();
         let _ = child.wait();
     }
@@ -190,6 +206,31 @@ const BARE_PROXY_TO: &str = "LOOPDBG_BENCH_BARE_PROXY_TO";
 /// (axum in, a hyper HTTP/1 connection driven in the agent's own task,
 /// with no checking and no capture): its value is the upstream address.
 const ONE_TASK_PROXY_TO: &str = "LOOPDBG_BENCH_ONE_TASK_PROXY_TO";
+
+/// The environment variable that turns this bench binary into a proxy
+/// running `loopdbg proxy`'s own code (checking, no capture): its value is
+/// the upstream URL.
+const LOOPDBG_CODE_TO: &str = "LOOPDBG_BENCH_LOOPDBG_CODE_TO";
+
+/// `loopdbg proxy`'s code outside the `loopdbg` binary: what the code
+/// costs, told from what the binary around it costs.
+fn loopdbg_code(upstream: String) {
+    let rt = runtime();
+    rt.block_on(async move {
+        let config = proxy::Config {
+            upstream: reqwest::Url::parse(&upstream).unwrap(),
+            listen: "127.0.0.1:0".parse().unwrap(),
+            capture: None,
+            on_invalid: loopdbg::live::gate::OnInvalid::Forward,
+        };
+        let mut running = proxy::start(&config).await.unwrap();
+        println!("{}", running.addr);
+        // The records are made as the binary makes them, then dropped.
+        while let Some(ended) = running.exchanges.recv().await {
+            drop(ended.into_exchange());
+        }
+    });
+}
 
 /// What a proxy with a pooled client (its connections in tasks of their
 /// own) costs before it does anything of its own: the request read whole
@@ -360,6 +401,9 @@ fn main() {
     }
     if let Ok(upstream) = std::env::var(ONE_TASK_PROXY_TO) {
         return one_task_proxy(upstream);
+    }
+    if let Ok(upstream) = std::env::var(LOOPDBG_CODE_TO) {
+        return loopdbg_code(upstream);
     }
     benches();
     Criterion::default().configure_from_args().final_summary();
