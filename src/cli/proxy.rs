@@ -178,39 +178,11 @@ impl Started {
             .unwrap_or_else(|| Value::String(String::from_utf8_lossy(bytes).into_owned()));
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn finish(
-        mut self,
-        action: &'static str,
-        status: u16,
-        streamed: bool,
-        response: Value,
-        first_byte: Option<Instant>,
-        ended: Instant,
-        error: Option<String>,
-    ) -> Exchange {
-        let latency_ms = self.ms(ended);
+    /// Judges a request that was forwarded unread.
+    fn judge_if_unread(&mut self) {
         if let Some(bytes) = self.unjudged.take() {
             let judged = judge(&self.path, &bytes, OnInvalid::Forward);
             self.judged(judged, &bytes);
-        }
-        Exchange {
-            loopdbg: loopdbg::live::capture::MARKER,
-            seq: self.seq,
-            first_byte_ms: first_byte.map(|t| self.ms(t)),
-            time: self.time,
-            method: self.method,
-            path: self.path,
-            provider: self.provider.map(Format::as_str),
-            request: self.request,
-            forwarded: self.forwarded,
-            action,
-            status,
-            streamed,
-            response,
-            latency_ms,
-            findings: self.findings,
-            error,
         }
     }
 

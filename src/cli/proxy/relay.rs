@@ -17,6 +17,7 @@ use axum::body::Bytes;
 use futures::stream::{BoxStream, Stream, StreamExt};
 use loopdbg::live::capture::Exchange;
 use loopdbg::live::stream::Reassembler;
+use loopdbg::wire::provider::Format;
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -111,15 +112,26 @@ impl Ended {
         } else {
             self.action
         };
-        self.started.finish(
+        let mut started = self.started;
+        started.judge_if_unread();
+        Exchange {
+            loopdbg: loopdbg::live::capture::MARKER,
+            seq: started.seq,
+            first_byte_ms: self.first_byte.map(|t| started.ms(t)),
+            latency_ms: started.ms(self.at),
+            time: started.time,
+            method: started.method,
+            path: started.path,
+            provider: started.provider.map(Format::as_str),
+            request: started.request,
+            forwarded: started.forwarded,
             action,
-            self.status,
-            self.streamed,
+            status: self.status,
+            streamed: self.streamed,
             response,
-            self.first_byte,
-            self.at,
+            findings: started.findings,
             error,
-        )
+        }
     }
 }
 
@@ -277,7 +289,6 @@ impl Drop for Relay {
 mod tests {
     use super::*;
     use futures::channel::mpsc as chan;
-    use loopdbg::wire::provider::Format;
 
     const EVENTS: [&str; 4] = [
         "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"role\":\"assistant\",\"content\":[]}}\n\n",
