@@ -13,27 +13,29 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Instant, SystemTime};
 
 use anyhow::Context;
-use axum::body::{Body, Bytes};
-use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::Response;
+use bytes::{Bytes, BytesMut};
 use loopdbg::live::capture::Exchange;
 use loopdbg::live::gate::{Decision, OnInvalid, inspect};
 use loopdbg::live::route::{provider_of, provider_of_path, redacted_path};
 use loopdbg::live::stream::is_event_stream;
 use loopdbg::wire::provider::Format;
+use reqwest::header::{self, HeaderMap};
 use serde_json::Value;
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
 // Paths spelled out: the proxy bench compiles this file into its own
 // process too (to tell the binary's cost from the code's).
+#[path = "proxy/http1.rs"]
+mod http1;
 #[path = "proxy/relay.rs"]
 mod relay;
 #[path = "proxy/upstream.rs"]
 mod upstream;
 pub use relay::Ended;
-use relay::Relay;
-use upstream::Upstream;
+use relay::{Body, Returning};
+use upstream::{Answer, Upstream};
 
 /// The largest request body the proxy takes (providers refuse far less).
 const MAX_REQUEST_BYTES: usize = 256 << 20;
@@ -55,7 +57,13 @@ const HOP_BY_HOP: &[&str] = &[
     "upgrade",
     "host",
     "content-length",
+    // The proxy reads the body whole before it forwards it.
+    "expect",
 ];
+
+/// Of [`HOP_BY_HOP`], the headers an answer relayed byte for byte keeps:
+/// its body goes to the agent in the framing they describe.
+const FRAMING: &[&str] = &["transfer-encoding", "content-length", "trailer"];
 
 /// What `loopdbg proxy` was asked to do.
 #[derive(Debug, Clone)]
@@ -90,6 +98,12 @@ pub struct Running {
 /// Binds and starts serving on the current tokio runtime.
 pub async fn start(config: &Config) -> anyhow::Result<Running> {
     let way = Upstream::new(&config.upstream).context("building the HTTP client")?;
+    start_on(config, way).await
+}
+
+/// [`start`] with the way to the upstream given (the tests take reqwest's
+/// way to a plain-HTTP upstream, which is otherwise only taken to TLS).
+async fn start_on(config: &Config, way: Upstream) -> anyhow::Result<Running> {
     let (done, exchanges) = mpsc::unbounded_channel();
     let shared = Arc::new(Shared {
         upstream: config.upstream.clone(),
@@ -102,16 +116,46 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
         .await
         .with_context(|| format!("listening on {}", config.listen))?;
     let addr = listener.local_addr()?;
-    let app = axum::Router::new().fallback(forward).with_state(shared);
-    // Without TCP_NODELAY a streamed answer's small writes wait for the
-    // agent's delayed ACK: 40 ms added to every request.
-    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
     tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
+        loop {
+            match listener.accept().await {
+                Ok((tcp, _)) => {
+                    // Without TCP_NODELAY a streamed answer's small writes
+                    // wait for the agent's delayed ACK: 40 ms added to
+                    // every request.
+                    let _ = tcp.set_nodelay(true);
+                    tokio::spawn(serve(tcp, Arc::clone(&shared)));
+                }
+                // Out of file descriptors, most likely: the connections
+                // being served will free some.
+                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(50)).await,
+            }
+        }
     });
     Ok(Running { addr, exchanges })
+}
+
+/// One agent connection: request after request, each answered before
+/// the next is read (HTTP/1.1 without pipelining, as clients send it).
+async fn serve(mut agent: TcpStream, shared: Arc<Shared>) {
+    let mut inbox = BytesMut::new();
+    loop {
+        let request = match http1::read_request(&mut agent, &mut inbox, MAX_REQUEST_BYTES).await {
+            Ok(Some(r)) => r,
+            Ok(None) => return,
+            Err(refused) => {
+                let body = serde_json::json!({"error": {"type": "proxy_error",
+                    "message": format!("loopdbg proxy: reading the request: {}", refused.reason)}});
+                let answer = http1::json_answer(refused.status, body.to_string().as_bytes(), true);
+                let _ = agent.write_all(&answer).await;
+                return;
+            }
+        };
+        let keep_alive = request.keep_alive;
+        if !exchange(&shared, request, &mut agent).await || !keep_alive {
+            return;
+        }
+    }
 }
 
 /// The upstream URL for a request path: the upstream's own path prefix
@@ -142,14 +186,11 @@ fn forwarded_headers(incoming: &HeaderMap) -> HeaderMap {
     out
 }
 
-fn json_response(status: u16, body: &Value) -> Response {
-    let mut response = Response::new(Body::from(body.to_string()));
-    *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
+/// Writes an answer the proxy makes itself; gives whether the agent's
+/// connection can carry another request.
+async fn write_json(agent: &mut TcpStream, status: u16, body: &Value, keep_alive: bool) -> bool {
+    let answer = http1::json_answer(status, body.to_string().as_bytes(), !keep_alive);
+    agent.write_all(&answer).await.is_ok() && keep_alive
 }
 
 /// What is known of an exchange before its answer arrives.
@@ -191,35 +232,40 @@ impl Started {
     }
 }
 
-async fn forward(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+/// One request and its answer. Gives whether the agent's connection can
+/// carry another request.
+async fn exchange(shared: &Shared, request: http1::Request, agent: &mut TcpStream) -> bool {
     let began = Instant::now();
-    let (parts, body) = request.into_parts();
-    let path_and_query = parts
-        .uri
-        .path_and_query()
-        .map_or("/", |p| p.as_str())
-        .to_string();
-    let seq = shared.seq.fetch_add(1, Ordering::Relaxed) + 1;
-    let bytes = match axum::body::to_bytes(body, MAX_REQUEST_BYTES).await {
-        Ok(b) => b,
-        Err(e) => {
-            let body = serde_json::json!({"error": {"message": format!("loopdbg proxy: reading the request: {e}")}});
-            return json_response(413, &body);
-        }
+    // Origin form (`/v1/messages`) as clients send it; an absolute form
+    // (`http://host/v1/messages`) keeps only its path and query, since the
+    // proxy only ever forwards to its upstream.
+    let path_and_query = if request.target.starts_with('/') {
+        request.target.clone()
+    } else {
+        reqwest::Url::parse(&request.target)
+            .map(|u| match u.query() {
+                Some(q) => format!("{}?{q}", u.path()),
+                None => u.path().to_string(),
+            })
+            .unwrap_or_else(|_| "/".into())
     };
+    let keep_alive = request.keep_alive;
+    let seq = shared.seq.fetch_add(1, Ordering::Relaxed) + 1;
+    let bytes = request.body;
     let url = upstream_url(&shared.upstream, &path_and_query);
+    let method = request.method;
     let send = |body: Bytes| {
         shared.way.send(
-            parts.method.clone(),
+            method.clone(),
             &url,
-            forwarded_headers(&parts.headers),
+            forwarded_headers(&request.headers),
             body,
         )
     };
     let mut started = Started {
         seq,
         time: rfc3339(SystemTime::now()),
-        method: parts.method.to_string(),
+        method: method.to_string(),
         path: redacted_path(&path_and_query),
         provider: None,
         request: Value::Null,
@@ -251,11 +297,11 @@ async fn forward(State(shared): State<Arc<Shared>>, request: Request) -> Respons
         started.judged(judged, &bytes);
         match decision {
             Some(Decision::Block { status, body }) => {
-                let response = json_response(status, &body);
+                let open = write_json(agent, status, &body, keep_alive).await;
                 let _ = shared
                     .done
                     .send(Ended::written(started, "blocked", status, body, None));
-                return response;
+                return open;
             }
             Some(Decision::Repaired { body, .. }) => {
                 let outgoing = Bytes::from(body.to_string());
@@ -266,47 +312,103 @@ async fn forward(State(shared): State<Arc<Shared>>, request: Request) -> Respons
             Some(Decision::Forward) | None => send(bytes).await,
         }
     };
-    let upstream = match sent {
-        Ok(r) => r,
+    let answer = match sent {
+        Ok(a) => a,
         Err(e) => {
             let message = format!(
                 "loopdbg proxy: the upstream could not be reached: {}",
                 error_chain(&*e)
             );
             let body = serde_json::json!({"error": {"type": "proxy_error", "message": message}});
-            let response = json_response(502, &body);
+            let open = write_json(agent, 502, &body, keep_alive).await;
             let _ = shared
                 .done
                 .send(Ended::written(started, "failed", 502, body, Some(message)));
-            return response;
+            return open;
         }
     };
-    let status = upstream.status;
-    let mut headers = HeaderMap::new();
-    for (name, value) in &upstream.headers {
-        if HOP_BY_HOP.contains(&name.as_str()) && name != header::CONTENT_LENGTH {
-            continue;
+    let bodyless = method == reqwest::Method::HEAD;
+    let (status, head, body) = match answer {
+        Answer::Raw { head, body } => {
+            // The body goes as it came, so its framing headers stay; an
+            // answer that runs to the close ends the agent's connection.
+            let until_close = http1::framing(&head.headers, false)
+                .is_ok_and(|f| f == http1::Framing::UntilClose)
+                && !bodyless
+                && !matches!(head.status, 204 | 304);
+            let close = until_close || !keep_alive;
+            let wire = agent_head(
+                head.status,
+                &head.reason,
+                &head.headers,
+                FRAMING,
+                None,
+                close,
+            );
+            (head.status, (wire, head.headers), Body::Raw(body))
         }
-        headers.append(name.clone(), value.clone());
-    }
-    let streamed = upstream
-        .headers
+        Answer::Decoded {
+            status,
+            headers,
+            stream,
+        } => {
+            // reqwest has undone the framing; a length, when the upstream
+            // gave one, still holds, since nothing was decompressed.
+            let chunk = !headers.contains_key(header::CONTENT_LENGTH)
+                && !bodyless
+                && !matches!(status.as_u16(), 204 | 304);
+            let wire = agent_head(
+                status.as_u16(),
+                status.canonical_reason().unwrap_or(""),
+                &headers,
+                &["content-length"],
+                chunk.then_some("transfer-encoding: chunked"),
+                !keep_alive,
+            );
+            (
+                status.as_u16(),
+                (wire, headers),
+                Body::Decoded { stream, chunk },
+            )
+        }
+    };
+    let (wire, headers) = head;
+    let streamed = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(is_event_stream);
+    let returning = Returning::new(status, started, action, streamed, shared.done.clone());
+    relay::relay(agent, &wire, body, returning).await && keep_alive
+}
 
-    let relay = Relay::new(
-        status.as_u16(),
-        upstream.body,
-        started,
-        action,
-        streamed,
-        shared.done.clone(),
+/// The head of an answer to the agent: the upstream's status and headers
+/// but the hop-by-hop ones (of which `keep` stay), then `extra`.
+fn agent_head(
+    status: u16,
+    reason: &str,
+    headers: &HeaderMap,
+    keep: &[&str],
+    extra: Option<&str>,
+    close: bool,
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(512);
+    out.extend_from_slice(format!("HTTP/1.1 {status} {reason}\r\n").as_bytes());
+    http1::put_headers(
+        &mut out,
+        headers.iter().filter(|(name, _)| {
+            let n = name.as_str();
+            !HOP_BY_HOP.contains(&n) || keep.contains(&n)
+        }),
     );
-    let mut response = Response::new(Body::from_stream(relay));
-    *response.status_mut() = status;
-    *response.headers_mut() = headers;
-    response
+    if let Some(extra) = extra {
+        out.extend_from_slice(extra.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    if close {
+        out.extend_from_slice(b"connection: close\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    out
 }
 
 /// A request as the gate read it.
@@ -420,6 +522,126 @@ pub fn summary_line(x: &Exchange) -> String {
 mod tests {
     use super::*;
 
+    /// An upstream that answers every request with `answer` as it is, and
+    /// a proxy in front of it reached the given way (`None`: its own).
+    async fn proxied(answer: &'static [u8], way: Option<Upstream>) -> (SocketAddr, Running) {
+        use tokio::io::AsyncReadExt;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let upstream =
+            reqwest::Url::parse(&format!("http://{}", listener.local_addr().unwrap())).unwrap();
+        tokio::spawn(async move {
+            loop {
+                let (mut tcp, _) = listener.accept().await.unwrap();
+                tokio::spawn(async move {
+                    let mut seen = Vec::new();
+                    let mut buf = [0u8; 4096];
+                    while let Ok(n @ 1..) = tcp.read(&mut buf).await {
+                        seen.extend_from_slice(&buf[..n]);
+                        // Each test request has the body `{}`.
+                        if seen.ends_with(b"\r\n\r\n{}") {
+                            seen.clear();
+                            tcp.write_all(answer).await.unwrap();
+                        }
+                    }
+                });
+            }
+        });
+        let config = Config {
+            upstream: upstream.clone(),
+            listen: "127.0.0.1:0".parse().unwrap(),
+            capture: None,
+            on_invalid: OnInvalid::Forward,
+        };
+        let way = way.unwrap_or_else(|| Upstream::new(&upstream).unwrap());
+        let running = start_on(&config, way).await.unwrap();
+        (running.addr, running)
+    }
+
+    /// What an agent reads on its socket for one request.
+    async fn raw_answer(proxy: SocketAddr) -> Vec<u8> {
+        use tokio::io::AsyncReadExt;
+        let mut tcp = TcpStream::connect(proxy).await.unwrap();
+        tcp.write_all(b"POST /v1/messages HTTP/1.1\r\nhost: x\r\nx-api-key: k\r\nconnection: close\r\ncontent-length: 2\r\n\r\n{}")
+            .await
+            .unwrap();
+        let mut got = Vec::new();
+        tcp.read_to_end(&mut got).await.unwrap();
+        got
+    }
+
+    const CHUNKED: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\ntrailer: x-done\r\n\r\n\
+        1d;ext=1\r\nevent: message_stop\ndata: {}\n\r\n\
+        4\r\n\n\n\n\n\r\n0\r\nx-done: yes\r\n\r\n";
+
+    #[tokio::test]
+    async fn a_plain_answer_reaches_the_agent_byte_for_byte_framing_and_all() {
+        let (proxy, mut running) = proxied(CHUNKED, None).await;
+        let got = raw_answer(proxy).await;
+        let body_at = CHUNKED.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+        assert!(
+            got.ends_with(&CHUNKED[body_at..]),
+            "chunk sizes, extensions and trailers as sent:\n{}",
+            String::from_utf8_lossy(&got)
+        );
+        assert!(got.starts_with(b"HTTP/1.1 200 OK\r\n"));
+        let x = running.exchanges.recv().await.unwrap().into_exchange();
+        assert_eq!((x.status, x.streamed, x.action), (200, true, "forwarded"));
+    }
+
+    #[tokio::test]
+    async fn an_answer_through_reqwest_is_chunked_again_for_the_agent() {
+        let way = Upstream::Tls(Upstream::client().unwrap());
+        let (proxy, _running) = proxied(CHUNKED, Some(way)).await;
+        let got = String::from_utf8(raw_answer(proxy).await).unwrap();
+        let (head, body) = got.split_once("\r\n\r\n").unwrap();
+        assert!(head.contains("transfer-encoding: chunked"), "{head}");
+        assert_eq!(head.matches("transfer-encoding").count(), 1, "{head}");
+        let mut decoder = http1::Chunked::default();
+        let mut payload = Vec::new();
+        decoder
+            .feed(body.as_bytes(), |r| {
+                payload.extend_from_slice(&body.as_bytes()[r])
+            })
+            .unwrap();
+        assert!(decoder.is_done());
+        assert_eq!(payload, b"event: message_stop\ndata: {}\n\n\n\n\n");
+    }
+
+    #[tokio::test]
+    async fn a_length_through_reqwest_is_kept() {
+        let way = Upstream::Tls(Upstream::client().unwrap());
+        let answer = b"HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: 11\r\n\r\n{\"error\":1}";
+        let (proxy, mut running) = proxied(answer, Some(way)).await;
+        let got = String::from_utf8(raw_answer(proxy).await).unwrap();
+        assert!(got.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{got}");
+        assert!(
+            got.contains("content-length: 11\r\n") && got.ends_with("\r\n\r\n{\"error\":1}"),
+            "{got}"
+        );
+        let x = running.exchanges.recv().await.unwrap().into_exchange();
+        assert_eq!(x.response["error"], 1);
+    }
+
+    #[tokio::test]
+    async fn an_unreadable_request_is_answered_400_and_the_connection_closed() {
+        use tokio::io::AsyncReadExt;
+        let (proxy, _running) = proxied(CHUNKED, None).await;
+        let mut tcp = TcpStream::connect(proxy).await.unwrap();
+        tcp.write_all(
+            b"POST / HTTP/1.1\r\ntransfer-encoding: chunked\r\ncontent-length: 2\r\n\r\n{}",
+        )
+        .await
+        .unwrap();
+        let mut got = Vec::new();
+        tcp.read_to_end(&mut got).await.unwrap();
+        let got = String::from_utf8(got).unwrap();
+        assert!(got.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{got}");
+        assert!(
+            got.contains("both transfer-encoding and content-length"),
+            "{got}"
+        );
+    }
+
     #[test]
     fn dates_are_civil() {
         let t = SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(1_796_006_230_123);
@@ -443,11 +665,14 @@ mod tests {
 
     #[test]
     fn credentials_and_hop_headers_are_not_the_proxys_to_keep() {
+        use reqwest::header::HeaderValue;
         let mut h = HeaderMap::new();
         h.insert("x-api-key", HeaderValue::from_static("sk-secret"));
         h.insert("connection", HeaderValue::from_static("keep-alive"));
         h.insert("accept-encoding", HeaderValue::from_static("gzip"));
+        h.insert("expect", HeaderValue::from_static("100-continue"));
         let out = forwarded_headers(&h);
+        assert!(!out.contains_key("expect"), "the body goes whole");
         // Forwarded to the upstream (it needs the key) but never recorded.
         assert!(out.contains_key("x-api-key"));
         assert!(!out.contains_key("connection"));

@@ -1,27 +1,26 @@
-//! The answer's way back to the agent. The upstream's body is polled by
-//! the agent's own connection task through [`Relay`], so each chunk is
-//! written to the agent in the same wake-up that read it from the
-//! upstream: no task or channel between the two connections. A task in
-//! between costs a wake-up of the other worker thread for every chunk,
-//! which on a loaded machine is what a user sees added to the first byte.
+//! The answer's way back to the agent. The upstream's body is read by the
+//! agent's own connection task in [`relay`], so each piece is written to
+//! the agent in the same wake-up that read it from the upstream: no task
+//! or channel between the two connections. A task in between costs a
+//! wake-up of the other worker thread for every chunk, which on a loaded
+//! machine is what a user sees added to the first byte.
 //!
-//! The capture only keeps the chunks (a reference count each) on the way;
+//! The capture only keeps the payload (a reference count each) on the way;
 //! reassembling, judging and writing happen in [`Ended::into_exchange`],
 //! which the proxy's consumer calls once the agent has the whole answer.
 
-use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::time::Instant;
 
-use axum::body::Bytes;
-use futures::stream::{BoxStream, Stream, StreamExt};
+use bytes::{Buf, Bytes};
+use futures::stream::{BoxStream, StreamExt};
 use loopdbg::live::capture::Exchange;
 use loopdbg::live::stream::Reassembler;
 use loopdbg::wire::provider::Format;
 use serde_json::Value;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::upstream::BoxError;
+use super::upstream::{BoxError, Payload, Piece, RawBody};
 use super::{MAX_CAPTURED_ANSWER, Started, error_chain};
 
 /// How much of a streamed answer is kept unread before it is fed to the
@@ -136,12 +135,44 @@ impl Ended {
 }
 
 /// An exchange whose answer is on its way back.
-struct Returning {
+pub(super) struct Returning {
     ended: Ended,
     done: UnboundedSender<Ended>,
 }
 
 impl Returning {
+    /// An answer with `status` on its way back; the exchange goes to
+    /// `done` when it is over.
+    pub(super) fn new(
+        status: u16,
+        started: Started,
+        action: &'static str,
+        streamed: bool,
+        done: UnboundedSender<Ended>,
+    ) -> Returning {
+        let reassembler = started
+            .provider
+            .filter(|_| streamed)
+            .map(|format| Box::new(Reassembler::new(format)));
+        Returning {
+            ended: Ended {
+                started,
+                action,
+                status,
+                streamed,
+                answer: Answer::Kept {
+                    chunks: Vec::new(),
+                    len: 0,
+                    reassembler,
+                },
+                first_byte: None,
+                at: Instant::now(),
+                error: None,
+            },
+            done,
+        }
+    }
+
     fn keep(&mut self, chunk: &Bytes) {
         self.ended.first_byte.get_or_insert_with(Instant::now);
         let Answer::Kept {
@@ -180,108 +211,114 @@ impl Returning {
     }
 }
 
-/// The body the agent reads: the upstream's chunks as they arrive, each
-/// kept for the capture beside it.
-pub struct Relay {
-    upstream: BoxStream<'static, Result<Bytes, BoxError>>,
-    returning: Option<Returning>,
+/// Where the answer's bytes come from.
+pub(super) enum Body {
+    /// A plain upstream's bytes, passed on as they are.
+    Raw(RawBody),
+    /// reqwest's chunks, decoded from their framing; `chunk` when the
+    /// agent is sent them chunk-encoded (no length was known).
+    Decoded {
+        stream: BoxStream<'static, Result<Bytes, BoxError>>,
+        chunk: bool,
+    },
 }
 
-impl Relay {
-    /// Relays `upstream`'s body; `ended` goes to `done` when it is over.
-    pub(super) fn new(
-        status: u16,
-        upstream: BoxStream<'static, Result<Bytes, BoxError>>,
-        started: Started,
-        action: &'static str,
-        streamed: bool,
-        done: UnboundedSender<Ended>,
-    ) -> Relay {
-        let reassembler = started
-            .provider
-            .filter(|_| streamed)
-            .map(|format| Box::new(Reassembler::new(format)));
-        Relay {
-            upstream,
-            returning: Some(Returning {
-                ended: Ended {
-                    started,
-                    action,
-                    status,
-                    streamed,
-                    answer: Answer::Kept {
-                        chunks: Vec::new(),
-                        len: 0,
-                        reassembler,
-                    },
-                    first_byte: None,
-                    at: Instant::now(),
-                    error: None,
-                },
-                done,
-            }),
-        }
-    }
-}
-
-impl Stream for Relay {
-    type Item = Result<Bytes, std::io::Error>;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let item = match self.upstream.poll_next_unpin(cx) {
-            Poll::Pending => return Poll::Pending,
-            Poll::Ready(item) => item,
-        };
-        match item {
-            Some(Ok(chunk)) => {
-                if let Some(r) = self.returning.as_mut() {
-                    r.keep(&chunk);
-                }
-                Poll::Ready(Some(Ok(chunk)))
-            }
-            Some(Err(e)) => {
-                let message = format!("the upstream broke off mid-answer: {}", error_chain(&*e));
-                if let Some(r) = self.returning.take() {
-                    r.end(Some(message.clone()));
-                }
-                Poll::Ready(Some(Err(std::io::Error::other(message))))
-            }
-            None => {
-                if let Some(r) = self.returning.take() {
-                    r.end(None);
-                }
-                Poll::Ready(None)
-            }
-        }
-    }
-}
-
-impl Drop for Relay {
-    /// The agent went away before the answer ended: the rest is still
-    /// read, so the capture holds what the upstream sent.
-    fn drop(&mut self) {
-        let Some(mut returning) = self.returning.take() else {
-            return;
-        };
-        returning.ended.error =
-            Some("the agent closed the connection before the answer ended".into());
-        let mut upstream = std::mem::replace(&mut self.upstream, futures::stream::empty().boxed());
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return returning.end(None);
-        };
-        runtime.spawn(async move {
-            while let Some(chunk) = upstream.next().await {
-                match chunk {
-                    Ok(chunk) => returning.keep(&chunk),
-                    Err(e) => {
-                        let message =
-                            format!("the upstream broke off mid-answer: {}", error_chain(&*e));
-                        return returning.end(Some(message));
+/// Relays the answer to the agent after its `head`, each piece written in
+/// the wake-up that read it, and kept for the capture beside it. A head
+/// that came with the body's first bytes goes with them in one write. An
+/// agent that leaves early does not cut the capture short: the rest is
+/// still read. Gives whether the agent's connection can carry another
+/// request.
+pub(super) async fn relay<W: AsyncWrite + Unpin>(
+    agent: &mut W,
+    head: &[u8],
+    mut body: Body,
+    mut returning: Returning,
+) -> bool {
+    let chunk = matches!(body, Body::Decoded { chunk: true, .. });
+    let mut head = Some(head);
+    let mut agent_there = true;
+    let broke = loop {
+        let piece = {
+            let mut next = std::pin::pin!(next_piece(&mut body));
+            match head {
+                Some(h) => match futures::poll!(next.as_mut()) {
+                    std::task::Poll::Ready(piece) => piece,
+                    std::task::Poll::Pending => {
+                        head = None;
+                        if agent.write_all(h).await.is_err() {
+                            agent_there = false;
+                            returning.agent_left();
+                        }
+                        next.await
                     }
+                },
+                None => next.await,
+            }
+        };
+        let piece = match piece {
+            None => break None,
+            Some(Err(e)) => break Some(format!("the upstream broke off mid-answer: {e}")),
+            Some(Ok(piece)) => piece,
+        };
+        if agent_there {
+            let before = head.take().unwrap_or_default();
+            let written = if chunk && !piece.wire.is_empty() {
+                let size = format!("{:x}\r\n", piece.wire.len());
+                let mut out = before
+                    .chain(size.as_bytes())
+                    .chain(&piece.wire[..])
+                    .chain(&b"\r\n"[..]);
+                agent.write_all_buf(&mut out).await
+            } else if chunk {
+                agent.write_all(before).await
+            } else {
+                agent
+                    .write_all_buf(&mut before.chain(&piece.wire[..]))
+                    .await
+            };
+            if written.is_err() {
+                agent_there = false;
+                returning.agent_left();
+            }
+        }
+        match piece.payload {
+            Payload::Whole => returning.keep(&piece.wire),
+            Payload::Parts(ranges) => {
+                for range in ranges {
+                    returning.keep(&piece.wire.slice(range));
                 }
             }
-            returning.end(None);
-        });
+        }
+    };
+    let whole = broke.is_none();
+    if agent_there && let Some(h) = head {
+        agent_there = agent.write_all(h).await.is_ok();
+    }
+    if whole && agent_there && chunk {
+        agent_there = agent.write_all(b"0\r\n\r\n").await.is_ok();
+    }
+    returning.end(broke);
+    agent_there && whole
+}
+
+async fn next_piece(body: &mut Body) -> Option<Result<Piece, String>> {
+    match body {
+        Body::Raw(raw) => raw.next().await,
+        Body::Decoded { stream, .. } => stream.next().await.map(|chunk| {
+            chunk
+                .map(|wire| Piece {
+                    payload: Payload::Whole,
+                    wire,
+                })
+                .map_err(|e| error_chain(&*e))
+        }),
+    }
+}
+
+impl Returning {
+    fn agent_left(&mut self) {
+        self.ended.error = Some("the agent closed the connection before the answer ended".into());
     }
 }
 
@@ -312,30 +349,50 @@ mod tests {
         }
     }
 
-    /// A relay over an upstream whose chunks the test sends one by one.
-    fn relay() -> (
-        Relay,
+    /// A relay to an agent on the other end of a pipe, over an upstream
+    /// whose chunks the test sends one by one.
+    fn rig() -> (
+        tokio::task::JoinHandle<bool>,
+        tokio::io::DuplexStream,
         chan::UnboundedSender<std::io::Result<Bytes>>,
         tokio::sync::mpsc::UnboundedReceiver<Ended>,
     ) {
         let (chunks, body) = chan::unbounded::<std::io::Result<Bytes>>();
-        let body = body.map(|c| c.map_err(BoxError::from)).boxed();
+        let stream = body.map(|c| c.map_err(BoxError::from)).boxed();
         let (done, ended) = tokio::sync::mpsc::unbounded_channel();
-        let relay = Relay::new(200, body, started(), "forwarded", true, done);
-        (relay, chunks, ended)
+        let returning = Returning::new(200, started(), "forwarded", true, done);
+        let (mut ours, agent) = tokio::io::duplex(1 << 16);
+        let task = tokio::spawn(async move {
+            let body = Body::Decoded {
+                stream,
+                chunk: false,
+            };
+            relay(&mut ours, b"HEAD\n", body, returning).await
+        });
+        (task, agent, chunks, ended)
+    }
+
+    async fn read_exactly(agent: &mut tokio::io::DuplexStream, n: usize) -> Vec<u8> {
+        use tokio::io::AsyncReadExt;
+        let mut got = vec![0; n];
+        agent.read_exact(&mut got).await.unwrap();
+        got
     }
 
     #[tokio::test]
     async fn each_chunk_reaches_the_agent_as_it_arrives_and_the_capture_reads_them_after() {
-        let (mut relay, chunks, mut ended) = relay();
+        let (task, mut agent, chunks, mut ended) = rig();
+        assert_eq!(read_exactly(&mut agent, 5).await, b"HEAD\n");
         for event in EVENTS {
             chunks.unbounded_send(Ok(Bytes::from(event))).unwrap();
-            let got = relay.next().await.unwrap().unwrap();
-            assert_eq!(&got[..], event.as_bytes());
+            assert_eq!(
+                read_exactly(&mut agent, event.len()).await,
+                event.as_bytes()
+            );
             assert!(ended.try_recv().is_err(), "not over before the end");
         }
         drop(chunks);
-        assert!(relay.next().await.is_none());
+        assert!(task.await.unwrap(), "the agent's connection can go on");
         let x = ended.try_recv().expect("over at the end").into_exchange();
         assert_eq!(x.action, "forwarded");
         assert!(x.error.is_none(), "{:?}", x.error);
@@ -344,15 +401,35 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn decoded_chunks_are_chunk_encoded_when_no_length_was_known() {
+        let (chunks, body) = chan::unbounded::<std::io::Result<Bytes>>();
+        let stream = body.map(|c| c.map_err(BoxError::from)).boxed();
+        let (done, _ended) = tokio::sync::mpsc::unbounded_channel();
+        let returning = Returning::new(200, started(), "forwarded", false, done);
+        chunks.unbounded_send(Ok(Bytes::from("hello"))).unwrap();
+        chunks.unbounded_send(Ok(Bytes::new())).unwrap();
+        chunks.unbounded_send(Ok(Bytes::from(", world!"))).unwrap();
+        drop(chunks);
+        let mut agent = Vec::new();
+        let body = Body::Decoded {
+            stream,
+            chunk: true,
+        };
+        assert!(relay(&mut agent, b"", body, returning).await);
+        assert_eq!(agent, b"5\r\nhello\r\n8\r\n, world!\r\n0\r\n\r\n");
+    }
+
+    #[tokio::test]
     async fn an_agent_that_leaves_early_still_leaves_the_whole_answer_in_the_capture() {
-        let (mut relay, chunks, mut ended) = relay();
+        let (task, mut agent, chunks, mut ended) = rig();
         chunks.unbounded_send(Ok(Bytes::from(EVENTS[0]))).unwrap();
-        relay.next().await.unwrap().unwrap();
-        drop(relay);
+        read_exactly(&mut agent, 5 + EVENTS[0].len()).await;
+        drop(agent);
         for event in &EVENTS[1..] {
             chunks.unbounded_send(Ok(Bytes::from(*event))).unwrap();
         }
         drop(chunks);
+        assert!(!task.await.unwrap(), "the agent's connection is over");
         let x = ended.recv().await.expect("read on after the agent left");
         let x = x.into_exchange();
         assert_eq!(x.response["content"][0]["text"], "18°C");
@@ -365,13 +442,15 @@ mod tests {
 
     #[tokio::test]
     async fn an_upstream_that_breaks_off_breaks_the_agents_answer_too() {
-        let (mut relay, chunks, mut ended) = relay();
+        let (task, _agent, chunks, mut ended) = rig();
         chunks.unbounded_send(Ok(Bytes::from(EVENTS[0]))).unwrap();
         chunks
             .unbounded_send(Err(std::io::Error::other("reset")))
             .unwrap();
-        relay.next().await.unwrap().unwrap();
-        assert!(relay.next().await.unwrap().is_err());
+        assert!(
+            !task.await.unwrap(),
+            "the agent's connection is closed on it"
+        );
         let x = ended.try_recv().unwrap().into_exchange();
         assert_eq!(x.action, "failed");
         assert!(x.error.unwrap().starts_with("the upstream broke off"));
@@ -380,11 +459,10 @@ mod tests {
 
     #[tokio::test]
     async fn a_stream_without_its_closing_event_is_named() {
-        let (mut relay, chunks, mut ended) = relay();
+        let (task, _agent, chunks, mut ended) = rig();
         chunks.unbounded_send(Ok(Bytes::from(EVENTS[0]))).unwrap();
         drop(chunks);
-        relay.next().await.unwrap().unwrap();
-        assert!(relay.next().await.is_none());
+        assert!(task.await.unwrap());
         let x = ended.try_recv().unwrap().into_exchange();
         assert_eq!(
             x.error.as_deref(),

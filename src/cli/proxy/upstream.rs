@@ -1,31 +1,24 @@
 //! The way to the upstream. An `http://` upstream (a local model server, a
-//! test's fake) is spoken to over HTTP/1.1 connections the proxy drives
-//! itself, inside the task of the agent's own connection: the request is
-//! written, and every chunk of the answer read, in the same wake-up that
-//! hands it on, so no other task (and no other worker thread) has to be
-//! woken on the way. Measured on a paced stream this is a tenth of a
-//! millisecond off every first byte, against a pooled client whose
-//! connections live in tasks of their own. An `https://` upstream goes
-//! through reqwest with rustls (TLS, HTTP/2 by ALPN), where the network
-//! is milliseconds away anyway.
+//! test's fake) is spoken to over HTTP/1.1 connections the proxy reads and
+//! writes itself, in the task of the agent's own connection: the request
+//! goes out in one write, and the answer's bytes come back as they were
+//! sent, so the agent's connection can be handed them untouched (see
+//! [`super::http1`]). No other task or worker thread is woken on the way.
+//! An `https://` upstream goes through reqwest with rustls (TLS, HTTP/2 by
+//! ALPN), where the network is milliseconds away anyway.
 
-use std::future::Future;
-use std::pin::{Pin, pin};
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::ops::Range;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use axum::body::Bytes;
-use axum::http::{HeaderMap, HeaderValue, Method, Request, StatusCode, header};
-use futures::FutureExt;
-use futures::stream::{BoxStream, Stream, StreamExt};
-use futures::task::AtomicWaker;
-use http_body_util::Full;
-use hyper::body::{Body as _, Incoming};
-use hyper::client::conn::http1;
-use hyper_util::rt::TokioIo;
+use bytes::{Buf, Bytes, BytesMut};
+use futures::stream::{BoxStream, StreamExt};
+use reqwest::header::{HeaderMap, HeaderValue};
+use reqwest::{Method, StatusCode};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
+
+use super::http1::{self, Chunked, Framing, ResponseHead};
 
 /// Any error on the way, with its causes.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -40,20 +33,22 @@ const MAX_IDLE: usize = 32;
 
 /// Where requests go.
 pub enum Upstream {
-    /// Plain HTTP, connections driven by the agent's own task.
+    /// Plain HTTP/1.1, read and written by the agent's own task.
     Plain(Arc<Plain>),
     /// TLS, through reqwest.
     Tls(reqwest::Client),
 }
 
-/// The upstream's answer: status, headers and the body as it arrives.
-pub struct Answer {
-    /// The status the upstream sent.
-    pub status: StatusCode,
-    /// The headers the upstream sent.
-    pub headers: HeaderMap,
-    /// The body, chunk by chunk; polling it drives the connection.
-    pub body: BoxStream<'static, Result<Bytes, BoxError>>,
+/// The upstream's answer: its head, and its body still on its way.
+pub enum Answer {
+    /// From a plain upstream: the head as sent, the body as raw bytes.
+    Raw { head: ResponseHead, body: RawBody },
+    /// From reqwest: the body decoded from its framing.
+    Decoded {
+        status: StatusCode,
+        headers: HeaderMap,
+        stream: BoxStream<'static, Result<Bytes, BoxError>>,
+    },
 }
 
 impl Upstream {
@@ -76,12 +71,16 @@ impl Upstream {
                 idle: Mutex::new(Vec::new()),
             })));
         }
-        let client = reqwest::Client::builder()
+        Ok(Upstream::Tls(Self::client()?))
+    }
+
+    /// reqwest's client as the proxy uses it.
+    pub fn client() -> anyhow::Result<reqwest::Client> {
+        Ok(reqwest::Client::builder()
             // Redirects belong to the agent, as they would without the proxy.
             .redirect(reqwest::redirect::Policy::none())
             .tcp_nodelay(true)
-            .build()?;
-        Ok(Upstream::Tls(client))
+            .build()?)
     }
 
     /// Sends one request to `url` (the upstream's own) and waits for the
@@ -102,10 +101,10 @@ impl Upstream {
                     .body(body)
                     .send()
                     .await?;
-                Ok(Answer {
+                Ok(Answer::Decoded {
                     status: answer.status(),
                     headers: answer.headers().clone(),
-                    body: answer
+                    stream: answer
                         .bytes_stream()
                         .map(|chunk| chunk.map_err(BoxError::from))
                         .boxed(),
@@ -115,11 +114,14 @@ impl Upstream {
     }
 }
 
-type Sender = http1::SendRequest<Full<Bytes>>;
-type Connection = http1::Connection<TokioIo<TcpStream>, Full<Bytes>>;
+/// A connection to a plain upstream, and what was read on it and not
+/// used yet.
+pub struct Connection {
+    tcp: TcpStream,
+    inbox: BytesMut,
+}
 
 struct Idle {
-    sender: Sender,
     connection: Connection,
     since: Instant,
 }
@@ -136,90 +138,117 @@ impl Plain {
         self: &Arc<Self>,
         method: Method,
         url: &reqwest::Url,
-        mut headers: HeaderMap,
+        headers: HeaderMap,
         body: Bytes,
     ) -> Result<Answer, BoxError> {
         let target = match url.query() {
             Some(q) => format!("{}?{q}", url.path()),
             None => url.path().to_string(),
         };
-        headers.insert(header::HOST, self.host.clone());
-        let mut request = Request::builder()
-            .method(method)
-            .uri(target)
-            .body(Full::new(body))?;
-        *request.headers_mut() = headers;
-        loop {
-            let (reused, mut sender, mut connection) = match self.checkout() {
-                Some(idle) => (true, idle.sender, idle.connection),
-                None => {
-                    let (s, c) = self.connect().await?;
-                    (false, s, c)
-                }
+        let mut head = Vec::with_capacity(512);
+        head.extend_from_slice(method.as_str().as_bytes());
+        head.push(b' ');
+        head.extend_from_slice(target.as_bytes());
+        head.extend_from_slice(b" HTTP/1.1\r\nhost: ");
+        head.extend_from_slice(self.host.as_bytes());
+        head.extend_from_slice(b"\r\n");
+        http1::put_headers(&mut head, &headers);
+        let bodyless = matches!(
+            method,
+            Method::GET | Method::HEAD | Method::OPTIONS | Method::DELETE
+        );
+        if !body.is_empty() || !bodyless {
+            head.extend_from_slice(format!("content-length: {}\r\n", body.len()).as_bytes());
+        }
+        head.extend_from_slice(b"\r\n");
+        let mut connection = loop {
+            let (reused, mut c) = match self.checkout() {
+                Some(c) => (true, c),
+                None => (false, self.connect().await?),
             };
-            let sent = drive(sender.try_send_request(request), &mut connection).await;
-            match sent {
-                Ok(response) => {
-                    let (head, body) = response.into_parts();
-                    let driven = Driven {
-                        reading: Reading {
-                            body,
-                            connection: Some(connection),
-                            sender: Some(sender),
-                            plain: Arc::clone(self),
-                        },
-                        quiet: Quiet::default(),
-                    };
-                    return Ok(Answer {
-                        status: head.status,
-                        headers: head.headers,
-                        body: driven.boxed(),
-                    });
-                }
-                // A reused connection that closed before the request was
-                // written: the upstream never saw it, so it goes again on
-                // a fresh one. Once written, it is never sent twice.
-                Err(mut e) if reused && e.message().is_some() => {
-                    request = e.take_message().expect("checked above");
-                }
-                Err(e) => return Err(e.into_error().into()),
+            // Head and body in one write: one segment, one wake-up
+            // upstream.
+            let mut out = (&head[..]).chain(&body[..]);
+            match c.tcp.write_all_buf(&mut out).await {
+                Ok(()) => break c,
+                // A reused connection the upstream closed before reading
+                // anything: it never saw the request, so it goes again on
+                // a fresh one. A request written is never sent twice.
+                Err(_) if reused && out.remaining() == head.len() + body.len() => continue,
+                Err(e) => return Err(e.into()),
             }
+        };
+        loop {
+            let head = http1::read_response_head(&mut connection.tcp, &mut connection.inbox)
+                .await?
+                .ok_or("the upstream closed the connection before answering")?;
+            // `100 Continue` was not asked for (the body went whole);
+            // other informational answers have nothing for the agent
+            // that the final one does not carry.
+            if head.status == 101 {
+                return Err(
+                    "the upstream switched protocols, which the proxy does not pass on".into(),
+                );
+            }
+            if (100..200).contains(&head.status) {
+                continue;
+            }
+            let framing = if method == Method::HEAD || matches!(head.status, 204 | 304) {
+                Framing::Empty
+            } else {
+                http1::framing(&head.headers, false)?
+            };
+            let reusable = head.keep_alive && framing != Framing::UntilClose;
+            let left = match framing {
+                Framing::Length(n) => n,
+                _ => 0,
+            };
+            let body = RawBody {
+                connection: Some(connection),
+                plain: Arc::clone(self),
+                framing,
+                chunked: Chunked::default(),
+                left,
+                reusable,
+            };
+            return Ok(Answer::Raw { head, body });
         }
     }
 
-    async fn connect(&self) -> Result<(Sender, Connection), BoxError> {
+    async fn connect(&self) -> Result<Connection, BoxError> {
         let tcp = TcpStream::connect(&self.connect_to).await?;
         // Without TCP_NODELAY a small request waits for a delayed ACK.
         tcp.set_nodelay(true)?;
-        Ok(http1::handshake(TokioIo::new(tcp)).await?)
+        Ok(Connection {
+            tcp,
+            inbox: BytesMut::new(),
+        })
     }
 
-    /// An idle connection still open and ready for a request, if any.
-    fn checkout(&self) -> Option<Idle> {
+    /// An idle connection still open, if any.
+    fn checkout(&self) -> Option<Connection> {
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        while let Some(mut candidate) = idle.pop() {
+        while let Some(candidate) = idle.pop() {
             if candidate.since.elapsed() > IDLE_FOR {
                 continue;
             }
-            // One poll lets the connection read what came while it was
-            // idle: a close from the server ends it here, not under the
-            // next request.
-            if (&mut candidate.connection).now_or_never().is_some() {
-                continue;
-            }
-            if let Some(Ok(())) = candidate.sender.ready().now_or_never() {
-                return Some(candidate);
+            // Anything readable on an idle connection is its close (or
+            // bytes no request asked for): either way it is not reused.
+            let mut probe = [0u8; 1];
+            if let Err(e) = candidate.connection.tcp.try_read(&mut probe)
+                && e.kind() == std::io::ErrorKind::WouldBlock
+            {
+                return Some(candidate.connection);
             }
         }
         None
     }
 
-    fn check_in(&self, sender: Sender, connection: Connection) {
+    fn check_in(&self, connection: Connection) {
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
         idle.retain(|i| i.since.elapsed() <= IDLE_FOR);
         if idle.len() < MAX_IDLE {
             idle.push(Idle {
-                sender,
                 connection,
                 since: Instant::now(),
             });
@@ -227,152 +256,104 @@ impl Plain {
     }
 }
 
-/// Waits for `response` while driving the connection that carries it.
-async fn drive<F: Future>(response: F, connection: &mut Connection) -> F::Output {
-    let mut response = pin!(response);
-    let mut open = true;
-    let quiet = Quiet::default();
-    futures::future::poll_fn(|cx| {
-        quiet.poll(cx, |cx| {
-            // The connection first: what it reads may complete the
-            // response in this same poll.
-            if open && Pin::new(&mut *connection).poll(cx).is_ready() {
-                open = false;
-            }
-            response.as_mut().poll(cx)
-        })
-    })
-    .await
+/// Bytes of an answer as they came, and where the payload is in them.
+pub struct Piece {
+    /// What goes to the agent, as the upstream sent it.
+    pub wire: Bytes,
+    /// The body's payload in `wire`.
+    pub payload: Payload,
 }
 
-/// Polls a connection and what it feeds in one task without waking that
-/// task for its own doing. The connection hands each chunk to its body
-/// through a channel that wakes the other side; here both sides are this
-/// task, and tokio treats a task that wakes itself as yielding: it goes to
-/// the back of the queue and another worker thread is woken to take it,
-/// for every chunk. While a poll runs, a wake-up only asks for another
-/// round of the same poll; outside it, it wakes the task as usual.
-#[derive(Default)]
-struct Quiet {
-    gate: Arc<Gate>,
+/// Where a piece's payload is.
+pub enum Payload {
+    /// All of it (a length or the close frames the body).
+    Whole,
+    /// These ranges, between chunk framing.
+    Parts(Vec<Range<usize>>),
 }
 
-#[derive(Default)]
-struct Gate {
-    state: AtomicU8,
-    task: AtomicWaker,
-}
-
-const IDLE: u8 = 0;
-const POLLING: u8 = 1;
-const WOKEN: u8 = 2;
-
-impl std::task::Wake for Gate {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        match self
-            .state
-            .compare_exchange(POLLING, WOKEN, Ordering::AcqRel, Ordering::Acquire)
-        {
-            Ok(_) | Err(WOKEN) => {}
-            Err(_) => self.task.wake(),
-        }
-    }
-}
-
-impl Quiet {
-    /// Rounds of one poll before the task yields for real.
-    const ROUNDS: usize = 16;
-
-    fn poll<T>(
-        &self,
-        cx: &mut Context<'_>,
-        mut round: impl FnMut(&mut Context<'_>) -> Poll<T>,
-    ) -> Poll<T> {
-        self.gate.task.register(cx.waker());
-        let waker = Waker::from(Arc::clone(&self.gate));
-        let mut inner = Context::from_waker(&waker);
-        for _ in 0..Self::ROUNDS {
-            self.gate.state.store(POLLING, Ordering::Release);
-            if let Poll::Ready(out) = round(&mut inner) {
-                // A wake-up noted in this round is not lost: whoever
-                // takes a ready value polls again before waiting (a
-                // stream is polled until it is pending or dropped).
-                self.gate.state.store(IDLE, Ordering::Release);
-                return Poll::Ready(out);
-            }
-            if self
-                .gate
-                .state
-                .compare_exchange(POLLING, IDLE, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-            {
-                return Poll::Pending;
-            }
-        }
-        self.gate.state.store(IDLE, Ordering::Release);
-        cx.waker().wake_by_ref();
-        Poll::Pending
-    }
-}
-
-/// An answer's body that drives its own connection, and gives the
-/// connection back for the next request once the body has ended.
-struct Driven {
-    reading: Reading,
-    quiet: Quiet,
-}
-
-/// What a [`Driven`] body reads from.
-struct Reading {
-    body: Incoming,
+/// A plain upstream's answer body, read as it arrives. The connection
+/// goes back to the pool once the body has ended cleanly.
+pub struct RawBody {
     connection: Option<Connection>,
-    sender: Option<Sender>,
     plain: Arc<Plain>,
+    framing: Framing,
+    chunked: Chunked,
+    /// For `Length` framing, the bytes still to come.
+    left: u64,
+    reusable: bool,
 }
 
-impl Stream for Driven {
-    type Item = Result<Bytes, BoxError>;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let Driven { reading, quiet } = &mut *self;
-        quiet.poll(cx, |cx| reading.round(cx))
-    }
-}
-
-impl Reading {
-    fn round(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Bytes, BoxError>>> {
-        let this = self;
-        if let Some(c) = this.connection.as_mut()
-            && Pin::new(c).poll(cx).is_ready()
-        {
-            this.connection = None;
-        }
+impl RawBody {
+    /// The next bytes of the body; `None` once it has ended.
+    pub async fn next(&mut self) -> Option<Result<Piece, String>> {
         loop {
-            match Pin::new(&mut this.body).poll_frame(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(None) => {
-                    if let (Some(sender), Some(connection)) =
-                        (this.sender.take(), this.connection.take())
-                    {
-                        this.plain.check_in(sender, connection);
+            let connection = self.connection.as_mut()?;
+            if matches!(self.framing, Framing::Empty | Framing::Length(0)) {
+                self.end();
+                return None;
+            }
+            if !connection.inbox.is_empty() {
+                let wire = connection.inbox.split().freeze();
+                let (used, payload, done) = match self.framing {
+                    Framing::Empty => (0, Payload::Whole, true),
+                    Framing::Length(_) => {
+                        let take = self.left.min(wire.len() as u64) as usize;
+                        self.left -= take as u64;
+                        (take, Payload::Whole, self.left == 0)
                     }
-                    return Poll::Ready(None);
-                }
-                Poll::Ready(Some(Err(e))) => {
-                    this.connection = None;
-                    return Poll::Ready(Some(Err(e.into())));
-                }
-                // Trailers carry nothing the agent's SDKs read.
-                Poll::Ready(Some(Ok(frame))) => {
-                    if let Ok(data) = frame.into_data() {
-                        return Poll::Ready(Some(Ok(data)));
+                    Framing::Chunked => {
+                        let mut payload = Vec::new();
+                        match self.chunked.feed(&wire, |r| payload.push(r)) {
+                            Ok(used) => (used, Payload::Parts(payload), self.chunked.is_done()),
+                            Err(e) => {
+                                self.connection = None;
+                                return Some(Err(format!("the answer's chunks are broken: {e}")));
+                            }
+                        }
                     }
+                    Framing::UntilClose => (wire.len(), Payload::Whole, false),
+                };
+                if used < wire.len() {
+                    // Bytes past the answer's end: nothing asked for them.
+                    self.reusable = false;
+                }
+                if done {
+                    self.end();
+                }
+                return Some(Ok(Piece {
+                    wire: wire.slice(..used),
+                    payload,
+                }));
+            }
+            connection.inbox.reserve(16 << 10);
+            use tokio::io::AsyncReadExt;
+            match connection.tcp.read_buf(&mut connection.inbox).await {
+                Ok(1..) => {}
+                Ok(0) if self.framing == Framing::UntilClose => {
+                    self.reusable = false;
+                    self.end();
+                    return None;
+                }
+                Ok(_) => {
+                    self.connection = None;
+                    return Some(Err("the connection closed before the answer ended".into()));
+                }
+                Err(e) => {
+                    self.connection = None;
+                    return Some(Err(e.to_string()));
                 }
             }
+        }
+    }
+
+    /// The body has ended: its connection is kept for the next request
+    /// if it can carry one.
+    fn end(&mut self) {
+        if let Some(c) = self.connection.take()
+            && self.reusable
+        {
+            self.plain.check_in(c);
         }
     }
 }
@@ -442,12 +423,15 @@ mod tests {
             )
             .await
             .unwrap();
-        assert_eq!(answer.status, StatusCode::OK);
-        let chunks: Vec<_> = answer.body.collect().await;
-        chunks
-            .into_iter()
-            .flat_map(|c| c.unwrap().to_vec())
-            .collect()
+        let Answer::Raw { head, mut body } = answer else {
+            panic!("a plain upstream answers raw");
+        };
+        assert_eq!(head.status, 200);
+        let mut got = Vec::new();
+        while let Some(piece) = body.next().await {
+            got.extend_from_slice(&piece.unwrap().wire);
+        }
+        got
     }
 
     #[tokio::test]
