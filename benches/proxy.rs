@@ -11,14 +11,20 @@
 //! binary started again as a process of its own: a byte relay (copies TCP
 //! both ways and nothing else: what any second process on the path pays),
 //! a bare HTTP proxy with a pooled client (axum in, reqwest out), and a
-//! bare HTTP proxy on the stack `loopdbg proxy` uses for a plain-HTTP
-//! upstream (axum in, one hyper connection driven in the agent's own
-//! task). The floors do no checking and keep no capture, so that what
+//! bare HTTP proxy with its upstream connection in the agent's own task
+//! (axum in, one hyper connection out: the stack `loopdbg proxy` used
+//! before it relayed a plain upstream's bytes as they come). The floors
+//! do no checking and keep no capture, so that what
 //! loopdbg adds can be told from what any proxy adds. One more way runs
 //! `loopdbg proxy`'s own code (src/cli/proxy.rs) in this bench binary
 //! started again, without a capture, to tell the code's cost from the
 //! `loopdbg` binary's. Each round takes the ways in a shuffled order, so
 //! none always follows another.
+//!
+//! Each way's change of the paced median is given with its 95% interval
+//! (bootstrap) and judged by criterion's own rule for noise: slower only
+//! when the whole interval lies above criterion's default noise
+//! threshold, 1%.
 //!
 //! `cargo bench --bench proxy`; figures in the README.
 
@@ -38,7 +44,7 @@ use serde_json::json;
 
 fn bench(c: &mut Criterion) {
     let rt = runtime();
-    let fake = rt.block_on(fake::start());
+    let fake = rt.block_on(fake::start_unlogged());
     let dir = tempfile::tempdir().unwrap();
     let mut proxy = Command::new(env!("CARGO_BIN_EXE_loopdbg"))
         .args([
@@ -202,9 +208,9 @@ const RELAY_TO: &str = "LOOPDBG_BENCH_RELAY_TO";
 const BARE_PROXY_TO: &str = "LOOPDBG_BENCH_BARE_PROXY_TO";
 
 /// The environment variable that turns this bench binary into a bare
-/// HTTP proxy on the stack `loopdbg proxy` uses for a plain-HTTP upstream
-/// (axum in, a hyper HTTP/1 connection driven in the agent's own task,
-/// with no checking and no capture): its value is the upstream address.
+/// HTTP proxy with one hyper HTTP/1 connection to the upstream driven in
+/// the agent's own task (axum in, no checking and no capture): its value
+/// is the upstream address.
 const ONE_TASK_PROXY_TO: &str = "LOOPDBG_BENCH_ONE_TASK_PROXY_TO";
 
 /// The environment variable that turns this bench binary into a proxy
@@ -371,14 +377,59 @@ fn paced_first_byte(
         "paced stream (first event at 20 ms), first byte over {ROUNDS} rounds:\n  {:<32} median {direct:.3} ms, sd {sd:.3} ms",
         ways[0].0
     );
+    let base = times[0].clone();
     for (k, v) in times.iter_mut().enumerate().skip(1) {
         let (m, sd) = stats(v);
+        let (low, high) = change_interval(&base, v);
+        // criterion's rule (`noise_threshold`, 1% by default): a change
+        // is a regression only when its whole 95% interval lies above.
+        // Stricter still: the whole interval under the threshold.
+        let verdict = if low > NOISE_THRESHOLD {
+            "slower, beyond noise"
+        } else if high > NOISE_THRESHOLD {
+            "within noise by criterion's rule, the interval reaching past 1%"
+        } else {
+            "within noise, the whole interval under 1%"
+        };
         println!(
-            "  {:<32} median {m:.3} ms, sd {sd:.3} ms, added {:.3} ms",
+            "  {:<32} median {m:.3} ms, sd {sd:.3} ms, added {:.3} ms ({:+.2}%, 95% interval {:+.2}% to {:+.2}%): {verdict}",
             ways[k].0,
-            m - direct
+            m - direct,
+            (m / direct - 1.0) * 100.0,
+            low * 100.0,
+            high * 100.0,
         );
     }
+}
+
+/// criterion's default noise threshold: a change smaller than 1% is
+/// taken for noise.
+const NOISE_THRESHOLD: f64 = 0.01;
+
+/// The 95% interval of the relative change of the median from `base` to
+/// `way`, by bootstrap (2000 resamples of each, a fixed seed).
+fn change_interval(base: &[f64], way: &[f64]) -> (f64, f64) {
+    const RESAMPLES: usize = 2000;
+    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    let mut median_of = |v: &[f64]| {
+        let mut sample: Vec<f64> = (0..v.len()).map(|_| v[next(v.len())]).collect();
+        sample.sort_by(f64::total_cmp);
+        sample[sample.len() / 2]
+    };
+    let mut changes: Vec<f64> = (0..RESAMPLES)
+        .map(|_| median_of(way) / median_of(base) - 1.0)
+        .collect();
+    changes.sort_by(f64::total_cmp);
+    (
+        changes[RESAMPLES * 25 / 1000],
+        changes[RESAMPLES * 975 / 1000],
+    )
 }
 
 /// The runtime of the bench and of each floor: two workers, as the proxy.
@@ -462,8 +513,8 @@ impl futures::Stream for Driven {
     }
 }
 
-/// What a proxy on `loopdbg proxy`'s plain-HTTP stack costs before it
-/// does anything of its own: one HTTP/1 connection to the upstream,
+/// What a proxy on the usual HTTP stack costs at best, before it does
+/// anything of its own: one HTTP/1 connection to the upstream,
 /// driven by the task of the agent's connection while the answer is
 /// awaited and read.
 fn one_task_proxy(upstream: String) {

@@ -172,16 +172,19 @@ fn upstream_url(base: &reqwest::Url, path_and_query: &str) -> reqwest::Url {
     url
 }
 
+/// Whether an agent's request header goes on to the upstream.
+fn is_forwarded(name: &str) -> bool {
+    // Identity encoding, so the capture can read the answer; the agent
+    // still receives exactly what the upstream sent.
+    !HOP_BY_HOP.contains(&name) && name != "accept-encoding"
+}
+
 fn forwarded_headers(incoming: &HeaderMap) -> HeaderMap {
     let mut out = HeaderMap::new();
     for (name, value) in incoming {
-        let n = name.as_str();
-        // Identity encoding, so the capture can read the answer; the agent
-        // still receives exactly what the upstream sent.
-        if HOP_BY_HOP.contains(&n) || n == "accept-encoding" {
-            continue;
+        if is_forwarded(name.as_str()) {
+            out.append(name.clone(), value.clone());
         }
-        out.append(name.clone(), value.clone());
     }
     out
 }
@@ -196,7 +199,9 @@ async fn write_json(agent: &mut TcpStream, status: u16, body: &Value, keep_alive
 /// What is known of an exchange before its answer arrives.
 struct Started {
     seq: u64,
-    time: String,
+    /// When the request came (formatted for the record once it is over:
+    /// the agent waits for none of the bookkeeping).
+    time: SystemTime,
     method: String,
     path: String,
     provider: Option<Format>,
@@ -252,19 +257,19 @@ async fn exchange(shared: &Shared, request: http1::Request, agent: &mut TcpStrea
     let keep_alive = request.keep_alive;
     let seq = shared.seq.fetch_add(1, Ordering::Relaxed) + 1;
     let bytes = request.body;
-    let url = upstream_url(&shared.upstream, &path_and_query);
     let method = request.method;
     let send = |body: Bytes| {
         shared.way.send(
             method.clone(),
-            &url,
-            forwarded_headers(&request.headers),
+            &shared.upstream,
+            &path_and_query,
+            &request.headers,
             body,
         )
     };
     let mut started = Started {
         seq,
-        time: rfc3339(SystemTime::now()),
+        time: SystemTime::now(),
         method: method.to_string(),
         path: redacted_path(&path_and_query),
         provider: None,

@@ -45,17 +45,31 @@ pub struct Fake {
 #[derive(Clone)]
 struct Shared {
     log: Arc<Mutex<Log>>,
+    /// Whether `log` is written (a bench's thousands of requests would
+    /// grow it, and the fake's every answer with it).
+    logged: bool,
     breaker: Arc<tokio::sync::Notify>,
 }
 
 /// Starts the fake on the current runtime.
 pub async fn start() -> Fake {
+    start_with(true).await
+}
+
+/// Starts the fake with an empty log that stays empty, for benches.
+#[allow(dead_code)]
+pub async fn start_unlogged() -> Fake {
+    start_with(false).await
+}
+
+async fn start_with(logged: bool) -> Fake {
     let log = Arc::new(Mutex::new(Log::default()));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let breaker = Arc::new(tokio::sync::Notify::new());
     let app = axum::Router::new().fallback(handle).with_state(Shared {
         log: log.clone(),
+        logged,
         breaker: breaker.clone(),
     });
     tokio::spawn(async move {
@@ -95,7 +109,7 @@ async fn handle(State(shared): State<Shared>, request: Request) -> Response {
         .await
         .unwrap();
     let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    {
+    if shared.logged {
         let mut l = log.lock().unwrap();
         l.requests.push(body.clone());
         l.headers.push(headers);
@@ -113,10 +127,12 @@ async fn handle(State(shared): State<Shared>, request: Request) -> Response {
     } else {
         (404, vec![json!({"error": "not found"}).to_string()], false)
     };
-    log.lock()
-        .unwrap()
-        .answers
-        .push(chunks.concat().into_bytes());
+    if shared.logged {
+        log.lock()
+            .unwrap()
+            .answers
+            .push(chunks.concat().into_bytes());
+    }
     let content_type = if stream && status == 200 {
         "text/event-stream"
     } else {

@@ -118,7 +118,7 @@ impl Ended {
             seq: started.seq,
             first_byte_ms: self.first_byte.map(|t| started.ms(t)),
             latency_ms: started.ms(self.at),
-            time: started.time,
+            time: super::rfc3339(started.time),
             method: started.method,
             path: started.path,
             provider: started.provider.map(Format::as_str),
@@ -337,7 +337,7 @@ mod tests {
     fn started() -> Started {
         Started {
             seq: 1,
-            time: String::new(),
+            time: std::time::SystemTime::now(),
             method: "POST".into(),
             path: "/v1/messages".into(),
             provider: Some(Format::Anthropic),

@@ -83,21 +83,26 @@ impl Upstream {
             .build()?)
     }
 
-    /// Sends one request to `url` (the upstream's own) and waits for the
-    /// answer's head.
+    /// Sends one request for `path_and_query` under `base` (the agent's
+    /// headers but the hop-by-hop ones) and waits for the answer's head.
     pub async fn send(
         &self,
         method: Method,
-        url: &reqwest::Url,
-        headers: HeaderMap,
+        base: &reqwest::Url,
+        path_and_query: &str,
+        headers: &HeaderMap,
         body: Bytes,
     ) -> Result<Answer, BoxError> {
         match self {
-            Upstream::Plain(plain) => plain.send(method, url, headers, body).await,
+            Upstream::Plain(plain) => {
+                let prefix = base.path().trim_end_matches('/');
+                let target = format!("{prefix}{path_and_query}");
+                plain.send(method, &target, headers, body).await
+            }
             Upstream::Tls(client) => {
                 let answer = client
-                    .request(method, url.clone())
-                    .headers(headers)
+                    .request(method, super::upstream_url(base, path_and_query))
+                    .headers(super::forwarded_headers(headers))
                     .body(body)
                     .send()
                     .await?;
@@ -137,14 +142,10 @@ impl Plain {
     async fn send(
         self: &Arc<Self>,
         method: Method,
-        url: &reqwest::Url,
-        headers: HeaderMap,
+        target: &str,
+        headers: &HeaderMap,
         body: Bytes,
     ) -> Result<Answer, BoxError> {
-        let target = match url.query() {
-            Some(q) => format!("{}?{q}", url.path()),
-            None => url.path().to_string(),
-        };
         let mut head = Vec::with_capacity(512);
         head.extend_from_slice(method.as_str().as_bytes());
         head.push(b' ');
@@ -152,7 +153,12 @@ impl Plain {
         head.extend_from_slice(b" HTTP/1.1\r\nhost: ");
         head.extend_from_slice(self.host.as_bytes());
         head.extend_from_slice(b"\r\n");
-        http1::put_headers(&mut head, &headers);
+        http1::put_headers(
+            &mut head,
+            headers
+                .iter()
+                .filter(|(name, _)| super::is_forwarded(name.as_str())),
+        );
         let bodyless = matches!(
             method,
             Method::GET | Method::HEAD | Method::OPTIONS | Method::DELETE
@@ -418,7 +424,8 @@ mod tests {
             .send(
                 Method::POST,
                 url,
-                HeaderMap::new(),
+                "/",
+                &HeaderMap::new(),
                 Bytes::from_static(b"hi"),
             )
             .await
@@ -462,7 +469,7 @@ mod tests {
         drop(listener);
         let upstream = Upstream::new(&url).unwrap();
         let sent = upstream
-            .send(Method::POST, &url, HeaderMap::new(), Bytes::new())
+            .send(Method::POST, &url, "/", &HeaderMap::new(), Bytes::new())
             .await;
         assert!(sent.is_err());
     }
