@@ -34,7 +34,7 @@ mod relay;
 #[path = "proxy/upstream.rs"]
 mod upstream;
 pub use relay::Ended;
-use relay::{Body, Returning};
+use relay::{Body, Returning, ToAgent};
 use upstream::{Answer, Upstream};
 
 /// The largest request body the proxy takes (providers refuse far less).
@@ -333,24 +333,21 @@ async fn exchange(shared: &Shared, request: http1::Request, agent: &mut TcpStrea
         }
     };
     let bodyless = method == reqwest::Method::HEAD;
-    let (status, head, body) = match answer {
+    // An HTTP/1.0 agent cannot read chunks: it is given the payload, and
+    // the end of the connection ends it.
+    let old_agent = request.minor == 0;
+    let (status, head, body, to_agent) = match answer {
         Answer::Raw { head, body } => {
             // The body goes as it came, so its framing headers stay; an
             // answer that runs to the close ends the agent's connection.
-            let until_close = http1::framing(&head.headers, false)
-                .is_ok_and(|f| f == http1::Framing::UntilClose)
-                && !bodyless
-                && !matches!(head.status, 204 | 304);
-            let close = until_close || !keep_alive;
-            let wire = agent_head(
-                head.status,
-                &head.reason,
-                &head.headers,
-                FRAMING,
-                None,
-                close,
-            );
-            (head.status, (wire, head.headers), Body::Raw(body))
+            let (to_agent, keep) = match body.framing() {
+                http1::Framing::Chunked if old_agent => (ToAgent::PayloadThenClose, &[][..]),
+                http1::Framing::UntilClose => (ToAgent::PayloadThenClose, FRAMING),
+                _ => (ToAgent::AsRead, FRAMING),
+            };
+            let close = to_agent == ToAgent::PayloadThenClose || !keep_alive;
+            let wire = agent_head(head.status, &head.reason, &head.headers, keep, None, close);
+            (head.status, (wire, head.headers), Body::Raw(body), to_agent)
         }
         Answer::Decoded {
             status,
@@ -359,21 +356,27 @@ async fn exchange(shared: &Shared, request: http1::Request, agent: &mut TcpStrea
         } => {
             // reqwest has undone the framing; a length, when the upstream
             // gave one, still holds, since nothing was decompressed.
-            let chunk = !headers.contains_key(header::CONTENT_LENGTH)
+            let unframed = !headers.contains_key(header::CONTENT_LENGTH)
                 && !bodyless
                 && !matches!(status.as_u16(), 204 | 304);
+            let to_agent = match (unframed, old_agent) {
+                (false, _) => ToAgent::AsRead,
+                (true, false) => ToAgent::Chunked,
+                (true, true) => ToAgent::PayloadThenClose,
+            };
             let wire = agent_head(
                 status.as_u16(),
                 status.canonical_reason().unwrap_or(""),
                 &headers,
                 &["content-length"],
-                chunk.then_some("transfer-encoding: chunked"),
-                !keep_alive,
+                (to_agent == ToAgent::Chunked).then_some("transfer-encoding: chunked"),
+                to_agent == ToAgent::PayloadThenClose || !keep_alive,
             );
             (
                 status.as_u16(),
                 (wire, headers),
-                Body::Decoded { stream, chunk },
+                Body::Decoded(stream),
+                to_agent,
             )
         }
     };
@@ -383,7 +386,7 @@ async fn exchange(shared: &Shared, request: http1::Request, agent: &mut TcpStrea
         .and_then(|v| v.to_str().ok())
         .is_some_and(is_event_stream);
     let returning = Returning::new(status, started, action, streamed, shared.done.clone());
-    relay::relay(agent, &wire, body, returning).await && keep_alive
+    relay::relay(agent, &wire, body, to_agent, returning).await && keep_alive
 }
 
 /// The head of an answer to the agent: the upstream's status and headers
@@ -564,11 +567,17 @@ mod tests {
 
     /// What an agent reads on its socket for one request.
     async fn raw_answer(proxy: SocketAddr) -> Vec<u8> {
+        raw_answer_to(proxy, "1.1").await
+    }
+
+    /// The same from an agent speaking HTTP/`version`.
+    async fn raw_answer_to(proxy: SocketAddr, version: &str) -> Vec<u8> {
         use tokio::io::AsyncReadExt;
         let mut tcp = TcpStream::connect(proxy).await.unwrap();
-        tcp.write_all(b"POST /v1/messages HTTP/1.1\r\nhost: x\r\nx-api-key: k\r\nconnection: close\r\ncontent-length: 2\r\n\r\n{}")
-            .await
-            .unwrap();
+        let request = format!(
+            "POST /v1/messages HTTP/{version}\r\nhost: x\r\nx-api-key: k\r\nconnection: close\r\ncontent-length: 2\r\n\r\n{{}}"
+        );
+        tcp.write_all(request.as_bytes()).await.unwrap();
         let mut got = Vec::new();
         tcp.read_to_end(&mut got).await.unwrap();
         got
@@ -591,6 +600,21 @@ mod tests {
         assert!(got.starts_with(b"HTTP/1.1 200 OK\r\n"));
         let x = running.exchanges.recv().await.unwrap().into_exchange();
         assert_eq!((x.status, x.streamed, x.action), (200, true, "forwarded"));
+    }
+
+    #[tokio::test]
+    async fn an_http_1_0_agent_is_given_the_payload_and_the_close() {
+        for way in [None, Some(Upstream::Tls(Upstream::client().unwrap()))] {
+            let (proxy, _running) = proxied(CHUNKED, way).await;
+            let got = String::from_utf8(raw_answer_to(proxy, "1.0").await).unwrap();
+            let (head, body) = got.split_once("\r\n\r\n").unwrap();
+            assert!(
+                !head.contains("transfer-encoding") && !head.contains("trailer"),
+                "{head}"
+            );
+            assert!(head.contains("connection: close"), "{head}");
+            assert_eq!(body, "event: message_stop\ndata: {}\n\n\n\n\n");
+        }
     }
 
     #[tokio::test]

@@ -235,6 +235,8 @@ pub struct Request {
     pub body: Bytes,
     /// Whether the agent keeps the connection for another request.
     pub keep_alive: bool,
+    /// The `1` of `HTTP/1.1`.
+    pub minor: u8,
 }
 
 /// Why a request could not be read: the status to answer it with.
@@ -379,6 +381,7 @@ pub async fn read_request<S: AsyncRead + AsyncWrite + Unpin>(
         headers,
         body,
         keep_alive,
+        minor,
     }))
 }
 

@@ -213,14 +213,22 @@ impl Returning {
 
 /// Where the answer's bytes come from.
 pub(super) enum Body {
-    /// A plain upstream's bytes, passed on as they are.
+    /// A plain upstream's bytes as they were read.
     Raw(RawBody),
-    /// reqwest's chunks, decoded from their framing; `chunk` when the
-    /// agent is sent them chunk-encoded (no length was known).
-    Decoded {
-        stream: BoxStream<'static, Result<Bytes, BoxError>>,
-        chunk: bool,
-    },
+    /// reqwest's chunks, decoded from their framing.
+    Decoded(BoxStream<'static, Result<Bytes, BoxError>>),
+}
+
+/// How the answer's body is framed for the agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ToAgent {
+    /// The bytes as they came (a plain upstream's, or a length's worth).
+    AsRead,
+    /// Chunk-encoded (decoded chunks of no known length, to HTTP/1.1).
+    Chunked,
+    /// The payload alone, ended by closing the connection (an HTTP/1.0
+    /// agent, or an upstream that ends its answer so).
+    PayloadThenClose,
 }
 
 /// Relays the answer to the agent after its `head`, each piece written in
@@ -233,9 +241,9 @@ pub(super) async fn relay<W: AsyncWrite + Unpin>(
     agent: &mut W,
     head: &[u8],
     mut body: Body,
+    to_agent: ToAgent,
     mut returning: Returning,
 ) -> bool {
-    let chunk = matches!(body, Body::Decoded { chunk: true, .. });
     let mut head = Some(head);
     let mut agent_there = true;
     let broke = loop {
@@ -263,19 +271,28 @@ pub(super) async fn relay<W: AsyncWrite + Unpin>(
         };
         if agent_there {
             let before = head.take().unwrap_or_default();
-            let written = if chunk && !piece.wire.is_empty() {
-                let size = format!("{:x}\r\n", piece.wire.len());
-                let mut out = before
-                    .chain(size.as_bytes())
-                    .chain(&piece.wire[..])
-                    .chain(&b"\r\n"[..]);
-                agent.write_all_buf(&mut out).await
-            } else if chunk {
-                agent.write_all(before).await
-            } else {
-                agent
-                    .write_all_buf(&mut before.chain(&piece.wire[..]))
-                    .await
+            let written = match (to_agent, &piece.payload) {
+                (ToAgent::AsRead, _) | (ToAgent::PayloadThenClose, Payload::Whole) => {
+                    agent
+                        .write_all_buf(&mut before.chain(&piece.wire[..]))
+                        .await
+                }
+                (ToAgent::PayloadThenClose, Payload::Parts(ranges)) => {
+                    let mut out = before.to_vec();
+                    for range in ranges {
+                        out.extend_from_slice(&piece.wire[range.clone()]);
+                    }
+                    agent.write_all(&out).await
+                }
+                (ToAgent::Chunked, _) if piece.wire.is_empty() => agent.write_all(before).await,
+                (ToAgent::Chunked, _) => {
+                    let size = format!("{:x}\r\n", piece.wire.len());
+                    let mut out = before
+                        .chain(size.as_bytes())
+                        .chain(&piece.wire[..])
+                        .chain(&b"\r\n"[..]);
+                    agent.write_all_buf(&mut out).await
+                }
             };
             if written.is_err() {
                 agent_there = false;
@@ -295,17 +312,17 @@ pub(super) async fn relay<W: AsyncWrite + Unpin>(
     if agent_there && let Some(h) = head {
         agent_there = agent.write_all(h).await.is_ok();
     }
-    if whole && agent_there && chunk {
+    if whole && agent_there && to_agent == ToAgent::Chunked {
         agent_there = agent.write_all(b"0\r\n\r\n").await.is_ok();
     }
     returning.end(broke);
-    agent_there && whole
+    agent_there && whole && to_agent != ToAgent::PayloadThenClose
 }
 
 async fn next_piece(body: &mut Body) -> Option<Result<Piece, String>> {
     match body {
         Body::Raw(raw) => raw.next().await,
-        Body::Decoded { stream, .. } => stream.next().await.map(|chunk| {
+        Body::Decoded(stream) => stream.next().await.map(|chunk| {
             chunk
                 .map(|wire| Piece {
                     payload: Payload::Whole,
@@ -363,11 +380,14 @@ mod tests {
         let returning = Returning::new(200, started(), "forwarded", true, done);
         let (mut ours, agent) = tokio::io::duplex(1 << 16);
         let task = tokio::spawn(async move {
-            let body = Body::Decoded {
-                stream,
-                chunk: false,
-            };
-            relay(&mut ours, b"HEAD\n", body, returning).await
+            relay(
+                &mut ours,
+                b"HEAD\n",
+                Body::Decoded(stream),
+                ToAgent::AsRead,
+                returning,
+            )
+            .await
         });
         (task, agent, chunks, ended)
     }
@@ -411,11 +431,8 @@ mod tests {
         chunks.unbounded_send(Ok(Bytes::from(", world!"))).unwrap();
         drop(chunks);
         let mut agent = Vec::new();
-        let body = Body::Decoded {
-            stream,
-            chunk: true,
-        };
-        assert!(relay(&mut agent, b"", body, returning).await);
+        let body = Body::Decoded(stream);
+        assert!(relay(&mut agent, b"", body, ToAgent::Chunked, returning).await);
         assert_eq!(agent, b"5\r\nhello\r\n8\r\n, world!\r\n0\r\n\r\n");
     }
 

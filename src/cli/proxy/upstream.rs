@@ -291,6 +291,11 @@ pub struct RawBody {
 }
 
 impl RawBody {
+    /// How the body is framed on the wire.
+    pub fn framing(&self) -> Framing {
+        self.framing
+    }
+
     /// The next bytes of the body; `None` once it has ended.
     pub async fn next(&mut self) -> Option<Result<Piece, String>> {
         loop {
