@@ -151,8 +151,7 @@ async fn serve(mut agent: TcpStream, shared: Arc<Shared>) {
                 return;
             }
         };
-        let keep_alive = request.keep_alive;
-        if !exchange(&shared, request, &mut agent).await || !keep_alive {
+        if !exchange(&shared, request, &mut agent).await {
             return;
         }
     }

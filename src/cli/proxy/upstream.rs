@@ -307,8 +307,8 @@ impl RawBody {
             if !connection.inbox.is_empty() {
                 let wire = connection.inbox.split().freeze();
                 let (used, payload, done) = match self.framing {
-                    Framing::Empty => (0, Payload::Whole, true),
-                    Framing::Length(_) => {
+                    // An empty body has `left` 0 (and has ended above).
+                    Framing::Empty | Framing::Length(_) => {
                         let take = self.left.min(wire.len() as u64) as usize;
                         self.left -= take as u64;
                         (take, Payload::Whole, self.left == 0)
