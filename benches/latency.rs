@@ -3,9 +3,9 @@
 //! Every key press must be answered within one frame.
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use loopdbg::tui::theme::Theme;
-use loopdbg::tui::{Action, App, update};
-use loopdbg::{Session, Strategy};
+use loopdbg_engine::{Session, Strategy};
+use loopdbg_tui::theme::Theme;
+use loopdbg_tui::{Action, App, update};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use std::hint::black_box;
@@ -27,7 +27,7 @@ fn bench(c: &mut Criterion) {
     let strategy = Strategy::for_session(&session);
 
     c.bench_function("engine: record 5000 rounds", |b| {
-        b.iter(|| loopdbg::run(black_box(&session), black_box(&strategy)))
+        b.iter(|| loopdbg_engine::run(black_box(&session), black_box(&strategy)))
     });
 
     let mut app = App::new(
@@ -86,7 +86,7 @@ fn bench(c: &mut Criterion) {
 
 /// A captured conversation of 3000 turns with two calls each (6000 ids),
 /// every tenth turn losing a result: a long agent log to replay.
-fn big_conversation() -> loopdbg::wire::read::Conversation {
+fn big_conversation() -> loopdbg_wire::read::Conversation {
     let mut msgs = vec![serde_json::json!({"role": "user", "content": "go"})];
     for r in 0..3000 {
         msgs.push(serde_json::json!({"role": "assistant", "content": [
@@ -101,20 +101,20 @@ fn big_conversation() -> loopdbg::wire::read::Conversation {
         msgs.push(serde_json::json!({"role": "user", "content": results}));
     }
     let doc = serde_json::json!({ "messages": msgs });
-    loopdbg::wire::read::read(&doc, loopdbg::wire::read::detect(&doc).unwrap()).unwrap()
+    loopdbg_wire::read::read(&doc, loopdbg_wire::read::detect(&doc).unwrap()).unwrap()
 }
 
 fn replay(c: &mut Criterion) {
     let conv = big_conversation();
     c.bench_function("replay: check + trace of a 6000-call conversation", |b| {
         b.iter(|| {
-            let findings = loopdbg::wire::check::check(&conv);
-            loopdbg::wire::replay::trace_of(&conv, &findings)
+            let findings = loopdbg_wire::check::check(&conv);
+            loopdbg_wire::replay::trace_of(&conv, &findings)
         })
     });
-    let findings = loopdbg::wire::check::check(&conv);
-    let trace = loopdbg::wire::replay::trace_of(&conv, &findings);
-    let session = loopdbg::wire::replay::session_for(&conv, "replay");
+    let findings = loopdbg_wire::check::check(&conv);
+    let trace = loopdbg_wire::replay::trace_of(&conv, &findings);
+    let session = loopdbg_wire::replay::session_for(&conv, "replay");
     let mut app = App::replay("big.json", session, trace, "anthropic", Theme::color());
     apply(&mut app, Action::Resize(120, 40));
     let middle = app.trace.len() / 2;

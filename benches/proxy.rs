@@ -28,13 +28,8 @@
 //!
 //! `cargo bench --bench proxy`; figures in the README.
 
-#[path = "../tests/fake/mod.rs"]
-mod fake;
-// loopdbg's own proxy code, run in this bench's process as one more way.
-// Its unit tests are the binary's; here they only build.
-#[allow(dead_code, unused_imports)]
-#[path = "../src/cli/proxy.rs"]
-mod proxy;
+use loopdbg_fake as fake;
+use loopdbg_proxy as proxy;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -227,7 +222,7 @@ fn loopdbg_code(upstream: String) {
             upstream: reqwest::Url::parse(&upstream).unwrap(),
             listen: "127.0.0.1:0".parse().unwrap(),
             capture: None,
-            on_invalid: loopdbg::live::gate::OnInvalid::Forward,
+            on_invalid: loopdbg_proxy::gate::OnInvalid::Forward,
         };
         let mut running = proxy::start(&config).await.unwrap();
         println!("{}", running.addr);

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use loopdbg::lesson::checks::RunAnalysis;
-use loopdbg::wire::read::{Log, Source};
+use loopdbg_lesson::checks::RunAnalysis;
+use loopdbg_wire::read::{Log, Source};
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -36,10 +36,10 @@ fn main() {
         time("finish", t.elapsed());
         let conv = &convs[0];
         let t = Instant::now();
-        let findings = loopdbg::wire::check::check(conv);
+        let findings = loopdbg_wire::check::check(conv);
         time("check", t.elapsed());
         let t = Instant::now();
-        let replayed = loopdbg::wire::replay::replayed(conv);
+        let replayed = loopdbg_wire::replay::replayed(conv);
         time("replayed", t.elapsed());
         let t = Instant::now();
         let trace = replayed.with_findings(conv, &findings);

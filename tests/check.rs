@@ -5,13 +5,13 @@
 mod common;
 use common::*;
 
-use loopdbg::engine::ledger::Ledger;
-use loopdbg::engine::strategy::{Extract, StopRule};
-use loopdbg::wire::check::{Finding, check};
-use loopdbg::wire::fix::{Repair, repair};
-use loopdbg::wire::provider::{Format, request_body};
-use loopdbg::wire::read::{Conversation, Source, detect, read};
-use loopdbg::{Session, Strategy};
+use loopdbg_engine::ledger::Ledger;
+use loopdbg_engine::strategy::{Extract, StopRule};
+use loopdbg_engine::{Session, Strategy};
+use loopdbg_wire::check::{Finding, check};
+use loopdbg_wire::fix::{Repair, repair};
+use loopdbg_wire::provider::{Format, request_body};
+use loopdbg_wire::read::{Conversation, Source, detect, read};
 use serde_json::Value;
 
 fn conversation(name: &str) -> Conversation {
@@ -290,11 +290,11 @@ fn round_trip(
     strategy: &Strategy,
     format: Format,
 ) -> Vec<(usize, Vec<Finding>)> {
-    let trace = loopdbg::run(session, strategy);
+    let trace = loopdbg_engine::run(session, strategy);
     let mut lens: Vec<usize> = trace
         .steps
         .iter()
-        .filter(|s| s.phase == loopdbg::engine::trace::Phase::Request)
+        .filter(|s| s.phase == loopdbg_engine::trace::Phase::Request)
         .map(|s| s.history_len)
         .collect();
     lens.push(trace.messages.len());
@@ -339,7 +339,7 @@ fn parallel_call_sessions_carry_exactly_the_dropped_call_under_first() {
         s.extract = Extract::First;
         s.stop = StopRule::ToolCalls;
         s.max_rounds = s.max_rounds.min(20);
-        let trace = loopdbg::run(&session, &s);
+        let trace = loopdbg_engine::run(&session, &s);
         let mut expected = Ledger::of(&trace.messages, &[]).unpaired();
         expected.sort();
         for format in Format::ALL {
@@ -400,10 +400,10 @@ fn view_spans_agree_with_rendering() {
         s.max_rounds = s.max_rounds.min(12);
         for extract in [Extract::First, Extract::All] {
             s.extract = extract;
-            let trace = loopdbg::run(&session, &s);
+            let trace = loopdbg_engine::run(&session, &s);
             for format in Format::ALL {
-                let items = loopdbg::wire::provider::render(format, &trace.messages);
-                let spans = loopdbg::wire::provider::spans(format, &trace.messages);
+                let items = loopdbg_wire::provider::render(format, &trace.messages);
+                let spans = loopdbg_wire::provider::spans(format, &trace.messages);
                 assert_eq!(items.len(), spans.len(), "{name} as {format}");
                 for (item, span) in items.iter().zip(&spans) {
                     assert_eq!(
@@ -411,8 +411,8 @@ fn view_spans_agree_with_rendering() {
                         (span.role, &span.from),
                         "{name} as {format}"
                     );
-                    let alone = loopdbg::wire::provider::render_span(format, &trace.messages, span)
-                        .unwrap();
+                    let alone =
+                        loopdbg_wire::provider::render_span(format, &trace.messages, span).unwrap();
                     assert_eq!(&alone, item, "{name} as {format}");
                 }
             }

@@ -1,6 +1,6 @@
 //! The README's key list and commands stay true to the code.
 
-use loopdbg::tui::keymap::{KEYMAP, keys_label};
+use loopdbg_tui::keymap::{KEYMAP, keys_label};
 
 fn readme() -> String {
     std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap()
@@ -78,7 +78,7 @@ fn readme_examples_print_what_they_show() {
 #[test]
 fn readme_tells_every_finding_kind_and_its_severity() {
     let text = readme();
-    for (kind, _) in loopdbg::wire::check::KINDS {
+    for (kind, _) in loopdbg_wire::check::KINDS {
         assert!(
             text.contains(&format!("| `{kind}` |")),
             "README's findings table does not list `{kind}`"

@@ -4,17 +4,17 @@
 
 mod common;
 
-use loopdbg::engine::ledger::Ledger;
-use loopdbg::engine::message::{Block, Role};
-use loopdbg::engine::strategy::{Closure, Extract, StopRule};
-use loopdbg::engine::trace::{CallStatus, End, Phase, StepEvent, Trace};
-use loopdbg::{Session, Strategy};
+use loopdbg_engine::ledger::Ledger;
+use loopdbg_engine::message::{Block, Role};
+use loopdbg_engine::strategy::{Closure, Extract, StopRule};
+use loopdbg_engine::trace::{CallStatus, End, Phase, StepEvent, Trace};
+use loopdbg_engine::{Session, Strategy};
 
 fn run(name: &str, closure: Closure) -> Trace {
     let s = common::session(name);
     let mut strategy = Strategy::for_session(&s);
     strategy.closure = closure;
-    loopdbg::run(&s, &strategy)
+    loopdbg_engine::run(&s, &strategy)
 }
 
 /// No unpaired id, no orphan result, no id answered twice, in the final
@@ -173,9 +173,9 @@ fn truncated_turn_robust_discards_careless_runs() {
     let s = common::session("fault_truncated.json");
     let mut careless = Strategy::for_session(&s);
     careless.stop = StopRule::ToolCalls;
-    let t = loopdbg::run(&s, &careless);
+    let t = loopdbg_engine::run(&s, &careless);
     assert_eq!(t.outcome.end, End::ModelDone);
-    let warnings = loopdbg::lesson::checks::warnings(&t);
+    let warnings = loopdbg_lesson::checks::warnings(&t);
     assert!(
         warnings.iter().any(|w| w.kind == "truncated_executed"),
         "{warnings:?}"
@@ -235,9 +235,9 @@ fn dropped_calls_under_each_closure() {
     strategy.stop = StopRule::ToolCalls;
     strategy.behavior = "skip".into();
     strategy.closure = Closure::Leave;
-    assert_eq!(dangling(&loopdbg::run(&s, &strategy)), ["toolu_f1"]);
+    assert_eq!(dangling(&loopdbg_engine::run(&s, &strategy)), ["toolu_f1"]);
     strategy.closure = Closure::Synthesize;
-    let t = loopdbg::run(&s, &strategy);
+    let t = loopdbg_engine::run(&s, &strategy);
     assert_whole(&t, "dropped/synthesize");
     assert!(
         result_text(&t, "toolu_f1")
@@ -245,13 +245,13 @@ fn dropped_calls_under_each_closure() {
             .contains("not executed")
     );
     strategy.closure = Closure::Strip;
-    let t = loopdbg::run(&s, &strategy);
+    let t = loopdbg_engine::run(&s, &strategy);
     assert_whole(&t, "dropped/strip");
 }
 
 mod property {
     use super::{Phase, Session};
-    use loopdbg::Strategy as LoopStrategy;
+    use loopdbg_engine::Strategy as LoopStrategy;
     use proptest::prelude::*;
     use serde_json::json;
 
@@ -337,7 +337,7 @@ mod property {
             let rounds: Vec<Vec<usize>> = shape.iter().map(|r| r.iter().map(|t| t % tools.len()).collect()).collect();
             let s = session(&tools, &rounds, interrupt, fallback);
             let strategy = LoopStrategy::for_session(&s);
-            let t = loopdbg::run(&s, &strategy);
+            let t = loopdbg_engine::run(&s, &strategy);
             for (k, step) in t.steps.iter().enumerate() {
                 if step.phase == Phase::Request || k + 1 == t.len() {
                     let ledger = t.ledger_at(k);
@@ -348,7 +348,7 @@ mod property {
             }
             prop_assert!(t.violations.is_empty());
             // Deterministic: the same session and strategy, the same trace.
-            prop_assert_eq!(loopdbg::run(&s, &strategy), t);
+            prop_assert_eq!(loopdbg_engine::run(&s, &strategy), t);
         }
     }
 }
@@ -358,12 +358,12 @@ mod property {
 fn the_engine_runs_inside_a_tokio_runtime() {
     let s = common::session("fault_sibling_error.json");
     let strategy = Strategy::for_session(&s);
-    let outside = loopdbg::run(&s, &strategy);
+    let outside = loopdbg_engine::run(&s, &strategy);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    let inside = rt.block_on(async { loopdbg::run(&s, &strategy) });
+    let inside = rt.block_on(async { loopdbg_engine::run(&s, &strategy) });
     assert_eq!(inside, outside);
 }
 
@@ -391,7 +391,7 @@ fn a_close_step_marks_every_round_with_a_call_left_unanswered() {
     strategy.stop = StopRule::ToolCalls;
     strategy.behavior = "reask".into();
     strategy.closure = Closure::Leave;
-    let t = loopdbg::run(&s, &strategy);
+    let t = loopdbg_engine::run(&s, &strategy);
     let closes = t.steps.iter().filter(|s| s.phase == Phase::Close).count();
     assert_eq!(closes, t.rounds.len());
     // Every call answered: no Close step.

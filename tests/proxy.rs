@@ -3,7 +3,7 @@
 //! waits for the proxy's own line about the exchange, which it prints only
 //! after the exchange is in the capture.
 
-mod fake;
+use loopdbg_fake as fake;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

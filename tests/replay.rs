@@ -5,14 +5,14 @@
 mod common;
 use common::*;
 
-use loopdbg::engine::trace::Phase;
-use loopdbg::tui::app::Pane;
-use loopdbg::tui::explain::explain;
-use loopdbg::tui::theme::Theme;
-use loopdbg::tui::{Action, App};
-use loopdbg::wire::check::check;
-use loopdbg::wire::read::Conversation;
-use loopdbg::wire::replay::{session_for, trace_of};
+use loopdbg_engine::trace::Phase;
+use loopdbg_tui::app::Pane;
+use loopdbg_tui::explain::explain;
+use loopdbg_tui::theme::Theme;
+use loopdbg_tui::{Action, App};
+use loopdbg_wire::check::check;
+use loopdbg_wire::read::Conversation;
+use loopdbg_wire::replay::{session_for, trace_of};
 
 fn replay(conv: &Conversation) -> App {
     let findings = check(conv);
@@ -211,8 +211,8 @@ fn help_in_a_replay_lists_no_strategy_keys() {
 #[test]
 fn a_broken_stream_and_its_late_result_are_named_at_their_steps() {
     let s = common::session("fault_fallback.json");
-    let strategy = loopdbg::Strategy::for_session(&s);
-    let trace = loopdbg::run(&s, &strategy);
+    let strategy = loopdbg_engine::Strategy::for_session(&s);
+    let trace = loopdbg_engine::run(&s, &strategy);
     let said: Vec<String> = (0..trace.len())
         .map(|k| explain(&trace, k, s.tools.len()))
         .collect();
@@ -242,10 +242,7 @@ fn notes_alone_are_no_problems_at_the_end() {
     );
     let convs = claude_code_log("claude_code_v2/rewind.jsonl");
     let app = replay(&convs[0]);
-    assert_eq!(
-        app.trace.outcome.end,
-        loopdbg::engine::trace::End::ModelDone
-    );
+    assert_eq!(app.trace.outcome.end, loopdbg_engine::trace::End::ModelDone);
     assert_eq!(
         app.trace.outcome.detail,
         "the transcript ends here; no pairing problems, 1 note(s)"
@@ -295,10 +292,10 @@ fn a_replayed_answer_that_quotes_no_number_raises_no_quote_warning() {
         serde_json::from_str(&fixture("anthropic_clean.json")).unwrap();
     let last = doc["messages"].as_array_mut().unwrap().last_mut().unwrap();
     last["content"][0]["text"] = "北京今天晴；汇率见上。".into();
-    let conv = loopdbg::wire::read::read(&doc, loopdbg::wire::read::detect(&doc).unwrap()).unwrap();
+    let conv = loopdbg_wire::read::read(&doc, loopdbg_wire::read::detect(&doc).unwrap()).unwrap();
     let app = replay(&conv);
     assert!(
-        !loopdbg::lesson::checks::warnings(&app.trace)
+        !loopdbg_lesson::checks::warnings(&app.trace)
             .iter()
             .any(|w| w.kind == "uncited")
     );
@@ -307,7 +304,7 @@ fn a_replayed_answer_that_quotes_no_number_raises_no_quote_warning() {
 #[test]
 fn a_spin_is_one_loop_repeating_not_a_user_asking_again() {
     let spins = |conv: &Conversation| {
-        loopdbg::lesson::checks::warnings(&replay(conv).trace)
+        loopdbg_lesson::checks::warnings(&replay(conv).trace)
             .iter()
             .any(|w| w.kind == "spin")
     };

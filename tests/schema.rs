@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 fn validator() -> jsonschema::Validator {
-    jsonschema::validator_for(&loopdbg::engine::schema::session_schema()).expect("a valid schema")
+    jsonschema::validator_for(&loopdbg_engine::schema::session_schema()).expect("a valid schema")
 }
 
 fn read(path: &str) -> String {

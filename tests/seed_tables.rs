@@ -3,12 +3,12 @@
 
 mod common;
 
-use loopdbg::engine::ledger::Ledger;
-use loopdbg::engine::strategy::{Extract, StopRule};
-use loopdbg::engine::trace::{End, Phase};
-use loopdbg::lesson::report::RunReport;
-use loopdbg::lesson::walkthrough::{self, StepState};
-use loopdbg::{Session, Strategy, Trace};
+use loopdbg_engine::ledger::Ledger;
+use loopdbg_engine::strategy::{Extract, StopRule};
+use loopdbg_engine::trace::{End, Phase};
+use loopdbg_engine::{Session, Strategy, Trace};
+use loopdbg_lesson::report::RunReport;
+use loopdbg_lesson::walkthrough::{self, StepState};
 
 fn run(session: &Session, extract: Extract, stop: StopRule, behavior: Option<&str>) -> Trace {
     let mut s = Strategy::for_session(session);
@@ -17,7 +17,7 @@ fn run(session: &Session, extract: Extract, stop: StopRule, behavior: Option<&st
     if let Some(b) = behavior {
         s.behavior = b.to_string();
     }
-    loopdbg::run(session, &s)
+    loopdbg_engine::run(session, &s)
 }
 
 fn roles(t: &Trace) -> String {
@@ -217,7 +217,7 @@ fn parameter_trap_gives_an_error_result_and_a_lint() {
     let t = run(&s, Extract::All, StopRule::Robust, None);
     let e = &t.rounds[0].executions[0];
     assert!(e.outcome.ran && e.outcome.is_error);
-    let lints = loopdbg::lesson::lint::lint(&s);
+    let lints = loopdbg_lesson::lint::lint(&s);
     assert!(lints.iter().any(|w| w.kind == "undeclared_table_key"));
 }
 
@@ -275,8 +275,8 @@ fn every_shipped_session_is_deterministic() {
         let s = common::session(&name);
         let strategy = Strategy::for_session(&s);
         assert_eq!(
-            loopdbg::run(&s, &strategy),
-            loopdbg::run(&s, &strategy),
+            loopdbg_engine::run(&s, &strategy),
+            loopdbg_engine::run(&s, &strategy),
             "{name}"
         );
     }
@@ -288,15 +288,15 @@ fn a_stub_that_reuses_ids_leaves_one_unpaired_call_per_round() {
     // again; only toolu_w1 is run, so each round's toolu_f1 stays unpaired.
     let s = common::session("weather_fx.json");
     let mut st = Strategy::for_session(&s);
-    st.extract = loopdbg::engine::strategy::Extract::First;
+    st.extract = loopdbg_engine::strategy::Extract::First;
     st.stop = StopRule::ToolCalls;
     st.behavior = "reask".into();
-    let t = loopdbg::run(&s, &st);
+    let t = loopdbg_engine::run(&s, &st);
     assert_eq!(unpaired(&t), vec!["toolu_f1"; 6]);
     // At round 2's Reply, round 1's toolu_f1 is still unpaired, though the
     // reply names toolu_f1 again.
     let reply2 = (0..t.len())
-        .find(|&k| t.step(k).round == 2 && t.step(k).phase == loopdbg::engine::trace::Phase::Reply)
+        .find(|&k| t.step(k).round == 2 && t.step(k).phase == loopdbg_engine::trace::Phase::Reply)
         .unwrap();
     assert_eq!(t.step(reply2).unpaired, 1);
     assert_eq!(t.ledger_at(reply2).counts().unpaired, 1);

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use portable_pty::{CommandBuilder, PtySize, native_pty_system};
 
-mod fake;
+use loopdbg_fake as fake;
 
 const PATIENCE: Duration = Duration::from_secs(30);
 

@@ -4,11 +4,11 @@
 mod common;
 use common::*;
 
-use loopdbg::engine::strategy::{Extract, StopRule};
-use loopdbg::engine::trace::Phase;
-use loopdbg::tui::theme::Theme;
-use loopdbg::tui::{Action, App};
-use loopdbg::{Session, Strategy};
+use loopdbg_engine::strategy::{Extract, StopRule};
+use loopdbg_engine::trace::Phase;
+use loopdbg_engine::{Session, Strategy};
+use loopdbg_tui::theme::Theme;
+use loopdbg_tui::{Action, App};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::style::{Color, Modifier};
@@ -216,9 +216,9 @@ fn anthropic_view_groups_the_results() {
 /// The debugger replaying the first conversation of a Claude Code fixture.
 fn replayed_log(name: &str) -> App {
     let conv = common::claude_code_log(name).remove(0);
-    let findings = loopdbg::wire::check::check(&conv);
-    let trace = loopdbg::wire::replay::trace_of(&conv, &findings);
-    let session = loopdbg::wire::replay::session_for(&conv, "replay");
+    let findings = loopdbg_wire::check::check(&conv);
+    let trace = loopdbg_wire::replay::trace_of(&conv, &findings);
+    let session = loopdbg_wire::replay::session_for(&conv, "replay");
     let file = name.rsplit('/').next().unwrap_or(name);
     App::replay(file, session, trace, "claude-code", Theme::color())
 }
@@ -309,7 +309,7 @@ fn execute_steps_count_the_calls_as_they_end() {
         {"when": {"round": 1}, "reply": {"tool_calls": [
           {"id": "c_slow", "name": "slow", "args": {}}, {"id": "c_fast", "name": "fast", "args": {}}]}},
         {"reply": {"text": "1 and 2"}}]}}"#;
-    let s = loopdbg::Session::parse("order.json", text).unwrap();
+    let s = loopdbg_engine::Session::parse("order.json", text).unwrap();
     let strategy = Strategy::for_session(&s);
     let mut a = App::new("order.json", s, strategy, Theme::color());
     let mut seen = Vec::new();
@@ -630,8 +630,8 @@ fn selecting_a_result_lights_its_call_and_the_reverse() {
 /// canonical view), the same text `check` gives for that body.
 #[test]
 fn a_rejected_request_is_explained_in_the_providers_words() {
-    use loopdbg::tui::explain::provider_rejection;
-    use loopdbg::wire::provider::Format;
+    use loopdbg_tui::explain::provider_rejection;
+    use loopdbg_wire::provider::Format;
     let mut a = app("weather_fx.json", first_reask, Theme::color());
     // Round 2's request carries round 1's dropped toolu_f1.
     apply(&mut a, Action::NextRound);
@@ -676,7 +676,7 @@ fn a_rejected_request_is_explained_in_the_providers_words() {
 
 #[test]
 fn a_live_view_names_its_source_and_whether_it_follows() {
-    use loopdbg::wire::read::{Source, read};
+    use loopdbg_wire::read::{Source, read};
     let doc = serde_json::json!([
         {"role": "user", "content": "weather and fx?"},
         {"role": "assistant", "content": [
@@ -686,13 +686,13 @@ fn a_live_view_names_its_source_and_whether_it_follows() {
     ]);
     let conv = read(
         &doc,
-        Source::Provider(loopdbg::wire::provider::Format::Anthropic),
+        Source::Provider(loopdbg_wire::provider::Format::Anthropic),
     )
     .unwrap();
-    let findings = loopdbg::wire::check::check(&conv);
-    let update = loopdbg::tui::app::LiveUpdate {
-        session: loopdbg::wire::replay::session_for(&conv, "live: exchange #2 of 2"),
-        trace: loopdbg::wire::replay::trace_of(&conv, &findings),
+    let findings = loopdbg_wire::check::check(&conv);
+    let update = loopdbg_tui::app::LiveUpdate {
+        session: loopdbg_wire::replay::session_for(&conv, "live: exchange #2 of 2"),
+        trace: loopdbg_wire::replay::trace_of(&conv, &findings),
         source: "anthropic".into(),
         alarm: Some(
             "ALARM #2 (forwarded as it was): the provider would answer 400 (messages[1]): toolu_f1"
@@ -756,7 +756,7 @@ fn two_timelines_with_the_first_divergence() {
 
 #[test]
 fn a_tour_stop_with_an_answer_being_typed() {
-    let sessions = loopdbg::lesson::tour::STOPS
+    let sessions = loopdbg_lesson::tour::STOPS
         .iter()
         .map(|s| session(s.session))
         .collect();
@@ -780,7 +780,7 @@ fn the_close_step_under_leave_names_the_dangling_call() {
     }
     assert_eq!(
         a.strategy().closure,
-        loopdbg::engine::strategy::Closure::Leave
+        loopdbg_engine::strategy::Closure::Leave
     );
     let t = draw(&mut a, 120, 40);
     let text = format!("{:?}", t.backend());

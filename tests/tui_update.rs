@@ -4,13 +4,13 @@
 mod common;
 use common::*;
 
-use loopdbg::Strategy;
-use loopdbg::engine::strategy::{Extract, StopRule};
-use loopdbg::engine::trace::Phase;
-use loopdbg::tui::app::{Pane, Popup};
-use loopdbg::tui::keymap::{KEYMAP, action_for};
-use loopdbg::tui::theme::Theme;
-use loopdbg::tui::{Action, App};
+use loopdbg_engine::Strategy;
+use loopdbg_engine::strategy::{Extract, StopRule};
+use loopdbg_engine::trace::Phase;
+use loopdbg_tui::app::{Pane, Popup};
+use loopdbg_tui::keymap::{KEYMAP, action_for};
+use loopdbg_tui::theme::Theme;
+use loopdbg_tui::{Action, App};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 fn app_with(name: &str, extract: Extract, stop: StopRule, behavior: &str) -> App {
@@ -283,7 +283,7 @@ fn wheel_scrolls_the_pane_under_the_pointer() {
     let mut app = fx_first_reask();
     apply(&mut app, Action::Last);
     let area = ratatui::layout::Rect::new(0, 0, 120, 40);
-    let areas = loopdbg::tui::view::layout(&app, area);
+    let areas = loopdbg_tui::view::layout(&app, area);
     apply(
         &mut app,
         Action::Wheel {
@@ -386,7 +386,7 @@ fn resize_is_recorded_for_hit_testing() {
 
 #[test]
 fn every_binding_in_the_keymap_dispatches_its_action() {
-    use loopdbg::tui::keymap::Key;
+    use loopdbg_tui::keymap::Key;
     for b in KEYMAP.iter() {
         for k in b.keys {
             let event = match *k {
@@ -406,11 +406,11 @@ fn replay_app(name: &str) -> App {
     );
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let source = loopdbg::wire::read::detect(&doc).unwrap();
-    let conv = loopdbg::wire::read::read(&doc, source).unwrap();
-    let findings = loopdbg::wire::check::check(&conv);
-    let trace = loopdbg::wire::replay::trace_of(&conv, &findings);
-    let session = loopdbg::wire::replay::session_for(&conv, "replay");
+    let source = loopdbg_wire::read::detect(&doc).unwrap();
+    let conv = loopdbg_wire::read::read(&doc, source).unwrap();
+    let findings = loopdbg_wire::check::check(&conv);
+    let trace = loopdbg_wire::replay::trace_of(&conv, &findings);
+    let session = loopdbg_wire::replay::session_for(&conv, "replay");
     let mut app = App::replay(name, session, trace, source.as_str(), Theme::color());
     apply(&mut app, Action::Resize(120, 40));
     app
@@ -464,7 +464,7 @@ fn w_cycles_the_wire_views_and_the_roles_follow() {
     apply(&mut app, Action::Last);
     assert_eq!(app.view_len(), 5);
     apply(&mut app, key('w'));
-    assert_eq!(app.view, Some(loopdbg::wire::provider::Format::Anthropic));
+    assert_eq!(app.view, Some(loopdbg_wire::provider::Format::Anthropic));
     let roles: Vec<String> = app.view_items().into_iter().map(|i| i.role).collect();
     assert_eq!(
         roles,
@@ -508,7 +508,7 @@ fn w_cycles_the_wire_views_and_the_roles_follow() {
 fn x_interrupts_at_the_current_execute_step_and_p_cycles_the_closure() {
     let s = session("fault_timeout.json");
     let mut strategy = Strategy::for_session(&s);
-    strategy.closure = loopdbg::engine::strategy::Closure::Leave;
+    strategy.closure = loopdbg_engine::strategy::Closure::Leave;
     let mut app = App::new("fault_timeout.json", s, strategy, Theme::color());
     apply(&mut app, key('x'));
     assert!(
@@ -532,20 +532,20 @@ fn x_interrupts_at_the_current_execute_step_and_p_cycles_the_closure() {
             .unwrap()
             .contains("interrupt in round 1 at 80 ms")
     );
-    assert_eq!(app.trace.outcome.end, loopdbg::engine::trace::End::Error);
+    assert_eq!(app.trace.outcome.end, loopdbg_engine::trace::End::Error);
     // Under leave the slow call dangles; p cycles to synthesize and closes it.
     assert_eq!(app.analysis().unpaired, ["call_sh"]);
     apply(&mut app, key('p'));
     assert_eq!(
         app.strategy().closure,
-        loopdbg::engine::strategy::Closure::Synthesize
+        loopdbg_engine::strategy::Closure::Synthesize
     );
     assert!(app.analysis().unpaired.is_empty());
     assert!(app.notice.as_ref().unwrap().contains("call_sh paired"));
     apply(&mut app, key('p'));
     assert_eq!(
         app.strategy().closure,
-        loopdbg::engine::strategy::Closure::Strip
+        loopdbg_engine::strategy::Closure::Strip
     );
     assert!(app.analysis().unpaired.is_empty());
 }
@@ -643,7 +643,7 @@ fn d_opens_and_closes_the_tools_popup() {
 
 #[test]
 fn slash_searches_ids_and_text_and_enter_steps_through_the_matches() {
-    use loopdbg::tui::keymap::search_action_for;
+    use loopdbg_tui::keymap::search_action_for;
     let mut app = fx_first_reask();
     apply(&mut app, Action::Last);
     apply(&mut app, key('/'));
@@ -718,17 +718,17 @@ fn slash_searches_ids_and_text_and_enter_steps_through_the_matches() {
 }
 
 /// A live picture of a conversation given as an Anthropic message array.
-fn live_update(messages: serde_json::Value, alarm: Option<&str>) -> loopdbg::tui::app::LiveUpdate {
-    use loopdbg::wire::read::{Source, read};
+fn live_update(messages: serde_json::Value, alarm: Option<&str>) -> loopdbg_tui::app::LiveUpdate {
+    use loopdbg_wire::read::{Source, read};
     let conv = read(
         &messages,
-        Source::Provider(loopdbg::wire::provider::Format::Anthropic),
+        Source::Provider(loopdbg_wire::provider::Format::Anthropic),
     )
     .unwrap();
-    let findings = loopdbg::wire::check::check(&conv);
-    loopdbg::tui::app::LiveUpdate {
-        session: loopdbg::wire::replay::session_for(&conv, "live"),
-        trace: loopdbg::wire::replay::trace_of(&conv, &findings),
+    let findings = loopdbg_wire::check::check(&conv);
+    loopdbg_tui::app::LiveUpdate {
+        session: loopdbg_wire::replay::session_for(&conv, "live"),
+        trace: loopdbg_wire::replay::trace_of(&conv, &findings),
         source: "anthropic".into(),
         alarm: alarm.map(str::to_string),
     }
@@ -812,7 +812,7 @@ fn reply_without_second_call(app: &App) -> String {
 
 #[test]
 fn an_edit_at_round_1_that_removes_the_second_call_forks_the_run_the_engine_computes() {
-    use loopdbg::tui::app::Command;
+    use loopdbg_tui::app::Command;
     let mut app = fx_at_round_1_reply();
     let original = app.trace.clone();
     apply(&mut app, key('E'));
@@ -823,17 +823,17 @@ fn an_edit_at_round_1_that_removes_the_second_call_forks_the_run_the_engine_comp
     let edited = reply_without_second_call(&app);
     apply(&mut app, Action::EditDone(edited.clone()));
     // The fork is what the engine computes for that reply.
-    let reply: loopdbg::engine::session::Reply = serde_json::from_str(&edited).unwrap();
-    let expected_session = loopdbg::engine::fork::apply(
+    let reply: loopdbg_engine::session::Reply = serde_json::from_str(&edited).unwrap();
+    let expected_session = loopdbg_engine::fork::apply(
         &app.forks[0].session,
-        &loopdbg::engine::fork::Edit::Reply {
+        &loopdbg_engine::fork::Edit::Reply {
             behavior: "complete".into(),
             round: 1,
             reply,
         },
     )
     .unwrap();
-    let expected = loopdbg::run(&expected_session, app.strategy());
+    let expected = loopdbg_engine::run(&expected_session, app.strategy());
     assert_eq!(app.trace, expected);
     assert_ne!(app.trace, original);
     assert_eq!(app.fork, 1);
@@ -853,7 +853,7 @@ fn an_edit_at_round_1_that_removes_the_second_call_forks_the_run_the_engine_comp
 
 #[test]
 fn forks_are_a_tree_that_can_be_switched_and_written() {
-    use loopdbg::tui::app::{Command, Popup};
+    use loopdbg_tui::app::{Command, Popup};
     let mut app = fx_at_round_1_reply();
     apply(&mut app, key('F'));
     assert!(app.notice.as_deref().unwrap().contains("no forks yet"));
@@ -887,8 +887,8 @@ fn forks_are_a_tree_that_can_be_switched_and_written() {
         panic!("W asks the adapter to write")
     };
     assert_eq!(suggested, "weather_fx.fork2.json");
-    let reloaded = loopdbg::Session::parse("fork.json", &text).unwrap();
-    let again = loopdbg::run(&reloaded, &Strategy::for_session(&reloaded));
+    let reloaded = loopdbg_engine::Session::parse("fork.json", &text).unwrap();
+    let again = loopdbg_engine::run(&reloaded, &Strategy::for_session(&reloaded));
     assert_eq!(again, app.trace, "a written fork reproduces its trace");
 }
 
@@ -934,7 +934,7 @@ fn an_edited_return_value_forks_at_execute() {
 
 #[test]
 fn d_compares_with_the_other_extraction_or_the_parent_fork() {
-    use loopdbg::tui::app::Popup;
+    use loopdbg_tui::app::Popup;
     let mut app = fx_first_reask();
     apply(&mut app, key('D'));
     let Some(Popup::Diff { diff, other, .. }) = &app.popup else {
@@ -945,7 +945,7 @@ fn d_compares_with_the_other_extraction_or_the_parent_fork() {
 }
 
 fn tour_app() -> App {
-    let sessions = loopdbg::lesson::tour::STOPS
+    let sessions = loopdbg_lesson::tour::STOPS
         .iter()
         .map(|s| session(s.session))
         .collect();
@@ -963,12 +963,12 @@ fn answer(app: &mut App, text: &str) {
 }
 
 fn unpaired_on_screen(app: &App) -> Vec<String> {
-    loopdbg::engine::ledger::Ledger::of(app.trace.history_at(app.cursor), &[]).unpaired()
+    loopdbg_engine::ledger::Ledger::of(app.trace.history_at(app.cursor), &[]).unpaired()
 }
 
 #[test]
 fn the_tour_is_answered_by_driving_the_debugger() {
-    use loopdbg::tui::app::Command;
+    use loopdbg_tui::app::Command;
     let mut app = tour_app();
     // Stop 1: step to round 2's Request and count the messages pane.
     while !(phase(&app) == Phase::Request && app.trace.step(app.cursor).round == 2) {
@@ -1009,7 +1009,7 @@ fn the_tour_is_answered_by_driving_the_debugger() {
     for _ in 0..4 {
         apply(&mut app, key('s'));
         apply(&mut app, key('G'));
-        if app.trace.outcome.end == loopdbg::engine::trace::End::Error
+        if app.trace.outcome.end == loopdbg_engine::trace::End::Error
             && app.trace.outcome.requests == 1
         {
             found = Some(app.strategy().stop.to_string());
@@ -1040,7 +1040,7 @@ fn the_tour_is_answered_by_driving_the_debugger() {
 
 #[test]
 fn the_tour_resumes_at_the_first_unsolved_stop() {
-    let sessions = loopdbg::lesson::tour::STOPS
+    let sessions = loopdbg_lesson::tour::STOPS
         .iter()
         .map(|s| session(s.session))
         .collect();

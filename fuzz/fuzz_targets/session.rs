@@ -8,12 +8,12 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let Ok(session) = loopdbg::Session::parse("fuzz.json", text) else {
+    let Ok(session) = loopdbg_engine::Session::parse("fuzz.json", text) else {
         return;
     };
-    let _ = loopdbg::lesson::lint::lint(&session);
-    let mut strategy = loopdbg::Strategy::for_session(&session);
+    let _ = loopdbg_lesson::lint::lint(&session);
+    let mut strategy = loopdbg_engine::Strategy::for_session(&session);
     strategy.max_rounds = strategy.max_rounds.min(8);
-    let trace = loopdbg::run(&session, &strategy);
-    let _ = loopdbg::lesson::report::RunReport::new(&session, &trace);
+    let trace = loopdbg_engine::run(&session, &strategy);
+    let _ = loopdbg_lesson::report::RunReport::new(&session, &trace);
 });

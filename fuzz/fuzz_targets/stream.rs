@@ -5,9 +5,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use loopdbg::live::capture::conversation_of;
-use loopdbg::live::stream::Reassembler;
-use loopdbg::wire::provider::Format;
+use loopdbg_wire::capture::conversation_of;
+use loopdbg_wire::stream::Reassembler;
+use loopdbg_wire::provider::Format;
 
 fuzz_target!(|data: &[u8]| {
     // The first byte says where the stream is cut in two.

@@ -3,9 +3,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use loopdbg::tui::keymap::KEYMAP;
-use loopdbg::tui::theme::Theme;
-use loopdbg::tui::{Action, App, update};
+use loopdbg_tui::keymap::KEYMAP;
+use loopdbg_tui::theme::Theme;
+use loopdbg_tui::{Action, App, update};
 use ratatui::{Terminal, backend::TestBackend};
 
 const SESSIONS: &[(&str, &str)] = &[
@@ -45,8 +45,8 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let (name, text) = SESSIONS[pick as usize % SESSIONS.len()];
-    let session = loopdbg::Session::parse(name, text).expect("shipped sessions load");
-    let strategy = loopdbg::Strategy::for_session(&session);
+    let session = loopdbg_engine::Session::parse(name, text).expect("shipped sessions load");
+    let strategy = loopdbg_engine::Strategy::for_session(&session);
     let mut app = App::new(name, session, strategy, Theme::color());
     let mut size = (120u16, 40u16);
     update(&mut app, Action::Resize(size.0, size.1));

@@ -3,11 +3,11 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use loopdbg::engine::strategy::{Closure, Extract, StopRule};
-use loopdbg::live::gate::OnInvalid;
-use loopdbg::wire::fix::Repair;
-use loopdbg::wire::provider::Format;
-use loopdbg::wire::read::Source;
+use loopdbg_engine::strategy::{Closure, Extract, StopRule};
+use loopdbg_proxy::gate::OnInvalid;
+use loopdbg_wire::fix::Repair;
+use loopdbg_wire::provider::Format;
+use loopdbg_wire::read::Source;
 
 /// A step debugger for LLM agent tool-call loops.
 ///
@@ -149,7 +149,7 @@ fn parse_spec(s: &str) -> Result<StrategySpec, String> {
     Ok(StrategySpec(flags))
 }
 
-fn parse_export(s: &str) -> Result<loopdbg::handout::Kind, String> {
+fn parse_export(s: &str) -> Result<loopdbg_handout::Kind, String> {
     s.parse()
 }
 
@@ -197,7 +197,7 @@ pub enum Command {
         /// Write a handout of the run: md, html (one self-contained file) or
         /// json (the whole trace). To -o FILE, or standard output.
         #[arg(long, value_parser = parse_export, conflicts_with = "emit")]
-        export: Option<loopdbg::handout::Kind>,
+        export: Option<loopdbg_handout::Kind>,
         /// The wire format of the handout's request bodies (default anthropic).
         #[arg(long, value_parser = parse_provider, requires = "export")]
         wire: Option<Format>,

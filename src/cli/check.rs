@@ -12,13 +12,15 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 
-use loopdbg::LoadError;
-use loopdbg::diagnostics::error::LocatedError;
-use loopdbg::diagnostics::json_span::{SpanKind, SpanNode, offset_of_line_byte_col, parse_path};
-use loopdbg::live::capture;
-use loopdbg::wire::check::{Finding, check};
-use loopdbg::wire::fix::{Repair, repair};
-use loopdbg::wire::read::{
+use loopdbg_engine::LoadError;
+use loopdbg_engine::diagnostics::error::LocatedError;
+use loopdbg_engine::diagnostics::json_span::{
+    SpanKind, SpanNode, offset_of_line_byte_col, parse_path,
+};
+use loopdbg_wire::capture;
+use loopdbg_wire::check::{Finding, check};
+use loopdbg_wire::fix::{Repair, repair};
+use loopdbg_wire::read::{
     Conversation, Detail, Evidence, LineError, Log, ReadError, Source, classify_line, detect,
     detect_with_evidence, evidence, read_owned, recording,
 };
@@ -688,10 +690,10 @@ fn conversation_of_line(
         let offset = offset_in(line, &e).unwrap_or(0);
         in_line(origin, line_no, line, offset, e.to_string())
     })?;
-    conv.answer = answer.map(|(status, text)| loopdbg::wire::read::Answer {
+    conv.answer = answer.map(|(status, text)| loopdbg_wire::read::Answer {
         status,
         text,
-        source: loopdbg::wire::read::BlockSource {
+        source: loopdbg_wire::read::BlockSource {
             path: "response".into(),
             ..Default::default()
         },
@@ -773,7 +775,7 @@ fn read_opened(
                 None => Vec::new(),
             };
             let format = convs.first().map_or(
-                Source::Provider(loopdbg::wire::provider::Format::Anthropic),
+                Source::Provider(loopdbg_wire::provider::Format::Anthropic),
                 |c| c.source,
             );
             let count = convs.len();
@@ -893,7 +895,7 @@ fn read_opened(
             }
             Ok(ReadSummary {
                 format: format
-                    .unwrap_or(Source::Provider(loopdbg::wire::provider::Format::Anthropic)),
+                    .unwrap_or(Source::Provider(loopdbg_wire::provider::Format::Anthropic)),
                 conversations: count,
                 errors,
                 recording: false,
@@ -1194,7 +1196,7 @@ fn counted(problems: usize, notes: usize) -> String {
 }
 
 fn clean(s: &str) -> String {
-    loopdbg::lesson::report::clean(s)
+    loopdbg_lesson::report::clean(s)
 }
 
 /// True when `a` and `b` are one file: the same path, a symlink, or a hard

@@ -5,7 +5,7 @@
 
 use std::io::{self, Write};
 
-use loopdbg::diagnostics::inert::is_unsafe;
+use loopdbg_engine::diagnostics::inert::is_unsafe;
 use serde::Serialize;
 use serde_json::ser::{CompactFormatter, Formatter, PrettyFormatter, Serializer};
 

@@ -12,16 +12,16 @@ use std::sync::mpsc as std_mpsc;
 use std::time::Duration;
 
 use anyhow::Context;
-use loopdbg::live::capture::Exchange;
-use loopdbg::tui::App;
-use loopdbg::tui::app::LiveUpdate;
-use loopdbg::wire::check::{Finding, check};
-use loopdbg::wire::read::{Conversation, Source, read};
+use loopdbg_tui::App;
+use loopdbg_tui::app::LiveUpdate;
+use loopdbg_wire::capture::Exchange;
+use loopdbg_wire::check::{Finding, check};
+use loopdbg_wire::read::{Conversation, Source, read};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::check::{Replies, for_each_conversation, for_each_conversation_in};
-use super::{Failure, bad_flag, proxy, terminal};
+use super::{Failure, bad_flag, terminal};
 
 /// A replay of one conversation, ready for the debugger.
 /// A replay of `conv` with `findings` on it, ready for the debugger.
@@ -32,8 +32,8 @@ fn replay_update(
     alarm: Option<String>,
 ) -> LiveUpdate {
     LiveUpdate {
-        session: loopdbg::wire::replay::session_for(conv, title),
-        trace: loopdbg::wire::replay::trace_of(conv, findings),
+        session: loopdbg_wire::replay::session_for(conv, title),
+        trace: loopdbg_wire::replay::trace_of(conv, findings),
         source: conv.source.as_str().to_string(),
         alarm,
     }
@@ -44,7 +44,7 @@ fn placeholder(text: String, title: &str) -> LiveUpdate {
     let doc = serde_json::json!([{"role": "user", "content": text}]);
     let conv = read(
         &doc,
-        Source::Provider(loopdbg::wire::provider::Format::Anthropic),
+        Source::Provider(loopdbg_wire::provider::Format::Anthropic),
     )
     .expect("a plain user message reads");
     replay_update(&conv, &[], title, None)
@@ -65,7 +65,7 @@ fn alarm_of(prefix: &str, f: &Finding) -> String {
     format!(
         "{prefix}: the provider would answer 400 ({}): {}",
         f.path,
-        loopdbg::diagnostics::inert::clean(&f.message)
+        loopdbg_engine::diagnostics::inert::clean(&f.message)
     )
 }
 
@@ -101,9 +101,9 @@ impl Exchanges {
     fn update(&self, newest: &Exchange) -> Option<LiveUpdate> {
         let shown = self.shown()?.clone();
         let seq = shown["seq"].as_u64().unwrap_or(0);
-        let provider = loopdbg::live::capture::provider_of(&shown)?;
+        let provider = loopdbg_wire::capture::provider_of(&shown)?;
         let sent = read(&shown["request"], Source::Provider(provider)).ok()?;
-        let body = loopdbg::live::capture::conversation_of(shown);
+        let body = loopdbg_wire::capture::conversation_of(shown);
         let conv = read(&body, Source::Provider(provider)).ok()?;
         let findings = check(&sent);
         let rejected = newest.findings.iter().find(|f| f.rejected_by_provider);
@@ -162,7 +162,7 @@ impl CaptureFile {
 }
 
 /// `loopdbg proxy`.
-pub(super) fn proxy(config: proxy::Config, no_tui: bool) -> Result<ExitCode, Failure> {
+pub(super) fn proxy(config: loopdbg_proxy::Config, no_tui: bool) -> Result<ExitCode, Failure> {
     let scheme = config.upstream.scheme();
     if scheme != "http" && scheme != "https" {
         return Err(bad_flag(format!(
@@ -190,7 +190,7 @@ pub(super) fn proxy(config: proxy::Config, no_tui: bool) -> Result<ExitCode, Fai
         .enable_all()
         .build()
         .context("starting the proxy's runtime")?;
-    let mut running = runtime.block_on(proxy::start(&config))?;
+    let mut running = runtime.block_on(loopdbg_proxy::start(&config))?;
     let addr = running.addr.to_string();
     say!(
         "loopdbg proxy: listening on http://{addr} → {}{}",
@@ -210,7 +210,7 @@ pub(super) fn proxy(config: proxy::Config, no_tui: bool) -> Result<ExitCode, Fai
                         let Some(x) = x else { break };
                         let x = x.into_exchange();
                         capture.append(&x);
-                        if writeln!(out, "{}", proxy::summary_line(&x)).and_then(|()| out.flush()).is_err() {
+                        if writeln!(out, "{}", loopdbg_proxy::summary_line(&x)).and_then(|()| out.flush()).is_err() {
                             break;
                         }
                     }
@@ -254,7 +254,7 @@ fn update_of_file(
     bytes: Vec<u8>,
     which: Option<usize>,
     alarmed: &mut HashSet<String>,
-) -> Result<LiveUpdate, loopdbg::LoadError> {
+) -> Result<LiveUpdate, loopdbg_engine::LoadError> {
     let capture = is_capture(&bytes);
     let requests = capture.then(|| bytes.clone());
     let mut convs = Vec::new();
@@ -305,7 +305,7 @@ pub(super) fn is_capture(bytes: &[u8]) -> bool {
         .find(|l| !l.iter().all(u8::is_ascii_whitespace));
     first
         .and_then(|l| serde_json::from_slice::<Value>(l).ok())
-        .is_some_and(|v| loopdbg::live::capture::is_exchange(&v))
+        .is_some_and(|v| loopdbg_wire::capture::is_exchange(&v))
 }
 
 /// True when the file's first non-blank line is a capture record: read
@@ -381,7 +381,7 @@ pub(super) fn follow(path: &Path, which: Option<usize>) -> Result<ExitCode, Fail
     let origin = path.display().to_string();
     let mut alarmed = HashSet::new();
     let bytes = complete_lines(path).map_err(|e| {
-        Failure::from(loopdbg::LoadError::Unreadable {
+        Failure::from(loopdbg_engine::LoadError::Unreadable {
             origin: origin.clone(),
             reason: e.to_string(),
         })
@@ -474,7 +474,7 @@ pub(super) fn record(
     }
     let conv = &convs[n - 1];
     let title = format!("recorded from {origin}, conversation {n} of {count}");
-    let Some(rec) = loopdbg::live::record::record(conv, &title) else {
+    let Some(rec) = loopdbg_wire::record::record(conv, &title) else {
         return Err(bad_flag(format!(
             "{origin} conversation {n}: no user prompt the model answered, to start a session from"
         )));
@@ -482,7 +482,7 @@ pub(super) fn record(
     let mut text = serde_json::to_string_pretty(&rec.session).map_err(anyhow::Error::from)?;
     text.push('\n');
     // A session that does not load back is not worth writing.
-    loopdbg::Session::parse(&output.display().to_string(), &text)?;
+    loopdbg_engine::Session::parse(&output.display().to_string(), &text)?;
     let mut file = match OpenOptions::new().write(true).create_new(true).open(output) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {

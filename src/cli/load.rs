@@ -2,9 +2,9 @@
 
 use std::path::Path;
 
-use loopdbg::diagnostics::json_span::{LineIndex, SpanNode};
-use loopdbg::lesson::lint::lint;
-use loopdbg::{LoadError, Session};
+use loopdbg_engine::diagnostics::json_span::{LineIndex, SpanNode};
+use loopdbg_engine::{LoadError, Session};
+use loopdbg_lesson::lint::lint;
 
 /// A session with the text it came from.
 pub struct Loaded {
@@ -66,19 +66,19 @@ pub fn session(path: &Path, anywhere: bool) -> Result<Loaded, LoadError> {
             relative && std::fs::canonicalize(&file).map_or(true, |real| real.starts_with(&root));
         if !anywhere && !inside {
             return Err(LoadError::Refused {
-                origin: format!("{origin}: agent {}", loopdbg::lesson::report::clean(child)),
+                origin: format!("{origin}: agent {}", loopdbg_lesson::report::clean(child)),
                 reason: format!(
                     "the sub-agent file lies outside the session's folder ({}); pass --agents-anywhere to allow it",
                     root.display()
                 ),
             });
         }
-        if depth > loopdbg::engine::executor::MAX_AGENT_DEPTH {
+        if depth > loopdbg_engine::executor::MAX_AGENT_DEPTH {
             return Err(LoadError::Refused {
                 origin: child.to_string(),
                 reason: format!(
                     "sub-agents nest deeper than {} levels (a session that names itself?)",
-                    loopdbg::engine::executor::MAX_AGENT_DEPTH
+                    loopdbg_engine::executor::MAX_AGENT_DEPTH
                 ),
             });
         }
@@ -251,7 +251,7 @@ pub fn is_transcript(path: &Path) -> bool {
                 || (o.contains_key("sessionId") && o.contains_key("projectHash"));
             let session = o.contains_key("user") && o.get("model").is_some_and(|m| m.is_object());
             let recording =
-                loopdbg::wire::read::recording::is_recording(&serde_json::Value::Object(o));
+                loopdbg_wire::read::recording::is_recording(&serde_json::Value::Object(o));
             (conversation || recording) && !session
         }
         Ok(serde_json::Value::Array(_)) => true,
@@ -288,7 +288,7 @@ pub fn located_lint(loaded: &Loaded) -> Vec<String> {
                 "{}:{line}:{col}: warning[{}]: {}",
                 loaded.origin,
                 w.kind,
-                loopdbg::lesson::report::clean(&w.message)
+                loopdbg_lesson::report::clean(&w.message)
             )
         })
         .collect()

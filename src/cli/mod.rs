@@ -25,7 +25,7 @@ pub mod check;
 pub mod json;
 pub mod live;
 pub mod load;
-pub mod proxy;
+
 pub mod terminal;
 
 use std::io::Write;
@@ -34,11 +34,11 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use args::{CheckFormat, Cli, Command, CompareFormat, RunFormat, StrategyFlags};
-use loopdbg::engine::trace::Phase;
-use loopdbg::lesson::report::{RunReport, compare_markdown, compare_rows};
-use loopdbg::tui::App;
-use loopdbg::wire::provider::{default_model, request_body};
-use loopdbg::{Session, Strategy};
+use loopdbg_engine::trace::Phase;
+use loopdbg_engine::{Session, Strategy};
+use loopdbg_lesson::report::{RunReport, compare_markdown, compare_rows};
+use loopdbg_tui::App;
+use loopdbg_wire::provider::{default_model, request_body};
 
 /// How much `run --emit` prints without being asked for everything.
 const EMIT_LIMIT: u64 = 64 << 20;
@@ -76,8 +76,8 @@ enum Failure {
     Closed,
 }
 
-impl From<loopdbg::LoadError> for Failure {
-    fn from(err: loopdbg::LoadError) -> Self {
+impl From<loopdbg_engine::LoadError> for Failure {
+    fn from(err: loopdbg_engine::LoadError) -> Self {
         Failure::BadInput(miette::Report::new(err))
     }
 }
@@ -151,17 +151,17 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         }) => {
             let loaded = load::session(&session, cli.agents_anywhere)?;
             let strategy = strategy_for(&loaded.session, &strategy)?;
-            let trace = loopdbg::run(&loaded.session, &strategy);
+            let trace = loopdbg_engine::run(&loaded.session, &strategy);
             if let Some(kind) = export {
-                let format = wire.unwrap_or(loopdbg::wire::provider::Format::Anthropic);
-                let opts = loopdbg::handout::Options {
+                let format = wire.unwrap_or(loopdbg_wire::provider::Format::Anthropic);
+                let opts = loopdbg_handout::Options {
                     kind,
                     format,
                     model: default_model(format).to_string(),
                     redact,
                     origin: session.display().to_string(),
                 };
-                let text = loopdbg::handout::render(&loaded.session, &trace, &opts);
+                let text = loopdbg_handout::render(&loaded.session, &trace, &opts);
                 return match output {
                     Some(path) => {
                         write_new(&path, text.as_bytes(), force)?;
@@ -184,7 +184,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
                     .iter()
                     .filter(|s| s.phase == Phase::Request)
                     .collect();
-                let body_of = |step: &loopdbg::engine::trace::Step| {
+                let body_of = |step: &loopdbg_engine::trace::Step| {
                     request_body(
                         provider,
                         &loaded.session,
@@ -400,7 +400,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         }) => {
             let upstream = reqwest::Url::parse(&upstream)
                 .map_err(|e| bad_flag(format!("--upstream `{upstream}`: {e}")))?;
-            let config = proxy::Config {
+            let config = loopdbg_proxy::Config {
                 upstream,
                 listen,
                 capture,
@@ -418,7 +418,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             let right = right.unwrap_or_else(|| left.clone());
             let a = diff_side(&left, &left_strategy.0, cli.agents_anywhere)?;
             let b = diff_side(&right, &right_strategy.0, cli.agents_anywhere)?;
-            let diff = loopdbg::lesson::diff::diff(&a.side(), &b.side());
+            let diff = loopdbg_lesson::diff::diff(&a.side(), &b.side());
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             match format {
                 RunFormat::Text => write!(out, "{}", diff.to_text())?,
@@ -434,7 +434,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             })
         }
         Some(Command::Tour { restart }) => {
-            let sessions = loopdbg::lesson::tour::STOPS
+            let sessions = loopdbg_lesson::tour::STOPS
                 .iter()
                 .map(|stop| tour_session(stop.session))
                 .collect::<Result<Vec<_>, _>>()?;
@@ -453,7 +453,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             output,
         }) => live::record(&capture, conversation, &output),
         Some(Command::Schema) => {
-            let schema = loopdbg::engine::schema::session_schema();
+            let schema = loopdbg_engine::schema::session_schema();
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             json::pretty(&mut out, &schema).map_err(anyhow::Error::from)?;
             writeln!(out)?;
@@ -499,9 +499,9 @@ fn replay_app(path: &std::path::Path, which: Option<usize>) -> Result<App, Failu
     let (findings, replayed) = rayon::join(
         || {
             live::sent_findings(path, which, read.recording)
-                .unwrap_or_else(|| loopdbg::wire::check::check(&conv))
+                .unwrap_or_else(|| loopdbg_wire::check::check(&conv))
         },
-        || loopdbg::wire::replay::replayed(&conv),
+        || loopdbg_wire::replay::replayed(&conv),
     );
     let trace = replayed.with_findings(&conv, &findings);
     let title = if seen > 1 {
@@ -509,7 +509,7 @@ fn replay_app(path: &std::path::Path, which: Option<usize>) -> Result<App, Failu
     } else {
         "replay".to_string()
     };
-    let session = loopdbg::wire::replay::session_for(&conv, &title);
+    let session = loopdbg_wire::replay::session_for(&conv, &title);
     // A long log is many small allocations: free them on another core
     // while the first frame is drawn.
     let source = conv.source.as_str();
@@ -549,12 +549,12 @@ fn tour_session(name: &str) -> Result<Session, Failure> {
 struct DiffSide {
     label: String,
     session: Session,
-    trace: loopdbg::engine::trace::Trace,
+    trace: loopdbg_engine::trace::Trace,
 }
 
 impl DiffSide {
-    fn side(&self) -> loopdbg::lesson::diff::Side<'_> {
-        loopdbg::lesson::diff::Side {
+    fn side(&self) -> loopdbg_lesson::diff::Side<'_> {
+        loopdbg_lesson::diff::Side {
             label: self.label.clone(),
             session: &self.session,
             trace: &self.trace,
@@ -584,17 +584,17 @@ fn diff_side(
         let Some(conv) = last else {
             return Err(bad_flag(format!("{name} holds no conversation")));
         };
-        let findings = live::capture_findings(path, None)
-            .unwrap_or_else(|| loopdbg::wire::check::check(&conv));
+        let findings =
+            live::capture_findings(path, None).unwrap_or_else(|| loopdbg_wire::check::check(&conv));
         return Ok(DiffSide {
             label: format!("{name} [replay]"),
-            session: loopdbg::wire::replay::session_for(&conv, &name),
-            trace: loopdbg::wire::replay::trace_of(&conv, &findings),
+            session: loopdbg_wire::replay::session_for(&conv, &name),
+            trace: loopdbg_wire::replay::trace_of(&conv, &findings),
         });
     }
     let loaded = load::session(path, agents_anywhere)?;
     let strategy = strategy_for(&loaded.session, flags)?;
-    let trace = loopdbg::run(&loaded.session, &strategy);
+    let trace = loopdbg_engine::run(&loaded.session, &strategy);
     Ok(DiffSide {
         label: format!("{name} [{}]", strategy.label()),
         session: loaded.session,
@@ -630,7 +630,7 @@ fn write_new(path: &std::path::Path, bytes: &[u8], force: bool) -> Result<(), Fa
 }
 
 fn check_rounds(n: u32) -> Result<u32, Failure> {
-    let limit = loopdbg::engine::session::MAX_ROUNDS_LIMIT;
+    let limit = loopdbg_engine::session::MAX_ROUNDS_LIMIT;
     if (1..=limit).contains(&n) {
         Ok(n)
     } else {
@@ -654,7 +654,7 @@ fn strategy_for(session: &Session, flags: &StrategyFlags) -> Result<Strategy, Fa
     }
     if let Some(n) = flags.max_rounds {
         s.max_rounds = check_rounds(n)?;
-        let limit = loopdbg::engine::session::MAX_CALLS_PER_RUN;
+        let limit = loopdbg_engine::session::MAX_CALLS_PER_RUN;
         let calls = u64::from(n) * session.widest_reply() as u64;
         if calls > limit {
             return Err(bad_flag(format!(

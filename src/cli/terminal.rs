@@ -5,10 +5,10 @@
 use std::io::stdout;
 
 use anyhow::Context;
-use loopdbg::tui::app::{Command, LiveUpdate};
-use loopdbg::tui::keymap::{action_for, search_action_for};
-use loopdbg::tui::theme::Theme;
-use loopdbg::tui::{Action, App, update};
+use loopdbg_tui::app::{Command, LiveUpdate};
+use loopdbg_tui::keymap::{action_for, search_action_for};
+use loopdbg_tui::theme::Theme;
+use loopdbg_tui::{Action, App, update};
 use ratatui::DefaultTerminal;
 use ratatui::crossterm::event::{
     DisableMouseCapture, EnableMouseCapture, Event, KeyEventKind, MouseEventKind,
@@ -39,7 +39,7 @@ fn run_with(mut app: App, mut feed: Option<UnboundedReceiver<LiveUpdate>>) -> an
 
     use std::io::IsTerminal;
     if !stdout().is_terminal() || !std::io::stdin().is_terminal() {
-        let headless = if app.trace.strategy.behavior == loopdbg::wire::replay::REPLAY_BEHAVIOR {
+        let headless = if app.trace.strategy.behavior == loopdbg_wire::replay::REPLAY_BEHAVIOR {
             "loopdbg check"
         } else {
             "loopdbg run"
@@ -111,7 +111,7 @@ async fn event_loop(
         let Some(event) = event else {
             break;
         };
-        let searching = app.search.is_some() || loopdbg::tui::tour::typing(app);
+        let searching = app.search.is_some() || loopdbg_tui::tour::typing(app);
         let Some(action) = to_action(event.context("reading terminal events")?, searching) else {
             continue;
         };

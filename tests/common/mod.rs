@@ -1,8 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
-use loopdbg::tui::{Action, App, update};
-use loopdbg::{LoadError, Session};
+use loopdbg_engine::{LoadError, Session};
+use loopdbg_tui::{Action, App, update};
 
 /// A shipped session by file name, named `sessions/NAME` in errors, with
 /// its sub-agent sessions loaded (as the binary's loader does).
@@ -49,14 +49,14 @@ pub fn fixture(name: &str) -> String {
 }
 
 /// A request-body fixture read as the format it is detected as.
-pub fn body(name: &str) -> loopdbg::wire::read::Conversation {
+pub fn body(name: &str) -> loopdbg_wire::read::Conversation {
     let doc: serde_json::Value = serde_json::from_str(&fixture(name)).unwrap();
-    loopdbg::wire::read::read(&doc, loopdbg::wire::read::detect(&doc).unwrap()).unwrap()
+    loopdbg_wire::read::read(&doc, loopdbg_wire::read::detect(&doc).unwrap()).unwrap()
 }
 
 /// A Claude Code log fixture read into its conversations.
-pub fn claude_code_log(name: &str) -> Vec<loopdbg::wire::read::Conversation> {
-    let mut log = loopdbg::wire::read::ClaudeCodeLog::default();
+pub fn claude_code_log(name: &str) -> Vec<loopdbg_wire::read::Conversation> {
+    let mut log = loopdbg_wire::read::ClaudeCodeLog::default();
     for (i, line) in fixture(name).lines().enumerate() {
         log.push_owned(i + 1, serde_json::from_str(line).unwrap())
             .unwrap();

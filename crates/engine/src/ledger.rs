@@ -1,0 +1,432 @@
+//! The pairing ledger: for a history (and the calls the loop is still
+//! running), which tool_use ids are pending, paired or unpaired, which are
+//! duplicated, and which results answer no call.
+//!
+//! The ledger is derived, never stored: [`Ledger::of`] reads a prefix of the
+//! history, so stepping back in time just reads a shorter prefix.
+
+use ahash::AHashMap as HashMap;
+
+use serde::Serialize;
+
+use crate::message::{Block, Message};
+use crate::session::Text;
+
+/// Where a block sits: `messages[message].content[block]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Position {
+    /// Index into the history.
+    pub message: usize,
+    /// Index into that message's content.
+    pub block: usize,
+}
+
+impl std::fmt::Display for Position {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "messages[{}].content[{}]", self.message, self.block)
+    }
+}
+
+/// The state of one tool_use id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IdState {
+    /// Called, taken by the loop, result not appended yet.
+    Pending,
+    /// Has a result.
+    Paired,
+    /// Called, no result, and the loop is not running it: a request sent now
+    /// would carry a tool_use without its tool_result.
+    Unpaired,
+}
+
+impl IdState {
+    /// The lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IdState::Pending => "pending",
+            IdState::Paired => "paired",
+            IdState::Unpaired => "unpaired",
+        }
+    }
+}
+
+/// Everything the ledger knows about one call (one tool_use block).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IdEntry {
+    /// The call id.
+    pub id: Text,
+    /// The tool it calls.
+    pub name: Text,
+    /// Its tool_use block.
+    pub first_call: Position,
+    /// How many tool_use blocks carry this id so far (more than one: a
+    /// duplicate or reused id).
+    pub calls: usize,
+    /// The tool_result answering it.
+    pub first_result: Option<Position>,
+    /// 1 when answered, else 0.
+    pub results: usize,
+    /// Pending, paired or unpaired.
+    pub state: IdState,
+    /// How many earlier calls carry the same id (0 for the first).
+    pub repeat: usize,
+}
+
+impl IdEntry {
+    /// True when the id was used by more than one tool_use block.
+    pub fn is_duplicate(&self) -> bool {
+        self.calls > 1
+    }
+}
+
+/// A tool_result whose id no earlier tool_use carries.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Orphan {
+    /// The id it claims to answer.
+    pub tool_use_id: Text,
+    /// Where it sits.
+    pub at: Position,
+}
+
+/// The pairing state of a history.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Ledger {
+    /// One entry per distinct id, in order of first call.
+    pub entries: Vec<IdEntry>,
+    /// Results that answer no call.
+    pub orphans: Vec<Orphan>,
+}
+
+/// `toolu_a, toolu_b ×3`: ids each once, with how many calls carry them.
+pub fn counted_ids(ids: &[String]) -> String {
+    let mut seen: Vec<(&str, usize)> = Vec::new();
+    for id in ids {
+        match seen.iter_mut().find(|(s, _)| *s == id.as_str()) {
+            Some((_, n)) => *n += 1,
+            None => seen.push((id, 1)),
+        }
+    }
+    seen.iter()
+        .map(|(id, n)| {
+            if *n > 1 {
+                format!("{id} ×{n}")
+            } else {
+                id.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Every call of a history and the result that answers it, built once, so
+/// the ledger of any prefix costs O(calls) instead of a rescan.
+///
+/// A call is one tool_use block. A result answers the first unanswered call
+/// with its id in the assistant message right before it (as providers pair
+/// them); anything else is an orphan. So an id reused in a later turn is a
+/// new call, and an earlier call left without a result stays unpaired.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PairingIndex {
+    calls: Vec<CallRecord>,
+    orphans: Vec<Orphan>,
+    /// Message index of every assistant message, in order.
+    assistants: Vec<usize>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct CallRecord {
+    id: Text,
+    name: Text,
+    at: Position,
+    result: Option<Position>,
+    /// Earlier calls with the same id (0 for the first).
+    earlier_same_id: usize,
+}
+
+impl PairingIndex {
+    /// Indexes `history`.
+    pub fn new(history: &[Message]) -> PairingIndex {
+        let mut index = PairingIndex::default();
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        let mut turn_start = 0;
+        for (m, msg) in history.iter().enumerate() {
+            if msg.role == crate::message::Role::Assistant {
+                index.assistants.push(m);
+                turn_start = index.calls.len();
+            }
+            for (b, block) in msg.content.iter().enumerate() {
+                let at = Position {
+                    message: m,
+                    block: b,
+                };
+                match block {
+                    Block::ToolUse { id, name, .. } => {
+                        let n = seen.entry(id).or_insert(0);
+                        index.calls.push(CallRecord {
+                            id: id.clone(),
+                            name: name.clone(),
+                            at,
+                            result: None,
+                            earlier_same_id: *n,
+                        });
+                        *n += 1;
+                    }
+                    Block::ToolResult { tool_use_id, .. } => {
+                        let answers = index.calls[turn_start..].iter_mut().find(|c| {
+                            c.result.is_none() && c.id == *tool_use_id && c.at.message < m
+                        });
+                        match answers {
+                            Some(call) => call.result = Some(at),
+                            None => index.orphans.push(Orphan {
+                                tool_use_id: tool_use_id.clone(),
+                                at,
+                            }),
+                        }
+                    }
+                    Block::Text { .. } => {}
+                }
+            }
+        }
+        index
+    }
+
+    /// The latest assistant message among the first `len` messages.
+    fn last_turn(&self, len: usize) -> Option<usize> {
+        let k = self.assistants.partition_point(|&m| m < len);
+        k.checked_sub(1).map(|k| self.assistants[k])
+    }
+
+    fn state(&self, call: &CallRecord, len: usize, in_flight: &[&str]) -> IdState {
+        if call.result.is_some_and(|r| r.message < len) {
+            IdState::Paired
+        } else if Some(call.at.message) == self.last_turn(len) && in_flight.contains(&&*call.id) {
+            IdState::Pending
+        } else {
+            IdState::Unpaired
+        }
+    }
+
+    /// The state of the call at `call` in the first `len` messages (`None`
+    /// before it is made), without building the whole ledger.
+    pub fn state_of(&self, call: Position, len: usize, in_flight: &[&str]) -> Option<IdState> {
+        if call.message >= len {
+            return None;
+        }
+        let k = self
+            .calls
+            .binary_search_by(|c| (c.at.message, c.at.block).cmp(&(call.message, call.block)))
+            .ok()?;
+        Some(self.state(&self.calls[k], len, in_flight))
+    }
+
+    /// The ledger of the first `len` messages, with `in_flight` the ids the
+    /// loop has taken and not yet answered.
+    pub fn ledger(&self, len: usize, in_flight: &[&str]) -> Ledger {
+        let mut ledger = Ledger::default();
+        let made = self.calls.partition_point(|c| c.at.message < len);
+        let mut same_id: HashMap<&str, usize> = HashMap::new();
+        for call in &self.calls[..made] {
+            *same_id.entry(&call.id).or_insert(0) += 1;
+        }
+        for call in &self.calls[..made] {
+            let result = call.result.filter(|r| r.message < len);
+            ledger.entries.push(IdEntry {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                first_call: call.at,
+                calls: same_id[&*call.id],
+                first_result: result,
+                results: usize::from(result.is_some()),
+                state: self.state(call, len, in_flight),
+                repeat: call.earlier_same_id,
+            });
+        }
+        ledger.orphans = self
+            .orphans
+            .iter()
+            .take_while(|o| o.at.message < len)
+            .cloned()
+            .collect();
+        ledger
+    }
+}
+
+impl Ledger {
+    /// The ledger of `history`, with `in_flight` the ids the loop has taken
+    /// and not yet answered.
+    pub fn of(history: &[Message], in_flight: &[&str]) -> Ledger {
+        PairingIndex::new(history).ledger(history.len(), in_flight)
+    }
+
+    /// Ids in `state`, in order of first call.
+    pub fn ids_in(&self, state: IdState) -> impl Iterator<Item = &IdEntry> {
+        self.entries.iter().filter(move |e| e.state == state)
+    }
+
+    /// The ids of the unpaired calls, one per call (an id reused by several
+    /// unpaired calls appears that many times).
+    pub fn unpaired(&self) -> Vec<String> {
+        self.ids_in(IdState::Unpaired)
+            .map(|e| e.id.to_string())
+            .collect()
+    }
+
+    /// Ids carried by more than one tool_use block, each once (its first
+    /// call).
+    pub fn duplicates(&self) -> impl Iterator<Item = &IdEntry> {
+        self.entries
+            .iter()
+            .filter(|e| e.is_duplicate() && e.repeat == 0)
+    }
+
+    /// Counts per state, for headers and summaries.
+    pub fn counts(&self) -> LedgerCounts {
+        let mut c = LedgerCounts::default();
+        for e in &self.entries {
+            match e.state {
+                IdState::Pending => c.pending += 1,
+                IdState::Paired => c.paired += 1,
+                IdState::Unpaired => c.unpaired += 1,
+            }
+            if e.is_duplicate() && e.repeat == 0 {
+                c.duplicate += 1;
+            }
+        }
+        c.orphan = self.orphans.len();
+        c
+    }
+}
+
+/// How many ids are in each state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct LedgerCounts {
+    /// Taken, not yet answered.
+    pub pending: usize,
+    /// Answered.
+    pub paired: usize,
+    /// Left without a result.
+    pub unpaired: usize,
+    /// Used by more than one tool_use.
+    pub duplicate: usize,
+    /// Results answering no call.
+    pub orphan: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::{Reply, ToolCall};
+    use serde_json::json;
+
+    fn plan() -> Message {
+        Message::assistant(&Reply {
+            text: Some("两个一起查".into()),
+            tool_calls: vec![
+                ToolCall {
+                    id: "w1".into(),
+                    name: "get_weather".into(),
+                    args: json!({}).into(),
+                    arguments: None,
+                },
+                ToolCall {
+                    id: "f1".into(),
+                    name: "get_fx_rate".into(),
+                    args: json!({}).into(),
+                    arguments: None,
+                },
+            ],
+            finish_reason: None,
+        })
+    }
+
+    #[test]
+    fn states_follow_the_history() {
+        let history = vec![
+            Message::user("q"),
+            plan(),
+            Message::tool_result("w1".into(), json!(1).into(), false),
+        ];
+        let l = Ledger::of(&history, &["f1"]);
+        assert_eq!(l.entries[0].state, IdState::Paired);
+        assert_eq!(l.entries[1].state, IdState::Pending);
+        let l = Ledger::of(&history, &[]);
+        assert_eq!(l.unpaired(), vec!["f1"]);
+        assert_eq!(
+            l.entries[0].first_result,
+            Some(Position {
+                message: 2,
+                block: 0
+            })
+        );
+    }
+
+    #[test]
+    fn prefixes_of_the_index_match_a_fresh_ledger() {
+        let history = vec![
+            Message::user("q"),
+            plan(),
+            Message::tool_result("w1".into(), json!(1).into(), false),
+            plan(),
+            Message::tool_result("f1".into(), json!(2).into(), false),
+        ];
+        let index = PairingIndex::new(&history);
+        for len in 0..=history.len() {
+            assert_eq!(
+                index.ledger(len, &["f1"]),
+                Ledger::of(&history[..len], &["f1"]),
+                "prefix {len}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_result_answers_only_the_turn_before_it() {
+        let history = vec![
+            Message::user("q"),
+            plan(),
+            Message::tool_result("w1".into(), json!(1).into(), false),
+            plan(),
+            Message::tool_result("w1".into(), json!(1).into(), false),
+            Message::tool_result("f1".into(), json!(2).into(), false),
+        ];
+        let l = Ledger::of(&history, &[]);
+        let states: Vec<(&str, IdState)> = l.entries.iter().map(|e| (&*e.id, e.state)).collect();
+        assert_eq!(
+            states,
+            [
+                ("w1", IdState::Paired),
+                ("f1", IdState::Unpaired),
+                ("w1", IdState::Paired),
+                ("f1", IdState::Paired)
+            ]
+        );
+        // The first turn's f1 stays unanswered: its result came a turn late.
+        assert_eq!(l.unpaired(), ["f1"]);
+        assert_eq!(
+            counted_ids(&["f1".into(), "f1".into(), "w1".into()]),
+            "f1 ×2, w1"
+        );
+    }
+
+    #[test]
+    fn duplicates_and_orphans_are_counted() {
+        let history = vec![
+            Message::tool_result("ghost".into(), json!(null).into(), true),
+            plan(),
+            plan(),
+        ];
+        let c = Ledger::of(&history, &[]).counts();
+        // Four calls (two ids, each in two turns), none answered.
+        assert_eq!(
+            c,
+            LedgerCounts {
+                pending: 0,
+                paired: 0,
+                unpaired: 4,
+                duplicate: 2,
+                orphan: 1
+            }
+        );
+    }
+}

@@ -1,0 +1,443 @@
+//! A handout of one run, to give to someone else: every step, each request's
+//! message array as a provider receives it (the first two side by side, as
+//! seed 003 lays them out), the tools' return values, the ledger at each
+//! request, how the run ended and its warnings. Markdown, one
+//! self-contained HTML file, or JSON with the whole trace. Pure: text out.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod redact;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use loopdbg_engine::ledger::{IdState, Ledger};
+use loopdbg_engine::session::Session;
+use loopdbg_engine::trace::{Phase, Trace};
+use loopdbg_lesson::report::{RunReport, clean, compact};
+use loopdbg_wire::provider::{Format, request_body};
+
+/// What a handout is written as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Markdown.
+    Markdown,
+    /// One HTML file, styles inline, no script, no outside resource.
+    Html,
+    /// JSON: the handout's sections and the whole trace.
+    Json,
+}
+
+impl std::str::FromStr for Kind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "md" | "markdown" => Ok(Kind::Markdown),
+            "html" => Ok(Kind::Html),
+            "json" => Ok(Kind::Json),
+            _ => Err(format!("unknown export `{s}` (expected md, html or json)")),
+        }
+    }
+}
+
+/// How to write the handout.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Markdown, HTML or JSON.
+    pub kind: Kind,
+    /// The wire format request bodies are shown in.
+    pub format: Format,
+    /// The model name written into request bodies.
+    pub model: String,
+    /// Mask secrets, e-mail addresses and home paths.
+    pub redact: bool,
+    /// The session's file name, for the heading.
+    pub origin: String,
+}
+
+/// One request the loop sent.
+#[derive(Debug, Clone, Serialize)]
+pub struct RequestSection {
+    /// 1-based.
+    pub number: usize,
+    /// Its round.
+    pub round: u32,
+    /// The body as the provider receives it.
+    pub body: Value,
+    /// Ids with their result by then.
+    pub paired: Vec<String>,
+    /// Ids without a result: the provider would answer 400.
+    pub unpaired: Vec<String>,
+}
+
+/// One call's return value.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolReturn {
+    /// Its round.
+    pub round: u32,
+    /// The call id.
+    pub id: String,
+    /// The tool.
+    pub name: String,
+    /// Its arguments.
+    pub args: Value,
+    /// What came back.
+    pub result: Value,
+    /// How it ended (finished, failed, timed out, …).
+    pub status: String,
+}
+
+/// The handout's content, before it is written in a format.
+#[derive(Debug, Clone, Serialize)]
+pub struct Handout {
+    /// The session's title.
+    pub title: String,
+    /// The session file.
+    pub origin: String,
+    /// The strategy, in words.
+    pub strategy: String,
+    /// The wire format of the bodies.
+    pub wire: &'static str,
+    /// `k. round r · phase · unpaired n`, one per step.
+    pub steps: Vec<String>,
+    /// Every request.
+    pub requests: Vec<RequestSection>,
+    /// Every call's return value.
+    pub tool_returns: Vec<ToolReturn>,
+    /// How the run ended.
+    pub end: String,
+    /// The final answer.
+    pub final_text: Option<String>,
+    /// Warnings and provider errors.
+    pub warnings: Vec<String>,
+}
+
+/// Gathers what a handout shows.
+pub fn gather(session: &Session, trace: &Trace, opts: &Options) -> Handout {
+    let report = RunReport::new(session, trace);
+    let steps = trace
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(k, s)| {
+            format!(
+                "{}. round {} · {}{}",
+                k + 1,
+                s.round,
+                s.phase.name(),
+                if s.unpaired > 0 {
+                    format!(" · unpaired {}", s.unpaired)
+                } else {
+                    String::new()
+                }
+            )
+        })
+        .collect();
+    let requests = trace
+        .steps
+        .iter()
+        .filter(|s| s.phase == Phase::Request)
+        .enumerate()
+        .map(|(i, s)| {
+            let history = &trace.messages[..s.history_len];
+            let ledger = Ledger::of(history, &[]);
+            let ids = |state| {
+                ledger
+                    .ids_in(state)
+                    .map(|e| e.id.to_string())
+                    .collect::<Vec<_>>()
+            };
+            RequestSection {
+                number: i + 1,
+                round: s.round,
+                body: request_body(opts.format, session, history, &opts.model),
+                paired: ids(IdState::Paired),
+                unpaired: ids(IdState::Unpaired),
+            }
+        })
+        .collect();
+    let tool_returns = report
+        .round_details
+        .iter()
+        .flat_map(|r| {
+            r.executed.iter().map(move |e| ToolReturn {
+                round: r.round,
+                id: e.id.to_string(),
+                name: e.name.to_string(),
+                args: (*e.args).clone(),
+                result: (*e.result).clone(),
+                status: format!("{:?}", e.status).to_lowercase(),
+            })
+        })
+        .collect();
+    let mut warnings: Vec<String> = report
+        .violations
+        .iter()
+        .map(|v| format!("round {}: {}", v.round, v.message))
+        .collect();
+    warnings.extend(report.warnings.iter().map(|w| w.message.clone()));
+    let mut h = Handout {
+        title: if session.title.is_empty() {
+            opts.origin.clone()
+        } else {
+            session.title.clone()
+        },
+        origin: opts.origin.clone(),
+        strategy: trace.strategy.label(),
+        wire: opts.format.title(),
+        steps,
+        requests,
+        tool_returns,
+        end: format!("{} — {}", report.end, report.end_detail),
+        final_text: report.final_text.clone(),
+        warnings,
+    };
+    if opts.redact {
+        redact::handout(&mut h);
+    }
+    h
+}
+
+/// The handout written as `opts.kind`.
+pub fn render(session: &Session, trace: &Trace, opts: &Options) -> String {
+    let h = gather(session, trace, opts);
+    match opts.kind {
+        Kind::Markdown => markdown(&h),
+        Kind::Html => html(&h),
+        Kind::Json => {
+            let mut trace_json = serde_json::to_value(trace).unwrap_or(Value::Null);
+            if opts.redact {
+                redact::value(&mut trace_json);
+            }
+            let doc = json!({"handout": h, "trace": trace_json});
+            serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+        }
+    }
+}
+
+fn pretty(v: &Value) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_default()
+}
+
+fn ids(v: &[String]) -> String {
+    if v.is_empty() {
+        "none".into()
+    } else {
+        v.join(", ")
+    }
+}
+
+/// A fence longer than any run of backticks inside `text`.
+fn fence(text: &str) -> String {
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    "`".repeat((longest + 1).max(3))
+}
+
+fn md_cell(s: &str) -> String {
+    clean(s).replace('|', "\\|")
+}
+
+fn markdown(h: &Handout) -> String {
+    let mut out = format!(
+        "# {}\n\nSession `{}` · strategy {} · request bodies as {}\n\n",
+        md_cell(&h.title),
+        md_cell(&h.origin),
+        h.strategy,
+        h.wire
+    );
+    out.push_str("## How it ended\n\n");
+    out.push_str(&format!("- end: {}\n", md_cell(&h.end)));
+    out.push_str(&format!(
+        "- final answer: {}\n",
+        h.final_text.as_deref().map_or("null".into(), md_cell)
+    ));
+    for w in &h.warnings {
+        out.push_str(&format!("- ⚠ {}\n", md_cell(w)));
+    }
+    out.push_str("\n## Requests\n\n");
+    for r in &h.requests {
+        let body = pretty(&r.body);
+        let f = fence(&body);
+        out.push_str(&format!(
+            "### Request {} (round {})\n\nLedger: paired {} · unpaired {}{}\n\n{f}json\n{body}\n{f}\n\n",
+            r.number,
+            r.round,
+            ids(&r.paired),
+            ids(&r.unpaired),
+            if r.unpaired.is_empty() {
+                ""
+            } else {
+                " — the provider would answer 400"
+            }
+        ));
+    }
+    out.push_str("## Tool return values\n\n| round | id | tool | arguments | result | status |\n|---|---|---|---|---|---|\n");
+    for t in &h.tool_returns {
+        out.push_str(&format!(
+            "| {} | `{}` | {} | `{}` | `{}` | {} |\n",
+            t.round,
+            md_cell(&t.id),
+            md_cell(&t.name),
+            md_cell(&compact(&t.args)),
+            md_cell(&compact(&t.result)),
+            t.status
+        ));
+    }
+    out.push_str("\n## Steps\n\n");
+    for s in &h.steps {
+        out.push_str(&format!("- {s}\n"));
+    }
+    out
+}
+
+fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+const STYLE: &str = "body{font:15px/1.5 system-ui,sans-serif;max-width:80rem;margin:2rem auto;padding:0 1rem;color:#222}\
+pre{background:#f6f6f6;padding:.75rem;overflow:auto;font-size:13px}\
+.pair{display:grid;grid-template-columns:1fr 1fr;gap:1rem}\
+.bad{color:#a00;font-weight:bold}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.25rem .5rem;vertical-align:top}\
+code{font-size:13px}";
+
+fn html(h: &Handout) -> String {
+    let mut out = format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{STYLE}</style></head><body>\n",
+        esc(&h.title)
+    );
+    out.push_str(&format!(
+        "<h1>{}</h1>\n<p>Session <code>{}</code> · strategy {} · request bodies as {}</p>\n",
+        esc(&h.title),
+        esc(&h.origin),
+        esc(&h.strategy),
+        esc(h.wire)
+    ));
+    out.push_str(&format!(
+        "<h2>How it ended</h2>\n<ul id=\"end\"><li>end: {}</li><li>final answer: <span id=\"final\">{}</span></li>",
+        esc(&h.end),
+        esc(h.final_text.as_deref().unwrap_or("null"))
+    ));
+    for w in &h.warnings {
+        out.push_str(&format!("<li class=\"bad\">⚠ {}</li>", esc(w)));
+    }
+    out.push_str("</ul>\n<h2>Requests</h2>\n");
+    let section = |r: &RequestSection| {
+        format!(
+            "<section class=\"request\" id=\"request-{}\"><h3>Request {} (round {})</h3><p>Ledger: paired {} · unpaired <span class=\"{}\">{}</span></p><pre>{}</pre></section>",
+            r.number,
+            r.number,
+            r.round,
+            esc(&ids(&r.paired)),
+            if r.unpaired.is_empty() { "" } else { "bad" },
+            esc(&ids(&r.unpaired)),
+            esc(&pretty(&r.body))
+        )
+    };
+    // The first two requests side by side: what the second trip adds.
+    let mut rest = h.requests.iter();
+    let first_two: Vec<&RequestSection> = rest.by_ref().take(2).collect();
+    out.push_str("<div class=\"pair\">");
+    for r in first_two {
+        out.push_str(&section(r));
+    }
+    out.push_str("</div>\n");
+    for r in rest {
+        out.push_str(&section(r));
+        out.push('\n');
+    }
+    out.push_str("<h2>Tool return values</h2>\n<table id=\"tools\"><tr><th>round</th><th>id</th><th>tool</th><th>arguments</th><th>result</th><th>status</th></tr>");
+    for t in &h.tool_returns {
+        out.push_str(&format!(
+            "<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td><code>{}</code></td><td><code>{}</code></td><td>{}</td></tr>",
+            t.round,
+            esc(&t.id),
+            esc(&t.name),
+            esc(&compact(&t.args)),
+            esc(&compact(&t.result)),
+            esc(&t.status)
+        ));
+    }
+    out.push_str("</table>\n<h2>Steps</h2>\n<ol id=\"steps\">");
+    for s in &h.steps {
+        let text = s.split_once(". ").map_or(s.as_str(), |(_, t)| t);
+        out.push_str(&format!("<li>{}</li>", esc(text)));
+    }
+    out.push_str("</ol>\n</body></html>\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loopdbg_engine::strategy::Strategy;
+
+    fn weather() -> (Session, Trace) {
+        let text = r#"{"title": "t <b>", "user": "北京天气？",
+          "tools": [{"name": "get_weather", "table": [{"args": {"city": "北京"}, "result": {"temp_c": 18}}]}],
+          "model": {"s": [
+            {"when": {"round": 1}, "reply": {"tool_calls": [{"id": "call_w1", "name": "get_weather", "args": {"city": "北京"}}]}},
+            {"reply": {"text": "北京 18°C。"}}]}}"#;
+        let s = Session::parse("w.json", text).unwrap();
+        let t = loopdbg_engine::run(&s, &Strategy::for_session(&s));
+        (s, t)
+    }
+
+    fn opts(kind: Kind) -> Options {
+        Options {
+            kind,
+            format: Format::Anthropic,
+            model: "m".into(),
+            redact: false,
+            origin: "w.json".into(),
+        }
+    }
+
+    #[test]
+    fn markdown_holds_both_requests_and_the_answer() {
+        let (s, t) = weather();
+        let md = render(&s, &t, &opts(Kind::Markdown));
+        assert!(md.contains("### Request 1 (round 1)"));
+        assert!(md.contains("### Request 2 (round 2)"));
+        assert!(md.contains("\"tool_use_id\": \"call_w1\""));
+        assert!(md.contains("北京 18°C。"));
+    }
+
+    #[test]
+    fn html_escapes_what_it_shows() {
+        let (s, t) = weather();
+        let page = render(&s, &t, &opts(Kind::Html));
+        assert!(page.contains("<title>t &lt;b&gt;</title>"));
+        assert!(!page.contains("<b>"));
+        assert!(page.contains("class=\"pair\""));
+    }
+
+    #[test]
+    fn json_holds_the_whole_trace() {
+        let (s, t) = weather();
+        let v: Value = serde_json::from_str(&render(&s, &t, &opts(Kind::Json))).unwrap();
+        assert_eq!(v["trace"]["steps"].as_array().unwrap().len(), t.steps.len());
+        assert_eq!(v["handout"]["requests"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn fences_outgrow_backticks_inside() {
+        assert_eq!(fence("a ```` b"), "`````");
+        assert_eq!(fence("plain"), "```");
+    }
+}

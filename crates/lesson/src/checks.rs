@@ -1,0 +1,281 @@
+//! Checks on a finished run that a careless loop never notices: the same
+//! reply coming back again and again (seed 001's spin signal), an answer that
+//! does not quote the numbers the tools returned (seed 003), and requests a
+//! provider would reject (seed 000). Each becomes a [`Warning`].
+
+use serde::Serialize;
+use serde_json::Value;
+
+use loopdbg_engine::trace::Trace;
+
+/// A number a tool returned and whether the final text quotes it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CitedNumber {
+    /// The call id whose result held it.
+    pub id: String,
+    /// The tool.
+    pub tool: String,
+    /// The number as the tool returned it.
+    pub number: String,
+    /// True when the final text contains it.
+    pub cited: bool,
+}
+
+/// Seed 003's check that the second request really read the tool result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QuoteCheck {
+    /// Every number in a successful tool result.
+    pub numbers: Vec<CitedNumber>,
+    /// `Some(true)` when each successful result with numbers has at least
+    /// one quoted in the final text; `None` when there is nothing to check.
+    pub cites_tool_numbers: Option<bool>,
+}
+
+/// Something worth the user's attention.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Warning {
+    /// A stable kind: `spin`, `uncited`, `provider_400`.
+    pub kind: &'static str,
+    /// One sentence.
+    pub message: String,
+}
+
+/// Numbers inside a JSON value: number values and numbers written in strings.
+pub fn numbers_in(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::Number(n) => out.push(n.to_string()),
+        Value::String(s) => out.extend(numbers_in_text(s)),
+        Value::Array(items) => items.iter().for_each(|v| numbers_in(v, out)),
+        Value::Object(map) => map.values().for_each(|v| numbers_in(v, out)),
+        Value::Bool(_) | Value::Null => {}
+    }
+}
+
+/// The maximal decimal numbers written in `text` ("18°C" → "18", "7.12" → "7.12").
+pub fn numbers_in_text(text: &str) -> Vec<String> {
+    // Digits and '.' are ASCII, so bytes can be scanned: no byte of a
+    // multi-byte character is one of them. A number starts at a digit and
+    // takes digits and at most one '.'; a '.' that ends it is not part of it.
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if !bytes[i].is_ascii_digit() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        let mut dot = false;
+        while i < bytes.len() && (bytes[i].is_ascii_digit() || (bytes[i] == b'.' && !dot)) {
+            dot |= bytes[i] == b'.';
+            i += 1;
+        }
+        out.push(text[start..i].trim_end_matches('.').to_string());
+    }
+    out
+}
+
+fn same_number(a: &str, b: &str) -> bool {
+    match (a.parse::<f64>(), b.parse::<f64>()) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => a == b,
+    }
+}
+
+/// Checks whether `trace`'s final text quotes its tools' numbers.
+pub fn quote_check(trace: &Trace) -> QuoteCheck {
+    let final_text = trace.outcome.final_text.as_deref();
+    let in_text = final_text.map(numbers_in_text).unwrap_or_default();
+    let mut numbers = Vec::new();
+    let mut any_checked = false;
+    let mut all_cited = true;
+    // A spinning loop returns the same result under the same id again and
+    // again; each is checked once.
+    let mut seen = ahash::AHashSet::new();
+    for e in trace.rounds.iter().flat_map(|r| &r.executions) {
+        if e.outcome.is_error || !e.outcome.ran {
+            continue;
+        }
+        if !seen.insert((&*e.id, std::sync::Arc::as_ptr(&e.outcome.content) as usize)) {
+            continue;
+        }
+        let mut found = Vec::new();
+        numbers_in(&e.outcome.content, &mut found);
+        if found.is_empty() {
+            continue;
+        }
+        let mut this_cited = false;
+        for n in found {
+            let cited = in_text.iter().any(|t| same_number(t, &n));
+            this_cited |= cited;
+            numbers.push(CitedNumber {
+                id: e.id.to_string(),
+                tool: e.name.to_string(),
+                number: n,
+                cited,
+            });
+        }
+        any_checked = true;
+        all_cited &= this_cited;
+    }
+    QuoteCheck {
+        numbers,
+        cites_tool_numbers: (any_checked && final_text.is_some()).then_some(all_cited),
+    }
+}
+
+/// The replies that repeat: seed 001 counts how often the same reply came back.
+pub const SPIN_THRESHOLD: u32 = 2;
+
+/// What the end summary shows about a run, computed once per trace.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunAnalysis {
+    /// Every warning.
+    pub warnings: Vec<Warning>,
+    /// Ids left unpaired at the end.
+    pub unpaired: Vec<String>,
+    /// How many calls really ran.
+    pub tool_runs: usize,
+}
+
+impl RunAnalysis {
+    /// Analyses a finished trace.
+    pub fn of(trace: &Trace) -> RunAnalysis {
+        // The quote check reads every tool result: on a long replay it is
+        // the slow part, so it runs beside the rest.
+        let (quote, unpaired) = rayon::join(
+            || quote_check(trace),
+            || trace.pairing.ledger(trace.messages.len(), &[]).unpaired(),
+        );
+        RunAnalysis {
+            warnings: warnings_with(trace, &quote, &unpaired),
+            unpaired,
+            tool_runs: trace.tool_runs().len(),
+        }
+    }
+}
+
+/// Every warning the run deserves.
+pub fn warnings(trace: &Trace) -> Vec<Warning> {
+    let left = trace.pairing.ledger(trace.messages.len(), &[]).unpaired();
+    warnings_with(trace, &quote_check(trace), &left)
+}
+
+/// [`warnings`], given the run's quote check and the ids left unpaired.
+fn warnings_with(trace: &Trace, check: &QuoteCheck, left: &[String]) -> Vec<Warning> {
+    let mut out = Vec::new();
+    for v in &trace.violations {
+        out.push(Warning {
+            kind: "provider_400",
+            message: format!("round {}: {}", v.round, v.message),
+        });
+    }
+    if let Some((run, end)) = trace.longest_identical_run()
+        && run >= SPIN_THRESHOLD
+    {
+        out.push(Warning {
+            kind: "spin",
+            message: format!(
+                "spin: the same reply came back {run} times in a row (rounds {}-{end}); each one is a billed request",
+                end + 1 - run
+            ),
+        });
+    }
+    let already_said = trace.violations.last().is_some_and(|v| v.ids == left);
+    if !left.is_empty() && !already_said {
+        out.push(Warning {
+            kind: "dangling_at_end",
+            message: format!(
+                "the history ends with tool_use ids that have no tool_result ({}): a provider would reject the next request with a 400",
+                loopdbg_engine::ledger::counted_ids(left)
+            ),
+        });
+    }
+    for r in &trace.rounds {
+        let ran_anyway = r.reply_message.is_some()
+            && r.reply.finish_reason() == loopdbg_engine::session::FinishReason::Length
+            && r.executions.iter().any(|e| e.message.is_some());
+        if ran_anyway {
+            out.push(Warning {
+                kind: "truncated_executed",
+                message: format!(
+                    "round {}: the reply was cut by max_tokens, yet the loop handled its calls as if they were complete",
+                    r.number
+                ),
+            });
+        }
+    }
+    // A run that "ended normally" on a reply cut by max_tokens, or on no
+    // text at all, gave a silent wrong answer.
+    if trace.outcome.end == loopdbg_engine::trace::End::ModelDone {
+        let last = trace.rounds.last();
+        if last.is_some_and(|r| {
+            r.reply.finish_reason() == loopdbg_engine::session::FinishReason::Length
+        }) {
+            out.push(Warning {
+                kind: "truncated_answer",
+                message: "the loop ended on a reply cut by max_tokens (finish_reason length) and took it as the answer: it is unfinished".into(),
+            });
+        } else if trace
+            .outcome
+            .final_text
+            .as_deref()
+            .is_none_or(str::is_empty)
+        {
+            let replay = trace.strategy.behavior == loopdbg_engine::strategy::REPLAY_BEHAVIOR;
+            out.push(Warning {
+                kind: "no_answer",
+                message: match replay {
+                    // A file may simply end before the answer: no loop
+                    // "ended" there.
+                    true => "the model's last turn has no answer text: nothing here shows the user an answer".into(),
+                    false => "the loop ended normally but with no answer text: there is nothing to show the user".into(),
+                },
+            });
+        }
+    }
+    // Seed 003's question is whether the results reached the model. A
+    // replayed file answers it itself: the results are in its history.
+    // What remains (an answer that quotes no number of a file listing or
+    // a shell's output) is how coding agents answer, not a fault.
+    let replay = trace.strategy.behavior == loopdbg_engine::strategy::REPLAY_BEHAVIOR;
+    if check.cites_tool_numbers == Some(false) && !replay {
+        let mut missing: Vec<String> = Vec::new();
+        for n in check.numbers.iter().filter(|n| !n.cited) {
+            let item = format!("{} from {}", n.number, n.tool);
+            if !missing.contains(&item) {
+                missing.push(item);
+            }
+        }
+        out.push(Warning {
+            kind: "uncited",
+            message: format!(
+                "the answer does not quote the tools' numbers ({}): did the second request read the results?",
+                missing.join(", ")
+            ),
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_read_as_tokens() {
+        assert_eq!(numbers_in_text("北京 18°C，晴"), vec!["18"]);
+        assert_eq!(
+            numbers_in_text("24 度；美元兑人民币 7.12。"),
+            vec!["24", "7.12"]
+        );
+        assert_eq!(numbers_in_text("v1.2.3 and 3."), vec!["1.2", "3", "3"]);
+        assert!(numbers_in_text("no digits. here.").is_empty());
+    }
+
+    #[test]
+    fn numbers_match_by_value() {
+        assert!(same_number("7.10", "7.1"));
+        assert!(!same_number("18", "180"));
+    }
+}

@@ -1,0 +1,208 @@
+//! The check a request passes on its way to the provider, and what happens
+//! to one the provider would reject.
+
+use serde_json::{Value, json};
+
+use loopdbg_wire::check::{Finding, check};
+use loopdbg_wire::fix::{Repair, repair};
+use loopdbg_wire::provider::Format;
+use loopdbg_wire::read::{Source, read};
+
+/// What the proxy does with a request the provider would reject.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnInvalid {
+    /// Forward it unchanged; the finding is shown and recorded.
+    #[default]
+    Forward,
+    /// Answer a 400 locally, in the provider's own error JSON.
+    Block,
+    /// Repair it as `check --fix` does and forward the repaired request.
+    Repair(Repair),
+}
+
+impl std::str::FromStr for OnInvalid {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "forward" => Ok(OnInvalid::Forward),
+            "block" => Ok(OnInvalid::Block),
+            other => match other.strip_prefix("repair=") {
+                Some(how) => how.parse().map(OnInvalid::Repair),
+                None => Err(format!(
+                    "unknown --on-invalid `{s}` (expected forward, block, repair=synthesize or repair=strip)"
+                )),
+            },
+        }
+    }
+}
+
+/// What became of one request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    /// Send the request as it came.
+    Forward,
+    /// Send this repaired body instead; `changes` calls or results were
+    /// added or removed.
+    Repaired {
+        /// The body the upstream receives.
+        body: Value,
+        /// How many calls or results the repair added or removed.
+        changes: usize,
+    },
+    /// Answer locally with this status and body; nothing is sent upstream.
+    Block {
+        /// The HTTP status (400).
+        status: u16,
+        /// The provider's error JSON.
+        body: Value,
+    },
+}
+
+/// The gate's verdict on one request.
+#[derive(Debug, Clone)]
+pub struct Verdict {
+    /// Every finding of the checker on the request as the agent built it.
+    pub findings: Vec<Finding>,
+    /// The first finding the provider rejects, if any.
+    pub rejected: Option<Finding>,
+    /// What to do.
+    pub decision: Decision,
+}
+
+/// Checks `body`, a request for `format`, and decides under `policy`.
+/// A body the readers cannot take is forwarded untouched: the provider,
+/// not loopdbg, answers requests loopdbg does not understand.
+pub fn inspect(format: Format, body: &Value, policy: OnInvalid) -> Verdict {
+    let findings = match read(body, Source::Provider(format)) {
+        Ok(conversation) => check(&conversation),
+        Err(_) => Vec::new(),
+    };
+    let rejected = findings.iter().find(|f| f.rejected_by_provider).cloned();
+    let decision = match (&rejected, policy) {
+        (None, _) | (Some(_), OnInvalid::Forward) => Decision::Forward,
+        (Some(f), OnInvalid::Block) => Decision::Block {
+            status: 400,
+            body: error_body(format, &f.message),
+        },
+        (Some(_), OnInvalid::Repair(how)) => {
+            let mut fixed = body.clone();
+            let changes = repair(&mut fixed, format, how);
+            Decision::Repaired {
+                body: fixed,
+                changes,
+            }
+        }
+    };
+    Verdict {
+        findings,
+        rejected,
+        decision,
+    }
+}
+
+/// A 400 as `format`'s API writes it, so an agent's error handling sees
+/// the shape it knows.
+pub fn error_body(format: Format, message: &str) -> Value {
+    let message = format!("{message} (blocked by loopdbg proxy before it reached the provider)");
+    match format {
+        Format::Anthropic => json!({
+            "type": "error",
+            "error": {"type": "invalid_request_error", "message": message}
+        }),
+        Format::Openai | Format::Responses => json!({
+            "error": {
+                "message": message,
+                "type": "invalid_request_error",
+                "param": "messages",
+                "code": null
+            }
+        }),
+        Format::Gemini => json!({
+            "error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dangling() -> Value {
+        json!({"model": "m", "messages": [
+            {"role": "user", "content": "weather and fx?"},
+            {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "toolu_w1", "name": "w", "input": {}},
+                {"type": "tool_use", "id": "toolu_f1", "name": "f", "input": {}}]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_w1", "content": "24"}]}
+        ]})
+    }
+
+    #[test]
+    fn a_valid_request_is_forwarded_under_every_policy() {
+        let body = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]});
+        for policy in [
+            OnInvalid::Forward,
+            OnInvalid::Block,
+            OnInvalid::Repair(Repair::Strip),
+        ] {
+            let v = inspect(Format::Anthropic, &body, policy);
+            assert_eq!(v.decision, Decision::Forward);
+            assert!(v.rejected.is_none());
+        }
+    }
+
+    #[test]
+    fn a_dangling_id_is_blocked_in_the_providers_words() {
+        let v = inspect(Format::Anthropic, &dangling(), OnInvalid::Block);
+        let rejected = v.rejected.expect("a 400");
+        assert_eq!(rejected.ids, ["toolu_f1"]);
+        let Decision::Block { status, body } = v.decision else {
+            panic!("blocked")
+        };
+        assert_eq!(status, 400);
+        assert_eq!(body["type"], "error");
+        assert_eq!(body["error"]["type"], "invalid_request_error");
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("toolu_f1")
+        );
+    }
+
+    #[test]
+    fn a_repaired_request_passes_the_check() {
+        let v = inspect(
+            Format::Anthropic,
+            &dangling(),
+            OnInvalid::Repair(Repair::Synthesize),
+        );
+        let Decision::Repaired { body, changes } = v.decision else {
+            panic!("repaired")
+        };
+        assert_eq!(changes, 1);
+        let again = inspect(Format::Anthropic, &body, OnInvalid::Block);
+        assert!(again.rejected.is_none(), "{:?}", again.findings);
+    }
+
+    #[test]
+    fn policies_parse_as_the_flag_spells_them() {
+        assert_eq!("block".parse(), Ok(OnInvalid::Block));
+        assert_eq!("repair=strip".parse(), Ok(OnInvalid::Repair(Repair::Strip)));
+        assert!("repair=x".parse::<OnInvalid>().is_err());
+        assert!("drop".parse::<OnInvalid>().is_err());
+    }
+
+    #[test]
+    fn each_provider_gets_its_own_error_shape() {
+        assert_eq!(
+            error_body(Format::Openai, "x")["error"]["type"],
+            "invalid_request_error"
+        );
+        assert_eq!(
+            error_body(Format::Gemini, "x")["error"]["status"],
+            "INVALID_ARGUMENT"
+        );
+    }
+}

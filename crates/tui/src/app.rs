@@ -1,0 +1,487 @@
+//! The debugger's state. It owns the session and the recorded trace; the
+//! cursor is an index into the trace, so stepping back is exact and free.
+
+use std::collections::BTreeSet;
+
+use loopdbg_engine::session::Session;
+use loopdbg_engine::strategy::Strategy;
+use loopdbg_engine::trace::{Phase, Trace};
+use loopdbg_lesson::checks::RunAnalysis;
+use loopdbg_lesson::report::CompareRow;
+use loopdbg_wire::provider::{Format, ViewItem};
+
+use super::theme::Theme;
+
+/// The panes that can take focus.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pane {
+    /// The message array.
+    Messages,
+    /// The pairing ledger.
+    Ids,
+    /// The walkthrough and its logs.
+    Walkthrough,
+    /// The explain box, and the end summary (which scrolls).
+    Explain,
+}
+
+impl Pane {
+    /// Focus order.
+    pub const ORDER: [Pane; 4] = [Pane::Messages, Pane::Ids, Pane::Walkthrough, Pane::Explain];
+
+    /// The pane `delta` places away in focus order.
+    pub fn cycled(self, forward: bool) -> Pane {
+        let i = Pane::ORDER.iter().position(|p| *p == self).unwrap_or(0);
+        let n = Pane::ORDER.len();
+        Pane::ORDER[if forward {
+            (i + 1) % n
+        } else {
+            (i + n - 1) % n
+        }]
+    }
+}
+
+/// A popup over the panes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Popup {
+    /// Every key.
+    Help {
+        /// First line shown.
+        scroll: u16,
+    },
+    /// The comparison table.
+    Compare {
+        /// The rows, computed when opened.
+        rows: Vec<CompareRow>,
+        /// First row shown.
+        scroll: u16,
+    },
+    /// The tool definitions and the session's lint findings.
+    Tools {
+        /// First line shown.
+        scroll: u16,
+    },
+    /// One message's JSON.
+    Detail {
+        /// Index into the history.
+        message: usize,
+        /// First line shown.
+        scroll: u16,
+    },
+    /// The forks of this run, as a tree; Enter shows the selected one.
+    Forks {
+        /// The selected fork.
+        scroll: u16,
+    },
+    /// This run beside another, round by round, the first divergence marked.
+    Diff {
+        /// The other run's name.
+        other: String,
+        /// The diff, computed when opened.
+        diff: Box<loopdbg_lesson::diff::Diff>,
+        /// First line shown.
+        scroll: u16,
+    },
+}
+
+/// One run of the session: the original, or a fork with one step changed.
+#[derive(Debug, Clone)]
+pub struct Fork {
+    /// The session that reproduces it.
+    pub session: Session,
+    /// The fork it branched from (`None` for the original).
+    pub parent: Option<usize>,
+    /// What changed, in words.
+    pub label: String,
+    /// The step where it branched.
+    pub at_step: usize,
+}
+
+/// Something only the terminal adapter can do (an editor, a file); the
+/// adapter answers with [`crate::Action::EditDone`] or
+/// [`crate::Action::Said`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    /// Open `json` in the user's editor to change `target`.
+    Edit {
+        /// What is edited.
+        target: EditTarget,
+        /// The JSON to start from.
+        json: String,
+    },
+    /// Remember the tour's solved stops (in the platform's data folder).
+    SaveTour(Vec<usize>),
+    /// Write `text` to a new file named like `suggested` (never over one).
+    Write {
+        /// A file name to start from.
+        suggested: String,
+        /// The content.
+        text: String,
+        /// What it is, for the message afterwards.
+        what: &'static str,
+    },
+}
+
+/// What an edit changes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EditTarget {
+    /// The model's reply in a round.
+    Reply {
+        /// 1-based round.
+        round: u32,
+        /// The step being edited.
+        step: usize,
+    },
+    /// What a tool returns for some arguments.
+    Result {
+        /// The tool.
+        tool: String,
+        /// The arguments.
+        args: serde_json::Value,
+        /// The step being edited.
+        step: usize,
+    },
+}
+
+/// Everything the debugger shows and remembers.
+#[derive(Debug, Clone)]
+pub struct App {
+    /// The session file name.
+    pub origin: String,
+    /// The loaded session.
+    pub session: Session,
+    /// The strategy the debugger opened with (`r` returns to it).
+    pub initial_strategy: Strategy,
+    /// The recorded run being shown.
+    pub trace: Trace,
+    /// The end summary of `trace`, computed the first time it is asked
+    /// for ([`App::analysis`]): on a long replay it reads every tool
+    /// result, and the first frame does not show it. Reset whenever
+    /// `trace` is replaced.
+    pub(crate) analysis: std::cell::OnceCell<RunAnalysis>,
+    /// The step shown.
+    pub cursor: usize,
+    /// The focused pane.
+    pub focus: Pane,
+    /// Selected message in the messages pane; `None` follows the newest.
+    pub selected_message: Option<usize>,
+    /// Scroll of the ids pane.
+    pub ids_scroll: u16,
+    /// Scroll of the walkthrough pane.
+    pub walkthrough_scroll: u16,
+    /// Lines of the explain box (the end summary) scrolled past.
+    pub explain_scroll: u16,
+    /// The open popup.
+    pub popup: Option<Popup>,
+    /// The search being typed after `/`, if any.
+    pub search: Option<String>,
+    /// The last search submitted: `/` then Enter finds its next match.
+    pub last_search: String,
+    /// Phase kinds `c` stops at.
+    pub breakpoints: BTreeSet<Phase>,
+    /// What the last toggle changed, or why `c` stopped.
+    pub notice: Option<String>,
+    /// Styles.
+    pub theme: Theme,
+    /// The terminal size, for mouse hit-testing.
+    pub size: (u16, u16),
+    /// Set when the user quits.
+    pub quit: bool,
+    /// How messages are shown: canonical (`None`) or as a provider sees them.
+    pub view: Option<Format>,
+    /// Set when replaying a captured conversation: what it was read as.
+    pub replay: Option<String>,
+    /// While inside a sub-agent: the parent debugger, restored by `<`.
+    pub parent: Option<Box<App>>,
+    /// Set when the replay grows as traffic arrives (proxy, `--follow`).
+    pub live: Option<Live>,
+    /// The original run (0) and its forks.
+    pub forks: Vec<Fork>,
+    /// The fork shown.
+    pub fork: usize,
+    /// What the terminal adapter must do next, if anything.
+    pub command: Option<Command>,
+    /// The edit whose JSON is in the editor.
+    pub editing: Option<EditTarget>,
+    /// Set in the guided tour.
+    pub tour: Option<crate::tour::Tour>,
+}
+
+/// The state of a live view.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Live {
+    /// Stick to the newest step as new traffic arrives (like `tail -f`).
+    pub follow: bool,
+    /// Where the traffic comes from, for the header.
+    pub from: String,
+    /// How many updates arrived.
+    pub updates: u64,
+}
+
+/// A newer picture of live traffic: the conversation it shows, replayed.
+#[derive(Debug, Clone)]
+pub struct LiveUpdate {
+    /// A session naming the conversation (title, prompt, tools).
+    pub session: Session,
+    /// The replayed conversation.
+    pub trace: Trace,
+    /// What the conversation was read as.
+    pub source: String,
+    /// Something to say now (a request the provider would reject), if any.
+    pub alarm: Option<String>,
+}
+
+impl App {
+    /// A debugger on `session`, run under `strategy`, at the first step.
+    pub fn new(
+        origin: impl Into<String>,
+        session: Session,
+        strategy: Strategy,
+        theme: Theme,
+    ) -> App {
+        let trace = loopdbg_engine::run(&session, &strategy);
+        // A session that loads fine may still hold a trap; say so up front.
+        let findings = loopdbg_lesson::lint::lint(&session).len();
+        let mut app = App::showing(origin, session, strategy, trace, theme);
+        app.notice = (findings > 0).then(|| {
+            format!("lint: {findings} finding(s) in this session — d shows them with the tools")
+        });
+        app
+    }
+
+    /// A debugger on a trace already made (a run, or a replay: a replay's
+    /// trace comes from the file, and running its session again would only
+    /// repeat that work before the first frame).
+    fn showing(
+        origin: impl Into<String>,
+        session: Session,
+        strategy: Strategy,
+        trace: Trace,
+        theme: Theme,
+    ) -> App {
+        App {
+            analysis: std::cell::OnceCell::new(),
+            origin: origin.into(),
+            session,
+            initial_strategy: strategy,
+            trace,
+            cursor: 0,
+            focus: Pane::Messages,
+            selected_message: None,
+            ids_scroll: 0,
+            walkthrough_scroll: 0,
+            explain_scroll: 0,
+            popup: None,
+            search: None,
+            last_search: String::new(),
+            breakpoints: BTreeSet::new(),
+            notice: None,
+            theme,
+            size: (80, 24),
+            quit: false,
+            view: None,
+            replay: None,
+            parent: None,
+            live: None,
+            forks: Vec::new(),
+            fork: 0,
+            command: None,
+            editing: None,
+            tour: None,
+        }
+    }
+
+    /// The end summary of the trace shown.
+    pub fn analysis(&self) -> &RunAnalysis {
+        self.analysis.get_or_init(|| RunAnalysis::of(&self.trace))
+    }
+
+    /// How many sub-agent levels deep the debugger is.
+    pub fn depth(&self) -> usize {
+        self.parent.as_ref().map_or(0, |p| p.depth() + 1)
+    }
+
+    /// A debugger replaying a captured conversation (`trace` from
+    /// [`loopdbg_wire::replay::trace_of`]); strategy toggles are off.
+    pub fn replay(
+        origin: impl Into<String>,
+        session: Session,
+        trace: Trace,
+        source: impl Into<String>,
+        theme: Theme,
+    ) -> App {
+        let strategy = trace.strategy.clone();
+        let mut app = App::showing(origin, session, strategy, trace, theme);
+        app.replay = Some(source.into());
+        app
+    }
+
+    /// Shows `session` run under `strategy`, at step `at` (or the last).
+    /// Switching forks and tour stops go through here.
+    pub fn show_run(&mut self, session: Session, strategy: &Strategy, at: usize) {
+        self.trace = loopdbg_engine::run(&session, strategy);
+        self.analysis = std::cell::OnceCell::new();
+        self.session = session;
+        self.cursor = at.min(self.trace.len() - 1);
+        self.selected_message = None;
+    }
+
+    /// A replay that grows as traffic arrives from `from`.
+    pub fn live(
+        origin: impl Into<String>,
+        from: impl Into<String>,
+        first: LiveUpdate,
+        theme: Theme,
+    ) -> App {
+        let mut app = App::replay(origin, first.session, first.trace, first.source, theme);
+        app.live = Some(Live {
+            follow: true,
+            from: from.into(),
+            updates: 1,
+        });
+        app.cursor = app.trace.len() - 1;
+        app.notice = first.alarm;
+        app
+    }
+
+    /// Shows a newer picture of the live traffic: the cursor stays where
+    /// the user put it, or moves to the newest step when following.
+    pub fn apply_live(&mut self, update: LiveUpdate) {
+        if self.parent.is_some() {
+            // Inside a sub-agent look: the parent gets the update.
+            if let Some(parent) = self.parent.as_mut() {
+                parent.apply_live(update);
+            }
+            return;
+        }
+        self.analysis = std::cell::OnceCell::new();
+        self.session = update.session;
+        self.trace = update.trace;
+        self.replay = Some(update.source);
+        let last = self.trace.len() - 1;
+        let follow = match self.live.as_mut() {
+            Some(live) => {
+                live.updates += 1;
+                live.follow
+            }
+            None => false,
+        };
+        self.cursor = if follow { last } else { self.cursor.min(last) };
+        if follow {
+            self.selected_message = None;
+        }
+        if let Some(alarm) = update.alarm {
+            self.notice = Some(alarm);
+        }
+    }
+
+    /// The messages as the current view shows them: one item per canonical
+    /// message, or per provider message / input item.
+    pub fn view_items(&self) -> Vec<ViewItem> {
+        let history = self.trace.history_at(self.cursor);
+        match self.view {
+            Some(format) => loopdbg_wire::provider::render(format, history),
+            None => history
+                .iter()
+                .enumerate()
+                .map(|(i, m)| ViewItem {
+                    json: serde_json::to_value(m).unwrap_or_default(),
+                    role: m.role.as_str().to_string(),
+                    from: i..i + 1,
+                })
+                .collect(),
+        }
+    }
+
+    /// How many items the messages pane lists at this step.
+    pub fn view_len(&self) -> usize {
+        match self.view {
+            Some(format) => {
+                loopdbg_wire::provider::spans(format, self.trace.history_at(self.cursor)).len()
+            }
+            None => self.trace.history_at(self.cursor).len(),
+        }
+    }
+
+    /// Item `i` of the current provider view, rendered alone.
+    pub fn view_item(&self, i: usize) -> Option<ViewItem> {
+        let format = self.view?;
+        let history = self.trace.history_at(self.cursor);
+        let spans = loopdbg_wire::provider::spans(format, history);
+        loopdbg_wire::provider::render_span(format, history, spans.get(i)?)
+    }
+
+    /// The strategy of the trace shown.
+    pub fn strategy(&self) -> &Strategy {
+        &self.trace.strategy
+    }
+
+    /// The item the messages pane highlights (an index into the view).
+    pub fn selected_message(&self) -> Option<usize> {
+        let len = self.view_len();
+        match self.selected_message {
+            Some(i) if i < len => Some(i),
+            _ => len.checked_sub(1),
+        }
+    }
+
+    /// The canonical messages behind item `i` of the messages pane.
+    pub fn history_range_of(&self, i: usize) -> std::ops::Range<usize> {
+        match self.view {
+            Some(format) => {
+                loopdbg_wire::provider::spans(format, self.trace.history_at(self.cursor))
+                    .get(i)
+                    .map_or(i..i, |s| s.from.clone())
+            }
+            None => i..i + 1,
+        }
+    }
+
+    /// The tool_use ↔ tool_result links of the selected message, while the
+    /// messages pane has the focus: selecting a call lights its result and
+    /// the reverse, in the messages and the ids panes alike.
+    pub fn links(&self) -> Links {
+        let mut links = Links::default();
+        if self.focus != Pane::Messages || self.popup.is_some() {
+            return links;
+        }
+        let Some(selected) = self.selected_message() else {
+            return links;
+        };
+        let range = self.history_range_of(selected);
+        let ledger = self.trace.ledger_at(self.cursor);
+        for e in &ledger.entries {
+            let result = e.first_result.map(|r| r.message);
+            let call_here = range.contains(&e.first_call.message);
+            let result_here = result.is_some_and(|r| range.contains(&r));
+            if call_here || result_here {
+                links.calls.push(e.first_call);
+                if call_here && let Some(r) = result {
+                    links.messages.push(r);
+                }
+                if result_here {
+                    links.messages.push(e.first_call.message);
+                }
+            }
+        }
+        links.messages.retain(|m| !range.contains(m));
+        links.messages.sort_unstable();
+        links.messages.dedup();
+        links
+    }
+
+    /// True at the last step.
+    pub fn at_end(&self) -> bool {
+        self.cursor + 1 >= self.trace.len()
+    }
+}
+
+/// What the selected message pairs with (see [`App::links`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Links {
+    /// History indices of the partner messages: the results of the
+    /// selected calls, or the calls the selected results answer.
+    pub messages: Vec<usize>,
+    /// The tool_use blocks involved, as the ledger lists them.
+    pub calls: Vec<loopdbg_engine::ledger::Position>,
+}

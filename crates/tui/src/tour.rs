@@ -1,0 +1,157 @@
+//! The guided tour in the debugger: which stop is open, the answer being
+//! typed, which stops are solved. Part of `update`: pure; saving progress
+//! is a [`Command`] for the adapter.
+
+use std::collections::BTreeSet;
+
+use crate::app::{App, Command};
+use crate::theme::Theme;
+use loopdbg_engine::session::Session;
+use loopdbg_engine::strategy::Strategy;
+use loopdbg_lesson::tour::STOPS;
+
+/// The tour's state.
+#[derive(Debug, Clone)]
+pub struct Tour {
+    /// The session of each stop, in [`STOPS`] order.
+    pub sessions: Vec<Session>,
+    /// The stop shown.
+    pub index: usize,
+    /// Stops answered right, now or in an earlier run.
+    pub solved: BTreeSet<usize>,
+    /// The answer being typed, if any.
+    pub typing: Option<String>,
+}
+
+impl App {
+    /// The debugger as a guided tour, at the first stop not yet solved.
+    /// `sessions` holds one session per stop of [`STOPS`].
+    pub fn tour(sessions: Vec<Session>, solved: BTreeSet<usize>, theme: Theme) -> App {
+        let index = (0..STOPS.len()).find(|i| !solved.contains(i)).unwrap_or(0);
+        let (strategy, session) = stop_strategy(&sessions, index);
+        let mut app = App::new(
+            format!("sessions/{}", STOPS[index].session),
+            session,
+            strategy,
+            theme,
+        );
+        app.tour = Some(Tour {
+            sessions,
+            index,
+            solved,
+            typing: None,
+        });
+        app.notice = Some(welcome(index));
+        app
+    }
+}
+
+fn welcome(index: usize) -> String {
+    format!(
+        "tour stop {} of {}: {} — do what it says to press, then a to answer",
+        index + 1,
+        STOPS.len(),
+        STOPS[index].title
+    )
+}
+
+fn stop_strategy(sessions: &[Session], index: usize) -> (Strategy, Session) {
+    let session = sessions[index].clone();
+    let mut strategy = Strategy::for_session(&session);
+    (STOPS[index].setup)(&mut strategy);
+    (strategy, session)
+}
+
+/// Opens stop `index`.
+fn open(app: &mut App, index: usize) {
+    let Some(tour) = app.tour.as_mut() else {
+        return;
+    };
+    tour.index = index;
+    tour.typing = None;
+    let (strategy, session) = stop_strategy(&tour.sessions, index);
+    app.origin = format!("sessions/{}", STOPS[index].session);
+    app.show_run(session, &strategy, 0);
+    app.initial_strategy = strategy;
+    app.popup = None;
+    app.forks.clear();
+    app.fork = 0;
+    app.notice = Some(welcome(index));
+}
+
+/// `a`: start typing an answer.
+pub(super) fn start_answer(app: &mut App) {
+    match app.tour.as_mut() {
+        Some(tour) => tour.typing = Some(String::new()),
+        None => {
+            app.notice =
+                Some("a answers a tour question: start the tour with `loopdbg tour`".into())
+        }
+    }
+}
+
+/// True while an answer is being typed.
+pub fn typing(app: &App) -> bool {
+    app.tour.as_ref().is_some_and(|t| t.typing.is_some())
+}
+
+/// A key typed into the answer: a character, erase, submit or cancel.
+pub(super) fn type_key(app: &mut App, key: Key) {
+    let Some(tour) = app.tour.as_mut() else {
+        return;
+    };
+    let Some(typed) = tour.typing.as_mut() else {
+        return;
+    };
+    match key {
+        Key::Char(c) => typed.push(c),
+        Key::Erase => {
+            typed.pop();
+        }
+        Key::Cancel => tour.typing = None,
+        Key::Submit => {
+            let typed = tour.typing.take().unwrap_or_default();
+            let index = tour.index;
+            let stop = &STOPS[index];
+            let right = (stop.answer)(&tour.sessions[index]);
+            if right.accepts(&typed) {
+                tour.solved.insert(index);
+                let last = tour.solved.len() == STOPS.len();
+                app.notice = Some(format!(
+                    "✓ right: {}. {}",
+                    stop.lesson,
+                    if last {
+                        "That was the whole tour: every stop is solved."
+                    } else {
+                        "T goes to the next stop."
+                    }
+                ));
+                app.command = Some(Command::SaveTour(tour.solved.iter().copied().collect()));
+            } else {
+                app.notice = Some(format!(
+                    "✗ not {:?}: look again ({}); a tries again",
+                    loopdbg_lesson::report::clean(&typed),
+                    stop.press
+                ));
+            }
+        }
+    }
+}
+
+/// What a typed key does to the answer.
+pub(super) enum Key {
+    Char(char),
+    Erase,
+    Submit,
+    Cancel,
+}
+
+/// `T`: the next stop (the first again after the last).
+pub(super) fn next(app: &mut App) {
+    let Some(tour) = app.tour.as_ref() else {
+        app.notice = Some("T moves through the tour: start it with `loopdbg tour`".into());
+        return;
+    };
+    let next = (tour.index + 1) % STOPS.len();
+    open(app, next);
+}

@@ -1,0 +1,608 @@
+//! The pure update function: state + action → new state (and maybe a
+//! follow-up action). No terminal, no clock; tested without either.
+
+use loopdbg_engine::ledger::Ledger;
+use loopdbg_engine::session::MAX_ROUNDS_LIMIT;
+use loopdbg_engine::strategy::Strategy;
+use loopdbg_engine::trace::{Phase, Trace};
+use loopdbg_lesson::checks::RunAnalysis;
+use loopdbg_lesson::report::compare_rows;
+use loopdbg_wire::provider::Format;
+
+use super::action::Action;
+use super::app::{App, Pane, Popup};
+use super::view::pane_at;
+
+/// Lines a page scroll moves.
+const PAGE: u16 = 10;
+
+/// Applies `action` to `app`; returns a follow-up action to apply next.
+pub fn update(app: &mut App, action: Action) -> Option<Action> {
+    // A screen too small to draw shows only how large it needs to be; keys
+    // that would act unseen are ignored until it grows.
+    let (w, h) = app.size;
+    let too_small = w < crate::view::MIN_WIDTH || h < crate::view::MIN_HEIGHT;
+    if too_small && !matches!(action, Action::Quit | Action::Back | Action::Resize(..)) {
+        return None;
+    }
+    if app.popup.is_some() && handle_popup(app, &action) {
+        return None;
+    }
+    if app.parent.is_some() && changes_strategy(&action) {
+        app.notice = Some(
+            "a sub-agent's run is a read-only look: it ran as part of the parent's call, so a change here would not reach the parent's result; change the parent (< returns)".into(),
+        );
+        return None;
+    }
+    if app.replay.is_some() && changes_strategy(&action) {
+        app.notice =
+            Some("replaying a captured conversation: there is no strategy to change".into());
+        return None;
+    }
+    // Looking back at what already happened pauses a live view's following.
+    if let Some(live) = app.live.as_mut()
+        && matches!(
+            action,
+            Action::StepBack | Action::PrevRound | Action::First | Action::Restart
+        )
+    {
+        live.follow = false;
+    }
+    match action {
+        Action::Edit => super::fork::start_edit(app),
+        Action::EditDone(text) => match app.editing.take() {
+            Some(target) => super::fork::finish_edit(app, target, &text),
+            None => app.notice = Some("no edit was in progress".into()),
+        },
+        Action::ShowForks if app.forks.is_empty() => {
+            app.notice = Some("no forks yet: E at a Reply or Execute step makes one".into())
+        }
+        Action::ShowForks => app.popup = Some(Popup::Forks { scroll: 0 }),
+        Action::WriteFork => super::fork::write_fork(app),
+        Action::Export => super::fork::export(app),
+        Action::ShowDiff if app.replay.is_some() => app.notice = Some(
+            "a replay has one run: loopdbg diff compares two captures, or record one and fork it"
+                .into(),
+        ),
+        Action::ShowDiff => super::fork::show_diff(app),
+        Action::Said(text) => app.notice = Some(text),
+        Action::ToggleFollow => match app.live.as_mut() {
+            None => app.notice = Some(
+                "f follows live traffic: open a growing log with --follow, or run loopdbg proxy"
+                    .into(),
+            ),
+            Some(live) => {
+                live.follow = !live.follow;
+                if live.follow {
+                    move_to(app, app.trace.len() - 1);
+                    app.notice = Some("following the newest step (f pauses)".into());
+                } else {
+                    app.notice = Some("paused: new traffic is kept; f follows again".into());
+                }
+            }
+        },
+        Action::StepForward => move_to(app, app.cursor + 1),
+        Action::StepBack => move_to(app, app.cursor.saturating_sub(1)),
+        Action::NextRound => {
+            let round = app.trace.step(app.cursor).round;
+            let target = app
+                .trace
+                .first_step_of_round(round + 1)
+                .unwrap_or(app.trace.len() - 1);
+            move_to(app, target);
+        }
+        Action::PrevRound => {
+            let round = app.trace.step(app.cursor).round;
+            let start = app.trace.first_step_of_round(round).unwrap_or(0);
+            let target = if app.cursor > start {
+                start
+            } else {
+                round
+                    .checked_sub(1)
+                    .and_then(|r| app.trace.first_step_of_round(r))
+                    .unwrap_or(0)
+            };
+            move_to(app, target);
+        }
+        Action::First => move_to(app, 0),
+        Action::Last => move_to(app, app.trace.len() - 1),
+        Action::Restart if app.replay.is_some() => move_to(app, 0),
+        Action::Restart => {
+            let strategy = app.initial_strategy.clone();
+            rerun(app, strategy);
+            move_to(app, 0);
+            app.notice = Some(format!("restarted: {}", app.strategy().label()));
+        }
+        Action::ToggleExtract => {
+            let mut s = app.strategy().clone();
+            s.extract = s.extract.toggled();
+            return Some(Action::Rerun(s));
+        }
+        Action::CycleClosure => {
+            let mut s = app.strategy().clone();
+            s.closure = s.closure.next();
+            return Some(Action::Rerun(s));
+        }
+        Action::Interrupt => {
+            let step = app.trace.step(app.cursor);
+            if step.phase != Phase::Execute {
+                app.notice = Some(
+                    "x interrupts a turn while its calls run: step to an Execute phase first"
+                        .into(),
+                );
+                return None;
+            }
+            let mut s = app.strategy().clone();
+            s.interrupt = Some(loopdbg_engine::session::Interrupt {
+                round: step.round,
+                at_ms: step.time_ms,
+            });
+            return Some(Action::Rerun(s));
+        }
+        Action::StepInto => {
+            let Some(child) = child_at(app) else {
+                app.notice = Some(
+                    "no sub-agent here: step to the Execute or Append phase of a sub-agent call"
+                        .into(),
+                );
+                return None;
+            };
+            let title = format!("sub-agent {}", loopdbg_lesson::report::clean(&child.0));
+            let mut inner = App::new(
+                title,
+                child.1.session.clone(),
+                child.1.trace.strategy.clone(),
+                app.theme,
+            );
+            inner.trace = child.1.trace.clone();
+            inner.analysis = std::cell::OnceCell::new();
+            inner.size = app.size;
+            inner.notice = Some(
+                "inside the sub-agent: its own loop and ledger; < returns to the parent".into(),
+            );
+            let parent = std::mem::replace(app, inner);
+            app.parent = Some(Box::new(parent));
+        }
+        Action::StepOut => match app.parent.take() {
+            Some(parent) => {
+                let size = app.size;
+                *app = *parent;
+                app.size = size;
+                app.notice = Some("back in the parent loop; its ledger is as it was".into());
+            }
+            None => app.notice = Some("not inside a sub-agent".into()),
+        },
+        Action::CycleStop => {
+            let mut s = app.strategy().clone();
+            s.stop = s.stop.next();
+            return Some(Action::Rerun(s));
+        }
+        Action::CycleBehavior => {
+            let mut s = app.strategy().clone();
+            let names: Vec<&str> = app.session.behavior_names().collect();
+            let i = names.iter().position(|b| *b == s.behavior).unwrap_or(0);
+            s.behavior = names[(i + 1) % names.len()].to_string();
+            return Some(Action::Rerun(s));
+        }
+        Action::MoreRounds | Action::FewerRounds => {
+            let mut s = app.strategy().clone();
+            s.max_rounds = if action == Action::MoreRounds {
+                // A round more stays within the calls a run may make.
+                let widest = app.session.widest_reply().max(1) as u64;
+                let by_calls = (loopdbg_engine::session::MAX_CALLS_PER_RUN / widest)
+                    .min(u64::from(u32::MAX)) as u32;
+                (s.max_rounds + 1)
+                    .min(MAX_ROUNDS_LIMIT)
+                    .min(by_calls.max(1))
+            } else {
+                s.max_rounds.saturating_sub(1).max(1)
+            };
+            if s.max_rounds == app.strategy().max_rounds {
+                app.notice = Some(format!("max rounds stays at {}", s.max_rounds));
+                return None;
+            }
+            return Some(Action::Rerun(s));
+        }
+        Action::Rerun(strategy) => {
+            let step = app.trace.step(app.cursor).clone();
+            let change = describe_strategy_change(app.strategy(), &strategy);
+            let (before, before_analysis) = rerun(app, strategy);
+            app.cursor = app
+                .trace
+                .nearest_step(step.round, step.phase, step.execution);
+            app.notice = Some(format!(
+                "{change}: {}",
+                describe_outcome_change(&before, &before_analysis, &app.trace, app.analysis())
+            ));
+        }
+        Action::ShowCompare => {
+            let rows = compare_rows(&app.origin, &app.session, app.strategy().max_rounds);
+            app.popup = Some(Popup::Compare { rows, scroll: 0 });
+        }
+        Action::CycleView => {
+            app.view = match app.view {
+                None => Some(Format::Anthropic),
+                Some(Format::Anthropic) => Some(Format::Openai),
+                Some(Format::Openai) => Some(Format::Responses),
+                Some(Format::Responses) => Some(Format::Gemini),
+                Some(Format::Gemini) => None,
+            };
+            app.selected_message = None;
+            app.notice = Some(match app.view {
+                None => "view: canonical (one tool message per result)".to_string(),
+                Some(f) => format!("view: {} — what the provider receives", f.title()),
+            });
+        }
+        Action::FocusNext => app.focus = app.focus.cycled(true),
+        Action::FocusPrev => app.focus = app.focus.cycled(false),
+        Action::ScrollDown => scroll(app, app.focus, 1),
+        Action::ScrollUp => scroll(app, app.focus, -1),
+        Action::PageDown => scroll(app, app.focus, PAGE as i32),
+        Action::PageUp => scroll(app, app.focus, -(PAGE as i32)),
+        Action::Expand => {
+            if let Some(message) = app.selected_message() {
+                app.popup = Some(Popup::Detail { message, scroll: 0 });
+            }
+        }
+        Action::Back | Action::Quit => app.quit = true,
+        Action::Help => app.popup = Some(Popup::Help { scroll: 0 }),
+        Action::ShowTools => app.popup = Some(Popup::Tools { scroll: 0 }),
+        Action::Search => {
+            app.search = Some(String::new());
+            app.focus = Pane::Messages;
+        }
+        Action::TourAnswer => super::tour::start_answer(app),
+        Action::TourNext => super::tour::next(app),
+        Action::SearchType(c) if super::tour::typing(app) => {
+            super::tour::type_key(app, super::tour::Key::Char(c))
+        }
+        Action::SearchErase if super::tour::typing(app) => {
+            super::tour::type_key(app, super::tour::Key::Erase)
+        }
+        Action::SearchSubmit if super::tour::typing(app) => {
+            super::tour::type_key(app, super::tour::Key::Submit)
+        }
+        Action::SearchCancel if super::tour::typing(app) => {
+            super::tour::type_key(app, super::tour::Key::Cancel)
+        }
+        Action::SearchType(c) => {
+            if let Some(query) = app.search.as_mut() {
+                query.push(c);
+            }
+        }
+        Action::SearchErase => {
+            if let Some(query) = app.search.as_mut() {
+                query.pop();
+            }
+        }
+        Action::SearchCancel => app.search = None,
+        Action::SearchSubmit => {
+            if let Some(query) = app.search.take()
+                && !query.is_empty()
+            {
+                app.last_search = query;
+            }
+            search_next(app);
+        }
+        Action::ToggleBreakpoint => {
+            let phase = app.trace.step(app.cursor).phase;
+            if !app.breakpoints.remove(&phase) {
+                app.breakpoints.insert(phase);
+                app.notice = Some(format!("breakpoint on every {} phase", phase.name()));
+            } else {
+                app.notice = Some(format!("breakpoint on {} removed", phase.name()));
+            }
+        }
+        Action::Continue => {
+            let (target, why) = continue_target(app);
+            move_to(app, target);
+            app.notice = Some(why);
+        }
+        Action::Resize(w, h) => app.size = (w, h),
+        Action::Wheel { column, row, down } => {
+            let area = ratatui::layout::Rect::new(0, 0, app.size.0, app.size.1);
+            if let Some(pane) = pane_at(app, area, column, row) {
+                scroll(app, pane, if down { 3 } else { -3 });
+            }
+        }
+    }
+    None
+}
+
+/// The sub-agent run of the call the step points at (name, run).
+fn child_at(
+    app: &App,
+) -> Option<(
+    String,
+    std::sync::Arc<loopdbg_engine::executor::SubAgentRun>,
+)> {
+    let step = app.trace.step(app.cursor);
+    let round = app.trace.round(step.round)?;
+    let pick = |e: &loopdbg_engine::trace::Execution| {
+        e.outcome.child.clone().map(|c| (e.name.to_string(), c))
+    };
+    // Only from the call's own steps (its Execute and Append).
+    if !matches!(step.phase, Phase::Execute | Phase::Append) {
+        return None;
+    }
+    step.execution
+        .and_then(|i| round.executions.get(i))
+        .and_then(pick)
+}
+
+fn changes_strategy(action: &Action) -> bool {
+    matches!(
+        action,
+        Action::ToggleExtract
+            | Action::CycleClosure
+            | Action::Interrupt
+            | Action::CycleStop
+            | Action::CycleBehavior
+            | Action::MoreRounds
+            | Action::FewerRounds
+            | Action::ShowCompare
+            | Action::Rerun(_)
+    )
+}
+
+/// The fork list selects a row; Enter shows that fork. `None` leaves the
+/// key to the common popup handling.
+fn forks_popup(app: &mut App, selected: u16, action: &Action) -> Option<bool> {
+    let tree = super::fork::tree(app);
+    let rows = tree.len().max(1) as u16;
+    let select = |app: &mut App, to: u16| app.popup = Some(Popup::Forks { scroll: to });
+    match action {
+        Action::ScrollDown | Action::Wheel { down: true, .. } => {
+            select(app, (selected + 1).min(rows - 1))
+        }
+        Action::ScrollUp | Action::Wheel { down: false, .. } => {
+            select(app, selected.saturating_sub(1))
+        }
+        Action::Expand => {
+            app.popup = None;
+            if let Some(&(_, i)) = tree.get(selected as usize) {
+                super::fork::show_fork(app, i);
+                app.notice = Some(format!(
+                    "showing {}: {}",
+                    super::fork::fork_name(i),
+                    app.forks[i].label
+                ));
+            }
+        }
+        Action::ShowForks | Action::Back => app.popup = None,
+        _ => return None,
+    }
+    Some(true)
+}
+
+/// Keys while a popup is open: returns true when the popup consumed it.
+fn handle_popup(app: &mut App, action: &Action) -> bool {
+    if let Some(Popup::Forks { scroll }) = app.popup
+        && let Some(consumed) = forks_popup(app, scroll, action)
+    {
+        return consumed;
+    }
+    let Some(popup) = app.popup.as_mut() else {
+        return false;
+    };
+    let scroll = match popup {
+        Popup::Help { scroll }
+        | Popup::Tools { scroll }
+        | Popup::Compare { scroll, .. }
+        | Popup::Forks { scroll }
+        | Popup::Diff { scroll, .. }
+        | Popup::Detail { scroll, .. } => scroll,
+    };
+    match action {
+        Action::ScrollDown | Action::Wheel { down: true, .. } => *scroll = scroll.saturating_add(1),
+        Action::ScrollUp | Action::Wheel { down: false, .. } => *scroll = scroll.saturating_sub(1),
+        Action::PageDown => *scroll = scroll.saturating_add(PAGE),
+        Action::PageUp => *scroll = scroll.saturating_sub(PAGE),
+        Action::Back => app.popup = None,
+        Action::Help if matches!(popup, Popup::Help { .. }) => app.popup = None,
+        Action::ShowCompare if matches!(popup, Popup::Compare { .. }) => app.popup = None,
+        Action::ShowTools if matches!(popup, Popup::Tools { .. }) => app.popup = None,
+        Action::ShowDiff if matches!(popup, Popup::Diff { .. }) => app.popup = None,
+        Action::Expand if matches!(popup, Popup::Detail { .. }) => app.popup = None,
+        // Quitting, resizing and strategy changes still work under a popup;
+        // anything else would change what the popup describes, so it closes.
+        Action::Quit | Action::Resize(..) => return false,
+        _ => {
+            app.popup = None;
+            return false;
+        }
+    }
+    true
+}
+
+fn move_to(app: &mut App, target: usize) {
+    let target = target.min(app.trace.len() - 1);
+    if target != app.cursor {
+        app.cursor = target;
+        app.explain_scroll = 0;
+        // The messages pane follows the newest message again.
+        app.selected_message = None;
+        if !matches!(app.notice.as_deref(), Some(n) if n.starts_with("stopped")) {
+            app.notice = None;
+        }
+    }
+}
+
+/// Replaces the trace with a run under `strategy`; returns the old trace
+/// and its analysis.
+fn rerun(app: &mut App, strategy: Strategy) -> (Trace, RunAnalysis) {
+    let fresh = loopdbg_engine::run(&app.session, &strategy);
+    let before_analysis = app.analysis().clone();
+    let before = std::mem::replace(&mut app.trace, fresh);
+    app.analysis = std::cell::OnceCell::new();
+    app.cursor = app.cursor.min(app.trace.len() - 1);
+    app.selected_message = None;
+    (before, before_analysis)
+}
+
+fn scroll(app: &mut App, pane: Pane, delta: i32) {
+    let apply = |v: u16| -> u16 { (v as i32 + delta).clamp(0, u16::MAX as i32) as u16 };
+    match pane {
+        Pane::Messages => {
+            let len = app.view_len();
+            let current = app.selected_message().unwrap_or(0) as i64;
+            let next = (current + delta as i64).clamp(0, len.saturating_sub(1) as i64) as usize;
+            app.selected_message = Some(next);
+        }
+        Pane::Ids => app.ids_scroll = apply(app.ids_scroll),
+        Pane::Walkthrough => app.walkthrough_scroll = apply(app.walkthrough_scroll),
+        Pane::Explain => app.explain_scroll = apply(app.explain_scroll),
+    }
+}
+
+/// Where `c` stops: the next step on a breakpoint, where the unpaired count
+/// rises, or where a reply repeats the previous one; else the end.
+fn continue_target(app: &App) -> (usize, String) {
+    let trace = &app.trace;
+    for k in app.cursor + 1..trace.len() {
+        let step = trace.step(k);
+        if app.breakpoints.contains(&step.phase) {
+            return (k, format!("stopped at breakpoint on {}", step.phase.name()));
+        }
+        if step.unpaired > trace.step(k - 1).unpaired {
+            let ids = Ledger::of(trace.history_at(k), &trace.in_flight_at(k)).unpaired();
+            return (
+                k,
+                format!("stopped: unpaired id appeared ({})", ids.join(", ")),
+            );
+        }
+        if step.phase == Phase::Reply
+            && let Some(r) = trace.round(step.round)
+            && r.identical_run >= 2
+        {
+            return (
+                k,
+                format!(
+                    "stopped: round {} repeats the previous reply ({} in a row)",
+                    r.number, r.identical_run
+                ),
+            );
+        }
+    }
+    (trace.len() - 1, "ran to the end".to_string())
+}
+
+fn describe_strategy_change(old: &Strategy, new: &Strategy) -> String {
+    let mut parts = Vec::new();
+    if old.extract != new.extract {
+        parts.push(format!("extract {} → {}", old.extract, new.extract));
+    }
+    if old.stop != new.stop {
+        parts.push(format!("stop {} → {}", old.stop, new.stop));
+    }
+    if old.behavior != new.behavior {
+        parts.push(format!(
+            "behavior {} → {}",
+            loopdbg_lesson::report::clean(&old.behavior),
+            loopdbg_lesson::report::clean(&new.behavior)
+        ));
+    }
+    if old.max_rounds != new.max_rounds {
+        parts.push(format!(
+            "max rounds {} → {}",
+            old.max_rounds, new.max_rounds
+        ));
+    }
+    if old.closure != new.closure {
+        parts.push(format!("closure {} → {}", old.closure, new.closure));
+    }
+    if old.interrupt != new.interrupt {
+        match new.interrupt {
+            Some(i) => parts.push(format!("interrupt in round {} at {} ms", i.round, i.at_ms)),
+            None => parts.push("no interrupt".to_string()),
+        }
+    }
+    if parts.is_empty() {
+        "same strategy".to_string()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// "now 2 rounds instead of 6, model_done (was max_rounds); toolu_f1 paired".
+pub fn describe_outcome_change(
+    before: &Trace,
+    before_analysis: &RunAnalysis,
+    after: &Trace,
+    after_analysis: &RunAnalysis,
+) -> String {
+    let mut parts = Vec::new();
+    let (b, a) = (before.outcome.requests, after.outcome.requests);
+    if a != b {
+        parts.push(format!("now {a} rounds instead of {b}"));
+    } else {
+        parts.push(format!("still {a} rounds"));
+    }
+    if before.outcome.end != after.outcome.end {
+        parts.push(format!(
+            "ends {} (was {})",
+            after.outcome.end.as_str(),
+            before.outcome.end.as_str()
+        ));
+    }
+    let (was, now) = (&before_analysis.unpaired, &after_analysis.unpaired);
+    let fixed: Vec<&String> = was.iter().filter(|id| !now.contains(id)).collect();
+    let broken: Vec<&String> = now.iter().filter(|id| !was.contains(id)).collect();
+    let mut s = parts.join(", ");
+    if !fixed.is_empty() {
+        let ids: Vec<&str> = fixed.iter().map(|s| s.as_str()).collect();
+        s.push_str(&format!("; {} paired", ids.join(", ")));
+    }
+    if !broken.is_empty() {
+        let ids: Vec<&str> = broken.iter().map(|s| s.as_str()).collect();
+        s.push_str(&format!("; {} left unpaired", ids.join(", ")));
+    }
+    loopdbg_lesson::report::clean(&s)
+}
+
+/// Selects the next message of the pane (after the selection, wrapping)
+/// whose JSON contains the last search, case-insensitively, and says which
+/// of how many matches it is.
+fn search_next(app: &mut App) {
+    let query = app.last_search.to_lowercase();
+    if query.is_empty() {
+        app.notice = Some("type something to search after /".into());
+        return;
+    }
+    let history = app.trace.history_at(app.cursor);
+    let hay: Vec<String> = history
+        .iter()
+        .map(|m| serde_json::to_string(m).unwrap_or_default().to_lowercase())
+        .collect();
+    // Matching is on the canonical messages; a provider item matches when
+    // any message it renders does.
+    let ranges: Vec<std::ops::Range<usize>> = match app.view {
+        Some(format) => loopdbg_wire::provider::spans(format, history)
+            .into_iter()
+            .map(|s| s.from)
+            .collect(),
+        None => (0..history.len()).map(|i| i..i + 1).collect(),
+    };
+    let matches: Vec<usize> = ranges
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| hay[r.start..r.end].iter().any(|h| h.contains(&query)))
+        .map(|(i, _)| i)
+        .collect();
+    let shown = loopdbg_lesson::report::clean(&app.last_search);
+    let Some(&first) = matches.first() else {
+        app.notice = Some(format!("/{shown}: no message at this step contains it"));
+        return;
+    };
+    let after = app.selected_message.filter(|&s| s < ranges.len());
+    let next = after
+        .and_then(|s| matches.iter().copied().find(|&m| m > s))
+        .unwrap_or(first);
+    app.selected_message = Some(next);
+    app.focus = Pane::Messages;
+    let k = matches.iter().position(|&m| m == next).unwrap_or(0) + 1;
+    app.notice = Some(format!(
+        "/{shown}: message {next} ({k} of {} at this step; / Enter for the next)",
+        matches.len()
+    ));
+}

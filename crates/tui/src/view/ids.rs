@@ -1,0 +1,212 @@
+//! The pairing ledger at this step: pending, paired, unpaired, duplicate
+//! ids and orphan results, with where each sits. Ids whose state changed at
+//! this step are marked.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::Line;
+use ratatui::widgets::{Paragraph, Widget};
+
+use super::{pane_block, span};
+use crate::app::{App, Pane};
+use loopdbg_engine::ledger::{IdEntry, IdState, Orphan};
+use loopdbg_lesson::report::clean;
+
+/// One line of the pane, before it is drawn: the pane lists every id, but
+/// only the rows on screen become text.
+enum Row<'a> {
+    Heading(String, Style),
+    Entry(&'a IdEntry),
+    Duplicate(&'a IdEntry),
+    Orphan(&'a Orphan),
+}
+
+pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
+    let t = &app.theme;
+    let ledger = app.trace.ledger_at(app.cursor);
+    let c = ledger.counts();
+    let title = Line::from(vec![
+        span(" ids ", t.title),
+        span(
+            // Unpaired first when there are any: a narrow pane cuts its title.
+            if c.unpaired > 0 {
+                format!(
+                    "unpaired {} · pending {} · paired {} ",
+                    c.unpaired, c.pending, c.paired
+                )
+            } else {
+                format!(
+                    "pending {} · paired {} · unpaired {} ",
+                    c.pending, c.paired, c.unpaired
+                )
+            },
+            if c.unpaired > 0 { t.warn } else { t.dim },
+        ),
+    ]);
+    let block = pane_block(app, Pane::Ids, title);
+    let inner = block.inner(area);
+    block.render(area, buf);
+
+    // Problems come first (unpaired ids, duplicates, orphans): when the
+    // pane is short they are the last rows to fall off its bottom.
+    let mut problems: Vec<Row> = Vec::new();
+    let mut rest: Vec<Row> = Vec::with_capacity(ledger.entries.len() + 4);
+    let sections = [
+        (IdState::Pending, "pending · called, being handled", t.call),
+        (IdState::Paired, "paired · has its tool_result", t.ok),
+        (
+            IdState::Unpaired,
+            "unpaired · no result, not handled",
+            t.warn,
+        ),
+    ];
+    for (state, heading, style) in sections {
+        let entries: Vec<Row> = ledger.ids_in(state).map(Row::Entry).collect();
+        let n = entries.len();
+        let heading = Row::Heading(format!("{n} {heading}"), if n == 0 { t.dim } else { style });
+        let rows = if state == IdState::Unpaired && n > 0 {
+            &mut problems
+        } else {
+            &mut rest
+        };
+        rows.push(heading);
+        rows.extend(entries);
+    }
+    let dups: Vec<&IdEntry> = ledger.duplicates().collect();
+    if !dups.is_empty() {
+        problems.push(Row::Heading(
+            format!("duplicate ids (one id, several tool_use): {}", dups.len()),
+            t.warn,
+        ));
+        problems.extend(dups.into_iter().map(Row::Duplicate));
+    }
+    // Results for calls made in what the file does not hold (a stored
+    // response, a log cut at its head) are unchecked, not wrong.
+    let (unchecked, orphans): (Vec<&Orphan>, Vec<&Orphan>) = ledger.orphans.iter().partition(|o| {
+        app.trace
+            .unverifiable
+            .iter()
+            .any(|id| **id == *o.tool_use_id)
+    });
+    if !orphans.is_empty() {
+        problems.push(Row::Heading(
+            format!("orphan results (answer no call): {}", orphans.len()),
+            t.warn,
+        ));
+        problems.extend(orphans.into_iter().map(Row::Orphan));
+    }
+    if !unchecked.is_empty() {
+        rest.push(Row::Heading(
+            format!(
+                "{} answer calls not in this file (unchecked)",
+                unchecked.len()
+            ),
+            t.dim,
+        ));
+        if let Some(before) = &app.trace.continues {
+            rest.push(Row::Heading(
+                format!(
+                    "  made in {}",
+                    loopdbg_engine::diagnostics::inert::clean(before)
+                ),
+                t.dim,
+            ));
+        }
+        rest.extend(unchecked.into_iter().map(Row::Orphan));
+    }
+    let mut rows = problems;
+    rows.append(&mut rest);
+
+    // What each visible id was one step earlier, to mark what changed.
+    let previous = app
+        .cursor
+        .checked_sub(1)
+        .map(|k| (app.trace.step(k).history_len, app.trace.in_flight_at(k)));
+    let was = |call: loopdbg_engine::ledger::Position| -> Option<IdState> {
+        let (len, in_flight) = previous.as_ref()?;
+        app.trace.pairing.state_of(call, *len, in_flight)
+    };
+    // What the loop is doing with a call at this step: running, or how it
+    // ended (a placeholder result is said to be one).
+    let step = app.trace.step(app.cursor);
+    let call_state = |e: &IdEntry| -> Option<String> {
+        let round = app
+            .trace
+            .rounds
+            .iter()
+            .find(|r| r.reply_message == Some(e.first_call.message))?;
+        let message = app.trace.messages.get(e.first_call.message)?;
+        let call = message.content[..e.first_call.block]
+            .iter()
+            .filter(|b| matches!(b, loopdbg_engine::message::Block::ToolUse { .. }))
+            .count();
+        let ex = round.executions.iter().find(|x| x.call == call)?;
+        let placeholder = ex.synthetic && !ex.outcome.ran;
+        Some(match e.state {
+            IdState::Pending => {
+                use loopdbg_engine::trace::{CallStatus, Phase};
+                let ended = match step.phase {
+                    Phase::Reply | Phase::Extract => false,
+                    Phase::Execute => step.time_ms >= ex.ended_ms,
+                    _ => true,
+                };
+                match (ex.status, ended, step.phase) {
+                    (CallStatus::Dropped, _, _) => "[dropped]".to_string(),
+                    (status, true, _) => format!("[{}]", status.as_str()),
+                    (_, false, Phase::Execute) => "[running]".to_string(),
+                    (_, false, _) => "[to run]".to_string(),
+                }
+            }
+            IdState::Paired if placeholder || ex.synthetic => {
+                format!("[placeholder: {}]", ex.status.as_str())
+            }
+            _ => return None,
+        })
+    };
+    let links = app.links();
+    let scroll = (app.ids_scroll as usize).min(rows.len().saturating_sub(inner.height as usize));
+    let lines: Vec<Line> = rows
+        .iter()
+        .skip(scroll)
+        .take(inner.height as usize)
+        .map(|row| match row {
+            Row::Heading(text, style) => Line::from(span(text.clone(), *style)),
+            Row::Entry(e) => {
+                let change = match was(e.first_call) {
+                    Some(w) if w != e.state => format!("  ← was {}", w.as_str()),
+                    None => "  ← new".to_string(),
+                    _ => String::new(),
+                };
+                let whereabouts = match e.first_result {
+                    Some(result) => format!("{} → messages[{}]", e.first_call, result.message),
+                    None => e.first_call.to_string(),
+                };
+                let row_style = if change.is_empty() { t.text } else { t.added };
+                let mut line = vec![
+                    span(format!("  {} ", clean(&e.id)), row_style),
+                    span(format!("{} ", clean(&e.name)), t.call),
+                ];
+                if let Some(state) = call_state(e) {
+                    line.push(span(format!("{state} "), t.warn));
+                }
+                line.push(span(whereabouts, t.dim));
+                line.push(span(change, t.added));
+                if links.calls.contains(&e.first_call) {
+                    Line::from(line).patch_style(t.linked)
+                } else {
+                    Line::from(line)
+                }
+            }
+            Row::Duplicate(e) => Line::from(span(
+                format!("  {} ×{} ({})", clean(&e.id), e.calls, clean(&e.name)),
+                t.text,
+            )),
+            Row::Orphan(o) => Line::from(span(
+                format!("  {} at {}", clean(&o.tool_use_id), o.at),
+                t.text,
+            )),
+        })
+        .collect();
+    Paragraph::new(lines).render(inner, buf);
+}

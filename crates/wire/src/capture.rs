@@ -1,0 +1,311 @@
+//! The capture file: one JSON object per exchange, appended as each one
+//! completes. Every reader of loopdbg takes it: `check` checks each request
+//! as the agent built it; replay, `--follow` and `record` show each request
+//! with the reply it got.
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::check::Finding;
+use crate::provider::Format;
+use crate::stream::Reassembler;
+
+/// The marker every capture record carries (`"loopdbg": "exchange"`).
+pub const MARKER: &str = "exchange";
+
+/// One request and its answer, as the capture file stores it. Headers are
+/// never kept, so no credential can reach the file.
+#[derive(Debug, Clone, Serialize)]
+pub struct Exchange {
+    /// Always [`MARKER`]: how readers know a capture line.
+    pub loopdbg: &'static str,
+    /// 1-based, in the order requests arrived.
+    pub seq: u64,
+    /// When the request arrived (RFC 3339, UTC), as the adapter read its clock.
+    pub time: String,
+    /// The HTTP method.
+    pub method: String,
+    /// The path and query, credentials removed.
+    pub path: String,
+    /// The provider, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider: Option<&'static str>,
+    /// The request body as the agent sent it (JSON, or text when not JSON).
+    pub request: Value,
+    /// The body the upstream received when the proxy repaired it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forwarded: Option<Value>,
+    /// `forwarded`, `repaired`, `blocked`, or `failed` (the upstream could
+    /// not be reached or broke off).
+    pub action: &'static str,
+    /// The status the agent received.
+    pub status: u16,
+    /// True when the answer was streamed (server-sent events).
+    pub streamed: bool,
+    /// The answer: JSON, a streamed answer reassembled into the message it
+    /// carried, or text.
+    pub response: Value,
+    /// Milliseconds from the request's arrival to the answer's last byte.
+    pub latency_ms: f64,
+    /// Milliseconds to the answer's first byte.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_byte_ms: Option<f64>,
+    /// The checker's findings on `request`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<Finding>,
+    /// What went wrong on the way, if anything.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// True when `line` is a capture record.
+pub fn is_exchange(line: &Value) -> bool {
+    line.get("loopdbg").and_then(Value::as_str) == Some(MARKER) && line.get("request").is_some()
+}
+
+/// The request of a capture record, as the agent built it.
+pub fn request_of(line: Value) -> Value {
+    match line {
+        Value::Object(mut o) => o.remove("request").unwrap_or(Value::Null),
+        other => other,
+    }
+}
+
+/// What the upstream answered the request of a capture record: its status
+/// and, for an error, the provider's `error.message`. Only for a request
+/// the proxy forwarded as the agent built it (a blocked one was answered
+/// by loopdbg, a repaired one was not the request the agent built).
+pub fn answer_of(line: &Value) -> Option<(u16, String)> {
+    if line.get("action").and_then(Value::as_str) != Some("forwarded") {
+        return None;
+    }
+    let status = u16::try_from(line.get("status")?.as_u64()?).ok()?;
+    let response = line.get("response");
+    let text = match response.and_then(|r| r.pointer("/error/message")) {
+        Some(Value::String(m)) => m.clone(),
+        _ if (200..300).contains(&status) => String::new(),
+        _ => response.map(Value::to_string).unwrap_or_default(),
+    };
+    Some((status, text))
+}
+
+/// The provider a capture record names.
+pub fn provider_of(line: &Value) -> Option<Format> {
+    line.get("provider")
+        .and_then(Value::as_str)
+        .and_then(|p| p.parse().ok())
+}
+
+/// The conversation a capture record shows: the request with the reply it
+/// got appended in the request's own format, so replay steps through the
+/// reply too. A request that was not answered with a 2xx is left as it was.
+pub fn conversation_of(line: Value) -> Value {
+    let format = provider_of(&line);
+    let ok = line
+        .get("status")
+        .and_then(Value::as_u64)
+        .is_some_and(|s| (200..300).contains(&s));
+    let response = line.get("response").cloned().unwrap_or(Value::Null);
+    let mut request = request_of(line);
+    if !ok {
+        return request;
+    }
+    let Some(format) = format else {
+        return request;
+    };
+    append_reply(&mut request, format, &response);
+    request
+}
+
+/// Appends the reply a recorded response body carried to `request`: the
+/// response object itself, a recorded event stream (text) reassembled, or
+/// Gemini's streamed JSON array of chunks merged. What cannot be read as
+/// a reply adds nothing.
+pub fn append_recorded_reply(format: Format, request: &mut Value, body: &Value) {
+    let reassembled = |events: &mut dyn Iterator<Item = String>| {
+        let mut r = Reassembler::new(format);
+        for event in events {
+            r.feed(event.as_bytes());
+        }
+        r.finish()
+    };
+    let response = match body {
+        Value::Object(_) => body.clone(),
+        Value::String(text) if crate::stream::looks_like_events(text) => {
+            reassembled(&mut std::iter::once(text.clone()))
+        }
+        Value::Array(chunks) if format == Format::Gemini => {
+            reassembled(&mut chunks.iter().map(|c| format!("data: {c}\n\n")))
+        }
+        _ => return,
+    };
+    if response.is_object() {
+        append_reply(request, format, &response);
+    }
+}
+
+/// Appends the assistant turn of `response` to `request`.
+pub fn append_reply(request: &mut Value, format: Format, response: &Value) {
+    match format {
+        Format::Anthropic => {
+            if let (Some(messages), Some(content)) = (
+                request.get_mut("messages").and_then(Value::as_array_mut),
+                response.get("content"),
+            ) {
+                messages.push(json!({"role": "assistant", "content": content}));
+            }
+        }
+        Format::Openai => {
+            let message = response
+                .get("choices")
+                .and_then(|c| c.get(0))
+                .and_then(|c| c.get("message"));
+            if let (Some(messages), Some(message)) = (
+                request.get_mut("messages").and_then(Value::as_array_mut),
+                message,
+            ) {
+                let mut message = message.clone();
+                if let Some(o) = message.as_object_mut() {
+                    o.retain(|_, v| !v.is_null());
+                    o.remove("annotations");
+                    o.entry("content").or_insert(Value::Null);
+                }
+                messages.push(message);
+            }
+        }
+        Format::Responses => {
+            let Some(output) = response.get("output").and_then(Value::as_array) else {
+                return;
+            };
+            if let Some(text) = request.get("input").and_then(Value::as_str) {
+                request["input"] = json!([{"role": "user", "content": text}]);
+            }
+            if let Some(input) = request.get_mut("input").and_then(Value::as_array_mut) {
+                input.extend(output.iter().cloned());
+            }
+        }
+        Format::Gemini => {
+            let content = response
+                .get("candidates")
+                .and_then(|c| c.get(0))
+                .and_then(|c| c.get("content"));
+            if let (Some(contents), Some(content)) = (
+                request.get_mut("contents").and_then(Value::as_array_mut),
+                content,
+            ) {
+                contents.push(content.clone());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::read::{Source, read};
+
+    fn line(provider: &str, status: u16, request: Value, response: Value) -> Value {
+        json!({"loopdbg": "exchange", "seq": 1, "provider": provider,
+               "request": request, "status": status, "response": response})
+    }
+
+    #[test]
+    fn an_anthropic_reply_is_appended_as_the_assistant_turn() {
+        let l = line(
+            "anthropic",
+            200,
+            json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]}),
+            json!({"role": "assistant", "content": [
+                {"type": "tool_use", "id": "toolu_1", "name": "w", "input": {}}],
+                "stop_reason": "tool_use"}),
+        );
+        assert!(is_exchange(&l));
+        let body = conversation_of(l);
+        let conv = read(&body, Source::Provider(Format::Anthropic)).unwrap();
+        assert_eq!(conv.messages.len(), 2);
+    }
+
+    #[test]
+    fn recorded_replies_are_read_from_objects_event_streams_and_chunk_arrays() {
+        let ask = || json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]});
+        // An Anthropic stream as cassettes keep it: padded events, a ping.
+        let events = concat!(
+            "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",",
+            "\"role\":\"assistant\",\"content\":[]}      }\n\n",
+            "event: ping\ndata: {\"type\": \"ping\"}\n\n",
+            "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,",
+            "\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"w\",\"input\":{}}   }\n\n",
+            "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,",
+            "\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"city\\\": 1}\"}}\n\n",
+            "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+            "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+        );
+        let mut request = ask();
+        append_recorded_reply(Format::Anthropic, &mut request, &json!(events));
+        assert_eq!(request["messages"][1]["content"][0]["id"], "toolu_1");
+        assert_eq!(request["messages"][1]["content"][0]["input"]["city"], 1);
+
+        let mut request = ask();
+        append_recorded_reply(
+            Format::Anthropic,
+            &mut request,
+            &json!({"role": "assistant", "content": [{"type": "text", "text": "yo"}]}),
+        );
+        assert_eq!(request["messages"][1]["content"][0]["text"], "yo");
+
+        // Gemini's streamGenerateContent without `alt=sse`: a JSON array.
+        let mut request = json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]});
+        let chunks = json!([
+            {"candidates": [{"content": {"role": "model", "parts": [{"text": "Bei"}]}}]},
+            {"candidates": [{"content": {"role": "model", "parts": [{"text": "jing"}]},
+                             "finishReason": "STOP"}]}]);
+        append_recorded_reply(Format::Gemini, &mut request, &chunks);
+        let parts = request["contents"][1]["parts"].as_array().unwrap();
+        let text: String = parts.iter().filter_map(|p| p["text"].as_str()).collect();
+        assert_eq!(text, "Beijing");
+
+        // Text that is no stream adds nothing.
+        let mut request = ask();
+        append_recorded_reply(Format::Anthropic, &mut request, &json!("upstream timeout"));
+        assert_eq!(request, ask());
+    }
+
+    #[test]
+    fn an_error_answer_adds_nothing() {
+        let request = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]});
+        let l = line("anthropic", 400, request.clone(), json!({"type": "error"}));
+        assert_eq!(conversation_of(l), request);
+    }
+
+    #[test]
+    fn openai_responses_and_gemini_replies_fit_their_requests() {
+        let body = conversation_of(line(
+            "openai",
+            200,
+            json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]}),
+            json!({"choices": [{"message": {"role": "assistant", "content": null, "refusal": null,
+                "tool_calls": [{"id": "call_1", "type": "function",
+                                "function": {"name": "f", "arguments": "{}"}}]}}]}),
+        ));
+        assert_eq!(body["messages"][1]["tool_calls"][0]["id"], "call_1");
+        assert!(body["messages"][1].get("refusal").is_none());
+        read(&body, Source::Provider(Format::Openai)).unwrap();
+
+        let body = conversation_of(line(
+            "responses",
+            200,
+            json!({"model": "m", "input": "hi"}),
+            json!({"output": [{"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}]}),
+        ));
+        assert_eq!(body["input"][1]["call_id"], "c");
+        read(&body, Source::Provider(Format::Responses)).unwrap();
+
+        let body = conversation_of(line(
+            "gemini",
+            200,
+            json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}),
+            json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "yo"}]}}]}),
+        ));
+        assert_eq!(body["contents"][1]["parts"][0]["text"], "yo");
+    }
+}

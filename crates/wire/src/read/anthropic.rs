@@ -1,0 +1,179 @@
+//! Anthropic Messages request bodies (or a bare `messages` array): one
+//! message per element, tool_use and tool_result as content blocks. The
+//! block reader is shared with the Claude Code log, whose events carry
+//! Anthropic messages.
+//!
+//! Calls the server runs itself (`server_tool_use` answered by a
+//! `*_tool_result` block such as `web_search_tool_result`, and the MCP
+//! connector's `mcp_tool_use` / `mcp_tool_result`) are kept apart as
+//! [`Hosted`] blocks: they never take a client `tool_result`.
+
+use serde_json::Value;
+
+use super::{
+    BlockSource, Conversation, Hosted, HostedRole, ReadError, Source, array_at, err,
+    finish_reason_of, read_tools, role_of, str_field, system_text, take,
+};
+use crate::provider::Format;
+use loopdbg_engine::message::{Block, Message, Role};
+use loopdbg_engine::session::Json;
+
+pub(super) fn read(doc: &mut Value) -> Result<Conversation, ReadError> {
+    let mut conv = Conversation::new(Source::Provider(Format::Anthropic));
+    read_tools(doc, &mut conv);
+    read_mcp_servers(doc, &mut conv);
+    conv.system = system_text(doc.get("system"));
+    let (items, base) = array_at(doc, "messages")?;
+    for (i, item) in items.iter_mut().enumerate() {
+        let path = super::indexed(&base, "", i);
+        let role = match role_of(item, &path)?.as_str() {
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            "system" => {
+                conv.system = system_text(item.get("content"));
+                continue;
+            }
+            other => {
+                return Err(err(
+                    &path,
+                    format!("unknown role `{other}` for Anthropic (expected user or assistant)"),
+                ));
+            }
+        };
+        let finish_reason = finish_reason_of(item.get("stop_reason"));
+        let read = blocks(item.get_mut("content"), &path, |p| BlockSource {
+            path: p.into(),
+            ..Default::default()
+        })?;
+        conv.push_read(
+            Message {
+                role,
+                content: read.blocks,
+                finish_reason,
+            },
+            BlockSource {
+                path: path.into(),
+                ..Default::default()
+            },
+            read.sources,
+            read.hosted,
+        );
+    }
+    Ok(conv)
+}
+
+/// MCP connector servers declare tools the request does not list.
+fn read_mcp_servers(doc: &Value, conv: &mut Conversation) {
+    if let Some(Value::Array(servers)) = doc.get("mcp_servers")
+        && !servers.is_empty()
+    {
+        conv.open_tools = true;
+    }
+}
+
+/// One message's content, read.
+#[derive(Debug, Default)]
+pub(super) struct Blocks {
+    pub blocks: Vec<Block>,
+    pub sources: Vec<BlockSource>,
+    /// Hosted blocks, with `message` still to be set by the caller.
+    pub hosted: Vec<Hosted>,
+}
+
+/// Reads one Anthropic message's content into blocks.
+pub(super) fn blocks(
+    content: Option<&mut Value>,
+    path: &str,
+    mut source: impl FnMut(String) -> BlockSource,
+) -> Result<Blocks, ReadError> {
+    let mut read = Blocks {
+        blocks: Vec::new(),
+        sources: Vec::new(),
+        hosted: Vec::new(),
+    };
+    match content {
+        None | Some(Value::Null) => {}
+        Some(Value::String(s)) => {
+            read.blocks.push(Block::Text {
+                text: s.as_str().into(),
+            });
+            read.sources.push(source(super::dotted(path, "content")));
+        }
+        Some(Value::Array(items)) => {
+            for (k, b) in items.iter_mut().enumerate() {
+                let bpath = super::indexed(path, "content", k);
+                let kind = b.get("type").and_then(Value::as_str).unwrap_or("");
+                let block = match kind {
+                    "text" => Block::Text {
+                        text: b.get("text").and_then(Value::as_str).unwrap_or("").into(),
+                    },
+                    "tool_use" => {
+                        // Called from code the server runs: that call waits.
+                        if let Some(server) = b
+                            .get("caller")
+                            .and_then(|c| c.get("tool_id"))
+                            .and_then(Value::as_str)
+                        {
+                            read.hosted.push(Hosted {
+                                role: HostedRole::Awaits,
+                                id: server.to_string(),
+                                block: kind.to_string(),
+                                name: str_field(b, "name", &bpath)?.to_string(),
+                                message: 0,
+                                position: k,
+                                source: source(bpath.clone()),
+                            });
+                        }
+                        Block::ToolUse {
+                            id: str_field(b, "id", &bpath)?.into(),
+                            name: str_field(b, "name", &bpath)?.into(),
+                            input: Json::new(take(b, "input")),
+                        }
+                    }
+                    "tool_result" => Block::ToolResult {
+                        tool_use_id: str_field(b, "tool_use_id", &bpath)?.into(),
+                        content: Json::new(take(b, "content")),
+                        is_error: b.get("is_error").and_then(Value::as_bool).unwrap_or(false),
+                    },
+                    "server_tool_use" | "mcp_tool_use" => {
+                        read.hosted.push(Hosted {
+                            role: HostedRole::Call,
+                            id: str_field(b, "id", &bpath)?.to_string(),
+                            block: kind.to_string(),
+                            name: str_field(b, "name", &bpath)?.to_string(),
+                            message: 0,
+                            position: k,
+                            source: source(bpath),
+                        });
+                        continue;
+                    }
+                    // Every server tool's result block: web_search_tool_result,
+                    // code_execution_tool_result, tool_search_tool_result, …
+                    result if result.ends_with("_tool_result") => {
+                        read.hosted.push(Hosted {
+                            role: HostedRole::Result,
+                            id: str_field(b, "tool_use_id", &bpath)?.to_string(),
+                            block: kind.to_string(),
+                            name: kind.to_string(),
+                            message: 0,
+                            position: k,
+                            source: source(bpath),
+                        });
+                        continue;
+                    }
+                    // Images, thinking and the like carry no pairing.
+                    _ => continue,
+                };
+                read.blocks.push(block);
+                read.sources.push(source(bpath));
+            }
+        }
+        Some(_) => {
+            return Err(err(
+                super::dotted(path, "content"),
+                "expected a string or an array of blocks",
+            ));
+        }
+    }
+    Ok(read)
+}

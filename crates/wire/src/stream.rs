@@ -1,0 +1,680 @@
+//! Server-sent events, reassembled into the message they carried, so a
+//! capture holds one response per exchange however it was delivered.
+//!
+//! Bytes go in as they arrive ([`Reassembler::feed`]); events are cut at
+//! blank lines, and a chunk boundary may fall anywhere, even inside a
+//! UTF-8 character.
+
+use serde_json::{Map, Value, json};
+
+use crate::provider::Format;
+
+/// One server-sent event.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Event {
+    /// The `event:` field, if any.
+    pub name: Option<String>,
+    /// The `data:` lines, joined with newlines.
+    pub data: String,
+}
+
+/// Cuts a byte stream into events.
+#[derive(Debug, Default)]
+pub struct EventParser {
+    pending: Vec<u8>,
+    current: Event,
+    has_data: bool,
+}
+
+impl EventParser {
+    /// Takes the next bytes; returns the events they complete.
+    pub fn feed(&mut self, bytes: &[u8]) -> Vec<Event> {
+        self.pending.extend_from_slice(bytes);
+        let mut out = Vec::new();
+        let mut start = 0;
+        while let Some(end) = self.pending[start..].iter().position(|&b| b == b'\n') {
+            let mut line = &self.pending[start..start + end];
+            start += end + 1;
+            if line.last() == Some(&b'\r') {
+                line = &line[..line.len() - 1];
+            }
+            let line = String::from_utf8_lossy(line);
+            if line.is_empty() {
+                if self.has_data || self.current.name.is_some() {
+                    out.push(std::mem::take(&mut self.current));
+                    self.has_data = false;
+                }
+                continue;
+            }
+            if line.starts_with(':') {
+                continue;
+            }
+            let (field, value) = match line.split_once(':') {
+                Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
+                None => (&*line, ""),
+            };
+            match field {
+                "event" => self.current.name = Some(value.to_string()),
+                "data" => {
+                    if self.has_data {
+                        self.current.data.push('\n');
+                    }
+                    self.current.data.push_str(value);
+                    self.has_data = true;
+                }
+                _ => {}
+            }
+        }
+        self.pending.drain(..start);
+        out
+    }
+
+    /// The event left when the stream ends without a closing blank line.
+    pub fn finish(&mut self) -> Option<Event> {
+        if !self.pending.is_empty() {
+            let rest = std::mem::take(&mut self.pending);
+            let mut tail = self.feed_tail(&rest);
+            if tail.is_some() {
+                return tail.take();
+            }
+        }
+        (self.has_data).then(|| {
+            self.has_data = false;
+            std::mem::take(&mut self.current)
+        })
+    }
+
+    fn feed_tail(&mut self, rest: &[u8]) -> Option<Event> {
+        let mut with_end = rest.to_vec();
+        with_end.extend_from_slice(b"\n\n");
+        self.feed(&with_end).pop()
+    }
+}
+
+/// Rebuilds the response a stream carried, event by event.
+#[derive(Debug)]
+pub struct Reassembler {
+    format: Format,
+    parser: EventParser,
+    message: Value,
+    /// Raw `partial_json` of Anthropic tool_use blocks, by block index.
+    partial_json: Vec<(usize, String)>,
+    complete: bool,
+    error: Option<Value>,
+}
+
+impl Reassembler {
+    /// A reassembler for a stream in `format`.
+    pub fn new(format: Format) -> Reassembler {
+        Reassembler {
+            format,
+            parser: EventParser::default(),
+            message: Value::Null,
+            partial_json: Vec::new(),
+            complete: false,
+            error: None,
+        }
+    }
+
+    /// Takes the next bytes of the stream.
+    pub fn feed(&mut self, bytes: &[u8]) {
+        for event in self.parser.feed(bytes) {
+            self.apply(event);
+        }
+    }
+
+    /// True once the stream's closing event arrived (`message_stop`,
+    /// `[DONE]`, `response.completed`, a Gemini `finishReason`).
+    pub fn is_complete(&self) -> bool {
+        self.complete
+    }
+
+    /// The error event the stream carried, if any.
+    pub fn error(&self) -> Option<&Value> {
+        self.error.as_ref()
+    }
+
+    /// The message as far as it arrived.
+    pub fn finish(mut self) -> Value {
+        if let Some(event) = self.parser.finish() {
+            self.apply(event);
+        }
+        self.close_partial_json();
+        self.message
+    }
+
+    fn apply(&mut self, event: Event) {
+        let data = event.data.trim();
+        if data.is_empty() {
+            return;
+        }
+        if data == "[DONE]" {
+            self.complete = true;
+            return;
+        }
+        let Ok(value) = serde_json::from_str::<Value>(data) else {
+            return;
+        };
+        match self.format {
+            Format::Anthropic => self.anthropic(value),
+            Format::Openai => self.openai(value),
+            Format::Responses => self.responses(value),
+            Format::Gemini => self.gemini(value),
+        }
+    }
+
+    fn anthropic(&mut self, v: Value) {
+        let kind = v.get("type").and_then(Value::as_str).unwrap_or("");
+        match kind {
+            "message_start" => {
+                self.message = object_or_empty(v.get("message"));
+                if self.message.get("content").is_none_or(|c| !c.is_array()) {
+                    self.message["content"] = json!([]);
+                }
+            }
+            "content_block_start" => {
+                let index = index_of(&v);
+                if index > MAX_INDEX {
+                    return;
+                }
+                let block = object_or_empty(v.get("content_block"));
+                if let Some(content) = self.content_mut() {
+                    while content.len() <= index {
+                        content.push(Value::Null);
+                    }
+                    content[index] = block;
+                }
+            }
+            "content_block_delta" => {
+                let index = index_of(&v);
+                let Some(delta) = v.get("delta") else { return };
+                let dtype = delta.get("type").and_then(Value::as_str).unwrap_or("");
+                if dtype == "input_json_delta" {
+                    let part = delta
+                        .get("partial_json")
+                        .and_then(Value::as_str)
+                        .unwrap_or("");
+                    match self.partial_json.iter_mut().find(|(i, _)| *i == index) {
+                        Some((_, s)) => s.push_str(part),
+                        None => self.partial_json.push((index, part.to_string())),
+                    }
+                    return;
+                }
+                let Some(block) = self
+                    .content_mut()
+                    .and_then(|c| c.get_mut(index))
+                    .filter(|b| b.is_object())
+                else {
+                    return;
+                };
+                let (field, piece) = match dtype {
+                    "text_delta" => ("text", delta.get("text")),
+                    "thinking_delta" => ("thinking", delta.get("thinking")),
+                    "signature_delta" => ("signature", delta.get("signature")),
+                    "citations_delta" => {
+                        if let Some(c) = delta.get("citation") {
+                            let list = &mut block["citations"];
+                            if !list.is_array() {
+                                *list = json!([]);
+                            }
+                            if let Some(a) = list.as_array_mut() {
+                                a.push(c.clone());
+                            }
+                        }
+                        return;
+                    }
+                    _ => return,
+                };
+                if let Some(piece) = piece.and_then(Value::as_str) {
+                    append_str(block, field, piece);
+                }
+            }
+            "content_block_stop" => self.close_block(index_of(&v)),
+            "message_delta" => {
+                if let (Some(delta), Some(m)) = (
+                    v.get("delta").and_then(Value::as_object),
+                    self.message.as_object_mut(),
+                ) {
+                    for (k, val) in delta {
+                        m.insert(k.clone(), val.clone());
+                    }
+                }
+                if let Some(usage) = v.get("usage").and_then(Value::as_object) {
+                    let target = &mut self.message["usage"];
+                    if !target.is_object() {
+                        *target = json!({});
+                    }
+                    for (k, val) in usage {
+                        target[k] = val.clone();
+                    }
+                }
+            }
+            "message_stop" => self.complete = true,
+            "error" => self.error = v.get("error").cloned(),
+            _ => {}
+        }
+    }
+
+    fn content_mut(&mut self) -> Option<&mut Vec<Value>> {
+        if !self.message.is_object() {
+            self.message = json!({"type": "message", "role": "assistant", "content": []});
+        }
+        self.message
+            .get_mut("content")
+            .and_then(Value::as_array_mut)
+    }
+
+    fn close_block(&mut self, index: usize) {
+        let Some(pos) = self.partial_json.iter().position(|(i, _)| *i == index) else {
+            return;
+        };
+        let (_, raw) = self.partial_json.swap_remove(pos);
+        // An empty input streams no delta at all; `{}` is what the API means.
+        let input = if raw.trim().is_empty() {
+            json!({})
+        } else {
+            serde_json::from_str(&raw).unwrap_or(Value::String(raw))
+        };
+        if let Some(block) = self
+            .content_mut()
+            .and_then(|c| c.get_mut(index))
+            .filter(|b| b.is_object())
+        {
+            block["input"] = input;
+        }
+    }
+
+    fn close_partial_json(&mut self) {
+        let open: Vec<usize> = self.partial_json.iter().map(|(i, _)| *i).collect();
+        for index in open {
+            self.close_block(index);
+        }
+    }
+
+    fn openai(&mut self, v: Value) {
+        if !self.message.is_object() {
+            self.message = json!({
+                "id": v.get("id").cloned().unwrap_or(Value::Null),
+                "object": "chat.completion",
+                "created": v.get("created").cloned().unwrap_or(Value::Null),
+                "model": v.get("model").cloned().unwrap_or(Value::Null),
+                "choices": []
+            });
+        }
+        if let Some(usage) = v.get("usage").filter(|u| !u.is_null()) {
+            self.message["usage"] = usage.clone();
+        }
+        if let Some(err) = v.get("error") {
+            self.error = Some(err.clone());
+        }
+        let Some(chunks) = v.get("choices").and_then(Value::as_array) else {
+            return;
+        };
+        for choice in chunks {
+            let index = index_of(choice);
+            if index > MAX_INDEX {
+                continue;
+            }
+            let choices = self.message["choices"]
+                .as_array_mut()
+                .expect("choices is an array");
+            while choices.len() <= index {
+                let i = choices.len();
+                choices.push(json!({
+                    "index": i,
+                    "message": {"role": "assistant", "content": null},
+                    "finish_reason": null
+                }));
+            }
+            let target = &mut choices[index];
+            if let Some(reason) = choice.get("finish_reason").filter(|r| !r.is_null()) {
+                target["finish_reason"] = reason.clone();
+            }
+            let Some(delta) = choice.get("delta").and_then(Value::as_object) else {
+                continue;
+            };
+            let message = &mut target["message"];
+            for (key, value) in delta {
+                match key.as_str() {
+                    "content" | "refusal" | "reasoning_content" => {
+                        if let Some(s) = value.as_str() {
+                            append_str(message, key, s);
+                        }
+                    }
+                    "tool_calls" => {
+                        for call in value.as_array().into_iter().flatten() {
+                            merge_openai_call(message, call);
+                        }
+                    }
+                    "role" => message["role"] = value.clone(),
+                    _ if !value.is_null() => message[key] = value.clone(),
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    fn responses(&mut self, v: Value) {
+        let kind = v.get("type").and_then(Value::as_str).unwrap_or("");
+        match kind {
+            "response.created" | "response.in_progress" => {
+                if let Some(r) = v.get("response").filter(|r| r.is_object()) {
+                    self.message = r.clone();
+                }
+            }
+            "response.output_item.done" => {
+                if !self.message.is_object() {
+                    self.message = json!({"object": "response", "output": []});
+                }
+                let index = v
+                    .get("output_index")
+                    .and_then(Value::as_u64)
+                    .map(|i| i as usize);
+                let item = v.get("item").cloned().unwrap_or(Value::Null);
+                if !self.message["output"].is_array() {
+                    self.message["output"] = json!([]);
+                }
+                let output = self.message["output"].as_array_mut().expect("an array");
+                let index = index.unwrap_or(output.len());
+                if index > MAX_INDEX {
+                    return;
+                }
+                while output.len() <= index {
+                    output.push(Value::Null);
+                }
+                output[index] = item;
+            }
+            "response.completed" | "response.incomplete" | "response.failed" => {
+                if let Some(r) = v.get("response").filter(|r| r.is_object()) {
+                    self.message = r.clone();
+                }
+                self.complete = true;
+            }
+            "error" => self.error = Some(v),
+            _ => {}
+        }
+    }
+
+    fn gemini(&mut self, v: Value) {
+        if let Some(err) = v.get("error") {
+            self.error = Some(err.clone());
+            return;
+        }
+        if !self.message.is_object() {
+            self.message = json!({"candidates": []});
+        }
+        for key in ["usageMetadata", "modelVersion", "responseId"] {
+            if let Some(x) = v.get(key) {
+                self.message[key] = x.clone();
+            }
+        }
+        let Some(candidates) = v.get("candidates").and_then(Value::as_array) else {
+            return;
+        };
+        for candidate in candidates {
+            let index = index_of(candidate);
+            if index > MAX_INDEX {
+                continue;
+            }
+            let list = self.message["candidates"]
+                .as_array_mut()
+                .expect("candidates is an array");
+            while list.len() <= index {
+                list.push(json!({"content": {"role": "model", "parts": []}}));
+            }
+            let target = &mut list[index];
+            if let Some(reason) = candidate.get("finishReason") {
+                target["finishReason"] = reason.clone();
+                self.complete = true;
+            }
+            let parts = candidate
+                .get("content")
+                .and_then(|c| c.get("parts"))
+                .and_then(Value::as_array);
+            let Some(into) = target["content"]["parts"].as_array_mut() else {
+                continue;
+            };
+            for part in parts.into_iter().flatten() {
+                // Text streams in pieces: join a piece to the text before it
+                // unless it starts a thought or the previous part was one.
+                let joinable = |p: &Value| {
+                    p.get("text").is_some_and(Value::is_string)
+                        && p.as_object()
+                            .is_some_and(|o| o.keys().all(|k| k == "text" || k == "thought"))
+                };
+                if joinable(part)
+                    && let Some(last) = into.last_mut()
+                    && joinable(last)
+                    && last.get("thought") == part.get("thought")
+                {
+                    let piece = part["text"].as_str().unwrap_or("");
+                    append_str(last, "text", piece);
+                } else {
+                    into.push(part.clone());
+                }
+            }
+        }
+    }
+}
+
+/// The most blocks, choices, calls or output items one answer may index:
+/// an index past it is a broken stream, not a reason to allocate.
+const MAX_INDEX: usize = 4096;
+
+fn index_of(v: &Value) -> usize {
+    v.get("index").and_then(Value::as_u64).unwrap_or(0) as usize
+}
+
+/// `v` if it is an object, else an empty one: what a stream names a
+/// message or a block must be an object before fields are set on it.
+fn object_or_empty(v: Option<&Value>) -> Value {
+    match v {
+        Some(o @ Value::Object(_)) => o.clone(),
+        _ => json!({}),
+    }
+}
+
+fn append_str(target: &mut Value, field: &str, piece: &str) {
+    if !target.is_object() {
+        *target = Value::Object(Map::new());
+    }
+    match target.get_mut(field) {
+        Some(Value::String(s)) => s.push_str(piece),
+        _ => target[field] = Value::String(piece.to_string()),
+    }
+}
+
+/// One `delta.tool_calls[i]` chunk into `message.tool_calls`: the first
+/// chunk of a call brings its id and name, the rest bring argument text.
+fn merge_openai_call(message: &mut Value, chunk: &Value) {
+    if !message["tool_calls"].is_array() {
+        message["tool_calls"] = json!([]);
+    }
+    let calls = message["tool_calls"].as_array_mut().expect("an array");
+    let index = index_of(chunk);
+    if index > MAX_INDEX {
+        return;
+    }
+    while calls.len() <= index {
+        calls.push(
+            json!({"id": null, "type": "function", "function": {"name": "", "arguments": ""}}),
+        );
+    }
+    let call = &mut calls[index];
+    if let Some(id) = chunk.get("id").filter(|v| !v.is_null()) {
+        call["id"] = id.clone();
+    }
+    if let Some(kind) = chunk.get("type").filter(|v| !v.is_null()) {
+        call["type"] = kind.clone();
+    }
+    if let Some(f) = chunk.get("function") {
+        if let Some(name) = f.get("name").and_then(Value::as_str) {
+            append_str(&mut call["function"], "name", name);
+        }
+        if let Some(args) = f.get("arguments").and_then(Value::as_str) {
+            append_str(&mut call["function"], "arguments", args);
+        }
+    }
+}
+
+/// True when a recorded body is server-sent events rather than JSON: its
+/// first line is an `event:`, `data:`, `id:` or `retry:` field or a
+/// `:` comment.
+pub fn looks_like_events(text: &str) -> bool {
+    let first = text.trim_start().lines().next().unwrap_or("");
+    first.starts_with(':')
+        || ["event:", "data:", "id:", "retry:"]
+            .iter()
+            .any(|field| first.starts_with(field))
+}
+
+/// True when `content_type` announces server-sent events.
+pub fn is_event_stream(content_type: &str) -> bool {
+    content_type
+        .split(';')
+        .next()
+        .is_some_and(|t| t.trim().eq_ignore_ascii_case("text/event-stream"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed_in_pieces(format: Format, text: &str, piece: usize) -> Reassembler {
+        let mut r = Reassembler::new(format);
+        for chunk in text.as_bytes().chunks(piece) {
+            r.feed(chunk);
+        }
+        r
+    }
+
+    const ANTHROPIC: &str = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"claude\",\"stop_reason\":null,\"usage\":{\"input_tokens\":10,\"output_tokens\":1}}}\n\nevent: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\nevent: ping\ndata: {\"type\":\"ping\"}\n\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"查询\"}}\n\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"北京\"}}\n\nevent: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\nevent: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"get_weather\",\"input\":{}}}\n\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"\"}}\n\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"city\\\": \\\"北\"}}\n\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"京\\\"}\"}}\n\nevent: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\nevent: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":42}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+
+    #[test]
+    fn anthropic_events_become_the_message_whatever_the_chunking() {
+        for piece in [1, 3, 7, 64, 4096] {
+            let r = feed_in_pieces(Format::Anthropic, ANTHROPIC, piece);
+            assert!(r.is_complete(), "piece {piece}");
+            let m = r.finish();
+            assert_eq!(m["content"][0]["text"], "查询北京", "piece {piece}");
+            assert_eq!(m["content"][1]["input"], json!({"city": "北京"}));
+            assert_eq!(m["stop_reason"], "tool_use");
+            assert_eq!(m["usage"]["output_tokens"], 42);
+            assert_eq!(m["usage"]["input_tokens"], 10);
+        }
+    }
+
+    #[test]
+    fn a_stream_cut_short_keeps_what_arrived() {
+        let cut = &ANTHROPIC[..ANTHROPIC.find("event: content_block_stop").unwrap()];
+        let r = feed_in_pieces(Format::Anthropic, cut, 5);
+        assert!(!r.is_complete());
+        let m = r.finish();
+        assert_eq!(m["content"][0]["text"], "查询北京");
+        assert!(m["stop_reason"].is_null());
+    }
+
+    #[test]
+    fn openai_chunks_rebuild_tool_calls_by_index() {
+        let text = concat!(
+            "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"index\":0,\"id\":\"call_w\",\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"arguments\":\"\"}}]},\"finish_reason\":null}]}\n\n",
+            "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":1,\"id\":\"call_f\",\"type\":\"function\",\"function\":{\"name\":\"get_fx\",\"arguments\":\"\"}}]},\"finish_reason\":null}]}\n\n",
+            "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{\\\"city\\\":\"}}]},\"finish_reason\":null}]}\n\n",
+            "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"\\\"x\\\"}\"}},{\"index\":1,\"function\":{\"arguments\":\"{}\"}}]},\"finish_reason\":null}]}\n\n",
+            "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n",
+            "data: [DONE]\n\n"
+        );
+        let r = feed_in_pieces(Format::Openai, text, 11);
+        assert!(r.is_complete());
+        let m = r.finish();
+        let calls = &m["choices"][0]["message"]["tool_calls"];
+        assert_eq!(calls[0]["id"], "call_w");
+        assert_eq!(calls[0]["function"]["arguments"], "{\"city\":\"x\"}");
+        assert_eq!(calls[1]["function"]["name"], "get_fx");
+        assert_eq!(m["choices"][0]["finish_reason"], "tool_calls");
+    }
+
+    #[test]
+    fn responses_take_the_completed_response() {
+        let text = concat!(
+            "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"resp_1\",\"status\":\"in_progress\",\"output\":[]}}\n\n",
+            "event: response.output_item.done\ndata: {\"type\":\"response.output_item.done\",\"output_index\":0,\"item\":{\"type\":\"function_call\",\"call_id\":\"call_1\",\"name\":\"f\",\"arguments\":\"{}\"}}\n\n",
+            "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"resp_1\",\"status\":\"completed\",\"output\":[{\"type\":\"function_call\",\"call_id\":\"call_1\",\"name\":\"f\",\"arguments\":\"{}\"}]}}\n\n"
+        );
+        let r = feed_in_pieces(Format::Responses, text, 9);
+        assert!(r.is_complete());
+        let m = r.finish();
+        assert_eq!(m["status"], "completed");
+        assert_eq!(m["output"][0]["call_id"], "call_1");
+    }
+
+    #[test]
+    fn gemini_pieces_join_into_one_text_part() {
+        let text = concat!(
+            "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"北京\"}],\"role\":\"model\"}}]}\r\n\r\n",
+            "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"晴\"},{\"functionCall\":{\"name\":\"f\",\"args\":{}}}],\"role\":\"model\"},\"finishReason\":\"STOP\"}],\"usageMetadata\":{\"totalTokenCount\":5}}\r\n\r\n"
+        );
+        let r = feed_in_pieces(Format::Gemini, text, 4);
+        assert!(r.is_complete());
+        let m = r.finish();
+        let parts = &m["candidates"][0]["content"]["parts"];
+        assert_eq!(parts[0]["text"], "北京晴");
+        assert_eq!(parts[1]["functionCall"]["name"], "f");
+        assert_eq!(m["candidates"][0]["finishReason"], "STOP");
+    }
+
+    #[test]
+    fn comments_multiline_data_and_a_missing_final_blank_line() {
+        let mut p = EventParser::default();
+        let mut events = p.feed(b": keep-alive\n\nevent: x\ndata: a\ndata: b\n\ndata: tail");
+        events.extend(p.finish());
+        assert_eq!(events.len(), 2);
+        assert_eq!(events[0].name.as_deref(), Some("x"));
+        assert_eq!(events[0].data, "a\nb");
+        assert_eq!(events[1].data, "tail");
+    }
+
+    #[test]
+    fn hostile_streams_neither_panic_nor_allocate() {
+        let cases = [
+            (
+                Format::Anthropic,
+                "data: {\"type\":\"message_start\",\"message\":\"x\"}\n\ndata: {\"type\":\"message_delta\",\"usage\":{\"a\":1}}\n\n",
+            ),
+            (
+                Format::Anthropic,
+                "data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":5}\n\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"citations_delta\",\"citation\":{}}}\n\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"1\"}}\n\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+            ),
+            (
+                Format::Anthropic,
+                "data: {\"type\":\"content_block_start\",\"index\":1000000000000}\n\n",
+            ),
+            (
+                Format::Openai,
+                "data: {\"choices\":[{\"index\":1000000000000,\"delta\":{}}]}\n\ndata: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":99999999999}]}}]}\n\n",
+            ),
+            (
+                Format::Responses,
+                "data: {\"type\":\"response.created\",\"response\":5}\n\ndata: {\"type\":\"response.output_item.done\",\"output_index\":99999999999}\n\n",
+            ),
+            (
+                Format::Gemini,
+                "data: {\"candidates\":[{\"index\":99999999999}]}\n\n",
+            ),
+        ];
+        for (format, text) in cases {
+            let r = feed_in_pieces(format, text, 3);
+            let m = r.finish();
+            assert!(
+                serde_json::to_string(&m).unwrap().len() < 4096,
+                "{format:?}: {m}"
+            );
+        }
+    }
+
+    #[test]
+    fn content_types() {
+        assert!(is_event_stream("text/event-stream; charset=utf-8"));
+        assert!(!is_event_stream("application/json"));
+    }
+}
