@@ -14,7 +14,7 @@ use std::time::Duration;
 use anyhow::Context;
 use loopdbg_tui::App;
 use loopdbg_tui::app::LiveUpdate;
-use loopdbg_wire::capture::Exchange;
+use loopdbg_wire::capture::{Action, Exchange};
 use loopdbg_wire::check::{Finding, check};
 use loopdbg_wire::read::{Conversation, Source, read};
 use serde_json::Value;
@@ -109,9 +109,9 @@ impl Exchanges {
         let rejected = newest.findings.iter().find(|f| f.rejected_by_provider);
         let alarm = rejected.map(|f| {
             let what = match newest.action {
-                "blocked" => "blocked locally",
-                "repaired" => "repaired before forwarding",
-                _ => "forwarded as it was",
+                Action::Blocked => "blocked locally",
+                Action::Repaired => "repaired before forwarding",
+                Action::Forwarded | Action::Failed => "forwarded as it was",
             };
             alarm_of(&format!("ALARM #{} ({what})", newest.seq), f)
         });
@@ -162,7 +162,11 @@ impl CaptureFile {
 }
 
 /// `loopdbg proxy`.
-pub(super) fn proxy(config: loopdbg_proxy::Config, no_tui: bool) -> Result<ExitCode, Failure> {
+pub(super) fn proxy(
+    config: loopdbg_proxy::Config,
+    capture_path: Option<&Path>,
+    no_tui: bool,
+) -> Result<ExitCode, Failure> {
     let scheme = config.upstream.scheme();
     if scheme != "http" && scheme != "https" {
         return Err(bad_flag(format!(
@@ -183,8 +187,8 @@ pub(super) fn proxy(config: loopdbg_proxy::Config, no_tui: bool) -> Result<ExitC
             "the debugger needs a terminal; add --no-tui for one line per exchange"
         )));
     }
-    let mut capture = CaptureFile::open(config.capture.as_deref())
-        .map_err(|e| bad_flag(format!("--capture: {e:#}")))?;
+    let mut capture =
+        CaptureFile::open(capture_path).map_err(|e| bad_flag(format!("--capture: {e:#}")))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -195,9 +199,7 @@ pub(super) fn proxy(config: loopdbg_proxy::Config, no_tui: bool) -> Result<ExitC
     say!(
         "loopdbg proxy: listening on http://{addr} → {}{}",
         config.upstream,
-        config
-            .capture
-            .as_ref()
+        capture_path
             .map(|p| format!(" · capture {}", p.display()))
             .unwrap_or_default()
     );

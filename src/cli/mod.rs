@@ -398,15 +398,13 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             on_invalid,
             no_tui,
         }) => {
-            let upstream = reqwest::Url::parse(&upstream)
+            let upstream = url::Url::parse(&upstream)
                 .map_err(|e| bad_flag(format!("--upstream `{upstream}`: {e}")))?;
             let config = loopdbg_proxy::Config {
-                upstream,
-                listen,
-                capture,
                 on_invalid,
+                ..loopdbg_proxy::Config::new(upstream, listen)
             };
-            live::proxy(config, no_tui)
+            live::proxy(config, capture.as_deref(), no_tui)
         }
         Some(Command::Diff {
             left,

@@ -1,39 +1,46 @@
 //! `loopdbg proxy`: a recording, checking reverse proxy between an agent
-//! and its provider. Every request is checked by the library's gate before
-//! it leaves; answers come back byte for byte, streamed ones chunk by chunk
-//! as they arrive; each exchange is appended to the capture as it completes.
+//! and its provider. Every request is checked by the [`gate`] before it
+//! leaves (or, under `--on-invalid forward`, once the agent has its
+//! answer); answers come back frame by frame as they arrive; each exchange
+//! is handed to the caller as it completes, to be written to the capture.
 //!
-//! The sockets, the clock and the capture file live here; what a request
-//! means and what to do with it is decided in [`gate`] and `loopdbg_wire`.
-#![forbid(unsafe_code)]
-#![warn(missing_docs)]
+//! HTTP is hyper's: its server toward the agent (HTTP/1.1 and 1.0, with a
+//! header-read timeout that also closes idle connections, and limits on
+//! header size and count) and hyper-util's pooled client toward the
+//! upstream ([`upstream`]). This crate's own code is the policy: where a
+//! request goes, what is checked, what is kept, what is never written.
 
+pub mod gate;
+
+mod answer;
+mod upstream;
+
+use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
-use crate::gate::{Decision, OnInvalid, inspect};
 use anyhow::Context;
-use bytes::{Bytes, BytesMut};
-use loopdbg_wire::capture::Exchange;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Either, Full, Limited};
+use hyper::body::Incoming;
+use hyper::header::{self, HeaderValue};
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use loopdbg_wire::capture::{Action, Exchange};
 use loopdbg_wire::provider::Format;
 use loopdbg_wire::route::{provider_of, provider_of_path, redacted_path};
 use loopdbg_wire::stream::is_event_stream;
-use reqwest::header::{self, HeaderMap};
 use serde_json::Value;
-use tokio::io::AsyncWriteExt;
-use tokio::net::TcpStream;
-use tokio::sync::mpsc;
+use tokio::sync::{Semaphore, mpsc};
+use url::Url;
 
-pub mod gate;
-mod http1;
-mod relay;
-mod upstream;
-pub use relay::Ended;
-use relay::{Body, Returning, ToAgent};
-use upstream::{Answer, Upstream};
+pub use answer::Ended;
+use answer::{Returning, Tapped};
+use gate::{Decision, OnInvalid, inspect};
+use upstream::Upstream;
 
 /// The largest request body the proxy takes (providers refuse far less).
 const MAX_REQUEST_BYTES: usize = 256 << 20;
@@ -41,43 +48,44 @@ const MAX_REQUEST_BYTES: usize = 256 << 20;
 /// How much of one answer the capture keeps; the agent gets all of it.
 const MAX_CAPTURED_ANSWER: usize = 64 << 20;
 
-/// Headers that describe one connection, not the message (RFC 9110 §7.6.1),
-/// plus the ones the client library sets itself.
-const HOP_BY_HOP: &[&str] = &[
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "proxy-authenticate",
-    "proxy-authorization",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "upgrade",
-    "host",
-    "content-length",
-    // The proxy reads the body whole before it forwards it.
-    "expect",
-];
+/// The most header lines one request may carry (hyper answers 431 past it).
+const MAX_HEADERS: usize = 128;
 
-/// Of [`HOP_BY_HOP`], the headers an answer relayed byte for byte keeps:
-/// its body goes to the agent in the framing they describe.
-const FRAMING: &[&str] = &["transfer-encoding", "content-length", "trailer"];
+/// The most bytes a request's head may take (hyper answers 431 past it).
+const MAX_HEAD_BYTES: usize = 64 << 10;
 
 /// What `loopdbg proxy` was asked to do.
 #[derive(Debug, Clone)]
 pub struct Config {
     /// Where every request goes.
-    pub upstream: reqwest::Url,
+    pub upstream: Url,
     /// The address to listen on.
     pub listen: SocketAddr,
-    /// The JSON Lines file exchanges are appended to.
-    pub capture: Option<PathBuf>,
     /// What happens to a request the provider would reject.
     pub on_invalid: OnInvalid,
+    /// How long a connection may take to send a request's head, counted
+    /// from when the proxy starts waiting for it: a slow client's head, or
+    /// an idle kept-alive connection, is closed after this.
+    pub header_timeout: Duration,
+    /// The most agent connections served at once; the next waits in the
+    /// listen queue until one ends.
+    pub max_connections: usize,
+}
+
+impl Config {
+    /// The defaults for everything but where to listen and forward.
+    pub fn new(upstream: Url, listen: SocketAddr) -> Config {
+        Config {
+            upstream,
+            listen,
+            on_invalid: OnInvalid::Forward,
+            header_timeout: Duration::from_secs(30),
+            max_connections: 512,
+        }
+    }
 }
 
 struct Shared {
-    upstream: reqwest::Url,
     way: Upstream,
     on_invalid: OnInvalid,
     seq: AtomicU64,
@@ -96,15 +104,8 @@ pub struct Running {
 /// Binds and starts serving on the current tokio runtime.
 pub async fn start(config: &Config) -> anyhow::Result<Running> {
     let way = Upstream::new(&config.upstream).context("building the HTTP client")?;
-    start_on(config, way).await
-}
-
-/// [`start`] with the way to the upstream given (the tests take reqwest's
-/// way to a plain-HTTP upstream, which is otherwise only taken to TLS).
-async fn start_on(config: &Config, way: Upstream) -> anyhow::Result<Running> {
     let (done, exchanges) = mpsc::unbounded_channel();
     let shared = Arc::new(Shared {
-        upstream: config.upstream.clone(),
         way,
         on_invalid: config.on_invalid,
         seq: AtomicU64::new(0),
@@ -114,83 +115,70 @@ async fn start_on(config: &Config, way: Upstream) -> anyhow::Result<Running> {
         .await
         .with_context(|| format!("listening on {}", config.listen))?;
     let addr = listener.local_addr()?;
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(config.header_timeout)
+        .max_headers(MAX_HEADERS)
+        .max_header_size(MAX_HEAD_BYTES);
+    let slots = Arc::new(Semaphore::new(config.max_connections.max(1)));
     tokio::spawn(async move {
         loop {
-            match listener.accept().await {
-                Ok((tcp, _)) => {
-                    // Without TCP_NODELAY a streamed answer's small writes
-                    // wait for the agent's delayed ACK: 40 ms added to
-                    // every request.
-                    let _ = tcp.set_nodelay(true);
-                    tokio::spawn(serve(tcp, Arc::clone(&shared)));
-                }
+            let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {
+                return;
+            };
+            let tcp = match listener.accept().await {
+                Ok((tcp, _)) => tcp,
                 // Out of file descriptors, most likely: the connections
                 // being served will free some.
-                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(50)).await,
-            }
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            // Without TCP_NODELAY a streamed answer's small writes wait
+            // for the agent's delayed ACK: 40 ms added to every request.
+            let _ = tcp.set_nodelay(true);
+            let shared = Arc::clone(&shared);
+            let serving = http.serve_connection(
+                TokioIo::new(tcp),
+                service_fn(move |request| {
+                    let shared = Arc::clone(&shared);
+                    async move { Ok::<_, Infallible>(exchange(&shared, request).await) }
+                }),
+            );
+            tokio::spawn(async move {
+                // A connection's end, clean or not, is the agent's business;
+                // each exchange on it was recorded as it ended.
+                let _ = serving.await;
+                drop(slot);
+            });
         }
     });
     Ok(Running { addr, exchanges })
 }
 
-/// One agent connection: request after request, each answered before
-/// the next is read (HTTP/1.1 without pipelining, as clients send it).
-async fn serve(mut agent: TcpStream, shared: Arc<Shared>) {
-    let mut inbox = BytesMut::new();
-    loop {
-        let request = match http1::read_request(&mut agent, &mut inbox, MAX_REQUEST_BYTES).await {
-            Ok(Some(r)) => r,
-            Ok(None) => return,
-            Err(refused) => {
-                let body = serde_json::json!({"error": {"type": "proxy_error",
-                    "message": format!("loopdbg proxy: reading the request: {}", refused.reason)}});
-                let answer = http1::json_answer(refused.status, body.to_string().as_bytes(), true);
-                let _ = agent.write_all(&answer).await;
-                return;
-            }
-        };
-        if !exchange(&shared, request, &mut agent).await {
-            return;
-        }
+/// What the agent is answered with: the proxy's own JSON, or the upstream's
+/// body passing through.
+type AgentBody = Either<Full<Bytes>, Tapped>;
+
+/// An answer the proxy makes itself, in the JSON shape providers use.
+fn own_answer(status: u16, body: &Value, close: bool) -> Response<AgentBody> {
+    let mut answer = Response::new(Either::Left(Full::new(Bytes::from(body.to_string()))));
+    *answer.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
+    let headers = answer.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    if close {
+        headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
     }
+    answer
 }
 
-/// The upstream URL for a request path: the upstream's own path prefix
-/// (`https://host/api`) then the request's path and query.
-fn upstream_url(base: &reqwest::Url, path_and_query: &str) -> reqwest::Url {
-    let mut url = base.clone();
-    let (path, query) = match path_and_query.split_once('?') {
-        Some((p, q)) => (p, Some(q)),
-        None => (path_and_query, None),
-    };
-    let prefix = base.path().trim_end_matches('/');
-    url.set_path(&format!("{prefix}{path}"));
-    url.set_query(query);
-    url
-}
-
-/// Whether an agent's request header goes on to the upstream.
-fn is_forwarded(name: &str) -> bool {
-    // Identity encoding, so the capture can read the answer; the agent
-    // still receives exactly what the upstream sent.
-    !HOP_BY_HOP.contains(&name) && name != "accept-encoding"
-}
-
-fn forwarded_headers(incoming: &HeaderMap) -> HeaderMap {
-    let mut out = HeaderMap::new();
-    for (name, value) in incoming {
-        if is_forwarded(name.as_str()) {
-            out.append(name.clone(), value.clone());
-        }
-    }
-    out
-}
-
-/// Writes an answer the proxy makes itself; gives whether the agent's
-/// connection can carry another request.
-async fn write_json(agent: &mut TcpStream, status: u16, body: &Value, keep_alive: bool) -> bool {
-    let answer = http1::json_answer(status, body.to_string().as_bytes(), !keep_alive);
-    agent.write_all(&answer).await.is_ok() && keep_alive
+/// The proxy's own error, as providers shape theirs.
+fn proxy_error(message: String) -> Value {
+    serde_json::json!({"error": {"type": "proxy_error", "message": message}})
 }
 
 /// What is known of an exchange before its answer arrives.
@@ -234,40 +222,28 @@ impl Started {
     }
 }
 
-/// One request and its answer. Gives whether the agent's connection can
-/// carry another request.
-async fn exchange(shared: &Shared, request: http1::Request, agent: &mut TcpStream) -> bool {
+/// The request's path and query. Origin form (`/v1/messages`) as clients
+/// send it; an absolute form (`http://host/v1/messages`) keeps only its
+/// path and query, since the proxy only ever forwards to its upstream.
+fn path_and_query(request: &Request<Incoming>) -> String {
+    request
+        .uri()
+        .path_and_query()
+        .map(|p| p.as_str().to_string())
+        .filter(|p| p.starts_with('/'))
+        .unwrap_or_else(|| "/".into())
+}
+
+/// One request and its answer.
+async fn exchange(shared: &Shared, request: Request<Incoming>) -> Response<AgentBody> {
     let began = Instant::now();
-    // Origin form (`/v1/messages`) as clients send it; an absolute form
-    // (`http://host/v1/messages`) keeps only its path and query, since the
-    // proxy only ever forwards to its upstream.
-    let path_and_query = if request.target.starts_with('/') {
-        request.target.clone()
-    } else {
-        reqwest::Url::parse(&request.target)
-            .map(|u| match u.query() {
-                Some(q) => format!("{}?{q}", u.path()),
-                None => u.path().to_string(),
-            })
-            .unwrap_or_else(|_| "/".into())
-    };
-    let keep_alive = request.keep_alive;
+    let path_and_query = path_and_query(&request);
     let seq = shared.seq.fetch_add(1, Ordering::Relaxed) + 1;
-    let bytes = request.body;
-    let method = request.method;
-    let send = |body: Bytes| {
-        shared.way.send(
-            method.clone(),
-            &shared.upstream,
-            &path_and_query,
-            &request.headers,
-            body,
-        )
-    };
+    let (head, body) = request.into_parts();
     let mut started = Started {
         seq,
         time: SystemTime::now(),
-        method: method.to_string(),
+        method: head.method.to_string(),
         path: redacted_path(&path_and_query),
         provider: None,
         request: Value::Null,
@@ -276,8 +252,30 @@ async fn exchange(shared: &Shared, request: http1::Request, agent: &mut TcpStrea
         unjudged: None,
         began,
     };
-    let mut action = "forwarded";
-    let sent = if let OnInvalid::Forward = shared.on_invalid {
+    // Reading the body answers an `expect: 100-continue` on the way.
+    let bytes = match Limited::new(body, MAX_REQUEST_BYTES).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) => {
+            let too_large = e.is::<http_body_util::LengthLimitError>();
+            let (status, why) = if too_large {
+                (413, format!("the body is over {MAX_REQUEST_BYTES} bytes"))
+            } else {
+                (400, error_chain(&*e))
+            };
+            let message = format!("loopdbg proxy: reading the request: {why}");
+            let body = proxy_error(message.clone());
+            let _ = shared.done.send(Ended::written(
+                started,
+                Action::Failed,
+                status,
+                body.clone(),
+                Some(message),
+            ));
+            return own_answer(status, &body, true);
+        }
+    };
+    let mut action = Action::Forwarded;
+    let outgoing = if let OnInvalid::Forward = shared.on_invalid {
         // The verdict cannot change what is sent, so the request leaves
         // unread and is judged once the agent has its answer: the agent
         // waits for no check, and on a machine that also runs the
@@ -291,7 +289,7 @@ async fn exchange(shared: &Shared, request: http1::Request, agent: &mut TcpStrea
             )
         });
         started.unjudged = Some(bytes.clone());
-        send(bytes).await
+        bytes
     } else {
         // Block and repair judge first, since they may change the request.
         let judged = judge(&path_and_query, &bytes, shared.on_invalid);
@@ -299,121 +297,62 @@ async fn exchange(shared: &Shared, request: http1::Request, agent: &mut TcpStrea
         started.judged(judged, &bytes);
         match decision {
             Some(Decision::Block { status, body }) => {
-                let open = write_json(agent, status, &body, keep_alive).await;
-                let _ = shared
-                    .done
-                    .send(Ended::written(started, "blocked", status, body, None));
-                return open;
+                let answer = own_answer(status, &body, false);
+                let _ =
+                    shared
+                        .done
+                        .send(Ended::written(started, Action::Blocked, status, body, None));
+                return answer;
             }
             Some(Decision::Repaired { body, .. }) => {
                 let outgoing = Bytes::from(body.to_string());
                 started.forwarded = Some(body);
-                action = "repaired";
-                send(outgoing).await
+                action = Action::Repaired;
+                outgoing
             }
-            Some(Decision::Forward) | None => send(bytes).await,
+            Some(Decision::Forward) | None => bytes,
         }
     };
-    let answer = match sent {
-        Ok(a) => a,
+    let answer = match shared
+        .way
+        .send(head.method, &path_and_query, &head.headers, outgoing)
+        .await
+    {
+        Ok(answer) => answer,
         Err(e) => {
             let message = format!(
                 "loopdbg proxy: the upstream could not be reached: {}",
-                error_chain(&*e)
+                error_chain(&e)
             );
-            let body = serde_json::json!({"error": {"type": "proxy_error", "message": message}});
-            let open = write_json(agent, 502, &body, keep_alive).await;
-            let _ = shared
-                .done
-                .send(Ended::written(started, "failed", 502, body, Some(message)));
-            return open;
+            let body = proxy_error(message.clone());
+            let answer = own_answer(502, &body, false);
+            let _ = shared.done.send(Ended::written(
+                started,
+                Action::Failed,
+                502,
+                body,
+                Some(message),
+            ));
+            return answer;
         }
     };
-    let bodyless = method == reqwest::Method::HEAD;
-    // An HTTP/1.0 agent cannot read chunks: it is given the payload, and
-    // the end of the connection ends it.
-    let old_agent = request.minor == 0;
-    let (status, head, body, to_agent) = match answer {
-        Answer::Raw { head, body } => {
-            // The body goes as it came, so its framing headers stay; an
-            // answer that runs to the close ends the agent's connection.
-            let (to_agent, keep) = match body.framing() {
-                http1::Framing::Chunked if old_agent => (ToAgent::PayloadThenClose, &[][..]),
-                http1::Framing::UntilClose => (ToAgent::PayloadThenClose, FRAMING),
-                _ => (ToAgent::AsRead, FRAMING),
-            };
-            let close = to_agent == ToAgent::PayloadThenClose || !keep_alive;
-            let wire = agent_head(head.status, &head.reason, &head.headers, keep, None, close);
-            (head.status, (wire, head.headers), Body::Raw(body), to_agent)
-        }
-        Answer::Decoded {
-            status,
-            headers,
-            stream,
-        } => {
-            // reqwest has undone the framing; a length, when the upstream
-            // gave one, still holds, since nothing was decompressed.
-            let unframed = !headers.contains_key(header::CONTENT_LENGTH)
-                && !bodyless
-                && !matches!(status.as_u16(), 204 | 304);
-            let to_agent = match (unframed, old_agent) {
-                (false, _) => ToAgent::AsRead,
-                (true, false) => ToAgent::Chunked,
-                (true, true) => ToAgent::PayloadThenClose,
-            };
-            let wire = agent_head(
-                status.as_u16(),
-                status.canonical_reason().unwrap_or(""),
-                &headers,
-                &["content-length"],
-                (to_agent == ToAgent::Chunked).then_some("transfer-encoding: chunked"),
-                to_agent == ToAgent::PayloadThenClose || !keep_alive,
-            );
-            (
-                status.as_u16(),
-                (wire, headers),
-                Body::Decoded(stream),
-                to_agent,
-            )
-        }
-    };
-    let (wire, headers) = head;
-    let streamed = headers
+    let (parts, body) = answer.into_parts();
+    let streamed = parts
+        .headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(is_event_stream);
-    let returning = Returning::new(status, started, action, streamed, shared.done.clone());
-    relay::relay(agent, &wire, body, to_agent, returning).await && keep_alive
-}
-
-/// The head of an answer to the agent: the upstream's status and headers
-/// but the hop-by-hop ones (of which `keep` stay), then `extra`.
-fn agent_head(
-    status: u16,
-    reason: &str,
-    headers: &HeaderMap,
-    keep: &[&str],
-    extra: Option<&str>,
-    close: bool,
-) -> Vec<u8> {
-    let mut out = Vec::with_capacity(512);
-    out.extend_from_slice(format!("HTTP/1.1 {status} {reason}\r\n").as_bytes());
-    http1::put_headers(
-        &mut out,
-        headers.iter().filter(|(name, _)| {
-            let n = name.as_str();
-            !HOP_BY_HOP.contains(&n) || keep.contains(&n)
-        }),
+    let returning = Returning::new(
+        parts.status.as_u16(),
+        started,
+        action,
+        streamed,
+        shared.done.clone(),
     );
-    if let Some(extra) = extra {
-        out.extend_from_slice(extra.as_bytes());
-        out.extend_from_slice(b"\r\n");
-    }
-    if close {
-        out.extend_from_slice(b"connection: close\r\n");
-    }
-    out.extend_from_slice(b"\r\n");
-    out
+    let mut to_agent = Response::new(Either::Right(Tapped::new(body, returning)));
+    *to_agent.status_mut() = parts.status;
+    *to_agent.headers_mut() = upstream::returned_headers(&parts.headers);
+    to_agent
 }
 
 /// A request as the gate read it.
@@ -438,7 +377,7 @@ fn judge(path_and_query: &str, bytes: &[u8], policy: OnInvalid) -> Judged {
     }
 }
 
-/// An error with its causes: reqwest's own text is only the outermost one.
+/// An error with its causes: a client's own text is only the outermost one.
 fn error_chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut cause = e.source();
@@ -450,28 +389,9 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     text
 }
 
-/// `2026-11-30T02:37:10.123Z` without a date crate: days since the epoch
-/// to a civil date (Howard Hinnant's algorithm).
+/// `2026-11-30T02:37:10.123Z`: RFC 3339 in UTC, to the millisecond.
 pub fn rfc3339(t: SystemTime) -> String {
-    let d = t.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
-    let secs = d.as_secs();
-    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        d.subsec_millis()
-    )
+    humantime::format_rfc3339_millis(t).to_string()
 }
 
 /// One line per exchange, for `--no-tui` and logs.
@@ -489,12 +409,12 @@ pub fn summary_line(x: &Exchange) -> String {
     );
     let rejected = x.findings.iter().find(|f| f.rejected_by_provider);
     match (x.action, rejected) {
-        ("blocked", Some(f)) => line.push_str(&format!(
+        (Action::Blocked, Some(f)) => line.push_str(&format!(
             " · BLOCKED: {} ({})",
             loopdbg_engine::diagnostics::inert::clean(&f.message),
             f.path
         )),
-        ("repaired", Some(f)) => line.push_str(&format!(
+        (Action::Repaired, Some(f)) => line.push_str(&format!(
             " · REPAIRED before forwarding: {} ({})",
             loopdbg_engine::diagnostics::inert::clean(&f.message),
             f.path
@@ -526,182 +446,402 @@ pub fn summary_line(x: &Exchange) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::AtomicUsize;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
+    use tokio::sync::oneshot;
 
-    /// An upstream that answers every request with `answer` as it is, and
-    /// a proxy in front of it reached the given way (`None`: its own).
-    async fn proxied(answer: &'static [u8], way: Option<Upstream>) -> (SocketAddr, Running) {
-        use tokio::io::AsyncReadExt;
+    const EVENTS: [&str; 4] = [
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"role\":\"assistant\",\"content\":[]}}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"18°C\"}}\n\n",
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+    ];
+
+    const STREAM_HEAD: &str =
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+
+    fn chunk(payload: &str) -> String {
+        format!("{:x}\r\n{payload}\r\n", payload.len())
+    }
+
+    /// An upstream on loopback that reads one request (its body is `{}`)
+    /// and hands the connection to `answer`; it counts the requests it saw.
+    async fn upstream<F, Fut>(answer: F) -> (Url, Arc<AtomicUsize>)
+    where
+        F: Fn(TcpStream) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = ()> + Send,
+    {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let upstream =
-            reqwest::Url::parse(&format!("http://{}", listener.local_addr().unwrap())).unwrap();
+        let url = Url::parse(&format!("http://{}", listener.local_addr().unwrap())).unwrap();
+        let seen = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&seen);
+        let answer = Arc::new(answer);
         tokio::spawn(async move {
             loop {
                 let (mut tcp, _) = listener.accept().await.unwrap();
+                let (answer, counter) = (Arc::clone(&answer), Arc::clone(&counter));
                 tokio::spawn(async move {
-                    let mut seen = Vec::new();
+                    let mut got = Vec::new();
                     let mut buf = [0u8; 4096];
-                    while let Ok(n @ 1..) = tcp.read(&mut buf).await {
-                        seen.extend_from_slice(&buf[..n]);
-                        // Each test request has the body `{}`.
-                        if seen.ends_with(b"\r\n\r\n{}") {
-                            seen.clear();
-                            tcp.write_all(answer).await.unwrap();
+                    while !got.ends_with(b"\r\n\r\n{}") {
+                        match tcp.read(&mut buf).await {
+                            Ok(n @ 1..) => got.extend_from_slice(&buf[..n]),
+                            _ => return,
                         }
                     }
+                    counter.fetch_add(1, Ordering::SeqCst);
+                    answer(tcp).await;
                 });
             }
         });
-        let config = Config {
-            upstream: upstream.clone(),
-            listen: "127.0.0.1:0".parse().unwrap(),
-            capture: None,
-            on_invalid: OnInvalid::Forward,
-        };
-        let way = way.unwrap_or_else(|| Upstream::new(&upstream).unwrap());
-        let running = start_on(&config, way).await.unwrap();
-        (running.addr, running)
+        (url, seen)
     }
 
-    /// What an agent reads on its socket for one request.
-    async fn raw_answer(proxy: SocketAddr) -> Vec<u8> {
-        raw_answer_to(proxy, "1.1").await
+    /// An upstream that writes `answer` whole and closes.
+    async fn upstream_writing(answer: &'static [u8]) -> (Url, Arc<AtomicUsize>) {
+        upstream(move |mut tcp| async move {
+            tcp.write_all(answer).await.unwrap();
+        })
+        .await
     }
 
-    /// The same from an agent speaking HTTP/`version`.
-    async fn raw_answer_to(proxy: SocketAddr, version: &str) -> Vec<u8> {
-        use tokio::io::AsyncReadExt;
-        let mut tcp = TcpStream::connect(proxy).await.unwrap();
-        let request = format!(
+    async fn proxy_to(url: Url) -> Running {
+        start(&Config::new(url, "127.0.0.1:0".parse().unwrap()))
+            .await
+            .unwrap()
+    }
+
+    /// An agent's raw request over HTTP/`version`, closing after it.
+    fn request(version: &str) -> String {
+        format!(
             "POST /v1/messages HTTP/{version}\r\nhost: x\r\nx-api-key: k\r\nconnection: close\r\ncontent-length: 2\r\n\r\n{{}}"
-        );
-        tcp.write_all(request.as_bytes()).await.unwrap();
-        let mut got = Vec::new();
-        tcp.read_to_end(&mut got).await.unwrap();
-        got
+        )
     }
 
-    const CHUNKED: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\ntrailer: x-done\r\n\r\n\
-        1d;ext=1\r\nevent: message_stop\ndata: {}\n\r\n\
-        4\r\n\n\n\n\n\r\n0\r\nx-done: yes\r\n\r\n";
+    /// What an agent reads on its socket for one request, to the close.
+    async fn raw_answer(proxy: SocketAddr, version: &str) -> String {
+        let mut tcp = TcpStream::connect(proxy).await.unwrap();
+        tcp.write_all(request(version).as_bytes()).await.unwrap();
+        let mut got = Vec::new();
+        let _ = tcp.read_to_end(&mut got).await;
+        String::from_utf8(got).unwrap()
+    }
+
+    /// The payload of a chunked body (test side only: the proxy decodes
+    /// nothing itself).
+    fn unchunk(mut body: &str) -> String {
+        let mut payload = String::new();
+        loop {
+            let (size, rest) = body.split_once("\r\n").expect("a chunk size line");
+            let size = usize::from_str_radix(size.split(';').next().unwrap(), 16).unwrap();
+            if size == 0 {
+                return payload;
+            }
+            payload.push_str(&rest[..size]);
+            body = &rest[size + 2..];
+        }
+    }
+
+    fn chunked_stream() -> &'static [u8] {
+        let text = format!(
+            "{STREAM_HEAD}{}{}0\r\n\r\n",
+            chunk(EVENTS[0]),
+            chunk(EVENTS[3])
+        );
+        Box::leak(text.into_boxed_str()).as_bytes()
+    }
 
     #[tokio::test]
-    async fn a_plain_answer_reaches_the_agent_byte_for_byte_framing_and_all() {
-        let (proxy, mut running) = proxied(CHUNKED, None).await;
-        let got = raw_answer(proxy).await;
-        let body_at = CHUNKED.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
-        assert!(
-            got.ends_with(&CHUNKED[body_at..]),
-            "chunk sizes, extensions and trailers as sent:\n{}",
-            String::from_utf8_lossy(&got)
-        );
-        assert!(got.starts_with(b"HTTP/1.1 200 OK\r\n"));
+    async fn a_chunked_stream_reaches_the_agent_with_the_same_payload() {
+        let (url, _) = upstream_writing(chunked_stream()).await;
+        let mut running = proxy_to(url).await;
+        let got = raw_answer(running.addr, "1.1").await;
+        let (head, body) = got.split_once("\r\n\r\n").unwrap();
+        assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+        assert_eq!(head.matches("transfer-encoding: chunked").count(), 1);
+        assert_eq!(unchunk(body), [EVENTS[0], EVENTS[3]].concat());
         let x = running.exchanges.recv().await.unwrap().into_exchange();
-        assert_eq!((x.status, x.streamed, x.action), (200, true, "forwarded"));
+        assert_eq!(
+            (x.status, x.streamed, x.action),
+            (200, true, Action::Forwarded)
+        );
+        assert_eq!(x.response["id"], "msg_1");
+        assert!(x.error.is_none(), "{:?}", x.error);
     }
 
     #[tokio::test]
     async fn an_http_1_0_agent_is_given_the_payload_and_the_close() {
-        for way in [None, Some(Upstream::Tls(Upstream::client().unwrap()))] {
-            let (proxy, _running) = proxied(CHUNKED, way).await;
-            let got = String::from_utf8(raw_answer_to(proxy, "1.0").await).unwrap();
-            let (head, body) = got.split_once("\r\n\r\n").unwrap();
-            assert!(
-                !head.contains("transfer-encoding") && !head.contains("trailer"),
-                "{head}"
-            );
-            assert!(head.contains("connection: close"), "{head}");
-            assert_eq!(body, "event: message_stop\ndata: {}\n\n\n\n\n");
-        }
-    }
-
-    #[tokio::test]
-    async fn an_answer_through_reqwest_is_chunked_again_for_the_agent() {
-        let way = Upstream::Tls(Upstream::client().unwrap());
-        let (proxy, _running) = proxied(CHUNKED, Some(way)).await;
-        let got = String::from_utf8(raw_answer(proxy).await).unwrap();
+        let (url, _) = upstream_writing(chunked_stream()).await;
+        let running = proxy_to(url).await;
+        let got = raw_answer(running.addr, "1.0").await;
         let (head, body) = got.split_once("\r\n\r\n").unwrap();
-        assert!(head.contains("transfer-encoding: chunked"), "{head}");
-        assert_eq!(head.matches("transfer-encoding").count(), 1, "{head}");
-        let mut decoder = http1::Chunked::default();
-        let mut payload = Vec::new();
-        decoder
-            .feed(body.as_bytes(), |r| {
-                payload.extend_from_slice(&body.as_bytes()[r])
-            })
-            .unwrap();
-        assert!(decoder.is_done());
-        assert_eq!(payload, b"event: message_stop\ndata: {}\n\n\n\n\n");
+        assert!(!head.contains("transfer-encoding"), "{head}");
+        assert_eq!(body, [EVENTS[0], EVENTS[3]].concat());
     }
 
     #[tokio::test]
-    async fn a_length_through_reqwest_is_kept() {
-        let way = Upstream::Tls(Upstream::client().unwrap());
-        let answer = b"HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: 11\r\n\r\n{\"error\":1}";
-        let (proxy, mut running) = proxied(answer, Some(way)).await;
-        let got = String::from_utf8(raw_answer(proxy).await).unwrap();
+    async fn a_length_from_the_upstream_is_kept() {
+        let (url, _) = upstream_writing(
+            b"HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: 11\r\n\r\n{\"error\":1}",
+        )
+        .await;
+        let mut running = proxy_to(url).await;
+        let got = raw_answer(running.addr, "1.1").await;
         assert!(got.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{got}");
-        assert!(
-            got.contains("content-length: 11\r\n") && got.ends_with("\r\n\r\n{\"error\":1}"),
-            "{got}"
-        );
+        assert!(got.contains("content-length: 11\r\n"), "{got}");
+        assert!(got.ends_with("\r\n\r\n{\"error\":1}"), "{got}");
         let x = running.exchanges.recv().await.unwrap().into_exchange();
         assert_eq!(x.response["error"], 1);
+        assert!(x.error.is_none(), "{:?}", x.error);
+    }
+
+    /// Each event reaches the agent before the upstream sends the next:
+    /// nothing is held back to the end of the answer.
+    #[tokio::test]
+    async fn each_event_reaches_the_agent_before_the_next_is_sent() {
+        let (next_tx, next_rx) = std::sync::mpsc::channel::<oneshot::Receiver<()>>();
+        let next_rx = std::sync::Mutex::new(next_rx);
+        let (url, _) = upstream(move |mut tcp| {
+            let gates: Vec<oneshot::Receiver<()>> = (1..EVENTS.len())
+                .map(|_| next_rx.lock().unwrap().recv().unwrap())
+                .collect();
+            async move {
+                tcp.write_all(format!("{STREAM_HEAD}{}", chunk(EVENTS[0])).as_bytes())
+                    .await
+                    .unwrap();
+                for (gate, event) in gates.into_iter().zip(&EVENTS[1..]) {
+                    gate.await.unwrap();
+                    tcp.write_all(chunk(event).as_bytes()).await.unwrap();
+                }
+                tcp.write_all(b"0\r\n\r\n").await.unwrap();
+            }
+        })
+        .await;
+        let mut gates = Vec::new();
+        for _ in 1..EVENTS.len() {
+            let (tx, rx) = oneshot::channel();
+            next_tx.send(rx).unwrap();
+            gates.push(tx);
+        }
+        let mut running = proxy_to(url).await;
+        let mut agent = TcpStream::connect(running.addr).await.unwrap();
+        agent.write_all(request("1.1").as_bytes()).await.unwrap();
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        let mut gates = gates.into_iter();
+        for event in EVENTS {
+            // Liveness only: a proxy that held the event back would leave
+            // this read waiting for ever.
+            while !String::from_utf8_lossy(&seen).contains(event) {
+                let n = tokio::time::timeout(Duration::from_secs(20), agent.read(&mut buf))
+                    .await
+                    .expect("the event arrives while the upstream waits")
+                    .unwrap();
+                assert!(n > 0, "the answer ended early");
+                seen.extend_from_slice(&buf[..n]);
+            }
+            if let Some(gate) = gates.next() {
+                gate.send(()).unwrap();
+            }
+        }
+        let x = running.exchanges.recv().await.unwrap().into_exchange();
+        assert_eq!(x.response["content"][0]["text"], "18°C");
+        assert!(x.first_byte_ms.is_some());
     }
 
     #[tokio::test]
-    async fn an_unreadable_request_is_answered_400_and_the_connection_closed() {
-        use tokio::io::AsyncReadExt;
-        let (proxy, _running) = proxied(CHUNKED, None).await;
-        let mut tcp = TcpStream::connect(proxy).await.unwrap();
-        tcp.write_all(
-            b"POST / HTTP/1.1\r\ntransfer-encoding: chunked\r\ncontent-length: 2\r\n\r\n{}",
-        )
-        .await
-        .unwrap();
-        let mut got = Vec::new();
-        tcp.read_to_end(&mut got).await.unwrap();
-        let got = String::from_utf8(got).unwrap();
-        assert!(got.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{got}");
+    async fn an_upstream_that_breaks_off_breaks_the_agents_answer_too() {
+        let (url, _) = upstream(|mut tcp| async move {
+            let partial = format!("{STREAM_HEAD}{}", chunk(EVENTS[0]));
+            tcp.write_all(partial.as_bytes()).await.unwrap();
+            // The connection ends inside the chunked body.
+        })
+        .await;
+        let mut running = proxy_to(url).await;
+        let got = raw_answer(running.addr, "1.1").await;
         assert!(
-            got.contains("both transfer-encoding and content-length"),
-            "{got}"
+            !got.ends_with("0\r\n\r\n"),
+            "the agent sees no clean end: {got}"
+        );
+        let x = running.exchanges.recv().await.unwrap().into_exchange();
+        assert_eq!(x.action, Action::Failed);
+        assert!(
+            x.error
+                .as_deref()
+                .unwrap()
+                .starts_with("the upstream broke off"),
+            "{:?}",
+            x.error
+        );
+        assert_eq!(x.response["id"], "msg_1", "what arrived is kept");
+    }
+
+    #[tokio::test]
+    async fn a_stream_without_its_closing_event_is_named() {
+        let text = format!("{STREAM_HEAD}{}0\r\n\r\n", chunk(EVENTS[0]));
+        let (url, _) = upstream_writing(Box::leak(text.into_boxed_str()).as_bytes()).await;
+        let mut running = proxy_to(url).await;
+        raw_answer(running.addr, "1.1").await;
+        let x = running.exchanges.recv().await.unwrap().into_exchange();
+        assert_eq!(
+            x.error.as_deref(),
+            Some("the stream ended without its closing event")
         );
     }
 
+    /// The agent leaves while the upstream is still generating: the
+    /// exchange ends then, with what had arrived, and the upstream's
+    /// connection is dropped (a provider stops generating, and billing,
+    /// for a client that is gone).
+    #[tokio::test]
+    async fn an_agent_that_leaves_ends_the_exchange_and_the_upstream_request() {
+        let (closed_tx, closed_rx) = oneshot::channel::<()>();
+        let closed_tx = std::sync::Mutex::new(Some(closed_tx));
+        let (url, _) = upstream(move |mut tcp| {
+            let closed = closed_tx.lock().unwrap().take().unwrap();
+            async move {
+                tcp.write_all(format!("{STREAM_HEAD}{}", chunk(EVENTS[0])).as_bytes())
+                    .await
+                    .unwrap();
+                // Generating on: the proxy's side of this connection closes
+                // once the agent is gone.
+                let mut buf = [0u8; 64];
+                while let Ok(1..) = tcp.read(&mut buf).await {}
+                let _ = closed.send(());
+            }
+        })
+        .await;
+        let mut running = proxy_to(url).await;
+        let mut agent = TcpStream::connect(running.addr).await.unwrap();
+        agent.write_all(request("1.1").as_bytes()).await.unwrap();
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !String::from_utf8_lossy(&seen).contains("message_start") {
+            let n = agent.read(&mut buf).await.unwrap();
+            seen.extend_from_slice(&buf[..n]);
+        }
+        drop(agent);
+        let x = running.exchanges.recv().await.unwrap().into_exchange();
+        assert_eq!(
+            x.error.as_deref(),
+            Some("the agent closed the connection before the answer ended")
+        );
+        assert_eq!(x.response["id"], "msg_1");
+        closed_rx.await.expect("the upstream connection is closed");
+    }
+
+    #[tokio::test]
+    async fn an_expect_100_continue_is_answered_before_the_body_is_sent() {
+        let (url, seen) = upstream_writing(
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}",
+        )
+        .await;
+        let running = proxy_to(url).await;
+        let mut agent = TcpStream::connect(running.addr).await.unwrap();
+        agent
+            .write_all(b"POST /v1/messages HTTP/1.1\r\nhost: x\r\nexpect: 100-continue\r\ncontent-length: 2\r\n\r\n")
+            .await
+            .unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 1024];
+        while !got.ends_with(b"\r\n\r\n") {
+            let n = agent.read(&mut buf).await.unwrap();
+            assert!(n > 0);
+            got.extend_from_slice(&buf[..n]);
+        }
+        assert!(got.starts_with(b"HTTP/1.1 100 Continue\r\n"), "{got:?}");
+        agent.write_all(b"{}").await.unwrap();
+        got.clear();
+        while !got.ends_with(b"{}") {
+            let n = agent.read(&mut buf).await.unwrap();
+            assert!(n > 0);
+            got.extend_from_slice(&buf[..n]);
+        }
+        assert!(got.starts_with(b"HTTP/1.1 200 OK\r\n"));
+        assert_eq!(seen.load(Ordering::SeqCst), 1);
+    }
+
+    /// A request naming both a length and chunked framing (the shape of
+    /// request smuggling) is read as chunked, as RFC 9112 §6.1 says, and
+    /// the connection is closed after it: nothing after it is taken for a
+    /// request of its own, and the upstream receives the proxy's own
+    /// framing, never the agent's.
+    #[tokio::test]
+    async fn a_request_with_both_framings_smuggles_nothing_through() {
+        let (url, seen) = upstream_writing(
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}",
+        )
+        .await;
+        let running = proxy_to(url).await;
+        let mut agent = TcpStream::connect(running.addr).await.unwrap();
+        agent
+            .write_all(
+                b"POST /v1/messages HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\ncontent-length: 2\r\n\r\n{}\
+                  POST /smuggled HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\n\r\n{}",
+            )
+            .await
+            .unwrap();
+        let mut got = Vec::new();
+        let _ = agent.read_to_end(&mut got).await;
+        let got = String::from_utf8_lossy(&got);
+        assert!(got.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{got}");
+        assert_eq!(got.matches("HTTP/1.1 ").count(), 1, "one answer: {got}");
+        assert_eq!(
+            seen.load(Ordering::SeqCst),
+            0,
+            "nothing reached the upstream"
+        );
+    }
+
+    /// A client that never finishes its head is cut off once the header
+    /// timeout has passed (virtual time: the clock is tokio's, paused).
+    #[tokio::test(start_paused = true)]
+    async fn a_slow_header_is_cut_off_after_the_timeout() {
+        let (url, seen) = upstream_writing(b"HTTP/1.1 204 No Content\r\n\r\n").await;
+        let config = Config {
+            header_timeout: Duration::from_secs(5),
+            ..Config::new(url, "127.0.0.1:0".parse().unwrap())
+        };
+        let running = start(&config).await.unwrap();
+        let began = tokio::time::Instant::now();
+        let mut agent = TcpStream::connect(running.addr).await.unwrap();
+        agent
+            .write_all(b"POST /v1/messages HTTP/1.1\r\nhost: x\r\n")
+            .await
+            .unwrap();
+        let mut got = Vec::new();
+        let _ = agent.read_to_end(&mut got).await;
+        let cut_at = began.elapsed();
+        assert!(
+            cut_at >= Duration::from_secs(5) && cut_at < Duration::from_secs(6),
+            "cut at {cut_at:?}"
+        );
+        assert_eq!(seen.load(Ordering::SeqCst), 0);
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_upstream_is_a_502_of_loopdbgs_own() {
+        // A port nothing listens on: bound, then closed.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let url = Url::parse(&format!("http://127.0.0.1:{port}/?key=SECRET")).unwrap();
+        let mut running = proxy_to(url).await;
+        let got = raw_answer(running.addr, "1.1").await;
+        assert!(got.starts_with("HTTP/1.1 502 Bad Gateway\r\n"), "{got}");
+        assert!(got.contains("loopdbg proxy: the upstream could not be reached"));
+        let x = running.exchanges.recv().await.unwrap().into_exchange();
+        assert_eq!(x.action, Action::Failed);
+        assert!(!x.error.unwrap().contains("SECRET"), "no URL in the error");
+    }
+
     #[test]
-    fn dates_are_civil() {
-        let t = SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(1_796_006_230_123);
+    fn dates_are_rfc_3339_in_utc() {
+        let t = SystemTime::UNIX_EPOCH + Duration::from_millis(1_796_006_230_123);
         assert_eq!(rfc3339(t), "2026-11-30T02:37:10.123Z");
         assert_eq!(rfc3339(SystemTime::UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
-    }
-
-    #[test]
-    fn the_upstream_prefix_is_kept() {
-        let base = reqwest::Url::parse("https://example.test/api/").unwrap();
-        assert_eq!(
-            upstream_url(&base, "/v1/messages?beta=true").as_str(),
-            "https://example.test/api/v1/messages?beta=true"
-        );
-        let bare = reqwest::Url::parse("http://127.0.0.1:9").unwrap();
-        assert_eq!(
-            upstream_url(&bare, "/v1/chat/completions").as_str(),
-            "http://127.0.0.1:9/v1/chat/completions"
-        );
-    }
-
-    #[test]
-    fn credentials_and_hop_headers_are_not_the_proxys_to_keep() {
-        use reqwest::header::HeaderValue;
-        let mut h = HeaderMap::new();
-        h.insert("x-api-key", HeaderValue::from_static("sk-secret"));
-        h.insert("connection", HeaderValue::from_static("keep-alive"));
-        h.insert("accept-encoding", HeaderValue::from_static("gzip"));
-        h.insert("expect", HeaderValue::from_static("100-continue"));
-        let out = forwarded_headers(&h);
-        assert!(!out.contains_key("expect"), "the body goes whole");
-        // Forwarded to the upstream (it needs the key) but never recorded.
-        assert!(out.contains_key("x-api-key"));
-        assert!(!out.contains_key("connection"));
-        assert!(!out.contains_key("accept-encoding"));
     }
 }

@@ -13,6 +13,20 @@ use crate::stream::Reassembler;
 /// The marker every capture record carries (`"loopdbg": "exchange"`).
 pub const MARKER: &str = "exchange";
 
+/// What the proxy did with one request (`"forwarded"` … in the record).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    /// Sent on as the agent sent it.
+    Forwarded,
+    /// Repaired (`--on-invalid repair=…`), and the repair sent on.
+    Repaired,
+    /// Answered locally with the provider's own 400; nothing was sent.
+    Blocked,
+    /// The upstream could not be reached, or broke off mid-answer.
+    Failed,
+}
+
 /// One request and its answer, as the capture file stores it. Headers are
 /// never kept, so no credential can reach the file.
 #[derive(Debug, Clone, Serialize)]
@@ -35,9 +49,8 @@ pub struct Exchange {
     /// The body the upstream received when the proxy repaired it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub forwarded: Option<Value>,
-    /// `forwarded`, `repaired`, `blocked`, or `failed` (the upstream could
-    /// not be reached or broke off).
-    pub action: &'static str,
+    /// What the proxy did with the request.
+    pub action: Action,
     /// The status the agent received.
     pub status: u16,
     /// True when the answer was streamed (server-sent events).

@@ -1,0 +1,293 @@
+//! The answer's way back to the agent, and what the capture keeps of it.
+//!
+//! The upstream's body reaches the agent through [`Tapped`], a body that
+//! hands hyper each frame as the upstream's connection yields it (hyper
+//! writes and flushes it to the agent before asking for the next), and
+//! keeps the frame's payload for the capture by reference count on the
+//! way. Reassembling, judging and writing the record happen in
+//! [`Ended::into_exchange`], which the proxy's consumer calls once the
+//! agent has the whole answer: the agent waits for none of it.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use bytes::Bytes;
+use hyper::body::{Body, Frame, Incoming, SizeHint};
+use loopdbg_wire::capture::{Action, Exchange};
+use loopdbg_wire::provider::Format;
+use loopdbg_wire::stream::Reassembler;
+use serde_json::Value;
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::{MAX_CAPTURED_ANSWER, Started, error_chain};
+
+/// How much of a streamed answer is kept unread before it is fed to the
+/// reassembler on the way (so a long stream does not sit whole in memory).
+const FEED_AFTER: usize = 1 << 20;
+
+/// An exchange that is over: what the proxy knew and what came back. The
+/// work of turning it into a capture record is left to whoever takes it.
+pub struct Ended {
+    started: Started,
+    action: Action,
+    status: u16,
+    streamed: bool,
+    answer: Answer,
+    first_byte: Option<Instant>,
+    at: Instant,
+    error: Option<String>,
+}
+
+/// What came back, as far as the proxy has read it.
+enum Answer {
+    /// An answer the proxy wrote itself (a block, a failure).
+    Written(Value),
+    /// The upstream's answer: the chunks not read yet, and for a stream
+    /// the reassembler that has read the ones before them.
+    Kept {
+        chunks: Vec<Bytes>,
+        len: usize,
+        reassembler: Option<Box<Reassembler>>,
+    },
+}
+
+impl Ended {
+    /// An exchange answered by the proxy itself.
+    pub(super) fn written(
+        started: Started,
+        action: Action,
+        status: u16,
+        body: Value,
+        error: Option<String>,
+    ) -> Ended {
+        Ended {
+            started,
+            action,
+            status,
+            streamed: false,
+            answer: Answer::Written(body),
+            first_byte: None,
+            at: Instant::now(),
+            error,
+        }
+    }
+
+    /// The capture's record: the request judged if it was forwarded
+    /// unread, the answer reassembled or parsed.
+    pub fn into_exchange(self) -> Exchange {
+        let mut error = self.error;
+        let response = match self.answer {
+            Answer::Written(body) => body,
+            Answer::Kept {
+                chunks,
+                reassembler: Some(r),
+                ..
+            } => {
+                let mut r = *r;
+                for chunk in &chunks {
+                    r.feed(chunk);
+                }
+                if error.is_none() && !r.is_complete() {
+                    error = Some("the stream ended without its closing event".into());
+                }
+                r.finish()
+            }
+            Answer::Kept { chunks, len, .. } => {
+                let mut kept = Vec::with_capacity(len);
+                for chunk in &chunks {
+                    kept.extend_from_slice(chunk);
+                }
+                serde_json::from_slice(&kept)
+                    .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&kept).into_owned()))
+            }
+        };
+        let action = if error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("the upstream"))
+        {
+            Action::Failed
+        } else {
+            self.action
+        };
+        let mut started = self.started;
+        started.judge_if_unread();
+        Exchange {
+            loopdbg: loopdbg_wire::capture::MARKER,
+            seq: started.seq,
+            first_byte_ms: self.first_byte.map(|t| started.ms(t)),
+            latency_ms: started.ms(self.at),
+            time: super::rfc3339(started.time),
+            method: started.method,
+            path: started.path,
+            provider: started.provider.map(Format::as_str),
+            request: started.request,
+            forwarded: started.forwarded,
+            action,
+            status: self.status,
+            streamed: self.streamed,
+            response,
+            findings: started.findings,
+            error,
+        }
+    }
+}
+
+/// An exchange whose answer is on its way back.
+pub(super) struct Returning {
+    ended: Ended,
+    done: UnboundedSender<Ended>,
+}
+
+impl Returning {
+    /// An answer with `status` on its way back; the exchange goes to
+    /// `done` when it is over.
+    pub(super) fn new(
+        status: u16,
+        started: Started,
+        action: Action,
+        streamed: bool,
+        done: UnboundedSender<Ended>,
+    ) -> Returning {
+        let reassembler = started
+            .provider
+            .filter(|_| streamed)
+            .map(|format| Box::new(Reassembler::new(format)));
+        Returning {
+            ended: Ended {
+                started,
+                action,
+                status,
+                streamed,
+                answer: Answer::Kept {
+                    chunks: Vec::new(),
+                    len: 0,
+                    reassembler,
+                },
+                first_byte: None,
+                at: Instant::now(),
+                error: None,
+            },
+            done,
+        }
+    }
+
+    fn keep(&mut self, chunk: &Bytes) {
+        self.ended.first_byte.get_or_insert_with(Instant::now);
+        let Answer::Kept {
+            chunks,
+            len,
+            reassembler,
+        } = &mut self.ended.answer
+        else {
+            return;
+        };
+        match reassembler {
+            Some(r) => {
+                chunks.push(chunk.clone());
+                *len += chunk.len();
+                if *len > FEED_AFTER {
+                    for c in chunks.drain(..) {
+                        r.feed(&c);
+                    }
+                    *len = 0;
+                }
+            }
+            None if *len + chunk.len() <= MAX_CAPTURED_ANSWER => {
+                chunks.push(chunk.clone());
+                *len += chunk.len();
+            }
+            None => {}
+        }
+    }
+
+    fn end(mut self, error: Option<String>) {
+        self.ended.at = Instant::now();
+        if error.is_some() {
+            self.ended.error = error;
+        }
+        let _ = self.done.send(self.ended);
+    }
+}
+
+/// The upstream's body on its way to the agent, each data frame kept for
+/// the capture as it passes. The exchange ends when the body does: at its
+/// end, at an upstream error (which hyper passes on by breaking the
+/// agent's connection, as the upstream broke the proxy's), or when hyper
+/// drops it because the agent left; dropping it also drops the upstream's
+/// answer, so an abandoned generation is not read on.
+pub(super) struct Tapped {
+    inner: Incoming,
+    returning: Option<Returning>,
+}
+
+impl Tapped {
+    pub(super) fn new(inner: Incoming, returning: Returning) -> Tapped {
+        Tapped {
+            inner,
+            returning: Some(returning),
+        }
+    }
+}
+
+impl Body for Tapped {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+        let this = self.get_mut();
+        let polled = Pin::new(&mut this.inner).poll_frame(cx);
+        match &polled {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let (Some(data), Some(r)) = (frame.data_ref(), this.returning.as_mut()) {
+                    r.keep(data);
+                }
+            }
+            Poll::Ready(Some(Err(e))) => {
+                if let Some(r) = this.returning.take() {
+                    r.end(Some(format!(
+                        "the upstream broke off mid-answer: {}",
+                        error_chain(e)
+                    )));
+                }
+            }
+            Poll::Ready(None) => {
+                if let Some(r) = this.returning.take() {
+                    r.end(None);
+                }
+            }
+            Poll::Pending => {}
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl Drop for Tapped {
+    fn drop(&mut self) {
+        let Some(mut r) = self.returning.take() else {
+            return;
+        };
+        // A body of known length is not polled past its last byte.
+        if !self.inner.is_end_stream() {
+            r.agent_left();
+        }
+        r.end(None);
+    }
+}
+
+impl Returning {
+    fn agent_left(&mut self) {
+        self.ended.error = Some("the agent closed the connection before the answer ended".into());
+    }
+}
