@@ -747,3 +747,33 @@ fn run_on_a_capture_says_what_works_on_it() {
             "this is a captured conversation, not a session: `loopdbg {file}` replays it, `loopdbg check {file}` checks it"
         )));
 }
+
+/// Whether a trace is a replay is a fact of the trace, never a behaviour's
+/// name: a session whose behaviour is called `replay` is warned about as
+/// under any other name (the `uncited` warning once went silent).
+#[test]
+fn a_behaviour_named_replay_gets_the_same_warnings() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/sessions/weather.json"
+    ))
+    .unwrap();
+    let renamed = dir.path().join("weather_replay.json");
+    std::fs::write(&renamed, text.replace("\"ignores_result\"", "\"replay\"")).unwrap();
+    let original = run_json(&["sessions/weather.json", "--behavior", "ignores_result"]);
+    let named_replay = run_json(&[renamed.to_str().unwrap(), "--behavior", "replay"]);
+    let kinds = |v: &Value| -> Vec<Value> {
+        v["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["kind"].clone())
+            .collect()
+    };
+    assert!(
+        kinds(&original).contains(&Value::from("uncited")),
+        "{original}"
+    );
+    assert_eq!(kinds(&named_replay), kinds(&original));
+}

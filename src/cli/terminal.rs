@@ -39,7 +39,7 @@ fn run_with(mut app: App, mut feed: Option<UnboundedReceiver<LiveUpdate>>) -> an
 
     use std::io::IsTerminal;
     if !stdout().is_terminal() || !std::io::stdin().is_terminal() {
-        let headless = if app.trace.strategy.behavior == loopdbg_wire::replay::REPLAY_BEHAVIOR {
+        let headless = if app.trace.is_replay() {
             "loopdbg check"
         } else {
             "loopdbg run"

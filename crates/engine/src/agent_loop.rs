@@ -26,8 +26,8 @@ use crate::session::{Fallback, FinishReason, Reply, Rule, Session, ToolCall};
 use crate::strategy::{Closure, Extract, StopRule, Strategy};
 use crate::stub::{CallIndex, reply_for};
 use crate::trace::{
-    CallStatus, Decision, End, Execution, FallbackRecord, Outcome, Phase, Round, Step, StepEvent,
-    Trace, Violation,
+    CallStatus, Decision, End, Execution, FallbackRecord, Origin, Outcome, Phase, Round, Step,
+    StepEvent, Trace, Violation,
 };
 
 /// The placeholder a dropped call gets under `synthesize`; one shared value,
@@ -59,6 +59,7 @@ pub fn run_with(session: &Session, strategy: &Strategy, executor: &dyn ToolExecu
     let outcome = rec.drive();
     rec.step(Phase::Done, outcome.requests.max(1), None);
     let mut trace = Trace {
+        origin: Origin::Run,
         strategy: strategy.clone(),
         messages: rec.messages,
         steps: rec.steps,

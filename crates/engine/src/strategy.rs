@@ -176,10 +176,6 @@ fn default_closure() -> Closure {
 /// Used when neither the session nor a flag sets it.
 pub const DEFAULT_MAX_ROUNDS: u32 = 8;
 
-/// The behaviour name a replay of a captured file runs under (and shows in
-/// the header): no stub model answered, the file did.
-pub const REPLAY_BEHAVIOR: &str = "replay";
-
 impl Strategy {
     /// The strategy the session opens with, from its `strategy` block and the
     /// documented defaults (`all`, `robust`, 8 rounds, first behaviour).

@@ -274,9 +274,26 @@ pub struct Outcome {
     pub requests: u32,
 }
 
+/// Where a trace's turns came from. What the checks may say depends on it:
+/// a run's loop is this session's stub and tables, so its answer can be
+/// held to the tools' numbers; a replayed file's history already shows
+/// what was sent, and its findings speak in the provider's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Origin {
+    /// Recorded by [`crate::run`] from a session.
+    #[default]
+    Run,
+    /// Read back from a captured conversation (`loopdbg check`, `--follow`,
+    /// the proxy's live view).
+    Replay,
+}
+
 /// A complete recorded run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Trace {
+    /// Whether the loop ran here or was read back from a file.
+    #[serde(skip)]
+    pub origin: Origin,
     /// The strategy it ran with.
     pub strategy: Strategy,
     /// The final history; every step sees a prefix of it.
@@ -305,6 +322,11 @@ pub struct Trace {
 }
 
 impl Trace {
+    /// True for a conversation read back from a file, not run here.
+    pub fn is_replay(&self) -> bool {
+        self.origin == Origin::Replay
+    }
+
     /// The number of steps.
     pub fn len(&self) -> usize {
         self.steps.len()

@@ -222,7 +222,7 @@ fn warnings_with(trace: &Trace, check: &QuoteCheck, left: &[String]) -> Vec<Warn
             .as_deref()
             .is_none_or(str::is_empty)
         {
-            let replay = trace.strategy.behavior == loopdbg_engine::strategy::REPLAY_BEHAVIOR;
+            let replay = trace.is_replay();
             out.push(Warning {
                 kind: "no_answer",
                 message: match replay {
@@ -238,7 +238,7 @@ fn warnings_with(trace: &Trace, check: &QuoteCheck, left: &[String]) -> Vec<Warn
     // replayed file answers it itself: the results are in its history.
     // What remains (an answer that quotes no number of a file listing or
     // a shell's output) is how coding agents answer, not a fault.
-    let replay = trace.strategy.behavior == loopdbg_engine::strategy::REPLAY_BEHAVIOR;
+    let replay = trace.is_replay();
     if check.cites_tool_numbers == Some(false) && !replay {
         let mut missing: Vec<String> = Vec::new();
         for n in check.numbers.iter().filter(|n| !n.cited) {

@@ -22,7 +22,7 @@ pub fn explain(trace: &Trace, k: usize, tool_count: usize) -> String {
     let mut text = explain_phase(trace, k, tool_count);
     // A run's own violation is what the phase sentence says; a replay's
     // is a finding in the provider's words (and what the log shows of it).
-    let replay = trace.strategy.behavior == loopdbg_wire::replay::REPLAY_BEHAVIOR;
+    let replay = trace.is_replay();
     let described = trace
         .round(trace.step(k).round)
         .and_then(|r| r.violation)
@@ -62,15 +62,13 @@ fn explain_phase(trace: &Trace, k: usize, tool_count: usize) -> String {
             {
                 // A replay has no stub, and its finding (appended below)
                 // says it in the provider's words with what the file shows.
-                Some(_) if strategy.behavior == loopdbg_wire::replay::REPLAY_BEHAVIOR => {
-                    String::new()
-                }
+                Some(_) if trace.is_replay() => String::new(),
                 Some(v) => format!(
                     "{} has no tool_result: a provider would reject this request with a 400. The stub accepts it so you can see what the loop does next.",
                     clean(&v.ids.join(", "))
                 ),
                 None if round.is_some_and(|r| r.reply_message.is_none())
-                    && strategy.behavior == loopdbg_wire::replay::REPLAY_BEHAVIOR =>
+                    && trace.is_replay() =>
                 {
                     "The provider refused this request: the log holds its error where the reply would be, and no reply joins the history.".to_string()
                 }

@@ -12,9 +12,15 @@ use loopdbg_engine::ledger::PairingIndex;
 use loopdbg_engine::message::{Block, Role};
 use loopdbg_engine::session::{Reply, Rule, Session, ToolCall, ToolDef, When};
 use loopdbg_engine::strategy::{Extract, StopRule, Strategy};
-use loopdbg_engine::trace::{End, Execution, Outcome, Phase, Round, Step, Trace, Violation};
+use loopdbg_engine::trace::{
+    End, Execution, Origin, Outcome, Phase, Round, Step, Trace, Violation,
+};
 
-pub use loopdbg_engine::strategy::REPLAY_BEHAVIOR;
+/// The behaviour a replay shows in the header: no stub model answered, the
+/// file did. Only a label: what a trace is comes from its
+/// [`Origin`](loopdbg_engine::trace::Origin), never from this name, so a
+/// session may name a behaviour `replay` too.
+pub const REPLAY_BEHAVIOR: &str = "replay";
 
 /// A session that describes the conversation (its first user text, its
 /// tools), so the TUI's panes have something to name.
@@ -317,6 +323,7 @@ pub fn replayed(conv: &Conversation) -> Replayed {
         event: None,
     });
     let mut trace = Trace {
+        origin: Origin::Replay,
         strategy: Strategy {
             extract: Extract::All,
             stop: StopRule::ToolCalls,

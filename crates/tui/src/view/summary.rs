@@ -55,9 +55,7 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         // A replay's file may end before any answer (a request body, a
         // log cut mid-loop): say so in words, not the seeds' `null`.
         let shown = match trace.outcome.final_text.as_deref() {
-            None if trace.strategy.behavior == loopdbg_wire::replay::REPLAY_BEHAVIOR => {
-                "none (no answer text in the conversation)".to_string()
-            }
+            None if trace.is_replay() => "none (no answer text in the conversation)".to_string(),
             text => show_text(text),
         };
         lines.push(Line::from(vec![
@@ -104,7 +102,7 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         let format = app
             .view
             .unwrap_or(loopdbg_wire::provider::Format::Anthropic);
-        let replay = app.trace.strategy.behavior == loopdbg_wire::replay::REPLAY_BEHAVIOR;
+        let replay = app.trace.is_replay();
         let rejection = (!replay)
             .then(|| {
                 crate::explain::provider_rejection(&app.session, &app.trace, app.cursor, format)
