@@ -169,49 +169,7 @@ fn parse_stop(s: &str) -> Result<StopRule, String> {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a session once and print the trace (seed-style text or JSON).
-    Run {
-        /// The session file.
-        session: PathBuf,
-        #[command(flatten)]
-        strategy: StrategyFlags,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = RunFormat::Text)]
-        format: RunFormat,
-        /// Print every request body the loop sends, as this provider receives
-        /// it (a stream of JSON documents, ready for curl), instead of the trace.
-        #[arg(long, value_parser = parse_provider)]
-        emit: Option<Format>,
-        /// The model name written into emitted request bodies.
-        #[arg(long, requires = "emit")]
-        model: Option<String>,
-        /// With --emit: only request N (1-based).
-        #[arg(long, requires = "emit", conflicts_with_all = ["last", "all"])]
-        request: Option<usize>,
-        /// With --emit: only the last request.
-        #[arg(long, requires = "emit", conflicts_with = "all")]
-        last: bool,
-        /// With --emit: every request, however much that prints (by default
-        /// a run whose bodies would pass 64 MiB asks to pick).
-        #[arg(long, requires = "emit")]
-        all: bool,
-        /// Write a handout of the run: md, html (one self-contained file) or
-        /// json (the whole trace). To -o FILE, or standard output.
-        #[arg(long, value_parser = parse_export, conflicts_with = "emit")]
-        export: Option<loopdbg_handout::Kind>,
-        /// The wire format of the handout's request bodies (default anthropic).
-        #[arg(long, value_parser = parse_provider, requires = "export")]
-        wire: Option<Format>,
-        /// Mask strings that look like secrets, e-mail addresses and home
-        /// folders in the handout.
-        #[arg(long, requires = "export")]
-        redact: bool,
-        /// Where the handout goes (never over an existing file unless --force).
-        #[arg(short = 'o', long, requires = "export")]
-        output: Option<PathBuf>,
-        /// Replace an existing -o file.
-        #[arg(long, requires = "output")]
-        force: bool,
-    },
+    Run(RunArgs),
     /// Validate captured conversations: request bodies (Anthropic, OpenAI
     /// Chat, Responses, Gemini), message arrays, JSON Lines of them, and
     /// agent logs (Claude Code, Codex CLI, Gemini CLI).
@@ -219,48 +177,11 @@ pub enum Command {
     /// Exit 0 when clean; 1 when problems were found or nothing was checked;
     /// 2 when an input (or a line of it) could not be read, after checking
     /// the rest.
-    Check {
-        /// Files to check; `-` reads standard input.
-        #[arg(required = true)]
-        files: Vec<PathBuf>,
-        /// Output `text`, `json` or `jsonl` (one record per conversation, as
-        /// it goes); and/or force the input format: anthropic, openai,
-        /// responses, gemini, claude-code, codex, gemini-cli (detected from
-        /// the content otherwise). May be given twice, e.g. `--format json
-        /// --format openai`.
-        #[arg(long, value_parser = parse_check_format)]
-        format: Vec<CheckFormat>,
-        /// Write a repaired copy: `synthesize` placeholder results for
-        /// unanswered calls, or `strip` the dangling calls. Needs -o.
-        #[arg(long, value_parser = parse_repair, requires = "output")]
-        fix: Option<Repair>,
-        /// Where the repaired copy goes (never the input, not even through a
-        /// link; an existing file only with --force). Written to a temporary
-        /// file beside it and renamed into place.
-        #[arg(short = 'o', long, requires = "fix")]
-        output: Option<PathBuf>,
-        /// Replace an existing -o file.
-        #[arg(long, requires = "output")]
-        force: bool,
-    },
+    Check(CheckArgs),
     /// Run every strategy × behaviour of each session and print the table.
-    Compare {
-        /// One or more session files.
-        #[arg(required = true)]
-        sessions: Vec<PathBuf>,
-        /// Round limit for every run (default: each session's own).
-        #[arg(long)]
-        max_rounds: Option<u32>,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = CompareFormat::Md)]
-        format: CompareFormat,
-    },
+    Compare(CompareArgs),
     /// Warn about likely mistakes in session files (never fails on warnings).
-    Lint {
-        /// One or more session files.
-        #[arg(required = true)]
-        sessions: Vec<PathBuf>,
-    },
+    Lint(LintArgs),
     /// Print the JSON Schema of session files.
     Schema,
     /// Sit between an agent and its provider: forward every request to
@@ -269,65 +190,176 @@ pub enum Command {
     ///
     /// Point the agent at it: `ANTHROPIC_BASE_URL=http://127.0.0.1:8700`,
     /// `OPENAI_BASE_URL=http://127.0.0.1:8700/v1`.
-    Proxy {
-        /// Where requests go, e.g. https://api.anthropic.com (http or https).
-        #[arg(long)]
-        upstream: String,
-        /// The address to listen on (loopback unless you say otherwise).
-        #[arg(long, default_value = "127.0.0.1:8700")]
-        listen: std::net::SocketAddr,
-        /// Append every exchange to this JSON Lines file as it completes
-        /// (request, status, answer, latency, findings; never credentials).
-        #[arg(long)]
-        capture: Option<PathBuf>,
-        /// What to do with a request the provider would reject: `forward`
-        /// it anyway (the finding is shown), `block` it with a local 400 in
-        /// the provider's own words, or `repair=synthesize|strip` it first.
-        #[arg(long, default_value = "forward", value_parser = parse_on_invalid)]
-        on_invalid: OnInvalid,
-        /// Print one line per exchange instead of opening the debugger.
-        #[arg(long)]
-        no_tui: bool,
-    },
+    Proxy(ProxyArgs),
     /// Compare two runs: two sessions, one session under two strategies, or
     /// two captured conversations. Prints where they first part and what
     /// differs after. Exit 0 when the runs are the same, 1 when they differ.
-    Diff {
-        /// The left run's session (or capture).
-        left: PathBuf,
-        /// The right run's session (or capture); the left one when omitted.
-        right: Option<PathBuf>,
-        /// Strategy of the left run, e.g. `extract=first,stop=robust`
-        /// (keys: extract, stop, behavior, max-rounds, closure).
-        #[arg(long, visible_alias = "left", value_parser = parse_spec, default_value = "")]
-        left_strategy: StrategySpec,
-        /// Strategy of the right run, as --left-strategy.
-        #[arg(long, visible_alias = "right", value_parser = parse_spec, default_value = "")]
-        right_strategy: StrategySpec,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = RunFormat::Text)]
-        format: RunFormat,
-    },
+    Diff(DiffArgs),
     /// A guided tour of the loop for newcomers: four stops, each with what
     /// to press and a question answered from the screen. Progress is
     /// remembered between runs.
-    Tour {
-        /// Forget the stops solved in earlier runs.
-        #[arg(long)]
-        restart: bool,
-    },
+    Tour(TourArgs),
     /// Turn a capture, a Claude Code log or any file `check` reads into a
     /// stub session that replays the recorded run under any strategy.
-    Record {
-        /// The capture or log.
-        capture: PathBuf,
-        /// Which conversation of the file (1-based; default the last).
-        #[arg(long)]
-        conversation: Option<usize>,
-        /// The session file to write (never an existing one).
-        #[arg(short = 'o', long)]
-        output: PathBuf,
-    },
+    Record(RecordArgs),
+}
+
+// The arguments of `run` (its help text is the variant's).
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The session file.
+    pub session: PathBuf,
+    #[command(flatten)]
+    pub strategy: StrategyFlags,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = RunFormat::Text)]
+    pub format: RunFormat,
+    /// Print every request body the loop sends, as this provider receives
+    /// it (a stream of JSON documents, ready for curl), instead of the trace.
+    #[arg(long, value_parser = parse_provider)]
+    pub emit: Option<Format>,
+    /// The model name written into emitted request bodies.
+    #[arg(long, requires = "emit")]
+    pub model: Option<String>,
+    /// With --emit: only request N (1-based).
+    #[arg(long, requires = "emit", conflicts_with_all = ["last", "all"])]
+    pub request: Option<usize>,
+    /// With --emit: only the last request.
+    #[arg(long, requires = "emit", conflicts_with = "all")]
+    pub last: bool,
+    /// With --emit: every request, however much that prints (by default
+    /// a run whose bodies would pass 64 MiB asks to pick).
+    #[arg(long, requires = "emit")]
+    pub all: bool,
+    /// Write a handout of the run: md, html (one self-contained file) or
+    /// json (the whole trace). To -o FILE, or standard output.
+    #[arg(long, value_parser = parse_export, conflicts_with = "emit")]
+    pub export: Option<loopdbg_handout::Kind>,
+    /// The wire format of the handout's request bodies (default anthropic).
+    #[arg(long, value_parser = parse_provider, requires = "export")]
+    pub wire: Option<Format>,
+    /// Mask strings that look like secrets, e-mail addresses and home
+    /// folders in the handout.
+    #[arg(long, requires = "export")]
+    pub redact: bool,
+    /// Where the handout goes (never over an existing file unless --force).
+    #[arg(short = 'o', long, requires = "export")]
+    pub output: Option<PathBuf>,
+    /// Replace an existing -o file.
+    #[arg(long, requires = "output")]
+    pub force: bool,
+}
+
+// The arguments of `check` (its help text is the variant's).
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Files to check; `-` reads standard input.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Output `text`, `json` or `jsonl` (one record per conversation, as
+    /// it goes); and/or force the input format: anthropic, openai,
+    /// responses, gemini, claude-code, codex, gemini-cli (detected from
+    /// the content otherwise). May be given twice, e.g. `--format json
+    /// --format openai`.
+    #[arg(long, value_parser = parse_check_format)]
+    pub format: Vec<CheckFormat>,
+    /// Write a repaired copy: `synthesize` placeholder results for
+    /// unanswered calls, or `strip` the dangling calls. Needs -o.
+    #[arg(long, value_parser = parse_repair, requires = "output")]
+    pub fix: Option<Repair>,
+    /// Where the repaired copy goes (never the input, not even through a
+    /// link; an existing file only with --force). Written to a temporary
+    /// file beside it and renamed into place.
+    #[arg(short = 'o', long, requires = "fix")]
+    pub output: Option<PathBuf>,
+    /// Replace an existing -o file.
+    #[arg(long, requires = "output")]
+    pub force: bool,
+}
+
+// The arguments of `compare` (its help text is the variant's).
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// One or more session files.
+    #[arg(required = true)]
+    pub sessions: Vec<PathBuf>,
+    /// Round limit for every run (default: each session's own).
+    #[arg(long)]
+    pub max_rounds: Option<u32>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = CompareFormat::Md)]
+    pub format: CompareFormat,
+}
+
+// The arguments of `lint` (its help text is the variant's).
+#[derive(Debug, Args)]
+pub struct LintArgs {
+    /// One or more session files.
+    #[arg(required = true)]
+    pub sessions: Vec<PathBuf>,
+}
+
+// The arguments of `proxy` (its help text is the variant's).
+#[derive(Debug, Args)]
+pub struct ProxyArgs {
+    /// Where requests go, e.g. https://api.anthropic.com (http or https).
+    #[arg(long)]
+    pub upstream: String,
+    /// The address to listen on (loopback unless you say otherwise).
+    #[arg(long, default_value = "127.0.0.1:8700")]
+    pub listen: std::net::SocketAddr,
+    /// Append every exchange to this JSON Lines file as it completes
+    /// (request, status, answer, latency, findings; never credentials).
+    #[arg(long)]
+    pub capture: Option<PathBuf>,
+    /// What to do with a request the provider would reject: `forward`
+    /// it anyway (the finding is shown), `block` it with a local 400 in
+    /// the provider's own words, or `repair=synthesize|strip` it first.
+    #[arg(long, default_value = "forward", value_parser = parse_on_invalid)]
+    pub on_invalid: OnInvalid,
+    /// Print one line per exchange instead of opening the debugger.
+    #[arg(long)]
+    pub no_tui: bool,
+}
+
+// The arguments of `diff` (its help text is the variant's).
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The left run's session (or capture).
+    pub left: PathBuf,
+    /// The right run's session (or capture); the left one when omitted.
+    pub right: Option<PathBuf>,
+    /// Strategy of the left run, e.g. `extract=first,stop=robust`
+    /// (keys: extract, stop, behavior, max-rounds, closure).
+    #[arg(long, visible_alias = "left", value_parser = parse_spec, default_value = "")]
+    pub left_strategy: StrategySpec,
+    /// Strategy of the right run, as --left-strategy.
+    #[arg(long, visible_alias = "right", value_parser = parse_spec, default_value = "")]
+    pub right_strategy: StrategySpec,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = RunFormat::Text)]
+    pub format: RunFormat,
+}
+
+// The arguments of `tour` (its help text is the variant's).
+#[derive(Debug, Args)]
+pub struct TourArgs {
+    /// Forget the stops solved in earlier runs.
+    #[arg(long)]
+    pub restart: bool,
+}
+
+// The arguments of `record` (its help text is the variant's).
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    /// The capture or log.
+    pub capture: PathBuf,
+    /// Which conversation of the file (1-based; default the last).
+    #[arg(long)]
+    pub conversation: Option<usize>,
+    /// The session file to write (never an existing one).
+    #[arg(short = 'o', long)]
+    pub output: PathBuf,
 }
 
 /// `run` output.

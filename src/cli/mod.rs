@@ -33,7 +33,10 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use args::{CheckFormat, Cli, Command, CompareFormat, RunFormat, StrategyFlags};
+use args::{
+    CheckArgs, CheckFormat, Cli, Command, CompareArgs, CompareFormat, DiffArgs, LintArgs,
+    ProxyArgs, RunArgs, RunFormat, StrategyFlags, TourArgs,
+};
 use loopdbg_engine::trace::Phase;
 use loopdbg_engine::{Session, Strategy};
 use loopdbg_lesson::report::{RunReport, compare_markdown, compare_rows};
@@ -114,351 +117,359 @@ fn bad_flag(message: String) -> Failure {
 }
 
 fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
+    let anywhere = cli.agents_anywhere;
     match cli.command {
-        None => {
-            let Some(path) = cli.session else {
-                use clap::CommandFactory;
-                Cli::command().print_help()?;
-                return Ok(ExitCode::from(EXIT_BAD_INPUT));
-            };
-            if cli.follow {
-                return live::follow(&path, cli.conversation);
-            }
-            let app = if load::is_transcript(&path) {
-                replay_app(&path, cli.conversation)?
-            } else {
-                let loaded = load::session(&path, cli.agents_anywhere)?;
-                let strategy = strategy_for(&loaded.session, &cli.strategy)?;
-                App::new(loaded.origin, loaded.session, strategy, terminal::theme())
-            };
-            terminal::run(app)?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Some(Command::Run {
-            session,
-            strategy,
+        None => open(cli),
+        Some(Command::Run(args)) => run(args, anywhere),
+        Some(Command::Compare(args)) => compare(args, anywhere),
+        Some(Command::Lint(args)) => lint(args, anywhere),
+        Some(Command::Check(args)) => check_files(args),
+        Some(Command::Proxy(args)) => proxy(args),
+        Some(Command::Diff(args)) => diff(args, anywhere),
+        Some(Command::Tour(args)) => tour(args),
+        Some(Command::Record(args)) => live::record(&args.capture, args.conversation, &args.output),
+        Some(Command::Schema) => schema(),
+    }
+}
+
+/// `loopdbg FILE`: the debugger on a session, or on a captured
+/// conversation replayed; `--follow` follows a file as it grows.
+fn open(cli: Cli) -> Result<ExitCode, Failure> {
+    let Some(path) = cli.session else {
+        use clap::CommandFactory;
+        Cli::command().print_help()?;
+        return Ok(ExitCode::from(EXIT_BAD_INPUT));
+    };
+    if cli.follow {
+        return live::follow(&path, cli.conversation);
+    }
+    let app = if load::is_transcript(&path) {
+        replay_app(&path, cli.conversation)?
+    } else {
+        let loaded = load::session(&path, cli.agents_anywhere)?;
+        let strategy = strategy_for(&loaded.session, &cli.strategy)?;
+        App::new(loaded.origin, loaded.session, strategy, terminal::theme())
+    };
+    terminal::run(app)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `loopdbg run`: the trace as text or JSON, a handout, or the request
+/// bodies the loop sends.
+fn run(args: RunArgs, anywhere: bool) -> Result<ExitCode, Failure> {
+    let loaded = load::session(&args.session, anywhere)?;
+    let strategy = strategy_for(&loaded.session, &args.strategy)?;
+    let trace = loopdbg_engine::run(&loaded.session, &strategy);
+    if let Some(kind) = args.export {
+        let format = args
+            .wire
+            .unwrap_or(loopdbg_wire::provider::Format::Anthropic);
+        let opts = loopdbg_handout::Options {
+            kind,
             format,
-            emit,
-            model,
-            request,
-            last,
-            all,
-            export,
-            wire,
-            redact,
-            output,
-            force,
-        }) => {
-            let loaded = load::session(&session, cli.agents_anywhere)?;
-            let strategy = strategy_for(&loaded.session, &strategy)?;
-            let trace = loopdbg_engine::run(&loaded.session, &strategy);
-            if let Some(kind) = export {
-                let format = wire.unwrap_or(loopdbg_wire::provider::Format::Anthropic);
-                let opts = loopdbg_handout::Options {
-                    kind,
-                    format,
-                    model: default_model(format).to_string(),
-                    redact,
-                    origin: session.display().to_string(),
-                };
-                let text = loopdbg_handout::render(&loaded.session, &trace, &opts);
-                return match output {
-                    Some(path) => {
-                        write_new(&path, text.as_bytes(), force)?;
-                        say!("wrote {}", path.display());
-                        Ok(ExitCode::SUCCESS)
-                    }
-                    None => {
-                        let mut out = std::io::stdout().lock();
-                        out.write_all(text.as_bytes())?;
-                        out.flush()?;
-                        Ok(ExitCode::SUCCESS)
-                    }
-                };
+            model: default_model(format).to_string(),
+            redact: args.redact,
+            origin: args.session.display().to_string(),
+        };
+        let text = loopdbg_handout::render(&loaded.session, &trace, &opts);
+        return match args.output {
+            Some(path) => {
+                write_new(&path, text.as_bytes(), args.force)?;
+                say!("wrote {}", path.display());
+                Ok(ExitCode::SUCCESS)
             }
-            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-            if let Some(provider) = emit {
-                let model = model.unwrap_or_else(|| default_model(provider).to_string());
-                let requests: Vec<_> = trace
-                    .steps
-                    .iter()
-                    .filter(|s| s.phase == Phase::Request)
-                    .collect();
-                let body_of = |step: &loopdbg_engine::trace::Step| {
-                    request_body(
-                        provider,
-                        &loaded.session,
-                        &trace.messages[..step.history_len],
-                        &model,
-                    )
-                };
-                let chosen: Vec<usize> = match (request, last) {
-                    (Some(n), _) if n == 0 || n > requests.len() => {
-                        return Err(bad_flag(format!(
-                            "--request {n}: the run sends {} request(s)",
-                            requests.len()
-                        )));
-                    }
-                    (Some(n), _) => vec![n - 1],
-                    (None, true) => vec![requests.len().saturating_sub(1)],
-                    (None, false) => {
-                        // Every body holds the whole history: estimate the
-                        // total from the last one before printing gigabytes.
-                        let last_size = requests.last().map_or(0, |s| {
-                            serde_json::to_vec(&body_of(s)).map_or(0, |b| b.len())
-                        });
-                        let estimate = last_size as u64 * requests.len() as u64 / 2;
-                        if !all && estimate > EMIT_LIMIT {
-                            return Err(bad_flag(format!(
-                                "--emit: {} requests would print about {} MiB; pick one with --request N or --last, or pass --all",
-                                requests.len(),
-                                estimate >> 20
-                            )));
-                        }
-                        (0..requests.len()).collect()
-                    }
-                };
-                for k in chosen {
-                    let step = requests[k];
-                    say!(
-                        "# request {} (round {}), {}",
-                        k + 1,
-                        step.round,
-                        provider.title()
-                    );
-                    // Written as it is made: one body in memory at a time.
-                    json::pretty(&mut out, &body_of(step)).map_err(anyhow::Error::from)?;
-                    writeln!(out)?;
-                }
+            None => {
+                let mut out = std::io::stdout().lock();
+                out.write_all(text.as_bytes())?;
                 out.flush()?;
-                return Ok(ExitCode::SUCCESS);
+                Ok(ExitCode::SUCCESS)
             }
-            let report = RunReport::new(&loaded.session, &trace);
-            match format {
-                RunFormat::Text => out.write_all(report.to_text().as_bytes())?,
-                RunFormat::Json => {
-                    json::pretty(&mut out, &report).map_err(anyhow::Error::from)?;
-                    writeln!(out)?;
-                }
-            }
-            out.flush()?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Some(Command::Compare {
-            sessions,
-            max_rounds,
-            format,
-        }) => {
-            let mut rows = Vec::new();
-            for path in &sessions {
-                let loaded = load::session(path, cli.agents_anywhere)?;
-                let rounds = match max_rounds {
-                    Some(n) => check_rounds(n)?,
-                    None => Strategy::for_session(&loaded.session).max_rounds,
-                };
-                rows.extend(compare_rows(&loaded.origin, &loaded.session, rounds));
-            }
-            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-            match format {
-                CompareFormat::Md => out.write_all(compare_markdown(&rows).as_bytes())?,
-                CompareFormat::Json => {
-                    json::pretty(&mut out, &rows).map_err(anyhow::Error::from)?;
-                    writeln!(out)?;
-                }
-            }
-            out.flush()?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Some(Command::Lint { sessions }) => {
-            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-            let mut total = 0;
-            for path in &sessions {
-                let loaded = load::session(path, cli.agents_anywhere)?;
-                for w in load::located_lint(&loaded) {
-                    total += 1;
-                    writeln!(out, "{w}")?;
-                }
-            }
-            writeln!(out, "{total} warning(s)")?;
-            out.flush()?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Some(Command::Check {
-            files,
-            format,
-            fix,
-            output,
-            force,
-        }) => {
-            let json = format.contains(&CheckFormat::Json);
-            let jsonl = format.contains(&CheckFormat::Jsonl);
-            let forced = format.iter().find_map(|f| match f {
-                CheckFormat::Input(s) => Some(*s),
-                _ => None,
-            });
-            if files.iter().filter(|f| f.as_os_str() == "-").count() > 1 {
-                return Err(bad_flag("`-` (standard input) can be read once".into()));
-            }
-            let files = match (fix, output) {
-                (Some(how), Some(out)) => {
-                    if files.len() != 1 {
-                        return Err(bad_flag("--fix repairs one file at a time".into()));
-                    }
-                    let n = check::fix_file(&files[0], &out, forced, how, force)?;
-                    say!("wrote {} ({n} repair(s)); checking it:", out.display());
-                    vec![out]
-                }
-                _ => files,
-            };
-            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-            let mut write_error = None;
-            let reports = {
-                let mut emit = |file: &str, r: &check::ConversationReport| {
-                    if !jsonl || write_error.is_some() {
-                        return;
-                    }
-                    let record = serde_json::json!({"file": file, "conversation": r});
-                    let written = json::compact(&mut out, &record)
-                        .map_err(std::io::Error::from)
-                        .and_then(|()| writeln!(out));
-                    if let Err(e) = written {
-                        write_error = Some(e);
-                    }
-                };
-                check::check_files(&files, forced, &mut emit)
-            };
-            if let Some(e) = write_error {
-                return Err(e.into());
-            }
-            if jsonl {
-                // Files that failed or held nothing get a record too, so a
-                // sharded run's concatenated output accounts for every file.
-                for f in reports
-                    .iter()
-                    .filter(|f| !f.errors.is_empty() || f.is_empty())
-                {
-                    let record = serde_json::json!({
-                        "file": f.file,
-                        "format": f.format,
-                        "conversations": f.conversations,
-                        "errors": f.errors,
-                        "warning": f.is_empty().then_some("no conversation found, nothing was checked"),
-                    });
-                    json::compact(&mut out, &record).map_err(anyhow::Error::from)?;
-                    writeln!(out)?;
-                }
-                for f in &reports {
-                    for e in &f.errors {
-                        say!("{}", e.rendered);
-                    }
-                }
-            } else if json {
-                let all = || {
-                    reports
-                        .iter()
-                        .flat_map(|f| &f.results)
-                        .flat_map(|r| &r.findings)
-                };
-                let findings = all().filter(|x| !x.is_note()).count();
-                let notes = all().filter(|x| x.is_note()).count();
-                let doc = serde_json::json!({
-                    "files": reports,
-                    "conversations": reports.iter().map(|f| f.conversations).sum::<usize>(),
-                    "with_problems": reports.iter().map(|f| f.results.len()).sum::<usize>(),
-                    "problems": findings,
-                    "notes": notes,
-                    "unreadable": reports.iter().filter(|f| !f.errors.is_empty()).count(),
-                    "nothing_to_check": reports.iter().filter(|f| f.is_empty()).count(),
-                });
-                json::pretty(&mut out, &doc).map_err(anyhow::Error::from)?;
-                writeln!(out)?;
-                for f in &reports {
-                    for e in &f.errors {
-                        say!("{}", e.rendered);
-                    }
-                }
-            } else {
-                check::render_text(&reports, &mut out)?;
-            }
-            out.flush()?;
-            let failed = reports.iter().any(|f| !f.errors.is_empty());
-            let problems = reports.iter().any(|f| f.has_problems() || f.is_empty());
-            Ok(ExitCode::from(if failed {
-                EXIT_BAD_INPUT
-            } else if problems {
-                1
-            } else {
-                0
-            }))
-        }
-        Some(Command::Proxy {
-            upstream,
-            listen,
-            capture,
-            on_invalid,
-            no_tui,
-        }) => {
-            let upstream = url::Url::parse(&upstream)
-                .map_err(|e| bad_flag(format!("--upstream `{upstream}`: {e}")))?;
-            let config = loopdbg_proxy::Config {
-                on_invalid,
-                ..loopdbg_proxy::Config::new(upstream, listen)
-            };
-            live::proxy(config, capture.as_deref(), no_tui)
-        }
-        Some(Command::Diff {
-            left,
-            right,
-            left_strategy,
-            right_strategy,
-            format,
-        }) => {
-            let right = right.unwrap_or_else(|| left.clone());
-            let a = diff_side(&left, &left_strategy.0, cli.agents_anywhere)?;
-            let b = diff_side(&right, &right_strategy.0, cli.agents_anywhere)?;
-            let diff = loopdbg_lesson::diff::diff(&a.side(), &b.side());
-            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-            match format {
-                RunFormat::Text => write!(out, "{}", diff.to_text())?,
-                RunFormat::Json => {
-                    json::pretty(&mut out, &diff).map_err(anyhow::Error::from)?;
-                    writeln!(out)?;
-                }
-            }
-            out.flush()?;
-            Ok(match diff.first_divergence {
-                None => ExitCode::SUCCESS,
-                Some(_) => ExitCode::FAILURE,
-            })
-        }
-        Some(Command::Tour { restart }) => {
-            let sessions = loopdbg_lesson::tour::STOPS
-                .iter()
-                .map(|stop| tour_session(stop.session))
-                .collect::<Result<Vec<_>, _>>()?;
-            let solved = if restart {
-                Default::default()
-            } else {
-                terminal::load_tour()
-            };
-            let app = App::tour(sessions, solved, terminal::theme());
-            terminal::run(app)?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Some(Command::Record {
-            capture,
-            conversation,
-            output,
-        }) => live::record(&capture, conversation, &output),
-        Some(Command::Schema) => {
-            let schema = loopdbg_engine::schema::session_schema();
-            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-            json::pretty(&mut out, &schema).map_err(anyhow::Error::from)?;
+        };
+    }
+    if let Some(provider) = args.emit {
+        return emit(&args, provider, &loaded.session, &trace);
+    }
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let report = RunReport::new(&loaded.session, &trace);
+    match args.format {
+        RunFormat::Text => out.write_all(report.to_text().as_bytes())?,
+        RunFormat::Json => {
+            json::pretty(&mut out, &report).map_err(anyhow::Error::from)?;
             writeln!(out)?;
-            out.flush()?;
-            Ok(ExitCode::SUCCESS)
         }
     }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `loopdbg run --emit`: the request bodies, one at a time.
+fn emit(
+    args: &RunArgs,
+    provider: loopdbg_wire::provider::Format,
+    session: &Session,
+    trace: &loopdbg_engine::Trace,
+) -> Result<ExitCode, Failure> {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let model = args
+        .model
+        .clone()
+        .unwrap_or_else(|| default_model(provider).to_string());
+    let requests: Vec<_> = trace
+        .steps
+        .iter()
+        .filter(|s| s.phase == Phase::Request)
+        .collect();
+    let body_of = |step: &loopdbg_engine::trace::Step| {
+        request_body(
+            provider,
+            session,
+            &trace.messages[..step.history_len],
+            &model,
+        )
+    };
+    let chosen: Vec<usize> = match (args.request, args.last) {
+        (Some(n), _) if n == 0 || n > requests.len() => {
+            return Err(bad_flag(format!(
+                "--request {n}: the run sends {} request(s)",
+                requests.len()
+            )));
+        }
+        (Some(n), _) => vec![n - 1],
+        (None, true) => vec![requests.len().saturating_sub(1)],
+        (None, false) => {
+            // Every body holds the whole history: estimate the
+            // total from the last one before printing gigabytes.
+            let last_size = requests.last().map_or(0, |s| {
+                serde_json::to_vec(&body_of(s)).map_or(0, |b| b.len())
+            });
+            let estimate = last_size as u64 * requests.len() as u64 / 2;
+            if !args.all && estimate > EMIT_LIMIT {
+                return Err(bad_flag(format!(
+                    "--emit: {} requests would print about {} MiB; pick one with --request N or --last, or pass --all",
+                    requests.len(),
+                    estimate >> 20
+                )));
+            }
+            (0..requests.len()).collect()
+        }
+    };
+    for k in chosen {
+        let step = requests[k];
+        say!(
+            "# request {} (round {}), {}",
+            k + 1,
+            step.round,
+            provider.title()
+        );
+        // Written as it is made: one body in memory at a time.
+        json::pretty(&mut out, &body_of(step)).map_err(anyhow::Error::from)?;
+        writeln!(out)?;
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `loopdbg compare`: every strategy on each session, one row each.
+fn compare(args: CompareArgs, anywhere: bool) -> Result<ExitCode, Failure> {
+    let mut rows = Vec::new();
+    for path in &args.sessions {
+        let loaded = load::session(path, anywhere)?;
+        let rounds = match args.max_rounds {
+            Some(n) => check_rounds(n)?,
+            None => Strategy::for_session(&loaded.session).max_rounds,
+        };
+        rows.extend(compare_rows(&loaded.origin, &loaded.session, rounds));
+    }
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    match args.format {
+        CompareFormat::Md => out.write_all(compare_markdown(&rows).as_bytes())?,
+        CompareFormat::Json => {
+            json::pretty(&mut out, &rows).map_err(anyhow::Error::from)?;
+            writeln!(out)?;
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `loopdbg lint`: sessions that load but are probably wrong.
+fn lint(args: LintArgs, anywhere: bool) -> Result<ExitCode, Failure> {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut total = 0;
+    for path in &args.sessions {
+        let loaded = load::session(path, anywhere)?;
+        for w in load::located_lint(&loaded) {
+            total += 1;
+            writeln!(out, "{w}")?;
+        }
+    }
+    writeln!(out, "{total} warning(s)")?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `loopdbg proxy`.
+fn proxy(args: ProxyArgs) -> Result<ExitCode, Failure> {
+    let upstream = url::Url::parse(&args.upstream)
+        .map_err(|e| bad_flag(format!("--upstream `{}`: {e}", args.upstream)))?;
+    let config = loopdbg_proxy::Config {
+        on_invalid: args.on_invalid,
+        ..loopdbg_proxy::Config::new(upstream, args.listen)
+    };
+    live::proxy(config, args.capture.as_deref(), args.no_tui)
+}
+
+/// `loopdbg diff`: two runs aligned, the first divergence; exit 1 when
+/// they differ.
+fn diff(args: DiffArgs, anywhere: bool) -> Result<ExitCode, Failure> {
+    let right = args.right.unwrap_or_else(|| args.left.clone());
+    let a = diff_side(&args.left, &args.left_strategy.0, anywhere)?;
+    let b = diff_side(&right, &args.right_strategy.0, anywhere)?;
+    let diff = loopdbg_lesson::diff::diff(&a.side(), &b.side());
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    match args.format {
+        RunFormat::Text => write!(out, "{}", diff.to_text())?,
+        RunFormat::Json => {
+            json::pretty(&mut out, &diff).map_err(anyhow::Error::from)?;
+            writeln!(out)?;
+        }
+    }
+    out.flush()?;
+    Ok(match diff.first_divergence {
+        None => ExitCode::SUCCESS,
+        Some(_) => ExitCode::FAILURE,
+    })
+}
+
+/// `loopdbg tour`.
+fn tour(args: TourArgs) -> Result<ExitCode, Failure> {
+    let sessions = loopdbg_lesson::tour::STOPS
+        .iter()
+        .map(|stop| tour_session(stop.session))
+        .collect::<Result<Vec<_>, _>>()?;
+    let solved = if args.restart {
+        Default::default()
+    } else {
+        terminal::load_tour()
+    };
+    let app = App::tour(sessions, solved, terminal::theme());
+    terminal::run(app)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `loopdbg schema`.
+fn schema() -> Result<ExitCode, Failure> {
+    let schema = loopdbg_engine::schema::session_schema();
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    json::pretty(&mut out, &schema).map_err(anyhow::Error::from)?;
+    writeln!(out)?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `loopdbg check`: will a provider reject this history; exit 1 on a
+/// problem, 2 on a file that cannot be read.
+fn check_files(args: CheckArgs) -> Result<ExitCode, Failure> {
+    let json = args.format.contains(&CheckFormat::Json);
+    let jsonl = args.format.contains(&CheckFormat::Jsonl);
+    let forced = args.format.iter().find_map(|f| match f {
+        CheckFormat::Input(s) => Some(*s),
+        _ => None,
+    });
+    if args.files.iter().filter(|f| f.as_os_str() == "-").count() > 1 {
+        return Err(bad_flag("`-` (standard input) can be read once".into()));
+    }
+    let files = match (args.fix, args.output) {
+        (Some(how), Some(out)) => {
+            if args.files.len() != 1 {
+                return Err(bad_flag("--fix repairs one file at a time".into()));
+            }
+            let n = check::fix_file(&args.files[0], &out, forced, how, args.force)?;
+            say!("wrote {} ({n} repair(s)); checking it:", out.display());
+            vec![out]
+        }
+        _ => args.files,
+    };
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut write_error = None;
+    let reports = {
+        let mut emit = |file: &str, r: &check::ConversationReport| {
+            if !jsonl || write_error.is_some() {
+                return;
+            }
+            let record = serde_json::json!({"file": file, "conversation": r});
+            let written = json::compact(&mut out, &record)
+                .map_err(std::io::Error::from)
+                .and_then(|()| writeln!(out));
+            if let Err(e) = written {
+                write_error = Some(e);
+            }
+        };
+        check::check_files(&files, forced, &mut emit)
+    };
+    if let Some(e) = write_error {
+        return Err(e.into());
+    }
+    if jsonl {
+        // Files that failed or held nothing get a record too, so a
+        // sharded run's concatenated output accounts for every file.
+        for f in reports
+            .iter()
+            .filter(|f| !f.errors.is_empty() || f.is_empty())
+        {
+            let record = serde_json::json!({
+                "file": f.file,
+                "format": f.format,
+                "conversations": f.conversations,
+                "errors": f.errors,
+                "warning": f.is_empty().then_some("no conversation found, nothing was checked"),
+            });
+            json::compact(&mut out, &record).map_err(anyhow::Error::from)?;
+            writeln!(out)?;
+        }
+        for f in &reports {
+            for e in &f.errors {
+                say!("{}", e.rendered);
+            }
+        }
+    } else if json {
+        let all = || {
+            reports
+                .iter()
+                .flat_map(|f| &f.results)
+                .flat_map(|r| &r.findings)
+        };
+        let findings = all().filter(|x| !x.is_note()).count();
+        let notes = all().filter(|x| x.is_note()).count();
+        let doc = serde_json::json!({
+            "files": reports,
+            "conversations": reports.iter().map(|f| f.conversations).sum::<usize>(),
+            "with_problems": reports.iter().map(|f| f.results.len()).sum::<usize>(),
+            "problems": findings,
+            "notes": notes,
+            "unreadable": reports.iter().filter(|f| !f.errors.is_empty()).count(),
+            "nothing_to_check": reports.iter().filter(|f| f.is_empty()).count(),
+        });
+        json::pretty(&mut out, &doc).map_err(anyhow::Error::from)?;
+        writeln!(out)?;
+        for f in &reports {
+            for e in &f.errors {
+                say!("{}", e.rendered);
+            }
+        }
+    } else {
+        check::render_text(&reports, &mut out)?;
+    }
+    out.flush()?;
+    let failed = reports.iter().any(|f| !f.errors.is_empty());
+    let problems = reports.iter().any(|f| f.has_problems() || f.is_empty());
+    Ok(ExitCode::from(if failed {
+        EXIT_BAD_INPUT
+    } else if problems {
+        1
+    } else {
+        0
+    }))
 }
 
 /// A debugger replaying conversation `which` (1-based) of a captured file;
