@@ -18,26 +18,70 @@ const PAGE: u16 = 10;
 
 /// Applies `action` to `app`; returns a follow-up action to apply next.
 pub fn update(app: &mut App, action: Action) -> Option<Action> {
+    if !admitted(app, &action) {
+        return None;
+    }
+    match action {
+        Action::StepForward
+        | Action::StepBack
+        | Action::NextRound
+        | Action::PrevRound
+        | Action::First
+        | Action::Last
+        | Action::Restart
+        | Action::Continue
+        | Action::ToggleFollow => navigate(app, action),
+        Action::ToggleExtract
+        | Action::CycleClosure
+        | Action::CycleStop
+        | Action::CycleBehavior
+        | Action::MoreRounds
+        | Action::FewerRounds
+        | Action::Interrupt => return change_strategy(app, action),
+        Action::Rerun(strategy) => rerun_in_place(app, strategy),
+        Action::StepInto => step_into(app),
+        Action::StepOut => step_out(app),
+        Action::Search
+        | Action::SearchType(_)
+        | Action::SearchErase
+        | Action::SearchSubmit
+        | Action::SearchCancel
+        | Action::TourAnswer
+        | Action::TourNext => type_text(app, action),
+        Action::Edit
+        | Action::EditDone(_)
+        | Action::ShowForks
+        | Action::WriteFork
+        | Action::Export
+        | Action::ShowDiff => fork_action(app, action),
+        other => screen(app, other),
+    }
+    None
+}
+
+/// Whether `action` applies in the state `app` is in; says why not where
+/// a user would wonder. Popups take their keys first.
+fn admitted(app: &mut App, action: &Action) -> bool {
     // A screen too small to draw shows only how large it needs to be; keys
     // that would act unseen are ignored until it grows.
     let (w, h) = app.size;
     let too_small = w < crate::view::MIN_WIDTH || h < crate::view::MIN_HEIGHT;
     if too_small && !matches!(action, Action::Quit | Action::Back | Action::Resize(..)) {
-        return None;
+        return false;
     }
-    if app.popup.is_some() && handle_popup(app, &action) {
-        return None;
+    if app.popup.is_some() && handle_popup(app, action) {
+        return false;
     }
-    if app.parent.is_some() && changes_strategy(&action) {
+    if app.parent.is_some() && changes_strategy(action) {
         app.notice = Some(
             "a sub-agent's run is a read-only look: it ran as part of the parent's call, so a change here would not reach the parent's result; change the parent (< returns)".into(),
         );
-        return None;
+        return false;
     }
-    if app.replay.is_some() && changes_strategy(&action) {
+    if app.replay.is_some() && changes_strategy(action) {
         app.notice =
             Some("replaying a captured conversation: there is no strategy to change".into());
-        return None;
+        return false;
     }
     // Looking back at what already happened pauses a live view's following.
     if let Some(live) = app.live.as_mut()
@@ -48,24 +92,12 @@ pub fn update(app: &mut App, action: Action) -> Option<Action> {
     {
         live.follow = false;
     }
+    true
+}
+
+/// Moves through the recorded run.
+fn navigate(app: &mut App, action: Action) {
     match action {
-        Action::Edit => super::fork::start_edit(app),
-        Action::EditDone(text) => match app.editing.take() {
-            Some(target) => super::fork::finish_edit(app, target, &text),
-            None => app.notice = Some("no edit was in progress".into()),
-        },
-        Action::ShowForks if app.forks.is_empty() => {
-            app.notice = Some("no forks yet: E at a Reply or Execute step makes one".into())
-        }
-        Action::ShowForks => app.popup = Some(Popup::Forks { scroll: 0 }),
-        Action::WriteFork => super::fork::write_fork(app),
-        Action::Export => super::fork::export(app),
-        Action::ShowDiff if app.replay.is_some() => app.notice = Some(
-            "a replay has one run: loopdbg diff compares two captures, or record one and fork it"
-                .into(),
-        ),
-        Action::ShowDiff => super::fork::show_diff(app),
-        Action::Said(text) => app.notice = Some(text),
         Action::ToggleFollow => match app.live.as_mut() {
             None => app.notice = Some(
                 "f follows live traffic: open a growing log with --follow, or run loopdbg proxy"
@@ -113,6 +145,19 @@ pub fn update(app: &mut App, action: Action) -> Option<Action> {
             move_to(app, 0);
             app.notice = Some(format!("restarted: {}", app.strategy().label()));
         }
+        Action::Continue => {
+            let (target, why) = continue_target(app);
+            move_to(app, target);
+            app.notice = Some(why);
+        }
+        _ => {}
+    }
+}
+
+/// A toggle of the strategy: the new strategy comes back as a
+/// [`Action::Rerun`], so a caller may look at it before it runs.
+fn change_strategy(app: &mut App, action: Action) -> Option<Action> {
+    match action {
         Action::ToggleExtract => {
             let mut s = app.strategy().clone();
             s.extract = s.extract.toggled();
@@ -139,39 +184,6 @@ pub fn update(app: &mut App, action: Action) -> Option<Action> {
             });
             return Some(Action::Rerun(s));
         }
-        Action::StepInto => {
-            let Some(child) = child_at(app) else {
-                app.notice = Some(
-                    "no sub-agent here: step to the Execute or Append phase of a sub-agent call"
-                        .into(),
-                );
-                return None;
-            };
-            let title = format!("sub-agent {}", loopdbg_lesson::report::clean(&child.0));
-            let mut inner = App::new(
-                title,
-                child.1.session.clone(),
-                child.1.trace.strategy.clone(),
-                app.theme,
-            );
-            inner.trace = child.1.trace.clone();
-            inner.analysis = std::cell::OnceCell::new();
-            inner.size = app.size;
-            inner.notice = Some(
-                "inside the sub-agent: its own loop and ledger; < returns to the parent".into(),
-            );
-            let parent = std::mem::replace(app, inner);
-            app.parent = Some(Box::new(parent));
-        }
-        Action::StepOut => match app.parent.take() {
-            Some(parent) => {
-                let size = app.size;
-                *app = *parent;
-                app.size = size;
-                app.notice = Some("back in the parent loop; its ledger is as it was".into());
-            }
-            None => app.notice = Some("not inside a sub-agent".into()),
-        },
         Action::CycleStop => {
             let mut s = app.strategy().clone();
             s.stop = s.stop.next();
@@ -203,50 +215,65 @@ pub fn update(app: &mut App, action: Action) -> Option<Action> {
             }
             return Some(Action::Rerun(s));
         }
-        Action::Rerun(strategy) => {
-            let step = app.trace.step(app.cursor).clone();
-            let change = describe_strategy_change(app.strategy(), &strategy);
-            let (before, before_analysis) = rerun(app, strategy);
-            app.cursor = app
-                .trace
-                .nearest_step(step.round, step.phase, step.execution);
-            app.notice = Some(format!(
-                "{change}: {}",
-                describe_outcome_change(&before, &before_analysis, &app.trace, app.analysis())
-            ));
+        _ => None,
+    }
+}
+
+/// Records the run again under `strategy`, keeping the user's place (the
+/// same round and phase) and saying what changed.
+fn rerun_in_place(app: &mut App, strategy: Strategy) {
+    let step = app.trace.step(app.cursor).clone();
+    let change = describe_strategy_change(app.strategy(), &strategy);
+    let (before, before_analysis) = rerun(app, strategy);
+    app.cursor = app
+        .trace
+        .nearest_step(step.round, step.phase, step.execution);
+    app.notice = Some(format!(
+        "{change}: {}",
+        describe_outcome_change(&before, &before_analysis, &app.trace, app.analysis())
+    ));
+}
+
+/// Into the sub-agent run of the call at the cursor.
+fn step_into(app: &mut App) {
+    let Some(child) = child_at(app) else {
+        app.notice = Some(
+            "no sub-agent here: step to the Execute or Append phase of a sub-agent call".into(),
+        );
+        return;
+    };
+    let title = format!("sub-agent {}", loopdbg_lesson::report::clean(&child.0));
+    let mut inner = App::new(
+        title,
+        child.1.session.clone(),
+        child.1.trace.strategy.clone(),
+        app.theme,
+    );
+    inner.trace = child.1.trace.clone();
+    inner.analysis = std::cell::OnceCell::new();
+    inner.size = app.size;
+    inner.notice =
+        Some("inside the sub-agent: its own loop and ledger; < returns to the parent".into());
+    let parent = std::mem::replace(app, inner);
+    app.parent = Some(Box::new(parent));
+}
+
+/// Back to the parent loop.
+fn step_out(app: &mut App) {
+    match app.parent.take() {
+        Some(parent) => {
+            let size = app.size;
+            *app = *parent;
+            app.size = size;
+            app.notice = Some("back in the parent loop; its ledger is as it was".into());
         }
-        Action::ShowCompare => {
-            let rows = compare_rows(&app.origin, &app.session, app.strategy().max_rounds);
-            app.popup = Some(Popup::Compare { rows, scroll: 0 });
-        }
-        Action::CycleView => {
-            app.view = match app.view {
-                None => Some(Format::Anthropic),
-                Some(Format::Anthropic) => Some(Format::Openai),
-                Some(Format::Openai) => Some(Format::Responses),
-                Some(Format::Responses) => Some(Format::Gemini),
-                Some(Format::Gemini) => None,
-            };
-            app.selected_message = None;
-            app.notice = Some(match app.view {
-                None => "view: canonical (one tool message per result)".to_string(),
-                Some(f) => format!("view: {} — what the provider receives", f.title()),
-            });
-        }
-        Action::FocusNext => app.focus = app.focus.cycled(true),
-        Action::FocusPrev => app.focus = app.focus.cycled(false),
-        Action::ScrollDown => scroll(app, app.focus, 1),
-        Action::ScrollUp => scroll(app, app.focus, -1),
-        Action::PageDown => scroll(app, app.focus, PAGE as i32),
-        Action::PageUp => scroll(app, app.focus, -(PAGE as i32)),
-        Action::Expand => {
-            if let Some(message) = app.selected_message() {
-                app.popup = Some(Popup::Detail { message, scroll: 0 });
-            }
-        }
-        Action::Back | Action::Quit => app.quit = true,
-        Action::Help => app.popup = Some(Popup::Help { scroll: 0 }),
-        Action::ShowTools => app.popup = Some(Popup::Tools { scroll: 0 }),
+        None => app.notice = Some("not inside a sub-agent".into()),
+    }
+}
+
+/// Typing: a search after `/`, or the tour's answer.
+fn type_text(app: &mut App, action: Action) {
+    match action {
         Action::Search => {
             app.search = Some(String::new());
             app.focus = Pane::Messages;
@@ -284,6 +311,69 @@ pub fn update(app: &mut App, action: Action) -> Option<Action> {
             }
             search_next(app);
         }
+        _ => {}
+    }
+}
+
+/// Edits, forks and what is written of them.
+fn fork_action(app: &mut App, action: Action) {
+    match action {
+        Action::Edit => super::fork::start_edit(app),
+        Action::EditDone(text) => match app.editing.take() {
+            Some(target) => super::fork::finish_edit(app, target, &text),
+            None => app.notice = Some("no edit was in progress".into()),
+        },
+        Action::ShowForks if app.forks.is_empty() => {
+            app.notice = Some("no forks yet: E at a Reply or Execute step makes one".into())
+        }
+        Action::ShowForks => app.popup = Some(Popup::Forks { scroll: 0 }),
+        Action::WriteFork => super::fork::write_fork(app),
+        Action::Export => super::fork::export(app),
+        Action::ShowDiff if app.replay.is_some() => app.notice = Some(
+            "a replay has one run: loopdbg diff compares two captures, or record one and fork it"
+                .into(),
+        ),
+        Action::ShowDiff => super::fork::show_diff(app),
+        _ => {}
+    }
+}
+
+/// What the screen shows: views, focus, scrolling, popups, breakpoints.
+fn screen(app: &mut App, action: Action) {
+    match action {
+        Action::Said(text) => app.notice = Some(text),
+        Action::ShowCompare => {
+            let rows = compare_rows(&app.origin, &app.session, app.strategy().max_rounds);
+            app.popup = Some(Popup::Compare { rows, scroll: 0 });
+        }
+        Action::CycleView => {
+            app.view = match app.view {
+                None => Some(Format::Anthropic),
+                Some(Format::Anthropic) => Some(Format::Openai),
+                Some(Format::Openai) => Some(Format::Responses),
+                Some(Format::Responses) => Some(Format::Gemini),
+                Some(Format::Gemini) => None,
+            };
+            app.selected_message = None;
+            app.notice = Some(match app.view {
+                None => "view: canonical (one tool message per result)".to_string(),
+                Some(f) => format!("view: {} — what the provider receives", f.title()),
+            });
+        }
+        Action::FocusNext => app.focus = app.focus.cycled(true),
+        Action::FocusPrev => app.focus = app.focus.cycled(false),
+        Action::ScrollDown => scroll(app, app.focus, 1),
+        Action::ScrollUp => scroll(app, app.focus, -1),
+        Action::PageDown => scroll(app, app.focus, PAGE as i32),
+        Action::PageUp => scroll(app, app.focus, -(PAGE as i32)),
+        Action::Expand => {
+            if let Some(message) = app.selected_message() {
+                app.popup = Some(Popup::Detail { message, scroll: 0 });
+            }
+        }
+        Action::Back | Action::Quit => app.quit = true,
+        Action::Help => app.popup = Some(Popup::Help { scroll: 0 }),
+        Action::ShowTools => app.popup = Some(Popup::Tools { scroll: 0 }),
         Action::ToggleBreakpoint => {
             let phase = app.trace.step(app.cursor).phase;
             if !app.breakpoints.remove(&phase) {
@@ -293,11 +383,6 @@ pub fn update(app: &mut App, action: Action) -> Option<Action> {
                 app.notice = Some(format!("breakpoint on {} removed", phase.name()));
             }
         }
-        Action::Continue => {
-            let (target, why) = continue_target(app);
-            move_to(app, target);
-            app.notice = Some(why);
-        }
         Action::Resize(w, h) => app.size = (w, h),
         Action::Wheel { column, row, down } => {
             let area = ratatui::layout::Rect::new(0, 0, app.size.0, app.size.1);
@@ -305,8 +390,8 @@ pub fn update(app: &mut App, action: Action) -> Option<Action> {
                 scroll(app, pane, if down { 3 } else { -3 });
             }
         }
+        _ => {}
     }
-    None
 }
 
 /// The sub-agent run of the call the step points at (name, run).
