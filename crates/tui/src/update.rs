@@ -157,17 +157,11 @@ fn navigate(app: &mut App, action: Action) {
 /// A toggle of the strategy: the new strategy comes back as a
 /// [`Action::Rerun`], so a caller may look at it before it runs.
 fn change_strategy(app: &mut App, action: Action) -> Option<Action> {
+    let mut s = app.strategy().clone();
     match action {
-        Action::ToggleExtract => {
-            let mut s = app.strategy().clone();
-            s.extract = s.extract.toggled();
-            return Some(Action::Rerun(s));
-        }
-        Action::CycleClosure => {
-            let mut s = app.strategy().clone();
-            s.closure = s.closure.next();
-            return Some(Action::Rerun(s));
-        }
+        Action::ToggleExtract => s.extract = s.extract.toggled(),
+        Action::CycleClosure => s.closure = s.closure.next(),
+        Action::CycleStop => s.stop = s.stop.next(),
         Action::Interrupt => {
             let step = app.trace.step(app.cursor);
             if step.phase != Phase::Execute {
@@ -177,27 +171,17 @@ fn change_strategy(app: &mut App, action: Action) -> Option<Action> {
                 );
                 return None;
             }
-            let mut s = app.strategy().clone();
             s.interrupt = Some(loopdbg_engine::session::Interrupt {
                 round: step.round,
                 at_ms: step.time_ms,
             });
-            return Some(Action::Rerun(s));
-        }
-        Action::CycleStop => {
-            let mut s = app.strategy().clone();
-            s.stop = s.stop.next();
-            return Some(Action::Rerun(s));
         }
         Action::CycleBehavior => {
-            let mut s = app.strategy().clone();
             let names: Vec<&str> = app.session.behavior_names().collect();
             let i = names.iter().position(|b| *b == s.behavior).unwrap_or(0);
             s.behavior = names[(i + 1) % names.len()].to_string();
-            return Some(Action::Rerun(s));
         }
         Action::MoreRounds | Action::FewerRounds => {
-            let mut s = app.strategy().clone();
             s.max_rounds = if action == Action::MoreRounds {
                 // A round more stays within the calls a run may make.
                 let widest = app.session.widest_reply().max(1) as u64;
@@ -213,10 +197,10 @@ fn change_strategy(app: &mut App, action: Action) -> Option<Action> {
                 app.notice = Some(format!("max rounds stays at {}", s.max_rounds));
                 return None;
             }
-            return Some(Action::Rerun(s));
         }
-        _ => None,
+        _ => return None,
     }
+    Some(Action::Rerun(s))
 }
 
 /// Records the run again under `strategy`, keeping the user's place (the
