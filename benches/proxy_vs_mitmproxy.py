@@ -143,19 +143,22 @@ def main():
                     times[m][w].append(measure(clients[w]))
         print(f"{ROUNDS} rounds, ways shuffled each round; Anthropic SDK {anthropic.__version__}")
         print()
-        print("| measure | direct: median | loopdbg proxy: added (95%) | mitmproxy: added (95%) | mitmproxy / loopdbg |")
+        print("| measure | direct: median (IQR) | loopdbg proxy: added (95%) | mitmproxy: added (95%) | mitmproxy / loopdbg |")
         print("|---|---|---|---|---|")
         for m in measures:
             direct = times[m]["direct"]
-            row = [m, f"{statistics.median(direct) * 1000:.2f} ms"]
+            q = statistics.quantiles(direct, n=4)
+            row = [m, f"{statistics.median(direct) * 1000:.2f} ms ({q[0] * 1000:.2f}–{q[2] * 1000:.2f})"]
             added = {}
             for w in ("loopdbg proxy", "mitmproxy"):
                 d = statistics.median(times[m][w]) - statistics.median(direct)
                 lo, hi = bootstrap_median_diff(times[m][w], direct, rng)
                 added[w] = d
-                row.append(f"+{d * 1000:.2f} ms ({lo * 1000:+.2f} to {hi * 1000:+.2f})")
-            ratio = added["mitmproxy"] / added["loopdbg proxy"] if added["loopdbg proxy"] > 0 else float("inf")
-            row.append(f"{ratio:.1f}×")
+                row.append(f"{d * 1000:+.2f} ms ({lo * 1000:+.2f} to {hi * 1000:+.2f})")
+            if added["loopdbg proxy"] > 0:
+                row.append(f"{added['mitmproxy'] / added['loopdbg proxy']:.1f}×")
+            else:
+                row.append("loopdbg adds nothing measurable")
             print("| " + " | ".join(row) + " |")
     finally:
         for child in children:

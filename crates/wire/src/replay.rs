@@ -9,7 +9,7 @@ use crate::check::Finding;
 use crate::read::{BlockSource, Conversation};
 use loopdbg_engine::executor::ToolOutcome;
 use loopdbg_engine::ledger::PairingIndex;
-use loopdbg_engine::message::{Block, Role};
+use loopdbg_engine::message::{Block, Message, Role};
 use loopdbg_engine::session::{Reply, Rule, Session, ToolCall, ToolDef, When};
 use loopdbg_engine::strategy::{Extract, StopRule, Strategy};
 use loopdbg_engine::trace::{
@@ -131,175 +131,30 @@ pub struct Replayed {
 /// The first half of [`trace_of`].
 pub fn replayed(conv: &Conversation) -> Replayed {
     let messages = conv.messages.clone();
-    let mut steps: Vec<Step> = Vec::new();
-    let mut rounds: Vec<Round> = Vec::new();
-    let mut round_of_message = vec![0u32; messages.len()];
+    let mut building = Building {
+        refusals: conv.refusals.iter().map(|r| r.at).collect(),
+        ..Building::default()
+    };
     let mut step_of_message = vec![0usize; messages.len()];
-    let mut round = 0u32;
-    // Requests the log says were refused are trips with no reply.
-    let mut refusals = conv.refusals.iter().map(|r| r.at).peekable();
-    let mut refused_before =
-        |at: usize, steps: &mut Vec<Step>, rounds: &mut Vec<Round>, round: &mut u32| {
-            while refusals.next_if(|&r| r <= at).is_some() {
-                *round += 1;
-                steps.push(Step {
-                    phase: Phase::Request,
-                    round: *round,
-                    history_len: at,
-                    execution: None,
-                    unpaired: 0,
-                    time_ms: 0,
-                    event: None,
-                });
-                rounds.push(Round {
-                    number: *round,
-                    request_len: at,
-                    violation: None,
-                    rule: 0,
-                    taken: Vec::new(),
-                    dropped: Vec::new(),
-                    executions: Vec::new(),
-                    reply: Reply::default(),
-                    reply_message: None,
-                    identical_run: 1,
-                    decision: None,
-                    fallback: None,
-                    stripped: Vec::new(),
-                });
-            }
-        };
-    // A spin is one loop asking again and getting the same reply: a new
-    // prompt from the user between two replies starts another loop.
-    let mut prompted = false;
     for (i, m) in messages.iter().enumerate() {
-        refused_before(i, &mut steps, &mut rounds, &mut round);
+        building.refused_until(i);
         if m.role == Role::User && m.text().is_some_and(|t| !t.trim().is_empty()) {
-            prompted = true;
+            building.prompted = true;
         }
         if m.role == Role::Assistant {
-            round += 1;
-            steps.push(Step {
-                phase: Phase::Request,
-                round,
-                history_len: i,
-                execution: None,
-                unpaired: 0,
-                time_ms: 0,
-                event: None,
-            });
-            let tool_calls: Vec<ToolCall> = m
-                .content
-                .iter()
-                .filter_map(|b| match b {
-                    Block::ToolUse { id, name, input } => Some(ToolCall {
-                        id: id.clone(),
-                        name: name.clone(),
-                        args: input.clone(),
-                        arguments: None,
-                    }),
-                    _ => None,
-                })
-                .collect();
-            let reply = Reply {
-                text: m.text().map(Into::into),
-                finish_reason: m.finish_reason,
-                tool_calls,
-            };
-            // A reply with neither text nor calls of the client's (only
-            // the provider's own tool blocks, or thinking) is no evidence
-            // of repeating.
-            let said_something = reply.text.is_some() || !reply.tool_calls.is_empty();
-            let identical_run = match rounds.last() {
-                Some(prev)
-                    if !prompted
-                        && said_something
-                        && prev.reply.text == reply.text
-                        && same_calls(&prev.reply, &reply) =>
-                {
-                    prev.identical_run + 1
-                }
-                _ => 1,
-            };
-            prompted = false;
-            rounds.push(Round {
-                number: round,
-                request_len: i,
-                violation: None,
-                rule: 0,
-                // Nothing is "taken" in a replay: a call is pending only
-                // while its reply is read, then answered or left unpaired.
-                taken: Vec::new(),
-                dropped: Vec::new(),
-                executions: Vec::new(),
-                reply,
-                reply_message: Some(i),
-                identical_run,
-                decision: None,
-                fallback: None,
-                stripped: Vec::new(),
-            });
-            steps.push(Step {
-                phase: Phase::Reply,
-                round,
-                history_len: i + 1,
-                execution: None,
-                unpaired: 0,
-                time_ms: 0,
-                event: None,
-            });
+            building.reply(i, m);
         } else {
-            // Results of the last turn are its executions, in arrival order.
-            let before = rounds.last().map_or(0, |r| r.executions.len());
-            for b in &m.content {
-                if let Block::ToolResult {
-                    tool_use_id,
-                    content,
-                    is_error,
-                } = b
-                    && let Some(r) = rounds.last_mut()
-                    && let Some(call) = r.reply.tool_calls.iter().position(|c| c.id == *tool_use_id)
-                {
-                    let c = &r.reply.tool_calls[call];
-                    r.executions.push(Execution {
-                        call,
-                        id: c.id.clone(),
-                        name: c.name.clone(),
-                        args: c.args.clone(),
-                        outcome: ToolOutcome {
-                            content: content.clone(),
-                            is_error: *is_error,
-                            ran: true,
-                            note: "recorded in the transcript",
-                            row: None,
-                            child: None,
-                        },
-                        message: Some(i),
-                        status: loopdbg_engine::trace::CallStatus::Finished,
-                        ended_ms: 0,
-                        synthetic: false,
-                    });
-                }
-            }
-            // Only a result that answers a call of the turn is an execution;
-            // an orphan result quotes nothing.
-            let execution = rounds
-                .last()
-                .filter(|r| r.executions.len() > before)
-                .map(|r| r.executions.len() - 1);
-            steps.push(Step {
-                phase: Phase::Append,
-                round: round.max(1),
-                history_len: i + 1,
-                execution: if round == 0 { None } else { execution },
-                unpaired: 0,
-                time_ms: 0,
-                event: None,
-            });
+            building.results(i, m);
         }
-        round_of_message[i] = round.max(1);
-        step_of_message[i] = steps.len() - 1;
+        step_of_message[i] = building.steps.len() - 1;
     }
-    refused_before(messages.len(), &mut steps, &mut rounds, &mut round);
+    building.refused_until(messages.len());
+    let Building {
+        mut steps,
+        rounds,
+        round,
+        ..
+    } = building;
     let last_reply = messages.iter().rposition(|m| m.role == Role::Assistant);
     let final_text = last_reply.and_then(|i| {
         let text = messages[i].text()?;
@@ -313,15 +168,7 @@ pub fn replayed(conv: &Conversation) -> Replayed {
     let last_calls = messages
         .last()
         .is_some_and(|m| m.role == Role::Assistant && m.tool_uses().next().is_some());
-    steps.push(Step {
-        phase: Phase::Done,
-        round: round.max(1),
-        history_len: messages.len(),
-        execution: None,
-        unpaired: 0,
-        time_ms: 0,
-        event: None,
-    });
+    steps.push(step(Phase::Done, round.max(1), messages.len(), None));
     let mut trace = Trace {
         origin: Origin::Replay,
         strategy: Strategy {
@@ -351,6 +198,161 @@ pub fn replayed(conv: &Conversation) -> Replayed {
         trace,
         step_of_message,
         last_calls,
+    }
+}
+
+/// A replayed step: no time passes in a file.
+fn step(phase: Phase, round: u32, history_len: usize, execution: Option<usize>) -> Step {
+    Step {
+        phase,
+        round,
+        history_len,
+        execution,
+        unpaired: 0,
+        time_ms: 0,
+        event: None,
+    }
+}
+
+/// A replayed trip: the request at `request_len` and, if any, its reply.
+fn trip(number: u32, request_len: usize, reply: Reply, reply_message: Option<usize>) -> Round {
+    Round {
+        number,
+        request_len,
+        violation: None,
+        rule: 0,
+        // Nothing is "taken" in a replay: a call is pending only while its
+        // reply is read, then answered or left unpaired.
+        taken: Vec::new(),
+        dropped: Vec::new(),
+        executions: Vec::new(),
+        reply,
+        reply_message,
+        identical_run: 1,
+        decision: None,
+        fallback: None,
+        stripped: Vec::new(),
+    }
+}
+
+/// The steps and trips of a replay, as its messages are read in order.
+#[derive(Default)]
+struct Building {
+    steps: Vec<Step>,
+    rounds: Vec<Round>,
+    round: u32,
+    /// Where the log says requests were refused, not yet placed.
+    refusals: std::collections::VecDeque<usize>,
+    /// A user prompt came since the last reply: a spin is one loop asking
+    /// again and getting the same reply, and a new prompt starts another.
+    prompted: bool,
+}
+
+impl Building {
+    /// Requests the log says were refused before message `at`: trips with
+    /// no reply.
+    fn refused_until(&mut self, at: usize) {
+        while self.refusals.front().is_some_and(|&r| r <= at) {
+            self.refusals.pop_front();
+            self.round += 1;
+            self.steps.push(step(Phase::Request, self.round, at, None));
+            self.rounds
+                .push(trip(self.round, at, Reply::default(), None));
+        }
+    }
+
+    /// An assistant message: a trip's request and its reply.
+    fn reply(&mut self, i: usize, m: &Message) {
+        self.round += 1;
+        self.steps.push(step(Phase::Request, self.round, i, None));
+        let tool_calls: Vec<ToolCall> = m
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                Block::ToolUse { id, name, input } => Some(ToolCall {
+                    id: id.clone(),
+                    name: name.clone(),
+                    args: input.clone(),
+                    arguments: None,
+                }),
+                _ => None,
+            })
+            .collect();
+        let reply = Reply {
+            text: m.text().map(Into::into),
+            finish_reason: m.finish_reason,
+            tool_calls,
+        };
+        // A reply with neither text nor calls of the client's (only the
+        // provider's own tool blocks, or thinking) is no evidence of
+        // repeating.
+        let said_something = reply.text.is_some() || !reply.tool_calls.is_empty();
+        let identical_run = match self.rounds.last() {
+            Some(prev)
+                if !self.prompted
+                    && said_something
+                    && prev.reply.text == reply.text
+                    && same_calls(&prev.reply, &reply) =>
+            {
+                prev.identical_run + 1
+            }
+            _ => 1,
+        };
+        self.prompted = false;
+        let mut trip = trip(self.round, i, reply, Some(i));
+        trip.identical_run = identical_run;
+        self.rounds.push(trip);
+        self.steps.push(step(Phase::Reply, self.round, i + 1, None));
+    }
+
+    /// A user or tool message: the results of the last turn are its
+    /// executions, in arrival order.
+    fn results(&mut self, i: usize, m: &Message) {
+        let before = self.rounds.last().map_or(0, |r| r.executions.len());
+        for b in &m.content {
+            if let Block::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+            } = b
+                && let Some(r) = self.rounds.last_mut()
+                && let Some(call) = r.reply.tool_calls.iter().position(|c| c.id == *tool_use_id)
+            {
+                let c = &r.reply.tool_calls[call];
+                r.executions.push(Execution {
+                    call,
+                    id: c.id.clone(),
+                    name: c.name.clone(),
+                    args: c.args.clone(),
+                    outcome: ToolOutcome {
+                        content: content.clone(),
+                        is_error: *is_error,
+                        ran: true,
+                        note: "recorded in the transcript",
+                        row: None,
+                        child: None,
+                    },
+                    message: Some(i),
+                    status: loopdbg_engine::trace::CallStatus::Finished,
+                    ended_ms: 0,
+                    synthetic: false,
+                });
+            }
+        }
+        // Only a result that answers a call of the turn is an execution; an
+        // orphan result quotes nothing.
+        let execution = self
+            .rounds
+            .last()
+            .filter(|r| r.executions.len() > before)
+            .map(|r| r.executions.len() - 1);
+        let round = self.round;
+        self.steps.push(step(
+            Phase::Append,
+            round.max(1),
+            i + 1,
+            if round == 0 { None } else { execution },
+        ));
     }
 }
 

@@ -47,9 +47,68 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let block = pane_block(app, Pane::Ids, title);
     let inner = block.inner(area);
     block.render(area, buf);
+    let rows = rows(app, &ledger);
+    // What each visible id was one step earlier, to mark what changed.
+    let previous = app
+        .cursor
+        .checked_sub(1)
+        .map(|k| (app.trace.step(k).history_len, app.trace.in_flight_at(k)));
+    let was = |call: loopdbg_engine::ledger::Position| -> Option<IdState> {
+        let (len, in_flight) = previous.as_ref()?;
+        app.trace.pairing.state_of(call, *len, in_flight)
+    };
+    let links = app.links();
+    let scroll = (app.ids_scroll as usize).min(rows.len().saturating_sub(inner.height as usize));
+    let lines: Vec<Line> = rows
+        .iter()
+        .skip(scroll)
+        .take(inner.height as usize)
+        .map(|row| match row {
+            Row::Heading(text, style) => Line::from(span(text.clone(), *style)),
+            Row::Entry(e) => {
+                let change = match was(e.first_call) {
+                    Some(w) if w != e.state => format!("  ← was {}", w.as_str()),
+                    None => "  ← new".to_string(),
+                    _ => String::new(),
+                };
+                let whereabouts = match e.first_result {
+                    Some(result) => format!("{} → messages[{}]", e.first_call, result.message),
+                    None => e.first_call.to_string(),
+                };
+                let row_style = if change.is_empty() { t.text } else { t.added };
+                let mut line = vec![
+                    span(format!("  {} ", clean(&e.id)), row_style),
+                    span(format!("{} ", clean(&e.name)), t.call),
+                ];
+                if let Some(state) = call_state(app, e) {
+                    line.push(span(format!("{state} "), t.warn));
+                }
+                line.push(span(whereabouts, t.dim));
+                line.push(span(change, t.added));
+                if links.calls.contains(&e.first_call) {
+                    Line::from(line).patch_style(t.linked)
+                } else {
+                    Line::from(line)
+                }
+            }
+            Row::Duplicate(e) => Line::from(span(
+                format!("  {} ×{} ({})", clean(&e.id), e.calls, clean(&e.name)),
+                t.text,
+            )),
+            Row::Orphan(o) => Line::from(span(
+                format!("  {} at {}", clean(&o.tool_use_id), o.at),
+                t.text,
+            )),
+        })
+        .collect();
+    Paragraph::new(lines).render(inner, buf);
+}
 
-    // Problems come first (unpaired ids, duplicates, orphans): when the
-    // pane is short they are the last rows to fall off its bottom.
+/// The ledger's rows. Problems come first (unpaired ids, duplicates,
+/// orphans): when the pane is short they are the last rows to fall off its
+/// bottom.
+fn rows<'a>(app: &'a App, ledger: &'a loopdbg_engine::ledger::Ledger) -> Vec<Row<'a>> {
+    let t = &app.theme;
     let mut problems: Vec<Row> = Vec::new();
     let mut rest: Vec<Row> = Vec::with_capacity(ledger.entries.len() + 4);
     let sections = [
@@ -115,98 +174,44 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         }
         rest.extend(unchecked.into_iter().map(Row::Orphan));
     }
-    let mut rows = problems;
-    rows.append(&mut rest);
+    problems.append(&mut rest);
+    problems
+}
 
-    // What each visible id was one step earlier, to mark what changed.
-    let previous = app
-        .cursor
-        .checked_sub(1)
-        .map(|k| (app.trace.step(k).history_len, app.trace.in_flight_at(k)));
-    let was = |call: loopdbg_engine::ledger::Position| -> Option<IdState> {
-        let (len, in_flight) = previous.as_ref()?;
-        app.trace.pairing.state_of(call, *len, in_flight)
-    };
-    // What the loop is doing with a call at this step: running, or how it
-    // ended (a placeholder result is said to be one).
+/// What the loop is doing with a call at this step: running, or how it
+/// ended (a placeholder result is said to be one).
+fn call_state(app: &App, e: &IdEntry) -> Option<String> {
     let step = app.trace.step(app.cursor);
-    let call_state = |e: &IdEntry| -> Option<String> {
-        let round = app
-            .trace
-            .rounds
-            .iter()
-            .find(|r| r.reply_message == Some(e.first_call.message))?;
-        let message = app.trace.messages.get(e.first_call.message)?;
-        let call = message.content[..e.first_call.block]
-            .iter()
-            .filter(|b| matches!(b, loopdbg_engine::message::Block::ToolUse { .. }))
-            .count();
-        let ex = round.executions.iter().find(|x| x.call == call)?;
-        let placeholder = ex.synthetic && !ex.outcome.ran;
-        Some(match e.state {
-            IdState::Pending => {
-                use loopdbg_engine::trace::{CallStatus, Phase};
-                let ended = match step.phase {
-                    Phase::Reply | Phase::Extract => false,
-                    Phase::Execute => step.time_ms >= ex.ended_ms,
-                    _ => true,
-                };
-                match (ex.status, ended, step.phase) {
-                    (CallStatus::Dropped, _, _) => "[dropped]".to_string(),
-                    (status, true, _) => format!("[{}]", status.as_str()),
-                    (_, false, Phase::Execute) => "[running]".to_string(),
-                    (_, false, _) => "[to run]".to_string(),
-                }
-            }
-            IdState::Paired if placeholder || ex.synthetic => {
-                format!("[placeholder: {}]", ex.status.as_str())
-            }
-            _ => return None,
-        })
-    };
-    let links = app.links();
-    let scroll = (app.ids_scroll as usize).min(rows.len().saturating_sub(inner.height as usize));
-    let lines: Vec<Line> = rows
+    let round = app
+        .trace
+        .rounds
         .iter()
-        .skip(scroll)
-        .take(inner.height as usize)
-        .map(|row| match row {
-            Row::Heading(text, style) => Line::from(span(text.clone(), *style)),
-            Row::Entry(e) => {
-                let change = match was(e.first_call) {
-                    Some(w) if w != e.state => format!("  ← was {}", w.as_str()),
-                    None => "  ← new".to_string(),
-                    _ => String::new(),
-                };
-                let whereabouts = match e.first_result {
-                    Some(result) => format!("{} → messages[{}]", e.first_call, result.message),
-                    None => e.first_call.to_string(),
-                };
-                let row_style = if change.is_empty() { t.text } else { t.added };
-                let mut line = vec![
-                    span(format!("  {} ", clean(&e.id)), row_style),
-                    span(format!("{} ", clean(&e.name)), t.call),
-                ];
-                if let Some(state) = call_state(e) {
-                    line.push(span(format!("{state} "), t.warn));
-                }
-                line.push(span(whereabouts, t.dim));
-                line.push(span(change, t.added));
-                if links.calls.contains(&e.first_call) {
-                    Line::from(line).patch_style(t.linked)
-                } else {
-                    Line::from(line)
-                }
+        .find(|r| r.reply_message == Some(e.first_call.message))?;
+    let message = app.trace.messages.get(e.first_call.message)?;
+    let call = message.content[..e.first_call.block]
+        .iter()
+        .filter(|b| matches!(b, loopdbg_engine::message::Block::ToolUse { .. }))
+        .count();
+    let ex = round.executions.iter().find(|x| x.call == call)?;
+    let placeholder = ex.synthetic && !ex.outcome.ran;
+    Some(match e.state {
+        IdState::Pending => {
+            use loopdbg_engine::trace::{CallStatus, Phase};
+            let ended = match step.phase {
+                Phase::Reply | Phase::Extract => false,
+                Phase::Execute => step.time_ms >= ex.ended_ms,
+                _ => true,
+            };
+            match (ex.status, ended, step.phase) {
+                (CallStatus::Dropped, _, _) => "[dropped]".to_string(),
+                (status, true, _) => format!("[{}]", status.as_str()),
+                (_, false, Phase::Execute) => "[running]".to_string(),
+                (_, false, _) => "[to run]".to_string(),
             }
-            Row::Duplicate(e) => Line::from(span(
-                format!("  {} ×{} ({})", clean(&e.id), e.calls, clean(&e.name)),
-                t.text,
-            )),
-            Row::Orphan(o) => Line::from(span(
-                format!("  {} at {}", clean(&o.tool_use_id), o.at),
-                t.text,
-            )),
-        })
-        .collect();
-    Paragraph::new(lines).render(inner, buf);
+        }
+        IdState::Paired if placeholder || ex.synthetic => {
+            format!("[placeholder: {}]", ex.status.as_str())
+        }
+        _ => return None,
+    })
 }

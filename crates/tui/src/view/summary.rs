@@ -13,166 +13,25 @@ use loopdbg_lesson::report::{clean, show_text};
 
 pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let t = &app.theme;
-    let mut lines: Vec<Line> = Vec::new();
-    let title;
-    if app.at_end() {
-        title = " end summary ";
-        let trace = &app.trace;
-        let a = app.analysis();
-        let unpaired = &a.unpaired;
-        lines.push(Line::from(vec![
-            span(
-                format!(
-                    "rounds {} · tool runs {} ",
-                    trace.outcome.requests, a.tool_runs
-                ),
-                t.text,
-            ),
-            span(
-                if unpaired.is_empty() {
-                    "· unpaired none ".to_string()
-                } else {
-                    format!(
-                        "· unpaired {} ",
-                        clean(&loopdbg_engine::ledger::counted_ids(unpaired))
-                    )
-                },
-                if unpaired.is_empty() { t.ok } else { t.warn },
-            ),
-            span(
-                format!(
-                    "· end {} ({})",
-                    trace.outcome.end.as_str(),
-                    clean(&trace.outcome.detail)
-                ),
-                if trace.outcome.end == loopdbg_engine::trace::End::ModelDone {
-                    t.ok
-                } else {
-                    t.warn
-                },
-            ),
-        ]));
-        // A replay's file may end before any answer (a request body, a
-        // log cut mid-loop): say so in words, not the seeds' `null`.
-        let shown = match trace.outcome.final_text.as_deref() {
-            None if trace.is_replay() => "none (no answer text in the conversation)".to_string(),
-            text => show_text(text),
-        };
-        lines.push(Line::from(vec![
-            span("final: ", t.title),
-            span(shown, t.text),
-        ]));
-        // A spinning loop repeats the same 400 every round: say each
-        // distinct problem once, with how many requests carried it.
-        // Grouped by the ids involved; the latest message of a group says
-        // how many calls of each id are left (they pile up in a spin).
-        let mut said: Vec<(Vec<&str>, String, usize)> = Vec::new();
-        for v in &trace.violations {
-            let mut key: Vec<&str> = v.ids.iter().map(String::as_str).collect();
-            key.sort_unstable();
-            key.dedup();
-            match said.iter_mut().find(|(k, _, _)| *k == key) {
-                Some((_, m, n)) => {
-                    *m = v.message.clone();
-                    *n += 1;
-                }
-                None => said.push((key, v.message.clone(), 1)),
-            }
-        }
-        for (_, message, n) in &said {
-            let times = if *n > 1 {
-                format!(" (in {n} requests)")
-            } else {
-                String::new()
-            };
-            lines.push(Line::from(span(
-                format!("⚠ {}{times}", clean(message)),
-                t.warn,
-            )));
-        }
-        for w in a.warnings.iter().filter(|w| w.kind != "provider_400") {
-            lines.push(Line::from(span(format!("⚠ {}", clean(&w.message)), t.warn)));
-        }
+    let (title, mut lines) = if app.at_end() {
+        (" end summary ", end_summary(app))
     } else {
-        title = " explain ";
-        // A request the provider would reject is said in the provider's
-        // own words (for the wire view shown), first, where it is not cut.
-        // A replay has no stub, and its findings already carry the
-        // provider's words with what the file shows became of the request.
-        let format = app
-            .view
-            .unwrap_or(loopdbg_wire::provider::Format::Anthropic);
-        let replay = app.trace.is_replay();
-        let rejection = (!replay)
-            .then(|| {
-                crate::explain::provider_rejection(&app.session, &app.trace, app.cursor, format)
-            })
-            .flatten();
-        match rejection {
-            Some(words) => {
-                lines.push(Line::from(span(format!("⚠ {words}"), t.warn)));
-                lines.push(Line::from(span(
-                    "The stub accepts it so you can see what the loop does next.",
-                    t.text,
-                )));
-            }
-            None => lines.push(Line::from(span(
-                explain(&app.trace, app.cursor, app.session.tools.len()),
-                t.text,
-            ))),
-        }
-    }
+        (" explain ", this_step(app))
+    };
     let notice = app
         .notice
         .as_ref()
         .map(|n| Line::from(span(format!("» {}", clean(n)), t.added)));
-    if app.tour.is_none()
-        && let Some(notice) = notice.clone()
-    {
-        lines.push(notice);
-    }
-    if let Some(tour) = &app.tour {
-        let stop = &loopdbg_lesson::tour::STOPS[tour.index];
-        let solved = if tour.solved.contains(&tour.index) {
-            " ✓"
-        } else {
-            ""
-        };
-        let prompt = match &tour.typing {
-            Some(typed) => vec![
-                span("  answer: ", t.title),
-                span(format!("{}▏", clean(typed)), t.selected),
-                span("  Enter checks · Esc cancels", t.dim),
-            ],
-            None => vec![span(
-                if tour.solved.contains(&tour.index) {
-                    "  (a: answer again · T: next stop)"
-                } else {
-                    "  (a: answer · T: next stop)"
-                },
-                t.dim,
-            )],
-        };
-        let mut question = vec![span("? ", t.warn), span(stop.question, t.text)];
-        question.extend(prompt);
-        let mut tour_lines = vec![
-            Line::from(span(
-                format!(
-                    "tour {}/{}: {}{solved} · press: {}",
-                    tour.index + 1,
-                    loopdbg_lesson::tour::STOPS.len(),
-                    stop.title,
-                    stop.press
-                ),
-                t.title,
-            )),
-            Line::from(question),
-        ];
+    match &app.tour {
         // The tour comes first: it says what to do with everything below;
         // the verdict on an answer right after it, never scrolled away.
-        tour_lines.extend(notice);
-        tour_lines.append(&mut lines);
-        lines = tour_lines;
+        Some(tour) => {
+            let mut tour_lines = tour_lines(app, tour);
+            tour_lines.extend(notice);
+            tour_lines.append(&mut lines);
+            lines = tour_lines;
+        }
+        None => lines.extend(notice),
     }
     let focused = app.focus == crate::app::Pane::Explain;
     let block = Block::default()
@@ -190,4 +49,160 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         buf.set_string(x, area.y, more, t.title);
     }
     paragraph.scroll((scroll, 0)).render(area, buf);
+}
+
+/// The run's summary and warnings, at its end.
+fn end_summary(app: &App) -> Vec<Line<'static>> {
+    let t = &app.theme;
+    let mut lines: Vec<Line> = Vec::new();
+    let trace = &app.trace;
+    let a = app.analysis();
+    let unpaired = &a.unpaired;
+    lines.push(Line::from(vec![
+        span(
+            format!(
+                "rounds {} · tool runs {} ",
+                trace.outcome.requests, a.tool_runs
+            ),
+            t.text,
+        ),
+        span(
+            if unpaired.is_empty() {
+                "· unpaired none ".to_string()
+            } else {
+                format!(
+                    "· unpaired {} ",
+                    clean(&loopdbg_engine::ledger::counted_ids(unpaired))
+                )
+            },
+            if unpaired.is_empty() { t.ok } else { t.warn },
+        ),
+        span(
+            format!(
+                "· end {} ({})",
+                trace.outcome.end.as_str(),
+                clean(&trace.outcome.detail)
+            ),
+            if trace.outcome.end == loopdbg_engine::trace::End::ModelDone {
+                t.ok
+            } else {
+                t.warn
+            },
+        ),
+    ]));
+    // A replay's file may end before any answer (a request body, a
+    // log cut mid-loop): say so in words, not the seeds' `null`.
+    let shown = match trace.outcome.final_text.as_deref() {
+        None if trace.is_replay() => "none (no answer text in the conversation)".to_string(),
+        text => show_text(text),
+    };
+    lines.push(Line::from(vec![
+        span("final: ", t.title),
+        span(shown, t.text),
+    ]));
+    // A spinning loop repeats the same 400 every round: say each
+    // distinct problem once, with how many requests carried it.
+    // Grouped by the ids involved; the latest message of a group says
+    // how many calls of each id are left (they pile up in a spin).
+    let mut said: Vec<(Vec<&str>, String, usize)> = Vec::new();
+    for v in &trace.violations {
+        let mut key: Vec<&str> = v.ids.iter().map(String::as_str).collect();
+        key.sort_unstable();
+        key.dedup();
+        match said.iter_mut().find(|(k, _, _)| *k == key) {
+            Some((_, m, n)) => {
+                *m = v.message.clone();
+                *n += 1;
+            }
+            None => said.push((key, v.message.clone(), 1)),
+        }
+    }
+    for (_, message, n) in &said {
+        let times = if *n > 1 {
+            format!(" (in {n} requests)")
+        } else {
+            String::new()
+        };
+        lines.push(Line::from(span(
+            format!("⚠ {}{times}", clean(message)),
+            t.warn,
+        )));
+    }
+    for w in a.warnings.iter().filter(|w| w.kind != "provider_400") {
+        lines.push(Line::from(span(format!("⚠ {}", clean(&w.message)), t.warn)));
+    }
+    lines
+}
+
+/// What this step does, or the provider's words for a request it would
+/// reject.
+fn this_step(app: &App) -> Vec<Line<'static>> {
+    let t = &app.theme;
+    let mut lines: Vec<Line> = Vec::new();
+    // A request the provider would reject is said in the provider's
+    // own words (for the wire view shown), first, where it is not cut.
+    // A replay has no stub, and its findings already carry the
+    // provider's words with what the file shows became of the request.
+    let format = app
+        .view
+        .unwrap_or(loopdbg_wire::provider::Format::Anthropic);
+    let replay = app.trace.is_replay();
+    let rejection = (!replay)
+        .then(|| crate::explain::provider_rejection(&app.session, &app.trace, app.cursor, format))
+        .flatten();
+    match rejection {
+        Some(words) => {
+            lines.push(Line::from(span(format!("⚠ {words}"), t.warn)));
+            lines.push(Line::from(span(
+                "The stub accepts it so you can see what the loop does next.",
+                t.text,
+            )));
+        }
+        None => lines.push(Line::from(span(
+            explain(&app.trace, app.cursor, app.session.tools.len()),
+            t.text,
+        ))),
+    }
+    lines
+}
+
+/// The tour's stop: its title, the question and how to answer.
+fn tour_lines(app: &App, tour: &crate::tour::Tour) -> Vec<Line<'static>> {
+    let t = &app.theme;
+    let stop = &loopdbg_lesson::tour::STOPS[tour.index];
+    let solved = if tour.solved.contains(&tour.index) {
+        " ✓"
+    } else {
+        ""
+    };
+    let prompt = match &tour.typing {
+        Some(typed) => vec![
+            span("  answer: ", t.title),
+            span(format!("{}▏", clean(typed)), t.selected),
+            span("  Enter checks · Esc cancels", t.dim),
+        ],
+        None => vec![span(
+            if tour.solved.contains(&tour.index) {
+                "  (a: answer again · T: next stop)"
+            } else {
+                "  (a: answer · T: next stop)"
+            },
+            t.dim,
+        )],
+    };
+    let mut question = vec![span("? ", t.warn), span(stop.question, t.text)];
+    question.extend(prompt);
+    vec![
+        Line::from(span(
+            format!(
+                "tour {}/{}: {}{solved} · press: {}",
+                tour.index + 1,
+                loopdbg_lesson::tour::STOPS.len(),
+                stop.title,
+                stop.press
+            ),
+            t.title,
+        )),
+        Line::from(question),
+    ]
 }
