@@ -195,126 +195,7 @@ impl RunReport {
             s.closure
         );
         for r in &self.round_details {
-            if let Some(f) = &r.fallback {
-                let ids: Vec<String> = f
-                    .partial
-                    .iter()
-                    .map(|c| format!("{}({})", clean(&c.name), clean(&c.id)))
-                    .collect();
-                let _ = writeln!(
-                    out,
-                    "round {} stream broke @{}ms after {} tool_use block(s): {}; the streaming executor is discarded, the loop retries without streaming",
-                    r.round,
-                    f.broke_at_ms,
-                    f.partial.len(),
-                    ids.join(", ")
-                );
-            }
-            let _ = writeln!(
-                out,
-                "round {} assistant text: {}",
-                r.round,
-                show_text(r.text.as_deref())
-            );
-            let calls = if r.tool_calls.is_empty() {
-                "none".to_string()
-            } else {
-                list(
-                    r.tool_calls
-                        .iter()
-                        .map(|c| format!("{}({})", clean(&c.name), clean(&c.id))),
-                )
-            };
-            let _ = writeln!(
-                out,
-                "  tool_use: {calls}   finish_reason: {}",
-                r.finish_reason
-            );
-            if !r.appended {
-                let _ = writeln!(
-                    out,
-                    "  not appended: the loop refused this reply before it joined the history"
-                );
-            }
-            for e in &r.executed {
-                let at = if e.ended_ms > 0 {
-                    format!(" @{}ms", e.ended_ms)
-                } else {
-                    String::new()
-                };
-                let verb = match e.status {
-                    CallStatus::Finished if e.ran => "executed",
-                    CallStatus::Finished => "refused (not run)",
-                    CallStatus::Failed => "failed",
-                    CallStatus::TimedOut => "timed out",
-                    CallStatus::Cancelled => "cancelled",
-                    CallStatus::Interrupted => "interrupted",
-                    CallStatus::Dropped => "dropped",
-                };
-                if e.synthetic && e.appended {
-                    let _ = writeln!(
-                        out,
-                        "  {verb}{at}: {}({}) -> synthesized result {}",
-                        clean(&e.name),
-                        clean(&e.id),
-                        clean(&compact(&e.result))
-                    );
-                } else if e.synthetic {
-                    let fate = if r.stripped.iter().any(|c| c.id == e.id) {
-                        "its tool_use is stripped from the reply"
-                    } else {
-                        "left dangling"
-                    };
-                    let _ = writeln!(
-                        out,
-                        "  {verb}{at}: {}({}) -> no result ({fate})",
-                        clean(&e.name),
-                        clean(&e.id)
-                    );
-                } else {
-                    let err = if e.is_error { " [error]" } else { "" };
-                    let _ = writeln!(
-                        out,
-                        "  {verb}{at}: {} -> {}{err}",
-                        clean(&e.name),
-                        clean(&compact(&e.result))
-                    );
-                }
-            }
-            if let Some(f) = &r.fallback {
-                for (id, at) in &f.rejected {
-                    let _ = writeln!(
-                        out,
-                        "  rejected @{at}ms: late result for {} from the discarded executor (not appended)",
-                        clean(id)
-                    );
-                }
-            }
-            if !r.stripped.is_empty() {
-                let _ = writeln!(
-                    out,
-                    "  stripped from the reply: {}",
-                    list(r.stripped.iter().map(|c| format!(
-                        "{}({})",
-                        clean(&c.name),
-                        clean(&c.id)
-                    )))
-                );
-            }
-            if !r.dropped.is_empty() {
-                let _ = writeln!(
-                    out,
-                    "  dropped (not executed): {}",
-                    list(
-                        r.dropped
-                            .iter()
-                            .map(|c| format!("{}({})", clean(&c.name), clean(&c.id)))
-                    )
-                );
-            }
-            if let Some(d) = &r.decision {
-                let _ = writeln!(out, "  decide: {}", clean(d));
-            }
+            write_round(&mut out, r);
         }
         let _ = writeln!(out, "roles: {}", self.roles.join(" "));
         let _ = writeln!(
@@ -348,6 +229,135 @@ impl RunReport {
             }
         }
         out
+    }
+}
+
+/// One round of the seed-style text trace.
+fn write_round(out: &mut String, r: &RoundReport) {
+    if let Some(f) = &r.fallback {
+        let ids: Vec<String> = f
+            .partial
+            .iter()
+            .map(|c| format!("{}({})", clean(&c.name), clean(&c.id)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "round {} stream broke @{}ms after {} tool_use block(s): {}; the streaming executor is discarded, the loop retries without streaming",
+            r.round,
+            f.broke_at_ms,
+            f.partial.len(),
+            ids.join(", ")
+        );
+    }
+    let _ = writeln!(
+        out,
+        "round {} assistant text: {}",
+        r.round,
+        show_text(r.text.as_deref())
+    );
+    let calls = if r.tool_calls.is_empty() {
+        "none".to_string()
+    } else {
+        list(
+            r.tool_calls
+                .iter()
+                .map(|c| format!("{}({})", clean(&c.name), clean(&c.id))),
+        )
+    };
+    let _ = writeln!(
+        out,
+        "  tool_use: {calls}   finish_reason: {}",
+        r.finish_reason
+    );
+    if !r.appended {
+        let _ = writeln!(
+            out,
+            "  not appended: the loop refused this reply before it joined the history"
+        );
+    }
+    for e in &r.executed {
+        write_execution(out, r, e);
+    }
+    if let Some(f) = &r.fallback {
+        for (id, at) in &f.rejected {
+            let _ = writeln!(
+                out,
+                "  rejected @{at}ms: late result for {} from the discarded executor (not appended)",
+                clean(id)
+            );
+        }
+    }
+    if !r.stripped.is_empty() {
+        let _ = writeln!(
+            out,
+            "  stripped from the reply: {}",
+            list(
+                r.stripped
+                    .iter()
+                    .map(|c| format!("{}({})", clean(&c.name), clean(&c.id)))
+            )
+        );
+    }
+    if !r.dropped.is_empty() {
+        let _ = writeln!(
+            out,
+            "  dropped (not executed): {}",
+            list(
+                r.dropped
+                    .iter()
+                    .map(|c| format!("{}({})", clean(&c.name), clean(&c.id)))
+            )
+        );
+    }
+    if let Some(d) = &r.decision {
+        let _ = writeln!(out, "  decide: {}", clean(d));
+    }
+}
+
+/// One call of a round, and what became of its result.
+fn write_execution(out: &mut String, r: &RoundReport, e: &ExecutedRef) {
+    let at = if e.ended_ms > 0 {
+        format!(" @{}ms", e.ended_ms)
+    } else {
+        String::new()
+    };
+    let verb = match e.status {
+        CallStatus::Finished if e.ran => "executed",
+        CallStatus::Finished => "refused (not run)",
+        CallStatus::Failed => "failed",
+        CallStatus::TimedOut => "timed out",
+        CallStatus::Cancelled => "cancelled",
+        CallStatus::Interrupted => "interrupted",
+        CallStatus::Dropped => "dropped",
+    };
+    if e.synthetic && e.appended {
+        let _ = writeln!(
+            out,
+            "  {verb}{at}: {}({}) -> synthesized result {}",
+            clean(&e.name),
+            clean(&e.id),
+            clean(&compact(&e.result))
+        );
+    } else if e.synthetic {
+        let fate = if r.stripped.iter().any(|c| c.id == e.id) {
+            "its tool_use is stripped from the reply"
+        } else {
+            "left dangling"
+        };
+        let _ = writeln!(
+            out,
+            "  {verb}{at}: {}({}) -> no result ({fate})",
+            clean(&e.name),
+            clean(&e.id)
+        );
+    } else {
+        let err = if e.is_error { " [error]" } else { "" };
+        let _ = writeln!(
+            out,
+            "  {verb}{at}: {} -> {}{err}",
+            clean(&e.name),
+            clean(&compact(&e.result))
+        );
     }
 }
 

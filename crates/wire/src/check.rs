@@ -494,42 +494,7 @@ fn anthropic(conv: &Conversation) -> Vec<Finding> {
         }
         let previous = t.checked_sub(1).map(|p| &turns[p]);
         if turn.role == Role::User {
-            // Results must answer the turn right before them.
-            let asked: HashSet<&str> = match previous {
-                Some(p) if p.role == Role::Assistant => {
-                    p.calls(msgs).into_iter().map(|(_, _, id)| id).collect()
-                }
-                _ => HashSet::new(),
-            };
-            for i in turn.members.clone() {
-                for (k, id) in tool_results(&msgs[i]) {
-                    let (kind, message, rejected) = match &conv.continues {
-                        // The call may be in what the log does not hold.
-                        Some(before) if previous.is_none() => (
-                            "unverifiable_result",
-                            format!(
-                                "the result for {id} answers a call made in {before}, so it cannot be checked here"
-                            ),
-                            false,
-                        ),
-                        _ if asked.contains(id) => continue,
-                        _ => (
-                            "unexpected_result",
-                            format!(
-                                "unexpected `tool_use_id` found in `tool_result` blocks: {id}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
-                            ),
-                            true,
-                        ),
-                    };
-                    out.push(finding(
-                        kind,
-                        &conv.block_sources[i][k],
-                        vec![id.to_string()],
-                        message,
-                        rejected,
-                    ));
-                }
-            }
+            anthropic_results(conv, turn, previous, &mut out);
             continue;
         }
         hosted_pairing(conv, turn, t + 1 == turns.len(), &mut waiting, &mut out);
@@ -537,97 +502,158 @@ fn anthropic(conv: &Conversation) -> Vec<Finding> {
         if calls.is_empty() {
             continue;
         }
-        let mut in_turn: HashMap<&str, &BlockSource> = HashMap::new();
-        for &(i, k, id) in &calls {
-            let src = &conv.block_sources[i][k];
-            if id.is_empty()
-                || !id
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-            {
-                out.push(finding(
-                    "invalid_id",
-                    src,
-                    vec![id.to_string()],
-                    format!(
-                        "{}.id: String should match pattern '^[a-zA-Z0-9_-]+$' (found {id:?})",
-                        src.path
-                    ),
-                    true,
-                ));
-            }
-            if let Some(first) = in_turn.insert(id, src) {
-                out.push(finding(
-                    "duplicate_id",
-                    src,
-                    vec![id.to_string()],
-                    format!("`tool_use` ids must be unique: {id} is used twice in one turn (first at {first})"),
-                    true,
-                ));
-            }
-        }
-        let next = turns.get(t + 1);
-        let answered: HashSet<&str> = next
-            .map(|n| {
-                n.members
-                    .clone()
-                    .flat_map(|i| tool_results(&msgs[i]).map(|(_, id)| id))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let mut missing: Vec<String> = Vec::new();
-        for &(_, _, id) in &calls {
-            if !answered.contains(id) && !missing.iter().any(|m| m == id) {
-                missing.push(id.to_string());
-            }
-        }
-        if !missing.is_empty() {
-            let message = if next.is_none() {
-                format!(
-                    "the conversation ends with `tool_use` ids that have no `tool_result` blocks: {}. The next request must begin with their results (Each `tool_use` block must have a corresponding `tool_result` block in the next message.)",
-                    join(&missing)
-                )
-            } else {
-                format!(
-                    "`tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
-                    join(&missing)
-                )
-            };
-            // In a log, name the event that holds the first dangling call.
-            let at = calls
-                .iter()
-                .find(|(_, _, id)| missing.iter().any(|x| x == id))
-                .map(|&(i, k, _)| &conv.block_sources[i][k])
-                .filter(|s| s.line.is_some())
-                .unwrap_or(&conv.message_sources[turn.members.start]);
-            out.push(finding("unanswered_call", at, missing, message, true));
-        }
-        if let Some(n) = next {
-            let leading = n
-                .blocks(msgs)
-                .take_while(|(_, _, b)| matches!(b, Block::ToolResult { .. }))
-                .count();
-            let results_for_calls = n
-                .members
-                .clone()
-                .flat_map(|i| tool_results(&msgs[i]))
-                .filter(|(_, id)| calls.iter().any(|(_, _, c)| c == id))
-                .count();
-            if results_for_calls > leading {
-                out.push(finding(
-                    "results_not_first",
-                    &conv.message_sources[n.members.start],
-                    calls.iter().map(|(_, _, id)| id.to_string()).collect(),
-                    format!(
-                        "Did not find {} `tool_result` block(s) at the beginning of this message. Messages following `tool_use` blocks must begin with a matching number of `tool_result` blocks.",
-                        calls.len()
-                    ),
-                    true,
-                ));
-            }
-        }
+        anthropic_ids(conv, &calls, &mut out);
+        anthropic_answers(conv, turn, turns.get(t + 1), &calls, &mut out);
     }
     out
+}
+
+/// A user turn's results must answer the turn right before them.
+fn anthropic_results(
+    conv: &Conversation,
+    turn: &Turn,
+    previous: Option<&Turn>,
+    out: &mut Vec<Finding>,
+) {
+    let msgs = &conv.messages;
+    let asked: HashSet<&str> = match previous {
+        Some(p) if p.role == Role::Assistant => {
+            p.calls(msgs).into_iter().map(|(_, _, id)| id).collect()
+        }
+        _ => HashSet::new(),
+    };
+    for i in turn.members.clone() {
+        for (k, id) in tool_results(&msgs[i]) {
+            let (kind, message, rejected) = match &conv.continues {
+                // The call may be in what the log does not hold.
+                Some(before) if previous.is_none() => (
+                    "unverifiable_result",
+                    format!(
+                        "the result for {id} answers a call made in {before}, so it cannot be checked here"
+                    ),
+                    false,
+                ),
+                _ if asked.contains(id) => continue,
+                _ => (
+                    "unexpected_result",
+                    format!(
+                        "unexpected `tool_use_id` found in `tool_result` blocks: {id}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
+                    ),
+                    true,
+                ),
+            };
+            out.push(finding(
+                kind,
+                &conv.block_sources[i][k],
+                vec![id.to_string()],
+                message,
+                rejected,
+            ));
+        }
+    }
+}
+
+/// The ids of one turn's calls: the pattern Anthropic accepts, and unique.
+fn anthropic_ids(conv: &Conversation, calls: &[(usize, usize, &str)], out: &mut Vec<Finding>) {
+    let mut in_turn: HashMap<&str, &BlockSource> = HashMap::new();
+    for &(i, k, id) in calls {
+        let src = &conv.block_sources[i][k];
+        if id.is_empty()
+            || !id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        {
+            out.push(finding(
+                "invalid_id",
+                src,
+                vec![id.to_string()],
+                format!(
+                    "{}.id: String should match pattern '^[a-zA-Z0-9_-]+$' (found {id:?})",
+                    src.path
+                ),
+                true,
+            ));
+        }
+        if let Some(first) = in_turn.insert(id, src) {
+            out.push(finding(
+                "duplicate_id",
+                src,
+                vec![id.to_string()],
+                format!("`tool_use` ids must be unique: {id} is used twice in one turn (first at {first})"),
+                true,
+            ));
+        }
+    }
+}
+
+/// Every call of a turn answered by a result at the start of the next.
+fn anthropic_answers(
+    conv: &Conversation,
+    turn: &Turn,
+    next: Option<&Turn>,
+    calls: &[(usize, usize, &str)],
+    out: &mut Vec<Finding>,
+) {
+    let msgs = &conv.messages;
+    let answered: HashSet<&str> = next
+        .map(|n| {
+            n.members
+                .clone()
+                .flat_map(|i| tool_results(&msgs[i]).map(|(_, id)| id))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut missing: Vec<String> = Vec::new();
+    for &(_, _, id) in calls {
+        if !answered.contains(id) && !missing.iter().any(|m| m == id) {
+            missing.push(id.to_string());
+        }
+    }
+    if !missing.is_empty() {
+        let message = if next.is_none() {
+            format!(
+                "the conversation ends with `tool_use` ids that have no `tool_result` blocks: {}. The next request must begin with their results (Each `tool_use` block must have a corresponding `tool_result` block in the next message.)",
+                join(&missing)
+            )
+        } else {
+            format!(
+                "`tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
+                join(&missing)
+            )
+        };
+        // In a log, name the event that holds the first dangling call.
+        let at = calls
+            .iter()
+            .find(|(_, _, id)| missing.iter().any(|x| x == id))
+            .map(|&(i, k, _)| &conv.block_sources[i][k])
+            .filter(|s| s.line.is_some())
+            .unwrap_or(&conv.message_sources[turn.members.start]);
+        out.push(finding("unanswered_call", at, missing, message, true));
+    }
+    if let Some(n) = next {
+        let leading = n
+            .blocks(msgs)
+            .take_while(|(_, _, b)| matches!(b, Block::ToolResult { .. }))
+            .count();
+        let results_for_calls = n
+            .members
+            .clone()
+            .flat_map(|i| tool_results(&msgs[i]))
+            .filter(|(_, id)| calls.iter().any(|(_, _, c)| c == id))
+            .count();
+        if results_for_calls > leading {
+            out.push(finding(
+                "results_not_first",
+                &conv.message_sources[n.members.start],
+                calls.iter().map(|(_, _, id)| id.to_string()).collect(),
+                format!(
+                    "Did not find {} `tool_result` block(s) at the beginning of this message. Messages following `tool_use` blocks must begin with a matching number of `tool_result` blocks.",
+                    calls.len()
+                ),
+                true,
+            ));
+        }
+    }
 }
 
 /// Server tools and the MCP connector: each result block needs its call
