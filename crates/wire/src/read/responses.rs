@@ -128,46 +128,7 @@ pub(super) fn read(doc: &mut Value) -> Result<Conversation, ReadError> {
                     format!("item_reference {id}")
                 });
             }
-            call if is_call(call) => {
-                let id = str_field(item, "call_id", &path)?.to_string();
-                let name = match call {
-                    "function_call" | "custom_tool_call" => {
-                        str_field(item, "name", &path)?.to_string()
-                    }
-                    other => other.trim_end_matches("_call").to_string(),
-                };
-                let input = match call {
-                    "function_call" => {
-                        parse_arguments(item.get("arguments"), &id, &src, &mut conv.notes)
-                    }
-                    "custom_tool_call" => Json::new(take(item, "input")),
-                    _ => Json::new(take(item, "action")),
-                };
-                let block = Block::ToolUse {
-                    id: id.as_str().into(),
-                    name: name.into(),
-                    input,
-                };
-                if call != "function_call" {
-                    conv.call_types.push((id, call.to_string()));
-                }
-                // Calls of one turn join the assistant message before them.
-                match conv.messages.last_mut() {
-                    Some(last) if last.role == Role::Assistant => {
-                        last.content.push(block);
-                        conv.block_sources.last_mut().expect("parallel").push(src);
-                    }
-                    _ => conv.push(
-                        Message {
-                            role: Role::Assistant,
-                            content: vec![block],
-                            finish_reason: None,
-                        },
-                        src.clone(),
-                        vec![src],
-                    ),
-                }
-            }
+            call if is_call(call) => read_call(&mut conv, item, call, &path, src)?,
             output if is_output(output) => {
                 let id = answered_id(item)
                     .ok_or_else(|| err(&path, "expected a string `call_id`"))?
@@ -199,6 +160,53 @@ pub(super) fn read(doc: &mut Value) -> Result<Conversation, ReadError> {
         }
     }
     Ok(conv)
+}
+
+/// A call item (`function_call`, `custom_tool_call`, or a built-in tool
+/// run by the client such as `computer_call`): a tool_use block joining the
+/// assistant message before it.
+fn read_call(
+    conv: &mut Conversation,
+    item: &mut Value,
+    call: &str,
+    path: &str,
+    src: BlockSource,
+) -> Result<(), ReadError> {
+    let id = str_field(item, "call_id", path)?.to_string();
+    let name = match call {
+        "function_call" | "custom_tool_call" => str_field(item, "name", path)?.to_string(),
+        other => other.trim_end_matches("_call").to_string(),
+    };
+    let input = match call {
+        "function_call" => parse_arguments(item.get("arguments"), &id, &src, &mut conv.notes),
+        "custom_tool_call" => Json::new(take(item, "input")),
+        _ => Json::new(take(item, "action")),
+    };
+    let block = Block::ToolUse {
+        id: id.as_str().into(),
+        name: name.into(),
+        input,
+    };
+    if call != "function_call" {
+        conv.call_types.push((id, call.to_string()));
+    }
+    // Calls of one turn join the assistant message before them.
+    match conv.messages.last_mut() {
+        Some(last) if last.role == Role::Assistant => {
+            last.content.push(block);
+            conv.block_sources.last_mut().expect("parallel").push(src);
+        }
+        _ => conv.push(
+            Message {
+                role: Role::Assistant,
+                content: vec![block],
+                finish_reason: None,
+            },
+            src.clone(),
+            vec![src],
+        ),
+    }
+    Ok(())
 }
 
 fn tool_spec(t: &Value) -> Option<ToolSpec> {
