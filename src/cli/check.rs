@@ -1239,16 +1239,9 @@ pub fn fix_file(
             "refusing to overwrite the input (the same file, through a link or not); choose another -o",
         ));
     }
-    if output.exists() && !force {
-        return Err(refuse("exists; pass --force to replace it"));
-    }
     let write_err = |e: std::io::Error| LoadError::Unwritable {
         origin: target.clone(),
         reason: e.to_string(),
-    };
-    let dir = match output.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
     };
     let opened = sniff(input, forced)?;
     if let Layout::Log(source) = opened.layout {
@@ -1260,19 +1253,27 @@ pub fn fix_file(
             ),
         });
     }
-    let mut temp = tempfile::Builder::new()
-        .prefix(".loopdbg-")
-        .tempfile_in(&dir)
-        .map_err(write_err)?;
-    let total = {
-        let mut out = std::io::BufWriter::new(temp.as_file_mut());
-        let total = write_repaired(opened, &origin, forced, how, &mut out, &write_err)?;
-        out.flush().map_err(write_err)?;
-        total
+    let existing = match force {
+        true => super::files::Existing::Replace,
+        false => super::files::Existing::Keep,
     };
-    temp.as_file().sync_all().map_err(write_err)?;
-    temp.persist(output).map_err(|e| write_err(e.error))?;
-    Ok(total)
+    // The repair's own error, if it failed while writing: the writer can
+    // only carry an io::Error out.
+    let mut failed: Option<LoadError> = None;
+    let written = super::files::write_file(output, existing, |out| {
+        write_repaired(opened, &origin, forced, how, out, &write_err).map_err(|e| {
+            failed = Some(e);
+            std::io::Error::other("the repair failed")
+        })
+    });
+    match (written, failed) {
+        (_, Some(e)) => Err(e),
+        (Ok(total), None) => Ok(total),
+        (Err(super::files::WriteError::Exists), None) => {
+            Err(refuse("exists; pass --force to replace it"))
+        }
+        (Err(super::files::WriteError::Io(e)), None) => Err(write_err(e)),
+    }
 }
 
 fn write_repaired(
@@ -1280,7 +1281,7 @@ fn write_repaired(
     origin: &str,
     forced: Option<Source>,
     how: Repair,
-    out: &mut impl Write,
+    out: &mut dyn Write,
     write_err: &dyn Fn(std::io::Error) -> LoadError,
 ) -> Result<usize, LoadError> {
     match opened.layout {

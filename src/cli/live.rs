@@ -167,13 +167,6 @@ pub(super) fn proxy(
     capture_path: Option<&Path>,
     no_tui: bool,
 ) -> Result<ExitCode, Failure> {
-    let scheme = config.upstream.scheme();
-    if scheme != "http" && scheme != "https" {
-        return Err(bad_flag(format!(
-            "--upstream: expected an http:// or https:// URL, found `{}`",
-            config.upstream
-        )));
-    }
     if !config.listen.ip().is_loopback() {
         say!(
             "loopdbg proxy: warning: listening on {}, not loopback: anyone who can reach it can spend your API key's tokens through it",

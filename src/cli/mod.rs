@@ -22,6 +22,7 @@ macro_rules! say_partial {
 
 pub mod args;
 pub mod check;
+pub mod files;
 pub mod json;
 pub mod live;
 pub mod load;
@@ -310,8 +311,8 @@ fn lint(args: LintArgs, anywhere: bool) -> Result<ExitCode, Failure> {
 
 /// `loopdbg proxy`.
 fn proxy(args: ProxyArgs) -> Result<ExitCode, Failure> {
-    let upstream = url::Url::parse(&args.upstream)
-        .map_err(|e| bad_flag(format!("--upstream `{}`: {e}", args.upstream)))?;
+    let upstream = loopdbg_proxy::parse_upstream(&args.upstream)
+        .map_err(|e| bad_flag(format!("--upstream {e}")))?;
     let config = loopdbg_proxy::Config {
         on_invalid: args.on_invalid,
         ..loopdbg_proxy::Config::new(upstream, args.listen)
@@ -611,30 +612,18 @@ fn diff_side(
     })
 }
 
-/// Writes `bytes` to `path` through a temporary file beside it, so a
-/// reader never sees half a file; an existing file only with `force`.
+/// Writes `bytes` to `path` ([`files::write_file`]); an existing file only
+/// with `force`.
 fn write_new(path: &std::path::Path, bytes: &[u8], force: bool) -> Result<(), Failure> {
-    if !force && path.exists() {
-        return Err(bad_flag(format!(
-            "{} exists: pass --force to replace it",
-            path.display()
-        )));
-    }
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(std::path::Path::new("."));
-    let mut temp = tempfile::NamedTempFile::new_in(dir).map_err(|e| {
-        anyhow::Error::from(e).context(format!("writing beside {}", path.display()))
-    })?;
-    temp.write_all(bytes)?;
-    let persisted = if force {
-        temp.persist(path).map(|_| ())
-    } else {
-        temp.persist_noclobber(path).map(|_| ())
+    let existing = match force {
+        true => files::Existing::Replace,
+        false => files::Existing::Keep,
     };
-    persisted.map_err(|e| {
-        Failure::Other(anyhow::Error::from(e.error).context(format!("writing {}", path.display())))
+    files::write_file(path, existing, |out| out.write_all(bytes)).map_err(|e| match e {
+        files::WriteError::Exists => bad_flag(format!("{} {e}", path.display())),
+        files::WriteError::Io(e) => {
+            Failure::Other(anyhow::Error::from(e).context(format!("writing {}", path.display())))
+        }
     })
 }
 

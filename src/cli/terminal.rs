@@ -299,7 +299,10 @@ fn save_tour(solved: &[usize]) -> anyhow::Result<()> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
     let text = serde_json::json!({"solved": solved}).to_string();
-    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
+    super::files::write_file(&path, super::files::Existing::Replace, |out| {
+        out.write_all(text.as_bytes())
+    })
+    .with_context(|| format!("writing {}", path.display()))
 }
 
 /// The editor to use: `$VISUAL`, `$EDITOR`, else `vi` (an editor that runs

@@ -27,7 +27,7 @@ use http_body_util::{BodyExt, Either, Full, Limited};
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
 use hyper::service::service_fn;
-use hyper::{Request, Response, StatusCode};
+use hyper::{Request, Response, StatusCode, Uri};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use loopdbg_wire::capture::{Action, Exchange};
 use loopdbg_wire::provider::Format;
@@ -35,12 +35,12 @@ use loopdbg_wire::route::{provider_of, provider_of_path, redacted_path};
 use loopdbg_wire::stream::is_event_stream;
 use serde_json::Value;
 use tokio::sync::{Semaphore, mpsc};
-use url::Url;
 
 pub use answer::Ended;
 use answer::{Returning, Tapped};
 use gate::{Decision, OnInvalid, inspect};
 use upstream::Upstream;
+pub use upstream::parse_upstream;
 
 /// The largest request body the proxy takes (providers refuse far less).
 const MAX_REQUEST_BYTES: usize = 256 << 20;
@@ -58,7 +58,7 @@ const MAX_HEAD_BYTES: usize = 64 << 10;
 #[derive(Debug, Clone)]
 pub struct Config {
     /// Where every request goes.
-    pub upstream: Url,
+    pub upstream: Uri,
     /// The address to listen on.
     pub listen: SocketAddr,
     /// What happens to a request the provider would reject.
@@ -74,7 +74,7 @@ pub struct Config {
 
 impl Config {
     /// The defaults for everything but where to listen and forward.
-    pub fn new(upstream: Url, listen: SocketAddr) -> Config {
+    pub fn new(upstream: Uri, listen: SocketAddr) -> Config {
         Config {
             upstream,
             listen,
@@ -467,13 +467,13 @@ mod tests {
 
     /// An upstream on loopback that reads one request (its body is `{}`)
     /// and hands the connection to `answer`; it counts the requests it saw.
-    async fn upstream<F, Fut>(answer: F) -> (Url, Arc<AtomicUsize>)
+    async fn upstream<F, Fut>(answer: F) -> (Uri, Arc<AtomicUsize>)
     where
         F: Fn(TcpStream) -> Fut + Send + Sync + 'static,
         Fut: std::future::Future<Output = ()> + Send,
     {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = Url::parse(&format!("http://{}", listener.local_addr().unwrap())).unwrap();
+        let url = parse_upstream(&format!("http://{}", listener.local_addr().unwrap())).unwrap();
         let seen = Arc::new(AtomicUsize::new(0));
         let counter = Arc::clone(&seen);
         let answer = Arc::new(answer);
@@ -499,14 +499,14 @@ mod tests {
     }
 
     /// An upstream that writes `answer` whole and closes.
-    async fn upstream_writing(answer: &'static [u8]) -> (Url, Arc<AtomicUsize>) {
+    async fn upstream_writing(answer: &'static [u8]) -> (Uri, Arc<AtomicUsize>) {
         upstream(move |mut tcp| async move {
             tcp.write_all(answer).await.unwrap();
         })
         .await
     }
 
-    async fn proxy_to(url: Url) -> Running {
+    async fn proxy_to(url: Uri) -> Running {
         start(&Config::new(url, "127.0.0.1:0".parse().unwrap()))
             .await
             .unwrap()
@@ -828,7 +828,7 @@ mod tests {
             .local_addr()
             .unwrap()
             .port();
-        let url = Url::parse(&format!("http://127.0.0.1:{port}/?key=SECRET")).unwrap();
+        let url = parse_upstream(&format!("http://127.0.0.1:{port}/?key=SECRET")).unwrap();
         let mut running = proxy_to(url).await;
         let got = raw_answer(running.addr, "1.1").await;
         assert!(got.starts_with("HTTP/1.1 502 Bad Gateway\r\n"), "{got}");

@@ -9,11 +9,11 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::header::{HeaderMap, HeaderName};
+use hyper::http::uri::Scheme;
 use hyper::{Request, Response, Uri};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
-use url::Url;
 
 /// An idle connection is not reused after this long: servers close their
 /// side after a few seconds (uvicorn: 5), and a connection closed under a
@@ -38,13 +38,13 @@ pub const HOP_BY_HOP: &[&str] = &[
 /// The pooled client every exchange shares.
 #[derive(Clone)]
 pub struct Upstream {
-    base: Url,
+    base: Uri,
     client: Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>,
 }
 
 impl Upstream {
     /// The way to `base` (`http://` or `https://`).
-    pub fn new(base: &Url) -> anyhow::Result<Upstream> {
+    pub fn new(base: &Uri) -> anyhow::Result<Upstream> {
         let mut tcp = HttpConnector::new();
         // Without TCP_NODELAY a streamed answer's small writes wait for a
         // delayed ACK: 40 ms added to every request.
@@ -80,10 +80,7 @@ impl Upstream {
         headers: &HeaderMap,
         body: Bytes,
     ) -> Result<Response<hyper::body::Incoming>, hyper_util::client::legacy::Error> {
-        let uri: Uri = upstream_url(&self.base, path_and_query)
-            .as_str()
-            .parse()
-            .expect("a URL the url crate built is a URI");
+        let uri = upstream_url(&self.base, path_and_query);
         let mut request = Request::builder()
             .method(method)
             .uri(uri)
@@ -104,18 +101,37 @@ fn native_roots() -> rustls::RootCertStore {
     roots
 }
 
+/// Reads `--upstream`: an absolute `http://` or `https://` URL with a
+/// host, its path a prefix for every request (`https://host/api`).
+pub fn parse_upstream(text: &str) -> Result<Uri, String> {
+    let uri: Uri = text.parse().map_err(|e| format!("`{text}`: {e}"))?;
+    let hint = |what: &str| {
+        let example = match uri.authority() {
+            Some(a) if uri.scheme().is_none() => format!(" such as http://{a}"),
+            _ => String::new(),
+        };
+        format!("`{text}`: {what}; expected an http:// or https:// URL{example}")
+    };
+    match uri.scheme() {
+        Some(s) if *s == Scheme::HTTP || *s == Scheme::HTTPS => {}
+        Some(s) => return Err(hint(&format!("the scheme is {s}"))),
+        None => return Err(hint("no scheme")),
+    }
+    if uri.host().is_none_or(str::is_empty) {
+        return Err(hint("no host"));
+    }
+    Ok(uri)
+}
+
 /// The upstream URL for a request path: the upstream's own path prefix
 /// (`https://host/api`) then the request's path and query.
-pub fn upstream_url(base: &Url, path_and_query: &str) -> Url {
-    let mut url = base.clone();
-    let (path, query) = match path_and_query.split_once('?') {
-        Some((p, q)) => (p, Some(q)),
-        None => (path_and_query, None),
-    };
+pub fn upstream_url(base: &Uri, path_and_query: &str) -> Uri {
+    let scheme = base.scheme_str().unwrap_or("http");
+    let authority = base.authority().map_or("", |a| a.as_str());
     let prefix = base.path().trim_end_matches('/');
-    url.set_path(&format!("{prefix}{path}"));
-    url.set_query(query);
-    url
+    format!("{scheme}://{authority}{prefix}{path_and_query}")
+        .parse()
+        .unwrap_or_else(|_| base.clone())
 }
 
 /// Whether an agent's request header goes on to the upstream.
@@ -162,16 +178,28 @@ mod tests {
 
     #[test]
     fn the_upstream_prefix_is_kept() {
-        let base = Url::parse("https://example.test/api/").unwrap();
+        let base = parse_upstream("https://example.test/api/").unwrap();
         assert_eq!(
-            upstream_url(&base, "/v1/messages?beta=true").as_str(),
+            upstream_url(&base, "/v1/messages?beta=true").to_string(),
             "https://example.test/api/v1/messages?beta=true"
         );
-        let bare = Url::parse("http://127.0.0.1:9").unwrap();
+        let bare = parse_upstream("http://127.0.0.1:9").unwrap();
         assert_eq!(
-            upstream_url(&bare, "/v1/chat/completions").as_str(),
+            upstream_url(&bare, "/v1/chat/completions").to_string(),
             "http://127.0.0.1:9/v1/chat/completions"
         );
+    }
+
+    #[test]
+    fn an_upstream_without_a_scheme_is_refused_with_the_url_it_meant() {
+        let e = parse_upstream("127.0.0.1:8080").unwrap_err();
+        assert!(e.contains("such as http://127.0.0.1:8080"), "{e}");
+        assert!(
+            parse_upstream("ftp://x/")
+                .unwrap_err()
+                .contains("scheme is ftp")
+        );
+        assert!(parse_upstream("http:///v1").is_err());
     }
 
     #[test]

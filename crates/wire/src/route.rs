@@ -31,18 +31,18 @@ pub fn provider_of(path: &str, body: Option<&Value>) -> Option<Format> {
     })
 }
 
-/// The path with credentials taken out of its query (`key=`, `api_key=`,
-/// `access_token=`): what a capture and a log may show.
+/// The path with credentials taken out of its query: what a capture and a
+/// log may show. A parameter is judged by its name as a server reads it
+/// (percent-decoded, `+` as a space, case and `-`/`_` ignored, a trailing
+/// `[]` dropped), so `k%65y=`, `Api-Key=` and `key[]=` go as `key=` does;
+/// `;` separates parameters as `&` does, since some servers split on it.
 pub fn redacted_path(path_and_query: &str) -> String {
     let Some((path, query)) = path_and_query.split_once('?') else {
         return path_and_query.to_string();
     };
     let kept: Vec<&str> = query
-        .split('&')
-        .filter(|pair| {
-            let name = pair.split('=').next().unwrap_or("").to_ascii_lowercase();
-            !SECRET_PARAMS.contains(&name.as_str())
-        })
+        .split(['&', ';'])
+        .filter(|pair| !pair.is_empty() && !is_secret_param(pair))
         .collect();
     if kept.is_empty() {
         path.to_string()
@@ -51,8 +51,43 @@ pub fn redacted_path(path_and_query: &str) -> String {
     }
 }
 
-/// Query parameters that carry credentials.
-const SECRET_PARAMS: &[&str] = &["key", "api_key", "apikey", "access_token", "token"];
+/// Whether one `name=value` pair of a query carries a credential.
+fn is_secret_param(pair: &str) -> bool {
+    let Some((name, _)) = form_urlencoded::parse(pair.as_bytes()).next() else {
+        return false;
+    };
+    let name: String = name
+        .trim()
+        .trim_end_matches("[]")
+        .chars()
+        .filter(|c| !matches!(c, '-' | '_' | ' '))
+        .flat_map(char::to_lowercase)
+        .collect();
+    SECRET_PARAMS.contains(&name.as_str())
+}
+
+/// Query parameters that carry credentials, as [`is_secret_param`] folds
+/// their names: Gemini's `key`, Azure's `api-key`, OAuth's tokens and
+/// secrets, signed URLs' signatures, and passwords.
+const SECRET_PARAMS: &[&str] = &[
+    "key",
+    "apikey",
+    "xgoogapikey",
+    "accesstoken",
+    "token",
+    "idtoken",
+    "refreshtoken",
+    "clientsecret",
+    "secret",
+    "password",
+    "passwd",
+    "sig",
+    "signature",
+    "xamzsignature",
+    "xamzsecuritytoken",
+    "auth",
+    "authorization",
+];
 
 #[cfg(test)]
 mod tests {
@@ -89,5 +124,32 @@ mod tests {
         );
         assert_eq!(redacted_path("/x?KEY=s"), "/x");
         assert_eq!(redacted_path("/v1/messages"), "/v1/messages");
+    }
+
+    #[test]
+    fn credentials_are_cut_however_their_name_is_spelled() {
+        for query in [
+            "key=SECRET",
+            "api-key=SECRET",
+            "Api-Key=SECRET",
+            "API_KEY=SECRET",
+            "access-token=SECRET",
+            "client_secret=SECRET",
+            "password=SECRET",
+            "sig=SECRET",
+            "k%65y=SECRET",
+            "%6Bey=SECRET",
+            "key%5B%5D=SECRET",
+            "key[]=SECRET",
+            "x-goog-api-key=SECRET",
+        ] {
+            for sep in ['&', ';'] {
+                let path = format!("/v1/x?alt=sse{sep}{query}{sep}n=1");
+                let cut = redacted_path(&path);
+                assert!(!cut.contains("SECRET"), "{path} -> {cut}");
+                assert!(cut.contains("alt=sse") && cut.contains("n=1"), "{cut}");
+            }
+        }
+        assert_eq!(redacted_path("/v1/models?keys=3"), "/v1/models?keys=3");
     }
 }
