@@ -212,7 +212,7 @@ fn claude_code_log_names_the_event_where_pairing_broke() {
     assert_eq!(convs[0].messages[1].content.len(), 3);
     let f: Vec<Finding> = check(&convs[0]);
     assert_eq!(f.len(), 1, "{f:#?}");
-    assert_eq!(f[0].kind, "unanswered_call");
+    assert_eq!(f[0].kind.as_str(), "unanswered_call");
     assert_eq!(f[0].ids, ["toolu_b"]);
     assert_eq!((f[0].line, f[0].uuid.as_deref()), (Some(5), Some("u4")));
 }
@@ -225,7 +225,7 @@ fn claude_code_compaction_leaves_an_orphan_result() {
     let f = check(&convs[1]);
     assert_eq!(f.len(), 1);
     assert_eq!(
-        (f[0].kind, f[0].line, f[0].uuid.as_deref()),
+        (f[0].kind.as_str(), f[0].line, f[0].uuid.as_deref()),
         ("unexpected_result", Some(5), Some("b2"))
     );
 }
@@ -278,7 +278,7 @@ fn strip_leaves_no_pairing_problem() {
     ] {
         let left = repaired(name, Repair::Strip);
         assert!(
-            !left.iter().any(|f| PAIRING.contains(&f.kind)),
+            !left.iter().any(|f| PAIRING.contains(&f.kind.as_str())),
             "{name}: {left:#?}"
         );
     }
@@ -320,7 +320,7 @@ fn every_session_round_trips_clean_under_all_and_robust() {
                 for (len, found) in round_trip(&session, &s, format) {
                     let pairing: Vec<&Finding> = found
                         .iter()
-                        .filter(|f| PAIRING.contains(&f.kind) && f.kind != "duplicate_id")
+                        .filter(|f| PAIRING.contains(&f.kind.as_str()) && f.kind != "duplicate_id")
                         .collect();
                     assert!(
                         pairing.is_empty(),

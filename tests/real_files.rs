@@ -18,7 +18,7 @@ fn request(name: &str) -> Vec<Finding> {
 }
 
 fn kinds(findings: &[Finding]) -> Vec<&str> {
-    findings.iter().map(|f| f.kind).collect()
+    findings.iter().map(|f| f.kind.as_str()).collect()
 }
 
 fn rejected(findings: &[Finding]) -> Vec<&Finding> {
@@ -468,7 +468,7 @@ fn outline_and_full_agree_on_edge_json_and_on_lines_read_leniently() {
 // ---- What the log itself says became of a request ------------------------
 
 fn evidence(f: &Finding) -> Option<(&str, Option<usize>)> {
-    f.evidence.as_ref().map(|e| (e.outcome, e.line))
+    f.evidence.as_ref().map(|e| (e.outcome.as_str(), e.line))
 }
 
 #[test]
@@ -489,7 +489,7 @@ fn a_400_the_log_recorded_is_confirmed_and_the_error_is_no_message() {
     );
     let f = check(c);
     assert_eq!(kinds(&f), ["unanswered_call"], "{f:#?}");
-    assert_eq!(f[0].severity, "400");
+    assert_eq!(f[0].severity.as_str(), "400");
     assert_eq!(f[0].ids, ["toolu_01Bump"]);
     assert_eq!((f[0].line, f[0].uuid.as_deref()), (Some(6), Some("r5")));
     assert_eq!(evidence(&f[0]), Some(("refused", Some(8))));
@@ -509,7 +509,7 @@ fn a_call_left_open_but_answered_after_is_a_warning_not_a_400() {
     let f = check(&claude_code_log("claude_code_v2/answered_after_interrupt.jsonl")[0]);
     assert_eq!(kinds(&f), ["unanswered_call"], "{f:#?}");
     assert!(rejected(&f).is_empty());
-    assert_eq!(f[0].severity, "warning");
+    assert_eq!(f[0].severity.as_str(), "warning");
     assert_eq!(evidence(&f[0]), Some(("answered", Some(5))));
     assert!(f[0].message.starts_with(
         "as written, this history would be refused (`tool_use` ids were found without `tool_result` blocks immediately after: toolu_01Migrate."
@@ -525,7 +525,7 @@ fn calls_still_in_flight_at_the_end_of_a_log_are_a_note() {
     // The sub-agent's last Read has no result yet: no request carried it.
     let f = check(&claude_code_log("claude_code_v2/subagents/agent-a7f3c2e1.jsonl")[0]);
     assert_eq!(kinds(&f), ["unanswered_call"]);
-    assert_eq!(f[0].severity, "note");
+    assert_eq!(f[0].severity.as_str(), "note");
     assert_eq!(evidence(&f[0]), Some(("in_flight", None)));
     assert!(f[0].message.starts_with(
         "the log of this conversation ends while these calls are in flight: toolu_05Read."
@@ -540,10 +540,10 @@ fn provider_errors_in_a_log_are_reported_by_what_they_mean() {
     let f = check(&claude_code_log("claude_code_v2/api_errors.jsonl")[0]);
     assert_eq!(kinds(&f), ["refused_request", "refused_request"], "{f:#?}");
     // Overloaded: the request was never judged; a note.
-    assert_eq!((f[0].severity, f[0].line), ("note", Some(2)));
+    assert_eq!((f[0].severity.as_str(), f[0].line), ("note", Some(2)));
     assert!(f[0].message.contains("(529): API Error: 529 Overloaded."));
     // Too long: a real 400, though nothing pairs wrong.
-    assert_eq!((f[1].severity, f[1].line), ("400", Some(6)));
+    assert_eq!((f[1].severity.as_str(), f[1].line), ("400", Some(6)));
     assert!(f[1].message.contains("prompt is too long"));
 }
 
@@ -561,7 +561,7 @@ fn codex_repairs_its_history_before_every_request() {
     let all: Vec<Finding> = convs.iter().flat_map(check).collect();
     assert!(rejected(&all).is_empty(), "{all:#?}");
     let orphan = all.iter().find(|f| f.kind == "unexpected_result").unwrap();
-    assert_eq!(orphan.severity, "warning");
+    assert_eq!(orphan.severity.as_str(), "warning");
     assert_eq!(evidence(orphan).map(|e| e.0), Some("repaired"));
     assert!(
         orphan
@@ -578,7 +578,10 @@ fn chat_custom_tool_calls_pair_by_id_like_function_calls() {
     // The custom call is answered; the function call next to it is not.
     assert_eq!(kinds(&f), ["unanswered_call"], "{f:#?}");
     assert_eq!(f[0].ids, ["call_Test1"]);
-    assert_eq!((f[0].severity, f[0].path.as_str()), ("400", "messages[1]"));
+    assert_eq!(
+        (f[0].severity.as_str(), f[0].path.as_str()),
+        ("400", "messages[1]")
+    );
     let conv = body("openai_custom_tool.json");
     assert!(
         conv.tools.iter().any(|t| t.name == "apply_patch"),
@@ -648,7 +651,7 @@ fn a_branch_is_reported_with_the_conversation_it_forks_from() {
     assert_eq!(convs.len(), 2);
     let notes: Vec<Vec<&str>> = convs
         .iter()
-        .map(|c| check(c).into_iter().map(|f| f.kind).collect())
+        .map(|c| check(c).into_iter().map(|f| f.kind.as_str()).collect())
         .collect();
     assert_eq!(notes, [vec!["off_branch"], vec![]]);
     let f = check(&convs[0]);
@@ -731,7 +734,7 @@ fn a_reply_claude_code_wrote_itself_is_no_answer_of_the_provider() {
     assert_eq!(convs[0].synthetic, [3]);
     let f = check(&convs[0]);
     assert_eq!(kinds(&f), ["unanswered_call"], "{f:#?}");
-    assert_eq!(f[0].severity, "400");
+    assert_eq!(f[0].severity.as_str(), "400");
     assert_eq!(f[0].evidence, None);
 }
 
@@ -754,7 +757,7 @@ fn a_compressed_recorded_refusal_confirms_the_status_without_words() {
         .unwrap();
     let f = check(&convs[0]);
     assert_eq!(kinds(&f), ["unanswered_call"], "{f:#?}");
-    assert_eq!(f[0].severity, "400");
+    assert_eq!(f[0].severity.as_str(), "400");
     assert_eq!(evidence(&f[0]), Some(("refused", None)));
     assert!(f[0].message.ends_with(
         "The recording holds a 400 for this request (its body is compressed, so its words are not read)."

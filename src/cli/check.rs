@@ -18,7 +18,7 @@ use loopdbg_engine::diagnostics::json_span::{
     SpanKind, SpanNode, offset_of_line_byte_col, parse_path,
 };
 use loopdbg_wire::capture;
-use loopdbg_wire::check::{Finding, check};
+use loopdbg_wire::check::{Finding, Severity, check};
 use loopdbg_wire::fix::{Repair, repair};
 use loopdbg_wire::read::{
     Conversation, Detail, Evidence, LineError, Log, ReadError, Source, classify_line, detect,
@@ -1151,11 +1151,11 @@ pub fn render_text(reports: &[FileReport], out: &mut impl Write) -> std::io::Res
                     _ => x.path.clone(),
                 };
                 let colour = match x.severity {
-                    "400" => "31",
-                    "warning" => "33",
-                    _ => "36",
+                    Severity::Rejected => "31",
+                    Severity::Warning => "33",
+                    Severity::Note => "36",
                 };
-                let kind = paint.wrap(colour, x.kind);
+                let kind = paint.wrap(colour, x.kind.as_str());
                 let verdict = x.severity;
                 writeln!(
                     out,

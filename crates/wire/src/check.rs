@@ -6,6 +6,8 @@
 use ahash::{AHashMap as HashMap, AHashSet as HashSet};
 
 use serde::Serialize;
+
+pub use crate::finding::{Fate, Kind, Severity};
 use serde_json::Value;
 
 use crate::provider::Format;
@@ -17,8 +19,8 @@ use loopdbg_engine::message::{Block, Message, Role};
 /// One problem in a conversation.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Finding {
-    /// A stable kind (see [`KINDS`]).
-    pub kind: &'static str,
+    /// A stable kind.
+    pub kind: Kind,
     /// The JSON path inside the conversation (`messages[3].content[1]`).
     pub path: String,
     /// For logs: the event's line.
@@ -34,9 +36,8 @@ pub struct Finding {
     /// True when the provider's API rejects the request (a 400); false for
     /// problems only loopdbg reports.
     pub rejected_by_provider: bool,
-    /// `400` (the provider rejects it), `warning` (accepted, but it breaks
-    /// loops) or `note` (worth knowing, nothing wrong with the request).
-    pub severity: &'static str,
+    /// How grave it is: the provider rejects it, it breaks loops, or a note.
+    pub severity: Severity,
     /// For agent logs and recordings: what the file itself shows became of
     /// the request that carried the problem, which decides the severity.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -47,94 +48,22 @@ pub struct Finding {
 /// finding.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Evidence {
-    /// `refused`: the file holds the provider's refusal of it; `answered`:
-    /// the provider answered it (the model's next reply in a log, so the
-    /// agent repaired the history before sending; a 2xx in a recording);
-    /// `repaired`: the agent is known to repair this before every request
-    /// (Codex); `in_flight`: the log ends before any request carried it.
-    pub outcome: &'static str,
+    /// What became of the request.
+    pub outcome: Fate,
     /// The event that shows it (the error, or the reply).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<usize>,
 }
 
-/// Kinds that say something about the file, not a problem of the request:
-/// they never make `check` fail.
-pub const NOTES: &[&str] = &["off_branch", "unverifiable_result", "consecutive_same_role"];
-
 impl Finding {
     /// True when the finding is only a note.
     pub fn is_note(&self) -> bool {
-        self.severity == "note"
+        self.severity == Severity::Note
     }
 }
 
-/// Every finding kind, with a one-line description.
-pub const KINDS: &[(&str, &str)] = &[
-    ("unanswered_call", "a tool call without its result"),
-    (
-        "results_not_first",
-        "Anthropic: the results do not open the next user message",
-    ),
-    (
-        "unexpected_result",
-        "a result for a call the previous turn did not make",
-    ),
-    ("duplicate_id", "two calls of one turn share one id"),
-    (
-        "reused_id",
-        "a later turn reuses an earlier turn's call id (accepted, but ambiguous)",
-    ),
-    (
-        "consecutive_same_role",
-        "consecutive messages of one role (Anthropic merges them; accepted)",
-    ),
-    (
-        "unanswered_server_call",
-        "a server or MCP connector call whose result never came, mid-conversation",
-    ),
-    (
-        "off_branch",
-        "Claude Code log events on a branch the live conversation left behind",
-    ),
-    (
-        "call_turn_out_of_place",
-        "Gemini: a function call turn not right after a user or function response turn",
-    ),
-    (
-        "missing_thought_signature",
-        "Gemini 3: a call of the current turn without its thought signature",
-    ),
-    (
-        "unverifiable_result",
-        "a result for a call outside what was read (a continued response, a log cut at its head): cannot be checked here",
-    ),
-    ("invalid_id", "an id with characters Anthropic refuses"),
-    (
-        "unknown_tool",
-        "a call to a tool the request does not declare",
-    ),
-    ("invalid_arguments", "arguments that are not JSON"),
-    (
-        "schema_violation",
-        "arguments that break the tool's JSON Schema",
-    ),
-    (
-        "truncated_turn_executed",
-        "calls run from a turn cut by max_tokens / length",
-    ),
-    (
-        "repeated_turn",
-        "the same assistant turn again: a spinning loop",
-    ),
-    (
-        "refused_request",
-        "agent logs and recordings: the provider's own refusal of a request",
-    ),
-];
-
 fn finding(
-    kind: &'static str,
+    kind: Kind,
     src: &BlockSource,
     ids: Vec<String>,
     message: String,
@@ -149,11 +78,11 @@ fn finding(
         message,
         rejected_by_provider: rejected,
         severity: if rejected {
-            "400"
-        } else if NOTES.contains(&kind) {
-            "note"
+            Severity::Rejected
+        } else if kind.is_note() {
+            Severity::Note
         } else {
-            "warning"
+            Severity::Warning
         },
         evidence: None,
     }
@@ -191,10 +120,10 @@ fn weigh_by_the_answer(answer: &Answer, out: &mut Vec<Finding>) {
                 "as written, a provider would refuse this ({}) but the recording shows it answered {}: it accepts this shape",
                 f.message, answer.status
             );
-            f.severity = "warning";
+            f.severity = Severity::Warning;
             f.rejected_by_provider = false;
             f.evidence = Some(Evidence {
-                outcome: "answered",
+                outcome: Fate::Answered,
                 line: None,
             });
             continue;
@@ -220,7 +149,7 @@ fn weigh_by_the_answer(answer: &Answer, out: &mut Vec<Finding>) {
         };
         f.message = format!("{} {said}", f.message);
         f.evidence = Some(Evidence {
-            outcome: "refused",
+            outcome: Fate::Refused,
             line: None,
         });
         explained = true;
@@ -244,12 +173,12 @@ fn weigh_by_the_answer(answer: &Answer, out: &mut Vec<Finding>) {
 /// logged out) says the request was never judged, so a note.
 fn refused_request(source: &BlockSource, status: Option<u16>, said: String) -> Finding {
     let rejected = status == Some(400);
-    let mut f = finding("refused_request", source, Vec::new(), said, rejected);
+    let mut f = finding(Kind::RefusedRequest, source, Vec::new(), said, rejected);
     if !rejected {
-        f.severity = "note";
+        f.severity = Severity::Note;
     }
     f.evidence = Some(Evidence {
-        outcome: "refused",
+        outcome: Fate::Refused,
         line: source.line,
     });
     f
@@ -358,7 +287,7 @@ fn weigh_findings(conv: &Conversation, out: &mut [Finding], used: &mut [bool]) {
                 };
                 f.message = format!("{was} The log confirms it: {which}: {quoted}");
                 f.evidence = Some(Evidence {
-                    outcome: "refused",
+                    outcome: Fate::Refused,
                     line,
                 });
                 continue;
@@ -369,20 +298,20 @@ fn weigh_findings(conv: &Conversation, out: &mut [Finding], used: &mut [bool]) {
                     f.ids.join(", ")
                 );
                 f.evidence = Some(Evidence {
-                    outcome: "in_flight",
+                    outcome: Fate::InFlight,
                     line: None,
                 });
-                f.severity = "note";
+                f.severity = Severity::Note;
             }
             _ if conv.source == Source::Codex => {
                 f.message = format!(
                     "Codex fills in an `aborted` output for every call that has none, and drops every output whose call is gone, before it sends the history, so the provider never sees this; but the model gets no real result for the call. As written: {was}"
                 );
                 f.evidence = Some(Evidence {
-                    outcome: "repaired",
+                    outcome: Fate::Repaired,
                     line: reply.and_then(|j| conv.message_sources[j].line),
                 });
-                f.severity = "warning";
+                f.severity = Severity::Warning;
             }
             (_, Some(j)) => {
                 let line = conv.message_sources[j].line;
@@ -391,10 +320,10 @@ fn weigh_findings(conv: &Conversation, out: &mut [Finding], used: &mut [bool]) {
                     line.map_or("?".to_string(), |l| l.to_string())
                 );
                 f.evidence = Some(Evidence {
-                    outcome: "answered",
+                    outcome: Fate::Answered,
                     line,
                 });
-                f.severity = "warning";
+                f.severity = Severity::Warning;
             }
             _ => {
                 f.message = was;
@@ -480,7 +409,7 @@ fn anthropic(conv: &Conversation) -> Vec<Finding> {
         if turn.members.len() > 1 && conv.source == Source::Provider(Format::Anthropic) {
             let first = turn.members.start;
             out.push(finding(
-                "consecutive_same_role",
+                Kind::ConsecutiveSameRole,
                 &conv.message_sources[first + 1],
                 Vec::new(),
                 format!(
@@ -527,7 +456,7 @@ fn anthropic_results(
             let (kind, message, rejected) = match &conv.continues {
                 // The call may be in what the log does not hold.
                 Some(before) if previous.is_none() => (
-                    "unverifiable_result",
+                    Kind::UnverifiableResult,
                     format!(
                         "the result for {id} answers a call made in {before}, so it cannot be checked here"
                     ),
@@ -535,7 +464,7 @@ fn anthropic_results(
                 ),
                 _ if asked.contains(id) => continue,
                 _ => (
-                    "unexpected_result",
+                    Kind::UnexpectedResult,
                     format!(
                         "unexpected `tool_use_id` found in `tool_result` blocks: {id}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
                     ),
@@ -564,7 +493,7 @@ fn anthropic_ids(conv: &Conversation, calls: &[(usize, usize, &str)], out: &mut 
                 .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
         {
             out.push(finding(
-                "invalid_id",
+                Kind::InvalidId,
                 src,
                 vec![id.to_string()],
                 format!(
@@ -576,7 +505,7 @@ fn anthropic_ids(conv: &Conversation, calls: &[(usize, usize, &str)], out: &mut 
         }
         if let Some(first) = in_turn.insert(id, src) {
             out.push(finding(
-                "duplicate_id",
+                Kind::DuplicateId,
                 src,
                 vec![id.to_string()],
                 format!("`tool_use` ids must be unique: {id} is used twice in one turn (first at {first})"),
@@ -628,7 +557,7 @@ fn anthropic_answers(
             .map(|&(i, k, _)| &conv.block_sources[i][k])
             .filter(|s| s.line.is_some())
             .unwrap_or(&conv.message_sources[turn.members.start]);
-        out.push(finding("unanswered_call", at, missing, message, true));
+        out.push(finding(Kind::UnansweredCall, at, missing, message, true));
     }
     if let Some(n) = next {
         let leading = n
@@ -643,7 +572,7 @@ fn anthropic_answers(
             .count();
         if results_for_calls > leading {
             out.push(finding(
-                "results_not_first",
+                Kind::ResultsNotFirst,
                 &conv.message_sources[n.members.start],
                 calls.iter().map(|(_, _, id)| id.to_string()).collect(),
                 format!(
@@ -702,7 +631,7 @@ fn hosted_pairing<'c>(
                         "server_tool_use"
                     };
                     out.push(finding(
-                        "unexpected_result",
+                        Kind::UnexpectedResult,
                         &h.source,
                         vec![h.id.clone()],
                         format!(
@@ -732,7 +661,7 @@ fn hosted_pairing<'c>(
             ("server tool call", format!("`{}_tool_result`", h.name))
         };
         out.push(finding(
-            "unanswered_server_call",
+            Kind::UnansweredServerCall,
             &h.source,
             vec![h.id.clone()],
             format!(
@@ -762,7 +691,7 @@ fn openai(conv: &Conversation) -> Vec<Finding> {
                 for (k, id) in tool_results(m) {
                     if let Some(name) = id.strip_suffix("@?") {
                         out.push(finding(
-                            "unexpected_result",
+                            Kind::UnexpectedResult,
                             &conv.block_sources[i][k],
                             vec![name.to_string()],
                             format!(
@@ -774,7 +703,7 @@ fn openai(conv: &Conversation) -> Vec<Finding> {
                     }
                     if !expecting.remove(id) {
                         out.push(finding(
-                            "unexpected_result",
+                            Kind::UnexpectedResult,
                             &conv.block_sources[i][k],
                             vec![id.to_string()],
                             format!(
@@ -804,7 +733,7 @@ fn openai(conv: &Conversation) -> Vec<Finding> {
                     .partition(|id| legacy(id));
                 if !old.is_empty() {
                     out.push(finding(
-                        "unanswered_call",
+                        Kind::UnansweredCall,
                         &conv.message_sources[i],
                         old.clone(),
                         format!(
@@ -816,7 +745,7 @@ fn openai(conv: &Conversation) -> Vec<Finding> {
                 }
                 if !missing.is_empty() {
                     out.push(finding(
-                        "unanswered_call",
+                        Kind::UnansweredCall,
                         &conv.message_sources[i],
                         missing.clone(),
                         format!(
@@ -853,7 +782,7 @@ fn responses(conv: &Conversation) -> Vec<Finding> {
             called.insert(id);
             if !answered.contains(id) {
                 out.push(finding(
-                    "unanswered_call",
+                    Kind::UnansweredCall,
                     &conv.block_sources[i][k],
                     vec![id.to_string()],
                     format!("No tool output found for {} {id}.", kind_of(id)),
@@ -869,7 +798,7 @@ fn responses(conv: &Conversation) -> Vec<Finding> {
             match &conv.continues {
                 // The call may be in the stored response: nothing here says.
                 Some(stored) => out.push(finding(
-                    "unverifiable_result",
+                    Kind::UnverifiableResult,
                     src,
                     vec![id.to_string()],
                     format!(
@@ -878,7 +807,7 @@ fn responses(conv: &Conversation) -> Vec<Finding> {
                     false,
                 )),
                 None => out.push(finding(
-                    "unexpected_result",
+                    Kind::UnexpectedResult,
                     src,
                     vec![id.to_string()],
                     format!("No tool call found for function call output with call_id {id}."),
@@ -921,7 +850,7 @@ fn gemini(conv: &Conversation) -> Vec<Finding> {
             let fits = previous.is_some_and(|p| p.role != Role::Assistant);
             if !fits {
                 out.push(finding(
-                    "call_turn_out_of_place",
+                    Kind::CallTurnOutOfPlace,
                     &conv.message_sources[i],
                     made.clone(),
                     AFTER_USER.to_string(),
@@ -930,7 +859,7 @@ fn gemini(conv: &Conversation) -> Vec<Finding> {
             }
             match msgs.get(i + 1) {
                 None => out.push(finding(
-                    "unanswered_call",
+                    Kind::UnansweredCall,
                     &conv.message_sources[i],
                     made.clone(),
                     format!(
@@ -941,7 +870,7 @@ fn gemini(conv: &Conversation) -> Vec<Finding> {
                 )),
                 Some(next) if responses(next).is_empty() && next.role != Role::Assistant => {
                     out.push(finding(
-                        "unanswered_call",
+                        Kind::UnansweredCall,
                         &conv.message_sources[i + 1],
                         made.clone(),
                         format!("{COUNT} (function calls without responses: {})", join(&made)),
@@ -962,7 +891,7 @@ fn gemini(conv: &Conversation) -> Vec<Finding> {
                             .cloned()
                             .collect();
                         out.push(finding(
-                            "unanswered_call",
+                            Kind::UnansweredCall,
                             &conv.message_sources[i],
                             if missing.is_empty() {
                                 asked.clone()
@@ -980,7 +909,7 @@ fn gemini(conv: &Conversation) -> Vec<Finding> {
                     for (k, id) in tool_results(m) {
                         if !asked.iter().any(|a| a == id) && asked.len() == answers.len() {
                             out.push(finding(
-                                "unexpected_result",
+                                Kind::UnexpectedResult,
                                 &conv.block_sources[i][k],
                                 vec![id.to_string()],
                                 format!(
@@ -992,7 +921,7 @@ fn gemini(conv: &Conversation) -> Vec<Finding> {
                     }
                 }
                 _ => out.push(finding(
-                    "unexpected_result",
+                    Kind::UnexpectedResult,
                     &conv.message_sources[i],
                     answers.clone(),
                     AFTER_CALL.to_string(),
@@ -1044,7 +973,7 @@ fn thought_signatures(conv: &Conversation, out: &mut Vec<Finding>) {
                 ),
             };
             out.push(finding(
-                "missing_thought_signature",
+                Kind::MissingThoughtSignature,
                 src,
                 vec![id.to_string()],
                 message,
@@ -1070,7 +999,7 @@ fn duplicates(conv: &Conversation, out: &mut Vec<Finding>) {
             if at == i {
                 if provider != Format::Anthropic {
                     out.push(finding(
-                        "duplicate_id",
+                        Kind::DuplicateId,
                         src,
                         vec![id.to_string()],
                         format!(
@@ -1083,7 +1012,7 @@ fn duplicates(conv: &Conversation, out: &mut Vec<Finding>) {
             }
             seen.insert(id, (i, src));
             out.push(finding(
-                "reused_id",
+                Kind::ReusedId,
                 src,
                 vec![id.to_string()],
                 format!(
@@ -1108,7 +1037,7 @@ fn beyond_servers(conv: &Conversation, out: &mut Vec<Finding>) {
     }
     for note in &conv.notes {
         out.push(finding(
-            "invalid_arguments",
+            Kind::InvalidArguments,
             &note.source,
             vec![note.id.clone()],
             format!(
@@ -1148,7 +1077,7 @@ fn beyond_servers(conv: &Conversation, out: &mut Vec<Finding>) {
                 match validators.get(name) {
                     None if conv.open_tools || builtin(conv, id) => {}
                     None => out.push(finding(
-                        "unknown_tool",
+                        Kind::UnknownTool,
                         src,
                         vec![id.to_string()],
                         format!(
@@ -1177,7 +1106,7 @@ fn beyond_servers(conv: &Conversation, out: &mut Vec<Finding>) {
                                 .collect();
                             if !errors.is_empty() {
                                 out.push(finding(
-                                    "schema_violation",
+                                    Kind::SchemaViolation,
                                     src,
                                     vec![id.to_string()],
                                     format!(
@@ -1203,7 +1132,7 @@ fn beyond_servers(conv: &Conversation, out: &mut Vec<Finding>) {
                 .collect();
             if !ran.is_empty() {
                 out.push(finding(
-                    "truncated_turn_executed",
+                    Kind::TruncatedTurnExecuted,
                     &conv.message_sources[i],
                     ran,
                     "this turn was cut by max_tokens / length, yet its calls were executed: their arguments may be incomplete; raise the limit and retry instead".to_string(),
@@ -1216,7 +1145,7 @@ fn beyond_servers(conv: &Conversation, out: &mut Vec<Finding>) {
                 run += 1;
                 if run == 2 {
                     out.push(finding(
-                        "repeated_turn",
+                        Kind::RepeatedTurn,
                         &conv.message_sources[i],
                         tool_uses(m).map(|(_, id, _)| id.to_string()).collect(),
                         format!(

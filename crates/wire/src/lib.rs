@@ -39,6 +39,7 @@
 
 pub mod capture;
 pub mod check;
+pub mod finding;
 pub mod fix;
 pub mod provider;
 pub mod read;

@@ -5,7 +5,7 @@
 
 use indexmap::IndexMap;
 
-use crate::check::Finding;
+use crate::check::{Fate, Finding};
 use crate::read::{BlockSource, Conversation};
 use loopdbg_engine::executor::ToolOutcome;
 use loopdbg_engine::ledger::PairingIndex;
@@ -402,13 +402,15 @@ impl Replayed {
                 // What the file shows of it comes first: on a small
                 // screen the provider's long sentence is what gets cut.
                 let seen = match f.evidence.as_ref().map(|e| (e.outcome, e.line)) {
-                    Some(("refused", Some(line))) => format!("; refused, line {line}"),
-                    Some(("refused", None)) => "; the recording shows the refusal".to_string(),
-                    Some(("answered", Some(line))) => format!("; answered anyway, line {line}"),
-                    Some(("answered", None)) => "; the recording shows it answered".to_string(),
-                    Some(("repaired", _)) => "; repaired by the agent".to_string(),
-                    Some(("in_flight", _)) => "; still in flight".to_string(),
-                    _ => String::new(),
+                    Some((Fate::Refused, Some(line))) => format!("; refused, line {line}"),
+                    Some((Fate::Refused, None)) => "; the recording shows the refusal".to_string(),
+                    Some((Fate::Answered, Some(line))) => {
+                        format!("; answered anyway, line {line}")
+                    }
+                    Some((Fate::Answered, None)) => "; the recording shows it answered".to_string(),
+                    Some((Fate::Repaired, _)) => "; repaired by the agent".to_string(),
+                    Some((Fate::InFlight, _)) => "; still in flight".to_string(),
+                    None => String::new(),
                 };
                 Violation {
                     round: steps[step].round,

@@ -1139,7 +1139,7 @@ impl<'a> Thread<'a> {
                     None => "start over from a new first prompt".to_string(),
                 };
                 let notice = Notice {
-                    kind: "off_branch",
+                    kind: crate::finding::Kind::OffBranch,
                     source: BlockSource {
                         path: "message".into(),
                         line: Some(self.events[first].line()),

@@ -252,8 +252,8 @@ pub struct Hosted {
 /// Something the reader noticed, reported as a warning.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Notice {
-    /// A stable kind (`off_branch`, …).
-    pub kind: &'static str,
+    /// A stable kind ([`OffBranch`](crate::finding::Kind::OffBranch), …).
+    pub kind: crate::finding::Kind,
     /// Where.
     pub source: BlockSource,
     /// The ids involved.

@@ -1,0 +1,181 @@
+//! What the checker says: the kind of a problem, how grave it is, and what
+//! a file shows became of the request. Each is an enum that serializes to
+//! the stable string `check --format json` has always written, and compares
+//! equal to that string, so `finding.kind == "unanswered_call"` reads as
+//! the JSON does.
+
+use serde::Serialize;
+
+/// Declares [`Kind`] with each variant's stable name and description.
+macro_rules! kinds {
+    ($($variant:ident = $name:literal: $description:literal,)+) => {
+        /// A stable kind of finding.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Kind {
+            $(#[doc = $description] $variant,)+
+        }
+
+        impl Kind {
+            /// Every kind, in the order the documentation lists them.
+            pub const ALL: &[Kind] = &[$(Kind::$variant,)+];
+
+            /// The stable name (`unanswered_call`), as JSON writes it.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Kind::$variant => $name,)+
+                }
+            }
+
+            /// One line on what it means.
+            pub fn description(self) -> &'static str {
+                match self {
+                    $(Kind::$variant => $description,)+
+                }
+            }
+        }
+    };
+}
+
+kinds! {
+    UnansweredCall = "unanswered_call": "a tool call without its result",
+    ResultsNotFirst = "results_not_first": "Anthropic: the results do not open the next user message",
+    UnexpectedResult = "unexpected_result": "a result for a call the previous turn did not make",
+    DuplicateId = "duplicate_id": "two calls of one turn share one id",
+    ReusedId = "reused_id": "a later turn reuses an earlier turn's call id (accepted, but ambiguous)",
+    ConsecutiveSameRole = "consecutive_same_role": "consecutive messages of one role (Anthropic merges them; accepted)",
+    UnansweredServerCall = "unanswered_server_call": "a server or MCP connector call whose result never came, mid-conversation",
+    OffBranch = "off_branch": "Claude Code log events on a branch the live conversation left behind",
+    CallTurnOutOfPlace = "call_turn_out_of_place": "Gemini: a function call turn not right after a user or function response turn",
+    MissingThoughtSignature = "missing_thought_signature": "Gemini 3: a call of the current turn without its thought signature",
+    UnverifiableResult = "unverifiable_result": "a result for a call outside what was read (a continued response, a log cut at its head): cannot be checked here",
+    InvalidId = "invalid_id": "an id with characters Anthropic refuses",
+    UnknownTool = "unknown_tool": "a call to a tool the request does not declare",
+    InvalidArguments = "invalid_arguments": "arguments that are not JSON",
+    SchemaViolation = "schema_violation": "arguments that break the tool's JSON Schema",
+    TruncatedTurnExecuted = "truncated_turn_executed": "calls run from a turn cut by max_tokens / length",
+    RepeatedTurn = "repeated_turn": "the same assistant turn again: a spinning loop",
+    RefusedRequest = "refused_request": "agent logs and recordings: the provider's own refusal of a request",
+}
+
+impl Kind {
+    /// Kinds that say something about the file, not a problem of the
+    /// request: they never make `check` fail.
+    pub fn is_note(self) -> bool {
+        matches!(
+            self,
+            Kind::OffBranch | Kind::UnverifiableResult | Kind::ConsecutiveSameRole
+        )
+    }
+}
+
+/// How grave a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Severity {
+    /// The provider rejects the request (`"400"`).
+    Rejected,
+    /// Accepted, but it breaks loops (`"warning"`).
+    Warning,
+    /// Worth knowing; nothing wrong with the request (`"note"`).
+    Note,
+}
+
+impl Severity {
+    /// The stable name, as JSON writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Rejected => "400",
+            Severity::Warning => "warning",
+            Severity::Note => "note",
+        }
+    }
+}
+
+/// What an agent log or a recording shows became of the request that
+/// carried a finding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Fate {
+    /// The file holds the provider's refusal of it.
+    Refused,
+    /// The provider answered it (the model's next reply in a log, so the
+    /// agent repaired the history before sending; a 2xx in a recording).
+    Answered,
+    /// The agent is known to repair this before every request (Codex).
+    Repaired,
+    /// The log ends before any request carried it.
+    InFlight,
+}
+
+impl Fate {
+    /// The stable name, as JSON writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Fate::Refused => "refused",
+            Fate::Answered => "answered",
+            Fate::Repaired => "repaired",
+            Fate::InFlight => "in_flight",
+        }
+    }
+}
+
+/// The string forms: Display, Serialize and comparison with `&str`.
+macro_rules! named {
+    ($($t:ty),+) => {$(
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl Serialize for $t {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+
+        impl PartialEq<str> for $t {
+            fn eq(&self, other: &str) -> bool {
+                self.as_str() == other
+            }
+        }
+
+        impl PartialEq<&str> for $t {
+            fn eq(&self, other: &&str) -> bool {
+                self.as_str() == *other
+            }
+        }
+
+        impl PartialEq<$t> for &str {
+            fn eq(&self, other: &$t) -> bool {
+                *self == other.as_str()
+            }
+        }
+    )+};
+}
+
+named!(Kind, Severity, Fate);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_the_json_strings_and_unique() {
+        let mut names: Vec<&str> = Kind::ALL.iter().map(|k| k.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Kind::ALL.len());
+        assert_eq!(
+            serde_json::to_string(&Kind::UnansweredCall).unwrap(),
+            "\"unanswered_call\""
+        );
+        assert_eq!(
+            serde_json::to_string(&Severity::Rejected).unwrap(),
+            "\"400\""
+        );
+        assert_eq!(
+            serde_json::to_string(&Fate::InFlight).unwrap(),
+            "\"in_flight\""
+        );
+        assert!(Kind::RepeatedTurn == "repeated_turn");
+    }
+}
