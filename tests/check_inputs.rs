@@ -3,23 +3,12 @@
 //! one cannot be read, standard input, a forced format that does not fit,
 //! nothing to check, and one JSON record per conversation for sharded runs.
 
-use assert_cmd::Command;
+mod common;
+use common::{loopdbg, scratch};
 use predicates::prelude::*;
 use serde_json::Value;
 
 const T: &str = "tests/fixtures/transcripts";
-
-fn loopdbg() -> Command {
-    let mut cmd = Command::cargo_bin("loopdbg").unwrap();
-    cmd.env("NO_COLOR", "1");
-    cmd
-}
-
-fn scratch(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("loopdbg-inputs-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 /// A fixture written to a scratch folder with `bad` inserted before line
 /// `at` (0-based): the folder, the file, and the fixture as it was.
@@ -28,7 +17,7 @@ fn with_a_bad_line(
     fixture: &str,
     at: usize,
     bad: &str,
-) -> (std::path::PathBuf, std::path::PathBuf, String) {
+) -> (common::Scratch, std::path::PathBuf, String) {
     let dir = scratch(name);
     let file = dir.join(fixture.replace('/', "_"));
     let good = std::fs::read_to_string(format!("{T}/{fixture}")).unwrap();

@@ -1,15 +1,10 @@
 //! The real binary, headless: `run`, `compare`, `lint`, `schema`, and bad input.
 
+mod common;
 use assert_cmd::Command;
+use common::loopdbg;
 use predicates::prelude::*;
 use serde_json::Value;
-
-fn loopdbg() -> Command {
-    let mut cmd = Command::cargo_bin("loopdbg").unwrap();
-    cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("NO_COLOR", "1");
-    cmd
-}
 
 fn run_json(args: &[&str]) -> Value {
     let out = loopdbg()

@@ -1,15 +1,10 @@
 //! `loopdbg run --export`: the handout of a run, in Markdown, HTML (opened
 //! in a real headless Chromium when one is installed) and JSON.
 
-use assert_cmd::Command;
+mod common;
+use common::loopdbg;
 use predicates::prelude::*;
 use serde_json::Value;
-
-fn loopdbg() -> Command {
-    let mut c = Command::cargo_bin("loopdbg").unwrap();
-    c.current_dir(env!("CARGO_MANIFEST_DIR"));
-    c
-}
 
 #[test]
 fn the_markdown_handout_of_weather_holds_both_requests_and_the_18() {
@@ -115,8 +110,9 @@ fn chromium() -> Option<&'static str> {
 #[test]
 fn the_html_handout_renders_in_a_real_browser_without_console_errors() {
     let Some(browser) = chromium() else {
-        eprintln!(
-            "SKIPPED: no Chromium at /usr/bin/chromium; install Debian's `chromium` package to run this test"
+        common::skip(
+            "the_html_handout_renders_in_a_real_browser_without_console_errors",
+            "no Chromium at /usr/bin/chromium; install Debian's `chromium` package to run it",
         );
         return;
     };

@@ -1,25 +1,13 @@
 //! Hostile input: no panic, no hang, nothing destroyed. One regression test
 //! per finding of the fuzzing and review round (issue 11).
 
+mod common;
+use common::{loopdbg, scratch};
 use std::path::PathBuf;
 
-use assert_cmd::Command;
 use predicates::prelude::*;
 
 const T: &str = "tests/fixtures/transcripts";
-
-fn loopdbg() -> Command {
-    let mut cmd = Command::cargo_bin("loopdbg").unwrap();
-    cmd.env("NO_COLOR", "1");
-    cmd
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("loopdbg-hostile-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 #[test]
 fn an_error_past_column_65536_is_located_without_a_panic() {

@@ -2,6 +2,8 @@
 #![allow(dead_code)]
 
 use loopdbg_engine::{LoadError, Session};
+use std::path::Path;
+
 use loopdbg_tui::{Action, App, update};
 
 /// A shipped session by file name, named `sessions/NAME` in errors, with
@@ -62,4 +64,58 @@ pub fn claude_code_log(name: &str) -> Vec<loopdbg_wire::read::Conversation> {
             .unwrap();
     }
     log.finish()
+}
+
+/// The `loopdbg` binary as the tests run it: from the repository's root
+/// (so `sessions/…` and `tests/fixtures/…` resolve), without colour.
+pub fn loopdbg() -> assert_cmd::Command {
+    let mut cmd = assert_cmd::Command::cargo_bin("loopdbg").unwrap();
+    cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("NO_COLOR", "1");
+    cmd
+}
+
+/// A fresh folder of the test's own, removed when it is dropped.
+pub struct Scratch(tempfile::TempDir);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+/// A fresh scratch folder (`name` only labels it, for a failing test's
+/// message).
+pub fn scratch(name: &str) -> Scratch {
+    Scratch(
+        tempfile::Builder::new()
+            .prefix(&format!("loopdbg-{name}-"))
+            .tempdir()
+            .unwrap(),
+    )
+}
+
+/// A test that cannot run here says so instead of passing quietly: the
+/// reason goes to standard error and to `skipped.txt` in the tests' scratch
+/// folder, which `.ci/run` counts into its closing line. Under `CI=true`,
+/// where `.ci/run` installs what the tests need, a skip is a failure.
+pub fn skip(test: &str, reason: &str) {
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{test} cannot run under CI=true: {reason}");
+    }
+    eprintln!("SKIPPED {test}: {reason}");
+    let list = Path::new(env!("CARGO_TARGET_TMPDIR")).join("skipped.txt");
+    let line = format!("{test}: {reason}\n");
+    let _ = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(list)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
 }
