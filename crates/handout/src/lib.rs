@@ -8,6 +8,7 @@
 
 pub mod redact;
 
+use maud::{DOCTYPE, Markup, PreEscaped, html};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -295,91 +296,85 @@ fn markdown(h: &Handout) -> String {
     out
 }
 
-fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 const STYLE: &str = "body{font:15px/1.5 system-ui,sans-serif;max-width:80rem;margin:2rem auto;padding:0 1rem;color:#222}\
 pre{background:#f6f6f6;padding:.75rem;overflow:auto;font-size:13px}\
-.pair{display:grid;grid-template-columns:1fr 1fr;gap:1rem}\
+.pair{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:1rem}\
 .bad{color:#a00;font-weight:bold}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.25rem .5rem;vertical-align:top}\
 code{font-size:13px}";
 
+/// One self-contained page: styles inline, no script, no outside resource.
+/// Every string from the run goes through maud's escaping; nothing is
+/// written into the page unescaped but the fixed style sheet.
 fn html(h: &Handout) -> String {
-    let mut out = format!(
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{STYLE}</style></head><body>\n",
-        esc(&h.title)
-    );
-    out.push_str(&format!(
-        "<h1>{}</h1>\n<p>Session <code>{}</code> · strategy {} · request bodies as {}</p>\n",
-        esc(&h.title),
-        esc(&h.origin),
-        esc(&h.strategy),
-        esc(h.wire)
-    ));
-    out.push_str(&format!(
-        "<h2>How it ended</h2>\n<ul id=\"end\"><li>end: {}</li><li>final answer: <span id=\"final\">{}</span></li>",
-        esc(&h.end),
-        esc(h.final_text.as_deref().unwrap_or("null"))
-    ));
-    for w in &h.warnings {
-        out.push_str(&format!("<li class=\"bad\">⚠ {}</li>", esc(w)));
-    }
-    out.push_str("</ul>\n<h2>Requests</h2>\n");
-    let section = |r: &RequestSection| {
-        format!(
-            "<section class=\"request\" id=\"request-{}\"><h3>Request {} (round {})</h3><p>Ledger: paired {} · unpaired <span class=\"{}\">{}</span></p><pre>{}</pre></section>",
-            r.number,
-            r.number,
-            r.round,
-            esc(&ids(&r.paired)),
-            if r.unpaired.is_empty() { "" } else { "bad" },
-            esc(&ids(&r.unpaired)),
-            esc(&pretty(&r.body))
-        )
-    };
     // The first two requests side by side: what the second trip adds.
-    let mut rest = h.requests.iter();
-    let first_two: Vec<&RequestSection> = rest.by_ref().take(2).collect();
-    out.push_str("<div class=\"pair\">");
-    for r in first_two {
-        out.push_str(&section(r));
-    }
-    out.push_str("</div>\n");
-    for r in rest {
-        out.push_str(&section(r));
-        out.push('\n');
-    }
-    out.push_str("<h2>Tool return values</h2>\n<table id=\"tools\"><tr><th>round</th><th>id</th><th>tool</th><th>arguments</th><th>result</th><th>status</th></tr>");
-    for t in &h.tool_returns {
-        out.push_str(&format!(
-            "<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td><code>{}</code></td><td><code>{}</code></td><td>{}</td></tr>",
-            t.round,
-            esc(&t.id),
-            esc(&t.name),
-            esc(&compact(&t.args)),
-            esc(&compact(&t.result)),
-            esc(&t.status)
-        ));
-    }
-    out.push_str("</table>\n<h2>Steps</h2>\n<ol id=\"steps\">");
-    for s in &h.steps {
-        let text = s.split_once(". ").map_or(s.as_str(), |(_, t)| t);
-        out.push_str(&format!("<li>{}</li>", esc(text)));
-    }
-    out.push_str("</ol>\n</body></html>\n");
+    let (first_two, rest) = h.requests.split_at(h.requests.len().min(2));
+    let page = html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                title { (h.title) }
+                style { (PreEscaped(STYLE)) }
+            }
+            body {
+                h1 { (h.title) }
+                p {
+                    "Session " code { (h.origin) } " · strategy " (h.strategy)
+                    " · request bodies as " (h.wire)
+                }
+                h2 { "How it ended" }
+                ul id="end" {
+                    li { "end: " (h.end) }
+                    li { "final answer: " span id="final" { (h.final_text.as_deref().unwrap_or("null")) } }
+                    @for w in &h.warnings {
+                        li class="bad" { "⚠ " (w) }
+                    }
+                }
+                h2 { "Requests" }
+                div class="pair" {
+                    @for r in first_two { (request_section(r)) }
+                }
+                @for r in rest { (request_section(r)) }
+                h2 { "Tool return values" }
+                table id="tools" {
+                    tr { th { "round" } th { "id" } th { "tool" } th { "arguments" } th { "result" } th { "status" } }
+                    @for t in &h.tool_returns {
+                        tr {
+                            td { (t.round) }
+                            td { code { (t.id) } }
+                            td { (t.name) }
+                            td { code { (compact(&t.args)) } }
+                            td { code { (compact(&t.result)) } }
+                            td { (t.status) }
+                        }
+                    }
+                }
+                h2 { "Steps" }
+                ol id="steps" {
+                    @for s in &h.steps {
+                        li { (s.split_once(". ").map_or(s.as_str(), |(_, t)| t)) }
+                    }
+                }
+            }
+        }
+    };
+    let mut out = page.into_string();
+    out.push('\n');
     out
+}
+
+/// One request: its ledger and the body as the provider receives it.
+fn request_section(r: &RequestSection) -> Markup {
+    html! {
+        section class="request" id=(format!("request-{}", r.number)) {
+            h3 { "Request " (r.number) " (round " (r.round) ")" }
+            p {
+                "Ledger: paired " (ids(&r.paired)) " · unpaired "
+                span class=[(!r.unpaired.is_empty()).then_some("bad")] { (ids(&r.unpaired)) }
+            }
+            pre { (pretty(&r.body)) }
+        }
+    }
 }
 
 #[cfg(test)]
