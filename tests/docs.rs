@@ -1,6 +1,6 @@
 //! The README's key list and commands stay true to the code.
 
-use loopdbg_tui::keymap::{KEYMAP, keys_label};
+use loopdbg_tui::keymap::{KEYMAP, POPUP_KEYMAP, keys_label};
 
 fn readme() -> String {
     std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap()
@@ -9,7 +9,7 @@ fn readme() -> String {
 #[test]
 fn readme_lists_every_binding() {
     let readme = readme();
-    for b in KEYMAP.iter() {
+    for b in KEYMAP.iter().chain(POPUP_KEYMAP.iter()) {
         let row = format!("| `{}` | {} |", keys_label(b), b.description);
         assert!(readme.contains(&row), "README lacks the key row {row:?}");
     }

@@ -198,7 +198,7 @@ fn restart_returns_to_the_opening_strategy() {
 fn compare_popup_highlights_the_current_strategy() {
     let mut app = fx_first_reask();
     apply(&mut app, key('t'));
-    let Some(Popup::Compare { rows, .. }) = &app.popup else {
+    let Some(Popup::Compare { rows, .. }) = app.popup() else {
         panic!("no compare popup")
     };
     assert_eq!(rows.len(), 3 * 8);
@@ -211,7 +211,7 @@ fn compare_popup_highlights_the_current_strategy() {
     // One unpaired toolu_f1 call per round.
     assert_eq!((current.rounds, current.unpaired), (6, 6));
     apply(&mut app, key('t'));
-    assert!(app.popup.is_none(), "t closes it again");
+    assert!(app.popup().cloned().is_none(), "t closes it again");
 }
 
 #[test]
@@ -229,7 +229,7 @@ fn focus_scroll_expand_and_popups() {
     assert_eq!(app.selected_message(), Some(newest));
     apply(&mut app, Action::Expand);
     assert_eq!(
-        app.popup,
+        app.popup().cloned(),
         Some(Popup::Detail {
             message: newest,
             scroll: 0
@@ -237,7 +237,7 @@ fn focus_scroll_expand_and_popups() {
     );
     apply(&mut app, Action::ScrollDown);
     assert_eq!(
-        app.popup,
+        app.popup().cloned(),
         Some(Popup::Detail {
             message: newest,
             scroll: 1
@@ -245,7 +245,7 @@ fn focus_scroll_expand_and_popups() {
     );
     apply(&mut app, Action::Back);
     assert!(
-        app.popup.is_none() && !app.quit,
+        app.popup().cloned().is_none() && !app.quit,
         "Esc closes the popup first"
     );
 
@@ -262,9 +262,9 @@ fn focus_scroll_expand_and_popups() {
     assert_eq!(app.focus, Pane::Messages);
 
     apply(&mut app, key('?'));
-    assert_eq!(app.popup, Some(Popup::Help { scroll: 0 }));
+    assert_eq!(app.popup().cloned(), Some(Popup::Help { scroll: 0 }));
     apply(&mut app, key('?'));
-    assert!(app.popup.is_none());
+    assert!(app.popup().cloned().is_none());
 }
 
 #[test]
@@ -489,7 +489,10 @@ fn w_cycles_the_wire_views_and_the_roles_follow() {
         ]
     );
     apply(&mut app, Action::Expand);
-    assert!(matches!(app.popup, Some(Popup::Detail { message: 6, .. })));
+    assert!(matches!(
+        app.popup().cloned(),
+        Some(Popup::Detail { message: 6, .. })
+    ));
     apply(&mut app, Action::Back);
     apply(&mut app, key('w'));
     // Gemini: both results ride in one user turn, calls in a model turn.
@@ -616,7 +619,7 @@ fn a_screen_too_small_ignores_every_key_but_quit_and_resize() {
         apply(&mut app, action);
     }
     assert_eq!(app.cursor, at, "nothing moved unseen");
-    assert!(app.popup.is_none() && app.view.is_none());
+    assert!(app.popup().cloned().is_none() && app.view.is_none());
     assert_eq!(app.strategy().extract, Extract::First);
     apply(&mut app, Action::Resize(80, 24));
     apply(&mut app, Action::StepForward);
@@ -630,14 +633,20 @@ fn a_screen_too_small_ignores_every_key_but_quit_and_resize() {
 fn d_opens_and_closes_the_tools_popup() {
     let mut app = fx_first_reask();
     apply(&mut app, key('d'));
-    assert!(matches!(app.popup, Some(Popup::Tools { scroll: 0 })));
+    assert!(matches!(
+        app.popup().cloned(),
+        Some(Popup::Tools { scroll: 0 })
+    ));
     apply(&mut app, Action::ScrollDown);
-    assert!(matches!(app.popup, Some(Popup::Tools { scroll: 1 })));
+    assert!(matches!(
+        app.popup().cloned(),
+        Some(Popup::Tools { scroll: 1 })
+    ));
     apply(&mut app, key('d'));
-    assert_eq!(app.popup, None);
+    assert_eq!(app.popup().cloned(), None);
     apply(&mut app, key('d'));
     apply(&mut app, Action::Back);
-    assert_eq!(app.popup, None);
+    assert_eq!(app.popup().cloned(), None);
     assert!(!app.quit);
 }
 
@@ -647,7 +656,7 @@ fn slash_searches_ids_and_text_and_enter_steps_through_the_matches() {
     let mut app = fx_first_reask();
     apply(&mut app, Action::Last);
     apply(&mut app, key('/'));
-    assert_eq!(app.search.as_deref(), Some(""));
+    assert_eq!(app.search(), Some(""));
     // While typing, keys are text: `n` does not step.
     let cursor = app.cursor;
     for c in "TOOLU_Fx".chars() {
@@ -659,10 +668,10 @@ fn slash_searches_ids_and_text_and_enter_steps_through_the_matches() {
         &mut app,
         search_action_for(&KeyEvent::new(KeyCode::Backspace, KeyModifiers::NONE)).unwrap(),
     );
-    assert_eq!(app.search.as_deref(), Some("TOOLU_F"));
+    assert_eq!(app.search(), Some("TOOLU_F"));
     assert_eq!(app.cursor, cursor);
     apply(&mut app, Action::SearchSubmit);
-    assert_eq!(app.search, None);
+    assert_eq!(app.search(), None);
     // Case-insensitive: the first message naming toolu_f1 is the first reply.
     assert_eq!(app.selected_message(), Some(1));
     let notice = app.notice.clone().unwrap();
@@ -713,7 +722,7 @@ fn slash_searches_ids_and_text_and_enter_steps_through_the_matches() {
         &mut app,
         search_action_for(&KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE)).unwrap(),
     );
-    assert_eq!(app.search, None);
+    assert_eq!(app.search(), None);
     assert!(!app.quit);
 }
 
@@ -869,7 +878,7 @@ fn forks_are_a_tree_that_can_be_switched_and_written() {
     assert_eq!(app.forks.len(), 3);
     assert_eq!(app.forks[2].parent, Some(1));
     apply(&mut app, key('F'));
-    assert!(matches!(app.popup, Some(Popup::Forks { .. })));
+    assert!(matches!(app.popup().cloned(), Some(Popup::Forks { .. })));
     apply(&mut app, Action::Expand);
     assert_eq!(app.fork, 0, "the first row is the original");
     assert!(app.trace.tool_runs().contains(&"get_fx_rate"));
@@ -937,7 +946,7 @@ fn d_compares_with_the_other_extraction_or_the_parent_fork() {
     use loopdbg_tui::app::Popup;
     let mut app = fx_first_reask();
     apply(&mut app, key('D'));
-    let Some(Popup::Diff { diff, other, .. }) = &app.popup else {
+    let Some(Popup::Diff { diff, other, .. }) = app.popup() else {
         panic!("D opens the diff")
     };
     assert_eq!(other, "extract all");

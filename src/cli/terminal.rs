@@ -5,8 +5,9 @@
 use std::io::stdout;
 
 use anyhow::Context;
+use loopdbg_tui::app::Mode;
 use loopdbg_tui::app::{Command, LiveUpdate};
-use loopdbg_tui::keymap::{action_for, search_action_for};
+use loopdbg_tui::keymap::action_in;
 use loopdbg_tui::theme::Theme;
 use loopdbg_tui::{Action, App, update};
 use ratatui::DefaultTerminal;
@@ -111,8 +112,7 @@ async fn event_loop(
         let Some(event) = event else {
             break;
         };
-        let searching = app.search.is_some() || loopdbg_tui::tour::typing(app);
-        let Some(action) = to_action(event.context("reading terminal events")?, searching) else {
+        let Some(action) = to_action(event.context("reading terminal events")?, &app.mode) else {
             continue;
         };
         apply(app, action);
@@ -399,11 +399,9 @@ fn apply(app: &mut App, action: Action) {
     }
 }
 
-/// `searching`: a search is being typed, so keys are text.
-fn to_action(event: Event, searching: bool) -> Option<Action> {
+fn to_action(event: Event, mode: &Mode) -> Option<Action> {
     match event {
-        Event::Key(key) if key.kind == KeyEventKind::Press && searching => search_action_for(&key),
-        Event::Key(key) if key.kind == KeyEventKind::Press => action_for(&key),
+        Event::Key(key) if key.kind == KeyEventKind::Press => action_in(mode, &key),
         Event::Mouse(mouse) => match mouse.kind {
             MouseEventKind::ScrollDown | MouseEventKind::ScrollUp => Some(Action::Wheel {
                 column: mouse.column,

@@ -84,6 +84,32 @@ pub enum Popup {
     },
 }
 
+/// What the keyboard is in the middle of. One at a time: a popup over a
+/// search, or a search during an edit, cannot happen, and each mode has its
+/// own keys ([`crate::keymap::action_in`]).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Mode {
+    /// The panes take the keys.
+    #[default]
+    Panes,
+    /// A popup is open over the panes.
+    Popup(Popup),
+    /// A search of the messages is being typed after `/`.
+    Search(String),
+    /// The answer to the tour's question is being typed after `a`.
+    Answer(String),
+    /// A reply or a return value is in the user's editor; the terminal
+    /// adapter answers with [`crate::Action::EditDone`].
+    Editing(EditTarget),
+}
+
+impl Mode {
+    /// True while keys are text (a search or an answer).
+    pub fn is_typing(&self) -> bool {
+        matches!(self, Mode::Search(_) | Mode::Answer(_))
+    }
+}
+
 /// One run of the session: the original, or a fork with one step changed.
 #[derive(Debug, Clone)]
 pub struct Fork {
@@ -171,10 +197,9 @@ pub struct App {
     pub walkthrough_scroll: u16,
     /// Lines of the explain box (the end summary) scrolled past.
     pub explain_scroll: u16,
-    /// The open popup.
-    pub popup: Option<Popup>,
-    /// The search being typed after `/`, if any.
-    pub search: Option<String>,
+    /// What the keyboard is in the middle of: the panes, a popup, text
+    /// being typed, or an edit in the user's editor.
+    pub mode: Mode,
     /// The last search submitted: `/` then Enter finds its next match.
     pub last_search: String,
     /// Phase kinds `c` stops at.
@@ -201,8 +226,6 @@ pub struct App {
     pub fork: usize,
     /// What the terminal adapter must do next, if anything.
     pub command: Option<Command>,
-    /// The edit whose JSON is in the editor.
-    pub editing: Option<EditTarget>,
     /// Set in the guided tour.
     pub tour: Option<crate::tour::Tour>,
 }
@@ -271,8 +294,7 @@ impl App {
             ids_scroll: 0,
             walkthrough_scroll: 0,
             explain_scroll: 0,
-            popup: None,
-            search: None,
+            mode: Mode::Panes,
             last_search: String::new(),
             breakpoints: BTreeSet::new(),
             notice: None,
@@ -286,8 +308,35 @@ impl App {
             forks: Vec::new(),
             fork: 0,
             command: None,
-            editing: None,
             tour: None,
+        }
+    }
+
+    /// The open popup, if any.
+    pub fn popup(&self) -> Option<&Popup> {
+        match &self.mode {
+            Mode::Popup(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// Opens `popup` over the panes.
+    pub fn open(&mut self, popup: Popup) {
+        self.mode = Mode::Popup(popup);
+    }
+
+    /// Closes the popup, if one is open.
+    pub fn close_popup(&mut self) {
+        if matches!(self.mode, Mode::Popup(_)) {
+            self.mode = Mode::Panes;
+        }
+    }
+
+    /// The search being typed, if any.
+    pub fn search(&self) -> Option<&str> {
+        match &self.mode {
+            Mode::Search(q) => Some(q),
+            _ => None,
         }
     }
 
@@ -442,7 +491,7 @@ impl App {
     /// the reverse, in the messages and the ids panes alike.
     pub fn links(&self) -> Links {
         let mut links = Links::default();
-        if self.focus != Pane::Messages || self.popup.is_some() {
+        if self.focus != Pane::Messages || self.popup().is_some() {
             return links;
         }
         let Some(selected) = self.selected_message() else {

@@ -36,7 +36,7 @@ pub(super) fn start_edit(app: &mut App) {
                 round: step.round,
                 step: app.cursor,
             };
-            app.editing = Some(target.clone());
+            app.mode = crate::app::Mode::Editing(target.clone());
             app.command = Some(Command::Edit {
                 target,
                 json: pretty(&json),
@@ -59,7 +59,7 @@ pub(super) fn start_edit(app: &mut App) {
                 args: (*e.args).clone(),
                 step: app.cursor,
             };
-            app.editing = Some(target.clone());
+            app.mode = crate::app::Mode::Editing(target.clone());
             app.command = Some(Command::Edit {
                 target,
                 json: pretty(&e.outcome.content),
@@ -274,7 +274,7 @@ pub(super) fn show_diff(app: &mut App) {
             trace: &other,
         },
     );
-    app.popup = Some(Popup::Diff {
+    app.open(Popup::Diff {
         other: other_name,
         diff: Box::new(diff),
         scroll: 0,

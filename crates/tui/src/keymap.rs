@@ -1,9 +1,13 @@
-//! The one keymap table. Dispatch, the `?` help popup and the key bar are
-//! all read from [`KEYMAP`], so help cannot drift from behaviour.
+//! The keymap: one table for the panes ([`KEYMAP`]), one for popups
+//! ([`POPUP_KEYMAP`]), and typing mode, where keys are text
+//! ([`search_action_for`]). [`action_in`] picks the table for the mode the
+//! debugger is in. Dispatch, the `?` help popup and the key bar are all
+//! read from the tables, so help cannot drift from behaviour.
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::action::Action;
+use super::app::Mode;
 
 /// A key as written in the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,9 +127,37 @@ pub static KEYMAP: std::sync::LazyLock<Vec<Binding>> = std::sync::LazyLock::new(
     ]
 });
 
-/// The action bound to a key event, if any.
+/// The keys a popup takes before the panes' keys: scrolling moves the
+/// popup, Enter acts in it, Esc closes it. Any other key closes the popup
+/// and does what it does on the panes.
+#[rustfmt::skip]
+pub static POPUP_KEYMAP: std::sync::LazyLock<Vec<Binding>> = std::sync::LazyLock::new(|| {
+    vec![
+        bind!("In a popup", [Char('j'), Code(KeyCode::Down)], Action::ScrollDown, "scroll the popup down (forks: the next fork)", None),
+        bind!("In a popup", [Char('k'), Code(KeyCode::Up)], Action::ScrollUp, "scroll the popup up (forks: the previous fork)", None),
+        bind!("In a popup", [Code(KeyCode::PageDown)], Action::PageDown, "a page down in the popup", None),
+        bind!("In a popup", [Code(KeyCode::PageUp)], Action::PageUp, "a page up in the popup", None),
+        bind!("In a popup", [Code(KeyCode::Enter)], Action::Expand, "forks: show the selected fork; a message's JSON: close it", None),
+        bind!("In a popup", [Code(KeyCode::Esc)], Action::Back, "close the popup", None),
+    ]
+});
+
+/// The action bound to a key event on the panes, if any.
 pub fn action_for(event: &KeyEvent) -> Option<Action> {
-    KEYMAP
+    find(&KEYMAP, event)
+}
+
+/// The action of a key in `mode`: each mode reads its own table first.
+pub fn action_in(mode: &Mode, event: &KeyEvent) -> Option<Action> {
+    match mode {
+        Mode::Search(_) | Mode::Answer(_) => search_action_for(event),
+        Mode::Popup(_) => find(&POPUP_KEYMAP, event).or_else(|| action_for(event)),
+        Mode::Panes | Mode::Editing(_) => action_for(event),
+    }
+}
+
+fn find(table: &[Binding], event: &KeyEvent) -> Option<Action> {
+    table
         .iter()
         .find(|b| b.keys.iter().any(|k| k.matches(event)))
         .map(|b| b.action.clone())
@@ -184,13 +216,29 @@ mod tests {
     }
 
     #[test]
-    fn no_key_is_bound_twice() {
-        let mut seen: Vec<Key> = Vec::new();
-        for b in KEYMAP.iter() {
-            for k in b.keys {
-                assert!(!seen.contains(k), "{k:?} bound twice");
-                seen.push(*k);
+    fn no_key_is_bound_twice_in_one_table() {
+        for table in [&*KEYMAP, &*POPUP_KEYMAP] {
+            let mut seen: Vec<Key> = Vec::new();
+            for b in table.iter() {
+                for k in b.keys {
+                    assert!(!seen.contains(k), "{k:?} bound twice");
+                    seen.push(*k);
+                }
             }
         }
+    }
+
+    #[test]
+    fn each_mode_reads_its_own_table() {
+        let popup = Mode::Popup(crate::app::Popup::Help { scroll: 0 });
+        let n = key(KeyCode::Char('n'), KeyModifiers::NONE);
+        assert_eq!(action_in(&Mode::Panes, &n), Some(Action::StepForward));
+        assert_eq!(action_in(&popup, &n), Some(Action::StepForward));
+        assert_eq!(
+            action_in(&Mode::Search(String::new()), &n),
+            Some(Action::SearchType('n'))
+        );
+        let down = key(KeyCode::Down, KeyModifiers::NONE);
+        assert_eq!(action_in(&popup, &down), Some(Action::ScrollDown));
     }
 }

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::app::{App, Command};
+use crate::app::{App, Command, Mode};
 use crate::theme::Theme;
 use loopdbg_engine::session::Session;
 use loopdbg_engine::strategy::Strategy;
@@ -19,8 +19,6 @@ pub struct Tour {
     pub index: usize,
     /// Stops answered right, now or in an earlier run.
     pub solved: BTreeSet<usize>,
-    /// The answer being typed, if any.
-    pub typing: Option<String>,
 }
 
 impl App {
@@ -39,7 +37,6 @@ impl App {
             sessions,
             index,
             solved,
-            typing: None,
         });
         app.notice = Some(welcome(index));
         app
@@ -68,12 +65,11 @@ fn open(app: &mut App, index: usize) {
         return;
     };
     tour.index = index;
-    tour.typing = None;
     let (strategy, session) = stop_strategy(&tour.sessions, index);
     app.origin = format!("sessions/{}", STOPS[index].session);
     app.show_run(session, &strategy, 0);
     app.initial_strategy = strategy;
-    app.popup = None;
+    app.mode = Mode::Panes;
     app.forks.clear();
     app.fork = 0;
     app.notice = Some(welcome(index));
@@ -81,8 +77,8 @@ fn open(app: &mut App, index: usize) {
 
 /// `a`: start typing an answer.
 pub(super) fn start_answer(app: &mut App) {
-    match app.tour.as_mut() {
-        Some(tour) => tour.typing = Some(String::new()),
+    match app.tour {
+        Some(_) => app.mode = Mode::Answer(String::new()),
         None => {
             app.notice =
                 Some("a answers a tour question: start the tour with `loopdbg tour`".into())
@@ -92,15 +88,12 @@ pub(super) fn start_answer(app: &mut App) {
 
 /// True while an answer is being typed.
 pub fn typing(app: &App) -> bool {
-    app.tour.as_ref().is_some_and(|t| t.typing.is_some())
+    matches!(app.mode, Mode::Answer(_))
 }
 
 /// A key typed into the answer: a character, erase, submit or cancel.
 pub(super) fn type_key(app: &mut App, key: Key) {
-    let Some(tour) = app.tour.as_mut() else {
-        return;
-    };
-    let Some(typed) = tour.typing.as_mut() else {
+    let Mode::Answer(typed) = &mut app.mode else {
         return;
     };
     match key {
@@ -108,9 +101,13 @@ pub(super) fn type_key(app: &mut App, key: Key) {
         Key::Erase => {
             typed.pop();
         }
-        Key::Cancel => tour.typing = None,
+        Key::Cancel => app.mode = Mode::Panes,
         Key::Submit => {
-            let typed = tour.typing.take().unwrap_or_default();
+            let typed = std::mem::take(typed);
+            app.mode = Mode::Panes;
+            let Some(tour) = app.tour.as_mut() else {
+                return;
+            };
             let index = tour.index;
             let stop = &STOPS[index];
             let right = (stop.answer)(&tour.sessions[index]);

@@ -10,7 +10,7 @@ use loopdbg_lesson::report::compare_rows;
 use loopdbg_wire::provider::Format;
 
 use super::action::Action;
-use super::app::{App, Pane, Popup};
+use super::app::{App, Mode, Pane, Popup};
 use super::view::pane_at;
 
 /// Lines a page scroll moves.
@@ -69,7 +69,7 @@ fn admitted(app: &mut App, action: &Action) -> bool {
     if too_small && !matches!(action, Action::Quit | Action::Back | Action::Resize(..)) {
         return false;
     }
-    if app.popup.is_some() && handle_popup(app, action) {
+    if app.popup().is_some() && handle_popup(app, action) {
         return false;
     }
     if app.parent.is_some() && changes_strategy(action) {
@@ -259,7 +259,7 @@ fn step_out(app: &mut App) {
 fn type_text(app: &mut App, action: Action) {
     match action {
         Action::Search => {
-            app.search = Some(String::new());
+            app.mode = Mode::Search(String::new());
             app.focus = Pane::Messages;
         }
         Action::TourAnswer => super::tour::start_answer(app),
@@ -277,18 +277,22 @@ fn type_text(app: &mut App, action: Action) {
             super::tour::type_key(app, super::tour::Key::Cancel)
         }
         Action::SearchType(c) => {
-            if let Some(query) = app.search.as_mut() {
+            if let Mode::Search(query) = &mut app.mode {
                 query.push(c);
             }
         }
         Action::SearchErase => {
-            if let Some(query) = app.search.as_mut() {
+            if let Mode::Search(query) = &mut app.mode {
                 query.pop();
             }
         }
-        Action::SearchCancel => app.search = None,
+        Action::SearchCancel => {
+            if let Mode::Search(_) = app.mode {
+                app.mode = Mode::Panes;
+            }
+        }
         Action::SearchSubmit => {
-            if let Some(query) = app.search.take()
+            if let Mode::Search(query) = std::mem::take(&mut app.mode)
                 && !query.is_empty()
             {
                 app.last_search = query;
@@ -303,14 +307,17 @@ fn type_text(app: &mut App, action: Action) {
 fn fork_action(app: &mut App, action: Action) {
     match action {
         Action::Edit => super::fork::start_edit(app),
-        Action::EditDone(text) => match app.editing.take() {
-            Some(target) => super::fork::finish_edit(app, target, &text),
-            None => app.notice = Some("no edit was in progress".into()),
+        Action::EditDone(text) => match std::mem::take(&mut app.mode) {
+            Mode::Editing(target) => super::fork::finish_edit(app, target, &text),
+            other => {
+                app.mode = other;
+                app.notice = Some("no edit was in progress".into());
+            }
         },
         Action::ShowForks if app.forks.is_empty() => {
             app.notice = Some("no forks yet: E at a Reply or Execute step makes one".into())
         }
-        Action::ShowForks => app.popup = Some(Popup::Forks { scroll: 0 }),
+        Action::ShowForks => app.open(Popup::Forks { scroll: 0 }),
         Action::WriteFork => super::fork::write_fork(app),
         Action::Export => super::fork::export(app),
         Action::ShowDiff if app.replay.is_some() => app.notice = Some(
@@ -328,7 +335,7 @@ fn screen(app: &mut App, action: Action) {
         Action::Said(text) => app.notice = Some(text),
         Action::ShowCompare => {
             let rows = compare_rows(&app.origin, &app.session, app.strategy().max_rounds);
-            app.popup = Some(Popup::Compare { rows, scroll: 0 });
+            app.open(Popup::Compare { rows, scroll: 0 });
         }
         Action::CycleView => {
             app.view = match app.view {
@@ -352,12 +359,12 @@ fn screen(app: &mut App, action: Action) {
         Action::PageUp => scroll(app, app.focus, -(PAGE as i32)),
         Action::Expand => {
             if let Some(message) = app.selected_message() {
-                app.popup = Some(Popup::Detail { message, scroll: 0 });
+                app.open(Popup::Detail { message, scroll: 0 });
             }
         }
         Action::Back | Action::Quit => app.quit = true,
-        Action::Help => app.popup = Some(Popup::Help { scroll: 0 }),
-        Action::ShowTools => app.popup = Some(Popup::Tools { scroll: 0 }),
+        Action::Help => app.open(Popup::Help { scroll: 0 }),
+        Action::ShowTools => app.open(Popup::Tools { scroll: 0 }),
         Action::ToggleBreakpoint => {
             let phase = app.trace.step(app.cursor).phase;
             if !app.breakpoints.remove(&phase) {
@@ -419,7 +426,7 @@ fn changes_strategy(action: &Action) -> bool {
 fn forks_popup(app: &mut App, selected: u16, action: &Action) -> Option<bool> {
     let tree = super::fork::tree(app);
     let rows = tree.len().max(1) as u16;
-    let select = |app: &mut App, to: u16| app.popup = Some(Popup::Forks { scroll: to });
+    let select = |app: &mut App, to: u16| app.open(Popup::Forks { scroll: to });
     match action {
         Action::ScrollDown | Action::Wheel { down: true, .. } => {
             select(app, (selected + 1).min(rows - 1))
@@ -428,7 +435,7 @@ fn forks_popup(app: &mut App, selected: u16, action: &Action) -> Option<bool> {
             select(app, selected.saturating_sub(1))
         }
         Action::Expand => {
-            app.popup = None;
+            app.close_popup();
             if let Some(&(_, i)) = tree.get(selected as usize) {
                 super::fork::show_fork(app, i);
                 app.notice = Some(format!(
@@ -438,7 +445,7 @@ fn forks_popup(app: &mut App, selected: u16, action: &Action) -> Option<bool> {
                 ));
             }
         }
-        Action::ShowForks | Action::Back => app.popup = None,
+        Action::ShowForks | Action::Back => app.close_popup(),
         _ => return None,
     }
     Some(true)
@@ -446,12 +453,12 @@ fn forks_popup(app: &mut App, selected: u16, action: &Action) -> Option<bool> {
 
 /// Keys while a popup is open: returns true when the popup consumed it.
 fn handle_popup(app: &mut App, action: &Action) -> bool {
-    if let Some(Popup::Forks { scroll }) = app.popup
+    if let Some(&Popup::Forks { scroll }) = app.popup()
         && let Some(consumed) = forks_popup(app, scroll, action)
     {
         return consumed;
     }
-    let Some(popup) = app.popup.as_mut() else {
+    let Mode::Popup(popup) = &mut app.mode else {
         return false;
     };
     let scroll = match popup {
@@ -467,17 +474,17 @@ fn handle_popup(app: &mut App, action: &Action) -> bool {
         Action::ScrollUp | Action::Wheel { down: false, .. } => *scroll = scroll.saturating_sub(1),
         Action::PageDown => *scroll = scroll.saturating_add(PAGE),
         Action::PageUp => *scroll = scroll.saturating_sub(PAGE),
-        Action::Back => app.popup = None,
-        Action::Help if matches!(popup, Popup::Help { .. }) => app.popup = None,
-        Action::ShowCompare if matches!(popup, Popup::Compare { .. }) => app.popup = None,
-        Action::ShowTools if matches!(popup, Popup::Tools { .. }) => app.popup = None,
-        Action::ShowDiff if matches!(popup, Popup::Diff { .. }) => app.popup = None,
-        Action::Expand if matches!(popup, Popup::Detail { .. }) => app.popup = None,
+        Action::Back => app.close_popup(),
+        Action::Help if matches!(popup, Popup::Help { .. }) => app.close_popup(),
+        Action::ShowCompare if matches!(popup, Popup::Compare { .. }) => app.close_popup(),
+        Action::ShowTools if matches!(popup, Popup::Tools { .. }) => app.close_popup(),
+        Action::ShowDiff if matches!(popup, Popup::Diff { .. }) => app.close_popup(),
+        Action::Expand if matches!(popup, Popup::Detail { .. }) => app.close_popup(),
         // Quitting, resizing and strategy changes still work under a popup;
         // anything else would change what the popup describes, so it closes.
         Action::Quit | Action::Resize(..) => return false,
         _ => {
-            app.popup = None;
+            app.close_popup();
             return false;
         }
     }

@@ -1,4 +1,5 @@
-//! The `?` popup: every binding of the keymap table, by group.
+//! The `?` popup: every binding of the keymap tables, by group (the
+//! panes' keys, then the keys a popup takes first).
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -7,14 +8,14 @@ use ratatui::widgets::{Paragraph, Widget, Wrap};
 
 use super::{centered, popup_frame, span};
 use crate::app::App;
-use crate::keymap::{KEYMAP, keys_label};
+use crate::keymap::{KEYMAP, POPUP_KEYMAP, keys_label};
 
 /// The help text, one line per binding under its group heading.
 pub fn help_lines(app: &App) -> Vec<Line<'static>> {
     let t = &app.theme;
     let mut lines = Vec::new();
     let mut group = "";
-    for b in KEYMAP.iter() {
+    for b in KEYMAP.iter().chain(POPUP_KEYMAP.iter()) {
         // A replay has no strategy to change: its keys would only say so.
         if app.replay.is_some() && b.group == "Strategy" {
             continue;

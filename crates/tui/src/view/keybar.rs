@@ -13,7 +13,7 @@ use crate::keymap::KEYMAP;
 
 pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let t = &app.theme;
-    if let Some(query) = &app.search {
+    if let Some(query) = app.search() {
         // While a search is typed, the bar is its prompt.
         Paragraph::new(Line::from(vec![
             span(" /", t.title),

@@ -137,7 +137,7 @@ impl Widget for &App {
         }
         summary::render(self, a.explain, buf);
         keybar::render(self, a.keybar, buf);
-        match &self.popup {
+        match self.popup() {
             None => {}
             Some(Popup::Help { scroll }) => help::render(self, *scroll, area, buf),
             Some(Popup::Tools { scroll }) => tools::render(self, *scroll, area, buf),

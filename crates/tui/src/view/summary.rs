@@ -175,13 +175,13 @@ fn tour_lines(app: &App, tour: &crate::tour::Tour) -> Vec<Line<'static>> {
     } else {
         ""
     };
-    let prompt = match &tour.typing {
-        Some(typed) => vec![
+    let prompt = match &app.mode {
+        crate::app::Mode::Answer(typed) => vec![
             span("  answer: ", t.title),
             span(format!("{}▏", clean(typed)), t.selected),
             span("  Enter checks · Esc cancels", t.dim),
         ],
-        None => vec![span(
+        _ => vec![span(
             if tour.solved.contains(&tour.index) {
                 "  (a: answer again · T: next stop)"
             } else {
