@@ -157,3 +157,73 @@ fn nothing_includes_a_file_by_path() {
         .collect();
     assert!(found.is_empty(), "files included by path: {found:?}");
 }
+
+/// The modules of a crate each name (`crate::x`, `super::x` from a
+/// top-level file), comments aside.
+fn module_uses(name: &str) -> std::collections::BTreeMap<String, BTreeSet<String>> {
+    let src = crates().join(name).join("src");
+    let mut graph = std::collections::BTreeMap::new();
+    for entry in std::fs::read_dir(&src).unwrap() {
+        let path = entry.unwrap().path();
+        let module = match path.file_stem().and_then(|s| s.to_str()) {
+            Some("lib" | "main") | None => continue,
+            Some(m) => m.to_string(),
+        };
+        let mut files = Vec::new();
+        if path.is_dir() {
+            rust_files(&path, &mut files);
+        } else {
+            files.push(path.clone());
+        }
+        let mut uses = BTreeSet::new();
+        for file in files {
+            let text = std::fs::read_to_string(&file).unwrap();
+            let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+            for line in code.lines().filter(|l| !l.trim_start().starts_with("//")) {
+                for prefix in ["crate::", "super::"] {
+                    for (at, _) in line.match_indices(prefix) {
+                        let rest = &line[at + prefix.len()..];
+                        let used: String = rest
+                            .chars()
+                            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                            .collect();
+                        if !used.is_empty() && used != module {
+                            uses.insert(used);
+                        }
+                    }
+                }
+            }
+        }
+        graph.insert(module, uses);
+    }
+    graph
+}
+
+/// No two modules of the engine or the TUI use each other, however
+/// indirectly: each crate reads as layers inside too.
+#[test]
+fn no_module_of_the_engine_or_the_tui_is_in_an_import_circle() {
+    for name in ["engine", "tui"] {
+        let graph = module_uses(name);
+        // Depth-first search for a path back to where it started.
+        fn reaches(
+            graph: &std::collections::BTreeMap<String, BTreeSet<String>>,
+            from: &str,
+            to: &str,
+            seen: &mut BTreeSet<String>,
+        ) -> bool {
+            graph.get(from).is_some_and(|uses| {
+                uses.iter()
+                    .any(|u| u == to || (seen.insert(u.clone()) && reaches(graph, u, to, seen)))
+            })
+        }
+        let circles: Vec<&String> = graph
+            .keys()
+            .filter(|m| reaches(&graph, m, m, &mut BTreeSet::new()))
+            .collect();
+        assert!(
+            circles.is_empty(),
+            "loopdbg-{name}: modules in an import circle: {circles:?} ({graph:?})"
+        );
+    }
+}

@@ -18,13 +18,15 @@
 
 use std::ops::ControlFlow;
 
-use crate::executor::{TableExecutor, ToolExecutor, ToolOutcome};
+use crate::executor::{TableExecutor, ToolExecutor};
 use crate::ledger::PairingIndex;
 use crate::message::Message;
+use crate::message::{FinishReason, Reply, ToolCall};
 use crate::schedule::{self, CallEnd, CallPlan, Ending};
-use crate::session::{Fallback, FinishReason, Reply, Rule, Session, ToolCall};
+use crate::session::{Fallback, Rule, Session};
 use crate::strategy::{Closure, Extract, StopRule, Strategy};
 use crate::stub::{CallIndex, reply_for};
+use crate::trace::ToolOutcome;
 use crate::trace::{
     CallStatus, Decision, End, Execution, FallbackRecord, Origin, Outcome, Phase, Round, Step,
     StepEvent, Trace, Violation,
@@ -32,8 +34,8 @@ use crate::trace::{
 
 /// The placeholder a dropped call gets under `synthesize`; one shared value,
 /// since a spinning loop drops the same call thousands of times.
-static NOT_EXECUTED: std::sync::LazyLock<crate::session::Json> = std::sync::LazyLock::new(|| {
-    crate::session::Json::new(serde_json::Value::String(
+static NOT_EXECUTED: std::sync::LazyLock<crate::message::Json> = std::sync::LazyLock::new(|| {
+    crate::message::Json::new(serde_json::Value::String(
         "not executed: the loop took only the first tool call".into(),
     ))
 });

@@ -5,43 +5,17 @@
 //! define is never run (the whitelist of seed 003): it is answered with an
 //! error result so the model can correct itself.
 
-use serde::Serialize;
 use serde_json::{Value, json};
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::message::{Json, ToolCall};
 use crate::schedule::CallPlan;
-use crate::session::{Json, Session, ToolCall};
-use crate::trace::Trace;
-
-/// What running one call gave.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ToolOutcome {
-    /// The result content sent back to the model.
-    pub content: Json,
-    /// True when the result reports a failure.
-    pub is_error: bool,
-    /// False when the call was refused without running anything.
-    pub ran: bool,
-    /// What happened, for logs.
-    pub note: &'static str,
-    /// The table row that answered, if one did.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub row: Option<usize>,
-    /// For a sub-agent tool: the child loop's own run.
-    #[serde(skip)]
-    pub child: Option<Arc<SubAgentRun>>,
-}
-
-/// A sub-agent's run, kept so the debugger can step into it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SubAgentRun {
-    /// The child session.
-    pub session: Session,
-    /// The child's recorded loop.
-    pub trace: Trace,
-}
+use crate::session::Session;
+// What a call gave is part of the trace; named here too, where callers of
+// an executor look for it.
+pub use crate::trace::{SubAgentRun, ToolOutcome};
 
 impl ToolOutcome {
     /// An error result produced by the loop itself (not by running a tool).
@@ -90,11 +64,16 @@ pub struct TableExecutor<'s> {
     /// the call's name and arguments; a spinning 5000-round loop looks each
     /// call up once.
     memo: std::cell::RefCell<HashMap<SameCall, ToolOutcome>>,
+    /// Each sub-agent's run, by the child session it runs: a child's loop
+    /// does not depend on how it was called, so it runs once in this run
+    /// however many calls reach it. The `Arc` keeps the session alive, so
+    /// its address is never reused for another.
+    children: std::cell::RefCell<HashMap<*const Session, Child>>,
 }
 
 /// A call's name and arguments compared by identity. Holding the `Arc`s
 /// keeps them alive, so an address is never reused for another call.
-struct SameCall(crate::session::Text, Json);
+struct SameCall(crate::message::Text, Json);
 
 impl PartialEq for SameCall {
     fn eq(&self, other: &Self) -> bool {
@@ -110,6 +89,9 @@ impl std::hash::Hash for SameCall {
         (Arc::as_ptr(&self.1) as usize).hash(state);
     }
 }
+
+/// A child session kept alive beside its run.
+type Child = (Arc<Session>, Arc<SubAgentRun>);
 
 impl<'s> TableExecutor<'s> {
     /// An executor over `session`'s tools.
@@ -129,6 +111,7 @@ impl<'s> TableExecutor<'s> {
             session,
             validators,
             memo: Default::default(),
+            children: Default::default(),
         }
     }
 }
@@ -229,7 +212,7 @@ impl TableExecutor<'_> {
             };
         }
         if let Some(child) = &tool.agent_session {
-            return run_sub_agent(child, tool.background, &call.id);
+            return self.run_sub_agent(child, tool.background, &call.id);
         }
         match tool.table.iter().position(|row| row.args == *call.args) {
             Some(i) => ToolOutcome {
@@ -285,43 +268,53 @@ impl TableExecutor<'_> {
     }
 }
 
-/// Runs a sub-agent's own loop (once per child session); the parent sees
-/// one result.
-fn run_sub_agent(
-    child: &crate::session::AgentSession,
-    background: bool,
-    call_id: &str,
-) -> ToolOutcome {
-    let run = child.run(|session| {
-        let strategy = crate::strategy::Strategy::for_session(session);
-        SubAgentRun {
-            session: session.clone(),
-            trace: crate::run(session, &strategy),
+impl TableExecutor<'_> {
+    /// Runs a sub-agent's own loop (once per child session); the parent sees
+    /// one result.
+    fn run_sub_agent(
+        &self,
+        child: &crate::session::AgentSession,
+        background: bool,
+        call_id: &str,
+    ) -> ToolOutcome {
+        let key = Arc::as_ptr(&child.session);
+        let known = self.children.borrow().get(&key).map(|(_, run)| run.clone());
+        let run = known.unwrap_or_else(|| {
+            let session = &child.session;
+            let strategy = crate::strategy::Strategy::for_session(session);
+            let run = Arc::new(SubAgentRun {
+                session: Session::clone(session),
+                trace: crate::run(session, &strategy),
+            });
+            self.children
+                .borrow_mut()
+                .insert(key, (child.session.clone(), run.clone()));
+            run
+        });
+        let trace = &run.trace;
+        let (content, is_error) = match trace.outcome.end {
+            // Launched in the background: the parent does not wait for the child.
+            _ if background => (
+                json!({"status": "async_launched", "agent_id": format!("agent_{call_id}")}),
+                false,
+            ),
+            crate::trace::End::ModelDone => (
+                json!({"status": "completed", "result": trace.outcome.final_text, "rounds": trace.outcome.requests}),
+                false,
+            ),
+            _ => (
+                json!({"status": "error", "error": trace.outcome.detail, "rounds": trace.outcome.requests}),
+                true,
+            ),
+        };
+        ToolOutcome {
+            content: Json::new(content),
+            is_error,
+            ran: true,
+            note: "ran the sub-agent's loop",
+            row: None,
+            child: Some(run.clone()),
         }
-    });
-    let trace = &run.trace;
-    let (content, is_error) = match trace.outcome.end {
-        // Launched in the background: the parent does not wait for the child.
-        _ if background => (
-            json!({"status": "async_launched", "agent_id": format!("agent_{call_id}")}),
-            false,
-        ),
-        crate::trace::End::ModelDone => (
-            json!({"status": "completed", "result": trace.outcome.final_text, "rounds": trace.outcome.requests}),
-            false,
-        ),
-        _ => (
-            json!({"status": "error", "error": trace.outcome.detail, "rounds": trace.outcome.requests}),
-            true,
-        ),
-    };
-    ToolOutcome {
-        content: Json::new(content),
-        is_error,
-        ran: true,
-        note: "ran the sub-agent's loop",
-        row: None,
-        child: Some(run.clone()),
     }
 }
 

@@ -6,7 +6,8 @@
 
 use serde_json::Value;
 
-use crate::session::{Reply, Rule, Session, TableRow, When};
+use crate::message::Reply;
+use crate::session::{Rule, Session, TableRow, When};
 
 /// What a fork changed.
 #[derive(Debug, Clone, PartialEq)]
@@ -128,7 +129,7 @@ pub fn apply(session: &Session, edit: &Edit) -> Result<Session, ForkError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::ToolCall;
+    use crate::message::ToolCall;
     use crate::strategy::Strategy;
 
     fn fx() -> Session {

@@ -9,8 +9,8 @@ use ahash::AHashMap as HashMap;
 
 use serde::Serialize;
 
+use crate::message::Text;
 use crate::message::{Block, Message};
-use crate::session::Text;
 
 /// Where a block sits: `messages[message].content[block]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -316,7 +316,7 @@ pub struct LedgerCounts {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::{Reply, ToolCall};
+    use crate::message::{Reply, ToolCall};
     use serde_json::json;
 
     fn plan() -> Message {

@@ -4,8 +4,97 @@
 //! regroup them (Anthropic puts a turn's results in one `user` message).
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
-use crate::session::{FinishReason, Json, Reply, Text};
+/// Shared, immutable text: cloned by reference count, so recording a long
+/// run does not copy every id and reply.
+pub type Text = std::sync::Arc<str>;
+
+/// Shared, immutable JSON, for the same reason as [`Text`].
+pub type Json = std::sync::Arc<Value>;
+
+/// A scripted model reply.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Reply {
+    /// The reply's text: a string, `""` or `null` (stop rules tell them apart).
+    #[serde(default)]
+    pub text: Option<Text>,
+    /// Tool calls, in order.
+    #[serde(default)]
+    pub tool_calls: Vec<ToolCall>,
+    /// Why the model stopped; defaults to `tool_calls` with calls, else `stop`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<FinishReason>,
+}
+
+impl Reply {
+    /// The finish reason, with the documented default filled in.
+    pub fn finish_reason(&self) -> FinishReason {
+        self.finish_reason.unwrap_or(if self.tool_calls.is_empty() {
+            FinishReason::Stop
+        } else {
+            FinishReason::ToolCalls
+        })
+    }
+
+    /// True when the text is present and not empty.
+    pub fn has_text(&self) -> bool {
+        self.text.as_deref().is_some_and(|t| !t.is_empty())
+    }
+}
+
+/// A tool call inside a reply.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ToolCall {
+    /// The call id a result must quote.
+    pub id: Text,
+    /// The tool's name (may name a tool the session does not define).
+    pub name: Text,
+    /// The arguments, any JSON.
+    #[serde(default = "empty_object")]
+    pub args: Json,
+    /// The arguments as the raw string a model sent (OpenAI style); when
+    /// present it replaces `args`, and text that is not JSON reaches the
+    /// executor as a string it will refuse.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<String>,
+}
+
+fn empty_object() -> Json {
+    Json::new(Value::Object(Default::default()))
+}
+
+/// Why a reply ended, in OpenAI's words (Anthropic's are accepted as aliases).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    /// The model finished its answer (`end_turn`).
+    #[serde(alias = "end_turn")]
+    Stop,
+    /// The model wants tools run (`tool_use`).
+    #[serde(alias = "tool_use")]
+    ToolCalls,
+    /// The reply was cut by the output limit (`max_tokens`).
+    #[serde(alias = "max_tokens")]
+    Length,
+    /// The reply was withheld by a filter (`refusal`).
+    #[serde(alias = "refusal")]
+    ContentFilter,
+}
+
+impl FinishReason {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FinishReason::Stop => "stop",
+            FinishReason::ToolCalls => "tool_calls",
+            FinishReason::Length => "length",
+            FinishReason::ContentFilter => "content_filter",
+        }
+    }
+}
 
 /// Who a message is from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

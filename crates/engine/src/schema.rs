@@ -38,7 +38,7 @@ pub fn session_schema() -> Value {
                 "properties": {
                     "extract": {"enum": ["first", "all"]},
                     "stop": {"enum": ["content", "finish-reason", "finish_reason", "tool-calls", "tool_calls", "robust"]},
-                    "max_rounds": {"type": "integer", "minimum": 1, "maximum": crate::session::MAX_ROUNDS_LIMIT},
+                    "max_rounds": {"type": "integer", "minimum": 1, "maximum": crate::strategy::MAX_ROUNDS_LIMIT},
                     "behavior": {"type": "string", "description": "A key of `model`."},
                     "closure": {"enum": ["leave", "synthesize", "strip"], "description": "What happens to calls left without a result."}
                 }

@@ -12,17 +12,12 @@ use serde_json::Value;
 use crate::diagnostics::error::LoadError;
 use crate::diagnostics::json_span::{PathSeg, SpanNode, offset_of_line_byte_col};
 use crate::json_path;
-use crate::strategy::{DEFAULT_MAX_ROUNDS, Extract, StopRule};
+use crate::strategy::{Closure, DEFAULT_MAX_ROUNDS, Extract, StopRule, Strategy};
 
-/// Shared, immutable text: cloned by reference count, so recording a long
-/// run does not copy every id and reply.
-pub type Text = std::sync::Arc<str>;
-
-/// Shared, immutable JSON, for the same reason as [`Text`].
-pub type Json = std::sync::Arc<Value>;
-
-/// The largest `max_rounds` a session or flag may ask for.
-pub const MAX_ROUNDS_LIMIT: u32 = 100_000;
+// The message model's values and the strategy's limits, where a session
+// file's readers have always found them.
+pub use crate::message::{FinishReason, Json, Reply, Text, ToolCall};
+pub use crate::strategy::{Interrupt, MAX_ROUNDS_LIMIT};
 
 /// The most tools a session may define.
 pub const MAX_TOOLS: usize = 100_000;
@@ -100,17 +95,6 @@ impl Faults {
     fn is_empty(&self) -> bool {
         *self == Faults::default()
     }
-}
-
-/// An interrupt at virtual time `at_ms` of round `round`'s execution.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Interrupt {
-    /// 1-based round.
-    pub round: u32,
-    /// Milliseconds after the round's calls started.
-    #[serde(default)]
-    pub at_ms: u64,
 }
 
 /// A streaming failure: in round `round` the stream breaks after
@@ -195,14 +179,13 @@ impl ToolDef {
     }
 }
 
-/// A loaded sub-agent session, shared by every tool that names its file,
-/// with its run: a child's loop does not depend on how it was called, so it
-/// runs once however many calls (and parents) reach it.
+/// A loaded sub-agent session, shared by every tool that names its file.
+/// Its run is the executor's to record (once per run of the parent): the
+/// session is what the file says, never what a run made of it.
 #[derive(Debug, Clone)]
 pub struct AgentSession {
     /// The child session.
     pub session: std::sync::Arc<Session>,
-    run: std::sync::Arc<std::sync::OnceLock<std::sync::Arc<crate::executor::SubAgentRun>>>,
 }
 
 impl AgentSession {
@@ -210,18 +193,7 @@ impl AgentSession {
     pub fn new(session: Session) -> AgentSession {
         AgentSession {
             session: std::sync::Arc::new(session),
-            run: Default::default(),
         }
-    }
-
-    /// The child's run, recorded on first use.
-    pub fn run(
-        &self,
-        record: impl FnOnce(&Session) -> crate::executor::SubAgentRun,
-    ) -> std::sync::Arc<crate::executor::SubAgentRun> {
-        self.run
-            .get_or_init(|| std::sync::Arc::new(record(&self.session)))
-            .clone()
     }
 }
 
@@ -279,89 +251,6 @@ impl When {
     /// True when the rule has no condition at all and so always matches.
     pub fn is_always(&self) -> bool {
         self.round.is_none() && self.missing.is_empty() && self.answered.is_empty()
-    }
-}
-
-/// A scripted model reply.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct Reply {
-    /// The reply's text: a string, `""` or `null` (stop rules tell them apart).
-    #[serde(default)]
-    pub text: Option<Text>,
-    /// Tool calls, in order.
-    #[serde(default)]
-    pub tool_calls: Vec<ToolCall>,
-    /// Why the model stopped; defaults to `tool_calls` with calls, else `stop`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub finish_reason: Option<FinishReason>,
-}
-
-impl Reply {
-    /// The finish reason, with the documented default filled in.
-    pub fn finish_reason(&self) -> FinishReason {
-        self.finish_reason.unwrap_or(if self.tool_calls.is_empty() {
-            FinishReason::Stop
-        } else {
-            FinishReason::ToolCalls
-        })
-    }
-
-    /// True when the text is present and not empty.
-    pub fn has_text(&self) -> bool {
-        self.text.as_deref().is_some_and(|t| !t.is_empty())
-    }
-}
-
-/// A tool call inside a reply.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct ToolCall {
-    /// The call id a result must quote.
-    pub id: Text,
-    /// The tool's name (may name a tool the session does not define).
-    pub name: Text,
-    /// The arguments, any JSON.
-    #[serde(default = "empty_object")]
-    pub args: Json,
-    /// The arguments as the raw string a model sent (OpenAI style); when
-    /// present it replaces `args`, and text that is not JSON reaches the
-    /// executor as a string it will refuse.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub arguments: Option<String>,
-}
-
-fn empty_object() -> Json {
-    Json::new(Value::Object(Default::default()))
-}
-
-/// Why a reply ended, in OpenAI's words (Anthropic's are accepted as aliases).
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
-#[serde(rename_all = "snake_case")]
-pub enum FinishReason {
-    /// The model finished its answer (`end_turn`).
-    #[serde(alias = "end_turn")]
-    Stop,
-    /// The model wants tools run (`tool_use`).
-    #[serde(alias = "tool_use")]
-    ToolCalls,
-    /// The reply was cut by the output limit (`max_tokens`).
-    #[serde(alias = "max_tokens")]
-    Length,
-    /// The reply was withheld by a filter (`refusal`).
-    #[serde(alias = "refusal")]
-    ContentFilter,
-}
-
-impl FinishReason {
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FinishReason::Stop => "stop",
-            FinishReason::ToolCalls => "tool_calls",
-            FinishReason::Length => "length",
-            FinishReason::ContentFilter => "content_filter",
-        }
     }
 }
 
@@ -736,6 +625,25 @@ fn kind_of(v: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
+    }
+}
+
+impl Strategy {
+    /// The strategy the session opens with, from its `strategy` block and the
+    /// documented defaults (`all`, `robust`, 8 rounds, first behaviour).
+    pub fn for_session(session: &Session) -> Strategy {
+        Strategy {
+            extract: session.strategy.extract.unwrap_or(Extract::All),
+            stop: session.strategy.stop.unwrap_or(StopRule::Robust),
+            max_rounds: session
+                .strategy
+                .max_rounds
+                .unwrap_or(DEFAULT_MAX_ROUNDS)
+                .clamp(1, MAX_ROUNDS_LIMIT),
+            behavior: session.default_behavior().to_string(),
+            closure: session.strategy.closure.unwrap_or(Closure::Leave),
+            interrupt: session.faults.interrupt,
+        }
     }
 }
 

@@ -8,7 +8,19 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::session::{MAX_ROUNDS_LIMIT, Session};
+/// The largest `max_rounds` a session or flag may ask for.
+pub const MAX_ROUNDS_LIMIT: u32 = 100_000;
+
+/// An interrupt at virtual time `at_ms` of round `round`'s execution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Interrupt {
+    /// 1-based round.
+    pub round: u32,
+    /// Milliseconds after the round's calls started.
+    #[serde(default)]
+    pub at_ms: u64,
+}
 
 /// How the loop takes tool calls from a reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -166,7 +178,7 @@ pub struct Strategy {
     pub closure: Closure,
     /// An interrupt the user causes (from the session's faults, or `x`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub interrupt: Option<crate::session::Interrupt>,
+    pub interrupt: Option<Interrupt>,
 }
 
 fn default_closure() -> Closure {
@@ -177,23 +189,6 @@ fn default_closure() -> Closure {
 pub const DEFAULT_MAX_ROUNDS: u32 = 8;
 
 impl Strategy {
-    /// The strategy the session opens with, from its `strategy` block and the
-    /// documented defaults (`all`, `robust`, 8 rounds, first behaviour).
-    pub fn for_session(session: &Session) -> Strategy {
-        Strategy {
-            extract: session.strategy.extract.unwrap_or(Extract::All),
-            stop: session.strategy.stop.unwrap_or(StopRule::Robust),
-            max_rounds: session
-                .strategy
-                .max_rounds
-                .unwrap_or(DEFAULT_MAX_ROUNDS)
-                .clamp(1, MAX_ROUNDS_LIMIT),
-            behavior: session.default_behavior().to_string(),
-            closure: session.strategy.closure.unwrap_or(Closure::Leave),
-            interrupt: session.faults.interrupt,
-        }
-    }
-
     /// A one-line label: `all / robust / complete / 6 rounds`.
     pub fn label(&self) -> String {
         format!(

@@ -8,7 +8,8 @@
 use ahash::AHashMap as HashMap;
 
 use crate::message::{Block, Message, Role};
-use crate::session::{Reply, Rule, Text, When};
+use crate::message::{Reply, Text};
+use crate::session::{Rule, When};
 
 /// Incremental pairing facts about a growing history, per call: every
 /// tool_use block is its own call, answered only by a result in the tool
@@ -114,7 +115,7 @@ pub fn reply_for<'r>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::ToolCall;
+    use crate::message::ToolCall;
     use serde_json::json;
 
     fn call(id: &str, name: &str) -> ToolCall {

@@ -8,10 +8,9 @@
 
 use serde::Serialize;
 
-use crate::executor::ToolOutcome;
 use crate::ledger::{Ledger, PairingIndex};
+use crate::message::Reply;
 use crate::message::{Message, Role};
-use crate::session::Reply;
 use crate::strategy::Strategy;
 
 /// The phases of one round of the loop.
@@ -150,12 +149,12 @@ impl CallStatus {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FallbackRecord {
     /// The tool calls that had arrived when the stream broke.
-    pub partial: Vec<crate::session::ToolCall>,
+    pub partial: Vec<crate::message::ToolCall>,
     /// When the stream broke.
     pub broke_at_ms: u64,
     /// Results of the discarded executor that came in late, rejected:
     /// (call id, virtual ms).
-    pub rejected: Vec<(crate::session::Text, u64)>,
+    pub rejected: Vec<(crate::message::Text, u64)>,
 }
 
 /// Why the run ended.
@@ -187,11 +186,11 @@ pub struct Execution {
     /// Index of the call in the reply's `tool_calls`.
     pub call: usize,
     /// The call id.
-    pub id: crate::session::Text,
+    pub id: crate::message::Text,
     /// The tool name.
-    pub name: crate::session::Text,
+    pub name: crate::message::Text,
     /// The arguments.
-    pub args: crate::session::Json,
+    pub args: crate::message::Json,
     /// What came back (for calls without a result of their own: the
     /// placeholder a `synthesize` closure sends).
     pub outcome: ToolOutcome,
@@ -386,7 +385,7 @@ impl Trace {
         let execs = round.map_or(&[][..], |r| &r.executions[..]);
         let reply_in_history =
             round.is_some_and(|r| r.reply_message.is_some_and(|m| m < step.history_len));
-        let none: (&[crate::session::ToolCall], &[usize], &[Execution]) = (&[], &[], &[]);
+        let none: (&[crate::message::ToolCall], &[usize], &[Execution]) = (&[], &[], &[]);
         let (all, from_taken, from_execs) = match step.phase {
             Phase::Reply if reply_in_history => (calls, &[][..], &[][..]),
             Phase::Extract | Phase::Execute => (&[][..], taken, &[][..]),
@@ -475,4 +474,31 @@ impl Trace {
             .map(|r| (r.identical_run, r.number))
             .max_by_key(|(run, n)| (*run, std::cmp::Reverse(*n)))
     }
+}
+/// What running one call gave.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolOutcome {
+    /// The result content sent back to the model.
+    pub content: crate::message::Json,
+    /// True when the result reports a failure.
+    pub is_error: bool,
+    /// False when the call was refused without running anything.
+    pub ran: bool,
+    /// What happened, for logs.
+    pub note: &'static str,
+    /// The table row that answered, if one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub row: Option<usize>,
+    /// For a sub-agent tool: the child loop's own run.
+    #[serde(skip)]
+    pub child: Option<std::sync::Arc<SubAgentRun>>,
+}
+
+/// A sub-agent's run, kept so the debugger can step into it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubAgentRun {
+    /// The child session.
+    pub session: crate::session::Session,
+    /// The child's recorded loop.
+    pub trace: Trace,
 }

@@ -227,7 +227,18 @@ pub struct App {
     /// What the terminal adapter must do next, if anything.
     pub command: Option<Command>,
     /// Set in the guided tour.
-    pub tour: Option<crate::tour::Tour>,
+    pub tour: Option<Tour>,
+}
+
+/// The tour's state.
+#[derive(Debug, Clone)]
+pub struct Tour {
+    /// The session of each stop, in [`loopdbg_lesson::tour::STOPS`] order.
+    pub sessions: Vec<Session>,
+    /// The stop shown.
+    pub index: usize,
+    /// Stops answered right, now or in an earlier run.
+    pub solved: BTreeSet<usize>,
 }
 
 /// The state of a live view.

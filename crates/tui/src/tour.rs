@@ -4,22 +4,11 @@
 
 use std::collections::BTreeSet;
 
-use crate::app::{App, Command, Mode};
+use crate::app::{App, Command, Mode, Tour};
 use crate::theme::Theme;
 use loopdbg_engine::session::Session;
 use loopdbg_engine::strategy::Strategy;
 use loopdbg_lesson::tour::STOPS;
-
-/// The tour's state.
-#[derive(Debug, Clone)]
-pub struct Tour {
-    /// The session of each stop, in [`STOPS`] order.
-    pub sessions: Vec<Session>,
-    /// The stop shown.
-    pub index: usize,
-    /// Stops answered right, now or in an earlier run.
-    pub solved: BTreeSet<usize>,
-}
 
 impl App {
     /// The debugger as a guided tour, at the first stop not yet solved.

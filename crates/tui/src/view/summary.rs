@@ -167,7 +167,7 @@ fn this_step(app: &App) -> Vec<Line<'static>> {
 }
 
 /// The tour's stop: its title, the question and how to answer.
-fn tour_lines(app: &App, tour: &crate::tour::Tour) -> Vec<Line<'static>> {
+fn tour_lines(app: &App, tour: &crate::app::Tour) -> Vec<Line<'static>> {
     let t = &app.theme;
     let stop = &loopdbg_lesson::tour::STOPS[tour.index];
     let solved = if tour.solved.contains(&tour.index) {
