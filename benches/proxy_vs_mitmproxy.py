@@ -31,7 +31,7 @@ import anthropic
 
 ROUNDS = int(os.environ.get("ROUNDS", "300"))
 TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(os.path.dirname(__file__), "..", "target"))
-LOOPDBG = os.path.join(TARGET, "release", "loopdbg")
+LOOPDBG = os.environ.get("LOOPDBG", os.path.join(TARGET, "release", "loopdbg"))
 FAKE = os.path.join(TARGET, "release", "loopdbg-fake")
 MITMDUMP = os.environ.get("MITMDUMP", "mitmdump")
 

@@ -1061,13 +1061,19 @@ struct Paint {
 }
 
 impl Paint {
-    fn wrap(&self, code: &str, s: &str) -> String {
+    fn wrap(&self, style: anstyle::Style, s: &str) -> String {
         if self.on {
-            format!("\x1b[{code}m{s}\x1b[0m")
+            format!("{style}{s}{style:#}")
         } else {
             s.to_string()
         }
     }
+}
+
+const BOLD: anstyle::Style = anstyle::Style::new().bold();
+
+fn colour(c: anstyle::AnsiColor) -> anstyle::Style {
+    anstyle::Style::new().fg_color(Some(anstyle::Color::Ansi(c)))
 }
 
 /// Grouped text, coloured when stdout is a terminal and NO_COLOR is unset.
@@ -1093,8 +1099,11 @@ pub fn render_text(reports: &[FileReport], out: &mut impl Write) -> std::io::Res
             writeln!(
                 out,
                 "{} ({format}): {}",
-                paint.wrap("1", &clean(&f.file)),
-                paint.wrap("33", "warning: no conversation found, nothing was checked")
+                paint.wrap(BOLD, &clean(&f.file)),
+                paint.wrap(
+                    colour(anstyle::AnsiColor::Yellow),
+                    "warning: no conversation found, nothing was checked"
+                )
             )?;
             continue;
         }
@@ -1105,13 +1114,16 @@ pub fn render_text(reports: &[FileReport], out: &mut impl Write) -> std::io::Res
                 0 => String::new(),
                 n => format!(
                     " in what could be read; {}",
-                    paint.wrap("33", &format!("{n} part(s) could not be read"))
+                    paint.wrap(
+                        colour(anstyle::AnsiColor::Yellow),
+                        &format!("{n} part(s) could not be read")
+                    )
                 ),
             };
             writeln!(
                 out,
                 "{} ({format}): {} conversation(s), no problems{unread}",
-                paint.wrap("1", &clean(&f.file)),
+                paint.wrap(BOLD, &clean(&f.file)),
                 f.conversations
             )?;
         }
@@ -1136,7 +1148,7 @@ pub fn render_text(reports: &[FileReport], out: &mut impl Write) -> std::io::Res
             writeln!(
                 out,
                 "{} ({}{label}, {} messages): {}",
-                paint.wrap("1", &clean(&place)),
+                paint.wrap(BOLD, &clean(&place)),
                 r.format,
                 r.messages,
                 counted(
@@ -1150,12 +1162,12 @@ pub fn render_text(reports: &[FileReport], out: &mut impl Write) -> std::io::Res
                     (Some(l), None) => format!("line {l} {}", x.path),
                     _ => x.path.clone(),
                 };
-                let colour = match x.severity {
-                    Severity::Rejected => "31",
-                    Severity::Warning => "33",
-                    Severity::Note => "36",
-                };
-                let kind = paint.wrap(colour, x.kind.as_str());
+                let style = colour(match x.severity {
+                    Severity::Rejected => anstyle::AnsiColor::Red,
+                    Severity::Warning => anstyle::AnsiColor::Yellow,
+                    Severity::Note => anstyle::AnsiColor::Cyan,
+                });
+                let kind = paint.wrap(style, x.kind.as_str());
                 let verdict = x.severity;
                 writeln!(
                     out,
