@@ -772,3 +772,32 @@ fn a_behaviour_named_replay_gets_the_same_warnings() {
     );
     assert_eq!(kinds(&named_replay), kinds(&original));
 }
+
+/// A typo of a subcommand is named as one, with the nearest subcommand,
+/// instead of clap's word about the next argument.
+#[test]
+fn a_mistyped_subcommand_gets_the_nearest_one() {
+    let out = loopdbg().args(["chek", "x.json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("unknown subcommand `chek`"), "{said}");
+    assert!(said.contains("`check`"), "{said}");
+    // Another typo, of another subcommand.
+    let out = loopdbg().args(["lnit"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("`lint`"));
+}
+
+#[test]
+fn completions_and_the_man_page_come_from_the_same_definitions() {
+    let out = loopdbg().args(["completions", "bash"]).output().unwrap();
+    assert!(out.status.success());
+    let script = String::from_utf8_lossy(&out.stdout);
+    assert!(script.contains("complete -F") && script.contains("proxy"), "{script}");
+    let out = loopdbg().args(["completions", "fish"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("complete -c loopdbg"));
+    let out = loopdbg().arg("man").output().unwrap();
+    assert!(out.status.success());
+    let page = String::from_utf8_lossy(&out.stdout);
+    assert!(page.contains(".TH loopdbg 1"), "{page}");
+    assert!(page.contains("proxy"), "{page}");
+}

@@ -184,6 +184,10 @@ pub enum Command {
     Lint(LintArgs),
     /// Print the JSON Schema of session files.
     Schema,
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff), for `man -l -` or a man directory.
+    Man,
     /// Sit between an agent and its provider: forward every request to
     /// --upstream and back unchanged (streamed answers chunk by chunk),
     /// check each request on the way, and record every exchange.
@@ -389,4 +393,12 @@ mod tests {
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
     }
+}
+
+// The arguments of `completions` (its help text is the variant's).
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete in.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }

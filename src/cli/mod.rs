@@ -52,6 +52,10 @@ const EXIT_BAD_INPUT: u8 = 2;
 
 /// Parses the arguments, runs the command and maps its errors to exit codes.
 pub fn main() -> ExitCode {
+    if let Some(message) = mistyped_subcommand() {
+        say!("error: {message}");
+        return ExitCode::from(EXIT_BAD_INPUT);
+    }
     let cli = Cli::parse();
     // One line per message, so `file:line:column: what` stays greppable.
     let _ = miette::set_hook(Box::new(|_| {
@@ -130,7 +134,46 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         Some(Command::Tour(args)) => tour(args),
         Some(Command::Record(args)) => live::record(&args.capture, args.conversation, &args.output),
         Some(Command::Schema) => schema(),
+        Some(Command::Completions(args)) => {
+            use clap::CommandFactory;
+            let mut cmd = Cli::command();
+            clap_complete::generate(args.shell, &mut cmd, "loopdbg", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Man) => {
+            use clap::CommandFactory;
+            let mut out = std::io::stdout().lock();
+            clap_mangen::Man::new(Cli::command()).render(&mut out)?;
+            out.flush()?;
+            Ok(ExitCode::SUCCESS)
+        }
     }
+}
+
+/// A first argument that is neither a file nor a subcommand but is spelled
+/// like one (`chek` for `check`): clap would take it for the session to
+/// open and then complain about the next word, so say what was meant.
+fn mistyped_subcommand() -> Option<String> {
+    use clap::CommandFactory;
+    let first = std::env::args_os().nth(1)?.into_string().ok()?;
+    if first.starts_with('-') || std::path::Path::new(&first).exists() {
+        return None;
+    }
+    let command = Cli::command();
+    let names: Vec<&str> = command.get_subcommands().map(|c| c.get_name()).collect();
+    if names.contains(&first.as_str()) {
+        return None;
+    }
+    let nearest = names
+        .iter()
+        .map(|n| (strsim::damerau_levenshtein(&first, n), *n))
+        .min()?;
+    (nearest.0 <= 2 && nearest.0 < first.len()).then(|| {
+        format!(
+            "unknown subcommand `{first}` (and no such file)\n\n  tip: a similar subcommand exists: `{}`\n\nUsage: loopdbg {} ...; `loopdbg --help` lists every subcommand",
+            nearest.1, nearest.1
+        )
+    })
 }
 
 /// `loopdbg FILE`: the debugger on a session, or on a captured
