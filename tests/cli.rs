@@ -792,7 +792,10 @@ fn completions_and_the_man_page_come_from_the_same_definitions() {
     let out = loopdbg().args(["completions", "bash"]).output().unwrap();
     assert!(out.status.success());
     let script = String::from_utf8_lossy(&out.stdout);
-    assert!(script.contains("complete -F") && script.contains("proxy"), "{script}");
+    assert!(
+        script.contains("complete -F") && script.contains("proxy"),
+        "{script}"
+    );
     let out = loopdbg().args(["completions", "fish"]).output().unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("complete -c loopdbg"));
     let out = loopdbg().arg("man").output().unwrap();
@@ -800,4 +803,19 @@ fn completions_and_the_man_page_come_from_the_same_definitions() {
     let page = String::from_utf8_lossy(&out.stdout);
     assert!(page.contains(".TH loopdbg 1"), "{page}");
     assert!(page.contains("proxy"), "{page}");
+}
+
+/// `--agents-anywhere` is offered where sessions are loaded, nowhere else.
+#[test]
+fn agents_anywhere_is_offered_only_where_sessions_load() {
+    let help = |args: &[&str]| {
+        let out = loopdbg().args(args).arg("--help").output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    for sub in ["run", "compare", "lint", "diff"] {
+        assert!(help(&[sub]).contains("--agents-anywhere"), "{sub}");
+    }
+    for sub in ["proxy", "check", "record", "schema"] {
+        assert!(!help(&[sub]).contains("--agents-anywhere"), "{sub}");
+    }
 }

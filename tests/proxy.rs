@@ -64,6 +64,15 @@ impl Proxy {
             .and_then(|rest| rest.split_whitespace().next())
             .unwrap_or_else(|| panic!("no address in {first:?}"))
             .to_string();
+        // The banner says the policy and where exchanges go.
+        let policy = extra
+            .iter()
+            .position(|a| *a == "--on-invalid")
+            .map_or("forward", |i| extra[i + 1]);
+        assert!(
+            first.contains(&format!("--on-invalid {policy}")) && first.contains("capture "),
+            "{first}"
+        );
         Proxy {
             child,
             url: format!("http://{addr}"),

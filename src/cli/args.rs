@@ -25,10 +25,8 @@ pub struct Cli {
     #[arg(long)]
     pub conversation: Option<usize>,
 
-    /// Let a session's sub-agents (`agent`) name files outside the
-    /// session's folder (by default they must stay inside it).
-    #[arg(long, global = true)]
-    pub agents_anywhere: bool,
+    #[command(flatten)]
+    pub places: SessionPlaces,
 
     /// Keep reading the file as it grows (a log an agent is still writing,
     /// or a proxy capture): the replay follows the newest step.
@@ -41,6 +39,16 @@ pub struct Cli {
 
     #[command(subcommand)]
     pub command: Option<Command>,
+}
+
+/// Where a session's files may be (for the commands that load sessions;
+/// the others, `proxy` and `check`, never see the flag).
+#[derive(Debug, Args, Default, Clone, Copy)]
+pub struct SessionPlaces {
+    /// Let a session's sub-agents (`agent`) name files outside the
+    /// session's folder (by default they must stay inside it).
+    #[arg(long)]
+    pub agents_anywhere: bool,
 }
 
 /// Overrides of the session's opening strategy.
@@ -252,6 +260,8 @@ pub struct RunArgs {
     /// Replace an existing -o file.
     #[arg(long, requires = "output")]
     pub force: bool,
+    #[command(flatten)]
+    pub places: SessionPlaces,
 }
 
 // The arguments of `check` (its help text is the variant's).
@@ -293,6 +303,8 @@ pub struct CompareArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = CompareFormat::Md)]
     pub format: CompareFormat,
+    #[command(flatten)]
+    pub places: SessionPlaces,
 }
 
 // The arguments of `lint` (its help text is the variant's).
@@ -301,6 +313,8 @@ pub struct LintArgs {
     /// One or more session files.
     #[arg(required = true)]
     pub sessions: Vec<PathBuf>,
+    #[command(flatten)]
+    pub places: SessionPlaces,
 }
 
 // The arguments of `proxy` (its help text is the variant's).
@@ -343,6 +357,8 @@ pub struct DiffArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = RunFormat::Text)]
     pub format: RunFormat,
+    #[command(flatten)]
+    pub places: SessionPlaces,
 }
 
 // The arguments of `tour` (its help text is the variant's).

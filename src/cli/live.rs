@@ -190,11 +190,13 @@ pub(super) fn proxy(
     let mut running = runtime.block_on(loopdbg_proxy::start(&config))?;
     let addr = running.addr.to_string();
     say!(
-        "loopdbg proxy: listening on http://{addr} → {}{}",
+        "loopdbg proxy: listening on http://{addr} → {} · --on-invalid {} · {}",
         config.upstream,
-        capture_path
-            .map(|p| format!(" · capture {}", p.display()))
-            .unwrap_or_default()
+        config.on_invalid,
+        capture_path.map_or_else(
+            || "no capture: exchanges are not recorded (--capture FILE records them)".to_string(),
+            |p| format!("capture {}", p.display())
+        )
     );
     if no_tui {
         let mut out = std::io::stdout();

@@ -122,15 +122,14 @@ fn bad_flag(message: String) -> Failure {
 }
 
 fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
-    let anywhere = cli.agents_anywhere;
     match cli.command {
         None => open(cli),
-        Some(Command::Run(args)) => run(args, anywhere),
-        Some(Command::Compare(args)) => compare(args, anywhere),
-        Some(Command::Lint(args)) => lint(args, anywhere),
+        Some(Command::Run(args)) => run(args),
+        Some(Command::Compare(args)) => compare(args),
+        Some(Command::Lint(args)) => lint(args),
         Some(Command::Check(args)) => check_files(args),
         Some(Command::Proxy(args)) => proxy(args),
-        Some(Command::Diff(args)) => diff(args, anywhere),
+        Some(Command::Diff(args)) => diff(args),
         Some(Command::Tour(args)) => tour(args),
         Some(Command::Record(args)) => live::record(&args.capture, args.conversation, &args.output),
         Some(Command::Schema) => schema(),
@@ -190,7 +189,7 @@ fn open(cli: Cli) -> Result<ExitCode, Failure> {
     let app = if load::is_transcript(&path) {
         replay_app(&path, cli.conversation)?
     } else {
-        let loaded = load::session(&path, cli.agents_anywhere)?;
+        let loaded = load::session(&path, cli.places.agents_anywhere)?;
         let strategy = strategy_for(&loaded.session, &cli.strategy)?;
         App::new(loaded.origin, loaded.session, strategy, terminal::theme())
     };
@@ -200,7 +199,8 @@ fn open(cli: Cli) -> Result<ExitCode, Failure> {
 
 /// `loopdbg run`: the trace as text or JSON, a handout, or the request
 /// bodies the loop sends.
-fn run(args: RunArgs, anywhere: bool) -> Result<ExitCode, Failure> {
+fn run(args: RunArgs) -> Result<ExitCode, Failure> {
+    let anywhere = args.places.agents_anywhere;
     let loaded = load::session(&args.session, anywhere)?;
     let strategy = strategy_for(&loaded.session, &args.strategy)?;
     let trace = loopdbg_engine::run(&loaded.session, &strategy);
@@ -314,7 +314,8 @@ fn emit(
 }
 
 /// `loopdbg compare`: every strategy on each session, one row each.
-fn compare(args: CompareArgs, anywhere: bool) -> Result<ExitCode, Failure> {
+fn compare(args: CompareArgs) -> Result<ExitCode, Failure> {
+    let anywhere = args.places.agents_anywhere;
     let mut rows = Vec::new();
     for path in &args.sessions {
         let loaded = load::session(path, anywhere)?;
@@ -337,7 +338,8 @@ fn compare(args: CompareArgs, anywhere: bool) -> Result<ExitCode, Failure> {
 }
 
 /// `loopdbg lint`: sessions that load but are probably wrong.
-fn lint(args: LintArgs, anywhere: bool) -> Result<ExitCode, Failure> {
+fn lint(args: LintArgs) -> Result<ExitCode, Failure> {
+    let anywhere = args.places.agents_anywhere;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut total = 0;
     for path in &args.sessions {
@@ -365,7 +367,8 @@ fn proxy(args: ProxyArgs) -> Result<ExitCode, Failure> {
 
 /// `loopdbg diff`: two runs aligned, the first divergence; exit 1 when
 /// they differ.
-fn diff(args: DiffArgs, anywhere: bool) -> Result<ExitCode, Failure> {
+fn diff(args: DiffArgs) -> Result<ExitCode, Failure> {
+    let anywhere = args.places.agents_anywhere;
     let right = args.right.unwrap_or_else(|| args.left.clone());
     let a = diff_side(&args.left, &args.left_strategy.0, anywhere)?;
     let b = diff_side(&right, &args.right_strategy.0, anywhere)?;

@@ -20,6 +20,18 @@ pub enum OnInvalid {
     Repair(Repair),
 }
 
+impl std::fmt::Display for OnInvalid {
+    /// As the flag spells it: `forward`, `block`, `repair=synthesize`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OnInvalid::Forward => f.write_str("forward"),
+            OnInvalid::Block => f.write_str("block"),
+            OnInvalid::Repair(Repair::Synthesize) => f.write_str("repair=synthesize"),
+            OnInvalid::Repair(Repair::Strip) => f.write_str("repair=strip"),
+        }
+    }
+}
+
 impl std::str::FromStr for OnInvalid {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
@@ -184,6 +196,14 @@ mod tests {
         assert_eq!(changes, 1);
         let again = inspect(Format::Anthropic, &body, OnInvalid::Block);
         assert!(again.rejected.is_none(), "{:?}", again.findings);
+    }
+
+    #[test]
+    fn policies_print_as_the_flag_spells_them() {
+        for spelled in ["forward", "block", "repair=synthesize", "repair=strip"] {
+            let policy: OnInvalid = spelled.parse().unwrap();
+            assert_eq!(policy.to_string(), spelled);
+        }
     }
 
     #[test]
