@@ -14,9 +14,7 @@ use std::path::{Path, PathBuf};
 
 use loopdbg_engine::LoadError;
 use loopdbg_engine::diagnostics::error::LocatedError;
-use loopdbg_engine::diagnostics::json_span::{
-    SpanKind, SpanNode, offset_of_line_byte_col, parse_path,
-};
+use loopdbg_engine::diagnostics::json_span::{SpanKind, SpanNode, offset_of_line_byte_col};
 use loopdbg_wire::capture;
 use loopdbg_wire::check::{Finding, Severity, check};
 use loopdbg_wire::fix::{Repair, repair};
@@ -400,7 +398,11 @@ fn unreadable(origin: &str, e: std::io::Error) -> LoadError {
 
 fn located_in(origin: &str, text: &str, err: &ReadError) -> LoadError {
     let offset = offset_in(text, err).unwrap_or(0);
-    let path = if err.path.is_empty() { "." } else { &err.path };
+    let path = match (err.line, err.path.is_root()) {
+        (Some(line), _) => format!("line {line} {}", err.path),
+        (None, true) => ".".to_string(),
+        (None, false) => err.path.to_string(),
+    };
     LoadError::at(origin, text, offset, format!("{path}: {}", err.message))
 }
 
@@ -408,11 +410,12 @@ fn located_in(origin: &str, text: &str, err: &ReadError) -> LoadError {
 /// `messages` / `input` too, which the document itself does not spell.
 fn offset_in(text: &str, err: &ReadError) -> Option<usize> {
     let spans = SpanNode::parse(text)?;
-    let mut path = parse_path(&err.path);
-    if matches!(spans.kind, SpanKind::Array(_)) && !path.is_empty() {
-        path.remove(0);
-    }
-    Some(spans.offset_of(&path))
+    let path = err.path.segments();
+    let path = match spans.kind {
+        SpanKind::Array(_) if !path.is_empty() => &path[1..],
+        _ => path,
+    };
+    Some(spans.offset_of(path))
 }
 
 fn json_error(
@@ -851,7 +854,7 @@ fn read_opened(
                             LineError::Json(e) => json_error(&origin, text, Some(n), &e),
                             LineError::Read(e) => {
                                 let offset = SpanNode::parse(text)
-                                    .map_or(0, |s| s.offset_of(&parse_path(&e.path)));
+                                    .map_or(0, |s| s.offset_of(e.path.segments()));
                                 in_line(&origin, n, text, offset, e.to_string())
                             }
                         });

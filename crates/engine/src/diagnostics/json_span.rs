@@ -28,6 +28,80 @@ impl From<usize> for PathSeg {
     }
 }
 
+/// A path into a JSON document as typed segments, written as people read
+/// it: `messages[3].content[1]`, `[2].input` under a bare array. Readers
+/// build it a segment at a time; whoever locates it in the text walks the
+/// segments, never the written form.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JsonPath(Vec<PathSeg>);
+
+impl JsonPath {
+    /// The document itself.
+    pub fn root() -> JsonPath {
+        JsonPath::default()
+    }
+
+    /// This path, then the member `key`.
+    pub fn key(&self, key: &str) -> JsonPath {
+        let mut segs = self.0.clone();
+        segs.push(PathSeg::Key(key.to_string()));
+        JsonPath(segs)
+    }
+
+    /// This path, then element `index`.
+    pub fn index(&self, index: usize) -> JsonPath {
+        let mut segs = self.0.clone();
+        segs.push(PathSeg::Index(index));
+        JsonPath(segs)
+    }
+
+    /// This path, then `other`'s segments.
+    pub fn join(&self, other: &JsonPath) -> JsonPath {
+        JsonPath([&self.0[..], &other.0[..]].concat())
+    }
+
+    /// The segments, outermost first.
+    pub fn segments(&self) -> &[PathSeg] {
+        &self.0
+    }
+
+    /// True for the document itself.
+    pub fn is_root(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl From<Vec<PathSeg>> for JsonPath {
+    fn from(segs: Vec<PathSeg>) -> Self {
+        JsonPath(segs)
+    }
+}
+
+impl std::fmt::Display for JsonPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, seg) in self.0.iter().enumerate() {
+            match seg {
+                PathSeg::Key(k) if i == 0 => f.write_str(k)?,
+                PathSeg::Key(k) => write!(f, ".{k}")?,
+                PathSeg::Index(n) => write!(f, "[{n}]")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+impl From<JsonPath> for std::borrow::Cow<'static, str> {
+    fn from(path: JsonPath) -> Self {
+        std::borrow::Cow::Owned(path.to_string())
+    }
+}
+
+impl From<&JsonPath> for std::borrow::Cow<'static, str> {
+    fn from(path: &JsonPath) -> Self {
+        std::borrow::Cow::Owned(path.to_string())
+    }
+}
+
 /// Builds a path from a mixed list of keys and indices: `path!["tools", 0, "name"]`.
 #[macro_export]
 macro_rules! json_path {
@@ -260,26 +334,6 @@ impl Parser<'_> {
     }
 }
 
-/// Parses a display path (`messages[3].content[1]`, `[2].input`) into segments.
-pub fn parse_path(path: &str) -> Vec<PathSeg> {
-    let mut out = Vec::new();
-    for part in path.split('.').filter(|p| !p.is_empty()) {
-        let (key, indices) = match part.find('[') {
-            Some(i) => (&part[..i], &part[i..]),
-            None => (part, ""),
-        };
-        if !key.is_empty() {
-            out.push(PathSeg::Key(key.to_string()));
-        }
-        for idx in indices.split(']').filter(|s| !s.is_empty()) {
-            if let Ok(i) = idx.trim_start_matches('[').parse() {
-                out.push(PathSeg::Index(i));
-            }
-        }
-    }
-    out
-}
-
 /// A 1-based line and column (in characters) for a byte offset.
 pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let offset = floor_char_boundary(text, offset.min(text.len()));
@@ -405,5 +459,22 @@ mod tests {
         for bad in ["", "{", "[1,", "{\"a\" 1}", "\"abc", "{\"a\":}"] {
             assert!(SpanNode::parse(bad).is_none(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_path_is_written_as_people_read_it() {
+        let p = JsonPath::root()
+            .key("messages")
+            .index(3)
+            .key("content")
+            .index(1);
+        assert_eq!(p.to_string(), "messages[3].content[1]");
+        assert_eq!(
+            JsonPath::root().index(2).key("input").to_string(),
+            "[2].input"
+        );
+        assert_eq!(JsonPath::root().to_string(), "");
+        let joined = JsonPath::root().key("log").join(&p);
+        assert_eq!(joined.to_string(), "log.messages[3].content[1]");
     }
 }

@@ -8,6 +8,7 @@
 //! connector's `mcp_tool_use` / `mcp_tool_result`) are kept apart as
 //! [`Hosted`] blocks: they never take a client `tool_result`.
 
+use loopdbg_engine::diagnostics::json_span::JsonPath;
 use serde_json::Value;
 
 use super::{
@@ -83,8 +84,8 @@ pub(super) struct Blocks {
 /// Reads one Anthropic message's content into blocks.
 pub(super) fn blocks(
     content: Option<&mut Value>,
-    path: &str,
-    mut source: impl FnMut(String) -> BlockSource,
+    path: &JsonPath,
+    mut source: impl FnMut(JsonPath) -> BlockSource,
 ) -> Result<Blocks, ReadError> {
     let mut read = Blocks {
         blocks: Vec::new(),
@@ -170,7 +171,7 @@ pub(super) fn blocks(
         }
         Some(_) => {
             return Err(err(
-                super::dotted(path, "content"),
+                &super::dotted(path, "content"),
                 "expected a string or an array of blocks",
             ));
         }

@@ -26,6 +26,7 @@
 //! carry a uuid and are otherwise ignored.
 
 use ahash::{AHashMap as HashMap, AHashSet as HashSet};
+use loopdbg_engine::diagnostics::json_span::JsonPath;
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -366,7 +367,7 @@ fn content_path(k: usize) -> Cow<'static, str> {
     ];
     match PATHS.get(k) {
         Some(path) => Cow::Borrowed(path),
-        None => Cow::Owned(super::indexed("message", "content", k)),
+        None => Cow::Owned(format!("message.content[{k}]")),
     }
 }
 
@@ -400,9 +401,10 @@ fn typed_blocks(
         let path = || content_path(k);
         let kind = b.kind.as_deref().unwrap_or("");
         let need = |field: Option<Cow<str>>, name: &str| {
-            field
-                .map(Cow::into_owned)
-                .ok_or_else(|| super::err(path(), format!("expected a string `{name}`")))
+            field.map(Cow::into_owned).ok_or_else(|| {
+                let at = JsonPath::root().key("message").key("content").index(k);
+                super::err(&at, format!("expected a string `{name}`"))
+            })
         };
         let block = match kind {
             "text" => Block::Text {
@@ -697,7 +699,8 @@ impl Event {
                 _ => Role::User,
             };
             let uuid = ev.uuid.clone();
-            let mut read = blocks(message.get_mut("content"), "message", |p| BlockSource {
+            let at = JsonPath::root().key("message");
+            let mut read = blocks(message.get_mut("content"), &at, |p| BlockSource {
                 path: p.into(),
                 line: Some(line),
                 uuid: uuid.clone(),

@@ -8,6 +8,7 @@
 //! conversation after it is a new one. `session_meta`, `turn_context` and
 //! `event_msg` records carry no items.
 
+use loopdbg_engine::diagnostics::json_span::{JsonPath, PathSeg};
 use serde_json::{Value, json};
 
 use super::{BlockSource, Conversation, ReadError, Source, responses};
@@ -89,9 +90,15 @@ impl CodexRollout {
             }
             let lines = segment.lines;
             let mut doc = json!({ "input": segment.items });
-            let mut conv = responses::read(&mut doc).map_err(|e| relocate_error(e, &lines))?;
+            // Each item is named by the line of the log it came from.
+            let on_line = |i: usize, _: &JsonPath| BlockSource {
+                path: "payload".into(),
+                line: lines.get(i).copied(),
+                uuid: None,
+            };
+            let mut conv =
+                responses::read_items(&mut doc, &on_line).map_err(|e| relocate_error(e, &lines))?;
             conv.source = Source::Codex;
-            relocate(&mut conv, &lines);
             if n > 0 && count > 1 {
                 conv.label = Some(format!("after compaction {n}"));
             }
@@ -107,48 +114,17 @@ fn is_item(kind: &str) -> bool {
         || matches!(kind, "message" | "reasoning" | "web_search_call")
 }
 
-/// `input[i].rest` → `payload.rest` on the line item `i` came from.
-fn relocated(src: &BlockSource, lines: &[usize]) -> BlockSource {
-    let (index, rest) = src
-        .path
-        .strip_prefix("input[")
-        .and_then(|p| p.split_once(']'))
-        .and_then(|(i, rest)| i.parse::<usize>().ok().map(|i| (i, rest)))
-        .unwrap_or((0, ""));
-    BlockSource {
-        path: format!("payload{rest}").into(),
-        line: lines.get(index).copied(),
-        uuid: None,
-    }
-}
-
-fn relocate(conv: &mut Conversation, lines: &[usize]) {
-    for s in &mut conv.message_sources {
-        *s = relocated(s, lines);
-    }
-    for blocks in &mut conv.block_sources {
-        for s in blocks {
-            *s = relocated(s, lines);
-        }
-    }
-    for note in &mut conv.notes {
-        note.source = relocated(&note.source, lines);
-    }
-}
-
+/// An error at `input[i].rest` of the document read, as the log has it:
+/// `payload.rest` on the line item `i` came from.
 fn relocate_error(e: ReadError, lines: &[usize]) -> ReadError {
-    let at = relocated(
-        &BlockSource {
-            path: e.path.clone().into(),
-            ..Default::default()
+    match e.path.segments() {
+        [PathSeg::Key(input), PathSeg::Index(i), rest @ ..] if input == "input" => ReadError {
+            line: lines.get(*i).copied(),
+            path: JsonPath::root()
+                .key("payload")
+                .join(&JsonPath::from(rest.to_vec())),
+            message: e.message,
         },
-        lines,
-    );
-    ReadError {
-        path: match at.line {
-            Some(line) => format!("line {line} {}", at.path),
-            None => e.path,
-        },
-        message: e.message,
+        _ => e,
     }
 }

@@ -39,7 +39,7 @@ pub(super) fn read(doc: &mut Value) -> Result<Conversation, ReadError> {
     conv.model = doc.get("model").and_then(Value::as_str).map(str::to_string);
     let (items, base) = array_at(doc, "contents")?;
     for (i, item) in items.iter_mut().enumerate() {
-        let path = format!("{base}[{i}]");
+        let path = base.index(i);
         let role = match item.get("role").and_then(Value::as_str).unwrap_or("user") {
             "model" => Role::Assistant,
             "user" | "function" | "tool" => Role::User,
@@ -57,9 +57,9 @@ pub(super) fn read(doc: &mut Value) -> Result<Conversation, ReadError> {
         let mut sources = Vec::new();
         let mut first_call = true;
         for (k, part) in parts.iter_mut().enumerate() {
-            let ppath = format!("{path}.parts[{k}]");
+            let ppath = super::indexed(&path, "parts", k);
             let src = BlockSource {
-                path: ppath.clone().into(),
+                path: (&ppath).into(),
                 ..Default::default()
             };
             let signed = part

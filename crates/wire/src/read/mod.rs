@@ -25,6 +25,7 @@ pub use gemini_cli::GeminiCliLog;
 use serde_json::Value;
 
 use crate::provider::Format;
+use loopdbg_engine::diagnostics::json_span::JsonPath;
 use loopdbg_engine::message::{Block, Message};
 use loopdbg_engine::session::{FinishReason, Json};
 
@@ -264,17 +265,20 @@ pub struct Notice {
 
 /// An input that cannot be read as a conversation.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{path}: {message}")]
+#[error("{}{path}: {message}", line.map(|l| format!("line {l} ")).unwrap_or_default())]
 pub struct ReadError {
-    /// JSON path where reading failed.
-    pub path: String,
+    /// For logs read line by line: the line the document came from.
+    pub line: Option<usize>,
+    /// Where in the document reading failed.
+    pub path: JsonPath,
     /// What was expected.
     pub message: String,
 }
 
-pub(crate) fn err(path: impl Into<String>, message: impl Into<String>) -> ReadError {
+pub(crate) fn err(path: &JsonPath, message: impl Into<String>) -> ReadError {
     ReadError {
-        path: path.into(),
+        line: None,
+        path: path.clone(),
         message: message.into(),
     }
 }
@@ -333,40 +337,17 @@ impl Conversation {
     }
 }
 
-/// `base[i]`, or `base.field[i]` with a field: JSON paths are built for
-/// every block of every conversation, so this avoids the formatting
-/// machinery.
-pub(crate) fn indexed(base: &str, field: &str, i: usize) -> String {
-    let mut path = String::with_capacity(base.len() + field.len() + 8);
-    path.push_str(base);
-    if !field.is_empty() {
-        path.push('.');
-        path.push_str(field);
+/// `base[i]`, or `base.field[i]` with a field.
+pub(crate) fn indexed(base: &JsonPath, field: &str, i: usize) -> JsonPath {
+    match field {
+        "" => base.index(i),
+        field => base.key(field).index(i),
     }
-    path.push('[');
-    let mut digits = [0u8; 20];
-    let mut n = i;
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    path.push_str(std::str::from_utf8(&digits[at..]).expect("ASCII digits"));
-    path.push(']');
-    path
 }
 
 /// `base.field`.
-pub(crate) fn dotted(base: &str, field: &str) -> String {
-    let mut path = String::with_capacity(base.len() + field.len() + 1);
-    path.push_str(base);
-    path.push('.');
-    path.push_str(field);
-    path
+pub(crate) fn dotted(base: &JsonPath, field: &str) -> JsonPath {
+    base.key(field)
 }
 
 /// Guesses what a single JSON document holds.
@@ -479,13 +460,15 @@ pub fn read_owned(mut doc: Value, source: Source) -> Result<Conversation, ReadEr
             // The legacy whole-file recording: metadata with its messages.
             let mut log = GeminiCliLog::default();
             log.push_owned(1, std::mem::take(doc))?;
-            log.finish()
-                .into_iter()
-                .next()
-                .ok_or_else(|| err("messages", "expected at least one message record"))
+            log.finish().into_iter().next().ok_or_else(|| {
+                err(
+                    &JsonPath::root().key("messages"),
+                    "expected at least one message record",
+                )
+            })
         }
         Source::ClaudeCode | Source::Codex => Err(err(
-            "",
+            &JsonPath::root(),
             "an agent log is JSON Lines of events; read it with `Log`",
         )),
     }
@@ -496,16 +479,17 @@ pub fn read_owned(mut doc: Value, source: Source) -> Result<Conversation, ReadEr
 pub(crate) fn array_at<'a>(
     doc: &'a mut Value,
     key: &str,
-) -> Result<(&'a mut Vec<Value>, String), ReadError> {
+) -> Result<(&'a mut Vec<Value>, JsonPath), ReadError> {
+    let at = JsonPath::root().key(key);
     match doc {
-        Value::Array(items) => Ok((items, key.to_string())),
+        Value::Array(items) => Ok((items, at)),
         Value::Object(o) => match o.get_mut(key) {
-            Some(Value::Array(items)) => Ok((items, key.to_string())),
-            Some(_) => Err(err(key, format!("expected `{key}` to be an array"))),
-            None => Err(err("", format!("expected a `{key}` array"))),
+            Some(Value::Array(items)) => Ok((items, at)),
+            Some(_) => Err(err(&at, format!("expected `{key}` to be an array"))),
+            None => Err(err(&JsonPath::root(), format!("expected a `{key}` array"))),
         },
         _ => Err(err(
-            "",
+            &JsonPath::root(),
             format!("expected an object with `{key}`, or an array"),
         )),
     }
@@ -533,7 +517,7 @@ pub(crate) fn read_tools(doc: &Value, conv: &mut Conversation) {
     }
 }
 
-pub(crate) fn role_of(item: &Value, path: &str) -> Result<String, ReadError> {
+pub(crate) fn role_of(item: &Value, path: &JsonPath) -> Result<String, ReadError> {
     item.get("role")
         .and_then(Value::as_str)
         .map(str::to_string)
@@ -575,7 +559,11 @@ pub(crate) fn take(v: &mut Value, key: &str) -> Value {
     v.get_mut(key).map(Value::take).unwrap_or(Value::Null)
 }
 
-pub(crate) fn str_field<'a>(v: &'a Value, key: &str, path: &str) -> Result<&'a str, ReadError> {
+pub(crate) fn str_field<'a>(
+    v: &'a Value,
+    key: &str,
+    path: &JsonPath,
+) -> Result<&'a str, ReadError> {
     v.get(key)
         .and_then(Value::as_str)
         .ok_or_else(|| err(path, format!("expected a string `{key}`")))
@@ -826,13 +814,18 @@ mod tests {
 
     #[test]
     fn paths_are_spelled_like_format_would() {
+        let messages = JsonPath::root().key("messages");
         for i in [0, 7, 10, 99, 123_456, usize::MAX] {
-            assert_eq!(indexed("messages", "", i), format!("messages[{i}]"));
             assert_eq!(
-                indexed("messages[3]", "content", i),
+                indexed(&messages, "", i).to_string(),
+                format!("messages[{i}]")
+            );
+            assert_eq!(
+                indexed(&messages.index(3), "content", i).to_string(),
                 format!("messages[3].content[{i}]")
             );
         }
-        assert_eq!(dotted("input[2]", "content"), "input[2].content");
+        let input = JsonPath::root().key("input").index(2);
+        assert_eq!(dotted(&input, "content").to_string(), "input[2].content");
     }
 }

@@ -5,6 +5,7 @@
 //! `function_call` on the assistant message, answered by a `function`
 //! message naming it, with no ids at all.
 
+use loopdbg_engine::diagnostics::json_span::JsonPath;
 use serde_json::Value;
 
 use super::{BlockSource, Conversation, ReadError, Source, err, finish_reason_of, str_field, take};
@@ -26,7 +27,7 @@ pub(super) fn read(doc: &mut Value) -> Result<Conversation, ReadError> {
     let (items, base) = array_at(doc, "messages")?;
     for (i, item) in items.iter_mut().enumerate() {
         let path = super::indexed(&base, "", i);
-        let src = |p: String| BlockSource {
+        let src = |p: JsonPath| BlockSource {
             path: p.into(),
             ..Default::default()
         };
@@ -58,13 +59,13 @@ pub(super) fn read(doc: &mut Value) -> Result<Conversation, ReadError> {
                         let id = str_field(c, "id", &cpath)?;
                         let source = src(cpath.clone());
                         let (name, input) = if let Some(f) = c.get("function") {
-                            let name = str_field(f, "name", &format!("{cpath}.function"))?;
+                            let name = str_field(f, "name", &cpath.key("function"))?;
                             let input =
                                 parse_arguments(f.get("arguments"), id, &source, &mut conv.notes);
                             (name, input)
                         } else if let Some(custom) = c.get("custom") {
                             // A custom tool's input is free text, not JSON.
-                            let name = str_field(custom, "name", &format!("{cpath}.custom"))?;
+                            let name = str_field(custom, "name", &cpath.key("custom"))?;
                             conv.call_types
                                 .push((id.to_string(), "custom_tool_call".to_string()));
                             let input = custom.get("input").cloned().unwrap_or(Value::Null);

@@ -12,6 +12,7 @@
 //! recorded event stream) becomes a reply is `live`'s to say, so the caller
 //! hands that in.
 
+use loopdbg_engine::diagnostics::json_span::JsonPath;
 use serde_json::Value;
 
 use super::{Answer, BlockSource, Conversation, ReadError, Source, detect, read_owned};
@@ -36,17 +37,16 @@ fn provider_of_route(route: &str) -> Option<Source> {
 
 /// The interactions of a recording, when `doc` is one: where its list
 /// lives, and the list.
-fn interactions(doc: &Value) -> Option<(&'static str, &Vec<Value>)> {
-    if let Some(list) = doc.get("interactions").and_then(Value::as_array) {
-        return Some(("interactions", list));
-    }
-    if let Some(list) = doc.get("http_interactions").and_then(Value::as_array) {
-        return Some(("http_interactions", list));
+fn interactions(doc: &Value) -> Option<(JsonPath, &Vec<Value>)> {
+    for key in ["interactions", "http_interactions"] {
+        if let Some(list) = doc.get(key).and_then(Value::as_array) {
+            return Some((JsonPath::root().key(key), list));
+        }
     }
     doc.get("log")
         .and_then(|l| l.get("entries"))
         .and_then(Value::as_array)
-        .map(|list| ("log.entries", list))
+        .map(|list| (JsonPath::root().key("log").key("entries"), list))
 }
 
 /// True when `doc` is a recording of HTTP exchanges.
@@ -162,7 +162,8 @@ pub fn read_recording_with(
     let (base, list) = interactions(doc)?;
     let mut out = Vec::new();
     for (i, interaction) in list.iter().enumerate() {
-        let path = format!("{base}[{i}]");
+        let at = base.index(i);
+        let path = at.to_string();
         let request = interaction.get("request").unwrap_or(&Value::Null);
         let Some(body) = body_of(request).filter(Value::is_object) else {
             continue;
@@ -196,10 +197,8 @@ pub fn read_recording_with(
         let mut conv = match read_owned(body, source) {
             Ok(c) => c,
             Err(e) => {
-                return Some(Err(super::err(
-                    format!("{path}.request.body.{}", e.path).trim_end_matches('.'),
-                    e.message,
-                )));
+                let within = at.key("request").key("body").join(&e.path);
+                return Some(Err(super::err(&within, e.message)));
             }
         };
         let asked = conv.messages.len();

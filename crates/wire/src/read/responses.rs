@@ -10,6 +10,7 @@
 //! conversation (`conversation`), or that points at stored items
 //! (`item_reference`), may answer calls it does not contain.
 
+use loopdbg_engine::diagnostics::json_span::JsonPath;
 use serde_json::Value;
 
 use super::{
@@ -49,6 +50,18 @@ pub fn answered_id(item: &Value) -> Option<&str> {
 }
 
 pub(super) fn read(doc: &mut Value) -> Result<Conversation, ReadError> {
+    read_items(doc, &|_, path| BlockSource {
+        path: path.into(),
+        ..Default::default()
+    })
+}
+
+/// [`read`], with where each input item came from: by default its path
+/// (`input[i]`); a Codex rollout names the line of its log instead.
+pub(super) fn read_items(
+    doc: &mut Value,
+    item_source: &dyn Fn(usize, &JsonPath) -> BlockSource,
+) -> Result<Conversation, ReadError> {
     let mut conv = Conversation::new(Source::Provider(Format::Responses));
     read_tools(doc, &mut conv);
     // Tools loaded by tool search arrive as `additional_tools`.
@@ -90,10 +103,7 @@ pub(super) fn read(doc: &mut Value) -> Result<Conversation, ReadError> {
     let (items, base) = array_at(doc, "input")?;
     for (i, item) in items.iter_mut().enumerate() {
         let path = super::indexed(&base, "", i);
-        let src = BlockSource {
-            path: path.clone().into(),
-            ..Default::default()
-        };
+        let src = item_source(i, &path);
         let kind = item
             .get("type")
             .and_then(Value::as_str)
@@ -169,7 +179,7 @@ fn read_call(
     conv: &mut Conversation,
     item: &mut Value,
     call: &str,
-    path: &str,
+    path: &JsonPath,
     src: BlockSource,
 ) -> Result<(), ReadError> {
     let id = str_field(item, "call_id", path)?.to_string();
