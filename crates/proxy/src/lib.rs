@@ -731,14 +731,22 @@ mod tests {
         closed_rx.await.expect("the upstream connection is closed");
     }
 
-    #[tokio::test]
-    async fn an_expect_100_continue_is_answered_before_the_body_is_sent() {
+    /// A proxy before an upstream answering `{}` to everything, and an
+    /// agent connected to it.
+    async fn agent_of_an_empty_json_upstream() -> (Running, Arc<AtomicUsize>, TcpStream) {
         let (url, seen) = upstream_writing(
             b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}",
         )
         .await;
         let running = proxy_to(url).await;
-        let mut agent = TcpStream::connect(running.addr).await.unwrap();
+        let agent = TcpStream::connect(running.addr).await.unwrap();
+        (running, seen, agent)
+    }
+
+    #[tokio::test]
+    async fn an_expect_100_continue_is_answered_before_the_body_is_sent() {
+        // The proxy runs as long as `_running` lives.
+        let (_running, seen, mut agent) = agent_of_an_empty_json_upstream().await;
         agent
             .write_all(b"POST /v1/messages HTTP/1.1\r\nhost: x\r\nexpect: 100-continue\r\ncontent-length: 2\r\n\r\n")
             .await
@@ -769,12 +777,8 @@ mod tests {
     /// framing, never the agent's.
     #[tokio::test]
     async fn a_request_with_both_framings_smuggles_nothing_through() {
-        let (url, seen) = upstream_writing(
-            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}",
-        )
-        .await;
-        let running = proxy_to(url).await;
-        let mut agent = TcpStream::connect(running.addr).await.unwrap();
+        // The proxy runs as long as `_running` lives.
+        let (_running, seen, mut agent) = agent_of_an_empty_json_upstream().await;
         agent
             .write_all(
                 b"POST /v1/messages HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\ncontent-length: 2\r\n\r\n{}\
