@@ -114,7 +114,7 @@ fn toggling_extraction_mid_run_keeps_the_place_and_says_what_changed() {
     assert!(
         notice.contains("extract first → all")
             && notice.contains("now 2 rounds instead of 6")
-            && notice.contains("toolu_f1 paired"),
+            && notice.contains("toolu_f1 ×6 paired"),
         "{notice}"
     );
     // Toggle back at a place the other run does not reach: the nearest step.
@@ -125,7 +125,7 @@ fn toggling_extraction_mid_run_keeps_the_place_and_says_what_changed() {
         app.notice
             .as_ref()
             .unwrap()
-            .contains("toolu_f1 left unpaired")
+            .contains("toolu_f1 ×6 left unpaired")
     );
 }
 
@@ -1056,4 +1056,40 @@ fn the_tour_resumes_at_the_first_unsolved_stop() {
     let app = App::tour(sessions, [0, 1].into_iter().collect(), Theme::color());
     assert_eq!(app.tour.as_ref().unwrap().index, 2);
     assert_eq!(app.origin, "sessions/stop_truncated.json");
+}
+
+/// A toggle's notice counts an id reused every round instead of listing it
+/// again and again, and says "1 round" in plain words (issue 22, item 4).
+#[test]
+fn toggle_notices_count_reused_ids_and_speak_plainly() {
+    let mut app = fx_first_reask();
+    apply(&mut app, key('e'));
+    let notice = app.notice.clone().unwrap();
+    assert!(notice.contains("toolu_f1 ×6 paired"), "{notice}");
+    assert!(!notice.contains("toolu_f1, toolu_f1"), "{notice}");
+    // Down to one round: singular.
+    while app.strategy().max_rounds > 1 {
+        apply(&mut app, key('-'));
+    }
+    let notice = app.notice.clone().unwrap();
+    assert!(
+        notice.contains("1 round") && !notice.contains("1 rounds"),
+        "{notice}"
+    );
+}
+
+/// `c` stops where an id becomes unpaired and names that id, not every
+/// unpaired id so far (issue 22, item 4).
+#[test]
+fn continue_names_only_the_id_that_became_unpaired() {
+    let mut app = fx_first_reask();
+    apply(&mut app, key('c'));
+    let first = app.notice.clone().unwrap();
+    assert!(
+        first.starts_with("stopped: unpaired id appeared (toolu_f1)"),
+        "{first}"
+    );
+    apply(&mut app, key('c'));
+    let second = app.notice.clone().unwrap();
+    assert_eq!(second, first, "the second stop names its own new id once");
 }

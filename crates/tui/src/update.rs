@@ -1,7 +1,7 @@
 //! The pure update function: state + action → new state (and maybe a
 //! follow-up action). No terminal, no clock; tested without either.
 
-use loopdbg_engine::ledger::Ledger;
+use loopdbg_engine::ledger::{Ledger, counted_ids};
 use loopdbg_engine::session::MAX_ROUNDS_LIMIT;
 use loopdbg_engine::strategy::Strategy;
 use loopdbg_engine::trace::{Phase, Trace};
@@ -541,10 +541,21 @@ fn continue_target(app: &App) -> (usize, String) {
             return (k, format!("stopped at breakpoint on {}", step.phase.name()));
         }
         if step.unpaired > trace.step(k - 1).unpaired {
-            let ids = Ledger::of(trace.history_at(k), &trace.in_flight_at(k)).unpaired();
+            // Only the calls that became unpaired at this step.
+            let mut before =
+                Ledger::of(trace.history_at(k - 1), &trace.in_flight_at(k - 1)).unpaired();
+            let mut new = Vec::new();
+            for id in Ledger::of(trace.history_at(k), &trace.in_flight_at(k)).unpaired() {
+                match before.iter().position(|b| *b == id) {
+                    Some(i) => {
+                        before.remove(i);
+                    }
+                    None => new.push(id),
+                }
+            }
             return (
                 k,
-                format!("stopped: unpaired id appeared ({})", ids.join(", ")),
+                format!("stopped: unpaired id appeared ({})", counted_ids(&new)),
             );
         }
         if step.phase == Phase::Reply
@@ -609,10 +620,11 @@ pub fn describe_outcome_change(
 ) -> String {
     let mut parts = Vec::new();
     let (b, a) = (before.outcome.requests, after.outcome.requests);
+    let rounds = |n: u32| format!("{n} round{}", if n == 1 { "" } else { "s" });
     if a != b {
-        parts.push(format!("now {a} rounds instead of {b}"));
+        parts.push(format!("now {} instead of {b}", rounds(a)));
     } else {
-        parts.push(format!("still {a} rounds"));
+        parts.push(format!("still {}", rounds(a)));
     }
     if before.outcome.end != after.outcome.end {
         parts.push(format!(
@@ -621,17 +633,17 @@ pub fn describe_outcome_change(
             before.outcome.end.as_str()
         ));
     }
+    // One entry per unpaired call: an id reused every round is counted
+    // (`toolu_f1 ×6`), not listed six times.
     let (was, now) = (&before_analysis.unpaired, &after_analysis.unpaired);
-    let fixed: Vec<&String> = was.iter().filter(|id| !now.contains(id)).collect();
-    let broken: Vec<&String> = now.iter().filter(|id| !was.contains(id)).collect();
+    let fixed: Vec<String> = was.iter().filter(|id| !now.contains(id)).cloned().collect();
+    let broken: Vec<String> = now.iter().filter(|id| !was.contains(id)).cloned().collect();
     let mut s = parts.join(", ");
     if !fixed.is_empty() {
-        let ids: Vec<&str> = fixed.iter().map(|s| s.as_str()).collect();
-        s.push_str(&format!("; {} paired", ids.join(", ")));
+        s.push_str(&format!("; {} paired", counted_ids(&fixed)));
     }
     if !broken.is_empty() {
-        let ids: Vec<&str> = broken.iter().map(|s| s.as_str()).collect();
-        s.push_str(&format!("; {} left unpaired", ids.join(", ")));
+        s.push_str(&format!("; {} left unpaired", counted_ids(&broken)));
     }
     loopdbg_lesson::report::clean(&s)
 }
