@@ -169,6 +169,16 @@ fn step_toggle_and_quit_in_a_real_terminal() {
     screen.wait_for("help to close", |s| {
         !s.contains("toggle extraction: first ↔ all")
     });
+    // `q` in a popup closes it, and a second Esc on the panes says how to
+    // quit instead of quitting (issue 22, item 8).
+    writer.write_all(b"?").unwrap();
+    screen.wait_text("toggle extraction: first ↔ all");
+    writer.write_all(b"q").unwrap();
+    screen.wait_for("help to close on q", |s| {
+        !s.contains("toggle extraction: first ↔ all")
+    });
+    writer.write_all(b"\x1b").unwrap();
+    screen.wait_text("q quits");
 
     quit(child, &mut writer, &mut screen);
 }

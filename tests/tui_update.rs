@@ -267,15 +267,51 @@ fn focus_scroll_expand_and_popups() {
     assert!(app.popup().cloned().is_none());
 }
 
+/// A key as the terminal adapter maps it in the mode the app is in.
+fn key_in(app: &App, c: char) -> Action {
+    let event = KeyEvent::new(
+        match c {
+            '\u{1b}' => KeyCode::Esc,
+            '\n' => KeyCode::Enter,
+            c => KeyCode::Char(c),
+        },
+        KeyModifiers::NONE,
+    );
+    loopdbg_tui::keymap::action_in(&app.mode, &event).unwrap()
+}
+
+/// `q` and Esc close a popup; only `q` on the panes quits, and a second
+/// Esc never does (issue 22, item 8).
 #[test]
-fn esc_quits_without_a_popup_and_q_always_quits() {
-    let mut app = fx_first_reask();
-    apply(&mut app, Action::Help);
-    apply(&mut app, key('q'));
-    assert!(app.quit);
-    let mut app = fx_first_reask();
-    apply(&mut app, Action::Back);
-    assert!(app.quit);
+fn q_and_esc_close_a_popup_and_only_q_on_the_panes_quits() {
+    for close in ['q', '\u{1b}'] {
+        let mut app = fx_first_reask();
+        apply(&mut app, Action::Help);
+        let k = key_in(&app, close);
+        apply(&mut app, k);
+        assert!(app.popup().is_none() && !app.quit, "{close:?} closes help");
+        let k = key_in(&app, '\u{1b}');
+        apply(&mut app, k);
+        assert!(!app.quit, "a second Esc does not quit");
+        let k = key_in(&app, 'q');
+        apply(&mut app, k);
+        assert!(app.quit, "q on the panes quits");
+    }
+}
+
+/// Enter inside the table, the tools or the help leaves that popup as it
+/// is, instead of opening a message's JSON behind it (issue 22, item 8).
+#[test]
+fn enter_inside_a_popup_opens_no_other_popup() {
+    for open in ['t', 'd', '?'] {
+        let mut app = fx_first_reask();
+        apply(&mut app, key(open));
+        let before = app.popup().cloned();
+        assert!(before.is_some());
+        let k = key_in(&app, '\n');
+        apply(&mut app, k);
+        assert_eq!(app.popup().cloned(), before, "Enter in {open:?}");
+    }
 }
 
 #[test]

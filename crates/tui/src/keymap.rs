@@ -121,7 +121,7 @@ pub static KEYMAP: std::sync::LazyLock<Vec<Binding>> = std::sync::LazyLock::new(
         bind!("View", [Code(KeyCode::PageDown)], Action::PageDown, "page down", None),
         bind!("View", [Code(KeyCode::PageUp)], Action::PageUp, "page up", None),
         bind!("View", [Code(KeyCode::Enter)], Action::Expand, "open the selected message's JSON", None),
-        bind!("View", [Code(KeyCode::Esc)], Action::Back, "close the popup (quit when none is open)", None),
+        bind!("View", [Code(KeyCode::Esc)], Action::Back, "close a popup, cancel typing (q quits)", None),
         bind!("View", [Char('?')], Action::Help, "this help", Some("help")),
         bind!("View", [Char('q'), Ctrl('c')], Action::Quit, "quit", Some("quit")),
     ]
@@ -137,8 +137,8 @@ pub static POPUP_KEYMAP: std::sync::LazyLock<Vec<Binding>> = std::sync::LazyLock
         bind!("In a popup", [Char('k'), Code(KeyCode::Up)], Action::ScrollUp, "scroll the popup up (forks: the previous fork)", None),
         bind!("In a popup", [Code(KeyCode::PageDown)], Action::PageDown, "a page down in the popup", None),
         bind!("In a popup", [Code(KeyCode::PageUp)], Action::PageUp, "a page up in the popup", None),
-        bind!("In a popup", [Code(KeyCode::Enter)], Action::Expand, "forks: show the selected fork; a message's JSON: close it", None),
-        bind!("In a popup", [Code(KeyCode::Esc)], Action::Back, "close the popup", None),
+        bind!("In a popup", [Code(KeyCode::Enter)], Action::Expand, "forks: show the selected fork; a message's JSON: close it; elsewhere nothing", None),
+        bind!("In a popup", [Code(KeyCode::Esc), Char('q')], Action::Back, "close the popup (Ctrl-c quits from anywhere)", None),
     ]
 });
 

@@ -362,7 +362,10 @@ fn screen(app: &mut App, action: Action) {
                 app.open(Popup::Detail { message, scroll: 0 });
             }
         }
-        Action::Back | Action::Quit => app.quit = true,
+        // Only `q` (and Ctrl-c) quits: Esc on the panes is one Esc too
+        // many after closing a popup, never a reason to leave.
+        Action::Back => app.notice = Some("Esc closes popups and cancels typing; q quits".into()),
+        Action::Quit => app.quit = true,
         Action::Help => app.open(Popup::Help { scroll: 0 }),
         Action::ShowTools => app.open(Popup::Tools { scroll: 0 }),
         Action::ToggleBreakpoint => {
@@ -480,6 +483,9 @@ fn handle_popup(app: &mut App, action: &Action) -> bool {
         Action::ShowTools if matches!(popup, Popup::Tools { .. }) => app.close_popup(),
         Action::ShowDiff if matches!(popup, Popup::Diff { .. }) => app.close_popup(),
         Action::Expand if matches!(popup, Popup::Detail { .. }) => app.close_popup(),
+        // Enter means something in the forks (handled above) and the JSON
+        // popup; elsewhere it must not open a popup behind this one.
+        Action::Expand => {}
         // Quitting, resizing and strategy changes still work under a popup;
         // anything else would change what the popup describes, so it closes.
         Action::Quit | Action::Resize(..) => return false,
