@@ -170,3 +170,24 @@ fn the_html_handout_renders_in_a_real_browser_without_console_errors() {
         .collect();
     assert!(console_errors.is_empty(), "{console_errors:?}");
 }
+
+/// A handout written with `-o` gets the mode any new file gets here (the
+/// umask's), as `X` and a shell's `>` give it; it was 0600 (issue 22,
+/// item 11).
+#[cfg(unix)]
+#[test]
+fn a_handout_file_takes_the_umasks_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = common::scratch("mode");
+    let probe = dir.join("probe");
+    std::fs::File::create(&probe).unwrap();
+    let expected = std::fs::metadata(&probe).unwrap().permissions().mode() & 0o777;
+    let out = dir.join("weather.md");
+    loopdbg()
+        .args(["run", "sessions/weather.json", "--export", "md", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let mode = std::fs::metadata(&out).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, expected, "{mode:o} against {expected:o}");
+}
