@@ -394,6 +394,24 @@ pub fn rfc3339(t: SystemTime) -> String {
     humantime::format_rfc3339_millis(t).to_string()
 }
 
+/// What an answer that is not a success says, in words: a provider's
+/// refusal, a rate limit, an overload, or loopdbg's own 502.
+fn status_said(x: &Exchange) -> Option<String> {
+    let what = match x.status {
+        200..=399 => return None,
+        502 if x.action == Action::Failed => "loopdbg's own 502: the upstream could not be reached",
+        400 => "the provider refused the request",
+        401 | 403 => "the provider refused the credentials",
+        404 => "the provider does not know this path",
+        413 => "the request is too large for the provider",
+        429 => "rate limited by the provider",
+        529 | 503 => "the provider is overloaded",
+        500..=599 => "the provider failed",
+        _ => "the provider refused it",
+    };
+    Some(format!("{what} ({})", x.status))
+}
+
 /// One line per exchange, for `--no-tui` and logs.
 pub fn summary_line(x: &Exchange) -> String {
     let provider = x.provider.unwrap_or("?");
@@ -430,10 +448,10 @@ pub fn summary_line(x: &Exchange) -> String {
                 .iter()
                 .filter(|f| f.severity == "warning")
                 .count();
-            if warnings > 0 {
-                line.push_str(&format!(" · {warnings} warning(s)"));
-            } else {
-                line.push_str(" · ok");
+            match (warnings, status_said(x)) {
+                (_, Some(said)) => line.push_str(&format!(" · {said}")),
+                (0, None) => line.push_str(" · ok"),
+                (n, None) => line.push_str(&format!(" · {n} warning(s)")),
             }
         }
     }
@@ -840,6 +858,52 @@ mod tests {
         let x = running.exchanges.recv().await.unwrap().into_exchange();
         assert_eq!(x.action, Action::Failed);
         assert!(!x.error.unwrap().contains("SECRET"), "no URL in the error");
+    }
+
+    /// An answer that is not a success is never summed up as "ok".
+    #[test]
+    fn the_summary_line_says_what_an_error_answer_was() {
+        let line = |status: u16, action: Action| {
+            let mut x = Ended::written(
+                Started {
+                    seq: 1,
+                    time: SystemTime::UNIX_EPOCH,
+                    method: "POST".into(),
+                    path: "/v1/messages".into(),
+                    provider: Some(Format::Anthropic),
+                    request: Value::Null,
+                    forwarded: None,
+                    findings: Vec::new(),
+                    unjudged: None,
+                    began: Instant::now(),
+                },
+                action,
+                status,
+                Value::Null,
+                None,
+            )
+            .into_exchange();
+            x.latency_ms = 1.0;
+            summary_line(&x)
+        };
+        assert!(line(200, Action::Forwarded).ends_with(" · ok"));
+        for (status, action, said) in [
+            (
+                400,
+                Action::Forwarded,
+                "the provider refused the request (400)",
+            ),
+            (429, Action::Forwarded, "rate limited by the provider (429)"),
+            (529, Action::Forwarded, "the provider is overloaded (529)"),
+            (
+                502,
+                Action::Failed,
+                "loopdbg's own 502: the upstream could not be reached (502)",
+            ),
+        ] {
+            let l = line(status, action);
+            assert!(l.contains(said) && !l.ends_with(" · ok"), "{l}");
+        }
     }
 
     #[test]
