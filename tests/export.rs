@@ -191,3 +191,31 @@ fn a_handout_file_takes_the_umasks_mode() {
     let mode = std::fs::metadata(&out).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, expected, "{mode:o} against {expected:o}");
 }
+
+/// Each provider 400 is said once in a handout, with the rounds it came
+/// back in, as `loopdbg run` says it; the Markdown and HTML handouts listed
+/// every one twice (issue 22, item 11).
+#[test]
+fn a_handout_says_each_provider_400_once() {
+    for kind in ["md", "html"] {
+        let out = loopdbg()
+            .args([
+                "run",
+                "sessions/weather_fx.json",
+                "--extract",
+                "first",
+                "--behavior",
+                "reask",
+                "--stop",
+                "tool-calls",
+                "--export",
+                kind,
+            ])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let said = text.matches("a provider would reject this request").count();
+        assert_eq!(said, 1, "{kind}: {said} times");
+        assert!(text.contains("request of round 2, 3, 4, 5, 6"), "{kind}");
+    }
+}

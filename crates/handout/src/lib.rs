@@ -171,12 +171,9 @@ pub fn gather(session: &Session, trace: &Trace, opts: &Options) -> Handout {
             })
         })
         .collect();
-    let mut warnings: Vec<String> = report
-        .violations
-        .iter()
-        .map(|v| format!("round {}: {}", v.round, v.message))
-        .collect();
-    warnings.extend(report.warnings.iter().map(|w| w.message.clone()));
+    // The provider's 400s are among the run's warnings, one per request:
+    // said once with the rounds, as `loopdbg run` says them.
+    let warnings = loopdbg_lesson::report::dedup_warnings(&report.warnings);
     let mut h = Handout {
         title: if session.title.is_empty() {
             opts.origin.clone()

@@ -363,7 +363,7 @@ fn write_execution(out: &mut String, r: &RoundReport, e: &ExecutedRef) {
 
 /// Violations repeat round after round in a spinning loop; say each once
 /// with the rounds it happened in.
-fn dedup_warnings(warnings: &[Warning]) -> Vec<String> {
+pub fn dedup_warnings(warnings: &[Warning]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut rounds_400: Vec<String> = Vec::new();
     let mut msg_400 = None;
