@@ -1129,3 +1129,31 @@ fn continue_names_only_the_id_that_became_unpaired() {
     let second = app.notice.clone().unwrap();
     assert_eq!(second, first, "the second stop names its own new id once");
 }
+
+/// `x` where every call of the turn has already ended changes nothing, so
+/// it is refused with the reason instead of being recorded (issue 22,
+/// item 5); where a call is still running it interrupts.
+#[test]
+fn an_interrupt_with_nothing_running_is_refused() {
+    let mut app = fx_first_reask();
+    while phase(&app) != Phase::Execute {
+        apply(&mut app, Action::StepForward);
+    }
+    let before = app.strategy().clone();
+    apply(&mut app, key('x'));
+    assert_eq!(app.strategy(), &before, "no interrupt recorded");
+    let notice = app.notice.clone().unwrap();
+    assert!(notice.starts_with("nothing to interrupt"), "{notice}");
+
+    let mut app = app_with(
+        "fault_timeout.json",
+        Extract::All,
+        StopRule::Robust,
+        "script",
+    );
+    while phase(&app) != Phase::Execute {
+        apply(&mut app, Action::StepForward);
+    }
+    apply(&mut app, key('x'));
+    assert!(app.strategy().interrupt.is_some(), "{:?}", app.notice);
+}

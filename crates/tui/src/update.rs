@@ -171,6 +171,22 @@ fn change_strategy(app: &mut App, action: Action) -> Option<Action> {
                 );
                 return None;
             }
+            // An interrupt stops calls still running; when every call of the
+            // turn has ended by now it would change nothing, and a session
+            // written with it (W) would hold a fault that never fires.
+            let running = app.trace.round(step.round).is_some_and(|r| {
+                r.executions.iter().any(|e| {
+                    e.status != loopdbg_engine::trace::CallStatus::Dropped
+                        && e.ended_ms > step.time_ms
+                })
+            });
+            if !running {
+                app.notice = Some(format!(
+                    "nothing to interrupt: every call of round {} has ended by {} ms; x stops calls still running (step to an earlier Execute)",
+                    step.round, step.time_ms
+                ));
+                return None;
+            }
             s.interrupt = Some(loopdbg_engine::session::Interrupt {
                 round: step.round,
                 at_ms: step.time_ms,
