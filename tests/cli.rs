@@ -819,3 +819,14 @@ fn agents_anywhere_is_offered_only_where_sessions_load() {
         assert!(!help(&[sub]).contains("--agents-anywhere"), "{sub}");
     }
 }
+
+/// Without a terminal the tour says it needs one, instead of suggesting
+/// `loopdbg run` on its first stop's session (issue 22, item 7).
+#[test]
+fn the_tour_without_a_terminal_asks_for_one() {
+    let out = loopdbg().arg("tour").output().unwrap();
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("the tour needs a terminal"), "{said}");
+    assert!(!said.contains("loopdbg run"), "{said}");
+}

@@ -40,6 +40,11 @@ fn run_with(mut app: App, mut feed: Option<UnboundedReceiver<LiveUpdate>>) -> an
 
     use std::io::IsTerminal;
     if !stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        if app.tour.is_some() {
+            anyhow::bail!(
+                "the tour needs a terminal: run `loopdbg tour` in one (it has no headless form)"
+            );
+        }
         let headless = if app.trace.is_replay() {
             "loopdbg check"
         } else {
