@@ -22,16 +22,8 @@ fn run_json(args: &[&str]) -> Value {
 #[test]
 fn run_text_mirrors_the_seed_trace() {
     loopdbg()
-        .args([
-            "run",
-            "sessions/weather_fx.json",
-            "--extract",
-            "first",
-            "--behavior",
-            "reask",
-            "--stop",
-            "tool-calls",
-        ])
+        .arg("run")
+        .args(common::FX_FIRST_REASK)
         .assert()
         .success()
         .stdout(predicate::str::contains("dropped (not executed): get_fx_rate(toolu_f1)"))

@@ -199,18 +199,9 @@ fn a_handout_file_takes_the_umasks_mode() {
 fn a_handout_says_each_provider_400_once() {
     for kind in ["md", "html"] {
         let out = loopdbg()
-            .args([
-                "run",
-                "sessions/weather_fx.json",
-                "--extract",
-                "first",
-                "--behavior",
-                "reask",
-                "--stop",
-                "tool-calls",
-                "--export",
-                kind,
-            ])
+            .arg("run")
+            .args(common::FX_FIRST_REASK)
+            .args(["--export", kind])
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout);

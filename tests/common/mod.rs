@@ -119,3 +119,15 @@ pub fn skip(test: &str, reason: &str) {
         .open(list)
         .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
 }
+
+/// Seed 000's bug as `run` flags: weather_fx.json, only the first call
+/// taken, the stub asking again until the round limit.
+pub const FX_FIRST_REASK: [&str; 7] = [
+    "sessions/weather_fx.json",
+    "--extract",
+    "first",
+    "--behavior",
+    "reask",
+    "--stop",
+    "tool-calls",
+];
