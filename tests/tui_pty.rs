@@ -381,6 +381,25 @@ fn e_opens_the_editor_and_the_edited_reply_forks_the_run() {
     quit(child, &mut writer, &mut screen);
 }
 
+/// The explain box grows with what it has to say: at a tour stop the
+/// stop's instructions, its notice and the phase's own sentence are all on
+/// the screen, none pushed out (issue 22, items 1 and 7).
+#[test]
+fn a_tour_stop_shows_its_instructions_and_the_phase_together() {
+    let data = tempfile::tempdir().unwrap();
+    let home = data.path().to_str().unwrap();
+    let (child, mut writer, mut screen) = spawn_with(&["tour"], &[("XDG_DATA_HOME", home)]);
+    let shown = screen.wait_text("tour 1/4");
+    for part in [
+        "a tool call is the model asking your code to run a function",
+        "tour stop 1 of 4",
+        "Trip 1 starts",
+    ] {
+        assert!(shown.contains(part), "{part:?} not on the screen:\n{shown}");
+    }
+    quit(child, &mut writer, &mut screen);
+}
+
 #[test]
 fn the_tour_remembers_progress_between_runs() {
     let data = tempfile::tempdir().unwrap();

@@ -129,7 +129,7 @@ pub const STOPS: &[Stop] = &[
     Stop {
         session: "weather.json",
         title: "One tool, two trips",
-        press: "n steps one phase; step until the header says round 2 and `Request`",
+        press: "a tool call is the model asking your code to run a function (a `tool_use` block); your loop runs it and sends back a `tool_result`. n steps one phase; step until the header says round 2 and `Request`",
         question: "How many messages does the second request carry?",
         lesson: "the second trip sends the whole history back: the prompt, the model's tool_use, and the tool_result that pairs with it",
         setup: nothing,

@@ -59,6 +59,8 @@ fn open(app: &mut App, index: usize) {
     app.show_run(session, &strategy, 0);
     app.initial_strategy = strategy;
     app.mode = Mode::Panes;
+    // The box starts at the new stop's top, not where the last one was.
+    app.explain_scroll = 0;
     app.forks.clear();
     app.fork = 0;
     app.notice = Some(welcome(index));

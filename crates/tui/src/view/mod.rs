@@ -51,12 +51,12 @@ pub struct Areas {
 
 /// Splits `area` for `app` (the summary box is taller at the end).
 pub fn layout(app: &App, area: Rect) -> Areas {
-    // The end summary needs room for its warnings; the panes give it up.
-    let bottom = if app.at_end() {
-        (area.height / 3).clamp(4, 10)
-    } else {
-        4
-    };
+    // The box grows with what it has to say, up to a third of the screen
+    // (the end summary's warnings, a tour stop, a long notice); the panes
+    // give the room up. Past that it scrolls and says there is more.
+    let most = (area.height / 3).max(4);
+    let wanted = summary::wanted_height(app, area.width).saturating_add(1);
+    let bottom = wanted.clamp(4, most);
     let rows = Layout::default()
         .direction(Direction::Vertical)
         .constraints([

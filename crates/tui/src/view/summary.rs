@@ -11,7 +11,9 @@ use crate::app::App;
 use crate::explain::explain;
 use loopdbg_lesson::report::{clean, show_text};
 
-pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
+/// The box's title and lines: the tour's stop first (when touring), then
+/// the notice, then what this step does (or the end summary).
+fn content(app: &App) -> (&'static str, Vec<Line<'static>>) {
     let t = &app.theme;
     let (title, mut lines) = if app.at_end() {
         (" end summary ", end_summary(app))
@@ -33,6 +35,21 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         }
         None => lines.extend(notice),
     }
+    (title, lines)
+}
+
+/// How many lines the box's text takes at `width` (borders aside).
+pub(super) fn wanted_height(app: &App, width: u16) -> u16 {
+    let (_, lines) = content(app);
+    let height = Paragraph::new(lines)
+        .wrap(Wrap { trim: true })
+        .line_count(width);
+    u16::try_from(height).unwrap_or(u16::MAX)
+}
+
+pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
+    let t = &app.theme;
+    let (title, lines) = content(app);
     let focused = app.focus == crate::app::Pane::Explain;
     let block = Block::default()
         .borders(Borders::TOP)
@@ -44,7 +61,11 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let visible = area.height.saturating_sub(1);
     let scroll = app.explain_scroll.min(height.saturating_sub(visible));
     if height > visible {
-        let more = format!(" {}/{} ", (scroll + visible).min(height), height);
+        let shown = (scroll + visible).min(height);
+        let more = match shown < height {
+            true => format!(" more ↓ {shown}/{height} "),
+            false => format!(" {shown}/{height} "),
+        };
         let x = area.right().saturating_sub(more.chars().count() as u16 + 1);
         buf.set_string(x, area.y, more, t.title);
     }
