@@ -230,6 +230,24 @@ fn exchange(seq: u64, messages: serde_json::Value, reply: serde_json::Value) -> 
     format!("{record}\n")
 }
 
+/// `--follow` started before the file exists, or while it is empty, waits
+/// for it and shows it once it holds a conversation (issue 22, item 12).
+#[test]
+fn follow_waits_for_a_file_that_is_not_there_yet() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("capture.jsonl");
+    let (child, mut writer, mut screen) = spawn(&[path.to_str().unwrap(), "--follow"]);
+    screen.wait_text("waiting for the file");
+    std::fs::write(&path, "").unwrap();
+    let prompt = serde_json::json!([{"role": "user", "content": "weather and fx?"}]);
+    let calls = serde_json::json!([
+        {"type": "tool_use", "id": "toolu_w1", "name": "get_weather", "input": {"city": "北京"}}]);
+    std::fs::write(&path, exchange(1, prompt, calls)).unwrap();
+    let later = screen.wait_text("toolu_w1");
+    assert!(later.contains("LIVE"), "{later}");
+    quit(child, &mut writer, &mut screen);
+}
+
 #[test]
 fn follow_shows_lines_appended_after_it_started() {
     let dir = tempfile::tempdir().unwrap();

@@ -364,6 +364,17 @@ fn waiting_for_file(origin: &str) -> LiveUpdate {
     )
 }
 
+/// A file that is not there yet: the follower was started before the
+/// agent (or the proxy) that will write it, as it may be.
+fn waiting_for_a_new_file(origin: &str) -> LiveUpdate {
+    placeholder(
+        format!(
+            "(waiting for {origin} to be created: start the agent or the proxy that writes it)"
+        ),
+        "follow: waiting for the file",
+    )
+}
+
 /// The file's bytes up to its last newline: a half-written last line waits
 /// for its end.
 fn complete_lines(path: &Path) -> std::io::Result<Vec<u8>> {
@@ -377,13 +388,26 @@ fn complete_lines(path: &Path) -> std::io::Result<Vec<u8>> {
 pub(super) fn follow(path: &Path, which: Option<usize>) -> Result<ExitCode, Failure> {
     let origin = path.display().to_string();
     let mut alarmed = HashSet::new();
-    let bytes = complete_lines(path).map_err(|e| {
-        Failure::from(loopdbg_engine::LoadError::Unreadable {
-            origin: origin.clone(),
-            reason: e.to_string(),
-        })
-    })?;
-    let first = update_of_file(&origin, bytes.clone(), which, &mut alarmed)?;
+    // The natural order is follower, then proxy or agent: a file that does
+    // not exist yet, or holds no complete line yet, is waited for.
+    let (bytes, first) = match complete_lines(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            (Vec::new(), waiting_for_a_new_file(&origin))
+        }
+        Err(e) => {
+            return Err(Failure::from(loopdbg_engine::LoadError::Unreadable {
+                origin,
+                reason: e.to_string(),
+            }));
+        }
+        Ok(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => {
+            (bytes, waiting_for_file(&origin))
+        }
+        Ok(bytes) => {
+            let first = update_of_file(&origin, bytes.clone(), which, &mut alarmed)?;
+            (bytes, first)
+        }
+    };
     let (updates, feed) = mpsc::unbounded_channel();
     let watched = path.to_path_buf();
     let thread_origin = origin.clone();
