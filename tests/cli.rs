@@ -822,3 +822,34 @@ fn the_tour_without_a_terminal_asks_for_one() {
     assert!(said.contains("the tour needs a terminal"), "{said}");
     assert!(!said.contains("loopdbg run"), "{said}");
 }
+
+/// A number only a synthesized placeholder could have supplied is called
+/// out: under `synthesize` the stub's "7.12" was taken as a fact with no
+/// warning (issue 22, item 2).
+#[test]
+fn an_answer_stating_a_number_no_tool_returned_is_warned_about() {
+    let mut args = common::FX_FIRST_REASK.to_vec();
+    args.extend(["--closure", "synthesize"]);
+    let report = run_json(&args);
+    let warnings = report["warnings"].as_array().unwrap();
+    let unsourced: Vec<&Value> = warnings
+        .iter()
+        .filter(|w| w["kind"] == "unsourced")
+        .collect();
+    assert_eq!(unsourced.len(), 1, "{warnings:?}");
+    let said = unsourced[0]["message"].as_str().unwrap();
+    assert!(
+        said.contains("7.12") && said.contains("placeholder"),
+        "{said}"
+    );
+    assert!(!said.contains("24"), "24 came from get_weather: {said}");
+    // The same session answered by every tool says nothing of the kind.
+    let report = run_json(&["sessions/weather_fx.json"]);
+    assert!(
+        !report["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["kind"] == "unsourced")
+    );
+}

@@ -34,7 +34,7 @@ pub struct QuoteCheck {
 /// Something worth the user's attention.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Warning {
-    /// A stable kind: `spin`, `uncited`, `provider_400`.
+    /// A stable kind: `spin`, `uncited`, `unsourced`, `provider_400`.
     pub kind: &'static str,
     /// One sentence.
     pub message: String,
@@ -234,6 +234,11 @@ fn warnings_with(trace: &Trace, check: &QuoteCheck, left: &[String]) -> Vec<Warn
             });
         }
     }
+    if !trace.is_replay()
+        && let Some(w) = unsourced_numbers(trace)
+    {
+        out.push(w);
+    }
     // Seed 003's question is whether the results reached the model. A
     // replayed file answers it itself: the results are in its history.
     // What remains (an answer that quotes no number of a file listing or
@@ -256,6 +261,72 @@ fn warnings_with(trace: &Trace, check: &QuoteCheck, left: &[String]) -> Vec<Warn
         });
     }
     out
+}
+
+/// An answer that states numbers no tool returned, in a run where some
+/// call got no real result (a synthesized placeholder, a failure, a call
+/// dropped or left unanswered): the stub's script wrote a number the tools
+/// never supplied, which is what `synthesize` exists to show. Numbers the
+/// user's prompt holds are the user's own.
+fn unsourced_numbers(trace: &Trace) -> Option<Warning> {
+    let answer = trace.outcome.final_text.as_deref()?;
+    let mut known = Vec::new();
+    for e in trace.rounds.iter().flat_map(|r| &r.executions) {
+        if e.outcome.ran && !e.outcome.is_error && !e.synthetic {
+            numbers_in(&e.outcome.content, &mut known);
+        }
+    }
+    if let Some(prompt) = trace.messages.first().and_then(|m| m.text()) {
+        known.extend(numbers_in_text(&prompt));
+    }
+    let mut stated: Vec<String> = Vec::new();
+    for n in numbers_in_text(answer) {
+        if !known.iter().any(|k| same_number(k, &n)) && !stated.contains(&n) {
+            stated.push(n);
+        }
+    }
+    let mut missing: Vec<String> = Vec::new();
+    for r in &trace.rounds {
+        let name = |i: usize| {
+            let c = &r.reply.tool_calls[i];
+            format!("{} ({})", c.name, c.id)
+        };
+        for e in &r.executions {
+            let why = match e.status {
+                _ if e.synthetic => "a synthesized placeholder",
+                loopdbg_engine::trace::CallStatus::Finished if e.outcome.ran => continue,
+                loopdbg_engine::trace::CallStatus::Dropped => "no result: it was dropped",
+                _ => "no real result",
+            };
+            let item = format!("{}: {why}", name(e.call));
+            if !missing.contains(&item) {
+                missing.push(item);
+            }
+        }
+        // A dropped call the closure answered with a placeholder is named
+        // once, by its placeholder.
+        for &i in r
+            .dropped
+            .iter()
+            .filter(|&&i| !r.executions.iter().any(|e| e.call == i))
+        {
+            let item = format!("{}: no result: it was dropped", name(i));
+            if !missing.contains(&item) {
+                missing.push(item);
+            }
+        }
+    }
+    if stated.is_empty() || missing.is_empty() {
+        return None;
+    }
+    Some(Warning {
+        kind: "unsourced",
+        message: format!(
+            "the answer states {}, which no tool returned; {}: a number the stub wrote is not a fact",
+            stated.join(", "),
+            missing.join("; ")
+        ),
+    })
 }
 
 #[cfg(test)]
