@@ -220,8 +220,11 @@ impl Recorder<'_> {
         let Some((rule, stub_reply)) = reply_for(rules, number, &self.calls) else {
             self.rounds.pop();
             return ControlFlow::Break(Outcome {
-                end: End::Error,
-                detail: format!("stub has no reply for round {number}"),
+                end: End::Unscripted,
+                detail: format!(
+                    "the stub model has no scripted reply for round {number} (no rule of `{}` matches this state; E at a Reply scripts one)",
+                    self.strategy.behavior
+                ),
                 final_text: None,
                 requests: number,
             });

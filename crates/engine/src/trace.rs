@@ -165,8 +165,13 @@ pub enum End {
     ModelDone,
     /// The round limit was reached.
     MaxRounds,
-    /// The run stopped on an error (truncated or filtered reply, no stub reply).
+    /// The run stopped on an error (a truncated or filtered reply under
+    /// `robust`, an unknown behaviour).
     Error,
+    /// The scripted stub model has no rule for this state: nothing the
+    /// loop did wrong, a reply the session does not script (a fork, `strip`
+    /// or `first` reaching a state its script never planned for).
+    Unscripted,
 }
 
 impl End {
@@ -176,6 +181,7 @@ impl End {
             End::ModelDone => "model_done",
             End::MaxRounds => "max_rounds",
             End::Error => "error",
+            End::Unscripted => "unscripted",
         }
     }
 }
