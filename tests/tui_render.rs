@@ -787,3 +787,19 @@ fn the_close_step_under_leave_names_the_dangling_call() {
     assert!(text.contains("toolu_f1"));
     insta::assert_snapshot!("close_under_leave_120x40", t.backend());
 }
+
+/// A reply cut by max_tokens is labelled `cut` on the trips line under
+/// every stop rule; under `robust` (which refuses to take it) it read
+/// `refused`, the word for a request the provider refused (issue 22,
+/// item 6).
+#[test]
+fn a_cut_reply_is_cut_on_the_trips_line_under_every_stop_rule() {
+    for stop in [StopRule::Robust, StopRule::ToolCalls] {
+        let mut a = app("stop_truncated.json", |s| s.stop = stop, Theme::color());
+        apply(&mut a, Action::Last);
+        let text = screen_text(&draw(&mut a, 120, 40)).join("\n");
+        let trips = text.lines().find(|l| l.contains(" trips ")).unwrap();
+        assert!(trips.contains("1:cut"), "{stop:?}: {trips}");
+        assert!(!trips.contains("refused"), "{stop:?}: {trips}");
+    }
+}

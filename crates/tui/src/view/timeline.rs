@@ -55,10 +55,19 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         let label = match app.trace.round(n as u32) {
             // Later trips stay unlabelled: what the model says next is not known yet.
             _ if n > current => format!("{n}"),
-            Some(r) if r.reply_message.is_none() => format!("{n}:refused"),
+            // A reply cut by max_tokens is "cut" whether the loop took it or,
+            // under `robust`, refused it; "refused" is left for a request
+            // the provider refused (a replay's trip with no reply).
             Some(r) if r.reply.finish_reason() == loopdbg_engine::session::FinishReason::Length => {
                 format!("{n}:cut")
             }
+            Some(r)
+                if r.reply.finish_reason()
+                    == loopdbg_engine::session::FinishReason::ContentFilter =>
+            {
+                format!("{n}:filtered")
+            }
+            Some(r) if r.reply_message.is_none() => format!("{n}:refused"),
             Some(r) if !r.reply.tool_calls.is_empty() => format!("{n}:calls"),
             Some(_) => format!("{n}:answer"),
             None => format!("{n}:no reply"),
