@@ -243,8 +243,9 @@ fn follow_waits_for_a_file_that_is_not_there_yet() {
     let calls = serde_json::json!([
         {"type": "tool_use", "id": "toolu_w1", "name": "get_weather", "input": {"city": "北京"}}]);
     std::fs::write(&path, exchange(1, prompt, calls)).unwrap();
-    let later = screen.wait_text("toolu_w1");
-    assert!(later.contains("LIVE"), "{later}");
+    screen.wait_for("the conversation, live", |s| {
+        s.contains("toolu_w1") && s.contains("LIVE")
+    });
     quit(child, &mut writer, &mut screen);
 }
 
@@ -407,14 +408,17 @@ fn a_tour_stop_shows_its_instructions_and_the_phase_together() {
     let data = tempfile::tempdir().unwrap();
     let home = data.path().to_str().unwrap();
     let (child, mut writer, mut screen) = spawn_with(&["tour"], &[("XDG_DATA_HOME", home)]);
-    let shown = screen.wait_text("tour 1/4");
-    for part in [
+    // A frame may arrive in several reads: wait for all of it (the wait
+    // fails with the screen if the three never show together).
+    let parts = [
+        "tour 1/4",
         "a tool call is the model asking your code to run a function",
         "tour stop 1 of 4",
         "Trip 1 starts",
-    ] {
-        assert!(shown.contains(part), "{part:?} not on the screen:\n{shown}");
-    }
+    ];
+    screen.wait_for("the stop, its notice and the phase together", |s| {
+        parts.iter().all(|p| s.contains(p))
+    });
     quit(child, &mut writer, &mut screen);
 }
 
