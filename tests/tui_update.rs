@@ -1157,3 +1157,19 @@ fn an_interrupt_with_nothing_running_is_refused() {
     apply(&mut app, key('x'));
     assert!(app.strategy().interrupt.is_some(), "{:?}", app.notice);
 }
+
+/// A reply with calls and no text is said in words, not as "its text null
+/// is not the answer" (issue 22, item 4).
+#[test]
+fn a_reply_without_text_is_not_called_null() {
+    let mut app = app_with("weather.json", Extract::All, StopRule::Robust, "two_trips");
+    while phase(&app) != Phase::Reply {
+        apply(&mut app, Action::StepForward);
+    }
+    let said = loopdbg_tui::explain::explain(&app.trace, app.cursor, app.session.tools.len());
+    assert!(!said.contains("null"), "{said}");
+    assert!(
+        said.contains("says nothing else") || said.contains("its text"),
+        "{said}"
+    );
+}

@@ -184,6 +184,12 @@ fn reply(at: &At<'_>) -> String {
             clip(&show_text(r.reply.text.as_deref()), 60),
             finish.as_str()
         )
+    } else if !r.reply.has_text() {
+        // No text to mistake for the answer: say so in words, not `null`.
+        format!(
+            "The reply names {calls} tool call(s) and says nothing else (finish_reason {}).{cut}{repeat}",
+            finish.as_str()
+        )
     } else {
         format!(
             "The reply names {calls} tool call(s) (finish_reason {}); its text {} is not the answer: do not show it as one.{cut}{repeat}",
