@@ -10,6 +10,8 @@ use portable_pty::{CommandBuilder, PtySize, native_pty_system};
 
 use loopdbg_fake as fake;
 
+mod common;
+
 const PATIENCE: Duration = Duration::from_secs(30);
 
 struct Screen {
@@ -136,15 +138,7 @@ fn restored_after_exit(mut child: Box<dyn portable_pty::Child + Send + Sync>, sc
 
 #[test]
 fn step_toggle_and_quit_in_a_real_terminal() {
-    let (child, mut writer, mut screen) = spawn(&[
-        "sessions/weather_fx.json",
-        "--extract",
-        "first",
-        "--behavior",
-        "reask",
-        "--stop",
-        "tool-calls",
-    ]);
+    let (child, mut writer, mut screen) = spawn(&common::FX_FIRST_REASK);
     screen.wait_text("step 1/43");
     assert!(
         screen.parser.screen().alternate_screen(),
