@@ -171,6 +171,84 @@ fn the_html_handout_renders_in_a_real_browser_without_console_errors() {
     assert!(console_errors.is_empty(), "{console_errors:?}");
 }
 
+/// The HTML handout never scrolls sideways: the two requests side by side
+/// shrink into their columns and their `<pre>` blocks scroll inside
+/// themselves (issue 22, item 11: `1fr 1fr` let a wide `<pre>` push the
+/// page 266 px past a 1400 px window). Chromium lays the page out at three
+/// window widths; a script measures the rightmost edge of any element
+/// against the window, and a screenshot of each width is kept in the
+/// tests' scratch folder for a person to look at.
+#[test]
+fn the_html_handout_fits_the_window_at_three_widths() {
+    let Some(browser) = chromium() else {
+        common::skip(
+            "the_html_handout_fits_the_window_at_three_widths",
+            "no Chromium at /usr/bin/chromium; install Debian's `chromium` package to run it",
+        );
+        return;
+    };
+    let dir = common::scratch("shots");
+    let page = dir.join("weather.html");
+    loopdbg()
+        .args(["run", "sessions/weather.json", "--export", "html", "-o"])
+        .arg(&page)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&page).unwrap();
+    let probe = "<script>addEventListener('load',()=>{let right=0;\
+        for(const e of document.querySelectorAll('*')){right=Math.max(right,e.getBoundingClientRect().right)}\
+        const root=document.documentElement;\
+        document.body.setAttribute('data-past-edge',String(Math.max(Math.ceil(right-root.clientWidth),root.scrollWidth-root.clientWidth)))})</script>";
+    let probed = dir.join("probed.html");
+    std::fs::write(&probed, html.replace("</body>", &format!("{probe}</body>"))).unwrap();
+    let shots = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("handout-shots");
+    std::fs::create_dir_all(&shots).unwrap();
+    for width in [1024, 1400, 1920] {
+        let run = |extra: &[String], target: &std::path::Path| {
+            let out = std::process::Command::new(browser)
+                .args([
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--no-first-run",
+                    "--disable-background-networking",
+                    "--disable-component-update",
+                    "--hide-scrollbars",
+                ])
+                .arg(format!("--window-size={width},900"))
+                .arg(format!("--user-data-dir={}", dir.join("profile").display()))
+                .args(extra)
+                .arg(format!("file://{}", target.display()))
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            out
+        };
+        let dom = run(&["--dump-dom".into()], &probed);
+        let dom = String::from_utf8_lossy(&dom.stdout);
+        let past = dom
+            .split("data-past-edge=\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .unwrap_or_else(|| panic!("the probe did not run at {width} px: {dom}"));
+        let past: i64 = past.parse().unwrap();
+        assert!(
+            past <= 0,
+            "at {width} px the page reaches {past} px past the window's edge"
+        );
+        let shot = shots.join(format!("weather-{width}.png"));
+        run(&[format!("--screenshot={}", shot.display())], &page);
+        let png = std::fs::read(&shot).unwrap();
+        // A PNG's IHDR holds the width at bytes 16..20: the shot is as wide as the window.
+        assert_eq!(&png[1..4], b"PNG");
+        assert_eq!(u32::from_be_bytes(png[16..20].try_into().unwrap()), width);
+    }
+}
+
 /// A handout written with `-o` gets the mode any new file gets here (the
 /// umask's), as `X` and a shell's `>` give it; it was 0600 (issue 22,
 /// item 11).
