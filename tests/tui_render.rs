@@ -803,3 +803,50 @@ fn a_cut_reply_is_cut_on_the_trips_line_under_every_stop_rule() {
         assert!(!trips.contains("refused"), "{stop:?}: {trips}");
     }
 }
+
+/// After `x` at the first Execute step of `fault_sibling_error`, the ids
+/// pane and the explain box say the same of every call at every step: the
+/// calls the interrupt stops end at the instant `toolu_cfg_a` finished, so
+/// at that step they are still running, and each becomes "interrupted" at
+/// its own step (issue 22, item 6: the pane said "interrupted" while the
+/// box said "running").
+#[test]
+fn after_an_interrupt_the_ids_pane_and_the_explain_box_agree() {
+    let mut a = app("fault_sibling_error.json", |_| {}, Theme::color());
+    to_phase(&mut a, Phase::Execute);
+    apply(&mut a, Action::Interrupt);
+    assert!(a.strategy().interrupt.is_some());
+    let rows = |t: &Terminal<TestBackend>| -> String {
+        (0..50)
+            .map(|y| {
+                (0..160)
+                    .map(|x| t.backend().buffer()[(x, y)].symbol())
+                    .collect::<String>()
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let mut seen_interrupted = 0;
+    while a.trace.step(a.cursor).phase == Phase::Execute {
+        let t = rows(&draw(&mut a, 160, 50));
+        let explain = t.split(" explain ").nth(1).unwrap().replace('\n', "");
+        for id in ["toolu_deploy", "toolu_cfg_c"] {
+            let in_box = if explain.contains(&format!("{id} running")) {
+                "running"
+            } else if explain.contains(&format!("{id} interrupted")) {
+                "interrupted"
+            } else {
+                panic!("the box does not say how {id} stands:\n{t}")
+            };
+            assert!(
+                t.contains(&format!("[{in_box}]"))
+                    && t.lines()
+                        .any(|l| l.contains(id) && l.contains(&format!("[{in_box}]"))),
+                "the box says {id} {in_box}; the ids pane does not:\n{t}"
+            );
+            seen_interrupted += usize::from(in_box == "interrupted");
+        }
+        apply(&mut a, Action::StepForward);
+    }
+    assert!(seen_interrupted > 0, "no step showed an interrupted call");
+}

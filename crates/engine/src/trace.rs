@@ -359,6 +359,35 @@ impl Trace {
         self.rounds.get(i).filter(|r| r.number == n)
     }
 
+    /// Whether call `execution` of round `round` has ended (has its outcome)
+    /// at step `k`. Calls that end at the same virtual instant end in call
+    /// order, one Execute step each, as the schedule walks them; a call the
+    /// loop dropped never runs, so it never ends. The ids pane, the explain
+    /// box and the walkthrough all ask this one question, so they agree.
+    pub fn has_ended_at(&self, k: usize, round: u32, execution: usize) -> bool {
+        let step = self.step(k);
+        let Some(e) = self.round(round).and_then(|r| r.executions.get(execution)) else {
+            return false;
+        };
+        if e.status == CallStatus::Dropped || round > step.round {
+            return false;
+        }
+        if round < step.round {
+            return true;
+        }
+        match step.phase {
+            Phase::Request | Phase::Reply | Phase::Extract => false,
+            Phase::Execute => {
+                let current_call = step
+                    .execution
+                    .and_then(|i| self.round(round)?.executions.get(i))
+                    .map_or(0, |c| c.call);
+                e.ended_ms < step.time_ms || (e.ended_ms == step.time_ms && e.call <= current_call)
+            }
+            Phase::Close | Phase::Append | Phase::Decide | Phase::Done => true,
+        }
+    }
+
     /// The history as it stands at step `k`.
     pub fn history_at(&self, k: usize) -> &[Message] {
         &self.messages[..self.step(k).history_len]

@@ -121,25 +121,14 @@ pub fn recent(trace: &Trace, k: usize, limit: usize) -> Walkthrough {
                 asks_for_tools: !round.reply.tool_calls.is_empty(),
             });
         }
-        let current = round.number == step.round;
         // During Execute, only the calls that have ended by this moment.
-        let current_call = step
-            .execution
-            .and_then(|i| round.executions.get(i))
-            .map_or(0, |e| e.call);
-        let ended = |e: &&loopdbg_engine::trace::Execution| {
-            e.status.has_result()
-                && (!current
-                    || match step.phase {
-                        Phase::Execute => {
-                            e.ended_ms < step.time_ms
-                                || (e.ended_ms == step.time_ms && e.call <= current_call)
-                        }
-                        Phase::Close | Phase::Append | Phase::Decide | Phase::Done => true,
-                        _ => false,
-                    })
-        };
-        returns.extend(round.executions.iter().filter(ended).map(|e| ReturnLog {
+        let ended = round
+            .executions
+            .iter()
+            .enumerate()
+            .filter(|(i, e)| e.status.has_result() && trace.has_ended_at(k, round.number, *i))
+            .map(|(_, e)| e);
+        returns.extend(ended.map(|e| ReturnLog {
             round: round.number,
             id: e.id.clone(),
             name: e.name.clone(),

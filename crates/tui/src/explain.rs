@@ -288,13 +288,10 @@ fn execute(at: &At<'_>) -> String {
     let progress: Vec<String> = r
         .executions
         .iter()
-        .filter(|x| x.status != CallStatus::Dropped)
-        .map(|x| {
-            let ended = x.ended_ms < step.time_ms
-                || (x.ended_ms == step.time_ms
-                    && step
-                        .execution
-                        .is_some_and(|i| r.executions[i].call >= x.call));
+        .enumerate()
+        .filter(|(_, x)| x.status != CallStatus::Dropped)
+        .map(|(i, x)| {
+            let ended = at.trace.has_ended_at(at.k, r.number, i);
             let state = if !ended { "running" } else { x.status.as_str() };
             format!("{} {state}", clip(&x.id, 16))
         })

@@ -192,16 +192,13 @@ fn call_state(app: &App, e: &IdEntry) -> Option<String> {
         .iter()
         .filter(|b| matches!(b, loopdbg_engine::message::Block::ToolUse { .. }))
         .count();
-    let ex = round.executions.iter().find(|x| x.call == call)?;
+    let index = round.executions.iter().position(|x| x.call == call)?;
+    let ex = &round.executions[index];
     let placeholder = ex.synthetic && !ex.outcome.ran;
     Some(match e.state {
         IdState::Pending => {
             use loopdbg_engine::trace::{CallStatus, Phase};
-            let ended = match step.phase {
-                Phase::Reply | Phase::Extract => false,
-                Phase::Execute => step.time_ms >= ex.ended_ms,
-                _ => true,
-            };
+            let ended = app.trace.has_ended_at(app.cursor, round.number, index);
             match (ex.status, ended, step.phase) {
                 (CallStatus::Dropped, _, _) => "[dropped]".to_string(),
                 (status, true, _) => format!("[{}]", status.as_str()),
