@@ -419,3 +419,67 @@ fn view_spans_agree_with_rendering() {
         }
     }
 }
+
+/// In a provider view the ids pane names each call and result where that
+/// provider's body holds it (issue 22, item 6: it stayed
+/// `messages[1].content[2]` in the Responses and Gemini views). Every path
+/// is looked up in the view's own rendering and must land on a block that
+/// carries the id.
+#[test]
+fn block_paths_point_at_the_id_in_every_provider_view() {
+    use loopdbg_engine::message::Block;
+    let mut checked = 0;
+    for (name, session) in shipped() {
+        let mut s = Strategy::for_session(&session);
+        s.max_rounds = s.max_rounds.min(6);
+        let trace = loopdbg_engine::run(&session, &s);
+        let history = &trace.messages;
+        for format in Format::ALL {
+            let items: Vec<Value> = loopdbg_wire::provider::render(format, history)
+                .into_iter()
+                .map(|i| i.json)
+                .collect();
+            let spans = loopdbg_wire::provider::spans(format, history);
+            for (m, message) in history.iter().enumerate() {
+                for (b, block) in message.content.iter().enumerate() {
+                    let id = match block {
+                        Block::ToolUse { id, .. } => id.to_string(),
+                        Block::ToolResult { tool_use_id, .. } => tool_use_id.to_string(),
+                        _ => continue,
+                    };
+                    let path = loopdbg_wire::provider::block_path(format, history, &spans, m, b)
+                        .unwrap_or_else(|| panic!("{name} as {format}: no path for {id}"));
+                    // `messages[2].content[1]` → a JSON pointer into the list.
+                    let pointer: String = path
+                        .split('.')
+                        .enumerate()
+                        .map(|(i, seg)| {
+                            let (key, index) = seg.trim_end_matches(']').split_once('[').unwrap();
+                            if i == 0 {
+                                format!("/{index}")
+                            } else {
+                                format!("/{key}/{index}")
+                            }
+                        })
+                        .collect();
+                    let found = Value::Array(items.clone())
+                        .pointer(&pointer)
+                        .cloned()
+                        .unwrap_or_else(|| panic!("{name} as {format}: {path} is not in the view"));
+                    assert!(
+                        found.to_string().contains(&format!("\"{id}\"")),
+                        "{name} as {format}: {path} holds {found}, not {id}"
+                    );
+                    let expected_root = match format {
+                        Format::Responses => "input[",
+                        Format::Gemini => "contents[",
+                        _ => "messages[",
+                    };
+                    assert!(path.starts_with(expected_root), "{path}");
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked > 200, "only {checked} blocks checked");
+}

@@ -850,3 +850,38 @@ fn after_an_interrupt_the_ids_pane_and_the_explain_box_agree() {
     }
     assert!(seen_interrupted > 0, "no step showed an interrupted call");
 }
+
+/// The ids pane speaks the messages pane's language: in the Responses view
+/// a call sits at `input[N]`, in the Gemini view at `contents[N].parts[M]`.
+#[test]
+fn the_ids_pane_locates_calls_as_the_provider_view_does() {
+    for (format, expected) in [
+        (
+            loopdbg_wire::provider::Format::Responses,
+            "input[2] → input[4]",
+        ),
+        (
+            loopdbg_wire::provider::Format::Gemini,
+            "contents[1].parts[1] → contents[2].parts[0]",
+        ),
+        (
+            loopdbg_wire::provider::Format::Openai,
+            "messages[1].tool_calls[0] → messages[2]",
+        ),
+    ] {
+        let mut a = app("weather_fx.json", |_| {}, Theme::color());
+        apply(&mut a, Action::Last);
+        a.view = Some(format);
+        let t = draw(&mut a, 200, 50);
+        let screen: String = (0..50)
+            .map(|y| {
+                (0..200)
+                    .map(|x| t.backend().buffer()[(x, y)].symbol())
+                    .collect::<String>()
+                    + "\n"
+            })
+            .collect();
+        assert!(screen.contains(expected), "{format}: {screen}");
+        assert!(!screen.contains("].content["), "{format}: {screen}");
+    }
+}

@@ -58,6 +58,20 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         app.trace.pairing.state_of(call, *len, in_flight)
     };
     let links = app.links();
+    // Locations follow the messages pane: canonical, or as the provider
+    // view spells them.
+    let history = app.trace.history_at(app.cursor);
+    let spans = app
+        .view
+        .map(|format| loopdbg_wire::provider::spans(format, history));
+    let place = |p: loopdbg_engine::ledger::Position| -> String {
+        app.view
+            .zip(spans.as_deref())
+            .and_then(|(format, spans)| {
+                loopdbg_wire::provider::block_path(format, history, spans, p.message, p.block)
+            })
+            .unwrap_or_else(|| p.to_string())
+    };
     let scroll = (app.ids_scroll as usize).min(rows.len().saturating_sub(inner.height as usize));
     let lines: Vec<Line> = rows
         .iter()
@@ -71,9 +85,14 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
                     None => "  ← new".to_string(),
                     _ => String::new(),
                 };
-                let whereabouts = match e.first_result {
-                    Some(result) => format!("{} → messages[{}]", e.first_call, result.message),
-                    None => e.first_call.to_string(),
+                let whereabouts = match (e.first_result, app.view) {
+                    (Some(result), None) => {
+                        format!("{} → messages[{}]", e.first_call, result.message)
+                    }
+                    (Some(result), Some(_)) => {
+                        format!("{} → {}", place(e.first_call), place(result))
+                    }
+                    (None, _) => place(e.first_call),
                 };
                 let row_style = if change.is_empty() { t.text } else { t.added };
                 let mut line = vec![
@@ -96,7 +115,7 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
                 t.text,
             )),
             Row::Orphan(o) => Line::from(span(
-                format!("  {} at {}", clean(&o.tool_use_id), o.at),
+                format!("  {} at {}", clean(&o.tool_use_id), place(o.at)),
                 t.text,
             )),
         })

@@ -193,6 +193,109 @@ pub fn render_span(format: Format, history: &[Message], span: &ViewSpan) -> Opti
     Some(item)
 }
 
+/// Where the tool_use or tool_result block at canonical `message`/`block`
+/// sits in `format`'s view of `history`, spelled as that provider's body
+/// spells it (`input[3]`, `contents[1].parts[2]`,
+/// `messages[2].tool_calls[1]`). `spans` are [`spans`] of the same history,
+/// computed once by a caller that asks for many blocks. `None` when the
+/// block is neither a call nor a result.
+pub fn block_path(
+    format: Format,
+    history: &[Message],
+    spans: &[ViewSpan],
+    message: usize,
+    block: usize,
+) -> Option<String> {
+    use loopdbg_engine::message::Block;
+    let (is_call, id) = match history.get(message)?.content.get(block)? {
+        Block::ToolUse { id, .. } => (true, id),
+        Block::ToolResult { tool_use_id, .. } => (false, tool_use_id),
+        _ => return None,
+    };
+    // The same id may be reused; count the blocks of this kind and id that
+    // come before this one in the messages one provider message joins.
+    let same = |b: &Block| match b {
+        Block::ToolUse { id: other, .. } => is_call && other == id,
+        Block::ToolResult { tool_use_id, .. } => !is_call && tool_use_id == id,
+        _ => false,
+    };
+    let (first, item) = spans
+        .iter()
+        .enumerate()
+        .find(|(_, s)| s.from.contains(&message))?;
+    let mut earlier: usize = history[item.from.start..message]
+        .iter()
+        .map(|m| m.content.iter().filter(|b| same(b)).count())
+        .sum();
+    earlier += history[message].content[..block]
+        .iter()
+        .filter(|b| same(b))
+        .count();
+    let id: &str = id;
+    let matches = |v: &Value| -> bool {
+        let field = |k: &str| v.get(k).and_then(Value::as_str) == Some(id);
+        match (format, is_call) {
+            (Format::Anthropic, true) => v["type"] == "tool_use" && field("id"),
+            (Format::Anthropic, false) => v["type"] == "tool_result" && field("tool_use_id"),
+            (Format::Openai, _) => field("id"),
+            (Format::Gemini, true) => v["functionCall"]["id"].as_str() == Some(id),
+            (Format::Gemini, false) => v["functionResponse"]["id"].as_str() == Some(id),
+            (Format::Responses, _) => false,
+        }
+    };
+    let nth_in = |list: &Value| {
+        list.as_array()?
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| matches(v))
+            .nth(earlier)
+            .map(|(j, _)| j)
+    };
+    match format {
+        Format::Anthropic => {
+            let json = render_span(format, history, item)?.json;
+            Some(format!(
+                "messages[{first}].content[{}]",
+                nth_in(&json["content"])?
+            ))
+        }
+        Format::Gemini => {
+            let json = render_span(format, history, item)?.json;
+            Some(format!(
+                "contents[{first}].parts[{}]",
+                nth_in(&json["parts"])?
+            ))
+        }
+        Format::Openai if is_call => {
+            let json = render_span(format, history, item)?.json;
+            Some(format!(
+                "messages[{first}].tool_calls[{}]",
+                nth_in(&json["tool_calls"])?
+            ))
+        }
+        Format::Openai => Some(format!("messages[{first}]")),
+        Format::Responses => {
+            let kind = if is_call {
+                "function_call"
+            } else {
+                "function_call_output"
+            };
+            let (index, _) = spans
+                .iter()
+                .enumerate()
+                .skip(first)
+                .take_while(|(_, s)| s.from.start == message)
+                .filter(|(_, s)| s.role == kind)
+                .filter(|(_, s)| {
+                    render_span(format, history, s)
+                        .is_some_and(|i| i.json["call_id"].as_str() == Some(id))
+                })
+                .nth(earlier)?;
+            Some(format!("input[{index}]"))
+        }
+    }
+}
+
 /// Renders `history` as `format`'s message list.
 pub fn render(format: Format, history: &[Message]) -> Vec<ViewItem> {
     match format {
