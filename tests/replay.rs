@@ -350,3 +350,30 @@ fn a_reply_the_agent_wrote_itself_is_not_shown_as_the_models_answer() {
         Some("北京今天晴，24 度；美元兑人民币 7.12。")
     );
 }
+
+/// A conversation that ends on a reply asking for tools has no answer yet:
+/// the text riding with the calls ("Let me check.") is not shown as the
+/// final answer (issue 22, item 12).
+#[test]
+fn a_conversation_ending_on_calls_has_no_final_answer() {
+    let body = serde_json::json!({"model": "m", "messages": [
+        {"role": "user", "content": "weather?"},
+        {"role": "assistant", "content": [
+            {"type": "text", "text": "Let me check."},
+            {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}}]}
+    ]});
+    let conv = loopdbg_wire::read::read(
+        &body,
+        loopdbg_wire::read::Source::Provider(loopdbg_wire::provider::Format::Anthropic),
+    )
+    .unwrap();
+    let mut app = replay(&conv);
+    assert_eq!(app.trace.outcome.final_text, None);
+    apply(&mut app, Action::Last);
+    let s = screen(&mut app, 120, 40);
+    assert!(!s.contains("final: Let me check."), "{s}");
+    assert!(
+        s.contains("final: none yet (the last reply asks for tools"),
+        "{s}"
+    );
+}

@@ -563,3 +563,98 @@ fn a_recorded_api_session_replays_its_last_request_with_each_reply() {
     assert!(!end.contains("unanswered_call"), "{end}");
     quit(child, &mut writer, &mut screen);
 }
+
+/// A long stream through the proxy is shown in flight, not as "no traffic
+/// yet", and its conversation replaces that once its answer ends (issue
+/// 22, item 12).
+#[test]
+fn a_long_stream_through_the_proxy_shows_as_in_flight() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (release, held) = tokio::sync::oneshot::channel::<()>();
+    let upstream = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let upstream_url = format!("http://{}", upstream.local_addr().unwrap());
+    let event = |name: &str, data: serde_json::Value| format!("event: {name}\ndata: {data}\n\n");
+    let head = event(
+        "message_start",
+        serde_json::json!({"type": "message_start", "message": {"id": "msg_1", "role": "assistant", "content": [], "model": "m"}}),
+    );
+    let rest = [
+        event("content_block_start", serde_json::json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})),
+        event("content_block_delta", serde_json::json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "streamed-at-last"}})),
+        event("content_block_stop", serde_json::json!({"type": "content_block_stop", "index": 0})),
+        event("message_delta", serde_json::json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}})),
+        event("message_stop", serde_json::json!({"type": "message_stop"})),
+    ]
+    .concat();
+    rt.spawn(async move {
+        let (mut tcp, _) = upstream.accept().await.unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        // The head, then as many body bytes as it says.
+        loop {
+            let n = tcp.read(&mut buf).await.unwrap();
+            got.extend_from_slice(&buf[..n]);
+            let text = String::from_utf8_lossy(&got).to_lowercase();
+            if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                let len: usize = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length:"))
+                    .map_or(0, |v| v.trim().parse().unwrap());
+                if body.len() >= len {
+                    break;
+                }
+            }
+        }
+        let chunk = |s: &str| format!("{:x}\r\n{s}\r\n", s.len());
+        tcp.write_all(
+            format!("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n{}", chunk(&head)).as_bytes(),
+        )
+        .await
+        .unwrap();
+        held.await.unwrap();
+        tcp.write_all(format!("{}0\r\n\r\n", chunk(&rest)).as_bytes()).await.unwrap();
+    });
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let listen = format!("127.0.0.1:{port}");
+    let (child, mut writer, mut screen) =
+        spawn(&["proxy", "--upstream", &upstream_url, "--listen", &listen]);
+    screen.wait_text("waiting for the first request");
+    let base = format!("http://{listen}");
+    let agent = rt.spawn(async move {
+        reqwest::Client::new()
+            .post(format!("{base}/v1/messages"))
+            .json(
+                &serde_json::json!({"model": "m", "max_tokens": 64, "stream": true,
+                "messages": [{"role": "user", "content": "a long answer please"}]}),
+            )
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    });
+    screen.wait_text("live: request #1 in flight through");
+    let flying = screen.wait_text("#1 POST /v1/messages in flight │");
+    assert!(!flying.contains("no traffic yet"), "{flying}");
+    release.send(()).unwrap();
+    let answered = rt.block_on(agent).unwrap();
+    assert!(answered.contains("streamed-at-last"));
+    screen.wait_text("streamed-at-last");
+    // Once the record is taken nothing is in flight; the header says so
+    // (the count may reach the screen a frame after the conversation).
+    let done = screen.wait_text("anthropic conversation │");
+    assert!(done.contains("exchange #1 of 1"), "{done}");
+    quit(child, &mut writer, &mut screen);
+}

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use loopdbg_tui::App;
-use loopdbg_tui::app::LiveUpdate;
+use loopdbg_tui::app::{LiveEvent, LiveUpdate};
 use loopdbg_wire::capture::{Action, Exchange};
 use loopdbg_wire::check::{Finding, check};
 use loopdbg_wire::read::{Conversation, Source, read};
@@ -57,6 +57,26 @@ fn waiting(addr: &str) -> LiveUpdate {
             "(waiting for the first request: point the agent at http://{addr}, e.g. ANTHROPIC_BASE_URL=http://{addr} or OPENAI_BASE_URL=http://{addr}/v1)"
         ),
         &format!("live: no traffic yet — point the agent at http://{addr}"),
+    )
+}
+
+/// The header's words for what is in flight.
+fn in_flight_words(now: &loopdbg_proxy::InFlight) -> Option<String> {
+    let (seq, what) = now.newest.as_ref()?;
+    match now.count {
+        0 => None,
+        1 => Some(format!("#{seq} {what} in flight")),
+        n => Some(format!("{n} in flight, newest #{seq} {what}")),
+    }
+}
+
+/// The screen while the first exchange is still in flight: a long stream
+/// is traffic, not "no traffic yet".
+fn in_flight_first(now: &loopdbg_proxy::InFlight, addr: &str) -> LiveUpdate {
+    let (seq, what) = now.newest.clone().unwrap_or((1, String::new()));
+    placeholder(
+        format!("(in flight: #{seq} {what}; its conversation shows here when its answer ends)"),
+        &format!("live: request #{seq} in flight through http://{addr}"),
     )
 }
 
@@ -218,6 +238,30 @@ pub(super) fn proxy(
         return Ok(ExitCode::SUCCESS);
     }
     let (updates, feed) = mpsc::unbounded_channel();
+    let recorded = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    // What is in flight goes to the header; before the first exchange has
+    // ended, a long stream replaces "no traffic yet" too.
+    let mut flights = running.in_flight.clone();
+    let (flight_updates, flight_recorded, flight_addr) = (
+        updates.clone(),
+        std::sync::Arc::clone(&recorded),
+        addr.clone(),
+    );
+    runtime.spawn(async move {
+        while flights.changed().await.is_ok() {
+            let now = flights.borrow_and_update().clone();
+            let first = flight_recorded.load(std::sync::atomic::Ordering::SeqCst) == 0;
+            if first && now.count > 0 {
+                let _ = flight_updates.send(LiveEvent::Update(in_flight_first(&now, &flight_addr)));
+            }
+            if flight_updates
+                .send(LiveEvent::InFlight(in_flight_words(&now)))
+                .is_err()
+            {
+                break;
+            }
+        }
+    });
     // The proxy keeps serving on its own threads; exchanges become screens.
     runtime.spawn(async move {
         let mut seen = Exchanges::default();
@@ -226,8 +270,9 @@ pub(super) fn proxy(
             capture.append(&x);
             seen.records
                 .push(serde_json::to_value(&x).unwrap_or(Value::Null));
+            recorded.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             if let Some(update) = seen.update(&x)
-                && updates.send(update).is_err()
+                && updates.send(LiveEvent::Update(update)).is_err()
             {
                 break;
             }
@@ -444,7 +489,7 @@ pub(super) fn follow(path: &Path, which: Option<usize>) -> Result<ExitCode, Fail
                 // A line the readers refuse: keep showing what was read.
                 Err(_) => continue,
             };
-            if updates.send(update).is_err() {
+            if updates.send(LiveEvent::Update(update)).is_err() {
                 break;
             }
         }

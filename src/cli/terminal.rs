@@ -6,7 +6,7 @@ use std::io::stdout;
 
 use anyhow::Context;
 use loopdbg_tui::app::Mode;
-use loopdbg_tui::app::{Command, LiveUpdate};
+use loopdbg_tui::app::{Command, LiveEvent};
 use loopdbg_tui::keymap::action_in;
 use loopdbg_tui::theme::Theme;
 use loopdbg_tui::{Action, App, update};
@@ -28,11 +28,11 @@ pub fn run(app: App) -> anyhow::Result<()> {
 }
 
 /// Runs a live debugger: `feed` brings newer pictures of the traffic.
-pub fn run_live(app: App, feed: UnboundedReceiver<LiveUpdate>) -> anyhow::Result<()> {
+pub fn run_live(app: App, feed: UnboundedReceiver<LiveEvent>) -> anyhow::Result<()> {
     run_with(app, Some(feed))
 }
 
-fn run_with(mut app: App, mut feed: Option<UnboundedReceiver<LiveUpdate>>) -> anyhow::Result<()> {
+fn run_with(mut app: App, mut feed: Option<UnboundedReceiver<LiveEvent>>) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -77,7 +77,7 @@ fn install_mouse_restoring_panic_hook() {
 async fn event_loop(
     terminal: &mut DefaultTerminal,
     app: &mut App,
-    mut feed: Option<&mut UnboundedReceiver<LiveUpdate>>,
+    mut feed: Option<&mut UnboundedReceiver<LiveEvent>>,
 ) -> anyhow::Result<()> {
     // Listening before the first frame: a signal sent once the screen shows
     // is always caught.
@@ -102,7 +102,7 @@ async fn event_loop(
             update = live => {
                 match update {
                     Some(update) => {
-                        app.apply_live(update);
+                        app.apply_live_event(update);
                         terminal.draw(|frame| frame.render_widget(&*app, frame.area()))?;
                     }
                     // The feed ended: the view stays as it last was.

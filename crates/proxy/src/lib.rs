@@ -34,7 +34,7 @@ use loopdbg_wire::provider::Format;
 use loopdbg_wire::route::{provider_of, provider_of_path, redacted_path};
 use loopdbg_wire::stream::is_event_stream;
 use serde_json::Value;
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::{Semaphore, mpsc, watch};
 
 pub use answer::Ended;
 use answer::{Returning, Tapped};
@@ -90,6 +90,39 @@ struct Shared {
     on_invalid: OnInvalid,
     seq: AtomicU64,
     done: mpsc::UnboundedSender<Ended>,
+    in_flight: Arc<watch::Sender<InFlight>>,
+}
+
+/// The exchanges the proxy is in the middle of: a live view shows a long
+/// stream as in flight instead of as no traffic.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InFlight {
+    /// How many exchanges have started and not ended.
+    pub count: usize,
+    /// The newest one to start: its number and `METHOD /path` (the query
+    /// redacted as in the capture).
+    pub newest: Option<(u64, String)>,
+}
+
+/// Counts one exchange in flight from its start until it is over: the
+/// exchange's record holds it, so it is dropped when the record is taken
+/// (or when an exchange no one will record is abandoned).
+struct FlightGuard(Arc<watch::Sender<InFlight>>);
+
+impl FlightGuard {
+    fn new(sender: &Arc<watch::Sender<InFlight>>, seq: u64, what: String) -> FlightGuard {
+        sender.send_modify(|f| {
+            f.count += 1;
+            f.newest = Some((seq, what));
+        });
+        FlightGuard(Arc::clone(sender))
+    }
+}
+
+impl Drop for FlightGuard {
+    fn drop(&mut self) {
+        self.0.send_modify(|f| f.count = f.count.saturating_sub(1));
+    }
 }
 
 /// A running proxy: its address and the exchanges as they complete.
@@ -99,17 +132,21 @@ pub struct Running {
     /// Completed exchanges, in the order they completed; each becomes
     /// its capture record with [`Ended::into_exchange`].
     pub exchanges: mpsc::UnboundedReceiver<Ended>,
+    /// The exchanges started and not yet ended, as they change.
+    pub in_flight: watch::Receiver<InFlight>,
 }
 
 /// Binds and starts serving on the current tokio runtime.
 pub async fn start(config: &Config) -> anyhow::Result<Running> {
     let way = Upstream::new(&config.upstream).context("building the HTTP client")?;
     let (done, exchanges) = mpsc::unbounded_channel();
+    let (in_flight, watching) = watch::channel(InFlight::default());
     let shared = Arc::new(Shared {
         way,
         on_invalid: config.on_invalid,
         seq: AtomicU64::new(0),
         done,
+        in_flight: Arc::new(in_flight),
     });
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
@@ -154,7 +191,11 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
             });
         }
     });
-    Ok(Running { addr, exchanges })
+    Ok(Running {
+        addr,
+        exchanges,
+        in_flight: watching,
+    })
 }
 
 /// What the agent is answered with: the proxy's own JSON, or the upstream's
@@ -197,6 +238,8 @@ struct Started {
     /// is finished, after the agent has its answer.
     unjudged: Option<Bytes>,
     began: Instant,
+    /// Counted in flight while this exchange lasts.
+    _flight: FlightGuard,
 }
 
 impl Started {
@@ -240,17 +283,20 @@ async fn exchange(shared: &Shared, request: Request<Incoming>) -> Response<Agent
     let path_and_query = path_and_query(&request);
     let seq = shared.seq.fetch_add(1, Ordering::Relaxed) + 1;
     let (head, body) = request.into_parts();
+    let path = redacted_path(&path_and_query);
+    let flight = FlightGuard::new(&shared.in_flight, seq, format!("{} {path}", head.method));
     let mut started = Started {
         seq,
         time: SystemTime::now(),
         method: head.method.to_string(),
-        path: redacted_path(&path_and_query),
+        path,
         provider: None,
         request: Value::Null,
         forwarded: None,
         findings: Vec::new(),
         unjudged: None,
         began,
+        _flight: flight,
     };
     // Reading the body answers an `expect: 100-continue` on the way.
     let bytes = match Limited::new(body, MAX_REQUEST_BYTES).collect().await {
@@ -614,6 +660,46 @@ mod tests {
         assert!(x.error.is_none(), "{:?}", x.error);
     }
 
+    /// A stream the upstream holds open is in flight from the request on,
+    /// named by its number and path; it stops counting when its record is
+    /// taken (issue 22, item 12: a live view said "no traffic yet" through
+    /// a long stream).
+    #[tokio::test]
+    async fn a_stream_held_open_is_in_flight_until_its_record_is_taken() {
+        let (release, held) = std::sync::mpsc::channel::<oneshot::Receiver<()>>();
+        let held = std::sync::Mutex::new(held);
+        let (url, _) = upstream(move |mut tcp| {
+            let gate = held.lock().unwrap().recv().unwrap();
+            async move {
+                tcp.write_all(format!("{STREAM_HEAD}{}", chunk(EVENTS[0])).as_bytes())
+                    .await
+                    .unwrap();
+                gate.await.unwrap();
+                tcp.write_all(format!("{}0\r\n\r\n", chunk(EVENTS[3])).as_bytes())
+                    .await
+                    .unwrap();
+            }
+        })
+        .await;
+        let (open, gate) = oneshot::channel();
+        release.send(gate).unwrap();
+        let mut running = proxy_to(url).await;
+        assert_eq!(running.in_flight.borrow().count, 0);
+        let agent = tokio::spawn(raw_answer(running.addr, "1.1"));
+        let now = running
+            .in_flight
+            .wait_for(|f| f.count == 1)
+            .await
+            .unwrap()
+            .clone();
+        assert_eq!(now.newest, Some((1, "POST /v1/messages".to_string())));
+        open.send(()).unwrap();
+        agent.await.unwrap();
+        let x = running.exchanges.recv().await.unwrap().into_exchange();
+        assert_eq!(x.seq, 1);
+        assert_eq!(running.in_flight.borrow().count, 0);
+    }
+
     /// Each event reaches the agent before the upstream sends the next:
     /// nothing is held back to the end of the answer.
     #[tokio::test]
@@ -876,6 +962,11 @@ mod tests {
                     findings: Vec::new(),
                     unjudged: None,
                     began: Instant::now(),
+                    _flight: FlightGuard::new(
+                        &Arc::new(watch::channel(InFlight::default()).0),
+                        1,
+                        String::new(),
+                    ),
                 },
                 action,
                 status,

@@ -250,6 +250,18 @@ pub struct Live {
     pub from: String,
     /// How many updates arrived.
     pub updates: u64,
+    /// What is in flight at the traffic's source (a request whose answer
+    /// has not ended), said in the header.
+    pub in_flight: Option<String>,
+}
+
+/// What a live source tells the debugger.
+#[derive(Debug, Clone)]
+pub enum LiveEvent {
+    /// A newer picture of the traffic.
+    Update(LiveUpdate),
+    /// What is in flight now (`None`: nothing).
+    InFlight(Option<String>),
 }
 
 /// A newer picture of live traffic: the conversation it shows, replayed.
@@ -398,10 +410,27 @@ impl App {
             follow: true,
             from: from.into(),
             updates: 1,
+            in_flight: None,
         });
         app.cursor = app.trace.len() - 1;
         app.notice = first.alarm;
         app
+    }
+
+    /// Takes what a live source says: a newer picture, or what is in flight.
+    pub fn apply_live_event(&mut self, event: LiveEvent) {
+        match event {
+            LiveEvent::Update(update) => self.apply_live(update),
+            LiveEvent::InFlight(what) => {
+                let mut app = self;
+                while let Some(parent) = app.parent.as_deref_mut() {
+                    app = parent;
+                }
+                if let Some(live) = app.live.as_mut() {
+                    live.in_flight = what;
+                }
+            }
+        }
     }
 
     /// Shows a newer picture of the live traffic: the cursor stays where

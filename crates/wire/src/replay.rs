@@ -156,7 +156,13 @@ pub fn replayed(conv: &Conversation) -> Replayed {
         ..
     } = building;
     let last_reply = messages.iter().rposition(|m| m.role == Role::Assistant);
+    // A reply that asks for tools is a step of the loop, not its answer:
+    // a conversation that ends on calls has no answer yet, whatever text
+    // ("Let me check.") rode along with them.
     let final_text = last_reply.and_then(|i| {
+        if messages[i].tool_uses().next().is_some() {
+            return None;
+        }
         let text = messages[i].text()?;
         // Claude Code writes some replies itself ("No response
         // requested."): shown, but never as the model's answer.

@@ -62,7 +62,7 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     };
     let strategy = match (&app.replay, &app.live) {
         (Some(source), Some(live)) => format!(
-            " LIVE {} · {} · {} conversation │ ",
+            " LIVE {} · {} · {} conversation{} │ ",
             if live.follow {
                 "following"
             } else {
@@ -70,6 +70,10 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
             },
             clean(&live.from),
             clean(source),
+            live.in_flight
+                .as_deref()
+                .map(|what| format!(" · {}", clean(what)))
+                .unwrap_or_default(),
         ),
         (Some(source), None) => format!(" replay of a captured {} conversation │ ", clean(source)),
         (None, _) => format!(

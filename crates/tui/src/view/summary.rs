@@ -114,7 +114,19 @@ fn end_summary(app: &App) -> Vec<Line<'static>> {
     // A replay's file may end before any answer (a request body, a
     // log cut mid-loop): say so in words, not the seeds' `null`.
     let shown = match trace.outcome.final_text.as_deref() {
-        None if trace.is_replay() => "none (no answer text in the conversation)".to_string(),
+        None if trace.is_replay() => {
+            let asking = trace
+                .messages
+                .iter()
+                .rev()
+                .find(|m| m.role == loopdbg_engine::message::Role::Assistant)
+                .is_some_and(|m| m.tool_uses().next().is_some());
+            if asking {
+                "none yet (the last reply asks for tools; no answer came after it)".to_string()
+            } else {
+                "none (no answer text in the conversation)".to_string()
+            }
+        }
         text => show_text(text),
     };
     lines.push(Line::from(vec![
