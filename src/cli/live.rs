@@ -252,7 +252,10 @@ pub(super) fn proxy(
             let now = flights.borrow_and_update().clone();
             let first = flight_recorded.load(std::sync::atomic::Ordering::SeqCst) == 0;
             if first && now.count > 0 {
-                let _ = flight_updates.send(LiveEvent::Update(in_flight_first(&now, &flight_addr)));
+                let _ = flight_updates.send(LiveEvent::Update(Box::new(in_flight_first(
+                    &now,
+                    &flight_addr,
+                ))));
             }
             if flight_updates
                 .send(LiveEvent::InFlight(in_flight_words(&now)))
@@ -272,7 +275,7 @@ pub(super) fn proxy(
                 .push(serde_json::to_value(&x).unwrap_or(Value::Null));
             recorded.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             if let Some(update) = seen.update(&x)
-                && updates.send(LiveEvent::Update(update)).is_err()
+                && updates.send(LiveEvent::Update(Box::new(update))).is_err()
             {
                 break;
             }
@@ -489,7 +492,7 @@ pub(super) fn follow(path: &Path, which: Option<usize>) -> Result<ExitCode, Fail
                 // A line the readers refuse: keep showing what was read.
                 Err(_) => continue,
             };
-            if updates.send(LiveEvent::Update(update)).is_err() {
+            if updates.send(LiveEvent::Update(Box::new(update))).is_err() {
                 break;
             }
         }

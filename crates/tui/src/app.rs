@@ -259,7 +259,7 @@ pub struct Live {
 #[derive(Debug, Clone)]
 pub enum LiveEvent {
     /// A newer picture of the traffic.
-    Update(LiveUpdate),
+    Update(Box<LiveUpdate>),
     /// What is in flight now (`None`: nothing).
     InFlight(Option<String>),
 }
@@ -420,7 +420,7 @@ impl App {
     /// Takes what a live source says: a newer picture, or what is in flight.
     pub fn apply_live_event(&mut self, event: LiveEvent) {
         match event {
-            LiveEvent::Update(update) => self.apply_live(update),
+            LiveEvent::Update(update) => self.apply_live(*update),
             LiveEvent::InFlight(what) => {
                 let mut app = self;
                 while let Some(parent) = app.parent.as_deref_mut() {
