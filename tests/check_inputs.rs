@@ -349,7 +349,7 @@ fn api_test_recordings_are_checked_by_the_status_the_provider_answered() {
         .assert()
         .code(1)
         .stdout(predicate::str::contains(
-            "conversation 2 (anthropic, interaction 2: POST /v1/messages → 400, 3 messages): 1 problem(s)",
+            "request 2 (anthropic, interaction 2: POST /v1/messages → 400, 3 messages): 1 problem(s)",
         ))
         .stdout(predicate::str::contains(
             "interactions[1].request.messages[1]  unanswered_call (400)  [toolu_01Fx]",
@@ -357,7 +357,10 @@ fn api_test_recordings_are_checked_by_the_status_the_provider_answered() {
         .stdout(predicate::str::contains(
             "The recording confirms it: the provider answered 400 in these words.",
         ))
-        .stdout(predicate::str::contains("checked 2 conversation(s) in 1 file(s)"));
+        // Its two requests grow one history: one conversation.
+        .stdout(predicate::str::contains(
+            "checked 2 request(s) in 1 conversation(s) in 1 file(s)",
+        ));
     // A HAR file: the endpoint names the provider of a plain-text request,
     // and a 400 loopdbg's rules do not foresee is still the provider's word.
     let out = loopdbg()
@@ -432,7 +435,7 @@ fn gzip_compressed_inputs_are_read_as_their_text() {
         .assert()
         .success()
         .stdout(predicate::str::contains(
-            "(anthropic): 2 conversation(s), no problems",
+            "(anthropic): 2 request(s) in 1 conversation(s), no problems",
         ));
     recorded_run_ends_with(&file, "Beijing 18°C, Shanghai 21°C.");
     // A damaged stream is a clear error, not a panic.
@@ -445,4 +448,95 @@ fn gzip_compressed_inputs_are_read_as_their_text() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("the gzip stream is damaged"));
+}
+
+/// A capture the proxy wrote for the real `openai` Python SDK (a loop that
+/// answers only the first of two calls): every exchange is labelled by the
+/// provider the proxy routed it to, not by a guess from a first request
+/// that holds one user message; and its two requests, the second growing
+/// the first's history, are one conversation (issue 22, item 13: the file
+/// said "anthropic" and "2 conversation(s)").
+#[test]
+fn a_capture_is_labelled_by_its_route_and_counted_by_conversation() {
+    let file = format!("{T}/proxy/openai_sdk_first_only.jsonl");
+    let out = loopdbg()
+        .args(["check", "--format", "json", &file])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let f = &v["files"][0];
+    assert_eq!(f["format"], "openai", "{f:#}");
+    assert_eq!(
+        (f["requests"].as_u64(), f["conversations"].as_u64()),
+        (Some(2), Some(1))
+    );
+    assert_eq!(f["results"][0]["format"], "openai");
+    assert_eq!(f["results"][0]["request"], 2);
+    assert_eq!(f["results"][0]["conversation"], 1);
+    loopdbg()
+        .args(["check", &file])
+        .env("NO_COLOR", "1")
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains(
+            "openai_sdk_first_only.jsonl:2 (openai, 3 messages)",
+        ))
+        .stdout(predicate::str::contains(
+            "checked 2 request(s) in 1 conversation(s) in 1 file(s)",
+        ));
+    // Each line alone is labelled the same way, through the one-document path.
+    let dir = common::scratch("route");
+    let first = dir.join("first.jsonl");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&first, text.lines().next().unwrap()).unwrap();
+    loopdbg()
+        .args(["check", first.to_str().unwrap()])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "(openai): 1 conversation(s), no problems",
+        ));
+}
+
+/// Two runs of one agent that open with the same prompt are two
+/// conversations: a conversation is matched at its newest request only.
+#[test]
+fn two_loops_with_the_same_prompt_are_two_conversations() {
+    let line = |seq: u64, messages: Value| {
+        serde_json::json!({"loopdbg": "exchange", "seq": seq, "method": "POST",
+            "path": "/v1/messages", "provider": "anthropic", "status": 200,
+            "request": {"model": "m", "max_tokens": 64, "messages": messages},
+            "response": {"role": "assistant", "content": [{"type": "text", "text": "ok"}]}})
+        .to_string()
+    };
+    let prompt = serde_json::json!({"role": "user", "content": "weather?"});
+    let grown = |id: &str| {
+        serde_json::json!([prompt,
+            {"role": "assistant", "content": [{"type": "tool_use", "id": id, "name": "w", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": "18"}]}])
+    };
+    let text = [
+        line(1, serde_json::json!([prompt])),
+        line(2, grown("toolu_a")),
+        line(3, serde_json::json!([prompt])),
+        line(4, grown("toolu_b")),
+    ]
+    .join("\n");
+    let dir = common::scratch("threads");
+    let file = dir.join("two.jsonl");
+    std::fs::write(&file, text).unwrap();
+    let out = loopdbg()
+        .args(["check", "--format", "jsonl", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let threads: Vec<u64> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["conversation"]["conversation"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(threads, [1, 1, 2, 2]);
 }

@@ -282,7 +282,8 @@ fn follow_shows_lines_appended_after_it_started() {
     file.flush().unwrap();
     let later = screen.wait_text("ALARM");
     assert!(later.contains("toolu_f1"), "{later}");
-    screen.wait_text("conversation 2 of 2");
+    // The second request grows the first one's history: one conversation.
+    screen.wait_text("follow: conversation 1 of 1");
     quit(child, &mut writer, &mut screen);
 }
 
@@ -546,21 +547,13 @@ fn a_recorded_api_session_replays_its_last_request_with_each_reply() {
     // the replies, down to the final answer.
     let cassette = "tests/fixtures/transcripts/recordings/streamed_two_calls.yaml";
     let (child, mut writer, mut screen) = spawn(&[cassette]);
-    screen.wait_text("replay: conversation 2 of 2");
+    // Its two requests grow one history: one conversation, opened at the
+    // newest request (issue 22, item 13: it said "conversation 2 of 2").
+    screen.wait_text("replay: request 2 of 2, one conversation");
     writer.write_all(b"G").unwrap();
     let end = screen.wait_text("final: Beijing 18°C, Shanghai 21°C.");
     assert!(end.contains("1:calls ⇄ 2:answer"), "{end}");
     assert!(end.contains("unpaired: none"), "{end}");
-    quit(child, &mut writer, &mut screen);
-
-    // The first request alone: its reply's calls are the agent's next work,
-    // not a request the provider refused.
-    let (child, mut writer, mut screen) = spawn(&[cassette, "--conversation", "1"]);
-    screen.wait_text("replay: conversation 1 of 2");
-    writer.write_all(b"G").unwrap();
-    let end = screen.wait_text("calls in flight");
-    assert!(end.contains("⚒toolu_01Bj"), "{end}");
-    assert!(!end.contains("unanswered_call"), "{end}");
     quit(child, &mut writer, &mut screen);
 }
 

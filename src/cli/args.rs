@@ -21,7 +21,9 @@ pub struct Cli {
     pub session: Option<PathBuf>,
 
     /// When replaying a file of several conversations: which one (1-based;
-    /// the first, but the last for an HTTP recording or with --follow).
+    /// the first, or with --follow the newest). The requests one agent loop
+    /// sent, each carrying the history before it, are one conversation,
+    /// shown at its newest request.
     #[arg(long)]
     pub conversation: Option<usize>,
 
@@ -374,7 +376,9 @@ pub struct TourArgs {
 pub struct RecordArgs {
     /// The capture or log.
     pub capture: PathBuf,
-    /// Which conversation of the file (1-based; default the last).
+    /// Which conversation of the file (1-based; default the last). The
+    /// requests of one agent loop are one conversation, recorded from its
+    /// newest request.
     #[arg(long)]
     pub conversation: Option<usize>,
     /// The session file to write (never an existing one).

@@ -22,6 +22,7 @@ use loopdbg_wire::read::{
     Conversation, Detail, Evidence, LineError, Log, ReadError, Source, classify_line, detect,
     detect_with_evidence, evidence, read_owned, recording,
 };
+use loopdbg_wire::threads::{Prefixes, Threads};
 use rayon::prelude::*;
 use serde::Serialize;
 use serde_json::Value;
@@ -29,8 +30,11 @@ use serde_json::Value;
 /// One conversation's findings.
 #[derive(Debug, Serialize)]
 pub struct ConversationReport {
-    /// 1-based index in the file.
+    /// 1-based conversation in the file: the requests of one agent loop
+    /// (each carrying the history before it) are one conversation.
     pub conversation: usize,
+    /// 1-based request (body, exchange or log segment) in the file.
+    pub request: usize,
     /// For JSON Lines: the line it was read from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<usize>,
@@ -81,8 +85,10 @@ pub struct FileReport {
     /// The format detected (or forced), when the file could be read that far.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub format: Option<&'static str>,
-    /// How many conversations were checked.
+    /// How many conversations were checked (a loop's requests are one).
     pub conversations: usize,
+    /// How many requests (bodies, exchanges, log segments) were checked.
+    pub requests: usize,
     /// The conversations with findings.
     pub results: Vec<ConversationReport>,
     /// What could not be read: the file, or some of its lines.
@@ -93,7 +99,7 @@ pub struct FileReport {
 impl FileReport {
     /// Nothing was checked and nothing failed: not a pass.
     pub fn is_empty(&self) -> bool {
-        self.conversations == 0 && self.errors.is_empty()
+        self.requests == 0 && self.errors.is_empty()
     }
 
     /// True when a finding other than a note was made.
@@ -659,6 +665,12 @@ fn conversation_of_line(
         (true, Replies::Left) => capture::answer_of(&doc),
         _ => None,
     };
+    // The proxy routed the request by its path and wrote down the
+    // provider: that outranks a guess from the body.
+    let routed = capture::is_exchange(&doc)
+        .then(|| capture::provider_of(&doc))
+        .flatten()
+        .map(Source::Provider);
     let doc = match (capture::is_exchange(&doc), replies) {
         (false, _) => doc,
         (true, Replies::Left) => capture::request_of(doc),
@@ -680,7 +692,7 @@ fn conversation_of_line(
             ),
         ));
     }
-    let source = forced.or(detected.map(|d| d.0)).ok_or_else(|| {
+    let source = forced.or(routed).or(detected.map(|d| d.0)).ok_or_else(|| {
         in_line(
             origin,
             line_no,
@@ -794,6 +806,10 @@ fn read_opened(
         }
         Layout::Document(ref doc, ref text) => {
             let unwrapped;
+            let routed = capture::is_exchange(doc)
+                .then(|| capture::provider_of(doc))
+                .flatten()
+                .map(Source::Provider);
             let doc = match capture::is_exchange(doc) {
                 true => {
                     unwrapped = capture::request_of(doc.clone());
@@ -801,7 +817,7 @@ fn read_opened(
                 }
                 false => doc,
             };
-            let source = forced.or_else(|| detect(doc)).ok_or_else(|| {
+            let source = forced.or(routed).or_else(|| detect(doc)).ok_or_else(|| {
                 LoadError::at(&origin, text, 0, "expected a request body (an object with `messages`, `input` or `contents`), a message array, or an agent log")
             })?;
             let Layout::Document(doc, text) = opened.layout else {
@@ -911,7 +927,7 @@ fn read_opened(
 /// (a blank line), or why it could not be read.
 type LineOutcome = (
     usize,
-    Result<Option<(Source, ConversationReport)>, LoadError>,
+    Result<Option<(Source, ConversationReport, Prefixes)>, LoadError>,
 );
 
 /// Checks one input. `emit` gets every conversation's report as soon as it
@@ -927,6 +943,7 @@ pub fn check_file(
         file: file.clone(),
         format: None,
         conversations: 0,
+        requests: 0,
         results: Vec::new(),
         errors: Vec::new(),
     };
@@ -961,7 +978,7 @@ pub fn check_file(
         match result {
             Ok(read) => {
                 report.format = Some(read.format.as_str());
-                report.conversations = read.conversations;
+                report.requests = read.conversations;
                 report
                     .errors
                     .extend(read.errors.into_iter().map(Into::into));
@@ -971,10 +988,13 @@ pub fn check_file(
                 return report;
             }
         }
+        let mut threads = Threads::default();
         for (index, line, conv) in &convs {
-            let r = conversation_report(*index, *line, conv);
+            let mut r = conversation_report(*index, *line, conv);
+            r.conversation = threads.assign(&Prefixes::of(&conv.messages)) + 1;
             keep(&mut report, r);
         }
+        report.conversations = threads.count();
         // A long log is many small allocations: free them on another core
         // while the report is printed (at exit the process frees them all).
         std::thread::spawn(move || drop(convs));
@@ -983,6 +1003,7 @@ pub fn check_file(
     report.format = forced.map(Source::as_str);
     let origin = opened.origin.clone();
     let mut index = 0;
+    let mut threads = Threads::default();
     let mut read_bytes: u64 = 0;
     // One thread reads chunks of lines while the pool checks the previous
     // chunk; results are reported in line order.
@@ -1012,16 +1033,20 @@ pub fn check_file(
                 .map(|&(n, line)| {
                     let r =
                         conversation_of_line(&origin, forced, n, line, Replies::Left).map(|c| {
-                            c.map(|conv| (conv.source, conversation_report(0, Some(n), &conv)))
+                            c.map(|conv| {
+                                let report = conversation_report(0, Some(n), &conv);
+                                (conv.source, report, Prefixes::of(&conv.messages))
+                            })
                         });
                     (n, r)
                 })
                 .collect();
             for (_, r) in done {
                 match r {
-                    Ok(Some((source, mut r))) => {
+                    Ok(Some((source, mut r, prefixes))) => {
                         index += 1;
-                        r.conversation = index;
+                        r.request = index;
+                        r.conversation = threads.assign(&prefixes) + 1;
                         report.format.get_or_insert(source.as_str());
                         keep(&mut report, r);
                     }
@@ -1040,7 +1065,8 @@ pub fn check_file(
     if progress {
         say!("\rchecking {origin}: done ({index} conversations)      ");
     }
-    report.conversations = index;
+    report.requests = index;
+    report.conversations = threads.count();
     report
 }
 
@@ -1051,6 +1077,7 @@ fn conversation_report(
 ) -> ConversationReport {
     ConversationReport {
         conversation: index,
+        request: index,
         line,
         format: conv.source.as_str(),
         label: conv.label.clone(),
@@ -1079,6 +1106,16 @@ fn colour(c: anstyle::AnsiColor) -> anstyle::Style {
     anstyle::Style::new().fg_color(Some(anstyle::Color::Ansi(c)))
 }
 
+/// "3 conversation(s)", or "5 request(s) in 2 conversation(s)" when a
+/// loop's requests were grouped.
+fn counted_conversations(requests: usize, conversations: usize) -> String {
+    if requests == conversations {
+        format!("{conversations} conversation(s)")
+    } else {
+        format!("{requests} request(s) in {conversations} conversation(s)")
+    }
+}
+
 /// Grouped text, coloured when stdout is a terminal and NO_COLOR is unset.
 /// Unreadable files and lines go to stderr.
 pub fn render_text(reports: &[FileReport], out: &mut impl Write) -> std::io::Result<()> {
@@ -1087,9 +1124,10 @@ pub fn render_text(reports: &[FileReport], out: &mut impl Write) -> std::io::Res
             && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
     };
     let (mut convs, mut bad, mut total, mut rejected, mut failed, mut empty) = (0, 0, 0, 0, 0, 0);
-    let mut notes = 0;
+    let (mut notes, mut requests) = (0, 0);
     for f in reports {
         convs += f.conversations;
+        requests += f.requests;
         for e in &f.errors {
             say!("{}", e.rendered);
         }
@@ -1110,7 +1148,7 @@ pub fn render_text(reports: &[FileReport], out: &mut impl Write) -> std::io::Res
             )?;
             continue;
         }
-        if f.results.is_empty() && f.conversations > 0 {
+        if f.results.is_empty() && f.requests > 0 {
             // Lines that could not be read were said on stderr; what was
             // read is still reported, and not as a clean file.
             let unread = match f.errors.len() {
@@ -1125,9 +1163,9 @@ pub fn render_text(reports: &[FileReport], out: &mut impl Write) -> std::io::Res
             };
             writeln!(
                 out,
-                "{} ({format}): {} conversation(s), no problems{unread}",
+                "{} ({format}): {}, no problems{unread}",
                 paint.wrap(BOLD, &clean(&f.file)),
-                f.conversations
+                counted_conversations(f.requests, f.conversations)
             )?;
         }
         for r in &f.results {
@@ -1138,16 +1176,25 @@ pub fn render_text(reports: &[FileReport], out: &mut impl Write) -> std::io::Res
             rejected += r.findings.iter().filter(|x| x.rejected_by_provider).count();
             let place = match r.line {
                 Some(line) => format!("{}:{line}", f.file),
-                None if f.conversations > 1 => {
-                    format!("{} conversation {}", f.file, r.conversation)
+                None if f.requests > 1 && f.requests == f.conversations => {
+                    format!("{} conversation {}", f.file, r.request)
                 }
+                None if f.requests > 1 => format!("{} request {}", f.file, r.request),
                 None => f.file.clone(),
+            };
+            // A line is one request; which conversation it belongs to is
+            // worth saying when the file holds more than one.
+            let of = match (r.line, f.conversations) {
+                (Some(_), 2..) => {
+                    format!(", conversation {} of {}", r.conversation, f.conversations)
+                }
+                _ => String::new(),
             };
             let label = r
                 .label
                 .as_deref()
-                .map(|l| format!(", {}", clean(l)))
-                .unwrap_or_default();
+                .map(|l| format!("{of}, {}", clean(l)))
+                .unwrap_or(of);
             writeln!(
                 out,
                 "{} ({}{label}, {} messages): {}",
@@ -1183,11 +1230,12 @@ pub fn render_text(reports: &[FileReport], out: &mut impl Write) -> std::io::Res
         }
     }
     let files = reports.len();
+    let checked = counted_conversations(requests, convs);
     let mut summary = if total == 0 {
-        format!("checked {convs} conversation(s) in {files} file(s): no problems")
+        format!("checked {checked} in {files} file(s): no problems")
     } else {
         format!(
-            "checked {convs} conversation(s) in {files} file(s): {bad} with problems, {total} problem(s) ({rejected} a provider would reject with a 400)"
+            "checked {checked} in {files} file(s): {bad} with problems, {total} problem(s) ({rejected} a provider would reject with a 400)"
         )
     };
     if notes > 0 {

@@ -302,11 +302,22 @@ fn update_of_file(
 ) -> Result<LiveUpdate, loopdbg_engine::LoadError> {
     let capture = is_capture(&bytes);
     let requests = capture.then(|| bytes.clone());
+    // Requests that grow one history are one conversation: `which` names
+    // a conversation, shown at its newest request; by default the newest
+    // request of all.
     let mut convs = Vec::new();
-    let read =
-        for_each_conversation_in(origin, bytes, None, Replies::Appended, |_, c| convs.push(c))?;
-    let count = convs.len();
-    let index = which.unwrap_or(count).clamp(1, count.max(1)) - 1;
+    let mut thread_of = Vec::new();
+    let mut threads = loopdbg_wire::threads::Threads::default();
+    let read = for_each_conversation_in(origin, bytes, None, Replies::Appended, |_, c| {
+        thread_of.push(threads.assign(&loopdbg_wire::threads::Prefixes::of(&c.messages)));
+        convs.push(c);
+    })?;
+    let count = threads.count();
+    let thread = which.map_or_else(
+        || thread_of.last().copied().unwrap_or(0),
+        |n| n.clamp(1, count.max(1)) - 1,
+    );
+    let index = thread_of.iter().rposition(|t| *t == thread).unwrap_or(0);
     let Some(conv) = convs.into_iter().nth(index) else {
         if let Some(e) = read.errors.into_iter().next() {
             return Err(e);
@@ -324,7 +335,7 @@ fn update_of_file(
         None => check(&conv),
     };
     let alarm = new_rejection(&findings, alarmed).map(|f| alarm_of("ALARM", f));
-    let title = format!("follow: conversation {} of {count}", index + 1);
+    let title = format!("follow: conversation {} of {count}", thread + 1);
     Ok(replay_update(&conv, &findings, &title, alarm))
 }
 
@@ -523,8 +534,18 @@ pub(super) fn record(
     which: Option<usize>,
     output: &Path,
 ) -> Result<ExitCode, Failure> {
-    let mut convs = Vec::new();
-    let read = for_each_conversation(capture, None, Replies::Appended, |_, c| convs.push(c))?;
+    // The requests of one loop are one conversation; each is recorded
+    // from its newest request, which carries the history before it.
+    let mut newest: Vec<Conversation> = Vec::new();
+    let mut threads = loopdbg_wire::threads::Threads::default();
+    let read = for_each_conversation(capture, None, Replies::Appended, |_, c| {
+        let thread = threads.assign(&loopdbg_wire::threads::Prefixes::of(&c.messages));
+        match newest.get_mut(thread) {
+            Some(slot) => *slot = c,
+            None => newest.push(c),
+        }
+    })?;
+    let convs = newest;
     let count = convs.len();
     let origin = capture.display().to_string();
     if count == 0 {

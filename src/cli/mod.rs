@@ -519,27 +519,24 @@ fn check_files(args: CheckArgs) -> Result<ExitCode, Failure> {
     }))
 }
 
-/// A debugger replaying conversation `which` (1-based) of a captured file;
-/// by default the first, but for an HTTP recording the last, since each
-/// request there carries the ones before it (and the last reply is the
-/// answer).
+/// A debugger replaying conversation `which` (1-based, default the first)
+/// of a captured file, at its newest request: an agent sends its history
+/// with each request, so the requests that grow one history are one
+/// conversation ([`loopdbg_wire::threads`]), and the newest carries the
+/// rest (its reply appended).
 fn replay_app(path: &std::path::Path, which: Option<usize>) -> Result<App, Failure> {
-    let (mut first, mut last, mut asked) = (None, None, None);
-    let mut seen = 0;
+    let wanted = which.unwrap_or(1);
+    let (mut found, mut at, mut requests) = (None, 0, 0);
+    let mut threads = loopdbg_wire::threads::Threads::default();
     let read = check::for_each_conversation(path, None, check::Replies::Appended, |_, conv| {
-        seen += 1;
-        match which {
-            Some(n) if n == seen => asked = Some(conv),
-            Some(_) => {}
-            None if seen == 1 => first = Some(conv),
-            None => last = Some(conv),
+        requests += 1;
+        let prefixes = loopdbg_wire::threads::Prefixes::of(&conv.messages);
+        if threads.assign(&prefixes) + 1 == wanted {
+            found = Some(conv);
+            at = requests;
         }
     })?;
-    let (which, found) = match which {
-        Some(n) => (n, asked),
-        None if read.recording && last.is_some() => (seen, last),
-        None => (1, first),
-    };
+    let (seen, which) = (threads.count(), wanted);
     let origin = path.display().to_string();
     let Some(conv) = found else {
         // A line that could not be read may be the one asked for.
@@ -554,16 +551,16 @@ fn replay_app(path: &std::path::Path, which: Option<usize>) -> Result<App, Failu
     // both take a while, and the first frame waits for them.
     let (findings, replayed) = rayon::join(
         || {
-            live::sent_findings(path, which, read.recording)
+            live::sent_findings(path, at, read.recording)
                 .unwrap_or_else(|| loopdbg_wire::check::check(&conv))
         },
         || loopdbg_wire::replay::replayed(&conv),
     );
     let trace = replayed.with_findings(&conv, &findings);
-    let title = if seen > 1 {
-        format!("replay: conversation {which} of {seen}")
-    } else {
-        "replay".to_string()
+    let title = match (seen, requests) {
+        (1, 1) => "replay".to_string(),
+        (1, _) => format!("replay: request {at} of {requests}, one conversation"),
+        _ => format!("replay: conversation {which} of {seen} (request {at} of {requests})"),
     };
     let session = loopdbg_wire::replay::session_for(&conv, &title);
     // A long log is many small allocations: free them on another core

@@ -13,7 +13,8 @@
 //! and `record`: [`route`] (which provider a request is for), [`stream`]
 //! (server-sent events reassembled into the message they carried),
 //! [`capture`] (the capture file's records) and [`record`] (a captured
-//! conversation turned into a stub session).
+//! conversation turned into a stub session). [`threads`] groups the
+//! requests of a capture into the conversations they grow.
 //!
 //! Pure: values in, values out. Reading files is the binary's job.
 //!
@@ -47,3 +48,4 @@ pub mod record;
 pub mod replay;
 pub mod route;
 pub mod stream;
+pub mod threads;

@@ -427,6 +427,19 @@ pub fn detect_with_evidence(doc: &Value) -> Option<(Source, bool)> {
             }
         }
     }
+    // Nothing in the messages says which (a first request is often one
+    // user message): the tools' shape and a top-level `system` do.
+    if !(openai || anthropic || responses)
+        && let Value::Object(o) = doc
+    {
+        let tools = o.get("tools").and_then(Value::as_array);
+        let any_tool = |f: &dyn Fn(&Value) -> bool| tools.is_some_and(|t| t.iter().any(f));
+        if any_tool(&|t| t.get("function").is_some_and(Value::is_object)) {
+            openai = true;
+        } else if any_tool(&|t| t.get("input_schema").is_some()) || o.contains_key("system") {
+            anthropic = true;
+        }
+    }
     let system_role = items.iter().any(|item| {
         matches!(
             item.get("role").and_then(Value::as_str),
