@@ -540,3 +540,26 @@ fn two_loops_with_the_same_prompt_are_two_conversations() {
         .collect();
     assert_eq!(threads, [1, 1, 2, 2]);
 }
+
+/// `record` on the real SDK's capture of a loop that answered only the
+/// first call: the session replays as `first`, and says so; the default
+/// run shows the dangling id a provider refuses (issue 22, item 14).
+#[test]
+fn record_keeps_what_the_loop_did_with_its_calls() {
+    let dir = common::scratch("record-first");
+    let session = dir.join("recorded.json");
+    loopdbg()
+        .args(["record", &format!("{T}/proxy/openai_sdk_first_only.jsonl"), "-o"])
+        .arg(&session)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "the recorded loop answered only the first call of each turn (call_f1 left without a result): recorded with extract first",
+        ));
+    loopdbg()
+        .arg("run")
+        .arg(&session)
+        .assert()
+        .stdout(predicate::str::contains("extract first"))
+        .stdout(predicate::str::contains("unpaired tool_use: call_f1"));
+}

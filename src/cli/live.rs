@@ -600,6 +600,17 @@ pub(super) fn record(
             .sum::<usize>(),
         output.display()
     );
+    match &rec.extraction {
+        loopdbg_wire::record::Extraction::First { unanswered } => say!(
+            "  the recorded loop answered only the first call of each turn ({} left without a result): recorded with extract first, so the replay shows it; e in the debugger shows what all would do",
+            loopdbg_engine::ledger::counted_ids(unanswered)
+        ),
+        loopdbg_wire::record::Extraction::Other { unanswered } => say!(
+            "  the recorded loop left {} without a result, not as `first` would: replayed with extract all, so compare the ids pane with the record",
+            loopdbg_engine::ledger::counted_ids(unanswered)
+        ),
+        loopdbg_wire::record::Extraction::All | loopdbg_wire::record::Extraction::Unknown => {}
+    }
     if rec.skipped_messages > 0 {
         say!(
             "  the loop after the last user prompt was recorded; {} earlier message(s) are left out",

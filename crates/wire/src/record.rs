@@ -35,6 +35,89 @@ pub struct Recording {
     /// Tools called but not declared by the request, added so their
     /// recorded results still come back.
     pub undeclared_tools: Vec<String>,
+    /// What the recorded loop did with the calls of each turn, read from
+    /// the results it sent, and so the extraction the session replays.
+    pub extraction: Extraction,
+}
+
+/// What a recorded loop did with the calls of a turn, told by which calls
+/// got a result before the loop asked again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Extraction {
+    /// No turn had more than one call answered or left: nothing to tell.
+    Unknown,
+    /// Every call of every turn was answered.
+    All,
+    /// Only the first call of each turn with several was answered: the
+    /// bug of seed 000, replayed as `extract first`.
+    First {
+        /// The calls left without a result, in order.
+        unanswered: Vec<String>,
+    },
+    /// Some calls were left, but not as `first` would leave them: replayed
+    /// as `all`, which the pairing check then shows against the record.
+    Other {
+        /// The calls left without a result, in order.
+        unanswered: Vec<String>,
+    },
+}
+
+impl Extraction {
+    /// The strategy's extraction that replays it.
+    pub fn extract(&self) -> Extract {
+        match self {
+            Extraction::First { .. } => Extract::First,
+            _ => Extract::All,
+        }
+    }
+}
+
+/// Which calls of each turn the loop answered before it asked the model
+/// again. A turn with no request after it (the file ends there, calls in
+/// flight) tells nothing.
+fn extraction_of(loop_messages: &[Message]) -> Extraction {
+    let mut unanswered = Vec::new();
+    let (mut told, mut first_only) = (false, true);
+    let turns: Vec<usize> = loop_messages
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.role == Role::Assistant)
+        .map(|(i, _)| i)
+        .collect();
+    for (k, &at) in turns.iter().enumerate() {
+        let calls: Vec<&str> = loop_messages[at].tool_uses().map(|(id, _)| id).collect();
+        // The results sent before the next reply (or to the end, when the
+        // request that carried them was refused and got no reply).
+        let end = turns.get(k + 1).copied().unwrap_or(loop_messages.len());
+        let answered: Vec<&str> = loop_messages[at + 1..end]
+            .iter()
+            .flat_map(Message::tool_result_ids)
+            .collect();
+        if calls.is_empty() || (answered.is_empty() && k + 1 == turns.len()) {
+            continue;
+        }
+        told |= calls.len() > 1;
+        let left: Vec<&str> = calls
+            .iter()
+            .copied()
+            .filter(|c| !answered.contains(c))
+            .collect();
+        if !left.is_empty() {
+            first_only &= answered == calls[..1] && left == calls[1..];
+            unanswered.extend(left.iter().map(|c| c.to_string()));
+        }
+    }
+    if unanswered.is_empty() {
+        if told {
+            Extraction::All
+        } else {
+            Extraction::Unknown
+        }
+    } else if first_only {
+        Extraction::First { unanswered }
+    } else {
+        Extraction::Other { unanswered }
+    }
 }
 
 /// Records the agent loop after the conversation's last user prompt that
@@ -118,8 +201,13 @@ pub fn record(conv: &Conversation, title: &str) -> Option<Recording> {
     let mut tools: Vec<ToolDef> = conv
         .tools
         .iter()
-        .map(|t| tool(&t.name, t.schema.clone(), &mut tables))
+        .map(|t| {
+            let mut def = tool(&t.name, t.schema.clone(), &mut tables);
+            def.description = t.description.clone().unwrap_or_default();
+            def
+        })
         .collect();
+    let extraction = extraction_of(loop_messages);
     let mut undeclared = Vec::new();
     let mut called: Vec<&str> = calls.values().map(|(n, _)| *n).collect();
     called.sort_unstable();
@@ -139,7 +227,8 @@ pub fn record(conv: &Conversation, title: &str) -> Option<Recording> {
         tools,
         model,
         strategy: StrategyDefaults {
-            extract: Some(Extract::All),
+            // What the recorded loop did, so the default replay shows it.
+            extract: Some(extraction.extract()),
             stop: Some(StopRule::Robust),
             // One more round than recorded, so a loop that would go on is
             // seen asking again rather than cut by the limit.
@@ -157,6 +246,7 @@ pub fn record(conv: &Conversation, title: &str) -> Option<Recording> {
         skipped_messages: start,
         conflicting_results: conflicting,
         undeclared_tools: undeclared,
+        extraction,
     })
 }
 
@@ -255,5 +345,88 @@ mod tests {
         let doc = json!([{"role": "assistant", "content": "hi"}]);
         let conv = read(&doc, Source::Provider(Format::Anthropic)).unwrap();
         assert!(record(&conv, "x").is_none());
+    }
+
+    /// A loop that sent one result for a turn of two calls is recorded as
+    /// the `first` loop it was, and the default replay shows the dangling
+    /// id (issue 22, item 14: it replayed as `all`, "unpaired: none").
+    #[test]
+    fn a_recorded_first_only_loop_replays_as_first() {
+        let doc = json!({"model": "m",
+            "tools": [{"name": "get_weather", "description": "Today's weather in a city", "input_schema": {"type": "object"}},
+                      {"type": "function", "function": {"name": "get_fx_rate", "description": "A currency pair's rate", "parameters": {"type": "object"}}}],
+            "messages": [
+              {"role": "user", "content": "weather and fx?"},
+              {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "toolu_w1", "name": "get_weather", "input": {"city": "北京"}},
+                {"type": "tool_use", "id": "toolu_f1", "name": "get_fx_rate", "input": {}}]},
+              {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_w1", "content": "18"}]}]});
+        let conv = read(&doc, Source::Provider(Format::Anthropic)).unwrap();
+        let rec = record(&conv, "x").unwrap();
+        assert_eq!(
+            rec.extraction,
+            Extraction::First {
+                unanswered: vec!["toolu_f1".into()]
+            }
+        );
+        assert_eq!(rec.session.strategy.extract, Some(Extract::First));
+        let described: Vec<&str> = rec
+            .session
+            .tools
+            .iter()
+            .map(|t| t.description.as_str())
+            .collect();
+        assert_eq!(
+            described,
+            ["Today's weather in a city", "A currency pair's rate"]
+        );
+        let trace = loopdbg_engine::run(&rec.session, &Strategy::for_session(&rec.session));
+        assert_eq!(trace.tool_runs(), ["get_weather"]);
+        assert!(
+            trace
+                .violations
+                .iter()
+                .any(|v| v.ids.iter().any(|i| i == "toolu_f1")),
+            "{:?}",
+            trace.violations
+        );
+    }
+
+    #[test]
+    fn what_a_loop_did_with_its_calls_is_read_from_its_results() {
+        let call = |ids: &[&str]| Message {
+            role: Role::Assistant,
+            content: ids
+                .iter()
+                .map(|id| Block::ToolUse {
+                    id: (*id).into(),
+                    name: "t".into(),
+                    input: json!({}).into(),
+                })
+                .collect(),
+            finish_reason: None,
+        };
+        let result = |id: &str| Message::tool_result(id.into(), json!("r").into(), false);
+        let answer = Message {
+            role: Role::Assistant,
+            content: vec![Block::Text {
+                text: "done".into(),
+            }],
+            finish_reason: None,
+        };
+        // Both answered.
+        let all = [call(&["a", "b"]), result("a"), result("b"), answer.clone()];
+        assert_eq!(extraction_of(&all), Extraction::All);
+        // The second answered, the first left: not what `first` does.
+        let other = [call(&["a", "b"]), result("b"), answer.clone()];
+        assert_eq!(
+            extraction_of(&other),
+            Extraction::Other {
+                unanswered: vec!["a".into()]
+            }
+        );
+        // One call per turn tells nothing; nor do calls still in flight.
+        let single = [call(&["a"]), result("a"), call(&["b", "c"])];
+        assert_eq!(extraction_of(&single), Extraction::Unknown);
     }
 }

@@ -143,11 +143,17 @@ mod tests {
     fn the_same_prompt_again_after_a_loop_is_a_new_conversation() {
         let prompt = Message::user("weather?");
         let mut threads = Threads::default();
-        assert_eq!(threads.assign(&Prefixes::of(std::slice::from_ref(&prompt))), 0);
+        assert_eq!(
+            threads.assign(&Prefixes::of(std::slice::from_ref(&prompt))),
+            0
+        );
         let grown = [prompt.clone(), call("c1"), result("c1")];
         assert_eq!(threads.assign(&Prefixes::of(&grown)), 0);
         // The second run of the same agent: the first request again.
-        assert_eq!(threads.assign(&Prefixes::of(std::slice::from_ref(&prompt))), 1);
+        assert_eq!(
+            threads.assign(&Prefixes::of(std::slice::from_ref(&prompt))),
+            1
+        );
         // Its next request (new ids) continues the second, not the first.
         let other = [prompt, call("c9"), result("c9")];
         assert_eq!(threads.assign(&Prefixes::of(&other)), 1);
@@ -159,10 +165,16 @@ mod tests {
         let prompt = Message::user("weather?");
         let title = Message::user("Write a title for this chat");
         let mut threads = Threads::default();
-        assert_eq!(threads.assign(&Prefixes::of(std::slice::from_ref(&prompt))), 0);
+        assert_eq!(
+            threads.assign(&Prefixes::of(std::slice::from_ref(&prompt))),
+            0
+        );
         assert_eq!(threads.assign(&Prefixes::of(&[title])), 1);
         // The same request again (a retry after a 529).
-        assert_eq!(threads.assign(&Prefixes::of(std::slice::from_ref(&prompt))), 0);
+        assert_eq!(
+            threads.assign(&Prefixes::of(std::slice::from_ref(&prompt))),
+            0
+        );
         let grown = [prompt, call("c1"), result("c1")];
         assert_eq!(threads.assign(&Prefixes::of(&grown)), 0);
         assert_eq!(threads.count(), 2);

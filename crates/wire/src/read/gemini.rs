@@ -27,6 +27,10 @@ pub(super) fn read(doc: &mut Value) -> Result<Conversation, ReadError> {
                             .get("parametersJsonSchema")
                             .or_else(|| f.get("parameters"))
                             .cloned(),
+                        description: f
+                            .get("description")
+                            .and_then(Value::as_str)
+                            .map(str::to_string),
                     });
                 }
             }

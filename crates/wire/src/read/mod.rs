@@ -116,6 +116,8 @@ pub struct ToolSpec {
     pub name: String,
     /// The JSON Schema of its arguments, when given.
     pub schema: Option<Value>,
+    /// What the request told the model the tool does, when it did.
+    pub description: Option<String>,
 }
 
 /// A problem found while reading, before any pairing check (for example
@@ -525,6 +527,10 @@ pub(crate) fn read_tools(doc: &Value, conv: &mut Conversation) {
             conv.tools.push(ToolSpec {
                 name: name.to_string(),
                 schema,
+                description: f
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
             });
         }
     }

@@ -225,5 +225,9 @@ fn tool_spec(t: &Value) -> Option<ToolSpec> {
     Some(ToolSpec {
         name: name.to_string(),
         schema: f.get("parameters").cloned(),
+        description: f
+            .get("description")
+            .and_then(Value::as_str)
+            .map(str::to_string),
     })
 }
