@@ -514,3 +514,89 @@ fn a_missing_sub_agent_is_located_in_the_session_that_names_it() {
             "parent.json:7:15: agent `gone.json`: cannot read:",
         ));
 }
+
+/// Ctrl-C while an output is being written removes the hidden temporary
+/// file and ends the process as SIGINT does; nothing is left beside the
+/// output (issue 23, item 5: a `.loopdbg-*` of up to 100 MB stayed).
+#[cfg(unix)]
+#[test]
+fn ctrl_c_during_a_write_leaves_no_temporary_file() {
+    use std::io::Write;
+    use std::os::unix::process::ExitStatusExt;
+    let dir = scratch("sigint");
+    let line = r#"{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"w","input":{}}]}]}"#;
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("loopdbg"))
+        .args(["check", "--fix", "synthesize", "-", "-o"])
+        .arg(dir.join("out.jsonl"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    for _ in 0..3 {
+        writeln!(input, "{line}").unwrap();
+    }
+    input.flush().unwrap();
+    // The input stays open: the repair waits for more, its temporary file
+    // beside the output.
+    let temporary = || {
+        std::fs::read_dir(&*dir)
+            .unwrap()
+            .filter_map(Result::ok)
+            .any(|e| e.file_name().to_string_lossy().starts_with(".loopdbg-"))
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !temporary() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no temporary file appeared"
+        );
+        std::thread::yield_now();
+    }
+    assert!(unsafe_free_kill(child.id(), "INT"), "kill -INT failed");
+    let status = child.wait().unwrap();
+    drop(input);
+    assert_eq!(status.signal(), Some(2), "{status:?}");
+    assert!(!temporary(), "the temporary file was left behind");
+    assert!(!dir.join("out.jsonl").exists());
+}
+
+/// `kill -SIG pid`, without `unsafe` in the tests.
+#[cfg(unix)]
+fn unsafe_free_kill(pid: u32, signal: &str) -> bool {
+    std::process::Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// `-o` naming the session being run is refused even with `--force`: the
+/// export would replace the file it was made from (issue 23, item 5).
+#[cfg(unix)]
+#[test]
+fn an_export_never_replaces_the_session_being_run() {
+    let dir = scratch("self-export");
+    let session = dir.join("weather.json");
+    let original = std::fs::read_to_string("sessions/weather.json").unwrap();
+    std::fs::write(&session, &original).unwrap();
+    let link = dir.join("link.json");
+    std::os::unix::fs::symlink(&session, &link).unwrap();
+    for target in [&session, &link] {
+        loopdbg()
+            .args([
+                "run",
+                session.to_str().unwrap(),
+                "--export",
+                "json",
+                "--force",
+                "-o",
+            ])
+            .arg(target)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("that is the session being run"));
+    }
+    assert_eq!(std::fs::read_to_string(&session).unwrap(), original);
+}

@@ -770,3 +770,27 @@ fn a_capture_that_cannot_be_opened_exits_2_before_listening() {
     assert!(said.contains("--capture: opening the capture"), "{said}");
     assert!(!said.contains("listening"), "{said}");
 }
+
+/// `--capture` appends only to a capture: a session named by mistake is
+/// refused before the proxy starts and left as it was (issue 23, item 5).
+#[test]
+fn capture_refuses_to_append_to_a_file_that_is_not_a_capture() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = dir.path().join("weather.json");
+    let original = std::fs::read_to_string("sessions/weather.json").unwrap();
+    std::fs::write(&session, &original).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_loopdbg"))
+        .args([
+            "proxy",
+            "--upstream",
+            "http://127.0.0.1:9",
+            "--no-tui",
+            "--capture",
+        ])
+        .arg(&session)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not a capture"));
+    assert_eq!(std::fs::read_to_string(&session).unwrap(), original);
+}

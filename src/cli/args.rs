@@ -330,8 +330,13 @@ pub struct ProxyArgs {
     pub listen: std::net::SocketAddr,
     /// Append every exchange to this JSON Lines file as it completes
     /// (request, status, answer, latency, findings; never credentials).
+    /// An existing file is appended to only when it is a capture.
     #[arg(long)]
     pub capture: Option<PathBuf>,
+    /// Append to a --capture file that is not a capture (its first line
+    /// is not a loopdbg exchange).
+    #[arg(long)]
+    pub force: bool,
     /// What to do with a request the provider would reject: `forward`
     /// it anyway (the finding is shown), `block` it with a local 400 in
     /// the provider's own words, or `repair=synthesize|strip` it first.

@@ -1262,24 +1262,6 @@ fn clean(s: &str) -> String {
     loopdbg_lesson::report::clean(s)
 }
 
-/// True when `a` and `b` are one file: the same path, a symlink, or a hard
-/// link (same device and inode).
-fn same_file(a: &Path, b: &Path) -> bool {
-    let (Ok(x), Ok(y)) = (std::fs::metadata(a), std::fs::metadata(b)) else {
-        return false;
-    };
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        x.dev() == y.dev() && x.ino() == y.ino()
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = (x, y);
-        matches!((a.canonicalize(), b.canonicalize()), (Ok(p), Ok(q)) if p == q)
-    }
-}
-
 /// Writes a repaired copy of `input` to `output`; returns the number of
 /// repairs. The copy goes to a temporary file beside `output` and is
 /// renamed into place only when complete, so a failure midway (a bad line,
@@ -1297,7 +1279,7 @@ pub fn fix_file(
         origin: target.clone(),
         reason: reason.to_string(),
     };
-    if input.as_os_str() != "-" && same_file(input, output) {
+    if input.as_os_str() != "-" && super::files::same_file(input, output) {
         return Err(refuse(
             "refusing to overwrite the input (the same file, through a link or not); choose another -o",
         ));

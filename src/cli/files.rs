@@ -79,6 +79,8 @@ fn replace<T>(
     let mut temp = tempfile::Builder::new()
         .prefix(".loopdbg-")
         .tempfile_in(&dir)?;
+    // Ctrl-C during a long write must not leave the half file behind.
+    let _cleanup = on_signal::Removes::new(temp.path());
     let made = {
         let mut out = io::BufWriter::new(temp.as_file_mut());
         let made = fill(&mut out)?;
@@ -95,6 +97,80 @@ fn replace<T>(
         temp.persist_noclobber(path).map_err(|e| e.error)?;
     }
     Ok(made)
+}
+
+/// Temporary files removed when a signal ends the process: a hidden
+/// `.loopdbg-*` of up to the size of a handout was left beside the output
+/// by Ctrl-C (issue 23, item 5). The handler is installed with the first
+/// temporary file; after removing what is registered it ends the process
+/// as the signal would have, unless the debugger owns the signals (it
+/// restores the terminal first and then leaves as `q` does).
+pub mod on_signal {
+    use std::path::{Path, PathBuf};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Mutex, Once};
+
+    static PENDING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+    static INSTALLED: Once = Once::new();
+    static DEBUGGER_OWNS_SIGNALS: AtomicBool = AtomicBool::new(false);
+
+    /// Says that the debugger's event loop handles SIGINT, SIGTERM and
+    /// SIGHUP itself while it runs.
+    pub fn debugger_owns_signals(owns: bool) {
+        DEBUGGER_OWNS_SIGNALS.store(owns, Ordering::SeqCst);
+    }
+
+    /// A path removed if a signal ends the process before this is dropped.
+    pub struct Removes(PathBuf);
+
+    impl Removes {
+        pub fn new(path: &Path) -> Removes {
+            install();
+            if let Ok(mut pending) = PENDING.lock() {
+                pending.push(path.to_path_buf());
+            }
+            Removes(path.to_path_buf())
+        }
+    }
+
+    impl Drop for Removes {
+        fn drop(&mut self) {
+            if let Ok(mut pending) = PENDING.lock()
+                && let Some(i) = pending.iter().position(|p| *p == self.0)
+            {
+                pending.swap_remove(i);
+            }
+        }
+    }
+
+    #[cfg(unix)]
+    fn install() {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        INSTALLED.call_once(|| {
+            let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
+            else {
+                return;
+            };
+            std::thread::spawn(move || {
+                for signal in signals.forever() {
+                    if let Ok(pending) = PENDING.lock() {
+                        for path in pending.iter() {
+                            let _ = std::fs::remove_file(path);
+                        }
+                    }
+                    if !DEBUGGER_OWNS_SIGNALS.load(Ordering::SeqCst) {
+                        // The conventional end: killed by that signal.
+                        let _ = signal_hook::low_level::emulate_default_handler(signal);
+                    }
+                }
+            });
+        });
+    }
+
+    #[cfg(not(unix))]
+    fn install() {
+        INSTALLED.call_once(|| {});
+    }
 }
 
 #[cfg(unix)]
@@ -168,5 +244,23 @@ mod tests {
         std::os::unix::fs::symlink(dir.path().join("nowhere"), &link).unwrap();
         assert!(write(&link, Existing::Replace, "x").is_err());
         assert!(!dir.path().join("nowhere").exists());
+    }
+}
+
+/// True when `a` and `b` are one file: the same path, a symlink, or a hard
+/// link (same device and inode).
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    let (Ok(x), Ok(y)) = (std::fs::metadata(a), std::fs::metadata(b)) else {
+        return false;
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        x.dev() == y.dev() && x.ino() == y.ino()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (x, y);
+        matches!((a.canonicalize(), b.canonicalize()), (Ok(p), Ok(q)) if p == q)
     }
 }

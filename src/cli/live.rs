@@ -140,6 +140,37 @@ impl Exchanges {
     }
 }
 
+/// A capture is appended to; anything else (a session, a log, a handout
+/// named by mistake) would get JSON lines glued to its end, so it is
+/// refused unless `--force` says so. The first line tells: a capture's is
+/// a loopdbg exchange.
+fn refuse_unless_capture(path: &Path) -> anyhow::Result<()> {
+    use std::io::{BufRead, Read};
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    if !meta.is_file() || meta.len() == 0 {
+        return Ok(());
+    }
+    let file = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    // A capture's first line is one record; a megabyte is plenty to tell.
+    let mut first = Vec::new();
+    std::io::BufReader::new(file)
+        .take(1 << 20)
+        .read_until(b'\n', &mut first)
+        .with_context(|| format!("reading {}", path.display()))?;
+    let is_capture = serde_json::from_slice::<Value>(&first)
+        .is_ok_and(|v| loopdbg_wire::capture::is_exchange(&v));
+    anyhow::ensure!(
+        is_capture,
+        "{} exists and is not a capture (its first line is not a loopdbg exchange); name a new file, or pass --force to append to it anyway",
+        path.display()
+    );
+    Ok(())
+}
+
 /// Appends one exchange to the capture and flushes it, so a crash loses at
 /// most the exchange in flight.
 struct CaptureFile {
@@ -148,7 +179,12 @@ struct CaptureFile {
 }
 
 impl CaptureFile {
-    fn open(path: Option<&Path>) -> anyhow::Result<CaptureFile> {
+    fn open(path: Option<&Path>, force: bool) -> anyhow::Result<CaptureFile> {
+        if let Some(p) = path
+            && !force
+        {
+            refuse_unless_capture(p)?;
+        }
         let file = match path {
             Some(p) => Some(
                 OpenOptions::new()
@@ -185,6 +221,7 @@ impl CaptureFile {
 pub(super) fn proxy(
     config: loopdbg_proxy::Config,
     capture_path: Option<&Path>,
+    force: bool,
     no_tui: bool,
 ) -> Result<ExitCode, Failure> {
     if !config.listen.ip().is_loopback() {
@@ -200,8 +237,8 @@ pub(super) fn proxy(
             "the debugger needs a terminal; add --no-tui for one line per exchange"
         )));
     }
-    let mut capture =
-        CaptureFile::open(capture_path).map_err(|e| bad_flag(format!("--capture: {e:#}")))?;
+    let mut capture = CaptureFile::open(capture_path, force)
+        .map_err(|e| bad_flag(format!("--capture: {e:#}")))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

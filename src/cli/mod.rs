@@ -218,6 +218,13 @@ fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         let text = loopdbg_handout::render(&loaded.session, &trace, &opts);
         return match args.output {
             Some(path) => {
+                // --force replaces a handout, never the session being run.
+                if files::same_file(&path, &args.session) {
+                    return Err(bad_flag(format!(
+                        "-o {}: that is the session being run (the same file, through a link or not); refusing to overwrite it, even with --force; choose another -o",
+                        path.display()
+                    )));
+                }
                 write_new(&path, text.as_bytes(), args.force)?;
                 say!("wrote {}", path.display());
                 Ok(ExitCode::SUCCESS)
@@ -362,7 +369,7 @@ fn proxy(args: ProxyArgs) -> Result<ExitCode, Failure> {
         on_invalid: args.on_invalid,
         ..loopdbg_proxy::Config::new(upstream, args.listen)
     };
-    live::proxy(config, args.capture.as_deref(), args.no_tui)
+    live::proxy(config, args.capture.as_deref(), args.force, args.no_tui)
 }
 
 /// `loopdbg diff`: two runs aligned, the first divergence; exit 1 when

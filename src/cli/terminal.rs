@@ -58,7 +58,11 @@ fn run_with(mut app: App, mut feed: Option<UnboundedReceiver<LiveEvent>>) -> any
     let mut terminal = ratatui::try_init().context("setting up the terminal")?;
     install_mouse_restoring_panic_hook();
     let _ = execute!(stdout(), EnableMouseCapture);
+    // The event loop answers SIGINT/TERM/HUP itself (it restores the
+    // terminal first); a file written meanwhile (W) is still cleaned up.
+    super::files::on_signal::debugger_owns_signals(true);
     let result = runtime.block_on(event_loop(&mut terminal, &mut app, feed.as_mut()));
+    super::files::on_signal::debugger_owns_signals(false);
     let _ = execute!(stdout(), DisableMouseCapture);
     ratatui::restore();
     result
