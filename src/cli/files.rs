@@ -190,6 +190,24 @@ fn set_default_mode(_: &std::fs::File) -> io::Result<()> {
     Ok(())
 }
 
+/// True when `a` and `b` are one file: the same path, a symlink, or a hard
+/// link (same device and inode).
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    let (Ok(x), Ok(y)) = (std::fs::metadata(a), std::fs::metadata(b)) else {
+        return false;
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        x.dev() == y.dev() && x.ino() == y.ino()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (x, y);
+        matches!((a.canonicalize(), b.canonicalize()), (Ok(p), Ok(q)) if p == q)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -244,23 +262,5 @@ mod tests {
         std::os::unix::fs::symlink(dir.path().join("nowhere"), &link).unwrap();
         assert!(write(&link, Existing::Replace, "x").is_err());
         assert!(!dir.path().join("nowhere").exists());
-    }
-}
-
-/// True when `a` and `b` are one file: the same path, a symlink, or a hard
-/// link (same device and inode).
-pub fn same_file(a: &Path, b: &Path) -> bool {
-    let (Ok(x), Ok(y)) = (std::fs::metadata(a), std::fs::metadata(b)) else {
-        return false;
-    };
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        x.dev() == y.dev() && x.ino() == y.ino()
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = (x, y);
-        matches!((a.canonicalize(), b.canonicalize()), (Ok(p), Ok(q)) if p == q)
     }
 }
