@@ -600,3 +600,52 @@ fn an_export_never_replaces_the_session_being_run() {
     }
     assert_eq!(std::fs::read_to_string(&session).unwrap(), original);
 }
+
+/// A loop that leaves a new id unpaired every round carries all of them in
+/// every later request; what the trace keeps of each request stays
+/// bounded, so a run's memory grows with its rounds, not their square
+/// (issue 23, item 11: `large_loop.json` took 1.6 GB, 20,000 rounds 5.6 GB).
+#[test]
+fn a_violation_stays_small_however_many_ids_are_left() {
+    let rounds = 1500;
+    let script: Vec<serde_json::Value> = (1..=rounds)
+        .map(|r| {
+            serde_json::json!({"when": {"round": r}, "reply": {"tool_calls": [
+                {"id": format!("kept_{r}"), "name": "t", "args": {}},
+                {"id": format!("left_{r}"), "name": "t", "args": {}}]}})
+        })
+        .collect();
+    let text = serde_json::json!({"user": "go", "tools": [{"name": "t", "table": [{"args": {}, "result": 1}]}],
+        "model": {"script": script}, "strategy": {"extract": "first", "max_rounds": rounds}})
+    .to_string();
+    let session = loopdbg_engine::Session::parse("left.json", &text).unwrap();
+    let trace = loopdbg_engine::run(&session, &loopdbg_engine::Strategy::for_session(&session));
+    let last = trace.violations.last().unwrap();
+    assert_eq!(last.unpaired, rounds as usize - 1);
+    assert!(
+        last.message.contains("… and 1487 more call(s)"),
+        "{}",
+        last.message
+    );
+    for v in &trace.violations {
+        assert!(v.ids.len() <= loopdbg_engine::trace::LISTED_IDS);
+        assert!(v.message.len() < 400, "{}", v.message);
+    }
+    // The handout writes out the first and last requests, and says how many
+    // it left out between them.
+    let opts = loopdbg_handout::Options {
+        kind: loopdbg_handout::Kind::Markdown,
+        format: loopdbg_wire::provider::Format::Anthropic,
+        model: "m".into(),
+        redact: false,
+        origin: "left.json".into(),
+    };
+    let md = loopdbg_handout::render(&session, &trace, &opts);
+    assert_eq!(md.matches("### Request ").count(), 6);
+    assert!(
+        md.contains("… 1494 request(s) left out (rounds 5 to 1498)"),
+        "{}",
+        &md[..2000]
+    );
+    assert!(md.contains("### Request 1500 (round 1500)"));
+}

@@ -182,16 +182,17 @@ impl Recorder<'_> {
     /// every tool_use minus ids of every tool_result) runs first; a non-empty
     /// difference is what a provider answers with a 400.
     fn request(&mut self, number: u32) {
-        let unanswered: Vec<String> = self.calls.unanswered().map(str::to_string).collect();
-        let violation = (!unanswered.is_empty()).then(|| {
+        let unanswered = Unanswered::of(self.calls.unanswered());
+        let violation = (unanswered.total > 0).then(|| {
             self.violations.push(Violation {
                 round: number,
                 step: self.steps.len(),
                 message: format!(
                     "a provider would reject this request: 400 (tool_use without tool_result: {})",
-                    crate::ledger::counted_ids(&unanswered)
+                    unanswered.words()
                 ),
-                ids: unanswered,
+                unpaired: unanswered.total,
+                ids: unanswered.listed.into_iter().map(|(id, _)| id).collect(),
             });
             self.violations.len() - 1
         });
@@ -656,5 +657,57 @@ fn continue_reason(rule: StopRule, reply: &Reply) -> String {
             "{} tool call(s): send the results and ask again",
             reply.tool_calls.len()
         ),
+    }
+}
+
+/// The calls without a result when a request is sent, said in bounded
+/// space: a loop that leaves ids unpaired carries all of them in every
+/// later request, and naming every one at every request made a run's
+/// memory grow with the square of its rounds (issue 23, item 11).
+struct Unanswered {
+    /// The first [`crate::trace::LISTED_IDS`] distinct ids, with how many
+    /// calls carry each.
+    listed: Vec<(String, usize)>,
+    /// Calls whose id is not listed.
+    unlisted: usize,
+    /// Every call without a result.
+    total: usize,
+}
+
+impl Unanswered {
+    fn of<'a>(ids: impl Iterator<Item = &'a str>) -> Unanswered {
+        let mut u = Unanswered {
+            listed: Vec::new(),
+            unlisted: 0,
+            total: 0,
+        };
+        for id in ids {
+            u.total += 1;
+            if let Some((_, n)) = u.listed.iter_mut().find(|(x, _)| x == id) {
+                *n += 1;
+            } else if u.listed.len() < crate::trace::LISTED_IDS {
+                u.listed.push((id.to_string(), 1));
+            } else {
+                u.unlisted += 1;
+            }
+        }
+        u
+    }
+
+    /// `call_s2 ×4999, call_s3 ×4999`, or the listed ids and how many
+    /// more calls.
+    fn words(&self) -> String {
+        let mut words: Vec<String> = self
+            .listed
+            .iter()
+            .map(|(id, n)| match n {
+                1 => id.clone(),
+                n => format!("{id} ×{n}"),
+            })
+            .collect();
+        if self.unlisted > 0 {
+            words.push(format!("… and {} more call(s)", self.unlisted));
+        }
+        words.join(", ")
     }
 }

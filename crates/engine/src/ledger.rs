@@ -100,11 +100,16 @@ pub struct Ledger {
 
 /// `toolu_a, toolu_b ×3`: ids each once, with how many calls carry them.
 pub fn counted_ids(ids: &[String]) -> String {
+    // Linear however many distinct ids: a run may leave thousands.
     let mut seen: Vec<(&str, usize)> = Vec::new();
+    let mut at: ahash::AHashMap<&str, usize> = ahash::AHashMap::with_capacity(ids.len().min(4096));
     for id in ids {
-        match seen.iter_mut().find(|(s, _)| *s == id.as_str()) {
-            Some((_, n)) => *n += 1,
-            None => seen.push((id, 1)),
+        match at.get(id.as_str()) {
+            Some(&i) => seen[i].1 += 1,
+            None => {
+                at.insert(id, seen.len());
+                seen.push((id, 1));
+            }
         }
     }
     seen.iter()

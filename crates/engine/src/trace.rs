@@ -226,11 +226,19 @@ pub struct Violation {
     pub round: u32,
     /// The step index of that request.
     pub step: usize,
-    /// The tool_use ids without a tool_result.
+    /// The tool_use ids without a tool_result: the first
+    /// [`LISTED_IDS`] distinct ones.
     pub ids: Vec<String>,
+    /// How many calls have no result (ids repeated or not listed count).
+    pub unpaired: usize,
     /// What a provider would answer.
     pub message: String,
 }
+
+/// How many distinct ids a [`Violation`] names; the rest are counted. Every
+/// request after a call is left carries it, so a violation's size must not
+/// grow with the run.
+pub const LISTED_IDS: usize = 12;
 
 /// Everything about one model call.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -71,6 +71,27 @@ pub struct RequestSection {
     pub unpaired: Vec<String>,
 }
 
+/// Requests between the first and the last few, not written out: each
+/// request repeats the whole history before it, so writing every one makes
+/// a handout grow with the square of the rounds (5,000 rounds took 24 GB).
+#[derive(Debug, Clone, Serialize)]
+pub struct LeftOut {
+    /// How many requests.
+    pub count: usize,
+    /// The first one's round.
+    pub from_round: u32,
+    /// The last one's round.
+    pub to_round: u32,
+    /// They come after this many of [`Handout::requests`].
+    pub after: usize,
+}
+
+/// Requests written out at the start of a handout: the two trips and a
+/// little more.
+pub const FIRST_REQUESTS: usize = 4;
+/// Requests written out at the end: where the run stopped.
+pub const LAST_REQUESTS: usize = 2;
+
 /// One call's return value.
 #[derive(Debug, Clone, Serialize)]
 pub struct ToolReturn {
@@ -101,8 +122,11 @@ pub struct Handout {
     pub wire: &'static str,
     /// `k. round r · phase · unpaired n`, one per step.
     pub steps: Vec<String>,
-    /// Every request.
+    /// The requests written out: every one, or the first and the last few.
     pub requests: Vec<RequestSection>,
+    /// The requests between them, when there were too many to write out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub left_out: Option<LeftOut>,
     /// Every call's return value.
     pub tool_returns: Vec<ToolReturn>,
     /// How the run ended.
@@ -134,11 +158,23 @@ pub fn gather(session: &Session, trace: &Trace, opts: &Options) -> Handout {
             )
         })
         .collect();
-    let requests = trace
+    let asked: Vec<&loopdbg_engine::trace::Step> = trace
         .steps
         .iter()
         .filter(|s| s.phase == Phase::Request)
+        .collect();
+    let total = asked.len();
+    let shown = |i: usize| i < FIRST_REQUESTS || i + LAST_REQUESTS >= total;
+    let left_out = (total > FIRST_REQUESTS + LAST_REQUESTS).then(|| LeftOut {
+        count: total - FIRST_REQUESTS - LAST_REQUESTS,
+        from_round: asked[FIRST_REQUESTS].round,
+        to_round: asked[total - LAST_REQUESTS - 1].round,
+        after: FIRST_REQUESTS,
+    });
+    let requests = asked
+        .iter()
         .enumerate()
+        .filter(|(i, _)| shown(*i))
         .map(|(i, s)| {
             let history = &trace.messages[..s.history_len];
             let ledger = Ledger::of(history, &[]);
@@ -185,6 +221,7 @@ pub fn gather(session: &Session, trace: &Trace, opts: &Options) -> Handout {
         wire: opts.format.title(),
         steps,
         requests,
+        left_out,
         tool_returns,
         end: format!("{} — {}", report.end, report.end_detail),
         final_text: report.final_text.clone(),
@@ -258,7 +295,10 @@ fn markdown(h: &Handout) -> String {
         out.push_str(&format!("- ⚠ {}\n", md_cell(w)));
     }
     out.push_str("\n## Requests\n\n");
-    for r in &h.requests {
+    for (i, r) in h.requests.iter().enumerate() {
+        if let Some(gap) = h.left_out.as_ref().filter(|g| g.after == i) {
+            out.push_str(&format!("{}\n\n", left_out_words(gap)));
+        }
         let body = pretty(&r.body);
         let f = fence(&body);
         out.push_str(&format!(
@@ -331,7 +371,12 @@ fn html(h: &Handout) -> String {
                 div class="pair" {
                     @for r in first_two { (request_section(r)) }
                 }
-                @for r in rest { (request_section(r)) }
+                @for (i, r) in rest.iter().enumerate() {
+                    @if let Some(gap) = h.left_out.as_ref().filter(|g| g.after == i + first_two.len()) {
+                        p class="left-out" { (left_out_words(gap)) }
+                    }
+                    (request_section(r))
+                }
                 h2 { "Tool return values" }
                 table id="tools" {
                     tr { th { "round" } th { "id" } th { "tool" } th { "arguments" } th { "result" } th { "status" } }
@@ -358,6 +403,14 @@ fn html(h: &Handout) -> String {
     let mut out = page.into_string();
     out.push('\n');
     out
+}
+
+/// What a handout says where requests were left out.
+fn left_out_words(gap: &LeftOut) -> String {
+    format!(
+        "… {} request(s) left out (rounds {} to {}): each repeats the history before it; `loopdbg run --format json` holds the whole trace.",
+        gap.count, gap.from_round, gap.to_round
+    )
 }
 
 /// One request: its ledger and the body as the provider receives it.

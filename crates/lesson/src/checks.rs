@@ -181,7 +181,10 @@ fn warnings_with(trace: &Trace, check: &QuoteCheck, left: &[String]) -> Vec<Warn
             ),
         });
     }
-    let already_said = trace.violations.last().is_some_and(|v| v.ids == left);
+    let already_said = trace
+        .violations
+        .last()
+        .is_some_and(|v| v.unpaired == left.len() && v.ids.iter().all(|id| left.contains(id)));
     if !left.is_empty() && !already_said {
         out.push(Warning {
             kind: "dangling_at_end",

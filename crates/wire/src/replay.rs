@@ -422,6 +422,7 @@ impl Replayed {
                     round: steps[step].round,
                     step,
                     ids: f.ids.clone(),
+                    unpaired: f.ids.len(),
                     message: format!(
                         "{} ({}{seen}): {} ({})",
                         f.kind, f.severity, f.message, f.path
