@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use loopdbg_engine::strategy::{Closure, Extract, StopRule};
-use loopdbg_proxy::gate::OnInvalid;
+use loopdbg_proxy::gate::{OnInvalid, OnUnjudged};
 use loopdbg_wire::fix::Repair;
 use loopdbg_wire::provider::Format;
 use loopdbg_wire::read::Source;
@@ -160,6 +160,10 @@ fn parse_spec(s: &str) -> Result<StrategySpec, String> {
 }
 
 fn parse_export(s: &str) -> Result<loopdbg_handout::Kind, String> {
+    s.parse()
+}
+
+fn parse_on_unjudged(s: &str) -> Result<OnUnjudged, String> {
     s.parse()
 }
 
@@ -342,6 +346,12 @@ pub struct ProxyArgs {
     /// the provider's own words, or `repair=synthesize|strip` it first.
     #[arg(long, default_value = "forward", value_parser = parse_on_invalid)]
     pub on_invalid: OnInvalid,
+    /// Under `block` and `repair`: what to do with a request the checker
+    /// cannot read (not JSON, nested too deep, a shape it does not know).
+    /// `block` answers loopdbg's own 400 saying why; `forward` sends it
+    /// unjudged.
+    #[arg(long, default_value = "block", value_parser = parse_on_unjudged)]
+    pub on_unjudged: OnUnjudged,
     /// Print one line per exchange instead of opening the debugger.
     #[arg(long)]
     pub no_tui: bool,

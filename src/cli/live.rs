@@ -247,9 +247,13 @@ pub(super) fn proxy(
     let mut running = runtime.block_on(loopdbg_proxy::start(&config))?;
     let addr = running.addr.to_string();
     say!(
-        "loopdbg proxy: listening on http://{addr} → {} · --on-invalid {} · {}",
+        "loopdbg proxy: listening on http://{addr} → {} · --on-invalid {}{} · {}",
         config.upstream,
         config.on_invalid,
+        match config.on_invalid {
+            loopdbg_proxy::gate::OnInvalid::Forward => String::new(),
+            _ => format!(" (unreadable requests: {})", config.on_unjudged),
+        },
         capture_path.map_or_else(
             || "no capture: exchanges are not recorded (--capture FILE records them)".to_string(),
             |p| format!("capture {}", p.display())

@@ -367,6 +367,7 @@ fn proxy(args: ProxyArgs) -> Result<ExitCode, Failure> {
         .map_err(|e| bad_flag(format!("--upstream {e}")))?;
     let config = loopdbg_proxy::Config {
         on_invalid: args.on_invalid,
+        on_unjudged: args.on_unjudged,
         ..loopdbg_proxy::Config::new(upstream, args.listen)
     };
     live::proxy(config, args.capture.as_deref(), args.force, args.no_tui)

@@ -48,6 +48,40 @@ impl std::str::FromStr for OnInvalid {
     }
 }
 
+/// What `block` and `repair` do with a conversation request the checker
+/// could not read (not JSON, nested past the parser's depth, a shape no
+/// reader takes): it cannot be vouched for, so by default it is not sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnUnjudged {
+    /// Answer loopdbg's own 400 saying why; nothing is sent upstream.
+    #[default]
+    Block,
+    /// Send it as it came, unjudged.
+    Forward,
+}
+
+impl std::fmt::Display for OnUnjudged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            OnUnjudged::Block => "block",
+            OnUnjudged::Forward => "forward",
+        })
+    }
+}
+
+impl std::str::FromStr for OnUnjudged {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "block" => Ok(OnUnjudged::Block),
+            "forward" => Ok(OnUnjudged::Forward),
+            _ => Err(format!(
+                "unknown --on-unjudged `{s}` (expected block or forward)"
+            )),
+        }
+    }
+}
+
 /// What became of one request.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Decision {
@@ -79,15 +113,17 @@ pub struct Verdict {
     pub rejected: Option<Finding>,
     /// What to do.
     pub decision: Decision,
+    /// Why the body could not be read as a conversation, when it could not.
+    pub unread: Option<String>,
 }
 
 /// Checks `body`, a request for `format`, and decides under `policy`.
 /// A body the readers cannot take is forwarded untouched: the provider,
 /// not loopdbg, answers requests loopdbg does not understand.
 pub fn inspect(format: Format, body: &Value, policy: OnInvalid) -> Verdict {
-    let findings = match read(body, Source::Provider(format)) {
-        Ok(conversation) => check(&conversation),
-        Err(_) => Vec::new(),
+    let (findings, unread) = match read(body, Source::Provider(format)) {
+        Ok(conversation) => (check(&conversation), None),
+        Err(e) => (Vec::new(), Some(e.to_string())),
     };
     let rejected = findings.iter().find(|f| f.rejected_by_provider).cloned();
     let decision = match (&rejected, policy) {
@@ -109,6 +145,29 @@ pub fn inspect(format: Format, body: &Value, policy: OnInvalid) -> Verdict {
         findings,
         rejected,
         decision,
+        unread,
+    }
+}
+
+/// The 400 for a request the checker could not judge, in `format`'s error
+/// shape (so the agent's SDK raises it as it raises the provider's), in
+/// loopdbg's words.
+pub fn unjudged_body(format: Option<Format>, why: &str, policy: OnInvalid) -> Value {
+    let message = format!(
+        "loopdbg proxy could not judge this request: {why}. Under --on-invalid {policy} a request that cannot be judged is not forwarded; run the proxy with --on-unjudged forward to let such requests through"
+    );
+    match format {
+        Some(Format::Anthropic) => json!({
+            "type": "error",
+            "error": {"type": "invalid_request_error", "message": message}
+        }),
+        Some(Format::Openai | Format::Responses) => json!({
+            "error": {"message": message, "type": "invalid_request_error", "param": null, "code": "loopdbg_unjudged"}
+        }),
+        Some(Format::Gemini) => json!({
+            "error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}
+        }),
+        None => json!({"error": {"type": "proxy_error", "message": message}}),
     }
 }
 

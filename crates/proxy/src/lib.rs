@@ -38,7 +38,7 @@ use tokio::sync::{Semaphore, mpsc, watch};
 
 pub use answer::Ended;
 use answer::{Returning, Tapped};
-use gate::{Decision, OnInvalid, inspect};
+use gate::{Decision, OnInvalid, OnUnjudged, inspect};
 use upstream::Upstream;
 pub use upstream::parse_upstream;
 
@@ -63,6 +63,9 @@ pub struct Config {
     pub listen: SocketAddr,
     /// What happens to a request the provider would reject.
     pub on_invalid: OnInvalid,
+    /// Under `block` and `repair`: what happens to a request the checker
+    /// cannot read.
+    pub on_unjudged: OnUnjudged,
     /// How long a connection may take to send a request's head, counted
     /// from when the proxy starts waiting for it: a slow client's head, or
     /// an idle kept-alive connection, is closed after this.
@@ -79,6 +82,7 @@ impl Config {
             upstream,
             listen,
             on_invalid: OnInvalid::Forward,
+            on_unjudged: OnUnjudged::Block,
             header_timeout: Duration::from_secs(30),
             max_connections: 512,
         }
@@ -88,6 +92,7 @@ impl Config {
 struct Shared {
     way: Upstream,
     on_invalid: OnInvalid,
+    on_unjudged: OnUnjudged,
     seq: AtomicU64,
     done: mpsc::UnboundedSender<Ended>,
     in_flight: Arc<watch::Sender<InFlight>>,
@@ -144,6 +149,7 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
     let shared = Arc::new(Shared {
         way,
         on_invalid: config.on_invalid,
+        on_unjudged: config.on_unjudged,
         seq: AtomicU64::new(0),
         done,
         in_flight: Arc::new(in_flight),
@@ -255,7 +261,7 @@ impl Started {
     /// Judges a request that was forwarded unread.
     fn judge_if_unread(&mut self) {
         if let Some(bytes) = self.unjudged.take() {
-            let judged = judge(&self.path, &bytes, OnInvalid::Forward);
+            let judged = judge(&self.path, &bytes, OnInvalid::Forward, OnUnjudged::Forward);
             self.judged(judged, &bytes);
         }
     }
@@ -338,7 +344,12 @@ async fn exchange(shared: &Shared, request: Request<Incoming>) -> Response<Agent
         bytes
     } else {
         // Block and repair judge first, since they may change the request.
-        let judged = judge(&path_and_query, &bytes, shared.on_invalid);
+        let judged = judge(
+            &path_and_query,
+            &bytes,
+            shared.on_invalid,
+            shared.on_unjudged,
+        );
         let decision = judged.verdict.as_ref().map(|v| v.decision.clone());
         started.judged(judged, &bytes);
         match decision {
@@ -408,16 +419,43 @@ struct Judged {
     verdict: Option<crate::gate::Verdict>,
 }
 
-/// Reads and checks a request body under `policy`.
-fn judge(path_and_query: &str, bytes: &[u8], policy: OnInvalid) -> Judged {
-    let parsed: Option<Value> = serde_json::from_slice(bytes).ok();
-    let provider = provider_of(path_and_query, parsed.as_ref());
-    let verdict = match (provider, &parsed) {
-        (Some(format), Some(doc)) => Some(inspect(format, doc, policy)),
+/// Reads and checks a request body under `policy`. Under `block` and
+/// `repair`, a request to a conversation endpoint that cannot be read is
+/// not vouched for: blocked unless `on_unjudged` forwards it (an
+/// unanswered call inside a body nested past the parser's depth got a 200
+/// through `block`; issue 23, item 14).
+fn judge(path_and_query: &str, bytes: &[u8], policy: OnInvalid, on_unjudged: OnUnjudged) -> Judged {
+    let parsed = serde_json::from_slice::<Value>(bytes);
+    let provider = provider_of(path_and_query, parsed.as_ref().ok());
+    let mut verdict = match (provider, &parsed) {
+        (Some(format), Ok(doc)) => Some(inspect(format, doc, policy)),
         _ => None,
     };
+    let routed = provider_of_path(path_and_query);
+    let why = match (&parsed, &verdict) {
+        (Err(e), _) if routed.is_some() => Some(format!("its body is not JSON it can read ({e})")),
+        (Ok(_), Some(v)) => v
+            .unread
+            .as_ref()
+            .map(|e| format!("its body cannot be read as a conversation ({e})")),
+        _ => None,
+    };
+    if let Some(why) = why
+        && policy != OnInvalid::Forward
+        && on_unjudged == OnUnjudged::Block
+    {
+        verdict = Some(crate::gate::Verdict {
+            findings: Vec::new(),
+            rejected: None,
+            decision: Decision::Block {
+                status: 400,
+                body: crate::gate::unjudged_body(provider.or(routed), &why, policy),
+            },
+            unread: Some(why),
+        });
+    }
     Judged {
-        parsed,
+        parsed: parsed.ok(),
         provider,
         verdict,
     }
@@ -944,6 +982,69 @@ mod tests {
         let x = running.exchanges.recv().await.unwrap().into_exchange();
         assert_eq!(x.action, Action::Failed);
         assert!(!x.error.unwrap().contains("SECRET"), "no URL in the error");
+    }
+
+    /// Under `block`, a conversation request the checker cannot read is not
+    /// vouched for: an unanswered call hidden in a body nested past the
+    /// parser's depth was forwarded and got a 200 (issue 23, item 14).
+    /// `--on-unjudged forward` lets it through; `forward` never judges.
+    #[test]
+    fn a_request_that_cannot_be_judged_is_blocked_under_block() {
+        let mut deep = String::from("1");
+        for _ in 0..200 {
+            deep = format!("[{deep}]");
+        }
+        let body = format!(
+            r#"{{"model":"m","max_tokens":5,"metadata":{deep},"messages":[{{"role":"user","content":"hi"}},{{"role":"assistant","content":[{{"type":"tool_use","id":"t1","name":"w","input":{{}}}}]}},{{"role":"user","content":"go on"}}]}}"#
+        );
+        let blocked = judge(
+            "/v1/messages",
+            body.as_bytes(),
+            OnInvalid::Block,
+            OnUnjudged::Block,
+        );
+        match blocked.verdict.map(|v| v.decision) {
+            Some(Decision::Block { status: 400, body }) => {
+                let message = body["error"]["message"].as_str().unwrap();
+                assert!(message.starts_with("loopdbg proxy could not judge this request: its body is not JSON it can read (recursion limit exceeded"), "{message}");
+                assert!(message.contains("--on-unjudged forward"), "{message}");
+                assert_eq!(body["type"], "error", "Anthropic's error shape");
+            }
+            other => panic!("not blocked: {other:?}"),
+        }
+        let let_through = judge(
+            "/v1/messages",
+            body.as_bytes(),
+            OnInvalid::Block,
+            OnUnjudged::Forward,
+        );
+        assert!(let_through.verdict.is_none());
+        // A shape no reader takes is unjudged too.
+        let odd = br#"{"model":"m","messages":"not a list"}"#;
+        let judged = judge(
+            "/v1/messages",
+            odd,
+            OnInvalid::Repair(loopdbg_wire::fix::Repair::Strip),
+            OnUnjudged::Block,
+        );
+        assert!(matches!(
+            judged.verdict.map(|v| v.decision),
+            Some(Decision::Block { .. })
+        ));
+        // Not a conversation endpoint, or not judging at all: forwarded.
+        for (path, policy) in [
+            ("/v1/models", OnInvalid::Block),
+            ("/v1/messages", OnInvalid::Forward),
+        ] {
+            let judged = judge(path, b"not json", policy, OnUnjudged::Block);
+            assert!(
+                !matches!(
+                    judged.verdict.map(|v| v.decision),
+                    Some(Decision::Block { .. })
+                ),
+                "{path} {policy}"
+            );
+        }
     }
 
     /// An answer that is not a success is never summed up as "ok".
