@@ -19,6 +19,8 @@ const WAIT: Duration = Duration::from_secs(60);
 struct Proxy {
     child: Child,
     url: String,
+    /// The first line on stderr.
+    banner: String,
     lines: Receiver<String>,
     stderr: Receiver<String>,
 }
@@ -76,6 +78,7 @@ impl Proxy {
         Proxy {
             child,
             url: format!("http://{addr}"),
+            banner: first.clone(),
             lines,
             stderr,
         }
@@ -793,4 +796,169 @@ fn capture_refuses_to_append_to_a_file_that_is_not_a_capture() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("is not a capture"));
     assert_eq!(std::fs::read_to_string(&session).unwrap(), original);
+}
+
+/// A recognizable fake key planted in every place a key travels: the
+/// agent's headers (Anthropic's, Azure's, a Basic credential), each query
+/// spelling, the body, an upstream error that echoes the whole request,
+/// an unreachable https upstream named with a key. Every byte loopdbg
+/// writes about it is searched: the capture, the `--no-tui` lines, the
+/// proxy's stderr, `check`, `record`'s session and its output, and the
+/// handouts made from it (issue 23, item 3).
+#[test]
+fn a_planted_key_reaches_nothing_loopdbg_writes() {
+    use std::io::{Read, Write};
+    // No shape: only knowing the request's own values can mask these.
+    const PLAIN: &str = "PLANTED0plain0azure0key0123456789";
+    const QUERY: &str = "PLANTED0query0value0abcdef";
+    // Shaped like a real key: masked by its shape in the body.
+    const SHAPED: &str = "sk-ant-api03-PLANTEDshapedKEY0123456789";
+    // An upstream that answers 404 with the request it got, word for word.
+    let echo = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let upstream = format!("http://{}", echo.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for mut tcp in echo.incoming().map_while(Result::ok) {
+            let mut got = Vec::new();
+            let mut buf = [0u8; 8192];
+            loop {
+                let n = tcp.read(&mut buf).unwrap_or(0);
+                got.extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&got).to_string();
+                let done = text.split_once("\r\n\r\n").is_some_and(|(head, body)| {
+                    let len = head
+                        .lines()
+                        .find_map(|l| {
+                            l.to_lowercase()
+                                .strip_prefix("content-length:")
+                                .map(|v| v.trim().parse::<usize>().unwrap())
+                        })
+                        .unwrap_or(0);
+                    body.len() >= len
+                });
+                if n == 0 || done {
+                    break;
+                }
+            }
+            let body = json!({"error": {"type": "not_found_error", "message": format!("no route for {}", String::from_utf8_lossy(&got))}}).to_string();
+            let _ = tcp.write_all(
+                format!("HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len()).as_bytes(),
+            );
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let capture_path = dir.path().join("capture.jsonl");
+    let proxy = Proxy::start(&upstream, &capture_path, &[]);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let messages = json!([{"role": "user", "content": format!("my key is {SHAPED}, keep it")}]);
+    let queries = [
+        format!("?key={QUERY}"),
+        format!("?Api-Key={QUERY}"),
+        format!("?k%65y={QUERY}"),
+        format!("?access-token={QUERY}&model=m"),
+        format!("?x=1;key={QUERY}"),
+    ];
+    rt.block_on(async {
+        let client = reqwest::Client::new();
+        for q in &queries {
+            let answer = client
+                .post(format!("{}/v1/messages{q}", proxy.url))
+                .header("x-api-key", SHAPED)
+                .header("api-key", PLAIN)
+                .basic_auth("user", Some(PLAIN))
+                .json(&json!({"model": "m", "max_tokens": 8, "messages": messages}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(answer.status(), 404);
+            // The agent gets the upstream's bytes as they were.
+            assert!(answer.text().await.unwrap().contains(PLAIN));
+        }
+    });
+    let mut written = String::new();
+    for _ in &queries {
+        written.push_str(&proxy.next_line());
+        written.push('\n');
+    }
+    written.push_str(&proxy.banner);
+    while let Ok(line) = proxy.stderr.try_recv() {
+        written.push_str(&line);
+    }
+    drop(proxy);
+    written.push_str(&std::fs::read_to_string(&capture_path).unwrap());
+    // The upstream named with a key, and not reachable over https.
+    let unreachable = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let failed_capture = dir.path().join("failed.jsonl");
+    let failing = Proxy::start(
+        &format!("https://{unreachable}/?key={QUERY}"),
+        &failed_capture,
+        &[],
+    );
+    rt.block_on(async {
+        let _ = reqwest::Client::new()
+            .post(format!(
+                "{}/v1beta/models/g:generateContent?key={QUERY}",
+                failing.url
+            ))
+            .header("x-goog-api-key", PLAIN)
+            .json(&json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}))
+            .send()
+            .await
+            .unwrap();
+    });
+    written.push_str(&failing.next_line());
+    // The banner and whatever else the proxy said on stderr.
+    written.push_str(&failing.banner);
+    while let Ok(line) = failing.stderr.try_recv() {
+        written.push_str(&line);
+    }
+    drop(failing);
+    written.push_str(&std::fs::read_to_string(&failed_capture).unwrap());
+    // What the tools write from the capture.
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_loopdbg"))
+            .args(args)
+            .output()
+            .unwrap();
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    };
+    let capture = capture_path.to_str().unwrap();
+    written.push_str(&run(&["check", capture]));
+    written.push_str(&run(&["check", "--format", "json", capture]));
+    let session = dir.path().join("recorded.json");
+    written.push_str(&run(&["record", capture, "-o", session.to_str().unwrap()]));
+    if session.exists() {
+        written.push_str(&std::fs::read_to_string(&session).unwrap());
+        for kind in ["md", "html", "json"] {
+            written.push_str(&run(&["run", session.to_str().unwrap(), "--export", kind]));
+        }
+    }
+    for secret in [PLAIN, QUERY, SHAPED, "PLANTED"] {
+        assert!(
+            !written.contains(secret),
+            "{secret} was written:\n{}",
+            written
+                .lines()
+                .filter(|l| l.contains(secret))
+                .map(|l| l.chars().take(300).collect::<String>())
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+    }
+    // Each of the five exchanges was recorded, masked, not dropped.
+    assert_eq!(
+        written.matches("\"loopdbg\":\"exchange\"").count(),
+        6,
+        "{written}"
+    );
+    assert!(written.contains("[secret]"));
 }

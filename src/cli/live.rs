@@ -248,7 +248,8 @@ pub(super) fn proxy(
     let addr = running.addr.to_string();
     say!(
         "loopdbg proxy: listening on http://{addr} → {} · --on-invalid {}{} · {}",
-        config.upstream,
+        // A key in the upstream's query (Gemini's `?key=`) is not shown.
+        loopdbg_wire::route::redacted_path(&config.upstream.to_string()),
         config.on_invalid,
         match config.on_invalid {
             loopdbg_proxy::gate::OnInvalid::Forward => String::new(),

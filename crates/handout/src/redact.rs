@@ -8,19 +8,6 @@ use serde_json::Value;
 
 use super::Handout;
 
-static SECRET: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(concat!(
-        r"(?:sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}",
-        r"|AIza[0-9A-Za-z_\-]{30,}",
-        r"|gh[pousr]_[A-Za-z0-9]{20,}",
-        r"|xox[abpr]-[A-Za-z0-9\-]{10,}",
-        r"|AKIA[0-9A-Z]{16}",
-        r"|(?i:bearer)\s+[A-Za-z0-9._\-]{16,}",
-        r"|eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,})"
-    ))
-    .expect("a valid pattern")
-});
-
 static EMAIL: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}").expect("a valid pattern")
 });
@@ -31,7 +18,8 @@ static HOME: LazyLock<Regex> = LazyLock::new(|| {
 
 /// `text` with secrets, e-mail addresses and home folders masked.
 pub fn text(s: &str) -> String {
-    let s = SECRET.replace_all(s, "[secret]");
+    // The credential shapes are the proxy's too: one list for all.
+    let s = loopdbg_wire::secrets::mask_shapes(s);
     let s = EMAIL.replace_all(&s, "[email]");
     HOME.replace_all(&s, "~").into_owned()
 }

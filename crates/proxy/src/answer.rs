@@ -112,7 +112,8 @@ impl Ended {
         };
         let mut started = self.started;
         started.judge_if_unread();
-        Exchange {
+        let secrets = std::mem::take(&mut started.secrets);
+        let mut x = Exchange {
             loopdbg: loopdbg_wire::capture::MARKER,
             seq: started.seq,
             first_byte_ms: self.first_byte.map(|t| started.ms(t)),
@@ -129,7 +130,24 @@ impl Ended {
             response,
             findings: started.findings,
             error,
+        };
+        // Nothing recorded or printed about the exchange carries its
+        // credentials, whoever echoed them.
+        secrets.mask_value(&mut x.request);
+        if let Some(f) = x.forwarded.as_mut() {
+            secrets.mask_value(f);
         }
+        secrets.mask_value(&mut x.response);
+        for text in [&mut x.path]
+            .into_iter()
+            .chain(x.error.as_mut())
+            .chain(x.findings.iter_mut().map(|f| &mut f.message))
+        {
+            if let std::borrow::Cow::Owned(masked) = secrets.mask(text) {
+                *text = masked;
+            }
+        }
+        x
     }
 }
 

@@ -246,6 +246,9 @@ struct Started {
     began: Instant,
     /// Counted in flight while this exchange lasts.
     _flight: FlightGuard,
+    /// The credentials the request carried: masked wherever they turn up
+    /// in its record (an upstream's error that repeats the URL).
+    secrets: loopdbg_wire::secrets::Known,
 }
 
 impl Started {
@@ -291,6 +294,12 @@ async fn exchange(shared: &Shared, request: Request<Incoming>) -> Response<Agent
     let (head, body) = request.into_parts();
     let path = redacted_path(&path_and_query);
     let flight = FlightGuard::new(&shared.in_flight, seq, format!("{} {path}", head.method));
+    let secrets = loopdbg_wire::secrets::Known::of_request(
+        head.headers
+            .iter()
+            .filter_map(|(name, value)| value.to_str().ok().map(|v| (name.as_str(), v))),
+        &path_and_query,
+    );
     let mut started = Started {
         seq,
         time: SystemTime::now(),
@@ -303,6 +312,7 @@ async fn exchange(shared: &Shared, request: Request<Incoming>) -> Response<Agent
         unjudged: None,
         began,
         _flight: flight,
+        secrets,
     };
     // Reading the body answers an `expect: 100-continue` on the way.
     let bytes = match Limited::new(body, MAX_REQUEST_BYTES).collect().await {
@@ -1068,6 +1078,7 @@ mod tests {
                         1,
                         String::new(),
                     ),
+                    secrets: Default::default(),
                 },
                 action,
                 status,

@@ -47,5 +47,6 @@ pub mod read;
 pub mod record;
 pub mod replay;
 pub mod route;
+pub mod secrets;
 pub mod stream;
 pub mod threads;

@@ -52,7 +52,7 @@ pub fn redacted_path(path_and_query: &str) -> String {
 }
 
 /// Whether one `name=value` pair of a query carries a credential.
-fn is_secret_param(pair: &str) -> bool {
+pub fn is_secret_param(pair: &str) -> bool {
     let Some((name, _)) = form_urlencoded::parse(pair.as_bytes()).next() else {
         return false;
     };
