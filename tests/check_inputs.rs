@@ -563,3 +563,67 @@ fn record_keeps_what_the_loop_did_with_its_calls() {
         .stdout(predicate::str::contains("extract first"))
         .stdout(predicate::str::contains("unpaired tool_use: call_f1"));
 }
+
+/// A capture is known by its first line: one exchange is a capture, not a
+/// session with an unknown field; an exchange that holds no conversation
+/// (`GET /v1/models`) is skipped and counted, not an unreadable line
+/// (issue 23, item 18).
+#[test]
+fn captures_are_known_by_their_first_line_and_other_traffic_is_skipped() {
+    let dir = common::scratch("first-line");
+    let two = std::fs::read_to_string(format!("{T}/proxy/openai_sdk_first_only.jsonl")).unwrap();
+    let one = dir.join("one.jsonl");
+    std::fs::write(&one, two.lines().next().unwrap()).unwrap();
+    let one = one.to_str().unwrap();
+    loopdbg()
+        .args(["diff", one, one])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("[replay]"));
+    // The debugger without a terminal points to `check`: it took the file
+    // for what it is.
+    loopdbg()
+        .arg(one)
+        .assert()
+        .stderr(predicate::str::contains("loopdbg check"))
+        .stderr(predicate::str::contains("unknown field").not());
+    let get = serde_json::json!({"loopdbg": "exchange", "seq": 1, "method": "GET",
+        "path": "/v1/models", "provider": "openai", "request": null, "status": 200,
+        "response": {"data": []}});
+    let mixed = dir.join("mixed.jsonl");
+    std::fs::write(&mixed, format!("{get}\n{two}")).unwrap();
+    loopdbg()
+        .args(["check", mixed.to_str().unwrap()])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("unanswered_call (400)  [call_f1]"))
+        .stdout(predicate::str::contains(
+            "1 captured exchange(s) without a conversation skipped",
+        ));
+    let alone = dir.join("get.jsonl");
+    std::fs::write(&alone, get.to_string()).unwrap();
+    loopdbg()
+        .args(["check", alone.to_str().unwrap()])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("no conversation found"));
+}
+
+/// A session file with text after its object is a located error, not a
+/// session that loads (issue 23, item 20).
+#[test]
+fn text_after_the_session_object_is_a_located_error() {
+    let dir = common::scratch("trailing");
+    let file = dir.join("s.json");
+    let session = std::fs::read_to_string("sessions/weather.json").unwrap();
+    let lines = session.lines().count();
+    std::fs::write(&file, format!("{session}garbage\n")).unwrap();
+    loopdbg()
+        .args(["run", file.to_str().unwrap()])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(format!(
+            "s.json:{}:1: unexpected text after the session object",
+            lines + 1
+        )));
+}

@@ -49,6 +49,10 @@ pub struct ConversationReport {
     pub findings: Vec<Finding>,
 }
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 /// Why a file (or a line of it) could not be checked.
 #[derive(Debug, Serialize)]
 pub struct FileError {
@@ -89,6 +93,10 @@ pub struct FileReport {
     pub conversations: usize,
     /// How many requests (bodies, exchanges, log segments) were checked.
     pub requests: usize,
+    /// Capture records that hold no conversation (`GET /v1/models`, token
+    /// counts), skipped.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub skipped: usize,
     /// The conversations with findings.
     pub results: Vec<ConversationReport>,
     /// What could not be read: the file, or some of its lines.
@@ -659,6 +667,11 @@ fn conversation_of_line(
     }
     let doc: Value =
         serde_json::from_str(line).map_err(|e| json_error(origin, line, Some(line_no), &e))?;
+    // A capture also records the agent's other traffic (`GET /v1/models`,
+    // token counts): skipped, and counted by the caller.
+    if capture::is_exchange(&doc) && !capture::holds_conversation(&doc) {
+        return Ok(None);
+    }
     // A proxy capture record: its request, alone or with the reply it got;
     // what the upstream answered the request is the checker's evidence.
     let answer = match (capture::is_exchange(&doc), replies) {
@@ -805,6 +818,16 @@ fn read_opened(
             })
         }
         Layout::Document(ref doc, ref text) => {
+            if capture::is_exchange(doc) && !capture::holds_conversation(doc) {
+                // One captured `GET /v1/models`: nothing to check.
+                return Ok(ReadSummary {
+                    format: forced
+                        .unwrap_or(Source::Provider(loopdbg_wire::provider::Format::Anthropic)),
+                    conversations: 0,
+                    errors: Vec::new(),
+                    recording: false,
+                });
+            }
             let unwrapped;
             let routed = capture::is_exchange(doc)
                 .then(|| capture::provider_of(doc))
@@ -944,6 +967,7 @@ pub fn check_file(
         format: None,
         conversations: 0,
         requests: 0,
+        skipped: 0,
         results: Vec::new(),
         errors: Vec::new(),
     };
@@ -1041,7 +1065,7 @@ pub fn check_file(
                     (n, r)
                 })
                 .collect();
-            for (_, r) in done {
+            for (n, r) in done {
                 match r {
                     Ok(Some((source, mut r, prefixes))) => {
                         index += 1;
@@ -1050,7 +1074,13 @@ pub fn check_file(
                         report.format.get_or_insert(source.as_str());
                         keep(&mut report, r);
                     }
-                    Ok(None) => {}
+                    Ok(None) => {
+                        let blank = lines
+                            .iter()
+                            .find(|(m, _)| *m == n)
+                            .is_none_or(|(_, text)| text.trim().is_empty());
+                        report.skipped += usize::from(!blank);
+                    }
                     Err(e) => report.errors.push(e.into()),
                 }
             }
@@ -1124,10 +1154,11 @@ pub fn render_text(reports: &[FileReport], out: &mut impl Write) -> std::io::Res
             && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
     };
     let (mut convs, mut bad, mut total, mut rejected, mut failed, mut empty) = (0, 0, 0, 0, 0, 0);
-    let (mut notes, mut requests) = (0, 0);
+    let (mut notes, mut requests, mut skipped) = (0, 0, 0);
     for f in reports {
         convs += f.conversations;
         requests += f.requests;
+        skipped += f.skipped;
         for e in &f.errors {
             say!("{}", e.rendered);
         }
@@ -1240,6 +1271,11 @@ pub fn render_text(reports: &[FileReport], out: &mut impl Write) -> std::io::Res
     };
     if notes > 0 {
         summary.push_str(&format!("; {notes} note(s)"));
+    }
+    if skipped > 0 {
+        summary.push_str(&format!(
+            "; {skipped} captured exchange(s) without a conversation skipped (GET /v1/models, token counts)"
+        ));
     }
     if failed > 0 {
         summary.push_str(&format!("; {failed} file(s) could not be read in full"));

@@ -76,11 +76,14 @@ fn replace<T>(
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let mut temp = tempfile::Builder::new()
-        .prefix(".loopdbg-")
-        .tempfile_in(&dir)?;
-    // Ctrl-C during a long write must not leave the half file behind.
-    let _cleanup = on_signal::Removes::new(temp.path());
+    // Ctrl-C during a long write must not leave the half file behind: the
+    // name is registered for removal before the file is created, so no
+    // signal falls between the two.
+    let mut _cleanup = None;
+    let mut temp = tempfile::Builder::new().prefix(".loopdbg-").make_in(&dir, |path| {
+        _cleanup = Some(on_signal::Removes::new(path));
+        OpenOptions::new().write(true).create_new(true).open(path)
+    })?;
     let made = {
         let mut out = io::BufWriter::new(temp.as_file_mut());
         let made = fill(&mut out)?;

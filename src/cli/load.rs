@@ -250,9 +250,11 @@ pub fn is_transcript(path: &Path) -> bool {
                 .any(|k| o.contains_key(*k))
                 || (o.contains_key("sessionId") && o.contains_key("projectHash"));
             let session = o.contains_key("user") && o.get("model").is_some_and(|m| m.is_object());
-            let recording =
-                loopdbg_wire::read::recording::is_recording(&serde_json::Value::Object(o));
-            (conversation || recording) && !session
+            let value = serde_json::Value::Object(o);
+            let recording = loopdbg_wire::read::recording::is_recording(&value);
+            // A capture of one exchange is one line: a capture all the same.
+            let exchange = loopdbg_wire::capture::is_exchange(&value);
+            (conversation || recording || exchange) && !session
         }
         Ok(serde_json::Value::Array(_)) => true,
         Ok(_) => false,

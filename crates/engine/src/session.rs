@@ -290,8 +290,8 @@ impl Session {
                 "expected a session object `{ \"user\": ..., \"model\": ... }` at the top level",
             ));
         }
-        let de = &mut serde_json::Deserializer::from_str(text);
-        let session: Session = match serde_path_to_error::deserialize(de) {
+        let mut de = serde_json::Deserializer::from_str(text);
+        let session: Session = match serde_path_to_error::deserialize(&mut de) {
             Ok(s) => s,
             Err(err) => {
                 let path = err.path().to_string();
@@ -304,6 +304,17 @@ impl Session {
                 return Err(LoadError::at(origin, text, offset, message));
             }
         };
+        // Whatever follows the session object is a mistake (a second object
+        // pasted in, a stray line): located, not ignored.
+        if let Err(inner) = de.end() {
+            let offset = offset_of_line_byte_col(text, inner.line(), inner.column());
+            return Err(LoadError::at(
+                origin,
+                text,
+                offset,
+                "unexpected text after the session object (a file holds one session)",
+            ));
+        }
         let spans = SpanNode::parse(text)
             .ok_or_else(|| LoadError::at(origin, text, 0, "the file is not well-formed JSON"))?;
         let check = Checker {

@@ -76,6 +76,19 @@ pub fn is_exchange(line: &Value) -> bool {
     line.get("loopdbg").and_then(Value::as_str) == Some(MARKER) && line.get("request").is_some()
 }
 
+/// Whether a capture record holds a conversation: a model list, a token
+/// count or any request without `messages`, `input` or `contents` is
+/// traffic the proxy passed on, not a conversation to check.
+pub fn holds_conversation(line: &Value) -> bool {
+    match line.get("request") {
+        Some(Value::Object(o)) => ["messages", "input", "contents"]
+            .iter()
+            .any(|k| o.contains_key(*k)),
+        Some(Value::Array(_)) => true,
+        _ => false,
+    }
+}
+
 /// The request of a capture record, as the agent built it.
 pub fn request_of(line: Value) -> Value {
     match line {
