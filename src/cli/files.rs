@@ -80,10 +80,12 @@ fn replace<T>(
     // name is registered for removal before the file is created, so no
     // signal falls between the two.
     let mut _cleanup = None;
-    let mut temp = tempfile::Builder::new().prefix(".loopdbg-").make_in(&dir, |path| {
-        _cleanup = Some(on_signal::Removes::new(path));
-        OpenOptions::new().write(true).create_new(true).open(path)
-    })?;
+    let mut temp = tempfile::Builder::new()
+        .prefix(".loopdbg-")
+        .make_in(&dir, |path| {
+            _cleanup = Some(on_signal::Removes::new(path));
+            OpenOptions::new().write(true).create_new(true).open(path)
+        })?;
     let made = {
         let mut out = io::BufWriter::new(temp.as_file_mut());
         let made = fill(&mut out)?;

@@ -1057,6 +1057,44 @@ mod tests {
         }
     }
 
+    /// A stream is kept to the capture's cap: the agent gets every byte,
+    /// the record says where it was cut (issue 23, item 6: an endless
+    /// stream took the proxy to 4.3 GB in 22 s).
+    #[tokio::test]
+    async fn a_stream_past_the_cap_reaches_the_agent_whole_and_is_kept_in_part() {
+        const CHUNKS: usize = 70;
+        let (url, _) = upstream(|mut tcp| async move {
+            tcp.write_all(format!("{STREAM_HEAD}{}", chunk(EVENTS[0])).as_bytes())
+                .await
+                .unwrap();
+            let ping = format!("event: ping\ndata: \"{}\"\n\n", "p".repeat((1 << 20) - 30));
+            let framed = chunk(&ping);
+            for _ in 0..CHUNKS {
+                if tcp.write_all(framed.as_bytes()).await.is_err() {
+                    return;
+                }
+            }
+            let _ = tcp
+                .write_all(format!("{}0\r\n\r\n", chunk(EVENTS[3])).as_bytes())
+                .await;
+        })
+        .await;
+        let mut running = proxy_to(url).await;
+        let got = raw_answer(running.addr, "1.1").await;
+        let (_, body) = got.split_once("\r\n\r\n").unwrap();
+        let payload = unchunk(body);
+        assert!(
+            payload.len() > (CHUNKS - 1) << 20,
+            "the agent got {} bytes",
+            payload.len()
+        );
+        assert!(payload.ends_with(EVENTS[3]));
+        let x = running.exchanges.recv().await.unwrap().into_exchange();
+        let error = x.error.unwrap_or_default();
+        assert!(error.contains("went on past 64 MiB"), "{error}");
+        assert_eq!(x.response["id"], "msg_1");
+    }
+
     /// An answer that is not a success is never summed up as "ok".
     #[test]
     fn the_summary_line_says_what_an_error_answer_was() {
