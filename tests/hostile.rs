@@ -649,3 +649,25 @@ fn a_violation_stays_small_however_many_ids_are_left() {
     );
     assert!(md.contains("### Request 1500 (round 1500)"));
 }
+
+/// A YAML cassette nested two million brackets deep (a 2 KB `.gz`) is
+/// refused by its depth, located, before the parser (whose time is
+/// quadratic in it) sees it: it ran past a minute (issue 23, item 10).
+#[test]
+fn deeply_nested_yaml_is_refused_before_parsing() {
+    use std::io::Write;
+    let dir = scratch("yaml-depth");
+    let file = dir.join("bomb.yaml.gz");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gz.write_all(b"interactions:\n- request: ").unwrap();
+    gz.write_all(&vec![b'['; 2_000_000]).unwrap();
+    std::fs::write(&file, gz.finish().unwrap()).unwrap();
+    loopdbg()
+        .args(["check", file.to_str().unwrap()])
+        .timeout(std::time::Duration::from_secs(20))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "bomb.yaml.gz:2:139: the YAML nests deeper than 128 levels",
+        ));
+}

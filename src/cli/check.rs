@@ -18,6 +18,7 @@ use loopdbg_engine::diagnostics::json_span::{SpanKind, SpanNode, offset_of_line_
 use loopdbg_wire::capture;
 use loopdbg_wire::check::{Finding, Severity, check};
 use loopdbg_wire::fix::{Repair, repair};
+use loopdbg_wire::read::yaml_depth;
 use loopdbg_wire::read::{
     Conversation, Detail, Evidence, LineError, Log, ReadError, Source, classify_line, detect,
     detect_with_evidence, evidence, read_owned, recording,
@@ -590,17 +591,29 @@ fn describe(source: Source) -> &'static str {
 /// A YAML document that is an HTTP recording (VCR's `interactions:` or
 /// `http_interactions:`), as a JSON tree; anything else stays an error of
 /// the JSON it was not.
-fn yaml_cassette(text: &str) -> Option<Result<Value, serde_yaml_ng::Error>> {
+fn yaml_cassette(text: &str) -> Option<Result<Value, YamlError>> {
     let looks = text
         .lines()
         .any(|l| l.starts_with("interactions:") || l.starts_with("http_interactions:"));
     if !looks {
         return None;
     }
+    // Refused by depth before the parser, whose time is quadratic in it.
+    if let Some(at) = yaml_depth::too_deep(text, yaml_depth::MAX_YAML_DEPTH) {
+        return Some(Err(YamlError::TooDeep(at)));
+    }
     match serde_yaml_ng::from_str::<Value>(text) {
         Ok(doc) => recording::is_recording(&doc).then_some(Ok(doc)),
-        Err(e) => Some(Err(e)),
+        Err(e) => Some(Err(YamlError::Parse(e))),
     }
+}
+
+/// Why a YAML recording was not read.
+enum YamlError {
+    /// It nests deeper than any recording does, from this byte on.
+    TooDeep(usize),
+    /// The parser's own error.
+    Parse(serde_yaml_ng::Error),
 }
 
 /// Reads the whole input as one JSON document.
@@ -626,13 +639,24 @@ fn document(
         // VCR cassettes are YAML: read as the same tree.
         Err(e) => match yaml_cassette(&text) {
             Some(Ok(doc)) => doc,
-            Some(Err(yaml)) => {
+            Some(Err(YamlError::Parse(yaml))) => {
                 let offset = yaml.location().map_or(0, |l| l.index());
                 return Err(LoadError::at(
                     &origin,
                     &text,
                     offset,
                     format!("expected a YAML HTTP recording (a VCR cassette): {yaml}"),
+                ));
+            }
+            Some(Err(YamlError::TooDeep(offset))) => {
+                return Err(LoadError::at(
+                    &origin,
+                    &text,
+                    offset,
+                    format!(
+                        "the YAML nests deeper than {} levels here; no recording does, so it is not parsed",
+                        yaml_depth::MAX_YAML_DEPTH
+                    ),
                 ));
             }
             None => return Err(json_error(&origin, &text, None, &e)),

@@ -17,6 +17,7 @@ mod gemini_cli;
 pub(crate) mod openai_chat;
 pub mod recording;
 pub mod responses;
+pub mod yaml_depth;
 
 pub use claude_code::{ClaudeCodeLog, LineError};
 pub use codex::CodexRollout;
