@@ -177,6 +177,46 @@ fn cut_words() -> String {
 pub(super) struct Returning {
     ended: Ended,
     done: UnboundedSender<Ended>,
+    /// Inflates an answer the upstream compressed although the proxy asked
+    /// for none, for the capture (the agent gets the bytes as sent).
+    decoder: Option<Decoder>,
+}
+
+/// A streaming decoder for a `content-encoding` the capture can read.
+enum Decoder {
+    Gzip(Box<flate2::write::GzDecoder<Vec<u8>>>),
+    Deflate(Box<flate2::write::ZlibDecoder<Vec<u8>>>),
+}
+
+impl Decoder {
+    /// The decoded bytes `chunk` completes, or why it cannot be decoded.
+    fn decode(&mut self, chunk: &[u8]) -> std::io::Result<Vec<u8>> {
+        use std::io::Write;
+        match self {
+            Decoder::Gzip(d) => {
+                d.write_all(chunk)?;
+                Ok(std::mem::take(d.get_mut()))
+            }
+            Decoder::Deflate(d) => {
+                d.write_all(chunk)?;
+                Ok(std::mem::take(d.get_mut()))
+            }
+        }
+    }
+
+    /// What the decoder still holds once the answer has ended.
+    fn finish(&mut self) -> std::io::Result<Vec<u8>> {
+        match self {
+            Decoder::Gzip(d) => {
+                d.try_finish()?;
+                Ok(std::mem::take(d.get_mut()))
+            }
+            Decoder::Deflate(d) => {
+                d.try_finish()?;
+                Ok(std::mem::take(d.get_mut()))
+            }
+        }
+    }
 }
 
 impl Returning {
@@ -211,11 +251,61 @@ impl Returning {
                 error: None,
             },
             done,
+            decoder: None,
+        }
+    }
+
+    /// Takes the answer's `content-encoding`: gzip and deflate are
+    /// decoded for the capture; another one is recorded as not decoded.
+    /// An upstream that compressed anyway garbled the capture (issue 23,
+    /// item 17).
+    pub(super) fn decode(&mut self, encoding: Option<&str>) {
+        match encoding.map(str::trim) {
+            None | Some("" | "identity") => {}
+            Some("gzip" | "x-gzip") => {
+                self.decoder = Some(Decoder::Gzip(Box::new(flate2::write::GzDecoder::new(
+                    Vec::new(),
+                ))));
+            }
+            Some("deflate") => {
+                self.decoder = Some(Decoder::Deflate(Box::new(flate2::write::ZlibDecoder::new(
+                    Vec::new(),
+                ))));
+            }
+            Some(other) => {
+                self.ended.error = Some(format!(
+                    "the upstream answered with content-encoding {other} although none was asked; the capture keeps the bytes undecoded"
+                ));
+            }
         }
     }
 
     fn keep(&mut self, chunk: &Bytes) {
         self.ended.first_byte.get_or_insert_with(Instant::now);
+        if matches!(self.ended.answer, Answer::Kept { cut: true, .. }) {
+            // Past the cap nothing is kept, so nothing is decoded either.
+            return;
+        }
+        let decoded;
+        let chunk = match self.decoder.as_mut().map(|d| d.decode(chunk)) {
+            None => chunk,
+            Some(Ok(bytes)) => {
+                decoded = Bytes::from(bytes);
+                &decoded
+            }
+            Some(Err(e)) => {
+                self.decoder = None;
+                self.ended.error = Some(format!(
+                    "the upstream's compressed answer could not be decoded for the capture: {e}"
+                ));
+                return;
+            }
+        };
+        self.keep_plain(chunk);
+    }
+
+    /// Keeps decoded bytes of the answer, to the capture's cap.
+    fn keep_plain(&mut self, chunk: &Bytes) {
         let Answer::Kept {
             chunks,
             len,
@@ -253,6 +343,17 @@ impl Returning {
 
     fn end(mut self, error: Option<String>) {
         self.ended.at = Instant::now();
+        if let Some(mut decoder) = self.decoder.take() {
+            match decoder.finish() {
+                Ok(rest) if !rest.is_empty() => self.keep_plain(&Bytes::from(rest)),
+                Ok(_) => {}
+                Err(e) => {
+                    self.ended.error = Some(format!(
+                        "the upstream's compressed answer could not be decoded for the capture: {e}"
+                    ))
+                }
+            }
+        }
         if error.is_some() {
             self.ended.error = error;
         }

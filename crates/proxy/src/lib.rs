@@ -409,13 +409,19 @@ async fn exchange(shared: &Shared, request: Request<Incoming>) -> Response<Agent
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(is_event_stream);
-    let returning = Returning::new(
+    let encoding = parts
+        .headers
+        .get(header::CONTENT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_ascii_lowercase);
+    let mut returning = Returning::new(
         parts.status.as_u16(),
         started,
         action,
         streamed,
         shared.done.clone(),
     );
+    returning.decode(encoding.as_deref());
     let mut to_agent = Response::new(Either::Right(Tapped::new(body, returning)));
     *to_agent.status_mut() = parts.status;
     *to_agent.headers_mut() = upstream::returned_headers(&parts.headers);
@@ -1093,6 +1099,40 @@ mod tests {
         let error = x.error.unwrap_or_default();
         assert!(error.contains("went on past 64 MiB"), "{error}");
         assert_eq!(x.response["id"], "msg_1");
+    }
+
+    /// An upstream that compresses although `accept-encoding` was dropped:
+    /// the agent gets the bytes as sent, the capture the JSON they carry
+    /// (issue 23, item 17: the capture held binary and `check` saw a
+    /// `refused_request (400)` full of it).
+    #[tokio::test]
+    async fn a_gzipped_answer_is_decoded_for_the_capture_only() {
+        use std::io::Write;
+        let json = br#"{"id":"msg_gz","type":"message","role":"assistant","content":[{"type":"text","text":"18C"}],"stop_reason":"end_turn"}"#;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(json).unwrap();
+        let body: &'static [u8] = Box::leak(gz.finish().unwrap().into_boxed_slice());
+        let (url, _) = upstream(move |mut tcp| async move {
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-encoding: gzip\r\ncontent-length: {}\r\n\r\n",
+                body.len()
+            );
+            tcp.write_all(head.as_bytes()).await.unwrap();
+            // In two pieces: the decoder streams.
+            tcp.write_all(&body[..body.len() / 2]).await.unwrap();
+            tcp.write_all(&body[body.len() / 2..]).await.unwrap();
+        })
+        .await;
+        let mut running = proxy_to(url).await;
+        let mut tcp = TcpStream::connect(running.addr).await.unwrap();
+        tcp.write_all(request("1.1").as_bytes()).await.unwrap();
+        let mut got = Vec::new();
+        let _ = tcp.read_to_end(&mut got).await;
+        let split = got.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+        assert_eq!(&got[split..], body, "the agent gets the compressed bytes");
+        let x = running.exchanges.recv().await.unwrap().into_exchange();
+        assert_eq!(x.response["id"], "msg_gz", "{:?}", x.response);
+        assert!(x.error.is_none(), "{:?}", x.error);
     }
 
     /// An answer that is not a success is never summed up as "ok".
