@@ -671,3 +671,44 @@ fn deeply_nested_yaml_is_refused_before_parsing() {
             "bomb.yaml.gz:2:139: the YAML nests deeper than 128 levels",
         ));
 }
+
+/// A JSON Lines line over 1 GiB is said, by its number, and the lines
+/// after it are still checked (issue 23, item 13: nothing after it was).
+/// The 1.1 GB line goes through a pipe, so no disk holds it.
+#[test]
+fn the_lines_after_one_over_a_gibibyte_are_still_checked() {
+    use std::io::Write;
+    let line = r#"{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"w","input":{}}]},{"role":"user","content":"go"}]}"#;
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("loopdbg"))
+        .args(["check", "-"])
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        writeln!(input, "{line}").unwrap();
+        input.write_all(b"{\"x\":\"").unwrap();
+        let block = vec![b'a'; 1 << 20];
+        for _ in 0..1100 {
+            input.write_all(&block).unwrap();
+        }
+        input.write_all(b"\"}\n").unwrap();
+        writeln!(input, "{line}").unwrap();
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stdout.contains("<stdin>:3 (anthropic, 3 messages): 1 problem(s)"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("line 2 is longer than 1024 MiB, the longest line loopdbg reads: skipped; the lines after it are read"),
+        "{stderr}"
+    );
+}

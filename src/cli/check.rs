@@ -163,6 +163,9 @@ impl Opened {
 struct Chunk {
     first: usize,
     text: String,
+    /// A line after `text` too long to read: skipped, said, and the lines
+    /// after it read on.
+    skipped: Option<LoadError>,
 }
 
 /// How much a chunk reads before it finishes its last line.
@@ -196,7 +199,11 @@ impl Opened {
                 text.push_str(&line);
                 text.push('\n');
             }
-            Ok(Chunk { first, text })
+            Ok(Chunk {
+                first,
+                text,
+                skipped: None,
+            })
         });
         let mut failed = false;
         let tail = std::iter::from_fn(move || {
@@ -210,6 +217,9 @@ impl Opened {
                 }
                 Err(_) => Vec::with_capacity(CHUNK_BYTES + 4096),
             };
+            // Whether the chunk's last line went past the longest line
+            // loopdbg reads: it is dropped to its end, not kept whole.
+            let mut overflowed = false;
             let read = (|| -> std::io::Result<()> {
                 while buf.len() < CHUNK_BYTES {
                     let available = rest.fill_buf()?;
@@ -220,8 +230,26 @@ impl Opened {
                     buf.extend_from_slice(&available[..take]);
                     rest.consume(take);
                 }
-                if !buf.ends_with(b"\n") {
-                    rest.read_until(b'\n', &mut buf)?;
+                let line_start = buf.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
+                while !buf.ends_with(b"\n") {
+                    let available = rest.fill_buf()?;
+                    if available.is_empty() {
+                        break;
+                    }
+                    let (take, ends) = match available.iter().position(|&b| b == b'\n') {
+                        Some(i) => (i + 1, true),
+                        None => (available.len(), false),
+                    };
+                    if !overflowed && buf.len() - line_start + take <= MAX_LINE_BYTES + 1 {
+                        buf.extend_from_slice(&available[..take]);
+                    } else {
+                        overflowed = true;
+                        buf.truncate(line_start);
+                    }
+                    rest.consume(take);
+                    if ends && overflowed {
+                        break;
+                    }
                 }
                 Ok(())
             })();
@@ -229,13 +257,35 @@ impl Opened {
                 failed = true;
                 return Some(Err(unreadable(&origin, e)));
             }
-            if buf.is_empty() {
+            if buf.is_empty() && !overflowed {
                 return None;
             }
             let first = next;
             next += buf.iter().filter(|&&b| b == b'\n').count();
+            let skipped = overflowed.then(|| {
+                let line = next;
+                next += 1;
+                LoadError::Refused {
+                    origin: format!("{origin}:{line}"),
+                    reason: format!(
+                        "line {line} is longer than {} MiB, the longest line loopdbg reads: skipped; the lines after it are read",
+                        MAX_LINE_BYTES >> 20
+                    ),
+                }
+            });
+            if buf.is_empty() && skipped.is_some() {
+                return Some(Ok(Chunk {
+                    first,
+                    text: String::new(),
+                    skipped,
+                }));
+            }
             match String::from_utf8(buf) {
-                Ok(text) => Some(Ok(Chunk { first, text })),
+                Ok(text) => Some(Ok(Chunk {
+                    first,
+                    text,
+                    skipped,
+                })),
                 Err(e) => {
                     failed = true;
                     let bytes = e.as_bytes();
@@ -923,6 +973,9 @@ fn read_opened(
                         });
                     }
                     drop(lines);
+                    if let Some(e) = chunk.skipped {
+                        errors.push(e);
+                    }
                     // The reader may have finished: then the buffer is freed.
                     let _ = recycle.send(chunk.text.into_bytes());
                 }
@@ -1109,6 +1162,9 @@ pub fn check_file(
                 }
             }
             drop(lines);
+            if let Some(e) = chunk.skipped {
+                report.errors.push(e.into());
+            }
             let _ = recycle.send(chunk.text.into_bytes());
             if progress {
                 let percent = read_bytes * 100 / progress_size.max(1);
