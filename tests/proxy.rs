@@ -962,3 +962,79 @@ fn a_planted_key_reaches_nothing_loopdbg_writes() {
     );
     assert!(written.contains("[secret]"));
 }
+
+/// Ctrl-C while a stream is in flight: the proxy takes no new agent, lets
+/// the stream end, records it, and exits as SIGINT does (130); it used to
+/// drop the exchange and exit 0 (issue 23, item 15).
+#[cfg(unix)]
+#[test]
+fn ctrl_c_lets_the_exchange_in_flight_end_and_records_it() {
+    use std::io::{Read, Write};
+    let (release, held) = std::sync::mpsc::channel::<()>();
+    let (holding, is_held) = std::sync::mpsc::channel::<()>();
+    let upstream = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", upstream.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let (mut tcp, _) = upstream.accept().unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !String::from_utf8_lossy(&got).contains("\"messages\"") {
+            let n = tcp.read(&mut buf).unwrap();
+            got.extend_from_slice(&buf[..n]);
+        }
+        let event = |e: &str| format!("{:x}\r\n{e}\r\n", e.len());
+        let start = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_sig\",\"role\":\"assistant\",\"content\":[]}}\n\n";
+        let stop = "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+        tcp.write_all(format!("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n{}", event(start)).as_bytes()).unwrap();
+        holding.send(()).unwrap();
+        held.recv().unwrap();
+        tcp.write_all(format!("{}0\r\n\r\n", event(stop)).as_bytes())
+            .unwrap();
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let capture_path = dir.path().join("capture.jsonl");
+    let mut proxy = Proxy::start(&url, &capture_path, &[]);
+    let base = proxy.url.clone();
+    let agent = std::thread::spawn(move || {
+        let body = r#"{"model":"m","max_tokens":8,"stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
+        let mut tcp = std::net::TcpStream::connect(base.trim_start_matches("http://")).unwrap();
+        write!(tcp, "POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}", body.len()).unwrap();
+        let mut answer = String::new();
+        let _ = tcp.read_to_string(&mut answer);
+        answer
+    });
+    // The exchange is in flight once the upstream holds it.
+    is_held.recv_timeout(WAIT).unwrap();
+    let pid = proxy.child.id();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid.to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let said = proxy
+        .stderr
+        .recv_timeout(WAIT)
+        .expect("the proxy says it is stopping");
+    assert!(
+        said.contains("SIGINT received; no new connections"),
+        "{said}"
+    );
+    release.send(()).unwrap();
+    let answer = agent.join().unwrap();
+    assert!(
+        answer.contains("message_stop"),
+        "the agent got the whole stream: {answer}"
+    );
+    let line = proxy.next_line();
+    assert!(
+        line.starts_with("#1 anthropic POST /v1/messages → 200"),
+        "{line}"
+    );
+    let status = proxy.child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let recorded = capture(&capture_path);
+    assert_eq!(recorded.len(), 1);
+    assert_eq!(recorded[0]["response"]["id"], "msg_sig");
+}

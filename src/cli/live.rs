@@ -217,6 +217,69 @@ impl CaptureFile {
     }
 }
 
+/// How long exchanges in flight may go on after a shutdown signal.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// A signal that ends the proxy: its name and number.
+struct Shutdown {
+    name: &'static str,
+    number: u8,
+}
+
+/// SIGINT, SIGTERM and SIGHUP, as one stream.
+struct ShutdownSignals {
+    #[cfg(unix)]
+    streams: Vec<(tokio::signal::unix::Signal, &'static str, u8)>,
+}
+
+impl ShutdownSignals {
+    fn new() -> ShutdownSignals {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            let kinds = [
+                (SignalKind::interrupt(), "SIGINT", 2),
+                (SignalKind::terminate(), "SIGTERM", 15),
+                (SignalKind::hangup(), "SIGHUP", 1),
+            ];
+            ShutdownSignals {
+                streams: kinds
+                    .into_iter()
+                    .filter_map(|(kind, name, n)| signal(kind).ok().map(|s| (s, name, n)))
+                    .collect(),
+            }
+        }
+        #[cfg(not(unix))]
+        ShutdownSignals {}
+    }
+
+    async fn next(&mut self) -> Shutdown {
+        #[cfg(unix)]
+        {
+            if self.streams.is_empty() {
+                // No signal could be listened for: none ends the wait.
+                return std::future::pending().await;
+            }
+            let waits = self.streams.iter_mut().map(|(s, name, n)| {
+                let (name, n) = (*name, *n);
+                Box::pin(async move {
+                    s.recv().await;
+                    Shutdown { name, number: n }
+                })
+            });
+            futures::future::select_all(waits).await.0
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+            Shutdown {
+                name: "Ctrl-C",
+                number: 2,
+            }
+        }
+    }
+}
+
 /// `loopdbg proxy`.
 pub(super) fn proxy(
     config: loopdbg_proxy::Config,
@@ -262,22 +325,65 @@ pub(super) fn proxy(
     );
     if no_tui {
         let mut out = std::io::stdout();
-        runtime.block_on(async {
+        let mut print = |x: &Exchange| {
+            capture.append(x);
+            writeln!(out, "{}", loopdbg_proxy::summary_line(x)).and_then(|()| out.flush())
+        };
+        let signal = runtime.block_on(async {
+            let mut signals = ShutdownSignals::new();
             loop {
                 tokio::select! {
                     x = running.exchanges.recv() => {
-                        let Some(x) = x else { break };
-                        let x = x.into_exchange();
-                        capture.append(&x);
-                        if writeln!(out, "{}", loopdbg_proxy::summary_line(&x)).and_then(|()| out.flush()).is_err() {
-                            break;
+                        let Some(x) = x else { return None };
+                        if print(&x.into_exchange()).is_err() {
+                            return None;
                         }
                     }
-                    _ = tokio::signal::ctrl_c() => break,
+                    signal = signals.next() => return Some(signal),
                 }
             }
         });
-        return Ok(ExitCode::SUCCESS);
+        let Some(signal) = signal else {
+            return Ok(ExitCode::SUCCESS);
+        };
+        // Stop taking agents; let the exchanges in flight end for a while,
+        // recording each; then record any still going as cut (issue 23,
+        // item 15: Ctrl-C dropped them).
+        let _ = running.stop_accepting.send(true);
+        say!(
+            "loopdbg proxy: {} received; no new connections, waiting up to {} s for {} exchange(s) in flight",
+            signal.name,
+            SHUTDOWN_GRACE.as_secs(),
+            running.in_flight.borrow().count
+        );
+        runtime.block_on(async {
+            let deadline = tokio::time::sleep(SHUTDOWN_GRACE);
+            tokio::pin!(deadline);
+            while running.in_flight.borrow().count > 0 {
+                tokio::select! {
+                    x = running.exchanges.recv() => {
+                        let Some(x) = x else { break };
+                        let _ = print(&x.into_exchange());
+                    }
+                    () = &mut deadline => break,
+                }
+            }
+        });
+        // The rest are cut: dropping the runtime drops their bodies, which
+        // hands each one's record over.
+        runtime.shutdown_timeout(Duration::from_millis(100));
+        while let Ok(x) = running.exchanges.try_recv() {
+            let mut x = x.into_exchange();
+            x.action = loopdbg_wire::capture::Action::Failed;
+            x.error = Some(format!(
+                "cut by the proxy's shutdown ({}) after {} s of grace",
+                signal.name,
+                SHUTDOWN_GRACE.as_secs()
+            ));
+            let _ = print(&x);
+        }
+        // The conventional status of a process ended by that signal.
+        return Ok(ExitCode::from(128 + signal.number));
     }
     let (updates, feed) = mpsc::unbounded_channel();
     let recorded = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));

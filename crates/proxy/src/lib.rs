@@ -139,6 +139,9 @@ pub struct Running {
     pub exchanges: mpsc::UnboundedReceiver<Ended>,
     /// The exchanges started and not yet ended, as they change.
     pub in_flight: watch::Receiver<InFlight>,
+    /// Stops taking connections when it is sent `true` (or dropped): the
+    /// exchanges in flight go on.
+    pub stop_accepting: watch::Sender<bool>,
 }
 
 /// Binds and starts serving on the current tokio runtime.
@@ -164,12 +167,19 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
         .max_headers(MAX_HEADERS)
         .max_header_size(MAX_HEAD_BYTES);
     let slots = Arc::new(Semaphore::new(config.max_connections.max(1)));
+    let (stop_accepting, mut stopped) = watch::channel(false);
     tokio::spawn(async move {
         loop {
             let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {
                 return;
             };
-            let tcp = match listener.accept().await {
+            let accepted = tokio::select! {
+                accepted = listener.accept() => accepted,
+                // Shutting down: the listener closes, connections served
+                // so far finish on their own tasks.
+                _ = stopped.wait_for(|stop| *stop) => return,
+            };
+            let tcp = match accepted {
                 Ok((tcp, _)) => tcp,
                 // Out of file descriptors, most likely: the connections
                 // being served will free some.
@@ -201,6 +211,7 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
         addr,
         exchanges,
         in_flight: watching,
+        stop_accepting,
     })
 }
 
