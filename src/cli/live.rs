@@ -334,7 +334,7 @@ pub(super) fn proxy(
             loop {
                 tokio::select! {
                     x = running.exchanges.recv() => {
-                        let Some(x) = x else { return None };
+                        let x = x?;
                         if print(&x.into_exchange()).is_err() {
                             return None;
                         }
