@@ -798,22 +798,11 @@ fn capture_refuses_to_append_to_a_file_that_is_not_a_capture() {
     assert_eq!(std::fs::read_to_string(&session).unwrap(), original);
 }
 
-/// A recognizable fake key planted in every place a key travels: the
-/// agent's headers (Anthropic's, Azure's, a Basic credential), each query
-/// spelling, the body, an upstream error that echoes the whole request,
-/// an unreachable https upstream named with a key. Every byte loopdbg
-/// writes about it is searched: the capture, the `--no-tui` lines, the
-/// proxy's stderr, `check`, `record`'s session and its output, and the
-/// handouts made from it (issue 23, item 3).
-#[test]
-fn a_planted_key_reaches_nothing_loopdbg_writes() {
+/// An upstream on loopback that answers 404 with the request it got, word
+/// for word (the URL and every header in the error's message): where a
+/// real provider's error may echo a key.
+fn echoing_upstream() -> String {
     use std::io::{Read, Write};
-    // No shape: only knowing the request's own values can mask these.
-    const PLAIN: &str = "PLANTED0plain0azure0key0123456789";
-    const QUERY: &str = "PLANTED0query0value0abcdef";
-    // Shaped like a real key: masked by its shape in the body.
-    const SHAPED: &str = "sk-ant-api03-PLANTEDshapedKEY0123456789";
-    // An upstream that answers 404 with the request it got, word for word.
     let echo = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let upstream = format!("http://{}", echo.local_addr().unwrap());
     std::thread::spawn(move || {
@@ -845,6 +834,24 @@ fn a_planted_key_reaches_nothing_loopdbg_writes() {
             );
         }
     });
+    upstream
+}
+
+/// A recognizable fake key planted in every place a key travels: the
+/// agent's headers (Anthropic's, Azure's, a Basic credential), each query
+/// spelling, the body, an upstream error that echoes the whole request,
+/// an unreachable https upstream named with a key. Every byte loopdbg
+/// writes about it is searched: the capture, the `--no-tui` lines, the
+/// proxy's stderr, `check`, `record`'s session and its output, and the
+/// handouts made from it (issue 23, item 3).
+#[test]
+fn a_planted_key_reaches_nothing_loopdbg_writes() {
+    // No shape: only knowing the request's own values can mask these.
+    const PLAIN: &str = "PLANTED0plain0azure0key0123456789";
+    const QUERY: &str = "PLANTED0query0value0abcdef";
+    // Shaped like a real key: masked by its shape in the body.
+    const SHAPED: &str = "sk-ant-api03-PLANTEDshapedKEY0123456789";
+    let upstream = echoing_upstream();
     let dir = tempfile::tempdir().unwrap();
     let capture_path = dir.path().join("capture.jsonl");
     let proxy = Proxy::start(&upstream, &capture_path, &[]);

@@ -856,6 +856,53 @@ pub enum Replies {
     Appended,
 }
 
+/// One document (a request body, a message array, one capture record)
+/// read as one conversation.
+fn read_document(
+    origin: &str,
+    doc: Value,
+    text: &str,
+    forced: Option<Source>,
+    replies: Replies,
+    mut each: impl FnMut(Option<usize>, Conversation),
+) -> Result<ReadSummary, LoadError> {
+    let exchange = capture::is_exchange(&doc);
+    if exchange && !capture::holds_conversation(&doc) {
+        // One captured `GET /v1/models`: nothing to check.
+        return Ok(ReadSummary {
+            format: forced.unwrap_or(Source::Provider(loopdbg_wire::provider::Format::Anthropic)),
+            conversations: 0,
+            errors: Vec::new(),
+            recording: false,
+        });
+    }
+    // The proxy routed a capture record by its path: that outranks a guess.
+    let routed = exchange
+        .then(|| capture::provider_of(&doc))
+        .flatten()
+        .map(Source::Provider);
+    let detected = || match exchange {
+        true => detect(&capture::request_of(doc.clone())),
+        false => detect(&doc),
+    };
+    let source = forced.or(routed).or_else(detected).ok_or_else(|| {
+        LoadError::at(origin, text, 0, "expected a request body (an object with `messages`, `input` or `contents`), a message array, or an agent log")
+    })?;
+    let doc = match (exchange, replies) {
+        (false, _) => doc,
+        (true, Replies::Left) => capture::request_of(doc),
+        (true, Replies::Appended) => capture::conversation_of(doc),
+    };
+    let conv = read_owned(doc, source).map_err(|e| located_in(origin, text, &e))?;
+    each(None, conv);
+    Ok(ReadSummary {
+        format: source,
+        conversations: 1,
+        errors: Vec::new(),
+        recording: false,
+    })
+}
+
 fn read_opened(
     opened: Opened,
     forced: Option<Source>,
@@ -891,49 +938,7 @@ fn read_opened(
                 recording: true,
             })
         }
-        Layout::Document(ref doc, ref text) => {
-            if capture::is_exchange(doc) && !capture::holds_conversation(doc) {
-                // One captured `GET /v1/models`: nothing to check.
-                return Ok(ReadSummary {
-                    format: forced
-                        .unwrap_or(Source::Provider(loopdbg_wire::provider::Format::Anthropic)),
-                    conversations: 0,
-                    errors: Vec::new(),
-                    recording: false,
-                });
-            }
-            let unwrapped;
-            let routed = capture::is_exchange(doc)
-                .then(|| capture::provider_of(doc))
-                .flatten()
-                .map(Source::Provider);
-            let doc = match capture::is_exchange(doc) {
-                true => {
-                    unwrapped = capture::request_of(doc.clone());
-                    &unwrapped
-                }
-                false => doc,
-            };
-            let source = forced.or(routed).or_else(|| detect(doc)).ok_or_else(|| {
-                LoadError::at(&origin, text, 0, "expected a request body (an object with `messages`, `input` or `contents`), a message array, or an agent log")
-            })?;
-            let Layout::Document(doc, text) = opened.layout else {
-                unreachable!("matched above")
-            };
-            let doc = match (capture::is_exchange(&doc), replies) {
-                (false, _) => doc,
-                (true, Replies::Left) => capture::request_of(doc),
-                (true, Replies::Appended) => capture::conversation_of(doc),
-            };
-            let conv = read_owned(doc, source).map_err(|e| located_in(&origin, &text, &e))?;
-            each(None, conv);
-            Ok(ReadSummary {
-                format: source,
-                conversations: 1,
-                errors: Vec::new(),
-                recording: false,
-            })
-        }
+        Layout::Document(doc, text) => read_document(&origin, doc, &text, forced, replies, each),
         Layout::Log(source) => {
             let mut log = Log::new(source).expect("a log source");
             if let Some(bytes) = opened.size {

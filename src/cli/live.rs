@@ -217,6 +217,76 @@ impl CaptureFile {
     }
 }
 
+/// `proxy --no-tui`: one line per exchange until the upstream channel
+/// closes or a shutdown signal comes; then the exchanges in flight get a
+/// grace period, and the process ends with the signal's status.
+fn print_lines(
+    runtime: tokio::runtime::Runtime,
+    mut running: loopdbg_proxy::Running,
+    mut capture: CaptureFile,
+) -> ExitCode {
+    let mut out = std::io::stdout();
+    let mut print = |x: &Exchange| {
+        capture.append(x);
+        writeln!(out, "{}", loopdbg_proxy::summary_line(x)).and_then(|()| out.flush())
+    };
+    let signal = runtime.block_on(async {
+        let mut signals = ShutdownSignals::new();
+        loop {
+            tokio::select! {
+                x = running.exchanges.recv() => {
+                    let x = x?;
+                    if print(&x.into_exchange()).is_err() {
+                        return None;
+                    }
+                }
+                signal = signals.next() => return Some(signal),
+            }
+        }
+    });
+    let Some(signal) = signal else {
+        return ExitCode::SUCCESS;
+    };
+    // Stop taking agents; let the exchanges in flight end for a while,
+    // recording each; then record any still going as cut (issue 23,
+    // item 15: Ctrl-C dropped them).
+    let _ = running.stop_accepting.send(true);
+    say!(
+        "loopdbg proxy: {} received; no new connections, waiting up to {} s for {} exchange(s) in flight",
+        signal.name,
+        SHUTDOWN_GRACE.as_secs(),
+        running.in_flight.borrow().count
+    );
+    runtime.block_on(async {
+        let deadline = tokio::time::sleep(SHUTDOWN_GRACE);
+        tokio::pin!(deadline);
+        while running.in_flight.borrow().count > 0 {
+            tokio::select! {
+                x = running.exchanges.recv() => {
+                    let Some(x) = x else { break };
+                    let _ = print(&x.into_exchange());
+                }
+                () = &mut deadline => break,
+            }
+        }
+    });
+    // The rest are cut: dropping the runtime drops their bodies, which
+    // hands each one's record over.
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    while let Ok(x) = running.exchanges.try_recv() {
+        let mut x = x.into_exchange();
+        x.action = loopdbg_wire::capture::Action::Failed;
+        x.error = Some(format!(
+            "cut by the proxy's shutdown ({}) after {} s of grace",
+            signal.name,
+            SHUTDOWN_GRACE.as_secs()
+        ));
+        let _ = print(&x);
+    }
+    // The conventional status of a process ended by that signal.
+    ExitCode::from(128 + signal.number)
+}
+
 /// How long exchanges in flight may go on after a shutdown signal.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
@@ -324,66 +394,7 @@ pub(super) fn proxy(
         )
     );
     if no_tui {
-        let mut out = std::io::stdout();
-        let mut print = |x: &Exchange| {
-            capture.append(x);
-            writeln!(out, "{}", loopdbg_proxy::summary_line(x)).and_then(|()| out.flush())
-        };
-        let signal = runtime.block_on(async {
-            let mut signals = ShutdownSignals::new();
-            loop {
-                tokio::select! {
-                    x = running.exchanges.recv() => {
-                        let x = x?;
-                        if print(&x.into_exchange()).is_err() {
-                            return None;
-                        }
-                    }
-                    signal = signals.next() => return Some(signal),
-                }
-            }
-        });
-        let Some(signal) = signal else {
-            return Ok(ExitCode::SUCCESS);
-        };
-        // Stop taking agents; let the exchanges in flight end for a while,
-        // recording each; then record any still going as cut (issue 23,
-        // item 15: Ctrl-C dropped them).
-        let _ = running.stop_accepting.send(true);
-        say!(
-            "loopdbg proxy: {} received; no new connections, waiting up to {} s for {} exchange(s) in flight",
-            signal.name,
-            SHUTDOWN_GRACE.as_secs(),
-            running.in_flight.borrow().count
-        );
-        runtime.block_on(async {
-            let deadline = tokio::time::sleep(SHUTDOWN_GRACE);
-            tokio::pin!(deadline);
-            while running.in_flight.borrow().count > 0 {
-                tokio::select! {
-                    x = running.exchanges.recv() => {
-                        let Some(x) = x else { break };
-                        let _ = print(&x.into_exchange());
-                    }
-                    () = &mut deadline => break,
-                }
-            }
-        });
-        // The rest are cut: dropping the runtime drops their bodies, which
-        // hands each one's record over.
-        runtime.shutdown_timeout(Duration::from_millis(100));
-        while let Ok(x) = running.exchanges.try_recv() {
-            let mut x = x.into_exchange();
-            x.action = loopdbg_wire::capture::Action::Failed;
-            x.error = Some(format!(
-                "cut by the proxy's shutdown ({}) after {} s of grace",
-                signal.name,
-                SHUTDOWN_GRACE.as_secs()
-            ));
-            let _ = print(&x);
-        }
-        // The conventional status of a process ended by that signal.
-        return Ok(ExitCode::from(128 + signal.number));
+        return Ok(print_lines(runtime, running, capture));
     }
     let (updates, feed) = mpsc::unbounded_channel();
     let recorded = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
