@@ -712,3 +712,22 @@ fn the_lines_after_one_over_a_gibibyte_are_still_checked() {
         "{stderr}"
     );
 }
+
+/// Invalid UTF-8 in a document read whole (a YAML cassette, a HAR file)
+/// is located by line and column like every other error (issue 23,
+/// item 20: it had neither).
+#[test]
+fn invalid_utf8_in_a_whole_document_is_located() {
+    let dir = scratch("utf8-whole");
+    let yaml = dir.join("bad.yaml");
+    std::fs::write(&yaml, b"interactions:\n- request:\n    body: \"caf\xe9\"\n").unwrap();
+    let har = dir.join("bad.har");
+    std::fs::write(&har, b"{\"log\": {\"entries\": [\n{\"x\": \"\xff\"}]}}").unwrap();
+    for (file, at) in [(&yaml, "bad.yaml:3:15: "), (&har, "bad.har:2:8: ")] {
+        loopdbg()
+            .args(["check", file.to_str().unwrap()])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(format!("{at}expected UTF-8 text")));
+    }
+}

@@ -673,17 +673,44 @@ fn document(
     rest: Box<dyn BufRead + Send>,
     forced: Option<Source>,
 ) -> Result<Opened, LoadError> {
-    let mut text = String::new();
+    let mut bytes = Vec::new();
     for (_, line) in &head {
-        text.push_str(line);
-        text.push('\n');
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.push(b'\n');
     }
+    let first_line = head.first().map_or(1, |(n, _)| *n);
     rest.take(MAX_WHOLE_BYTES + 1)
-        .read_to_string(&mut text)
+        .read_to_end(&mut bytes)
         .map_err(|e| unreadable(&origin, e))?;
-    if text.len() as u64 > MAX_WHOLE_BYTES {
+    if bytes.len() as u64 > MAX_WHOLE_BYTES {
         return Err(too_large(&origin, "a JSON document"));
     }
+    // Invalid UTF-8 in a document read whole (JSON, a YAML cassette, a HAR
+    // file) is located like any other error, by line and column.
+    let text = match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => {
+            let bytes = e.as_bytes();
+            let at = e.utf8_error().valid_up_to();
+            let line = first_line + bytes[..at].iter().filter(|&&b| b == b'\n').count();
+            let line_start = bytes[..at]
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |p| p + 1);
+            let column = String::from_utf8_lossy(&bytes[line_start..at])
+                .chars()
+                .count()
+                + 1;
+            return Err(LoadError::Refused {
+                origin: format!("{origin}:{line}:{column}"),
+                reason: format!(
+                    "expected UTF-8 text: byte 0x{:02x} at byte {} of line {line} is not UTF-8",
+                    bytes[at],
+                    at - line_start + 1
+                ),
+            });
+        }
+    };
     let doc: Value = match serde_json::from_str(&text) {
         Ok(doc) => doc,
         // VCR cassettes are YAML: read as the same tree.
