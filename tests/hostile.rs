@@ -731,3 +731,48 @@ fn invalid_utf8_in_a_whole_document_is_located() {
             .stderr(predicate::str::contains(format!("{at}expected UTF-8 text")));
     }
 }
+
+/// Text from a session reaches no output raw: the text run, `diff`, and
+/// the Markdown and HTML handouts printed to stdout escape terminal
+/// controls (OSC 52, screen clear), bidi overrides and Unicode tag
+/// characters, and Markdown shows HTML from input as text (issue 23,
+/// item 19).
+#[test]
+fn escapes_bidi_tags_and_html_from_input_stay_inert_in_every_output() {
+    let dir = scratch("inert-all");
+    let mut session: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string("sessions/weather.json").unwrap()).unwrap();
+    session["title"] = "T\u{1b}]52;c;aGk=\u{7} \u{202e} <script>alert(1)</script> \u{e0041}".into();
+    let script = session["model"]
+        .as_object_mut()
+        .unwrap()
+        .values_mut()
+        .next()
+        .unwrap();
+    let last = script.as_array_mut().unwrap().last_mut().unwrap();
+    last["reply"]["text"] = "done \u{1b}[2J <img src=x onerror=alert(1)> \u{2066}x".into();
+    let file = dir.join("evil.json");
+    std::fs::write(&file, session.to_string()).unwrap();
+    let file = file.to_str().unwrap();
+    for args in [
+        vec!["run", file],
+        vec!["diff", file],
+        vec!["run", file, "--export", "md"],
+        vec!["run", file, "--export", "html"],
+        vec!["run", file, "--export", "json"],
+    ] {
+        let out = loopdbg().args(&args).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        for raw in ['\u{1b}', '\u{7}', '\u{202e}', '\u{2066}', '\u{e0041}'] {
+            assert!(!text.contains(raw), "{args:?} printed {:?} raw", raw);
+        }
+        if args.contains(&"md") {
+            assert!(
+                !text.contains("<script>") && !text.contains("<img"),
+                "{text}"
+            );
+            assert!(text.contains("&lt;script&gt;"), "{text}");
+        }
+    }
+}

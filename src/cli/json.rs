@@ -21,7 +21,12 @@ impl<F: Formatter> Formatter for Inert<F> {
         for (i, c) in fragment.char_indices() {
             if is_unsafe(c) {
                 writer.write_all(&fragment.as_bytes()[start..i])?;
-                write!(writer, "\\u{:04x}", c as u32)?;
+                // Past the Basic Multilingual Plane (the tag characters)
+                // JSON spells a character as its UTF-16 surrogate pair.
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    write!(writer, "\\u{:04x}", unit)?;
+                }
                 start = i + c.len_utf8();
             }
         }

@@ -898,7 +898,10 @@ pub(super) fn record(
         } else {
             "called but not declared by the request, added so their results come back"
         };
-        say!("  {why}: {}", rec.undeclared_tools.join(", "));
+        say!(
+            "  {why}: {}",
+            loopdbg_engine::diagnostics::inert::clean(&rec.undeclared_tools.join(", "))
+        );
     }
     say!("  step it: loopdbg {}", output.display());
     Ok(ExitCode::SUCCESS)

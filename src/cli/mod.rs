@@ -215,7 +215,18 @@ fn run(args: RunArgs) -> Result<ExitCode, Failure> {
             redact: args.redact,
             origin: args.session.display().to_string(),
         };
-        let text = loopdbg_handout::render(&loaded.session, &trace, &opts);
+        let mut text = loopdbg_handout::render(&loaded.session, &trace, &opts);
+        if kind == loopdbg_handout::Kind::Json
+            && let Ok(doc) = serde_json::from_str::<serde_json::Value>(&text)
+        {
+            // Written again through the inert writer: bidi and tag
+            // characters as \u escapes, which parse back the same.
+            let mut inert = Vec::with_capacity(text.len());
+            if json::pretty(&mut inert, &doc).is_ok() {
+                inert.push(b'\n');
+                text = String::from_utf8(inert).unwrap_or(text);
+            }
+        }
         return match args.output {
             Some(path) => {
                 // --force replaces a handout, never the session being run.

@@ -230,6 +230,7 @@ pub fn gather(session: &Session, trace: &Trace, opts: &Options) -> Handout {
     if opts.redact {
         redact::handout(&mut h);
     }
+    inert_values(&mut h);
     h
 }
 
@@ -277,22 +278,90 @@ fn md_cell(s: &str) -> String {
     clean(s).replace('|', "\\|")
 }
 
+/// Markdown prose from input: inert, and HTML in it shown, not rendered
+/// (a `<script>` or `<img onerror>` in a reply stays text in any viewer).
+fn md_text(s: &str) -> String {
+    md_cell(s)
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// Strings inside the handout's JSON values (bodies, arguments, results)
+/// with the characters that hide or reorder text escaped: serde escapes
+/// control characters when it writes JSON, but not bidi overrides,
+/// zero-width or tag characters.
+fn inert_values(h: &mut Handout) {
+    fn walk(v: &mut Value) {
+        match v {
+            Value::String(s) => {
+                let hidden =
+                    |c: char| loopdbg_engine::diagnostics::inert::is_unsafe(c) && !c.is_control();
+                if s.chars().any(hidden) {
+                    *s = s
+                        .chars()
+                        .map(|c| match hidden(c) {
+                            true => format!("\\u{{{:x}}}", c as u32),
+                            false => c.to_string(),
+                        })
+                        .collect();
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(walk),
+            Value::Object(map) => map.values_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    for r in &mut h.requests {
+        walk(&mut r.body);
+    }
+    for t in &mut h.tool_returns {
+        walk(&mut t.args);
+        walk(&mut t.result);
+    }
+}
+
+/// The handout's strings from input, inert for a terminal (an HTML or
+/// Markdown handout is often printed to one): one path for every field.
+fn inert_strings(h: &Handout) -> Handout {
+    let mut h = h.clone();
+    for s in [&mut h.title, &mut h.origin, &mut h.strategy, &mut h.end] {
+        *s = clean(s);
+    }
+    if let Some(t) = h.final_text.as_mut() {
+        *t = clean(t);
+    }
+    for s in h.warnings.iter_mut().chain(h.steps.iter_mut()) {
+        *s = clean(s);
+    }
+    for r in &mut h.requests {
+        for id in r.paired.iter_mut().chain(r.unpaired.iter_mut()) {
+            *id = clean(id);
+        }
+    }
+    for t in &mut h.tool_returns {
+        t.id = clean(&t.id);
+        t.name = clean(&t.name);
+    }
+    h
+}
+
 fn markdown(h: &Handout) -> String {
     let mut out = format!(
         "# {}\n\nSession `{}` · strategy {} · request bodies as {}\n\n",
-        md_cell(&h.title),
+        md_text(&h.title),
         md_cell(&h.origin),
         h.strategy,
         h.wire
     );
     out.push_str("## How it ended\n\n");
-    out.push_str(&format!("- end: {}\n", md_cell(&h.end)));
+    out.push_str(&format!("- end: {}\n", md_text(&h.end)));
     out.push_str(&format!(
         "- final answer: {}\n",
-        h.final_text.as_deref().map_or("null".into(), md_cell)
+        h.final_text.as_deref().map_or("null".into(), md_text)
     ));
     for w in &h.warnings {
-        out.push_str(&format!("- ⚠ {}\n", md_cell(w)));
+        out.push_str(&format!("- ⚠ {}\n", md_text(w)));
     }
     out.push_str("\n## Requests\n\n");
     for (i, r) in h.requests.iter().enumerate() {
@@ -320,7 +389,7 @@ fn markdown(h: &Handout) -> String {
             "| {} | `{}` | {} | `{}` | `{}` | {} |\n",
             t.round,
             md_cell(&t.id),
-            md_cell(&t.name),
+            md_text(&t.name),
             md_cell(&compact(&t.args)),
             md_cell(&compact(&t.result)),
             t.status
@@ -343,6 +412,7 @@ code{font-size:13px}";
 /// Every string from the run goes through maud's escaping; nothing is
 /// written into the page unescaped but the fixed style sheet.
 fn html(h: &Handout) -> String {
+    let h = &inert_strings(h);
     // The first two requests side by side: what the second trip adds.
     let (first_two, rest) = h.requests.split_at(h.requests.len().min(2));
     let page = html! {

@@ -17,6 +17,9 @@ pub fn is_unsafe(c: char) -> bool {
                 | '\u{2060}'..='\u{2064}'
                 | '\u{2066}'..='\u{2069}'
                 | '\u{feff}'
+                // Tag characters: invisible, and read by models as text
+                // ("ASCII smuggling").
+                | '\u{e0000}'..='\u{e007f}'
         )
 }
 
@@ -53,6 +56,7 @@ mod tests {
             "a\\u{1b}]52;c;aGk=\\u{7}b"
         );
         assert_eq!(clean("x\ry\u{8}"), "x\\ry\\u{8}");
+        assert_eq!(clean("a\u{e0041}b"), "a\\u{e0041}b");
         assert_eq!(clean("\u{202e}txt.exe"), "\\u{202e}txt.exe");
         assert_eq!(
             clean("zero\u{200b}width\u{feff}"),
