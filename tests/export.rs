@@ -107,6 +107,41 @@ fn chromium() -> Option<&'static str> {
     .find(|p| std::path::Path::new(p).exists())
 }
 
+/// Headless Chromium on `page` with a profile of its own, no network and
+/// no sandbox (tests run as root in CI); `extra` says what to produce.
+fn headless(
+    browser: &str,
+    profile: &std::path::Path,
+    extra: &[String],
+    page: &std::path::Path,
+) -> std::process::Output {
+    let out = std::process::Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(extra)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 #[test]
 fn the_html_handout_renders_in_a_real_browser_without_console_errors() {
     let Some(browser) = chromium() else {
@@ -131,29 +166,11 @@ fn the_html_handout_renders_in_a_real_browser_without_console_errors() {
         .arg(&page)
         .assert()
         .success();
-    let profile = dir.path().join("profile");
-    let out = std::process::Command::new(browser)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--enable-logging=stderr",
-            "--v=0",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .arg("--dump-dom")
-        .arg(format!("file://{}", page.display()))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = headless(
+        browser,
+        &dir.path().join("profile"),
+        &["--dump-dom".into()],
+        &page,
     );
     let dom = String::from_utf8_lossy(&out.stdout);
     // The browser parsed the steps, both requests side by side and the table.
@@ -205,28 +222,9 @@ fn the_html_handout_fits_the_window_at_three_widths() {
     std::fs::create_dir_all(&shots).unwrap();
     for width in [1024, 1400, 1920] {
         let run = |extra: &[String], target: &std::path::Path| {
-            let out = std::process::Command::new(browser)
-                .args([
-                    "--headless",
-                    "--no-sandbox",
-                    "--disable-gpu",
-                    "--no-first-run",
-                    "--disable-background-networking",
-                    "--disable-component-update",
-                    "--hide-scrollbars",
-                ])
-                .arg(format!("--window-size={width},900"))
-                .arg(format!("--user-data-dir={}", dir.join("profile").display()))
-                .args(extra)
-                .arg(format!("file://{}", target.display()))
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            out
+            let mut args = vec![format!("--window-size={width},900")];
+            args.extend_from_slice(extra);
+            headless(browser, &dir.join("profile"), &args, target)
         };
         let dom = run(&["--dump-dom".into()], &probed);
         let dom = String::from_utf8_lossy(&dom.stdout);

@@ -287,6 +287,16 @@ fn follow_shows_lines_appended_after_it_started() {
     quit(child, &mut writer, &mut screen);
 }
 
+/// A free loopback address for the proxy: bound, then let go for it.
+fn free_listen_address() -> String {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    format!("127.0.0.1:{port}")
+}
+
 #[test]
 fn the_proxy_debugger_grows_as_an_agent_talks_through_it() {
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -295,13 +305,7 @@ fn the_proxy_debugger_grows_as_an_agent_talks_through_it() {
         .build()
         .unwrap();
     let fake = rt.block_on(fake::start());
-    // A free port: bound, then let go for the proxy to take.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let listen = format!("127.0.0.1:{port}");
+    let listen = free_listen_address();
     let (child, mut writer, mut screen) = spawn(&[
         "proxy",
         "--upstream",
@@ -614,12 +618,7 @@ fn a_long_stream_through_the_proxy_shows_as_in_flight() {
         held.await.unwrap();
         tcp.write_all(format!("{}0\r\n\r\n", chunk(&rest)).as_bytes()).await.unwrap();
     });
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let listen = format!("127.0.0.1:{port}");
+    let listen = free_listen_address();
     let (child, mut writer, mut screen) =
         spawn(&["proxy", "--upstream", &upstream_url, "--listen", &listen]);
     screen.wait_text("waiting for the first request");

@@ -288,25 +288,7 @@ impl Opened {
                 })),
                 Err(e) => {
                     failed = true;
-                    let bytes = e.as_bytes();
-                    let at = e.utf8_error().valid_up_to();
-                    let line = first + bytes[..at].iter().filter(|&&b| b == b'\n').count();
-                    let line_start = bytes[..at]
-                        .iter()
-                        .rposition(|&b| b == b'\n')
-                        .map_or(0, |p| p + 1);
-                    let column = String::from_utf8_lossy(&bytes[line_start..at])
-                        .chars()
-                        .count()
-                        + 1;
-                    Some(Err(LoadError::Refused {
-                        origin: format!("{origin}:{line}:{column}"),
-                        reason: format!(
-                            "expected UTF-8 text: byte 0x{:02x} at byte {} of line {line} is not UTF-8",
-                            bytes[at],
-                            at - line_start + 1
-                        ),
-                    }))
+                    Some(Err(not_utf8(&origin, first, &e)))
                 }
             }
         });
@@ -364,18 +346,31 @@ fn read_text_line(
             trim_newline(&mut line);
             Ok(Some(line))
         }
-        Err(e) => {
-            let at = e.utf8_error().valid_up_to();
-            let column = String::from_utf8_lossy(&e.as_bytes()[..at]).chars().count() + 1;
-            Err(LoadError::Refused {
-                origin: format!("{origin}:{n}:{column}"),
-                reason: format!(
-                    "expected UTF-8 text: byte 0x{:02x} at byte {} of line {n} is not UTF-8",
-                    e.as_bytes()[at],
-                    at + 1
-                ),
-            })
-        }
+        Err(e) => Err(not_utf8(origin, n, &e)),
+    }
+}
+
+/// Where `bytes` (read from line `first_line` on) stop being UTF-8, as a
+/// located error: line, column and the offending byte.
+fn not_utf8(origin: &str, first_line: usize, e: &std::string::FromUtf8Error) -> LoadError {
+    let bytes = e.as_bytes();
+    let at = e.utf8_error().valid_up_to();
+    let line = first_line + bytes[..at].iter().filter(|&&b| b == b'\n').count();
+    let line_start = bytes[..at]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |p| p + 1);
+    let column = String::from_utf8_lossy(&bytes[line_start..at])
+        .chars()
+        .count()
+        + 1;
+    LoadError::Refused {
+        origin: format!("{origin}:{line}:{column}"),
+        reason: format!(
+            "expected UTF-8 text: byte 0x{:02x} at byte {} of line {line} is not UTF-8",
+            bytes[at],
+            at - line_start + 1
+        ),
     }
 }
 
@@ -689,27 +684,7 @@ fn document(
     // file) is located like any other error, by line and column.
     let text = match String::from_utf8(bytes) {
         Ok(text) => text,
-        Err(e) => {
-            let bytes = e.as_bytes();
-            let at = e.utf8_error().valid_up_to();
-            let line = first_line + bytes[..at].iter().filter(|&&b| b == b'\n').count();
-            let line_start = bytes[..at]
-                .iter()
-                .rposition(|&b| b == b'\n')
-                .map_or(0, |p| p + 1);
-            let column = String::from_utf8_lossy(&bytes[line_start..at])
-                .chars()
-                .count()
-                + 1;
-            return Err(LoadError::Refused {
-                origin: format!("{origin}:{line}:{column}"),
-                reason: format!(
-                    "expected UTF-8 text: byte 0x{:02x} at byte {} of line {line} is not UTF-8",
-                    bytes[at],
-                    at - line_start + 1
-                ),
-            });
-        }
+        Err(e) => return Err(not_utf8(&origin, first_line, &e)),
     };
     let doc: Value = match serde_json::from_str(&text) {
         Ok(doc) => doc,
@@ -1055,10 +1030,12 @@ fn read_opened(
     }
 }
 
-/// One line of a JSON Lines file, checked: its format and report, nothing
-/// (a blank line), or why it could not be read.
+/// One line of a JSON Lines file, checked: whether it is blank, and its
+/// format and report, nothing, or why it could not be read. A line that is
+/// not blank and holds no conversation is a captured exchange of other
+/// traffic (`GET /v1/models`), counted as skipped.
 type LineOutcome = (
-    usize,
+    bool,
     Result<Option<(Source, ConversationReport, Prefixes)>, LoadError>,
 );
 
@@ -1171,10 +1148,10 @@ pub fn check_file(
                                 (conv.source, report, Prefixes::of(&conv.messages))
                             })
                         });
-                    (n, r)
+                    (line.trim().is_empty(), r)
                 })
                 .collect();
-            for (n, r) in done {
+            for (blank, r) in done {
                 match r {
                     Ok(Some((source, mut r, prefixes))) => {
                         index += 1;
@@ -1183,13 +1160,7 @@ pub fn check_file(
                         report.format.get_or_insert(source.as_str());
                         keep(&mut report, r);
                     }
-                    Ok(None) => {
-                        let blank = lines
-                            .iter()
-                            .find(|(m, _)| *m == n)
-                            .is_none_or(|(_, text)| text.trim().is_empty());
-                        report.skipped += usize::from(!blank);
-                    }
+                    Ok(None) => report.skipped += usize::from(!blank),
                     Err(e) => report.errors.push(e.into()),
                 }
             }

@@ -555,7 +555,7 @@ fn replay_app(path: &std::path::Path, which: Option<usize>) -> Result<App, Failu
             at = requests;
         }
     })?;
-    let (seen, which) = (threads.count(), wanted);
+    let conversations = threads.count();
     let origin = path.display().to_string();
     let Some(conv) = found else {
         // A line that could not be read may be the one asked for.
@@ -563,7 +563,7 @@ fn replay_app(path: &std::path::Path, which: Option<usize>) -> Result<App, Failu
             return Err(e.into());
         }
         return Err(bad_flag(format!(
-            "--conversation {which}: {origin} holds {seen} conversation(s)"
+            "--conversation {wanted}: {origin} holds {conversations} conversation(s)"
         )));
     };
     // The conversation is checked while its trace is built: on a long log
@@ -576,10 +576,12 @@ fn replay_app(path: &std::path::Path, which: Option<usize>) -> Result<App, Failu
         || loopdbg_wire::replay::replayed(&conv),
     );
     let trace = replayed.with_findings(&conv, &findings);
-    let title = match (seen, requests) {
+    let title = match (conversations, requests) {
         (1, 1) => "replay".to_string(),
         (1, _) => format!("replay: request {at} of {requests}, one conversation"),
-        _ => format!("replay: conversation {which} of {seen} (request {at} of {requests})"),
+        _ => {
+            format!("replay: conversation {wanted} of {conversations} (request {at} of {requests})")
+        }
     };
     let session = loopdbg_wire::replay::session_for(&conv, &title);
     // A long log is many small allocations: free them on another core
