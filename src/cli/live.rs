@@ -224,6 +224,7 @@ fn print_lines(
     runtime: tokio::runtime::Runtime,
     mut running: loopdbg_proxy::Running,
     mut capture: CaptureFile,
+    mut signals: ShutdownSignals,
 ) -> ExitCode {
     let mut out = std::io::stdout();
     let mut print = |x: &Exchange| {
@@ -231,7 +232,6 @@ fn print_lines(
         writeln!(out, "{}", loopdbg_proxy::summary_line(x)).and_then(|()| out.flush())
     };
     let signal = runtime.block_on(async {
-        let mut signals = ShutdownSignals::new();
         loop {
             tokio::select! {
                 x = running.exchanges.recv() => {
@@ -377,6 +377,13 @@ pub(super) fn proxy(
         .enable_all()
         .build()
         .context("starting the proxy's runtime")?;
+    // Listening for the shutdown signals before the first connection is
+    // taken: a signal that comes while an exchange is in flight is always
+    // caught, however soon.
+    let signals = no_tui.then(|| {
+        let _inside = runtime.enter();
+        ShutdownSignals::new()
+    });
     let mut running = runtime.block_on(loopdbg_proxy::start(&config))?;
     let addr = running.addr.to_string();
     say!(
@@ -393,8 +400,8 @@ pub(super) fn proxy(
             |p| format!("capture {}", p.display())
         )
     );
-    if no_tui {
-        return Ok(print_lines(runtime, running, capture));
+    if let Some(signals) = signals {
+        return Ok(print_lines(runtime, running, capture, signals));
     }
     let (updates, feed) = mpsc::unbounded_channel();
     let recorded = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
