@@ -1101,7 +1101,8 @@ pub fn check_file(
         let mut threads = Threads::default();
         for (index, line, conv) in &convs {
             let mut r = conversation_report(*index, *line, conv);
-            r.conversation = threads.assign(&Prefixes::of(&conv.messages)) + 1;
+            r.conversation =
+                threads.assign(&Prefixes::of_source(conv.source.as_str(), &conv.messages)) + 1;
             keep(&mut report, r);
         }
         report.conversations = threads.count();
@@ -1145,7 +1146,11 @@ pub fn check_file(
                         conversation_of_line(&origin, forced, n, line, Replies::Left).map(|c| {
                             c.map(|conv| {
                                 let report = conversation_report(0, Some(n), &conv);
-                                (conv.source, report, Prefixes::of(&conv.messages))
+                                (
+                                    conv.source,
+                                    report,
+                                    Prefixes::of_source(conv.source.as_str(), &conv.messages),
+                                )
                             })
                         });
                     (line.trim().is_empty(), r)

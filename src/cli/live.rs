@@ -475,7 +475,10 @@ fn update_of_file(
     let mut thread_of = Vec::new();
     let mut threads = loopdbg_wire::threads::Threads::default();
     let read = for_each_conversation_in(origin, bytes, None, Replies::Appended, |_, c| {
-        thread_of.push(threads.assign(&loopdbg_wire::threads::Prefixes::of(&c.messages)));
+        thread_of.push(threads.assign(&loopdbg_wire::threads::Prefixes::of_source(
+            c.source.as_str(),
+            &c.messages,
+        )));
         convs.push(c);
     })?;
     let count = threads.count();
@@ -815,7 +818,10 @@ pub(super) fn record(
     let mut newest: Vec<Conversation> = Vec::new();
     let mut threads = loopdbg_wire::threads::Threads::default();
     let read = for_each_conversation(capture, None, Replies::Appended, |_, c| {
-        let thread = threads.assign(&loopdbg_wire::threads::Prefixes::of(&c.messages));
+        let thread = threads.assign(&loopdbg_wire::threads::Prefixes::of_source(
+            c.source.as_str(),
+            &c.messages,
+        ));
         match newest.get_mut(thread) {
             Some(slot) => *slot = c,
             None => newest.push(c),

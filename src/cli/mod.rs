@@ -549,7 +549,8 @@ fn replay_app(path: &std::path::Path, which: Option<usize>) -> Result<App, Failu
     let mut threads = loopdbg_wire::threads::Threads::default();
     let read = check::for_each_conversation(path, None, check::Replies::Appended, |_, conv| {
         requests += 1;
-        let prefixes = loopdbg_wire::threads::Prefixes::of(&conv.messages);
+        let prefixes =
+            loopdbg_wire::threads::Prefixes::of_source(conv.source.as_str(), &conv.messages);
         if threads.assign(&prefixes) + 1 == wanted {
             found = Some(conv);
             at = requests;

@@ -26,7 +26,16 @@ pub struct Prefixes(Vec<u64>);
 impl Prefixes {
     /// The fingerprints of every prefix of `messages`.
     pub fn of(messages: &[Message]) -> Prefixes {
-        let mut running = 0u64;
+        Prefixes::of_source("", messages)
+    }
+
+    /// [`Prefixes::of`] for a conversation read as `source` (`openai`,
+    /// `claude-code`, …): one conversation never spans two providers, so
+    /// the same prompt sent to two of them stays two conversations.
+    pub fn of_source(source: &str, messages: &[Message]) -> Prefixes {
+        let mut seed = DefaultHasher::new();
+        source.hash(&mut seed);
+        let mut running = seed.finish();
         Prefixes(
             messages
                 .iter()
@@ -178,5 +187,16 @@ mod tests {
         let grown = [prompt, call("c1"), result("c1")];
         assert_eq!(threads.assign(&Prefixes::of(&grown)), 0);
         assert_eq!(threads.count(), 2);
+    }
+
+    #[test]
+    fn the_same_prompt_to_two_providers_is_two_conversations() {
+        let prompt = [Message::user("weather?")];
+        let mut threads = Threads::default();
+        assert_eq!(threads.assign(&Prefixes::of_source("openai", &prompt)), 0);
+        assert_eq!(
+            threads.assign(&Prefixes::of_source("anthropic", &prompt)),
+            1
+        );
     }
 }
