@@ -124,7 +124,7 @@ impl Ended {
             self.action
         };
         let mut started = self.started;
-        started.judge_if_unread();
+        let request = started.request_for_record();
         let secrets = std::mem::take(&mut started.secrets);
         let mut x = Exchange {
             loopdbg: loopdbg_wire::capture::MARKER,
@@ -135,7 +135,7 @@ impl Ended {
             method: started.method,
             path: started.path,
             provider: started.provider.map(Format::as_str),
-            request: started.request,
+            request,
             forwarded: started.forwarded,
             action,
             status: self.status,

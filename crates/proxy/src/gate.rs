@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use loopdbg_wire::check::{Finding, check};
 use loopdbg_wire::fix::{Repair, repair};
 use loopdbg_wire::provider::Format;
-use loopdbg_wire::read::{Source, read};
+use loopdbg_wire::read::{Detail, Source, read_owned_as};
 
 /// What the proxy does with a request the provider would reject.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -120,8 +120,11 @@ pub struct Verdict {
 /// Checks `body`, a request for `format`, and decides under `policy`.
 /// A body the readers cannot take is forwarded untouched: the provider,
 /// not loopdbg, answers requests loopdbg does not understand.
-pub fn inspect(format: Format, body: &Value, policy: OnInvalid) -> Verdict {
-    let (findings, unread) = match read(body, Source::Provider(format)) {
+pub fn inspect(format: Format, body: Value, policy: OnInvalid) -> Verdict {
+    // Only a repair needs the body after it is read; the check keeps
+    // texts as fingerprints, so the body is held once more only then.
+    let to_repair = matches!(policy, OnInvalid::Repair(_)).then(|| body.clone());
+    let (findings, unread) = match read_owned_as(body, Source::Provider(format), Detail::Shape) {
         Ok(conversation) => (check(&conversation), None),
         Err(e) => (Vec::new(), Some(e.to_string())),
     };
@@ -133,7 +136,7 @@ pub fn inspect(format: Format, body: &Value, policy: OnInvalid) -> Verdict {
             body: error_body(format, &f.message),
         },
         (Some(_), OnInvalid::Repair(how)) => {
-            let mut fixed = body.clone();
+            let mut fixed = to_repair.unwrap_or_default();
             let changes = repair(&mut fixed, format, how);
             Decision::Repaired {
                 body: fixed,
@@ -217,7 +220,7 @@ mod tests {
             OnInvalid::Block,
             OnInvalid::Repair(Repair::Strip),
         ] {
-            let v = inspect(Format::Anthropic, &body, policy);
+            let v = inspect(Format::Anthropic, body.clone(), policy);
             assert_eq!(v.decision, Decision::Forward);
             assert!(v.rejected.is_none());
         }
@@ -225,7 +228,7 @@ mod tests {
 
     #[test]
     fn a_dangling_id_is_blocked_in_the_providers_words() {
-        let v = inspect(Format::Anthropic, &dangling(), OnInvalid::Block);
+        let v = inspect(Format::Anthropic, dangling(), OnInvalid::Block);
         let rejected = v.rejected.expect("a 400");
         assert_eq!(rejected.ids, ["toolu_f1"]);
         let Decision::Block { status, body } = v.decision else {
@@ -246,14 +249,14 @@ mod tests {
     fn a_repaired_request_passes_the_check() {
         let v = inspect(
             Format::Anthropic,
-            &dangling(),
+            dangling(),
             OnInvalid::Repair(Repair::Synthesize),
         );
         let Decision::Repaired { body, changes } = v.decision else {
             panic!("repaired")
         };
         assert_eq!(changes, 1);
-        let again = inspect(Format::Anthropic, &body, OnInvalid::Block);
+        let again = inspect(Format::Anthropic, body.clone(), OnInvalid::Block);
         assert!(again.rejected.is_none(), "{:?}", again.findings);
     }
 

@@ -248,12 +248,15 @@ struct Started {
     method: String,
     path: String,
     provider: Option<Format>,
-    request: Value,
+    /// The request as the agent sent it, parsed for the record only when
+    /// the exchange is written: the check reads its own parse (keeping
+    /// texts as fingerprints), so the body is never held three times.
+    body: Bytes,
+    /// False for a request forwarded before it was judged: judged when the
+    /// exchange is finished, after the agent has its answer.
+    judged: bool,
     forwarded: Option<Value>,
     findings: Vec<loopdbg_wire::check::Finding>,
-    /// A request forwarded before it was judged: judged when the exchange
-    /// is finished, after the agent has its answer.
-    unjudged: Option<Bytes>,
     began: Instant,
     /// Counted in flight while this exchange lasts.
     _flight: FlightGuard,
@@ -264,20 +267,30 @@ struct Started {
 
 impl Started {
     /// Takes what the gate read of the request.
-    fn judged(&mut self, judged: Judged, bytes: &[u8]) {
+    fn take_verdict(&mut self, judged: Judged) {
+        self.judged = true;
         self.provider = judged.provider.or(self.provider);
         self.findings = judged.verdict.map(|v| v.findings).unwrap_or_default();
-        self.request = judged
-            .parsed
-            .unwrap_or_else(|| Value::String(String::from_utf8_lossy(bytes).into_owned()));
     }
 
-    /// Judges a request that was forwarded unread.
-    fn judge_if_unread(&mut self) {
-        if let Some(bytes) = self.unjudged.take() {
-            let judged = judge(&self.path, &bytes, OnInvalid::Forward, OnUnjudged::Forward);
-            self.judged(judged, &bytes);
+    /// The request for the record, judged first if it was forwarded
+    /// unread; the body is let go once it is parsed.
+    fn request_for_record(&mut self) -> Value {
+        if !self.judged {
+            let judged = judge(
+                &self.path,
+                &self.body,
+                OnInvalid::Forward,
+                OnUnjudged::Forward,
+            );
+            self.take_verdict(judged);
         }
+        let body = std::mem::take(&mut self.body);
+        if body.is_empty() {
+            return Value::Null;
+        }
+        serde_json::from_slice(&body)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()))
     }
 
     fn ms(&self, t: Instant) -> f64 {
@@ -317,17 +330,21 @@ async fn exchange(shared: &Shared, request: Request<Incoming>) -> Response<Agent
         method: head.method.to_string(),
         path,
         provider: None,
-        request: Value::Null,
+        body: Bytes::new(),
+        judged: true,
         forwarded: None,
         findings: Vec::new(),
-        unjudged: None,
         began,
         _flight: flight,
         secrets,
     };
     // Reading the body answers an `expect: 100-continue` on the way.
-    let bytes = match Limited::new(body, MAX_REQUEST_BYTES).collect().await {
-        Ok(collected) => collected.to_bytes(),
+    let length = head
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+    let bytes = match read_body(body, length).await {
+        Ok(bytes) => bytes,
         Err(e) => {
             let too_large = e.is::<http_body_util::LengthLimitError>();
             let (status, why) = if too_large {
@@ -361,7 +378,8 @@ async fn exchange(shared: &Shared, request: Request<Incoming>) -> Response<Agent
                 serde_json::from_slice::<Value>(&bytes).ok().as_ref(),
             )
         });
-        started.unjudged = Some(bytes.clone());
+        started.body = bytes.clone();
+        started.judged = false;
         bytes
     } else {
         // Block and repair judge first, since they may change the request.
@@ -372,7 +390,8 @@ async fn exchange(shared: &Shared, request: Request<Incoming>) -> Response<Agent
             shared.on_unjudged,
         );
         let decision = judged.verdict.as_ref().map(|v| v.decision.clone());
-        started.judged(judged, &bytes);
+        started.take_verdict(judged);
+        started.body = bytes.clone();
         match decision {
             Some(Decision::Block { status, body }) => {
                 let answer = own_answer(status, &body, false);
@@ -439,9 +458,27 @@ async fn exchange(shared: &Shared, request: Request<Incoming>) -> Response<Agent
     to_agent
 }
 
+/// A request's body in one buffer, sized by its `content-length` when it
+/// has one. Each frame is copied in and freed as it comes: collecting the
+/// frames first and joining them after held the body twice (and the
+/// allocator kept the frames' memory), which with the parsed request made
+/// the proxy's peak about four times the body (issue 23, item 12).
+async fn read_body(
+    body: Incoming,
+    length: Option<usize>,
+) -> Result<Bytes, Box<dyn std::error::Error + Send + Sync>> {
+    let mut body = Limited::new(body, MAX_REQUEST_BYTES);
+    let mut buffer = bytes::BytesMut::with_capacity(length.unwrap_or(0).min(MAX_REQUEST_BYTES));
+    while let Some(frame) = body.frame().await {
+        if let Ok(data) = frame?.into_data() {
+            buffer.extend_from_slice(&data);
+        }
+    }
+    Ok(buffer.freeze())
+}
+
 /// A request as the gate read it.
 struct Judged {
-    parsed: Option<Value>,
     provider: Option<Format>,
     verdict: Option<crate::gate::Verdict>,
 }
@@ -454,18 +491,21 @@ struct Judged {
 fn judge(path_and_query: &str, bytes: &[u8], policy: OnInvalid, on_unjudged: OnUnjudged) -> Judged {
     let parsed = serde_json::from_slice::<Value>(bytes);
     let provider = provider_of(path_and_query, parsed.as_ref().ok());
-    let mut verdict = match (provider, &parsed) {
-        (Some(format), Ok(doc)) => Some(inspect(format, doc, policy)),
-        _ => None,
-    };
     let routed = provider_of_path(path_and_query);
-    let why = match (&parsed, &verdict) {
-        (Err(e), _) if routed.is_some() => Some(format!("its body is not JSON it can read ({e})")),
-        (Ok(_), Some(v)) => v
-            .unread
-            .as_ref()
-            .map(|e| format!("its body cannot be read as a conversation ({e})")),
-        _ => None,
+    let (mut verdict, why) = match (provider, parsed) {
+        (Some(format), Ok(doc)) => {
+            let verdict = inspect(format, doc, policy);
+            let why = verdict
+                .unread
+                .as_ref()
+                .map(|e| format!("its body cannot be read as a conversation ({e})"));
+            (Some(verdict), why)
+        }
+        (_, Err(e)) if routed.is_some() => (
+            None,
+            Some(format!("its body is not JSON it can read ({e})")),
+        ),
+        _ => (None, None),
     };
     if let Some(why) = why
         && policy != OnInvalid::Forward
@@ -481,11 +521,7 @@ fn judge(path_and_query: &str, bytes: &[u8], policy: OnInvalid, on_unjudged: OnU
             unread: Some(why),
         });
     }
-    Judged {
-        parsed: parsed.ok(),
-        provider,
-        verdict,
-    }
+    Judged { provider, verdict }
 }
 
 /// An error with its causes: a client's own text is only the outermost one.
@@ -1157,10 +1193,10 @@ mod tests {
                     method: "POST".into(),
                     path: "/v1/messages".into(),
                     provider: Some(Format::Anthropic),
-                    request: Value::Null,
+                    body: Bytes::new(),
+                    judged: true,
                     forwarded: None,
                     findings: Vec::new(),
-                    unjudged: None,
                     began: Instant::now(),
                     _flight: FlightGuard::new(
                         &Arc::new(watch::channel(InFlight::default()).0),

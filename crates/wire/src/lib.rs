@@ -39,6 +39,7 @@
 #![warn(missing_docs)]
 
 pub mod capture;
+pub mod chain;
 pub mod check;
 pub mod finding;
 pub mod fix;

@@ -11,15 +11,16 @@
 use loopdbg_engine::diagnostics::json_span::JsonPath;
 use serde_json::Value;
 
+use super::fingerprint::kept_text;
 use super::{
-    BlockSource, Conversation, Hosted, HostedRole, ReadError, Source, array_at, err,
+    BlockSource, Conversation, Detail, Hosted, HostedRole, ReadError, Source, array_at, err,
     finish_reason_of, read_tools, role_of, str_field, system_text, take,
 };
 use crate::provider::Format;
 use loopdbg_engine::message::{Block, Message, Role};
 use loopdbg_engine::session::Json;
 
-pub(super) fn read(doc: &mut Value) -> Result<Conversation, ReadError> {
+pub(super) fn read(doc: &mut Value, detail: Detail) -> Result<Conversation, ReadError> {
     let mut conv = Conversation::new(Source::Provider(Format::Anthropic));
     read_tools(doc, &mut conv);
     read_mcp_servers(doc, &mut conv);
@@ -42,7 +43,7 @@ pub(super) fn read(doc: &mut Value) -> Result<Conversation, ReadError> {
             }
         };
         let finish_reason = finish_reason_of(item.get("stop_reason"));
-        let read = blocks(item.get_mut("content"), &path, |p| BlockSource {
+        let read = blocks(item.get_mut("content"), &path, detail, |p| BlockSource {
             path: p.into(),
             ..Default::default()
         })?;
@@ -85,6 +86,7 @@ pub(super) struct Blocks {
 pub(super) fn blocks(
     content: Option<&mut Value>,
     path: &JsonPath,
+    detail: Detail,
     mut source: impl FnMut(JsonPath) -> BlockSource,
 ) -> Result<Blocks, ReadError> {
     let mut read = Blocks {
@@ -96,7 +98,7 @@ pub(super) fn blocks(
         None | Some(Value::Null) => {}
         Some(Value::String(s)) => {
             read.blocks.push(Block::Text {
-                text: s.as_str().into(),
+                text: kept_text(s, detail),
             });
             read.sources.push(source(super::dotted(path, "content")));
         }
@@ -106,7 +108,10 @@ pub(super) fn blocks(
                 let kind = b.get("type").and_then(Value::as_str).unwrap_or("");
                 let block = match kind {
                     "text" => Block::Text {
-                        text: b.get("text").and_then(Value::as_str).unwrap_or("").into(),
+                        text: kept_text(
+                            b.get("text").and_then(Value::as_str).unwrap_or(""),
+                            detail,
+                        ),
                     },
                     "tool_use" => {
                         // Called from code the server runs: that call waits.

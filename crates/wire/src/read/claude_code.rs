@@ -36,6 +36,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::anthropic::{Blocks, blocks};
+use super::fingerprint::{dropped, kept_text, shaped_json};
 use super::finish_reason_of;
 use super::{BlockSource, Conversation, Detail, Notice, ReadError, Source, fingerprint};
 use loopdbg_engine::message::{Block, Message, Role};
@@ -493,14 +494,6 @@ fn raw_text(content: &RawContent) -> String {
     }
 }
 
-/// A text as `detail` keeps it: itself, or (non-empty) its fingerprint.
-fn kept_text(text: &str, detail: Detail) -> loopdbg_engine::session::Text {
-    match detail {
-        Detail::Shape if !text.is_empty() => format!("{:016x}", fingerprint::of_text(text)).into(),
-        _ => text.into(),
-    }
-}
-
 /// A field read as text, as a value (`null` when absent).
 fn value_of(raw: Option<&RawValue>) -> Value {
     // serde_json has read this text already, so it parses.
@@ -508,36 +501,12 @@ fn value_of(raw: Option<&RawValue>) -> Value {
         .unwrap_or(Value::Null)
 }
 
-/// Arguments in outline: `null` as in full (absent or written `null`),
-/// anything else as its fingerprint.
-fn shaped_json(raw: Option<&RawValue>) -> Value {
-    match raw {
-        Some(raw) if raw.get().trim() != "null" => Value::from(fingerprint::of_json(raw)),
-        _ => Value::Null,
-    }
-}
-
-/// Content not kept: one shared `null`, so dropping costs no allocation.
-fn dropped() -> Json {
-    static NULL: std::sync::OnceLock<Json> = std::sync::OnceLock::new();
-    NULL.get_or_init(|| Json::new(Value::Null)).clone()
-}
-
 /// The blocks as `detail` keeps them, for a line read the lenient way.
 fn shape_blocks(read: &mut Blocks, detail: Detail) {
     if detail == Detail::Full {
         return;
     }
-    for block in &mut read.blocks {
-        match block {
-            Block::Text { text } => *text = kept_text(text, detail),
-            Block::ToolUse { input, .. } => {
-                let raw = serde_json::value::to_raw_value(&**input).ok();
-                *input = Json::new(shaped_json(raw.as_deref()));
-            }
-            Block::ToolResult { content, .. } => *content = dropped(),
-        }
-    }
+    read.blocks.iter_mut().for_each(fingerprint::shape_payload);
 }
 
 /// A line number as stored: a log of over four billion lines is far past
@@ -700,7 +669,7 @@ impl Event {
             };
             let uuid = ev.uuid.clone();
             let at = JsonPath::root().key("message");
-            let mut read = blocks(message.get_mut("content"), &at, |p| BlockSource {
+            let mut read = blocks(message.get_mut("content"), &at, detail, |p| BlockSource {
                 path: p.into(),
                 line: Some(line),
                 uuid: uuid.clone(),

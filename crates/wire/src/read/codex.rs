@@ -11,7 +11,7 @@
 use loopdbg_engine::diagnostics::json_span::{JsonPath, PathSeg};
 use serde_json::{Value, json};
 
-use super::{BlockSource, Conversation, ReadError, Source, responses};
+use super::{BlockSource, Conversation, Detail, ReadError, Source, responses};
 
 /// Reads a rollout one record at a time; [`CodexRollout::finish`] gives the
 /// conversations.
@@ -96,8 +96,8 @@ impl CodexRollout {
                 line: lines.get(i).copied(),
                 uuid: None,
             };
-            let mut conv =
-                responses::read_items(&mut doc, &on_line).map_err(|e| relocate_error(e, &lines))?;
+            let mut conv = responses::read_items(&mut doc, Detail::Full, &on_line)
+                .map_err(|e| relocate_error(e, &lines))?;
             conv.source = Source::Codex;
             if n > 0 && count > 1 {
                 conv.label = Some(format!("after compaction {n}"));

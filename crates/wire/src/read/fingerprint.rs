@@ -10,7 +10,12 @@
 
 use serde::Deserialize;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
 use serde_json::value::RawValue;
+
+use super::Detail;
+use loopdbg_engine::message::Block;
+use loopdbg_engine::session::{Json, Text};
 
 /// Seeds drawn once per process: fingerprints and keys are only ever
 /// compared within one run, and a log cannot be written to make two of
@@ -154,6 +159,46 @@ impl<'de> Visitor<'de> for KeyVisitor {
 
     fn visit_str<E>(self, v: &str) -> Result<u64, E> {
         Ok(of_text(v))
+    }
+}
+
+/// A text as `detail` keeps it: itself, or (non-empty) its fingerprint.
+/// Readers call this on the text as they find it, so a long text under
+/// `Shape` is never copied whole (a 250 MB prompt through the proxy's gate
+/// was held twice more while it was checked).
+pub(crate) fn kept_text(text: &str, detail: Detail) -> Text {
+    match detail {
+        Detail::Shape if !text.is_empty() => format!("{:016x}", of_text(text)).into(),
+        _ => text.into(),
+    }
+}
+
+/// Arguments in outline: `null` as in full (absent or written `null`),
+/// anything else as its fingerprint.
+pub(crate) fn shaped_json(raw: Option<&RawValue>) -> Value {
+    match raw {
+        Some(raw) if raw.get().trim() != "null" => Value::from(of_json(raw)),
+        _ => Value::Null,
+    }
+}
+
+/// Content not kept: one shared `null`, so dropping costs no allocation.
+pub(crate) fn dropped() -> Json {
+    static NULL: std::sync::OnceLock<Json> = std::sync::OnceLock::new();
+    NULL.get_or_init(|| Json::new(Value::Null)).clone()
+}
+
+/// A call's arguments as their fingerprint, a result's content dropped:
+/// what `Shape` keeps of a block read in full (texts are kept by
+/// [`kept_text`] as they are read).
+pub(crate) fn shape_payload(block: &mut Block) {
+    match block {
+        Block::Text { .. } => {}
+        Block::ToolUse { input, .. } => {
+            let raw = serde_json::value::to_raw_value(&**input).ok();
+            *input = Json::new(shaped_json(raw.as_deref()));
+        }
+        Block::ToolResult { content, .. } => *content = dropped(),
     }
 }
 

@@ -7,12 +7,13 @@
 
 use serde_json::Value;
 
-use super::{BlockSource, Conversation, ReadError, Source, ToolSpec, array_at, err, take};
+use super::fingerprint::kept_text;
+use super::{BlockSource, Conversation, Detail, ReadError, Source, ToolSpec, array_at, err, take};
 use crate::provider::Format;
 use loopdbg_engine::message::{Block, Message, Role};
 use loopdbg_engine::session::{FinishReason, Json};
 
-pub(super) fn read(doc: &mut Value) -> Result<Conversation, ReadError> {
+pub(super) fn read(doc: &mut Value, detail: Detail) -> Result<Conversation, ReadError> {
     let mut conv = Conversation::new(Source::Provider(Format::Gemini));
     if let Some(Value::Array(tools)) = doc.get("tools") {
         for group in tools {
@@ -113,7 +114,9 @@ pub(super) fn read(doc: &mut Value) -> Result<Conversation, ReadError> {
                 if part.get("thought").and_then(Value::as_bool) == Some(true) {
                     continue;
                 }
-                content.push(Block::Text { text: text.into() });
+                content.push(Block::Text {
+                    text: kept_text(text, detail),
+                });
                 sources.push(src);
             }
         }

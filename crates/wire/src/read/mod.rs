@@ -465,13 +465,26 @@ pub fn read(doc: &Value, source: Source) -> Result<Conversation, ReadError> {
 
 /// [`read`], taking the document so its contents move into the
 /// conversation instead of being copied (what `check` does per line).
-pub fn read_owned(mut doc: Value, source: Source) -> Result<Conversation, ReadError> {
+pub fn read_owned(doc: Value, source: Source) -> Result<Conversation, ReadError> {
+    read_owned_as(doc, source, Detail::Full)
+}
+
+/// [`read_owned`], keeping what `detail` keeps. Under [`Detail::Shape`]
+/// texts are fingerprinted as they are found instead of copied (arguments
+/// and results move out of `doc` whole: the schema check reads them):
+/// checking a body then holds it about once (the proxy's gate held a
+/// 250 MB request four times over).
+pub fn read_owned_as(
+    mut doc: Value,
+    source: Source,
+    detail: Detail,
+) -> Result<Conversation, ReadError> {
     let doc = &mut doc;
     match source {
-        Source::Provider(Format::Anthropic) => anthropic::read(doc),
-        Source::Provider(Format::Openai) => openai_chat::read(doc),
-        Source::Provider(Format::Responses) => responses::read(doc),
-        Source::Provider(Format::Gemini) => gemini::read(doc),
+        Source::Provider(Format::Anthropic) => anthropic::read(doc, detail),
+        Source::Provider(Format::Openai) => openai_chat::read(doc, detail),
+        Source::Provider(Format::Responses) => responses::read(doc, detail),
+        Source::Provider(Format::Gemini) => gemini::read(doc, detail),
         Source::GeminiCli => {
             // The legacy whole-file recording: metadata with its messages.
             let mut log = GeminiCliLog::default();
@@ -488,6 +501,50 @@ pub fn read_owned(mut doc: Value, source: Source) -> Result<Conversation, ReadEr
             "an agent log is JSON Lines of events; read it with `Log`",
         )),
     }
+}
+
+/// A Responses request that continues a stored response whose calls are
+/// `calls` (see [`crate::chain`]): read as if those calls stood before its
+/// input, each located where the stored response has it
+/// (`previous_response_id resp_… output[k]`), so an output missing for
+/// one is found as it is in a request that carries the call itself.
+pub fn read_continuing(
+    mut doc: Value,
+    response_id: &str,
+    calls: &[crate::chain::StoredCall],
+    detail: Detail,
+) -> Result<Conversation, ReadError> {
+    let Some(body) = doc.as_object_mut() else {
+        return read_owned_as(doc, Source::Provider(Format::Responses), detail);
+    };
+    let stored = calls.len();
+    let mut items: Vec<Value> = calls.iter().map(|c| c.item.clone()).collect();
+    let mut text_input = false;
+    match body.remove("input") {
+        Some(Value::Array(rest)) => items.extend(rest),
+        Some(Value::String(text)) => {
+            text_input = true;
+            items.push(serde_json::json!({"role": "user", "content": text}));
+        }
+        Some(other) => {
+            body.insert("input".into(), other);
+            return read_owned_as(doc, Source::Provider(Format::Responses), detail);
+        }
+        None => {}
+    }
+    body.insert("input".into(), Value::Array(items));
+    let located = |i: usize, _: &JsonPath| {
+        let path = match i.checked_sub(stored) {
+            None => crate::chain::stored_path(response_id, calls[i].output_index),
+            Some(_) if text_input => "input".to_string(),
+            Some(k) => JsonPath::root().key("input").index(k).to_string(),
+        };
+        BlockSource {
+            path: path.into(),
+            ..Default::default()
+        }
+    };
+    responses::read_items(&mut doc, detail, &located)
 }
 
 /// The conversation's array and the name paths use for it (`messages` or
@@ -847,5 +904,41 @@ mod tests {
         }
         let input = JsonPath::root().key("input").index(2);
         assert_eq!(dotted(&input, "content").to_string(), "input[2].content");
+    }
+
+    /// The proxy's gate checks requests read as `Shape`: for every request
+    /// body the project ships, that finds what reading it whole finds.
+    #[test]
+    fn a_body_read_as_shape_is_judged_as_read_in_full() {
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/transcripts"
+        );
+        let mut judged = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().and_then(|e| e.to_str()) != Some("json") {
+                continue;
+            }
+            let doc: Value =
+                serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            let Some(source @ Source::Provider(_)) = detect(&doc) else {
+                continue;
+            };
+            let full = read_owned(doc.clone(), source).map(|c| crate::check::check(&c));
+            let shape = read_owned_as(doc, source, Detail::Shape).map(|c| crate::check::check(&c));
+            match (full, shape) {
+                (Ok(full), Ok(shape)) => {
+                    let words = |f: &[crate::check::Finding]| {
+                        f.iter().map(|f| format!("{f:?}")).collect::<Vec<_>>()
+                    };
+                    assert_eq!(words(&full), words(&shape), "{}", path.display());
+                    judged += 1;
+                }
+                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+                (a, b) => panic!("{}: {a:?} / {b:?}", path.display()),
+            }
+        }
+        assert!(judged >= 25, "only {judged} bodies judged");
     }
 }

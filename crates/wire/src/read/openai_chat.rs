@@ -13,12 +13,13 @@ use crate::provider::Format;
 use loopdbg_engine::message::{Block, Message, Role};
 use loopdbg_engine::session::Json;
 
-use super::{array_at, parse_arguments, read_tools, role_of, text_of_parts};
+use super::fingerprint::kept_text;
+use super::{Detail, array_at, parse_arguments, read_tools, role_of, text_of_parts};
 
 /// The call-type name of a legacy `function_call` (see `Conversation::call_types`).
 pub const LEGACY_FUNCTION_CALL: &str = "legacy_function_call";
 
-pub(super) fn read(doc: &mut Value) -> Result<Conversation, ReadError> {
+pub(super) fn read(doc: &mut Value, detail: Detail) -> Result<Conversation, ReadError> {
     let mut conv = Conversation::new(Source::Provider(Format::Openai));
     read_tools(doc, &mut conv);
     // Legacy calls carry no id: each is named by where it stands, and a
@@ -41,16 +42,19 @@ pub(super) fn read(doc: &mut Value) -> Result<Conversation, ReadError> {
             }
             "user" => {
                 content.push(Block::Text {
-                    text: text_of_parts(item.get("content"))
-                        .unwrap_or_default()
-                        .into(),
+                    text: kept_text(
+                        &text_of_parts(item.get("content")).unwrap_or_default(),
+                        detail,
+                    ),
                 });
                 sources.push(src(super::dotted(&path, "content")));
                 Role::User
             }
             "assistant" => {
                 if let Some(text) = text_of_parts(item.get("content")) {
-                    content.push(Block::Text { text: text.into() });
+                    content.push(Block::Text {
+                        text: kept_text(&text, detail),
+                    });
                     sources.push(src(super::dotted(&path, "content")));
                 }
                 if let Some(Value::Array(calls)) = item.get("tool_calls") {

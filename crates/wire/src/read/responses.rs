@@ -13,8 +13,9 @@
 use loopdbg_engine::diagnostics::json_span::JsonPath;
 use serde_json::Value;
 
+use super::fingerprint::kept_text;
 use super::{
-    BlockSource, Conversation, ReadError, Source, ToolSpec, array_at, err, parse_arguments,
+    BlockSource, Conversation, Detail, ReadError, Source, ToolSpec, array_at, err, parse_arguments,
     read_tools, role_of, str_field, take, text_of_parts,
 };
 use crate::provider::Format;
@@ -49,8 +50,8 @@ pub fn answered_id(item: &Value) -> Option<&str> {
         .and_then(Value::as_str)
 }
 
-pub(super) fn read(doc: &mut Value) -> Result<Conversation, ReadError> {
-    read_items(doc, &|_, path| BlockSource {
+pub(super) fn read(doc: &mut Value, detail: Detail) -> Result<Conversation, ReadError> {
+    read_items(doc, detail, &|_, path| BlockSource {
         path: path.into(),
         ..Default::default()
     })
@@ -60,6 +61,7 @@ pub(super) fn read(doc: &mut Value) -> Result<Conversation, ReadError> {
 /// (`input[i]`); a Codex rollout names the line of its log instead.
 pub(super) fn read_items(
     doc: &mut Value,
+    detail: Detail,
     item_source: &dyn Fn(usize, &JsonPath) -> BlockSource,
 ) -> Result<Conversation, ReadError> {
     let mut conv = Conversation::new(Source::Provider(Format::Responses));
@@ -91,7 +93,7 @@ pub(super) fn read_items(
             Message {
                 role: Role::User,
                 content: vec![Block::Text {
-                    text: text.as_str().into(),
+                    text: kept_text(text, detail),
                 }],
                 finish_reason: None,
             },
@@ -125,7 +127,9 @@ pub(super) fn read_items(
                 conv.push(
                     Message {
                         role,
-                        content: vec![Block::Text { text: text.into() }],
+                        content: vec![Block::Text {
+                            text: kept_text(&text, detail),
+                        }],
                         finish_reason: None,
                     },
                     src.clone(),
