@@ -345,6 +345,147 @@ fn repair_makes_the_upstream_receive_a_valid_request() {
     assert_eq!(results[1]["is_error"], true);
 }
 
+/// A Responses agent that continues the stored response with
+/// `previous_response_id`, answering only the first of its two calls
+/// (`first_only`), streamed or not. Returns each trip's status and body.
+async fn responses_agent(base: &str, stream: bool, first_only: bool) -> Vec<(u16, Value)> {
+    let client = reqwest::Client::new();
+    let post = |body: Value| {
+        let client = client.clone();
+        async move {
+            let r = client
+                .post(format!("{base}/v1/responses"))
+                .bearer_auth("sk-test-responses")
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            let status = r.status().as_u16();
+            let text = r.text().await.unwrap();
+            let body = if stream && status == 200 {
+                // The completed response is in the last `response.completed` event.
+                text.lines()
+                    .filter_map(|l| l.strip_prefix("data: "))
+                    .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+                    .find(|e| e["type"] == "response.completed")
+                    .map(|e| e["response"].clone())
+                    .unwrap_or(Value::Null)
+            } else {
+                serde_json::from_str(&text).unwrap_or(Value::Null)
+            };
+            (status, body)
+        }
+    };
+    let first = post(json!({"model": "m", "stream": stream, "input": "weather and fx"})).await;
+    let calls: Vec<String> = first.1["output"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|i| i["call_id"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(calls.len(), 2, "{:?}", first.1);
+    let answered = if first_only { &calls[..1] } else { &calls[..] };
+    let outputs: Vec<Value> = answered
+        .iter()
+        .map(|c| json!({"type": "function_call_output", "call_id": c, "output": run_tool("get_weather")}))
+        .collect();
+    let second = post(json!({"model": "m", "stream": stream,
+        "previous_response_id": first.1["id"], "input": outputs}))
+    .await;
+    vec![first, second]
+}
+
+/// A request that continues a stored response is checked against the
+/// response the proxy relayed: its calls live on the provider's side, and
+/// a missing output is the provider's 400 (issue 23, item 16).
+#[test]
+fn a_continued_response_is_checked_against_the_calls_the_proxy_relayed() {
+    for stream in [false, true] {
+        // Forward: the finding is named, and the provider answers 400.
+        let Rig { rt, cap, proxy, .. } = rig(&[]);
+        let trips = rt.block_on(responses_agent(&proxy.url, stream, true));
+        assert_eq!(trips[1].0, 400, "{:?}", trips[1].1);
+        let _ = proxy.next_line();
+        let second = proxy.next_line();
+        assert!(second.contains("400 expected"), "{second}");
+        let records = capture(&cap);
+        let finding = &records[1]["findings"][0];
+        assert_eq!(finding["kind"], "unanswered_call", "{finding}");
+        assert_eq!(finding["ids"][0], "call_f1");
+        assert_eq!(
+            finding["path"],
+            format!(
+                "previous_response_id {} output[1]",
+                trips[0].1["id"].as_str().unwrap()
+            )
+        );
+        // Block: answered here in OpenAI's words; the provider never sees it.
+        let Rig {
+            rt, fake, proxy, ..
+        } = rig(&["--on-invalid", "block"]);
+        let trips = rt.block_on(responses_agent(&proxy.url, stream, true));
+        assert_eq!(trips[1].0, 400);
+        let message = trips[1].1["error"]["message"].as_str().unwrap();
+        assert!(
+            message.starts_with("No tool output found for function call call_f1."),
+            "{message}"
+        );
+        assert_eq!(
+            fake.log.lock().unwrap().requests.len(),
+            1,
+            "stream {stream}"
+        );
+        // Both outputs: verified and forwarded, no note.
+        let trips = rt.block_on(responses_agent(&proxy.url, stream, false));
+        assert_eq!(trips[1].0, 200, "{:?}", trips[1].1);
+        // Repair: the missing output is synthesized and the provider accepts.
+        let Rig {
+            rt, fake, proxy, ..
+        } = rig(&["--on-invalid", "repair=synthesize"]);
+        let trips = rt.block_on(responses_agent(&proxy.url, stream, true));
+        assert_eq!(trips[1].0, 200, "{:?}", trips[1].1);
+        let sent = fake.log.lock().unwrap().requests[1].clone();
+        let ids: Vec<_> = sent["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["call_id"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(ids, ["call_f1", "call_w1"], "{sent}");
+    }
+}
+
+/// A response the proxy never relayed cannot be vouched for: the request
+/// goes on with a note, not a verdict.
+#[test]
+fn a_continued_response_the_proxy_never_saw_is_noted_unverifiable() {
+    let Rig { rt, cap, proxy, .. } = rig(&["--on-invalid", "block"]);
+    let status = rt.block_on(async {
+        reqwest::Client::new()
+            .post(format!("{}/v1/responses", proxy.url))
+            .json(
+                &json!({"model": "m", "previous_response_id": "resp_elsewhere",
+                "input": [{"type": "function_call_output", "call_id": "call_x", "output": "1"}]}),
+            )
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    });
+    assert_eq!(status, 400, "the fake has no such response either");
+    let line = proxy.next_line();
+    assert!(!line.contains("BLOCKED"), "{line}");
+    let records = capture(&cap);
+    let kinds: Vec<_> = records[0]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["unverifiable_result", "unverifiable_chain"]);
+}
+
 #[test]
 fn two_calls_in_one_turn_over_openai_chat() {
     let Rig {

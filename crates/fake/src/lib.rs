@@ -49,6 +49,9 @@ struct Shared {
     /// grow it, and the fake's every answer with it).
     logged: bool,
     breaker: Arc<tokio::sync::Notify>,
+    /// Responses answers by id (`resp_fake_N`), as OpenAI stores them for
+    /// the requests that continue them with `previous_response_id`.
+    stored: Arc<Mutex<Vec<Value>>>,
 }
 
 /// Starts the fake on the current runtime.
@@ -71,6 +74,7 @@ async fn start_with(logged: bool) -> Fake {
         log: log.clone(),
         logged,
         breaker: breaker.clone(),
+        stored: Arc::default(),
     });
     tokio::spawn(async move {
         axum::serve(listener, app).await.unwrap();
@@ -121,7 +125,7 @@ async fn handle(State(shared): State<Shared>, request: Request) -> Response {
     } else if path.ends_with("/chat/completions") {
         openai(&body, stream)
     } else if path.ends_with("/responses") {
-        responses(&body, stream)
+        responses(&body, stream, &shared.stored)
     } else if path.contains(":generateContent") || path.contains(":streamGenerateContent") {
         gemini(&body, stream)
     } else {
@@ -394,12 +398,31 @@ fn openai(body: &Value, stream: bool) -> (u16, Vec<String>, bool) {
 
 // --------------------------------------------------------------- Responses
 
-fn responses(body: &Value, stream: bool) -> (u16, Vec<String>, bool) {
-    let input: Vec<Value> = match &body["input"] {
+fn responses(body: &Value, stream: bool, stored: &Mutex<Vec<Value>>) -> (u16, Vec<String>, bool) {
+    let mut input: Vec<Value> = match &body["input"] {
         Value::String(s) => vec![json!({"role": "user", "content": s})],
         Value::Array(a) => a.clone(),
         _ => Vec::new(),
     };
+    // A continued response: what it stored comes first (its calls must
+    // be answered in this request's input), as on OpenAI's side.
+    if let Some(previous) = body["previous_response_id"].as_str() {
+        let before = stored
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == previous)
+            .cloned();
+        let Some(before) = before else {
+            let body = json!({"error": {"message": format!("Previous response with id '{previous}' not found."),
+                "type": "invalid_request_error", "param": "previous_response_id", "code": "previous_response_not_found"}});
+            return (400, vec![body.to_string()], false);
+        };
+        let mut all = before["input"].as_array().cloned().unwrap_or_default();
+        all.extend(before["output"].as_array().cloned().unwrap_or_default());
+        all.append(&mut input);
+        input = all;
+    }
     let calls: Vec<&str> = input
         .iter()
         .filter(|i| i["type"] == "function_call")
@@ -433,14 +456,20 @@ fn responses(body: &Value, stream: bool) -> (u16, Vec<String>, bool) {
             "content": [{"type": "output_text", "text": ANSWER, "annotations": []}]}),
         ]
     };
-    let response = json!({"id": "resp_fake", "object": "response", "status": "completed", "model": "fake", "output": output});
+    let response = {
+        let mut stored = stored.lock().unwrap();
+        let id = format!("resp_fake_{}", stored.len() + 1);
+        let response = json!({"id": id, "object": "response", "status": "completed", "model": "fake", "output": output});
+        stored.push(json!({"id": id, "input": input, "output": response["output"]}));
+        response
+    };
     if !stream {
         return (200, vec![response.to_string()], false);
     }
     let mut chunks = vec![sse(
         Some("response.created"),
         &json!({"type": "response.created", "sequence_number": 0,
-            "response": {"id": "resp_fake", "object": "response", "status": "in_progress", "output": []}}),
+            "response": {"id": response["id"], "object": "response", "status": "in_progress", "output": []}}),
     )];
     for (i, item) in response["output"].as_array().unwrap().iter().enumerate() {
         chunks.push(sse(

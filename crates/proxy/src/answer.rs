@@ -78,11 +78,11 @@ impl Ended {
         }
     }
 
-    /// The capture's record: the request judged if it was forwarded
-    /// unread, the answer reassembled or parsed.
-    pub fn into_exchange(self) -> Exchange {
-        let mut error = self.error;
-        let response = match self.answer {
+    /// The answer as a value: reassembled or parsed from what was kept
+    /// (once; later calls find it written), with what went wrong noted.
+    fn settle(&mut self) -> &Value {
+        let error = &mut self.error;
+        let response = match std::mem::replace(&mut self.answer, Answer::Written(Value::Null)) {
             Answer::Written(body) => body,
             Answer::Kept {
                 chunks,
@@ -97,7 +97,7 @@ impl Ended {
                 if cut {
                     error.get_or_insert_with(cut_words);
                 } else if error.is_none() && !r.is_complete() {
-                    error = Some("the stream ended without its closing event".into());
+                    *error = Some("the stream ended without its closing event".into());
                 }
                 r.finish()
             }
@@ -115,6 +115,39 @@ impl Ended {
                     .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&kept).into_owned()))
             }
         };
+        self.answer = Answer::Written(response);
+        match &self.answer {
+            Answer::Written(value) => value,
+            Answer::Kept { .. } => unreachable!("just written"),
+        }
+    }
+
+    /// A Responses answer's calls go to the store, so that a request
+    /// continuing it is checked against them.
+    fn remember_response(&mut self) {
+        if self.started.provider != Some(Format::Responses) || self.status != 200 {
+            return;
+        }
+        let store = self.started.responses.clone();
+        let response = self.settle();
+        if let Ok(mut store) = store.lock() {
+            store.remember(response);
+        }
+    }
+
+    /// The capture's record: the request judged if it was forwarded
+    /// unread, the answer reassembled or parsed.
+    pub fn into_exchange(mut self) -> Exchange {
+        // Judged before its own answer is remembered: a request is checked
+        // against the responses that came before it.
+        let request = self.started.request_for_record();
+        self.remember_response();
+        self.settle();
+        let response = match std::mem::replace(&mut self.answer, Answer::Written(Value::Null)) {
+            Answer::Written(value) => value,
+            Answer::Kept { .. } => unreachable!("settled"),
+        };
+        let error = self.error;
         let action = if error
             .as_deref()
             .is_some_and(|e| e.starts_with("the upstream"))
@@ -124,7 +157,6 @@ impl Ended {
             self.action
         };
         let mut started = self.started;
-        let request = started.request_for_record();
         let secrets = std::mem::take(&mut started.secrets);
         let mut x = Exchange {
             loopdbg: loopdbg_wire::capture::MARKER,
@@ -180,6 +212,9 @@ pub(super) struct Returning {
     /// Inflates an answer the upstream compressed although the proxy asked
     /// for none, for the capture (the agent gets the bytes as sent).
     decoder: Option<Decoder>,
+    /// Remember a Responses answer as soon as it ends (see
+    /// [`Ended::remember_response`]), before the agent can continue it.
+    pub(super) remember_at_end: bool,
 }
 
 /// A streaming decoder for a `content-encoding` the capture can read.
@@ -252,6 +287,7 @@ impl Returning {
             },
             done,
             decoder: None,
+            remember_at_end: false,
         }
     }
 
@@ -357,6 +393,9 @@ impl Returning {
         if error.is_some() {
             self.ended.error = error;
         }
+        if self.remember_at_end {
+            self.ended.remember_response();
+        }
         let _ = self.done.send(self.ended);
     }
 }
@@ -395,6 +434,14 @@ impl Body for Tapped {
             Poll::Ready(Some(Ok(frame))) => {
                 if let (Some(data), Some(r)) = (frame.data_ref(), this.returning.as_mut()) {
                     r.keep(data);
+                }
+                // A body of known length ends with its last byte: the
+                // exchange ends before hyper hands that byte on, so the
+                // agent can never continue an answer not yet remembered.
+                if this.inner.is_end_stream()
+                    && let Some(r) = this.returning.take()
+                {
+                    r.end(None);
                 }
             }
             Poll::Ready(Some(Err(e))) => {

@@ -3,10 +3,11 @@
 
 use serde_json::{Value, json};
 
+use loopdbg_wire::chain::{Chain, check_continuing, repair_continuing};
 use loopdbg_wire::check::{Finding, check};
-use loopdbg_wire::fix::{Repair, repair};
+use loopdbg_wire::fix::Repair;
 use loopdbg_wire::provider::Format;
-use loopdbg_wire::read::{Detail, Source, read_owned_as};
+use loopdbg_wire::read::{Detail, ReadError, Source, read_owned_as};
 
 /// What the proxy does with a request the provider would reject.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -120,12 +121,12 @@ pub struct Verdict {
 /// Checks `body`, a request for `format`, and decides under `policy`.
 /// A body the readers cannot take is forwarded untouched: the provider,
 /// not loopdbg, answers requests loopdbg does not understand.
-pub fn inspect(format: Format, body: Value, policy: OnInvalid) -> Verdict {
+pub fn inspect(format: Format, body: Value, policy: OnInvalid, chain: &Chain) -> Verdict {
     // Only a repair needs the body after it is read; the check keeps
     // texts as fingerprints, so the body is held once more only then.
     let to_repair = matches!(policy, OnInvalid::Repair(_)).then(|| body.clone());
-    let (findings, unread) = match read_owned_as(body, Source::Provider(format), Detail::Shape) {
-        Ok(conversation) => (check(&conversation), None),
+    let (findings, unread) = match judged(format, body, chain) {
+        Ok(findings) => (findings, None),
         Err(e) => (Vec::new(), Some(e.to_string())),
     };
     let rejected = findings.iter().find(|f| f.rejected_by_provider).cloned();
@@ -137,10 +138,27 @@ pub fn inspect(format: Format, body: Value, policy: OnInvalid) -> Verdict {
         },
         (Some(_), OnInvalid::Repair(how)) => {
             let mut fixed = to_repair.unwrap_or_default();
-            let changes = repair(&mut fixed, format, how);
-            Decision::Repaired {
-                body: fixed,
-                changes,
+            let changes = repair_continuing(&mut fixed, format, how, chain);
+            // A repair that leaves the request refused is not sent: `strip`
+            // cannot take back a call the provider stored.
+            let still = judged(format, fixed.clone(), chain)
+                .ok()
+                .and_then(|found| found.into_iter().find(|f| f.rejected_by_provider));
+            match still {
+                None => Decision::Repaired {
+                    body: fixed,
+                    changes,
+                },
+                Some(left) => Decision::Block {
+                    status: 400,
+                    body: error_body(
+                        format,
+                        &format!(
+                            "{} (still refused after --on-invalid {policy})",
+                            left.message
+                        ),
+                    ),
+                },
             }
         }
     };
@@ -149,6 +167,15 @@ pub fn inspect(format: Format, body: Value, policy: OnInvalid) -> Verdict {
         rejected,
         decision,
         unread,
+    }
+}
+
+/// The findings for `body` as `format`'s API reads it, against the stored
+/// response it continues (Responses).
+fn judged(format: Format, body: Value, chain: &Chain) -> Result<Vec<Finding>, ReadError> {
+    match format {
+        Format::Responses => check_continuing(body, chain, Detail::Shape),
+        _ => read_owned_as(body, Source::Provider(format), Detail::Shape).map(|c| check(&c)),
     }
 }
 
@@ -220,7 +247,7 @@ mod tests {
             OnInvalid::Block,
             OnInvalid::Repair(Repair::Strip),
         ] {
-            let v = inspect(Format::Anthropic, body.clone(), policy);
+            let v = inspect(Format::Anthropic, body.clone(), policy, &Chain::Starts);
             assert_eq!(v.decision, Decision::Forward);
             assert!(v.rejected.is_none());
         }
@@ -228,7 +255,12 @@ mod tests {
 
     #[test]
     fn a_dangling_id_is_blocked_in_the_providers_words() {
-        let v = inspect(Format::Anthropic, dangling(), OnInvalid::Block);
+        let v = inspect(
+            Format::Anthropic,
+            dangling(),
+            OnInvalid::Block,
+            &Chain::Starts,
+        );
         let rejected = v.rejected.expect("a 400");
         assert_eq!(rejected.ids, ["toolu_f1"]);
         let Decision::Block { status, body } = v.decision else {
@@ -251,12 +283,18 @@ mod tests {
             Format::Anthropic,
             dangling(),
             OnInvalid::Repair(Repair::Synthesize),
+            &Chain::Starts,
         );
         let Decision::Repaired { body, changes } = v.decision else {
             panic!("repaired")
         };
         assert_eq!(changes, 1);
-        let again = inspect(Format::Anthropic, body.clone(), OnInvalid::Block);
+        let again = inspect(
+            Format::Anthropic,
+            body.clone(),
+            OnInvalid::Block,
+            &Chain::Starts,
+        );
         assert!(again.rejected.is_none(), "{:?}", again.findings);
     }
 

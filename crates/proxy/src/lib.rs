@@ -30,6 +30,7 @@ use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode, Uri};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use loopdbg_wire::capture::{Action, Exchange};
+use loopdbg_wire::chain::{Chain, ResponseStore};
 use loopdbg_wire::provider::Format;
 use loopdbg_wire::route::{provider_of, provider_of_path, redacted_path};
 use loopdbg_wire::stream::is_event_stream;
@@ -96,7 +97,13 @@ struct Shared {
     seq: AtomicU64,
     done: mpsc::UnboundedSender<Ended>,
     in_flight: Arc<watch::Sender<InFlight>>,
+    /// The calls of the Responses answers relayed, for the requests that
+    /// continue them (`previous_response_id`; issue 23, item 16).
+    responses: Responses,
 }
+
+/// The proxy's [`ResponseStore`], shared by the exchanges.
+type Responses = Arc<std::sync::Mutex<ResponseStore>>;
 
 /// The exchanges the proxy is in the middle of: a live view shows a long
 /// stream as in flight instead of as no traffic.
@@ -156,6 +163,7 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
         seq: AtomicU64::new(0),
         done,
         in_flight: Arc::new(in_flight),
+        responses: Responses::default(),
     });
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
@@ -263,6 +271,9 @@ struct Started {
     /// The credentials the request carried: masked wherever they turn up
     /// in its record (an upstream's error that repeats the URL).
     secrets: loopdbg_wire::secrets::Known,
+    /// Where its answer is remembered if it is a Responses answer, and
+    /// what it is judged against if it continues one.
+    responses: Responses,
 }
 
 impl Started {
@@ -282,6 +293,7 @@ impl Started {
                 &self.body,
                 OnInvalid::Forward,
                 OnUnjudged::Forward,
+                &self.responses,
             );
             self.take_verdict(judged);
         }
@@ -337,6 +349,7 @@ async fn exchange(shared: &Shared, request: Request<Incoming>) -> Response<Agent
         began,
         _flight: flight,
         secrets,
+        responses: shared.responses.clone(),
     };
     // Reading the body answers an `expect: 100-continue` on the way.
     let length = head
@@ -388,6 +401,7 @@ async fn exchange(shared: &Shared, request: Request<Incoming>) -> Response<Agent
             &bytes,
             shared.on_invalid,
             shared.on_unjudged,
+            &shared.responses,
         );
         let decision = judged.verdict.as_ref().map(|v| v.decision.clone());
         started.take_verdict(judged);
@@ -451,6 +465,9 @@ async fn exchange(shared: &Shared, request: Request<Incoming>) -> Response<Agent
         streamed,
         shared.done.clone(),
     );
+    // Block and repair judge the next request before it leaves: a
+    // Responses answer is remembered as it ends, not when it is recorded.
+    returning.remember_at_end = shared.on_invalid != OnInvalid::Forward;
     returning.decode(encoding.as_deref());
     let mut to_agent = Response::new(Either::Right(Tapped::new(body, returning)));
     *to_agent.status_mut() = parts.status;
@@ -488,13 +505,23 @@ struct Judged {
 /// not vouched for: blocked unless `on_unjudged` forwards it (an
 /// unanswered call inside a body nested past the parser's depth got a 200
 /// through `block`; issue 23, item 14).
-fn judge(path_and_query: &str, bytes: &[u8], policy: OnInvalid, on_unjudged: OnUnjudged) -> Judged {
+fn judge(
+    path_and_query: &str,
+    bytes: &[u8],
+    policy: OnInvalid,
+    on_unjudged: OnUnjudged,
+    responses: &std::sync::Mutex<ResponseStore>,
+) -> Judged {
     let parsed = serde_json::from_slice::<Value>(bytes);
     let provider = provider_of(path_and_query, parsed.as_ref().ok());
     let routed = provider_of_path(path_and_query);
     let (mut verdict, why) = match (provider, parsed) {
         (Some(format), Ok(doc)) => {
-            let verdict = inspect(format, doc, policy);
+            let chain = match (format, responses.lock()) {
+                (Format::Responses, Ok(store)) => store.chain(&doc),
+                _ => Chain::Starts,
+            };
+            let verdict = inspect(format, doc, policy, &chain);
             let why = verdict
                 .unread
                 .as_ref()
@@ -1065,6 +1092,7 @@ mod tests {
             body.as_bytes(),
             OnInvalid::Block,
             OnUnjudged::Block,
+            &Default::default(),
         );
         match blocked.verdict.map(|v| v.decision) {
             Some(Decision::Block { status: 400, body }) => {
@@ -1080,6 +1108,7 @@ mod tests {
             body.as_bytes(),
             OnInvalid::Block,
             OnUnjudged::Forward,
+            &Default::default(),
         );
         assert!(let_through.verdict.is_none());
         // A shape no reader takes is unjudged too.
@@ -1089,6 +1118,7 @@ mod tests {
             odd,
             OnInvalid::Repair(loopdbg_wire::fix::Repair::Strip),
             OnUnjudged::Block,
+            &Default::default(),
         );
         assert!(matches!(
             judged.verdict.map(|v| v.decision),
@@ -1099,7 +1129,13 @@ mod tests {
             ("/v1/models", OnInvalid::Block),
             ("/v1/messages", OnInvalid::Forward),
         ] {
-            let judged = judge(path, b"not json", policy, OnUnjudged::Block);
+            let judged = judge(
+                path,
+                b"not json",
+                policy,
+                OnUnjudged::Block,
+                &Default::default(),
+            );
             assert!(
                 !matches!(
                     judged.verdict.map(|v| v.decision),
@@ -1204,6 +1240,7 @@ mod tests {
                         String::new(),
                     ),
                     secrets: Default::default(),
+                    responses: Default::default(),
                 },
                 action,
                 status,

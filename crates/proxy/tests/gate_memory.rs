@@ -7,6 +7,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use loopdbg_proxy::gate::{OnInvalid, inspect};
+use loopdbg_wire::chain::Chain;
 use loopdbg_wire::provider::Format;
 use serde_json::json;
 
@@ -50,7 +51,7 @@ fn judging_a_large_request_holds_it_about_once() {
     });
     let before = NOW.load(Ordering::Relaxed);
     PEAK.store(before, Ordering::Relaxed);
-    let verdict = inspect(Format::Anthropic, body, OnInvalid::Forward);
+    let verdict = inspect(Format::Anthropic, body, OnInvalid::Forward, &Chain::Starts);
     let extra = PEAK.load(Ordering::Relaxed) - before;
     assert!(
         verdict

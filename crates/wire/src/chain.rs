@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 
 use crate::check::{Finding, check};
 use crate::finding::{Kind, Severity};
+use crate::fix::{Repair, repair};
 use crate::provider::Format;
 use crate::read::responses::is_call;
 use crate::read::{Detail, ReadError, Source, read_continuing, read_owned_as};
@@ -189,6 +190,41 @@ pub fn check_continuing(
             Ok(findings)
         }
     }
+}
+
+/// [`repair`], for a request that continues a stored response: under
+/// `synthesize`, the stored calls without an output get one (at the head
+/// of the input, where OpenAI looks for them). `strip` cannot take back a
+/// call the provider stored, so it repairs only what the request holds.
+pub fn repair_continuing(doc: &mut Value, format: Format, how: Repair, chain: &Chain) -> usize {
+    let stored = match chain {
+        Chain::Known { calls, .. }
+            if format == Format::Responses && how == Repair::Synthesize && !calls.is_empty() =>
+        {
+            calls
+        }
+        _ => return repair(doc, format, how),
+    };
+    let Some(body) = doc.as_object_mut() else {
+        return repair(doc, format, how);
+    };
+    let input = match body.remove("input") {
+        Some(Value::Array(items)) => items,
+        Some(Value::String(text)) => vec![json!({"role": "user", "content": text})],
+        None => Vec::new(),
+        Some(other) => {
+            body.insert("input".into(), other);
+            return repair(doc, format, how);
+        }
+    };
+    let mut items: Vec<Value> = stored.iter().map(|c| c.item.clone()).collect();
+    items.extend(input);
+    body.insert("input".into(), Value::Array(items));
+    let changes = repair(doc, format, how);
+    if let Some(Value::Array(items)) = doc.get_mut("input") {
+        items.drain(..stored.len());
+    }
+    changes
 }
 
 #[cfg(test)]
