@@ -24,6 +24,12 @@ const LAYERS: &[(&str, &[&str], &[&str])] = &[
         &["tokio", "hyper", "notify"],
     ),
     ("proxy", &["engine", "wire"], &["crossterm", "ratatui"]),
+    // Bytes in, before any format: std and flate2 only.
+    (
+        "input",
+        &[],
+        &["tokio", "crossterm", "ratatui", "serde_json", "notify"],
+    ),
 ];
 
 /// The names under `[dependencies]` of a manifest (not dev- or build-).

@@ -17,7 +17,11 @@ fuzz_target!(|data: &[u8]| {
     let recorded = redacted_path(&path);
     let planted = "PLANTEDfuzzKEY0123456789";
     let known = Known::of_request(
-        [("x-api-key", planted), ("authorization", "Bearer PLANTEDfuzzKEY0123456789")].into_iter(),
+        [
+            ("x-api-key", planted),
+            ("authorization", "Bearer PLANTEDfuzzKEY0123456789"),
+        ]
+        .into_iter(),
         &path,
     );
     let doc: Option<serde_json::Value> = serde_json::from_str(body).ok();

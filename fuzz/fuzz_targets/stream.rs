@@ -6,8 +6,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use loopdbg_wire::capture::conversation_of;
-use loopdbg_wire::stream::Reassembler;
 use loopdbg_wire::provider::Format;
+use loopdbg_wire::stream::Reassembler;
 
 fuzz_target!(|data: &[u8]| {
     // The first byte says where the stream is cut in two.

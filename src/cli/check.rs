@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use loopdbg_engine::LoadError;
 use loopdbg_engine::diagnostics::error::LocatedError;
 use loopdbg_engine::diagnostics::json_span::{SpanKind, SpanNode, offset_of_line_byte_col};
+use loopdbg_input::lines::LineChunks;
 use loopdbg_wire::capture;
 use loopdbg_wire::check::{Finding, Severity, check};
 use loopdbg_wire::fix::{Repair, repair};
@@ -129,6 +130,31 @@ enum Layout {
     Log(Source),
 }
 
+/// How `--follow` reads a file as it grows.
+pub(super) enum GrowingLayout {
+    /// One document (or not yet known): read whole each time.
+    Whole,
+    /// One conversation per line; `capture` for a proxy capture.
+    Lines { capture: bool },
+    /// An agent log.
+    Log(Source),
+}
+
+/// How a growing file is to be read, from its complete lines so far.
+pub(super) fn growing_layout(origin: &str, all: &[u8]) -> Result<GrowingLayout, LoadError> {
+    if super::live::is_capture(all) {
+        return Ok(GrowingLayout::Lines { capture: true });
+    }
+    let reader = Box::new(std::io::Cursor::new(all.to_vec()));
+    Ok(
+        match sniff_reader(origin.to_string(), reader, None)?.layout {
+            Layout::Document(..) => GrowingLayout::Whole,
+            Layout::Lines => GrowingLayout::Lines { capture: false },
+            Layout::Log(source) => GrowingLayout::Log(source),
+        },
+    )
+}
+
 /// An input opened once: the lines read while detecting, then the rest.
 struct Opened {
     origin: String,
@@ -190,8 +216,8 @@ impl Opened {
         spare: std::sync::mpsc::Receiver<Vec<u8>>,
     ) -> impl Iterator<Item = Result<Chunk, LoadError>> + Send {
         let origin = self.origin;
-        let mut rest = self.rest;
-        let mut next = self.next_line + 1;
+        let rest = self.rest;
+        let next = self.next_line + 1;
         let head = (!self.head.is_empty()).then(|| {
             let first = self.head[0].0;
             let mut text = String::new();
@@ -205,90 +231,35 @@ impl Opened {
                 skipped: None,
             })
         });
+        let mut lines = LineChunks::new(rest, next, CHUNK_BYTES, MAX_LINE_BYTES);
         let mut failed = false;
         let tail = std::iter::from_fn(move || {
             if failed {
                 return None;
             }
-            let mut buf = match spare.try_recv() {
-                Ok(mut used) => {
-                    used.clear();
-                    used
-                }
-                Err(_) => Vec::with_capacity(CHUNK_BYTES + 4096),
+            let buf = spare
+                .try_recv()
+                .unwrap_or_else(|_| Vec::with_capacity(CHUNK_BYTES + 4096));
+            let chunk = match lines.next_chunk(buf)? {
+                Ok(chunk) => chunk,
+                Err(e) => return Some(Err(unreadable(&origin, e))),
             };
-            // Whether the chunk's last line went past the longest line
-            // loopdbg reads: it is dropped to its end, not kept whole.
-            let mut overflowed = false;
-            let read = (|| -> std::io::Result<()> {
-                while buf.len() < CHUNK_BYTES {
-                    let available = rest.fill_buf()?;
-                    if available.is_empty() {
-                        return Ok(());
-                    }
-                    let take = available.len().min(CHUNK_BYTES - buf.len());
-                    buf.extend_from_slice(&available[..take]);
-                    rest.consume(take);
-                }
-                let line_start = buf.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
-                while !buf.ends_with(b"\n") {
-                    let available = rest.fill_buf()?;
-                    if available.is_empty() {
-                        break;
-                    }
-                    let (take, ends) = match available.iter().position(|&b| b == b'\n') {
-                        Some(i) => (i + 1, true),
-                        None => (available.len(), false),
-                    };
-                    if !overflowed && buf.len() - line_start + take <= MAX_LINE_BYTES + 1 {
-                        buf.extend_from_slice(&available[..take]);
-                    } else {
-                        overflowed = true;
-                        buf.truncate(line_start);
-                    }
-                    rest.consume(take);
-                    if ends && overflowed {
-                        break;
-                    }
-                }
-                Ok(())
-            })();
-            if let Err(e) = read {
-                failed = true;
-                return Some(Err(unreadable(&origin, e)));
-            }
-            if buf.is_empty() && !overflowed {
-                return None;
-            }
-            let first = next;
-            next += buf.iter().filter(|&&b| b == b'\n').count();
-            let skipped = overflowed.then(|| {
-                let line = next;
-                next += 1;
-                LoadError::Refused {
-                    origin: format!("{origin}:{line}"),
-                    reason: format!(
-                        "line {line} is longer than {} MiB, the longest line loopdbg reads: skipped; the lines after it are read",
-                        MAX_LINE_BYTES >> 20
-                    ),
-                }
+            let skipped = chunk.overlong.map(|line| LoadError::Refused {
+                origin: format!("{origin}:{line}"),
+                reason: format!(
+                    "line {line} is longer than {} MiB, the longest line loopdbg reads: skipped; the lines after it are read",
+                    MAX_LINE_BYTES >> 20
+                ),
             });
-            if buf.is_empty() && skipped.is_some() {
-                return Some(Ok(Chunk {
-                    first,
-                    text: String::new(),
-                    skipped,
-                }));
-            }
-            match String::from_utf8(buf) {
+            match String::from_utf8(chunk.bytes) {
                 Ok(text) => Some(Ok(Chunk {
-                    first,
+                    first: chunk.first,
                     text,
                     skipped,
                 })),
                 Err(e) => {
                     failed = true;
-                    Some(Err(not_utf8(&origin, first, &e)))
+                    Some(Err(not_utf8(&origin, chunk.first, &e)))
                 }
             }
         });
@@ -392,34 +363,9 @@ pub fn origin_of(path: &Path) -> String {
     }
 }
 
-/// An input as text: gzip-compressed files (LangChain keeps its cassettes
-/// as `.yaml.gz`; rotated logs are `.jsonl.gz`) are known by their first
-/// bytes, not their name, and decompressed as they are read.
-pub fn decoded(
-    mut reader: Box<dyn BufRead + Send>,
-) -> std::io::Result<(Box<dyn BufRead + Send>, bool)> {
-    const GZIP: &[u8] = &[0x1f, 0x8b];
-    if reader.fill_buf()?.starts_with(GZIP) {
-        let gz = Gunzip(flate2::bufread::MultiGzDecoder::new(reader));
-        return Ok((Box::new(BufReader::with_capacity(1 << 16, gz)), true));
-    }
-    Ok((reader, false))
-}
-
-/// A gzip stream whose errors say they are the compression's.
-struct Gunzip<R>(flate2::bufread::MultiGzDecoder<R>);
-
-impl<R: BufRead> std::io::Read for Gunzip<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        self.0
-            .read(buf)
-            .map_err(|e| std::io::Error::new(e.kind(), format!("the gzip stream is damaged: {e}")))
-    }
-}
-
 fn open_input(path: &Path, origin: &str) -> Result<(Box<dyn BufRead + Send>, bool), LoadError> {
     if path.as_os_str() == "-" {
-        return decoded(Box::new(BufReader::new(std::io::stdin())))
+        return loopdbg_input::gunzip::decoded(Box::new(BufReader::new(std::io::stdin())))
             .map_err(|e| unreadable(origin, e));
     }
     let file = File::open(path).map_err(|e| unreadable(origin, e))?;
@@ -435,7 +381,8 @@ fn open_input(path: &Path, origin: &str) -> Result<(Box<dyn BufRead + Send>, boo
                     .into(),
         });
     }
-    decoded(Box::new(BufReader::with_capacity(1 << 16, file))).map_err(|e| unreadable(origin, e))
+    loopdbg_input::gunzip::decoded(Box::new(BufReader::with_capacity(1 << 16, file)))
+        .map_err(|e| unreadable(origin, e))
 }
 
 #[cfg(unix)]
@@ -731,7 +678,7 @@ fn document(
 }
 
 /// One JSON Lines line read as a conversation, or why it cannot be.
-fn conversation_of_line(
+pub(super) fn conversation_of_line(
     origin: &str,
     forced: Option<Source>,
     line_no: usize,

@@ -12,6 +12,9 @@ use std::sync::mpsc as std_mpsc;
 use std::time::Duration;
 
 use anyhow::Context;
+
+use super::follow::Followed;
+use loopdbg_input::tail::Change;
 use loopdbg_tui::App;
 use loopdbg_tui::app::{LiveEvent, LiveUpdate};
 use loopdbg_wire::capture::{Action, Exchange};
@@ -20,7 +23,7 @@ use loopdbg_wire::read::{Conversation, Source, read};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::check::{Replies, for_each_conversation, for_each_conversation_in};
+use super::check::{Replies, for_each_conversation};
 use super::{Failure, bad_flag, terminal};
 
 /// A replay of one conversation, ready for the debugger.
@@ -458,54 +461,34 @@ pub(super) fn proxy(
     Ok(ExitCode::SUCCESS)
 }
 
-/// Reads `bytes` (a file as far as its last complete line) and replays
-/// conversation `which` (default: the last).
+/// The picture of a followed file after a change: `all` is every complete
+/// line so far, those from byte `from` on new (`None`: all of it), and
+/// conversation `which` (default: the newest) is replayed.
 fn update_of_file(
-    origin: &str,
-    bytes: Vec<u8>,
+    followed: &mut Followed,
+    all: &[u8],
+    from: Option<usize>,
     which: Option<usize>,
     alarmed: &mut HashSet<String>,
 ) -> Result<LiveUpdate, loopdbg_engine::LoadError> {
-    let capture = is_capture(&bytes);
-    let requests = capture.then(|| bytes.clone());
-    // Requests that grow one history are one conversation: `which` names
-    // a conversation, shown at its newest request; by default the newest
-    // request of all.
-    let mut convs = Vec::new();
-    let mut thread_of = Vec::new();
-    let mut threads = loopdbg_wire::threads::Threads::default();
-    let read = for_each_conversation_in(origin, bytes, None, Replies::Appended, |_, c| {
-        thread_of.push(threads.assign(&loopdbg_wire::threads::Prefixes::of_source(
-            c.source.as_str(),
-            &c.messages,
-        )));
-        convs.push(c);
-    })?;
-    let count = threads.count();
-    let thread = which.map_or_else(
-        || thread_of.last().copied().unwrap_or(0),
-        |n| n.clamp(1, count.max(1)) - 1,
+    let Some(picked) = followed.take(all, from, which)? else {
+        return match followed.take_error() {
+            Some(e) => Err(e),
+            None => Ok(waiting_for_file(followed.origin())),
+        };
+    };
+    let alarm = new_rejection(&picked.findings, alarmed).map(|f| alarm_of("ALARM", f));
+    let title = format!(
+        "follow: conversation {} of {}",
+        picked.thread + 1,
+        picked.count
     );
-    let index = thread_of.iter().rposition(|t| *t == thread).unwrap_or(0);
-    let Some(conv) = convs.into_iter().nth(index) else {
-        if let Some(e) = read.errors.into_iter().next() {
-            return Err(e);
-        }
-        return Ok(waiting_for_file(origin));
-    };
-    // A capture's reply is appended for the screen; its calls are pending,
-    // not unanswered: the request as sent is what is judged.
-    let findings = match requests {
-        Some(bytes) => {
-            let mut sent = Vec::new();
-            for_each_conversation_in(origin, bytes, None, Replies::Left, |_, c| sent.push(c))?;
-            sent.get(index).map(check).unwrap_or_default()
-        }
-        None => check(&conv),
-    };
-    let alarm = new_rejection(&findings, alarmed).map(|f| alarm_of("ALARM", f));
-    let title = format!("follow: conversation {} of {count}", thread + 1);
-    Ok(replay_update(&conv, &findings, &title, alarm))
+    Ok(replay_update(
+        &picked.conversation,
+        &picked.findings,
+        &title,
+        alarm,
+    ))
 }
 
 /// The last finding the provider rejects that was not alarmed before.
@@ -612,98 +595,15 @@ fn complete_lines(path: &Path) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// A followed file as far as it has been read: its complete lines, the
-/// start of a line still being written, and which file it was (a rename
-/// puts another file under the name).
-struct Tail {
-    lines: Vec<u8>,
-    partial: Vec<u8>,
-    read_to: u64,
-    identity: Option<(u64, u64)>,
-}
-
-impl Tail {
-    /// The file `path` whose complete lines `lines` were read whole.
-    fn at(path: &Path, lines: Vec<u8>) -> Tail {
-        let meta = std::fs::metadata(path).ok();
-        Tail {
-            read_to: lines.len() as u64,
-            lines,
-            partial: Vec::new(),
-            identity: meta.as_ref().map(identity),
-        }
-    }
-
-    /// Reads what was appended since; `true` when complete lines arrived
-    /// or the file was replaced. Anything but a regular file is not read
-    /// (a FIFO would block, `/dev/zero` never ends); a line longer than
-    /// the readers take is an error.
-    fn refresh(&mut self, path: &Path) -> std::io::Result<bool> {
-        use std::io::{Read, Seek, SeekFrom};
-        let meta = std::fs::metadata(path)?;
-        if !meta.is_file() {
-            return Err(std::io::Error::other("not a regular file"));
-        }
-        let now = Some(identity(&meta));
-        let mut replaced = false;
-        if now != self.identity || meta.len() < self.read_to {
-            // Replaced or truncated: from the start.
-            self.lines.clear();
-            self.partial.clear();
-            self.read_to = 0;
-            self.identity = now;
-            replaced = true;
-        }
-        if meta.len() == self.read_to {
-            return Ok(replaced);
-        }
-        let mut file = std::fs::File::open(path)?;
-        file.seek(SeekFrom::Start(self.read_to))?;
-        let read = file
-            .take(meta.len() - self.read_to)
-            .read_to_end(&mut self.partial)?;
-        self.read_to += read as u64;
-        match self.partial.iter().rposition(|&b| b == b'\n') {
-            Some(end) => {
-                let rest = self.partial.split_off(end + 1);
-                self.lines.append(&mut self.partial);
-                self.partial = rest;
-                Ok(true)
-            }
-            None if self.partial.len() as u64 > MAX_FOLLOWED_LINE => Err(std::io::Error::other(
-                "a line over 1 GiB: no reader takes it",
-            )),
-            None => Ok(replaced),
-        }
-    }
-}
-
-/// The longest line `--follow` waits for, as every reader's limit.
-const MAX_FOLLOWED_LINE: u64 = 1 << 30;
-
-/// Which file a name leads to: a rename puts another one under it.
-fn identity(meta: &std::fs::Metadata) -> (u64, u64) {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        (meta.dev(), meta.ino())
-    }
-    #[cfg(not(unix))]
-    {
-        (
-            0,
-            meta.created().map_or(0, |t| {
-                t.duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_nanos() as u64)
-            }),
-        )
-    }
-}
+/// How long `--follow` rests after building a picture, in multiples of
+/// the time it took.
+const FOLLOW_REST: u32 = 4;
 
 /// `loopdbg FILE --follow`.
 pub(super) fn follow(path: &Path, which: Option<usize>) -> Result<ExitCode, Failure> {
     let origin = path.display().to_string();
     let mut alarmed = HashSet::new();
+    let mut followed = Followed::new(&origin);
     // The natural order is follower, then proxy or agent: a file that does
     // not exist yet, or holds no complete line yet, is waited for.
     let (bytes, first) = match complete_lines(path) {
@@ -720,13 +620,12 @@ pub(super) fn follow(path: &Path, which: Option<usize>) -> Result<ExitCode, Fail
             (bytes, waiting_for_file(&origin))
         }
         Ok(bytes) => {
-            let first = update_of_file(&origin, bytes.clone(), which, &mut alarmed)?;
+            let first = update_of_file(&mut followed, &bytes, None, which, &mut alarmed)?;
             (bytes, first)
         }
     };
     let (updates, feed) = mpsc::unbounded_channel();
     let watched = path.to_path_buf();
-    let thread_origin = origin.clone();
     std::thread::spawn(move || {
         let (wake, woken) = std_mpsc::channel::<()>();
         // Watch the folder, not the file: a file replaced by rename is a
@@ -737,7 +636,7 @@ pub(super) fn follow(path: &Path, which: Option<usize>) -> Result<ExitCode, Fail
             .unwrap_or(Path::new("."))
             .to_path_buf();
         let _watcher = start_watcher(&folder, &watched, wake);
-        let mut tail = Tail::at(&watched, bytes);
+        let mut tail = loopdbg_input::tail::Tail::at(&watched, bytes);
         loop {
             // Notifications wake it at once; the timeout is the polling
             // fallback for file systems that send none.
@@ -750,19 +649,27 @@ pub(super) fn follow(path: &Path, which: Option<usize>) -> Result<ExitCode, Fail
             while woken.try_recv().is_ok() {}
             // Only what was appended is read; a file replaced or cut is
             // read again from its start.
-            match tail.refresh(&watched) {
-                Ok(true) => {}
-                Ok(false) | Err(_) => continue,
-            }
-            let now = tail.lines.clone();
-            let update = match update_of_file(&thread_origin, now, which, &mut alarmed) {
-                Ok(u) => u,
-                // A line the readers refuse: keep showing what was read.
-                Err(_) => continue,
+            let from = match tail.refresh(&watched) {
+                Ok(Change::Appended { from }) => Some(from),
+                Ok(Change::Replaced) => None,
+                Ok(Change::Nothing) | Err(_) => continue,
             };
+            let started = std::time::Instant::now();
+            let update =
+                match update_of_file(&mut followed, tail.lines(), from, which, &mut alarmed) {
+                    Ok(u) => u,
+                    // A line the readers refuse: keep showing what was read.
+                    Err(_) => continue,
+                };
             if updates.send(LiveEvent::Update(Box::new(update))).is_err() {
                 break;
             }
+            // The new lines are parsed alone, but the picture (the log's
+            // graph, the trace, the checks) is built again in time that
+            // grows with the file: lines that come faster than that are
+            // taken together, so following a busy agent's 56 MB log costs
+            // at most a fifth of a core (it took a whole one).
+            std::thread::sleep(started.elapsed() * FOLLOW_REST);
         }
     });
     let app = App::live(
@@ -918,46 +825,4 @@ pub(super) fn record(
     }
     say!("  step it: loopdbg {}", output.display());
     Ok(ExitCode::SUCCESS)
-}
-
-#[cfg(test)]
-mod tail_tests {
-    use super::*;
-
-    /// `--follow` reads what was appended, not the file again; a file
-    /// replaced or cut is read from its start; a FIFO is refused, not
-    /// waited on forever (issue 23, item 8).
-    #[test]
-    fn a_tail_reads_what_was_appended_and_refuses_what_is_no_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("log.jsonl");
-        std::fs::write(&path, "one\ntw").unwrap();
-        let mut tail = Tail::at(&path, b"one\n".to_vec());
-        assert!(!tail.refresh(&path).unwrap(), "half a line is not news");
-        assert_eq!(tail.partial, b"tw");
-        let mut file = OpenOptions::new().append(true).open(&path).unwrap();
-        file.write_all(b"o\nthree\n").unwrap();
-        assert!(tail.refresh(&path).unwrap());
-        assert_eq!(tail.lines, b"one\ntwo\nthree\n");
-        assert_eq!(tail.read_to, 14);
-        // Nothing new: nothing read.
-        assert!(!tail.refresh(&path).unwrap());
-        // Replaced by rename with a shorter file.
-        let fresh = dir.path().join("fresh");
-        std::fs::write(&fresh, "new\n").unwrap();
-        std::fs::rename(&fresh, &path).unwrap();
-        assert!(tail.refresh(&path).unwrap());
-        assert_eq!(tail.lines, b"new\n");
-        #[cfg(unix)]
-        {
-            let fifo = dir.path().join("fifo");
-            let made = std::process::Command::new("mkfifo").arg(&fifo).status();
-            if made.is_ok_and(|s| s.success()) {
-                std::fs::remove_file(&path).unwrap();
-                std::fs::rename(&fifo, &path).unwrap();
-                let e = tail.refresh(&path).unwrap_err();
-                assert_eq!(e.to_string(), "not a regular file");
-            }
-        }
-    }
 }

@@ -205,7 +205,9 @@ pub fn is_transcript(path: &Path) -> bool {
     };
     // JSON Lines are known by their first line and the start of the next,
     // so a log of gigabytes is not read here only to be read again.
-    let Ok((mut reader, _)) = super::check::decoded(Box::new(std::io::BufReader::new(file))) else {
+    let Ok((mut reader, _)) =
+        loopdbg_input::gunzip::decoded(Box::new(std::io::BufReader::new(file)))
+    else {
         return false;
     };
     let mut first = Vec::new();

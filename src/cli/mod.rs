@@ -23,6 +23,7 @@ macro_rules! say_partial {
 pub mod args;
 pub mod check;
 pub mod files;
+mod follow;
 pub mod json;
 pub mod live;
 pub mod load;

@@ -74,7 +74,7 @@ fn read_mcp_servers(doc: &Value, conv: &mut Conversation) {
 }
 
 /// One message's content, read.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub(super) struct Blocks {
     pub blocks: Vec<Block>,
     pub sources: Vec<BlockSource>,

@@ -46,7 +46,7 @@ use loopdbg_engine::session::{FinishReason, Json};
 /// the conversations once every event is in.
 ///
 /// [`finish`]: ClaudeCodeLog::finish
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct ClaudeCodeLog {
     events: Vec<Event>,
     detail: Detail,
@@ -55,7 +55,7 @@ pub struct ClaudeCodeLog {
 /// What one line of the log says, kept small: content is read into blocks
 /// at once and the JSON is dropped. A long log holds a hundred thousand of
 /// these, so fields most events lack live behind one pointer.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Event {
     line: u32,
     /// `sessionId`, by its hash (0: none): only ever compared, and a name
@@ -80,7 +80,7 @@ pub struct Event {
 }
 
 /// What an event seldom carries.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 struct Rare {
     /// `logicalParentUuid`, by its [`uuid_key`].
     logical_parent: Option<u64>,
@@ -90,7 +90,7 @@ struct Rare {
 }
 
 /// An `isApiErrorMessage` event: the request before it was refused.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Refused {
     status: Option<u16>,
     text: Box<str>,
@@ -181,7 +181,7 @@ impl Event {
 }
 
 /// A user or assistant event's message.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Body {
     role: Role,
     /// `message.id`, by its [`uuid_key`]: only compared.

@@ -15,12 +15,12 @@ use super::{BlockSource, Conversation, Detail, ReadError, Source, responses};
 
 /// Reads a rollout one record at a time; [`CodexRollout::finish`] gives the
 /// conversations.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct CodexRollout {
     segments: Vec<Segment>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 struct Segment {
     items: Vec<Value>,
     lines: Vec<usize>,

@@ -17,7 +17,7 @@ use loopdbg_engine::message::{Block, Message, Role};
 use loopdbg_engine::session::Json;
 
 /// Folds a chat recording; [`GeminiCliLog::finish`] gives the conversation.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct GeminiCliLog {
     /// Message records in order, with the line of their latest version.
     records: Vec<(String, usize, Value)>,

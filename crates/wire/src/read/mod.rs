@@ -705,7 +705,7 @@ pub enum Detail {
 }
 
 /// An agent log read whole: events in, conversations out.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum Log {
     /// A Claude Code session log.
     ClaudeCode(ClaudeCodeLog),

@@ -1,0 +1,202 @@
+//! A file followed as it grows (`--follow`): each refresh reads only what
+//! was appended since the last (it re-read the whole file on each change,
+//! and woke on the open its own read caused; issue 23, item 8), starts
+//! over when the name leads to another file or the file was cut, and
+//! refuses what is not a regular file (a FIFO would block the follower
+//! forever, `/dev/zero` never ends).
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+
+/// A followed file as far as it has been read: its complete lines, the
+/// start of a line still being written, and which file it was (a rename
+/// puts another file under the name).
+#[derive(Debug)]
+pub struct Tail {
+    lines: Vec<u8>,
+    partial: Vec<u8>,
+    read_to: u64,
+    identity: Option<(u64, u64)>,
+    max_line: u64,
+}
+
+/// What a refresh found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// No new complete line.
+    Nothing,
+    /// Complete lines were appended: [`Tail::lines`] from this byte on.
+    Appended {
+        /// Where the new lines start in [`Tail::lines`].
+        from: usize,
+    },
+    /// Another file is under the name, or the file was cut: everything in
+    /// [`Tail::lines`] is new.
+    Replaced,
+}
+
+/// The longest line a follower waits for: every reader's limit.
+pub const MAX_FOLLOWED_LINE: u64 = 1 << 30;
+
+impl Tail {
+    /// The file `path`, whose complete lines `lines` were read whole.
+    pub fn at(path: &Path, lines: Vec<u8>) -> Tail {
+        Tail::bounded(path, lines, MAX_FOLLOWED_LINE)
+    }
+
+    /// [`Tail::at`], waiting for lines of at most `max_line` bytes.
+    pub fn bounded(path: &Path, lines: Vec<u8>, max_line: u64) -> Tail {
+        let meta = std::fs::metadata(path).ok();
+        Tail {
+            read_to: lines.len() as u64,
+            lines,
+            partial: Vec::new(),
+            identity: meta.as_ref().map(identity),
+            max_line,
+        }
+    }
+
+    /// The complete lines read so far.
+    pub fn lines(&self) -> &[u8] {
+        &self.lines
+    }
+
+    /// The start of a line still being written.
+    pub fn partial(&self) -> &[u8] {
+        &self.partial
+    }
+
+    /// How far into the file has been read.
+    pub fn read_to(&self) -> u64 {
+        self.read_to
+    }
+
+    /// Reads what was appended since, and says what changed. Anything but
+    /// a regular file is not read; a line longer than the bound is an
+    /// error.
+    pub fn refresh(&mut self, path: &Path) -> std::io::Result<Change> {
+        let meta = std::fs::metadata(path)?;
+        if !meta.is_file() {
+            return Err(std::io::Error::other("not a regular file"));
+        }
+        let now = Some(identity(&meta));
+        let mut replaced = false;
+        if now != self.identity || meta.len() < self.read_to {
+            // Replaced or truncated: from the start.
+            self.lines.clear();
+            self.partial.clear();
+            self.read_to = 0;
+            self.identity = now;
+            replaced = true;
+        }
+        let unchanged = if replaced {
+            Change::Replaced
+        } else {
+            Change::Nothing
+        };
+        if meta.len() == self.read_to {
+            return Ok(unchanged);
+        }
+        let mut file = std::fs::File::open(path)?;
+        file.seek(SeekFrom::Start(self.read_to))?;
+        let read = file
+            .take(meta.len() - self.read_to)
+            .read_to_end(&mut self.partial)?;
+        self.read_to += read as u64;
+        match self.partial.iter().rposition(|&b| b == b'\n') {
+            Some(end) => {
+                let from = self.lines.len();
+                let rest = self.partial.split_off(end + 1);
+                self.lines.append(&mut self.partial);
+                self.partial = rest;
+                Ok(if replaced {
+                    Change::Replaced
+                } else {
+                    Change::Appended { from }
+                })
+            }
+            None if self.partial.len() as u64 > self.max_line => Err(std::io::Error::other(
+                format!("a line over {} bytes: no reader takes it", self.max_line),
+            )),
+            None => Ok(unchanged),
+        }
+    }
+}
+
+/// Which file a name leads to: a rename puts another one under it.
+fn identity(meta: &std::fs::Metadata) -> (u64, u64) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        (meta.dev(), meta.ino())
+    }
+    #[cfg(not(unix))]
+    {
+        (
+            0,
+            meta.created().map_or(0, |t| {
+                t.duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos() as u64)
+            }),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs::OpenOptions;
+    use std::io::Write;
+
+    /// `--follow` reads what was appended, not the file again; a file
+    /// replaced or cut is read from its start; a FIFO is refused, not
+    /// waited on forever (issue 23, item 8).
+    #[test]
+    fn a_tail_reads_what_was_appended_and_refuses_what_is_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log.jsonl");
+        std::fs::write(&path, "one\ntw").unwrap();
+        let mut tail = Tail::at(&path, b"one\n".to_vec());
+        assert_eq!(
+            tail.refresh(&path).unwrap(),
+            Change::Nothing,
+            "half a line is not news"
+        );
+        assert_eq!(tail.partial(), b"tw");
+        let mut file = OpenOptions::new().append(true).open(&path).unwrap();
+        file.write_all(b"o\nthree\n").unwrap();
+        assert_eq!(tail.refresh(&path).unwrap(), Change::Appended { from: 4 });
+        assert_eq!(tail.lines(), b"one\ntwo\nthree\n");
+        assert_eq!(tail.read_to(), 14);
+        // Nothing new: nothing read.
+        assert_eq!(tail.refresh(&path).unwrap(), Change::Nothing);
+        // Replaced by rename with a shorter file.
+        let fresh = dir.path().join("fresh");
+        std::fs::write(&fresh, "new\n").unwrap();
+        std::fs::rename(&fresh, &path).unwrap();
+        assert_eq!(tail.refresh(&path).unwrap(), Change::Replaced);
+        assert_eq!(tail.lines(), b"new\n");
+        #[cfg(unix)]
+        {
+            let fifo = dir.path().join("fifo");
+            let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+            if made.is_ok_and(|s| s.success()) {
+                std::fs::remove_file(&path).unwrap();
+                std::fs::rename(&fifo, &path).unwrap();
+                let e = tail.refresh(&path).unwrap_err();
+                assert_eq!(e.to_string(), "not a regular file");
+            }
+        }
+    }
+
+    #[test]
+    fn a_line_past_the_bound_is_an_error_not_a_wait() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log.jsonl");
+        std::fs::write(&path, "ok\n").unwrap();
+        let mut tail = Tail::bounded(&path, b"ok\n".to_vec(), 8);
+        std::fs::write(&path, "ok\n0123456789").unwrap();
+        let e = tail.refresh(&path).unwrap_err();
+        assert_eq!(e.to_string(), "a line over 8 bytes: no reader takes it");
+    }
+}

@@ -1,0 +1,330 @@
+//! What `--follow` has read of a growing file, kept between refreshes so
+//! each one parses only what was appended (it parsed the whole file on
+//! every change: a 56 MB Claude Code log cost about 200 ms per appended
+//! line; issue 23, item 8).
+//!
+//! JSON Lines of request bodies and proxy captures are one conversation
+//! per line: each new line is read once, and the conversations are
+//! grouped into threads as they come. An agent log keeps its events: new
+//! lines are parsed and pushed, and the conversations are built from a
+//! copy of the events (a walk over what is held, no parsing). A file that
+//! is one document, or not yet known, is read whole each time, as before.
+
+use loopdbg_engine::LoadError;
+use loopdbg_wire::check::{Finding, check};
+use loopdbg_wire::read::{Conversation, Detail, Log};
+use loopdbg_wire::threads::{Prefixes, Threads};
+
+use super::check::{GrowingLayout, Replies, conversation_of_line, growing_layout};
+
+/// A followed file, read so far.
+pub(super) struct Followed {
+    origin: String,
+    read: Read,
+    /// Complete lines taken so far.
+    lines: usize,
+}
+
+/// How the lines taken so far are held.
+enum Read {
+    /// Nothing read yet, or a file read whole each time.
+    Whole,
+    /// One conversation per line.
+    Lines(Conversations),
+    /// An agent log's events.
+    Log(Box<Log>),
+}
+
+/// Conversations read one line at a time, grouped as they come.
+#[derive(Default)]
+struct Conversations {
+    /// Each line's conversation as the screen shows it (a capture's reply
+    /// appended).
+    shown: Vec<Conversation>,
+    /// For a capture: each request as it was sent, which is what is
+    /// judged (its last reply's calls are pending, not unanswered).
+    sent: Option<Vec<Option<Conversation>>>,
+    threads: Threads,
+    thread_of: Vec<usize>,
+    /// The first line that could not be read.
+    error: Option<LoadError>,
+}
+
+/// The conversation to show and the findings on it.
+pub(super) struct Picked {
+    pub conversation: Conversation,
+    pub findings: Vec<Finding>,
+    /// Which conversation (0-based) of how many.
+    pub thread: usize,
+    pub count: usize,
+}
+
+impl Followed {
+    /// The file's name in errors.
+    pub(super) fn origin(&self) -> &str {
+        &self.origin
+    }
+
+    pub(super) fn new(origin: &str) -> Followed {
+        Followed {
+            origin: origin.to_string(),
+            read: Read::Whole,
+            lines: 0,
+        }
+    }
+
+    /// Takes the file's complete lines after a change: `all` is every
+    /// complete line so far, of which those from byte `from` on are new
+    /// (`None`: the file was replaced, everything is new). Gives the
+    /// conversation `which` (1-based; the newest when `None`), or `None`
+    /// while the file holds none.
+    pub(super) fn take(
+        &mut self,
+        all: &[u8],
+        from: Option<usize>,
+        which: Option<usize>,
+    ) -> Result<Option<Picked>, LoadError> {
+        let from = match (from, &self.read) {
+            (Some(from), Read::Lines(_) | Read::Log(_)) => from,
+            _ => {
+                self.read = self.layout_of(all)?;
+                self.lines = 0;
+                0
+            }
+        };
+        let appended = &all[from.min(all.len())..];
+        match &mut self.read {
+            Read::Whole => whole(&self.origin, all, which),
+            Read::Lines(convs) => {
+                self.lines = convs.take(&self.origin, appended, self.lines);
+                Ok(convs.pick(which))
+            }
+            Read::Log(log) => {
+                self.lines = push_log_lines(log, appended, self.lines);
+                let convs = (**log).clone().finish().map_err(|e| LoadError::Refused {
+                    origin: self.origin.clone(),
+                    reason: e.to_string(),
+                })?;
+                let mut grouped = Conversations::default();
+                for conv in convs {
+                    grouped.add(conv, None);
+                }
+                Ok(grouped.pick(which))
+            }
+        }
+    }
+
+    /// How the file is to be read from now on, from its text so far.
+    fn layout_of(&self, all: &[u8]) -> Result<Read, LoadError> {
+        if all.iter().all(u8::is_ascii_whitespace) {
+            return Ok(Read::Whole);
+        }
+        Ok(match growing_layout(&self.origin, all)? {
+            GrowingLayout::Whole => Read::Whole,
+            GrowingLayout::Lines { capture } => Read::Lines(Conversations {
+                sent: capture.then(Vec::new),
+                ..Conversations::default()
+            }),
+            GrowingLayout::Log(source) => {
+                let mut log = Log::new(source).expect("a log source");
+                log.keep(Detail::Full);
+                Read::Log(Box::new(log))
+            }
+        })
+    }
+}
+
+/// The lines of `bytes` numbered from `after + 1`, as text; a line that is
+/// not UTF-8 is read lossily (the reader then names what it cannot parse).
+fn numbered(bytes: &[u8], after: usize) -> Vec<(usize, String)> {
+    bytes
+        .split_inclusive(|&b| b == b'\n')
+        .enumerate()
+        .map(|(i, line)| {
+            let n = after + i + 1;
+            let mut line = line.strip_suffix(b"\n").unwrap_or(line);
+            line = line.strip_suffix(b"\r").unwrap_or(line);
+            if n == 1 {
+                line = line.strip_prefix(b"\xef\xbb\xbf").unwrap_or(line);
+            }
+            (n, String::from_utf8_lossy(line).into_owned())
+        })
+        .collect()
+}
+
+/// Pushes the new lines of an agent log; returns how many lines it holds.
+fn push_log_lines(log: &mut Log, appended: &[u8], after: usize) -> usize {
+    let lines = numbered(appended, after);
+    let borrowed: Vec<(usize, &str)> = lines.iter().map(|(n, l)| (*n, l.as_str())).collect();
+    // A line an agent half-wrote or wrote wrong is skipped, as agents skip
+    // it when they resume; the rest is shown.
+    let _ = log.push_lines(&borrowed);
+    after + lines.len()
+}
+
+impl Conversations {
+    /// Reads the new lines; returns how many lines have been taken.
+    fn take(&mut self, origin: &str, appended: &[u8], after: usize) -> usize {
+        let lines = numbered(appended, after);
+        let count = lines.len();
+        for (n, line) in lines {
+            let shown = conversation_of_line(origin, None, n, &line, Replies::Appended);
+            match shown {
+                Ok(Some(conv)) => {
+                    let sent = self.sent.is_some().then(|| {
+                        conversation_of_line(origin, None, n, &line, Replies::Left)
+                            .ok()
+                            .flatten()
+                    });
+                    self.add(conv, sent.flatten());
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    self.error.get_or_insert(e);
+                }
+            }
+        }
+        after + count
+    }
+
+    fn add(&mut self, conv: Conversation, sent: Option<Conversation>) {
+        let prefixes = Prefixes::of_source(conv.source.as_str(), &conv.messages);
+        self.thread_of.push(self.threads.assign(&prefixes));
+        self.shown.push(conv);
+        if let Some(list) = self.sent.as_mut() {
+            list.push(sent);
+        }
+    }
+
+    /// Conversation `which` (1-based), at its newest request; by default
+    /// the newest request of all.
+    fn pick(&self, which: Option<usize>) -> Option<Picked> {
+        let count = self.threads.count();
+        let thread = which.map_or_else(
+            || self.thread_of.last().copied().unwrap_or(0),
+            |n| n.clamp(1, count.max(1)) - 1,
+        );
+        let index = self.thread_of.iter().rposition(|t| *t == thread)?;
+        let conversation = self.shown[index].clone();
+        let findings = match &self.sent {
+            Some(sent) => sent[index].as_ref().map(check).unwrap_or_default(),
+            None => check(&conversation),
+        };
+        Some(Picked {
+            conversation,
+            findings,
+            thread,
+            count,
+        })
+    }
+}
+
+/// A file read whole, as `check` reads it.
+fn whole(origin: &str, all: &[u8], which: Option<usize>) -> Result<Option<Picked>, LoadError> {
+    let mut grouped = Conversations::default();
+    let read = super::check::for_each_conversation_in(
+        origin,
+        all.to_vec(),
+        None,
+        Replies::Appended,
+        |_, c| grouped.add(c, None),
+    )?;
+    match grouped.pick(which) {
+        Some(picked) => Ok(Some(picked)),
+        None => match read.errors.into_iter().next() {
+            Some(e) => Err(e),
+            None => Ok(None),
+        },
+    }
+}
+
+impl Followed {
+    /// The first line taken that could not be read, when no conversation
+    /// could be: the error to show instead of an empty screen.
+    pub(super) fn take_error(&mut self) -> Option<LoadError> {
+        match &mut self.read {
+            Read::Lines(convs) if convs.shown.is_empty() => convs.error.take(),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> Vec<u8> {
+        std::fs::read(format!(
+            "{}/tests/fixtures/transcripts/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap()
+    }
+
+    /// The file fed one line at a time, as an agent writes it: after each
+    /// line the follower shows what reading the file whole shows.
+    fn line_by_line_is_whole(name: &str) {
+        let bytes = fixture(name);
+        let mut followed = Followed::new(name);
+        let mut upto = 0;
+        let mut checked = 0;
+        for line in bytes.split_inclusive(|&b| b == b'\n') {
+            let from = upto;
+            upto += line.len();
+            let all = &bytes[..upto];
+            let step = followed
+                .take(all, (from > 0).then_some(from), None)
+                .unwrap();
+            let mut fresh = Followed::new(name);
+            let whole = fresh.take(all, None, None).unwrap();
+            match (step, whole) {
+                (Some(a), Some(b)) => {
+                    assert_eq!(a.conversation, b.conversation, "{name} at byte {upto}");
+                    assert_eq!(a.findings, b.findings, "{name} at byte {upto}");
+                    assert_eq!((a.thread, a.count), (b.thread, b.count));
+                    checked += 1;
+                }
+                (None, None) => {}
+                (a, b) => panic!(
+                    "{name} at byte {upto}: {:?} / {:?}",
+                    a.is_some(),
+                    b.is_some()
+                ),
+            }
+        }
+        assert!(checked > 0, "{name}: nothing compared");
+    }
+
+    #[test]
+    fn a_file_followed_line_by_line_shows_what_reading_it_whole_shows() {
+        line_by_line_is_whole("claude_code_v2/parallel.jsonl");
+        line_by_line_is_whole("claude_code_v2/compact.jsonl");
+        line_by_line_is_whole("dataset.jsonl");
+        line_by_line_is_whole("proxy/openai_sdk_first_only.jsonl");
+    }
+
+    /// Lines already taken are not read again: a line changed behind the
+    /// follower's back (which no appending writer does) is not noticed,
+    /// while the appended one is.
+    #[test]
+    fn only_the_appended_lines_are_read() {
+        let bytes = fixture("dataset.jsonl");
+        let mut followed = Followed::new("dataset.jsonl");
+        let first_line = bytes.iter().position(|&b| b == b'\n').unwrap() + 1;
+        let two = bytes[first_line..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .unwrap()
+            + first_line
+            + 1;
+        followed.take(&bytes[..two], None, None).unwrap().unwrap();
+        let mut changed = bytes.clone();
+        changed[..first_line - 1].fill(b'x');
+        let picked = followed.take(&changed, Some(two), None).unwrap().unwrap();
+        assert!(
+            followed.take_error().is_none(),
+            "the old line was read again"
+        );
+        assert_eq!(picked.count, 3, "the appended lines were read");
+    }
+}
