@@ -764,3 +764,40 @@ fn a_compressed_recorded_refusal_confirms_the_status_without_words() {
     ));
     assert!(!f[0].message.contains("H4sI"));
 }
+
+/// An event type a newer Claude Code writes and loopdbg does not know is
+/// said once, as a note, whether or not it has a uuid; the conversation
+/// reads as without it. Types it knows (bookkeeping Claude Code 2.1.332
+/// writes) are not mentioned.
+#[test]
+fn an_unknown_event_type_is_noted_once_and_read_around() {
+    use loopdbg_wire::finding::Kind;
+    let text = fixture("claude_code_v2/parallel.jsonl");
+    let plain = log_read(&text, loopdbg_wire::read::Detail::Full);
+    let extra = [
+        r#"{"type":"api-request","sessionId":"s","id":"r1","keep":0,"tail":[]}"#,
+        r#"{"type":"cost-state","sessionId":"s","totalCostUSD":0.1}"#,
+        r#"{"type":"holo-sync","sessionId":"s","state":1}"#,
+        r#"{"type":"holo-sync","sessionId":"s","state":2}"#,
+        r#"{"type":"holo-sync","uuid":"u-holo","parentUuid":null,"sessionId":"s"}"#,
+    ];
+    let with = format!("{text}{}\n", extra.join("\n"));
+    let read = log_read(&with, loopdbg_wire::read::Detail::Full);
+    let notes: Vec<&Finding> = read
+        .iter()
+        .flatten()
+        .filter(|f| f.kind == Kind::UnknownEvent)
+        .collect();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert_eq!(notes[0].ids, ["holo-sync"]);
+    assert!(notes[0].is_note());
+    let others: Vec<Vec<Finding>> = read
+        .into_iter()
+        .map(|fs| {
+            fs.into_iter()
+                .filter(|f| f.kind != Kind::UnknownEvent)
+                .collect()
+        })
+        .collect();
+    assert_eq!(others, plain);
+}

@@ -96,6 +96,17 @@ fn wanted(prompt: &str) -> Vec<(&'static str, Value)> {
     calls
 }
 
+/// A message id of its own for each answer: agents merge consecutive
+/// assistant messages that share one (Claude Code rebuilt two turns as one
+/// when every answer was `msg_fake`).
+fn message_id() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    format!(
+        "msg_fake_{}",
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    )
+}
+
 fn id_for(prefix: &str, name: &str) -> String {
     format!("{prefix}_{}1", &name[4..5])
 }
@@ -189,6 +200,94 @@ fn sse(event: Option<&str>, data: &Value) -> String {
     }
 }
 
+// ------------------------------------------------------------- Real agents
+
+/// The words that turn on the scripted agent loop: a prompt holding them
+/// is answered as a model driving a real agent (Claude Code, Codex, Gemini
+/// CLI) through its own shell tool would answer it.
+pub const E2E: &str = "loopdbg e2e";
+
+/// The final text of the scripted agent loop: the outputs of the three
+/// commands the agent ran, as the model read them back.
+pub const E2E_ANSWER: &str = "loopdbg e2e: one two three";
+
+/// One turn of the scripted agent loop, from the tool results the
+/// conversation holds so far: a shell call (`echo loopdbg-one`), then two
+/// in parallel (`two`, `three`), then the answer naming what the commands
+/// printed, in the order the results came.
+enum AgentTurn {
+    /// Shell commands to run, with the call ids to give them.
+    Calls(Vec<(String, String)>),
+    /// The answer.
+    Answer(String),
+}
+
+fn agent_turn(results: &[String]) -> AgentTurn {
+    match results.len() {
+        0 => AgentTurn::Calls(vec![("e2e_1".into(), "echo loopdbg-one".into())]),
+        1 => AgentTurn::Calls(vec![
+            ("e2e_2".into(), "echo loopdbg-two".into()),
+            ("e2e_3".into(), "echo loopdbg-three".into()),
+        ]),
+        _ => {
+            // In the order the commands were given: an agent may list
+            // parallel results in the order they finished.
+            let said: Vec<&str> = ["one", "two", "three"]
+                .into_iter()
+                .filter(|w| results.iter().any(|r| r.contains(&format!("loopdbg-{w}"))))
+                .collect();
+            AgentTurn::Answer(format!("loopdbg e2e: {}", said.join(" ")))
+        }
+    }
+}
+
+/// Whether any user text of `texts` asks for the scripted agent loop.
+fn asks_e2e<'a>(mut texts: impl Iterator<Item = &'a str>) -> bool {
+    texts.any(|t| t.contains(E2E))
+}
+
+/// A tool result's content as text, however the agent wrote it.
+fn result_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(items) => items
+            .iter()
+            .map(|i| {
+                i["text"]
+                    .as_str()
+                    .map_or_else(|| i.to_string(), str::to_string)
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+        other => other.to_string(),
+    }
+}
+
+/// The smallest value a JSON Schema (Gemini's spelling, `OBJECT`, or the
+/// standard one) accepts: required properties filled, strings "fake".
+fn value_for(schema: &Value) -> Value {
+    match schema["type"]
+        .as_str()
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+    {
+        Some("object") => {
+            let mut out = serde_json::Map::new();
+            for name in schema["required"].as_array().into_iter().flatten() {
+                if let Some(name) = name.as_str() {
+                    out.insert(name.into(), value_for(&schema["properties"][name]));
+                }
+            }
+            Value::Object(out)
+        }
+        Some("integer" | "number") => json!(1),
+        Some("boolean") => json!(false),
+        Some("array") => json!([]),
+        Some("string") => json!(schema["enum"].get(0).cloned().unwrap_or(json!("fake"))),
+        _ => Value::Null,
+    }
+}
+
 // ---------------------------------------------------------------- Anthropic
 
 fn anthropic_error(message: String) -> (u16, Vec<String>, bool) {
@@ -250,7 +349,44 @@ fn anthropic(body: &Value, stream: bool) -> (u16, Vec<String>, bool) {
             .as_array()
             .is_some_and(|c| c.iter().any(|b| b["type"] == "tool_result"))
     });
-    let (content, stop) = if last_has_results || wanted(&prompt).is_empty() {
+    let blocks = || {
+        messages
+            .iter()
+            .filter_map(|m| m["content"].as_array())
+            .flatten()
+    };
+    let user_texts = messages
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .flat_map(|m| {
+            m["content"].as_str().into_iter().chain(
+                m["content"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|b| b["text"].as_str()),
+            )
+        });
+    let has_bash = body["tools"]
+        .as_array()
+        .is_some_and(|t| t.iter().any(|t| t["name"] == "Bash"));
+    let (content, stop) = if has_bash && asks_e2e(user_texts) {
+        let results: Vec<String> = blocks()
+            .filter(|b| b["type"] == "tool_result")
+            .map(|b| result_text(&b["content"]))
+            .collect();
+        match agent_turn(&results) {
+            AgentTurn::Calls(calls) => (
+                calls
+                    .into_iter()
+                    .map(|(id, command)| json!({"type": "tool_use", "id": format!("toolu_{id}"), "name": "Bash",
+                        "input": {"command": command, "description": "Print a word for the loopdbg e2e test"}}))
+                    .collect(),
+                "tool_use",
+            ),
+            AgentTurn::Answer(text) => (vec![json!({"type": "text", "text": text})], "end_turn"),
+        }
+    } else if last_has_results || wanted(&prompt).is_empty() {
         (vec![json!({"type": "text", "text": ANSWER})], "end_turn")
     } else {
         let calls = wanted(&prompt)
@@ -259,7 +395,8 @@ fn anthropic(body: &Value, stream: bool) -> (u16, Vec<String>, bool) {
             .collect();
         (calls, "tool_use")
     };
-    let message = json!({"id": "msg_fake", "type": "message", "role": "assistant", "model": "fake",
+    let id = message_id();
+    let message = json!({"id": id, "type": "message", "role": "assistant", "model": "fake",
         "content": content, "stop_reason": stop, "stop_sequence": null,
         "usage": {"input_tokens": 10, "output_tokens": 5}});
     if !stream {
@@ -267,7 +404,7 @@ fn anthropic(body: &Value, stream: bool) -> (u16, Vec<String>, bool) {
     }
     let mut chunks = vec![sse(
         Some("message_start"),
-        &json!({"type": "message_start", "message": {"id": "msg_fake", "type": "message", "role": "assistant",
+        &json!({"type": "message_start", "message": {"id": id, "type": "message", "role": "assistant",
             "model": "fake", "content": [], "stop_reason": null, "stop_sequence": null,
             "usage": {"input_tokens": 10, "output_tokens": 1}}}),
     )];
@@ -444,7 +581,39 @@ fn responses(body: &Value, stream: bool, stored: &Mutex<Vec<Value>>) -> (u16, Ve
             .filter(|i| i["role"] == "user")
             .filter_map(|i| i["content"].as_str().map(str::to_string)),
     );
-    let output: Vec<Value> = if outputs.is_empty() && !wanted(&prompt).is_empty() {
+    let user_texts = input.iter().filter(|i| i["role"] == "user").flat_map(|i| {
+        i["content"].as_str().into_iter().chain(
+            i["content"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|p| p["text"].as_str()),
+        )
+    });
+    let has_exec = body["tools"]
+        .as_array()
+        .is_some_and(|t| t.iter().any(|t| t["name"] == "exec_command"));
+    let output: Vec<Value> = if has_exec && asks_e2e(user_texts) {
+        let results: Vec<String> = input
+            .iter()
+            .filter(|i| i["type"] == "function_call_output")
+            .map(|i| result_text(&i["output"]))
+            .collect();
+        match agent_turn(&results) {
+            AgentTurn::Calls(calls) => calls
+                .into_iter()
+                .map(|(id, command)| {
+                    json!({"type": "function_call", "id": format!("fc_{id}"),
+                    "call_id": format!("call_{id}"), "name": "exec_command",
+                    "arguments": json!({"cmd": command}).to_string(), "status": "completed"})
+                })
+                .collect(),
+            AgentTurn::Answer(text) => vec![
+                json!({"type": "message", "id": message_id(), "role": "assistant",
+                "status": "completed", "content": [{"type": "output_text", "text": text, "annotations": []}]}),
+            ],
+        }
+    } else if outputs.is_empty() && !wanted(&prompt).is_empty() {
         wanted(&prompt)
             .into_iter()
             .map(|(name, args)| json!({"type": "function_call", "id": format!("fc_{name}"),
@@ -521,7 +690,45 @@ fn gemini(body: &Value, stream: bool) -> (u16, Vec<String>, bool) {
             .as_array()
             .is_some_and(|p| p.iter().any(|p| p.get("functionResponse").is_some()))
     });
-    let parts: Vec<Value> = if answered || wanted(&prompt).is_empty() {
+    let parts_of = || {
+        contents
+            .iter()
+            .filter_map(|c| c["parts"].as_array())
+            .flatten()
+    };
+    let user_texts = contents
+        .iter()
+        .filter(|c| c["role"] == "user")
+        .filter_map(|c| c["parts"].as_array())
+        .flatten()
+        .filter_map(|p| p["text"].as_str());
+    let has_shell = body["tools"].as_array().is_some_and(|groups| {
+        groups.iter().any(|g| {
+            g["functionDeclarations"]
+                .as_array()
+                .is_some_and(|f| f.iter().any(|f| f["name"] == "run_shell_command"))
+        })
+    });
+    let json_schema = (body["generationConfig"]["responseMimeType"] == "application/json")
+        .then(|| &body["generationConfig"]["responseJsonSchema"]);
+    let parts: Vec<Value> = if let Some(schema) = json_schema {
+        // A structured answer (Gemini CLI's model router asks for one):
+        // the smallest value of the schema, as JSON text.
+        vec![json!({"text": value_for(schema).to_string()})]
+    } else if has_shell && asks_e2e(user_texts) {
+        let results: Vec<String> = parts_of()
+            .filter_map(|p| p.get("functionResponse"))
+            .map(|r| result_text(&r["response"]))
+            .collect();
+        match agent_turn(&results) {
+            AgentTurn::Calls(calls) => calls
+                .into_iter()
+                .map(|(id, command)| json!({"functionCall": {"id": id, "name": "run_shell_command",
+                    "args": {"command": command, "description": "Print a word for the loopdbg e2e test"}}}))
+                .collect(),
+            AgentTurn::Answer(text) => vec![json!({"text": text})],
+        }
+    } else if answered || wanted(&prompt).is_empty() {
         vec![json!({"text": ANSWER})]
     } else {
         wanted(&prompt)

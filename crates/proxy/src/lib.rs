@@ -377,51 +377,15 @@ async fn exchange(shared: &Shared, request: Request<Incoming>) -> Response<Agent
             return own_answer(status, &body, true);
         }
     };
-    let mut action = Action::Forwarded;
-    let outgoing = if let OnInvalid::Forward = shared.on_invalid {
-        // The verdict cannot change what is sent, so the request leaves
-        // unread and is judged once the agent has its answer: the agent
-        // waits for no check, and on a machine that also runs the
-        // upstream the judging takes no core from it while it answers.
-        // Only the provider is needed now, to reassemble a stream; the
-        // path names it for every provider's own endpoints.
-        started.provider = provider_of_path(&path_and_query).or_else(|| {
-            provider_of(
-                &path_and_query,
-                serde_json::from_slice::<Value>(&bytes).ok().as_ref(),
-            )
-        });
-        started.body = bytes.clone();
-        started.judged = false;
-        bytes
-    } else {
-        // Block and repair judge first, since they may change the request.
-        let judged = judge(
-            &path_and_query,
-            &bytes,
-            shared.on_invalid,
-            shared.on_unjudged,
-            &shared.responses,
-        );
-        let decision = judged.verdict.as_ref().map(|v| v.decision.clone());
-        started.take_verdict(judged);
-        started.body = bytes.clone();
-        match decision {
-            Some(Decision::Block { status, body }) => {
-                let answer = own_answer(status, &body, false);
-                let _ =
-                    shared
-                        .done
-                        .send(Ended::written(started, Action::Blocked, status, body, None));
-                return answer;
-            }
-            Some(Decision::Repaired { body, .. }) => {
-                let outgoing = Bytes::from(body.to_string());
-                started.forwarded = Some(body);
-                action = Action::Repaired;
-                outgoing
-            }
-            Some(Decision::Forward) | None => bytes,
+    let (outgoing, action) = match outgoing(shared, &mut started, &path_and_query, bytes) {
+        Ok(leaving) => leaving,
+        Err(blocked) => {
+            let (status, body) = *blocked;
+            let answer = own_answer(status, &body, false);
+            let _ = shared
+                .done
+                .send(Ended::written(started, Action::Blocked, status, body, None));
+            return answer;
         }
     };
     let answer = match shared
@@ -492,6 +456,54 @@ async fn read_body(
         }
     }
     Ok(buffer.freeze())
+}
+
+/// What leaves for the upstream, and why: the request as the agent sent
+/// it (judged after the answer under `forward`), or repaired; `Err` with
+/// the status and body of the provider-shaped 400 when it is blocked.
+fn outgoing(
+    shared: &Shared,
+    started: &mut Started,
+    path_and_query: &str,
+    bytes: Bytes,
+) -> Result<(Bytes, Action), Box<(u16, Value)>> {
+    if let OnInvalid::Forward = shared.on_invalid {
+        // The verdict cannot change what is sent, so the request leaves
+        // unread and is judged once the agent has its answer: the agent
+        // waits for no check, and on a machine that also runs the
+        // upstream the judging takes no core from it while it answers.
+        // Only the provider is needed now, to reassemble a stream; the
+        // path names it for every provider's own endpoints.
+        started.provider = provider_of_path(path_and_query).or_else(|| {
+            provider_of(
+                path_and_query,
+                serde_json::from_slice::<Value>(&bytes).ok().as_ref(),
+            )
+        });
+        started.body = bytes.clone();
+        started.judged = false;
+        return Ok((bytes, Action::Forwarded));
+    }
+    // Block and repair judge first, since they may change the request.
+    let judged = judge(
+        path_and_query,
+        &bytes,
+        shared.on_invalid,
+        shared.on_unjudged,
+        &shared.responses,
+    );
+    let decision = judged.verdict.as_ref().map(|v| v.decision.clone());
+    started.take_verdict(judged);
+    started.body = bytes.clone();
+    match decision {
+        Some(Decision::Block { status, body }) => Err(Box::new((status, body))),
+        Some(Decision::Repaired { body, .. }) => {
+            let outgoing = Bytes::from(body.to_string());
+            started.forwarded = Some(body);
+            Ok((outgoing, Action::Repaired))
+        }
+        Some(Decision::Forward) | None => Ok((bytes, Action::Forwarded)),
+    }
 }
 
 /// A request as the gate read it.

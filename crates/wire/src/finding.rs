@@ -48,6 +48,7 @@ kinds! {
     CallTurnOutOfPlace = "call_turn_out_of_place": "Gemini: a function call turn not right after a user or function response turn",
     MissingThoughtSignature = "missing_thought_signature": "Gemini 3: a call of the current turn without its thought signature",
     UnverifiableResult = "unverifiable_result": "a result for a call outside what was read (a continued response, a log cut at its head): cannot be checked here",
+    UnknownEvent = "unknown_event": "an agent-log event type loopdbg does not know: read around it, said once",
     UnverifiableChain = "unverifiable_chain": "Responses: a request continuing a stored response that was not seen: whether its calls are all answered cannot be checked here",
     InvalidId = "invalid_id": "an id with characters Anthropic refuses",
     UnknownTool = "unknown_tool": "a call to a tool the request does not declare",
@@ -67,6 +68,7 @@ impl Kind {
             Kind::OffBranch
                 | Kind::UnverifiableResult
                 | Kind::UnverifiableChain
+                | Kind::UnknownEvent
                 | Kind::ConsecutiveSameRole
         )
     }

@@ -50,6 +50,9 @@ use loopdbg_engine::session::{FinishReason, Json};
 pub struct ClaudeCodeLog {
     events: Vec<Event>,
     detail: Detail,
+    /// Event types loopdbg does not know, each with its first line: said
+    /// once, as a note (a newer Claude Code writes new bookkeeping).
+    unknown: Vec<(Box<str>, usize)>,
 }
 
 /// What one line of the log says, kept small: content is read into blocks
@@ -87,6 +90,8 @@ struct Rare {
     agent: Option<Box<str>>,
     /// An error Claude Code wrote in the model's place.
     refused: Option<Refused>,
+    /// A `type` loopdbg does not know (see [`is_known_event`]).
+    unknown_type: Option<Box<str>>,
 }
 
 /// An `isApiErrorMessage` event: the request before it was refused.
@@ -139,15 +144,51 @@ impl Rare {
         logical_parent: Option<u64>,
         agent: Option<Box<str>>,
         refused: Option<Refused>,
+        unknown_type: Option<Box<str>>,
     ) -> Option<Box<Rare>> {
-        (logical_parent.is_some() || agent.is_some() || refused.is_some()).then(|| {
-            Box::new(Rare {
-                logical_parent,
-                agent,
-                refused,
+        (logical_parent.is_some() || agent.is_some() || refused.is_some() || unknown_type.is_some())
+            .then(|| {
+                Box::new(Rare {
+                    logical_parent,
+                    agent,
+                    refused,
+                    unknown_type,
+                })
             })
-        })
     }
+}
+
+/// The event types of a Claude Code log that carry the conversation.
+pub const MESSAGE_EVENTS: &[&str] = &["user", "assistant"];
+
+/// The event types read on purpose as bookkeeping: linked into the graph
+/// when they carry a uuid, otherwise skipped. Claude Code 2.1.332 (run
+/// against the fake provider in `tests/agents.rs`) writes `queue-operation`,
+/// `atis-latch`, `last-prompt`, `attachment`, `tools-used`, `cost-state`
+/// and, for each request, `api-request` with `api-request-shape` and
+/// `api-request-blob` (the messages sent, by hash).
+pub const BOOKKEEPING_EVENTS: &[&str] = &[
+    "system",
+    "summary",
+    "file-history-snapshot",
+    "queue-operation",
+    "progress",
+    "attachment",
+    "last-prompt",
+    "custom-title",
+    "ai-title",
+    "mode",
+    "atis-latch",
+    "api-request",
+    "api-request-shape",
+    "api-request-blob",
+    "tools-used",
+    "cost-state",
+];
+
+/// Whether an event type is one loopdbg reads or skips on purpose.
+pub fn is_known_event(kind: &str) -> bool {
+    MESSAGE_EVENTS.contains(&kind) || BOOKKEEPING_EVENTS.contains(&kind)
 }
 
 /// A uuid (or a `message.id`) as a number to look it up by: two of one log
@@ -551,7 +592,8 @@ impl Event {
     fn from_raw(line: usize, raw: RawEvent, detail: Detail) -> Result<Option<Event>, ReadError> {
         let kind = raw.kind.as_deref().unwrap_or("");
         let is_message = matches!(kind, "user" | "assistant");
-        if raw.uuid.is_none() && !is_message {
+        let unknown_type = (!kind.is_empty() && !is_known_event(kind)).then(|| kind.into());
+        if raw.uuid.is_none() && !is_message && unknown_type.is_none() {
             return Ok(None);
         }
         let key = raw.uuid.as_deref().map_or(0, uuid_key);
@@ -602,6 +644,7 @@ impl Event {
                 raw.logical_parent.as_deref().map(uuid_key),
                 raw.agent.map(|a| a.into()),
                 refused,
+                unknown_type,
             ),
             sidechain: raw.sidechain == Some(true),
             session: session_key(raw.session.as_deref()),
@@ -624,8 +667,10 @@ impl Event {
         };
         let kind = event.get("type").and_then(Value::as_str).unwrap_or("");
         let is_message = matches!(kind, "user" | "assistant");
+        let unknown_type: Option<Box<str>> =
+            (!kind.is_empty() && !is_known_event(kind)).then(|| kind.into());
         let uuid = uuid_at(&event);
-        if uuid.is_none() && !is_message {
+        if uuid.is_none() && !is_message && unknown_type.is_none() {
             return Ok(None);
         }
         let mut ev = Event {
@@ -639,6 +684,7 @@ impl Event {
                 key_at(&event, "logicalParentUuid"),
                 string_at(&event, "agentId"),
                 None,
+                unknown_type,
             ),
             sidechain: event.get("isSidechain").and_then(Value::as_bool) == Some(true),
             session: session_key(event.get("sessionId").and_then(Value::as_str)),
@@ -724,6 +770,15 @@ impl ClaudeCodeLog {
 
     /// Adds an event read by `Event::parse` (events come in line order).
     pub fn push_event(&mut self, event: Event) {
+        if let Some(kind) = event.rare.as_ref().and_then(|r| r.unknown_type.as_deref()) {
+            if !self.unknown.iter().any(|(k, _)| **k == *kind) {
+                self.unknown.push((kind.into(), event.line as usize));
+            }
+            // Without a uuid it takes no part in the graph.
+            if event.key == 0 {
+                return;
+            }
+        }
         self.events.push(event);
     }
 
@@ -758,6 +813,22 @@ impl ClaudeCodeLog {
         // What is left of the events is a hundred thousand small frees on
         // a long log: done on the pool, off the caller's way.
         rayon::spawn(move || drop(events));
+        if let Some(first) = out.first_mut() {
+            for (kind, line) in self.unknown {
+                first.notices.push(Notice {
+                    kind: crate::finding::Kind::UnknownEvent,
+                    source: BlockSource {
+                        path: "type".into(),
+                        line: Some(line),
+                        uuid: None,
+                    },
+                    ids: vec![kind.to_string()],
+                    message: format!(
+                        "event type `{kind}` is new to loopdbg: linked into the graph by its uuid if it has one, otherwise skipped; the conversation was read without it"
+                    ),
+                });
+            }
+        }
         out
     }
 }

@@ -18,6 +18,8 @@ use super::{BlockSource, Conversation, Detail, ReadError, Source, responses};
 #[derive(Debug, Clone, Default)]
 pub struct CodexRollout {
     segments: Vec<Segment>,
+    /// Record types loopdbg does not know, each with its first line.
+    unknown: Vec<(String, usize)>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -33,6 +35,8 @@ pub const RECORD_TYPES: &[&str] = &[
     "event_msg",
     "turn_context",
     "compacted",
+    // Codex 0.171 writes the environment it saw at the start of a turn.
+    "world_state",
 ];
 
 impl CodexRollout {
@@ -69,7 +73,14 @@ impl CodexRollout {
             }
             // Older rollouts wrote bare items, one per line.
             (_, None) if bare => record,
-            _ => return Ok(()),
+            _ => {
+                if !RECORD_TYPES.contains(&kind.as_str())
+                    && !self.unknown.iter().any(|(k, _)| *k == kind)
+                {
+                    self.unknown.push((kind, line));
+                }
+                return Ok(());
+            }
         };
         if self.segments.is_empty() {
             self.segments.push(Segment::default());
@@ -103,6 +114,22 @@ impl CodexRollout {
                 conv.label = Some(format!("after compaction {n}"));
             }
             out.push(conv);
+        }
+        if let Some(first) = out.first_mut() {
+            for (kind, line) in self.unknown {
+                first.notices.push(super::Notice {
+                    kind: crate::finding::Kind::UnknownEvent,
+                    source: BlockSource {
+                        path: "type".into(),
+                        line: Some(line),
+                        uuid: None,
+                    },
+                    message: format!(
+                        "record type `{kind}` is new to loopdbg: skipped; the conversation was read without it"
+                    ),
+                    ids: vec![kind],
+                });
+            }
         }
         Ok(out)
     }

@@ -19,8 +19,10 @@ pub mod recording;
 pub mod responses;
 pub mod yaml_depth;
 
-pub use claude_code::{ClaudeCodeLog, LineError};
-pub use codex::CodexRollout;
+pub use claude_code::{
+    BOOKKEEPING_EVENTS, ClaudeCodeLog, LineError, MESSAGE_EVENTS, is_known_event,
+};
+pub use codex::{CodexRollout, RECORD_TYPES as CODEX_RECORD_TYPES};
 pub use gemini_cli::GeminiCliLog;
 
 use serde_json::Value;

@@ -1,0 +1,435 @@
+//! The real agents end to end: Claude Code, Codex and Gemini CLI at the
+//! versions `scripts/install-agents.sh` pins, each run non-interactively
+//! against the fake provider on loopback, once directly and once through
+//! `loopdbg proxy`, on the fake's scripted loop (`loopdbg e2e` in the
+//! prompt): the agent's own shell tool runs `echo loopdbg-one`, then two
+//! commands in parallel, and the model answers with what they printed.
+//!
+//! Each agent is skipped, saying so on stderr, when it is not installed
+//! (`.ci/run` installs them when npm is there). Nothing here sleeps: each
+//! agent is waited for, with a watchdog that kills one that hangs.
+
+mod common;
+
+use loopdbg_fake as fake;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// The key every agent is given: shaped like a real one, so redaction by
+/// shape and by value are both exercised.
+const KEY: &str = "sk-e2e-SECRET-4f1d9c2b7a";
+
+/// How long one agent run may take before the watchdog kills it.
+const WATCHDOG: Duration = Duration::from_secs(300);
+
+const PROMPT: &str = "loopdbg e2e: run the three commands and report what they print";
+
+#[derive(Clone, Copy, Debug)]
+enum Agent {
+    ClaudeCode,
+    Codex,
+    GeminiCli,
+}
+
+impl Agent {
+    fn bin(self) -> &'static str {
+        match self {
+            Agent::ClaudeCode => "claude",
+            Agent::Codex => "codex",
+            Agent::GeminiCli => "gemini",
+        }
+    }
+
+    /// The provider format of its requests, as `check` names it.
+    fn format(self) -> &'static str {
+        match self {
+            Agent::ClaudeCode => "anthropic",
+            Agent::Codex => "responses",
+            Agent::GeminiCli => "gemini",
+        }
+    }
+}
+
+/// Where the installed agents' commands are, if they are.
+fn agents_bin() -> Option<PathBuf> {
+    let dir = std::env::var_os("LOOPDBG_AGENTS").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("target/agents"),
+        PathBuf::from,
+    );
+    let bin = dir.join("node_modules/.bin");
+    bin.is_dir().then_some(bin)
+}
+
+/// A fresh home, working folder and temporary folder for one run.
+struct Scratch {
+    _dir: tempfile::TempDir,
+    home: PathBuf,
+    work: PathBuf,
+    tmp: PathBuf,
+}
+
+impl Scratch {
+    fn new(agent: Agent) -> Scratch {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let work = dir.path().join("work");
+        let tmp = dir.path().join("tmp");
+        for d in [&home, &work, &tmp] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        if let Agent::GeminiCli = agent {
+            let gemini = home.join(".gemini");
+            std::fs::create_dir_all(&gemini).unwrap();
+            std::fs::write(
+                gemini.join("settings.json"),
+                r#"{"security":{"auth":{"selectedType":"gemini-api-key"}}}"#,
+            )
+            .unwrap();
+            let trusted = serde_json::json!({ work.to_str().unwrap(): "TRUST_FOLDER" });
+            std::fs::write(gemini.join("trustedFolders.json"), trusted.to_string()).unwrap();
+        }
+        Scratch {
+            _dir: dir,
+            home,
+            work,
+            tmp,
+        }
+    }
+
+    /// The log the agent wrote of its session.
+    fn log(&self, agent: Agent) -> PathBuf {
+        let (root, depth) = match agent {
+            Agent::ClaudeCode => (self.home.join(".claude/projects"), 2),
+            Agent::Codex => (self.home.join(".codex/sessions"), 4),
+            Agent::GeminiCli => (self.home.join(".gemini/tmp"), 3),
+        };
+        let mut found = Vec::new();
+        files_at(&root, depth, &mut found);
+        found.retain(|p| p.extension().is_some_and(|e| e == "jsonl"));
+        assert_eq!(
+            found.len(),
+            1,
+            "{agent:?} wrote one log under {root:?}: {found:?}"
+        );
+        found.remove(0)
+    }
+}
+
+fn files_at(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if depth == 1 && path.is_file() {
+            out.push(path);
+        } else if depth > 1 && path.is_dir() {
+            files_at(&path, depth - 1, out);
+        }
+    }
+}
+
+/// What one agent run gave.
+struct Ran {
+    final_text: String,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `agent` on the scripted prompt against `base` (the fake, or the
+/// proxy in front of it).
+fn run(agent: Agent, bin: &Path, base: &str, scratch: &Scratch) -> Ran {
+    let mut command = Command::new(bin.join(agent.bin()));
+    command
+        .current_dir(&scratch.work)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &scratch.home)
+        .env("TMPDIR", &scratch.tmp)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    match agent {
+        Agent::ClaudeCode => {
+            command
+                .env("ANTHROPIC_BASE_URL", base)
+                .env("ANTHROPIC_API_KEY", KEY)
+                .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+                .env("DISABLE_TELEMETRY", "1")
+                .args(["-p", PROMPT, "--allowedTools", "Bash"])
+                .args(["--output-format", "json"]);
+        }
+        Agent::Codex => {
+            let provider = format!(
+                "model_providers.fake={{name=\"fake\",base_url=\"{base}/v1\",env_key=\"FAKE_KEY\",wire_api=\"responses\"}}"
+            );
+            command
+                .env("CODEX_HOME", scratch.home.join(".codex"))
+                .env("FAKE_KEY", KEY)
+                .args(["exec", "-m", "gpt-5", "--skip-git-repo-check"])
+                .args(["-c", "model_provider=fake", "-c", &provider])
+                .args(["--dangerously-bypass-approvals-and-sandbox", PROMPT]);
+            std::fs::create_dir_all(scratch.home.join(".codex")).unwrap();
+        }
+        Agent::GeminiCli => {
+            command
+                .env("GEMINI_API_KEY", KEY)
+                .env("GOOGLE_GEMINI_BASE_URL", base)
+                .args(["-p", PROMPT, "--yolo"]);
+        }
+    }
+    let child = command.spawn().unwrap();
+    let id = child.id();
+    let (done, watching) = mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        if watching.recv_timeout(WATCHDOG).is_err() {
+            let _ = Command::new("kill").args(["-9", &id.to_string()]).status();
+        }
+    });
+    let out = child.wait_with_output().unwrap();
+    let _ = done.send(());
+    watchdog.join().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{agent:?} failed: {stdout}\n{stderr}");
+    let final_text = match agent {
+        Agent::ClaudeCode => serde_json::from_str::<Value>(&stdout)
+            .ok()
+            .and_then(|v| v["result"].as_str().map(str::to_string))
+            .unwrap_or_default(),
+        _ => stdout
+            .lines()
+            .rfind(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .trim()
+            .to_string(),
+    };
+    Ran {
+        final_text,
+        stdout,
+        stderr,
+    }
+}
+
+/// `loopdbg proxy` in front of `upstream`, recording to `capture`.
+struct Proxy {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Proxy {
+    fn start(upstream: &str, capture: &Path) -> Proxy {
+        use std::io::BufRead;
+        let mut child = Command::new(env!("CARGO_BIN_EXE_loopdbg"))
+            .args(["proxy", "--upstream", upstream, "--listen", "127.0.0.1:0"])
+            .arg("--no-tui")
+            .arg("--capture")
+            .arg(capture)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut banner = String::new();
+        std::io::BufReader::new(child.stderr.take().unwrap())
+            .read_line(&mut banner)
+            .unwrap();
+        let addr = banner
+            .split("listening on http://")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap_or_else(|| panic!("no address in {banner:?}"))
+            .to_string();
+        Proxy {
+            child,
+            url: format!("http://{addr}"),
+        }
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn loopdbg(args: &[&std::ffi::OsStr]) -> (bool, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_loopdbg"))
+        .args(args)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// `loopdbg check FILE --format json`: its totals.
+fn checked(file: &Path) -> Value {
+    let (ok, text) = loopdbg(&[
+        "check".as_ref(),
+        file.as_os_str(),
+        "--format".as_ref(),
+        "json".as_ref(),
+    ]);
+    assert!(ok, "check {file:?}: {text}");
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+/// The event or record types of an agent's log that loopdbg neither reads
+/// nor skips on purpose.
+fn unknown_types(agent: Agent, log: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(log).unwrap();
+    let mut unknown = Vec::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let v: Value = serde_json::from_str(line).unwrap();
+        let kind = v["type"].as_str().unwrap_or("");
+        let known = match agent {
+            Agent::ClaudeCode => loopdbg_wire::read::is_known_event(kind),
+            Agent::Codex => loopdbg_wire::read::CODEX_RECORD_TYPES.contains(&kind),
+            // Its records are messages (`user`, `gemini`, …), updates
+            // (`$set`) and one header: the reader takes every shape.
+            Agent::GeminiCli => true,
+        };
+        if !known && !unknown.iter().any(|k| k == kind) {
+            unknown.push(kind.to_string());
+        }
+    }
+    unknown
+}
+
+/// One agent: direct, then through the proxy; the runs agree, the capture
+/// and the log check clean, the log holds no type loopdbg does not know,
+/// and the capture records as a session that runs the same loop.
+fn end_to_end(agent: Agent) {
+    let test = format!("agents::{agent:?}");
+    let Some(bin) = agents_bin().filter(|b| b.join(agent.bin()).exists()) else {
+        let npm = Command::new("npm").arg("--version").output().is_ok();
+        if npm {
+            // `.ci/run` installs them wherever npm is: missing there is a failure.
+            common::skip(
+                &test,
+                "the agent is not installed: run scripts/install-agents.sh (or set LOOPDBG_AGENTS)",
+            );
+        } else {
+            common::skip_without_ci_failure(&test, "npm is not on this machine");
+        }
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let fake = runtime.block_on(fake::start());
+    let requests = || fake.log.lock().unwrap().requests.len();
+
+    let direct_scratch = Scratch::new(agent);
+    let direct = run(agent, &bin, &fake.url, &direct_scratch);
+    let direct_requests = requests();
+    assert_eq!(
+        direct.final_text,
+        fake::E2E_ANSWER,
+        "{agent:?} direct: {}",
+        direct.stdout
+    );
+
+    let proxied_scratch = Scratch::new(agent);
+    let capture = proxied_scratch.tmp.join("capture.jsonl");
+    let proxy = Proxy::start(&fake.url, &capture);
+    let proxied = run(agent, &bin, &proxy.url, &proxied_scratch);
+    let proxied_requests = requests() - direct_requests;
+    drop(proxy);
+    assert_eq!(
+        proxied.final_text, direct.final_text,
+        "{agent:?} through the proxy"
+    );
+    assert_eq!(
+        proxied_requests, direct_requests,
+        "{agent:?}: as many requests"
+    );
+
+    // Every exchange is in the capture, and no key.
+    let recorded = std::fs::read_to_string(&capture).unwrap();
+    assert_eq!(
+        recorded.lines().count(),
+        proxied_requests,
+        "{agent:?} capture"
+    );
+    assert!(
+        !recorded.contains("SECRET"),
+        "{agent:?}: a key in the capture"
+    );
+    assert!(!proxied.stderr.contains("SECRET") && !proxied.stdout.contains("SECRET"));
+
+    let report = checked(&capture);
+    assert_eq!(report["problems"], 0, "{agent:?} capture: {report}");
+    assert_eq!(report["files"][0]["format"], agent.format());
+    let log = proxied_scratch.log(agent);
+    let report = checked(&log);
+    assert_eq!(report["problems"], 0, "{agent:?} log: {report}");
+    assert_eq!(report["notes"], 0, "{agent:?} log: {report}");
+    assert_eq!(
+        unknown_types(agent, &log),
+        Vec::<String>::new(),
+        "{agent:?}"
+    );
+
+    recorded_session_runs_the_loop(agent, &capture, &proxied_scratch.tmp);
+}
+
+/// `record` turns the capture into a session whose run makes the same
+/// calls; `--extract first` shows the parallel call left unanswered.
+fn recorded_session_runs_the_loop(agent: Agent, capture: &Path, tmp: &Path) {
+    let session = tmp.join("session.json");
+    let (ok, text) = loopdbg(&[
+        "record".as_ref(),
+        capture.as_os_str(),
+        "-o".as_ref(),
+        session.as_os_str(),
+    ]);
+    assert!(ok, "{agent:?} record: {text}");
+    let (ok, run) = loopdbg(&["run".as_ref(), session.as_os_str()]);
+    assert!(ok, "{agent:?} run: {run}");
+    assert!(
+        run.contains(&format!("final text: {}", fake::E2E_ANSWER)),
+        "{agent:?}: {run}"
+    );
+    assert!(run.contains("unpaired tool_use: none"), "{agent:?}: {run}");
+    let (_, first) = loopdbg(&[
+        "run".as_ref(),
+        session.as_os_str(),
+        "--extract".as_ref(),
+        "first".as_ref(),
+    ]);
+    assert!(
+        first.contains("e2e_3"),
+        "{agent:?} --extract first: {first}"
+    );
+    assert!(
+        !first.contains("unpaired tool_use: none"),
+        "{agent:?}: {first}"
+    );
+}
+
+#[test]
+fn claude_code_end_to_end() {
+    end_to_end(Agent::ClaudeCode);
+}
+
+#[test]
+fn codex_end_to_end() {
+    end_to_end(Agent::Codex);
+}
+
+#[test]
+fn gemini_cli_end_to_end() {
+    end_to_end(Agent::GeminiCli);
+}
