@@ -142,8 +142,22 @@ struct Ran {
 }
 
 /// Runs `agent` on the scripted prompt against `base` (the fake, or the
-/// proxy in front of it).
+/// proxy in front of it); it must succeed.
 fn run(agent: Agent, bin: &Path, base: &str, scratch: &Scratch) -> Ran {
+    let (ok, ran) = run_with(agent, bin, base, scratch, PROMPT, &[]);
+    assert!(ok, "{agent:?} failed: {}\n{}", ran.stdout, ran.stderr);
+    ran
+}
+
+/// [`run`] with another prompt and more arguments; whether it succeeded.
+fn run_with(
+    agent: Agent,
+    bin: &Path,
+    base: &str,
+    scratch: &Scratch,
+    prompt: &str,
+    extra: &[&str],
+) -> (bool, Ran) {
     let mut command = Command::new(bin.join(agent.bin()));
     command
         .current_dir(&scratch.work)
@@ -161,7 +175,7 @@ fn run(agent: Agent, bin: &Path, base: &str, scratch: &Scratch) -> Ran {
                 .env("ANTHROPIC_API_KEY", KEY)
                 .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
                 .env("DISABLE_TELEMETRY", "1")
-                .args(["-p", PROMPT, "--allowedTools", "Bash"])
+                .args(["-p", prompt, "--allowedTools", "Bash"])
                 .args(["--output-format", "json"]);
         }
         Agent::Codex => {
@@ -173,16 +187,17 @@ fn run(agent: Agent, bin: &Path, base: &str, scratch: &Scratch) -> Ran {
                 .env("FAKE_KEY", KEY)
                 .args(["exec", "-m", "gpt-5", "--skip-git-repo-check"])
                 .args(["-c", "model_provider=fake", "-c", &provider])
-                .args(["--dangerously-bypass-approvals-and-sandbox", PROMPT]);
+                .args(["--dangerously-bypass-approvals-and-sandbox", prompt]);
             std::fs::create_dir_all(scratch.home.join(".codex")).unwrap();
         }
         Agent::GeminiCli => {
             command
                 .env("GEMINI_API_KEY", KEY)
                 .env("GOOGLE_GEMINI_BASE_URL", base)
-                .args(["-p", PROMPT, "--yolo"]);
+                .args(["-p", prompt, "--yolo"]);
         }
     }
+    command.args(extra);
     let child = command.spawn().unwrap();
     let id = child.id();
     let (done, watching) = mpsc::channel::<()>();
@@ -196,7 +211,6 @@ fn run(agent: Agent, bin: &Path, base: &str, scratch: &Scratch) -> Ran {
     watchdog.join().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{agent:?} failed: {stdout}\n{stderr}");
     let final_text = match agent {
         Agent::ClaudeCode => serde_json::from_str::<Value>(&stdout)
             .ok()
@@ -209,11 +223,14 @@ fn run(agent: Agent, bin: &Path, base: &str, scratch: &Scratch) -> Ran {
             .trim()
             .to_string(),
     };
-    Ran {
-        final_text,
-        stdout,
-        stderr,
-    }
+    (
+        out.status.success(),
+        Ran {
+            final_text,
+            stdout,
+            stderr,
+        },
+    )
 }
 
 /// `loopdbg proxy` in front of `upstream`, recording to `capture`.
@@ -305,29 +322,41 @@ fn unknown_types(agent: Agent, log: &Path) -> Vec<String> {
     unknown
 }
 
+/// The agent's command folder, or `None` (said, and counted as skipped)
+/// when it is not installed.
+fn installed(agent: Agent, test: &str) -> Option<PathBuf> {
+    if let Some(bin) = agents_bin().filter(|b| b.join(agent.bin()).exists()) {
+        return Some(bin);
+    }
+    let npm = Command::new("npm").arg("--version").output().is_ok();
+    if npm {
+        // `.ci/run` installs them wherever npm is: missing there is a failure.
+        common::skip(
+            test,
+            "the agent is not installed: run scripts/install-agents.sh (or set LOOPDBG_AGENTS)",
+        );
+    } else {
+        common::skip_without_ci_failure(test, "npm is not on this machine");
+    }
+    None
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 /// One agent: direct, then through the proxy; the runs agree, the capture
 /// and the log check clean, the log holds no type loopdbg does not know,
 /// and the capture records as a session that runs the same loop.
 fn end_to_end(agent: Agent) {
-    let test = format!("agents::{agent:?}");
-    let Some(bin) = agents_bin().filter(|b| b.join(agent.bin()).exists()) else {
-        let npm = Command::new("npm").arg("--version").output().is_ok();
-        if npm {
-            // `.ci/run` installs them wherever npm is: missing there is a failure.
-            common::skip(
-                &test,
-                "the agent is not installed: run scripts/install-agents.sh (or set LOOPDBG_AGENTS)",
-            );
-        } else {
-            common::skip_without_ci_failure(&test, "npm is not on this machine");
-        }
+    let Some(bin) = installed(agent, &format!("agents::{agent:?}")) else {
         return;
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = runtime();
     let fake = runtime.block_on(fake::start());
     let requests = || fake.log.lock().unwrap().requests.len();
 
@@ -432,4 +461,68 @@ fn codex_end_to_end() {
 #[test]
 fn gemini_cli_end_to_end() {
     end_to_end(Agent::GeminiCli);
+}
+
+/// Where Claude Code writes the log of session `id` run in `work`: its
+/// folder is the working folder with every other character than a letter
+/// or a digit made `-`.
+fn claude_code_log(scratch: &Scratch, id: &str) -> PathBuf {
+    let folder: String = scratch
+        .work
+        .to_string_lossy()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    scratch
+        .home
+        .join(".claude/projects")
+        .join(folder)
+        .join(format!("{id}.jsonl"))
+}
+
+/// `loopdbg LOG --follow`, started before Claude Code has written a line,
+/// shows the loop the agent runs, and raises the alarm when the fake makes
+/// the agent's history break (a call id the provider refuses: Claude Code
+/// runs the call, sends its result, gets the 400 and stops).
+#[test]
+fn follow_shows_claude_code_as_it_writes_and_alarms_when_its_history_breaks() {
+    let agent = Agent::ClaudeCode;
+    let Some(bin) = installed(agent, "agents::follow") else {
+        return;
+    };
+    let runtime = runtime();
+    let fake = runtime.block_on(fake::start());
+    let cases = [
+        (PROMPT, "7d0c0ffe-0000-4000-8000-00000000e2e1", true),
+        (
+            "loopdbg e2e break: run the commands",
+            "7d0c0ffe-0000-4000-8000-00000000e2e2",
+            false,
+        ),
+    ];
+    for (prompt, id, clean) in cases {
+        let scratch = Scratch::new(agent);
+        let log = claude_code_log(&scratch, id);
+        let (child, mut writer, mut screen) =
+            common::pty::spawn(&[log.to_str().unwrap(), "--follow"]);
+        screen.wait_text("waiting for");
+        let (ok, ran) = run_with(
+            agent,
+            &bin,
+            &fake.url,
+            &scratch,
+            prompt,
+            &["--session-id", id],
+        );
+        assert_eq!(ok, clean, "{}\n{}", ran.stdout, ran.stderr);
+        if clean {
+            let shown = screen.wait_text("toolu_e2e_3");
+            assert!(shown.contains("LIVE following"), "{shown}");
+            assert!(!shown.contains("ALARM"), "{shown}");
+        } else {
+            let shown = screen.wait_text("ALARM");
+            assert!(shown.contains("toolu_e2e.1"), "{shown}");
+        }
+        common::pty::quit(child, &mut writer, &mut screen);
+    }
 }

@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod pty;
+
 use loopdbg_engine::{LoadError, Session};
 use std::path::Path;
 

@@ -222,8 +222,14 @@ enum AgentTurn {
     Answer(String),
 }
 
-fn agent_turn(results: &[String]) -> AgentTurn {
+/// With `break` after the words, the model's first call carries an id
+/// the provider refuses (`toolu_e2e.1`): the agent runs it, and the
+/// request that sends its result back gets the provider's 400.
+pub const E2E_BREAK: &str = "loopdbg e2e break";
+
+fn agent_turn(results: &[String], broken: bool) -> AgentTurn {
     match results.len() {
+        0 if broken => AgentTurn::Calls(vec![("e2e.1".into(), "echo loopdbg-one".into())]),
         0 => AgentTurn::Calls(vec![("e2e_1".into(), "echo loopdbg-one".into())]),
         1 => AgentTurn::Calls(vec![
             ("e2e_2".into(), "echo loopdbg-two".into()),
@@ -241,9 +247,19 @@ fn agent_turn(results: &[String]) -> AgentTurn {
     }
 }
 
-/// Whether any user text of `texts` asks for the scripted agent loop.
-fn asks_e2e<'a>(mut texts: impl Iterator<Item = &'a str>) -> bool {
-    texts.any(|t| t.contains(E2E))
+/// Whether any user text of `texts` asks for the scripted agent loop, and
+/// whether for its broken variant.
+fn asks_e2e<'a>(texts: impl Iterator<Item = &'a str>) -> Option<bool> {
+    let mut asked = None;
+    for t in texts {
+        if t.contains(E2E_BREAK) {
+            return Some(true);
+        }
+        if t.contains(E2E) {
+            asked = Some(false);
+        }
+    }
+    asked
 }
 
 /// A tool result's content as text, however the agent wrote it.
@@ -298,6 +314,21 @@ fn anthropic_error(message: String) -> (u16, Vec<String>, bool) {
 
 fn anthropic(body: &Value, stream: bool) -> (u16, Vec<String>, bool) {
     let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    // Call ids must match Anthropic's pattern.
+    for (i, m) in messages.iter().enumerate() {
+        for (k, b) in m["content"].as_array().into_iter().flatten().enumerate() {
+            let id = b["id"].as_str().unwrap_or("");
+            let valid = !id.is_empty()
+                && id
+                    .bytes()
+                    .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-');
+            if b["type"] == "tool_use" && !valid {
+                return anthropic_error(format!(
+                    "messages.{i}.content.{k}.id: String should match pattern '^[a-zA-Z0-9_-]+$'"
+                ));
+            }
+        }
+    }
     // Every tool_use must be answered by a tool_result in the very next message.
     for (i, m) in messages.iter().enumerate() {
         if m["role"] != "assistant" {
@@ -370,12 +401,12 @@ fn anthropic(body: &Value, stream: bool) -> (u16, Vec<String>, bool) {
     let has_bash = body["tools"]
         .as_array()
         .is_some_and(|t| t.iter().any(|t| t["name"] == "Bash"));
-    let (content, stop) = if has_bash && asks_e2e(user_texts) {
+    let (content, stop) = if let Some(broken) = asks_e2e(user_texts).filter(|_| has_bash) {
         let results: Vec<String> = blocks()
             .filter(|b| b["type"] == "tool_result")
             .map(|b| result_text(&b["content"]))
             .collect();
-        match agent_turn(&results) {
+        match agent_turn(&results, broken) {
             AgentTurn::Calls(calls) => (
                 calls
                     .into_iter()
@@ -593,13 +624,13 @@ fn responses(body: &Value, stream: bool, stored: &Mutex<Vec<Value>>) -> (u16, Ve
     let has_exec = body["tools"]
         .as_array()
         .is_some_and(|t| t.iter().any(|t| t["name"] == "exec_command"));
-    let output: Vec<Value> = if has_exec && asks_e2e(user_texts) {
+    let output: Vec<Value> = if let Some(broken) = asks_e2e(user_texts).filter(|_| has_exec) {
         let results: Vec<String> = input
             .iter()
             .filter(|i| i["type"] == "function_call_output")
             .map(|i| result_text(&i["output"]))
             .collect();
-        match agent_turn(&results) {
+        match agent_turn(&results, broken) {
             AgentTurn::Calls(calls) => calls
                 .into_iter()
                 .map(|(id, command)| {
@@ -715,12 +746,12 @@ fn gemini(body: &Value, stream: bool) -> (u16, Vec<String>, bool) {
         // A structured answer (Gemini CLI's model router asks for one):
         // the smallest value of the schema, as JSON text.
         vec![json!({"text": value_for(schema).to_string()})]
-    } else if has_shell && asks_e2e(user_texts) {
+    } else if let Some(broken) = asks_e2e(user_texts).filter(|_| has_shell) {
         let results: Vec<String> = parts_of()
             .filter_map(|p| p.get("functionResponse"))
             .map(|r| result_text(&r["response"]))
             .collect();
-        match agent_turn(&results) {
+        match agent_turn(&results, broken) {
             AgentTurn::Calls(calls) => calls
                 .into_iter()
                 .map(|(id, command)| json!({"functionCall": {"id": id, "name": "run_shell_command",
