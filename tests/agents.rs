@@ -526,3 +526,110 @@ fn follow_shows_claude_code_as_it_writes_and_alarms_when_its_history_breaks() {
         common::pty::quit(child, &mut writer, &mut screen);
     }
 }
+
+/// A Claude Code session whose parallel call lost its `tool_result` event
+/// is repaired by `loopdbg doctor --write`, and Claude Code resumes it
+/// through the proxy: the history it sends carries the doctor's result,
+/// and the provider accepts it. (Claude Code 2.1.332 also resumes the
+/// broken file, by dropping the orphan call; the doctored one keeps it.)
+#[test]
+fn claude_code_resumes_a_session_the_doctor_repaired() {
+    let agent = Agent::ClaudeCode;
+    let Some(bin) = installed(agent, "agents::doctor") else {
+        return;
+    };
+    let runtime = runtime();
+    let fake = runtime.block_on(fake::start());
+    let scratch = Scratch::new(agent);
+    let id = "7d0c0ffe-0000-4000-8000-00000000e2e3";
+    let (ok, ran) = run_with(
+        agent,
+        &bin,
+        &fake.url,
+        &scratch,
+        PROMPT,
+        &["--session-id", id],
+    );
+    assert!(ok, "{}\n{}", ran.stdout, ran.stderr);
+    let log = claude_code_log(&scratch, id);
+    let text = std::fs::read_to_string(&log).unwrap();
+    // The parallel results are written as the calls finish, and the next
+    // event hangs from the last one written: the other one is dropped, as
+    // a lost result leaves the chain whole (dropping the link itself cuts
+    // the chain, which reads as a log cut at its head).
+    let events: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let result_of = |e: &Value| -> Option<String> {
+        let block = e["message"]["content"].as_array()?.first()?;
+        if block["type"] != "tool_result" {
+            return None;
+        }
+        block["tool_use_id"].as_str().map(str::to_string)
+    };
+    let is_parent = |e: &Value| events.iter().any(|o| o["parentUuid"] == e["uuid"]);
+    let (dropped, dropped_id) = events
+        .iter()
+        .enumerate()
+        .find_map(|(k, e)| {
+            let id = result_of(e)?;
+            (id != "toolu_e2e_1" && !is_parent(e)).then_some((k, id))
+        })
+        .expect("a parallel result no event hangs from");
+    let broken: Vec<&str> = text
+        .lines()
+        .enumerate()
+        .filter(|(k, _)| *k != dropped)
+        .map(|(_, l)| l)
+        .collect();
+    std::fs::write(&log, broken.join("\n") + "\n").unwrap();
+    let (ok, said) = loopdbg(&[
+        "doctor".as_ref(),
+        "--write".as_ref(),
+        "--force".as_ref(),
+        log.as_os_str(),
+    ]);
+    assert!(ok, "{said}");
+    assert!(
+        said.contains(&format!("add the missing tool_result for {dropped_id}")),
+        "{said}"
+    );
+
+    let capture = scratch.tmp.join("resume.jsonl");
+    let proxy = Proxy::start(&fake.url, &capture);
+    let (ok, ran) = run_with(
+        agent,
+        &bin,
+        &proxy.url,
+        &scratch,
+        "and now?",
+        &["--resume", id],
+    );
+    drop(proxy);
+    assert!(ok, "{}\n{}", ran.stdout, ran.stderr);
+    let recorded = std::fs::read_to_string(&capture).unwrap();
+    let exchange: Value = serde_json::from_str(recorded.lines().last().unwrap()).unwrap();
+    assert_eq!(exchange["status"], 200, "{exchange}");
+    let results: Vec<&Value> = exchange["request"]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["content"].as_array())
+        .flatten()
+        .filter(|b| b["type"] == "tool_result")
+        .collect();
+    let answered: Vec<&str> = results
+        .iter()
+        .filter_map(|b| b["tool_use_id"].as_str())
+        .collect();
+    assert!(answered.contains(&dropped_id.as_str()), "{answered:?}");
+    let placeholder = results
+        .iter()
+        .find(|b| b["tool_use_id"] == dropped_id.as_str())
+        .unwrap();
+    assert!(
+        placeholder.to_string().contains("[loopdbg]"),
+        "the doctor's result was sent: {placeholder}"
+    );
+}

@@ -220,6 +220,30 @@ pub enum Command {
     /// Turn a capture, a Claude Code log or any file `check` reads into a
     /// stub session that replays the recorded run under any strategy.
     Record(RecordArgs),
+    /// Say what keeps an agent's session from being sent again, and with
+    /// --write repair it in the agent's own format (Claude Code logs so
+    /// far): a missing tool_result event is added, a torn last line
+    /// dropped. The original is kept as FILE.loopdbg-bak (numbered, never
+    /// overwritten); the repaired file is checked again.
+    ///
+    /// Exit 0 when every file is (or became) sendable; 1 when one needs a
+    /// repair not written; 2 when one could not be read or repaired.
+    Doctor(DoctorArgs),
+}
+
+// The arguments of `doctor` (its help text is the variant's).
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// The session files (a Claude Code log: ~/.claude/projects/*/SESSION.jsonl).
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Repair the files (the original kept as FILE.loopdbg-bak).
+    #[arg(long)]
+    pub write: bool,
+    /// Write a file that changed in the last few seconds (an agent may
+    /// still be appending to it).
+    #[arg(long, requires = "write")]
+    pub force: bool,
 }
 
 // The arguments of `run` (its help text is the variant's).

@@ -22,6 +22,7 @@ macro_rules! say_partial {
 
 pub mod args;
 pub mod check;
+mod doctor;
 pub mod files;
 mod follow;
 pub mod json;
@@ -133,6 +134,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         Some(Command::Diff(args)) => diff(args),
         Some(Command::Tour(args)) => tour(args),
         Some(Command::Record(args)) => live::record(&args.capture, args.conversation, &args.output),
+        Some(Command::Doctor(args)) => Ok(doctor::doctor(&args.files, args.write, args.force)),
         Some(Command::Schema) => schema(),
         Some(Command::Completions(args)) => {
             use clap::CommandFactory;

@@ -312,8 +312,9 @@ fn anthropic_error(message: String) -> (u16, Vec<String>, bool) {
     (400, vec![body.to_string()], false)
 }
 
-fn anthropic(body: &Value, stream: bool) -> (u16, Vec<String>, bool) {
-    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+/// The 400 Anthropic answers a history with: a call id off its pattern, or
+/// a `tool_use` not answered in the very next message.
+fn anthropic_refusal(messages: &[Value]) -> Option<(u16, Vec<String>, bool)> {
     // Call ids must match Anthropic's pattern.
     for (i, m) in messages.iter().enumerate() {
         for (k, b) in m["content"].as_array().into_iter().flatten().enumerate() {
@@ -323,9 +324,9 @@ fn anthropic(body: &Value, stream: bool) -> (u16, Vec<String>, bool) {
                     .bytes()
                     .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-');
             if b["type"] == "tool_use" && !valid {
-                return anthropic_error(format!(
+                return Some(anthropic_error(format!(
                     "messages.{i}.content.{k}.id: String should match pattern '^[a-zA-Z0-9_-]+$'"
-                ));
+                )));
             }
         }
     }
@@ -355,12 +356,20 @@ fn anthropic(body: &Value, stream: bool) -> (u16, Vec<String>, bool) {
             .filter(|id| !answered.contains(id))
             .collect();
         if !missing.is_empty() && next.is_some() {
-            return anthropic_error(format!(
+            return Some(anthropic_error(format!(
                 "messages.{}: `tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
                 i + 1,
                 missing.join(", ")
-            ));
+            )));
         }
+    }
+    None
+}
+
+fn anthropic(body: &Value, stream: bool) -> (u16, Vec<String>, bool) {
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    if let Some(refused) = anthropic_refusal(&messages) {
+        return refused;
     }
     let prompt = prompt_of(
         messages

@@ -41,6 +41,7 @@
 pub mod capture;
 pub mod chain;
 pub mod check;
+pub mod doctor;
 pub mod finding;
 pub mod fix;
 pub mod provider;

@@ -1,0 +1,206 @@
+//! `loopdbg doctor`: the smallest change that lets an agent send its
+//! session again, made in the agent's own format.
+//!
+//! Claude Code logs are the first store it repairs. A call whose
+//! `tool_result` event is missing (the result dropped, a crash between the
+//! call and its result) gets one: a `user` event carrying an error result,
+//! its `parentUuid` the event that made the call, its `sessionId`, `cwd`,
+//! `version`, `gitBranch` and `timestamp` those of that event, so the
+//! uuid chain Claude Code rebuilds on resume passes through it as through
+//! a result it wrote itself. Events that pointed at a parent no longer in
+//! the file (the dropped result) are re-parented to it. A torn last line
+//! (Claude Code killed mid-write) is dropped. Every other line is kept
+//! byte for byte.
+
+use serde_json::{Map, Value, json};
+
+use crate::check::Finding;
+use crate::finding::Kind;
+use crate::fix::PLACEHOLDER;
+
+/// One change the doctor makes, named by the line of the original file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// The 1-based line of the original it is about.
+    pub line: usize,
+    /// What is done.
+    pub what: String,
+}
+
+/// A repaired file: its lines (each without its `\n`) and what changed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// The new file's lines.
+    pub lines: Vec<String>,
+    /// What changed, in the order of the original's lines.
+    pub changes: Vec<Change>,
+}
+
+/// The repair of a Claude Code log `text` for `findings` (what `check`
+/// found in it): every unanswered call gets its result event. Fails, with
+/// why, when a finding names an event the text does not hold as a call.
+pub fn claude_code(text: &str, findings: &[Finding]) -> Result<Plan, String> {
+    let mut lines: Vec<Line> = text
+        .split_inclusive('\n')
+        .map(|l| Line {
+            text: l.strip_suffix('\n').unwrap_or(l).to_string(),
+            parsed: None,
+        })
+        .collect();
+    for line in &mut lines {
+        line.parsed = serde_json::from_str::<Value>(&line.text).ok();
+    }
+    let mut changes = Vec::new();
+    // A last line that is not JSON and has no end is one Claude Code was
+    // killed while writing: it never reached any request.
+    let torn = !text.ends_with('\n')
+        && lines
+            .last()
+            .is_some_and(|l| l.parsed.is_none() && !l.text.trim().is_empty());
+    if torn {
+        changes.push(Change {
+            line: lines.len(),
+            what: "drop the torn last line (kept in the backup)".into(),
+        });
+        lines.pop();
+    }
+    let known: std::collections::HashSet<String> = lines
+        .iter()
+        .filter_map(|l| l.parsed.as_ref()?.get("uuid")?.as_str().map(str::to_string))
+        .collect();
+    let mut inserts: Vec<(usize, String)> = Vec::new();
+    let mut reparent: Vec<(usize, String)> = Vec::new();
+    for finding in findings.iter().filter(|f| f.kind == Kind::UnansweredCall) {
+        let line = finding
+            .line
+            .ok_or_else(|| format!("a finding without a line: {}", finding.message))?;
+        let call = lines
+            .get(line - 1)
+            .and_then(|l| l.parsed.as_ref())
+            .filter(|v| v["type"] == "assistant")
+            .ok_or_else(|| format!("line {line} is not the assistant event the finding names"))?;
+        for id in &finding.ids {
+            let (at, event) = result_event(&lines, line, call, id);
+            let uuid = event["uuid"].as_str().unwrap_or_default().to_string();
+            changes.push(Change {
+                line,
+                what: format!("add the missing tool_result for {id} (an error result, after line {at}), as event {uuid}"),
+            });
+            // Events after the call whose parent is gone (the dropped
+            // result) hang from the new one.
+            for (k, other) in lines.iter().enumerate().skip(line) {
+                let Some(parent) = other.parsed.as_ref().and_then(|v| v["parentUuid"].as_str())
+                else {
+                    continue;
+                };
+                if !known.contains(parent) && !reparent.iter().any(|(n, _)| *n == k) {
+                    changes.push(Change {
+                        line: k + 1,
+                        what: format!(
+                            "re-parent it to {uuid} (its parent {parent} is not in the file)"
+                        ),
+                    });
+                    reparent.push((k, uuid.clone()));
+                }
+            }
+            inserts.push((at, event.to_string()));
+        }
+    }
+    for (k, uuid) in reparent {
+        if let Some(v) = lines[k].parsed.as_mut() {
+            v["parentUuid"] = Value::from(uuid);
+            lines[k].text = v.to_string();
+        }
+    }
+    let mut out: Vec<String> = Vec::with_capacity(lines.len() + inserts.len());
+    for (k, line) in lines.into_iter().enumerate() {
+        out.push(line.text);
+        for (_, event) in inserts.iter().filter(|(at, _)| *at == k + 1) {
+            out.push(event.clone());
+        }
+    }
+    changes.sort_by_key(|c| c.line);
+    Ok(Plan {
+        lines: out,
+        changes,
+    })
+}
+
+struct Line {
+    text: String,
+    parsed: Option<Value>,
+}
+
+/// The result event for call `id` made by the event on `line`, and the
+/// line it goes after: the last event of the same reply (parallel calls
+/// are written one event each, sharing `message.id`), as Claude Code
+/// writes its results after them.
+fn result_event(lines: &[Line], line: usize, call: &Value, id: &str) -> (usize, Value) {
+    let message_id = &call["message"]["id"];
+    let mut at = line;
+    for (k, other) in lines.iter().enumerate().skip(line) {
+        let Some(v) = other.parsed.as_ref() else {
+            continue;
+        };
+        match v["type"].as_str() {
+            Some("assistant") if v["message"]["id"] == *message_id => at = k + 1,
+            Some("assistant" | "user") => break,
+            _ => {}
+        }
+    }
+    let call_uuid = call["uuid"].as_str().unwrap_or_default();
+    let mut event = Map::new();
+    event.insert("parentUuid".into(), Value::from(call_uuid));
+    for key in [
+        "isSidechain",
+        "userType",
+        "cwd",
+        "sessionId",
+        "version",
+        "gitBranch",
+        "agentId",
+    ] {
+        if let Some(v) = call.get(key) {
+            event.insert(key.into(), v.clone());
+        }
+    }
+    event.insert("type".into(), Value::from("user"));
+    event.insert(
+        "message".into(),
+        json!({"role": "user", "content": [
+            {"tool_use_id": id, "type": "tool_result", "content": PLACEHOLDER, "is_error": true}
+        ]}),
+    );
+    event.insert("uuid".into(), Value::from(uuid_for(call_uuid, id)));
+    if let Some(t) = call.get("timestamp") {
+        event.insert("timestamp".into(), t.clone());
+    }
+    event.insert(
+        "toolUseResult".into(),
+        Value::from(format!("Error: {PLACEHOLDER}")),
+    );
+    (at, Value::Object(event))
+}
+
+/// A uuid (version 4 layout) that is the same for the same call: running
+/// the doctor twice on one broken file gives one file.
+fn uuid_for(call_uuid: &str, id: &str) -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let seeded = ahash::RandomState::with_seeds(0x6c6f, 0x6f70, 0x6462, 0x6767);
+    let mut a = seeded.build_hasher();
+    a.write(call_uuid.as_bytes());
+    a.write(id.as_bytes());
+    let high = a.finish();
+    let mut b = seeded.build_hasher();
+    b.write(id.as_bytes());
+    b.write(call_uuid.as_bytes());
+    let low = b.finish();
+    format!(
+        "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
+        high >> 32,
+        (high >> 16) & 0xffff,
+        high & 0x0fff,
+        0x8000 | (low >> 48) & 0x3fff,
+        low & 0xffff_ffff_ffff
+    )
+}

@@ -1,0 +1,202 @@
+//! `loopdbg doctor`: what keeps an agent's session from being sent again,
+//! and (with `--write`) the smallest repair, in the agent's own format.
+//! The original is kept beside it as `FILE.loopdbg-bak` (numbered, never
+//! overwritten) before the repaired file replaces it; the repaired file is
+//! checked again, and only a clean one exits 0.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime};
+
+use loopdbg_wire::check::Finding;
+use loopdbg_wire::finding::Kind;
+
+use super::check::check_file;
+use super::files::{Existing, write_file};
+
+/// A file changed more recently than this is taken to be one an agent is
+/// still appending to, and is not rewritten without `--force`.
+const STILL_WRITTEN: Duration = Duration::from_secs(5);
+
+/// What one file needs.
+enum Verdict {
+    /// Nothing keeps it from being sent.
+    Clean,
+    /// These changes would make it sendable.
+    Needs(loopdbg_wire::doctor::Plan),
+    /// It cannot be repaired here, and why.
+    Cannot(String),
+}
+
+/// `loopdbg doctor FILE… [--write] [--force]`. Exit 0 when every file is
+/// (or, written, became) clean; 1 when one needs or kept a repair; 2 when
+/// one could not be read or repaired.
+pub fn doctor(files: &[PathBuf], write: bool, force: bool) -> ExitCode {
+    let mut out = std::io::stdout();
+    let mut worst = 0u8;
+    for path in files {
+        let name = path.display();
+        let code = match diagnose(path) {
+            Verdict::Clean => {
+                let _ = writeln!(out, "{name}: nothing keeps this session from being sent");
+                0
+            }
+            Verdict::Cannot(why) => {
+                let _ = writeln!(out, "{name}: not changed: {why}");
+                2
+            }
+            Verdict::Needs(plan) => {
+                let _ = writeln!(
+                    out,
+                    "{name}: {} change(s) would make it sendable:",
+                    plan.changes.len()
+                );
+                for change in &plan.changes {
+                    let _ = writeln!(out, "  line {}: {}", change.line, change.what);
+                }
+                if write {
+                    apply(path, &plan, force, &mut out)
+                } else {
+                    let _ = writeln!(
+                        out,
+                        "  (nothing written: pass --write to repair it, keeping a backup)"
+                    );
+                    1
+                }
+            }
+        };
+        worst = worst.max(code);
+    }
+    ExitCode::from(worst)
+}
+
+/// The findings a repair is for: what makes the provider refuse the
+/// history as it stands in the file.
+fn needs_repair(f: &Finding) -> bool {
+    matches!(f.kind, Kind::UnansweredCall)
+}
+
+fn diagnose(path: &Path) -> Verdict {
+    let report = check_file(path, None, &mut |_, _| {});
+    if let Some(e) = report.errors.first() {
+        // A torn last line is the one reading error the doctor repairs.
+        if report.errors.len() > 1 || !is_last_line(path, e.line) {
+            return Verdict::Cannot(format!("it could not be read: {}", e.message));
+        }
+    }
+    let format = report.format.unwrap_or("unknown");
+    let findings: Vec<Finding> = report
+        .results
+        .iter()
+        .flat_map(|r| r.findings.iter().filter(|f| needs_repair(f)).cloned())
+        .collect();
+    if findings.is_empty() && report.errors.is_empty() {
+        return Verdict::Clean;
+    }
+    if format != "claude-code" {
+        return Verdict::Cannot(format!(
+            "it is read as {format}; the doctor repairs Claude Code logs so far (`check --fix` repairs request bodies and captures)"
+        ));
+    }
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => return Verdict::Cannot(e.to_string()),
+    };
+    match loopdbg_wire::doctor::claude_code(&text, &findings) {
+        Ok(plan) if plan.changes.is_empty() => Verdict::Clean,
+        Ok(plan) => Verdict::Needs(plan),
+        Err(why) => Verdict::Cannot(why),
+    }
+}
+
+/// Whether `line` is the file's last line.
+fn is_last_line(path: &Path, line: Option<usize>) -> bool {
+    let Some(line) = line else {
+        return false;
+    };
+    std::fs::read(path).is_ok_and(|bytes| {
+        bytes.split_inclusive(|&b| b == b'\n').count() == line && !bytes.ends_with(b"\n")
+    })
+}
+
+/// Keeps the original as a backup, writes the repair in its place, and
+/// checks it again.
+fn apply(path: &Path, plan: &loopdbg_wire::doctor::Plan, force: bool, out: &mut impl Write) -> u8 {
+    let name = path.display();
+    let recent = std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| SystemTime::now().duration_since(t).ok())
+        .is_some_and(|age| age < STILL_WRITTEN);
+    if recent && !force {
+        let _ = writeln!(
+            out,
+            "  not written: {name} changed in the last {} s; an agent may still be writing it (stop it, or pass --force)",
+            STILL_WRITTEN.as_secs()
+        );
+        return 1;
+    }
+    let backup = match keep_backup(path) {
+        Ok(b) => b,
+        Err(e) => {
+            let _ = writeln!(out, "  not written: the backup could not be made: {e}");
+            return 2;
+        }
+    };
+    let written = write_file(path, Existing::Replace, |w| {
+        for line in &plan.lines {
+            w.write_all(line.as_bytes())?;
+            w.write_all(b"\n")?;
+        }
+        Ok(())
+    });
+    if let Err(e) = written {
+        let _ = writeln!(out, "  not written: {e}; the original is unchanged");
+        return 2;
+    }
+    let _ = writeln!(
+        out,
+        "  written; the original is kept as {}",
+        backup.display()
+    );
+    match diagnose(path) {
+        Verdict::Clean => {
+            let _ = writeln!(out, "  checked again: nothing keeps it from being sent");
+            0
+        }
+        _ => {
+            let _ = writeln!(
+                out,
+                "  checked again: it still needs repair (the backup holds the original)"
+            );
+            1
+        }
+    }
+}
+
+/// Copies `path` to the first free `PATH.loopdbg-bak`, `.loopdbg-bak.1`,
+/// … (never over an earlier backup), and checks the copy is the original
+/// byte for byte.
+fn keep_backup(path: &Path) -> std::io::Result<PathBuf> {
+    let base = format!("{}.loopdbg-bak", path.display());
+    let mut candidate = PathBuf::from(&base);
+    let mut n = 0;
+    while std::fs::symlink_metadata(&candidate).is_ok() {
+        n += 1;
+        candidate = PathBuf::from(format!("{base}.{n}"));
+    }
+    let original = std::fs::read(path)?;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&candidate)?;
+    file.write_all(&original)?;
+    file.sync_all()?;
+    if std::fs::read(&candidate)? != original {
+        return Err(std::io::Error::other(
+            "the backup does not read back as the original",
+        ));
+    }
+    Ok(candidate)
+}
