@@ -255,12 +255,7 @@ impl Proxy {
         std::io::BufReader::new(child.stderr.take().unwrap())
             .read_line(&mut banner)
             .unwrap();
-        let addr = banner
-            .split("listening on http://")
-            .nth(1)
-            .and_then(|rest| rest.split_whitespace().next())
-            .unwrap_or_else(|| panic!("no address in {banner:?}"))
-            .to_string();
+        let addr = common::proxy_address(&banner);
         Proxy {
             child,
             url: format!("http://{addr}"),

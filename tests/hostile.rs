@@ -73,7 +73,7 @@ fn a_byte_order_mark_is_accepted_and_bad_utf8_is_located() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains(
-            "bad.json:1:12: expected UTF-8 text: byte 0xff at offset 11",
+            "bad.json:1:12: expected UTF-8 text: byte 0xff at byte 12 of line 1 is not UTF-8",
         ));
     let bad_lines = dir.join("bad.jsonl");
     let good = std::fs::read_to_string(format!("{T}/dataset.jsonl")).unwrap();

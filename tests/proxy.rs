@@ -3,6 +3,8 @@
 //! waits for the proxy's own line about the exchange, which it prints only
 //! after the exchange is in the capture.
 
+mod common;
+
 use loopdbg_fake as fake;
 
 use std::io::{BufRead, BufReader};
@@ -60,12 +62,7 @@ impl Proxy {
         let first = stderr
             .recv_timeout(WAIT)
             .expect("the proxy announces itself");
-        let addr = first
-            .split("listening on http://")
-            .nth(1)
-            .and_then(|rest| rest.split_whitespace().next())
-            .unwrap_or_else(|| panic!("no address in {first:?}"))
-            .to_string();
+        let addr = common::proxy_address(&first);
         // The banner says the policy and where exchanges go.
         let policy = extra
             .iter()

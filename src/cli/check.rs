@@ -323,7 +323,11 @@ fn read_text_line(
 
 /// Where `bytes` (read from line `first_line` on) stop being UTF-8, as a
 /// located error: line, column and the offending byte.
-fn not_utf8(origin: &str, first_line: usize, e: &std::string::FromUtf8Error) -> LoadError {
+pub(super) fn not_utf8(
+    origin: &str,
+    first_line: usize,
+    e: &std::string::FromUtf8Error,
+) -> LoadError {
     let bytes = e.as_bytes();
     let at = e.utf8_error().valid_up_to();
     let line = first_line + bytes[..at].iter().filter(|&&b| b == b'\n').count();

@@ -172,26 +172,7 @@ pub fn read_text(path: &Path, origin: &str) -> Result<String, LoadError> {
     if bytes.starts_with(b"\xef\xbb\xbf") {
         bytes.drain(..3);
     }
-    String::from_utf8(bytes).map_err(|e| {
-        let at = e.utf8_error().valid_up_to();
-        let before = &e.as_bytes()[..at];
-        let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
-        let line_start = before
-            .iter()
-            .rposition(|&b| b == b'\n')
-            .map_or(0, |p| p + 1);
-        let column = String::from_utf8_lossy(&before[line_start..])
-            .chars()
-            .count()
-            + 1;
-        LoadError::Refused {
-            origin: format!("{origin}:{line}:{column}"),
-            reason: format!(
-                "expected UTF-8 text: byte 0x{:02x} at offset {at} is not UTF-8",
-                e.as_bytes()[at]
-            ),
-        }
-    })
+    String::from_utf8(bytes).map_err(|e| super::check::not_utf8(origin, 1, &e))
 }
 
 /// True when `path` holds a captured conversation rather than a session:

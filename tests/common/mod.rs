@@ -104,6 +104,17 @@ pub fn scratch(name: &str) -> Scratch {
     )
 }
 
+/// The address `loopdbg proxy` listens on, from its first line on stderr
+/// (`loopdbg proxy: listening on http://ADDR → …`).
+pub fn proxy_address(banner: &str) -> String {
+    banner
+        .split("listening on http://")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no address in {banner:?}"))
+        .to_string()
+}
+
 /// A test that cannot run here says so instead of passing quietly: the
 /// reason goes to standard error and to `skipped.txt` in the tests' scratch
 /// folder, which `.ci/run` counts into its closing line. Under `CI=true`,
