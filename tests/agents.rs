@@ -187,7 +187,14 @@ fn run_with(
                 .env("FAKE_KEY", KEY)
                 .args(["exec", "-m", "gpt-5", "--skip-git-repo-check"])
                 .args(["-c", "model_provider=fake", "-c", &provider])
-                .args(["--dangerously-bypass-approvals-and-sandbox", prompt]);
+                .arg("--dangerously-bypass-approvals-and-sandbox");
+            // `codex exec … resume ID PROMPT`: the subcommand and its
+            // session come before the prompt.
+            if extra.first() == Some(&"resume") {
+                command.args(extra).arg(prompt);
+            } else {
+                command.arg(prompt).args(extra);
+            }
             std::fs::create_dir_all(scratch.home.join(".codex")).unwrap();
         }
         Agent::GeminiCli => {
@@ -197,7 +204,9 @@ fn run_with(
                 .args(["-p", prompt, "--yolo"]);
         }
     }
-    command.args(extra);
+    if !matches!(agent, Agent::Codex) {
+        command.args(extra);
+    }
     let child = command.spawn().unwrap();
     let id = child.id();
     let (done, watching) = mpsc::channel::<()>();
@@ -283,16 +292,44 @@ fn loopdbg(args: &[&std::ffi::OsStr]) -> (bool, String) {
     (out.status.success(), text)
 }
 
-/// `loopdbg check FILE --format json`: its totals.
+/// `loopdbg check FILE --format json`: its totals; it must pass.
 fn checked(file: &Path) -> Value {
+    let (ok, report) = check_report(file);
+    assert!(ok, "check {file:?}: {report}");
+    report
+}
+
+/// `loopdbg check FILE --format json`: whether it passed, and its report.
+fn check_report(file: &Path) -> (bool, Value) {
     let (ok, text) = loopdbg(&[
         "check".as_ref(),
         file.as_os_str(),
         "--format".as_ref(),
         "json".as_ref(),
     ]);
-    assert!(ok, "check {file:?}: {text}");
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+    let at = text.find('{').unwrap_or(0);
+    let report = serde_json::Deserializer::from_str(&text[at..])
+        .into_iter::<Value>()
+        .next()
+        .and_then(Result::ok)
+        .unwrap_or_else(|| panic!("no report: {text}"));
+    (ok, report)
+}
+
+/// The ids of every finding of `report` whose provider would refuse it.
+fn refused_ids(report: &Value) -> Vec<String> {
+    let mut ids: Vec<String> = report["files"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|f| f["results"].as_array().into_iter().flatten())
+        .flat_map(|r| r["findings"].as_array().into_iter().flatten())
+        .filter(|f| f["rejected_by_provider"] == true)
+        .flat_map(|f| f["ids"].as_array().into_iter().flatten())
+        .filter_map(|id| id.as_str().map(str::to_string))
+        .collect();
+    ids.sort();
+    ids
 }
 
 /// The event or record types of an agent's log that loopdbg neither reads
@@ -397,8 +434,22 @@ fn end_to_end(agent: Agent) {
     assert_eq!(report["problems"], 0, "{agent:?} capture: {report}");
     assert_eq!(report["files"][0]["format"], agent.format());
     let log = proxied_scratch.log(agent);
-    let report = checked(&log);
-    assert_eq!(report["problems"], 0, "{agent:?} log: {report}");
+    let report = match agent {
+        // Gemini CLI writes each tool response twice (in the call's
+        // `result` and in a record of its own) and resumes with both, so
+        // its own log is one `gemini --resume` cannot send; see
+        // `gemini_cli_resumes_only_a_session_the_doctor_repaired`.
+        Agent::GeminiCli => {
+            let (ok, report) = check_report(&log);
+            assert!(!ok, "{report}");
+            assert_eq!(refused_ids(&report).len(), 3, "{report}");
+            report
+        }
+        _ => checked(&log),
+    };
+    if !matches!(agent, Agent::GeminiCli) {
+        assert_eq!(report["problems"], 0, "{agent:?} log: {report}");
+    }
     assert_eq!(report["notes"], 0, "{agent:?} log: {report}");
     assert_eq!(
         unknown_types(agent, &log),
@@ -627,4 +678,179 @@ fn claude_code_resumes_a_session_the_doctor_repaired() {
         placeholder.to_string().contains("[loopdbg]"),
         "the doctor's result was sent: {placeholder}"
     );
+}
+
+/// Resumes a session through the proxy (`extra` names it the agent's way);
+/// whether the agent succeeded, and the exchanges the proxy recorded.
+fn resume_through_proxy(
+    agent: Agent,
+    bin: &Path,
+    upstream: &str,
+    scratch: &Scratch,
+    extra: &[&str],
+) -> (bool, Ran, Vec<Value>) {
+    let capture = scratch.tmp.join("resume.jsonl");
+    let _ = std::fs::remove_file(&capture);
+    let proxy = Proxy::start(upstream, &capture);
+    let (ok, ran) = run_with(agent, bin, &proxy.url, scratch, "and now?", extra);
+    drop(proxy);
+    let exchanges = std::fs::read_to_string(&capture)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (ok, ran, exchanges)
+}
+
+/// `loopdbg doctor --write --force FILE`: it must end clean, and its
+/// backup must hold `before` byte for byte.
+fn doctor_writes(file: &Path, before: &str, says: &str) {
+    let (ok, said) = loopdbg(&[
+        "doctor".as_ref(),
+        "--write".as_ref(),
+        "--force".as_ref(),
+        file.as_os_str(),
+    ]);
+    assert!(ok, "{said}");
+    assert!(said.contains(says), "{said}");
+    let backup = PathBuf::from(format!("{}.loopdbg-bak", file.display()));
+    assert_eq!(std::fs::read_to_string(&backup).unwrap(), before);
+    std::fs::remove_file(backup).unwrap();
+    let report = checked(file);
+    assert_eq!(report["problems"], 0, "{report}");
+}
+
+/// The `output`s a Responses request sends for `call_id`.
+fn outputs_for<'a>(exchange: &'a Value, call_id: &str) -> Vec<&'a str> {
+    exchange["request"]["input"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|i| i["type"] == "function_call_output" && i["call_id"] == call_id)
+        .filter_map(|i| i["output"].as_str())
+        .collect()
+}
+
+/// Codex repairs a lost output by itself on resume (it sends `aborted` for
+/// a call that has none), so the broken rollout resumes too; the doctor
+/// writes that same record into the rollout, so the file says what Codex
+/// sends and checks clean, and the resumed request carries exactly one
+/// output for the call.
+#[test]
+fn codex_resumes_a_session_the_doctor_repaired() {
+    let agent = Agent::Codex;
+    let Some(bin) = installed(agent, "agents::codex_doctor") else {
+        return;
+    };
+    let runtime = runtime();
+    let fake = runtime.block_on(fake::start());
+    let scratch = Scratch::new(agent);
+    run(agent, &bin, &fake.url, &scratch);
+    let log = scratch.log(agent);
+    let stem = log.file_stem().unwrap().to_str().unwrap();
+    let session = &stem[stem.len() - 36..];
+    let broken: String = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .filter(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            !(v["payload"]["type"] == "function_call_output"
+                && v["payload"]["call_id"] == "call_e2e_3")
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&log, &broken).unwrap();
+
+    // Unrepaired: Codex answers the call with `aborted` itself.
+    let (ok, ran, exchanges) =
+        resume_through_proxy(agent, &bin, &fake.url, &scratch, &["resume", session]);
+    assert!(ok, "{}\n{}", ran.stdout, ran.stderr);
+    let first = &exchanges[0];
+    assert_eq!(first["status"], 200, "{first}");
+    assert_eq!(outputs_for(first, "call_e2e_3"), ["aborted"]);
+
+    std::fs::write(&log, &broken).unwrap();
+    doctor_writes(&log, &broken, "add the `aborted` function_call_output");
+    let (ok, ran, exchanges) =
+        resume_through_proxy(agent, &bin, &fake.url, &scratch, &["resume", session]);
+    assert!(ok, "{}\n{}", ran.stdout, ran.stderr);
+    let first = &exchanges[0];
+    assert_eq!(first["status"], 200, "{first}");
+    assert_eq!(outputs_for(first, "call_e2e_3"), ["aborted"]);
+    assert_eq!(outputs_for(first, "call_e2e_2").len(), 1);
+}
+
+/// Gemini CLI resumes a session by sending its log's history as it stands,
+/// and the log of its own run holds each tool response twice (the call's
+/// `result`, and a response record it writes after running the tools): so
+/// `gemini --resume` gets Gemini's 400 on any session that ran a tool. The
+/// doctor drops the second copies and it resumes. A call whose result was
+/// never written (the CLI killed while the tool ran) is the other shape:
+/// the doctor gives it an error result, and it resumes.
+#[test]
+fn gemini_cli_resumes_only_a_session_the_doctor_repaired() {
+    let agent = Agent::GeminiCli;
+    let Some(bin) = installed(agent, "agents::gemini_doctor") else {
+        return;
+    };
+    let runtime = runtime();
+    let fake = runtime.block_on(fake::start());
+    let scratch = Scratch::new(agent);
+    run(agent, &bin, &fake.url, &scratch);
+    let log = scratch.log(agent);
+    let written = std::fs::read_to_string(&log).unwrap();
+    let resume = |text: &str| {
+        // A resume may start a file of its own: only the log is kept.
+        let chats = log.parent().unwrap();
+        for entry in std::fs::read_dir(chats).unwrap().flatten() {
+            if entry.path() != log {
+                std::fs::remove_file(entry.path()).unwrap();
+            }
+        }
+        std::fs::write(&log, text).unwrap();
+        resume_through_proxy(agent, &bin, &fake.url, &scratch, &["--resume", "latest"])
+    };
+
+    let (ok, _, exchanges) = resume(&written);
+    assert!(!ok, "the unrepaired session resumed");
+    let refused = exchanges.iter().find(|e| e["status"] == 400);
+    let refused = refused.expect("Gemini's 400 on the unrepaired session");
+    assert!(
+        refused
+            .to_string()
+            .contains("number of function response parts"),
+        "{refused}"
+    );
+
+    std::fs::write(&log, &written).unwrap();
+    doctor_writes(&log, &written, "drop the second copy of the response");
+    let doctored = std::fs::read_to_string(&log).unwrap();
+    let (ok, ran, exchanges) = resume(&doctored);
+    assert!(ok, "{}\n{}", ran.stdout, ran.stderr);
+    assert!(!exchanges.is_empty() && exchanges.iter().all(|e| e["status"] == 200));
+
+    // Killed while the third command ran: no `result`, no response record.
+    let killed: String = doctored
+        .lines()
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            if let Some(calls) = v["toolCalls"].as_array_mut() {
+                for call in calls
+                    .iter_mut()
+                    .filter(|c| c["id"].as_str().is_some_and(|i| i.ends_with("e2e_3")))
+                {
+                    call.as_object_mut().unwrap().remove("result");
+                    call["status"] = Value::from("executing");
+                }
+            }
+            format!("{v}\n")
+        })
+        .collect();
+    std::fs::write(&log, &killed).unwrap();
+    let (ok, report) = check_report(&log);
+    assert!(!ok, "{report}");
+    doctor_writes(&log, &killed, "the error result it never got");
+    let (ok, ran, exchanges) = resume(&std::fs::read_to_string(&log).unwrap());
+    assert!(ok, "{}\n{}", ran.stdout, ran.stderr);
+    assert!(!exchanges.is_empty() && exchanges.iter().all(|e| e["status"] == 200));
 }

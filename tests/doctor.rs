@@ -1,5 +1,7 @@
-//! `loopdbg doctor` on a real Claude Code 2.1.332 log (written against the
-//! fake provider) whose parallel call lost its `tool_result` event.
+//! `loopdbg doctor` on real logs written against the fake provider: a
+//! Claude Code 2.1.332 log whose parallel call lost its `tool_result`
+//! event, a Codex 0.171.0 rollout whose parallel call lost its output, and
+//! a Gemini CLI 0.61.0 log as the CLI writes it.
 
 mod common;
 
@@ -9,6 +11,10 @@ use common::loopdbg;
 use predicates::prelude::*;
 
 const BROKEN: &str = "tests/fixtures/transcripts/claude_code_v2/doctor_dropped_result.jsonl";
+const CODEX: &str =
+    "tests/fixtures/transcripts/codex/rollout-2026-12-02T04-27-23-dropped-output.jsonl";
+const GEMINI_CLI: &str =
+    "tests/fixtures/transcripts/gemini_cli/session-2026-12-02T04-27-6a20c2cd.jsonl";
 
 /// A copy of `fixture` in a scratch folder, made to look untouched for a
 /// minute (the doctor leaves alone what an agent may still be writing).
@@ -174,4 +180,121 @@ fn doctor_leaves_alone_what_it_must_not_or_cannot_change() {
         ));
     assert_eq!(std::fs::read(&body).unwrap(), before);
     assert_eq!(backups(dir.path()), ["fresh.jsonl.loopdbg-bak"]);
+}
+
+/// A real Codex 0.171.0 rollout whose parallel call lost its output: the
+/// doctor adds the `aborted` output record Codex itself sends, right after
+/// the call, and every original line is kept.
+#[test]
+fn doctor_writes_the_aborted_output_codex_would_send() {
+    let (dir, path) = copy(CODEX);
+    let before = std::fs::read_to_string(&path).unwrap();
+    loopdbg()
+        .args(["doctor", "--write", path.to_str().unwrap()])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains(
+            "line 15: add the `aborted` function_call_output Codex itself sends for call_e2e_3",
+        ))
+        .stdout(predicate::str::contains("checked again: nothing keeps it"));
+    let after = std::fs::read_to_string(&path).unwrap();
+    let after: Vec<&str> = after.lines().collect();
+    let mut expected: Vec<&str> = before.lines().collect();
+    let added: serde_json::Value = serde_json::from_str(after[15]).unwrap();
+    assert_eq!(
+        added["payload"],
+        serde_json::json!({"type": "function_call_output", "call_id": "call_e2e_3", "output": "aborted"})
+    );
+    assert_eq!(added["timestamp"], "2026-12-02T04:27:24.310Z");
+    expected.insert(15, after[15]);
+    assert_eq!(after, expected, "only the one record is added");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("session.jsonl.loopdbg-bak")).unwrap(),
+        before
+    );
+}
+
+/// A real Gemini CLI 0.61.0 log as the CLI wrote it: every response is
+/// held twice (the call's `result` and a response record), and the CLI
+/// resumes with both, so `check` predicts Gemini's 400 for each call, and
+/// the doctor drops the response records.
+#[test]
+fn doctor_drops_the_second_copy_of_gemini_cli_responses() {
+    let (dir, path) = copy(GEMINI_CLI);
+    let before = std::fs::read_to_string(&path).unwrap();
+    loopdbg()
+        .args(["check", path.to_str().unwrap()])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains(
+            "2 a provider would reject with a 400",
+        ))
+        .stdout(predicate::str::contains("`gemini --resume` gets this 400"));
+    loopdbg()
+        .args(["doctor", "--write", path.to_str().unwrap()])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains(
+            "line 8: drop the second copy of the response for run_shell_command__e2e_1",
+        ))
+        .stdout(predicate::str::contains(
+            "line 13: drop the second copy of the response for run_shell_command__e2e_2, run_shell_command__e2e_3",
+        ));
+    let after = std::fs::read_to_string(&path).unwrap();
+    let expected: Vec<&str> = before
+        .lines()
+        .enumerate()
+        .filter(|(k, _)| ![7, 12].contains(k))
+        .map(|(_, l)| l)
+        .collect();
+    assert_eq!(after.lines().collect::<Vec<_>>(), expected);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("session.jsonl.loopdbg-bak")).unwrap(),
+        before
+    );
+}
+
+/// Gemini CLI killed while a tool ran: the call has no `result` and no
+/// response record. The doctor gives it an error result where the CLI
+/// keeps results; nothing else in the record changes.
+#[test]
+fn doctor_gives_a_gemini_cli_call_without_a_result_an_error_result() {
+    let (_dir, path) = copy(GEMINI_CLI);
+    let text: String = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .enumerate()
+        .filter(|(k, _)| *k != 12)
+        .map(|(k, l)| {
+            if k != 11 {
+                return format!("{l}\n");
+            }
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let call = v["toolCalls"][1].as_object_mut().unwrap();
+            call.remove("result");
+            call.insert("status".into(), "executing".into());
+            format!("{v}\n")
+        })
+        .collect();
+    std::fs::write(&path, &text).unwrap();
+    age(&path);
+    loopdbg()
+        .args(["doctor", "--write", path.to_str().unwrap()])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains(
+            "line 12: give the call run_shell_command__e2e_3 (run_shell_command) the error result it never got",
+        ));
+    let after = std::fs::read_to_string(&path).unwrap();
+    let record: serde_json::Value = serde_json::from_str(after.lines().nth(10).unwrap()).unwrap();
+    let call = &record["toolCalls"][1];
+    assert_eq!(call["status"], "error");
+    assert_eq!(
+        call["result"][0]["functionResponse"]["id"],
+        "run_shell_command__e2e_3"
+    );
+    assert_eq!(
+        call["args"]["command"], "echo loopdbg-three",
+        "the rest is kept"
+    );
 }

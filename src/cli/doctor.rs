@@ -74,7 +74,7 @@ pub fn doctor(files: &[PathBuf], write: bool, force: bool) -> ExitCode {
 /// The findings a repair is for: what makes the provider refuse the
 /// history as it stands in the file.
 fn needs_repair(f: &Finding) -> bool {
-    matches!(f.kind, Kind::UnansweredCall)
+    matches!(f.kind, Kind::UnansweredCall | Kind::UnexpectedResult)
 }
 
 fn diagnose(path: &Path) -> Verdict {
@@ -94,16 +94,21 @@ fn diagnose(path: &Path) -> Verdict {
     if findings.is_empty() && report.errors.is_empty() {
         return Verdict::Clean;
     }
-    if format != "claude-code" {
-        return Verdict::Cannot(format!(
-            "it is read as {format}; the doctor repairs Claude Code logs so far (`check --fix` repairs request bodies and captures)"
-        ));
-    }
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) => return Verdict::Cannot(e.to_string()),
     };
-    match loopdbg_wire::doctor::claude_code(&text, &findings) {
+    let plan = match format {
+        "claude-code" => loopdbg_wire::doctor::claude_code(&text, &findings),
+        "codex" => loopdbg_wire::doctor::codex(&text, &findings),
+        "gemini-cli" => loopdbg_wire::doctor::gemini_cli(&text),
+        other => {
+            return Verdict::Cannot(format!(
+                "it is read as {other}; the doctor repairs the session stores of Claude Code, Codex and Gemini CLI (`check --fix` repairs request bodies and captures)"
+            ));
+        }
+    };
+    match plan {
         Ok(plan) if plan.changes.is_empty() => Verdict::Clean,
         Ok(plan) => Verdict::Needs(plan),
         Err(why) => Verdict::Cannot(why),

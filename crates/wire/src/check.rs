@@ -313,6 +313,22 @@ fn weigh_findings(conv: &Conversation, out: &mut [Finding], used: &mut [bool]) {
                 });
                 f.severity = Severity::Warning;
             }
+            (_, Some(j)) if conv.source == Source::GeminiCli => {
+                // The live session went on (the CLI's memory was right), but
+                // Gemini CLI resumes by sending the file's history as it
+                // stands: resuming is how this file is sent again, so the
+                // 400 stands.
+                let line = conv.message_sources[j].line;
+                f.message = format!(
+                    "{was} The live session went on (its next request was answered, line {}), but Gemini CLI resumes a session by sending the file's history as it stands: `gemini --resume` gets this 400. `loopdbg doctor --write` repairs the file.",
+                    line.map_or("?".to_string(), |l| l.to_string())
+                );
+                f.evidence = Some(Evidence {
+                    outcome: Fate::Answered,
+                    line,
+                });
+                continue;
+            }
             (_, Some(j)) => {
                 let line = conv.message_sources[j].line;
                 f.message = format!(

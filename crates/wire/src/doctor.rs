@@ -14,6 +14,12 @@
 
 use serde_json::{Map, Value, json};
 
+mod codex;
+mod gemini_cli;
+
+pub use codex::{ABORTED, codex};
+pub use gemini_cli::gemini_cli;
+
 use crate::check::Finding;
 use crate::finding::Kind;
 use crate::fix::PLACEHOLDER;
@@ -40,30 +46,7 @@ pub struct Plan {
 /// found in it): every unanswered call gets its result event. Fails, with
 /// why, when a finding names an event the text does not hold as a call.
 pub fn claude_code(text: &str, findings: &[Finding]) -> Result<Plan, String> {
-    let mut lines: Vec<Line> = text
-        .split_inclusive('\n')
-        .map(|l| Line {
-            text: l.strip_suffix('\n').unwrap_or(l).to_string(),
-            parsed: None,
-        })
-        .collect();
-    for line in &mut lines {
-        line.parsed = serde_json::from_str::<Value>(&line.text).ok();
-    }
-    let mut changes = Vec::new();
-    // A last line that is not JSON and has no end is one Claude Code was
-    // killed while writing: it never reached any request.
-    let torn = !text.ends_with('\n')
-        && lines
-            .last()
-            .is_some_and(|l| l.parsed.is_none() && !l.text.trim().is_empty());
-    if torn {
-        changes.push(Change {
-            line: lines.len(),
-            what: "drop the torn last line (kept in the backup)".into(),
-        });
-        lines.pop();
-    }
+    let (mut lines, mut changes) = read_lines(text);
     let known: std::collections::HashSet<String> = lines
         .iter()
         .filter_map(|l| l.parsed.as_ref()?.get("uuid")?.as_str().map(str::to_string))
@@ -112,23 +95,64 @@ pub fn claude_code(text: &str, findings: &[Finding]) -> Result<Plan, String> {
             lines[k].text = v.to_string();
         }
     }
+    Ok(assemble(lines, &inserts, changes))
+}
+
+/// The lines of `text`, parsed where they are JSON, without a torn last
+/// line: one that is not JSON and has no end is one the agent was killed
+/// while writing, and it never reached any request. Its removal is the
+/// first change.
+fn read_lines(text: &str) -> (Vec<Line>, Vec<Change>) {
+    let mut lines: Vec<Line> = text
+        .split_inclusive('\n')
+        .map(|l| {
+            let text = l.strip_suffix('\n').unwrap_or(l).to_string();
+            Line {
+                parsed: serde_json::from_str::<Value>(&text).ok(),
+                text,
+                removed: false,
+            }
+        })
+        .collect();
+    let mut changes = Vec::new();
+    let torn = !text.ends_with('\n')
+        && lines
+            .last()
+            .is_some_and(|l| l.parsed.is_none() && !l.text.trim().is_empty());
+    if torn {
+        changes.push(Change {
+            line: lines.len(),
+            what: "drop the torn last line (kept in the backup)".into(),
+        });
+        lines.pop();
+    }
+    (lines, changes)
+}
+
+/// The new file: `lines` (`None` where one is removed), each followed by
+/// what `inserts` puts after its 1-based number.
+fn assemble(lines: Vec<Line>, inserts: &[(usize, String)], mut changes: Vec<Change>) -> Plan {
     let mut out: Vec<String> = Vec::with_capacity(lines.len() + inserts.len());
     for (k, line) in lines.into_iter().enumerate() {
-        out.push(line.text);
-        for (_, event) in inserts.iter().filter(|(at, _)| *at == k + 1) {
-            out.push(event.clone());
+        if !line.removed {
+            out.push(line.text);
+        }
+        for (_, record) in inserts.iter().filter(|(at, _)| *at == k + 1) {
+            out.push(record.clone());
         }
     }
     changes.sort_by_key(|c| c.line);
-    Ok(Plan {
+    Plan {
         lines: out,
         changes,
-    })
+    }
 }
 
 struct Line {
     text: String,
     parsed: Option<Value>,
+    /// Left out of the repaired file.
+    removed: bool,
 }
 
 /// The result event for call `id` made by the event on `line`, and the

@@ -77,75 +77,29 @@ impl GeminiCliLog {
             };
             match record.get("type").and_then(Value::as_str) {
                 Some("user") => {
-                    let text = text_of(record.get("content"));
-                    conv.push(
+                    // Gemini CLI skips the user records it would not send
+                    // (empty, `/` and `?` commands, its own context
+                    // preambles) and sends the rest part for part: the
+                    // `functionResponse` records it writes after running
+                    // tools (since 0.5x) are sent as well as each call's
+                    // `result`.
+                    let content = record.get("content");
+                    if is_ignored_user_content(content) {
+                        continue;
+                    }
+                    let (blocks, sources) = parts_of(content, &conv, &src);
+                    push_coalesced(
+                        &mut conv,
                         Message {
                             role: Role::User,
-                            content: vec![Block::Text { text: text.into() }],
-                            finish_reason: None,
-                        },
-                        src("message".into()),
-                        vec![src("content".into())],
-                    );
-                }
-                Some("gemini") => {
-                    let mut content = Vec::new();
-                    let mut sources = Vec::new();
-                    let text = text_of(record.get("content"));
-                    if !text.is_empty() {
-                        content.push(Block::Text { text: text.into() });
-                        sources.push(src("content".into()));
-                    }
-                    let calls = record
-                        .get("toolCalls")
-                        .and_then(Value::as_array)
-                        .cloned()
-                        .unwrap_or_default();
-                    let mut results = Vec::new();
-                    let mut result_sources = Vec::new();
-                    for (k, call) in calls.iter().enumerate() {
-                        let name = call.get("name").and_then(Value::as_str).unwrap_or("");
-                        let call_id = call
-                            .get("id")
-                            .and_then(Value::as_str)
-                            .map_or_else(|| format!("{name}#{k}"), str::to_string);
-                        content.push(Block::ToolUse {
-                            id: call_id.as_str().into(),
-                            name: name.into(),
-                            input: Json::new(call.get("args").cloned().unwrap_or(Value::Null)),
-                        });
-                        sources.push(src(format!("toolCalls[{k}]")));
-                        if let Some(result) = call.get("result").filter(|r| !r.is_null()) {
-                            let status = call.get("status").and_then(Value::as_str);
-                            results.push(Block::ToolResult {
-                                tool_use_id: call_id.into(),
-                                content: Json::new(response_of(result)),
-                                is_error: matches!(status, Some("error" | "cancelled")),
-                            });
-                            result_sources.push(src(format!("toolCalls[{k}].result")));
-                        }
-                    }
-                    conv.push(
-                        Message {
-                            role: Role::Assistant,
-                            content,
+                            content: blocks,
                             finish_reason: None,
                         },
                         src("message".into()),
                         sources,
                     );
-                    if !results.is_empty() {
-                        conv.push(
-                            Message {
-                                role: Role::User,
-                                content: results,
-                                finish_reason: None,
-                            },
-                            src("toolCalls".into()),
-                            result_sources,
-                        );
-                    }
                 }
+                Some("gemini") => model_turn(&mut conv, &record, &src),
                 // An error the CLI wrote where the reply would be: the
                 // request before it was refused.
                 Some("error") => {
@@ -167,6 +121,221 @@ impl GeminiCliLog {
             vec![conv]
         }
     }
+}
+
+/// A `gemini` record as Gemini CLI sends it on resume: a model turn (its
+/// text and one `functionCall` per tool call, or the parts of its content
+/// when those hold the calls), then a user turn of the calls' `result`s.
+fn model_turn(conv: &mut Conversation, record: &Value, src: &dyn Fn(String) -> BlockSource) {
+    let mut content = Vec::new();
+    let mut sources = Vec::new();
+    let parts_hold_calls = record
+        .get("content")
+        .and_then(Value::as_array)
+        .is_some_and(|parts| parts.iter().any(|p| p.get("functionCall").is_some()));
+    if parts_hold_calls {
+        let (blocks, block_sources) = parts_of(record.get("content"), conv, src);
+        content = blocks;
+        sources = block_sources;
+    } else {
+        let text = text_of(record.get("content"));
+        if !text.is_empty() {
+            content.push(Block::Text { text: text.into() });
+            sources.push(src("content".into()));
+        }
+    }
+    let calls = record
+        .get("toolCalls")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let mut results = Vec::new();
+    let mut result_sources = Vec::new();
+    for (k, call) in calls.iter().enumerate() {
+        let name = call.get("name").and_then(Value::as_str).unwrap_or("");
+        let call_id = call
+            .get("id")
+            .and_then(Value::as_str)
+            .map_or_else(|| format!("{name}#{k}"), str::to_string);
+        if !parts_hold_calls {
+            content.push(Block::ToolUse {
+                id: call_id.as_str().into(),
+                name: name.into(),
+                input: Json::new(call.get("args").cloned().unwrap_or(Value::Null)),
+            });
+            sources.push(src(format!("toolCalls[{k}]")));
+        }
+        if let Some(result) = call.get("result").filter(|r| !r.is_null()) {
+            let status = call.get("status").and_then(Value::as_str);
+            results.push(Block::ToolResult {
+                tool_use_id: call_id.into(),
+                content: Json::new(response_of(result)),
+                is_error: matches!(status, Some("error" | "cancelled")),
+            });
+            result_sources.push(src(format!("toolCalls[{k}].result")));
+        }
+    }
+    // A record with nothing to send (an empty reply the CLI wrote before
+    // its calls arrived) is not sent, and nor are its results.
+    if content.is_empty() {
+        return;
+    }
+    push_coalesced(
+        conv,
+        Message {
+            role: Role::Assistant,
+            content,
+            finish_reason: None,
+        },
+        src("message".into()),
+        sources,
+    );
+    if !results.is_empty() {
+        push_coalesced(
+            conv,
+            Message {
+                role: Role::User,
+                content: results,
+                finish_reason: None,
+            },
+            src("toolCalls".into()),
+            result_sources,
+        );
+    }
+}
+
+/// Pushes `message`, or adds its blocks to the last message when that has
+/// the same role: Gemini CLI joins neighbouring turns of one role before
+/// it sends the history.
+fn push_coalesced(
+    conv: &mut Conversation,
+    message: Message,
+    source: BlockSource,
+    blocks: Vec<BlockSource>,
+) {
+    if conv.messages.last().is_some_and(|m| m.role == message.role) {
+        let at = conv.messages.len() - 1;
+        conv.messages[at].content.extend(message.content);
+        conv.block_sources[at].extend(blocks);
+    } else {
+        conv.push(message, source, blocks);
+    }
+}
+
+/// Whether Gemini CLI leaves a user record out of the history it resumes
+/// with: its content, as the CLI prints it, is empty, a `/` or `?`
+/// command, or one of its own context preambles.
+fn is_ignored_user_content(content: Option<&Value>) -> bool {
+    let printed = printed_parts(content);
+    let printed = printed.trim();
+    printed.is_empty()
+        || printed.starts_with('/')
+        || printed.starts_with('?')
+        || printed.starts_with("<session_context>")
+        || printed.starts_with("<hook_context>")
+}
+
+/// A record's content as Gemini CLI prints it (`partListUnionToString`,
+/// verbose): texts, and a tag for calls, responses and data.
+fn printed_parts(content: Option<&Value>) -> String {
+    let one = |p: &Value| -> String {
+        if let Some(s) = p.as_str() {
+            return s.to_string();
+        }
+        if let Some(f) = p.get("functionCall") {
+            return format!("[Function Call: {}]", f["name"].as_str().unwrap_or(""));
+        }
+        if let Some(f) = p.get("functionResponse") {
+            return format!("[Function Response: {}]", f["name"].as_str().unwrap_or(""));
+        }
+        if p.get("inlineData").is_some() || p.get("fileData").is_some() {
+            return "[Data]".into();
+        }
+        p.get("text")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    match content {
+        Some(Value::Array(parts)) => parts.iter().map(one).collect(),
+        Some(other) => one(other),
+        None => String::new(),
+    }
+}
+
+/// The blocks of a record's parts: texts (thoughts left out, as the CLI
+/// strips them), calls and responses.
+fn parts_of(
+    content: Option<&Value>,
+    conv: &Conversation,
+    src: &dyn Fn(String) -> BlockSource,
+) -> (Vec<Block>, Vec<BlockSource>) {
+    let mut blocks = Vec::new();
+    let mut sources = Vec::new();
+    let parts: Vec<&Value> = match content {
+        Some(Value::Array(parts)) => parts.iter().collect(),
+        Some(Value::String(_)) => {
+            blocks.push(Block::Text {
+                text: text_of(content).into(),
+            });
+            sources.push(src("content".into()));
+            return (blocks, sources);
+        }
+        Some(other) => vec![other],
+        None => Vec::new(),
+    };
+    for (k, part) in parts.into_iter().enumerate() {
+        let path = format!("content[{k}]");
+        if let Some(call) = part.get("functionCall") {
+            let name = call.get("name").and_then(Value::as_str).unwrap_or("");
+            let id = call
+                .get("id")
+                .and_then(Value::as_str)
+                .map_or_else(|| format!("{name}#{k}"), str::to_string);
+            blocks.push(Block::ToolUse {
+                id: id.into(),
+                name: name.into(),
+                input: Json::new(call.get("args").cloned().unwrap_or(Value::Null)),
+            });
+        } else if let Some(response) = part.get("functionResponse") {
+            let name = response.get("name").and_then(Value::as_str).unwrap_or("");
+            let id = response
+                .get("id")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .or_else(|| open_call_named(conv, name))
+                .unwrap_or_else(|| format!("{name}#?"));
+            let answer = response.get("response").cloned().unwrap_or(Value::Null);
+            let is_error = answer.get("error").is_some() && answer.get("output").is_none();
+            blocks.push(Block::ToolResult {
+                tool_use_id: id.into(),
+                content: Json::new(answer),
+                is_error,
+            });
+        } else if let Some(text) = part.get("text").and_then(Value::as_str) {
+            if part.get("thought").and_then(Value::as_bool) == Some(true) {
+                continue;
+            }
+            blocks.push(Block::Text { text: text.into() });
+        } else {
+            continue;
+        }
+        sources.push(src(path));
+    }
+    (blocks, sources)
+}
+
+/// The id of the first call named `name` in the last model turn.
+fn open_call_named(conv: &Conversation, name: &str) -> Option<String> {
+    let model = conv
+        .messages
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::Assistant)?;
+    model.content.iter().find_map(|b| match b {
+        Block::ToolUse { id, name: n, .. } if &**n == name => Some(id.to_string()),
+        _ => None,
+    })
 }
 
 /// The HTTP status an error text gives: Gemini's JSON `"code": 400`, its
