@@ -457,7 +457,52 @@ fn end_to_end(agent: Agent) {
         "{agent:?}"
     );
 
+    tokens_agree(agent, &proxied, &report, &capture);
     recorded_session_runs_the_loop(agent, &capture, &proxied_scratch.tmp);
+}
+
+/// The tokens loopdbg reads from the agent's log are those the agent
+/// says it used (Claude Code prints its usage) and those the provider
+/// reported (the capture; Gemini CLI's router calls aside, which its log
+/// does not hold).
+fn tokens_agree(agent: Agent, ran: &Ran, log_report: &Value, capture: &Path) {
+    let logged = &log_report["files"][0]["results"][0]["usage"]["total"];
+    let n = |v: &Value, k: &str| v[k].as_u64().unwrap_or(0);
+    let from_log = (
+        n(logged, "input") + n(logged, "cache_read") + n(logged, "cache_write"),
+        n(logged, "output"),
+    );
+    assert!(
+        from_log.0 > 0,
+        "{agent:?}: no tokens read from the log: {log_report}"
+    );
+    if let Agent::ClaudeCode = agent {
+        let said: Value = serde_json::from_str(&ran.stdout).unwrap();
+        let u = &said["usage"];
+        let total = n(u, "input_tokens")
+            + n(u, "cache_read_input_tokens")
+            + n(u, "cache_creation_input_tokens");
+        assert_eq!(
+            from_log,
+            (total, n(u, "output_tokens")),
+            "Claude Code said {u}"
+        );
+    }
+    let mut sent = (0, 0);
+    for line in std::fs::read_to_string(capture).unwrap().lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        if v["path"]
+            .as_str()
+            .is_some_and(|p| p.contains(":generateContent"))
+        {
+            continue;
+        }
+        if let Some((usage, _)) = loopdbg_wire::capture::usage_of(&v) {
+            sent.0 += usage.prompt();
+            sent.1 += usage.output;
+        }
+    }
+    assert_eq!(from_log, sent, "{agent:?}: log vs capture");
 }
 
 /// `record` turns the capture into a session whose run makes the same

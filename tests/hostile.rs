@@ -639,6 +639,7 @@ fn a_violation_stays_small_however_many_ids_are_left() {
         model: "m".into(),
         redact: false,
         origin: "left.json".into(),
+        prices: std::sync::Arc::new(loopdbg_wire::prices::Prices::builtin()),
     };
     let md = loopdbg_handout::render(&session, &trace, &opts);
     assert_eq!(md.matches("### Request ").count(), 6);

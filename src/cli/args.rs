@@ -39,6 +39,13 @@ pub struct Cli {
     #[command(flatten)]
     pub strategy: StrategyFlags,
 
+    /// Price tokens with this table instead of the shipped one (JSON of
+    /// the shape of crates/wire/data/prices.json: `as_of`, `currency`,
+    /// `per`, and `models` by name with `input`, `output`, `cache_read`,
+    /// `cache_write`).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub prices: Option<PathBuf>,
+
     #[command(subcommand)]
     pub command: Option<Command>,
 }

@@ -49,6 +49,10 @@ pub struct ConversationReport {
     pub messages: usize,
     /// What is wrong.
     pub findings: Vec<Finding>,
+    /// The tokens the file recorded for its replies, per trip and per tool,
+    /// priced (absent when it recorded none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<loopdbg_wire::usage::Summary>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -711,6 +715,9 @@ pub(super) fn conversation_of_line(
         .then(|| capture::provider_of(&doc))
         .flatten()
         .map(Source::Provider);
+    let usage = capture::is_exchange(&doc)
+        .then(|| capture::usage_of(&doc))
+        .flatten();
     let doc = match (capture::is_exchange(&doc), replies) {
         (false, _) => doc,
         (true, Replies::Left) => capture::request_of(doc),
@@ -745,6 +752,7 @@ pub(super) fn conversation_of_line(
         let offset = offset_in(line, &e).unwrap_or(0);
         in_line(origin, line_no, line, offset, e.to_string())
     })?;
+    capture::attach_usage(&mut conv, usage, matches!(replies, Replies::Appended));
     conv.answer = answer.map(|(status, text)| loopdbg_wire::read::Answer {
         status,
         text,
@@ -841,12 +849,14 @@ fn read_document(
     let source = forced.or(routed).or_else(detected).ok_or_else(|| {
         LoadError::at(origin, text, 0, "expected a request body (an object with `messages`, `input` or `contents`), a message array, or an agent log")
     })?;
+    let usage = exchange.then(|| capture::usage_of(&doc)).flatten();
     let doc = match (exchange, replies) {
         (false, _) => doc,
         (true, Replies::Left) => capture::request_of(doc),
         (true, Replies::Appended) => capture::conversation_of(doc),
     };
-    let conv = read_owned(doc, source).map_err(|e| located_in(origin, text, &e))?;
+    let mut conv = read_owned(doc, source).map_err(|e| located_in(origin, text, &e))?;
+    capture::attach_usage(&mut conv, usage, matches!(replies, Replies::Appended));
     each(None, conv);
     Ok(ReadSummary {
         format: source,
@@ -1017,7 +1027,8 @@ pub fn check_file(
     };
     let mut keep = |report: &mut FileReport, r: ConversationReport| {
         emit(&file, &r);
-        if !r.findings.is_empty() {
+        // A clean conversation is listed for its tokens, when it has any.
+        if !r.findings.is_empty() || r.usage.is_some() {
             report.results.push(r);
         }
     };
@@ -1152,6 +1163,7 @@ fn conversation_report(
         label: conv.label.clone(),
         messages: conv.messages.len(),
         findings: check(conv),
+        usage: loopdbg_wire::usage::of_conversation(conv, super::prices::prices()),
     }
 }
 
@@ -1218,7 +1230,7 @@ pub fn render_text(reports: &[FileReport], out: &mut impl Write) -> std::io::Res
             )?;
             continue;
         }
-        if f.results.is_empty() && f.requests > 0 {
+        if f.results.iter().all(|r| r.findings.is_empty()) && f.requests > 0 {
             // Lines that could not be read were said on stderr; what was
             // read is still reported, and not as a clean file.
             let unread = match f.errors.len() {
@@ -1238,7 +1250,7 @@ pub fn render_text(reports: &[FileReport], out: &mut impl Write) -> std::io::Res
                 counted_conversations(f.requests, f.conversations)
             )?;
         }
-        for r in &f.results {
+        for r in f.results.iter().filter(|r| !r.findings.is_empty()) {
             let problems = r.findings.iter().filter(|x| !x.is_note()).count();
             bad += usize::from(problems > 0);
             total += problems;

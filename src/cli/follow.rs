@@ -187,9 +187,15 @@ impl Conversations {
         after + count
     }
 
-    fn add(&mut self, conv: Conversation, sent: Option<Conversation>) {
+    fn add(&mut self, mut conv: Conversation, sent: Option<Conversation>) {
         let prefixes = Prefixes::of_source(conv.source.as_str(), &conv.messages);
-        self.thread_of.push(self.threads.assign(&prefixes));
+        let thread = self.threads.assign(&prefixes);
+        // The thread's earlier request holds the tokens of the trips
+        // before this one.
+        if let Some(k) = self.thread_of.iter().rposition(|&t| t == thread) {
+            conv.carry_usage_from(&self.shown[k]);
+        }
+        self.thread_of.push(thread);
         self.shown.push(conv);
         if let Some(list) = self.sent.as_mut() {
             list.push(sent);

@@ -730,7 +730,11 @@ pub(super) fn record(
             &c.messages,
         ));
         match newest.get_mut(thread) {
-            Some(slot) => *slot = c,
+            Some(slot) => {
+                let mut c = c;
+                c.carry_usage_from(slot);
+                *slot = c;
+            }
             None => newest.push(c),
         }
     })?;

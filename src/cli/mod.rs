@@ -28,6 +28,7 @@ mod follow;
 pub mod json;
 pub mod live;
 pub mod load;
+pub mod prices;
 
 pub mod terminal;
 
@@ -124,6 +125,9 @@ fn bad_flag(message: String) -> Failure {
 }
 
 fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
+    if let Some(path) = &cli.prices {
+        prices::load(path)?;
+    }
     match cli.command {
         None => open(cli),
         Some(Command::Run(args)) => run(args),
@@ -217,6 +221,7 @@ fn run(args: RunArgs) -> Result<ExitCode, Failure> {
             model: default_model(format).to_string(),
             redact: args.redact,
             origin: args.session.display().to_string(),
+            prices: std::sync::Arc::new(prices::prices().clone()),
         };
         let mut text = loopdbg_handout::render(&loaded.session, &trace, &opts);
         if kind == loopdbg_handout::Kind::Json
@@ -513,7 +518,11 @@ fn check_files(args: CheckArgs) -> Result<ExitCode, Failure> {
         let doc = serde_json::json!({
             "files": reports,
             "conversations": reports.iter().map(|f| f.conversations).sum::<usize>(),
-            "with_problems": reports.iter().map(|f| f.results.len()).sum::<usize>(),
+            "with_problems": reports
+                .iter()
+                .flat_map(|f| &f.results)
+                .filter(|r| !r.findings.is_empty())
+                .count(),
             "problems": findings,
             "notes": notes,
             "unreadable": reports.iter().filter(|f| !f.errors.is_empty()).count(),
@@ -555,6 +564,10 @@ fn replay_app(path: &std::path::Path, which: Option<usize>) -> Result<App, Failu
         let prefixes =
             loopdbg_wire::threads::Prefixes::of_source(conv.source.as_str(), &conv.messages);
         if threads.assign(&prefixes) + 1 == wanted {
+            let mut conv = conv;
+            if let Some(older) = &found {
+                conv.carry_usage_from(older);
+            }
             found = Some(conv);
             at = requests;
         }

@@ -33,6 +33,7 @@ pub fn run_live(app: App, feed: UnboundedReceiver<LiveEvent>) -> anyhow::Result<
 }
 
 fn run_with(mut app: App, mut feed: Option<UnboundedReceiver<LiveEvent>>) -> anyhow::Result<()> {
+    app.prices = std::sync::Arc::new(super::prices::prices().clone());
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -185,7 +185,7 @@ mod tests {
                     args: serde_json::json!({}).into(),
                     arguments: None,
                 }],
-                finish_reason: None,
+                ..Reply::default()
             },
         };
         let forked = apply(&s, &edit).unwrap();

@@ -341,7 +341,7 @@ mod tests {
                     arguments: None,
                 },
             ],
-            finish_reason: None,
+            ..Reply::default()
         })
     }
 

@@ -26,6 +26,49 @@ pub struct Reply {
     /// Why the model stopped; defaults to `tool_calls` with calls, else `stop`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finish_reason: Option<FinishReason>,
+    /// The tokens the provider counted for this trip, when known (a
+    /// recorded reply's `usage`, or a scripted one that states it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// The model that wrote it, when known: what its tokens are priced as.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<Text>,
+}
+
+/// The tokens of one trip, as the providers count them. `input` is the
+/// prompt tokens billed at the full rate: without the cache reads and
+/// writes, which are counted apart (Anthropic reports them so; OpenAI's and
+/// Gemini's cached counts are taken out of their prompt totals).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Usage {
+    /// Prompt tokens read at the full rate.
+    #[serde(default)]
+    pub input: u64,
+    /// Tokens the model wrote (reasoning included).
+    #[serde(default)]
+    pub output: u64,
+    /// Prompt tokens read from the provider's cache.
+    #[serde(default)]
+    pub cache_read: u64,
+    /// Prompt tokens written to the provider's cache.
+    #[serde(default)]
+    pub cache_write: u64,
+}
+
+impl Usage {
+    /// Every prompt token of the trip: full rate, cache reads and writes.
+    pub fn prompt(&self) -> u64 {
+        self.input + self.cache_read + self.cache_write
+    }
+
+    /// The sum, field by field.
+    pub fn add(&mut self, other: &Usage) {
+        self.input += other.input;
+        self.output += other.output;
+        self.cache_read += other.cache_read;
+        self.cache_write += other.cache_write;
+    }
 }
 
 impl Reply {

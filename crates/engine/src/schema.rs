@@ -126,7 +126,19 @@ pub fn session_schema() -> Value {
                             "finish_reason": {"enum": [
                                 "stop", "tool_calls", "length", "content_filter",
                                 "end_turn", "tool_use", "max_tokens", "refusal"
-                            ]}
+                            ]},
+                            "model": {"type": "string", "description": "The model that wrote the reply: what its tokens are priced as."},
+                            "usage": {
+                                "type": "object",
+                                "description": "The tokens of this trip, as a provider reports them: shown per trip, per tool and priced.",
+                                "additionalProperties": false,
+                                "properties": {
+                                    "input": {"type": "integer", "minimum": 0},
+                                    "output": {"type": "integer", "minimum": 0},
+                                    "cache_read": {"type": "integer", "minimum": 0},
+                                    "cache_write": {"type": "integer", "minimum": 0}
+                                }
+                            }
                         }
                     }
                 }

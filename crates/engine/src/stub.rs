@@ -133,7 +133,7 @@ mod tests {
         idx.push(&Message::assistant(&Reply {
             text: None,
             tool_calls: vec![call("a", "w"), call("b", "f")],
-            finish_reason: None,
+            ..Reply::default()
         }));
         assert!(idx.has_missing("w") && idx.has_missing("f"));
         idx.push(&Message::tool_result("a".into(), json!(1).into(), false));
@@ -154,7 +154,7 @@ mod tests {
         let plan = Message::assistant(&Reply {
             text: None,
             tool_calls: vec![call("a", "w")],
-            finish_reason: None,
+            ..Reply::default()
         });
         idx.push(&plan);
         idx.push(&Message::tool_result("a".into(), json!(1).into(), false));

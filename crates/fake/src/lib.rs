@@ -193,6 +193,25 @@ fn prompt_of(texts: impl Iterator<Item = String>) -> String {
     texts.take(1).collect()
 }
 
+/// Tokens, as the fake counts them: a quarter of the bytes (about what
+/// the providers' tokenizers give for English and JSON). Deterministic,
+/// so a test can add up what a log or capture should report.
+pub fn tokens_in(value: &Value) -> u64 {
+    (value.to_string().len() as u64).div_ceil(4)
+}
+
+/// The prompt tokens of an Anthropic request, split as Anthropic reports
+/// them: the system prompt is read from the cache when the request marks
+/// a `cache_control` breakpoint (Claude Code does), the rest at full rate.
+fn anthropic_prompt_tokens(body: &Value) -> (u64, u64) {
+    let all = tokens_in(body);
+    let cached = match body.to_string().contains("cache_control") {
+        true => tokens_in(&body["system"]).min(all),
+        false => 0,
+    };
+    (all - cached, cached)
+}
+
 fn sse(event: Option<&str>, data: &Value) -> String {
     match event {
         Some(e) => format!("event: {e}\ndata: {data}\n\n"),
@@ -436,17 +455,22 @@ fn anthropic(body: &Value, stream: bool) -> (u16, Vec<String>, bool) {
         (calls, "tool_use")
     };
     let id = message_id();
-    let message = json!({"id": id, "type": "message", "role": "assistant", "model": "fake",
+    let model = body["model"].as_str().unwrap_or("fake");
+    let (input, cached) = anthropic_prompt_tokens(body);
+    let output = tokens_in(&Value::from(content.clone()));
+    let message = json!({"id": id, "type": "message", "role": "assistant", "model": model,
         "content": content, "stop_reason": stop, "stop_sequence": null,
-        "usage": {"input_tokens": 10, "output_tokens": 5}});
+        "usage": {"input_tokens": input, "cache_read_input_tokens": cached,
+            "cache_creation_input_tokens": 0, "output_tokens": output}});
     if !stream {
         return (200, vec![message.to_string()], false);
     }
     let mut chunks = vec![sse(
         Some("message_start"),
         &json!({"type": "message_start", "message": {"id": id, "type": "message", "role": "assistant",
-            "model": "fake", "content": [], "stop_reason": null, "stop_sequence": null,
-            "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+            "model": model, "content": [], "stop_reason": null, "stop_sequence": null,
+            "usage": {"input_tokens": input, "cache_read_input_tokens": cached,
+                "cache_creation_input_tokens": 0, "output_tokens": 1}}}),
     )];
     for (i, block) in message["content"].as_array().unwrap().iter().enumerate() {
         if block["type"] == "text" {
@@ -470,7 +494,7 @@ fn anthropic(body: &Value, stream: bool) -> (u16, Vec<String>, bool) {
             &json!({"type": "content_block_stop", "index": i}),
         ));
     }
-    chunks.push(sse(Some("message_delta"), &json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 5}})));
+    chunks.push(sse(Some("message_delta"), &json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": output}})));
     chunks.push(sse(Some("message_stop"), &json!({"type": "message_stop"})));
     if prompt.contains("break") {
         chunks.truncate(3);
@@ -541,7 +565,8 @@ fn openai(body: &Value, stream: bool) -> (u16, Vec<String>, bool) {
     if !stream {
         let body = json!({"id": "chatcmpl-fake", "object": "chat.completion", "created": 1, "model": "fake",
             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}});
+            "usage": {"prompt_tokens": tokens_in(body), "completion_tokens": tokens_in(&message),
+                "total_tokens": tokens_in(body) + tokens_in(&message)}});
         return (200, vec![body.to_string()], false);
     }
     let chunk = |delta: Value, finish: Value| {
@@ -569,6 +594,15 @@ fn openai(body: &Value, stream: bool) -> (u16, Vec<String>, bool) {
         chunks.push(chunk(json!({"tool_calls": [{"index": i, "function": {"arguments": c["function"]["arguments"]}}]}), Value::Null));
     }
     chunks.push(chunk(json!({}), json!(finish)));
+    // As OpenAI: usage comes in a last chunk with no choices, when asked.
+    if body.pointer("/stream_options/include_usage") == Some(&Value::Bool(true)) {
+        chunks.push(sse(
+            None,
+            &json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1, "model": "fake",
+            "choices": [], "usage": {"prompt_tokens": tokens_in(body), "completion_tokens": tokens_in(&message),
+                "total_tokens": tokens_in(body) + tokens_in(&message)}}),
+        ));
+    }
     chunks.push("data: [DONE]\n\n".into());
     (200, chunks, false)
 }
@@ -668,7 +702,12 @@ fn responses(body: &Value, stream: bool, stored: &Mutex<Vec<Value>>) -> (u16, Ve
     let response = {
         let mut stored = stored.lock().unwrap();
         let id = format!("resp_fake_{}", stored.len() + 1);
-        let response = json!({"id": id, "object": "response", "status": "completed", "model": "fake", "output": output});
+        let usage = json!({"input_tokens": tokens_in(body), "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": tokens_in(&Value::from(output.clone())), "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": tokens_in(body) + tokens_in(&Value::from(output.clone()))});
+        let model = body["model"].as_str().unwrap_or("fake");
+        let response = json!({"id": id, "object": "response", "status": "completed", "model": model,
+            "output": output, "usage": usage});
         stored.push(json!({"id": id, "input": input, "output": response["output"]}));
         response
     };
@@ -777,7 +816,8 @@ fn gemini(body: &Value, stream: bool) -> (u16, Vec<String>, bool) {
             .collect()
     };
     let response = json!({"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP"}],
-        "usageMetadata": {"totalTokenCount": 15}});
+        "usageMetadata": {"promptTokenCount": tokens_in(body), "candidatesTokenCount": tokens_in(&Value::from(parts.clone())),
+            "totalTokenCount": tokens_in(body) + tokens_in(&Value::from(parts.clone()))}});
     if !stream {
         return (200, vec![response.to_string()], false);
     }

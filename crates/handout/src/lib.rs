@@ -54,6 +54,8 @@ pub struct Options {
     pub redact: bool,
     /// The session's file name, for the heading.
     pub origin: String,
+    /// What tokens cost.
+    pub prices: std::sync::Arc<loopdbg_wire::prices::Prices>,
 }
 
 /// One request the loop sent.
@@ -135,6 +137,10 @@ pub struct Handout {
     pub final_text: Option<String>,
     /// Warnings and provider errors.
     pub warnings: Vec<String>,
+    /// The tokens each trip took, per tool and in all, priced (when the
+    /// replies reported them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<loopdbg_wire::usage::Summary>,
 }
 
 /// Gathers what a handout shows.
@@ -226,6 +232,7 @@ pub fn gather(session: &Session, trace: &Trace, opts: &Options) -> Handout {
         end: format!("{} — {}", report.end, report.end_detail),
         final_text: report.final_text.clone(),
         warnings,
+        tokens: loopdbg_wire::usage::of_trace(trace, &opts.prices),
     };
     if opts.redact {
         redact::handout(&mut h);
@@ -383,6 +390,9 @@ fn markdown(h: &Handout) -> String {
             }
         ));
     }
+    if let Some(tokens) = &h.tokens {
+        out.push_str(&markdown_tokens(tokens));
+    }
     out.push_str("## Tool return values\n\n| round | id | tool | arguments | result | status |\n|---|---|---|---|---|---|\n");
     for t in &h.tool_returns {
         out.push_str(&format!(
@@ -447,6 +457,9 @@ fn html(h: &Handout) -> String {
                     }
                     (request_section(r))
                 }
+                @if let Some(tokens) = &h.tokens {
+                    (html_tokens(tokens))
+                }
                 h2 { "Tool return values" }
                 table id="tools" {
                     tr { th { "round" } th { "id" } th { "tool" } th { "arguments" } th { "result" } th { "status" } }
@@ -473,6 +486,105 @@ fn html(h: &Handout) -> String {
     let mut out = page.into_string();
     out.push('\n');
     out
+}
+
+/// A cost, or a dash when the model has no price.
+fn cost_cell(c: Option<f64>) -> String {
+    c.map_or("–".into(), |c| format!("${c:.4}"))
+}
+
+/// Which prices the costs are at.
+fn prices_words(t: &loopdbg_wire::usage::Summary) -> String {
+    let mut words = format!("Costs at the list prices of {}", t.prices_as_of);
+    if !t.unpriced.is_empty() {
+        words.push_str(&format!(
+            "; no price for {} (pass `--prices FILE`)",
+            clean(&t.unpriced.join(", "))
+        ));
+    }
+    words.push('.');
+    words
+}
+
+fn markdown_tokens(t: &loopdbg_wire::usage::Summary) -> String {
+    let mut out = String::from(
+        "## Tokens\n\nEach trip sends the whole history again: its prompt grows with every round.\n\n| trip | model | in | cached | to cache | out | cost |\n|---|---|---|---|---|---|---|\n",
+    );
+    for (k, trip) in t.trips.iter().enumerate() {
+        let u = &trip.usage;
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} |\n",
+            k + 1,
+            md_cell(trip.model.as_deref().unwrap_or("–")),
+            u.input,
+            u.cache_read,
+            u.cache_write,
+            u.output,
+            cost_cell(trip.cost)
+        ));
+    }
+    let u = &t.total;
+    out.push_str(&format!(
+        "| all | | {} | {} | {} | {} | {} |\n\n",
+        u.input,
+        u.cache_read,
+        u.cache_write,
+        u.output,
+        cost_cell(t.cost)
+    ));
+    if !t.tools.is_empty() {
+        out.push_str("| tool | calls | out to call it | in for its results | cost |\n|---|---|---|---|---|\n");
+        for tool in &t.tools {
+            out.push_str(&format!(
+                "| {} | {} | {} | {} | {} |\n",
+                md_text(&tool.name),
+                tool.calls,
+                tool.output,
+                tool.results,
+                cost_cell(tool.cost)
+            ));
+        }
+        out.push('\n');
+    }
+    out.push_str(&format!("{}\n\n", prices_words(t)));
+    out
+}
+
+fn html_tokens(t: &loopdbg_wire::usage::Summary) -> Markup {
+    html! {
+        h2 { "Tokens" }
+        p { "Each trip sends the whole history again: its prompt grows with every round." }
+        table id="tokens" {
+            tr { th { "trip" } th { "model" } th { "in" } th { "cached" } th { "to cache" } th { "out" } th { "cost" } }
+            @for (k, trip) in t.trips.iter().enumerate() {
+                tr {
+                    td { (k + 1) }
+                    td { (clean(trip.model.as_deref().unwrap_or("–"))) }
+                    td { (trip.usage.input) } td { (trip.usage.cache_read) }
+                    td { (trip.usage.cache_write) } td { (trip.usage.output) }
+                    td { (cost_cell(trip.cost)) }
+                }
+            }
+            tr {
+                td { "all" } td {}
+                td { (t.total.input) } td { (t.total.cache_read) }
+                td { (t.total.cache_write) } td { (t.total.output) }
+                td { (cost_cell(t.cost)) }
+            }
+        }
+        @if !t.tools.is_empty() {
+            table id="tool-tokens" {
+                tr { th { "tool" } th { "calls" } th { "out to call it" } th { "in for its results" } th { "cost" } }
+                @for tool in &t.tools {
+                    tr {
+                        td { (clean(&tool.name)) } td { (tool.calls) } td { (tool.output) }
+                        td { (tool.results) } td { (cost_cell(tool.cost)) }
+                    }
+                }
+            }
+        }
+        p { (prices_words(t)) }
+    }
 }
 
 /// What a handout says where requests were left out.
@@ -520,6 +632,7 @@ mod tests {
             model: "m".into(),
             redact: false,
             origin: "w.json".into(),
+            prices: std::sync::Arc::new(loopdbg_wire::prices::Prices::builtin()),
         }
     }
 

@@ -208,6 +208,8 @@ pub struct App {
     pub notice: Option<String>,
     /// Styles.
     pub theme: Theme,
+    /// What tokens cost (the shipped table, or the user's `--prices`).
+    pub prices: std::sync::Arc<loopdbg_wire::prices::Prices>,
     /// The terminal size, for mouse hit-testing.
     pub size: (u16, u16),
     /// Set when the user quits.
@@ -322,6 +324,7 @@ impl App {
             breakpoints: BTreeSet::new(),
             notice: None,
             theme,
+            prices: std::sync::Arc::new(loopdbg_wire::prices::Prices::builtin()),
             size: (80, 24),
             quit: false,
             view: None,

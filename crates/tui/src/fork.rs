@@ -216,6 +216,7 @@ pub(super) fn export(app: &mut App) {
         model: loopdbg_wire::provider::default_model(format).to_string(),
         redact: false,
         origin: app.origin.clone(),
+        prices: app.prices.clone(),
     };
     let text = loopdbg_handout::render(&app.session, &app.trace, &opts);
     app.command = Some(Command::Write {

@@ -252,6 +252,7 @@ fn step_into(app: &mut App) {
     inner.trace = child.1.trace.clone();
     inner.analysis = std::cell::OnceCell::new();
     inner.size = app.size;
+    inner.prices = app.prices.clone();
     inner.notice =
         Some("inside the sub-agent: its own loop and ledger; < returns to the parent".into());
     let parent = std::mem::replace(app, inner);

@@ -143,6 +143,54 @@ pub fn conversation_of(line: Value) -> Value {
     request
 }
 
+/// The tokens a capture record's answer reports, and its model: a 2xx
+/// response object, or a recorded event stream reassembled.
+pub fn usage_of(line: &Value) -> Option<(loopdbg_engine::message::Usage, Option<String>)> {
+    let ok = line
+        .get("status")
+        .and_then(Value::as_u64)
+        .is_some_and(|s| (200..300).contains(&s));
+    if !ok {
+        return None;
+    }
+    let format = provider_of(line)?;
+    let response = match line.get("response")? {
+        Value::String(text) if crate::stream::looks_like_events(text) => {
+            let mut r = Reassembler::new(format);
+            r.feed(text.as_bytes());
+            r.finish()
+        }
+        other => other.clone(),
+    };
+    crate::usage::of_response(format, &response)
+}
+
+/// Records `usage` (a capture record's, from [`usage_of`]) as that of
+/// `conv`'s reply: its last message when the reply was appended, else the
+/// message the reply would be.
+pub fn attach_usage(
+    conv: &mut crate::read::Conversation,
+    usage: Option<(loopdbg_engine::message::Usage, Option<String>)>,
+    appended: bool,
+) {
+    let Some((usage, model)) = usage else {
+        return;
+    };
+    let ends_on_reply = conv
+        .messages
+        .last()
+        .is_some_and(|m| m.role == loopdbg_engine::message::Role::Assistant);
+    let message = match appended && ends_on_reply {
+        true => conv.messages.len() - 1,
+        false => conv.messages.len(),
+    };
+    conv.usage.push(crate::read::TripUsage {
+        message,
+        usage,
+        model,
+    });
+}
+
 /// Appends the reply a recorded response body carried to `request`: the
 /// response object itself, a recorded event stream (text) reassembled, or
 /// Gemini's streamed JSON array of chunks merged. What cannot be read as

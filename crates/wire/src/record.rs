@@ -138,7 +138,8 @@ pub fn record(conv: &Conversation, title: &str) -> Option<Recording> {
     let mut rules = Vec::new();
     let mut tables: IndexMap<String, Vec<TableRow>> = IndexMap::new();
     let mut conflicting = 0;
-    for m in loop_messages {
+    for (i, m) in loop_messages.iter().enumerate() {
+        let trip = conv.usage_of(start + 1 + i);
         match m.role {
             Role::Assistant => {
                 let mut text = String::new();
@@ -168,6 +169,8 @@ pub fn record(conv: &Conversation, title: &str) -> Option<Recording> {
                         text: (!text.is_empty()).then(|| text.into()),
                         tool_calls,
                         finish_reason: m.finish_reason,
+                        usage: trip.map(|t| t.usage),
+                        model: trip.and_then(|t| t.model.as_deref()).map(Into::into),
                     },
                 });
             }

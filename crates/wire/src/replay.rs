@@ -6,7 +6,7 @@
 use indexmap::IndexMap;
 
 use crate::check::{Fate, Finding};
-use crate::read::{BlockSource, Conversation};
+use crate::read::{BlockSource, Conversation, TripUsage};
 use loopdbg_engine::executor::ToolOutcome;
 use loopdbg_engine::ledger::PairingIndex;
 use loopdbg_engine::message::{Block, Message, Role};
@@ -36,11 +36,7 @@ pub fn session_for(conv: &Conversation, title: &str) -> Session {
         REPLAY_BEHAVIOR.to_string(),
         vec![Rule {
             when: When::default(),
-            reply: Reply {
-                text: None,
-                tool_calls: Vec::new(),
-                finish_reason: None,
-            },
+            reply: Reply::default(),
         }],
     );
     Session {
@@ -142,7 +138,7 @@ pub fn replayed(conv: &Conversation) -> Replayed {
             building.prompted = true;
         }
         if m.role == Role::Assistant {
-            building.reply(i, m);
+            building.reply(i, m, conv.usage_of(i));
         } else {
             building.results(i, m);
         }
@@ -268,7 +264,7 @@ impl Building {
     }
 
     /// An assistant message: a trip's request and its reply.
-    fn reply(&mut self, i: usize, m: &Message) {
+    fn reply(&mut self, i: usize, m: &Message, usage: Option<&TripUsage>) {
         self.round += 1;
         self.steps.push(step(Phase::Request, self.round, i, None));
         let tool_calls: Vec<ToolCall> = m
@@ -288,6 +284,8 @@ impl Building {
             text: m.text().map(Into::into),
             finish_reason: m.finish_reason,
             tool_calls,
+            usage: usage.map(|u| u.usage),
+            model: usage.and_then(|u| u.model.as_deref()).map(Into::into),
         };
         // A reply with neither text nor calls of the client's (only the
         // provider's own tool blocks, or thinking) is no evidence of

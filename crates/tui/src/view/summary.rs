@@ -133,6 +133,35 @@ fn end_summary(app: &App) -> Vec<Line<'static>> {
         span("final: ", t.title),
         span(shown, t.text),
     ]));
+    if let Some(tokens) = loopdbg_wire::usage::of_trace(trace, &app.prices) {
+        lines.push(Line::from(vec![
+            span("tokens: ", t.title),
+            span(
+                format!(
+                    "{} over {} trip(s){}",
+                    tokens_line(&tokens.total, tokens.cost),
+                    tokens.trips.len(),
+                    priced_note(&tokens)
+                ),
+                t.text,
+            ),
+        ]));
+        for tool in tokens.tools.iter().take(5) {
+            lines.push(Line::from(span(
+                format!(
+                    "  {} × {}: {} out to call it, {} in for its results{}",
+                    clean(&tool.name),
+                    tool.calls,
+                    thousands(tool.output),
+                    thousands(tool.results),
+                    tool.cost
+                        .map(|c| format!(" · {}", dollars(c)))
+                        .unwrap_or_default()
+                ),
+                t.text,
+            )));
+        }
+    }
     // A spinning loop repeats the same 400 every round: say each
     // distinct problem once, with how many requests carried it.
     // Grouped by the ids involved; the latest message of a group says
@@ -167,6 +196,61 @@ fn end_summary(app: &App) -> Vec<Line<'static>> {
     lines
 }
 
+/// `12,345 in · 1,200 cached · 300 out · $0.0123`: what a trip or a run
+/// read and wrote, and its cost when priced.
+pub(super) fn tokens_line(u: &loopdbg_engine::message::Usage, cost: Option<f64>) -> String {
+    let mut parts = vec![format!("{} in", thousands(u.input))];
+    if u.cache_read > 0 {
+        parts.push(format!("{} cached", thousands(u.cache_read)));
+    }
+    if u.cache_write > 0 {
+        parts.push(format!("{} to cache", thousands(u.cache_write)));
+    }
+    parts.push(format!("{} out", thousands(u.output)));
+    if let Some(c) = cost {
+        parts.push(dollars(c));
+    }
+    parts.join(" · ")
+}
+
+/// Which prices the cost is at, and which models had none.
+fn priced_note(tokens: &loopdbg_wire::usage::Summary) -> String {
+    match (tokens.cost, tokens.unpriced.is_empty()) {
+        (Some(_), true) => format!(" (prices of {})", tokens.prices_as_of),
+        (Some(_), false) => format!(
+            " (prices of {}; no price for {}: --prices FILE)",
+            tokens.prices_as_of,
+            clean(&tokens.unpriced.join(", "))
+        ),
+        (None, _) => format!(
+            " (no price for {}: --prices FILE)",
+            clean(&tokens.unpriced.join(", "))
+        ),
+    }
+}
+
+/// A count with thousands separators.
+pub(super) fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Dollars, to four places below a dollar.
+pub(super) fn dollars(c: f64) -> String {
+    if c < 1.0 {
+        format!("${c:.4}")
+    } else {
+        format!("${c:.2}")
+    }
+}
+
 /// What this step does, or the provider's words for a request it would
 /// reject.
 fn this_step(app: &App) -> Vec<Line<'static>> {
@@ -196,7 +280,52 @@ fn this_step(app: &App) -> Vec<Line<'static>> {
             t.text,
         ))),
     }
+    lines.extend(trip_tokens(app));
     lines
+}
+
+/// Once a reply is in: the tokens its trip took, and the run's so far.
+fn trip_tokens(app: &App) -> Option<Line<'static>> {
+    let t = &app.theme;
+    let step = app.trace.step(app.cursor);
+    if step.phase == loopdbg_engine::trace::Phase::Request {
+        return None;
+    }
+    let round = app
+        .trace
+        .rounds
+        .get((step.round as usize).checked_sub(1)?)?;
+    let usage = round.reply.usage?;
+    let cost = |model: Option<&str>, u: &loopdbg_engine::message::Usage| {
+        model.and_then(|m| app.prices.cost(m, u))
+    };
+    let mut so_far = loopdbg_engine::message::Usage::default();
+    let mut so_far_cost = Some(0.0);
+    for r in &app.trace.rounds[..step.round as usize] {
+        if let Some(u) = &r.reply.usage {
+            so_far.add(u);
+            so_far_cost = so_far_cost
+                .zip(cost(r.reply.model.as_deref(), u))
+                .map(|(a, b)| a + b);
+        }
+    }
+    let model = round
+        .reply
+        .model
+        .as_deref()
+        .map(|m| format!(" ({})", clean(m)))
+        .unwrap_or_default();
+    Some(Line::from(vec![
+        span("tokens: ", t.title),
+        span(
+            format!(
+                "this trip {}{model}; so far {}",
+                tokens_line(&usage, cost(round.reply.model.as_deref(), &usage)),
+                tokens_line(&so_far, so_far_cost)
+            ),
+            t.text,
+        ),
+    ]))
 }
 
 /// The tour's stop: its title, the question and how to answer.

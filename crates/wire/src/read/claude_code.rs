@@ -39,7 +39,7 @@ use super::anthropic::{Blocks, blocks};
 use super::fingerprint::{dropped, kept_text, shaped_json};
 use super::finish_reason_of;
 use super::{BlockSource, Conversation, Detail, Notice, ReadError, Source, fingerprint};
-use loopdbg_engine::message::{Block, Message, Role};
+use loopdbg_engine::message::{Block, Message, Role, Usage};
 use loopdbg_engine::session::{FinishReason, Json};
 
 /// Reads a Claude Code session log one event at a time; [`finish`] builds
@@ -233,6 +233,8 @@ struct Body {
     /// Written by Claude Code in the model's place (`"model":
     /// "<synthetic>"`, "No response requested."): no answer of the provider.
     synthetic: bool,
+    /// The reply's `usage` and `model`, for an assistant message.
+    usage: Option<(Usage, Option<Box<str>>)>,
     /// The blocks, until the conversation takes them (moved, not copied:
     /// a long log holds a lot of text).
     read: RefCell<Blocks>,
@@ -256,6 +258,7 @@ impl Body {
             finish,
             results_only,
             synthetic: false,
+            usage: None,
             read: RefCell::new(read),
         }
     }
@@ -319,6 +322,32 @@ struct RawMessage<'a> {
     stop_reason: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     content: RawContent<'a>,
+    #[serde(default)]
+    usage: Option<RawUsage>,
+}
+
+/// Anthropic's `usage`, as Claude Code copies it into each event.
+#[derive(Deserialize, Default)]
+struct RawUsage {
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
+    #[serde(default)]
+    cache_creation_input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
+}
+
+impl RawUsage {
+    fn usage(&self) -> Usage {
+        Usage {
+            input: self.input_tokens.unwrap_or(0),
+            output: self.output_tokens.unwrap_or(0),
+            cache_read: self.cache_read_input_tokens.unwrap_or(0),
+            cache_write: self.cache_creation_input_tokens.unwrap_or(0),
+        }
+    }
 }
 
 /// A message's `content`: a string or blocks.
@@ -627,6 +656,11 @@ impl Event {
                     typed_blocks(message.content, detail, source)?,
                 );
                 body.synthetic = synthetic;
+                if role == Role::Assistant && !synthetic {
+                    body.usage = message
+                        .usage
+                        .map(|u| (u.usage(), message.model.map(|m| m.into())));
+                }
                 Some(Box::new(body))
             }
             // `message` as a string or the like: no API message.
@@ -729,6 +763,15 @@ impl Event {
                 read,
             );
             body.synthetic = message.get("model").and_then(Value::as_str) == Some("<synthetic>");
+            if role == Role::Assistant && !body.synthetic {
+                body.usage = message
+                    .get("usage")
+                    .and_then(|u| RawUsage::deserialize(u).ok())
+                    .map(|u| {
+                        let model = message.get("model").and_then(Value::as_str);
+                        (u.usage(), model.map(Into::into))
+                    });
+            }
             ev.body = Some(Box::new(body));
         }
         Ok(Some(ev))
@@ -1310,6 +1353,9 @@ impl Builder {
                 }
                 conv.block_sources[at].reserve_exact(read.sources.len());
                 conv.block_sources[at].extend(read.sources);
+                // Each event of a streamed message copies its usage; the
+                // latest has the final count.
+                record_usage(conv, at, body);
                 conv.hosted
                     .extend(hosted.into_iter().map(|h| super::Hosted {
                         message: at,
@@ -1334,6 +1380,7 @@ impl Builder {
                     hosted,
                 );
                 if body.role == Role::Assistant {
+                    record_usage(conv, at, body);
                     self.last_assistant = body.message_id.map(|id| (at, id));
                     if body.synthetic {
                         conv.synthetic.push(at);
@@ -1344,6 +1391,22 @@ impl Builder {
         if body.role == Role::User && !body.only_results() {
             self.last_assistant = None;
         }
+    }
+}
+
+/// Keeps `body`'s usage as that of the reply at `at`.
+fn record_usage(conv: &mut Conversation, at: usize, body: &Body) {
+    let Some((usage, model)) = &body.usage else {
+        return;
+    };
+    let trip = super::TripUsage {
+        message: at,
+        usage: *usage,
+        model: model.as_deref().map(str::to_string),
+    };
+    match conv.usage.iter_mut().find(|u| u.message == at) {
+        Some(slot) => *slot = trip,
+        None => conv.usage.push(trip),
     }
 }
 

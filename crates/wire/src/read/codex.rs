@@ -18,6 +18,8 @@ use super::{BlockSource, Conversation, Detail, ReadError, Source, responses};
 #[derive(Debug, Clone, Default)]
 pub struct CodexRollout {
     segments: Vec<Segment>,
+    /// The model the latest `turn_context` names.
+    model: Option<String>,
     /// Record types loopdbg does not know, each with its first line.
     unknown: Vec<(String, usize)>,
 }
@@ -26,6 +28,9 @@ pub struct CodexRollout {
 struct Segment {
     items: Vec<Value>,
     lines: Vec<usize>,
+    /// `token_count` events: the line, the trip's tokens and the model of
+    /// the turn.
+    usage: Vec<(usize, loopdbg_engine::message::Usage, Option<String>)>,
 }
 
 /// Record types of a rollout, for detection.
@@ -37,6 +42,9 @@ pub const RECORD_TYPES: &[&str] = &[
     "compacted",
     // Codex 0.171 writes the environment it saw at the start of a turn.
     "world_state",
+    // … and each response's tokens with its id (the same counts as the
+    // `token_count` event, which is what is read).
+    "token_usage_record",
 ];
 
 impl CodexRollout {
@@ -51,6 +59,27 @@ impl CodexRollout {
             record.get("payload").is_none() && (record.get("role").is_some() || is_item(&kind));
         let item = match (kind.as_str(), record.get_mut("payload")) {
             ("response_item", Some(payload)) => payload.take(),
+            ("turn_context", Some(payload)) => {
+                if let Some(model) = payload.get("model").and_then(Value::as_str) {
+                    self.model = Some(model.to_string());
+                }
+                return Ok(());
+            }
+            // The tokens of the request just answered (`info` is null when
+            // the provider reported none).
+            ("event_msg", Some(payload)) if payload["type"] == "token_count" => {
+                if let Some(last) = payload
+                    .pointer("/info/last_token_usage")
+                    .filter(|u| u.is_object())
+                {
+                    let usage = crate::usage::responses(last);
+                    let model = self.model.clone();
+                    if let Some(segment) = self.segments.last_mut() {
+                        segment.usage.push((line, usage, model));
+                    }
+                }
+                return Ok(());
+            }
             ("compacted", Some(payload)) => {
                 // The history is replaced: by the items Codex kept, or by
                 // the summary it wrote.
@@ -110,6 +139,22 @@ impl CodexRollout {
             let mut conv = responses::read_items(&mut doc, Detail::Full, &on_line)
                 .map_err(|e| relocate_error(e, &lines))?;
             conv.source = Source::Codex;
+            for (line, usage, model) in segment.usage {
+                // The reply the count is for: the last one written before it.
+                let reply = (0..conv.messages.len()).rev().find(|&m| {
+                    conv.messages[m].role == loopdbg_engine::message::Role::Assistant
+                        && conv.message_sources[m].line.is_some_and(|l| l < line)
+                });
+                if let Some(message) = reply
+                    && conv.usage_of(message).is_none()
+                {
+                    conv.usage.push(super::TripUsage {
+                        message,
+                        usage,
+                        model,
+                    });
+                }
+            }
             if n > 0 && count > 1 {
                 conv.label = Some(format!("after compaction {n}"));
             }

@@ -13,7 +13,7 @@
 use serde_json::Value;
 
 use super::{BlockSource, Conversation, ReadError, Source};
-use loopdbg_engine::message::{Block, Message, Role};
+use loopdbg_engine::message::{Block, Message, Role, Usage};
 use loopdbg_engine::session::Json;
 
 /// Folds a chat recording; [`GeminiCliLog::finish`] gives the conversation.
@@ -190,6 +190,30 @@ fn model_turn(conv: &mut Conversation, record: &Value, src: &dyn Fn(String) -> B
         src("message".into()),
         sources,
     );
+    if let Some(tokens) = record.get("tokens").filter(|t| t.is_object()) {
+        // The CLI's copy of Gemini's `usageMetadata`: `input` counts the
+        // cached tokens too; thinking is billed as output.
+        let count = |key: &str| tokens.get(key).and_then(Value::as_u64).unwrap_or(0);
+        let usage = Usage {
+            input: count("input").saturating_sub(count("cached")),
+            output: count("output") + count("thoughts"),
+            cache_read: count("cached"),
+            cache_write: 0,
+        };
+        let message = conv.messages.len() - 1;
+        let model = record
+            .get("model")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        match conv.usage.iter_mut().find(|u| u.message == message) {
+            Some(trip) => trip.usage.add(&usage),
+            None => conv.usage.push(super::TripUsage {
+                message,
+                usage,
+                model,
+            }),
+        }
+    }
     if !results.is_empty() {
         push_coalesced(
             conv,

@@ -194,6 +194,20 @@ pub struct Conversation {
     /// (Claude Code's `<synthetic>` ones): no evidence that a request
     /// was answered.
     pub synthetic: Vec<usize>,
+    /// The tokens the provider counted for replies, as the file recorded
+    /// them, by the reply's message.
+    pub usage: Vec<TripUsage>,
+}
+
+/// The tokens of the trip whose reply is message `message`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TripUsage {
+    /// The reply's index in [`Conversation::messages`].
+    pub message: usize,
+    /// Its tokens.
+    pub usage: loopdbg_engine::message::Usage,
+    /// The model that wrote it, when the file says.
+    pub model: Option<String>,
 }
 
 /// The provider's answer to a recorded request.
@@ -310,7 +324,26 @@ impl Conversation {
             refusals: Vec::new(),
             answer: None,
             synthetic: Vec::new(),
+            usage: Vec::new(),
         }
+    }
+
+    /// Takes on the tokens `older` (an earlier request of the same
+    /// conversation, whose history this one extends) recorded for the
+    /// replies both hold: a capture records each trip's tokens with its
+    /// own request, and the newest request replays them all.
+    pub fn carry_usage_from(&mut self, older: &Conversation) {
+        for trip in &older.usage {
+            if trip.message < self.messages.len() && self.usage_of(trip.message).is_none() {
+                self.usage.push(trip.clone());
+            }
+        }
+        self.usage.sort_by_key(|t| t.message);
+    }
+
+    /// The tokens of the reply that is message `i`, when recorded.
+    pub fn usage_of(&self, i: usize) -> Option<&TripUsage> {
+        self.usage.iter().find(|u| u.message == i)
     }
 
     /// Pushes a message with hosted blocks read alongside it.
