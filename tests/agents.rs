@@ -761,8 +761,17 @@ fn doctor_writes(file: &Path, before: &str, says: &str) {
     let backup = PathBuf::from(format!("{}.loopdbg-bak", file.display()));
     assert_eq!(std::fs::read_to_string(&backup).unwrap(), before);
     std::fs::remove_file(backup).unwrap();
-    let report = checked(file);
-    assert_eq!(report["problems"], 0, "{report}");
+    // Clean, but for the refusals the log keeps: what was refused before
+    // the repair stays in the session's history.
+    let (_, report) = check_report(file);
+    let left: Vec<&Value> = report["files"][0]["results"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|r| r["findings"].as_array().into_iter().flatten())
+        .filter(|f| f["kind"] != "refused_request")
+        .collect();
+    assert!(left.is_empty(), "{report}");
 }
 
 /// The `output`s a Responses request sends for `call_id`.
@@ -896,6 +905,49 @@ fn gemini_cli_resumes_only_a_session_the_doctor_repaired() {
     assert!(!ok, "{report}");
     doctor_writes(&log, &killed, "the error result it never got");
     let (ok, ran, exchanges) = resume(&std::fs::read_to_string(&log).unwrap());
+    assert!(ok, "{}\n{}", ran.stdout, ran.stderr);
+    assert!(!exchanges.is_empty() && exchanges.iter().all(|e| e["status"] == 200));
+}
+
+/// The model named a call with an id Anthropic refuses: Claude Code
+/// (2.1.332) sends it on every resume and gets the 400. The doctor renames
+/// it in the call and its result, and the session resumes.
+#[test]
+fn claude_code_resumes_a_session_with_a_refused_id_once_the_doctor_renamed_it() {
+    let agent = Agent::ClaudeCode;
+    let Some(bin) = installed(agent, "agents::doctor_invalid_id") else {
+        return;
+    };
+    let runtime = runtime();
+    let fake = runtime.block_on(fake::start());
+    let scratch = Scratch::new(agent);
+    let id = "7d0c0ffe-0000-4000-8000-00000000e2e4";
+    let prompt = format!("{}: run the three commands", fake::E2E_BREAK);
+    let _ = run_with(
+        agent,
+        &bin,
+        &fake.url,
+        &scratch,
+        &prompt,
+        &["--session-id", id],
+    );
+    let log = claude_code_log(&scratch, id);
+    let broken = std::fs::read_to_string(&log).unwrap();
+    assert!(broken.contains("toolu_e2e.1"), "{broken}");
+
+    let (_, _, exchanges) =
+        resume_through_proxy(agent, &bin, &fake.url, &scratch, &["--resume", id]);
+    let last = exchanges.last().expect("a request");
+    assert_eq!(last["status"], 400, "{last}");
+
+    std::fs::write(&log, &broken).unwrap();
+    doctor_writes(
+        &log,
+        &broken,
+        "rename the call id toolu_e2e.1 to toolu_e2e_1",
+    );
+    let (ok, ran, exchanges) =
+        resume_through_proxy(agent, &bin, &fake.url, &scratch, &["--resume", id]);
     assert!(ok, "{}\n{}", ran.stdout, ran.stderr);
     assert!(!exchanges.is_empty() && exchanges.iter().all(|e| e["status"] == 200));
 }

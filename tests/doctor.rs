@@ -11,6 +11,7 @@ use common::loopdbg;
 use predicates::prelude::*;
 
 const BROKEN: &str = "tests/fixtures/transcripts/claude_code_v2/doctor_dropped_result.jsonl";
+const INVALID_ID: &str = "tests/fixtures/transcripts/claude_code_v2/doctor_invalid_id.jsonl";
 const CODEX: &str =
     "tests/fixtures/transcripts/codex/rollout-2026-12-02T04-27-23-dropped-output.jsonl";
 const GEMINI_CLI: &str =
@@ -297,4 +298,101 @@ fn doctor_gives_a_gemini_cli_call_without_a_result_an_error_result() {
         call["args"]["command"], "echo loopdbg-three",
         "the rest is kept"
     );
+}
+
+/// A real Claude Code 2.1.332 session whose model named a call with an id
+/// Anthropic refuses (`toolu_e2e.1`): every resume gets the 400. The
+/// doctor renames the id in the call and its result, and nowhere else.
+#[test]
+fn doctor_renames_a_call_id_anthropic_refuses() {
+    let (_dir, path) = copy(INVALID_ID);
+    let before = std::fs::read_to_string(&path).unwrap();
+    loopdbg()
+        .args(["doctor", "--write", path.to_str().unwrap()])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains(
+            "line 19: rename the call id toolu_e2e.1 to toolu_e2e_1 (Anthropic refuses the first)",
+        ))
+        .stdout(predicate::str::contains(
+            "line 20: rename the call id toolu_e2e.1 to toolu_e2e_1",
+        ));
+    let after = std::fs::read_to_string(&path).unwrap();
+    for (k, (old, new)) in before.lines().zip(after.lines()).enumerate() {
+        match k {
+            18 | 19 => assert_eq!(old.replace("toolu_e2e.1", "toolu_e2e_1"), new),
+            _ => assert_eq!(old, new, "line {} changed", k + 1),
+        }
+    }
+    assert!(!after.contains("toolu_e2e.1\""));
+    loopdbg()
+        .args(["check", path.to_str().unwrap(), "--format", "json"])
+        .assert()
+        .stdout(predicate::str::contains("invalid_id").not());
+}
+
+/// Lines of a small Claude Code log, one JSON event each.
+fn log_of(events: &[&str]) -> String {
+    events.iter().map(|e| format!("{e}\n")).collect()
+}
+
+/// A result whose call is gone (left by a compaction or a rewind) is taken
+/// out, and the event after it hangs from the event before.
+#[test]
+fn doctor_drops_an_orphan_result_and_re_parents_what_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.jsonl");
+    let text = log_of(&[
+        r#"{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s","message":{"role":"user","content":"hi"}}"#,
+        r#"{"type":"assistant","uuid":"a1","parentUuid":"u1","sessionId":"s","message":{"id":"m1","role":"assistant","content":[{"type":"text","text":"ok"}]}}"#,
+        r#"{"type":"user","uuid":"u2","parentUuid":"a1","sessionId":"s","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_gone","content":"x"}]}}"#,
+        r#"{"type":"assistant","uuid":"a2","parentUuid":"u2","sessionId":"s","message":{"id":"m2","role":"assistant","content":[{"type":"text","text":"done"}]}}"#,
+    ]);
+    std::fs::write(&path, &text).unwrap();
+    age(&path);
+    loopdbg()
+        .args(["check", path.to_str().unwrap()])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("unexpected_result"));
+    loopdbg()
+        .args(["doctor", "--write", path.to_str().unwrap()])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains(
+            "line 3: drop this event: its only block is a tool_result for toolu_gone",
+        ))
+        .stdout(predicate::str::contains("line 4: re-parent it to a1"));
+    let after: Vec<serde_json::Value> = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(after.len(), 3);
+    assert_eq!(after[2]["uuid"], "a2");
+    assert_eq!(after[2]["parentUuid"], "a1");
+}
+
+/// A 400 the doctor has no repair for is said, and nothing is written:
+/// never "clean".
+#[test]
+fn doctor_says_when_it_has_no_repair() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.jsonl");
+    let text = log_of(&[
+        r#"{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s","message":{"role":"user","content":"hi"}}"#,
+        r#"{"type":"assistant","uuid":"a1","parentUuid":"u1","sessionId":"s","message":{"id":"m1","role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{}},{"type":"tool_use","id":"toolu_1","name":"Bash","input":{}}]}}"#,
+        r#"{"type":"user","uuid":"u2","parentUuid":"a1","sessionId":"s","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"x"}]}}"#,
+    ]);
+    std::fs::write(&path, &text).unwrap();
+    age(&path);
+    loopdbg()
+        .args(["doctor", "--write", path.to_str().unwrap()])
+        .assert()
+        .code(2)
+        .stdout(predicate::str::contains(
+            "not changed: the doctor has no repair for duplicate_id yet",
+        ));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+    assert!(backups(dir.path()).is_empty());
 }

@@ -72,9 +72,14 @@ pub fn doctor(files: &[PathBuf], write: bool, force: bool) -> ExitCode {
 }
 
 /// The findings a repair is for: what makes the provider refuse the
-/// history as it stands in the file.
+/// history as it stands in the file (the kinds the doctor repairs, and
+/// any other 400, which it says it cannot repair). A refusal the log
+/// recorded is the past, not what the next request sends.
 fn needs_repair(f: &Finding) -> bool {
-    matches!(f.kind, Kind::UnansweredCall | Kind::UnexpectedResult)
+    matches!(
+        f.kind,
+        Kind::UnansweredCall | Kind::UnexpectedResult | Kind::InvalidId
+    ) || (f.rejected_by_provider && f.kind != Kind::RefusedRequest)
 }
 
 fn diagnose(path: &Path) -> Verdict {
@@ -109,6 +114,11 @@ fn diagnose(path: &Path) -> Verdict {
         }
     };
     match plan {
+        // Findings the doctor has no repair for are said, never called clean.
+        Ok(plan) if plan.changes.is_empty() && !findings.is_empty() => Verdict::Cannot(format!(
+            "the doctor has no repair for this yet: {}",
+            findings[0].message
+        )),
         Ok(plan) if plan.changes.is_empty() => Verdict::Clean,
         Ok(plan) => Verdict::Needs(plan),
         Err(why) => Verdict::Cannot(why),

@@ -95,7 +95,141 @@ pub fn claude_code(text: &str, findings: &[Finding]) -> Result<Plan, String> {
             lines[k].text = v.to_string();
         }
     }
+    for finding in findings.iter().filter(|f| f.kind == Kind::InvalidId) {
+        for id in &finding.ids {
+            rename_id(&mut lines, id, &mut changes);
+        }
+    }
+    for finding in findings.iter().filter(|f| f.kind == Kind::UnexpectedResult) {
+        for id in &finding.ids {
+            drop_orphan_result(&mut lines, id, &mut changes);
+        }
+    }
+    let unrepaired: Vec<&Finding> = findings
+        .iter()
+        .filter(|f| {
+            !matches!(
+                f.kind,
+                Kind::UnansweredCall | Kind::InvalidId | Kind::UnexpectedResult
+            )
+        })
+        .collect();
+    if let Some(f) = unrepaired.first() {
+        return Err(format!(
+            "the doctor has no repair for {} yet: {}",
+            f.kind.as_str(),
+            f.message
+        ));
+    }
     Ok(assemble(lines, &inserts, changes))
+}
+
+/// A `tool_result` block whose call is not in the history (a compaction
+/// or a rewind left it) taken out; an event left with nothing is dropped
+/// and the events that hung from it hang from its parent.
+fn drop_orphan_result(lines: &mut [Line], id: &str, changes: &mut Vec<Change>) {
+    let mut dropped: Vec<(String, Value)> = Vec::new();
+    for (k, line) in lines.iter_mut().enumerate() {
+        let Some(v) = line.parsed.as_mut().filter(|v| v["type"] == "user") else {
+            continue;
+        };
+        let Some(blocks) = v["message"]["content"].as_array_mut() else {
+            continue;
+        };
+        let before = blocks.len();
+        blocks.retain(|b| !(b["type"] == "tool_result" && b["tool_use_id"] == id));
+        if blocks.len() == before {
+            continue;
+        }
+        if blocks.is_empty() {
+            line.removed = true;
+            if let Some(uuid) = v["uuid"].as_str() {
+                dropped.push((uuid.to_string(), v["parentUuid"].clone()));
+            }
+            changes.push(Change {
+                line: k + 1,
+                what: format!(
+                    "drop this event: its only block is a tool_result for {id}, a call not in the history"
+                ),
+            });
+        } else {
+            line.text = v.to_string();
+            changes.push(Change {
+                line: k + 1,
+                what: format!("take out the tool_result for {id}, a call not in the history"),
+            });
+        }
+    }
+    for (uuid, parent) in dropped {
+        for (k, line) in lines.iter_mut().enumerate() {
+            let Some(v) = line.parsed.as_mut() else {
+                continue;
+            };
+            if line.removed || v["parentUuid"] != uuid.as_str() {
+                continue;
+            }
+            v["parentUuid"] = parent.clone();
+            line.text = v.to_string();
+            changes.push(Change {
+                line: k + 1,
+                what: format!(
+                    "re-parent it to {} (its parent {uuid} is dropped)",
+                    parent.as_str().unwrap_or("null")
+                ),
+            });
+        }
+    }
+}
+
+/// A call id Anthropic refuses (outside `[a-zA-Z0-9_-]`) renamed
+/// everywhere the log names it (the `tool_use`, its `tool_result`, the
+/// events that quote it), to one it accepts that no other id has.
+fn rename_id(lines: &mut [Line], id: &str, changes: &mut Vec<Change>) {
+    let valid = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    let base: String = id.chars().map(|c| if valid(c) { c } else { '_' }).collect();
+    let base = if base.is_empty() {
+        "toolu_loopdbg".to_string()
+    } else {
+        base
+    };
+    let taken = |candidate: &str| {
+        lines
+            .iter()
+            .any(|l| l.text.contains(&format!("\"{candidate}\"")))
+    };
+    let mut new = base.clone();
+    let mut n = 1;
+    while taken(&new) {
+        new = format!("{base}_{n}");
+        n += 1;
+    }
+    fn walk(v: &mut Value, old: &str, new: &str) -> bool {
+        match v {
+            Value::String(s) if s == old => {
+                *s = new.to_string();
+                true
+            }
+            Value::Array(items) => items
+                .iter_mut()
+                .fold(false, |hit, x| walk(x, old, new) | hit),
+            Value::Object(map) => map
+                .values_mut()
+                .fold(false, |hit, x| walk(x, old, new) | hit),
+            _ => false,
+        }
+    }
+    for (k, line) in lines.iter_mut().enumerate() {
+        let Some(v) = line.parsed.as_mut() else {
+            continue;
+        };
+        if walk(v, id, &new) {
+            line.text = v.to_string();
+            changes.push(Change {
+                line: k + 1,
+                what: format!("rename the call id {id} to {new} (Anthropic refuses the first)"),
+            });
+        }
+    }
 }
 
 /// The lines of `text`, parsed where they are JSON, without a torn last
