@@ -396,3 +396,37 @@ fn doctor_says_when_it_has_no_repair() {
     assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
     assert!(backups(dir.path()).is_empty());
 }
+
+/// The dropped result was the chain's link: the reply after it names a
+/// parent the file does not hold. Read as Claude Code resumes it (after
+/// the message event before it), the calls are found unanswered instead
+/// of the history before the gap being taken for a left-behind branch;
+/// the doctor gives them results and hangs the reply from one.
+#[test]
+fn a_dropped_link_is_read_through_and_repaired() {
+    let (_dir, path) = copy("tests/fixtures/transcripts/claude_code_v2/doctor_dropped_link.jsonl");
+    loopdbg()
+        .args(["check", path.to_str().unwrap()])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains(
+            "unanswered_call (warning)  [toolu_e2e_2, toolu_e2e_3]",
+        ))
+        .stdout(predicate::str::contains("broken_link (note)"))
+        .stdout(predicate::str::contains("off_branch").not());
+    loopdbg()
+        .args(["doctor", "--write", path.to_str().unwrap()])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains(
+            "add the missing tool_result for toolu_e2e_2",
+        ))
+        .stdout(predicate::str::contains(
+            "add the missing tool_result for toolu_e2e_3",
+        ))
+        .stdout(predicate::str::contains("line 30: re-parent it to"));
+    loopdbg()
+        .args(["check", path.to_str().unwrap()])
+        .assert()
+        .code(0);
+}

@@ -231,6 +231,15 @@ fn weigh_findings(conv: &Conversation, out: &mut [Finding], used: &mut [bool]) {
         Source::GeminiCli => "Gemini CLI",
         _ => "Claude Code",
     };
+    // Messages read after an event the log lost (`broken_link`): something
+    // not the model's was sent before them, though the file no longer
+    // holds it.
+    let relinked: Vec<usize> = conv
+        .notices
+        .iter()
+        .filter(|n| n.kind == Kind::BrokenLink)
+        .filter_map(|n| n.source.line.and_then(|l| message_of.get(&l).copied()))
+        .collect();
     for f in out.iter_mut().filter(|f| f.rejected_by_provider) {
         let Some(&m) = f.line.and_then(|l| message_of.get(&l)) else {
             continue;
@@ -243,7 +252,8 @@ fn weigh_findings(conv: &Conversation, out: &mut [Finding], used: &mut [bool]) {
                 && (msgs[m].role != Role::Assistant
                     || msgs[m + 1..at.min(msgs.len())]
                         .iter()
-                        .any(|x| x.role != Role::Assistant))
+                        .any(|x| x.role != Role::Assistant)
+                    || relinked.iter().any(|&r| r > m && r <= at))
         };
         let reply = (m + 1..msgs.len()).find(|&j| {
             msgs[j].role == Role::Assistant && asked_after(j) && !conv.synthetic.contains(&j)
@@ -254,6 +264,7 @@ fn weigh_findings(conv: &Conversation, out: &mut [Finding], used: &mut [bool]) {
             });
         let in_flight = msgs[m].role == Role::Assistant
             && msgs[m + 1..].iter().all(|x| x.role == Role::Assistant)
+            && !relinked.iter().any(|&r| r > m)
             && refusal.is_none();
         let was = std::mem::take(&mut f.message);
         match (refusal, reply) {

@@ -887,6 +887,9 @@ struct Thread<'a> {
     /// The parent of each member, by `parentUuid` ([`NO_PARENT`]: none),
     /// as u32: a log read whole holds far fewer events.
     parent: Vec<u32>,
+    /// Replies and results whose parent is not in the file, mid-log (the
+    /// event between was dropped), each with the event it was read after.
+    relinked: Vec<(usize, usize)>,
 }
 
 const NONE: usize = usize::MAX;
@@ -910,11 +913,39 @@ impl<'a> Thread<'a> {
                 .and_then(|&p| u32::try_from(p).ok())
                 .unwrap_or(NO_PARENT);
         }
+        // A reply or a result whose parent is gone, past the first message
+        // of the thread, lost the event between (a dropped result): Claude
+        // Code resumes it after the message event before it in the file,
+        // and so is it read. A user prompt with a parent not here is a
+        // start (a log cut at its head, a sub-agent's first prompt).
+        let mut relinked = Vec::new();
+        let mut previous: Option<usize> = None;
+        for &i in members {
+            let e = &events[i];
+            if !e.is_message {
+                continue;
+            }
+            let reply_or_results = e
+                .body
+                .as_ref()
+                .is_some_and(|b| b.role == Role::Assistant || b.results_only);
+            if e.parent != 0
+                && parent[i] == NO_PARENT
+                && reply_or_results
+                && let Some(p) = previous.filter(|&p| events[p].session == e.session)
+                && let Ok(p32) = u32::try_from(p)
+            {
+                parent[i] = p32;
+                relinked.push((i, p));
+            }
+            previous = Some(i);
+        }
         Thread {
             events,
             members,
             by_uuid,
             parent,
+            relinked,
         }
     }
 
@@ -993,6 +1024,25 @@ impl<'a> Thread<'a> {
         }
         threads.sort_by_key(|(first, _)| *first);
         let mut out: Vec<Conversation> = threads.into_iter().flat_map(|(_, c)| c).collect();
+        for &(i, after) in &self.relinked {
+            let (line, was) = (self.events[i].line(), self.events[after].line());
+            let notice = Notice {
+                kind: crate::finding::Kind::BrokenLink,
+                source: BlockSource {
+                    path: "parentUuid".into(),
+                    line: Some(line),
+                    uuid: self.events[i].uuid.clone(),
+                },
+                ids: Vec::new(),
+                message: format!(
+                    "the event on line {line} names a parent event this file does not hold (dropped from the log): read after line {was}, the message event before it, as Claude Code resumes it; what the dropped event held is missing from the history"
+                ),
+            };
+            let holds = |c: &Conversation| c.message_sources.iter().any(|s| s.line == Some(line));
+            if let Some(c) = out.iter_mut().find(|c| holds(c)) {
+                c.notices.push(notice);
+            }
+        }
         // A branch is told with the conversation it forks from (before or
         // after a compaction); a new start, with the last one.
         for (fork, notice) in branches {
