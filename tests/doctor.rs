@@ -373,10 +373,10 @@ fn doctor_drops_an_orphan_result_and_re_parents_what_followed() {
     assert_eq!(after[2]["parentUuid"], "a1");
 }
 
-/// A 400 the doctor has no repair for is said, and nothing is written:
-/// never "clean".
+/// Two calls of one turn share an id (Anthropic refuses it): the second
+/// gets its own id and, as only one result came, an error result.
 #[test]
-fn doctor_says_when_it_has_no_repair() {
+fn doctor_splits_a_duplicate_id() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("session.jsonl");
     let text = log_of(&[
@@ -387,11 +387,42 @@ fn doctor_says_when_it_has_no_repair() {
     std::fs::write(&path, &text).unwrap();
     age(&path);
     loopdbg()
+        .args(["check", path.to_str().unwrap()])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("duplicate_id (400)"));
+    loopdbg()
+        .args(["doctor", "--write", path.to_str().unwrap()])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains(
+            "line 2: give the second call named toolu_1 in this turn its own id, toolu_1_2",
+        ))
+        .stdout(predicate::str::contains(
+            "add an error result for toolu_1_2",
+        ));
+}
+
+/// A 400 the doctor has no repair for is said, and nothing is written:
+/// never "clean".
+#[test]
+fn doctor_says_when_it_has_no_repair() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.jsonl");
+    // The result is not at the front of its message.
+    let text = log_of(&[
+        r#"{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s","message":{"role":"user","content":"hi"}}"#,
+        r#"{"type":"assistant","uuid":"a1","parentUuid":"u1","sessionId":"s","message":{"id":"m1","role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{}}]}}"#,
+        r#"{"type":"user","uuid":"u2","parentUuid":"a1","sessionId":"s","message":{"role":"user","content":[{"type":"text","text":"first"},{"type":"tool_result","tool_use_id":"toolu_1","content":"x"}]}}"#,
+    ]);
+    std::fs::write(&path, &text).unwrap();
+    age(&path);
+    loopdbg()
         .args(["doctor", "--write", path.to_str().unwrap()])
         .assert()
         .code(2)
         .stdout(predicate::str::contains(
-            "not changed: the doctor has no repair for duplicate_id yet",
+            "not changed: the doctor has no repair for results_not_first yet",
         ));
     assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
     assert!(backups(dir.path()).is_empty());

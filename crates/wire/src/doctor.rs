@@ -105,12 +105,17 @@ pub fn claude_code(text: &str, findings: &[Finding]) -> Result<Plan, String> {
             drop_orphan_result(&mut lines, id, &mut changes);
         }
     }
+    for finding in findings.iter().filter(|f| f.kind == Kind::DuplicateId) {
+        if let Some(insert) = split_duplicate(&mut lines, finding, &mut changes) {
+            inserts.push(insert);
+        }
+    }
     let unrepaired: Vec<&Finding> = findings
         .iter()
         .filter(|f| {
             !matches!(
                 f.kind,
-                Kind::UnansweredCall | Kind::InvalidId | Kind::UnexpectedResult
+                Kind::UnansweredCall | Kind::InvalidId | Kind::UnexpectedResult | Kind::DuplicateId
             )
         })
         .collect();
@@ -122,6 +127,77 @@ pub fn claude_code(text: &str, findings: &[Finding]) -> Result<Plan, String> {
         ));
     }
     Ok(assemble(lines, &inserts, changes))
+}
+
+/// Two calls of one turn share an id (Anthropic refuses it): the later
+/// call gets a fresh id, and the later of two results for the id goes with
+/// it; with one result only, the renamed call gets an error result of its
+/// own. Returns that result event and the line it goes after.
+fn split_duplicate(
+    lines: &mut [Line],
+    finding: &Finding,
+    changes: &mut Vec<Change>,
+) -> Option<(usize, String)> {
+    let id = finding.ids.first()?;
+    let line = finding.line?;
+    let block: usize = finding
+        .path
+        .rsplit_once('[')
+        .and_then(|(_, k)| k.trim_end_matches(']').parse().ok())?;
+    let mut fresh = format!("{id}_2");
+    let mut n = 2;
+    while lines
+        .iter()
+        .any(|l| l.text.contains(&format!("\"{fresh}\"")))
+    {
+        n += 1;
+        fresh = format!("{id}_{n}");
+    }
+    let call = lines.get_mut(line - 1)?.parsed.as_mut()?;
+    let target = call["message"]["content"].get_mut(block)?;
+    if target["type"] != "tool_use" || target["id"] != id.as_str() {
+        return None;
+    }
+    target["id"] = Value::from(fresh.clone());
+    let call = call.clone();
+    lines[line - 1].text = call.to_string();
+    changes.push(Change {
+        line,
+        what: format!("give the second call named {id} in this turn its own id, {fresh}"),
+    });
+    // The results for the id after the call, in file order.
+    let mut results = Vec::new();
+    for (k, l) in lines.iter().enumerate().skip(line) {
+        let Some(v) = l.parsed.as_ref() else { continue };
+        for (b, block) in v["message"]["content"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            if block["type"] == "tool_result" && block["tool_use_id"] == id.as_str() {
+                results.push((k, b));
+            }
+        }
+    }
+    if let Some(&(k, b)) = results.get(1) {
+        let v = lines[k].parsed.as_mut()?;
+        v["message"]["content"][b]["tool_use_id"] = Value::from(fresh.clone());
+        lines[k].text = v.to_string();
+        changes.push(Change {
+            line: k + 1,
+            what: format!("this second result for {id} answers {fresh}"),
+        });
+        return None;
+    }
+    let (at, event) = result_event(lines, line, &call, &fresh);
+    changes.push(Change {
+        line,
+        what: format!(
+            "add an error result for {fresh} (one result came for the two calls), after line {at}"
+        ),
+    });
+    Some((at, event.to_string()))
 }
 
 /// A `tool_result` block whose call is not in the history (a compaction
