@@ -483,3 +483,34 @@ fn block_paths_point_at_the_id_in_every_provider_view() {
     }
     assert!(checked > 200, "only {checked} blocks checked");
 }
+
+/// An unpaired `server_tool_use` / `mcp_tool_use` is refused once the
+/// history goes on past it, and accepted while its result is in flight
+/// (pydantic-ai measured both live; see the fixtures' SOURCE.md).
+#[test]
+fn an_unpaired_server_call_is_refused_once_the_history_goes_on() {
+    let dir = "tests/fixtures/transcripts/unpaired_server_calls";
+    for (file, text) in [
+        (
+            "continued_web_search.json",
+            "`web_search` tool use with id srvtoolu_01EoSNE7k4dUJyGatASCV5qs was found without a corresponding `web_search_tool_result` block",
+        ),
+        (
+            "continued_mcp.json",
+            "`mcp_tool_use` with id mcptoolu_01AbCdEfGhIjKlMnOpQrStUv was found without a corresponding `mcp_tool_result` block",
+        ),
+    ] {
+        common::loopdbg()
+            .args(["check", &format!("{dir}/{file}")])
+            .assert()
+            .code(1)
+            .stdout(predicates::str::contains("unanswered_server_call (400)"))
+            .stdout(predicates::str::contains(text));
+    }
+    for file in ["in_flight_web_search.json", "in_flight_mcp.json"] {
+        common::loopdbg()
+            .args(["check", &format!("{dir}/{file}")])
+            .assert()
+            .code(0);
+    }
+}

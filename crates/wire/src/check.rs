@@ -453,7 +453,20 @@ fn anthropic(conv: &Conversation) -> Vec<Finding> {
             anthropic_results(conv, turn, previous, &mut out);
             continue;
         }
-        hosted_pairing(conv, turn, t + 1 == turns.len(), &mut waiting, &mut out);
+        // Anthropic takes a server call without its result only while the
+        // result is in flight: the request ends with the call's turn (a
+        // `pause_turn` resumed) or with the tool-result turn right after.
+        let in_flight = match turns.len() - (t + 1) {
+            0 => true,
+            1 => turns[t + 1].members.clone().any(|i| {
+                msgs[i]
+                    .content
+                    .iter()
+                    .any(|b| matches!(b, Block::ToolResult { .. }))
+            }),
+            _ => false,
+        };
+        hosted_pairing(conv, turn, in_flight, &mut waiting, &mut out);
         let calls = turn.calls(msgs);
         if calls.is_empty() {
             continue;
@@ -614,16 +627,20 @@ fn anthropic_answers(
 
 /// Server tools and the MCP connector: each result block needs its call
 /// before it in the same turn (the server runs the call and writes the
-/// result into the assistant's own content); a call without its result is
-/// a paused turn (`pause_turn`) when it ends the request, and suspicious
-/// anywhere else. A call that waits for a client `tool_use` it made
+/// result into the assistant's own content). A call without its result is
+/// accepted while the result is in flight (`in_flight`: the request ends
+/// with the call's turn, a `pause_turn` resumed, or with the tool-result
+/// turn right after it) and refused as soon as another turn follows:
+/// measured live on claude-sonnet-4-5 by pydantic-ai
+/// (`tests/models/anthropic/test_unpaired_native_tool_calls.py`), for
+/// `server_tool_use` and `mcp_tool_use` alike. A call that waits for a client `tool_use` it made
 /// (programmatic tool calling) is the exception: its result comes in a
 /// later assistant turn, after the client's `tool_result`, so it is carried
 /// over in `waiting`.
 fn hosted_pairing<'c>(
     conv: &'c Conversation,
     turn: &Turn,
-    last: bool,
+    in_flight: bool,
     waiting: &mut HashSet<&'c str>,
     out: &mut Vec<Finding>,
 ) {
@@ -679,23 +696,26 @@ fn hosted_pairing<'c>(
             waiting.insert(&h.id);
             continue;
         }
-        if last {
+        if in_flight {
             continue;
         }
-        let (what, result) = if h.block == "mcp_tool_use" {
-            ("MCP connector call", "`mcp_tool_result`".to_string())
+        let message = if h.block == "mcp_tool_use" {
+            format!(
+                "`mcp_tool_use` with id {} was found without a corresponding `mcp_tool_result` block (the connector runs the call and writes its result; a history that goes on past the call without it is refused)",
+                h.id
+            )
         } else {
-            ("server tool call", format!("`{}_tool_result`", h.name))
+            format!(
+                "`{0}` tool use with id {1} was found without a corresponding `{0}_tool_result` block (the server runs the call and writes its result; a history that goes on past the call without it is refused)",
+                h.name, h.id
+            )
         };
         out.push(finding(
             Kind::UnansweredServerCall,
             &h.source,
             vec![h.id.clone()],
-            format!(
-                "{what} `{}` ({}) has no {result} in its turn: the provider runs it and writes the result itself, so no client `tool_result` is due, but a turn that goes on without it was cut (a `pause_turn` not resumed as is)",
-                h.name, h.id
-            ),
-            false,
+            message,
+            true,
         ));
     }
 }
