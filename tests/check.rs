@@ -514,3 +514,30 @@ fn an_unpaired_server_call_is_refused_once_the_history_goes_on() {
             .code(0);
     }
 }
+
+/// A tool search the client runs is a call: answered by its
+/// `tool_search_output` or by a `function_call_output` with its `call_id`
+/// (which OpenAI takes; it was a false `unexpected_result` 400).
+#[test]
+fn a_client_tool_search_pairs_with_its_output() {
+    let dir = "tests/fixtures/transcripts/responses_tool_search";
+    for file in [
+        "answered_by_tool_search_output.json",
+        "answered_by_function_call_output.json",
+    ] {
+        common::loopdbg()
+            .args(["check", &format!("{dir}/{file}")])
+            .assert()
+            .code(0);
+    }
+    common::loopdbg()
+        .args(["check", &format!("{dir}/unanswered.json")])
+        .assert()
+        .code(1)
+        .stdout(predicates::str::contains(
+            "unanswered_call (warning)  [search-1]",
+        ))
+        .stdout(predicates::str::contains(
+            "No tool output found for tool search call search-1.",
+        ));
+}

@@ -143,6 +143,14 @@ pub(super) fn read_items(
                 });
             }
             call if is_call(call) => read_call(&mut conv, item, call, &path, src)?,
+            // A tool search the client runs (`execution: "client"`) is a
+            // call like a function's: it waits for an output with its
+            // `call_id` (a `tool_search_output`, or a `function_call_output`,
+            // which OpenAI also takes). One the server runs pairs with
+            // nothing here.
+            "tool_search_call" if is_client(item) && item.get("call_id").is_some() => {
+                read_call(&mut conv, item, "tool_search_call", &path, src)?;
+            }
             output if is_output(output) => {
                 let id = answered_id(item)
                     .ok_or_else(|| err(&path, "expected a string `call_id`"))?
@@ -165,6 +173,24 @@ pub(super) fn read_items(
                 // Tools found by a search become callable.
                 if let Some(Value::Array(found)) = item.get("tools") {
                     conv.tools.extend(found.iter().filter_map(tool_spec));
+                }
+                if is_client(item)
+                    && let Some(id) = item.get("call_id").and_then(Value::as_str)
+                {
+                    let answer = item.get("tools").cloned().unwrap_or(Value::Null);
+                    conv.push(
+                        Message {
+                            role: Role::Tool,
+                            content: vec![Block::ToolResult {
+                                tool_use_id: id.into(),
+                                content: Json::new(answer),
+                                is_error: false,
+                            }],
+                            finish_reason: None,
+                        },
+                        src.clone(),
+                        vec![src],
+                    );
                 }
             }
             // Reasoning, and items the server ran and answered itself
@@ -189,11 +215,13 @@ fn read_call(
     let id = str_field(item, "call_id", path)?.to_string();
     let name = match call {
         "function_call" | "custom_tool_call" => str_field(item, "name", path)?.to_string(),
+        "tool_search_call" => "tool_search".to_string(),
         other => other.trim_end_matches("_call").to_string(),
     };
     let input = match call {
         "function_call" => parse_arguments(item.get("arguments"), &id, &src, &mut conv.notes),
         "custom_tool_call" => Json::new(take(item, "input")),
+        "tool_search_call" => Json::new(take(item, "arguments")),
         _ => Json::new(take(item, "action")),
     };
     let block = Block::ToolUse {
@@ -221,6 +249,11 @@ fn read_call(
         ),
     }
     Ok(())
+}
+
+/// Whether a tool search item is one the client runs.
+fn is_client(item: &Value) -> bool {
+    item.get("execution").and_then(Value::as_str) == Some("client")
 }
 
 fn tool_spec(t: &Value) -> Option<ToolSpec> {
