@@ -541,3 +541,24 @@ fn a_client_tool_search_pairs_with_its_output() {
             "No tool output found for tool search call search-1.",
         ));
 }
+
+/// With extended thinking on, the tool loop in progress must open with its
+/// thinking block (Anthropic's 400, as users reported it; see SOURCE.md).
+#[test]
+fn a_tool_loop_without_its_thinking_block_is_refused_when_thinking_is_on() {
+    let dir = "tests/fixtures/transcripts/anthropic_thinking";
+    common::loopdbg()
+        .args(["check", &format!("{dir}/dropped.json")])
+        .assert()
+        .code(1)
+        .stdout(predicates::str::contains("thinking_missing (400)"))
+        .stdout(predicates::str::contains(
+            "messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found `tool_use`.",
+        ));
+    for file in ["kept.json", "new_prompt.json"] {
+        common::loopdbg()
+            .args(["check", &format!("{dir}/{file}")])
+            .assert()
+            .code(0);
+    }
+}

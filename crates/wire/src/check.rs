@@ -474,7 +474,62 @@ fn anthropic(conv: &Conversation) -> Vec<Finding> {
         anthropic_ids(conv, &calls, &mut out);
         anthropic_answers(conv, turn, turns.get(t + 1), &calls, &mut out);
     }
+    thinking_opens_the_turn(conv, &mut out);
     out
+}
+
+/// With extended thinking on, the assistant turn in progress (the tool
+/// loop since the last prompt, when the request ends on tool results)
+/// must open with the `thinking` block the model wrote; an agent that
+/// drops it gets Anthropic's 400 (reported by opencode, mastra and kilo
+/// code users, on the API, Bedrock and Vertex alike).
+fn thinking_opens_the_turn(conv: &Conversation, out: &mut Vec<Finding>) {
+    let msgs = &conv.messages;
+    if !conv.thinking || conv.source != Source::Provider(Format::Anthropic) {
+        return;
+    }
+    let is_results = |m: &Message| {
+        m.role == Role::User
+            && !m.content.is_empty()
+            && m.content
+                .iter()
+                .all(|b| matches!(b, Block::ToolResult { .. }))
+    };
+    let Some(last) = msgs.last() else { return };
+    if !is_results(last) {
+        return;
+    }
+    // The turn opens at the first assistant message after the last prompt.
+    let prompt = msgs
+        .iter()
+        .rposition(|m| m.role == Role::User && !is_results(m));
+    let Some(first) =
+        (prompt.map_or(0, |p| p + 1)..msgs.len()).find(|&i| msgs[i].role == Role::Assistant)
+    else {
+        return;
+    };
+    if conv.opens_with_thinking.contains(&first) {
+        return;
+    }
+    let found = match msgs[first].content.first() {
+        Some(Block::ToolUse { .. }) => "tool_use",
+        Some(Block::Text { .. }) => "text",
+        _ => "another block",
+    };
+    let source = &conv.message_sources[first];
+    out.push(finding(
+        Kind::ThinkingMissing,
+        source,
+        msgs[first]
+            .tool_uses()
+            .map(|(id, _)| id.to_string())
+            .collect(),
+        format!(
+            "{}.content.0.type: Expected `thinking` or `redacted_thinking`, but found `{found}`. When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We recommend you include thinking blocks from previous turns. To avoid this requirement, disable `thinking`.",
+            source.to_string().replace('[', ".").replace(']', "")
+        ),
+        true,
+    ));
 }
 
 /// A user turn's results must answer the turn right before them.

@@ -25,9 +25,20 @@ pub(super) fn read(doc: &mut Value, detail: Detail) -> Result<Conversation, Read
     read_tools(doc, &mut conv);
     read_mcp_servers(doc, &mut conv);
     conv.system = system_text(doc.get("system"));
+    conv.thinking = matches!(
+        doc.pointer("/thinking/type").and_then(Value::as_str),
+        Some("enabled" | "adaptive")
+    );
     let (items, base) = array_at(doc, "messages")?;
     for (i, item) in items.iter_mut().enumerate() {
         let path = super::indexed(&base, "", i);
+        let first_type = item
+            .pointer("/content/0/type")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if matches!(first_type, "thinking" | "redacted_thinking") {
+            conv.opens_with_thinking.push(conv.messages.len());
+        }
         let role = match role_of(item, &path)?.as_str() {
             "user" => Role::User,
             "assistant" => Role::Assistant,

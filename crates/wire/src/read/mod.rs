@@ -197,6 +197,12 @@ pub struct Conversation {
     /// The tokens the provider counted for replies, as the file recorded
     /// them, by the reply's message.
     pub usage: Vec<TripUsage>,
+    /// Anthropic: the request enables extended thinking (`thinking.type`
+    /// `enabled` or `adaptive`).
+    pub thinking: bool,
+    /// Anthropic: the messages whose content opens with a `thinking` or
+    /// `redacted_thinking` block.
+    pub opens_with_thinking: Vec<usize>,
 }
 
 /// The tokens of the trip whose reply is message `message`.
@@ -325,6 +331,8 @@ impl Conversation {
             answer: None,
             synthetic: Vec::new(),
             usage: Vec::new(),
+            thinking: false,
+            opens_with_thinking: Vec::new(),
         }
     }
 
