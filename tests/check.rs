@@ -562,3 +562,32 @@ fn a_tool_loop_without_its_thinking_block_is_refused_when_thinking_is_on() {
             .code(0);
     }
 }
+
+/// Shapes the providers accept are read, not refused as unreadable
+/// (issue 25 item 6; see the fixtures' SOURCE.md).
+#[test]
+fn shapes_the_providers_accept_are_read() {
+    let dir = "tests/fixtures/transcripts/lenient_shapes";
+    common::loopdbg()
+        .args(["check", &format!("{dir}/responses_bare_reference.json")])
+        .assert()
+        .code(0)
+        .stdout(predicates::str::contains(
+            "unverifiable_result (note)  [call_1]",
+        ))
+        .stdout(predicates::str::contains("item_reference fc_123"));
+    common::loopdbg()
+        .args(["check", &format!("{dir}/chat_null_tool_call_id.json")])
+        .assert()
+        .code(1)
+        .stdout(predicates::str::contains(
+            "unnamed_result (warning)  [call_1]",
+        ))
+        .stdout(predicates::str::contains(
+            "0 a provider would reject with a 400",
+        ));
+    common::loopdbg()
+        .args(["check", &format!("{dir}/gemini_parts_object.json")])
+        .assert()
+        .code(0);
+}

@@ -41,6 +41,7 @@ kinds! {
     ResultsNotFirst = "results_not_first": "Anthropic: the results do not open the next user message",
     UnexpectedResult = "unexpected_result": "a result for a call the previous turn did not make",
     DuplicateId = "duplicate_id": "two calls of one turn share one id",
+    UnnamedResult = "unnamed_result": "OpenAI Chat: a tool message with `tool_call_id: null`, paired by position",
     ReusedId = "reused_id": "a later turn reuses an earlier turn's call id (accepted, but ambiguous)",
     ConsecutiveSameRole = "consecutive_same_role": "consecutive messages of one role (Anthropic merges them; accepted)",
     UnansweredServerCall = "unanswered_server_call": "a server or MCP connector call whose result never came, mid-conversation",

@@ -55,6 +55,11 @@ pub(super) fn read(doc: &mut Value, detail: Detail) -> Result<Conversation, Read
                 ));
             }
         };
+        // Gemini takes one part given as an object for a list of one.
+        if let Some(part) = item.get_mut("parts").filter(|p| p.is_object()) {
+            let one = part.take();
+            *part = Value::Array(vec![one]);
+        }
         let Some(Value::Array(parts)) = item.get_mut("parts") else {
             return Err(err(&path, "expected a `parts` array"));
         };

@@ -106,11 +106,19 @@ pub(super) fn read_items(
     for (i, item) in items.iter_mut().enumerate() {
         let path = super::indexed(&base, "", i);
         let src = item_source(i, &path);
-        let kind = item
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or("message")
-            .to_string();
+        // A bare `{"id": "fc_…"}` (no `type`, no `role`) is a reference to
+        // a stored item, as `item_reference` is: OpenAI answers it.
+        let bare_reference = item.get("type").is_none()
+            && item.get("role").is_none()
+            && item.get("id").and_then(Value::as_str).is_some();
+        let kind = match bare_reference {
+            true => "item_reference".to_string(),
+            false => item
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or("message")
+                .to_string(),
+        };
         match kind.as_str() {
             "message" => {
                 let role = role_of(item, &path)?;
