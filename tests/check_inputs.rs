@@ -604,7 +604,7 @@ fn captures_are_known_by_their_first_line_and_other_traffic_is_skipped() {
         .code(1)
         .stdout(predicate::str::contains("unanswered_call (400)  [call_f1]"))
         .stdout(predicate::str::contains(
-            "1 captured exchange(s) without a conversation skipped",
+            "1 recorded exchange(s) without a conversation skipped",
         ));
     let alone = dir.join("get.jsonl");
     std::fs::write(&alone, get.to_string()).unwrap();
@@ -632,4 +632,30 @@ fn text_after_the_session_object_is_a_located_error() {
             "s.json:{}:1: unexpected text after the session object",
             lines + 1
         )));
+}
+
+/// A cassette that also recorded embeddings calls is read around them
+/// (skipped and counted), and a recorded request that is no conversation
+/// is said where it is while the other interactions are checked
+/// (issue 25 items 7 and 8; see the fixtures' SOURCE.md).
+#[test]
+fn a_cassette_is_read_around_what_is_not_a_conversation() {
+    let dir = "tests/fixtures/transcripts/recordings/mixed";
+    loopdbg()
+        .args(["check", &format!("{dir}/embeddings_and_chat.json")])
+        .assert()
+        .code(1)
+        .stdout(predicates::str::contains("unanswered_call (400)  [call_b]"))
+        .stdout(predicates::str::contains(
+            "1 recorded exchange(s) without a conversation skipped",
+        ));
+    loopdbg()
+        .args(["check", &format!("{dir}/one_bad_request.json")])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "one_bad_request.json:25:13: interactions[1].request.body.messages: expected `messages` to be an array",
+        ))
+        .stdout(predicates::str::contains("unanswered_call (warning)  [call_b]"))
+        .stdout(predicates::str::contains("checked 2 request(s)"));
 }

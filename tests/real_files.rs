@@ -150,13 +150,17 @@ fn an_unanswered_mcp_call_has_its_own_wording() {
         (
             "messages[1].content[0]",
             vec!["mcptoolu_01Roll".to_string()],
-            false
+            true
         )
     );
+    // The history goes on past the call: Anthropic's 400 (see
+    // tests/fixtures/transcripts/unpaired_server_calls/SOURCE.md).
     assert!(
         f[0].message.starts_with(
-            "MCP connector call `roll_die` (mcptoolu_01Roll) has no `mcp_tool_result`"
-        )
+            "`mcp_tool_use` with id mcptoolu_01Roll was found without a corresponding `mcp_tool_result` block"
+        ),
+        "{}",
+        f[0].message
     );
 }
 

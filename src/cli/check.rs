@@ -775,6 +775,9 @@ pub struct ReadSummary {
     /// The input is an HTTP recording (a cassette or a HAR file), one
     /// conversation per request, each carrying the ones before it.
     pub recording: bool,
+    /// Exchanges with endpoints that carry no conversation (a recording's
+    /// embeddings or moderation calls), skipped and counted.
+    pub skipped: usize,
 }
 
 /// Reads every conversation of an input, calling `each` with it in order;
@@ -835,6 +838,7 @@ fn read_document(
             conversations: 0,
             errors: Vec::new(),
             recording: false,
+            skipped: 0,
         });
     }
     // The proxy routed a capture record by its path: that outranks a guess.
@@ -863,6 +867,7 @@ fn read_document(
         conversations: 1,
         errors: Vec::new(),
         recording: false,
+        skipped: 0,
     })
 }
 
@@ -881,11 +886,19 @@ fn read_opened(
                 Replies::Left => None,
                 Replies::Appended => Some(&capture::append_recorded_reply),
             };
-            let convs = match recording::read_recording_with(doc, append) {
-                Some(Ok(convs)) => convs,
-                Some(Err(e)) => return Err(located_in(&origin, text, &e)),
-                None => Vec::new(),
-            };
+            let recorded = recording::read_recording_with(doc, append).unwrap_or_default();
+            // A recorded request that cannot be read is said where it is;
+            // the other interactions are still read. Only a recording with
+            // nothing readable at all is an error of the whole.
+            let mut errors: Vec<LoadError> = recorded
+                .errors
+                .iter()
+                .map(|e| located_in(&origin, text, e))
+                .collect();
+            if recorded.conversations.is_empty() && !errors.is_empty() {
+                return Err(errors.remove(0));
+            }
+            let convs = recorded.conversations;
             let format = convs.first().map_or(
                 Source::Provider(loopdbg_wire::provider::Format::Anthropic),
                 |c| c.source,
@@ -897,8 +910,9 @@ fn read_opened(
             Ok(ReadSummary {
                 format,
                 conversations: count,
-                errors: Vec::new(),
+                errors,
                 recording: true,
+                skipped: recorded.skipped,
             })
         }
         Layout::Document(doc, text) => read_document(&origin, doc, &text, forced, replies, each),
@@ -962,6 +976,7 @@ fn read_opened(
                 conversations: count,
                 errors,
                 recording: false,
+                skipped: 0,
             })
         }
         Layout::Lines => {
@@ -986,6 +1001,7 @@ fn read_opened(
                 conversations: count,
                 errors,
                 recording: false,
+                skipped: 0,
             })
         }
     }
@@ -1051,6 +1067,7 @@ pub fn check_file(
             Ok(read) => {
                 report.format = Some(read.format.as_str());
                 report.requests = read.conversations;
+                report.skipped += read.skipped;
                 report
                     .errors
                     .extend(read.errors.into_iter().map(Into::into));
@@ -1325,7 +1342,7 @@ pub fn render_text(reports: &[FileReport], out: &mut impl Write) -> std::io::Res
     }
     if skipped > 0 {
         summary.push_str(&format!(
-            "; {skipped} captured exchange(s) without a conversation skipped (GET /v1/models, token counts)"
+            "; {skipped} recorded exchange(s) without a conversation skipped (embeddings, GET /v1/models, token counts, …)"
         ));
     }
     if failed > 0 {

@@ -18,6 +18,29 @@ use serde_json::Value;
 use super::{Answer, BlockSource, Conversation, ReadError, Source, detect, read_owned};
 use crate::provider::Format;
 
+/// Endpoints that carry no conversation (embeddings, moderation, images,
+/// audio, files, token counts, batches, legacy completions): a cassette
+/// that also recorded these is read around them.
+fn carries_no_conversation(route: &str) -> bool {
+    const SUFFIXES: &[&str] = &[
+        "/embeddings",
+        "/moderations",
+        "/completions",
+        "/count_tokens",
+        ":countTokens",
+        ":embedContent",
+        ":batchEmbedContents",
+        "/rerank",
+    ];
+    const PARTS: &[&str] = &[
+        "/images/", "/audio/", "/files", "/batches", "/models", "/uploads",
+    ];
+    (SUFFIXES.iter().any(|s| route.ends_with(s)) && !route.ends_with("/chat/completions"))
+        || PARTS.iter().any(|p| route.contains(p))
+            && !route.contains(":generateContent")
+            && !route.contains(":streamGenerateContent")
+}
+
 /// The provider an endpoint belongs to, when its path says (a request of
 /// plain text messages fits every format; the endpoint does not).
 fn provider_of_route(route: &str) -> Option<Source> {
@@ -147,20 +170,36 @@ pub type AppendReply<'a> = &'a dyn Fn(Format, &mut Value, &Value);
 /// Every provider request of the recording as a conversation, labelled
 /// with its place and what the provider answered. Interactions that are
 /// not provider requests (a token count, a model list, a GET) are left
-/// out; `None` when `doc` is no recording.
+/// out; `None` when `doc` is no recording. A request that cannot be read
+/// fails the whole (see [`read_recording_with`] to read around it).
 pub fn read_recording(doc: &Value) -> Option<Result<Vec<Conversation>, ReadError>> {
-    read_recording_with(doc, None)
+    let recorded = read_recording_with(doc, None)?;
+    Some(match recorded.errors.into_iter().next() {
+        Some(e) => Err(e),
+        None => Ok(recorded.conversations),
+    })
+}
+
+/// What a recording holds: a conversation per provider request, the
+/// requests that could not be read (each located; the rest is read), and
+/// how many exchanges went to endpoints that carry no conversation.
+#[derive(Debug, Default)]
+pub struct Recorded {
+    /// One per request read.
+    pub conversations: Vec<Conversation>,
+    /// Recorded requests that are not a conversation loopdbg can read.
+    pub errors: Vec<ReadError>,
+    /// Exchanges with embeddings, moderation, files, … endpoints.
+    pub skipped: usize,
 }
 
 /// [`read_recording`], each answered request followed by the reply it got
 /// when `append` is given: what a replay steps through. The appended
 /// messages name the response as their place.
-pub fn read_recording_with(
-    doc: &Value,
-    append: Option<AppendReply>,
-) -> Option<Result<Vec<Conversation>, ReadError>> {
+pub fn read_recording_with(doc: &Value, append: Option<AppendReply>) -> Option<Recorded> {
     let (base, list) = interactions(doc)?;
-    let mut out = Vec::new();
+    let mut recorded = Recorded::default();
+    let out = &mut recorded.conversations;
     for (i, interaction) in list.iter().enumerate() {
         let at = base.index(i);
         let path = at.to_string();
@@ -177,6 +216,10 @@ pub fn read_recording_with(
             rest.find('/').map_or("/", |at| &rest[at..])
         });
         let route = route.split('?').next().unwrap_or(route);
+        if carries_no_conversation(route) {
+            recorded.skipped += 1;
+            continue;
+        }
         let Some(source) = provider_of_route(route).or_else(|| detect(&body)) else {
             continue;
         };
@@ -197,8 +240,10 @@ pub fn read_recording_with(
         let mut conv = match read_owned(body, source) {
             Ok(c) => c,
             Err(e) => {
+                // This interaction is said, and the others are read.
                 let within = at.key("request").key("body").join(&e.path);
-                return Some(Err(super::err(&within, e.message)));
+                recorded.errors.push(super::err(&within, e.message));
+                continue;
             }
         };
         let asked = conv.messages.len();
@@ -270,7 +315,7 @@ pub fn read_recording_with(
         }
         out.push(conv);
     }
-    Some(Ok(out))
+    Some(recorded)
 }
 
 #[cfg(test)]
@@ -298,7 +343,7 @@ mod tests {
     fn an_answered_request_is_followed_by_its_reply_named_by_the_response() {
         let convs = read_recording_with(&cassette(200), Some(&append))
             .unwrap()
-            .unwrap();
+            .conversations;
         let conv = &convs[0];
         assert_eq!(conv.messages.len(), 2);
         assert_eq!(
@@ -318,7 +363,7 @@ mod tests {
     fn a_refused_request_gets_no_reply() {
         let convs = read_recording_with(&cassette(400), Some(&append))
             .unwrap()
-            .unwrap();
+            .conversations;
         assert_eq!(convs[0].messages.len(), 1);
         assert_eq!(convs[0].refusals.len(), 1);
     }
