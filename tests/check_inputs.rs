@@ -659,3 +659,75 @@ fn a_cassette_is_read_around_what_is_not_a_conversation() {
         .stdout(predicates::str::contains("unanswered_call (warning)  [call_b]"))
         .stdout(predicates::str::contains("checked 2 request(s)"));
 }
+
+#[test]
+fn two_records_joined_on_one_line_are_both_read_and_the_line_is_named() {
+    // A Claude Code 2.1.5 log held a line where one write lost its newline:
+    // `{…}{…}`. The joined copy of `parallel.jsonl` (its lines 5 and 6 made
+    // one) must check exactly like the original, plus one note for line 5.
+    let read = |name: &str| -> Value {
+        let out = loopdbg()
+            .args(["check", &format!("{T}/claude_code_v2/{name}.jsonl")])
+            .args(["--format", "json"])
+            .assert()
+            .code(0)
+            .get_output()
+            .stdout
+            .clone();
+        serde_json::from_slice(&out).unwrap()
+    };
+    let whole = read("parallel");
+    let joined = read("joined_records");
+    let result = &joined["files"][0]["results"][0];
+    assert_eq!(
+        result["messages"],
+        whole["files"][0]["results"][0]["messages"]
+    );
+    let findings = result["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "{result:#}");
+    assert_eq!(findings[0]["kind"], "joined_records");
+    assert_eq!(findings[0]["line"], 5);
+    assert_eq!(findings[0]["severity"], "note");
+    assert!(
+        joined["files"][0]["errors"]
+            .as_array()
+            .is_none_or(|e| e.is_empty())
+    );
+}
+
+#[test]
+fn a_codex_rollout_with_two_records_on_one_line_reads_as_before() {
+    let whole =
+        std::fs::read_to_string(format!("{T}/codex/rollout-2026-11-03T08-00-00-clean.jsonl"))
+            .unwrap();
+    let lines: Vec<&str> = whole.lines().collect();
+    let joined = format!(
+        "{}\n{}{}\n{}\n",
+        lines[..4].join("\n"),
+        lines[4],
+        lines[5],
+        lines[6..].join("\n")
+    );
+    let dir = scratch("joined-codex");
+    let file = dir.join("rollout-2026-11-03T08-00-00-joined.jsonl");
+    std::fs::write(&file, joined).unwrap();
+    let out = loopdbg()
+        .arg("check")
+        .arg(&file)
+        .args(["--format", "json"])
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    let f = &v["files"][0];
+    assert_eq!(f["format"], "codex", "{f:#}");
+    let findings = f["results"][0]["findings"].as_array().unwrap();
+    let kinds: Vec<&str> = findings
+        .iter()
+        .map(|x| x["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["joined_records"], "{f:#}");
+    assert_eq!(findings[0]["line"], 5);
+}

@@ -461,3 +461,24 @@ fn a_dropped_link_is_read_through_and_repaired() {
         .assert()
         .code(0);
 }
+
+/// A line holding two records joined (a Claude Code 2.1.5 log had one) is
+/// split back into the lines the agent wrote: the agent reads its log a
+/// line at a time and would lose both records on resume.
+#[test]
+fn doctor_splits_two_records_joined_on_one_line() {
+    let (_dir, path) = copy("tests/fixtures/transcripts/claude_code_v2/joined_records.jsonl");
+    loopdbg()
+        .args(["doctor", "--write", path.to_str().unwrap()])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains(
+            "line 5: split it: its 2 records, joined with no newline, go on lines of their own",
+        ));
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        std::fs::read_to_string("tests/fixtures/transcripts/claude_code_v2/parallel.jsonl")
+            .unwrap(),
+        "the split file is the log as it was written, byte for byte"
+    );
+}

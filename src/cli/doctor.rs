@@ -78,7 +78,7 @@ pub fn doctor(files: &[PathBuf], write: bool, force: bool) -> ExitCode {
 fn needs_repair(f: &Finding) -> bool {
     matches!(
         f.kind,
-        Kind::UnansweredCall | Kind::UnexpectedResult | Kind::InvalidId
+        Kind::UnansweredCall | Kind::UnexpectedResult | Kind::InvalidId | Kind::JoinedRecords
     ) || (f.rejected_by_provider && f.kind != Kind::RefusedRequest)
 }
 

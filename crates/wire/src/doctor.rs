@@ -115,7 +115,11 @@ pub fn claude_code(text: &str, findings: &[Finding]) -> Result<Plan, String> {
         .filter(|f| {
             !matches!(
                 f.kind,
-                Kind::UnansweredCall | Kind::InvalidId | Kind::UnexpectedResult | Kind::DuplicateId
+                Kind::UnansweredCall
+                    | Kind::InvalidId
+                    | Kind::UnexpectedResult
+                    | Kind::DuplicateId
+                    | Kind::JoinedRecords
             )
         })
         .collect();
@@ -311,20 +315,42 @@ fn rename_id(lines: &mut [Line], id: &str, changes: &mut Vec<Change>) {
 /// The lines of `text`, parsed where they are JSON, without a torn last
 /// line: one that is not JSON and has no end is one the agent was killed
 /// while writing, and it never reached any request. Its removal is the
-/// first change.
+/// first change. A line holding records joined is split: the agent reads
+/// its log a line at a time and would drop both.
 fn read_lines(text: &str) -> (Vec<Line>, Vec<Change>) {
+    let mut changes = Vec::new();
     let mut lines: Vec<Line> = text
         .split_inclusive('\n')
-        .map(|l| {
+        .enumerate()
+        .map(|(k, l)| {
             let text = l.strip_suffix('\n').unwrap_or(l).to_string();
+            let parsed = serde_json::from_str::<Value>(&text).ok();
+            if parsed.is_none()
+                && let Some(mut parts) = joined_parts(&text)
+            {
+                changes.push(Change {
+                    line: k + 1,
+                    what: format!(
+                        "split it: its {} records, joined with no newline, go on lines of their own",
+                        parts.len()
+                    ),
+                });
+                let first = parts.remove(0);
+                return Line {
+                    parsed: serde_json::from_str::<Value>(&first).ok(),
+                    text: first,
+                    removed: false,
+                    split_off: parts,
+                };
+            }
             Line {
-                parsed: serde_json::from_str::<Value>(&text).ok(),
+                parsed,
                 text,
                 removed: false,
+                split_off: Vec::new(),
             }
         })
         .collect();
-    let mut changes = Vec::new();
     let torn = !text.ends_with('\n')
         && lines
             .last()
@@ -339,6 +365,21 @@ fn read_lines(text: &str) -> (Vec<Line>, Vec<Change>) {
     (lines, changes)
 }
 
+/// The records of a line holding two or more JSON objects one after the
+/// other, each as the bytes it was written with; `None` when it is not that.
+fn joined_parts(text: &str) -> Option<Vec<String>> {
+    crate::read::joined_records(text)?;
+    let mut parts = Vec::new();
+    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<serde::de::IgnoredAny>();
+    let mut start = 0;
+    while let Some(Ok(_)) = stream.next() {
+        let end = stream.byte_offset();
+        parts.push(text[start..end].trim().to_string());
+        start = end;
+    }
+    Some(parts)
+}
+
 /// The new file: `lines` (`None` where one is removed), each followed by
 /// what `inserts` puts after its 1-based number.
 fn assemble(lines: Vec<Line>, inserts: &[(usize, String)], mut changes: Vec<Change>) -> Plan {
@@ -347,6 +388,7 @@ fn assemble(lines: Vec<Line>, inserts: &[(usize, String)], mut changes: Vec<Chan
         if !line.removed {
             out.push(line.text);
         }
+        out.extend(line.split_off);
         for (_, record) in inserts.iter().filter(|(at, _)| *at == k + 1) {
             out.push(record.clone());
         }
@@ -363,6 +405,9 @@ struct Line {
     parsed: Option<Value>,
     /// Left out of the repaired file.
     removed: bool,
+    /// The records that followed the first on a joined line (`{…}{…}`, a
+    /// write that lost its newline), each written on a line of its own.
+    split_off: Vec<String>,
 }
 
 /// The result event for call `id` made by the event on `line`, and the

@@ -53,6 +53,9 @@ pub struct ClaudeCodeLog {
     /// Event types loopdbg does not know, each with its first line: said
     /// once, as a note (a newer Claude Code writes new bookkeeping).
     unknown: Vec<(Box<str>, usize)>,
+    /// Lines that held two or more records joined (a write that lost its
+    /// newline), with how many: each record was read, said once.
+    pub(super) joined: Vec<(usize, usize)>,
 }
 
 /// What one line of the log says, kept small: content is read into blocks
@@ -856,6 +859,7 @@ impl ClaudeCodeLog {
         // What is left of the events is a hundred thousand small frees on
         // a long log: done on the pool, off the caller's way.
         rayon::spawn(move || drop(events));
+        super::note_joined_lines(&mut out, self.joined);
         if let Some(first) = out.first_mut() {
             for (kind, line) in self.unknown {
                 first.notices.push(Notice {

@@ -22,6 +22,8 @@ pub struct CodexRollout {
     model: Option<String>,
     /// Record types loopdbg does not know, each with its first line.
     unknown: Vec<(String, usize)>,
+    /// Lines that held records joined (a write that lost its newline).
+    pub(super) joined: Vec<(usize, usize)>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -160,6 +162,7 @@ impl CodexRollout {
             }
             out.push(conv);
         }
+        super::note_joined_lines(&mut out, self.joined);
         if let Some(first) = out.first_mut() {
             for (kind, line) in self.unknown {
                 first.notices.push(super::Notice {

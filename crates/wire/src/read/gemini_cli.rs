@@ -21,6 +21,8 @@ use loopdbg_engine::session::Json;
 pub struct GeminiCliLog {
     /// Message records in order, with the line of their latest version.
     records: Vec<(String, usize, Value)>,
+    /// Lines that held records joined (a write that lost its newline).
+    pub(super) joined: Vec<(usize, usize)>,
 }
 
 impl GeminiCliLog {
@@ -69,6 +71,7 @@ impl GeminiCliLog {
     /// The conversation the folded history sends.
     pub fn finish(self) -> Vec<Conversation> {
         let mut conv = Conversation::new(Source::GeminiCli);
+        let joined = self.joined;
         for (id, line, record) in self.records {
             let src = |path: String| BlockSource {
                 path: path.into(),
@@ -115,11 +118,13 @@ impl GeminiCliLog {
                 _ => {}
             }
         }
-        if conv.messages.is_empty() {
+        let mut out = if conv.messages.is_empty() {
             Vec::new()
         } else {
             vec![conv]
-        }
+        };
+        super::note_joined_lines(&mut out, joined);
+        out
     }
 }
 

@@ -817,11 +817,23 @@ impl Log {
                         (n, event)
                     })
                     .collect();
-                for (n, event) in parsed {
+                for ((n, event), &(_, text)) in parsed.into_iter().zip(lines) {
                     match event {
                         Ok(Some(e)) => log.push_event(e),
                         Ok(None) => {}
-                        Err(e) => bad.push((n, e)),
+                        Err(e) => match joined_records(text) {
+                            Some(records) => {
+                                log.joined.push((n, records.len()));
+                                for record in records {
+                                    if let Ok(Some(e)) =
+                                        claude_code::Event::parse(n, &record.to_string(), detail)
+                                    {
+                                        log.push_event(e);
+                                    }
+                                }
+                            }
+                            None => bad.push((n, e)),
+                        },
                     }
                 }
             }
@@ -830,16 +842,37 @@ impl Log {
                     if text.trim().is_empty() {
                         continue;
                     }
-                    let pushed = serde_json::from_str::<Value>(text)
-                        .map_err(LineError::Json)
-                        .and_then(|v| other.push_owned(n, v).map_err(LineError::Read));
-                    if let Err(e) = pushed {
-                        bad.push((n, e));
+                    let values = match serde_json::from_str::<Value>(text) {
+                        Ok(v) => vec![v],
+                        Err(e) => match joined_records(text) {
+                            Some(records) => {
+                                other.note_joined(n, records.len());
+                                records
+                            }
+                            None => {
+                                bad.push((n, LineError::Json(e)));
+                                continue;
+                            }
+                        },
+                    };
+                    for v in values {
+                        if let Err(e) = other.push_owned(n, v) {
+                            bad.push((n, LineError::Read(e)));
+                        }
                     }
                 }
             }
         }
         bad
+    }
+
+    /// Notes that `line` held `count` records joined (each was read).
+    fn note_joined(&mut self, line: usize, count: usize) {
+        match self {
+            Log::ClaudeCode(log) => log.joined.push((line, count)),
+            Log::Codex(log) => log.joined.push((line, count)),
+            Log::GeminiCli(log) => log.joined.push((line, count)),
+        }
     }
 
     /// The conversations the log holds.
@@ -850,6 +883,42 @@ impl Log {
             Log::GeminiCli(log) => Ok(log.finish()),
         }
     }
+}
+
+/// The note for a log line that held `count` records joined.
+fn joined_notice(line: usize, count: usize) -> Notice {
+    Notice {
+        kind: crate::finding::Kind::JoinedRecords,
+        source: BlockSource {
+            path: "".into(),
+            line: Some(line),
+            uuid: None,
+        },
+        ids: Vec::new(),
+        message: format!(
+            "line {line} holds {count} records joined with no newline between them (a write that lost its line end): each was read as a line of its own"
+        ),
+    }
+}
+
+/// The notes for the joined lines of a log, on its first conversation.
+fn note_joined_lines(out: &mut [Conversation], joined: Vec<(usize, usize)>) {
+    if let Some(first) = out.first_mut() {
+        for (line, count) in joined {
+            first.notices.push(joined_notice(line, count));
+        }
+    }
+}
+
+/// The records of a line that holds two or more JSON objects written one
+/// after the other (`{…}{…}`: an agent's write that lost its newline), or
+/// `None` when it is not that.
+pub fn joined_records(text: &str) -> Option<Vec<Value>> {
+    let mut records = Vec::new();
+    for value in serde_json::Deserializer::from_str(text).into_iter::<Value>() {
+        records.push(value.ok().filter(Value::is_object)?);
+    }
+    (records.len() > 1).then_some(records)
 }
 
 /// What one JSON line says about the file it comes from.
