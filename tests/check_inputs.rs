@@ -70,10 +70,13 @@ fn codex_and_gemini_cli_logs_name_the_line_of_the_dangling_call() {
         .args(["check", &format!("{T}/gemini_cli/session-2026-11-03T09-30-5d6e7f80.jsonl")])
         .assert()
         .code(1)
-        .stdout(predicate::str::contains("unanswered_call (400)  [run_shell_command-1762162203000-d4]"))
+        // The call interrupted, then a prompt: the call is answered by
+        // text, which gemini-2.5-pro (the model of this log) accepts.
+        .stdout(predicate::str::contains("unanswered_call (warning)  [run_shell_command-1762162203000-d4]"))
         .stdout(predicate::str::contains(
             "Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn.",
-        ));
+        ))
+        .stdout(predicate::str::contains("(the request is for gemini-2.5-pro)"));
 }
 
 #[test]
@@ -730,4 +733,62 @@ fn a_codex_rollout_with_two_records_on_one_line_reads_as_before() {
         .collect();
     assert_eq!(kinds, ["joined_records"], "{f:#}");
     assert_eq!(findings[0]["line"], 5);
+}
+
+/// Every finding of `file` as (kind, severity, rejected, evidence outcome).
+fn verdicts(file: &str) -> Vec<(String, String, bool, String)> {
+    let out = loopdbg()
+        .args(["check", file, "--format", "json"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut found = Vec::new();
+    for f in v["files"].as_array().unwrap() {
+        for r in f["results"].as_array().unwrap() {
+            for x in r["findings"].as_array().unwrap() {
+                found.push((
+                    x["kind"].as_str().unwrap().to_string(),
+                    x["severity"].as_str().unwrap().to_string(),
+                    x["rejected_by_provider"].as_bool().unwrap(),
+                    x["evidence"]["outcome"].as_str().unwrap_or("").to_string(),
+                ));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn gemini_calls_answered_in_text_are_graded_by_the_model_and_the_recording() {
+    let dir = format!("{T}/gemini_text_answers");
+    let warned = |evidence: &str| {
+        (
+            "unanswered_call".to_string(),
+            "warning".to_string(),
+            false,
+            evidence.to_string(),
+        )
+    };
+    // gemini-2.5-flash and gemini-1.5-flash answered these with 200.
+    assert_eq!(
+        verdicts(&format!("{dir}/accepted_by_2_5_and_1_5.json")),
+        [warned("answered"), warned("answered")]
+    );
+    // The bare body does not name its model: a warning that says both.
+    assert_eq!(verdicts(&format!("{dir}/body_no_model.json")), [warned("")]);
+    // Gemini 3 refuses it, and the recording says so.
+    assert_eq!(
+        verdicts(&format!("{dir}/refused_by_gemini_3.json")),
+        [(
+            "unanswered_call".to_string(),
+            "400".to_string(),
+            true,
+            "refused".to_string()
+        )]
+    );
+    // One call of two answered by a response is still Gemini's 400.
+    assert_eq!(
+        verdicts(&format!("{T}/gemini_missing_response.json"))[0].2,
+        true
+    );
 }

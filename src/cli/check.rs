@@ -718,6 +718,9 @@ pub(super) fn conversation_of_line(
     let usage = capture::is_exchange(&doc)
         .then(|| capture::usage_of(&doc))
         .flatten();
+    let model_in_path = capture::is_exchange(&doc)
+        .then(|| capture::model_of(&doc))
+        .flatten();
     let doc = match (capture::is_exchange(&doc), replies) {
         (false, _) => doc,
         (true, Replies::Left) => capture::request_of(doc),
@@ -752,6 +755,9 @@ pub(super) fn conversation_of_line(
         let offset = offset_in(line, &e).unwrap_or(0);
         in_line(origin, line_no, line, offset, e.to_string())
     })?;
+    if conv.model.is_none() {
+        conv.model = model_in_path;
+    }
     capture::attach_usage(&mut conv, usage, matches!(replies, Replies::Appended));
     conv.answer = answer.map(|(status, text)| loopdbg_wire::read::Answer {
         status,
@@ -854,12 +860,16 @@ fn read_document(
         LoadError::at(origin, text, 0, "expected a request body (an object with `messages`, `input` or `contents`), a message array, or an agent log")
     })?;
     let usage = exchange.then(|| capture::usage_of(&doc)).flatten();
+    let model_in_path = exchange.then(|| capture::model_of(&doc)).flatten();
     let doc = match (exchange, replies) {
         (false, _) => doc,
         (true, Replies::Left) => capture::request_of(doc),
         (true, Replies::Appended) => capture::conversation_of(doc),
     };
     let mut conv = read_owned(doc, source).map_err(|e| located_in(origin, text, &e))?;
+    if conv.model.is_none() {
+        conv.model = model_in_path;
+    }
     capture::attach_usage(&mut conv, usage, matches!(replies, Replies::Appended));
     each(None, conv);
     Ok(ReadSummary {

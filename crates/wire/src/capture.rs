@@ -115,6 +115,13 @@ pub fn answer_of(line: &Value) -> Option<(u16, String)> {
     Some((status, text))
 }
 
+/// The model a capture record's path names (Gemini puts it there, not in
+/// the body).
+pub fn model_of(line: &Value) -> Option<String> {
+    let path = line.get("path").and_then(Value::as_str)?;
+    crate::route::model_of_path(path).map(str::to_string)
+}
+
 /// The provider a capture record names.
 pub fn provider_of(line: &Value) -> Option<Format> {
     line.get("provider")

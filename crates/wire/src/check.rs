@@ -113,6 +113,29 @@ pub fn check(conv: &Conversation) -> Vec<Finding> {
 /// the provider's own word, which loopdbg's rules did not foresee.
 fn weigh_by_the_answer(answer: &Answer, out: &mut Vec<Finding>) {
     let accepted = (200..300).contains(&answer.status);
+    // A call loopdbg only warns about (a model family known to accept it)
+    // is a 400 when the provider refused this very request for its calls.
+    if answer.status == 400 && about_pairing(&answer.text) {
+        for f in out.iter_mut().filter(|f| f.kind == Kind::UnansweredCall) {
+            f.rejected_by_provider = true;
+            f.severity = Severity::Rejected;
+        }
+    }
+    if accepted {
+        for f in out
+            .iter_mut()
+            .filter(|f| f.kind == Kind::UnansweredCall && !f.rejected_by_provider)
+        {
+            f.message = format!(
+                "{} The recording shows this request answered {}.",
+                f.message, answer.status
+            );
+            f.evidence = Some(Evidence {
+                outcome: Fate::Answered,
+                line: None,
+            });
+        }
+    }
     let mut explained = false;
     for f in out.iter_mut().filter(|f| f.rejected_by_provider) {
         if accepted {
@@ -979,13 +1002,7 @@ fn gemini(conv: &Conversation) -> Vec<Finding> {
                     true,
                 )),
                 Some(next) if responses(next).is_empty() && next.role != Role::Assistant => {
-                    out.push(finding(
-                        Kind::UnansweredCall,
-                        &conv.message_sources[i + 1],
-                        made.clone(),
-                        format!("{COUNT} (function calls without responses: {})", join(&made)),
-                        true,
-                    ));
+                    out.push(answered_in_text(conv, i + 1, &made, COUNT));
                 }
                 _ => {}
             }
@@ -1042,6 +1059,43 @@ fn gemini(conv: &Conversation) -> Vec<Finding> {
     }
     thought_signatures(conv, &mut out);
     out
+}
+
+/// A function call turn followed by a user turn of plain text: the tool's
+/// answer written as text. Recordings show gemini-1.5-flash and
+/// gemini-2.5-flash answering such requests with 200, parallel calls too
+/// (the model reads the text as the answer), so it is a warning; Gemini 3
+/// validates function calling strictly (a call's turn must be followed by
+/// its responses, as its thought signatures are), so there it is the 400.
+/// A recorded refusal makes it a 400 whatever the model
+/// ([`weigh_by_the_answer`]).
+fn answered_in_text(conv: &Conversation, at: usize, made: &[String], count: &str) -> Finding {
+    let model = conv.model.as_deref();
+    if model.is_some_and(|m| m.contains("gemini-3")) {
+        return finding(
+            Kind::UnansweredCall,
+            &conv.message_sources[at],
+            made.to_vec(),
+            format!("{count} (function calls without responses: {})", join(made)),
+            true,
+        );
+    }
+    let which = model.map_or("the model is not named in the body".to_string(), |m| {
+        format!("the request is for {m}")
+    });
+    finding(
+        Kind::UnansweredCall,
+        &conv.message_sources[at],
+        made.to_vec(),
+        format!(
+            "the function {} answered with text, not with `functionResponse` parts. Gemini 1.5 and 2.5 models accept this (recordings show 200: the model reads the text as the tool's answer); Gemini 3 models refuse it: «{count}» ({which}). Send one `functionResponse` per call.",
+            match made.len() {
+                1 => format!("call {} is", made[0]),
+                _ => format!("calls {} are", join(made)),
+            }
+        ),
+        false,
+    )
 }
 
 /// Gemini 3 rejects a current turn whose steps' first calls lack their

@@ -23,6 +23,16 @@ pub fn provider_of_path(path: &str) -> Option<Format> {
     }
 }
 
+/// The model a path names, for the APIs that put it there instead of in
+/// the body: Gemini's `/v1beta/models/gemini-2.5-pro:generateContent`
+/// (and Vertex AI's `…/publishers/google/models/…`).
+pub fn model_of_path(path: &str) -> Option<&str> {
+    let path = path.split('?').next().unwrap_or(path);
+    let (_, rest) = path.rsplit_once("/models/")?;
+    let model = rest.split([':', '/']).next()?;
+    (!model.is_empty()).then_some(model)
+}
+
 /// The provider of a request: from the path, else from the body.
 pub fn provider_of(path: &str, body: Option<&Value>) -> Option<Format> {
     provider_of_path(path).or_else(|| match body.and_then(detect) {
@@ -93,6 +103,21 @@ const SECRET_PARAMS: &[&str] = &[
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn gemini_paths_name_their_model() {
+        assert_eq!(
+            model_of_path("/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"),
+            Some("gemini-2.5-flash")
+        );
+        assert_eq!(
+            model_of_path(
+                "/v1/projects/p/locations/us/publishers/google/models/gemini-3-pro-preview:generateContent"
+            ),
+            Some("gemini-3-pro-preview")
+        );
+        assert_eq!(model_of_path("/v1/messages"), None);
+    }
 
     #[test]
     fn paths_name_their_provider() {

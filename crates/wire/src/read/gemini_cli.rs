@@ -132,6 +132,11 @@ impl GeminiCliLog {
 /// text and one `functionCall` per tool call, or the parts of its content
 /// when those hold the calls), then a user turn of the calls' `result`s.
 fn model_turn(conv: &mut Conversation, record: &Value, src: &dyn Fn(String) -> BlockSource) {
+    // The model of the latest reply is the one a resumed session asks
+    // (Gemini's rules differ by family).
+    if let Some(model) = record.get("model").and_then(Value::as_str) {
+        conv.model = Some(model.to_string());
+    }
     let mut content = Vec::new();
     let mut sources = Vec::new();
     let parts_hold_calls = record

@@ -252,6 +252,9 @@ pub fn read_recording_with(doc: &Value, append: Option<AppendReply>) -> Option<R
         if let Some(Ok(with_reply)) = answered.map(|b| read_owned(b, source)) {
             conv = with_reply;
         }
+        if conv.model.is_none() {
+            conv.model = crate::route::model_of_path(route).map(str::to_string);
+        }
         let method = request.get("method").and_then(Value::as_str).unwrap_or("");
         conv.label = Some(format!(
             "interaction {}: {method} {route} → {}",
