@@ -787,8 +787,5 @@ fn gemini_calls_answered_in_text_are_graded_by_the_model_and_the_recording() {
         )]
     );
     // One call of two answered by a response is still Gemini's 400.
-    assert_eq!(
-        verdicts(&format!("{T}/gemini_missing_response.json"))[0].2,
-        true
-    );
+    assert!(verdicts(&format!("{T}/gemini_missing_response.json"))[0].2);
 }
