@@ -591,3 +591,82 @@ fn shapes_the_providers_accept_are_read() {
         .assert()
         .code(0);
 }
+
+// ------------------------------------------------------------ Bedrock Converse
+
+fn bedrock(name: &str) -> Vec<Finding> {
+    let doc: Value = serde_json::from_str(&fixture(&format!("bedrock/{name}"))).unwrap();
+    assert_eq!(
+        detect(&doc),
+        Some(Source::Provider(Format::Bedrock)),
+        "{name}"
+    );
+    check(&read(&doc, Source::Provider(Format::Bedrock)).unwrap())
+}
+
+#[test]
+fn bedrock_converse_is_checked_in_its_own_words() {
+    assert!(bedrock("clean.json").is_empty());
+    let missing = bedrock("parallel_first_only.json");
+    assert_eq!(missing.len(), 1, "{missing:#?}");
+    assert_eq!(missing[0].kind, "unanswered_call");
+    assert!(missing[0].rejected_by_provider);
+    assert_eq!(
+        missing[0].message,
+        "Expected toolResult blocks at messages.2.content for the following Ids: tooluse_sX1A7q9kipz4qAW36LUR1H, tooluse_mnUeKx1nqbeU7vWccDvS7a"
+    );
+    let extra = bedrock("pruned_tool_use.json");
+    assert_eq!(extra.len(), 1, "{extra:#?}");
+    assert_eq!(extra[0].kind, "unexpected_result");
+    assert_eq!(
+        extra[0].message,
+        "The number of toolResult blocks at messages.2.content exceeds the number of toolUse blocks of previous turn."
+    );
+    let undeclared = bedrock("no_tool_config.json");
+    assert_eq!(undeclared.len(), 1, "{undeclared:#?}");
+    assert_eq!(undeclared[0].kind, "missing_tool_config");
+    assert!(undeclared[0].rejected_by_provider);
+    let odd = bedrock("unknown_block_and_bad_id.json");
+    let kinds: Vec<&str> = odd.iter().map(|f| f.kind.as_str()).collect();
+    assert_eq!(kinds, ["invalid_id", "unknown_block"], "{odd:#?}");
+}
+
+/// A body with blocks its provider does not define is never called clean:
+/// a Bedrock body read as Anthropic (`--format anthropic` is refused for
+/// it; an Anthropic body with one Bedrock block is read as Anthropic) and
+/// an unknown block type in either.
+#[test]
+fn blocks_the_provider_does_not_define_are_never_clean() {
+    let mixed: Value = serde_json::json!({"model": "m", "max_tokens": 9, "messages": [
+        {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+        {"role": "assistant", "content": [
+            {"toolUse": {"toolUseId": "t1", "name": "w", "input": {}}}]},
+        {"role": "user", "content": [{"type": "text", "text": "ok"}, {"type": "widget"}]}
+    ]});
+    assert_eq!(detect(&mixed), Some(Source::Provider(Format::Anthropic)));
+    let found = check(&read(&mixed, Source::Provider(Format::Anthropic)).unwrap());
+    let kinds: Vec<&str> = found.iter().map(|f| f.kind.as_str()).collect();
+    assert_eq!(kinds, ["unknown_block", "unknown_block"], "{found:#?}");
+    assert!(found[0].message.contains("Bedrock Converse"), "{found:#?}");
+    let bedrock_body: Value = serde_json::json!({"messages": [
+        {"role": "user", "content": [{"text": "hi"}, {"widget": {}}]}]});
+    let found = check(&read(&bedrock_body, detect(&bedrock_body).unwrap()).unwrap());
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].kind, "unknown_block");
+}
+
+#[test]
+fn bedrock_repairs_keep_every_other_block() {
+    for (how, calls) in [(Repair::Synthesize, 3), (Repair::Strip, 1)] {
+        let mut doc: Value =
+            serde_json::from_str(&fixture("bedrock/parallel_first_only.json")).unwrap();
+        let changed = repair(&mut doc, Format::Bedrock, how);
+        assert_eq!(changed, 2, "{how:?}");
+        let conv = read(&doc, Source::Provider(Format::Bedrock)).unwrap();
+        assert!(check(&conv).is_empty(), "{how:?}: {doc:#}");
+        assert_eq!(conv.messages[1].tool_uses().count(), calls, "{how:?}");
+        // The assistant's text, the system prompt and the tools stay.
+        assert_eq!(doc["messages"][1]["content"][0]["text"], "Let me search.");
+        assert!(doc["toolConfig"].is_object() && doc["system"].is_array());
+    }
+}

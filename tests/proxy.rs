@@ -1183,3 +1183,191 @@ fn ctrl_c_lets_the_exchange_in_flight_end_and_records_it() {
     assert_eq!(recorded.len(), 1);
     assert_eq!(recorded[0]["response"]["id"], "msg_sig");
 }
+
+// ------------------------------------------------------------ Bedrock Converse
+
+const BEDROCK_HOST: &str = "bedrock-runtime.us-east-1.amazonaws.com";
+const BEDROCK_MODEL: &str = "/model/us.anthropic.claude-sonnet-4-5-20250929-v1%3A0";
+
+/// A Bedrock Converse agent loop as an AWS SDK sends it: SigV4-signed
+/// (the signature names `host`, so the proxy must pass it on as sent),
+/// the body as the SDK wrote it (spacing and all), ConverseStream or
+/// Converse. `first_only` answers only the first call. Returns each
+/// trip's status, headers and body bytes.
+async fn bedrock_agent(
+    base: &str,
+    stream: bool,
+    first_only: bool,
+) -> Vec<(u16, reqwest::header::HeaderMap, Vec<u8>)> {
+    let client = reqwest::Client::new();
+    let tools = json!({"tools": [
+        {"toolSpec": {"name": "get_weather", "inputSchema": {"json": {"type": "object"}}}},
+        {"toolSpec": {"name": "get_fx_rate", "inputSchema": {"json": {"type": "object"}}}}]});
+    let mut messages = vec![json!({"role": "user", "content": [{"text": "weather and fx"}]})];
+    let op = if stream {
+        "converse-stream"
+    } else {
+        "converse"
+    };
+    let mut trips = Vec::new();
+    for _ in 0..3 {
+        let body = json!({"messages": messages, "toolConfig": tools});
+        // The SDK's own spacing: the bytes must reach the provider as signed.
+        let text = serde_json::to_string_pretty(&body).unwrap();
+        let r = client
+            .post(format!("{base}{BEDROCK_MODEL}/{op}"))
+            .header("host", BEDROCK_HOST)
+            .header("x-amz-date", "20261202T060000Z")
+            .header("authorization", format!(
+                "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20261202/us-east-1/bedrock/aws4_request, SignedHeaders=content-type;host;x-amz-date, Signature={SECRET}"))
+            .header("content-type", "application/json")
+            .body(text)
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        let headers = r.headers().clone();
+        let raw = r.bytes().await.unwrap().to_vec();
+        trips.push((status, headers, raw));
+        if status != 200 || trips.len() > 1 {
+            break;
+        }
+        // The calls, as the fake scripts them for this prompt.
+        let calls = [("tooluse_w1", "18°C"), ("tooluse_f1", "7.12")];
+        messages.push(json!({"role": "assistant", "content": [
+            {"toolUse": {"toolUseId": "tooluse_w1", "name": "get_weather", "input": {"city": "北京"}}},
+            {"toolUse": {"toolUseId": "tooluse_f1", "name": "get_fx_rate", "input": {"pair": "USD/CNY"}}}]}));
+        let results: Vec<Value> = calls
+            .iter()
+            .take(if first_only { 1 } else { 2 })
+            .map(|(id, text)| json!({"toolResult": {"toolUseId": id, "content": [{"text": text}]}}))
+            .collect();
+        messages.push(json!({"role": "user", "content": results}));
+    }
+    trips
+}
+
+#[test]
+fn a_signed_bedrock_converse_stream_passes_untouched_and_is_reassembled() {
+    let Rig {
+        rt,
+        fake,
+        cap,
+        proxy,
+    } = rig(&[]);
+    let trips = rt.block_on(bedrock_agent(&proxy.url, true, false));
+    let statuses: Vec<u16> = trips.iter().map(|t| t.0).collect();
+    assert_eq!(statuses, [200, 200]);
+    assert_eq!(
+        trips[0].1["content-type"],
+        "application/vnd.amazon.eventstream"
+    );
+    let printed = [proxy.next_line(), proxy.next_line()];
+    let log = fake.log.lock().unwrap();
+    for (k, trip) in trips.iter().enumerate() {
+        // What the SDK signed arrives as it was signed.
+        assert_eq!(log.headers[k]["host"], BEDROCK_HOST);
+        assert!(log.headers[k].contains_key("authorization"));
+        assert!(log.headers[k].contains_key("x-amz-date"));
+        assert!(
+            std::str::from_utf8(&log.bodies[k])
+                .unwrap()
+                .contains("\n  "),
+            "spacing kept"
+        );
+        // The frames reach the agent byte for byte.
+        assert_eq!(trip.2, log.answers[k]);
+    }
+    let records = capture(&cap);
+    assert_eq!(records[0]["provider"], "bedrock");
+    assert_eq!(records[0]["streamed"], true);
+    let message = &records[0]["response"]["output"]["message"];
+    assert_eq!(message["content"][0]["toolUse"]["toolUseId"], "tooluse_w1");
+    assert_eq!(
+        message["content"][0]["toolUse"]["input"],
+        json!({"city": "北京"})
+    );
+    assert_eq!(
+        message["content"][1]["toolUse"]["input"],
+        json!({"pair": "USD/CNY"})
+    );
+    assert_eq!(records[0]["response"]["stopReason"], "tool_use");
+    assert_eq!(
+        records[1]["response"]["output"]["message"]["content"][0]["text"],
+        "北京 18°C, USD/CNY 7.12"
+    );
+    drop(log);
+    no_secret_in(&cap, &proxy, &printed);
+    // The capture checks clean and replays through the reassembled replies.
+    let out = common::loopdbg()
+        .arg("check")
+        .arg(&cap.path)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("(bedrock)"), "{text}");
+}
+
+#[test]
+fn block_answers_bedrocks_validation_exception_locally() {
+    let Rig {
+        rt,
+        fake,
+        cap,
+        proxy,
+    } = rig(&["--on-invalid", "block"]);
+    let trips = rt.block_on(bedrock_agent(&proxy.url, false, true));
+    assert_eq!(trips.iter().map(|t| t.0).collect::<Vec<_>>(), [200, 400]);
+    assert_eq!(trips[1].1["x-amzn-errortype"], "ValidationException");
+    let body: Value = serde_json::from_slice(&trips[1].2).unwrap();
+    assert_eq!(body["__type"], "ValidationException");
+    let message = body["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(
+            "Expected toolResult blocks at messages.2.content for the following Ids: tooluse_f1"
+        ),
+        "{message}"
+    );
+    let _ = proxy.next_line();
+    assert!(proxy.next_line().contains("BLOCKED"));
+    assert_eq!(fake.log.lock().unwrap().requests.len(), 1);
+    assert_eq!(capture(&cap)[1]["action"], "blocked");
+}
+
+#[test]
+fn a_signed_request_is_never_repaired_on_the_way() {
+    let Rig {
+        rt,
+        fake,
+        cap: _cap,
+        proxy,
+    } = rig(&["--on-invalid", "repair=synthesize"]);
+    let trips = rt.block_on(bedrock_agent(&proxy.url, false, true));
+    assert_eq!(trips.iter().map(|t| t.0).collect::<Vec<_>>(), [200, 400]);
+    let body: Value = serde_json::from_slice(&trips[1].2).unwrap();
+    let message = body["message"].as_str().unwrap();
+    assert!(message.contains("signed (AWS SigV4)"), "{message}");
+    let _ = proxy.next_line();
+    let _ = proxy.next_line();
+    assert_eq!(
+        fake.log.lock().unwrap().requests.len(),
+        1,
+        "nothing was sent"
+    );
+}
+
+#[test]
+fn without_the_proxy_the_fake_refuses_what_the_proxy_blocks() {
+    // The fake enforces Bedrock's rules itself: the same broken request
+    // sent straight gets the provider's 400 in the same words.
+    let rt = runtime();
+    let fake = rt.block_on(fake::start());
+    let trips = rt.block_on(bedrock_agent(&fake.url, true, true));
+    assert_eq!(trips.iter().map(|t| t.0).collect::<Vec<_>>(), [200, 400]);
+    let body: Value = serde_json::from_slice(&trips[1].2).unwrap();
+    assert_eq!(
+        body["message"],
+        "Expected toolResult blocks at messages.2.content for the following Ids: tooluse_f1"
+    );
+}

@@ -540,6 +540,14 @@ fn w_cycles_the_wire_views_and_the_roles_follow() {
         "a response names the call it answers"
     );
     apply(&mut app, key('w'));
+    // Bedrock Converse: as Anthropic's turns, blocks keyed by their kind.
+    assert_eq!(app.view, Some(loopdbg_wire::provider::Format::Bedrock));
+    let roles: Vec<String> = app.view_items().into_iter().map(|i| i.role).collect();
+    assert_eq!(roles, ["user", "assistant", "user", "assistant"]);
+    let results = &app.view_items()[2].json;
+    assert_eq!(results["content"].as_array().unwrap().len(), 2);
+    assert!(results["content"][0]["toolResult"]["toolUseId"].is_string());
+    apply(&mut app, key('w'));
     assert_eq!(app.view, None);
 }
 

@@ -309,7 +309,7 @@ pub struct CheckArgs {
     pub files: Vec<PathBuf>,
     /// Output `text`, `json` or `jsonl` (one record per conversation, as
     /// it goes); and/or force the input format: anthropic, openai,
-    /// responses, gemini, claude-code, codex, gemini-cli (detected from
+    /// responses, gemini, bedrock, claude-code, codex, gemini-cli (detected from
     /// the content otherwise). May be given twice, e.g. `--format json
     /// --format openai`.
     #[arg(long, value_parser = parse_check_format)]

@@ -1,6 +1,7 @@
 //! A fake provider on 127.0.0.1 for the proxy's end-to-end tests. It
-//! speaks Anthropic Messages, OpenAI Chat Completions, Responses and Gemini
-//! `generateContent`, plain and streamed with the real event shapes, and it
+//! speaks Anthropic Messages, OpenAI Chat Completions, Responses, Gemini
+//! `generateContent` and Bedrock Converse, plain and streamed with the real
+//! event shapes (Bedrock's in AWS's binary event stream framing), and it
 //! enforces the pairing rules itself (written here from the providers'
 //! documented behaviour, not with loopdbg's checker), answering violations
 //! with each provider's real error body.
@@ -28,6 +29,8 @@ pub struct Log {
     pub requests: Vec<Value>,
     /// The headers of every request.
     pub headers: Vec<HeaderMap>,
+    /// The exact bytes of every request body.
+    pub bodies: Vec<Vec<u8>>,
     /// The exact bytes of every answer body.
     pub answers: Vec<Vec<u8>>,
 }
@@ -128,9 +131,37 @@ async fn handle(State(shared): State<Shared>, request: Request) -> Response {
         let mut l = log.lock().unwrap();
         l.requests.push(body.clone());
         l.headers.push(headers);
+        l.bodies.push(bytes.to_vec());
     }
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false)
         || path.contains(":streamGenerateContent");
+    if path.ends_with("/converse") || path.ends_with("/converse-stream") {
+        let streamed = path.ends_with("/converse-stream");
+        let (status, chunks) = bedrock(&body, streamed);
+        if shared.logged {
+            log.lock().unwrap().answers.push(chunks.concat());
+        }
+        let content_type = match (streamed, status) {
+            (true, 200) => "application/vnd.amazon.eventstream",
+            _ => "application/json",
+        };
+        let items: Vec<Result<Bytes, std::io::Error>> =
+            chunks.into_iter().map(|c| Ok(Bytes::from(c))).collect();
+        let mut response = Response::new(Body::from_stream(futures::stream::iter(items)));
+        *response.status_mut() = StatusCode::from_u16(status).unwrap();
+        let h = response.headers_mut();
+        h.insert(header::CONTENT_TYPE, content_type.parse().unwrap());
+        if status == 400 {
+            h.insert(
+                "x-amzn-errortype",
+                "ValidationException:http://internal.amazon.com/coral/com.amazon.bedrock/"
+                    .parse()
+                    .unwrap(),
+            );
+        }
+        h.insert("x-fake-provider", "yes".parse().unwrap());
+        return response;
+    }
     let (status, chunks, broken): (u16, Vec<String>, bool) = if path.ends_with("/v1/messages") {
         anthropic(&body, stream)
     } else if path.ends_with("/chat/completions") {
@@ -822,4 +853,140 @@ fn gemini(body: &Value, stream: bool) -> (u16, Vec<String>, bool) {
         return (200, vec![response.to_string()], false);
     }
     (200, vec![sse(None, &response)], false)
+}
+
+// ------------------------------------------------------------ Bedrock Converse
+
+/// One AWS event stream frame: an event of `kind` carrying `payload`.
+fn frame(kind: &str, payload: &Value) -> Vec<u8> {
+    use aws_smithy_types::event_stream::{Header, HeaderValue, Message};
+    let message = Message::new(payload.to_string().into_bytes())
+        .add_header(Header::new(
+            ":event-type",
+            HeaderValue::String(kind.to_string().into()),
+        ))
+        .add_header(Header::new(
+            ":content-type",
+            HeaderValue::String("application/json".into()),
+        ))
+        .add_header(Header::new(
+            ":message-type",
+            HeaderValue::String("event".into()),
+        ));
+    let mut out = Vec::new();
+    aws_smithy_eventstream::frame::write_message_to(&message, &mut out).unwrap();
+    out
+}
+
+/// Bedrock's own pairing check (its `ValidationException` texts, as
+/// public reports quote them), then the scripted model.
+fn bedrock_refusal(messages: &[Value]) -> Option<String> {
+    let ids = |m: &Value, kind: &str| -> Vec<String> {
+        m["content"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|b| b[kind]["toolUseId"].as_str().map(str::to_string))
+            .collect()
+    };
+    for (i, m) in messages.iter().enumerate() {
+        if m["role"] != "user" {
+            continue;
+        }
+        let asked = match i.checked_sub(1).map(|p| &messages[p]) {
+            Some(p) if p["role"] == "assistant" => ids(p, "toolUse"),
+            _ => Vec::new(),
+        };
+        let results = ids(m, "toolResult");
+        if results.len() > asked.len() {
+            return Some(format!(
+                "The number of toolResult blocks at messages.{i}.content exceeds the number of toolUse blocks of previous turn."
+            ));
+        }
+        let missing: Vec<&String> = asked.iter().filter(|id| !results.contains(id)).collect();
+        if !missing.is_empty() {
+            let list: Vec<&str> = missing.iter().map(|s| s.as_str()).collect();
+            return Some(format!(
+                "Expected toolResult blocks at messages.{i}.content for the following Ids: {}",
+                list.join(", ")
+            ));
+        }
+    }
+    None
+}
+
+fn bedrock(body: &Value, stream: bool) -> (u16, Vec<Vec<u8>>) {
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    if let Some(message) = bedrock_refusal(&messages) {
+        return (
+            400,
+            vec![json!({"message": message}).to_string().into_bytes()],
+        );
+    }
+    let prompt = prompt_of(
+        messages
+            .iter()
+            .filter(|m| m["role"] == "user")
+            .filter_map(|m| m["content"][0]["text"].as_str().map(str::to_string)),
+    );
+    let answered = messages.last().is_some_and(|m| {
+        m["content"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|b| b.get("toolResult").is_some()))
+    });
+    let (content, stop): (Vec<Value>, &str) = if answered || wanted(&prompt).is_empty() {
+        (vec![json!({"text": ANSWER})], "end_turn")
+    } else {
+        let calls = wanted(&prompt)
+            .into_iter()
+            .map(|(name, input)| {
+                json!({"toolUse": {"toolUseId": id_for("tooluse", name), "name": name, "input": input}})
+            })
+            .collect();
+        (calls, "tool_use")
+    };
+    let usage = json!({"inputTokens": tokens_in(body), "outputTokens": tokens_in(&Value::from(content.clone())),
+        "totalTokens": tokens_in(body) + tokens_in(&Value::from(content.clone()))});
+    if !stream {
+        let response = json!({"output": {"message": {"role": "assistant", "content": content}},
+            "stopReason": stop, "usage": usage, "metrics": {"latencyMs": 1}});
+        return (200, vec![response.to_string().into_bytes()]);
+    }
+    let mut frames = vec![frame("messageStart", &json!({"role": "assistant"}))];
+    for (i, block) in content.iter().enumerate() {
+        if let Some(call) = block.get("toolUse") {
+            frames.push(frame(
+                "contentBlockStart",
+                &json!({"contentBlockIndex": i,
+                "start": {"toolUse": {"toolUseId": call["toolUseId"], "name": call["name"]}}}),
+            ));
+            // The input arrives in pieces, as the model writes it.
+            let input = call["input"].to_string();
+            let (head, tail) = input.split_at(input.len() / 2);
+            for piece in [head, tail] {
+                frames.push(frame(
+                    "contentBlockDelta",
+                    &json!({"contentBlockIndex": i,
+                    "delta": {"toolUse": {"input": piece}}}),
+                ));
+            }
+        } else {
+            let text = block["text"].as_str().unwrap_or("");
+            let cut = text.char_indices().nth(2).map_or(text.len(), |(k, _)| k);
+            for piece in [&text[..cut], &text[cut..]] {
+                frames.push(frame(
+                    "contentBlockDelta",
+                    &json!({"contentBlockIndex": i,
+                    "delta": {"text": piece}}),
+                ));
+            }
+        }
+        frames.push(frame("contentBlockStop", &json!({"contentBlockIndex": i})));
+    }
+    frames.push(frame("messageStop", &json!({"stopReason": stop})));
+    frames.push(frame(
+        "metadata",
+        &json!({"usage": usage, "metrics": {"latencyMs": 1}}),
+    ));
+    (200, frames)
 }

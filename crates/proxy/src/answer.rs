@@ -262,12 +262,16 @@ impl Returning {
         started: Started,
         action: Action,
         streamed: bool,
+        framed: bool,
         done: UnboundedSender<Ended>,
     ) -> Returning {
         let reassembler = started
             .provider
             .filter(|_| streamed)
-            .map(|format| Box::new(Reassembler::new(format)));
+            .map(|format| match framed {
+                true => Box::new(Reassembler::framed(format)),
+                false => Box::new(Reassembler::new(format)),
+            });
         Returning {
             ended: Ended {
                 started,

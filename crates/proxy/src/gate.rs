@@ -197,6 +197,7 @@ pub fn unjudged_body(format: Option<Format>, why: &str, policy: OnInvalid) -> Va
         Some(Format::Gemini) => json!({
             "error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}
         }),
+        Some(Format::Bedrock) => bedrock_error(&message),
         None => json!({"error": {"type": "proxy_error", "message": message}}),
     }
 }
@@ -221,7 +222,15 @@ pub fn error_body(format: Format, message: &str) -> Value {
         Format::Gemini => json!({
             "error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}
         }),
+        Format::Bedrock => bedrock_error(&message),
     }
+}
+
+/// Bedrock's `ValidationException` as its REST JSON protocol writes it: the
+/// type in `__type` (the SDKs also read the `x-amzn-errortype` header,
+/// which the proxy sets), the words in `message`.
+fn bedrock_error(message: &str) -> Value {
+    json!({"__type": "ValidationException", "message": message})
 }
 
 #[cfg(test)]

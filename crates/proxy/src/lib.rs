@@ -33,7 +33,7 @@ use loopdbg_wire::capture::{Action, Exchange};
 use loopdbg_wire::chain::{Chain, ResponseStore};
 use loopdbg_wire::provider::Format;
 use loopdbg_wire::route::{provider_of, provider_of_path, redacted_path};
-use loopdbg_wire::stream::is_event_stream;
+use loopdbg_wire::stream::{is_aws_event_stream, is_event_stream};
 use serde_json::Value;
 use tokio::sync::{Semaphore, mpsc, watch};
 
@@ -236,6 +236,12 @@ fn own_answer(status: u16, body: &Value, close: bool) -> Response<AgentBody> {
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
+    // Bedrock's SDKs read an error's type from this header.
+    if let Some(kind) = body.get("__type").and_then(Value::as_str)
+        && let Ok(value) = HeaderValue::from_str(kind)
+    {
+        headers.insert("x-amzn-errortype", value);
+    }
     if close {
         headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
     }
@@ -377,7 +383,8 @@ async fn exchange(shared: &Shared, request: Request<Incoming>) -> Response<Agent
             return own_answer(status, &body, true);
         }
     };
-    let (outgoing, action) = match outgoing(shared, &mut started, &path_and_query, bytes) {
+    let signed = upstream::is_sigv4_signed(&head.headers);
+    let (outgoing, action) = match outgoing(shared, &mut started, &path_and_query, bytes, signed) {
         Ok(leaving) => leaving,
         Err(blocked) => {
             let (status, body) = *blocked;
@@ -412,11 +419,12 @@ async fn exchange(shared: &Shared, request: Request<Incoming>) -> Response<Agent
         }
     };
     let (parts, body) = answer.into_parts();
-    let streamed = parts
+    let content_type = parts
         .headers
         .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(is_event_stream);
+        .and_then(|v| v.to_str().ok());
+    let framed = content_type.is_some_and(is_aws_event_stream);
+    let streamed = framed || content_type.is_some_and(is_event_stream);
     let encoding = parts
         .headers
         .get(header::CONTENT_ENCODING)
@@ -427,6 +435,7 @@ async fn exchange(shared: &Shared, request: Request<Incoming>) -> Response<Agent
         started,
         action,
         streamed,
+        framed,
         shared.done.clone(),
     );
     // Block and repair judge the next request before it leaves: a
@@ -466,6 +475,7 @@ fn outgoing(
     started: &mut Started,
     path_and_query: &str,
     bytes: Bytes,
+    signed: bool,
 ) -> Result<(Bytes, Action), Box<(u16, Value)>> {
     if let OnInvalid::Forward = shared.on_invalid {
         // The verdict cannot change what is sent, so the request leaves
@@ -497,6 +507,20 @@ fn outgoing(
     started.body = bytes.clone();
     match decision {
         Some(Decision::Block { status, body }) => Err(Box::new((status, body))),
+        // A SigV4 signature covers the body: a repaired body would be
+        // refused for its signature, so the request is stopped instead.
+        Some(Decision::Repaired { .. }) if signed => {
+            let why = started
+                .findings
+                .iter()
+                .find(|f| f.rejected_by_provider)
+                .map_or(String::new(), |f| f.message.clone());
+            let format = started.provider.unwrap_or(Format::Bedrock);
+            let message = format!(
+                "{why} The request is signed (AWS SigV4), and its signature covers the body, so it cannot be repaired on the way; it was not sent"
+            );
+            Err(Box::new((400, crate::gate::error_body(format, &message))))
+        }
         Some(Decision::Repaired { body, .. }) => {
             let outgoing = Bytes::from(body.to_string());
             started.forwarded = Some(body);

@@ -148,11 +148,29 @@ fn is_forwarded(name: &HeaderName) -> bool {
         )
 }
 
-/// The agent's headers as the upstream receives them.
+/// Whether a request carries an AWS Signature Version 4 (Bedrock's SDKs
+/// sign every request).
+pub fn is_sigv4_signed(headers: &HeaderMap) -> bool {
+    headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("AWS4-HMAC-SHA256"))
+}
+
+/// The agent's headers as the upstream receives them. A SigV4-signed
+/// request keeps every header it signed, `host` and `accept-encoding`
+/// too (the AWS SDKs sign all but a few; a changed one fails the
+/// signature): only hop-by-hop headers and `expect`, answered here and
+/// never signed, are left out.
 pub fn forwarded_headers(incoming: &HeaderMap) -> HeaderMap {
     let mut out = HeaderMap::with_capacity(incoming.len());
+    let signed = is_sigv4_signed(incoming);
     for (name, value) in incoming {
-        if is_forwarded(name) {
+        let kept = match signed {
+            true => !HOP_BY_HOP.contains(&name.as_str()) && name.as_str() != "expect",
+            false => is_forwarded(name),
+        };
+        if kept {
             out.append(name.clone(), value.clone());
         }
     }

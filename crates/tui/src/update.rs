@@ -360,7 +360,8 @@ fn screen(app: &mut App, action: Action) {
                 Some(Format::Anthropic) => Some(Format::Openai),
                 Some(Format::Openai) => Some(Format::Responses),
                 Some(Format::Responses) => Some(Format::Gemini),
-                Some(Format::Gemini) => None,
+                Some(Format::Gemini) => Some(Format::Bedrock),
+                Some(Format::Bedrock) => None,
             };
             app.selected_message = None;
             app.notice = Some(match app.view {

@@ -119,7 +119,7 @@ pub fn answer_of(line: &Value) -> Option<(u16, String)> {
 /// the body).
 pub fn model_of(line: &Value) -> Option<String> {
     let path = line.get("path").and_then(Value::as_str)?;
-    crate::route::model_of_path(path).map(str::to_string)
+    crate::route::model_of_path(path)
 }
 
 /// The provider a capture record names.
@@ -263,6 +263,14 @@ pub fn append_reply(request: &mut Value, format: Format, response: &Value) {
             }
             if let Some(input) = request.get_mut("input").and_then(Value::as_array_mut) {
                 input.extend(output.iter().cloned());
+            }
+        }
+        Format::Bedrock => {
+            if let (Some(messages), Some(message)) = (
+                request.get_mut("messages").and_then(Value::as_array_mut),
+                response.pointer("/output/message"),
+            ) {
+                messages.push(message.clone());
             }
         }
         Format::Gemini => {

@@ -95,6 +95,7 @@ pub fn check(conv: &Conversation) -> Vec<Finding> {
         Format::Openai => openai(conv),
         Format::Responses => responses(conv),
         Format::Gemini => gemini(conv),
+        Format::Bedrock => bedrock(conv),
     };
     duplicates(conv, &mut out);
     beyond_servers(conv, &mut out);
@@ -158,10 +159,11 @@ fn weigh_by_the_answer(answer: &Answer, out: &mut Vec<Finding>) {
             400 if about_pairing(&answer.text) => {
                 // The provider's words are usually these very ones, after
                 // its `messages.N: ` prefix: then saying so is enough.
-                let same = f
+                let head = f
                     .message
                     .split_once(". ")
-                    .is_some_and(|(head, _)| answer.text.contains(head));
+                    .map_or(f.message.as_str(), |(head, _)| head);
+                let same = answer.text.contains(head);
                 let words = match same {
                     true => "in these words".to_string(),
                     false => format!("«{}»", answer.text.chars().take(200).collect::<String>()),
@@ -394,6 +396,8 @@ fn about_pairing(text: &str) -> bool {
         "function call",
         "function response",
         "call_id",
+        "toolResult",
+        "toolUse",
     ]
     .iter()
     .any(|w| text.contains(w))
@@ -796,6 +800,155 @@ fn hosted_pairing<'c>(
             true,
         ));
     }
+}
+
+/// `messages[2]` as Bedrock's errors spell it: `messages.2`, from the
+/// request body's own root (a recording nests it in an interaction).
+fn dotted_path(source: &BlockSource) -> String {
+    let path: &str = &source.path;
+    let from = path.rfind("messages[").unwrap_or(0);
+    path[from..].replace('[', ".").replace(']', "")
+}
+
+/// Bedrock Converse checks the history itself, whatever the model, in its
+/// own words (each quoted from public reports of its `ValidationException`):
+/// roles alternate ("A conversation must alternate between user and
+/// assistant roles…"); the user turn after a turn of `toolUse` blocks
+/// carries a `toolResult` for each ("Expected toolResult blocks at
+/// messages.N.content for the following Ids: …", agno #6698, zeroclaw
+/// #1476) and no more ("The number of toolResult blocks at
+/// messages.N.content exceeds the number of toolUse blocks of previous
+/// turn.", strands-agents #1435, pydantic-ai #2327); ids match
+/// `[a-zA-Z0-9_-]+` (the `ToolUseBlock` reference); and a request with tool
+/// blocks declares its tools ("toolConfig field must be defined when using
+/// toolUse and toolResult content blocks.", zot #18, ironclaw #1710).
+fn bedrock(conv: &Conversation) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let msgs = &conv.messages;
+    for (i, m) in msgs.iter().enumerate() {
+        let previous = i.checked_sub(1).map(|p| &msgs[p]);
+        if previous.is_some_and(|p| (p.role == Role::Assistant) == (m.role == Role::Assistant)) {
+            out.push(finding(
+                Kind::ConsecutiveSameRole,
+                &conv.message_sources[i],
+                Vec::new(),
+                "A conversation must alternate between user and assistant roles. Make sure the conversation alternates between user and assistant roles and try again.".to_string(),
+                true,
+            ));
+        }
+        if m.role == Role::Assistant {
+            bedrock_calls(conv, i, &mut out);
+            continue;
+        }
+        let asked: Vec<&str> = previous
+            .filter(|p| p.role == Role::Assistant)
+            .map(|p| tool_uses(p).map(|(_, id, _)| id).collect())
+            .unwrap_or_default();
+        let results: Vec<(usize, &str)> = tool_results(m).collect();
+        if results.len() > asked.len() {
+            let extra: Vec<String> = results
+                .iter()
+                .filter(|(_, id)| !asked.contains(id))
+                .map(|(_, id)| id.to_string())
+                .collect();
+            let at = results
+                .iter()
+                .find(|(_, id)| !asked.contains(id))
+                .map_or(&conv.message_sources[i], |&(k, _)| {
+                    &conv.block_sources[i][k]
+                });
+            out.push(finding(
+                Kind::UnexpectedResult,
+                at,
+                extra,
+                format!(
+                    "The number of toolResult blocks at {}.content exceeds the number of toolUse blocks of previous turn.",
+                    dotted_path(&conv.message_sources[i])
+                ),
+                true,
+            ));
+        }
+    }
+    let uses_tools = msgs.iter().any(|m| {
+        m.content
+            .iter()
+            .any(|b| matches!(b, Block::ToolUse { .. } | Block::ToolResult { .. }))
+    });
+    if uses_tools && conv.tools.is_empty() && !conv.open_tools {
+        out.push(finding(
+            Kind::MissingToolConfig,
+            &BlockSource {
+                path: "toolConfig".into(),
+                ..Default::default()
+            },
+            Vec::new(),
+            "toolConfig field must be defined when using toolUse and toolResult content blocks."
+                .to_string(),
+            true,
+        ));
+    }
+    out
+}
+
+/// One assistant turn's calls: valid ids, each answered by the next turn.
+fn bedrock_calls(conv: &Conversation, i: usize, out: &mut Vec<Finding>) {
+    let msgs = &conv.messages;
+    for (k, id, _) in tool_uses(&msgs[i]) {
+        let valid = !id.is_empty()
+            && id.len() <= 64
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if !valid {
+            let src = &conv.block_sources[i][k];
+            out.push(finding(
+                Kind::InvalidId,
+                src,
+                vec![id.to_string()],
+                format!(
+                    "1 validation error detected: Value '{id}' at '{}.toolUse.toolUseId' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_-]+",
+                    dotted_path(src)
+                ),
+                true,
+            ));
+        }
+    }
+    let calls: Vec<&str> = tool_uses(&msgs[i]).map(|(_, id, _)| id).collect();
+    if calls.is_empty() {
+        return;
+    }
+    let next = msgs.get(i + 1).filter(|n| n.role != Role::Assistant);
+    let answered: HashSet<&str> = next
+        .map(|n| tool_results(n).map(|(_, id)| id).collect())
+        .unwrap_or_default();
+    let missing: Vec<String> = calls
+        .iter()
+        .filter(|id| !answered.contains(**id))
+        .map(|id| id.to_string())
+        .collect();
+    if missing.is_empty() {
+        return;
+    }
+    let message = match msgs.get(i + 1) {
+        None => format!(
+            "the conversation ends with toolUse blocks that have no toolResult: {}. The next request must carry them (Expected toolResult blocks at messages.{}.content for the following Ids: {})",
+            join(&missing),
+            i + 1,
+            join(&missing)
+        ),
+        Some(_) => format!(
+            "Expected toolResult blocks at {}.content for the following Ids: {}",
+            dotted_path(&conv.message_sources[i + 1]),
+            join(&missing)
+        ),
+    };
+    out.push(finding(
+        Kind::UnansweredCall,
+        &conv.message_sources[i],
+        missing,
+        message,
+        true,
+    ));
 }
 
 fn openai(conv: &Conversation) -> Vec<Finding> {

@@ -64,7 +64,94 @@ pub fn repair(doc: &mut Value, format: Format, how: Repair) -> usize {
         (Format::Responses, Repair::Strip) => responses_strip(items, continues),
         (Format::Gemini, Repair::Synthesize) => gemini_synthesize(items),
         (Format::Gemini, Repair::Strip) => gemini_strip(items),
+        (Format::Bedrock, Repair::Synthesize) => bedrock_synthesize(items),
+        (Format::Bedrock, Repair::Strip) => bedrock_strip(items),
     }
+}
+
+/// The `toolUseId`s of a Converse message's `kind` blocks (`toolUse` or
+/// `toolResult`).
+fn bedrock_ids(v: &Value, kind: &str) -> Vec<String> {
+    v.get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|b| b.get(kind)?.get("toolUseId")?.as_str().map(str::to_string))
+        .collect()
+}
+
+/// Bedrock: each turn of `toolUse` blocks gets a `toolResult` (status
+/// `error`, the placeholder as text) for every call the next user turn
+/// does not answer, ahead of that turn's other blocks.
+fn bedrock_synthesize(items: &mut Vec<Value>) -> usize {
+    let mut fixed = 0;
+    let mut i = 0;
+    while i < items.len() {
+        let calls = bedrock_ids(&items[i], "toolUse");
+        if role(&items[i]) != "assistant" || calls.is_empty() {
+            i += 1;
+            continue;
+        }
+        if items.get(i + 1).is_none_or(|n| role(n) != "user") {
+            items.insert(i + 1, json!({"role": "user", "content": []}));
+        }
+        let answered = bedrock_ids(&items[i + 1], "toolResult");
+        let missing: Vec<Value> = calls
+            .iter()
+            .filter(|id| !answered.contains(id))
+            .map(|id| {
+                json!({"toolResult": {
+                    "toolUseId": id,
+                    "content": [{"text": PLACEHOLDER}],
+                    "status": "error",
+                }})
+            })
+            .collect();
+        fixed += missing.len();
+        let next = content_array(&mut items[i + 1]);
+        let at = next
+            .iter()
+            .take_while(|b| b.get("toolResult").is_some())
+            .count();
+        next.splice(at..at, missing);
+        i += 1;
+    }
+    fixed
+}
+
+/// Bedrock: calls the next turn does not answer and results that answer
+/// no call of the turn before are removed; an emptied message goes too.
+fn bedrock_strip(items: &mut Vec<Value>) -> usize {
+    let mut fixed = 0;
+    let mut previous_calls: Vec<String> = Vec::new();
+    for i in 0..items.len() {
+        let (kind, keep): (&str, Vec<String>) = if role(&items[i]) == "assistant" {
+            let answered = items
+                .get(i + 1)
+                .filter(|n| role(n) == "user")
+                .map(|n| bedrock_ids(n, "toolResult"))
+                .unwrap_or_default();
+            ("toolUse", answered)
+        } else {
+            ("toolResult", std::mem::take(&mut previous_calls))
+        };
+        if let Some(Value::Array(blocks)) = items[i].get_mut("content") {
+            let before = blocks.len();
+            blocks.retain(|b| {
+                b.get(kind).is_none_or(|x| {
+                    x.get("toolUseId")
+                        .and_then(Value::as_str)
+                        .is_some_and(|id| keep.iter().any(|k| k == id))
+                })
+            });
+            fixed += before - blocks.len();
+        }
+        if kind == "toolUse" {
+            previous_calls = bedrock_ids(&items[i], "toolUse");
+        }
+    }
+    items.retain(|m| !matches!(m.get("content"), Some(Value::Array(a)) if a.is_empty()));
+    fixed
 }
 
 fn role(v: &Value) -> &str {

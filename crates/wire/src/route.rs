@@ -10,6 +10,19 @@ use crate::read::{Source, detect};
 /// messages are plain strings.
 pub fn provider_of_path(path: &str) -> Option<Format> {
     let path = path.split('?').next().unwrap_or(path);
+    if let Some(model) = bedrock_model(path) {
+        // Bedrock Runtime: Converse is Bedrock's own format; InvokeModel
+        // carries the model's own body (Anthropic's, for Claude).
+        return if path.ends_with("/converse") || path.ends_with("/converse-stream") {
+            Some(Format::Bedrock)
+        } else if (path.ends_with("/invoke") || path.ends_with("/invoke-with-response-stream"))
+            && model.contains("anthropic")
+        {
+            Some(Format::Anthropic)
+        } else {
+            None
+        };
+    }
     if path.ends_with("/messages") && !path.ends_with("/count_tokens") {
         Some(Format::Anthropic)
     } else if path.ends_with("/chat/completions") {
@@ -26,11 +39,24 @@ pub fn provider_of_path(path: &str) -> Option<Format> {
 /// The model a path names, for the APIs that put it there instead of in
 /// the body: Gemini's `/v1beta/models/gemini-2.5-pro:generateContent`
 /// (and Vertex AI's `…/publishers/google/models/…`).
-pub fn model_of_path(path: &str) -> Option<&str> {
+pub fn model_of_path(path: &str) -> Option<String> {
     let path = path.split('?').next().unwrap_or(path);
+    if let Some(model) = bedrock_model(path) {
+        return Some(model);
+    }
     let (_, rest) = path.rsplit_once("/models/")?;
     let model = rest.split([':', '/']).next()?;
-    (!model.is_empty()).then_some(model)
+    (!model.is_empty()).then(|| model.to_string())
+}
+
+/// The model id of a Bedrock Runtime path, `/model/{modelId}/{operation}`,
+/// percent-decoded (an inference profile's ARN comes encoded).
+fn bedrock_model(path: &str) -> Option<String> {
+    let rest = path.strip_prefix("/model/")?;
+    let (id, _operation) = rest.split_once('/')?;
+    let pair = format!("m={id}");
+    let (_, decoded) = form_urlencoded::parse(pair.as_bytes()).next()?;
+    (!decoded.is_empty()).then(|| decoded.into_owned())
 }
 
 /// The provider of a request: from the path, else from the body.
@@ -108,15 +134,44 @@ mod tests {
     fn gemini_paths_name_their_model() {
         assert_eq!(
             model_of_path("/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"),
-            Some("gemini-2.5-flash")
+            Some("gemini-2.5-flash".to_string())
         );
         assert_eq!(
             model_of_path(
                 "/v1/projects/p/locations/us/publishers/google/models/gemini-3-pro-preview:generateContent"
             ),
-            Some("gemini-3-pro-preview")
+            Some("gemini-3-pro-preview".to_string())
+        );
+        assert_eq!(
+            model_of_path("/model/us.anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse-stream"),
+            Some("us.anthropic.claude-sonnet-4-5-20250929-v1:0".to_string())
         );
         assert_eq!(model_of_path("/v1/messages"), None);
+    }
+
+    #[test]
+    fn bedrock_paths_name_their_format() {
+        let model = "/model/us.anthropic.claude-sonnet-4-5-20250929-v1%3A0";
+        assert_eq!(
+            provider_of_path(&format!("{model}/converse")),
+            Some(Format::Bedrock)
+        );
+        assert_eq!(
+            provider_of_path(&format!("{model}/converse-stream")),
+            Some(Format::Bedrock)
+        );
+        assert_eq!(
+            provider_of_path(&format!("{model}/invoke")),
+            Some(Format::Anthropic)
+        );
+        assert_eq!(
+            provider_of_path(&format!("{model}/invoke-with-response-stream")),
+            Some(Format::Anthropic)
+        );
+        assert_eq!(
+            provider_of_path("/model/amazon.titan-text-express-v1/invoke"),
+            None
+        );
     }
 
     #[test]

@@ -118,11 +118,102 @@ impl EventParser {
     }
 }
 
+/// Cuts AWS's binary event stream (`application/vnd.amazon.eventstream`,
+/// Bedrock's ConverseStream and InvokeModelWithResponseStream) into
+/// events: each frame's `:event-type` header (or `:exception-type`) as the
+/// name, its payload as the data. Framing and checksums are the AWS SDK's
+/// own decoder's (`aws-smithy-eventstream`).
+#[derive(Debug, Default)]
+pub struct FrameParser {
+    pending: bytes::BytesMut,
+    decoder: aws_smithy_eventstream::frame::MessageFrameDecoder,
+    /// Frames that could not be decoded (a bad checksum, a length past
+    /// the framing's limit): the rest of that stream is dropped.
+    pub frames_bad: usize,
+    broken: bool,
+}
+
+impl FrameParser {
+    /// Takes the next bytes; returns the events they complete.
+    pub fn feed(&mut self, bytes: &[u8]) -> Vec<Event> {
+        use aws_smithy_eventstream::frame::DecodedFrame;
+        let mut out = Vec::new();
+        if self.broken {
+            return out;
+        }
+        self.pending.extend_from_slice(bytes);
+        loop {
+            match self.decoder.decode_frame(&mut self.pending) {
+                Ok(DecodedFrame::Complete(message)) => out.push(frame_event(&message)),
+                // A frame that announces more than an event may hold is
+                // not waited for: its bytes are not kept.
+                Ok(DecodedFrame::Incomplete) if self.pending.len() > MAX_EVENT_LINE => {
+                    self.frames_bad += 1;
+                    self.broken = true;
+                    self.pending.clear();
+                    break;
+                }
+                Ok(DecodedFrame::Incomplete) => break,
+                Err(_) => {
+                    self.frames_bad += 1;
+                    self.broken = true;
+                    self.pending.clear();
+                    break;
+                }
+            }
+        }
+        out
+    }
+}
+
+/// One event stream frame as an event.
+fn frame_event(message: &aws_smithy_types::event_stream::Message) -> Event {
+    let header = |name: &str| {
+        message
+            .headers()
+            .iter()
+            .find(|h| h.name().as_str() == name)
+            .and_then(|h| h.value().as_string().ok())
+            .map(|v| v.as_str().to_string())
+    };
+    let name = match header(":message-type").as_deref() {
+        Some("exception") | Some("error") => header(":exception-type")
+            .or_else(|| header(":error-code"))
+            .map(|t| format!("exception:{t}")),
+        _ => header(":event-type"),
+    };
+    Event {
+        name,
+        data: String::from_utf8_lossy(message.payload()).into_owned(),
+    }
+}
+
+/// The model's own event inside an InvokeModelWithResponseStream `chunk`
+/// frame: `{"bytes": "<base64 of the event's JSON>"}`.
+fn unwrap_chunk(data: &str) -> Option<String> {
+    use base64::Engine;
+    let v: Value = serde_json::from_str(data).ok()?;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(v.get("bytes")?.as_str()?)
+        .ok()?;
+    String::from_utf8(bytes).ok()
+}
+
+/// True when `content_type` announces AWS's binary event stream.
+pub fn is_aws_event_stream(content_type: &str) -> bool {
+    content_type.split(';').next().is_some_and(|t| {
+        t.trim()
+            .eq_ignore_ascii_case("application/vnd.amazon.eventstream")
+    })
+}
+
 /// Rebuilds the response a stream carried, event by event.
 #[derive(Debug)]
 pub struct Reassembler {
     format: Format,
     parser: EventParser,
+    /// Bedrock's binary framing, in place of `parser`.
+    frames: Option<FrameParser>,
     message: Value,
     /// Raw `partial_json` of Anthropic tool_use blocks, by block index.
     partial_json: Vec<(usize, String)>,
@@ -136,6 +227,7 @@ impl Reassembler {
         Reassembler {
             format,
             parser: EventParser::default(),
+            frames: (format == Format::Bedrock).then(FrameParser::default),
             message: Value::Null,
             partial_json: Vec::new(),
             complete: false,
@@ -143,10 +235,38 @@ impl Reassembler {
         }
     }
 
+    /// A reassembler for a stream in `format` carried in AWS's binary
+    /// event stream framing: Bedrock's InvokeModelWithResponseStream wraps
+    /// each of the model's own events (Anthropic's, for Claude) as a
+    /// `chunk` frame whose `bytes` hold its JSON, base64-encoded.
+    pub fn framed(format: Format) -> Reassembler {
+        let mut r = Reassembler::new(format);
+        r.frames.get_or_insert_with(FrameParser::default);
+        r
+    }
+
     /// Takes the next bytes of the stream.
     pub fn feed(&mut self, bytes: &[u8]) {
-        for event in self.parser.feed(bytes) {
-            self.apply(event);
+        let events = match self.frames.as_mut() {
+            Some(frames) => frames.feed(bytes),
+            None => self.parser.feed(bytes),
+        };
+        for event in events {
+            match (self.format, event.name.as_deref()) {
+                (Format::Bedrock, _) => self.apply(event),
+                (_, Some("chunk")) => {
+                    if let Some(inner) = unwrap_chunk(&event.data) {
+                        self.apply(Event {
+                            name: None,
+                            data: inner,
+                        });
+                    }
+                }
+                (_, Some(name)) if name.starts_with("exception:") => {
+                    self.error = serde_json::from_str(&event.data).ok();
+                }
+                _ => self.apply(event),
+            }
         }
     }
 
@@ -171,6 +291,9 @@ impl Reassembler {
     }
 
     fn apply(&mut self, event: Event) {
+        if self.format == Format::Bedrock {
+            return self.bedrock(event);
+        }
         let data = event.data.trim();
         if data.is_empty() {
             return;
@@ -187,6 +310,114 @@ impl Reassembler {
             Format::Openai => self.openai(value),
             Format::Responses => self.responses(value),
             Format::Gemini => self.gemini(value),
+            Format::Bedrock => {}
+        }
+    }
+
+    /// Bedrock ConverseStream: `messageStart`, `contentBlockStart` (a
+    /// `toolUse` names its id and tool), `contentBlockDelta` (text, a
+    /// `toolUse` input piece, reasoning), `contentBlockStop`,
+    /// `messageStop` (the stop reason), then `metadata` (usage), rebuilt as
+    /// the Converse response body.
+    fn bedrock(&mut self, event: Event) {
+        let Ok(v) = serde_json::from_str::<Value>(event.data.trim()) else {
+            return;
+        };
+        let name = event.name.unwrap_or_default();
+        if let Some(kind) = name.strip_prefix("exception:") {
+            let mut error = v;
+            if let Some(o) = error.as_object_mut() {
+                o.insert("type".into(), json!(kind));
+            }
+            self.error = Some(error);
+            return;
+        }
+        if !self.message.is_object() {
+            self.message = json!({"output": {"message": {"role": "assistant", "content": []}}});
+        }
+        let index = v
+            .get("contentBlockIndex")
+            .and_then(Value::as_u64)
+            .map_or(0, |i| i as usize);
+        if index > MAX_INDEX {
+            return;
+        }
+        let content = self.message["output"]["message"]["content"]
+            .as_array_mut()
+            .expect("content is an array");
+        while matches!(name.as_str(), "contentBlockStart" | "contentBlockDelta")
+            && content.len() <= index
+        {
+            content.push(json!({}));
+        }
+        match name.as_str() {
+            "contentBlockStart" => {
+                if let Some(tool) = v.pointer("/start/toolUse") {
+                    content[index] = json!({"toolUse": {
+                        "toolUseId": tool.get("toolUseId").cloned().unwrap_or(Value::Null),
+                        "name": tool.get("name").cloned().unwrap_or(Value::Null),
+                        "input": {},
+                    }});
+                    self.partial_json.push((index, String::new()));
+                }
+            }
+            "contentBlockDelta" => {
+                let delta = v.get("delta").unwrap_or(&Value::Null);
+                if let Some(text) = delta.get("text").and_then(Value::as_str) {
+                    append_str(&mut content[index], "text", text);
+                } else if let Some(piece) = delta.pointer("/toolUse/input").and_then(Value::as_str)
+                {
+                    match self.partial_json.iter_mut().find(|(i, _)| *i == index) {
+                        Some((_, s)) => s.push_str(piece),
+                        None => self.partial_json.push((index, piece.to_string())),
+                    }
+                } else if let Some(text) = delta
+                    .pointer("/reasoningContent/text")
+                    .and_then(Value::as_str)
+                {
+                    let block = &mut content[index];
+                    if !block["reasoningContent"]["reasoningText"].is_object() {
+                        block["reasoningContent"] = json!({"reasoningText": {"text": ""}});
+                    }
+                    append_str(
+                        &mut block["reasoningContent"]["reasoningText"],
+                        "text",
+                        text,
+                    );
+                }
+            }
+            "contentBlockStop" => self.close_tool_use(index),
+            "messageStop" => {
+                self.message["stopReason"] = v.get("stopReason").cloned().unwrap_or(Value::Null);
+                self.complete = true;
+            }
+            "metadata" => {
+                for key in ["usage", "metrics"] {
+                    if let Some(x) = v.get(key) {
+                        self.message[key] = x.clone();
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A Bedrock `toolUse` block's input, parsed once its pieces are in.
+    fn close_tool_use(&mut self, index: usize) {
+        let Some(pos) = self.partial_json.iter().position(|(i, _)| *i == index) else {
+            return;
+        };
+        let (_, raw) = self.partial_json.swap_remove(pos);
+        let input = if raw.trim().is_empty() {
+            json!({})
+        } else {
+            serde_json::from_str(&raw).unwrap_or(Value::String(raw))
+        };
+        if let Some(block) = self.message["output"]["message"]["content"]
+            .get_mut(index)
+            .and_then(|b| b.get_mut("toolUse"))
+        {
+            block["input"] = input;
         }
     }
 
@@ -314,7 +545,10 @@ impl Reassembler {
     fn close_partial_json(&mut self) {
         let open: Vec<usize> = self.partial_json.iter().map(|(i, _)| *i).collect();
         for index in open {
-            self.close_block(index);
+            match self.format {
+                Format::Bedrock => self.close_tool_use(index),
+                _ => self.close_block(index),
+            }
         }
     }
 
@@ -576,6 +810,111 @@ mod tests {
     }
 
     const ANTHROPIC: &str = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"claude\",\"stop_reason\":null,\"usage\":{\"input_tokens\":10,\"output_tokens\":1}}}\n\nevent: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\nevent: ping\ndata: {\"type\":\"ping\"}\n\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"查询\"}}\n\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"北京\"}}\n\nevent: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\nevent: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"get_weather\",\"input\":{}}}\n\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"\"}}\n\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"city\\\": \\\"北\"}}\n\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"京\\\"}\"}}\n\nevent: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\nevent: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":42}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+
+    /// One AWS event stream frame of `kind` carrying `payload`.
+    fn aws_frame(kind: &str, payload: &str) -> Vec<u8> {
+        use aws_smithy_types::event_stream::{Header, HeaderValue, Message};
+        let message = Message::new(payload.as_bytes().to_vec())
+            .add_header(Header::new(
+                ":event-type",
+                HeaderValue::String(kind.to_string().into()),
+            ))
+            .add_header(Header::new(
+                ":message-type",
+                HeaderValue::String("event".into()),
+            ));
+        let mut out = Vec::new();
+        aws_smithy_eventstream::frame::write_message_to(&message, &mut out).unwrap();
+        out
+    }
+
+    /// InvokeModelWithResponseStream with Claude: each Anthropic event
+    /// base64-encoded in a `chunk` frame. Fed a byte at a time, it gives
+    /// the message the SSE form gives.
+    #[test]
+    fn invoke_model_chunks_carry_anthropics_own_events() {
+        use base64::Engine;
+        let mut bytes = Vec::new();
+        for event in ANTHROPIC.split("\n\n").filter(|e| !e.is_empty()) {
+            let data = event
+                .lines()
+                .find_map(|l| l.strip_prefix("data: "))
+                .unwrap();
+            let encoded = base64::engine::general_purpose::STANDARD.encode(data);
+            bytes.extend(aws_frame("chunk", &format!("{{\"bytes\":\"{encoded}\"}}")));
+        }
+        let mut r = Reassembler::framed(Format::Anthropic);
+        for b in &bytes {
+            r.feed(std::slice::from_ref(b));
+        }
+        assert!(r.is_complete());
+        let framed = r.finish();
+        assert_eq!(
+            framed,
+            feed_in_pieces(Format::Anthropic, ANTHROPIC, 7).finish()
+        );
+        assert_eq!(framed["content"][1]["input"], json!({"city": "北京"}));
+    }
+
+    /// ConverseStream: the Converse response rebuilt, a tool's input from
+    /// its pieces, the usage from `metadata`; a frame with a bad checksum
+    /// ends the reading, never a panic.
+    #[test]
+    fn converse_stream_frames_rebuild_the_converse_response() {
+        let frames = [
+            ("messageStart", r#"{"role":"assistant"}"#),
+            (
+                "contentBlockDelta",
+                r#"{"contentBlockIndex":0,"delta":{"text":"Let "}}"#,
+            ),
+            (
+                "contentBlockDelta",
+                r#"{"contentBlockIndex":0,"delta":{"text":"me"}}"#,
+            ),
+            ("contentBlockStop", r#"{"contentBlockIndex":0}"#),
+            (
+                "contentBlockStart",
+                r#"{"contentBlockIndex":1,"start":{"toolUse":{"toolUseId":"tooluse_1","name":"w"}}}"#,
+            ),
+            (
+                "contentBlockDelta",
+                r#"{"contentBlockIndex":1,"delta":{"toolUse":{"input":"{\"city\":"}}}"#,
+            ),
+            (
+                "contentBlockDelta",
+                r#"{"contentBlockIndex":1,"delta":{"toolUse":{"input":"\"北京\"}"}}}"#,
+            ),
+            ("contentBlockStop", r#"{"contentBlockIndex":1}"#),
+            ("messageStop", r#"{"stopReason":"tool_use"}"#),
+            (
+                "metadata",
+                r#"{"usage":{"inputTokens":10,"outputTokens":5,"totalTokens":15}}"#,
+            ),
+        ];
+        let bytes: Vec<u8> = frames.iter().flat_map(|(k, p)| aws_frame(k, p)).collect();
+        for piece in [1, 5, bytes.len()] {
+            let mut r = Reassembler::new(Format::Bedrock);
+            for chunk in bytes.chunks(piece) {
+                r.feed(chunk);
+            }
+            assert!(r.is_complete());
+            let m = r.finish();
+            assert_eq!(m["output"]["message"]["content"][0]["text"], "Let me");
+            assert_eq!(
+                m["output"]["message"]["content"][1]["toolUse"],
+                json!({"toolUseId": "tooluse_1", "name": "w", "input": {"city": "北京"}})
+            );
+            assert_eq!(m["stopReason"], "tool_use");
+            assert_eq!(m["usage"]["outputTokens"], 5);
+        }
+        let mut corrupt = bytes.clone();
+        let at = corrupt.len() / 2;
+        corrupt[at] ^= 0xff;
+        let mut r = Reassembler::new(Format::Bedrock);
+        r.feed(&corrupt);
+        assert!(!r.is_complete());
+        let _ = r.finish();
+    }
 
     /// A line that arrives in many chunks is scanned once; one longer
     /// than the cap is dropped to its end and counted, and the events

@@ -252,11 +252,24 @@ pub fn of_response(format: Format, response: &Value) -> Option<(Usage, Option<St
             gemini(response.get("usageMetadata")?),
             model("modelVersion"),
         )),
+        // The model is in the path, not the answer.
+        Format::Bedrock => Some((bedrock(response.get("usage")?), None)),
     }
 }
 
 fn count(v: &Value, pointer: &str) -> u64 {
     v.pointer(pointer).and_then(Value::as_u64).unwrap_or(0)
+}
+
+/// Bedrock Converse's `usage`: `inputTokens` leaves the cached tokens out,
+/// as Anthropic's `input_tokens` does.
+pub fn bedrock(u: &Value) -> Usage {
+    Usage {
+        input: count(u, "/inputTokens"),
+        output: count(u, "/outputTokens"),
+        cache_read: count(u, "/cacheReadInputTokens"),
+        cache_write: count(u, "/cacheWriteInputTokens"),
+    }
 }
 
 /// Anthropic's `usage`: cache reads and writes are already apart.

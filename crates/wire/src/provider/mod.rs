@@ -5,6 +5,7 @@
 //! used by the TUI's `w` view, `loopdbg run --emit` and the round-trip tests.
 
 pub mod anthropic;
+pub mod bedrock;
 pub mod gemini;
 pub mod openai;
 pub mod responses;
@@ -30,15 +31,18 @@ pub enum Format {
     Responses,
     /// Gemini `generateContent`: `functionCall` / `functionResponse` parts.
     Gemini,
+    /// Amazon Bedrock Converse: `toolUse` / `toolResult` content blocks.
+    Bedrock,
 }
 
 impl Format {
     /// Every format.
-    pub const ALL: [Format; 4] = [
+    pub const ALL: [Format; 5] = [
         Format::Anthropic,
         Format::Openai,
         Format::Responses,
         Format::Gemini,
+        Format::Bedrock,
     ];
 
     /// The flag spelling.
@@ -48,6 +52,7 @@ impl Format {
             Format::Openai => "openai",
             Format::Responses => "responses",
             Format::Gemini => "gemini",
+            Format::Bedrock => "bedrock",
         }
     }
 
@@ -58,6 +63,7 @@ impl Format {
             Format::Openai => "OpenAI Chat",
             Format::Responses => "OpenAI Responses",
             Format::Gemini => "Gemini generateContent",
+            Format::Bedrock => "Bedrock Converse",
         }
     }
 }
@@ -76,8 +82,9 @@ impl FromStr for Format {
             "openai" | "openai-chat" | "chat" => Ok(Format::Openai),
             "responses" | "openai-responses" => Ok(Format::Responses),
             "gemini" | "google" => Ok(Format::Gemini),
+            "bedrock" | "bedrock-converse" | "converse" => Ok(Format::Bedrock),
             _ => Err(format!(
-                "unknown format `{s}` (expected one of: anthropic, openai, responses, gemini)"
+                "unknown format `{s}` (expected one of: anthropic, openai, responses, gemini, bedrock)"
             )),
         }
     }
@@ -115,7 +122,7 @@ pub fn spans(format: Format, history: &[Message]) -> Vec<ViewSpan> {
     let mut out: Vec<ViewSpan> = Vec::with_capacity(history.len());
     for (i, m) in history.iter().enumerate() {
         match format {
-            Format::Anthropic | Format::Gemini => {
+            Format::Anthropic | Format::Gemini | Format::Bedrock => {
                 let joins = m.role == Role::Tool && i > 0 && history[i - 1].role == Role::Tool;
                 let assistant = match format {
                     Format::Gemini => "model",
@@ -240,6 +247,8 @@ pub fn block_path(
             (Format::Openai, _) => field("id"),
             (Format::Gemini, true) => v["functionCall"]["id"].as_str() == Some(id),
             (Format::Gemini, false) => v["functionResponse"]["id"].as_str() == Some(id),
+            (Format::Bedrock, true) => v["toolUse"]["toolUseId"].as_str() == Some(id),
+            (Format::Bedrock, false) => v["toolResult"]["toolUseId"].as_str() == Some(id),
             (Format::Responses, _) => false,
         }
     };
@@ -252,7 +261,7 @@ pub fn block_path(
             .map(|(j, _)| j)
     };
     match format {
-        Format::Anthropic => {
+        Format::Anthropic | Format::Bedrock => {
             let json = render_span(format, history, item)?.json;
             Some(format!(
                 "messages[{first}].content[{}]",
@@ -303,6 +312,7 @@ pub fn render(format: Format, history: &[Message]) -> Vec<ViewItem> {
         Format::Openai => openai::render(history),
         Format::Responses => responses::render(history),
         Format::Gemini => gemini::render(history),
+        Format::Bedrock => bedrock::render(history),
     }
 }
 
@@ -313,6 +323,7 @@ pub fn request_body(format: Format, session: &Session, history: &[Message], mode
         Format::Openai => openai::request_body(session, history, model),
         Format::Responses => responses::request_body(session, history, model),
         Format::Gemini => gemini::request_body(session, history),
+        Format::Bedrock => bedrock::request_body(session, history),
     }
 }
 
@@ -325,6 +336,7 @@ pub fn response_body(format: Format, before: &[Message], message: &Message) -> O
         Format::Openai => Some(openai::response_body(message)),
         Format::Responses => None,
         Format::Gemini => Some(gemini::response_body(before, message)),
+        Format::Bedrock => Some(bedrock::response_body(message)),
     }
 }
 
@@ -343,5 +355,6 @@ pub fn default_model(format: Format) -> &'static str {
         Format::Anthropic => "claude-sonnet-4-5",
         Format::Openai | Format::Responses => "gpt-4.1",
         Format::Gemini => "gemini-2.5-flash",
+        Format::Bedrock => "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
     }
 }

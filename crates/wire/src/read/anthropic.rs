@@ -58,6 +58,21 @@ pub(super) fn read(doc: &mut Value, detail: Detail) -> Result<Conversation, Read
             path: p.into(),
             ..Default::default()
         })?;
+        for (source, kind) in &read.unknown {
+            conv.notices.push(super::Notice {
+                kind: crate::finding::Kind::UnknownBlock,
+                source: source.clone(),
+                ids: Vec::new(),
+                message: format!(
+                    "{kind} is not a content block the Anthropic Messages API defines: it was not read, so what it carries is not checked, and Anthropic refuses a block it does not know{}",
+                    if kind.contains("toolUse") || kind.contains("toolResult") {
+                        " (`toolUse` / `toolResult` are Bedrock Converse blocks: check the body with --format bedrock)"
+                    } else {
+                        ""
+                    }
+                ),
+            });
+        }
         conv.push_read(
             Message {
                 role,
@@ -91,7 +106,24 @@ pub(super) struct Blocks {
     pub sources: Vec<BlockSource>,
     /// Hosted blocks, with `message` still to be set by the caller.
     pub hosted: Vec<Hosted>,
+    /// Blocks of a kind the Messages API does not define: where, and the
+    /// kind as written (`toolUse` for a Bedrock block, say).
+    pub unknown: Vec<(BlockSource, String)>,
 }
+
+/// Content block types of the Messages API that carry no call or result
+/// (tool calls and results, server tools' and the MCP connector's, are
+/// read apart).
+pub const OTHER_BLOCKS: &[&str] = &[
+    "image",
+    "document",
+    "search_result",
+    "thinking",
+    "redacted_thinking",
+    "container_upload",
+    "compaction",
+    "tool_reference",
+];
 
 /// Reads one Anthropic message's content into blocks.
 pub(super) fn blocks(
@@ -104,6 +136,7 @@ pub(super) fn blocks(
         blocks: Vec::new(),
         sources: Vec::new(),
         hosted: Vec::new(),
+        unknown: Vec::new(),
     };
     match content {
         None | Some(Value::Null) => {}
@@ -179,7 +212,22 @@ pub(super) fn blocks(
                         continue;
                     }
                     // Images, thinking and the like carry no pairing.
-                    _ => continue,
+                    other if OTHER_BLOCKS.contains(&other) => continue,
+                    "" => {
+                        let kind = b
+                            .as_object()
+                            .and_then(|o| o.keys().next().cloned())
+                            .map_or("an empty block".to_string(), |k| {
+                                format!("a block with no `type` (`{k}`)")
+                            });
+                        read.unknown.push((source(bpath), kind));
+                        continue;
+                    }
+                    other => {
+                        read.unknown
+                            .push((source(bpath), format!("a `{other}` block")));
+                        continue;
+                    }
                 };
                 read.blocks.push(block);
                 read.sources.push(source(bpath));

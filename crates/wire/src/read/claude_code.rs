@@ -451,10 +451,13 @@ fn typed_blocks(
     detail: Detail,
     source: impl Fn(Cow<'static, str>) -> BlockSource,
 ) -> Result<Blocks, ReadError> {
+    // Claude Code writes its own blocks into its log: kinds it adds are
+    // its business, not a request's, so none is reported as unknown.
     let mut read = Blocks {
         blocks: Vec::new(),
         sources: Vec::new(),
         hosted: Vec::new(),
+        unknown: Vec::new(),
     };
     let items = match content {
         RawContent::Missing => return Ok(read),

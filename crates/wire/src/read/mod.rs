@@ -9,6 +9,7 @@
 //! binary's job.
 
 mod anthropic;
+pub mod bedrock;
 mod claude_code;
 mod codex;
 mod fingerprint;
@@ -73,7 +74,7 @@ impl Source {
 
     /// Every name `--format` takes.
     pub const NAMES: &'static str =
-        "anthropic, openai, responses, gemini, claude-code, codex, gemini-cli";
+        "anthropic, openai, responses, gemini, bedrock, claude-code, codex, gemini-cli";
 }
 
 impl std::str::FromStr for Source {
@@ -440,6 +441,9 @@ pub fn detect_with_evidence(doc: &Value) -> Option<(Source, bool)> {
     {
         return Some((Source::GeminiCli, true));
     }
+    if let Some(sure) = bedrock_evidence(doc) {
+        return Some((Source::Provider(Format::Bedrock), sure));
+    }
     let items = messages?.as_array()?;
     let mut openai = false;
     let mut anthropic = false;
@@ -501,6 +505,48 @@ pub fn detect_with_evidence(doc: &Value) -> Option<(Source, bool)> {
     })
 }
 
+/// Whether a document is a Bedrock Converse request, and whether its
+/// content says so for sure: blocks keyed by kind with no `type`
+/// (`{"toolUse": …}`, `{"text": …}`), or Converse's own top-level fields
+/// (`toolConfig`, `inferenceConfig`, `modelId`). `None` when it is not.
+fn bedrock_evidence(doc: &Value) -> Option<bool> {
+    let (messages, top) = match doc {
+        Value::Object(o) => (o.get("messages")?.as_array()?, Some(o)),
+        Value::Array(items) => (items, None),
+        _ => return None,
+    };
+    let converse_fields = top.is_some_and(|o| {
+        [
+            "toolConfig",
+            "inferenceConfig",
+            "modelId",
+            "additionalModelRequestFields",
+        ]
+        .iter()
+        .any(|k| o.contains_key(*k))
+    });
+    let mut untyped = false;
+    for block in messages
+        .iter()
+        .filter_map(|m| m.get("content")?.as_array())
+        .flatten()
+        .filter_map(Value::as_object)
+    {
+        if block.contains_key("type") {
+            return None;
+        }
+        if block.contains_key("toolUse") || block.contains_key("toolResult") {
+            return Some(true);
+        }
+        untyped = true;
+    }
+    match (converse_fields, untyped) {
+        (true, _) => Some(true),
+        (false, true) => Some(false),
+        (false, false) => None,
+    }
+}
+
 /// Reads a single document (request body or bare array) as `source`.
 pub fn read(doc: &Value, source: Source) -> Result<Conversation, ReadError> {
     read_owned(doc.clone(), source)
@@ -528,6 +574,7 @@ pub fn read_owned_as(
         Source::Provider(Format::Openai) => openai_chat::read(doc, detail),
         Source::Provider(Format::Responses) => responses::read(doc, detail),
         Source::Provider(Format::Gemini) => gemini::read(doc, detail),
+        Source::Provider(Format::Bedrock) => bedrock::read(doc, detail),
         Source::GeminiCli => {
             // The legacy whole-file recording: metadata with its messages.
             let mut log = GeminiCliLog::default();

@@ -156,6 +156,8 @@ fn error_text(body: Option<Value>) -> String {
         Some(Value::String(s)) => s,
         Some(v) => v
             .pointer("/error/message")
+            // Bedrock's errors: `{"message": …}`.
+            .or_else(|| v.pointer("/message"))
             .and_then(Value::as_str)
             .map(str::to_string)
             .unwrap_or_else(|| v.to_string()),
@@ -253,7 +255,7 @@ pub fn read_recording_with(doc: &Value, append: Option<AppendReply>) -> Option<R
             conv = with_reply;
         }
         if conv.model.is_none() {
-            conv.model = crate::route::model_of_path(route).map(str::to_string);
+            conv.model = crate::route::model_of_path(route);
         }
         let method = request.get("method").and_then(Value::as_str).unwrap_or("");
         conv.label = Some(format!(
