@@ -1,0 +1,146 @@
+//! Real SDK clients against the fake provider on loopback, direct and
+//! through `loopdbg proxy`: boto3's Bedrock Runtime client (Converse and
+//! ConverseStream, SigV4-signed, its own event stream parser and error
+//! mapping) runs `tests/clients/bedrock_loop.py`. The clients come from
+//! `scripts/install-clients.sh` (a virtualenv in `target/clients`, which
+//! `.ci/run` installs).
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use loopdbg_fake as fake;
+use serde_json::Value;
+
+fn python() -> Option<PathBuf> {
+    let dir = std::env::var_os("LOOPDBG_CLIENTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/clients"));
+    let python = dir.join("bin/python");
+    python.exists().then_some(python)
+}
+
+/// `loopdbg proxy` in front of `upstream`, killed when dropped.
+struct Proxy {
+    child: Child,
+    url: String,
+}
+
+impl Proxy {
+    fn start(upstream: &str, capture: &Path, extra: &[&str]) -> Proxy {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_loopdbg"))
+            .args([
+                "proxy",
+                "--no-tui",
+                "--listen",
+                "127.0.0.1:0",
+                "--upstream",
+                upstream,
+            ])
+            .arg("--capture")
+            .arg(capture)
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut banner = String::new();
+        BufReader::new(child.stderr.take().unwrap())
+            .read_line(&mut banner)
+            .unwrap();
+        let url = format!("http://{}", common::proxy_address(&banner));
+        Proxy { child, url }
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The loop's trips as boto3 saw them.
+fn run_loop(python: &Path, endpoint: &str, mode: &str, answer: &str) -> Vec<Value> {
+    let out = Command::new(python)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/bedrock_loop.py"))
+        .args([endpoint, mode, answer])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn boto3_bedrock_loops_behave_through_the_proxy_as_direct() {
+    let Some(python) = python() else {
+        return common::skip(
+            "boto3_bedrock_loops_behave_through_the_proxy_as_direct",
+            "no boto3 virtualenv in target/clients (run scripts/install-clients.sh)",
+        );
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let fake = rt.block_on(fake::start());
+    let dir = common::scratch("clients");
+    let capture = dir.join("capture.jsonl");
+    let proxy = Proxy::start(&fake.url, &capture, &[]);
+    for mode in ["stream", "plain"] {
+        for answer in ["all", "first"] {
+            let direct = run_loop(&python, &fake.url, mode, answer);
+            let proxied = run_loop(&python, &proxy.url, mode, answer);
+            assert_eq!(direct, proxied, "{mode} {answer}");
+            assert_eq!(direct[0][0], "tool_use", "{direct:?}");
+            match answer {
+                "all" => assert_eq!(direct[1][1][0]["text"], "北京 18°C, USD/CNY 7.12"),
+                _ => {
+                    assert_eq!(direct[1][0], "ValidationException");
+                    let said = direct[1][1].as_str().unwrap();
+                    assert!(
+                        said.ends_with("Expected toolResult blocks at messages.2.content for the following Ids: tooluse_f1"),
+                        "{said}"
+                    );
+                }
+            }
+        }
+    }
+    // Every exchange is in the capture, the streamed ones rebuilt, and no
+    // credential: the secret key signs, it is never sent, and the
+    // signature stays out.
+    let text = std::fs::read_to_string(&capture).unwrap();
+    let records: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 8);
+    assert!(records.iter().all(|r| r["provider"] == "bedrock"));
+    assert_eq!(
+        records[0]["response"]["output"]["message"]["content"][1]["toolUse"]["input"],
+        serde_json::json!({"pair": "USD/CNY"})
+    );
+    assert!(!text.contains("Signature=") && !text.contains("AKIDEXAMPLE"));
+    drop(proxy);
+    // Under --on-invalid block the SDK raises Bedrock's own exception type,
+    // and the fake never sees the broken request.
+    let before = fake.log.lock().unwrap().requests.len();
+    let blocking = Proxy::start(
+        &fake.url,
+        &dir.join("blocked.jsonl"),
+        &["--on-invalid", "block"],
+    );
+    let trips = run_loop(&python, &blocking.url, "stream", "first");
+    assert_eq!(trips[1][0], "ValidationException");
+    assert!(
+        trips[1][1]
+            .as_str()
+            .unwrap()
+            .contains("(blocked by loopdbg proxy before it reached the provider)"),
+        "{trips:?}"
+    );
+    assert_eq!(fake.log.lock().unwrap().requests.len(), before + 1);
+}
