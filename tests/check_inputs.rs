@@ -789,3 +789,71 @@ fn gemini_calls_answered_in_text_are_graded_by_the_model_and_the_recording() {
     // One call of two answered by a response is still Gemini's 400.
     assert!(verdicts(&format!("{T}/gemini_missing_response.json"))[0].2);
 }
+
+/// The recordings other ecosystems commit, each read whole and weighed by
+/// its recorded status (SOURCE.md in the folder says where each shape is
+/// from): LangChain's gzipped `requests:`/`responses:` cassette, nock's
+/// array, the Datadog test agent's and ReqLLM's one-interaction files, a
+/// Go httprr trace and a Ruby VCR cassette with `!binary` bodies.
+#[test]
+fn other_ecosystems_recordings_are_read_and_weighed_by_their_status() {
+    let dir = format!("{T}/recordings/ecosystems");
+    // (file, requests read, findings confirmed by a recorded 400)
+    let expected = [
+        ("langchain_test_tool_calling.yaml.gz", 2, 1),
+        ("nock_tool_loop.json", 2, 1),
+        ("datadog_anthropic_v1_messages_post_1a2b3c4d.json", 1, 1),
+        ("req_llm_multi_tool.json", 1, 0),
+        ("TestToolLoop.httprr", 2, 1),
+        ("ruby_vcr_binary.yml", 1, 0),
+    ];
+    for (file, requests, refused) in expected {
+        let out = loopdbg()
+            .args(["check", &format!("{dir}/{file}"), "--format", "json"])
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{file}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
+        let f = &v["files"][0];
+        assert_eq!(f["format"], "anthropic", "{file}: {f:#}");
+        assert_eq!(f["requests"], requests, "{file}: {f:#}");
+        assert!(
+            f["errors"].as_array().is_none_or(|e| e.is_empty()),
+            "{file}: {f:#}"
+        );
+        let confirmed: Vec<&Value> = f["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|r| r["findings"].as_array().unwrap())
+            .filter(|x| x["evidence"]["outcome"] == "refused")
+            .collect();
+        assert_eq!(confirmed.len(), refused, "{file}: {f:#}");
+        for x in confirmed {
+            assert_eq!(x["ids"], serde_json::json!(["toolu_01R"]), "{file}");
+            assert!(
+                x["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("The recording confirms it")
+            );
+        }
+    }
+}
+
+#[test]
+fn a_cut_httprr_trace_is_an_error_at_its_byte() {
+    let text =
+        std::fs::read_to_string(format!("{T}/recordings/ecosystems/TestToolLoop.httprr")).unwrap();
+    let dir = scratch("httprr-cut");
+    let cut = dir.join("cut.httprr");
+    std::fs::write(&cut, &text[..text.len() - 40]).unwrap();
+    loopdbg()
+        .arg("check")
+        .arg(&cut)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "expected an httprr trace: the exchange announces",
+        ));
+}

@@ -27,4 +27,9 @@ fuzz_target!(|data: &[u8]| {
         });
         let _ = conversation_of(line);
     }
+    // Bedrock's InvokeModel stream: a model's own events in AWS frames.
+    let mut r = Reassembler::framed(Format::Anthropic);
+    r.feed(&rest[..cut]);
+    r.feed(&rest[cut..]);
+    let _ = r.finish();
 });

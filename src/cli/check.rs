@@ -592,9 +592,11 @@ fn describe(source: Source) -> &'static str {
 /// `http_interactions:`), as a JSON tree; anything else stays an error of
 /// the JSON it was not.
 fn yaml_cassette(text: &str) -> Option<Result<Value, YamlError>> {
-    let looks = text
-        .lines()
-        .any(|l| l.starts_with("interactions:") || l.starts_with("http_interactions:"));
+    let looks = text.lines().any(|l| {
+        l.starts_with("interactions:")
+            || l.starts_with("http_interactions:")
+            || l.starts_with("requests:")
+    });
     if !looks {
         return None;
     }
@@ -602,9 +604,55 @@ fn yaml_cassette(text: &str) -> Option<Result<Value, YamlError>> {
     if let Some(at) = yaml_depth::too_deep(text, yaml_depth::MAX_YAML_DEPTH) {
         return Some(Err(YamlError::TooDeep(at)));
     }
-    match serde_yaml_ng::from_str::<Value>(text) {
-        Ok(doc) => recording::is_recording(&doc).then_some(Ok(doc)),
+    match serde_yaml_ng::from_str::<serde_yaml_ng::Value>(text) {
+        Ok(yaml) => {
+            let doc = loopdbg_wire::read::cassettes::normalized(json_of_yaml(yaml));
+            recording::is_recording(&doc).then_some(Ok(doc))
+        }
         Err(e) => Some(Err(YamlError::Parse(e))),
+    }
+}
+
+/// A YAML tree as JSON. A `!binary` / `!!binary` scalar (Ruby VCR and
+/// PyYAML write bodies they hold as bytes so) is its decoded text when
+/// that is UTF-8; other tags are read through. The depth is bounded by
+/// the caller's [`yaml_depth`] check.
+fn json_of_yaml(yaml: serde_yaml_ng::Value) -> Value {
+    use serde_yaml_ng::Value as Y;
+    match yaml {
+        Y::Null => Value::Null,
+        Y::Bool(b) => Value::Bool(b),
+        Y::Number(n) => n
+            .as_u64()
+            .map(Value::from)
+            .or_else(|| n.as_i64().map(Value::from))
+            .or_else(|| n.as_f64().map(Value::from))
+            .unwrap_or(Value::Null),
+        Y::String(s) => Value::String(s),
+        Y::Sequence(items) => Value::Array(items.into_iter().map(json_of_yaml).collect()),
+        Y::Mapping(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| {
+                    let key = match k {
+                        Y::String(s) => s,
+                        other => serde_yaml_ng::to_string(&other)
+                            .unwrap_or_default()
+                            .trim()
+                            .to_string(),
+                    };
+                    (key, json_of_yaml(v))
+                })
+                .collect(),
+        ),
+        Y::Tagged(tagged) => {
+            let binary = tagged.tag == "binary" || tagged.tag == "!binary";
+            match (binary, tagged.value) {
+                (true, Y::String(s)) => {
+                    Value::String(loopdbg_wire::read::cassettes::text_of_base64(&s).unwrap_or(s))
+                }
+                (_, inner) => json_of_yaml(inner),
+            }
+        }
     }
 }
 
@@ -641,8 +689,20 @@ fn document(
         Ok(text) => text,
         Err(e) => return Err(not_utf8(&origin, first_line, &e)),
     };
+    // Go's httprr traces are raw HTTP, not JSON: read as the same tree.
+    if loopdbg_wire::read::cassettes::is_httprr(&text) {
+        let doc = loopdbg_wire::read::cassettes::httprr(&text).map_err(|e| {
+            LoadError::at(
+                &origin,
+                &text,
+                e.byte,
+                format!("expected an httprr trace: {}", e.message),
+            )
+        })?;
+        return Ok(opened_document(origin, doc, text));
+    }
     let doc: Value = match serde_json::from_str(&text) {
-        Ok(doc) => doc,
+        Ok(doc) => loopdbg_wire::read::cassettes::normalized(doc),
         // VCR cassettes are YAML: read as the same tree.
         Err(e) => match yaml_cassette(&text) {
             Some(Ok(doc)) => doc,
@@ -674,7 +734,12 @@ fn document(
     {
         return Err(mismatch(&origin, f, found));
     }
-    Ok(Opened {
+    Ok(opened_document(origin, doc, text))
+}
+
+/// A document read whole, ready to be read as conversations.
+fn opened_document(origin: String, doc: Value, text: String) -> Opened {
+    Opened {
         size: None,
         detail: Detail::Full,
         origin,
@@ -682,7 +747,7 @@ fn document(
         head: Vec::new(),
         rest: Box::new(std::io::empty()),
         next_line: 0,
-    })
+    }
 }
 
 /// One JSON Lines line read as a conversation, or why it cannot be.

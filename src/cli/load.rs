@@ -243,9 +243,11 @@ pub fn is_transcript(path: &Path) -> bool {
         Ok(_) => false,
         // A VCR cassette, in YAML.
         Err(_)
-            if text
-                .lines()
-                .any(|l| l.starts_with("interactions:") || l.starts_with("http_interactions:")) =>
+            if text.lines().any(|l| {
+                l.starts_with("interactions:")
+                    || l.starts_with("http_interactions:")
+                    || l.starts_with("requests:")
+            }) || loopdbg_wire::read::cassettes::is_httprr(&text) =>
         {
             true
         }

@@ -10,6 +10,7 @@
 
 mod anthropic;
 pub mod bedrock;
+pub mod cassettes;
 mod claude_code;
 mod codex;
 mod fingerprint;

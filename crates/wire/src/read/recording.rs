@@ -77,11 +77,30 @@ pub fn is_recording(doc: &Value) -> bool {
     interactions(doc).is_some()
 }
 
-/// A body as recorded: parsed already (`parsed_body`), a JSON string, a
-/// `{string: …}` wrapper (VCR), or HAR's `postData.text` / `content.text`.
+/// A body as recorded: parsed already (`parsed_body`, or an object in
+/// `body` as ReqLLM writes it), a JSON string, a `{string: …}` wrapper
+/// (VCR), ReqLLM's `{b64: …}`, or HAR's `postData.text` / `content.text`.
+/// Base64 text is decoded where the recorder wrote it so: HAR's
+/// `encoding`, Datadog's `base64:` prefix, YAML's `!!binary` (whose tag the
+/// parser drops) when the decoded bytes are JSON.
 fn body_of(side: &Value) -> Option<Value> {
     if let Some(parsed) = side.get("parsed_body").filter(|v| !v.is_null()) {
         return Some(parsed.clone());
+    }
+    match side.get("body") {
+        // ReqLLM's `b64`; Ruby VCR's `base64_string` (exact body bytes).
+        Some(Value::Object(o)) if o.contains_key("b64") || o.contains_key("base64_string") => {
+            let text = o.get("b64").or_else(|| o.get("base64_string"))?.as_str()?;
+            return super::cassettes::text_of_base64(text)
+                .and_then(|t| serde_json::from_str(&t).ok());
+        }
+        Some(Value::Object(o)) if o.contains_key("encoding") && !o.contains_key("string") => {
+            return None;
+        }
+        Some(body @ (Value::Object(_) | Value::Array(_))) if body.get("string").is_none() => {
+            return Some(body.clone());
+        }
+        _ => {}
     }
     let text = side
         .get("body")
@@ -105,7 +124,21 @@ fn body_of(side: &Value) -> Option<Value> {
         }
         _ => text,
     };
-    Some(serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string())))
+    if let Some(encoded) = text.strip_prefix("base64:") {
+        let decoded = super::cassettes::text_of_base64(encoded)?;
+        return Some(serde_json::from_str(&decoded).unwrap_or(Value::String(decoded)));
+    }
+    if let Ok(v) = serde_json::from_str(text) {
+        return Some(v);
+    }
+    // YAML's `!!binary` body, its tag dropped by the parser: base64 whose
+    // bytes are a JSON document.
+    if let Some(v) =
+        super::cassettes::text_of_base64(text).and_then(|t| serde_json::from_str::<Value>(&t).ok())
+    {
+        return Some(v);
+    }
+    Some(Value::String(text.to_string()))
 }
 
 /// The status a response records: `status.code` (VCR), `status` (HAR),

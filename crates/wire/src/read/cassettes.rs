@@ -1,0 +1,313 @@
+//! HTTP recordings of other ecosystems, turned into the VCR shape
+//! (`{"interactions": [{request, response}]}`) that [`super::recording`]
+//! reads:
+//!
+//! - LangChain's own cassettes (`langchain_tests.conftest.CustomSerializer`,
+//!   every partner package's `tests/cassettes/*.yaml.gz`): VCR's
+//!   `requests:` and `responses:` lists side by side;
+//! - nock recordings (Node): a JSON array of `{scope, method, path, body,
+//!   status, response}`;
+//! - one interaction per file: the Datadog APM test agent's LLM cassettes
+//!   (`{request: {method, url, body}, response: {status: {code}, body}}`,
+//!   binary bodies as `"base64:…"`) and ReqLLM's fixtures (`request.body`
+//!   as `{"b64": …}`, `response.status` a number);
+//! - Go's `httprr` traces: `httprr trace v1`, then for each exchange a
+//!   line `N M` and the raw HTTP/1.1 request (N bytes) and response
+//!   (M bytes).
+//!
+//! Each is read whole and weighed by its recorded status, as VCR is.
+
+use serde_json::{Value, json};
+
+/// Why a text is not a whole `httprr` trace: the byte where reading
+/// stopped, and what was expected there.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("byte {byte}: {message}")]
+pub struct TraceError {
+    /// The byte offset in the text.
+    pub byte: usize,
+    /// What was expected.
+    pub message: String,
+}
+
+/// `doc` in the VCR shape when it is a recording of another kind; `doc`
+/// itself otherwise.
+pub fn normalized(doc: Value) -> Value {
+    if let Some(list) = langchain(&doc) {
+        return json!({ "interactions": list });
+    }
+    if let Some(list) = nock(&doc) {
+        return json!({ "interactions": list });
+    }
+    if is_single_interaction(&doc) {
+        return json!({ "interactions": [doc] });
+    }
+    doc
+}
+
+/// LangChain: `requests[i]` answered by `responses[i]`.
+fn langchain(doc: &Value) -> Option<Vec<Value>> {
+    let requests = doc.get("requests")?.as_array()?;
+    let responses = doc.get("responses")?.as_array()?;
+    let first = requests.first()?;
+    (first.get("method").is_some() && first.get("uri").is_some()).then_some(())?;
+    Some(
+        requests
+            .iter()
+            .zip(responses)
+            .map(|(request, response)| json!({"request": request, "response": response}))
+            .collect(),
+    )
+}
+
+/// nock: `{scope, method, path, body, status, response}` per exchange.
+fn nock(doc: &Value) -> Option<Vec<Value>> {
+    let list = doc.as_array()?;
+    let is_nock =
+        |v: &Value| v.get("scope").is_some_and(Value::is_string) && v.get("method").is_some();
+    if list.is_empty() || !list.iter().all(is_nock) {
+        return None;
+    }
+    Some(list.iter().map(nock_interaction).collect())
+}
+
+fn nock_interaction(v: &Value) -> Value {
+    let scope = v["scope"].as_str().unwrap_or("");
+    let path = v.get("path").and_then(Value::as_str).unwrap_or("/");
+    let mut request = json!({
+        "method": v.get("method").cloned().unwrap_or(Value::Null),
+        "uri": format!("{}{path}", scope.trim_end_matches('/')),
+    });
+    match v.get("body") {
+        Some(Value::String(s)) => request["body"] = json!({ "string": s }),
+        Some(body) if !body.is_null() => request["parsed_body"] = body.clone(),
+        _ => {}
+    }
+    let mut response = json!({ "status": v.get("status").cloned().unwrap_or(Value::Null) });
+    let binary = v.get("responseIsBinary").and_then(Value::as_bool) == Some(true);
+    match v.get("response") {
+        // A streamed answer is recorded as its chunks (hex when binary).
+        Some(Value::Array(chunks)) if chunks.iter().all(Value::is_string) => {
+            let joined: String = chunks.iter().filter_map(Value::as_str).collect();
+            let text = match binary {
+                true => hex_text(&joined).unwrap_or_default(),
+                false => joined,
+            };
+            response["body"] = json!({ "string": text });
+        }
+        Some(Value::String(s)) => {
+            let text = match binary {
+                true => hex_text(s).unwrap_or_default(),
+                false => s.clone(),
+            };
+            response["body"] = json!({ "string": text });
+        }
+        Some(body) if !body.is_null() => response["parsed_body"] = body.clone(),
+        _ => {}
+    }
+    json!({"request": request, "response": response})
+}
+
+/// Base64 text (line breaks allowed, as YAML folds it) as UTF-8 text,
+/// when its bytes are text.
+pub fn text_of_base64(text: &str) -> Option<String> {
+    use base64::Engine;
+    let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(compact)
+        .ok()?;
+    String::from_utf8(bytes).ok()
+}
+
+/// Hex digits as UTF-8 text, when they are.
+fn hex_text(hex: &str) -> Option<String> {
+    let bytes: Option<Vec<u8>> = (0..hex.len() / 2)
+        .map(|i| u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok())
+        .collect();
+    String::from_utf8(bytes?).ok()
+}
+
+/// One recorded exchange as a whole file (Datadog's test agent, ReqLLM):
+/// a `request` with its method and URL, and a `response`.
+fn is_single_interaction(doc: &Value) -> bool {
+    let Some(request) = doc.get("request").filter(|r| r.is_object()) else {
+        return false;
+    };
+    request.get("method").is_some_and(Value::is_string)
+        && (request.get("url").is_some() || request.get("uri").is_some())
+        && doc.get("response").is_some_and(Value::is_object)
+}
+
+/// True when `text` is a Go `httprr` trace.
+pub fn is_httprr(text: &str) -> bool {
+    text.starts_with("httprr trace v1\n") || text.starts_with("httprr trace v1\r\n")
+}
+
+/// A Go `httprr` trace in the VCR shape; the first exchange that cannot be
+/// cut out of the text is an error at its byte.
+pub fn httprr(text: &str) -> Result<Value, TraceError> {
+    let bytes = text.as_bytes();
+    let mut at = text.find('\n').map_or(bytes.len(), |n| n + 1);
+    let mut list = Vec::new();
+    while at < bytes.len() {
+        let line_end = at
+            + bytes[at..]
+                .iter()
+                .position(|&b| b == b'\n')
+                .ok_or_else(|| {
+                    located(
+                        at,
+                        "an exchange must start with a line `REQUEST-BYTES RESPONSE-BYTES`",
+                    )
+                })?;
+        let sizes = std::str::from_utf8(&bytes[at..line_end]).unwrap_or("");
+        let mut numbers = sizes
+            .trim_end_matches('\r')
+            .split(' ')
+            .map(str::parse::<usize>);
+        let (Some(Ok(request_len)), Some(Ok(response_len)), None) =
+            (numbers.next(), numbers.next(), numbers.next())
+        else {
+            return Err(located(
+                at,
+                format!("expected `REQUEST-BYTES RESPONSE-BYTES`, found {sizes:?}"),
+            ));
+        };
+        let start = line_end + 1;
+        let end = start
+            .checked_add(request_len)
+            .and_then(|e| e.checked_add(response_len))
+            .filter(|&e| e <= bytes.len())
+            .ok_or_else(|| {
+                located(at, format!("the exchange announces {request_len} + {response_len} bytes; the file ends first"))
+            })?;
+        let request = parse_http(&bytes[start..start + request_len], true);
+        let response = parse_http(&bytes[start + request_len..end], false);
+        list.push(json!({"request": request, "response": response}));
+        at = end;
+    }
+    Ok(json!({ "interactions": list }))
+}
+
+fn located(byte: usize, message: impl Into<String>) -> TraceError {
+    TraceError {
+        byte,
+        message: message.into(),
+    }
+}
+
+/// One raw HTTP/1.1 message: its first line, headers and body (a chunked
+/// body joined), as a VCR request or response.
+fn parse_http(raw: &[u8], is_request: bool) -> Value {
+    let head_end = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map_or(raw.len(), |p| p + 4);
+    let head = String::from_utf8_lossy(&raw[..head_end]);
+    let mut lines = head.split("\r\n");
+    let first = lines.next().unwrap_or("");
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    let header = |name: &str| {
+        headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    };
+    let mut body = raw[head_end..].to_vec();
+    if header("transfer-encoding").is_some_and(|t| t.eq_ignore_ascii_case("chunked")) {
+        body = dechunked(&body);
+    }
+    let body = String::from_utf8_lossy(&body).into_owned();
+    let mut parts = first.split(' ');
+    if is_request {
+        let method = parts.next().unwrap_or("");
+        let target = parts.next().unwrap_or("/");
+        let uri = match (target.starts_with('/'), header("host")) {
+            (true, Some(host)) => format!("https://{host}{target}"),
+            _ => target.to_string(),
+        };
+        json!({"method": method, "uri": uri, "body": {"string": body}})
+    } else {
+        let status: u64 = parts.nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+        let mut response = json!({"status": {"code": status}, "body": {"string": body}});
+        if let Some(encoding) = header("content-encoding") {
+            response["headers"] = json!({ "content-encoding": [encoding] });
+        }
+        response
+    }
+}
+
+/// A chunked body's data (RFC 9112 §7.1), as far as it is whole.
+fn dechunked(mut raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(line_end) = raw.windows(2).position(|w| w == b"\r\n") {
+        let size_text = String::from_utf8_lossy(&raw[..line_end]);
+        let size_text = size_text.split(';').next().unwrap_or("").trim();
+        let Ok(size) = usize::from_str_radix(size_text, 16) else {
+            break;
+        };
+        let start = line_end + 2;
+        if size == 0 || start + size > raw.len() {
+            break;
+        }
+        out.extend_from_slice(&raw[start..start + size]);
+        raw = raw.get(start + size + 2..).unwrap_or(&[]);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_httprr_trace_becomes_interactions() {
+        let request = "POST /v1/chat/completions HTTP/1.1\r\nHost: api.openai.com\r\nContent-Length: 2\r\n\r\n{}";
+        let response = "HTTP/1.1 400 Bad Request\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n{\"a\r\n3\r\n\":1\r\n1\r\n}\r\n0\r\n\r\n";
+        let text = format!(
+            "httprr trace v1\n{} {}\n{request}{response}",
+            request.len(),
+            response.len()
+        );
+        let doc = httprr(&text).unwrap();
+        let one = &doc["interactions"][0];
+        assert_eq!(
+            one["request"]["uri"],
+            "https://api.openai.com/v1/chat/completions"
+        );
+        assert_eq!(one["request"]["body"]["string"], "{}");
+        assert_eq!(one["response"]["status"]["code"], 400);
+        assert_eq!(one["response"]["body"]["string"], "{\"a\":1}");
+        let cut = &text[..text.len() - 5];
+        let e = httprr(cut).unwrap_err();
+        assert_eq!(e.byte, 16, "{e}");
+    }
+
+    #[test]
+    fn nock_and_langchain_and_single_files_take_the_vcr_shape() {
+        let nock = json!([{"scope": "https://api.anthropic.com:443", "method": "POST",
+            "path": "/v1/messages", "body": {"messages": []}, "status": 200,
+            "response": {"content": []}}]);
+        let doc = normalized(nock);
+        assert_eq!(
+            doc["interactions"][0]["request"]["uri"],
+            "https://api.anthropic.com:443/v1/messages"
+        );
+        assert!(doc["interactions"][0]["request"]["parsed_body"].is_object());
+        let lc = json!({"requests": [{"method": "POST", "uri": "u", "body": "{}"}],
+            "responses": [{"status": {"code": 200}}]});
+        assert_eq!(
+            normalized(lc)["interactions"][0]["response"]["status"]["code"],
+            200
+        );
+        let single = json!({"request": {"method": "POST", "url": "u", "body": ""},
+            "response": {"status": {"code": 200}}});
+        assert!(normalized(single)["interactions"].is_array());
+        // A message array stays a message array.
+        let messages = json!([{"role": "user", "content": "hi"}]);
+        assert_eq!(normalized(messages.clone()), messages);
+    }
+}
