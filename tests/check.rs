@@ -555,12 +555,19 @@ fn a_tool_loop_without_its_thinking_block_is_refused_when_thinking_is_on() {
         .stdout(predicates::str::contains(
             "messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found `tool_use`.",
         ));
-    for file in ["kept.json", "new_prompt.json"] {
+    // Adaptive thinking: a reply without a thinking block may simply not
+    // have thought (Claude Code's requests so were answered 200).
+    for file in ["kept.json", "new_prompt.json", "adaptive_no_thinking.json"] {
         common::loopdbg()
             .args(["check", &format!("{dir}/{file}")])
             .assert()
             .code(0);
     }
+    common::loopdbg()
+        .args(["check", &format!("{dir}/adaptive_dropped_one.json")])
+        .assert()
+        .code(1)
+        .stdout(predicates::str::contains("thinking_missing (warning)"));
 }
 
 /// Shapes the providers accept are read, not refused as unreadable
@@ -669,4 +676,23 @@ fn bedrock_repairs_keep_every_other_block() {
         assert_eq!(doc["messages"][1]["content"][0]["text"], "Let me search.");
         assert!(doc["toolConfig"].is_object() && doc["system"].is_array());
     }
+}
+
+/// Roo Code sends the summary, not the three messages it replaced, and no
+/// reasoning item: four messages of the file's eight entries, each named
+/// by its own index in the file.
+#[test]
+fn a_roo_task_history_is_read_as_roo_sends_it() {
+    let conv = conversation("agent_stores/roo_api_conversation_history.json");
+    assert_eq!(conv.messages.len(), 4);
+    let paths: Vec<String> = conv
+        .message_sources
+        .iter()
+        .map(|s| s.path.to_string())
+        .collect();
+    assert_eq!(
+        paths,
+        ["messages[3]", "messages[5]", "messages[6]", "messages[7]"]
+    );
+    assert!(check(&conv).is_empty());
 }

@@ -857,3 +857,66 @@ fn a_cut_httprr_trace_is_an_error_at_its_byte() {
             "expected an httprr trace: the exchange announces",
         ));
 }
+
+/// Agent stores that hold plain provider histories are read as their agent
+/// sends them: Roo Code's condensed messages and reasoning items left out;
+/// a Cline task stopped mid-tool, and an opencode call left running, sent
+/// with the result the agent fills in (a warning, never a 400); a Copilot
+/// CLI log rebuilt from its events, checked as Chat Completions.
+#[test]
+fn agent_stores_are_read_as_their_agent_sends_them() {
+    let warned = |evidence: &str| {
+        (
+            "unanswered_call".to_string(),
+            "warning".to_string(),
+            false,
+            evidence.to_string(),
+        )
+    };
+    let dir = format!("{T}/agent_stores");
+    assert_eq!(
+        verdicts(&format!("{dir}/roo_api_conversation_history.json")),
+        []
+    );
+    assert_eq!(
+        verdicts(&format!("{dir}/cline_api_conversation_history.json")),
+        [warned("")]
+    );
+    assert_eq!(
+        verdicts(&format!("{dir}/opencode_export.json")),
+        [warned("")]
+    );
+    assert_eq!(verdicts(&format!("{T}/copilot_cli/events.jsonl")), []);
+    assert_eq!(
+        verdicts(&format!("{T}/copilot_cli/interrupted.jsonl")),
+        [warned("answered")]
+    );
+}
+
+#[test]
+fn agent_stores_replay_in_the_debugger_headless() {
+    for file in [
+        format!("{T}/agent_stores/opencode_export.json"),
+        format!("{T}/copilot_cli/events.jsonl"),
+        format!("{T}/agent_stores/roo_api_conversation_history.json"),
+    ] {
+        let dir = scratch("store-replay");
+        let session = dir.join("session.json");
+        let recorded = loopdbg()
+            .args(["record", &file, "-o"])
+            .arg(&session)
+            .output()
+            .unwrap();
+        assert!(
+            recorded.status.success(),
+            "{file}: {}",
+            String::from_utf8_lossy(&recorded.stderr)
+        );
+        let out = loopdbg().arg("run").arg(&session).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{file}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

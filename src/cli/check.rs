@@ -585,6 +585,8 @@ fn describe(source: Source) -> &'static str {
         Source::ClaudeCode => "a Claude Code log",
         Source::Codex => "a Codex CLI rollout",
         Source::GeminiCli => "a Gemini CLI chat recording",
+        Source::CopilotCli => "a GitHub Copilot CLI session log",
+        Source::Opencode => "an opencode session export",
     }
 }
 

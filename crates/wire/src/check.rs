@@ -254,6 +254,8 @@ fn weigh_findings(conv: &Conversation, out: &mut [Finding], used: &mut [bool]) {
     let agent = match conv.source {
         Source::Codex => "Codex",
         Source::GeminiCli => "Gemini CLI",
+        Source::CopilotCli => "Copilot CLI",
+        Source::Opencode => "opencode",
         _ => "Claude Code",
     };
     // Messages read after an event the log lost (`broken_link`): something
@@ -512,7 +514,13 @@ fn anthropic(conv: &Conversation) -> Vec<Finding> {
 /// code users, on the API, Bedrock and Vertex alike).
 fn thinking_opens_the_turn(conv: &Conversation, out: &mut Vec<Finding>) {
     let msgs = &conv.messages;
-    if !conv.thinking || conv.source != Source::Provider(Format::Anthropic) {
+    // With adaptive thinking a reply has a thinking block only when the
+    // model chose to think: one without it is a loss only when the other
+    // replies show the pipeline keeps them (then a warning: this reply
+    // may have had none). Claude Code 2.1.332 sends `adaptive` for
+    // claude-opus-5-5, and replies without thinking were accepted.
+    let adaptive = conv.thinking_adaptive && !conv.opens_with_thinking.is_empty();
+    if !(conv.thinking || adaptive) || conv.source != Source::Provider(Format::Anthropic) {
         return;
     }
     let is_results = |m: &Message| {
@@ -555,8 +563,16 @@ fn thinking_opens_the_turn(conv: &Conversation, out: &mut Vec<Finding>) {
             "{}.content.0.type: Expected `thinking` or `redacted_thinking`, but found `{found}`. When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We recommend you include thinking blocks from previous turns. To avoid this requirement, disable `thinking`.",
             source.to_string().replace('[', ".").replace(']', "")
         ),
-        true,
+        conv.thinking,
     ));
+    if !conv.thinking
+        && let Some(f) = out.last_mut()
+    {
+        f.message = format!(
+            "with adaptive thinking the model thinks when it chooses, and other replies here keep their thinking blocks: if this reply had one, it was dropped and Anthropic refuses the request: «{}»",
+            f.message
+        );
+    }
 }
 
 /// A user turn's results must answer the turn right before them.

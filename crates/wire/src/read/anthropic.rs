@@ -25,12 +25,18 @@ pub(super) fn read(doc: &mut Value, detail: Detail) -> Result<Conversation, Read
     read_tools(doc, &mut conv);
     read_mcp_servers(doc, &mut conv);
     conv.system = system_text(doc.get("system"));
-    conv.thinking = matches!(
-        doc.pointer("/thinking/type").and_then(Value::as_str),
-        Some("enabled" | "adaptive")
-    );
+    let thinking = doc.pointer("/thinking/type").and_then(Value::as_str);
+    conv.thinking = thinking == Some("enabled");
+    conv.thinking_adaptive = thinking == Some("adaptive");
     let (items, base) = array_at(doc, "messages")?;
+    let kept = TaskStore::of(items);
+    if kept.is_store {
+        conv.label = Some("Cline / Roo Code task history".to_string());
+    }
     for (i, item) in items.iter_mut().enumerate() {
+        if !kept.sends(item) {
+            continue;
+        }
         let path = super::indexed(&base, "", i);
         let first_type = item
             .pointer("/content/0/type")
@@ -58,7 +64,10 @@ pub(super) fn read(doc: &mut Value, detail: Detail) -> Result<Conversation, Read
             path: p.into(),
             ..Default::default()
         })?;
-        for (source, kind) in &read.unknown {
+        // Roo Code stores other providers' reasoning as content blocks of
+        // its own and converts them before it sends.
+        let stored_reasoning = |kind: &str| kept.is_store && kind == "a `reasoning` block";
+        for (source, kind) in read.unknown.iter().filter(|(_, k)| !stored_reasoning(k)) {
             conv.notices.push(super::Notice {
                 kind: crate::finding::Kind::UnknownBlock,
                 source: source.clone(),
@@ -87,7 +96,135 @@ pub(super) fn read(doc: &mut Value, detail: Detail) -> Result<Conversation, Read
             read.hosted,
         );
     }
+    if kept.is_store {
+        close_interrupted_tail(&mut conv);
+    }
     Ok(conv)
+}
+
+/// A Cline / Roo Code / Kilo Code `api_conversation_history.json`: an
+/// Anthropic `MessageParam[]` whose entries carry the extension's own
+/// fields (`ts`, Roo's `isSummary`, `condenseId` / `condenseParent`,
+/// `truncationId` / `truncationParent`, and reasoning items stored as
+/// entries of `type: "reasoning"` with no role). Roo sends the history
+/// without the reasoning items, without the messages a condense summary
+/// replaced (their `condenseParent` names a summary that exists) and
+/// without those a truncation marker hides: so are they read here.
+/// Entries keep their index, so a finding names the file's own place.
+struct TaskStore {
+    is_store: bool,
+    condensed: ahash::AHashSet<String>,
+    truncated: ahash::AHashSet<String>,
+}
+
+impl TaskStore {
+    fn of(items: &[Value]) -> TaskStore {
+        let is_store = items
+            .iter()
+            .any(|m| m.get("ts").is_some_and(Value::is_number));
+        let ids = |key: &str, marker: Option<&str>| -> ahash::AHashSet<String> {
+            if !is_store {
+                return Default::default();
+            }
+            items
+                .iter()
+                .filter(|m| marker.is_none_or(|k| m.get(k) == Some(&Value::Bool(true))))
+                .filter_map(|m| m.get(key)?.as_str().map(str::to_string))
+                .collect()
+        };
+        TaskStore {
+            is_store,
+            condensed: ids("condenseId", None),
+            truncated: ids("truncationId", Some("isTruncationMarker")),
+        }
+    }
+
+    /// Whether the extension sends this entry.
+    fn sends(&self, item: &Value) -> bool {
+        if !self.is_store {
+            return true;
+        }
+        let named = |key: &str, set: &ahash::AHashSet<String>| {
+            item.get(key)
+                .and_then(Value::as_str)
+                .is_some_and(|id| set.contains(id))
+        };
+        let reasoning_item = item.get("role").is_none()
+            && item.get("type").and_then(Value::as_str) == Some("reasoning");
+        !reasoning_item
+            && !named("condenseParent", &self.condensed)
+            && !named("truncationParent", &self.truncated)
+    }
+}
+
+/// What Cline and Roo Code send for a call the task never finished.
+pub const TASK_INTERRUPTED: &str = "Task was interrupted before this tool call could be completed.";
+
+/// Cline and Roo Code resume a task whose history ends with calls that have
+/// no results (the extension closed mid-tool) by sending a result for each,
+/// "Task was interrupted before this tool call could be completed."
+/// (`resumeTaskFromHistory`): the history ending so is what they store, not
+/// what they send. The results are added as they send them, with a warning:
+/// the model gets no real result.
+fn close_interrupted_tail(conv: &mut Conversation) {
+    let n = conv.messages.len();
+    let Some(at) = (0..n)
+        .rev()
+        .find(|&i| conv.messages[i].role == Role::Assistant)
+    else {
+        return;
+    };
+    let answered: Vec<&str> = conv.messages[at + 1..]
+        .iter()
+        .flat_map(|m| super::tool_results(m).map(|(_, id)| id))
+        .collect();
+    let missing: Vec<String> = super::tool_uses(&conv.messages[at])
+        .map(|(_, id, _)| id)
+        .filter(|id| !answered.contains(id))
+        .map(str::to_string)
+        .collect();
+    if missing.is_empty() || at + 2 < n {
+        return;
+    }
+    let results: Vec<Block> = missing
+        .iter()
+        .map(|id| Block::ToolResult {
+            tool_use_id: id.as_str().into(),
+            content: Json::new(Value::String(TASK_INTERRUPTED.to_string())),
+            is_error: false,
+        })
+        .collect();
+    let source = conv.message_sources[at].clone();
+    let sources = vec![source.clone(); results.len()];
+    if at + 1 < n {
+        // The resumed user message: the results go first, as they must.
+        let last = n - 1;
+        let mut content = results;
+        content.append(&mut conv.messages[last].content);
+        conv.messages[last].content = content;
+        let mut block_sources = sources;
+        block_sources.append(&mut conv.block_sources[last]);
+        conv.block_sources[last] = block_sources;
+    } else {
+        conv.push(
+            Message {
+                role: Role::User,
+                content: results,
+                finish_reason: None,
+            },
+            source.clone(),
+            sources,
+        );
+    }
+    conv.notices.push(super::Notice {
+        kind: crate::finding::Kind::UnansweredCall,
+        source,
+        ids: missing.clone(),
+        message: format!(
+            "the task's history stops after calls that have no results ({}): Cline and Roo Code resume it by sending {TASK_INTERRUPTED:?} as each one's result, so the provider never sees them open, but the model gets no real result for them",
+            missing.join(", ")
+        ),
+    });
 }
 
 /// MCP connector servers declare tools the request does not list.

@@ -374,7 +374,7 @@ fn open_call_named(conv: &Conversation, name: &str) -> Option<String> {
 
 /// The HTTP status an error text gives: Gemini's JSON `"code": 400`, its
 /// status names, or a bare `[API Error: 400 …`.
-fn status_of(text: &str) -> Option<u16> {
+pub(super) fn status_of(text: &str) -> Option<u16> {
     let squeezed: String = text.chars().filter(|c| !c.is_whitespace()).collect();
     if let Some(at) = squeezed.find("\"code\":") {
         let digits: String = squeezed[at + 7..]

@@ -13,10 +13,12 @@ pub mod bedrock;
 pub mod cassettes;
 mod claude_code;
 mod codex;
+pub mod copilot_cli;
 mod fingerprint;
 mod gemini;
 mod gemini_cli;
 pub(crate) mod openai_chat;
+pub mod opencode;
 pub mod recording;
 pub mod responses;
 pub mod yaml_depth;
@@ -45,6 +47,10 @@ pub enum Source {
     Codex,
     /// A Gemini CLI chat recording (an upsert log of message records).
     GeminiCli,
+    /// A GitHub Copilot CLI session log (`events.jsonl`).
+    CopilotCli,
+    /// An opencode session as `opencode export` prints it.
+    Opencode,
 }
 
 impl Source {
@@ -55,6 +61,8 @@ impl Source {
             Source::ClaudeCode => "claude-code",
             Source::Codex => "codex",
             Source::GeminiCli => "gemini-cli",
+            Source::CopilotCli => "copilot-cli",
+            Source::Opencode => "opencode",
         }
     }
 
@@ -65,17 +73,21 @@ impl Source {
             Source::ClaudeCode => Format::Anthropic,
             Source::Codex => Format::Responses,
             Source::GeminiCli => Format::Gemini,
+            // Copilot's backend speaks Chat Completions.
+            Source::CopilotCli => Format::Openai,
+            // opencode sends each call's result right after it, whatever
+            // the provider; Chat's rules say the same of that shape.
+            Source::Opencode => Format::Openai,
         }
     }
 
     /// True for agent logs, which are read whole as JSON Lines of events.
     pub fn is_log(self) -> bool {
-        !matches!(self, Source::Provider(_))
+        !matches!(self, Source::Provider(_) | Source::Opencode)
     }
 
     /// Every name `--format` takes.
-    pub const NAMES: &'static str =
-        "anthropic, openai, responses, gemini, bedrock, claude-code, codex, gemini-cli";
+    pub const NAMES: &'static str = "anthropic, openai, responses, gemini, bedrock, claude-code, codex, gemini-cli, copilot-cli, opencode";
 }
 
 impl std::str::FromStr for Source {
@@ -85,6 +97,8 @@ impl std::str::FromStr for Source {
             "claude-code" | "claude_code" => Ok(Source::ClaudeCode),
             "codex" | "codex-cli" => Ok(Source::Codex),
             "gemini-cli" | "gemini_cli" => Ok(Source::GeminiCli),
+            "copilot-cli" | "copilot_cli" | "copilot" => Ok(Source::CopilotCli),
+            "opencode" => Ok(Source::Opencode),
             other => other
                 .parse::<Format>()
                 .map(Source::Provider)
@@ -200,8 +214,11 @@ pub struct Conversation {
     /// them, by the reply's message.
     pub usage: Vec<TripUsage>,
     /// Anthropic: the request enables extended thinking (`thinking.type`
-    /// `enabled` or `adaptive`).
+    /// `enabled`): every reply then opens with a thinking block.
     pub thinking: bool,
+    /// Anthropic: `thinking.type` `adaptive`: the model thinks when it
+    /// chooses, so a reply may have no thinking block to keep.
+    pub thinking_adaptive: bool,
     /// Anthropic: the messages whose content opens with a `thinking` or
     /// `redacted_thinking` block.
     pub opens_with_thinking: Vec<usize>,
@@ -334,6 +351,7 @@ impl Conversation {
             synthetic: Vec::new(),
             usage: Vec::new(),
             thinking: false,
+            thinking_adaptive: false,
             opens_with_thinking: Vec::new(),
         }
     }
@@ -441,6 +459,9 @@ pub fn detect_with_evidence(doc: &Value) -> Option<(Source, bool)> {
         && o.contains_key("projectHash")
     {
         return Some((Source::GeminiCli, true));
+    }
+    if opencode::is_export(doc) {
+        return Some((Source::Opencode, true));
     }
     if let Some(sure) = bedrock_evidence(doc) {
         return Some((Source::Provider(Format::Bedrock), sure));
@@ -576,6 +597,7 @@ pub fn read_owned_as(
         Source::Provider(Format::Responses) => responses::read(doc, detail),
         Source::Provider(Format::Gemini) => gemini::read(doc, detail),
         Source::Provider(Format::Bedrock) => bedrock::read(doc, detail),
+        Source::Opencode => opencode::read(doc),
         Source::GeminiCli => {
             // The legacy whole-file recording: metadata with its messages.
             let mut log = GeminiCliLog::default();
@@ -587,7 +609,7 @@ pub fn read_owned_as(
                 )
             })
         }
-        Source::ClaudeCode | Source::Codex => Err(err(
+        Source::ClaudeCode | Source::Codex | Source::CopilotCli => Err(err(
             &JsonPath::root(),
             "an agent log is JSON Lines of events; read it with `Log`",
         )),
@@ -804,6 +826,8 @@ pub enum Log {
     Codex(CodexRollout),
     /// A Gemini CLI chat recording.
     GeminiCli(GeminiCliLog),
+    /// A GitHub Copilot CLI session log.
+    CopilotCli(copilot_cli::CopilotCliLog),
 }
 
 impl Log {
@@ -813,7 +837,8 @@ impl Log {
             Source::ClaudeCode => Some(Log::ClaudeCode(ClaudeCodeLog::default())),
             Source::Codex => Some(Log::Codex(CodexRollout::default())),
             Source::GeminiCli => Some(Log::GeminiCli(GeminiCliLog::default())),
-            Source::Provider(_) => None,
+            Source::CopilotCli => Some(Log::CopilotCli(Default::default())),
+            Source::Provider(_) | Source::Opencode => None,
         }
     }
 
@@ -839,6 +864,7 @@ impl Log {
             Log::ClaudeCode(log) => log.push_owned(line, event),
             Log::Codex(log) => log.push_owned(line, event),
             Log::GeminiCli(log) => log.push_owned(line, event),
+            Log::CopilotCli(log) => log.push_owned(line, event),
         }
     }
 
@@ -920,6 +946,7 @@ impl Log {
             Log::ClaudeCode(log) => log.joined.push((line, count)),
             Log::Codex(log) => log.joined.push((line, count)),
             Log::GeminiCli(log) => log.joined.push((line, count)),
+            Log::CopilotCli(log) => log.joined.push((line, count)),
         }
     }
 
@@ -929,6 +956,7 @@ impl Log {
             Log::ClaudeCode(log) => Ok(log.finish()),
             Log::Codex(log) => log.finish(),
             Log::GeminiCli(log) => Ok(log.finish()),
+            Log::CopilotCli(log) => Ok(log.finish()),
         }
     }
 }
@@ -1019,6 +1047,9 @@ pub fn classify_line(v: &Value) -> Evidence {
     }
     if matches!(kind, "user" | "assistant") && o.contains_key("message") {
         return Evidence::Decisive(Source::ClaudeCode);
+    }
+    if copilot_cli::is_event(o) {
+        return Evidence::Decisive(Source::CopilotCli);
     }
     if matches!(kind, "user" | "gemini" | "info" | "error" | "warning")
         && o.contains_key("id")
