@@ -25,7 +25,10 @@ fn main() {
         written += line.len() as u64 + 1;
     }
     w.flush().unwrap();
-    eprintln!("wrote {out}: {n} {format} conversations, {} MB", written >> 20);
+    eprintln!(
+        "wrote {out}: {n} {format} conversations, {} MB",
+        written >> 20
+    );
 }
 
 /// One request body: a prompt, a reply with two calls, their results (the
@@ -77,7 +80,9 @@ fn conversation(format: &str, n: u64, drop_one: bool, filler: &str) -> String {
                 format!(
                     r#"{{"toolResult":{{"toolUseId":"{a}","content":[{{"text":"{note}"}}]}}}},{{"toolResult":{{"toolUseId":"{b}","content":[{{"text":"7.12"}}]}}}}"#
                 ),
-                format!(r#"{{"toolResult":{{"toolUseId":"{a}","content":[{{"text":"{note}"}}]}}}}"#),
+                format!(
+                    r#"{{"toolResult":{{"toolUseId":"{a}","content":[{{"text":"{note}"}}]}}}}"#
+                ),
             );
             format!(
                 r#"{{"toolConfig":{{"tools":[{{"toolSpec":{{"name":"get_weather","inputSchema":{{"json":{{"type":"object"}}}}}}}},{{"toolSpec":{{"name":"get_fx_rate","inputSchema":{{"json":{{"type":"object"}}}}}}}}]}},"messages":[{{"role":"user","content":[{{"text":"{prompt}"}}]}},{{"role":"assistant","content":[{{"text":"Two lookups."}},{{"toolUse":{{"toolUseId":"{a}","name":"get_weather","input":{{"city":"Beijing"}}}}}},{{"toolUse":{{"toolUseId":"{b}","name":"get_fx_rate","input":{{"base":"USD","quote":"CNY"}}}}}}]}},{{"role":"user","content":[{results}]}},{{"role":"assistant","content":[{{"text":"{answer}"}}]}}]}}"#

@@ -251,13 +251,7 @@ fn weigh_findings(conv: &Conversation, out: &mut [Finding], used: &mut [bool]) {
             message_of.entry(line).or_insert(h.message);
         }
     }
-    let agent = match conv.source {
-        Source::Codex => "Codex",
-        Source::GeminiCli => "Gemini CLI",
-        Source::CopilotCli => "Copilot CLI",
-        Source::Opencode => "opencode",
-        _ => "Claude Code",
-    };
+    let agent = agent_name(conv.source);
     // Messages read after an event the log lost (`broken_link`): something
     // not the model's was sent before them, though the file no longer
     // holds it.
@@ -385,6 +379,17 @@ fn weigh_findings(conv: &Conversation, out: &mut [Finding], used: &mut [bool]) {
             }
         }
         f.rejected_by_provider = false;
+    }
+}
+
+/// The agent that wrote a log, as its findings name it.
+fn agent_name(source: Source) -> &'static str {
+    match source {
+        Source::Codex => "Codex",
+        Source::GeminiCli => "Gemini CLI",
+        Source::CopilotCli => "Copilot CLI",
+        Source::Opencode => "opencode",
+        _ => "Claude Code",
     }
 }
 

@@ -110,39 +110,7 @@ pub(super) fn read(doc: &mut Value, detail: Detail) -> Result<Conversation, Read
                     // answers the first call of the last assistant message
                     // that nothing has answered (said as a warning).
                     "tool" if item.get("tool_call_id").is_none_or(Value::is_null) => {
-                        let answered: Vec<String> = conv
-                            .messages
-                            .iter()
-                            .rev()
-                            .take_while(|m| m.role == Role::Tool)
-                            .flat_map(|m| m.content.iter())
-                            .filter_map(|b| match b {
-                                Block::ToolResult { tool_use_id, .. } => {
-                                    Some(tool_use_id.to_string())
-                                }
-                                _ => None,
-                            })
-                            .collect();
-                        let open = conv
-                            .messages
-                            .iter()
-                            .rev()
-                            .find(|m| m.role == Role::Assistant)
-                            .and_then(|m| {
-                                m.tool_uses()
-                                    .map(|(id, _)| id.to_string())
-                                    .find(|id| !answered.contains(id))
-                            });
-                        let id = open.unwrap_or_else(|| "(null)".to_string());
-                        conv.notices.push(super::Notice {
-                            kind: crate::finding::Kind::UnnamedResult,
-                            source: src(super::dotted(&path, "tool_call_id")),
-                            ids: vec![id.clone()],
-                            message: format!(
-                                "a `tool` message with `tool_call_id: null`, read as the result of {id} (the first call of the last assistant message nothing else answers): OpenAI-compatible servers pair it by position and accept it; anything keyed by id cannot"
-                            ),
-                        });
-                        id
+                        unnamed_result(&mut conv, src(super::dotted(&path, "tool_call_id")))
                     }
                     "tool" => str_field(item, "tool_call_id", &path)?.to_string(),
                     // A legacy result names its function; with no call of
@@ -184,4 +152,41 @@ pub(super) fn read(doc: &mut Value, detail: Detail) -> Result<Conversation, Read
         );
     }
     Ok(conv)
+}
+
+/// OpenAI-compatible servers take a tool message whose `tool_call_id` is
+/// null and pair it by position: it answers the first call of the last
+/// assistant message that nothing has answered (said as a warning).
+fn unnamed_result(conv: &mut Conversation, source: BlockSource) -> String {
+    let answered: Vec<String> = conv
+        .messages
+        .iter()
+        .rev()
+        .take_while(|m| m.role == Role::Tool)
+        .flat_map(|m| m.content.iter())
+        .filter_map(|b| match b {
+            Block::ToolResult { tool_use_id, .. } => Some(tool_use_id.to_string()),
+            _ => None,
+        })
+        .collect();
+    let open = conv
+        .messages
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::Assistant)
+        .and_then(|m| {
+            m.tool_uses()
+                .map(|(id, _)| id.to_string())
+                .find(|id| !answered.contains(id))
+        });
+    let id = open.unwrap_or_else(|| "(null)".to_string());
+    conv.notices.push(super::Notice {
+        kind: crate::finding::Kind::UnnamedResult,
+        source,
+        ids: vec![id.clone()],
+        message: format!(
+            "a `tool` message with `tool_call_id: null`, read as the result of {id} (the first call of the last assistant message nothing else answers): OpenAI-compatible servers pair it by position and accept it; anything keyed by id cannot"
+        ),
+    });
+    id
 }
