@@ -1371,3 +1371,49 @@ fn without_the_proxy_the_fake_refuses_what_the_proxy_blocks() {
         "Expected toolResult blocks at messages.2.content for the following Ids: tooluse_f1"
     );
 }
+
+/// Bedrock's InvokeModel carries Claude's own Messages body: it is checked
+/// by Anthropic's rules, and blocked in Bedrock's error shape, which is
+/// what the AWS SDKs read on that endpoint.
+#[test]
+fn invoke_model_is_checked_as_anthropic_and_refused_as_bedrock() {
+    let Rig {
+        rt,
+        fake,
+        cap: _cap,
+        proxy,
+    } = rig(&["--on-invalid", "block"]);
+    let body = json!({"anthropic_version": "bedrock-2023-05-31", "max_tokens": 100,
+        "messages": [
+            {"role": "user", "content": "weather and fx"},
+            {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "toolu_w1", "name": "get_weather", "input": {}},
+                {"type": "tool_use", "id": "toolu_f1", "name": "get_fx_rate", "input": {}}]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_w1", "content": "18°C"}]}]});
+    let (status, headers, answer) = rt.block_on(async {
+        let r = reqwest::Client::new()
+            .post(format!(
+                "{}/model/anthropic.claude-sonnet-4-5-20250929-v1%3A0/invoke",
+                proxy.url
+            ))
+            .header("host", BEDROCK_HOST)
+            .header("authorization", format!("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/x, SignedHeaders=host, Signature={SECRET}"))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.headers().clone(), r.json::<Value>().await.unwrap())
+    });
+    assert_eq!(status, 400);
+    assert_eq!(headers["x-amzn-errortype"], "ValidationException");
+    assert_eq!(answer["__type"], "ValidationException");
+    assert!(
+        answer["message"].as_str().unwrap().contains(
+            "`tool_use` ids were found without `tool_result` blocks immediately after: toolu_f1"
+        ),
+        "{answer}"
+    );
+    assert!(proxy.next_line().contains("BLOCKED"));
+    assert!(fake.log.lock().unwrap().requests.is_empty());
+}

@@ -162,7 +162,10 @@ async fn handle(State(shared): State<Shared>, request: Request) -> Response {
         h.insert("x-fake-provider", "yes".parse().unwrap());
         return response;
     }
-    let (status, chunks, broken): (u16, Vec<String>, bool) = if path.ends_with("/v1/messages") {
+    // Bedrock's InvokeModel with Claude: an Anthropic Messages body.
+    let (status, chunks, broken): (u16, Vec<String>, bool) = if path.ends_with("/v1/messages")
+        || (path.starts_with("/model/") && path.ends_with("/invoke"))
+    {
         anthropic(&body, stream)
     } else if path.ends_with("/chat/completions") {
         openai(&body, stream)

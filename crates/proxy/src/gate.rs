@@ -226,6 +226,18 @@ pub fn error_body(format: Format, message: &str) -> Value {
     }
 }
 
+/// A provider-shaped 400 as Bedrock Runtime answers it, for a request to
+/// Bedrock whose body is another provider's (InvokeModel with Anthropic's
+/// Messages body): boto3 and the other AWS SDKs read Bedrock's shape.
+pub fn as_bedrock_error(body: &Value) -> Value {
+    let message = body
+        .pointer("/error/message")
+        .or_else(|| body.get("message"))
+        .and_then(Value::as_str)
+        .unwrap_or("blocked by loopdbg proxy");
+    bedrock_error(message)
+}
+
 /// Bedrock's `ValidationException` as its REST JSON protocol writes it: the
 /// type in `__type` (the SDKs also read the `x-amzn-errortype` header,
 /// which the proxy sets), the words in `message`.

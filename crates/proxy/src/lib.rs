@@ -506,6 +506,11 @@ fn outgoing(
     started.take_verdict(judged);
     started.body = bytes.clone();
     match decision {
+        Some(Decision::Block { status, body })
+            if loopdbg_wire::route::is_bedrock_path(path_and_query) =>
+        {
+            Err(Box::new((status, crate::gate::as_bedrock_error(&body))))
+        }
         Some(Decision::Block { status, body }) => Err(Box::new((status, body))),
         // A SigV4 signature covers the body: a repaired body would be
         // refused for its signature, so the request is stopped instead.
@@ -515,11 +520,12 @@ fn outgoing(
                 .iter()
                 .find(|f| f.rejected_by_provider)
                 .map_or(String::new(), |f| f.message.clone());
-            let format = started.provider.unwrap_or(Format::Bedrock);
             let message = format!(
                 "{why} The request is signed (AWS SigV4), and its signature covers the body, so it cannot be repaired on the way; it was not sent"
             );
-            Err(Box::new((400, crate::gate::error_body(format, &message))))
+            let body =
+                crate::gate::error_body(started.provider.unwrap_or(Format::Bedrock), &message);
+            Err(Box::new((400, crate::gate::as_bedrock_error(&body))))
         }
         Some(Decision::Repaired { body, .. }) => {
             let outgoing = Bytes::from(body.to_string());

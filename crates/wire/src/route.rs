@@ -49,6 +49,12 @@ pub fn model_of_path(path: &str) -> Option<String> {
     (!model.is_empty()).then(|| model.to_string())
 }
 
+/// Whether a path is Bedrock Runtime's (`/model/{modelId}/…`): its SDKs
+/// read errors in Bedrock's shape whatever the body's format.
+pub fn is_bedrock_path(path: &str) -> bool {
+    bedrock_model(path.split('?').next().unwrap_or(path)).is_some()
+}
+
 /// The model id of a Bedrock Runtime path, `/model/{modelId}/{operation}`,
 /// percent-decoded (an inference profile's ARN comes encoded).
 fn bedrock_model(path: &str) -> Option<String> {
