@@ -633,6 +633,13 @@ fn bedrock_converse_is_checked_in_its_own_words() {
     assert_eq!(undeclared.len(), 1, "{undeclared:#?}");
     assert_eq!(undeclared[0].kind, "missing_tool_config");
     assert!(undeclared[0].rejected_by_provider);
+    let empty = bedrock("error_result_empty.json");
+    assert_eq!(empty.len(), 1, "{empty:#?}");
+    assert_eq!(empty[0].kind, "empty_error_result");
+    assert_eq!(
+        empty[0].message,
+        "The content field at messages.2.content.1.toolResult cannot be empty when status value is error."
+    );
     let odd = bedrock("unknown_block_and_bad_id.json");
     let kinds: Vec<&str> = odd.iter().map(|f| f.kind.as_str()).collect();
     assert_eq!(kinds, ["invalid_id", "unknown_block"], "{odd:#?}");

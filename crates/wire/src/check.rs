@@ -866,6 +866,7 @@ fn bedrock(conv: &Conversation) -> Vec<Finding> {
             .map(|p| tool_uses(p).map(|(_, id, _)| id).collect())
             .unwrap_or_default();
         let results: Vec<(usize, &str)> = tool_results(m).collect();
+        empty_error_results(conv, i, &mut out);
         if results.len() > asked.len() {
             let extra: Vec<String> = results
                 .iter()
@@ -909,6 +910,43 @@ fn bedrock(conv: &Conversation) -> Vec<Finding> {
         ));
     }
     out
+}
+
+/// Bedrock refuses a `toolResult` whose `status` is `error` and whose
+/// content is empty ("The content field at messages.N.content.K.toolResult
+/// cannot be empty when status value is error.", as aws-samples'
+/// multi-agent orchestration sample hit it when a tool failed).
+fn empty_error_results(conv: &Conversation, i: usize, out: &mut Vec<Finding>) {
+    for (k, block) in conv.messages[i].content.iter().enumerate() {
+        let Block::ToolResult {
+            tool_use_id,
+            content,
+            is_error: true,
+        } = block
+        else {
+            continue;
+        };
+        let empty = match &**content {
+            Value::Null => true,
+            Value::Array(items) => items.is_empty(),
+            Value::String(s) => s.is_empty(),
+            _ => false,
+        };
+        if !empty {
+            continue;
+        }
+        let src = &conv.block_sources[i][k];
+        out.push(finding(
+            Kind::EmptyErrorResult,
+            src,
+            vec![tool_use_id.to_string()],
+            format!(
+                "The content field at {}.toolResult cannot be empty when status value is error.",
+                dotted_path(src)
+            ),
+            true,
+        ));
+    }
 }
 
 /// One assistant turn's calls: valid ids, each answered by the next turn.

@@ -50,6 +50,7 @@ kinds! {
     MissingThoughtSignature = "missing_thought_signature": "Gemini 3: a call of the current turn without its thought signature",
     UnverifiableResult = "unverifiable_result": "a result for a call outside what was read (a continued response, a log cut at its head): cannot be checked here",
     UnknownEvent = "unknown_event": "an agent-log event type loopdbg does not know: read around it, said once",
+    EmptyErrorResult = "empty_error_result": "Bedrock: a toolResult with status error and no content",
     MissingToolConfig = "missing_tool_config": "Bedrock: toolUse or toolResult blocks in a request that declares no tools (no `toolConfig`)",
     UnknownBlock = "unknown_block": "a content block of a kind the detected provider does not define: not read, so what it carries is not checked; never called clean",
     JoinedRecords = "joined_records": "an agent-log line holding two records joined (a write that lost its newline): both read, said once",
