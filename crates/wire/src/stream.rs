@@ -188,6 +188,17 @@ fn frame_event(message: &aws_smithy_types::event_stream::Message) -> Event {
     }
 }
 
+/// A tool call's input from the pieces it streamed in. An empty input
+/// streams no piece at all; `{}` is what the API means. Pieces that do not
+/// make JSON are kept as the text they were.
+fn input_of(raw: String) -> Value {
+    if raw.trim().is_empty() {
+        json!({})
+    } else {
+        serde_json::from_str(&raw).unwrap_or(Value::String(raw))
+    }
+}
+
 /// The model's own event inside an InvokeModelWithResponseStream `chunk`
 /// frame: `{"bytes": "<base64 of the event's JSON>"}`.
 fn unwrap_chunk(data: &str) -> Option<String> {
@@ -408,11 +419,7 @@ impl Reassembler {
             return;
         };
         let (_, raw) = self.partial_json.swap_remove(pos);
-        let input = if raw.trim().is_empty() {
-            json!({})
-        } else {
-            serde_json::from_str(&raw).unwrap_or(Value::String(raw))
-        };
+        let input = input_of(raw);
         if let Some(block) = self.message["output"]["message"]["content"]
             .get_mut(index)
             .and_then(|b| b.get_mut("toolUse"))
@@ -527,12 +534,7 @@ impl Reassembler {
             return;
         };
         let (_, raw) = self.partial_json.swap_remove(pos);
-        // An empty input streams no delta at all; `{}` is what the API means.
-        let input = if raw.trim().is_empty() {
-            json!({})
-        } else {
-            serde_json::from_str(&raw).unwrap_or(Value::String(raw))
-        };
+        let input = input_of(raw);
         if let Some(block) = self
             .content_mut()
             .and_then(|c| c.get_mut(index))

@@ -39,38 +39,16 @@ fn block_json(block: &Block) -> Option<Value> {
     })
 }
 
-/// Renders the history as Messages API `messages`.
+/// Renders the history as Messages API `messages`: a turn's results, and
+/// any text after them, share one user message; a user message of one text
+/// is a string.
 pub fn render(history: &[Message]) -> Vec<ViewItem> {
-    let mut out: Vec<ViewItem> = Vec::new();
-    for (i, m) in history.iter().enumerate() {
-        let role = match m.role {
-            Role::Assistant => "assistant",
-            // Tool results travel in user messages.
-            Role::User | Role::Tool => "user",
-        };
-        let blocks: Vec<Value> = m.content.iter().filter_map(block_json).collect();
-        // Results of one turn, and any text after them, share one user message.
-        if let Some(last) = out.last_mut()
-            && m.role == Role::Tool
-            && history[last.from.end - 1].role == Role::Tool
-        {
-            if let Some(arr) = last.json["content"].as_array_mut() {
-                arr.extend(blocks);
-            }
-            last.from.end = i + 1;
-            continue;
-        }
-        let content = match (m.role, m.content.as_slice()) {
+    super::grouped_turns(history, block_json, |m, blocks| {
+        match (m.role, m.content.as_slice()) {
             (Role::User, [Block::Text { text }]) => json!(&**text),
             _ => Value::Array(blocks),
-        };
-        out.push(ViewItem {
-            json: json!({"role": role, "content": content}),
-            role: role.to_string(),
-            from: i..i + 1,
-        });
-    }
-    out
+        }
+    })
 }
 
 /// The Messages API request body for `history`.

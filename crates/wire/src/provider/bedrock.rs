@@ -10,7 +10,7 @@
 use serde_json::{Value, json};
 
 use super::ViewItem;
-use loopdbg_engine::message::{Block, Message, Role};
+use loopdbg_engine::message::{Block, Message};
 use loopdbg_engine::session::{FinishReason, Session};
 
 /// Converse's `stopReason` for a finish reason.
@@ -58,33 +58,10 @@ fn block_json(block: &Block) -> Option<Value> {
     })
 }
 
-/// Renders the history as Converse `messages`.
+/// Renders the history as Converse `messages`: content is always a list
+/// of blocks, and a turn's results share one user message.
 pub fn render(history: &[Message]) -> Vec<ViewItem> {
-    let mut out: Vec<ViewItem> = Vec::new();
-    for (i, m) in history.iter().enumerate() {
-        let role = match m.role {
-            Role::Assistant => "assistant",
-            Role::User | Role::Tool => "user",
-        };
-        let blocks: Vec<Value> = m.content.iter().filter_map(block_json).collect();
-        // One turn's results share one user message.
-        if let Some(last) = out.last_mut()
-            && m.role == Role::Tool
-            && history[last.from.end - 1].role == Role::Tool
-        {
-            if let Some(arr) = last.json["content"].as_array_mut() {
-                arr.extend(blocks);
-            }
-            last.from.end = i + 1;
-            continue;
-        }
-        out.push(ViewItem {
-            json: json!({"role": role, "content": blocks}),
-            role: role.to_string(),
-            from: i..i + 1,
-        });
-    }
-    out
+    super::grouped_turns(history, block_json, |_, blocks| Value::Array(blocks))
 }
 
 /// The Converse request body for `history` (the model is in the path).

@@ -349,6 +349,43 @@ pub fn content_string(value: &Value) -> String {
     }
 }
 
+/// Messages API-like views (Anthropic, Bedrock Converse): one message per
+/// canonical message, `role` `user` or `assistant`, the blocks `block_json`
+/// renders, except that the results of one turn share one user message.
+/// `content_of` turns a message's rendered blocks into its `content`.
+pub(crate) fn grouped_turns(
+    history: &[Message],
+    block_json: impl Fn(&loopdbg_engine::message::Block) -> Option<Value>,
+    content_of: impl Fn(&Message, Vec<Value>) -> Value,
+) -> Vec<ViewItem> {
+    use loopdbg_engine::message::Role;
+    let mut out: Vec<ViewItem> = Vec::new();
+    for (i, m) in history.iter().enumerate() {
+        let role = match m.role {
+            Role::Assistant => "assistant",
+            // Tool results travel in user messages.
+            Role::User | Role::Tool => "user",
+        };
+        let blocks: Vec<Value> = m.content.iter().filter_map(&block_json).collect();
+        if let Some(last) = out.last_mut()
+            && m.role == Role::Tool
+            && history[last.from.end - 1].role == Role::Tool
+        {
+            if let Some(arr) = last.json["content"].as_array_mut() {
+                arr.extend(blocks);
+            }
+            last.from.end = i + 1;
+            continue;
+        }
+        out.push(ViewItem {
+            json: serde_json::json!({"role": role, "content": content_of(m, blocks)}),
+            role: role.to_string(),
+            from: i..i + 1,
+        });
+    }
+    out
+}
+
 /// The default model name for pasted request bodies.
 pub fn default_model(format: Format) -> &'static str {
     match format {

@@ -115,11 +115,7 @@ fn body_of(side: &Value) -> Option<Value> {
     let decoded;
     let text = match side.pointer("/content/encoding").and_then(Value::as_str) {
         Some(e) if e.eq_ignore_ascii_case("base64") => {
-            use base64::Engine;
-            let bytes = base64::engine::general_purpose::STANDARD
-                .decode(text.trim())
-                .ok()?;
-            decoded = String::from_utf8(bytes).ok()?;
+            decoded = super::cassettes::text_of_base64(text)?;
             decoded.as_str()
         }
         _ => text,
