@@ -196,60 +196,65 @@ fn located(byte: usize, message: impl Into<String>) -> TraceError {
     }
 }
 
-/// One raw HTTP/1.1 message: its first line, headers and body (a chunked
-/// body joined), as a VCR request or response.
+/// One raw HTTP/1.1 message, as httparse reads its head: its first line,
+/// headers and body (a chunked body joined), as a VCR request or response.
+/// A head httparse cannot take leaves the message with no body.
 fn parse_http(raw: &[u8], is_request: bool) -> Value {
-    let head_end = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .map_or(raw.len(), |p| p + 4);
-    let head = String::from_utf8_lossy(&raw[..head_end]);
-    let mut lines = head.split("\r\n");
-    let first = lines.next().unwrap_or("");
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
-        .collect();
-    let header = |name: &str| {
-        headers
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-    };
-    let mut body = raw[head_end..].to_vec();
-    if header("transfer-encoding").is_some_and(|t| t.eq_ignore_ascii_case("chunked")) {
-        body = dechunked(&body);
-    }
-    let body = String::from_utf8_lossy(&body).into_owned();
-    let mut parts = first.split(' ');
+    let mut headers = [httparse::EMPTY_HEADER; 128];
     if is_request {
-        let method = parts.next().unwrap_or("");
-        let target = parts.next().unwrap_or("/");
-        let uri = match (target.starts_with('/'), header("host")) {
+        let mut request = httparse::Request::new(&mut headers);
+        let Ok(httparse::Status::Complete(head_end)) = request.parse(raw) else {
+            return json!({"method": "", "uri": ""});
+        };
+        let host = header(request.headers, "host");
+        let target = request.path.unwrap_or("/");
+        let uri = match (target.starts_with('/'), host) {
             (true, Some(host)) => format!("https://{host}{target}"),
             _ => target.to_string(),
         };
-        json!({"method": method, "uri": uri, "body": {"string": body}})
+        let body = body_of(request.headers, &raw[head_end..]);
+        json!({"method": request.method.unwrap_or(""), "uri": uri, "body": {"string": body}})
     } else {
-        let status: u64 = parts.nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-        let mut response = json!({"status": {"code": status}, "body": {"string": body}});
-        if let Some(encoding) = header("content-encoding") {
-            response["headers"] = json!({ "content-encoding": [encoding] });
+        let mut response = httparse::Response::new(&mut headers);
+        let Ok(httparse::Status::Complete(head_end)) = response.parse(raw) else {
+            return json!({"status": {"code": 0}});
+        };
+        let body = body_of(response.headers, &raw[head_end..]);
+        let mut out =
+            json!({"status": {"code": response.code.unwrap_or(0)}, "body": {"string": body}});
+        if let Some(encoding) = header(response.headers, "content-encoding") {
+            out["headers"] = json!({ "content-encoding": [encoding] });
         }
-        response
+        out
     }
 }
 
-/// A chunked body's data (RFC 9112 §7.1), as far as it is whole.
+/// A header's value, by its case-insensitive name.
+fn header<'a>(headers: &[httparse::Header<'a>], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|h| h.name.eq_ignore_ascii_case(name))
+        .and_then(|h| std::str::from_utf8(h.value).ok())
+}
+
+/// A message's body as text, a chunked one joined.
+fn body_of(headers: &[httparse::Header<'_>], raw: &[u8]) -> String {
+    let chunked =
+        header(headers, "transfer-encoding").is_some_and(|t| t.eq_ignore_ascii_case("chunked"));
+    match chunked {
+        true => String::from_utf8_lossy(&dechunked(raw)).into_owned(),
+        false => String::from_utf8_lossy(raw).into_owned(),
+    }
+}
+
+/// A chunked body's data (RFC 9112 §7.1), as far as it is whole; the chunk
+/// sizes are read by httparse.
 fn dechunked(mut raw: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
-    while let Some(line_end) = raw.windows(2).position(|w| w == b"\r\n") {
-        let size_text = String::from_utf8_lossy(&raw[..line_end]);
-        let size_text = size_text.split(';').next().unwrap_or("").trim();
-        let Ok(size) = usize::from_str_radix(size_text, 16) else {
+    while let Ok(httparse::Status::Complete((start, size))) = httparse::parse_chunk_size(raw) {
+        let Ok(size) = usize::try_from(size) else {
             break;
         };
-        let start = line_end + 2;
         if size == 0 || start + size > raw.len() {
             break;
         }
