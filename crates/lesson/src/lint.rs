@@ -54,7 +54,7 @@ fn declared_params(parameters: &Value) -> Option<Vec<&str>> {
 /// Lints `session`.
 pub fn lint(session: &Session) -> Vec<LintWarning> {
     let mut out = Vec::new();
-    let key = |k: &str| PathSeg::Key(k.to_string());
+    let key = |k: &str| PathSeg::Key(k.to_string().into());
 
     // The parameter-name trap: the model fills the declared names, so a row
     // keyed by anything else can never match.

@@ -38,8 +38,11 @@ pub(super) fn read(doc: &mut Value, detail: Detail) -> Result<Conversation, Read
             continue;
         }
         let path = super::indexed(&base, "", i);
+        // Not `pointer`: it copies each step of the path to unescape it.
         let first_type = item
-            .pointer("/content/0/type")
+            .get("content")
+            .and_then(|c| c.get(0))
+            .and_then(|b| b.get("type"))
             .and_then(Value::as_str)
             .unwrap_or("");
         if matches!(first_type, "thinking" | "redacted_thinking") {

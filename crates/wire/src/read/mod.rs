@@ -404,15 +404,15 @@ impl Conversation {
 }
 
 /// `base[i]`, or `base.field[i]` with a field.
-pub(crate) fn indexed(base: &JsonPath, field: &str, i: usize) -> JsonPath {
+pub(crate) fn indexed(base: &JsonPath, field: &'static str, i: usize) -> JsonPath {
     match field {
         "" => base.index(i),
-        field => base.key(field).index(i),
+        field => base.key_index(field, i),
     }
 }
 
 /// `base.field`.
-pub(crate) fn dotted(base: &JsonPath, field: &str) -> JsonPath {
+pub(crate) fn dotted(base: &JsonPath, field: &'static str) -> JsonPath {
     base.key(field)
 }
 
@@ -664,7 +664,7 @@ pub fn read_continuing(
 /// `input`, also for a bare array, so paths read the same either way).
 pub(crate) fn array_at<'a>(
     doc: &'a mut Value,
-    key: &str,
+    key: &'static str,
 ) -> Result<(&'a mut Vec<Value>, JsonPath), ReadError> {
     let at = JsonPath::root().key(key);
     match doc {
