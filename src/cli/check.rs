@@ -1172,10 +1172,14 @@ pub fn check_file(
     let mut index = 0;
     let mut threads = Threads::default();
     let mut read_bytes: u64 = 0;
-    // One thread reads chunks of lines while the pool checks the previous
-    // chunk; results are reported in line order.
+    // Three stages, each on its own thread so none waits on another: one
+    // reads chunks of lines, one checks a chunk's lines on every core, and
+    // this one numbers the results in line order and keeps them. With the
+    // checking and the numbering in one thread the cores sat idle while a
+    // chunk was numbered.
     let (chunks, arriving) = std::sync::mpsc::sync_channel::<Result<Chunk, LoadError>>(2);
     let (recycle, spare) = std::sync::mpsc::channel();
+    let (checked, results) = std::sync::mpsc::sync_channel::<CheckedChunk>(2);
     std::thread::scope(|scope| {
         scope.spawn(move || {
             for chunk in opened.chunks(spare) {
@@ -1185,34 +1189,26 @@ pub fn check_file(
                 }
             }
         });
-        for chunk in arriving {
-            let chunk = match chunk {
+        let origin = &origin;
+        scope.spawn(move || {
+            for chunk in arriving {
+                let done = chunk.map(|chunk| check_chunk(origin, forced, chunk, &recycle));
+                let stop = done.is_err();
+                if checked.send(done).is_err() || stop {
+                    break;
+                }
+            }
+        });
+        for done in results {
+            let (bytes, outcomes, skipped) = match done {
                 Ok(c) => c,
                 Err(e) => {
                     report.errors.push(e.into());
                     break;
                 }
             };
-            read_bytes += chunk.text.len() as u64;
-            let lines: Vec<(usize, &str)> = chunk.lines().collect();
-            let done: Vec<LineOutcome> = lines
-                .par_iter()
-                .map(|&(n, line)| {
-                    let r =
-                        conversation_of_line(&origin, forced, n, line, Replies::Left).map(|c| {
-                            c.map(|conv| {
-                                let report = conversation_report(0, Some(n), &conv);
-                                (
-                                    conv.source,
-                                    report,
-                                    Prefixes::of_source(conv.source.as_str(), &conv.messages),
-                                )
-                            })
-                        });
-                    (line.trim().is_empty(), r)
-                })
-                .collect();
-            for (blank, r) in done {
+            read_bytes += bytes;
+            for (blank, r) in outcomes {
                 match r {
                     Ok(Some((source, mut r, prefixes))) => {
                         index += 1;
@@ -1225,11 +1221,9 @@ pub fn check_file(
                     Err(e) => report.errors.push(e.into()),
                 }
             }
-            drop(lines);
-            if let Some(e) = chunk.skipped {
+            if let Some(e) = skipped {
                 report.errors.push(e.into());
             }
-            let _ = recycle.send(chunk.text.into_bytes());
             if progress {
                 let percent = read_bytes * 100 / progress_size.max(1);
                 say_partial!("\rchecking {origin}: {percent}% ({index} conversations)");
@@ -1242,6 +1236,38 @@ pub fn check_file(
     report.requests = index;
     report.conversations = threads.count();
     report
+}
+
+/// A chunk of lines checked: its size, each line's outcome in order, and
+/// the line it had to skip, if any; or why the input could not be read on.
+type CheckedChunk = Result<(u64, Vec<LineOutcome>, Option<LoadError>), LoadError>;
+
+/// Checks every line of a chunk on every core, then hands its buffer back
+/// to the reader (the reader may have finished: then it is freed).
+fn check_chunk(
+    origin: &str,
+    forced: Option<Source>,
+    chunk: Chunk,
+    recycle: &std::sync::mpsc::Sender<Vec<u8>>,
+) -> (u64, Vec<LineOutcome>, Option<LoadError>) {
+    let lines: Vec<(usize, &str)> = chunk.lines().collect();
+    let outcomes: Vec<LineOutcome> = lines
+        .par_iter()
+        .map(|&(n, line)| {
+            let r = conversation_of_line(origin, forced, n, line, Replies::Left).map(|c| {
+                c.map(|conv| {
+                    let report = conversation_report(0, Some(n), &conv);
+                    let prefixes = Prefixes::of_source(conv.source.as_str(), &conv.messages);
+                    (conv.source, report, prefixes)
+                })
+            });
+            (line.trim().is_empty(), r)
+        })
+        .collect();
+    drop(lines);
+    let bytes = chunk.text.len() as u64;
+    let _ = recycle.send(chunk.text.into_bytes());
+    (bytes, outcomes, chunk.skipped)
 }
 
 fn conversation_report(
