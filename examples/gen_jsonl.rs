@@ -33,7 +33,7 @@ fn main() {
 
 /// One request body: a prompt, a reply with two calls, their results (the
 /// second left out when `drop_one`), and the answer.
-fn conversation(format: &str, n: u64, drop_one: bool, filler: &str) -> String {
+pub fn conversation(format: &str, n: u64, drop_one: bool, filler: &str) -> String {
     let note = format!(r#"{{\"temp_c\":24,\"note\":\"{filler}\"}}"#);
     let prompt = format!("Conversation {n}: weather and FX, please. {filler}");
     let answer = format!("Sunny, 24 degrees; 7.12. {filler}");

@@ -763,6 +763,9 @@ pub(super) fn conversation_of_line(
     if line.trim().is_empty() {
         return Ok(None);
     }
+    if let Some(conv) = loopdbg_wire::read::plain::conversation(line, forced) {
+        return Ok(Some(conv));
+    }
     let doc: Value =
         serde_json::from_str(line).map_err(|e| json_error(origin, line, Some(line_no), &e))?;
     // A capture also records the agent's other traffic (`GET /v1/models`,

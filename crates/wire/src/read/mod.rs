@@ -19,6 +19,7 @@ mod gemini;
 mod gemini_cli;
 pub(crate) mod openai_chat;
 pub mod opencode;
+pub mod plain;
 pub mod recording;
 pub mod responses;
 pub mod yaml_depth;

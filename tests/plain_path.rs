@@ -1,0 +1,110 @@
+//! `check` reads a JSON Lines body of the plain shape by a fast path
+//! (`read::plain`) and anything else by the general readers. The two must
+//! give the same conversation: here every request body found anywhere in
+//! the fixtures (a file, a line, a capture's or a cassette's recorded
+//! request, a body inside a string) and the benchmark's generated lines
+//! are read both ways, as detected and under each forced format.
+
+use loopdbg_wire::provider::Format;
+use loopdbg_wire::read::{Source, detect_with_evidence, plain, read_owned};
+use serde_json::Value;
+
+#[allow(dead_code)]
+#[path = "../examples/gen_jsonl.rs"]
+mod gen_jsonl;
+
+/// Every object in `v` that could be a request body, with its text.
+fn bodies(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(o) => {
+            if ["messages", "input", "contents"]
+                .iter()
+                .any(|k| o.contains_key(*k))
+            {
+                out.push(serde_json::to_string(v).unwrap());
+            }
+            o.values().for_each(|v| bodies(v, out));
+        }
+        Value::Array(items) => items.iter().for_each(|v| bodies(v, out)),
+        Value::String(s) if s.trim_start().starts_with('{') => {
+            if let Ok(inner) = serde_json::from_str::<Value>(s) {
+                bodies(&inner, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn fixture_bodies() -> Vec<String> {
+    let mut out = Vec::new();
+    let mut dirs = vec![std::path::PathBuf::from("tests/fixtures")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+                continue;
+            }
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            match serde_json::from_str::<Value>(&text) {
+                Ok(doc) => bodies(&doc, &mut out),
+                Err(_) => text
+                    .lines()
+                    .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                    .for_each(|doc| bodies(&doc, &mut out)),
+            }
+        }
+    }
+    out
+}
+
+/// Reads `text` both ways under `forced`; true when the plain path took it.
+fn same_both_ways(text: &str, forced: Option<Source>) -> bool {
+    let Some(plain) = plain::conversation(text, forced) else {
+        return false;
+    };
+    let doc: Value = serde_json::from_str(text).unwrap();
+    let detected = detect_with_evidence(&doc);
+    if let (Some(f), Some((found, true))) = (forced, detected) {
+        assert_eq!(f, found, "the general path refuses --format here: {text}");
+    }
+    let source = forced.or(detected.map(|d| d.0)).unwrap();
+    let general = read_owned(doc, source).unwrap_or_else(|e| panic!("{e}: {text}"));
+    assert_eq!(plain, general, "{forced:?}: {text}");
+    true
+}
+
+#[test]
+fn the_plain_path_reads_every_fixture_body_as_the_general_readers_do() {
+    let forced = [
+        None,
+        Some(Source::Provider(Format::Openai)),
+        Some(Source::Provider(Format::Anthropic)),
+        Some(Source::Provider(Format::Responses)),
+        Some(Source::Provider(Format::Gemini)),
+        Some(Source::Provider(Format::Bedrock)),
+    ];
+    let bodies = fixture_bodies();
+    assert!(bodies.len() > 100, "found {} bodies", bodies.len());
+    let mut taken = 0;
+    for body in &bodies {
+        for f in forced {
+            taken += usize::from(same_both_ways(body, f));
+        }
+    }
+    // The path must be exercised, not skipped by every body.
+    assert!(taken >= 40, "the plain path took only {taken} bodies");
+}
+
+#[test]
+fn the_plain_path_takes_every_benchmark_line() {
+    let filler = "The quick brown fox jumps over the lazy dog. ".repeat(3);
+    for format in ["openai", "anthropic"] {
+        for n in 1..=14 {
+            let line = gen_jsonl::conversation(format, n, n % 7 == 0, &filler);
+            assert!(same_both_ways(&line, None), "{format} line {n} not taken");
+        }
+    }
+}
