@@ -60,11 +60,10 @@ fn fixture_bodies() -> Vec<String> {
     out
 }
 
-/// Reads `text` both ways under `forced`; true when the plain path took it.
-fn same_both_ways(text: &str, forced: Option<Source>) -> bool {
-    let Some(plain) = plain::conversation(text, forced) else {
-        return false;
-    };
+/// Reads `text` both ways under `forced`; the format, when the plain path
+/// took it.
+fn same_both_ways(text: &str, forced: Option<Source>) -> Option<Source> {
+    let plain = plain::every_shape(text, forced)?;
     let doc: Value = serde_json::from_str(text).unwrap();
     let detected = detect_with_evidence(&doc);
     if let (Some(f), Some((found, true))) = (forced, detected) {
@@ -73,7 +72,7 @@ fn same_both_ways(text: &str, forced: Option<Source>) -> bool {
     let source = forced.or(detected.map(|d| d.0)).unwrap();
     let general = read_owned(doc, source).unwrap_or_else(|e| panic!("{e}: {text}"));
     assert_eq!(plain, general, "{forced:?}: {text}");
-    true
+    Some(source)
 }
 
 #[test]
@@ -88,23 +87,33 @@ fn the_plain_path_reads_every_fixture_body_as_the_general_readers_do() {
     ];
     let bodies = fixture_bodies();
     assert!(bodies.len() > 100, "found {} bodies", bodies.len());
-    let mut taken = 0;
+    let mut taken = std::collections::BTreeMap::new();
     for body in &bodies {
         for f in forced {
-            taken += usize::from(same_both_ways(body, f));
+            if let Some(source) = same_both_ways(body, f) {
+                *taken.entry(source.as_str()).or_insert(0) += 1;
+            }
         }
     }
-    // The path must be exercised, not skipped by every body.
-    assert!(taken >= 40, "the plain path took only {taken} bodies");
+    // Each format's path must be exercised, not skipped by every body.
+    for format in ["anthropic", "openai", "responses", "gemini", "bedrock"] {
+        let n = taken.get(format).copied().unwrap_or(0);
+        assert!(n >= 2, "the plain path took {n} {format} bodies: {taken:?}");
+    }
 }
 
 #[test]
 fn the_plain_path_takes_every_benchmark_line() {
     let filler = "The quick brown fox jumps over the lazy dog. ".repeat(3);
-    for format in ["openai", "anthropic"] {
+    for format in ["openai", "anthropic", "responses", "gemini", "bedrock"] {
         for n in 1..=14 {
             let line = gen_jsonl::conversation(format, n, n % 7 == 0, &filler);
-            assert!(same_both_ways(&line, None), "{format} line {n} not taken");
+            assert!(
+                same_both_ways(&line, None).is_some(),
+                "{format} line {n} not taken"
+            );
+            // As `check` reads it: the shape that read the line before first.
+            assert!(plain::conversation(&line, None).is_some());
         }
     }
 }

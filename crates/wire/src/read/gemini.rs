@@ -151,7 +151,7 @@ pub(super) fn read(doc: &mut Value, detail: Detail) -> Result<Conversation, Read
 
 /// The id of the first call named `name` in the previous model turn that
 /// no response (already read, or earlier in `reading`) answers.
-fn open_call(conv: &Conversation, reading: &[Block], name: &str) -> Option<String> {
+pub(super) fn open_call(conv: &Conversation, reading: &[Block], name: &str) -> Option<String> {
     let previous = conv.messages.last().filter(|m| m.role == Role::Assistant)?;
     let answered: Vec<&str> = reading
         .iter()

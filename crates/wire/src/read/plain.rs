@@ -28,16 +28,85 @@ use crate::provider::Format;
 /// The line read as `forced` (or as what it is), when it has the plain
 /// shape; `None` sends it to the general reader.
 pub fn conversation(line: &str, forced: Option<Source>) -> Option<Conversation> {
-    // Which shape to try first: a cheap look at the line's first key
-    // names; a wrong guess costs one failed attempt, never a wrong answer.
     match forced {
-        Some(Source::Provider(Format::Openai)) => chat(line, true),
-        Some(Source::Provider(Format::Anthropic)) => anthropic(line),
+        Some(Source::Provider(format)) => read_as(line, format, true),
         Some(_) => None,
-        None if line.contains("\"tool_calls\"") || line.contains("\"role\":\"tool\"") => {
-            chat(line, false)
+        None => guessed(line),
+    }
+}
+
+/// [`conversation`], trying every shape whatever this thread has seen
+/// (see [`Seen`]): what tests hold to the general reader line by line.
+pub fn every_shape(line: &str, forced: Option<Source>) -> Option<Conversation> {
+    match forced {
+        Some(Source::Provider(format)) => read_as(line, format, true),
+        Some(_) => None,
+        None => FORMATS.into_iter().find_map(|f| read_as(line, f, false)),
+    }
+}
+
+/// The formats in the order tried when the line's format is not known.
+const FORMATS: [Format; 5] = [
+    Format::Anthropic,
+    Format::Openai,
+    Format::Responses,
+    Format::Gemini,
+    Format::Bedrock,
+];
+
+/// What this thread has seen of the lines so far: the format that read
+/// the last one (a file's lines share one, so it is tried first), and
+/// how many lines in a row no shape took (a file of capture records or
+/// of an agent's events: the path then stands aside for a while, so such
+/// files do not pay five failed attempts a line).
+#[derive(Clone, Copy)]
+struct Seen {
+    last: Format,
+    misses: u32,
+    standing_aside: u32,
+}
+
+thread_local! {
+    static SEEN: std::cell::Cell<Seen> = const {
+        std::cell::Cell::new(Seen { last: Format::Anthropic, misses: 0, standing_aside: 0 })
+    };
+}
+
+/// Tries each shape, the last one that fitted first. Which one takes a
+/// line changes only the time: each takes only what `detect` says is
+/// its format, so no two take the same line.
+fn guessed(line: &str) -> Option<Conversation> {
+    let mut seen = SEEN.get();
+    if seen.standing_aside > 0 {
+        seen.standing_aside -= 1;
+        SEEN.set(seen);
+        return None;
+    }
+    let order = std::iter::once(seen.last).chain(FORMATS.into_iter().filter(|f| *f != seen.last));
+    let mut found = None;
+    for format in order {
+        if let Some(conv) = read_as(line, format, false) {
+            seen.last = format;
+            found = Some(conv);
+            break;
         }
-        None => anthropic(line).or_else(|| chat(line, false)),
+    }
+    match found {
+        Some(_) => seen.misses = 0,
+        None if seen.misses >= 3 => (seen.misses, seen.standing_aside) = (0, 64),
+        None => seen.misses += 1,
+    }
+    SEEN.set(seen);
+    found
+}
+
+fn read_as(line: &str, format: Format, forced: bool) -> Option<Conversation> {
+    match format {
+        Format::Openai => chat(line, forced),
+        Format::Anthropic => anthropic(line),
+        Format::Responses => responses(line),
+        Format::Gemini => gemini(line),
+        Format::Bedrock => bedrock(line),
     }
 }
 
@@ -69,12 +138,76 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Given<T> {
     }
 }
 
+/// A text field as Chat and Responses write it: a string, or parts whose
+/// `text`s are joined (`read::text_of_parts`). `null` is taken for absent
+/// by the `Option` around it, as the general reader takes it.
+enum TextParts<'a> {
+    Text(Cow<'a, str>),
+    Parts(Vec<TextPart<'a>>),
+}
+
+/// One part of a text field: text, or a part the general reader passes
+/// over for its text (a refusal). Anything else (an image) is not plain.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TextPart<'a> {
+    #[serde(rename = "type", default)]
+    _kind: Present,
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
+    #[serde(rename = "annotations", default)]
+    _annotations: Present,
+    #[serde(rename = "logprobs", default)]
+    _logprobs: Present,
+}
+
+impl TextParts<'_> {
+    fn joined(self) -> String {
+        match self {
+            TextParts::Text(text) => text.into_owned(),
+            TextParts::Parts(parts) => parts.iter().filter_map(|p| p.text.as_deref()).collect(),
+        }
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for TextParts<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visit<'a> {
+            type Value = TextParts<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string or an array of parts")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Self::Value, E> {
+                Ok(TextParts::Text(Cow::Borrowed(s)))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
+                Ok(TextParts::Text(Cow::Owned(s.to_string())))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut parts = Vec::new();
+                while let Some(p) = seq.next_element()? {
+                    parts.push(p);
+                }
+                Ok(TextParts::Parts(parts))
+            }
+        }
+        d.deserialize_any(Visit(std::marker::PhantomData))
+    }
+}
+
 /// Top-level keys that make a body something other than a plain request
 /// of the format tried: another provider's fields, an agent log's or a
 /// capture record's, or fields the general readers read that this path
 /// does not (Chat's older `functions`, Anthropic's `thinking` and MCP
-/// servers). Any of them sends the line to the general reader, which
-/// tells them apart.
+/// servers, Responses' stored continuations, Gemini's system
+/// instruction). Any of them sends the line to the general reader, which
+/// tells them apart. A body's own fields are taken by the body before
+/// these are looked at (`flatten` gets only the keys left over), so a
+/// Responses body's `input` is not "elsewhere".
 #[derive(Deserialize, Default)]
 #[serde(default)]
 struct Elsewhere {
@@ -96,6 +229,14 @@ struct Elsewhere {
     #[serde(rename = "additionalModelRequestFields")]
     additional_fields: Present,
     loopdbg: Present,
+    additional_tools: Present,
+    previous_response_id: Present,
+    conversation: Present,
+    #[serde(rename = "systemInstruction")]
+    system_instruction: Present,
+    #[serde(rename = "system_instruction")]
+    system_instruction_snake: Present,
+    function_declarations: Present,
 }
 
 impl Elsewhere {
@@ -114,6 +255,12 @@ impl Elsewhere {
             &self.model_id,
             &self.additional_fields,
             &self.loopdbg,
+            &self.additional_tools,
+            &self.previous_response_id,
+            &self.conversation,
+            &self.system_instruction,
+            &self.system_instruction_snake,
+            &self.function_declarations,
         ]
         .iter()
         .any(|p| p.0)
@@ -140,7 +287,7 @@ struct ChatMessage<'a> {
     #[serde(borrow)]
     role: Cow<'a, str>,
     #[serde(default, borrow)]
-    content: Option<Cow<'a, str>>,
+    content: Option<TextParts<'a>>,
     #[serde(default, borrow)]
     tool_calls: Given<Vec<ChatCall<'a>>>,
     #[serde(default, borrow)]
@@ -243,11 +390,11 @@ fn chat_message(conv: &mut Conversation, i: usize, m: ChatMessage) -> Option<()>
     let mut sources = Vec::new();
     let role = match m.role.as_ref() {
         "system" | "developer" => {
-            conv.system = m.content.map(Cow::into_owned);
+            conv.system = m.content.map(TextParts::joined);
             return Some(());
         }
         "user" => {
-            let text = m.content.unwrap_or_default();
+            let text = m.content.map(TextParts::joined).unwrap_or_default();
             content.push(Block::Text {
                 text: kept_text(&text, Detail::Full),
             });
@@ -255,7 +402,7 @@ fn chat_message(conv: &mut Conversation, i: usize, m: ChatMessage) -> Option<()>
             Role::User
         }
         "assistant" => {
-            if let Some(text) = m.content {
+            if let Some(text) = m.content.map(TextParts::joined) {
                 content.push(Block::Text {
                     text: kept_text(&text, Detail::Full),
                 });
@@ -276,10 +423,12 @@ fn chat_message(conv: &mut Conversation, i: usize, m: ChatMessage) -> Option<()>
         _ => {
             content.push(Block::ToolResult {
                 tool_use_id: m.tool_call_id?.as_ref().into(),
-                content: Json::new(
-                    m.content
-                        .map_or(Value::Null, |c| Value::String(c.into_owned())),
-                ),
+                // The result is kept as written: parts stay an array.
+                content: Json::new(match m.content {
+                    None => Value::Null,
+                    Some(TextParts::Text(text)) => Value::String(text.into_owned()),
+                    Some(TextParts::Parts(_)) => return None,
+                }),
                 is_error: false,
             });
             sources.push(at(path.clone()));
@@ -488,6 +637,529 @@ fn anthropic_blocks(
     Some((content, sources))
 }
 
+/// An OpenAI Responses body of plain items: messages with string
+/// content, function calls and their outputs.
+#[derive(Deserialize)]
+struct ResponsesBody<'a> {
+    #[serde(borrow)]
+    input: Vec<ResponsesItem<'a>>,
+    #[serde(default, borrow)]
+    tools: Given<Vec<ResponsesTool<'a>>>,
+    #[serde(default, borrow)]
+    instructions: Option<Cow<'a, str>>,
+    #[serde(flatten)]
+    elsewhere: Elsewhere,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ResponsesItem<'a> {
+    #[serde(rename = "type", default, borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    role: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    content: Option<TextParts<'a>>,
+    #[serde(default, borrow)]
+    call_id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    arguments: Given<Cow<'a, str>>,
+    #[serde(default)]
+    output: Option<Value>,
+    // The item's own id and status: read by the provider, not by loopdbg.
+    #[serde(rename = "id", default)]
+    _id: Present,
+    #[serde(rename = "status", default)]
+    _status: Present,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ResponsesTool<'a> {
+    #[serde(rename = "type", default)]
+    _kind: Present,
+    #[serde(borrow)]
+    name: Cow<'a, str>,
+    #[serde(default, borrow)]
+    description: Option<Cow<'a, str>>,
+    #[serde(default)]
+    parameters: Given<Value>,
+    #[serde(rename = "strict", default)]
+    _strict: Present,
+}
+
+/// A Responses body in the plain shape, read as `read::responses` reads
+/// it. An `input` array is what `detect` looks at first.
+fn responses(line: &str) -> Option<Conversation> {
+    let body: ResponsesBody = serde_json::from_str(line).ok()?;
+    if body.elsewhere.any() {
+        return None;
+    }
+    let mut conv = Conversation::new(Source::Provider(Format::Responses));
+    for t in body.tools.0.into_iter().flatten() {
+        conv.tools.push(ToolSpec {
+            name: t.name.into_owned(),
+            schema: t.parameters.0,
+            description: t.description.map(Cow::into_owned),
+        });
+    }
+    conv.system = body.instructions.map(Cow::into_owned);
+    for (i, item) in body.input.into_iter().enumerate() {
+        responses_item(&mut conv, i, item)?;
+    }
+    Some(conv)
+}
+
+/// One input item, as `responses::read_items` reads it.
+fn responses_item(conv: &mut Conversation, i: usize, item: ResponsesItem) -> Option<()> {
+    let src = BlockSource {
+        path: format!("input[{i}]").into(),
+        ..Default::default()
+    };
+    // An item with neither `type` nor `role` may be a stored reference.
+    let kind = match (item.kind, &item.role) {
+        (None, None) => return None,
+        (None, Some(_)) => Cow::Borrowed("message"),
+        (Some(kind), _) => kind,
+    };
+    match kind.as_ref() {
+        "message" => {
+            let text = item.content.map(TextParts::joined).unwrap_or_default();
+            let role = match item.role?.as_ref() {
+                "user" => Role::User,
+                "assistant" => Role::Assistant,
+                "system" | "developer" => {
+                    conv.system = Some(text);
+                    return Some(());
+                }
+                _ => return None,
+            };
+            let text = Block::Text {
+                text: kept_text(&text, Detail::Full),
+            };
+            conv.push(plain_message(role, text), src.clone(), vec![src]);
+        }
+        "function_call" => {
+            let id = item.call_id?;
+            let name = item.name?;
+            let input = match item.arguments.0 {
+                Some(raw) => arguments(&raw, &id, &src, &mut conv.notes),
+                None => Json::new(Value::Object(Default::default())),
+            };
+            let call = Block::ToolUse {
+                id: id.as_ref().into(),
+                name: name.as_ref().into(),
+                input,
+            };
+            // Calls of one turn join the assistant message before them.
+            match conv.messages.last_mut() {
+                Some(last) if last.role == Role::Assistant => {
+                    last.content.push(call);
+                    conv.block_sources.last_mut()?.push(src);
+                }
+                _ => conv.push(plain_message(Role::Assistant, call), src.clone(), vec![src]),
+            }
+        }
+        "function_call_output" => {
+            let result = Block::ToolResult {
+                tool_use_id: item.call_id?.as_ref().into(),
+                content: Json::new(item.output.unwrap_or(Value::Null)),
+                is_error: false,
+            };
+            conv.push(plain_message(Role::Tool, result), src.clone(), vec![src]);
+        }
+        _ => return None,
+    }
+    Some(())
+}
+
+/// A message of one block and no finish reason.
+fn plain_message(role: Role, block: Block) -> Message {
+    Message {
+        role,
+        content: vec![block],
+        finish_reason: None,
+    }
+}
+
+/// A Gemini `generateContent` body of plain turns: text, function calls
+/// and function responses.
+#[derive(Deserialize)]
+struct GeminiBody<'a> {
+    #[serde(borrow)]
+    contents: Vec<GeminiTurn<'a>>,
+    #[serde(default, borrow)]
+    tools: Given<Vec<GeminiTools<'a>>>,
+    #[serde(default, borrow)]
+    model: Option<Cow<'a, str>>,
+    #[serde(flatten)]
+    elsewhere: Elsewhere,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GeminiTurn<'a> {
+    #[serde(default, borrow)]
+    role: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    parts: Vec<GeminiPart<'a>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GeminiPart<'a> {
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
+    #[serde(default)]
+    thought: Option<bool>,
+    #[serde(rename = "functionCall", default, borrow)]
+    function_call: Given<GeminiCall<'a>>,
+    #[serde(rename = "functionResponse", default, borrow)]
+    function_response: Given<GeminiResponse<'a>>,
+    #[serde(rename = "thoughtSignature", default)]
+    signature: Present,
+    #[serde(rename = "thought_signature", default)]
+    signature_snake: Present,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GeminiCall<'a> {
+    #[serde(borrow)]
+    name: Cow<'a, str>,
+    #[serde(default, borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(default)]
+    args: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GeminiResponse<'a> {
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(default)]
+    response: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GeminiTools<'a> {
+    #[serde(rename = "functionDeclarations", borrow)]
+    declarations: Vec<GeminiDeclaration<'a>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GeminiDeclaration<'a> {
+    #[serde(borrow)]
+    name: Cow<'a, str>,
+    #[serde(default, borrow)]
+    description: Option<Cow<'a, str>>,
+    #[serde(default)]
+    parameters: Given<Value>,
+    #[serde(rename = "parametersJsonSchema", default)]
+    json_schema: Given<Value>,
+}
+
+/// A Gemini body in the plain shape, read as `read::gemini` reads it.
+fn gemini(line: &str) -> Option<Conversation> {
+    let body: GeminiBody = serde_json::from_str(line).ok()?;
+    if body.elsewhere.any() {
+        return None;
+    }
+    let mut conv = Conversation::new(Source::Provider(Format::Gemini));
+    for f in body
+        .tools
+        .0
+        .into_iter()
+        .flatten()
+        .flat_map(|t| t.declarations)
+    {
+        conv.tools.push(ToolSpec {
+            name: f.name.into_owned(),
+            schema: f.json_schema.0.or(f.parameters.0),
+            description: f.description.map(Cow::into_owned),
+        });
+    }
+    conv.model = body.model.map(Cow::into_owned);
+    for (i, turn) in body.contents.into_iter().enumerate() {
+        gemini_turn(&mut conv, i, turn)?;
+    }
+    Some(conv)
+}
+
+/// One turn, as `read::gemini` reads it.
+fn gemini_turn(conv: &mut Conversation, i: usize, turn: GeminiTurn) -> Option<()> {
+    let role = match turn.role.as_deref().unwrap_or("user") {
+        "model" => Role::Assistant,
+        "user" | "function" | "tool" => Role::User,
+        _ => return None,
+    };
+    let path = format!("contents[{i}]");
+    let mut content = Vec::new();
+    let mut sources = Vec::new();
+    let mut first_call = true;
+    for (k, part) in turn.parts.into_iter().enumerate() {
+        let src = BlockSource {
+            path: format!("{path}.parts[{k}]").into(),
+            ..Default::default()
+        };
+        let signed = part.signature.0 || part.signature_snake.0;
+        conv.signatures += usize::from(signed);
+        if let Some(call) = part.function_call.0 {
+            let id = call
+                .id
+                .map_or_else(|| format!("{}#{i}.{k}", call.name), Cow::into_owned);
+            if first_call && !signed {
+                conv.unsigned.push(id.clone());
+            }
+            first_call = false;
+            content.push(Block::ToolUse {
+                id: id.into(),
+                name: call.name.as_ref().into(),
+                input: Json::new(call.args.unwrap_or(Value::Null)),
+            });
+        } else if let Some(response) = part.function_response.0 {
+            let name = response.name.as_deref().unwrap_or("");
+            let id = match response.id {
+                Some(id) => id.into_owned(),
+                None => {
+                    super::gemini::open_call(conv, &content, name).unwrap_or(format!("{name}#?"))
+                }
+            };
+            let answer = response.response.unwrap_or(Value::Null);
+            let is_error = answer.get("error").is_some() && answer.get("result").is_none();
+            content.push(Block::ToolResult {
+                tool_use_id: id.into(),
+                content: Json::new(answer),
+                is_error,
+            });
+        } else if let Some(text) = part.text {
+            if part.thought == Some(true) {
+                continue;
+            }
+            content.push(Block::Text {
+                text: kept_text(&text, Detail::Full),
+            });
+        } else {
+            continue;
+        }
+        sources.push(src);
+    }
+    conv.push(
+        Message {
+            role,
+            content,
+            finish_reason: None,
+        },
+        BlockSource {
+            path: path.into(),
+            ..Default::default()
+        },
+        sources,
+    );
+    Some(())
+}
+
+/// A Bedrock Converse body of plain messages: blocks keyed by kind
+/// (`text`, `toolUse`, `toolResult`, `cachePoint`).
+#[derive(Deserialize)]
+struct BedrockBody<'a> {
+    #[serde(borrow)]
+    messages: Vec<BedrockMessage<'a>>,
+    #[serde(rename = "toolConfig", default, borrow)]
+    tool_config: Option<BedrockToolConfig<'a>>,
+    #[serde(default, borrow)]
+    system: Option<Vec<BedrockSystem<'a>>>,
+    #[serde(rename = "modelId", default, borrow)]
+    model_id: Option<Cow<'a, str>>,
+    #[serde(rename = "inferenceConfig", default)]
+    inference_config: Present,
+    #[serde(rename = "additionalModelRequestFields", default)]
+    additional_fields: Present,
+    #[serde(flatten)]
+    elsewhere: Elsewhere,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BedrockMessage<'a> {
+    #[serde(borrow)]
+    role: Cow<'a, str>,
+    #[serde(borrow)]
+    content: Vec<BedrockBlock<'a>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BedrockBlock<'a> {
+    #[serde(default, borrow)]
+    text: Given<Option<Cow<'a, str>>>,
+    #[serde(rename = "toolUse", default, borrow)]
+    tool_use: Given<BedrockToolUse<'a>>,
+    #[serde(rename = "toolResult", default, borrow)]
+    tool_result: Given<BedrockToolResult<'a>>,
+    #[serde(rename = "cachePoint", default)]
+    cache_point: Present,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BedrockToolUse<'a> {
+    #[serde(rename = "toolUseId", borrow)]
+    id: Cow<'a, str>,
+    #[serde(borrow)]
+    name: Cow<'a, str>,
+    #[serde(default)]
+    input: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BedrockToolResult<'a> {
+    #[serde(rename = "toolUseId", borrow)]
+    id: Cow<'a, str>,
+    #[serde(default)]
+    content: Option<Value>,
+    #[serde(default, borrow)]
+    status: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BedrockSystem<'a> {
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
+    #[serde(rename = "cachePoint", default)]
+    _cache_point: Present,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BedrockToolConfig<'a> {
+    #[serde(default, borrow)]
+    tools: Given<Vec<BedrockTool<'a>>>,
+    #[serde(rename = "toolChoice", default)]
+    _choice: Present,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BedrockTool<'a> {
+    #[serde(rename = "toolSpec", default, borrow)]
+    spec: Option<BedrockToolSpec<'a>>,
+    #[serde(rename = "cachePoint", default)]
+    _cache_point: Present,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BedrockToolSpec<'a> {
+    #[serde(borrow)]
+    name: Cow<'a, str>,
+    #[serde(default, borrow)]
+    description: Option<Cow<'a, str>>,
+    #[serde(rename = "inputSchema", default)]
+    input_schema: Option<BedrockSchema>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BedrockSchema {
+    #[serde(default)]
+    json: Given<Value>,
+}
+
+/// A Bedrock body in the plain shape, read as `read::bedrock` reads it.
+/// `detect` calls it Bedrock for Converse's own top-level fields or for
+/// a block keyed by kind; a body with neither is left to it.
+fn bedrock(line: &str) -> Option<Conversation> {
+    let body: BedrockBody = serde_json::from_str(line).ok()?;
+    let converse_fields = body.tool_config.is_some()
+        || body.model_id.is_some()
+        || body.inference_config.0
+        || body.additional_fields.0;
+    let blocks = body.messages.iter().any(|m| !m.content.is_empty());
+    if body.elsewhere.any() || !(converse_fields || blocks) {
+        return None;
+    }
+    let mut conv = Conversation::new(Source::Provider(Format::Bedrock));
+    let tools = body
+        .tool_config
+        .and_then(|c| c.tools.0)
+        .into_iter()
+        .flatten();
+    for spec in tools.filter_map(|t| t.spec) {
+        conv.tools.push(ToolSpec {
+            name: spec.name.into_owned(),
+            schema: spec.input_schema.and_then(|s| s.json.0),
+            description: spec.description.map(Cow::into_owned),
+        });
+    }
+    conv.system = body.system.map(|parts| {
+        let texts: Vec<&str> = parts.iter().filter_map(|p| p.text.as_deref()).collect();
+        texts.join("\n")
+    });
+    conv.model = body.model_id.map(Cow::into_owned);
+    for (i, m) in body.messages.into_iter().enumerate() {
+        let role = match m.role.as_ref() {
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            _ => return None,
+        };
+        let path = format!("messages[{i}]");
+        let mut content = Vec::with_capacity(m.content.len());
+        let mut sources = Vec::with_capacity(m.content.len());
+        for (k, b) in m.content.into_iter().enumerate() {
+            let block = if let Some(text) = b.text.0 {
+                Block::Text {
+                    text: kept_text(text.as_deref().unwrap_or(""), Detail::Full),
+                }
+            } else if let Some(call) = b.tool_use.0 {
+                Block::ToolUse {
+                    id: call.id.as_ref().into(),
+                    name: call.name.as_ref().into(),
+                    input: Json::new(call.input.unwrap_or(Value::Null)),
+                }
+            } else if let Some(result) = b.tool_result.0 {
+                Block::ToolResult {
+                    tool_use_id: result.id.as_ref().into(),
+                    content: Json::new(result.content.unwrap_or(Value::Null)),
+                    is_error: result.status.as_deref() == Some("error"),
+                }
+            } else if b.cache_point.0 {
+                continue;
+            } else {
+                // An empty block: the general reader says so.
+                return None;
+            };
+            content.push(block);
+            sources.push(BlockSource {
+                path: format!("{path}.content[{k}]").into(),
+                ..Default::default()
+            });
+        }
+        conv.push(
+            Message {
+                role,
+                content,
+                finish_reason: None,
+            },
+            BlockSource {
+                path: path.into(),
+                ..Default::default()
+            },
+            sources,
+        );
+    }
+    Some(conv)
+}
+
 /// A call's `arguments` string parsed, or kept as text with a note, as
 /// `read::parse_arguments` does.
 fn arguments(raw: &str, id: &str, source: &BlockSource, notes: &mut Vec<ReadNote>) -> Json {
@@ -516,7 +1188,7 @@ mod tests {
     }
 
     #[test]
-    fn plain_chat_reads_as_the_general_reader_does() {
+    fn plain_bodies_read_as_the_general_readers_do() {
         let lines = [
             r#"{"model":"gpt-4.1","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Weather in \"Paris\"?"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}},{"id":"c2","type":"function","function":{"name":"get_weather","arguments":"{not json"}}]},{"role":"tool","tool_call_id":"c1","content":"{\"temp\":21}"}],"tools":[{"type":"function","function":{"name":"get_weather","description":"Weather","parameters":{"type":"object","required":["city"]},"strict":true}}],"temperature":0}"#,
             r#"{"messages":[{"role":"developer","content":"x"},{"role":"user"}]}"#,
@@ -525,6 +1197,16 @@ mod tests {
             r#"{"model":"claude-sonnet-4-5","max_tokens":9,"system":"Be brief.","messages":[{"role":"user","content":"Weather in \"Paris\"?"},{"role":"assistant","content":[{"type":"text","text":"One lookup."},{"type":"tool_use","id":"t1","name":"get_weather","input":{"city":"Paris"},"cache_control":{"type":"ephemeral"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"21"}],"is_error":true},{"type":"text"}]},{"role":"assistant","content":null}],"tools":[{"name":"get_weather","description":"Weather","input_schema":{"type":"object"}}]}"#,
             r#"{"messages":[{"role":"user","content":"hi"}]}"#,
             r#"{"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f"}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1"}]}]}"#,
+            // Chat with content parts.
+            r#"{"messages":[{"role":"system","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]},{"role":"user","content":[{"type":"text","text":"hi"}]}]}"#,
+            // Responses as the openai-agents SDK sends it.
+            r#"{"include":[],"input":[{"content":"Weather in Paris?","role":"user"},{"id":"fc_1","arguments":"{\"city\":\"Paris\"}","call_id":"call_1","name":"get_weather","type":"function_call","status":"completed"},{"call_id":"call_1","output":"21","type":"function_call_output"},{"id":"msg_1","content":[{"annotations":[],"text":"21 degrees.","type":"output_text","logprobs":[]}],"role":"assistant","status":"completed","type":"message"}],"instructions":"Be brief.","model":"gpt-4.1","tools":[{"name":"get_weather","parameters":{"properties":{"city":{"type":"string"}},"required":["city"],"type":"object"},"strict":true,"type":"function","description":"Weather."}],"stream":false}"#,
+            r#"{"input":[{"role":"developer","content":"x"},{"type":"function_call","call_id":"a","name":"f"},{"type":"function_call","call_id":"b","name":"f","arguments":"{"},{"type":"function_call_output","call_id":"b","output":[{"type":"input_text","text":"x"}]}]}"#,
+            // Gemini with and without ids, signed, a thought.
+            r#"{"contents":[{"role":"user","parts":[{"text":"hi"}]},{"role":"model","parts":[{"text":"hmm","thought":true},{"functionCall":{"name":"f","args":{"a":1}},"thoughtSignature":"c2ln"},{"functionCall":{"name":"f"}}]},{"role":"user","parts":[{"functionResponse":{"name":"f","response":{"error":"no"}}},{"functionResponse":{"name":"f","id":"x","response":{"result":1}}}]},{"parts":[{"text":"ok"}]}],"tools":[{"functionDeclarations":[{"name":"f","description":"F","parametersJsonSchema":{"type":"object"},"parameters":{}}]}],"model":"gemini-2.5-flash"}"#,
+            // Bedrock with a system prompt, a cache point, an error result.
+            r#"{"modelId":"anthropic.claude","system":[{"text":"a"},{"cachePoint":{"type":"default"}},{"text":"b"}],"messages":[{"role":"user","content":[{"text":"hi"},{"cachePoint":{"type":"default"}}]},{"role":"assistant","content":[{"toolUse":{"toolUseId":"t","name":"f","input":{}}}]},{"role":"user","content":[{"toolResult":{"toolUseId":"t","content":[{"text":"no"}],"status":"error"}}]}],"toolConfig":{"tools":[{"toolSpec":{"name":"f","inputSchema":{"json":{"type":"object"}}}},{"cachePoint":{"type":"default"}}],"toolChoice":{"auto":{}}},"inferenceConfig":{"maxTokens":9}}"#,
+            r#"{"messages":[{"role":"user","content":[{"text":null}]}]}"#,
         ];
         for line in lines {
             let plain = conversation(line, None).expect("the plain path takes it");
@@ -540,8 +1222,16 @@ mod tests {
             r#"{"messages":[{"role":"assistant","content":[{"type":"server_tool_use","id":"s","name":"web_search"}]}]}"#,
             r#"{"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"f","input":{},"caller":{"tool_id":"s"}}]}]}"#,
             r#"{"messages":[{"role":"user","content":"hi","ts":1}]}"#,
-            // Bedrock's blocks, keyed by kind.
-            r#"{"messages":[{"role":"user","content":[{"text":"hi"}]}]}"#,
+            // Responses: a stored reference, a continuation, a custom call.
+            r#"{"input":[{"id":"fc_1"}]}"#,
+            r#"{"previous_response_id":"r","input":[{"type":"function_call_output","call_id":"a","output":"x"}]}"#,
+            r#"{"input":[{"type":"custom_tool_call","call_id":"a","name":"f","input":"x"}]}"#,
+            // Gemini: one part given as an object, a snake_case system.
+            r#"{"contents":[{"role":"user","parts":{"text":"hi"}}]}"#,
+            r#"{"system_instruction":{"parts":[{"text":"s"}]},"contents":[{"role":"user","parts":[{"text":"hi"}]}]}"#,
+            // Bedrock: an empty block, an image.
+            r#"{"messages":[{"role":"user","content":[{}]}]}"#,
+            r#"{"messages":[{"role":"user","content":[{"image":{"format":"png"}}]}]}"#,
             // A null call id is paired by position, with a warning.
             r#"{"messages":[{"role":"tool","tool_call_id":null,"content":"x"}]}"#,
             // Content parts, a legacy function call, an unknown field.
