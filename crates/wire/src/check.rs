@@ -1594,7 +1594,9 @@ fn compiled(schema: &Value) -> Option<std::sync::Arc<jsonschema::Validator>> {
         if cache.len() >= 256 {
             cache.clear();
         }
-        let v = jsonschema::validator_for(schema).ok().map(std::sync::Arc::new);
+        let v = jsonschema::validator_for(schema)
+            .ok()
+            .map(std::sync::Arc::new);
         cache.insert(key, v.clone());
         v
     })

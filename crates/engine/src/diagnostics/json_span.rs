@@ -54,7 +54,11 @@ impl JsonPath {
     }
 
     /// This path, then the member `key`'s element `index`, in one step.
-    pub fn key_index(&self, key: impl Into<std::borrow::Cow<'static, str>>, index: usize) -> JsonPath {
+    pub fn key_index(
+        &self,
+        key: impl Into<std::borrow::Cow<'static, str>>,
+        index: usize,
+    ) -> JsonPath {
         self.then([PathSeg::Key(key.into()), PathSeg::Index(index)])
     }
 
