@@ -9,10 +9,6 @@ use loopdbg_wire::provider::Format;
 use loopdbg_wire::read::{Source, detect_with_evidence, plain, read_owned};
 use serde_json::Value;
 
-#[allow(dead_code)]
-#[path = "../examples/gen_jsonl.rs"]
-mod gen_jsonl;
-
 /// Every object in `v` that could be a request body, with its text.
 fn bodies(v: &Value, out: &mut Vec<String>) {
     match v {
@@ -107,7 +103,7 @@ fn the_plain_path_takes_every_benchmark_line() {
     let filler = "The quick brown fox jumps over the lazy dog. ".repeat(3);
     for format in ["openai", "anthropic", "responses", "gemini", "bedrock"] {
         for n in 1..=14 {
-            let line = gen_jsonl::conversation(format, n, n % 7 == 0, &filler);
+            let line = loopdbg_fake::bodies::conversation(format, n, n % 7 == 0, &filler);
             assert!(
                 same_both_ways(&line, None).is_some(),
                 "{format} line {n} not taken"

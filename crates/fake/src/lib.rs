@@ -14,6 +14,8 @@
 //! writes it: the first event after FIRST ms, each next one EACH ms later.
 #![allow(dead_code)]
 
+pub mod bodies;
+
 use std::sync::{Arc, Mutex};
 
 use axum::body::{Body, Bytes};
