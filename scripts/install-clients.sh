@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the real SDK clients tests/clients.rs drives (boto3 for Bedrock)
+# Installs the real SDK clients tests/clients.rs drives (boto3 for Bedrock,
+# the official MCP SDK's client and server for `loopdbg mcp`)
 # into a virtualenv at ${LOOPDBG_CLIENTS:-target/clients}, at the versions
 # scripts/clients/requirements.txt pins. Reused between runs: nothing is
 # done when the pinned versions are there.
@@ -11,7 +12,16 @@ if ! command -v python3 >/dev/null 2>&1; then
   echo "clients: python3 not found; tests/clients.rs will skip the real clients" >&2
   exit 0
 fi
-if [ -x "$dest/bin/python" ] && "$dest/bin/pip" freeze 2>/dev/null | grep -qxF "$(grep -v '^#' scripts/clients/requirements.txt)"; then
+# Every pinned version must be there (one missing pin reinstalls).
+installed() {
+  [ -x "$dest/bin/python" ] || return 1
+  local frozen
+  frozen=$("$dest/bin/pip" freeze 2>/dev/null) || return 1
+  while read -r pin; do
+    grep -qxiF "$pin" <<<"$frozen" || return 1
+  done < <(grep -v '^#' scripts/clients/requirements.txt | grep .)
+}
+if installed; then
   echo "clients: pinned versions already in $dest"
   exit 0
 fi

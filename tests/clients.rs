@@ -144,3 +144,90 @@ fn boto3_bedrock_loops_behave_through_the_proxy_as_direct() {
     );
     assert_eq!(fake.log.lock().unwrap().requests.len(), before + 1);
 }
+
+/// The official MCP Python SDK's client (`tests/clients/mcp_client.py`)
+/// run against its server (`tests/clients/mcp_server.py`), once directly
+/// and once through `loopdbg mcp`: what it gets must be the same, and the
+/// capture must hold the session, checked clean.
+#[test]
+fn the_official_mcp_client_and_server_behave_through_the_tap_as_direct() {
+    let Some(python) = python() else {
+        return common::skip(
+            "the_official_mcp_client_and_server_behave_through_the_tap_as_direct",
+            "no mcp virtualenv in target/clients (run scripts/install-clients.sh)",
+        );
+    };
+    let dir = common::scratch("mcp-clients");
+    let capture = dir.join("mcp.jsonl");
+    let client = |command: &[&str]| {
+        let out = Command::new(&python)
+            .arg("tests/clients/mcp_client.py")
+            .args(command)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let server = python.to_str().unwrap();
+    let direct = client(&[server, "tests/clients/mcp_server.py"]);
+    let tapped = client(&[
+        env!("CARGO_BIN_EXE_loopdbg"),
+        "mcp",
+        "--capture",
+        capture.to_str().unwrap(),
+        "--",
+        server,
+        "tests/clients/mcp_server.py",
+    ]);
+    assert_eq!(tapped, direct);
+    assert!(direct.contains("18°C, haze") && direct.contains("\"broken_error\": true"));
+    // The capture: the start, then each message in order, by side.
+    let records: Vec<Value> = std::fs::read_to_string(&capture)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let seen: Vec<String> = records[1..]
+        .iter()
+        .map(|r| {
+            let m = &r["message"];
+            let what = m["method"]
+                .as_str()
+                .map_or_else(|| format!("reply {}", m["id"]), str::to_string);
+            format!("{} {what}", r["from"].as_str().unwrap())
+        })
+        .collect();
+    assert_eq!(records[0]["event"], "start");
+    assert_eq!(
+        seen,
+        [
+            "client initialize",
+            "server reply 1",
+            "client notifications/initialized",
+            "client tools/list",
+            "server reply 2",
+            "client tools/call",
+            "server reply 3",
+            "client tools/call",
+            "server reply 4",
+        ]
+    );
+    let out = common::loopdbg()
+        .args(["check", "--format", "json"])
+        .arg(&capture)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["files"][0]["format"], "mcp");
+    assert_eq!(report["files"][0]["results"][0]["messages"], 9);
+}

@@ -236,6 +236,28 @@ pub enum Command {
     /// Exit 0 when every file is (or became) sendable; 1 when one needs a
     /// repair not written; 2 when one could not be read or repaired.
     Doctor(DoctorArgs),
+    /// Tap a stdio MCP server: start it, relay the agent's messages to it
+    /// and its answers back byte for byte, and record every JSON-RPC
+    /// message with the side that sent it and when, for `check` to read.
+    ///
+    /// Configure the agent to start `loopdbg mcp --capture FILE -- SERVER
+    /// ARGS…` where it started `SERVER ARGS…`. Exits as the server exits.
+    Mcp(McpArgs),
+}
+
+// The arguments of `mcp` (its help text is the variant's).
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// Where to record the messages (JSON Lines). An existing file is
+    /// appended to only when it is an MCP capture.
+    #[arg(long)]
+    pub capture: PathBuf,
+    /// Append to a --capture file that is not an MCP capture.
+    #[arg(long)]
+    pub force: bool,
+    /// The server's command and its arguments, after `--`.
+    #[arg(required = true, last = true, value_name = "SERVER")]
+    pub command: Vec<String>,
 }
 
 // The arguments of `doctor` (its help text is the variant's).

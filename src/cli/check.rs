@@ -1114,6 +1114,23 @@ pub fn check_file(
         results: Vec::new(),
         errors: Vec::new(),
     };
+    if path.as_os_str() != "-"
+        && let Some(result) = mcp_capture(path, &file)
+    {
+        match result {
+            Ok(sessions) => {
+                report.format = Some("mcp");
+                report.requests = sessions.len();
+                report.conversations = sessions.len();
+                for r in sessions {
+                    emit(&file, &r);
+                    report.results.push(r);
+                }
+            }
+            Err(e) => report.errors.push(e.into()),
+        }
+        return report;
+    }
     let mut opened = match sniff(path, forced) {
         Ok(o) => o,
         Err(e) => {
@@ -1271,6 +1288,52 @@ fn check_chunk(
     let bytes = chunk.text.len() as u64;
     let _ = recycle.send(chunk.text.into_bytes());
     (bytes, outcomes, chunk.skipped)
+}
+
+/// An MCP capture (`loopdbg mcp`), when the file's first line is one of
+/// its records: each run of the tap checked (`loopdbg_wire::mcp::check`),
+/// or the first line that is not a record, located.
+fn mcp_capture(path: &Path, origin: &str) -> Option<Result<Vec<ConversationReport>, LoadError>> {
+    use loopdbg_wire::mcp::{self, Record};
+    let file = File::open(path).ok()?;
+    let mut first = String::new();
+    BufReader::new(file.take(1 << 20))
+        .read_line(&mut first)
+        .ok()?;
+    let is_mcp = serde_json::from_str::<Value>(&first).is_ok_and(|v| mcp::is_record(&v));
+    if !is_mcp {
+        return None;
+    }
+    let text = match super::load::read_text(path, origin) {
+        Ok(t) => t,
+        Err(e) => return Some(Err(e)),
+    };
+    let mut records = Vec::new();
+    for (i, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        match serde_json::from_str::<Record>(line) {
+            Ok(r) => records.push((i + 1, r)),
+            Err(e) => return Some(Err(json_error(origin, line, Some(i + 1), &e))),
+        }
+    }
+    let reports = mcp::sessions(records)
+        .iter()
+        .enumerate()
+        .map(|(i, session)| ConversationReport {
+            conversation: i + 1,
+            request: i + 1,
+            line: Some(session.line),
+            format: "mcp",
+            label: (!session.command.is_empty()).then(|| session.command.join(" ")),
+            messages: session.messages.len(),
+            findings: mcp::check(session),
+            usage: None,
+        })
+        .collect();
+    Some(Ok(reports))
 }
 
 fn conversation_report(

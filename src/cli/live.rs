@@ -147,7 +147,11 @@ impl Exchanges {
 /// named by mistake) would get JSON lines glued to its end, so it is
 /// refused unless `--force` says so. The first line tells: a capture's is
 /// a loopdbg exchange.
-fn refuse_unless_capture(path: &Path) -> anyhow::Result<()> {
+pub(super) fn refuse_unless_capture(
+    path: &Path,
+    is_capture: fn(&Value) -> bool,
+    record: &str,
+) -> anyhow::Result<()> {
     use std::io::{BufRead, Read};
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,
@@ -164,11 +168,10 @@ fn refuse_unless_capture(path: &Path) -> anyhow::Result<()> {
         .take(1 << 20)
         .read_until(b'\n', &mut first)
         .with_context(|| format!("reading {}", path.display()))?;
-    let is_capture = serde_json::from_slice::<Value>(&first)
-        .is_ok_and(|v| loopdbg_wire::capture::is_exchange(&v));
+    let is_capture = serde_json::from_slice::<Value>(&first).is_ok_and(|v| is_capture(&v));
     anyhow::ensure!(
         is_capture,
-        "{} exists and is not a capture (its first line is not a loopdbg exchange); name a new file, or pass --force to append to it anyway",
+        "{} exists and is not a capture (its first line is not {record}); name a new file, or pass --force to append to it anyway",
         path.display()
     );
     Ok(())
@@ -186,7 +189,7 @@ impl CaptureFile {
         if let Some(p) = path
             && !force
         {
-            refuse_unless_capture(p)?;
+            refuse_unless_capture(p, loopdbg_wire::capture::is_exchange, "a loopdbg exchange")?;
         }
         let file = match path {
             Some(p) => Some(

@@ -28,6 +28,7 @@ mod follow;
 pub mod json;
 pub mod live;
 pub mod load;
+mod mcp;
 pub mod prices;
 
 pub mod terminal;
@@ -139,6 +140,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         Some(Command::Tour(args)) => tour(args),
         Some(Command::Record(args)) => live::record(&args.capture, args.conversation, &args.output),
         Some(Command::Doctor(args)) => Ok(doctor::doctor(&args.files, args.write, args.force)),
+        Some(Command::Mcp(args)) => mcp::tap(&args.capture, args.force, &args.command),
         Some(Command::Schema) => schema(),
         Some(Command::Completions(args)) => {
             use clap::CommandFactory;

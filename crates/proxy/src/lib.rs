@@ -11,6 +11,7 @@
 //! request goes, what is checked, what is kept, what is never written.
 
 pub mod gate;
+pub mod mcp;
 
 mod answer;
 mod upstream;

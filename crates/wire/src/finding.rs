@@ -64,6 +64,9 @@ kinds! {
     TruncatedTurnExecuted = "truncated_turn_executed": "calls run from a turn cut by max_tokens / length",
     RepeatedTurn = "repeated_turn": "the same assistant turn again: a spinning loop",
     RefusedRequest = "refused_request": "agent logs and recordings: the provider's own refusal of a request",
+    McpUnansweredRequest = "mcp_unanswered_request": "MCP capture: a request (a `tools/call`, …) the other side never answered",
+    McpAnsweredTwice = "mcp_answered_twice": "MCP capture: one request id answered more than once",
+    McpUnknownResponse = "mcp_unknown_response": "MCP capture: a response to an id the other side never asked with",
 }
 
 impl Kind {

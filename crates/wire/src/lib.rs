@@ -44,6 +44,7 @@ pub mod check;
 pub mod doctor;
 pub mod finding;
 pub mod fix;
+pub mod mcp;
 pub mod prices;
 pub mod provider;
 pub mod read;

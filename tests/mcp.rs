@@ -1,0 +1,151 @@
+//! `loopdbg mcp`, the tap on a stdio MCP server, with `cat` as the server:
+//! what the agent writes comes back byte for byte, whatever the bytes; the
+//! server's exit code is the tap's; the capture masks credentials the
+//! relay passes on untouched; and `check` reads a capture, finding what
+//! went wrong between the two sides. The official SDK's client and server
+//! through the tap are in tests/clients.rs.
+
+mod common;
+use common::{loopdbg, scratch};
+use serde_json::Value;
+
+#[test]
+fn the_tap_changes_no_byte() {
+    let dir = scratch("mcp-bytes");
+    let capture = dir.join("mcp.jsonl");
+    let key = ["sk-ant-api03-", &"k".repeat(40)].concat();
+    let mut input: Vec<u8> = Vec::new();
+    input.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\r\n");
+    input.extend_from_slice(b"\n");
+    input.extend_from_slice(format!("{{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{{\"key\":\"{key}\"}}}}\n").as_bytes());
+    input.extend_from_slice(&[0xff, 0xfe, b'x', b'\n']);
+    input.extend_from_slice(&vec![b'a'; 200_000]);
+    input.extend_from_slice(b"\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\"}");
+    let out = loopdbg()
+        .args(["mcp", "--capture"])
+        .arg(&capture)
+        .args(["--", "cat"])
+        .write_stdin(input.clone())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout == input, "the relay changed the bytes");
+    let text = std::fs::read_to_string(&capture).unwrap();
+    assert!(!text.contains(&key), "a key reached the capture");
+    let records: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // The start, then five lines each way (the blank one is not a message).
+    assert_eq!(records.len(), 11);
+    assert_eq!(records[0]["command"], serde_json::json!(["cat"]));
+    let from_client: Vec<&Value> = records.iter().filter(|r| r["from"] == "client").collect();
+    assert_eq!(from_client.len(), 5);
+    assert_eq!(from_client[0]["message"]["method"], "ping");
+    assert_eq!(from_client[2]["text"], "\u{fffd}\u{fffd}x");
+    assert_eq!(
+        from_client[4]["message"]["method"],
+        "notifications/cancelled"
+    );
+}
+
+#[test]
+fn the_servers_exit_is_the_taps() {
+    let dir = scratch("mcp-exit");
+    let capture = dir.join("mcp.jsonl");
+    loopdbg()
+        .args(["mcp", "--capture"])
+        .arg(&capture)
+        .args(["--", "sh", "-c", "exit 3"])
+        .assert()
+        .code(3);
+    // A second run appends to the same capture, after its own start.
+    loopdbg()
+        .args(["mcp", "--capture"])
+        .arg(&capture)
+        .args(["--", "true"])
+        .assert()
+        .code(0);
+    let starts = std::fs::read_to_string(&capture)
+        .unwrap()
+        .matches("\"event\":\"start\"")
+        .count();
+    assert_eq!(starts, 2);
+}
+
+#[test]
+fn a_file_that_is_not_an_mcp_capture_is_not_appended_to() {
+    let dir = scratch("mcp-refuse");
+    let session = dir.join("weather.json");
+    std::fs::copy("sessions/weather.json", &session).unwrap();
+    let before = std::fs::read(&session).unwrap();
+    loopdbg()
+        .args(["mcp", "--capture"])
+        .arg(&session)
+        .args(["--", "cat"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("is not a capture"));
+    assert_eq!(std::fs::read(&session).unwrap(), before);
+    loopdbg()
+        .args(["mcp", "--capture"])
+        .arg(dir.join("new.jsonl"))
+        .args(["--", "/no/such/server"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("/no/such/server"));
+}
+
+#[test]
+fn check_finds_what_went_wrong_in_an_mcp_capture() {
+    let out = loopdbg()
+        .args([
+            "check",
+            "--format",
+            "json",
+            "tests/fixtures/mcp/broken_session.jsonl",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let file = &report["files"][0];
+    assert_eq!(file["format"], "mcp");
+    assert_eq!(file["conversations"], 2, "two runs of the tap");
+    let found: Vec<(String, u64, String)> = file["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r["findings"].as_array().unwrap().iter())
+        .map(|f| {
+            (
+                f["kind"].as_str().unwrap().to_string(),
+                f["line"].as_u64().unwrap(),
+                f["ids"][0].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("mcp_unanswered_request".to_string(), 6, "3".to_string()),
+            ("mcp_answered_twice".to_string(), 11, "\"list\"".to_string()),
+            ("mcp_unknown_response".to_string(), 12, "41".to_string()),
+        ]
+    );
+    // A line that is not a record: located, exit 2.
+    let dir = scratch("mcp-bad");
+    let bad = dir.join("bad.jsonl");
+    let text = std::fs::read_to_string("tests/fixtures/mcp/broken_session.jsonl").unwrap();
+    std::fs::write(
+        &bad,
+        text.replacen("\"event\":\"message\"", "\"event\":\"mesage\"", 1),
+    )
+    .unwrap();
+    loopdbg()
+        .arg("check")
+        .arg(&bad)
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("bad.jsonl:2:"));
+}
