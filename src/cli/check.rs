@@ -1295,6 +1295,11 @@ fn check_chunk(
 /// or the first line that is not a record, located.
 fn mcp_capture(path: &Path, origin: &str) -> Option<Result<Vec<ConversationReport>, LoadError>> {
     use loopdbg_wire::mcp::{self, Record};
+    // Only a regular file is looked into twice: a pipe is read once, by
+    // the general reader.
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return None;
+    }
     let file = File::open(path).ok()?;
     let mut first = String::new();
     BufReader::new(file.take(1 << 20))
