@@ -1115,18 +1115,10 @@ pub fn check_file(
         errors: Vec::new(),
     };
     if path.as_os_str() != "-"
-        && let Some(result) = mcp_capture(path, &file)
+        && let Some(read) = mcp_capture(path, &file)
     {
-        match result {
-            Ok(sessions) => {
-                report.format = Some("mcp");
-                report.requests = sessions.len();
-                report.conversations = sessions.len();
-                for r in sessions {
-                    emit(&file, &r);
-                    report.results.push(r);
-                }
-            }
+        match read {
+            Ok(sessions) => report.add_mcp_sessions(sessions, &mut |r| emit(&file, r)),
             Err(e) => report.errors.push(e.into()),
         }
         return report;
@@ -1288,6 +1280,23 @@ fn check_chunk(
     let bytes = chunk.text.len() as u64;
     let _ = recycle.send(chunk.text.into_bytes());
     (bytes, outcomes, chunk.skipped)
+}
+
+impl FileReport {
+    /// An MCP capture's sessions, each a conversation, all listed.
+    fn add_mcp_sessions(
+        &mut self,
+        sessions: Vec<ConversationReport>,
+        emit: &mut dyn FnMut(&ConversationReport),
+    ) {
+        self.format = Some("mcp");
+        self.requests = sessions.len();
+        self.conversations = sessions.len();
+        for r in sessions {
+            emit(&r);
+            self.results.push(r);
+        }
+    }
 }
 
 /// An MCP capture (`loopdbg mcp`), when the file's first line is one of

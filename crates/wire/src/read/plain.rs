@@ -138,13 +138,47 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Given<T> {
     }
 }
 
-/// A text field as Chat and Responses write it: a string, or parts whose
-/// `text`s are joined (`read::text_of_parts`). `null` is taken for absent
-/// by the `Option` around it, as the general reader takes it.
-enum TextParts<'a> {
+/// A field written either as a string or as an array of `T` (a message's
+/// content in Chat, Responses and Anthropic: text, or parts and blocks).
+/// `null` is taken for absent by the `Option` around it, as the general
+/// readers take it.
+enum TextOr<'a, T> {
     Text(Cow<'a, str>),
-    Parts(Vec<TextPart<'a>>),
+    List(Vec<T>),
 }
+
+impl<'de: 'a, 'a, T: Deserialize<'de>> Deserialize<'de> for TextOr<'a, T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit<'a, T>(std::marker::PhantomData<(&'a (), T)>);
+        impl<'de: 'a, 'a, T: Deserialize<'de>> serde::de::Visitor<'de> for Visit<'a, T> {
+            type Value = TextOr<'a, T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string or an array")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Self::Value, E> {
+                Ok(TextOr::Text(Cow::Borrowed(s)))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
+                Ok(TextOr::Text(Cow::Owned(s.to_string())))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut items = Vec::new();
+                while let Some(item) = seq.next_element()? {
+                    items.push(item);
+                }
+                Ok(TextOr::List(items))
+            }
+        }
+        d.deserialize_any(Visit(std::marker::PhantomData))
+    }
+}
+
+/// Chat's and Responses' text fields: a string, or parts whose `text`s
+/// are joined as `read::text_of_parts` joins them.
+type TextParts<'a> = TextOr<'a, TextPart<'a>>;
 
 /// One part of a text field: text, or a part the general reader passes
 /// over for its text (a refusal). Anything else (an image) is not plain.
@@ -164,38 +198,9 @@ struct TextPart<'a> {
 impl TextParts<'_> {
     fn joined(self) -> String {
         match self {
-            TextParts::Text(text) => text.into_owned(),
-            TextParts::Parts(parts) => parts.iter().filter_map(|p| p.text.as_deref()).collect(),
+            TextOr::Text(text) => text.into_owned(),
+            TextOr::List(parts) => parts.iter().filter_map(|p| p.text.as_deref()).collect(),
         }
-    }
-}
-
-impl<'de: 'a, 'a> Deserialize<'de> for TextParts<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Visit<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visit<'a> {
-            type Value = TextParts<'a>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a string or an array of parts")
-            }
-            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Self::Value, E> {
-                Ok(TextParts::Text(Cow::Borrowed(s)))
-            }
-            fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
-                Ok(TextParts::Text(Cow::Owned(s.to_string())))
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                mut seq: A,
-            ) -> Result<Self::Value, A::Error> {
-                let mut parts = Vec::new();
-                while let Some(p) = seq.next_element()? {
-                    parts.push(p);
-                }
-                Ok(TextParts::Parts(parts))
-            }
-        }
-        d.deserialize_any(Visit(std::marker::PhantomData))
     }
 }
 
@@ -426,8 +431,8 @@ fn chat_message(conv: &mut Conversation, i: usize, m: ChatMessage) -> Option<()>
                 // The result is kept as written: parts stay an array.
                 content: Json::new(match m.content {
                     None => Value::Null,
-                    Some(TextParts::Text(text)) => Value::String(text.into_owned()),
-                    Some(TextParts::Parts(_)) => return None,
+                    Some(TextOr::Text(text)) => Value::String(text.into_owned()),
+                    Some(TextOr::List(_)) => return None,
                 }),
                 is_error: false,
             });
@@ -467,48 +472,7 @@ struct AnthropicMessage<'a> {
     #[serde(borrow)]
     role: Cow<'a, str>,
     #[serde(default, borrow)]
-    content: AnthropicContent<'a>,
-}
-
-/// A message's content: a string, blocks, or nothing (absent or `null`).
-#[derive(Default)]
-enum AnthropicContent<'a> {
-    #[default]
-    Empty,
-    Text(Cow<'a, str>),
-    Blocks(Vec<AnthropicBlock<'a>>),
-}
-
-impl<'de: 'a, 'a> Deserialize<'de> for AnthropicContent<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Visit<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visit<'a> {
-            type Value = AnthropicContent<'a>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a string or an array of blocks")
-            }
-            fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(AnthropicContent::Empty)
-            }
-            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Self::Value, E> {
-                Ok(AnthropicContent::Text(Cow::Borrowed(s)))
-            }
-            fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
-                Ok(AnthropicContent::Text(Cow::Owned(s.to_string())))
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                mut seq: A,
-            ) -> Result<Self::Value, A::Error> {
-                let mut blocks = Vec::new();
-                while let Some(b) = seq.next_element()? {
-                    blocks.push(b);
-                }
-                Ok(AnthropicContent::Blocks(blocks))
-            }
-        }
-        d.deserialize_any(Visit(std::marker::PhantomData))
-    }
+    content: Option<TextOr<'a, AnthropicBlock<'a>>>,
 }
 
 /// One block, any of the three kinds: which fields count depends on
@@ -597,21 +561,21 @@ fn anthropic(line: &str) -> Option<Conversation> {
 /// them; `None` for a block this path leaves to it.
 fn anthropic_blocks(
     path: &str,
-    content: AnthropicContent,
+    content: Option<TextOr<AnthropicBlock>>,
 ) -> Option<(Vec<Block>, Vec<BlockSource>)> {
     let at = |p: String| BlockSource {
         path: p.into(),
         ..Default::default()
     };
     let blocks = match content {
-        AnthropicContent::Empty => return Some((Vec::new(), Vec::new())),
-        AnthropicContent::Text(text) => {
+        None => return Some((Vec::new(), Vec::new())),
+        Some(TextOr::Text(text)) => {
             let block = Block::Text {
                 text: kept_text(&text, Detail::Full),
             };
             return Some((vec![block], vec![at(format!("{path}.content"))]));
         }
-        AnthropicContent::Blocks(blocks) => blocks,
+        Some(TextOr::List(blocks)) => blocks,
     };
     let mut content = Vec::with_capacity(blocks.len());
     let mut sources = Vec::with_capacity(blocks.len());
