@@ -185,8 +185,8 @@ type TextParts<'a> = TextOr<'a, TextPart<'a>>;
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct TextPart<'a> {
-    #[serde(rename = "type", default)]
-    _kind: Present,
+    #[serde(rename = "type", default, borrow)]
+    kind: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     text: Option<Cow<'a, str>>,
     #[serde(rename = "annotations", default)]
@@ -196,6 +196,18 @@ struct TextPart<'a> {
 }
 
 impl TextParts<'_> {
+    /// Whether every part is Chat's own `text` (or untyped): `detect`
+    /// reads a part's type (`input_text` says Responses, `tool_use` or
+    /// `thinking` Anthropic), so a body with any other is not plain Chat.
+    fn only_text(&self) -> bool {
+        match self {
+            TextOr::Text(_) => true,
+            TextOr::List(parts) => parts
+                .iter()
+                .all(|p| matches!(p.kind.as_deref(), None | Some("text"))),
+        }
+    }
+
     fn joined(self) -> String {
         match self {
             TextOr::Text(text) => text.into_owned(),
@@ -366,7 +378,11 @@ fn chat(line: &str, forced: bool) -> Option<Conversation> {
             .messages
             .iter()
             .any(|m| matches!(m.role.as_ref(), "system" | "developer"));
-    if !roles_known || !(evidence || forced) {
+    let only_text = body
+        .messages
+        .iter()
+        .all(|m| m.content.as_ref().is_none_or(TextParts::only_text));
+    if !roles_known || !only_text || !(evidence || forced) {
         return None;
     }
     let mut conv = Conversation::new(Source::Provider(Format::Openai));
@@ -1198,6 +1214,10 @@ mod tests {
             r#"{"messages":[{"role":"user","content":[{"image":{"format":"png"}}]}]}"#,
             // A null call id is paired by position, with a warning.
             r#"{"messages":[{"role":"tool","tool_call_id":null,"content":"x"}]}"#,
+            // Another format's parts in a Chat-looking body: detect says
+            // Responses, or Anthropic.
+            r#"{"messages":[{"role":"assistant","content":[{"type":"output_text","text":"x"}],"tool_calls":[{"id":"a","function":{"name":"f","arguments":"{}"}}]}]}"#,
+            r#"{"messages":[{"role":"assistant","content":[{"type":"tool_use","text":"x"}],"tool_calls":[{"id":"a","function":{"name":"f","arguments":"{}"}}]}]}"#,
             // Content parts, a legacy function call, an unknown field.
             r#"{"messages":[{"role":"tool","tool_call_id":"a","content":[{"type":"text","text":"x"}]}]}"#,
             r#"{"messages":[{"role":"assistant","function_call":{"name":"f","arguments":"{}"}}]}"#,
