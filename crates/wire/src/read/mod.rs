@@ -772,20 +772,30 @@ pub(crate) fn parse_arguments(
     notes: &mut Vec<ReadNote>,
 ) -> Json {
     match raw {
-        Some(Value::String(s)) => match serde_json::from_str::<Value>(s) {
-            Ok(v) => Json::new(v),
-            Err(e) => {
-                notes.push(ReadNote {
-                    source: source.clone(),
-                    raw: s.clone(),
-                    id: id.to_string(),
-                    error: e.to_string(),
-                });
-                Json::new(Value::String(s.clone()))
-            }
-        },
+        Some(Value::String(s)) => parse_argument_text(s, id, source, notes),
         Some(other) => Json::new(other.clone()),
         None => Json::new(Value::Object(Default::default())),
+    }
+}
+
+/// [`parse_arguments`] of an `arguments` string.
+pub(crate) fn parse_argument_text(
+    raw: &str,
+    id: &str,
+    source: &BlockSource,
+    notes: &mut Vec<ReadNote>,
+) -> Json {
+    match serde_json::from_str::<Value>(raw) {
+        Ok(v) => Json::new(v),
+        Err(e) => {
+            notes.push(ReadNote {
+                source: source.clone(),
+                raw: raw.to_string(),
+                id: id.to_string(),
+                error: e.to_string(),
+            });
+            Json::new(Value::String(raw.to_string()))
+        }
     }
 }
 

@@ -22,7 +22,7 @@ use serde::de::IgnoredAny;
 use serde_json::Value;
 
 use super::fingerprint::kept_text;
-use super::{BlockSource, Conversation, Detail, ReadNote, Source, ToolSpec, finish_reason_of};
+use super::{BlockSource, Conversation, Detail, Source, ToolSpec};
 use crate::provider::Format;
 
 /// The line read as `forced` (or as what it is), when it has the plain
@@ -387,11 +387,11 @@ fn chat(line: &str, forced: bool) -> Option<Conversation> {
     }
     let mut conv = Conversation::new(Source::Provider(Format::Openai));
     for t in body.tools.0.into_iter().flatten() {
-        conv.tools.push(ToolSpec {
-            name: t.function.name.into_owned(),
-            schema: t.function.parameters.0,
-            description: t.function.description.map(Cow::into_owned),
-        });
+        conv.tools.push(tool(
+            t.function.name,
+            t.function.parameters.0,
+            t.function.description,
+        ));
     }
     for (i, m) in body.messages.into_iter().enumerate() {
         chat_message(&mut conv, i, m)?;
@@ -403,10 +403,6 @@ fn chat(line: &str, forced: bool) -> Option<Conversation> {
 /// by rules this path leaves to it (a result with no call id).
 fn chat_message(conv: &mut Conversation, i: usize, m: ChatMessage) -> Option<()> {
     let path = format!("messages[{i}]");
-    let at = |p: String| BlockSource {
-        path: p.into(),
-        ..Default::default()
-    };
     let mut content = Vec::new();
     let mut sources = Vec::new();
     let role = match m.role.as_ref() {
@@ -431,7 +427,12 @@ fn chat_message(conv: &mut Conversation, i: usize, m: ChatMessage) -> Option<()>
             }
             for (k, c) in m.tool_calls.0.into_iter().flatten().enumerate() {
                 let source = at(format!("{path}.tool_calls[{k}]"));
-                let input = arguments(&c.function.arguments, &c.id, &source, &mut conv.notes);
+                let input = super::parse_argument_text(
+                    &c.function.arguments,
+                    &c.id,
+                    &source,
+                    &mut conv.notes,
+                );
                 content.push(Block::ToolUse {
                     id: c.id.as_ref().into(),
                     name: c.function.name.as_ref().into(),
@@ -456,15 +457,7 @@ fn chat_message(conv: &mut Conversation, i: usize, m: ChatMessage) -> Option<()>
             Role::Tool
         }
     };
-    conv.push(
-        Message {
-            role,
-            content,
-            finish_reason: finish_reason_of(None),
-        },
-        at(path),
-        sources,
-    );
+    push(conv, role, content, path, sources);
     Some(())
 }
 
@@ -542,11 +535,8 @@ fn anthropic(line: &str) -> Option<Conversation> {
     }
     let mut conv = Conversation::new(Source::Provider(Format::Anthropic));
     for t in body.tools.0.into_iter().flatten() {
-        conv.tools.push(ToolSpec {
-            name: t.name.into_owned(),
-            schema: t.input_schema.0,
-            description: t.description.map(Cow::into_owned),
-        });
+        conv.tools
+            .push(tool(t.name, t.input_schema.0, t.description));
     }
     conv.system = body.system.map(Cow::into_owned);
     for (i, m) in body.messages.into_iter().enumerate() {
@@ -557,18 +547,7 @@ fn anthropic(line: &str) -> Option<Conversation> {
         };
         let path = format!("messages[{i}]");
         let (content, sources) = anthropic_blocks(&path, m.content)?;
-        conv.push(
-            Message {
-                role,
-                content,
-                finish_reason: finish_reason_of(None),
-            },
-            BlockSource {
-                path: path.into(),
-                ..Default::default()
-            },
-            sources,
-        );
+        push(&mut conv, role, content, path, sources);
     }
     Some(conv)
 }
@@ -579,10 +558,6 @@ fn anthropic_blocks(
     path: &str,
     content: Option<TextOr<AnthropicBlock>>,
 ) -> Option<(Vec<Block>, Vec<BlockSource>)> {
-    let at = |p: String| BlockSource {
-        path: p.into(),
-        ..Default::default()
-    };
     let blocks = match content {
         None => return Some((Vec::new(), Vec::new())),
         Some(TextOr::Text(text)) => {
@@ -679,11 +654,7 @@ fn responses(line: &str) -> Option<Conversation> {
     }
     let mut conv = Conversation::new(Source::Provider(Format::Responses));
     for t in body.tools.0.into_iter().flatten() {
-        conv.tools.push(ToolSpec {
-            name: t.name.into_owned(),
-            schema: t.parameters.0,
-            description: t.description.map(Cow::into_owned),
-        });
+        conv.tools.push(tool(t.name, t.parameters.0, t.description));
     }
     conv.system = body.instructions.map(Cow::into_owned);
     for (i, item) in body.input.into_iter().enumerate() {
@@ -694,10 +665,7 @@ fn responses(line: &str) -> Option<Conversation> {
 
 /// One input item, as `responses::read_items` reads it.
 fn responses_item(conv: &mut Conversation, i: usize, item: ResponsesItem) -> Option<()> {
-    let src = BlockSource {
-        path: format!("input[{i}]").into(),
-        ..Default::default()
-    };
+    let src = at(format!("input[{i}]"));
     // An item with neither `type` nor `role` may be a stored reference.
     let kind = match (item.kind, &item.role) {
         (None, None) => return None,
@@ -725,7 +693,7 @@ fn responses_item(conv: &mut Conversation, i: usize, item: ResponsesItem) -> Opt
             let id = item.call_id?;
             let name = item.name?;
             let input = match item.arguments.0 {
-                Some(raw) => arguments(&raw, &id, &src, &mut conv.notes),
+                Some(raw) => super::parse_argument_text(&raw, &id, &src, &mut conv.notes),
                 None => Json::new(Value::Object(Default::default())),
             };
             let call = Block::ToolUse {
@@ -860,11 +828,11 @@ fn gemini(line: &str) -> Option<Conversation> {
         .flatten()
         .flat_map(|t| t.declarations)
     {
-        conv.tools.push(ToolSpec {
-            name: f.name.into_owned(),
-            schema: f.json_schema.0.or(f.parameters.0),
-            description: f.description.map(Cow::into_owned),
-        });
+        conv.tools.push(tool(
+            f.name,
+            f.json_schema.0.or(f.parameters.0),
+            f.description,
+        ));
     }
     conv.model = body.model.map(Cow::into_owned);
     for (i, turn) in body.contents.into_iter().enumerate() {
@@ -885,10 +853,7 @@ fn gemini_turn(conv: &mut Conversation, i: usize, turn: GeminiTurn) -> Option<()
     let mut sources = Vec::new();
     let mut first_call = true;
     for (k, part) in turn.parts.into_iter().enumerate() {
-        let src = BlockSource {
-            path: format!("{path}.parts[{k}]").into(),
-            ..Default::default()
-        };
+        let src = at(format!("{path}.parts[{k}]"));
         let signed = part.signature.0 || part.signature_snake.0;
         conv.signatures += usize::from(signed);
         if let Some(call) = part.function_call.0 {
@@ -931,18 +896,7 @@ fn gemini_turn(conv: &mut Conversation, i: usize, turn: GeminiTurn) -> Option<()
         }
         sources.push(src);
     }
-    conv.push(
-        Message {
-            role,
-            content,
-            finish_reason: None,
-        },
-        BlockSource {
-            path: path.into(),
-            ..Default::default()
-        },
-        sources,
-    );
+    push(conv, role, content, path, sources);
     Some(())
 }
 
@@ -1075,11 +1029,11 @@ fn bedrock(line: &str) -> Option<Conversation> {
         .into_iter()
         .flatten();
     for spec in tools.filter_map(|t| t.spec) {
-        conv.tools.push(ToolSpec {
-            name: spec.name.into_owned(),
-            schema: spec.input_schema.and_then(|s| s.json.0),
-            description: spec.description.map(Cow::into_owned),
-        });
+        conv.tools.push(tool(
+            spec.name,
+            spec.input_schema.and_then(|s| s.json.0),
+            spec.description,
+        ));
     }
     conv.system = body.system.map(|parts| {
         let texts: Vec<&str> = parts.iter().filter_map(|p| p.text.as_deref()).collect();
@@ -1119,42 +1073,44 @@ fn bedrock(line: &str) -> Option<Conversation> {
                 return None;
             };
             content.push(block);
-            sources.push(BlockSource {
-                path: format!("{path}.content[{k}]").into(),
-                ..Default::default()
-            });
+            sources.push(at(format!("{path}.content[{k}]")));
         }
-        conv.push(
-            Message {
-                role,
-                content,
-                finish_reason: None,
-            },
-            BlockSource {
-                path: path.into(),
-                ..Default::default()
-            },
-            sources,
-        );
+        push(&mut conv, role, content, path, sources);
     }
     Some(conv)
 }
 
-/// A call's `arguments` string parsed, or kept as text with a note, as
-/// `read::parse_arguments` does.
-fn arguments(raw: &str, id: &str, source: &BlockSource, notes: &mut Vec<ReadNote>) -> Json {
-    match serde_json::from_str::<Value>(raw) {
-        Ok(v) => Json::new(v),
-        Err(e) => {
-            notes.push(ReadNote {
-                source: source.clone(),
-                raw: raw.to_string(),
-                id: id.to_string(),
-                error: e.to_string(),
-            });
-            Json::new(Value::String(raw.to_string()))
-        }
+/// A tool as the general readers keep it.
+fn tool(name: Cow<str>, schema: Option<Value>, description: Option<Cow<str>>) -> ToolSpec {
+    ToolSpec {
+        name: name.into_owned(),
+        schema,
+        description: description.map(Cow::into_owned),
     }
+}
+
+/// Where a message or a block stands in its body.
+fn at(path: String) -> BlockSource {
+    BlockSource {
+        path: path.into(),
+        ..Default::default()
+    }
+}
+
+/// A message of `content` at `path`, each block at its source.
+fn push(
+    conv: &mut Conversation,
+    role: Role,
+    content: Vec<Block>,
+    path: String,
+    sources: Vec<BlockSource>,
+) {
+    let message = Message {
+        role,
+        content,
+        finish_reason: None,
+    };
+    conv.push(message, at(path), sources);
 }
 
 #[cfg(test)]
