@@ -22,7 +22,7 @@ use loopdbg_wire::fix::{Repair, repair};
 use loopdbg_wire::read::yaml_depth;
 use loopdbg_wire::read::{
     Conversation, Detail, Evidence, LineError, Log, ReadError, Source, classify_line, detect,
-    detect_with_evidence, evidence, read_owned, recording,
+    detect_with_evidence, evidence, otlp, read_owned, recording,
 };
 use loopdbg_wire::threads::{Prefixes, Threads};
 use rayon::prelude::*;
@@ -132,6 +132,8 @@ enum Layout {
     Lines,
     /// An agent log: JSON Lines of events read whole.
     Log(Source),
+    /// OTLP traces (JSON or protobuf): a conversation per LLM span.
+    Traces(super::traces::TraceFile),
 }
 
 /// How `--follow` reads a file as it grows.
@@ -155,6 +157,8 @@ pub(super) fn growing_layout(origin: &str, all: &[u8]) -> Result<GrowingLayout, 
             Layout::Document(..) => GrowingLayout::Whole,
             Layout::Lines => GrowingLayout::Lines { capture: false },
             Layout::Log(source) => GrowingLayout::Log(source),
+            // A trace file is read whole each time it grows.
+            Layout::Traces(_) => GrowingLayout::Whole,
         },
     )
 }
@@ -496,6 +500,10 @@ fn sniff_reader(
     let mut decided: Option<Source> = None;
     let mut suggested: Option<Source> = None;
     let mut eof = false;
+    if super::traces::is_protobuf(reader.as_mut()) {
+        let traces = super::traces::protobuf(&origin, reader)?;
+        return traces_opened(origin, traces, forced);
+    }
     while decided.is_none() && head.len() < SNIFF_LINES {
         let Some(line) = read_text_line(&mut reader, &origin, n + 1)? else {
             eof = true;
@@ -508,6 +516,11 @@ fn sniff_reader(
             continue;
         }
         match serde_json::from_str::<Value>(trimmed) {
+            Ok(v) if otlp::is_traces(&v) => {
+                head.push((n, line));
+                let traces = super::traces::json_lines(&origin, head, reader)?;
+                return traces_opened(origin, traces, forced);
+            }
             Ok(v) => {
                 json_lines += 1;
                 let v = match capture::is_exchange(&v) {
@@ -565,6 +578,32 @@ fn sniff_reader(
         head,
         rest: reader,
         next_line: n,
+    })
+}
+
+/// A trace file, opened: its spans are read already.
+fn traces_opened(
+    origin: String,
+    traces: super::traces::TraceFile,
+    forced: Option<Source>,
+) -> Result<Opened, LoadError> {
+    if let Some(f) = forced {
+        return Err(LoadError::Refused {
+            origin,
+            reason: format!(
+                "--format {} does not fit: the content is OTLP traces, whose spans say each request's provider; leave --format out",
+                f.as_str()
+            ),
+        });
+    }
+    Ok(Opened {
+        size: None,
+        detail: Detail::Full,
+        origin,
+        layout: Layout::Traces(traces),
+        head: Vec::new(),
+        rest: Box::new(std::io::empty()),
+        next_line: 0,
     })
 }
 
@@ -704,6 +743,10 @@ fn document(
         return Ok(opened_document(origin, doc, text));
     }
     let doc: Value = match serde_json::from_str(&text) {
+        Ok(doc) if otlp::is_traces(&doc) => {
+            let traces = super::traces::document(&origin, &text)?;
+            return traces_opened(origin, traces, forced);
+        }
         Ok(doc) => loopdbg_wire::read::cassettes::normalized(doc),
         // VCR cassettes are YAML: read as the same tree.
         Err(e) => match yaml_cassette(&text) {
@@ -836,6 +879,7 @@ pub(super) fn conversation_of_line(
             path: "response".into(),
             ..Default::default()
         },
+        kept_in: loopdbg_wire::read::Keeper::Recording,
     });
     Ok(Some(conv))
 }
@@ -996,6 +1040,32 @@ fn read_opened(
             })
         }
         Layout::Document(doc, text) => read_document(&origin, doc, &text, forced, replies, each),
+        Layout::Traces(file) => {
+            let read = otlp::read_traces(&file.spans, replies == Replies::Appended);
+            let mut errors = file.errors;
+            errors.extend(read.errors.into_iter().map(|e| LoadError::Refused {
+                origin: match e.line {
+                    Some(n) => format!("{origin}:{n}"),
+                    None => origin.clone(),
+                },
+                reason: e.message,
+            }));
+            let format = read.conversations.first().map_or(
+                Source::Provider(loopdbg_wire::provider::Format::Openai),
+                |c| c.source,
+            );
+            let count = read.conversations.len();
+            for c in read.conversations {
+                each(None, c);
+            }
+            Ok(ReadSummary {
+                format,
+                conversations: count,
+                errors,
+                recording: true,
+                skipped: 0,
+            })
+        }
         Layout::Log(source) => {
             let mut log = Log::new(source).expect("a log source");
             if let Some(bytes) = opened.size {
@@ -1585,6 +1655,12 @@ pub fn fix_file(
             ),
         });
     }
+    if let Layout::Traces(_) = opened.layout {
+        return Err(LoadError::Refused {
+            origin,
+            reason: "--fix does not rewrite a trace (spans record what was sent; they are not sent again); check reports which call lost its result".into(),
+        });
+    }
     let existing = match force {
         true => super::files::Existing::Replace,
         false => super::files::Existing::Keep,
@@ -1617,7 +1693,7 @@ fn write_repaired(
     write_err: &dyn Fn(std::io::Error) -> LoadError,
 ) -> Result<usize, LoadError> {
     match opened.layout {
-        Layout::Log(_) => unreachable!("refused before"),
+        Layout::Log(_) | Layout::Traces(_) => unreachable!("refused before"),
         Layout::Document(mut doc, text) => {
             let source = forced
                 .or_else(|| detect(&doc))

@@ -32,6 +32,7 @@ mod mcp;
 pub mod prices;
 
 pub mod terminal;
+mod traces;
 
 use std::io::Write;
 use std::process::ExitCode;

@@ -128,8 +128,10 @@ fn weigh_by_the_answer(answer: &Answer, out: &mut Vec<Finding>) {
             .filter(|f| f.kind == Kind::UnansweredCall && !f.rejected_by_provider)
         {
             f.message = format!(
-                "{} The recording shows this request answered {}.",
-                f.message, answer.status
+                "{} The {} shows this request answered {}.",
+                f.message,
+                answer.kept_in.noun(),
+                answer.status
             );
             f.evidence = Some(Evidence {
                 outcome: Fate::Answered,
@@ -141,8 +143,10 @@ fn weigh_by_the_answer(answer: &Answer, out: &mut Vec<Finding>) {
     for f in out.iter_mut().filter(|f| f.rejected_by_provider) {
         if accepted {
             f.message = format!(
-                "as written, a provider would refuse this ({}) but the recording shows it answered {}: it accepts this shape",
-                f.message, answer.status
+                "as written, a provider would refuse this ({}) but the {} shows it answered {}: it accepts this shape",
+                f.message,
+                answer.kept_in.noun(),
+                answer.status
             );
             f.severity = Severity::Warning;
             f.rejected_by_provider = false;
@@ -168,7 +172,10 @@ fn weigh_by_the_answer(answer: &Answer, out: &mut Vec<Finding>) {
                     true => "in these words".to_string(),
                     false => format!("«{}»", answer.text.chars().take(200).collect::<String>()),
                 };
-                format!("The recording confirms it: the provider answered 400 {words}.")
+                format!(
+                    "The {} confirms it: the provider answered 400 {words}.",
+                    answer.kept_in.noun()
+                )
             }
             _ => continue,
         };

@@ -19,6 +19,7 @@ mod gemini;
 mod gemini_cli;
 pub(crate) mod openai_chat;
 pub mod opencode;
+pub mod otlp;
 pub mod plain;
 pub mod recording;
 pub mod responses;
@@ -246,6 +247,28 @@ pub struct Answer {
     pub text: String,
     /// Where the response is in the recording.
     pub source: BlockSource,
+    /// What kind of file keeps it, for the words that cite it.
+    pub kept_in: Keeper,
+}
+
+/// What kind of file recorded a provider's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Keeper {
+    /// An HTTP recording or a proxy capture.
+    #[default]
+    Recording,
+    /// A span of an OpenTelemetry trace.
+    Trace,
+}
+
+impl Keeper {
+    /// The noun a finding cites it by.
+    pub fn noun(self) -> &'static str {
+        match self {
+            Keeper::Recording => "recording",
+            Keeper::Trace => "trace",
+        }
+    }
 }
 
 /// A request the provider refused, as an agent log recorded it.

@@ -345,6 +345,7 @@ pub fn read_recording_with(doc: &Value, append: Option<AppendReply>) -> Option<R
                     path: format!("{path}.response").into(),
                     ..Default::default()
                 },
+                kept_in: super::Keeper::Recording,
             });
         }
         out.push(conv);
