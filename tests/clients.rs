@@ -231,3 +231,77 @@ fn the_official_mcp_client_and_server_behave_through_the_tap_as_direct() {
     assert_eq!(report["files"][0]["format"], "mcp");
     assert_eq!(report["files"][0]["results"][0]["messages"], 9);
 }
+
+/// Real instrumentation libraries over the real SDKs against the fake
+/// (`tests/clients/otel_loop.py`), their spans exported by the
+/// OpenTelemetry SDK as OTLP JSON Lines and protobuf: `check` finds the
+/// fake's 400 in the trace whose loop dropped a result, naming the call,
+/// and nothing in the trace whose loop answered both calls.
+#[test]
+fn real_instrumentation_traces_check_as_the_provider_answered() {
+    let Some(python) = python() else {
+        return common::skip(
+            "real_instrumentation_traces_check_as_the_provider_answered",
+            "no instrumentation virtualenv in target/clients (run scripts/install-clients.sh)",
+        );
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let fake = rt.block_on(fake::start());
+    let dir = common::scratch("otel-clients");
+    for (library, id) in [
+        ("openinference-openai", "call_f1"),
+        ("openinference-anthropic", "toolu_f1"),
+        ("openllmetry-anthropic", "toolu_f1"),
+        ("otel-openai-v2", "call_f1"),
+    ] {
+        for mode in ["all", "first"] {
+            let json = dir.join(format!("{library}-{mode}.jsonl"));
+            let pb = dir.join(format!("{library}-{mode}.pb"));
+            let out = Command::new(&python)
+                .arg("tests/clients/otel_loop.py")
+                .args([library, &fake.url, mode])
+                .arg(&json)
+                .arg(&pb)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{library}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let ran: Value = serde_json::from_slice(&out.stdout).unwrap();
+            for file in [&json, &pb] {
+                let checked = Command::new(env!("CARGO_BIN_EXE_loopdbg"))
+                    .args(["check", "--format", "json"])
+                    .arg(file)
+                    .output()
+                    .unwrap();
+                let report: Value = serde_json::from_slice(&checked.stdout).unwrap();
+                let findings: Vec<&Value> = report["files"][0]["results"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .flat_map(|r| r["findings"].as_array().unwrap())
+                    .filter(|f| f["kind"] == "unanswered_call")
+                    .collect();
+                match mode {
+                    "all" => {
+                        assert_eq!(ran["answer"], "北京 18°C, USD/CNY 7.12", "{ran}");
+                        assert_eq!(checked.status.code(), Some(0), "{library} {report:#}");
+                    }
+                    _ => {
+                        assert_eq!(ran["status"], 400, "{ran}");
+                        assert_eq!(checked.status.code(), Some(1), "{library} {report:#}");
+                        assert_eq!(findings.len(), 1, "{library} {report:#}");
+                        assert_eq!(findings[0]["ids"][0], id);
+                        assert_eq!(findings[0]["rejected_by_provider"], true);
+                    }
+                }
+                assert!(
+                    !std::fs::read_to_string(&json).unwrap().contains("sk-"),
+                    "an API key reached the trace"
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,245 @@
+//! OpenTelemetry traces as `check`, replay and `record` read them. The
+//! fixtures in `tests/fixtures/otlp/` are spans written by real
+//! instrumentation libraries over the real SDKs against the fake provider
+//! (`tests/clients/otel_loop.py`; SOURCE.md there says which versions):
+//! each library's `all` trace answered both parallel calls, its `first`
+//! trace only the first, so the fake refused the second request. Each is
+//! there as OTLP JSON Lines (the OpenTelemetry JSON file exporter) and as
+//! OTLP protobuf (the SDK's own encoder). The live runs are in
+//! tests/clients.rs.
+
+mod common;
+use common::{loopdbg, scratch};
+use serde_json::Value;
+
+/// Library, dialect it writes, provider, and the id it left unanswered.
+const LIBRARIES: &[(&str, &str, &str, &str)] = &[
+    (
+        "openinference-openai",
+        "llm.input_messages",
+        "openai",
+        "call_f1",
+    ),
+    (
+        "openinference-anthropic",
+        "llm.input_messages",
+        "anthropic",
+        "toolu_f1",
+    ),
+    (
+        "openllmetry-anthropic",
+        "gen_ai.input.messages",
+        "anthropic",
+        "toolu_f1",
+    ),
+    (
+        "otel-openai-v2",
+        "gen_ai.input.messages",
+        "openai",
+        "call_f1",
+    ),
+];
+
+fn fixture(name: &str) -> String {
+    format!("tests/fixtures/otlp/{name}")
+}
+
+fn check_json(path: &str) -> (Option<i32>, Value) {
+    let out = loopdbg()
+        .args(["check", "--format", "json", path])
+        .output()
+        .unwrap();
+    let report = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{path}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
+    (out.status.code(), report)
+}
+
+fn findings(report: &Value) -> Vec<Value> {
+    report["files"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r["findings"].as_array().unwrap().clone())
+        .collect()
+}
+
+#[test]
+fn a_dropped_result_is_the_providers_400_naming_the_call_in_every_dialect() {
+    for (library, dialect, provider, id) in LIBRARIES {
+        for ext in ["jsonl", "pb"] {
+            let path = fixture(&format!("{library}-first.{ext}"));
+            let (code, report) = check_json(&path);
+            assert_eq!(code, Some(1), "{path}");
+            let file = &report["files"][0];
+            assert_eq!(file["requests"], 2, "{path}: one request per LLM span");
+            assert_eq!(file["conversations"], 1, "{path}");
+            let all = findings(&report);
+            let refused: Vec<&Value> = all
+                .iter()
+                .filter(|f| f["kind"] == "unanswered_call")
+                .collect();
+            assert_eq!(refused.len(), 1, "{path}: {all:#?}");
+            let f = refused[0];
+            assert_eq!(f["ids"], serde_json::json!([id]), "{path}");
+            assert_eq!(f["severity"], "400", "{path}");
+            assert_eq!(f["rejected_by_provider"], true, "{path}");
+            // The provider's own words, confirmed by what the span recorded.
+            assert_eq!(f["evidence"]["outcome"], "refused", "{path}: {f:#}");
+            let message = f["message"].as_str().unwrap();
+            assert!(
+                message.contains("The trace confirms it"),
+                "{path}: {message}"
+            );
+            // Where: the trace, the span, the attribute.
+            let place = f["path"].as_str().unwrap();
+            assert!(place.starts_with("trace "), "{path}: {place}");
+            assert!(place.contains(" span "), "{path}: {place}");
+            let attribute = match *dialect {
+                // OpenInference keeps the whole request in `input.value`.
+                "llm.input_messages" => "input.value messages[1]",
+                d => d,
+            };
+            assert!(place.contains(attribute), "{path}: {place}");
+            let label = report["files"][0]["results"][0]["label"].as_str().unwrap();
+            assert!(label.contains(dialect), "{path}: {label}");
+            assert_eq!(file["format"], *provider, "{path}");
+            // The tool spans say the second call never ran.
+            assert!(
+                all.iter()
+                    .any(|f| f["kind"] == "tool_never_ran" && f["ids"][0] == *id),
+                "{path}: {all:#?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_complete_trace_is_clean() {
+    for (library, _, provider, _) in LIBRARIES {
+        for ext in ["jsonl", "pb"] {
+            let path = fixture(&format!("{library}-all.{ext}"));
+            let (code, report) = check_json(&path);
+            assert_eq!(code, Some(0), "{path}: {report:#}");
+            assert_eq!(report["files"][0]["requests"], 2, "{path}");
+            assert_eq!(report["files"][0]["format"], *provider, "{path}");
+            assert!(findings(&report).is_empty(), "{path}: {report:#}");
+        }
+    }
+}
+
+#[test]
+fn json_and_protobuf_of_one_trace_read_the_same() {
+    for (library, ..) in LIBRARIES {
+        for mode in ["all", "first"] {
+            let (_, json) = check_json(&fixture(&format!("{library}-{mode}.jsonl")));
+            let (_, pb) = check_json(&fixture(&format!("{library}-{mode}.pb")));
+            // What was found, about which ids, how grave, in whose words
+            // (the JSON Lines file also names a line, which protobuf has
+            // not, and a finding in a log-like file names the call's block).
+            let strip = |f: Vec<Value>| {
+                f.into_iter()
+                    .map(|f| {
+                        (
+                            f["kind"].clone(),
+                            f["ids"].clone(),
+                            f["severity"].clone(),
+                            f["message"].clone(),
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(
+                strip(findings(&json)),
+                strip(findings(&pb)),
+                "{library}-{mode}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_trace_replays_and_records_as_its_loop() {
+    let dir = scratch("otlp-record");
+    for (library, ..) in LIBRARIES {
+        let session = dir.join(format!("{library}.json"));
+        loopdbg()
+            .args(["record", &fixture(&format!("{library}-all.jsonl")), "-o"])
+            .arg(&session)
+            .assert()
+            .success();
+        let out = loopdbg()
+            .args(["run", "--format", "json"])
+            .arg(&session)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{library}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let run: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let text = run.to_string();
+        // The two parallel calls, then the fake's answer.
+        assert!(
+            text.contains("get_weather") && text.contains("get_fx_rate"),
+            "{library}: {text}"
+        );
+        assert!(
+            text.contains("北京 18°C, USD/CNY 7.12"),
+            "{library}: {text}"
+        );
+    }
+}
+
+#[test]
+fn a_broken_export_is_located_and_the_rest_is_read() {
+    let dir = scratch("otlp-bad");
+    let good = std::fs::read_to_string(fixture("otel-openai-v2-first.jsonl")).unwrap();
+    let mut lines: Vec<&str> = good.lines().collect();
+    lines.insert(1, r#"{"resourceSpans": [{"scopeSpans": 7}]}"#);
+    let path = dir.join("broken.jsonl");
+    std::fs::write(&path, lines.join("\n")).unwrap();
+    let out = loopdbg().args(["check"]).arg(&path).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let said =
+        String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("broken.jsonl:2:"), "{said}");
+    assert!(
+        said.contains("expected an OTLP JSON export of traces"),
+        "{said}"
+    );
+    // The other exports were still read and checked.
+    assert!(said.contains("unanswered_call"), "{said}");
+}
+
+#[test]
+fn a_protobuf_that_is_not_otlp_is_refused_clearly() {
+    let dir = scratch("otlp-bad-pb");
+    let path = dir.join("broken.pb");
+    let mut bytes = std::fs::read(fixture("otel-openai-v2-first.pb")).unwrap();
+    bytes.truncate(bytes.len() / 2);
+    std::fs::write(&path, bytes).unwrap();
+    let out = loopdbg().args(["check"]).arg(&path).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("expected OTLP protobuf"), "{said}");
+    assert!(!said.contains("panicked"), "{said}");
+}
+
+#[test]
+fn fix_refuses_a_trace() {
+    let dir = scratch("otlp-fix");
+    let out = loopdbg()
+        .args([
+            "check",
+            "--fix",
+            "synthesize",
+            &fixture("otel-openai-v2-first.jsonl"),
+            "-o",
+        ])
+        .arg(dir.join("fixed.jsonl"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not rewrite a trace"));
+}
