@@ -305,3 +305,61 @@ fn real_instrumentation_traces_check_as_the_provider_answered() {
         }
     }
 }
+
+/// `run --export otlp` (a run, and a replay of a trace) parses with the
+/// OpenTelemetry project's own protobuf schema (opentelemetry-proto's
+/// Python messages, strictly: no unknown field, no wrong type).
+#[test]
+fn exported_otlp_parses_with_the_opentelemetry_proto_schema() {
+    let Some(python) = python() else {
+        return common::skip(
+            "exported_otlp_parses_with_the_opentelemetry_proto_schema",
+            "no opentelemetry-proto virtualenv in target/clients (run scripts/install-clients.sh)",
+        );
+    };
+    let dir = common::scratch("otlp-schema");
+    let run = dir.join("run.jsonl");
+    let replay = dir.join("replay.jsonl");
+    for (input, out, extra) in [
+        (
+            "sessions/weather_fx.json",
+            &run,
+            &["--extract", "first"][..],
+        ),
+        (
+            "tests/fixtures/otlp/openllmetry-anthropic-all.jsonl",
+            &replay,
+            &[][..],
+        ),
+    ] {
+        let status = Command::new(env!("CARGO_BIN_EXE_loopdbg"))
+            .args(["run", input, "--export", "otlp", "-o"])
+            .arg(out)
+            .args(extra)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    let out = Command::new(&python)
+        .arg("tests/clients/otlp_validate.py")
+        .arg(&run)
+        .arg(&replay)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let parsed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        parsed[0]["spans"],
+        serde_json::json!([
+            "invoke_agent Two calls in one turn: weather and FX, and what `first` costs",
+            "chat claude-sonnet-4-5",
+            "execute_tool get_weather",
+            "chat claude-sonnet-4-5"
+        ])
+    );
+    assert_eq!(parsed[1]["spans"].as_array().unwrap().len(), 6, "{parsed}");
+}

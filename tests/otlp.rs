@@ -243,3 +243,120 @@ fn fix_refuses_a_trace() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("does not rewrite a trace"));
 }
+
+/// `run --export otlp` of a session, read back: `check` finds in the
+/// spans what the run's own warnings say, and `record` turns them into a
+/// session that runs the same loop.
+#[test]
+fn an_exported_run_reads_back_into_the_same_run() {
+    let dir = scratch("otlp-export");
+    for (session, extract) in [
+        ("sessions/weather_fx.json", "all"),
+        ("sessions/weather_fx.json", "first"),
+        ("sessions/weather.json", "all"),
+    ] {
+        let export = dir.join("run.otlp.jsonl");
+        loopdbg()
+            .args([
+                "run",
+                session,
+                "--extract",
+                extract,
+                "--export",
+                "otlp",
+                "--force",
+                "-o",
+            ])
+            .arg(&export)
+            .env("SOURCE_DATE_EPOCH", "1700000000")
+            .assert()
+            .success();
+        let text = std::fs::read_to_string(&export).unwrap();
+        let doc: Value = serde_json::from_str(&text).unwrap();
+        let spans = doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
+            .as_array()
+            .unwrap();
+        assert!(
+            spans[0]["name"]
+                .as_str()
+                .unwrap()
+                .starts_with("invoke_agent ")
+        );
+        assert_eq!(
+            spans[0]["startTimeUnixNano"], "1700000000000000000",
+            "SOURCE_DATE_EPOCH"
+        );
+        // The run's own verdict and the spans' agree.
+        let run: Value = serde_json::from_slice(
+            &loopdbg()
+                .args(["run", session, "--extract", extract, "--format", "json"])
+                .output()
+                .unwrap()
+                .stdout,
+        )
+        .unwrap();
+        let (code, report) = check_json(export.to_str().unwrap());
+        let rejected = findings(&report)
+            .iter()
+            .any(|f| f["kind"] == "unanswered_call" && f["severity"] == "400");
+        let warned = run["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["kind"] == "provider_400");
+        assert_eq!(rejected, warned, "{session} {extract}: {report:#}");
+        assert_eq!(code, Some(if warned { 1 } else { 0 }), "{report:#}");
+        // Each finding is on its trip span as an event, too.
+        if warned {
+            assert!(text.contains(r#""name":"loopdbg.finding""#), "{text}");
+        }
+        if extract == "all" {
+            let recorded = dir.join(format!("recorded-{}.json", session.len()));
+            loopdbg()
+                .args(["record"])
+                .arg(&export)
+                .arg("-o")
+                .arg(&recorded)
+                .assert()
+                .success();
+            let again: Value = serde_json::from_slice(
+                &loopdbg()
+                    .args(["run", "--format", "json"])
+                    .arg(&recorded)
+                    .output()
+                    .unwrap()
+                    .stdout,
+            )
+            .unwrap();
+            assert_eq!(again["final_text"], run["final_text"], "{session}");
+            assert_eq!(again["tool_runs"], run["tool_runs"], "{session}");
+        }
+    }
+}
+
+#[test]
+fn a_replay_exports_in_its_own_providers_format() {
+    let dir = scratch("otlp-replay");
+    let export = dir.join("replay.jsonl");
+    loopdbg()
+        .args([
+            "run",
+            &fixture("otel-openai-v2-first.jsonl"),
+            "--export",
+            "otlp",
+            "-o",
+        ])
+        .arg(&export)
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&export).unwrap();
+    assert!(text.contains(r#""stringValue":"openai""#), "{text}");
+    assert!(text.contains(r#""stringValue":"replay""#), "{text}");
+    let (code, report) = check_json(export.to_str().unwrap());
+    assert_eq!(code, Some(1));
+    let all = findings(&report);
+    let f = all.iter().find(|f| f["kind"] == "unanswered_call").unwrap();
+    assert_eq!(f["ids"][0], "call_f1");
+    // No provider answered a replay's spans: nothing confirms or contradicts.
+    assert!(f.get("evidence").is_none(), "{f:#}");
+}

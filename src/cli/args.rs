@@ -166,8 +166,23 @@ fn parse_spec(s: &str) -> Result<StrategySpec, String> {
     Ok(StrategySpec(flags))
 }
 
-fn parse_export(s: &str) -> Result<loopdbg_handout::Kind, String> {
-    s.parse()
+/// What `run --export` writes: a handout, or the run as OTLP traces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Export {
+    /// Markdown, HTML or JSON (`loopdbg_handout`).
+    Handout(loopdbg_handout::Kind),
+    /// OTLP JSON: a span per trip and per tool run, findings as events.
+    Otlp,
+}
+
+fn parse_export(s: &str) -> Result<Export, String> {
+    match s {
+        "otlp" => Ok(Export::Otlp),
+        s => s
+            .parse()
+            .map(Export::Handout)
+            .map_err(|_| format!("unknown export `{s}` (expected md, html, json or otlp)")),
+    }
 }
 
 fn parse_on_unjudged(s: &str) -> Result<OnUnjudged, String> {
@@ -303,9 +318,12 @@ pub struct RunArgs {
     #[arg(long, requires = "emit")]
     pub all: bool,
     /// Write a handout of the run: md, html (one self-contained file) or
-    /// json (the whole trace). To -o FILE, or standard output.
+    /// json (the whole trace); or otlp, the run as OTLP JSON traces (a
+    /// span per trip and per tool run, findings as span events). To -o
+    /// FILE, or standard output. A captured conversation (a capture, an
+    /// agent log, a trace) is replayed and written the same way.
     #[arg(long, value_parser = parse_export, conflicts_with = "emit")]
-    pub export: Option<loopdbg_handout::Kind>,
+    pub export: Option<Export>,
     /// The wire format of the handout's request bodies (default anthropic).
     #[arg(long, value_parser = parse_provider, requires = "export")]
     pub wire: Option<Format>,

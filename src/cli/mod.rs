@@ -40,14 +40,14 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use args::{
-    CheckArgs, CheckFormat, Cli, Command, CompareArgs, CompareFormat, DiffArgs, LintArgs,
+    CheckArgs, CheckFormat, Cli, Command, CompareArgs, CompareFormat, DiffArgs, Export, LintArgs,
     ProxyArgs, RunArgs, RunFormat, StrategyFlags, TourArgs,
 };
 use loopdbg_engine::trace::Phase;
 use loopdbg_engine::{Session, Strategy};
 use loopdbg_lesson::report::{RunReport, compare_markdown, compare_rows};
 use loopdbg_tui::App;
-use loopdbg_wire::provider::{default_model, request_body};
+use loopdbg_wire::provider::{Format, default_model, request_body};
 
 /// How much `run --emit` prints without being asked for everything.
 const EMIT_LIMIT: u64 = 64 << 20;
@@ -211,33 +211,31 @@ fn open(cli: Cli) -> Result<ExitCode, Failure> {
 /// bodies the loop sends.
 fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     let anywhere = args.places.agents_anywhere;
-    let loaded = load::session(&args.session, anywhere)?;
-    let strategy = strategy_for(&loaded.session, &args.strategy)?;
-    let trace = loopdbg_engine::run(&loaded.session, &strategy);
-    if let Some(kind) = args.export {
+    // A captured conversation is replayed for an export.
+    let replay = args.export.is_some() && load::is_transcript(&args.session);
+    let (session, trace, read_as) = match replay {
+        true => {
+            let (session, trace, format) = replayed(&args.session)?;
+            (session, trace, Some(format))
+        }
+        false => {
+            let loaded = load::session(&args.session, anywhere)?;
+            let strategy = strategy_for(&loaded.session, &args.strategy)?;
+            let trace = loopdbg_engine::run(&loaded.session, &strategy);
+            (loaded.session, trace, None)
+        }
+    };
+    if let Some(export) = args.export {
+        // A replay is written in its own provider's format by default.
         let format = args
             .wire
+            .or(read_as)
             .unwrap_or(loopdbg_wire::provider::Format::Anthropic);
-        let opts = loopdbg_handout::Options {
-            kind,
-            format,
-            model: default_model(format).to_string(),
-            redact: args.redact,
-            origin: args.session.display().to_string(),
-            prices: std::sync::Arc::new(prices::prices().clone()),
+        let origin = args.session.display().to_string();
+        let text = match export {
+            Export::Otlp => otlp_text(&session, &trace, format, &origin, replay),
+            Export::Handout(kind) => handout_text(&session, &trace, kind, format, &args),
         };
-        let mut text = loopdbg_handout::render(&loaded.session, &trace, &opts);
-        if kind == loopdbg_handout::Kind::Json
-            && let Ok(doc) = serde_json::from_str::<serde_json::Value>(&text)
-        {
-            // Written again through the inert writer: bidi and tag
-            // characters as \u escapes, which parse back the same.
-            let mut inert = Vec::with_capacity(text.len());
-            if json::pretty(&mut inert, &doc).is_ok() {
-                inert.push(b'\n');
-                text = String::from_utf8(inert).unwrap_or(text);
-            }
-        }
         return match args.output {
             Some(path) => {
                 // --force replaces a handout, never the session being run.
@@ -260,10 +258,10 @@ fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         };
     }
     if let Some(provider) = args.emit {
-        return emit(&args, provider, &loaded.session, &trace);
+        return emit(&args, provider, &session, &trace);
     }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let report = RunReport::new(&loaded.session, &trace);
+    let report = RunReport::new(&session, &trace);
     match args.format {
         RunFormat::Text => out.write_all(report.to_text().as_bytes())?,
         RunFormat::Json => {
@@ -553,6 +551,98 @@ fn check_files(args: CheckArgs) -> Result<ExitCode, Failure> {
     }))
 }
 
+/// A handout of the run, as `kind`.
+fn handout_text(
+    session: &Session,
+    trace: &loopdbg_engine::trace::Trace,
+    kind: loopdbg_handout::Kind,
+    format: Format,
+    args: &RunArgs,
+) -> String {
+    let opts = loopdbg_handout::Options {
+        kind,
+        format,
+        model: default_model(format).to_string(),
+        redact: args.redact,
+        origin: args.session.display().to_string(),
+        prices: std::sync::Arc::new(prices::prices().clone()),
+    };
+    let text = loopdbg_handout::render(session, trace, &opts);
+    if kind == loopdbg_handout::Kind::Json
+        && let Ok(doc) = serde_json::from_str::<serde_json::Value>(&text)
+    {
+        // Written again through the inert writer: bidi and tag
+        // characters as \u escapes, which parse back the same.
+        let mut inert = Vec::with_capacity(text.len());
+        if json::pretty(&mut inert, &doc).is_ok() {
+            inert.push(b'\n');
+            return String::from_utf8(inert).unwrap_or(text);
+        }
+    }
+    text
+}
+
+/// The run as OTLP JSON (one export, one line), its times from now (or
+/// from `SOURCE_DATE_EPOCH`, for an export that is the same every time),
+/// credential-shaped strings masked as in a capture.
+fn otlp_text(
+    session: &Session,
+    trace: &loopdbg_engine::trace::Trace,
+    format: loopdbg_wire::provider::Format,
+    origin: &str,
+    replay: bool,
+) -> String {
+    let base_ns = std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .map(|s| s.saturating_mul(1_000_000_000))
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+        });
+    let replied_by = match replay {
+        true => "replay",
+        false => "stub",
+    };
+    let model = trace
+        .rounds
+        .iter()
+        .find_map(|r| r.reply.model.as_deref())
+        .unwrap_or(default_model(format));
+    let export = loopdbg_wire::spans::of_run(
+        session,
+        trace,
+        format,
+        model,
+        base_ns,
+        &format!("{origin}@{base_ns}"),
+        replied_by,
+    );
+    let text = loopdbg_wire::spans::to_json(&export);
+    loopdbg_wire::secrets::mask_shapes(&text).into_owned() + "\n"
+}
+
+/// The newest conversation of a captured file, replayed as a session and
+/// its trace (what `diff` and `run --export` take of a capture).
+fn replayed(
+    path: &std::path::Path,
+) -> Result<(Session, loopdbg_engine::trace::Trace, Format), Failure> {
+    let name = path.display().to_string();
+    let mut last = None;
+    check::for_each_conversation(path, None, check::Replies::Appended, |_, c| last = Some(c))?;
+    let Some(conv) = last else {
+        return Err(bad_flag(format!("{name} holds no conversation")));
+    };
+    let findings =
+        live::capture_findings(path, None).unwrap_or_else(|| loopdbg_wire::check::check(&conv));
+    Ok((
+        loopdbg_wire::replay::session_for(&conv, &name),
+        loopdbg_wire::replay::trace_of(&conv, &findings),
+        conv.source.provider(),
+    ))
+}
+
 /// A debugger replaying conversation `which` (1-based, default the first)
 /// of a captured file, at its newest request: an agent sends its history
 /// with each request, so the requests that grow one history are one
@@ -673,17 +763,11 @@ fn diff_side(
                 "{name} is a captured conversation: it has no strategy to set (loopdbg record turns it into a session that has)"
             )));
         }
-        let mut last = None;
-        check::for_each_conversation(path, None, check::Replies::Appended, |_, c| last = Some(c))?;
-        let Some(conv) = last else {
-            return Err(bad_flag(format!("{name} holds no conversation")));
-        };
-        let findings =
-            live::capture_findings(path, None).unwrap_or_else(|| loopdbg_wire::check::check(&conv));
+        let (session, trace, _) = replayed(path)?;
         return Ok(DiffSide {
             label: format!("{name} [replay]"),
-            session: loopdbg_wire::replay::session_for(&conv, &name),
-            trace: loopdbg_wire::replay::trace_of(&conv, &findings),
+            session,
+            trace,
         });
     }
     let loaded = load::session(path, agents_anywhere)?;

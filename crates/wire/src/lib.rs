@@ -52,6 +52,7 @@ pub mod record;
 pub mod replay;
 pub mod route;
 pub mod secrets;
+pub mod spans;
 pub mod stream;
 pub mod threads;
 pub mod usage;

@@ -952,7 +952,12 @@ fn tools_for(format: Format, tools: &[Value]) -> Value {
 /// words when it refused. A span's own `http.response.status_code`, a
 /// child's (the SDK's own span under the instrumentation's), or the
 /// status the SDK's error names (`Error code: 400 - …`).
-fn answer_of(span: &Span, children: &[&Span]) -> Option<(u16, String)> {
+fn answer_of(span: &Span, children: &[&Span], replied: bool) -> Option<(u16, String)> {
+    // loopdbg's own export of a run (a stub model answered) or of a
+    // replay: no provider's answer is on record.
+    if matches!(span.str("loopdbg.replied_by"), Some("stub" | "replay")) {
+        return None;
+    }
     let recorded = std::iter::once(span)
         .chain(children.iter().copied())
         .find_map(|s| s.int("http.response.status_code"))
@@ -968,9 +973,12 @@ fn answer_of(span: &Span, children: &[&Span]) -> Option<(u16, String)> {
         let at = m.find("Error code: ")? + "Error code: ".len();
         m[at..at + 3.min(m.len() - at)].parse::<u16>().ok()
     });
+    // OK, or unset with the model's reply recorded (the official
+    // instrumentation leaves a success unset).
     let status = recorded.or(named).or(match span.status {
-        2 => None,
-        _ => Some(200),
+        1 => Some(200),
+        0 if replied => Some(200),
+        _ => None,
     })?;
     let text = match (200..300).contains(&status) {
         true => String::new(),
@@ -1051,7 +1059,7 @@ pub fn read_traces(spans: &[Span], replies: bool) -> Traces {
             .get(span.span_id.as_str())
             .cloned()
             .unwrap_or_default();
-        let answer = answer_of(span, &kids);
+        let answer = answer_of(span, &kids, !exchange.output.is_empty());
         match conversation_of(span, &exchange, answer.as_ref(), replies) {
             Ok(mut conv) => {
                 if traced_tools.contains(span.trace_id.as_str()) {
@@ -1080,7 +1088,10 @@ fn conversation_of(
             span.trace_id, span.span_id, e.message
         ),
     };
-    let answered = answer.is_some_and(|(s, _)| (200..300).contains(s));
+    // The reply is appended unless the provider refused the request (a
+    // span with no status on record, as loopdbg's own export of a run
+    // writes, still holds its reply).
+    let answered = !answer.is_some_and(|(s, _)| !(200..300).contains(s));
     let mut conv = match &exchange.body {
         // The request body itself (OpenInference's `input.value`).
         Some(body) if exchange.input.is_empty() || detect(body).is_some() => {
@@ -1328,7 +1339,7 @@ mod tests {
         let mut s = span(json!({}));
         s.status = 2;
         s.status_message = python.into();
-        assert_eq!(answer_of(&s, &[]).unwrap().0, 400);
+        assert_eq!(answer_of(&s, &[], false).unwrap().0, 400);
     }
 
     #[test]
