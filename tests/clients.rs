@@ -361,5 +361,5 @@ fn exported_otlp_parses_with_the_opentelemetry_proto_schema() {
             "chat claude-sonnet-4-5"
         ])
     );
-    assert_eq!(parsed[1]["spans"].as_array().unwrap().len(), 6, "{parsed}");
+    assert_eq!(parsed[1]["spans"].as_array().unwrap().len(), 5, "{parsed}");
 }
