@@ -1417,3 +1417,102 @@ fn invoke_model_is_checked_as_anthropic_and_refused_as_bedrock() {
     assert!(proxy.next_line().contains("BLOCKED"));
     assert!(fake.log.lock().unwrap().requests.is_empty());
 }
+
+/// `--otlp`: each exchange reaches a collector as a span in the GenAI
+/// conventions, the broken request's finding as a `loopdbg.finding`
+/// event in the provider's words; the agent's answers are the same as
+/// without it.
+#[test]
+fn otlp_sends_each_exchange_to_the_collector_as_a_span() {
+    let rt = runtime();
+    let fake = rt.block_on(fake::start());
+    let collector = rt.block_on(fake::start_collector());
+    let (_dir, path) = temp();
+    let proxy = Proxy::start(&fake.url, &path, &["--otlp", &collector.url]);
+    let (statuses, _) = rt.block_on(anthropic_agent(&proxy.url, "weather and fx", true));
+    assert_eq!(statuses, [200, 400]);
+    let spans = rt.block_on(collector.spans(2, WAIT));
+    assert_eq!(spans.len(), 2, "{spans:#?}");
+    let attribute = |span: &Value, key: &str| -> Value {
+        span["attributes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["key"] == key)
+            .map(|a| a["value"].clone())
+            .unwrap_or(Value::Null)
+    };
+    for span in &spans {
+        assert_eq!(
+            attribute(span, "gen_ai.operation.name")["stringValue"],
+            "chat"
+        );
+        assert_eq!(
+            attribute(span, "gen_ai.provider.name")["stringValue"],
+            "anthropic"
+        );
+        assert_eq!(
+            attribute(span, "loopdbg.replied_by")["stringValue"],
+            "provider"
+        );
+    }
+    let refused = &spans[1];
+    assert_eq!(
+        attribute(refused, "http.response.status_code")["intValue"],
+        "400"
+    );
+    assert_eq!(refused["status"]["code"], 2);
+    let event = &refused["events"][0];
+    assert_eq!(event["name"], "loopdbg.finding");
+    let said = event.to_string();
+    assert!(
+        said.contains("unanswered_call") && said.contains("toolu_f1"),
+        "{said}"
+    );
+    // The spans carry the messages: the request with both calls.
+    let input = attribute(refused, "gen_ai.input.messages")["stringValue"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        input.contains("toolu_w1") && input.contains("toolu_f1"),
+        "{input}"
+    );
+    // No credential reached the collector.
+    let all = serde_json::to_string(&*collector.received.lock().unwrap()).unwrap();
+    assert!(
+        !all.contains("SECRET"),
+        "a credential reached the collector"
+    );
+    drop(fake);
+}
+
+/// A collector that is not there changes nothing for the agent: the same
+/// statuses and answers as straight to the provider.
+#[test]
+fn a_dead_collector_changes_nothing_for_the_agent() {
+    let rt = runtime();
+    let fake = rt.block_on(fake::start());
+    // A port nobody listens on: bound, then let go.
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", l.local_addr().unwrap())
+    };
+    let (_dir, path) = temp();
+    let proxy = Proxy::start(&fake.url, &path, &["--otlp", &dead]);
+    for first_only in [false, true] {
+        let direct = rt.block_on(anthropic_agent(&fake.url, "weather and fx", first_only));
+        let proxied = rt.block_on(anthropic_agent(&proxy.url, "weather and fx", first_only));
+        let ids = |v: &Value| v.to_string().replace(char::is_numeric, "");
+        assert_eq!(direct.0, proxied.0);
+        assert_eq!(
+            direct.1.iter().map(ids).collect::<Vec<_>>(),
+            proxied.1.iter().map(ids).collect::<Vec<_>>()
+        );
+    }
+    // Every exchange was recorded all the same.
+    for _ in 0..4 {
+        let _ = proxy.next_line();
+    }
+    assert_eq!(capture(&path).len(), 4);
+}

@@ -412,6 +412,12 @@ pub struct ProxyArgs {
     /// is not a loopdbg exchange).
     #[arg(long)]
     pub force: bool,
+    /// Send each exchange as an OTLP span (GenAI conventions, findings as
+    /// `loopdbg.finding` events) to this OTLP/HTTP collector, e.g.
+    /// http://127.0.0.1:4318 (JSON to /v1/traces), off the relay's path:
+    /// a collector that is down only costs counted drops.
+    #[arg(long, value_name = "URL")]
+    pub otlp: Option<String>,
     /// What to do with a request the provider would reject: `forward`
     /// it anyway (the finding is shown), `block` it with a local 400 in
     /// the provider's own words, or `repair=synthesize|strip` it first.

@@ -182,6 +182,18 @@ pub(super) fn refuse_unless_capture(
 struct CaptureFile {
     file: Option<std::fs::File>,
     path: Option<PathBuf>,
+    /// `--otlp`: each exchange also goes out as a span.
+    otlp: Option<loopdbg_proxy::otlp::Sink>,
+}
+
+/// What `--otlp` did, said when the proxy ends.
+fn say_otlp_counts(counts: &loopdbg_proxy::otlp::Counts) {
+    use std::sync::atomic::Ordering;
+    say!(
+        "loopdbg proxy: otlp: {} span(s) sent, {} dropped (queue full, or the collector down or refusing)",
+        counts.sent.load(Ordering::Relaxed),
+        counts.dropped.load(Ordering::Relaxed)
+    );
 }
 
 impl CaptureFile {
@@ -204,10 +216,14 @@ impl CaptureFile {
         Ok(CaptureFile {
             file,
             path: path.map(Path::to_path_buf),
+            otlp: None,
         })
     }
 
     fn append(&mut self, x: &Exchange) {
+        if let Some(sink) = self.otlp.as_mut() {
+            sink.send(x);
+        }
         let Some(file) = self.file.as_mut() else {
             return;
         };
@@ -360,6 +376,7 @@ impl ShutdownSignals {
 pub(super) fn proxy(
     config: loopdbg_proxy::Config,
     capture_path: Option<&Path>,
+    otlp: Option<&str>,
     force: bool,
     no_tui: bool,
 ) -> Result<ExitCode, Failure> {
@@ -392,8 +409,18 @@ pub(super) fn proxy(
     });
     let mut running = runtime.block_on(loopdbg_proxy::start(&config))?;
     let addr = running.addr.to_string();
+    let otlp_counts = match otlp {
+        Some(url) => {
+            let seed = format!("loopdbg proxy {addr} {:?}", std::time::SystemTime::now());
+            let (sink, counts) = loopdbg_proxy::otlp::Sink::start(url, &seed, runtime.handle())
+                .map_err(|e| bad_flag(format!("--otlp: {e}")))?;
+            capture.otlp = Some(sink);
+            Some(counts)
+        }
+        None => None,
+    };
     say!(
-        "loopdbg proxy: listening on http://{addr} → {} · --on-invalid {}{} · {}",
+        "loopdbg proxy: listening on http://{addr} → {} · --on-invalid {}{} · {}{}",
         // A key in the upstream's query (Gemini's `?key=`) is not shown.
         loopdbg_wire::route::redacted_path(&config.upstream.to_string()),
         config.on_invalid,
@@ -404,10 +431,18 @@ pub(super) fn proxy(
         capture_path.map_or_else(
             || "no capture: exchanges are not recorded (--capture FILE records them)".to_string(),
             |p| format!("capture {}", p.display())
-        )
+        ),
+        otlp.map_or(String::new(), |url| format!(
+            " · each exchange as an OTLP span to {}",
+            loopdbg_wire::route::redacted_path(url)
+        ))
     );
     if let Some(signals) = signals {
-        return Ok(print_lines(runtime, running, capture, signals));
+        let code = print_lines(runtime, running, capture, signals);
+        if let Some(counts) = otlp_counts {
+            say_otlp_counts(&counts);
+        }
+        return Ok(code);
     }
     let (updates, feed) = mpsc::unbounded_channel();
     let recorded = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));

@@ -390,7 +390,13 @@ fn proxy(args: ProxyArgs) -> Result<ExitCode, Failure> {
         on_unjudged: args.on_unjudged,
         ..loopdbg_proxy::Config::new(upstream, args.listen)
     };
-    live::proxy(config, args.capture.as_deref(), args.force, args.no_tui)
+    live::proxy(
+        config,
+        args.capture.as_deref(),
+        args.otlp.as_deref(),
+        args.force,
+        args.no_tui,
+    )
 }
 
 /// `loopdbg diff`: two runs aligned, the first divergence; exit 1 when

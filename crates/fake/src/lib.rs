@@ -995,3 +995,69 @@ fn bedrock(body: &Value, stream: bool) -> (u16, Vec<Vec<u8>>) {
     ));
     (200, frames)
 }
+
+/// A fake OTLP/HTTP collector: every `POST /v1/traces` JSON body it took,
+/// in order, and a notification each time one arrives.
+pub struct Collector {
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+    /// The export requests received.
+    pub received: Arc<Mutex<Vec<Value>>>,
+    /// Notified after each one.
+    pub arrived: Arc<tokio::sync::Notify>,
+}
+
+impl Collector {
+    /// Waits until `n` spans have arrived in all, or `within` has passed;
+    /// the spans received by then.
+    pub async fn spans(&self, n: usize, within: std::time::Duration) -> Vec<Value> {
+        let all = |received: &[Value]| -> Vec<Value> {
+            received
+                .iter()
+                .flat_map(|r| r["resourceSpans"].as_array().cloned().unwrap_or_default())
+                .flat_map(|r| r["scopeSpans"].as_array().cloned().unwrap_or_default())
+                .flat_map(|s| s["spans"].as_array().cloned().unwrap_or_default())
+                .collect()
+        };
+        let wait = async {
+            loop {
+                let notified = self.arrived.notified();
+                if all(&self.received.lock().unwrap()).len() >= n {
+                    return;
+                }
+                notified.await;
+            }
+        };
+        let _ = tokio::time::timeout(within, wait).await;
+        all(&self.received.lock().unwrap())
+    }
+}
+
+/// Starts a fake collector on the current runtime.
+pub async fn start_collector() -> Collector {
+    let received: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let arrived = Arc::new(tokio::sync::Notify::new());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let (kept, told) = (received.clone(), arrived.clone());
+    let app = axum::Router::new().route(
+        "/v1/traces",
+        axum::routing::post(move |body: Bytes| {
+            let (kept, told) = (kept.clone(), told.clone());
+            async move {
+                let doc: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                kept.lock().unwrap().push(doc);
+                told.notify_waiters();
+                axum::Json(json!({}))
+            }
+        }),
+    );
+    tokio::spawn(async move {
+        axum::serve(listener, app).await.unwrap();
+    });
+    Collector {
+        url,
+        received,
+        arrived,
+    }
+}

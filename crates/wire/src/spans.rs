@@ -87,6 +87,63 @@ pub struct ToolRun<'a> {
     pub end_ns: u64,
 }
 
+/// One proxied exchange (a capture record, as `Exchange` serializes it)
+/// as a trip span: the request as the agent built it, the reply it got,
+/// the provider's status and words, the findings. Nothing when the
+/// record holds no conversation (`GET /v1/models`).
+pub fn add_exchange(
+    builder: &mut TraceBuilder,
+    record: &Value,
+    findings: &[Finding],
+    start_ns: u64,
+    end_ns: u64,
+) {
+    use crate::capture;
+    if !capture::holds_conversation(record) {
+        return;
+    }
+    let Some(format) = capture::provider_of(record) else {
+        return;
+    };
+    let source = crate::read::Source::Provider(format);
+    let Ok(asked) = crate::read::read_owned(capture::request_of(record.clone()), source) else {
+        return;
+    };
+    let replied = crate::read::read_owned(capture::conversation_of(record.clone()), source)
+        .ok()
+        .and_then(|c| c.messages.get(asked.messages.len()).cloned());
+    let model = asked
+        .model
+        .clone()
+        .or_else(|| capture::model_of(record))
+        .unwrap_or_default();
+    let status = record
+        .get("status")
+        .and_then(Value::as_u64)
+        .and_then(|s| u16::try_from(s).ok());
+    let said = capture::answer_of(record).map(|(_, text)| text);
+    let tools: Vec<Value> = asked
+        .tools
+        .iter()
+        .map(|t| json!({"name": t.name, "parameters": t.schema}))
+        .collect();
+    builder.trip(&Trip {
+        provider: format,
+        model: &model,
+        system: asked.system.as_deref(),
+        input: &asked.messages,
+        tools: &tools,
+        output: replied.as_ref(),
+        usage: capture::usage_of(record).map(|(u, _)| u),
+        findings,
+        status,
+        error: said.as_deref().filter(|t| !t.is_empty()),
+        replied_by: "provider",
+        start_ns,
+        end_ns,
+    });
+}
+
 /// 64-bit FNV-1a: ids from a seed, the same for the same run.
 fn fnv(seed: &[u8], salt: u64) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ salt.wrapping_mul(0x1000_0000_01b3);
@@ -186,6 +243,15 @@ impl TraceBuilder {
             seed,
             next: 4,
             spans: Vec::new(),
+        }
+    }
+
+    /// A trace whose spans are sent as they end (the proxy's): each is a
+    /// root of its own, since no span above them is ever closed.
+    pub fn live(seed: &str) -> TraceBuilder {
+        TraceBuilder {
+            root_id: Vec::new(),
+            ..TraceBuilder::new(seed)
         }
     }
 
