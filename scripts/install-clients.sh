@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the real SDK clients tests/clients.rs drives (boto3 for Bedrock,
-# the official MCP SDK's client and server for `loopdbg mcp`)
+# the official MCP SDK's client and server for `loopdbg mcp`, the openai
+# and anthropic SDKs with the OpenTelemetry instrumentation whose traces
+# `check` reads)
 # into a virtualenv at ${LOOPDBG_CLIENTS:-target/clients}, at the versions
 # scripts/clients/requirements.txt pins. Reused between runs: nothing is
 # done when the pinned versions are there.

@@ -1091,7 +1091,7 @@ fn conversation_of(
     // The reply is appended unless the provider refused the request (a
     // span with no status on record, as loopdbg's own export of a run
     // writes, still holds its reply).
-    let answered = !answer.is_some_and(|(s, _)| !(200..300).contains(s));
+    let answered = answer.is_none_or(|(s, _)| (200..300).contains(s));
     let mut conv = match &exchange.body {
         // The request body itself (OpenInference's `input.value`).
         Some(body) if exchange.input.is_empty() || detect(body).is_some() => {
