@@ -995,6 +995,31 @@ fn read_document(
     })
 }
 
+/// A recording's or a trace's conversations, one per request (each
+/// carrying the ones before it), handed on in order.
+fn one_per_request(
+    convs: Vec<Conversation>,
+    errors: Vec<LoadError>,
+    skipped: usize,
+    mut each: impl FnMut(Option<usize>, Conversation),
+) -> ReadSummary {
+    let format = convs.first().map_or(
+        Source::Provider(loopdbg_wire::provider::Format::Anthropic),
+        |c| c.source,
+    );
+    let count = convs.len();
+    for c in convs {
+        each(None, c);
+    }
+    ReadSummary {
+        format,
+        conversations: count,
+        errors,
+        recording: true,
+        skipped,
+    }
+}
+
 fn read_opened(
     opened: Opened,
     forced: Option<Source>,
@@ -1022,22 +1047,12 @@ fn read_opened(
             if recorded.conversations.is_empty() && !errors.is_empty() {
                 return Err(errors.remove(0));
             }
-            let convs = recorded.conversations;
-            let format = convs.first().map_or(
-                Source::Provider(loopdbg_wire::provider::Format::Anthropic),
-                |c| c.source,
-            );
-            let count = convs.len();
-            for c in convs {
-                each(None, c);
-            }
-            Ok(ReadSummary {
-                format,
-                conversations: count,
+            Ok(one_per_request(
+                recorded.conversations,
                 errors,
-                recording: true,
-                skipped: recorded.skipped,
-            })
+                recorded.skipped,
+                each,
+            ))
         }
         Layout::Document(doc, text) => read_document(&origin, doc, &text, forced, replies, each),
         Layout::Traces(file) => {
@@ -1050,21 +1065,7 @@ fn read_opened(
                 },
                 reason: e.message,
             }));
-            let format = read.conversations.first().map_or(
-                Source::Provider(loopdbg_wire::provider::Format::Openai),
-                |c| c.source,
-            );
-            let count = read.conversations.len();
-            for c in read.conversations {
-                each(None, c);
-            }
-            Ok(ReadSummary {
-                format,
-                conversations: count,
-                errors,
-                recording: true,
-                skipped: 0,
-            })
+            Ok(one_per_request(read.conversations, errors, 0, each))
         }
         Layout::Log(source) => {
             let mut log = Log::new(source).expect("a log source");
