@@ -360,3 +360,23 @@ fn a_replay_exports_in_its_own_providers_format() {
     // No provider answered a replay's spans: nothing confirms or contradicts.
     assert!(f.get("evidence").is_none(), "{f:#}");
 }
+
+/// A JSON Lines file whose first line is blank opens with 0x0a, as OTLP
+/// protobuf does: it is still read as text.
+#[test]
+fn a_file_opening_with_a_blank_line_is_not_taken_for_protobuf() {
+    let dir = scratch("otlp-newline");
+    let path = dir.join("bodies.jsonl");
+    std::fs::write(
+        &path,
+        "\n{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}\n",
+    )
+    .unwrap();
+    let out = loopdbg().args(["check"]).arg(&path).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

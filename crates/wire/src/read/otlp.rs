@@ -51,9 +51,15 @@ pub fn parse_protobuf(bytes: &[u8]) -> Result<ExportTraceServiceRequest, String>
 }
 
 /// Whether `bytes` open as an OTLP protobuf export does: field 1
-/// (`resource_spans`), length-delimited, which no text file starts with.
+/// (`resource_spans`), length-delimited, and, since a text file may
+/// start with a newline (0x0a) too, a control byte no text holds among
+/// the first few (protobuf's small length prefixes are such bytes).
 pub fn looks_like_protobuf(bytes: &[u8]) -> bool {
-    bytes.first() == Some(&0x0a) && bytes.len() > 2
+    let head = &bytes[..bytes.len().min(16)];
+    bytes.first() == Some(&0x0a)
+        && head
+            .iter()
+            .any(|&b| b < 0x09 || (0x0e..0x20).contains(&b) || b == 0x7f)
 }
 
 /// A span, its attributes as JSON values.
@@ -1299,6 +1305,15 @@ mod tests {
             )
         );
         assert_eq!(conv.block_sources[1][1].line, Some(3));
+    }
+
+    #[test]
+    fn a_text_file_opening_with_a_newline_is_not_protobuf() {
+        assert!(!looks_like_protobuf(b"\n{\"messages\": []}\n"));
+        assert!(!looks_like_protobuf(b"\n\n\xe4\xb8\xad\n"));
+        assert!(looks_like_protobuf(
+            b"\x0a\xd4\x4a\x0a\xca\x01\x0a\x22\x0a\x16telemetry"
+        ));
     }
 
     #[test]
