@@ -22,6 +22,27 @@ fn python() -> Option<PathBuf> {
     python.exists().then_some(python)
 }
 
+/// A script of `tests/clients/` run by the clients' Python, from the
+/// repository's root: what it printed (it must succeed).
+fn python_script(python: &Path, script: &str, args: &[&str]) -> String {
+    let out = Command::new(python)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .arg(script)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{script}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
 /// `loopdbg proxy` in front of `upstream`, killed when dropped.
 struct Proxy {
     child: Child,
@@ -64,17 +85,12 @@ impl Drop for Proxy {
 
 /// The loop's trips as boto3 saw them.
 fn run_loop(python: &Path, endpoint: &str, mode: &str, answer: &str) -> Vec<Value> {
-    let out = Command::new(python)
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/bedrock_loop.py"))
-        .args([endpoint, mode, answer])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let printed = python_script(
+        python,
+        "tests/clients/bedrock_loop.py",
+        &[endpoint, mode, answer],
     );
-    serde_json::from_slice(&out.stdout).unwrap()
+    serde_json::from_str(&printed).unwrap()
 }
 
 #[test]
@@ -159,19 +175,7 @@ fn the_official_mcp_client_and_server_behave_through_the_tap_as_direct() {
     };
     let dir = common::scratch("mcp-clients");
     let capture = dir.join("mcp.jsonl");
-    let client = |command: &[&str]| {
-        let out = Command::new(&python)
-            .arg("tests/clients/mcp_client.py")
-            .args(command)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    };
+    let client = |command: &[&str]| python_script(&python, "tests/clients/mcp_client.py", command);
     let server = python.to_str().unwrap();
     let direct = client(&[server, "tests/clients/mcp_server.py"]);
     let tapped = client(&[
@@ -257,41 +261,26 @@ fn real_instrumentation_traces_check_as_the_provider_answered() {
         for mode in ["all", "first"] {
             let json = dir.join(format!("{library}-{mode}.jsonl"));
             let pb = dir.join(format!("{library}-{mode}.pb"));
-            let out = Command::new(&python)
-                .arg("tests/clients/otel_loop.py")
-                .args([library, &fake.url, mode])
-                .arg(&json)
-                .arg(&pb)
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{library}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            let ran: Value = serde_json::from_slice(&out.stdout).unwrap();
+            let ran: Value = serde_json::from_str(&python_script(
+                &python,
+                "tests/clients/otel_loop.py",
+                &[library, &fake.url, mode, path(&json), path(&pb)],
+            ))
+            .unwrap();
             for file in [&json, &pb] {
-                let checked = Command::new(env!("CARGO_BIN_EXE_loopdbg"))
-                    .args(["check", "--format", "json"])
-                    .arg(file)
-                    .output()
-                    .unwrap();
-                let report: Value = serde_json::from_slice(&checked.stdout).unwrap();
-                let findings: Vec<&Value> = report["files"][0]["results"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .flat_map(|r| r["findings"].as_array().unwrap())
+                let (code, report) = common::check_json(file);
+                let findings: Vec<Value> = common::findings(&report)
+                    .into_iter()
                     .filter(|f| f["kind"] == "unanswered_call")
                     .collect();
                 match mode {
                     "all" => {
                         assert_eq!(ran["answer"], "北京 18°C, USD/CNY 7.12", "{ran}");
-                        assert_eq!(checked.status.code(), Some(0), "{library} {report:#}");
+                        assert_eq!(code, Some(0), "{library} {report:#}");
                     }
                     _ => {
                         assert_eq!(ran["status"], 400, "{ran}");
-                        assert_eq!(checked.status.code(), Some(1), "{library} {report:#}");
+                        assert_eq!(code, Some(1), "{library} {report:#}");
                         assert_eq!(findings.len(), 1, "{library} {report:#}");
                         assert_eq!(findings[0]["ids"][0], id);
                         assert_eq!(findings[0]["rejected_by_provider"], true);
@@ -340,18 +329,12 @@ fn exported_otlp_parses_with_the_opentelemetry_proto_schema() {
             .unwrap();
         assert!(status.success());
     }
-    let out = Command::new(&python)
-        .arg("tests/clients/otlp_validate.py")
-        .arg(&run)
-        .arg(&replay)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let parsed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let parsed: Value = serde_json::from_str(&python_script(
+        &python,
+        "tests/clients/otlp_validate.py",
+        &[path(&run), path(&replay)],
+    ))
+    .unwrap();
     assert_eq!(
         parsed[0]["spans"],
         serde_json::json!([

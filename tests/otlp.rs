@@ -9,7 +9,7 @@
 //! tests/clients.rs.
 
 mod common;
-use common::{loopdbg, scratch};
+use common::{check_json, findings, loopdbg, scratch};
 use serde_json::Value;
 
 /// Library, dialect it writes, provider, and the id it left unanswered.
@@ -42,25 +42,6 @@ const LIBRARIES: &[(&str, &str, &str, &str)] = &[
 
 fn fixture(name: &str) -> String {
     format!("tests/fixtures/otlp/{name}")
-}
-
-fn check_json(path: &str) -> (Option<i32>, Value) {
-    let out = loopdbg()
-        .args(["check", "--format", "json", path])
-        .output()
-        .unwrap();
-    let report = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{path}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
-    (out.status.code(), report)
-}
-
-fn findings(report: &Value) -> Vec<Value> {
-    report["files"][0]["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|r| r["findings"].as_array().unwrap().clone())
-        .collect()
 }
 
 #[test]
@@ -131,8 +112,8 @@ fn a_complete_trace_is_clean() {
 fn json_and_protobuf_of_one_trace_read_the_same() {
     for (library, ..) in LIBRARIES {
         for mode in ["all", "first"] {
-            let (_, json) = check_json(&fixture(&format!("{library}-{mode}.jsonl")));
-            let (_, pb) = check_json(&fixture(&format!("{library}-{mode}.pb")));
+            let (_, json) = check_json(fixture(&format!("{library}-{mode}.jsonl")));
+            let (_, pb) = check_json(fixture(&format!("{library}-{mode}.pb")));
             // What was found, about which ids, how grave, in whose words
             // (the JSON Lines file also names a line, which protobuf has
             // not, and a finding in a log-like file names the call's block).
@@ -295,7 +276,7 @@ fn an_exported_run_reads_back_into_the_same_run() {
                 .stdout,
         )
         .unwrap();
-        let (code, report) = check_json(export.to_str().unwrap());
+        let (code, report) = check_json(&export);
         let rejected = findings(&report)
             .iter()
             .any(|f| f["kind"] == "unanswered_call" && f["severity"] == "400");
@@ -352,7 +333,7 @@ fn a_replay_exports_in_its_own_providers_format() {
     let text = std::fs::read_to_string(&export).unwrap();
     assert!(text.contains(r#""stringValue":"openai""#), "{text}");
     assert!(text.contains(r#""stringValue":"replay""#), "{text}");
-    let (code, report) = check_json(export.to_str().unwrap());
+    let (code, report) = check_json(&export);
     assert_eq!(code, Some(1));
     let all = findings(&report);
     let f = all.iter().find(|f| f["kind"] == "unanswered_call").unwrap();

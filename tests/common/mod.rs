@@ -150,3 +150,31 @@ pub const FX_FIRST_REASK: [&str; 7] = [
     "--stop",
     "tool-calls",
 ];
+
+/// `loopdbg check --format json FILE` from the repository's root: its
+/// exit code and the report.
+pub fn check_json(path: impl AsRef<std::ffi::OsStr>) -> (Option<i32>, serde_json::Value) {
+    let out = loopdbg()
+        .args(["check", "--format", "json"])
+        .arg(path.as_ref())
+        .output()
+        .unwrap();
+    let report = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}: {}",
+            path.as_ref().to_string_lossy(),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code(), report)
+}
+
+/// Every finding of the first file of a `check --format json` report.
+pub fn findings(report: &serde_json::Value) -> Vec<serde_json::Value> {
+    report["files"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r["findings"].as_array().unwrap().clone())
+        .collect()
+}

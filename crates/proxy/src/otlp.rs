@@ -37,7 +37,6 @@ pub struct Sink {
     queue: mpsc::Sender<ExportTraceServiceRequest>,
     builder: TraceBuilder,
     counts: Arc<Counts>,
-    name: String,
 }
 
 /// `URL` as the collector's base: `http://host:4318`, or the whole
@@ -70,7 +69,6 @@ impl Sink {
                 queue,
                 builder: TraceBuilder::live(seed),
                 counts: Arc::clone(&counts),
-                name: seed.to_string(),
             },
             counts,
         ))
@@ -93,7 +91,8 @@ impl Sink {
             return;
         }
         let n = self.builder.len() as u64;
-        let export = self.builder.export(&self.name, false);
+        // No root span: a live trace's spans are each their own root.
+        let export = self.builder.export("", false);
         if self.queue.try_send(export).is_err() {
             self.counts.dropped.fetch_add(n, Ordering::Relaxed);
         }

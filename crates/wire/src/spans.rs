@@ -255,9 +255,15 @@ impl TraceBuilder {
         }
     }
 
-    fn span_id(&mut self) -> Vec<u8> {
+    /// Adds `span` to this trace, under the root, with an id of its own.
+    fn push(&mut self, span: Span) {
         self.next += 1;
-        fnv(&self.seed, self.next).to_be_bytes().to_vec()
+        self.spans.push(Span {
+            trace_id: self.trace_id.clone(),
+            span_id: fnv(&self.seed, self.next).to_be_bytes().to_vec(),
+            parent_span_id: self.root_id.clone(),
+            ..span
+        });
     }
 
     /// The trace's id, hex.
@@ -267,7 +273,6 @@ impl TraceBuilder {
 
     /// A trip span, under the root.
     pub fn trip(&mut self, trip: &Trip) {
-        let id = self.span_id();
         let mut attributes = vec![
             string("gen_ai.operation.name", "chat"),
             string("gen_ai.provider.name", provider_name(trip.provider)),
@@ -347,10 +352,7 @@ impl TraceBuilder {
                 dropped_attributes_count: 0,
             })
             .collect();
-        self.spans.push(Span {
-            trace_id: self.trace_id.clone(),
-            span_id: id,
-            parent_span_id: self.root_id.clone(),
+        self.push(Span {
             name: format!("chat {}", trip.model),
             kind: span::SpanKind::Client as i32,
             start_time_unix_nano: trip.start_ns,
@@ -364,15 +366,11 @@ impl TraceBuilder {
 
     /// A tool run, under the root.
     pub fn tool(&mut self, run: &ToolRun) {
-        let id = self.span_id();
         let text = |v: &Value| match v {
             Value::String(s) => s.clone(),
             v => v.to_string(),
         };
-        self.spans.push(Span {
-            trace_id: self.trace_id.clone(),
-            span_id: id,
-            parent_span_id: self.root_id.clone(),
+        self.push(Span {
             name: format!("execute_tool {}", run.name),
             kind: span::SpanKind::Internal as i32,
             start_time_unix_nano: run.start_ns,

@@ -279,24 +279,51 @@ fn arguments_of(v: Option<&Value>) -> Value {
     }
 }
 
-/// `parts` of semantic conventions >= 1.37.
-fn parts_of(parts: &[Value]) -> Vec<Part> {
+/// The type and field names one way of writing parts uses: the
+/// conventions' `parts`, or Anthropic's content blocks (OpenLLMetry keeps
+/// those as JSON text).
+struct PartNames {
+    text: (&'static str, &'static str),
+    call: (&'static str, &'static str, &'static str, &'static str),
+    response: (&'static str, &'static str, &'static str),
+}
+
+/// Semantic conventions >= 1.37.
+const CONVENTION_PARTS: PartNames = PartNames {
+    text: ("text", "content"),
+    call: ("tool_call", "id", "name", "arguments"),
+    response: ("tool_call_response", "id", "response"),
+};
+
+/// Anthropic Messages content blocks.
+const ANTHROPIC_BLOCKS: PartNames = PartNames {
+    text: ("text", "text"),
+    call: ("tool_use", "id", "name", "input"),
+    response: ("tool_result", "tool_use_id", "content"),
+};
+
+/// The parts of a list written with `names`; other kinds are left out.
+fn parts_of(parts: &[Value], names: &PartNames) -> Vec<Part> {
     parts
         .iter()
         .filter_map(|p| {
             let field = |k: &str| p.get(k).map(text_of).unwrap_or_default();
-            match p.get("type").and_then(Value::as_str)? {
-                "text" => Some(Part::Text(field("content"))),
-                "tool_call" => Some(Part::Call {
-                    id: field("id"),
-                    name: field("name"),
-                    arguments: arguments_of(p.get("arguments")),
-                }),
-                "tool_call_response" => Some(Part::Response {
-                    id: field("id"),
-                    response: p.get("response").cloned().unwrap_or(Value::Null),
-                }),
-                _ => None,
+            let kind = p.get("type").and_then(Value::as_str)?;
+            if kind == names.text.0 {
+                Some(Part::Text(field(names.text.1)))
+            } else if kind == names.call.0 {
+                Some(Part::Call {
+                    id: field(names.call.1),
+                    name: field(names.call.2),
+                    arguments: arguments_of(p.get(names.call.3)),
+                })
+            } else if kind == names.response.0 {
+                Some(Part::Response {
+                    id: field(names.response.1),
+                    response: p.get(names.response.2).cloned().unwrap_or(Value::Null),
+                })
+            } else {
+                None
             }
         })
         .collect()
@@ -313,7 +340,7 @@ fn messages_of(value: Option<Value>, key: &str) -> Vec<Said> {
             parts: m
                 .get("parts")
                 .and_then(Value::as_array)
-                .map_or_else(Vec::new, |p| parts_of(p)),
+                .map_or_else(Vec::new, |p| parts_of(p, &CONVENTION_PARTS)),
             place: format!("{key}[{i}]"),
         })
         .collect()
@@ -323,7 +350,7 @@ fn messages_of(value: Option<Value>, key: &str) -> Vec<Said> {
 fn conventions(span: &Span) -> Option<Exchange> {
     let input = json_attr(span, "gen_ai.input.messages")?;
     let system = match json_attr(span, "gen_ai.system_instructions") {
-        Some(Value::Array(parts)) => parts_of(&parts)
+        Some(Value::Array(parts)) => parts_of(&parts, &CONVENTION_PARTS)
             .into_iter()
             .filter_map(|p| match p {
                 Part::Text(t) => Some(t),
@@ -441,22 +468,7 @@ fn flattened_message(
             id,
             response: Value::String(text),
         }),
-        (None, Some(blocks)) => parts.extend(blocks.iter().filter_map(|b| {
-            let s = |k: &str| b.get(k).map(text_of).unwrap_or_default();
-            match b.get("type").and_then(Value::as_str)? {
-                "text" => Some(Part::Text(s("text"))),
-                "tool_use" => Some(Part::Call {
-                    id: s("id"),
-                    name: s("name"),
-                    arguments: arguments_of(b.get("input")),
-                }),
-                "tool_result" => Some(Part::Response {
-                    id: s("tool_use_id"),
-                    response: b.get("content").cloned().unwrap_or(Value::Null),
-                }),
-                _ => None,
-            }
-        })),
+        (None, Some(blocks)) => parts.extend(parts_of(&blocks, &ANTHROPIC_BLOCKS)),
         (None, None) if !text.is_empty() => parts.push(Part::Text(text)),
         (None, None) => {}
     }
@@ -1030,8 +1042,6 @@ pub struct Traces {
     pub conversations: Vec<Conversation>,
     /// LLM spans whose messages could not be read, located.
     pub errors: Vec<ReadError>,
-    /// Spans that are neither a model request nor a tool run.
-    pub skipped: usize,
 }
 
 /// The LLM spans of `spans` as conversations; with `replies`, each
@@ -1058,7 +1068,6 @@ pub fn read_traces(spans: &[Span], replies: bool) -> Traces {
             .or_else(|| openllmetry(span))
             .or_else(|| span_events(span))
         else {
-            traces.skipped += usize::from(span.tool_call_id().is_none());
             continue;
         };
         let kids = children
@@ -1117,7 +1126,7 @@ fn conversation_of(
             let (body, written) = body_of(format, exchange, replies && answered);
             let mut conv = super::read_owned(body, Source::Provider(format))
                 .map_err(|e| located(e, exchange.dialect))?;
-            relocate(&mut conv, span, &written, format);
+            relocate(&mut conv, span, &written);
             conv
         }
     };
@@ -1180,7 +1189,7 @@ fn append_output(
     let Ok(mut reply) = super::read_owned(body, Source::Provider(format)) else {
         return Ok(());
     };
-    relocate(&mut reply, span, &written, format);
+    relocate(&mut reply, span, &written);
     for ((m, s), b) in reply
         .messages
         .into_iter()
@@ -1194,7 +1203,7 @@ fn append_output(
 
 /// The read paths (`messages[2].content[0]`) become the span's
 /// attributes (`trace … span … gen_ai.input.messages[2].parts[0]`).
-fn relocate(conv: &mut Conversation, span: &Span, written: &[Written], format: Format) {
+fn relocate(conv: &mut Conversation, span: &Span, written: &[Written]) {
     // A system message written in front of Chat's messages.
     let offset = conv.messages.len().saturating_sub(written.len());
     for (i, (source, blocks)) in conv
@@ -1217,7 +1226,6 @@ fn relocate(conv: &mut Conversation, span: &Span, written: &[Written], format: F
             });
         }
     }
-    let _ = format;
 }
 
 /// Notes on what the trace's tool runs say of this request's calls: a
