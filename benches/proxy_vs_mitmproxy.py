@@ -14,7 +14,10 @@ measures per way:
   after 20 ms, then one every 2 ms), the whole stream read after it.
 
 Printed: each way's median and the median of what it adds over direct,
-with a 95% bootstrap interval. Run through benches/proxy_vs_mitmproxy.sh,
+with a 95% bootstrap interval. With OTLP=1 the loopdbg proxy also sends
+every exchange as a span (`--otlp`) to a collector on loopback (a small
+OTLP/HTTP sink in a process of its own that answers 200 and counts), so
+the cost of `--otlp` to the agent is in the same table. Run through benches/proxy_vs_mitmproxy.sh,
 which builds the binaries and installs the SDK and mitmproxy in a venv.
 """
 
@@ -30,6 +33,32 @@ import time
 import anthropic
 
 ROUNDS = int(os.environ.get("ROUNDS", "300"))
+OTLP = os.environ.get("OTLP") == "1"
+
+# An OTLP/HTTP collector stand-in: takes every POST, answers 200, and
+# says how many it took when it is ended.
+SINK = r"""
+import http.server, signal, sys
+taken = 0
+class Sink(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        global taken
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        taken += 1
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+    def log_message(self, *a):
+        pass
+server = http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Sink)
+def stop(*_):
+    print(f"collector: {taken} export request(s) taken", file=sys.stderr, flush=True)
+    sys.exit(0)
+signal.signal(signal.SIGTERM, stop)
+server.serve_forever()
+"""
 TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(os.path.dirname(__file__), "..", "target"))
 LOOPDBG = os.environ.get("LOOPDBG", os.path.join(TARGET, "release", "loopdbg"))
 FAKE = os.path.join(TARGET, "release", "loopdbg-fake")
@@ -107,9 +136,16 @@ def main():
         upstream = fake.stdout.readline().strip()
         capture = os.path.join(tempfile.mkdtemp(), "bench.jsonl")
         loopdbg_port = free_port()
+        extra = []
+        if OTLP:
+            sink_port = free_port()
+            sink = subprocess.Popen([sys.executable, "-c", SINK, str(sink_port)])
+            children.append(sink)
+            wait_for(sink_port, sink, "the collector")
+            extra = ["--otlp", f"http://127.0.0.1:{sink_port}"]
         loopdbg = subprocess.Popen(
             [LOOPDBG, "proxy", "--upstream", upstream, "--listen", f"127.0.0.1:{loopdbg_port}",
-             "--capture", capture, "--no-tui"],
+             "--capture", capture, "--no-tui", *extra],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         children.append(loopdbg)
         mitm_port = free_port()

@@ -234,6 +234,32 @@ fn the_official_mcp_client_and_server_behave_through_the_tap_as_direct() {
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["files"][0]["format"], "mcp");
     assert_eq!(report["files"][0]["results"][0]["messages"], 9);
+    // Replayed, the session is the agent's two calls and their results,
+    // the failed tool's an error: what `run --export otlp` writes.
+    let export = dir.join("mcp.otlp.jsonl");
+    common::loopdbg()
+        .args(["run", "--export", "otlp", "-o"])
+        .arg(&export)
+        .arg(&capture)
+        .assert()
+        .success();
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&export).unwrap()).unwrap();
+    let spans = doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        .as_array()
+        .unwrap();
+    let tools: Vec<(&str, &Value)> = spans
+        .iter()
+        .filter(|s| s["name"].as_str().unwrap().starts_with("execute_tool "))
+        .map(|s| (s["name"].as_str().unwrap(), &s["status"]["code"]))
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            ("execute_tool get_weather", &serde_json::json!(0)),
+            ("execute_tool broken", &serde_json::json!(2))
+        ],
+        "{doc:#}"
+    );
 }
 
 /// Real instrumentation libraries over the real SDKs against the fake

@@ -149,3 +149,63 @@ fn check_finds_what_went_wrong_in_an_mcp_capture() {
         .code(2)
         .stderr(predicates::str::contains("bad.jsonl:2:"));
 }
+
+/// A capture replays as the agent's calls: `record` turns it into a
+/// session that runs them again, `run --export otlp` writes each answered
+/// call as a tool span, and a capture read from a pipe (where `check`
+/// cannot look ahead at the file) still says an open call in MCP's words.
+#[test]
+fn a_capture_replays_records_and_exports_as_the_agents_calls() {
+    let dir = scratch("mcp-replay");
+    let fixture = "tests/fixtures/mcp/broken_session.jsonl";
+    let session = dir.join("session.json");
+    loopdbg()
+        .args(["record", fixture, "--conversation", "1", "-o"])
+        .arg(&session)
+        .assert()
+        .success();
+    let run: Value = serde_json::from_slice(
+        &loopdbg()
+            .args(["run", "--format", "json"])
+            .arg(&session)
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(
+        run["tool_runs"],
+        serde_json::json!(["get_weather"]),
+        "{run:#}"
+    );
+    // `run --export` replays a file's newest conversation: the first run
+    // of the tap alone.
+    let first_run = dir.join("first.jsonl");
+    let text = std::fs::read_to_string(fixture).unwrap();
+    let lines: Vec<&str> = text.lines().take(7).collect();
+    std::fs::write(&first_run, lines.join("\n")).unwrap();
+    let export = dir.join("mcp.otlp.jsonl");
+    loopdbg()
+        .args(["run", "--export", "otlp", "-o"])
+        .arg(&export)
+        .arg(&first_run)
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&export).unwrap();
+    assert!(text.contains("execute_tool get_weather"), "{text}");
+    let piped = loopdbg()
+        .args(["check", "--format", "json", "-"])
+        .write_stdin(std::fs::read(fixture).unwrap())
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&piped.stdout).unwrap();
+    let kinds: Vec<&str> = report["files"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r["findings"].as_array().unwrap())
+        .map(|f| f["kind"].as_str().unwrap())
+        .collect();
+    assert!(kinds.contains(&"mcp_unanswered_request"), "{report:#}");
+    assert!(!kinds.contains(&"unanswered_call"), "{report:#}");
+}

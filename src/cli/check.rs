@@ -134,6 +134,8 @@ enum Layout {
     Log(Source),
     /// OTLP traces (JSON or protobuf): a conversation per LLM span.
     Traces(super::traces::TraceFile),
+    /// A `loopdbg mcp` capture: a conversation per run of the tap.
+    Mcp(Vec<loopdbg_wire::mcp::Session>),
 }
 
 /// How `--follow` reads a file as it grows.
@@ -157,8 +159,8 @@ pub(super) fn growing_layout(origin: &str, all: &[u8]) -> Result<GrowingLayout, 
             Layout::Document(..) => GrowingLayout::Whole,
             Layout::Lines => GrowingLayout::Lines { capture: false },
             Layout::Log(source) => GrowingLayout::Log(source),
-            // A trace file is read whole each time it grows.
-            Layout::Traces(_) => GrowingLayout::Whole,
+            // A trace file or an MCP capture is read whole each time it grows.
+            Layout::Traces(_) | Layout::Mcp(_) => GrowingLayout::Whole,
         },
     )
 }
@@ -516,6 +518,19 @@ fn sniff_reader(
             continue;
         }
         match serde_json::from_str::<Value>(trimmed) {
+            Ok(v) if loopdbg_wire::mcp::is_record(&v) => {
+                head.push((n, line));
+                let text = whole_text(&origin, head, reader)?;
+                return Ok(Opened {
+                    size: None,
+                    detail: Detail::Full,
+                    layout: Layout::Mcp(mcp_sessions(&origin, &text)?),
+                    origin,
+                    head: Vec::new(),
+                    rest: Box::new(std::io::empty()),
+                    next_line: 0,
+                });
+            }
             Ok(v) if otlp::is_traces(&v) => {
                 head.push((n, line));
                 let traces = super::traces::json_lines(&origin, head, reader)?;
@@ -581,6 +596,32 @@ fn sniff_reader(
     })
 }
 
+/// The lines read so far and the rest of the input, as one text (read
+/// whole, bounded).
+fn whole_text(
+    origin: &str,
+    head: Vec<(usize, String)>,
+    rest: Box<dyn BufRead + Send>,
+) -> Result<String, LoadError> {
+    let mut text = String::new();
+    for (_, line) in head {
+        text.push_str(&line);
+        text.push('\n');
+    }
+    let mut bytes = Vec::new();
+    rest.take(MAX_WHOLE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| unreadable(origin, e))?;
+    if (text.len() + bytes.len()) as u64 > MAX_WHOLE_BYTES {
+        return Err(too_large(origin, "an MCP capture"));
+    }
+    match String::from_utf8(bytes) {
+        Ok(rest) => text.push_str(&rest),
+        Err(e) => return Err(not_utf8(origin, text.lines().count() + 1, &e)),
+    }
+    Ok(text)
+}
+
 /// A trace file, opened: its spans are read already.
 fn traces_opened(
     origin: String,
@@ -626,6 +667,7 @@ fn describe(source: Source) -> &'static str {
         Source::GeminiCli => "a Gemini CLI chat recording",
         Source::CopilotCli => "a GitHub Copilot CLI session log",
         Source::Opencode => "an opencode session export",
+        Source::Mcp => "a loopdbg mcp capture",
     }
 }
 
@@ -1055,6 +1097,19 @@ fn read_opened(
             ))
         }
         Layout::Document(doc, text) => read_document(&origin, doc, &text, forced, replies, each),
+        Layout::Mcp(sessions) => {
+            let count = sessions.len();
+            for session in &sessions {
+                each(None, loopdbg_wire::mcp::conversation(session));
+            }
+            Ok(ReadSummary {
+                format: Source::Mcp,
+                conversations: count,
+                errors: Vec::new(),
+                recording: false,
+                skipped: 0,
+            })
+        }
         Layout::Traces(file) => {
             let read = otlp::read_traces(&file.spans, replies == Replies::Appended);
             let mut errors = file.errors;
@@ -1373,8 +1428,25 @@ impl FileReport {
 /// An MCP capture (`loopdbg mcp`), when the file's first line is one of
 /// its records: each run of the tap checked (`loopdbg_wire::mcp::check`),
 /// or the first line that is not a record, located.
+/// An MCP capture's text as its sessions; a record that is not one is
+/// located.
+fn mcp_sessions(origin: &str, text: &str) -> Result<Vec<loopdbg_wire::mcp::Session>, LoadError> {
+    let mut records = Vec::new();
+    for (i, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        match serde_json::from_str::<loopdbg_wire::mcp::Record>(line) {
+            Ok(r) => records.push((i + 1, r)),
+            Err(e) => return Err(json_error(origin, line, Some(i + 1), &e)),
+        }
+    }
+    Ok(loopdbg_wire::mcp::sessions(records))
+}
+
 fn mcp_capture(path: &Path, origin: &str) -> Option<Result<Vec<ConversationReport>, LoadError>> {
-    use loopdbg_wire::mcp::{self, Record};
+    use loopdbg_wire::mcp;
     // Only a regular file is looked into twice: a pipe is read once, by
     // the general reader.
     if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
@@ -1393,18 +1465,11 @@ fn mcp_capture(path: &Path, origin: &str) -> Option<Result<Vec<ConversationRepor
         Ok(t) => t,
         Err(e) => return Some(Err(e)),
     };
-    let mut records = Vec::new();
-    for (i, line) in text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-    {
-        match serde_json::from_str::<Record>(line) {
-            Ok(r) => records.push((i + 1, r)),
-            Err(e) => return Some(Err(json_error(origin, line, Some(i + 1), &e))),
-        }
-    }
-    let reports = mcp::sessions(records)
+    let sessions = match mcp_sessions(origin, &text) {
+        Ok(s) => s,
+        Err(e) => return Some(Err(e)),
+    };
+    let reports = sessions
         .iter()
         .enumerate()
         .map(|(i, session)| ConversationReport {
@@ -1656,10 +1721,10 @@ pub fn fix_file(
             ),
         });
     }
-    if let Layout::Traces(_) = opened.layout {
+    if let Layout::Traces(_) | Layout::Mcp(_) = opened.layout {
         return Err(LoadError::Refused {
             origin,
-            reason: "--fix does not rewrite a trace (spans record what was sent; they are not sent again); check reports which call lost its result".into(),
+            reason: "--fix does not rewrite a trace or an MCP capture (they record what was sent; it is not sent again); check reports which call lost its result".into(),
         });
     }
     let existing = match force {
@@ -1694,7 +1759,7 @@ fn write_repaired(
     write_err: &dyn Fn(std::io::Error) -> LoadError,
 ) -> Result<usize, LoadError> {
     match opened.layout {
-        Layout::Log(_) | Layout::Traces(_) => unreachable!("refused before"),
+        Layout::Log(_) | Layout::Traces(_) | Layout::Mcp(_) => unreachable!("refused before"),
         Layout::Document(mut doc, text) => {
             let source = forced
                 .or_else(|| detect(&doc))

@@ -105,7 +105,24 @@ pub fn check(conv: &Conversation) -> Vec<Finding> {
     if let Some(answer) = &conv.answer {
         weigh_by_the_answer(answer, &mut out);
     }
+    if conv.source == Source::Mcp {
+        in_mcp_words(&mut out);
+    }
     out
+}
+
+/// An MCP session's calls are not sent to a provider: an open call is the
+/// agent waiting on the server, said in the words `mcp::check` uses.
+fn in_mcp_words(out: &mut [Finding]) {
+    for f in out.iter_mut().filter(|f| f.kind == Kind::UnansweredCall) {
+        f.kind = Kind::McpUnansweredRequest;
+        f.severity = Severity::Warning;
+        f.rejected_by_provider = false;
+        f.message = format!(
+            "`tools/call` {} never got a response before the session ended: the agent waited on this tool call, then gave up or was stopped",
+            f.ids.join(", ")
+        );
+    }
 }
 
 /// A recorded exchange says what the provider answered this very request:
@@ -396,6 +413,7 @@ fn agent_name(source: Source) -> &'static str {
         Source::GeminiCli => "Gemini CLI",
         Source::CopilotCli => "Copilot CLI",
         Source::Opencode => "opencode",
+        Source::Mcp => "the MCP client",
         _ => "Claude Code",
     }
 }

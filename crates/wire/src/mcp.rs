@@ -243,6 +243,134 @@ fn side_name(side: Side) -> &'static str {
     }
 }
 
+/// A JSON-RPC id as a call id: a string as itself, a number as written.
+fn call_id(message: &Value) -> Option<String> {
+    match message.get("id")? {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// One session as a conversation the debugger replays: the agent's
+/// `tools/call` requests are its calls, the server's responses their
+/// results (an `isError` result or a JSON-RPC error is an error result).
+/// Calls made while others are still open are one turn, as a model's
+/// parallel calls are; a call made when none is open starts the next. A
+/// call never answered stays open, as the ledger shows it. The tools are
+/// those `tools/list` answered with.
+pub fn conversation(session: &Session) -> crate::read::Conversation {
+    use crate::read::{BlockSource, Conversation, Source, ToolSpec};
+    use loopdbg_engine::message::{Block, Message, Role};
+    let at = |line: usize| BlockSource {
+        path: format!("line {line} message").into(),
+        line: Some(line),
+        uuid: None,
+    };
+    let mut conv = Conversation::new(Source::Mcp);
+    conv.label = (!session.command.is_empty()).then(|| session.command.join(" "));
+    let prompt = match &session.command[..] {
+        [] => "MCP session".to_string(),
+        command => format!("MCP session with `{}`", command.join(" ")),
+    };
+    conv.push(
+        Message::user(&prompt),
+        at(session.line),
+        vec![at(session.line)],
+    );
+    // The turn being built: its calls, their lines, and the results so far.
+    let mut calls: Vec<(String, Block, usize)> = Vec::new();
+    let mut results: Vec<(Message, usize)> = Vec::new();
+    let mut listing: Option<String> = None;
+    let flush = |conv: &mut Conversation,
+                 calls: &mut Vec<(String, Block, usize)>,
+                 results: &mut Vec<(Message, usize)>| {
+        if calls.is_empty() {
+            return;
+        }
+        let sources = calls.iter().map(|(_, _, l)| at(*l)).collect();
+        let content = calls.drain(..).map(|(_, b, _)| b).collect();
+        let first = results.first().map_or(session.line, |(_, l)| *l);
+        conv.push(
+            Message {
+                role: Role::Assistant,
+                content,
+                finish_reason: None,
+            },
+            at(first),
+            sources,
+        );
+        for (m, line) in results.drain(..) {
+            conv.push(m, at(line), vec![at(line)]);
+        }
+    };
+    for (line, from, _, message) in &session.messages {
+        let Some(message) = message else { continue };
+        let method = message.get("method").and_then(Value::as_str);
+        match (from, method, call_id(message)) {
+            (Side::Client, Some("tools/list"), Some(id)) => listing = Some(id),
+            (Side::Client, Some("tools/call"), Some(id)) => {
+                if !calls.is_empty() && results.len() == calls.len() {
+                    flush(&mut conv, &mut calls, &mut results);
+                }
+                let params = message.get("params");
+                let name = params
+                    .and_then(|p| p.get("name"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                let input = params
+                    .and_then(|p| p.get("arguments"))
+                    .cloned()
+                    .unwrap_or_else(|| serde_json::json!({}));
+                let block = Block::ToolUse {
+                    id: id.as_str().into(),
+                    name: name.into(),
+                    input: input.into(),
+                };
+                calls.push((id, block, *line));
+            }
+            (Side::Server, None, Some(id)) if listing.as_ref() == Some(&id) => {
+                let tools = message.pointer("/result/tools").and_then(Value::as_array);
+                conv.tools = tools
+                    .into_iter()
+                    .flatten()
+                    .map(|t| ToolSpec {
+                        name: t.get("name").and_then(Value::as_str).unwrap_or("").into(),
+                        schema: t.get("inputSchema").cloned(),
+                        description: t
+                            .get("description")
+                            .and_then(Value::as_str)
+                            .map(str::to_string),
+                    })
+                    .collect();
+            }
+            (Side::Server, None, Some(id)) if calls.iter().any(|(c, _, _)| *c == id) => {
+                let answered = results.iter().any(|(m, _)| {
+                    matches!(&m.content[0], Block::ToolResult { tool_use_id, .. } if **tool_use_id == *id)
+                });
+                if answered {
+                    continue; // said by `mcp_answered_twice`
+                }
+                let (content, is_error) = match (message.get("result"), message.get("error")) {
+                    (Some(r), _) => (
+                        r.get("content").cloned().unwrap_or_else(|| r.clone()),
+                        r.get("isError").and_then(Value::as_bool).unwrap_or(false),
+                    ),
+                    (None, Some(e)) => (e.clone(), true),
+                    (None, None) => (Value::Null, true),
+                };
+                results.push((
+                    Message::tool_result(id.as_str().into(), content.into(), is_error),
+                    *line,
+                ));
+            }
+            _ => {}
+        }
+    }
+    flush(&mut conv, &mut calls, &mut results);
+    conv
+}
+
 fn found(kind: Kind, line: usize, id: &str, message: String) -> Finding {
     Finding {
         kind,
@@ -267,6 +395,70 @@ mod tests {
             .enumerate()
             .map(|(i, r)| (i + 1, r));
         sessions(records).remove(0)
+    }
+
+    #[test]
+    fn calls_made_while_others_are_open_are_one_turn_and_errors_stay_errors() {
+        let call = |id: u32, name: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{name}","arguments":{{"n":{id}}}}}}}"#
+            )
+        };
+        let ok = |id: u32| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"ok"}}]}}}}"#
+            )
+        };
+        let lines = [
+            (Side::Client, r#"{"jsonrpc":"2.0","id":"t","method":"tools/list"}"#.to_string()),
+            (Side::Server, r#"{"jsonrpc":"2.0","id":"t","result":{"tools":[{"name":"f","inputSchema":{"type":"object"}}]}}"#.to_string()),
+            (Side::Client, call(1, "f")),
+            (Side::Client, call(2, "f")),
+            (Side::Server, ok(2)),
+            (Side::Server, r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":true}}"#.to_string()),
+            (Side::Client, call(3, "g")),
+            (Side::Server, r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"no"}}"#.to_string()),
+            (Side::Client, call(4, "f")),
+        ];
+        let borrowed: Vec<(Side, &str)> = lines.iter().map(|(s, l)| (*s, l.as_str())).collect();
+        let conv = conversation(&session(&borrowed));
+        let roles: Vec<&str> = conv.messages.iter().map(|m| m.role.as_str()).collect();
+        // The prompt; calls 1 and 2 as one turn, their results in the
+        // order they came; call 3 and its error; call 4, never answered.
+        assert_eq!(
+            roles,
+            [
+                "user",
+                "assistant",
+                "tool",
+                "tool",
+                "assistant",
+                "tool",
+                "assistant"
+            ]
+        );
+        assert_eq!(conv.messages[1].content.len(), 2);
+        let error = |m: &loopdbg_engine::message::Message| match &m.content[0] {
+            loopdbg_engine::message::Block::ToolResult {
+                tool_use_id,
+                is_error,
+                ..
+            } => (tool_use_id.to_string(), *is_error),
+            _ => panic!("a result"),
+        };
+        assert_eq!(error(&conv.messages[2]), ("2".to_string(), false));
+        assert_eq!(error(&conv.messages[3]), ("1".to_string(), true));
+        assert_eq!(error(&conv.messages[5]), ("3".to_string(), true));
+        assert_eq!(conv.tools[0].name, "f");
+        // The open call is said as MCP says it, not as a provider's 400.
+        let findings = crate::check::check(&conv);
+        let open: Vec<_> = findings
+            .iter()
+            .filter(|f| f.kind == Kind::McpUnansweredRequest)
+            .collect();
+        assert_eq!(open.len(), 1, "{findings:?}");
+        assert_eq!(open[0].ids, vec!["4".to_string()]);
+        assert!(findings.iter().all(|f| !f.rejected_by_provider));
     }
 
     #[test]

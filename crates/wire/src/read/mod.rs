@@ -53,6 +53,9 @@ pub enum Source {
     CopilotCli,
     /// An opencode session as `opencode export` prints it.
     Opencode,
+    /// A `loopdbg mcp` capture: the agent's MCP tool calls and the
+    /// server's results (read by `crate::mcp`, never forced).
+    Mcp,
 }
 
 impl Source {
@@ -65,6 +68,7 @@ impl Source {
             Source::GeminiCli => "gemini-cli",
             Source::CopilotCli => "copilot-cli",
             Source::Opencode => "opencode",
+            Source::Mcp => "mcp",
         }
     }
 
@@ -80,12 +84,14 @@ impl Source {
             // opencode sends each call's result right after it, whatever
             // the provider; Chat's rules say the same of that shape.
             Source::Opencode => Format::Openai,
+            // Each result after the turn of calls it answers.
+            Source::Mcp => Format::Anthropic,
         }
     }
 
     /// True for agent logs, which are read whole as JSON Lines of events.
     pub fn is_log(self) -> bool {
-        !matches!(self, Source::Provider(_) | Source::Opencode)
+        !matches!(self, Source::Provider(_) | Source::Opencode | Source::Mcp)
     }
 
     /// Every name `--format` takes.
@@ -622,6 +628,10 @@ pub fn read_owned_as(
         Source::Provider(Format::Gemini) => gemini::read(doc, detail),
         Source::Provider(Format::Bedrock) => bedrock::read(doc, detail),
         Source::Opencode => opencode::read(doc),
+        Source::Mcp => Err(err(
+            &JsonPath::root(),
+            "an MCP capture is JSON Lines of records; read it with `mcp::sessions`",
+        )),
         Source::GeminiCli => {
             // The legacy whole-file recording: metadata with its messages.
             let mut log = GeminiCliLog::default();
@@ -872,7 +882,7 @@ impl Log {
             Source::Codex => Some(Log::Codex(CodexRollout::default())),
             Source::GeminiCli => Some(Log::GeminiCli(GeminiCliLog::default())),
             Source::CopilotCli => Some(Log::CopilotCli(Default::default())),
-            Source::Provider(_) | Source::Opencode => None,
+            Source::Provider(_) | Source::Opencode | Source::Mcp => None,
         }
     }
 
