@@ -209,3 +209,78 @@ fn a_capture_replays_records_and_exports_as_the_agents_calls() {
     assert!(kinds.contains(&"mcp_unanswered_request"), "{report:#}");
     assert!(!kinds.contains(&"unanswered_call"), "{report:#}");
 }
+
+/// `check --mcp`: each call the model made is matched to the MCP
+/// `tools/call` that ran it; one the server failed whose result reached
+/// the model without its error flag is `mcp_error_as_data`, and the same
+/// history with the flag is clean.
+#[test]
+fn a_failed_mcp_call_sent_to_the_model_as_data_is_found() {
+    let dir = scratch("mcp-correlate");
+    let capture = dir.join("mcp.jsonl");
+    std::fs::write(
+        &capture,
+        [
+            r#"{"event":"start","loopdbg":"mcp","command":["weather-server"]}"#,
+            r#"{"event":"message","loopdbg":"mcp","from":"client","ms":5,"message":{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"get_weather","arguments":{"city":"Paris"}}}}"#,
+            r#"{"event":"message","loopdbg":"mcp","from":"server","ms":9,"message":{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"upstream timed out"}],"isError":true}}}"#,
+        ]
+        .join("\n"),
+    )
+    .unwrap();
+    let body = |flagged: bool| {
+        let mut result = serde_json::json!({"type": "tool_result", "tool_use_id": "toolu_1",
+            "content": "upstream timed out"});
+        if flagged {
+            result["is_error"] = Value::Bool(true);
+        }
+        serde_json::json!({"model": "claude-sonnet-4-5", "max_tokens": 100,
+            "tools": [{"name": "mcp__weather__get_weather", "input_schema": {"type": "object"}}],
+            "messages": [
+                {"role": "user", "content": "weather in Paris?"},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1",
+                    "name": "mcp__weather__get_weather", "input": {"city": "Paris"}}]},
+                {"role": "user", "content": [result]}]})
+    };
+    for flagged in [false, true] {
+        let path = dir.join(format!("body-{flagged}.json"));
+        std::fs::write(&path, body(flagged).to_string()).unwrap();
+        let out = loopdbg()
+            .args(["check", "--format", "json", "--mcp"])
+            .arg(&capture)
+            .arg(&path)
+            .output()
+            .unwrap();
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let found: Vec<&Value> = report["files"][0]["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|r| r["findings"].as_array().unwrap())
+            .filter(|f| f["kind"] == "mcp_error_as_data")
+            .collect();
+        match flagged {
+            false => {
+                assert_eq!(found.len(), 1, "{report:#}");
+                assert_eq!(found[0]["ids"], serde_json::json!(["toolu_1", "7"]));
+                assert_eq!(found[0]["severity"], "warning");
+                assert_eq!(out.status.code(), Some(1));
+            }
+            true => {
+                assert!(found.is_empty(), "{report:#}");
+                assert_eq!(out.status.code(), Some(0), "{report:#}");
+            }
+        }
+    }
+    // Not an MCP capture: said, exit 2.
+    let out = loopdbg()
+        .args([
+            "check",
+            "--mcp",
+            "sessions/weather.json",
+            "sessions/weather.json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -366,6 +366,12 @@ pub struct CheckArgs {
     /// Replace an existing -o file.
     #[arg(long, requires = "output")]
     pub force: bool,
+    /// A `loopdbg mcp` capture of the same session: each call the model
+    /// made is matched to the MCP `tools/call` that ran it (same tool,
+    /// same arguments), and a call the server failed whose result went
+    /// to the model without its error flag is `mcp_error_as_data`.
+    #[arg(long, value_name = "CAPTURE")]
+    pub mcp: Option<PathBuf>,
 }
 
 // The arguments of `compare` (its help text is the variant's).

@@ -19,6 +19,7 @@ use loopdbg_input::lines::LineChunks;
 use loopdbg_wire::capture;
 use loopdbg_wire::check::{Finding, Severity, check};
 use loopdbg_wire::fix::{Repair, repair};
+use loopdbg_wire::mcp::McpCall;
 use loopdbg_wire::read::yaml_depth;
 use loopdbg_wire::read::{
     Conversation, Detail, Evidence, LineError, Log, ReadError, Source, classify_line, detect,
@@ -1228,6 +1229,7 @@ type LineOutcome = (
 pub fn check_file(
     path: &Path,
     forced: Option<Source>,
+    mcp: &[McpCall],
     emit: &mut dyn FnMut(&str, &ConversationReport),
 ) -> FileReport {
     let file = origin_of(path);
@@ -1294,7 +1296,7 @@ pub fn check_file(
         }
         let mut threads = Threads::default();
         for (index, line, conv) in &convs {
-            let mut r = conversation_report(*index, *line, conv);
+            let mut r = conversation_report(*index, *line, conv, mcp);
             r.conversation =
                 threads.assign(&Prefixes::of_source(conv.source.as_str(), &conv.messages)) + 1;
             keep(&mut report, r);
@@ -1330,7 +1332,7 @@ pub fn check_file(
         let origin = &origin;
         scope.spawn(move || {
             for chunk in arriving {
-                let done = chunk.map(|chunk| check_chunk(origin, forced, chunk, &recycle));
+                let done = chunk.map(|chunk| check_chunk(origin, forced, mcp, chunk, &recycle));
                 let stop = done.is_err();
                 if checked.send(done).is_err() || stop {
                     break;
@@ -1385,6 +1387,7 @@ type CheckedChunk = Result<(u64, Vec<LineOutcome>, Option<LoadError>), LoadError
 fn check_chunk(
     origin: &str,
     forced: Option<Source>,
+    mcp: &[McpCall],
     chunk: Chunk,
     recycle: &std::sync::mpsc::Sender<Vec<u8>>,
 ) -> (u64, Vec<LineOutcome>, Option<LoadError>) {
@@ -1394,7 +1397,7 @@ fn check_chunk(
         .map(|&(n, line)| {
             let r = conversation_of_line(origin, forced, n, line, Replies::Left).map(|c| {
                 c.map(|conv| {
-                    let report = conversation_report(0, Some(n), &conv);
+                    let report = conversation_report(0, Some(n), &conv, mcp);
                     let prefixes = Prefixes::of_source(conv.source.as_str(), &conv.messages);
                     (conv.source, report, prefixes)
                 })
@@ -1490,7 +1493,12 @@ fn conversation_report(
     index: usize,
     line: Option<usize>,
     conv: &Conversation,
+    mcp: &[McpCall],
 ) -> ConversationReport {
+    let mut findings = check(conv);
+    if !mcp.is_empty() {
+        findings.extend(loopdbg_wire::mcp::correlate(mcp, conv));
+    }
     ConversationReport {
         conversation: index,
         request: index,
@@ -1498,7 +1506,7 @@ fn conversation_report(
         format: conv.source.as_str(),
         label: conv.label.clone(),
         messages: conv.messages.len(),
-        findings: check(conv),
+        findings,
         usage: loopdbg_wire::usage::of_conversation(conv, super::prices::prices()),
     }
 }
@@ -1799,7 +1807,26 @@ fn write_repaired(
 pub fn check_files(
     files: &[PathBuf],
     forced: Option<Source>,
+    mcp: &[McpCall],
     emit: &mut dyn FnMut(&str, &ConversationReport),
 ) -> Vec<FileReport> {
-    files.iter().map(|f| check_file(f, forced, emit)).collect()
+    files
+        .iter()
+        .map(|f| check_file(f, forced, mcp, emit))
+        .collect()
+}
+
+/// The answered `tools/call`s of an MCP capture (`check --mcp`).
+pub fn mcp_calls(path: &Path) -> Result<Vec<McpCall>, LoadError> {
+    let origin = origin_of(path);
+    let text = super::load::read_text(path, &origin)?;
+    let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    if !serde_json::from_str::<Value>(first).is_ok_and(|v| loopdbg_wire::mcp::is_record(&v)) {
+        return Err(LoadError::Refused {
+            origin,
+            reason: "--mcp takes a `loopdbg mcp` capture; this file's first record is not one"
+                .into(),
+        });
+    }
+    Ok(loopdbg_wire::mcp::calls(&mcp_sessions(&origin, &text)?))
 }

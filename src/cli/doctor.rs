@@ -83,7 +83,7 @@ fn needs_repair(f: &Finding) -> bool {
 }
 
 fn diagnose(path: &Path) -> Verdict {
-    let report = check_file(path, None, &mut |_, _| {});
+    let report = check_file(path, None, &[], &mut |_, _| {});
     if let Some(e) = report.errors.first() {
         // A torn last line is the one reading error the doctor repairs.
         if report.errors.len() > 1 || !is_last_line(path, e.line) {

@@ -471,6 +471,10 @@ fn check_files(args: CheckArgs) -> Result<ExitCode, Failure> {
         }
         _ => args.files,
     };
+    let mcp_calls = match &args.mcp {
+        Some(path) => check::mcp_calls(path)?,
+        None => Vec::new(),
+    };
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut write_error = None;
     let reports = {
@@ -486,7 +490,7 @@ fn check_files(args: CheckArgs) -> Result<ExitCode, Failure> {
                 write_error = Some(e);
             }
         };
-        check::check_files(&files, forced, &mut emit)
+        check::check_files(&files, forced, &mcp_calls, &mut emit)
     };
     if let Some(e) = write_error {
         return Err(e.into());

@@ -67,6 +67,7 @@ kinds! {
     McpUnansweredRequest = "mcp_unanswered_request": "MCP capture: a request (a `tools/call`, …) the other side never answered",
     McpAnsweredTwice = "mcp_answered_twice": "MCP capture: one request id answered more than once",
     McpUnknownResponse = "mcp_unknown_response": "MCP capture: a response to an id the other side never asked with",
+    McpErrorAsData = "mcp_error_as_data": "MCP capture beside a proxy capture or log: a tool call the MCP server failed whose result the agent sent to the model without its error flag",
     ToolNeverRan = "tool_never_ran": "trace: a call no `execute_tool` span ran, in a trace that has tool spans (only some of a turn's calls run?)",
     ToolRanResultDropped = "tool_ran_result_dropped": "trace: a call whose `execute_tool` span ran, but whose result the next request does not carry",
 }

@@ -371,6 +371,143 @@ pub fn conversation(session: &Session) -> crate::read::Conversation {
     conv
 }
 
+/// One `tools/call` the agent made, as the capture shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpCall {
+    /// The JSON-RPC id, as the message writes it.
+    pub id: String,
+    /// The tool's name on the server.
+    pub name: String,
+    /// Its arguments.
+    pub arguments: Value,
+    /// The capture line of the request.
+    pub line: usize,
+    /// The server answered with `isError: true` or a JSON-RPC error.
+    pub failed: bool,
+}
+
+/// Every answered `tools/call` of the sessions, in order.
+pub fn calls(sessions: &[Session]) -> Vec<McpCall> {
+    let mut out = Vec::new();
+    for session in sessions {
+        let conv = conversation(session);
+        let lines: HashMap<String, usize> = session
+            .messages
+            .iter()
+            .filter_map(|(line, from, _, m)| {
+                let m = m.as_ref()?;
+                (*from == Side::Client
+                    && m.get("method").and_then(Value::as_str) == Some("tools/call"))
+                .then(|| Some((call_id(m)?, *line)))
+                .flatten()
+            })
+            .collect();
+        let failed: HashMap<String, bool> = conv
+            .messages
+            .iter()
+            .flat_map(|m| &m.content)
+            .filter_map(|b| match b {
+                loopdbg_engine::message::Block::ToolResult {
+                    tool_use_id,
+                    is_error,
+                    ..
+                } => Some((tool_use_id.to_string(), *is_error)),
+                _ => None,
+            })
+            .collect();
+        for (id, name, arguments) in conv
+            .messages
+            .iter()
+            .flat_map(|m| &m.content)
+            .filter_map(|b| match b {
+                loopdbg_engine::message::Block::ToolUse { id, name, input } => {
+                    Some((id.to_string(), name.to_string(), (**input).clone()))
+                }
+                _ => None,
+            })
+        {
+            let Some(&failed) = failed.get(&id) else {
+                continue;
+            };
+            out.push(McpCall {
+                line: lines.get(&id).copied().unwrap_or(session.line),
+                id,
+                name,
+                arguments,
+                failed,
+            });
+        }
+    }
+    out
+}
+
+/// Whether the model's tool name is the server's: the same, or the
+/// server's behind an agent's prefix (`mcp__weather__get_weather`,
+/// `weather__get_weather`).
+fn names_the_tool(model_name: &str, server_name: &str) -> bool {
+    model_name == server_name
+        || model_name
+            .strip_suffix(server_name)
+            .is_some_and(|prefix| prefix.ends_with("__"))
+}
+
+/// Each call the model made in `conv` matched to the MCP `tools/call`
+/// that ran it (same tool, same arguments, in order, each MCP call used
+/// once); a call the server failed whose result the agent sent to the
+/// model as an ordinary result is `mcp_error_as_data`.
+pub fn correlate(calls: &[McpCall], conv: &crate::read::Conversation) -> Vec<Finding> {
+    use loopdbg_engine::message::Block;
+    let mut used = vec![false; calls.len()];
+    let mut results: HashMap<&str, (bool, usize, usize)> = HashMap::new();
+    for (i, m) in conv.messages.iter().enumerate() {
+        for (j, b) in m.content.iter().enumerate() {
+            if let Block::ToolResult {
+                tool_use_id,
+                is_error,
+                ..
+            } = b
+            {
+                results.insert(tool_use_id, (*is_error, i, j));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for m in &conv.messages {
+        for b in &m.content {
+            let Block::ToolUse { id, name, input } = b else {
+                continue;
+            };
+            let matched = calls.iter().enumerate().position(|(k, c)| {
+                !used[k] && names_the_tool(name, &c.name) && c.arguments == **input
+            });
+            let Some(k) = matched else { continue };
+            used[k] = true;
+            let call = &calls[k];
+            let Some(&(sent_as_error, i, j)) = results.get(&**id) else {
+                continue;
+            };
+            if call.failed && !sent_as_error {
+                let source = &conv.block_sources[i][j];
+                out.push(Finding {
+                    kind: Kind::McpErrorAsData,
+                    path: source.path.to_string(),
+                    line: source.line,
+                    uuid: source.uuid.as_deref().map(str::to_string),
+                    ids: vec![id.to_string(), call.id.clone()],
+                    message: format!(
+                        "the MCP server failed `tools/call` {} ({}, MCP capture line {}), but the result of {id} went to the model as an ordinary result, without its error flag: the model reads the failure as data",
+                        call.id, call.name, call.line
+                    ),
+                    rejected_by_provider: false,
+                    severity: Severity::Warning,
+                    evidence: None,
+                });
+            }
+        }
+    }
+    out
+}
+
 fn found(kind: Kind, line: usize, id: &str, message: String) -> Finding {
     Finding {
         kind,
