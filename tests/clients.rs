@@ -372,3 +372,120 @@ fn exported_otlp_parses_with_the_opentelemetry_proto_schema() {
     );
     assert_eq!(parsed[1]["spans"].as_array().unwrap().len(), 5, "{parsed}");
 }
+
+/// A child process killed when dropped.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Waits for a line on `from` containing `what` (a server's "listening"
+/// line), and keeps draining the rest so the child never blocks on it.
+fn wait_for_line(from: impl std::io::Read + Send + 'static, what: &'static str) -> String {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(from).lines().map_while(Result::ok) {
+            if line.contains(what) {
+                let _ = tx.send(line);
+            }
+        }
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(60))
+        .unwrap_or_else(|_| panic!("no line with {what:?}"))
+}
+
+/// The official MCP Python SDK's Streamable HTTP server and client, once
+/// directly and once through `loopdbg mcp --upstream`: the same answers,
+/// and the capture holds the session's messages in order (the answers
+/// came as server-sent events), checked clean and replayed.
+#[test]
+fn the_official_mcp_http_client_and_server_behave_through_the_tap_as_direct() {
+    let Some(python) = python() else {
+        return common::skip(
+            "the_official_mcp_http_client_and_server_behave_through_the_tap_as_direct",
+            "no mcp virtualenv in target/clients (run scripts/install-clients.sh)",
+        );
+    };
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = Command::new(&python)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["tests/clients/mcp_server.py", "http", &port.to_string()])
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let err = server.stderr.take().unwrap();
+    let _server = Killed(server);
+    wait_for_line(err, "Uvicorn running on");
+    let dir = common::scratch("mcp-http");
+    let capture = dir.join("mcp.jsonl");
+    let mut tap = Command::new(env!("CARGO_BIN_EXE_loopdbg"))
+        .args([
+            "mcp",
+            "--upstream",
+            &format!("http://127.0.0.1:{port}"),
+            "--listen",
+            "127.0.0.1:0",
+            "--capture",
+        ])
+        .arg(&capture)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = tap.stderr.take().unwrap();
+    let _tap = Killed(tap);
+    let banner = wait_for_line(err, "listening on http://");
+    let addr = banner
+        .split("listening on http://")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap()
+        .to_string();
+    let client =
+        |url: String| python_script(&python, "tests/clients/mcp_client.py", &["--http", &url]);
+    let direct = client(format!("http://127.0.0.1:{port}/mcp"));
+    let tapped = client(format!("http://{addr}/mcp"));
+    assert_eq!(tapped, direct);
+    assert!(direct.contains("18°C, haze") && direct.contains("\"broken_error\": true"));
+    let records: Vec<Value> = std::fs::read_to_string(&capture)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let seen: Vec<String> = records[1..]
+        .iter()
+        .map(|r| {
+            let m = &r["message"];
+            let what = m["method"]
+                .as_str()
+                .map_or_else(|| format!("reply {}", m["id"]), str::to_string);
+            format!("{} {what}", r["from"].as_str().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            "client initialize",
+            "server reply 1",
+            "client notifications/initialized",
+            "client tools/list",
+            "server reply 2",
+            "client tools/call",
+            "server reply 3",
+            "client tools/call",
+            "server reply 4",
+        ],
+        "{records:#?}"
+    );
+    let (code, report) = common::check_json(&capture);
+    assert_eq!(code, Some(0), "{report:#}");
+    assert_eq!(report["files"][0]["format"], "mcp");
+}

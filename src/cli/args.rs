@@ -257,6 +257,8 @@ pub enum Command {
     ///
     /// Configure the agent to start `loopdbg mcp --capture FILE -- SERVER
     /// ARGS…` where it started `SERVER ARGS…`. Exits as the server exits.
+    /// For a Streamable HTTP server, `--upstream URL` listens instead and
+    /// forwards to it: point the agent at the address it prints.
     Mcp(McpArgs),
 }
 
@@ -271,8 +273,20 @@ pub struct McpArgs {
     #[arg(long)]
     pub force: bool,
     /// The server's command and its arguments, after `--`.
-    #[arg(required = true, last = true, value_name = "SERVER")]
+    #[arg(
+        last = true,
+        value_name = "SERVER",
+        required_unless_present = "upstream",
+        conflicts_with = "upstream"
+    )]
     pub command: Vec<String>,
+    /// A Streamable HTTP MCP server (http or https): listen, forward every
+    /// request to the same path under it, record both sides.
+    #[arg(long, value_name = "URL")]
+    pub upstream: Option<String>,
+    /// With --upstream: the address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8701", requires = "upstream")]
+    pub listen: std::net::SocketAddr,
 }
 
 // The arguments of `doctor` (its help text is the variant's).

@@ -7,11 +7,13 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
+use loopdbg_wire::mcp::Record;
+
 use super::Failure;
 
-/// Starts the server under the tap and records to `capture`; exits with
-/// the server's code (1 when a signal ended it).
-pub(super) fn tap(capture: &Path, force: bool, command: &[String]) -> Result<ExitCode, Failure> {
+/// The capture, opened for appending (refused when it is something else,
+/// unless `force`), and a writer of records that says a failed write once.
+fn open_capture(capture: &Path, force: bool) -> Result<impl FnMut(Record), Failure> {
     if !force {
         super::live::refuse_unless_capture(
             capture,
@@ -25,29 +27,80 @@ pub(super) fn tap(capture: &Path, force: bool, command: &[String]) -> Result<Exi
         .append(true)
         .open(capture)
         .with_context(|| format!("opening the capture {}", capture.display()))?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .build()
-        .context("starting the tap")?;
+    let name = capture.display().to_string();
     // Each record is written and flushed on its own: a capture is whole up
     // to the last message, however the session ends. A capture that cannot
     // be written is said once; the relay goes on, as the agent needs it.
     let mut failed = false;
+    Ok(move |record: Record| {
+        let written = file
+            .write_all(record.to_line().as_bytes())
+            .and_then(|()| file.flush());
+        if let Err(e) = written
+            && !std::mem::replace(&mut failed, true)
+        {
+            eprintln!("loopdbg mcp: writing {name}: {e}");
+        }
+    })
+}
+
+/// Starts the server under the tap and records to `capture`; exits with
+/// the server's code (1 when a signal ended it).
+pub(super) fn tap(capture: &Path, force: bool, command: &[String]) -> Result<ExitCode, Failure> {
+    let write = open_capture(capture, force)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .context("starting the tap")?;
     let status = runtime
-        .block_on(loopdbg_proxy::mcp::relay_stdio(command, |record| {
-            let written = file
-                .write_all(record.to_line().as_bytes())
-                .and_then(|()| file.flush());
-            if let Err(e) = written
-                && !std::mem::replace(&mut failed, true)
-            {
-                eprintln!("loopdbg mcp: writing {}: {e}", capture.display());
-            }
-        }))
+        .block_on(loopdbg_proxy::mcp::relay_stdio(command, write))
         .map_err(|e| super::bad_flag(format!("starting {}: {e}", command[0])))?;
     Ok(match status.code() {
         Some(0) => ExitCode::SUCCESS,
         Some(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         None => ExitCode::FAILURE,
+    })
+}
+
+/// Listens on `listen`, forwards to the Streamable HTTP server at `url`
+/// and records both sides to `capture` until interrupted.
+pub(super) fn http_tap(
+    capture: &Path,
+    force: bool,
+    url: &str,
+    listen: std::net::SocketAddr,
+) -> Result<ExitCode, Failure> {
+    let upstream = loopdbg_proxy::parse_upstream(url)
+        .map_err(|e| super::bad_flag(format!("--upstream {url}: {e}")))?;
+    let mut write = open_capture(capture, force)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the tap")?;
+    runtime.block_on(async {
+        let (record, mut records) = tokio::sync::mpsc::unbounded_channel();
+        let addr = loopdbg_proxy::mcp_http::serve(&upstream, listen, record)
+            .await
+            .map_err(|e| super::bad_flag(format!("--listen {listen}: {e:#}")))?;
+        eprintln!(
+            "loopdbg mcp: listening on http://{addr} → {} · capture {}",
+            loopdbg_wire::route::redacted_path(url),
+            capture.display()
+        );
+        loop {
+            tokio::select! {
+                r = records.recv() => match r {
+                    Some(r) => write(r),
+                    None => break,
+                },
+                _ = tokio::signal::ctrl_c() => break,
+            }
+        }
+        // What came before the signal is written.
+        while let Ok(r) = records.try_recv() {
+            write(r);
+        }
+        Ok(ExitCode::SUCCESS)
     })
 }

@@ -141,7 +141,10 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         Some(Command::Tour(args)) => tour(args),
         Some(Command::Record(args)) => live::record(&args.capture, args.conversation, &args.output),
         Some(Command::Doctor(args)) => Ok(doctor::doctor(&args.files, args.write, args.force)),
-        Some(Command::Mcp(args)) => mcp::tap(&args.capture, args.force, &args.command),
+        Some(Command::Mcp(args)) => match &args.upstream {
+            Some(url) => mcp::http_tap(&args.capture, args.force, url, args.listen),
+            None => mcp::tap(&args.capture, args.force, &args.command),
+        },
         Some(Command::Schema) => schema(),
         Some(Command::Completions(args)) => {
             use clap::CommandFactory;

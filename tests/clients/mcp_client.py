@@ -1,5 +1,6 @@
 """The official MCP Python SDK's client, for tests/mcp.rs: starts the server
-command given on the command line over stdio, initializes, lists the tools,
+command given on the command line over stdio (or, with `--http URL`, a
+Streamable HTTP server), initializes, lists the tools,
 calls each, and prints what it got as one JSON document, so a run through
 `loopdbg mcp` can be compared with a direct one."""
 
@@ -8,11 +9,18 @@ import sys
 
 import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+
+def transport(command: str, args: list[str]):
+    # `mcp_client.py --http URL`: a Streamable HTTP server at URL.
+    if command == "--http":
+        return streamable_http_client(args[0])
+    return stdio_client(StdioServerParameters(command=command, args=args))
 
 
 async def main(command: str, args: list[str]) -> None:
-    params = StdioServerParameters(command=command, args=args)
-    async with stdio_client(params) as (read, write):
+    async with transport(command, args) as (read, write):
         async with ClientSession(read, write) as session:
             init = await session.initialize()
             tools = await session.list_tools()

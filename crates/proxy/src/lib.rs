@@ -12,6 +12,7 @@
 
 pub mod gate;
 pub mod mcp;
+pub mod mcp_http;
 pub mod otlp;
 
 mod answer;

@@ -1,0 +1,234 @@
+//! `loopdbg mcp --upstream URL`: a tap on a Streamable HTTP MCP server.
+//! The agent is pointed at the tap's address instead of the server's; the
+//! tap forwards every request (POSTed JSON-RPC, the GET that opens the
+//! server's stream, the DELETE that ends a session) to the same path under
+//! `URL` with the agent's headers (`Mcp-Session-Id` among them), and
+//! passes the answer back frame by frame as it comes. A copy of each side
+//! is cut into JSON-RPC messages for the recorder: the request body (one
+//! message, or a batch), and the answer, either one JSON body or a
+//! server-sent event stream whose `data:` carries one message per event.
+//! HTTP is hyper's; this module only cuts the copies.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Frame, Incoming};
+use hyper::http::{Request, Response, StatusCode, Uri, header};
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use loopdbg_wire::mcp::{Record, Side};
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::upstream::Upstream;
+
+/// The most a request body may hold (MCP messages are small).
+const MAX_REQUEST: usize = 64 << 20;
+
+type Body = BoxBody<Bytes, hyper::Error>;
+
+struct Tap {
+    way: Upstream,
+    start: Instant,
+    record: UnboundedSender<Record>,
+}
+
+impl Tap {
+    fn ms(&self) -> u64 {
+        u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Records each JSON-RPC message of a whole JSON body (a batch is one
+    /// record per message); anything else as the text it was.
+    fn record_body(&self, side: Side, bytes: &[u8]) {
+        let text = String::from_utf8_lossy(bytes);
+        if text.trim().is_empty() {
+            return;
+        }
+        match serde_json::from_str::<serde_json::Value>(&text) {
+            Ok(serde_json::Value::Array(batch)) => {
+                for message in batch {
+                    let _ =
+                        self.record
+                            .send(Record::message(side, self.ms(), &message.to_string()));
+                }
+            }
+            _ => {
+                let _ = self.record.send(Record::message(side, self.ms(), &text));
+            }
+        }
+    }
+}
+
+/// Starts the tap on `listen`, forwarding to `upstream`; `record` gets the
+/// start, then every message in the order the tap saw it. Returns the
+/// address it listens on; it serves until the runtime ends.
+pub async fn serve(
+    upstream: &Uri,
+    listen: SocketAddr,
+    record: UnboundedSender<Record>,
+) -> anyhow::Result<SocketAddr> {
+    let way = Upstream::new(upstream)?;
+    let listener = tokio::net::TcpListener::bind(listen).await?;
+    let addr = listener.local_addr()?;
+    let _ = record.send(Record::start(&[
+        "--upstream".to_string(),
+        loopdbg_wire::route::redacted_path(&upstream.to_string()),
+    ]));
+    let tap = Arc::new(Tap {
+        way,
+        start: Instant::now(),
+        record,
+    });
+    tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else {
+                continue;
+            };
+            let _ = tcp.set_nodelay(true);
+            let tap = Arc::clone(&tap);
+            tokio::spawn(async move {
+                let service = service_fn(move |request| {
+                    let tap = Arc::clone(&tap);
+                    async move { Ok::<_, Infallible>(relay(&tap, request).await) }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(tcp), service)
+                    .await;
+            });
+        }
+    });
+    Ok(addr)
+}
+
+fn own_answer(status: StatusCode, text: String) -> Response<Body> {
+    let mut answer = Response::new(
+        Full::new(Bytes::from(text))
+            .map_err(|never| match never {})
+            .boxed(),
+    );
+    *answer.status_mut() = status;
+    answer
+}
+
+/// One request to the server and its answer, both copied to the recorder.
+async fn relay(tap: &Arc<Tap>, request: Request<Incoming>) -> Response<Body> {
+    let (parts, body) = request.into_parts();
+    let bytes = match http_body_util::Limited::new(body, MAX_REQUEST)
+        .collect()
+        .await
+    {
+        Ok(b) => b.to_bytes(),
+        Err(e) => {
+            return own_answer(
+                StatusCode::BAD_REQUEST,
+                format!("loopdbg mcp: reading the request: {e}"),
+            );
+        }
+    };
+    tap.record_body(Side::Client, &bytes);
+    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    let answer = match tap
+        .way
+        .send(parts.method, path, &parts.headers, bytes)
+        .await
+    {
+        Ok(a) => a,
+        Err(e) => {
+            return own_answer(
+                StatusCode::BAD_GATEWAY,
+                format!("loopdbg mcp: the server could not be reached: {e}"),
+            );
+        }
+    };
+    let streamed = answer
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    let (mut head, body) = answer.into_parts();
+    head.headers = crate::upstream::returned_headers(&head.headers);
+    let mut cut = Cut {
+        tap: Arc::clone(tap),
+        streamed,
+        pending: Vec::new(),
+    };
+    let body = body
+        .map_frame(move |frame: Frame<Bytes>| {
+            if let Some(data) = frame.data_ref() {
+                cut.push(data);
+            }
+            frame
+        })
+        .boxed();
+    Response::from_parts(head, body)
+}
+
+/// The server's side of one answer, cut into messages as it comes.
+struct Cut {
+    tap: Arc<Tap>,
+    streamed: bool,
+    pending: Vec<u8>,
+}
+
+impl Cut {
+    fn push(&mut self, data: &[u8]) {
+        self.pending.extend_from_slice(data);
+        if !self.streamed {
+            // One JSON body: recorded once it is whole.
+            if serde_json::from_slice::<serde_json::Value>(&self.pending).is_ok() {
+                let whole = std::mem::take(&mut self.pending);
+                self.tap.record_body(Side::Server, &whole);
+            }
+            return;
+        }
+        // Server-sent events end with a blank line; `data:` lines carry
+        // the message (a `:` comment or a bare `id:` / `retry:` carries none).
+        while let Some(end) = event_end(&self.pending) {
+            let event: Vec<u8> = self.pending.drain(..end.1).collect();
+            let text = String::from_utf8_lossy(&event[..end.0]);
+            let data: Vec<&str> = text
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(|d| d.strip_prefix(' ').unwrap_or(d))
+                .collect();
+            if !data.is_empty() {
+                self.tap
+                    .record_body(Side::Server, data.join("\n").as_bytes());
+            }
+        }
+    }
+}
+
+/// Where the first event of `bytes` ends: its text's end and the end of
+/// its blank line.
+fn event_end(bytes: &[u8]) -> Option<(usize, usize)> {
+    let lf = bytes
+        .windows(2)
+        .position(|w| w == b"\n\n")
+        .map(|i| (i, i + 2));
+    let crlf = bytes
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map(|i| (i, i + 4));
+    match (lf, crlf) {
+        (Some(a), Some(b)) => Some(if a.0 < b.0 { a } else { b }),
+        (a, b) => a.or(b),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_end_at_a_blank_line_in_either_line_ending() {
+        assert_eq!(event_end(b"data: 1\n\nrest"), Some((7, 9)));
+        assert_eq!(event_end(b"data: 1\r\n\r\n"), Some((7, 11)));
+        assert_eq!(event_end(b"data: 1\n"), None);
+    }
+}
