@@ -87,6 +87,9 @@ pub async fn serve(
     tokio::spawn(async move {
         loop {
             let Ok((tcp, _)) = listener.accept().await else {
+                // Out of file descriptors, most likely: the connections
+                // being served will free some.
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                 continue;
             };
             let _ = tcp.set_nodelay(true);
