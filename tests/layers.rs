@@ -24,6 +24,13 @@ const LAYERS: &[(&str, &[&str], &[&str])] = &[
         &["tokio", "hyper", "notify"],
     ),
     ("proxy", &["engine", "wire"], &["crossterm", "ratatui"]),
+    // Files in, reports out: it reads files and starts threads, but takes
+    // no runtime, network or terminal, so the Python package can load it.
+    (
+        "corpus",
+        &["engine", "input", "wire"],
+        &["tokio", "crossterm", "ratatui", "hyper", "notify"],
+    ),
     // Bytes in, before any format: std and flate2 only.
     (
         "input",

@@ -12,8 +12,8 @@ use std::time::{Duration, SystemTime};
 use loopdbg_wire::check::Finding;
 use loopdbg_wire::finding::Kind;
 
-use super::check::check_file;
 use super::files::{Existing, write_file};
+use loopdbg_corpus::check_file;
 
 /// A file changed more recently than this is taken to be one an agent is
 /// still appending to, and is not rewritten without `--force`.
@@ -83,7 +83,7 @@ fn needs_repair(f: &Finding) -> bool {
 }
 
 fn diagnose(path: &Path) -> Verdict {
-    let report = check_file(path, None, &[], &mut |_, _| {});
+    let report = check_file(path, None, &[], &mut |_, _| {}, &mut |_| {});
     if let Some(e) = report.errors.first() {
         // A torn last line is the one reading error the doctor repairs.
         if report.errors.len() > 1 || !is_last_line(path, e.line) {

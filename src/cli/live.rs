@@ -544,15 +544,7 @@ fn new_rejection<'a>(
     newest
 }
 
-/// True when the first line of `bytes` is a proxy capture record.
-pub(super) fn is_capture(bytes: &[u8]) -> bool {
-    let first = bytes
-        .split(|&b| b == b'\n')
-        .find(|l| !l.iter().all(u8::is_ascii_whitespace));
-    first
-        .and_then(|l| serde_json::from_slice::<Value>(l).ok())
-        .is_some_and(|v| loopdbg_wire::capture::is_exchange(&v))
-}
+pub(super) use loopdbg_corpus::is_capture;
 
 /// True when the file's first non-blank line is a capture record: read
 /// alone, so a large log of another kind is not read twice.

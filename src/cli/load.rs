@@ -141,39 +141,7 @@ fn read_one(path: &Path) -> Result<(String, String, Session), LoadError> {
     Ok((origin, text, session))
 }
 
-/// How large a session file may be: sessions are written by hand.
-pub const MAX_SESSION_BYTES: u64 = 64 << 20;
-
-/// Reads a regular file as UTF-8 text (a byte order mark is dropped);
-/// anything else is refused with where and why.
-pub fn read_text(path: &Path, origin: &str) -> Result<String, LoadError> {
-    let unreadable = |e: std::io::Error| LoadError::Unreadable {
-        origin: origin.to_string(),
-        reason: e.to_string(),
-    };
-    let meta = std::fs::metadata(path).map_err(unreadable)?;
-    if !meta.is_file() {
-        return Err(LoadError::Refused {
-            origin: origin.to_string(),
-            reason: "not a regular file".into(),
-        });
-    }
-    if meta.len() > MAX_SESSION_BYTES {
-        return Err(LoadError::Refused {
-            origin: origin.to_string(),
-            reason: format!(
-                "{} MiB is larger than a session may be ({} MiB)",
-                meta.len() >> 20,
-                MAX_SESSION_BYTES >> 20
-            ),
-        });
-    }
-    let mut bytes = std::fs::read(path).map_err(unreadable)?;
-    if bytes.starts_with(b"\xef\xbb\xbf") {
-        bytes.drain(..3);
-    }
-    String::from_utf8(bytes).map_err(|e| super::check::not_utf8(origin, 1, &e))
-}
+pub use loopdbg_corpus::read_text;
 
 /// True when `path` holds a captured conversation rather than a session:
 /// a request body (`messages`, `input` or `contents`, whatever else it

@@ -29,10 +29,9 @@ pub mod json;
 pub mod live;
 pub mod load;
 mod mcp;
-pub mod prices;
+use loopdbg_corpus::prices;
 
 pub mod terminal;
-mod traces;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -485,65 +484,34 @@ fn check_files(args: CheckArgs) -> Result<ExitCode, Failure> {
             if !jsonl || write_error.is_some() {
                 return;
             }
-            let record = serde_json::json!({"file": file, "conversation": r});
-            let written = json::compact(&mut out, &record)
+            let written = json::compact(&mut out, &check::jsonl_record(file, r))
                 .map_err(std::io::Error::from)
                 .and_then(|()| writeln!(out));
             if let Err(e) = written {
                 write_error = Some(e);
             }
         };
-        check::check_files(&files, forced, &mcp_calls, &mut emit)
+        check::check_files(
+            &files,
+            forced,
+            &mcp_calls,
+            &mut emit,
+            &mut check::show_progress,
+        )
     };
     if let Some(e) = write_error {
         return Err(e.into());
     }
-    if jsonl {
-        // Files that failed or held nothing get a record too, so a
-        // sharded run's concatenated output accounts for every file.
-        for f in reports
-            .iter()
-            .filter(|f| !f.errors.is_empty() || f.is_empty())
-        {
-            let record = serde_json::json!({
-                "file": f.file,
-                "format": f.format,
-                "conversations": f.conversations,
-                "errors": f.errors,
-                "warning": f.is_empty().then_some("no conversation found, nothing was checked"),
-            });
-            json::compact(&mut out, &record).map_err(anyhow::Error::from)?;
+    if jsonl || json {
+        if jsonl {
+            for record in reports.iter().filter_map(check::jsonl_file_record) {
+                json::compact(&mut out, &record).map_err(anyhow::Error::from)?;
+                writeln!(out)?;
+            }
+        } else {
+            json::pretty(&mut out, &check::summary(&reports)).map_err(anyhow::Error::from)?;
             writeln!(out)?;
         }
-        for f in &reports {
-            for e in &f.errors {
-                say!("{}", e.rendered);
-            }
-        }
-    } else if json {
-        let all = || {
-            reports
-                .iter()
-                .flat_map(|f| &f.results)
-                .flat_map(|r| &r.findings)
-        };
-        let findings = all().filter(|x| !x.is_note()).count();
-        let notes = all().filter(|x| x.is_note()).count();
-        let doc = serde_json::json!({
-            "files": reports,
-            "conversations": reports.iter().map(|f| f.conversations).sum::<usize>(),
-            "with_problems": reports
-                .iter()
-                .flat_map(|f| &f.results)
-                .filter(|r| !r.findings.is_empty())
-                .count(),
-            "problems": findings,
-            "notes": notes,
-            "unreadable": reports.iter().filter(|f| !f.errors.is_empty()).count(),
-            "nothing_to_check": reports.iter().filter(|f| f.is_empty()).count(),
-        });
-        json::pretty(&mut out, &doc).map_err(anyhow::Error::from)?;
-        writeln!(out)?;
         for f in &reports {
             for e in &f.errors {
                 say!("{}", e.rendered);

@@ -10,7 +10,8 @@
 //! upstream ([`upstream`]). This crate's own code is the policy: where a
 //! request goes, what is checked, what is kept, what is never written.
 
-pub mod gate;
+/// The gate is the wire crate's: the Python guard decides with it too.
+pub use loopdbg_wire::gate;
 pub mod mcp;
 pub mod mcp_http;
 pub mod otlp;
@@ -33,7 +34,7 @@ use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode, Uri};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use loopdbg_wire::capture::{Action, Exchange};
-use loopdbg_wire::chain::{Chain, ResponseStore};
+use loopdbg_wire::chain::ResponseStore;
 use loopdbg_wire::provider::Format;
 use loopdbg_wire::route::{provider_of, provider_of_path, redacted_path};
 use loopdbg_wire::stream::{is_aws_event_stream, is_event_stream};
@@ -42,7 +43,7 @@ use tokio::sync::{Semaphore, mpsc, watch};
 
 pub use answer::Ended;
 use answer::{Returning, Tapped};
-use gate::{Decision, OnInvalid, OnUnjudged, inspect};
+use gate::{Decision, Judged, OnInvalid, OnUnjudged, judge};
 use upstream::Upstream;
 pub use upstream::parse_upstream;
 
@@ -537,63 +538,6 @@ fn outgoing(
         }
         Some(Decision::Forward) | None => Ok((bytes, Action::Forwarded)),
     }
-}
-
-/// A request as the gate read it.
-struct Judged {
-    provider: Option<Format>,
-    verdict: Option<crate::gate::Verdict>,
-}
-
-/// Reads and checks a request body under `policy`. Under `block` and
-/// `repair`, a request to a conversation endpoint that cannot be read is
-/// not vouched for: blocked unless `on_unjudged` forwards it (an
-/// unanswered call inside a body nested past the parser's depth got a 200
-/// through `block`; issue 23, item 14).
-fn judge(
-    path_and_query: &str,
-    bytes: &[u8],
-    policy: OnInvalid,
-    on_unjudged: OnUnjudged,
-    responses: &std::sync::Mutex<ResponseStore>,
-) -> Judged {
-    let parsed = serde_json::from_slice::<Value>(bytes);
-    let provider = provider_of(path_and_query, parsed.as_ref().ok());
-    let routed = provider_of_path(path_and_query);
-    let (mut verdict, why) = match (provider, parsed) {
-        (Some(format), Ok(doc)) => {
-            let chain = match (format, responses.lock()) {
-                (Format::Responses, Ok(store)) => store.chain(&doc),
-                _ => Chain::Starts,
-            };
-            let verdict = inspect(format, doc, policy, &chain);
-            let why = verdict
-                .unread
-                .as_ref()
-                .map(|e| format!("its body cannot be read as a conversation ({e})"));
-            (Some(verdict), why)
-        }
-        (_, Err(e)) if routed.is_some() => (
-            None,
-            Some(format!("its body is not JSON it can read ({e})")),
-        ),
-        _ => (None, None),
-    };
-    if let Some(why) = why
-        && policy != OnInvalid::Forward
-        && on_unjudged == OnUnjudged::Block
-    {
-        verdict = Some(crate::gate::Verdict {
-            findings: Vec::new(),
-            rejected: None,
-            decision: Decision::Block {
-                status: 400,
-                body: crate::gate::unjudged_body(provider.or(routed), &why, policy),
-            },
-            unread: Some(why),
-        });
-    }
-    Judged { provider, verdict }
 }
 
 /// An error with its causes: a client's own text is only the outermost one.

@@ -44,6 +44,7 @@ pub mod check;
 pub mod doctor;
 pub mod finding;
 pub mod fix;
+pub mod gate;
 pub mod mcp;
 pub mod prices;
 pub mod provider;

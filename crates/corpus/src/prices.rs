@@ -18,7 +18,7 @@ pub fn prices() -> &'static Prices {
 /// Reads the user's table; a bad one is an error at its line and column.
 pub fn load(path: &Path) -> Result<(), LoadError> {
     let origin = path.display().to_string();
-    let text = super::load::read_text(path, &origin)?;
+    let text = crate::read_text(path, &origin)?;
     let table = Prices::parse(&text).map_err(|e| {
         let offset: usize = text
             .split_inclusive('\n')

@@ -9,7 +9,7 @@ use std::io::{BufRead, Read};
 use loopdbg_engine::LoadError;
 use loopdbg_wire::read::otlp::{self, Span};
 
-use super::check::MAX_WHOLE_BYTES;
+use crate::open::MAX_WHOLE_BYTES;
 
 /// A trace file's spans, and the exports that could not be read (each
 /// located; the rest is read).

@@ -1,13 +1,16 @@
 //! The check a request passes on its way to the provider, and what happens
-//! to one the provider would reject.
+//! to one the provider would reject: the proxy's gate and the Python
+//! package's in-process guard both decide here, so a request is judged by
+//! one piece of code whichever way it travels.
 
 use serde_json::{Value, json};
 
-use loopdbg_wire::chain::{Chain, check_continuing, repair_continuing};
-use loopdbg_wire::check::{Finding, check};
-use loopdbg_wire::fix::Repair;
-use loopdbg_wire::provider::Format;
-use loopdbg_wire::read::{Detail, ReadError, Source, read_owned_as};
+use crate::chain::{Chain, ResponseStore, check_continuing, repair_continuing};
+use crate::check::{Finding, check};
+use crate::fix::Repair;
+use crate::provider::Format;
+use crate::read::{Detail, ReadError, Source, read_owned_as};
+use crate::route::{provider_of, provider_of_path};
 
 /// What the proxy does with a request the provider would reject.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -168,6 +171,65 @@ pub fn inspect(format: Format, body: Value, policy: OnInvalid, chain: &Chain) ->
         decision,
         unread,
     }
+}
+
+/// A request as the gate read it.
+pub struct Judged {
+    /// The provider its path and body name.
+    pub provider: Option<Format>,
+    /// The verdict, when it is a conversation request.
+    pub verdict: Option<Verdict>,
+}
+
+/// Reads and checks a request body sent to `path_and_query` under
+/// `policy`. Under `block` and `repair`, a request to a conversation
+/// endpoint that cannot be read is not vouched for: blocked unless
+/// `on_unjudged` forwards it (an unanswered call inside a body nested past
+/// the parser's depth got a 200 through `block`; issue 23, item 14).
+pub fn judge(
+    path_and_query: &str,
+    bytes: &[u8],
+    policy: OnInvalid,
+    on_unjudged: OnUnjudged,
+    responses: &std::sync::Mutex<ResponseStore>,
+) -> Judged {
+    let parsed = serde_json::from_slice::<Value>(bytes);
+    let provider = provider_of(path_and_query, parsed.as_ref().ok());
+    let routed = provider_of_path(path_and_query);
+    let (mut verdict, why) = match (provider, parsed) {
+        (Some(format), Ok(doc)) => {
+            let chain = match (format, responses.lock()) {
+                (Format::Responses, Ok(store)) => store.chain(&doc),
+                _ => Chain::Starts,
+            };
+            let verdict = inspect(format, doc, policy, &chain);
+            let why = verdict
+                .unread
+                .as_ref()
+                .map(|e| format!("its body cannot be read as a conversation ({e})"));
+            (Some(verdict), why)
+        }
+        (_, Err(e)) if routed.is_some() => (
+            None,
+            Some(format!("its body is not JSON it can read ({e})")),
+        ),
+        _ => (None, None),
+    };
+    if let Some(why) = why
+        && policy != OnInvalid::Forward
+        && on_unjudged == OnUnjudged::Block
+    {
+        verdict = Some(Verdict {
+            findings: Vec::new(),
+            rejected: None,
+            decision: Decision::Block {
+                status: 400,
+                body: unjudged_body(provider.or(routed), &why, policy),
+            },
+            unread: Some(why),
+        });
+    }
+    Judged { provider, verdict }
 }
 
 /// The findings for `body` as `format`'s API reads it, against the stored

@@ -1,0 +1,566 @@
+//! Checking what was opened, and the report `check --format json` and
+//! `--format jsonl` print: the schema the CLI, the Python package and a
+//! fleet run all share. JSON Lines are checked in chunks spread over the
+//! cores and reported in line order; a file that cannot be read is
+//! reported and the others are still checked.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use loopdbg_engine::LoadError;
+use loopdbg_wire::check::{Finding, check};
+use loopdbg_wire::mcp::McpCall;
+use loopdbg_wire::read::{Conversation, Detail, Source};
+use loopdbg_wire::threads::{Prefixes, Threads};
+use rayon::prelude::*;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::open::*;
+
+/// One conversation's findings.
+#[derive(Debug, Serialize)]
+pub struct ConversationReport {
+    /// 1-based conversation in the file: the requests of one agent loop
+    /// (each carrying the history before it) are one conversation.
+    pub conversation: usize,
+    /// 1-based request (body, exchange or log segment) in the file.
+    pub request: usize,
+    /// For JSON Lines: the line it was read from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    /// What it was read as.
+    pub format: &'static str,
+    /// What it is within its file (`sub-agent …`, `after compaction 1`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// How many messages it has.
+    pub messages: usize,
+    /// What is wrong.
+    pub findings: Vec<Finding>,
+    /// The tokens the file recorded for its replies, per trip and per tool,
+    /// priced (absent when it recorded none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<loopdbg_wire::usage::Summary>,
+}
+
+pub(crate) fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// Why a file (or a line of it) could not be checked.
+#[derive(Debug, Serialize)]
+pub struct FileError {
+    /// What went wrong and what was expected.
+    pub message: String,
+    /// 1-based line, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    /// 1-based column, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column: Option<usize>,
+    /// The rendered diagnostic for the terminal.
+    #[serde(skip)]
+    pub rendered: String,
+}
+
+impl From<LoadError> for FileError {
+    fn from(e: LoadError) -> Self {
+        let location = e.location();
+        FileError {
+            message: e.to_string(),
+            line: location.map(|l| l.0),
+            column: location.map(|l| l.1),
+            rendered: format!("{:?}", miette::Report::new(e)),
+        }
+    }
+}
+
+/// One file's results.
+#[derive(Debug, Serialize)]
+pub struct FileReport {
+    /// The file (`-` is standard input).
+    pub file: String,
+    /// The format detected (or forced), when the file could be read that far.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub format: Option<&'static str>,
+    /// How many conversations were checked (a loop's requests are one).
+    pub conversations: usize,
+    /// How many requests (bodies, exchanges, log segments) were checked.
+    pub requests: usize,
+    /// Capture records that hold no conversation (`GET /v1/models`, token
+    /// counts), skipped.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub skipped: usize,
+    /// The conversations with findings.
+    pub results: Vec<ConversationReport>,
+    /// What could not be read: the file, or some of its lines.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<FileError>,
+}
+
+impl FileReport {
+    /// The report of `file` before anything is read.
+    pub fn new(file: String) -> FileReport {
+        FileReport {
+            file,
+            format: None,
+            conversations: 0,
+            requests: 0,
+            skipped: 0,
+            results: Vec::new(),
+            errors: Vec::new(),
+        }
+    }
+
+    /// Nothing was checked and nothing failed: not a pass.
+    pub fn is_empty(&self) -> bool {
+        self.requests == 0 && self.errors.is_empty()
+    }
+
+    /// True when a finding other than a note was made.
+    pub fn has_problems(&self) -> bool {
+        self.results
+            .iter()
+            .any(|r| r.findings.iter().any(|f| !f.is_note()))
+    }
+}
+
+/// One line of a JSON Lines file, checked: whether it is blank, and its
+/// format and report, nothing, or why it could not be read. A line that is
+/// not blank and holds no conversation is a captured exchange of other
+/// traffic (`GET /v1/models`), counted as skipped.
+pub(crate) type LineOutcome = (
+    bool,
+    Result<Option<(Source, ConversationReport, Prefixes)>, LoadError>,
+);
+
+/// Checks one input. `emit` gets every conversation's report as soon as it
+/// is known (for `--format jsonl`); the returned report keeps only the
+/// conversations with findings.
+pub fn check_file(
+    path: &Path,
+    forced: Option<Source>,
+    mcp: &[McpCall],
+    emit: &mut dyn FnMut(&str, &ConversationReport),
+    progress: &mut dyn FnMut(&Progress),
+) -> FileReport {
+    let file = origin_of(path);
+    if path.as_os_str() != "-"
+        && let Some(read) = mcp_capture(path, &file)
+    {
+        let mut report = FileReport::new(file.clone());
+        match read {
+            Ok(sessions) => report.add_mcp_sessions(sessions, &mut |r| emit(&file, r)),
+            Err(e) => report.errors.push(e.into()),
+        }
+        return report;
+    }
+    let size = match path.as_os_str() == "-" {
+        true => 0,
+        false => std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
+    };
+    match sniff(path, forced) {
+        Ok(opened) => check_opened(file, opened, size, forced, mcp, emit, progress),
+        Err(e) => {
+            let mut report = FileReport::new(file);
+            report.errors.push(e.into());
+            report
+        }
+    }
+}
+
+/// Checks `bytes` held in memory (a request body, a message array, JSON
+/// Lines, a log, a trace), named `origin` in the report and its errors:
+/// the report `check` gives for a file holding these bytes, `file` aside.
+pub fn check_bytes(
+    origin: &str,
+    bytes: Vec<u8>,
+    forced: Option<Source>,
+    mcp: &[McpCall],
+    emit: &mut dyn FnMut(&str, &ConversationReport),
+) -> FileReport {
+    if is_mcp_capture(&bytes) {
+        let mut report = FileReport::new(origin.to_string());
+        let read = String::from_utf8(bytes)
+            .map_err(|e| not_utf8(origin, 1, &e))
+            .and_then(|text| mcp_reports(origin, &text));
+        match read {
+            Ok(sessions) => report.add_mcp_sessions(sessions, &mut |r| emit(origin, r)),
+            Err(e) => report.errors.push(e.into()),
+        }
+        return report;
+    }
+    let reader = Box::new(std::io::Cursor::new(bytes));
+    match sniff_reader(origin.to_string(), reader, forced) {
+        Ok(opened) => check_opened(
+            origin.to_string(),
+            opened,
+            0,
+            forced,
+            mcp,
+            emit,
+            &mut |_| {},
+        ),
+        Err(e) => {
+            let mut report = FileReport::new(origin.to_string());
+            report.errors.push(e.into());
+            report
+        }
+    }
+}
+
+/// How far a large input's check has come (inputs over 16 MiB report it
+/// after each chunk of lines, and once when done).
+#[derive(Debug, Clone)]
+pub struct Progress {
+    /// The input, as its report names it.
+    pub origin: String,
+    /// Bytes read so far.
+    pub read: u64,
+    /// The input's size.
+    pub size: u64,
+    /// Requests checked so far.
+    pub requests: usize,
+    /// True once the input is read to its end.
+    pub done: bool,
+}
+
+/// Inputs larger than this say how far their check has come.
+const PROGRESS_FROM_BYTES: u64 = 16 << 20;
+
+/// Checks an input already opened; `size` is its length when known (0
+/// for a pipe or bytes in memory), for progress.
+fn check_opened(
+    file: String,
+    mut opened: Opened,
+    progress_size: u64,
+    forced: Option<Source>,
+    mcp: &[McpCall],
+    emit: &mut dyn FnMut(&str, &ConversationReport),
+    on_progress: &mut dyn FnMut(&Progress),
+) -> FileReport {
+    let mut report = FileReport::new(file.clone());
+    let mut keep = |report: &mut FileReport, r: ConversationReport| {
+        emit(&file, &r);
+        // A clean conversation is listed for its tokens, when it has any.
+        if !r.findings.is_empty() || r.usage.is_some() {
+            report.results.push(r);
+        }
+    };
+    let progress = progress_size > PROGRESS_FROM_BYTES;
+    if !matches!(opened.layout, Layout::Lines) {
+        // One document or one log: read whole, a few conversations. A log
+        // is kept in outline: the checks read no content.
+        opened.detail = Detail::Shape;
+        let mut index = 0;
+        let mut convs = Vec::new();
+        let result = read_opened(opened, forced, Replies::Left, |line, conv| {
+            index += 1;
+            convs.push((index, line, conv));
+        });
+        match result {
+            Ok(read) => {
+                report.format = Some(read.format.as_str());
+                report.requests = read.conversations;
+                report.skipped += read.skipped;
+                report
+                    .errors
+                    .extend(read.errors.into_iter().map(Into::into));
+            }
+            Err(e) => {
+                report.errors.push(e.into());
+                return report;
+            }
+        }
+        let mut threads = Threads::default();
+        for (index, line, conv) in &convs {
+            let mut r = conversation_report(*index, *line, conv, mcp);
+            r.conversation =
+                threads.assign(&Prefixes::of_source(conv.source.as_str(), &conv.messages)) + 1;
+            keep(&mut report, r);
+        }
+        report.conversations = threads.count();
+        // A long log is many small allocations: free them on another core
+        // while the report is printed (at exit the process frees them all).
+        std::thread::spawn(move || drop(convs));
+        return report;
+    }
+    report.format = forced.map(Source::as_str);
+    let origin = opened.origin.clone();
+    let mut index = 0;
+    let mut threads = Threads::default();
+    let mut read_bytes: u64 = 0;
+    // Three stages, each on its own thread so none waits on another: one
+    // reads chunks of lines, one checks a chunk's lines on every core, and
+    // this one numbers the results in line order and keeps them. With the
+    // checking and the numbering in one thread the cores sat idle while a
+    // chunk was numbered.
+    let (chunks, arriving) = std::sync::mpsc::sync_channel::<Result<Chunk, LoadError>>(2);
+    let (recycle, spare) = std::sync::mpsc::channel();
+    let (checked, results) = std::sync::mpsc::sync_channel::<CheckedChunk>(2);
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            for chunk in opened.chunks(spare) {
+                let stop = chunk.is_err();
+                if chunks.send(chunk).is_err() || stop {
+                    break;
+                }
+            }
+        });
+        let origin = &origin;
+        scope.spawn(move || {
+            for chunk in arriving {
+                let done = chunk.map(|chunk| check_chunk(origin, forced, mcp, chunk, &recycle));
+                let stop = done.is_err();
+                if checked.send(done).is_err() || stop {
+                    break;
+                }
+            }
+        });
+        for done in results {
+            let (bytes, outcomes, skipped) = match done {
+                Ok(c) => c,
+                Err(e) => {
+                    report.errors.push(e.into());
+                    break;
+                }
+            };
+            read_bytes += bytes;
+            for (blank, r) in outcomes {
+                match r {
+                    Ok(Some((source, mut r, prefixes))) => {
+                        index += 1;
+                        r.request = index;
+                        r.conversation = threads.assign(&prefixes) + 1;
+                        report.format.get_or_insert(source.as_str());
+                        keep(&mut report, r);
+                    }
+                    Ok(None) => report.skipped += usize::from(!blank),
+                    Err(e) => report.errors.push(e.into()),
+                }
+            }
+            if let Some(e) = skipped {
+                report.errors.push(e.into());
+            }
+            if progress {
+                on_progress(&Progress {
+                    origin: origin.clone(),
+                    read: read_bytes,
+                    size: progress_size,
+                    requests: index,
+                    done: false,
+                });
+            }
+        }
+    });
+    if progress {
+        on_progress(&Progress {
+            origin: origin.clone(),
+            read: read_bytes,
+            size: progress_size,
+            requests: index,
+            done: true,
+        });
+    }
+    report.requests = index;
+    report.conversations = threads.count();
+    report
+}
+
+/// A chunk of lines checked: its size, each line's outcome in order, and
+/// the line it had to skip, if any; or why the input could not be read on.
+pub(crate) type CheckedChunk = Result<(u64, Vec<LineOutcome>, Option<LoadError>), LoadError>;
+
+/// Checks every line of a chunk on every core, then hands its buffer back
+/// to the reader (the reader may have finished: then it is freed).
+pub(crate) fn check_chunk(
+    origin: &str,
+    forced: Option<Source>,
+    mcp: &[McpCall],
+    chunk: Chunk,
+    recycle: &std::sync::mpsc::Sender<Vec<u8>>,
+) -> (u64, Vec<LineOutcome>, Option<LoadError>) {
+    let lines: Vec<(usize, &str)> = chunk.lines().collect();
+    let outcomes: Vec<LineOutcome> = lines
+        .par_iter()
+        .map(|&(n, line)| {
+            let r = conversation_of_line(origin, forced, n, line, Replies::Left).map(|c| {
+                c.map(|conv| {
+                    let report = conversation_report(0, Some(n), &conv, mcp);
+                    let prefixes = Prefixes::of_source(conv.source.as_str(), &conv.messages);
+                    (conv.source, report, prefixes)
+                })
+            });
+            (line.trim().is_empty(), r)
+        })
+        .collect();
+    drop(lines);
+    let bytes = chunk.text.len() as u64;
+    let _ = recycle.send(chunk.text.into_bytes());
+    (bytes, outcomes, chunk.skipped)
+}
+
+impl FileReport {
+    /// An MCP capture's sessions, each a conversation, all listed.
+    fn add_mcp_sessions(
+        &mut self,
+        sessions: Vec<ConversationReport>,
+        emit: &mut dyn FnMut(&ConversationReport),
+    ) {
+        self.format = Some("mcp");
+        self.requests = sessions.len();
+        self.conversations = sessions.len();
+        for r in sessions {
+            emit(&r);
+            self.results.push(r);
+        }
+    }
+}
+
+/// Whether `bytes` open with a `loopdbg mcp` capture record.
+fn is_mcp_capture(bytes: &[u8]) -> bool {
+    let first = bytes
+        .split(|&b| b == b'\n')
+        .find(|l| !l.iter().all(u8::is_ascii_whitespace))
+        .unwrap_or_default();
+    serde_json::from_slice::<Value>(first).is_ok_and(|v| loopdbg_wire::mcp::is_record(&v))
+}
+
+/// A regular file that is an MCP capture, checked (`None` for any other
+/// input: a pipe is read once, by the general reader).
+pub(crate) fn mcp_capture(
+    path: &Path,
+    origin: &str,
+) -> Option<Result<Vec<ConversationReport>, LoadError>> {
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return None;
+    }
+    let file = File::open(path).ok()?;
+    let mut first = Vec::new();
+    BufReader::new(file.take(1 << 20))
+        .read_until(b'\n', &mut first)
+        .ok()?;
+    if !is_mcp_capture(&first) {
+        return None;
+    }
+    Some(crate::read_text(path, origin).and_then(|text| mcp_reports(origin, &text)))
+}
+
+/// An MCP capture's text, each run of the tap checked
+/// (`loopdbg_wire::mcp::check`).
+fn mcp_reports(origin: &str, text: &str) -> Result<Vec<ConversationReport>, LoadError> {
+    let sessions = mcp_sessions(origin, text)?;
+    Ok(sessions
+        .iter()
+        .enumerate()
+        .map(|(i, session)| ConversationReport {
+            conversation: i + 1,
+            request: i + 1,
+            line: Some(session.line),
+            format: "mcp",
+            label: (!session.command.is_empty()).then(|| session.command.join(" ")),
+            messages: session.messages.len(),
+            findings: loopdbg_wire::mcp::check(session),
+            usage: None,
+        })
+        .collect())
+}
+
+pub(crate) fn conversation_report(
+    index: usize,
+    line: Option<usize>,
+    conv: &Conversation,
+    mcp: &[McpCall],
+) -> ConversationReport {
+    let mut findings = check(conv);
+    if !mcp.is_empty() {
+        findings.extend(loopdbg_wire::mcp::correlate(mcp, conv));
+    }
+    ConversationReport {
+        conversation: index,
+        request: index,
+        line,
+        format: conv.source.as_str(),
+        label: conv.label.clone(),
+        messages: conv.messages.len(),
+        findings,
+        usage: loopdbg_wire::usage::of_conversation(conv, crate::prices::prices()),
+    }
+}
+
+/// Checks several inputs; a bad one is reported and the others still are.
+pub fn check_files(
+    files: &[PathBuf],
+    forced: Option<Source>,
+    mcp: &[McpCall],
+    emit: &mut dyn FnMut(&str, &ConversationReport),
+    progress: &mut dyn FnMut(&Progress),
+) -> Vec<FileReport> {
+    files
+        .iter()
+        .map(|f| check_file(f, forced, mcp, emit, progress))
+        .collect()
+}
+
+/// The answered `tools/call`s of an MCP capture (`check --mcp`).
+pub fn mcp_calls(path: &Path) -> Result<Vec<McpCall>, LoadError> {
+    let origin = origin_of(path);
+    let text = crate::read_text(path, &origin)?;
+    let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    if !serde_json::from_str::<Value>(first).is_ok_and(|v| loopdbg_wire::mcp::is_record(&v)) {
+        return Err(LoadError::Refused {
+            origin,
+            reason: "--mcp takes a `loopdbg mcp` capture; this file's first record is not one"
+                .into(),
+        });
+    }
+    Ok(loopdbg_wire::mcp::calls(&mcp_sessions(&origin, &text)?))
+}
+
+/// The document `check --format json` prints for `reports`: every file's
+/// report and the totals.
+pub fn summary(reports: &[FileReport]) -> Value {
+    let all = || {
+        reports
+            .iter()
+            .flat_map(|f| &f.results)
+            .flat_map(|r| &r.findings)
+    };
+    let findings = all().filter(|x| !x.is_note()).count();
+    let notes = all().filter(|x| x.is_note()).count();
+    serde_json::json!({
+        "files": reports,
+        "conversations": reports.iter().map(|f| f.conversations).sum::<usize>(),
+        "with_problems": reports
+            .iter()
+            .flat_map(|f| &f.results)
+            .filter(|r| !r.findings.is_empty())
+            .count(),
+        "problems": findings,
+        "notes": notes,
+        "unreadable": reports.iter().filter(|f| !f.errors.is_empty()).count(),
+        "nothing_to_check": reports.iter().filter(|f| f.is_empty()).count(),
+    })
+}
+
+/// The `--format jsonl` record of one conversation's report.
+pub fn jsonl_record(file: &str, report: &ConversationReport) -> Value {
+    serde_json::json!({"file": file, "conversation": report})
+}
+
+/// The `--format jsonl` record of a file that failed or held nothing, so
+/// a sharded run's concatenated output accounts for every file; `None`
+/// for a file whose conversations were all listed.
+pub fn jsonl_file_record(f: &FileReport) -> Option<Value> {
+    (!f.errors.is_empty() || f.is_empty()).then(|| {
+        serde_json::json!({
+            "file": f.file,
+            "format": f.format,
+            "conversations": f.conversations,
+            "errors": f.errors,
+            "warning": f.is_empty().then_some("no conversation found, nothing was checked"),
+        })
+    })
+}
