@@ -31,6 +31,12 @@ const LAYERS: &[(&str, &[&str], &[&str])] = &[
         &["engine", "input", "wire"],
         &["tokio", "crossterm", "ratatui", "hyper", "notify"],
     ),
+    // The Python extension: conversions only, over the crates that judge.
+    (
+        "python",
+        &["corpus", "engine", "wire"],
+        &["tokio", "crossterm", "ratatui", "hyper", "notify"],
+    ),
     // Bytes in, before any format: std and flate2 only.
     (
         "input",

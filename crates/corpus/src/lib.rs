@@ -8,6 +8,8 @@
 //!   layout detected by content, read into conversations;
 //! - [`report`]: each conversation checked, the file's report, and the
 //!   summary document `--format json` prints;
+//! - [`table`]: the check as rows, one per conversation, for Parquet and
+//!   warehouses;
 //! - [`traces`]: OTLP trace files (JSON Lines, one export, protobuf);
 //! - [`prices`]: the price table tokens are priced with.
 //!
@@ -22,6 +24,7 @@ use serde_json::Value;
 pub mod open;
 pub mod prices;
 pub mod report;
+pub mod table;
 pub mod traces;
 
 pub use open::{

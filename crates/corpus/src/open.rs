@@ -393,6 +393,18 @@ pub(crate) fn sniff(path: &Path, forced: Option<Source>) -> Result<Opened, LoadE
     Ok(opened)
 }
 
+/// [`sniff`] over bytes held in memory, gzip known by its bytes as on a
+/// file.
+pub(crate) fn sniff_bytes(
+    origin: &str,
+    bytes: Vec<u8>,
+    forced: Option<Source>,
+) -> Result<Opened, LoadError> {
+    let (reader, _) = loopdbg_input::gunzip::decoded(Box::new(std::io::Cursor::new(bytes)))
+        .map_err(|e| unreadable(origin, e))?;
+    sniff_reader(origin.to_string(), reader, forced)
+}
+
 pub(crate) fn sniff_reader(
     origin: String,
     mut reader: Box<dyn BufRead + Send>,
@@ -1137,8 +1149,7 @@ pub fn write_repaired_bytes(
     out: &mut dyn Write,
     write_err: &dyn Fn(std::io::Error) -> LoadError,
 ) -> Result<usize, LoadError> {
-    let reader = Box::new(std::io::Cursor::new(bytes));
-    let opened = sniff_reader(origin.to_string(), reader, forced)?;
+    let opened = sniff_bytes(origin, bytes, forced)?;
     repaired_opened(opened, forced, how, out, write_err)
 }
 

@@ -181,19 +181,7 @@ pub fn check_bytes(
     mcp: &[McpCall],
     emit: &mut dyn FnMut(&str, &ConversationReport),
 ) -> FileReport {
-    if is_mcp_capture(&bytes) {
-        let mut report = FileReport::new(origin.to_string());
-        let read = String::from_utf8(bytes)
-            .map_err(|e| not_utf8(origin, 1, &e))
-            .and_then(|text| mcp_reports(origin, &text));
-        match read {
-            Ok(sessions) => report.add_mcp_sessions(sessions, &mut |r| emit(origin, r)),
-            Err(e) => report.errors.push(e.into()),
-        }
-        return report;
-    }
-    let reader = Box::new(std::io::Cursor::new(bytes));
-    match sniff_reader(origin.to_string(), reader, forced) {
+    match sniff_bytes(origin, bytes, forced) {
         Ok(opened) => check_opened(
             origin.to_string(),
             opened,
@@ -242,6 +230,14 @@ fn check_opened(
     on_progress: &mut dyn FnMut(&Progress),
 ) -> FileReport {
     let mut report = FileReport::new(file.clone());
+    // An MCP capture arriving on a pipe or from memory: each run of the
+    // tap checked as a capture (answered twice, answers to no request),
+    // not only through its replay.
+    if let Layout::Mcp(sessions) = &opened.layout {
+        let reports = session_reports(sessions);
+        report.add_mcp_sessions(reports, &mut |r| emit(&file, r));
+        return report;
+    }
     let mut keep = |report: &mut FileReport, r: ConversationReport| {
         emit(&file, &r);
         // A clean conversation is listed for its tokens, when it has any.
@@ -448,11 +444,15 @@ pub(crate) fn mcp_capture(
     Some(crate::read_text(path, origin).and_then(|text| mcp_reports(origin, &text)))
 }
 
-/// An MCP capture's text, each run of the tap checked
-/// (`loopdbg_wire::mcp::check`).
+/// An MCP capture's text, each run of the tap checked.
 fn mcp_reports(origin: &str, text: &str) -> Result<Vec<ConversationReport>, LoadError> {
-    let sessions = mcp_sessions(origin, text)?;
-    Ok(sessions
+    Ok(session_reports(&mcp_sessions(origin, text)?))
+}
+
+/// Each run of the tap checked (`loopdbg_wire::mcp::check`), one report
+/// per session.
+fn session_reports(sessions: &[loopdbg_wire::mcp::Session]) -> Vec<ConversationReport> {
+    sessions
         .iter()
         .enumerate()
         .map(|(i, session)| ConversationReport {
@@ -465,7 +465,7 @@ fn mcp_reports(origin: &str, text: &str) -> Result<Vec<ConversationReport>, Load
             findings: loopdbg_wire::mcp::check(session),
             usage: None,
         })
-        .collect())
+        .collect()
 }
 
 pub(crate) fn conversation_report(

@@ -57,6 +57,9 @@ struct Shared {
     /// Responses answers by id (`resp_fake_N`), as OpenAI stores them for
     /// the requests that continue them with `previous_response_id`.
     stored: Arc<Mutex<Vec<Value>>>,
+    /// Requests served, logged or not: `GET /__fake/requests` tells a
+    /// test in another process whether anything reached the fake.
+    served: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// Starts the fake on the current runtime.
@@ -80,6 +83,7 @@ async fn start_with(logged: bool) -> Fake {
         logged,
         breaker: breaker.clone(),
         stored: Arc::default(),
+        served: Arc::default(),
     });
     tokio::spawn(async move {
         axum::serve(listener, app).await.unwrap();
@@ -119,6 +123,13 @@ fn id_for(prefix: &str, name: &str) -> String {
 async fn handle(State(shared): State<Shared>, request: Request) -> Response {
     let log = shared.log;
     let path = request.uri().path().to_string();
+    if path == "/__fake/requests" {
+        let n = shared.served.load(std::sync::atomic::Ordering::SeqCst);
+        return axum::response::IntoResponse::into_response(axum::Json(json!({"requests": n})));
+    }
+    shared
+        .served
+        .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     let headers = request.headers().clone();
     let pace = headers
         .get("x-fake-pace-ms")

@@ -2,7 +2,8 @@
 //! from another language (`benches/proxy_vs_mitmproxy.py`): it prints its
 //! URL on the first line of standard output and serves until killed. It
 //! keeps no log of what it is sent, so thousands of requests cost the
-//! last one nothing more than the first.
+//! last one nothing more than the first. `GET /__fake/requests` answers
+//! how many requests it served, for a test asking whether any reached it.
 
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
