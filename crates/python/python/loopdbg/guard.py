@@ -22,6 +22,12 @@ them a guarded one::
     )
     # or, with httpx's defaults: http_client=loopdbg.guard.client("raise")
 
+The SDKs moved from ``httpx`` to its successor ``httpx2`` (anthropic 2.x,
+openai 3.x refuse an ``httpx`` transport); the guard works with both. A
+transport is built on ``httpx2`` when it is installed, else on ``httpx``;
+``http="httpx"`` picks one, and a wrapped ``transport`` decides by its own
+package.
+
 Why a transport, not only an event hook: an httpx event hook can look at a
 request and change it, but it cannot answer one. An exception raised from a
 hook is not the provider's error to the SDKs: they retry it (twice, with
@@ -33,12 +39,12 @@ clients whose transport you do not own; in ``"raise"`` mode it raises
 
 from __future__ import annotations
 
+import importlib
 import json
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional
-
-import httpx
+from types import ModuleType
+from typing import Any, Callable, Dict, List, Optional, Union
 
 from . import _native
 
@@ -54,6 +60,23 @@ __all__ = [
     "client",
     "request_hook",
 ]
+
+Http = Union[str, ModuleType, None]
+
+
+def _package(http: Http = None, like: Any = None) -> ModuleType:
+    """The HTTP package to build on: given, the one ``like`` comes from,
+    else ``httpx2`` when installed, else ``httpx``."""
+    if isinstance(http, ModuleType):
+        return http
+    if http:
+        return importlib.import_module(http)
+    if like is not None:
+        return importlib.import_module(type(like).__module__.partition(".")[0])
+    try:
+        return importlib.import_module("httpx2")
+    except ImportError:
+        return importlib.import_module("httpx")
 
 
 class ProviderWouldRejectWarning(UserWarning):
@@ -147,21 +170,23 @@ class Guard:
             self.on_verdict(v)
         return v
 
-    def judge_request(self, request: httpx.Request) -> Verdict:
+    def judge_request(self, request: Any) -> Verdict:
+        """Judges an ``httpx`` or ``httpx2`` request (its body read)."""
         return self.judge(request.method, _path(request), request.read())
 
-    def remember(self, response: httpx.Response) -> None:
+    def remember(self, response: Any) -> None:
         """Keeps a non-streamed Responses API answer for the requests that
         continue it."""
         if response.status_code == 200 and "json" in response.headers.get("content-type", ""):
             self._gate.remember(response.content)
 
-    def refusal(self, request: httpx.Request, v: Verdict) -> httpx.Response:
-        """The provider-shaped 400 for a blocked request."""
+    def refusal(self, request: Any, v: Verdict) -> Any:
+        """The provider-shaped 400 for a blocked request, as a response of
+        the request's own package."""
         headers = {"content-type": "application/json", "x-loopdbg": "blocked"}
         if v.bedrock:
             headers["x-amzn-errortype"] = "ValidationException"
-        return httpx.Response(
+        return _package(like=request).Response(
             v.status or 400,
             content=json.dumps(v.body).encode(),
             headers=headers,
@@ -169,15 +194,15 @@ class Guard:
         )
 
 
-def _path(request: httpx.Request) -> str:
+def _path(request: Any) -> str:
     return request.url.raw_path.decode("ascii", "replace")
 
 
-def _with_body(request: httpx.Request, body: Any) -> httpx.Request:
+def _with_body(request: Any, body: Any) -> Any:
     """The same request carrying ``body`` instead."""
     content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
     headers = [(k, v) for k, v in request.headers.multi_items() if k.lower() != "content-length"]
-    return httpx.Request(
+    return _package(like=request).Request(
         request.method,
         request.url,
         headers=headers,
@@ -186,39 +211,39 @@ def _with_body(request: httpx.Request, body: Any) -> httpx.Request:
     )
 
 
-def _replace_body(request: httpx.Request, body: Any) -> None:
+def _replace_body(request: Any, body: Any) -> None:
     """Changes ``request``'s body in place (an event hook gets no other way)."""
     content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
-    request.stream = httpx.ByteStream(content)
+    request.stream = _package(like=request).ByteStream(content)
     request._content = content  # what request.read() and .content return
     request.headers["Content-Length"] = str(len(content))
 
 
-def _is_responses(request: httpx.Request) -> bool:
+def _is_responses(request: Any) -> bool:
     return _path(request).split("?")[0].endswith("/responses")
 
 
-class GuardTransport(httpx.BaseTransport):
-    """An httpx transport that judges each request before ``transport``
-    (by default ``httpx.HTTPTransport()``) sends it."""
+class _Judging:
+    """What both transports do around the one they wrap."""
 
-    def __init__(
-        self,
-        mode: str = "raise",
-        transport: Optional[httpx.BaseTransport] = None,
-        *,
-        guard: Optional[Guard] = None,
-        on_unjudged: str = "block",
-    ) -> None:
-        self.guard = guard or Guard(mode, on_unjudged=on_unjudged)
-        self._transport = transport or httpx.HTTPTransport()
+    guard: Guard
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
+    def _before(self, request: Any) -> "tuple[Verdict, Any]":
         v = self.guard.judge_request(request)
-        if v.action == "block":
-            return self.guard.refusal(request, v)
         if v.action == "repair":
             request = _with_body(request, v.body)
+        return v, request
+
+
+class _SyncJudging(_Judging):
+    def __init__(self, mode: str, transport: Any, guard: Optional[Guard], on_unjudged: str, http: ModuleType) -> None:
+        self.guard = guard or Guard(mode, on_unjudged=on_unjudged)
+        self._transport = transport if transport is not None else http.HTTPTransport()
+
+    def handle_request(self, request: Any) -> Any:
+        v, request = self._before(request)
+        if v.action == "block":
+            return self.guard.refusal(request, v)
         response = self._transport.handle_request(request)
         if v.provider == "responses" and _is_responses(request):
             if "json" in response.headers.get("content-type", ""):
@@ -230,28 +255,16 @@ class GuardTransport(httpx.BaseTransport):
         self._transport.close()
 
 
-class AsyncGuardTransport(httpx.AsyncBaseTransport):
-    """:class:`GuardTransport` for ``httpx.AsyncClient`` (``AsyncAnthropic``,
-    ``AsyncOpenAI``)."""
-
-    def __init__(
-        self,
-        mode: str = "raise",
-        transport: Optional[httpx.AsyncBaseTransport] = None,
-        *,
-        guard: Optional[Guard] = None,
-        on_unjudged: str = "block",
-    ) -> None:
+class _AsyncJudging(_Judging):
+    def __init__(self, mode: str, transport: Any, guard: Optional[Guard], on_unjudged: str, http: ModuleType) -> None:
         self.guard = guard or Guard(mode, on_unjudged=on_unjudged)
-        self._transport = transport or httpx.AsyncHTTPTransport()
+        self._transport = transport if transport is not None else http.AsyncHTTPTransport()
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+    async def handle_async_request(self, request: Any) -> Any:
         await request.aread()
-        v = self.guard.judge_request(request)
+        v, request = self._before(request)
         if v.action == "block":
             return self.guard.refusal(request, v)
-        if v.action == "repair":
-            request = _with_body(request, v.body)
         response = await self._transport.handle_async_request(request)
         if v.provider == "responses" and _is_responses(request):
             if "json" in response.headers.get("content-type", ""):
@@ -263,28 +276,77 @@ class AsyncGuardTransport(httpx.AsyncBaseTransport):
         await self._transport.aclose()
 
 
-def client(mode: str = "raise", *, on_unjudged: str = "block", **kwargs: Any) -> httpx.Client:
-    """An ``httpx.Client`` whose requests pass the guard; ``kwargs`` go to
-    ``httpx.Client`` (a ``transport`` there is the one wrapped)."""
+_classes: Dict[Any, type] = {}
+
+
+def _transport_class(http: ModuleType, asynchronous: bool) -> type:
+    """The guard's transport class on ``http``'s own base class (the SDKs
+    check which package a transport comes from)."""
+    key = (http.__name__, asynchronous)
+    if key not in _classes:
+        base = http.AsyncBaseTransport if asynchronous else http.BaseTransport
+        mixin = _AsyncJudging if asynchronous else _SyncJudging
+        name = "AsyncGuardTransport" if asynchronous else "GuardTransport"
+        _classes[key] = type(name, (mixin, base), {"__module__": __name__})
+    return _classes[key]
+
+
+def GuardTransport(  # noqa: N802  (used as a class)
+    mode: str = "raise",
+    transport: Any = None,
+    *,
+    guard: Optional[Guard] = None,
+    on_unjudged: str = "block",
+    http: Http = None,
+) -> Any:
+    """A transport that judges each request before ``transport`` (by
+    default the package's ``HTTPTransport()``) sends it; a subclass of
+    ``httpx2.BaseTransport`` or ``httpx.BaseTransport`` (see the module's
+    note). ``.guard`` is its :class:`Guard`."""
+    package = _package(http, transport)
+    cls = _transport_class(package, asynchronous=False)
+    return cls(mode, transport, guard, on_unjudged, package)
+
+
+def AsyncGuardTransport(  # noqa: N802  (used as a class)
+    mode: str = "raise",
+    transport: Any = None,
+    *,
+    guard: Optional[Guard] = None,
+    on_unjudged: str = "block",
+    http: Http = None,
+) -> Any:
+    """:func:`GuardTransport` for async clients (``AsyncAnthropic``,
+    ``AsyncOpenAI``)."""
+    package = _package(http, transport)
+    cls = _transport_class(package, asynchronous=True)
+    return cls(mode, transport, guard, on_unjudged, package)
+
+
+def client(mode: str = "raise", *, on_unjudged: str = "block", http: Http = None, **kwargs: Any) -> Any:
+    """A ``Client`` (of ``httpx2``, else ``httpx``) whose requests pass the
+    guard; ``kwargs`` go to the client (a ``transport`` there is wrapped)."""
     inner = kwargs.pop("transport", None)
-    return httpx.Client(transport=GuardTransport(mode, inner, on_unjudged=on_unjudged), **kwargs)
+    package = _package(http, inner)
+    guarded = GuardTransport(mode, inner, on_unjudged=on_unjudged, http=package)
+    return package.Client(transport=guarded, **kwargs)
 
 
-def async_client(mode: str = "raise", *, on_unjudged: str = "block", **kwargs: Any) -> httpx.AsyncClient:
+def async_client(mode: str = "raise", *, on_unjudged: str = "block", http: Http = None, **kwargs: Any) -> Any:
     """:func:`client` for asyncio."""
     inner = kwargs.pop("transport", None)
-    return httpx.AsyncClient(
-        transport=AsyncGuardTransport(mode, inner, on_unjudged=on_unjudged), **kwargs
-    )
+    package = _package(http, inner)
+    guarded = AsyncGuardTransport(mode, inner, on_unjudged=on_unjudged, http=package)
+    return package.AsyncClient(transport=guarded, **kwargs)
 
 
-def request_hook(mode: str = "warn", *, guard: Optional[Guard] = None) -> Callable[[httpx.Request], None]:
+def request_hook(mode: str = "warn", *, guard: Optional[Guard] = None) -> Callable[[Any], None]:
     """An httpx ``event_hooks={"request": [...]}`` hook: ``"warn"`` warns,
     ``"repair"`` rewrites the body in place, ``"raise"`` raises
     :class:`Rejected` (see the module's note on SDK retries)."""
     g = guard or Guard(mode)
 
-    def hook(request: httpx.Request) -> None:
+    def hook(request: Any) -> None:
         _apply(g, request, g.judge_request(request))
 
     hook.guard = g  # type: ignore[attr-defined]
@@ -293,11 +355,11 @@ def request_hook(mode: str = "warn", *, guard: Optional[Guard] = None) -> Callab
 
 def async_request_hook(
     mode: str = "warn", *, guard: Optional[Guard] = None
-) -> Callable[[httpx.Request], Any]:
+) -> Callable[[Any], Any]:
     """:func:`request_hook` for ``httpx.AsyncClient``."""
     g = guard or Guard(mode)
 
-    async def hook(request: httpx.Request) -> None:
+    async def hook(request: Any) -> None:
         await request.aread()
         _apply(g, request, g.judge_request(request))
 
@@ -305,7 +367,7 @@ def async_request_hook(
     return hook
 
 
-def _apply(g: Guard, request: httpx.Request, v: Verdict) -> None:
+def _apply(g: Guard, request: Any, v: Verdict) -> None:
     if v.action == "block":
         raise Rejected(v)
     if v.action == "repair":
