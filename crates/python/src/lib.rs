@@ -21,6 +21,10 @@ use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use serde_json::{Value, json};
 
+/// mimalloc, as the CLI: see Cargo.toml.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pyo3::create_exception!(
     _native,
     InputError,
@@ -168,6 +172,55 @@ fn rows_of(
     to_text(&rows)
 }
 
+/// Rows as columns (`{"file": [...], "format": [...], …}`): what Arrow
+/// builds a table from without a Python object per row.
+fn columns(rows: &[Row]) -> PyResult<String> {
+    let mut columns = serde_json::Map::new();
+    for row in rows {
+        let Value::Object(fields) =
+            serde_json::to_value(row).map_err(|e| PyValueError::new_err(e.to_string()))?
+        else {
+            continue;
+        };
+        for (name, value) in fields {
+            match columns.get_mut(&name) {
+                Some(Value::Array(column)) => column.push(value),
+                _ => {
+                    columns.insert(name, Value::Array(vec![value]));
+                }
+            }
+        }
+    }
+    to_text(&columns)
+}
+
+/// [`rows`] as columns, for an Arrow table.
+#[pyfunction]
+#[pyo3(signature = (paths, provider=None))]
+fn rows_columns(py: Python<'_>, paths: Vec<PathBuf>, provider: Option<&str>) -> PyResult<String> {
+    let forced = forced(provider)?;
+    let rows: Vec<Row> = py.detach(|| {
+        paths
+            .iter()
+            .flat_map(|p| rows_of_file(p, forced, &[]))
+            .collect()
+    });
+    py.detach(|| columns(&rows))
+}
+
+/// [`rows_of`] as columns, for an Arrow table.
+#[pyfunction]
+#[pyo3(signature = (data, provider=None, origin="<body>"))]
+fn rows_columns_of(
+    py: Python<'_>,
+    data: Vec<u8>,
+    provider: Option<&str>,
+    origin: &str,
+) -> PyResult<String> {
+    let forced = forced(provider)?;
+    py.detach(|| columns(&rows_of_bytes(origin, data, forced)))
+}
+
 /// `check --fix MODE` over `data`: the repaired input as text, and how
 /// many calls or results the repair added or removed.
 #[pyfunction]
@@ -293,6 +346,8 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_files_jsonl, m)?)?;
     m.add_function(wrap_pyfunction!(rows, m)?)?;
     m.add_function(wrap_pyfunction!(rows_of, m)?)?;
+    m.add_function(wrap_pyfunction!(rows_columns, m)?)?;
+    m.add_function(wrap_pyfunction!(rows_columns_of, m)?)?;
     m.add_function(wrap_pyfunction!(fix, m)?)?;
     m.add_class::<Gate>()?;
     m.add("_located", wrap_pyfunction!(located_error, m)?)?;

@@ -34,11 +34,13 @@ def kinds_of_fixtures():
         if f["format"] in LOGS and not f.get("errors"):
             logs.append(path)
         elif f["format"] in {"anthropic", "openai", "responses", "gemini"} and f["requests"] == 1:
-            text = path.read_text()
             try:
-                bodies.append(json.loads(text))
+                doc = json.loads(path.read_text())
             except ValueError:
                 continue
+            # A body, not an HTTP recording of one.
+            if isinstance(doc, dict) and {"messages", "input", "contents"} & doc.keys():
+                bodies.append(doc)
     return bodies, logs
 
 

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Builds the loopdbg Python package and installs it the way its README
+# says, into a fresh virtualenv at ${LOOPDBG_PYTHON_ENV:-target/python},
+# with what its pytest suite needs (crates/python/tests/requirements.txt):
+#   1. `maturin build --release`: the abi3 wheel, in target/wheels;
+#   2. `pip install ./crates/python` into the fresh virtualenv: the path
+#      install a user makes from a clone (maturin again through PEP 517,
+#      on cargo's warm target directory, so only the last link is redone);
+#   3. the suite's pinned requirements (the anthropic and openai SDKs,
+#      Dask distributed, pyarrow, DuckDB).
+# tests/python.rs then runs the suite. Usage: scripts/install-python.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dest=${LOOPDBG_PYTHON_ENV:-target/python}
+if ! command -v python3 >/dev/null 2>&1; then
+  echo "python: python3 not found; tests/python.rs will skip the package's suite" >&2
+  exit 0
+fi
+rm -rf "$dest"
+python3 -m venv "$dest"
+pip=("$dest/bin/pip" install --quiet --disable-pip-version-check)
+"${pip[@]}" "maturin>=1.9,<2"
+"$dest/bin/maturin" build --release --quiet -m crates/python/Cargo.toml -o target/wheels
+ls target/wheels/loopdbg-*-abi3-*.whl
+"${pip[@]}" ./crates/python
+"${pip[@]}" -r crates/python/tests/requirements.txt
+"$dest/bin/python" -c 'import loopdbg, sys; print("python: loopdbg installed from", loopdbg.__file__, "on", sys.version.split()[0])'
