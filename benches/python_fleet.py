@@ -1,4 +1,4 @@
-"""Conversations per second per worker: the Python package in process and
+"""Conversations (request bodies) checked per second per worker: the Python package in process and
 on Dask distributed, beside the CLI on the same shard (README,
 Performance). Run by benches/python_fleet.sh, which builds the release
 CLI and the virtualenv; prints a Markdown table.
@@ -84,9 +84,9 @@ def main() -> None:
         )
         rows = median_seconds(lambda: loopdbg.rows(one))
         table = median_seconds(lambda: loopdbg.fleet.check_table([one]))
-        print(f"shard: {convs} conversations ({Path(one).stat().st_size >> 20} MiB), median of {ROUNDS}")
+        print(f"shard: {convs} bodies ({Path(one).stat().st_size >> 20} MiB), median of {ROUNDS}")
         print()
-        print("| run | workers | conversations/s | per worker |")
+        print("| run | workers | bodies/s | per worker |")
         print("|---|---|---|---|")
         print(f"| `loopdbg check --format jsonl` (one core) | 1 | {convs / cli:,.0f} | {convs / cli:,.0f} |")
         print(f"| `loopdbg.rows(path)` in process | 1 | {convs / rows:,.0f} | {convs / rows:,.0f} |")

@@ -1,8 +1,9 @@
-//! The check as a table: one row per conversation (and one per file that
-//! could not be read or held nothing), for Parquet, a warehouse or a
-//! dataframe. Each row is what `check --format jsonl` prints for that
-//! conversation, flattened to columns a query can group by; a fleet run
-//! over many shards totals these rows.
+//! The check as a table, for Parquet, a warehouse or a dataframe: one row
+//! per request checked (a body, a log segment, a captured exchange;
+//! `conversation` numbers the loop it is part of), and one per file, or
+//! line, that could not be read or held nothing. Each row is the record
+//! `check --format jsonl` prints for that request, flattened to columns a
+//! query can group by; a fleet run over many shards totals these rows.
 
 use std::path::Path;
 
@@ -13,7 +14,7 @@ use serde::Serialize;
 
 use crate::report::{ConversationReport, FileReport, check_bytes, check_file};
 
-/// One conversation checked, or one file that gave none.
+/// One request checked, or one file (or line) that gave none.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Row {
     /// The file, as `check` names it.

@@ -13,7 +13,7 @@ use loopdbg_corpus::table::{Row, rows_of_bytes, rows_of_file};
 use loopdbg_engine::LoadError;
 use loopdbg_wire::chain::ResponseStore;
 use loopdbg_wire::fix::Repair;
-use loopdbg_wire::gate::{Decision, OnInvalid, OnUnjudged, as_bedrock_error, judge};
+use loopdbg_wire::gate::{Decision, Gatekeeper, OnInvalid, OnUnjudged, as_bedrock_error, judge_as};
 use loopdbg_wire::mcp::McpCall;
 use loopdbg_wire::read::Source;
 use loopdbg_wire::route::is_bedrock_path;
@@ -291,8 +291,16 @@ impl Gate {
     /// verdict as JSON text (`provider`, `action`, `findings`, `rejected`,
     /// and `status`/`body` for a refusal or `body` for a repair).
     fn judge(&self, py: Python<'_>, path: &str, body: Vec<u8>) -> PyResult<String> {
-        let judged =
-            py.detach(|| judge(path, &body, self.policy, self.on_unjudged, &self.responses));
+        let judged = py.detach(|| {
+            judge_as(
+                Gatekeeper::Guard,
+                path,
+                &body,
+                self.policy,
+                self.on_unjudged,
+                &self.responses,
+            )
+        });
         let provider = judged.provider.map(|p| Source::Provider(p).as_str());
         let Some(v) = judged.verdict else {
             return to_text(&json!({"provider": provider, "action": "unjudged", "findings": []}));

@@ -80,12 +80,13 @@ def corpus(tmp_path_factory):
 def cli_totals(cli, paths):
     out = run_cli(cli, ["check", "--format", "jsonl", *paths])
     assert out.returncode == 2, out.stderr  # broken.json is unreadable
-    convs, unreadable = [], 0
+    convs, conversations, unreadable = [], set(), 0
     per_file = Counter()
     for line in out.stdout.decode().splitlines():
         record = json.loads(line)
         if "conversation" in record:
             convs.append(record["conversation"])
+            conversations.add((record["file"], record["conversation"]["conversation"]))
             per_file[record["file"]] += 1
         else:
             unreadable += len(record["errors"]) + (1 if record.get("warning") else 0)
@@ -93,7 +94,8 @@ def cli_totals(cli, paths):
     for c in convs:
         kinds.update({f["kind"] for f in c["findings"]})
     return {
-        "conversations": len(convs),
+        "requests": len(convs),
+        "conversations": len(conversations),
         "with_findings": sum(1 for c in convs if c["findings"]),
         "problems": sum(1 for c in convs for f in c["findings"] if f["severity"] != "note"),
         "rejected": sum(1 for c in convs if any(f["rejected_by_provider"] for f in c["findings"])),

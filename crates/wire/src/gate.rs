@@ -121,10 +121,61 @@ pub struct Verdict {
     pub unread: Option<String>,
 }
 
+/// Who judges a request: the words its refusal is signed with and the
+/// setting it names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Gatekeeper {
+    /// `loopdbg proxy --on-invalid …`.
+    #[default]
+    Proxy,
+    /// The Python package's guard inside an SDK client (`mode=…`).
+    Guard,
+}
+
+impl Gatekeeper {
+    /// Who blocked it, as its error says.
+    fn name(self) -> &'static str {
+        match self {
+            Gatekeeper::Proxy => "loopdbg proxy",
+            Gatekeeper::Guard => "loopdbg guard",
+        }
+    }
+
+    /// The setting that made it block or repair, as the user wrote it.
+    fn setting(self, policy: OnInvalid) -> String {
+        match (self, policy) {
+            (Gatekeeper::Proxy, _) => format!("--on-invalid {policy}"),
+            (Gatekeeper::Guard, OnInvalid::Forward) => "mode \"warn\"".into(),
+            (Gatekeeper::Guard, OnInvalid::Block) => "mode \"raise\"".into(),
+            (Gatekeeper::Guard, OnInvalid::Repair(Repair::Synthesize)) => "mode \"repair\"".into(),
+            (Gatekeeper::Guard, OnInvalid::Repair(Repair::Strip)) => "mode \"repair=strip\"".into(),
+        }
+    }
+
+    /// How to let an unjudged request through.
+    fn let_through(self) -> &'static str {
+        match self {
+            Gatekeeper::Proxy => "run the proxy with --on-unjudged forward",
+            Gatekeeper::Guard => "pass on_unjudged=\"forward\"",
+        }
+    }
+}
+
 /// Checks `body`, a request for `format`, and decides under `policy`.
 /// A body the readers cannot take is forwarded untouched: the provider,
 /// not loopdbg, answers requests loopdbg does not understand.
 pub fn inspect(format: Format, body: Value, policy: OnInvalid, chain: &Chain) -> Verdict {
+    inspect_as(Gatekeeper::Proxy, format, body, policy, chain)
+}
+
+/// [`inspect`], its refusals signed by `by`.
+pub fn inspect_as(
+    by: Gatekeeper,
+    format: Format,
+    body: Value,
+    policy: OnInvalid,
+    chain: &Chain,
+) -> Verdict {
     // Only a repair needs the body after it is read; the check keeps
     // texts as fingerprints, so the body is held once more only then.
     let to_repair = matches!(policy, OnInvalid::Repair(_)).then(|| body.clone());
@@ -137,7 +188,7 @@ pub fn inspect(format: Format, body: Value, policy: OnInvalid, chain: &Chain) ->
         (None, _) | (Some(_), OnInvalid::Forward) => Decision::Forward,
         (Some(f), OnInvalid::Block) => Decision::Block {
             status: 400,
-            body: error_body(format, &f.message),
+            body: error_body_as(by, format, &f.message),
         },
         (Some(_), OnInvalid::Repair(how)) => {
             let mut fixed = to_repair.unwrap_or_default();
@@ -154,11 +205,13 @@ pub fn inspect(format: Format, body: Value, policy: OnInvalid, chain: &Chain) ->
                 },
                 Some(left) => Decision::Block {
                     status: 400,
-                    body: error_body(
+                    body: error_body_as(
+                        by,
                         format,
                         &format!(
-                            "{} (still refused after --on-invalid {policy})",
-                            left.message
+                            "{} (still refused after {})",
+                            left.message,
+                            by.setting(policy)
                         ),
                     ),
                 },
@@ -193,6 +246,25 @@ pub fn judge(
     on_unjudged: OnUnjudged,
     responses: &std::sync::Mutex<ResponseStore>,
 ) -> Judged {
+    judge_as(
+        Gatekeeper::Proxy,
+        path_and_query,
+        bytes,
+        policy,
+        on_unjudged,
+        responses,
+    )
+}
+
+/// [`judge`], its refusals signed by `by`.
+pub fn judge_as(
+    by: Gatekeeper,
+    path_and_query: &str,
+    bytes: &[u8],
+    policy: OnInvalid,
+    on_unjudged: OnUnjudged,
+    responses: &std::sync::Mutex<ResponseStore>,
+) -> Judged {
     let parsed = serde_json::from_slice::<Value>(bytes);
     let provider = provider_of(path_and_query, parsed.as_ref().ok());
     let routed = provider_of_path(path_and_query);
@@ -202,7 +274,7 @@ pub fn judge(
                 (Format::Responses, Ok(store)) => store.chain(&doc),
                 _ => Chain::Starts,
             };
-            let verdict = inspect(format, doc, policy, &chain);
+            let verdict = inspect_as(by, format, doc, policy, &chain);
             let why = verdict
                 .unread
                 .as_ref()
@@ -224,7 +296,7 @@ pub fn judge(
             rejected: None,
             decision: Decision::Block {
                 status: 400,
-                body: unjudged_body(provider.or(routed), &why, policy),
+                body: unjudged_body_as(by, provider.or(routed), &why, policy),
             },
             unread: Some(why),
         });
@@ -245,8 +317,21 @@ fn judged(format: Format, body: Value, chain: &Chain) -> Result<Vec<Finding>, Re
 /// shape (so the agent's SDK raises it as it raises the provider's), in
 /// loopdbg's words.
 pub fn unjudged_body(format: Option<Format>, why: &str, policy: OnInvalid) -> Value {
+    unjudged_body_as(Gatekeeper::Proxy, format, why, policy)
+}
+
+/// [`unjudged_body`] in the words of `by`.
+pub fn unjudged_body_as(
+    by: Gatekeeper,
+    format: Option<Format>,
+    why: &str,
+    policy: OnInvalid,
+) -> Value {
     let message = format!(
-        "loopdbg proxy could not judge this request: {why}. Under --on-invalid {policy} a request that cannot be judged is not forwarded; run the proxy with --on-unjudged forward to let such requests through"
+        "{} could not judge this request: {why}. Under {} a request that cannot be judged is not forwarded; {} to let such requests through",
+        by.name(),
+        by.setting(policy),
+        by.let_through()
     );
     match format {
         Some(Format::Anthropic) => json!({
@@ -267,7 +352,15 @@ pub fn unjudged_body(format: Option<Format>, why: &str, policy: OnInvalid) -> Va
 /// A 400 as `format`'s API writes it, so an agent's error handling sees
 /// the shape it knows.
 pub fn error_body(format: Format, message: &str) -> Value {
-    let message = format!("{message} (blocked by loopdbg proxy before it reached the provider)");
+    error_body_as(Gatekeeper::Proxy, format, message)
+}
+
+/// [`error_body`] signed by `by`.
+pub fn error_body_as(by: Gatekeeper, format: Format, message: &str) -> Value {
+    let message = format!(
+        "{message} (blocked by {} before it reached the provider)",
+        by.name()
+    );
     match format {
         Format::Anthropic => json!({
             "type": "error",
@@ -406,6 +499,42 @@ mod tests {
         assert_eq!(
             error_body(Format::Gemini, "x")["error"]["status"],
             "INVALID_ARGUMENT"
+        );
+    }
+}
+
+#[cfg(test)]
+mod gatekeeper_tests {
+    use super::*;
+
+    #[test]
+    fn the_guard_signs_its_refusals_in_its_own_words() {
+        let body = serde_json::json!({"model": "m", "messages": [
+            {"role": "user", "content": "w?"},
+            {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "toolu_g1", "name": "w", "input": {}}]},
+            {"role": "user", "content": "and?"}]});
+        let v = inspect_as(
+            Gatekeeper::Guard,
+            Format::Anthropic,
+            body,
+            OnInvalid::Block,
+            &Chain::Starts,
+        );
+        let Decision::Block { body, .. } = v.decision else {
+            panic!("blocked")
+        };
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.ends_with("(blocked by loopdbg guard before it reached the provider)"));
+        let unjudged = unjudged_body_as(
+            Gatekeeper::Guard,
+            Some(Format::Openai),
+            "not JSON",
+            OnInvalid::Block,
+        );
+        let words = unjudged["error"]["message"].as_str().unwrap();
+        assert!(
+            words.contains("Under mode \"raise\"") && words.contains("on_unjudged=\"forward\"")
         );
     }
 }

@@ -2,7 +2,8 @@
 into a table that lands in Parquet; and a DuckDB function for runs that
 already sit in a warehouse.
 
-One row per conversation (see :data:`SCHEMA`): ``file``, ``format`` (the
+One row per request checked (a body, a log segment, a captured exchange;
+see :data:`SCHEMA`), numbered by the conversation it belongs to: ``file``, ``format`` (the
 provider or agent it was read as), ``conversation``, ``severity``,
 ``kinds``, ``ids``, ``message``, and ``error`` on the rows of files, or
 lines, that could not be read. A row is what ``loopdbg check --format
@@ -152,7 +153,8 @@ def write_parquet(
     """Checks ``paths`` on the cluster; each task writes its own
     ``part-NNNNN.parquet`` under ``out`` (a folder every worker sees, or an
     fsspec URL), so no table passes through the client. Returns the totals
-    and the parts written."""
+    and the parts written (a file is never split between parts, so the
+    parts' conversations add up)."""
     if "://" not in out:
         os.makedirs(out, exist_ok=True)
     c = _client(client)
@@ -173,20 +175,22 @@ def write_parquet(
 
 
 def totals(t: pa.Table) -> Dict[str, Any]:
-    """What a table adds up to: conversations checked, those with findings,
-    problems (findings other than notes), conversations a provider would
-    refuse, rows of what could not be read, and conversations per finding
-    kind."""
+    """What a table adds up to, as ``check`` counts: ``requests`` checked
+    (a row each: a body, a log segment, a captured exchange),
+    ``conversations`` (a loop's requests are one), requests with findings,
+    ``problems`` (findings other than notes), requests a provider would
+    refuse, rows of what could not be read, and requests per finding kind."""
     d = t.to_pydict()
-    convs = [i for i, c in enumerate(d["conversation"]) if c is not None]
+    rows = [i for i, c in enumerate(d["conversation"]) if c is not None]
     kinds: Counter = Counter()
-    for i in convs:
+    for i in rows:
         kinds.update(d["kinds"][i])
     return {
-        "conversations": len(convs),
-        "with_findings": sum(1 for i in convs if d["findings"][i]),
-        "problems": sum(d["problems"][i] for i in convs),
-        "rejected": sum(1 for i in convs if d["rejected_by_provider"][i]),
+        "requests": len(rows),
+        "conversations": len({(d["file"][i], d["conversation"][i]) for i in rows}),
+        "with_findings": sum(1 for i in rows if d["findings"][i]),
+        "problems": sum(d["problems"][i] for i in rows),
+        "rejected": sum(1 for i in rows if d["rejected_by_provider"][i]),
         "unreadable": sum(1 for e in d["error"] if e is not None),
         "by_kind": dict(sorted(kinds.items())),
     }
