@@ -16,7 +16,7 @@ if ! command -v python3 >/dev/null 2>&1; then
   echo "python: python3 not found; tests/python.rs will skip the package's suite" >&2
   exit 0
 fi
-rm -rf "$dest"
+rm -rf "$dest" target/wheels
 python3 -m venv "$dest"
 pip=("$dest/bin/pip" install --quiet --disable-pip-version-check)
 "${pip[@]}" "maturin>=1.9,<2"
@@ -25,3 +25,20 @@ ls target/wheels/loopdbg-*-abi3-*.whl
 "${pip[@]}" ./crates/python
 "${pip[@]}" -r crates/python/tests/requirements.txt
 "$dest/bin/python" -c 'import loopdbg, sys; print("python: loopdbg installed from", loopdbg.__file__, "on", sys.version.split()[0])'
+# The same abi3 wheel on the oldest and the newest CPython the machine has
+# (3.9, the floor pyproject.toml declares, and 3.13), each in its own
+# virtualenv with pytest alone: tests/python.rs runs the checks there.
+for version in 3.9 3.13; do
+  other="$dest-$version"
+  rm -rf "$other"
+  # pyenv's versions are looked for first: its shims answer only for the
+  # versions it has been told to use.
+  interpreter=$(ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$version".*/bin/python"$version" 2>/dev/null | tail -n 1)
+  [ -n "$interpreter" ] || interpreter=$(command -v "python$version" || true)
+  if [ -z "$interpreter" ] || ! "$interpreter" -m venv "$other" 2>/dev/null; then
+    echo "python: no python$version here; tests/python.rs says it skipped it"
+    continue
+  fi
+  "$other/bin/pip" install --quiet --disable-pip-version-check pytest==8.3.5 target/wheels/loopdbg-*-abi3-manylinux*.whl
+  "$other/bin/python" -c 'import loopdbg, sys; print("python: the wheel imports on", sys.version.split()[0])'
+done

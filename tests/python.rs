@@ -11,12 +11,20 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn python() -> Option<PathBuf> {
+/// The virtualenv's interpreter: `target/python`, or `target/python-3.9`
+/// for `suffix` `-3.9`.
+fn python_in(suffix: &str) -> Option<PathBuf> {
     let env = std::env::var_os("LOOPDBG_PYTHON_ENV")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/python"));
-    let python = env.join("bin/python");
+    let mut name = env.into_os_string();
+    name.push(suffix);
+    let python = PathBuf::from(name).join("bin/python");
     python.exists().then_some(python)
+}
+
+fn python() -> Option<PathBuf> {
+    python_in("")
 }
 
 /// The fake provider's binary, built with this test's binaries (it is a
@@ -25,15 +33,9 @@ fn fake_binary() -> PathBuf {
     Path::new(env!("CARGO_BIN_EXE_loopdbg")).with_file_name("loopdbg-fake")
 }
 
-#[test]
-fn the_python_packages_suite_passes() {
-    let Some(python) = python() else {
-        common::skip(
-            "the_python_packages_suite_passes",
-            "no virtualenv in target/python (run scripts/install-python.sh)",
-        );
-        return;
-    };
+/// Runs pytest over `tests` with `python`; its summary line and how many
+/// passed.
+fn pytest(python: &Path, tests: &[&str]) -> (String, usize) {
     let fake = fake_binary();
     if !fake.exists() {
         let built = Command::new(env!("CARGO"))
@@ -43,15 +45,9 @@ fn the_python_packages_suite_passes() {
             .unwrap();
         assert!(built.success(), "cargo build -p loopdbg-fake failed");
     }
-    let out = Command::new(&python)
-        .args([
-            "-m",
-            "pytest",
-            "crates/python/tests",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-        ])
+    let out = Command::new(python)
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+        .args(tests)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env("LOOPDBG_BIN", env!("CARGO_BIN_EXE_loopdbg"))
         .env("LOOPDBG_FAKE", &fake)
@@ -63,7 +59,8 @@ fn the_python_packages_suite_passes() {
         .lines()
         .rev()
         .find(|l| l.contains(" in "))
-        .unwrap_or("");
+        .unwrap_or("")
+        .to_string();
     // Exit 5 is pytest's "no tests collected": a suite that ran nothing.
     assert!(
         out.status.success(),
@@ -75,13 +72,45 @@ fn the_python_packages_suite_passes() {
         summary.contains(" passed") && !summary.contains("skipped"),
         "{summary}"
     );
-    // .ci/run adds these to its closing line.
-    let passed: usize = summary
-        .split_whitespace()
-        .zip(summary.split_whitespace().skip(1))
-        .find(|(_, w)| w.starts_with("passed"))
-        .and_then(|(n, _)| n.trim_start_matches('=').parse().ok())
+    let words: Vec<&str> = summary.split_whitespace().collect();
+    let passed = words
+        .windows(2)
+        .find(|w| w[1].starts_with("passed"))
+        .and_then(|w| w[0].trim_start_matches('=').parse().ok())
         .unwrap_or(0);
+    (summary, passed)
+}
+
+/// The abi3 wheel on the oldest and newest CPython here: the checks of
+/// `test_check.py` (every fixture against the CLI), nothing else needed.
+#[test]
+fn the_wheel_checks_the_same_on_python_3_9_and_3_13() {
+    for version in ["3.9", "3.13"] {
+        let Some(python) = python_in(&format!("-{version}")) else {
+            common::skip_without_ci_failure(
+                &format!("the_wheel_checks_the_same_on_python_{version}"),
+                &format!(
+                    "no python{version} virtualenv in target/python-{version} (scripts/install-python.sh makes one where python{version} exists)"
+                ),
+            );
+            continue;
+        };
+        let (summary, passed) = pytest(&python, &["crates/python/tests/test_check.py"]);
+        assert!(passed > 600, "python {version}: {summary}");
+        eprintln!("python {version}: {summary}");
+    }
+}
+
+#[test]
+fn the_python_packages_suite_passes() {
+    let Some(python) = python() else {
+        common::skip(
+            "the_python_packages_suite_passes",
+            "no virtualenv in target/python (run scripts/install-python.sh)",
+        );
+        return;
+    };
+    let (summary, passed) = pytest(&python, &["crates/python/tests"]);
     assert!(passed > 600, "{summary}");
     let record = Path::new(env!("CARGO_TARGET_TMPDIR")).join("pytest.txt");
     std::fs::write(record, format!("{passed}\n")).unwrap();
