@@ -215,6 +215,18 @@ pub struct Progress {
     pub done: bool,
 }
 
+impl Progress {
+    fn of(origin: &str, read: u64, size: u64, requests: usize, done: bool) -> Progress {
+        Progress {
+            origin: origin.to_string(),
+            read,
+            size,
+            requests,
+            done,
+        }
+    }
+}
+
 /// Inputs larger than this say how far their check has come.
 const PROGRESS_FROM_BYTES: u64 = 16 << 20;
 
@@ -341,24 +353,24 @@ fn check_opened(
                 report.errors.push(e.into());
             }
             if progress {
-                on_progress(&Progress {
-                    origin: origin.clone(),
-                    read: read_bytes,
-                    size: progress_size,
-                    requests: index,
-                    done: false,
-                });
+                on_progress(&Progress::of(
+                    origin,
+                    read_bytes,
+                    progress_size,
+                    index,
+                    false,
+                ));
             }
         }
     });
     if progress {
-        on_progress(&Progress {
-            origin: origin.clone(),
-            read: read_bytes,
-            size: progress_size,
-            requests: index,
-            done: true,
-        });
+        on_progress(&Progress::of(
+            &origin,
+            read_bytes,
+            progress_size,
+            index,
+            true,
+        ));
     }
     report.requests = index;
     report.conversations = threads.count();

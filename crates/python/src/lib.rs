@@ -143,19 +143,23 @@ fn check_files_jsonl(
     Ok(records)
 }
 
-/// The check as rows (one per conversation, one per file that gave none),
-/// as a JSON array.
-#[pyfunction]
-#[pyo3(signature = (paths, provider=None))]
-fn rows(py: Python<'_>, paths: Vec<PathBuf>, provider: Option<&str>) -> PyResult<String> {
+/// Every row of `paths`, checked without the GIL.
+fn rows_of_paths(py: Python<'_>, paths: &[PathBuf], provider: Option<&str>) -> PyResult<Vec<Row>> {
     let forced = forced(provider)?;
-    let rows: Vec<Row> = py.detach(|| {
+    Ok(py.detach(|| {
         paths
             .iter()
             .flat_map(|p| rows_of_file(p, forced, &[]))
             .collect()
-    });
-    to_text(&rows)
+    }))
+}
+
+/// The check as rows (one per request checked, one per file or line that
+/// gave none), as a JSON array.
+#[pyfunction]
+#[pyo3(signature = (paths, provider=None))]
+fn rows(py: Python<'_>, paths: Vec<PathBuf>, provider: Option<&str>) -> PyResult<String> {
+    to_text(&rows_of_paths(py, &paths, provider)?)
 }
 
 /// The rows of `data` held in memory, named `origin`, as a JSON array.
@@ -198,13 +202,7 @@ fn columns(rows: &[Row]) -> PyResult<String> {
 #[pyfunction]
 #[pyo3(signature = (paths, provider=None))]
 fn rows_columns(py: Python<'_>, paths: Vec<PathBuf>, provider: Option<&str>) -> PyResult<String> {
-    let forced = forced(provider)?;
-    let rows: Vec<Row> = py.detach(|| {
-        paths
-            .iter()
-            .flat_map(|p| rows_of_file(p, forced, &[]))
-            .collect()
-    });
+    let rows = rows_of_paths(py, &paths, provider)?;
     py.detach(|| columns(&rows))
 }
 

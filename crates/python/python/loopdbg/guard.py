@@ -291,6 +291,12 @@ def _transport_class(http: ModuleType, asynchronous: bool) -> type:
     return _classes[key]
 
 
+def _guard_transport(asynchronous: bool, mode: str, transport: Any, guard: Optional[Guard], on_unjudged: str, http: Http) -> Any:
+    package = _package(http, transport)
+    cls = _transport_class(package, asynchronous)
+    return cls(mode, transport, guard, on_unjudged, package)
+
+
 def GuardTransport(  # noqa: N802  (used as a class)
     mode: str = "raise",
     transport: Any = None,
@@ -303,9 +309,7 @@ def GuardTransport(  # noqa: N802  (used as a class)
     default the package's ``HTTPTransport()``) sends it; a subclass of
     ``httpx2.BaseTransport`` or ``httpx.BaseTransport`` (see the module's
     note). ``.guard`` is its :class:`Guard`."""
-    package = _package(http, transport)
-    cls = _transport_class(package, asynchronous=False)
-    return cls(mode, transport, guard, on_unjudged, package)
+    return _guard_transport(False, mode, transport, guard, on_unjudged, http)
 
 
 def AsyncGuardTransport(  # noqa: N802  (used as a class)
@@ -318,9 +322,7 @@ def AsyncGuardTransport(  # noqa: N802  (used as a class)
 ) -> Any:
     """:func:`GuardTransport` for async clients (``AsyncAnthropic``,
     ``AsyncOpenAI``)."""
-    package = _package(http, transport)
-    cls = _transport_class(package, asynchronous=True)
-    return cls(mode, transport, guard, on_unjudged, package)
+    return _guard_transport(True, mode, transport, guard, on_unjudged, http)
 
 
 def client(mode: str = "raise", *, on_unjudged: str = "block", http: Http = None, **kwargs: Any) -> Any:
