@@ -4,8 +4,6 @@
 //! cores and reported in line order; a file that cannot be read is
 //! reported and the others are still checked.
 
-use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use loopdbg_engine::LoadError;
@@ -147,16 +145,6 @@ pub fn check_file(
     progress: &mut dyn FnMut(&Progress),
 ) -> FileReport {
     let file = origin_of(path);
-    if path.as_os_str() != "-"
-        && let Some(read) = mcp_capture(path, &file)
-    {
-        let mut report = FileReport::new(file.clone());
-        match read {
-            Ok(sessions) => report.add_mcp_sessions(sessions, &mut |r| emit(&file, r)),
-            Err(e) => report.errors.push(e.into()),
-        }
-        return report;
-    }
     let size = match path.as_os_str() == "-" {
         true => 0,
         false => std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
@@ -242,9 +230,8 @@ fn check_opened(
     on_progress: &mut dyn FnMut(&Progress),
 ) -> FileReport {
     let mut report = FileReport::new(file.clone());
-    // An MCP capture arriving on a pipe or from memory: each run of the
-    // tap checked as a capture (answered twice, answers to no request),
-    // not only through its replay.
+    // An MCP capture: each run of the tap checked as a capture (answered
+    // twice, answers to no request), not only through its replay.
     if let Layout::Mcp(sessions) = &opened.layout {
         let reports = session_reports(sessions);
         report.add_mcp_sessions(reports, &mut |r| emit(&file, r));
@@ -425,40 +412,6 @@ impl FileReport {
             self.results.push(r);
         }
     }
-}
-
-/// Whether `bytes` open with a `loopdbg mcp` capture record.
-fn is_mcp_capture(bytes: &[u8]) -> bool {
-    let first = bytes
-        .split(|&b| b == b'\n')
-        .find(|l| !l.iter().all(u8::is_ascii_whitespace))
-        .unwrap_or_default();
-    serde_json::from_slice::<Value>(first).is_ok_and(|v| loopdbg_wire::mcp::is_record(&v))
-}
-
-/// A regular file that is an MCP capture, checked (`None` for any other
-/// input: a pipe is read once, by the general reader).
-pub(crate) fn mcp_capture(
-    path: &Path,
-    origin: &str,
-) -> Option<Result<Vec<ConversationReport>, LoadError>> {
-    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
-        return None;
-    }
-    let file = File::open(path).ok()?;
-    let mut first = Vec::new();
-    BufReader::new(file.take(1 << 20))
-        .read_until(b'\n', &mut first)
-        .ok()?;
-    if !is_mcp_capture(&first) {
-        return None;
-    }
-    Some(crate::read_text(path, origin).and_then(|text| mcp_reports(origin, &text)))
-}
-
-/// An MCP capture's text, each run of the tap checked.
-fn mcp_reports(origin: &str, text: &str) -> Result<Vec<ConversationReport>, LoadError> {
-    Ok(session_reports(&mcp_sessions(origin, text)?))
 }
 
 /// Each run of the tap checked (`loopdbg_wire::mcp::check`), one report
