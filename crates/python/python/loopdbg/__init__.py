@@ -110,9 +110,9 @@ def check_files(
     cannot be read is reported in its ``errors`` and the others are still
     checked; :class:`InputError` is raised only when one file was given
     and it could not be read."""
-    paths = [os.fspath(p) for p in paths]
-    report = json.loads(_native.check_files(paths, provider, _opt_path(mcp)))
-    if len(paths) == 1:
+    names = [os.fspath(p) for p in paths]
+    report = json.loads(_native.check_files(names, provider, _opt_path(mcp)))
+    if len(names) == 1:
         _raise_if_unread(report)
     return report
 
@@ -123,8 +123,8 @@ def check_jsonl(
     """The records ``loopdbg check --format jsonl PATH…`` prints: one per
     conversation (``{"file", "conversation"}``), then one per file that
     failed or held nothing."""
-    paths = [os.fspath(p) for p in paths]
-    return [json.loads(r) for r in _native.check_files_jsonl(paths, provider, _opt_path(mcp))]
+    names = [os.fspath(p) for p in paths]
+    return [json.loads(r) for r in _native.check_files_jsonl(names, provider, _opt_path(mcp))]
 
 
 def findings(report: Dict[str, Any]) -> Iterator[Dict[str, Any]]:
