@@ -6,11 +6,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-
-import loopdbg
 
 USER = '''
 import loopdbg
@@ -27,16 +24,23 @@ except loopdbg.InputError as e:
 '''
 
 
-def test_mypy_finds_no_error_in_the_package_or_its_use(tmp_path):
-    pytest.importorskip("mypy")
-    script = tmp_path / "user.py"
-    script.write_text(USER)
-    package = Path(loopdbg.__file__).parent
+def mypy(*targets: str, cwd) -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "mypy", "--ignore-missing-imports", "--no-incremental", str(package), str(script)],
+        [sys.executable, "-m", "mypy", "--ignore-missing-imports", "--no-incremental", *targets],
         capture_output=True,
         text=True,
-        cwd=tmp_path,
+        cwd=cwd,
     )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "Success" in out.stdout
+
+
+def test_mypy_finds_no_error_in_the_package_or_its_use(tmp_path):
+    pytest.importorskip("mypy")
+    # The package by its name (a folder under site-packages given as a
+    # path would make site-packages a source root); then a user's script,
+    # whose calls are checked against the package's types.
+    mypy("-p", "loopdbg", cwd=tmp_path)
+    script = tmp_path / "user.py"
+    script.write_text(USER)
+    mypy(str(script), cwd=tmp_path)
