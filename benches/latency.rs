@@ -86,7 +86,7 @@ fn bench(c: &mut Criterion) {
 
 /// A captured conversation of 3000 turns with two calls each (6000 ids),
 /// every tenth turn losing a result: a long agent log to replay.
-fn big_conversation() -> loopdbg_wire::read::Conversation {
+fn big_conversation() -> loopdbg_read::Conversation {
     let mut msgs = vec![serde_json::json!({"role": "user", "content": "go"})];
     for r in 0..3000 {
         msgs.push(serde_json::json!({"role": "assistant", "content": [
@@ -101,20 +101,20 @@ fn big_conversation() -> loopdbg_wire::read::Conversation {
         msgs.push(serde_json::json!({"role": "user", "content": results}));
     }
     let doc = serde_json::json!({ "messages": msgs });
-    loopdbg_wire::read::read(&doc, loopdbg_wire::read::detect(&doc).unwrap()).unwrap()
+    loopdbg_read::read(&doc, loopdbg_read::detect(&doc).unwrap()).unwrap()
 }
 
 fn replay(c: &mut Criterion) {
     let conv = big_conversation();
     c.bench_function("replay: check + trace of a 6000-call conversation", |b| {
         b.iter(|| {
-            let findings = loopdbg_wire::check::check(&conv);
-            loopdbg_wire::replay::trace_of(&conv, &findings)
+            let findings = loopdbg_judge::check::check(&conv);
+            loopdbg_export::replay::trace_of(&conv, &findings)
         })
     });
-    let findings = loopdbg_wire::check::check(&conv);
-    let trace = loopdbg_wire::replay::trace_of(&conv, &findings);
-    let session = loopdbg_wire::replay::session_for(&conv, "replay");
+    let findings = loopdbg_judge::check::check(&conv);
+    let trace = loopdbg_export::replay::trace_of(&conv, &findings);
+    let session = loopdbg_export::replay::session_for(&conv, "replay");
     let mut app = App::replay("big.json", session, trace, "anthropic", Theme::color());
     apply(&mut app, Action::Resize(120, 40));
     let middle = app.trace.len() / 2;

@@ -6,9 +6,9 @@
 use std::io::BufRead;
 use std::time::Instant;
 
+use loopdbg_read::{Log, Source};
 use loopdbg_tui::theme::Theme;
 use loopdbg_tui::{Action, App, update};
-use loopdbg_wire::read::{Log, Source};
 use ratatui::{Terminal, backend::TestBackend};
 
 fn main() {
@@ -30,9 +30,9 @@ fn main() {
     );
     drop(lines);
     let conv = log.finish().expect("conversations").remove(0);
-    let findings = loopdbg_wire::check::check(&conv);
-    let trace = loopdbg_wire::replay::trace_of(&conv, &findings);
-    let session = loopdbg_wire::replay::session_for(&conv, "replay");
+    let findings = loopdbg_judge::check::check(&conv);
+    let trace = loopdbg_export::replay::trace_of(&conv, &findings);
+    let session = loopdbg_export::replay::session_for(&conv, "replay");
     let mut app = App::replay(&path, session, trace, "claude-code", Theme::color());
     update(&mut app, Action::Resize(120, 40));
     let mut terminal = Terminal::new(TestBackend::new(120, 40)).expect("backend");

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use loopdbg_lesson::checks::RunAnalysis;
-use loopdbg_wire::read::{Log, Source};
+use loopdbg_read::{Log, Source};
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -36,10 +36,10 @@ fn main() {
         time("finish", t.elapsed());
         let conv = &convs[0];
         let t = Instant::now();
-        let findings = loopdbg_wire::check::check(conv);
+        let findings = loopdbg_judge::check::check(conv);
         time("check", t.elapsed());
         let t = Instant::now();
-        let replayed = loopdbg_wire::replay::replayed(conv);
+        let replayed = loopdbg_export::replay::replayed(conv);
         time("replayed", t.elapsed());
         let t = Instant::now();
         let trace = replayed.with_findings(conv, &findings);

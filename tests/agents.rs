@@ -341,8 +341,8 @@ fn unknown_types(agent: Agent, log: &Path) -> Vec<String> {
         let v: Value = serde_json::from_str(line).unwrap();
         let kind = v["type"].as_str().unwrap_or("");
         let known = match agent {
-            Agent::ClaudeCode => loopdbg_wire::read::is_known_event(kind),
-            Agent::Codex => loopdbg_wire::read::CODEX_RECORD_TYPES.contains(&kind),
+            Agent::ClaudeCode => loopdbg_read::is_known_event(kind),
+            Agent::Codex => loopdbg_read::CODEX_RECORD_TYPES.contains(&kind),
             // Its records are messages (`user`, `gemini`, …), updates
             // (`$set`) and one header: the reader takes every shape.
             Agent::GeminiCli => true,
@@ -497,7 +497,7 @@ fn tokens_agree(agent: Agent, ran: &Ran, log_report: &Value, capture: &Path) {
         {
             continue;
         }
-        if let Some((usage, _)) = loopdbg_wire::capture::usage_of(&v) {
+        if let Some((usage, _)) = loopdbg_read::capture::usage_of(&v) {
             sent.0 += usage.prompt();
             sent.1 += usage.output;
         }

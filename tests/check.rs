@@ -8,10 +8,10 @@ use common::*;
 use loopdbg_engine::ledger::Ledger;
 use loopdbg_engine::strategy::{Extract, StopRule};
 use loopdbg_engine::{Session, Strategy};
-use loopdbg_wire::check::{Finding, check};
-use loopdbg_wire::fix::{Repair, repair};
-use loopdbg_wire::provider::{Format, request_body};
-use loopdbg_wire::read::{Conversation, Source, detect, read};
+use loopdbg_formats::provider::{Format, request_body};
+use loopdbg_judge::check::{Finding, check};
+use loopdbg_judge::fix::{Repair, repair};
+use loopdbg_read::{Conversation, Source, detect, read};
 use serde_json::Value;
 
 fn conversation(name: &str) -> Conversation {
@@ -402,8 +402,8 @@ fn view_spans_agree_with_rendering() {
             s.extract = extract;
             let trace = loopdbg_engine::run(&session, &s);
             for format in Format::ALL {
-                let items = loopdbg_wire::provider::render(format, &trace.messages);
-                let spans = loopdbg_wire::provider::spans(format, &trace.messages);
+                let items = loopdbg_formats::provider::render(format, &trace.messages);
+                let spans = loopdbg_formats::provider::spans(format, &trace.messages);
                 assert_eq!(items.len(), spans.len(), "{name} as {format}");
                 for (item, span) in items.iter().zip(&spans) {
                     assert_eq!(
@@ -412,7 +412,8 @@ fn view_spans_agree_with_rendering() {
                         "{name} as {format}"
                     );
                     let alone =
-                        loopdbg_wire::provider::render_span(format, &trace.messages, span).unwrap();
+                        loopdbg_formats::provider::render_span(format, &trace.messages, span)
+                            .unwrap();
                     assert_eq!(&alone, item, "{name} as {format}");
                 }
             }
@@ -435,11 +436,11 @@ fn block_paths_point_at_the_id_in_every_provider_view() {
         let trace = loopdbg_engine::run(&session, &s);
         let history = &trace.messages;
         for format in Format::ALL {
-            let items: Vec<Value> = loopdbg_wire::provider::render(format, history)
+            let items: Vec<Value> = loopdbg_formats::provider::render(format, history)
                 .into_iter()
                 .map(|i| i.json)
                 .collect();
-            let spans = loopdbg_wire::provider::spans(format, history);
+            let spans = loopdbg_formats::provider::spans(format, history);
             for (m, message) in history.iter().enumerate() {
                 for (b, block) in message.content.iter().enumerate() {
                     let id = match block {
@@ -447,7 +448,7 @@ fn block_paths_point_at_the_id_in_every_provider_view() {
                         Block::ToolResult { tool_use_id, .. } => tool_use_id.to_string(),
                         _ => continue,
                     };
-                    let path = loopdbg_wire::provider::block_path(format, history, &spans, m, b)
+                    let path = loopdbg_formats::provider::block_path(format, history, &spans, m, b)
                         .unwrap_or_else(|| panic!("{name} as {format}: no path for {id}"));
                     // `messages[2].content[1]` → a JSON pointer into the list.
                     let pointer: String = path

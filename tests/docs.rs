@@ -78,7 +78,7 @@ fn readme_examples_print_what_they_show() {
 #[test]
 fn readme_tells_every_finding_kind_and_its_severity() {
     let text = readme();
-    for kind in loopdbg_wire::finding::Kind::ALL {
+    for kind in loopdbg_read::finding::Kind::ALL {
         assert!(
             text.contains(&format!("| `{kind}` |")),
             "README's findings table does not list `{kind}`"

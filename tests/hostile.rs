@@ -635,11 +635,11 @@ fn a_violation_stays_small_however_many_ids_are_left() {
     // it left out between them.
     let opts = loopdbg_handout::Options {
         kind: loopdbg_handout::Kind::Markdown,
-        format: loopdbg_wire::provider::Format::Anthropic,
+        format: loopdbg_formats::provider::Format::Anthropic,
         model: "m".into(),
         redact: false,
         origin: "left.json".into(),
-        prices: std::sync::Arc::new(loopdbg_wire::prices::Prices::builtin()),
+        prices: std::sync::Arc::new(loopdbg_formats::prices::Prices::builtin()),
     };
     let md = loopdbg_handout::render(&session, &trace, &opts);
     assert_eq!(md.matches("### Request ").count(), 6);

@@ -5,8 +5,8 @@
 //! request, a body inside a string) and the benchmark's generated lines
 //! are read both ways, as detected and under each forced format.
 
-use loopdbg_wire::provider::Format;
-use loopdbg_wire::read::{Source, detect_with_evidence, plain, read_owned};
+use loopdbg_formats::provider::Format;
+use loopdbg_read::{Source, detect_with_evidence, plain, read_owned};
 use serde_json::Value;
 
 /// Every object in `v` that could be a request body, with its text.

@@ -8,8 +8,8 @@
 mod common;
 use common::{body, claude_code_log, fixture};
 
-use loopdbg_wire::check::{Finding, check};
-use loopdbg_wire::read::{detect, read};
+use loopdbg_judge::check::{Finding, check};
+use loopdbg_read::{detect, read};
 use serde_json::Value;
 
 fn request(name: &str) -> Vec<Finding> {
@@ -207,8 +207,8 @@ fn a_continued_response_answers_calls_it_does_not_contain() {
 
 #[test]
 fn strip_never_empties_a_continuation() {
-    use loopdbg_wire::fix::{Repair, repair};
-    use loopdbg_wire::provider::Format;
+    use loopdbg_formats::provider::Format;
+    use loopdbg_judge::fix::{Repair, repair};
     let mut doc: Value = serde_json::from_str(&fixture("responses_continuation.json")).unwrap();
     assert_eq!(repair(&mut doc, Format::Responses, Repair::Strip), 0);
     assert_eq!(doc["input"].as_array().unwrap().len(), 1);
@@ -222,7 +222,7 @@ fn hosted_and_custom_items_are_read_and_paired() {
     let calls: Vec<&str> = conv
         .messages
         .iter()
-        .flat_map(|m| loopdbg_wire::read::tool_uses(m).map(|(_, id, _)| id))
+        .flat_map(|m| loopdbg_read::tool_uses(m).map(|(_, id, _)| id))
         .collect();
     assert_eq!(calls, ["call_Custom1", "call_Weather1", "call_Shell1"]);
     // get_weather is deferred and loaded by tool search: not unknown.
@@ -245,8 +245,8 @@ fn an_unanswered_custom_tool_call_gets_its_own_wording() {
 
 #[test]
 fn gemini_bodies_are_detected_and_clean_ones_pass() {
-    use loopdbg_wire::provider::Format;
-    use loopdbg_wire::read::Source;
+    use loopdbg_formats::provider::Format;
+    use loopdbg_read::Source;
     for name in ["gemini_clean.json", "gemini_no_ids.json"] {
         let doc: Value = serde_json::from_str(&fixture(name)).unwrap();
         assert_eq!(
@@ -313,8 +313,8 @@ fn gemini_3_wants_the_thought_signature_of_the_current_turn() {
 
 #[test]
 fn gemini_repairs_pair_every_call() {
-    use loopdbg_wire::fix::{Repair, repair};
-    use loopdbg_wire::provider::Format;
+    use loopdbg_formats::provider::Format;
+    use loopdbg_judge::fix::{Repair, repair};
     for how in [Repair::Synthesize, Repair::Strip] {
         let mut doc: Value =
             serde_json::from_str(&fixture("gemini_missing_response.json")).unwrap();
@@ -326,8 +326,8 @@ fn gemini_repairs_pair_every_call() {
 
 /// A Claude Code log read the way `check` reads it (in outline) and the way
 /// replay reads it (whole), through the parallel line reader.
-fn log_read(text: &str, detail: loopdbg_wire::read::Detail) -> Vec<Vec<Finding>> {
-    use loopdbg_wire::read::{Log, Source};
+fn log_read(text: &str, detail: loopdbg_read::Detail) -> Vec<Vec<Finding>> {
+    use loopdbg_read::{Log, Source};
     let mut log = Log::new(Source::ClaudeCode).unwrap();
     log.keep(detail);
     let lines: Vec<(usize, &str)> = text.lines().enumerate().map(|(i, l)| (i + 1, l)).collect();
@@ -337,7 +337,7 @@ fn log_read(text: &str, detail: loopdbg_wire::read::Detail) -> Vec<Vec<Finding>>
 
 #[test]
 fn check_reads_logs_in_outline_with_the_same_findings() {
-    use loopdbg_wire::read::Detail;
+    use loopdbg_read::Detail;
     let names = [
         "claude_code_compacted.jsonl",
         "claude_code_interrupted.jsonl",
@@ -364,7 +364,7 @@ fn check_reads_logs_in_outline_with_the_same_findings() {
 
 #[test]
 fn a_repeated_turn_is_found_in_outline_as_in_full() {
-    use loopdbg_wire::read::Detail;
+    use loopdbg_read::Detail;
     let event = |uuid: &str, parent: &str, kind: &str, message: &str| {
         format!(
             r#"{{"type":"{kind}","uuid":"{uuid}","parentUuid":{parent},"sessionId":"s","timestamp":"2026-11-02T00:00:0{}.000Z","message":{message}}}"#,
@@ -425,7 +425,7 @@ fn a_repeated_turn_is_found_in_outline_as_in_full() {
 
 #[test]
 fn outline_and_full_agree_on_edge_json_and_on_lines_read_leniently() {
-    use loopdbg_wire::read::Detail;
+    use loopdbg_read::Detail;
     // `"timestamp": 0` is not a string: such a line is read the lenient
     // way, through a Value. Each pair of turns is equal as Values (a key
     // given twice keeps its last value; -0 is read as the float -0.0,
@@ -557,7 +557,7 @@ fn codex_repairs_its_history_before_every_request() {
     // without a call (codex-rs `normalize_history`): never a 400.
     let convs = {
         let text = fixture("codex/rollout-2026-11-03T08-20-00-compacted.jsonl");
-        let mut log = loopdbg_wire::read::Log::new(loopdbg_wire::read::Source::Codex).unwrap();
+        let mut log = loopdbg_read::Log::new(loopdbg_read::Source::Codex).unwrap();
         let lines: Vec<(usize, &str)> = text.lines().enumerate().map(|(i, l)| (i + 1, l)).collect();
         assert!(log.push_lines(&lines).is_empty());
         log.finish().unwrap()
@@ -671,7 +671,7 @@ fn a_gemini_cli_error_record_confirms_the_400() {
     // One of two reads never finished; the next request got Gemini's own
     // 400, which the CLI wrote as an `error` record.
     let text = fixture("gemini_cli/session-2026-11-04T10-00-2b7c4e9a.jsonl");
-    let mut log = loopdbg_wire::read::Log::new(loopdbg_wire::read::Source::GeminiCli).unwrap();
+    let mut log = loopdbg_read::Log::new(loopdbg_read::Source::GeminiCli).unwrap();
     let lines: Vec<(usize, &str)> = text.lines().enumerate().map(|(i, l)| (i + 1, l)).collect();
     assert!(log.push_lines(&lines).is_empty());
     let convs = log.finish().unwrap();
@@ -697,7 +697,7 @@ fn a_recorded_2xx_outranks_a_predicted_400() {
                 {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "t", "input": {}}]},
                 {"role": "user", "content": "go on"}]}).to_string()},
         "response": {"status": {"code": 200, "message": "OK"}, "body": {"string": "{}"}}}]});
-    let convs = loopdbg_wire::read::recording::read_recording(&cassette)
+    let convs = loopdbg_read::recording::read_recording(&cassette)
         .unwrap()
         .unwrap();
     let f = check(&convs[0]);
@@ -756,7 +756,7 @@ fn a_compressed_recorded_refusal_confirms_the_status_without_words() {
         "response": {"status": {"code": 400, "message": "Bad Request"},
             "headers": {"Content-Encoding": ["gzip"]},
             "body": {"string": "H4sIAAAAAAAAA6tWSkksSVSyUlAqyUhVqOZSUADxSgEAL7VA3xoAAAA=\n"}}}]});
-    let convs = loopdbg_wire::read::recording::read_recording(&cassette)
+    let convs = loopdbg_read::recording::read_recording(&cassette)
         .unwrap()
         .unwrap();
     let f = check(&convs[0]);
@@ -775,9 +775,9 @@ fn a_compressed_recorded_refusal_confirms_the_status_without_words() {
 /// writes) are not mentioned.
 #[test]
 fn an_unknown_event_type_is_noted_once_and_read_around() {
-    use loopdbg_wire::finding::Kind;
+    use loopdbg_read::finding::Kind;
     let text = fixture("claude_code_v2/parallel.jsonl");
-    let plain = log_read(&text, loopdbg_wire::read::Detail::Full);
+    let plain = log_read(&text, loopdbg_read::Detail::Full);
     let extra = [
         r#"{"type":"api-request","sessionId":"s","id":"r1","keep":0,"tail":[]}"#,
         r#"{"type":"cost-state","sessionId":"s","totalCostUSD":0.1}"#,
@@ -786,7 +786,7 @@ fn an_unknown_event_type_is_noted_once_and_read_around() {
         r#"{"type":"holo-sync","uuid":"u-holo","parentUuid":null,"sessionId":"s"}"#,
     ];
     let with = format!("{text}{}\n", extra.join("\n"));
-    let read = log_read(&with, loopdbg_wire::read::Detail::Full);
+    let read = log_read(&with, loopdbg_read::Detail::Full);
     let notes: Vec<&Finding> = read
         .iter()
         .flatten()

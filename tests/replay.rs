@@ -6,13 +6,13 @@ mod common;
 use common::*;
 
 use loopdbg_engine::trace::Phase;
+use loopdbg_export::replay::{session_for, trace_of};
+use loopdbg_judge::check::check;
+use loopdbg_read::Conversation;
 use loopdbg_tui::app::Pane;
 use loopdbg_tui::explain::explain;
 use loopdbg_tui::theme::Theme;
 use loopdbg_tui::{Action, App};
-use loopdbg_wire::check::check;
-use loopdbg_wire::read::Conversation;
-use loopdbg_wire::replay::{session_for, trace_of};
 
 fn replay(conv: &Conversation) -> App {
     let findings = check(conv);
@@ -292,7 +292,7 @@ fn a_replayed_answer_that_quotes_no_number_raises_no_quote_warning() {
         serde_json::from_str(&fixture("anthropic_clean.json")).unwrap();
     let last = doc["messages"].as_array_mut().unwrap().last_mut().unwrap();
     last["content"][0]["text"] = "北京今天晴；汇率见上。".into();
-    let conv = loopdbg_wire::read::read(&doc, loopdbg_wire::read::detect(&doc).unwrap()).unwrap();
+    let conv = loopdbg_read::read(&doc, loopdbg_read::detect(&doc).unwrap()).unwrap();
     let app = replay(&conv);
     assert!(
         !loopdbg_lesson::checks::warnings(&app.trace)
@@ -362,9 +362,9 @@ fn a_conversation_ending_on_calls_has_no_final_answer() {
             {"type": "text", "text": "Let me check."},
             {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}}]}
     ]});
-    let conv = loopdbg_wire::read::read(
+    let conv = loopdbg_read::read(
         &body,
-        loopdbg_wire::read::Source::Provider(loopdbg_wire::provider::Format::Anthropic),
+        loopdbg_read::Source::Provider(loopdbg_formats::provider::Format::Anthropic),
     )
     .unwrap();
     let mut app = replay(&conv);

@@ -8,9 +8,9 @@
 mod common;
 use common::*;
 
+use loopdbg_read::{Conversation, Log, Source};
 use loopdbg_tui::theme::Theme;
 use loopdbg_tui::{Action, App};
-use loopdbg_wire::read::{Conversation, Log, Source};
 use serde_json::Value;
 
 const DIR: &str = "tests/fixtures/transcripts/usage";
@@ -99,7 +99,7 @@ fn the_capture_and_each_agents_log_hold_the_same_tokens() {
             p if p.contains("streamGenerateContent") => "gemini",
             _ => continue,
         };
-        let Some((usage, _)) = loopdbg_wire::capture::usage_of(&v) else {
+        let Some((usage, _)) = loopdbg_read::capture::usage_of(&v) else {
             continue;
         };
         let slot = by_agent.entry(agent).or_default();
@@ -158,11 +158,11 @@ fn read_log(source: Source, name: &str) -> Conversation {
 }
 
 fn replay_app(conv: &Conversation) -> App {
-    let findings = loopdbg_wire::check::check(conv);
-    let trace = loopdbg_wire::replay::trace_of(conv, &findings);
+    let findings = loopdbg_judge::check::check(conv);
+    let trace = loopdbg_export::replay::trace_of(conv, &findings);
     let mut app = App::replay(
         "codex.jsonl",
-        loopdbg_wire::replay::session_for(conv, "replay"),
+        loopdbg_export::replay::session_for(conv, "replay"),
         trace,
         conv.source.as_str(),
         Theme::monochrome(),
@@ -222,11 +222,11 @@ fn the_handout_has_a_tokens_table() {
     let app = replay_app(&conv);
     let opts = loopdbg_handout::Options {
         kind: loopdbg_handout::Kind::Markdown,
-        format: loopdbg_wire::provider::Format::Responses,
+        format: loopdbg_formats::provider::Format::Responses,
         model: "gpt-5".into(),
         redact: true,
         origin: "codex.jsonl".into(),
-        prices: std::sync::Arc::new(loopdbg_wire::prices::Prices::builtin()),
+        prices: std::sync::Arc::new(loopdbg_formats::prices::Prices::builtin()),
     };
     let md = loopdbg_handout::render(&app.session, &app.trace, &opts);
     assert!(md.contains("## Tokens"), "{md}");

@@ -216,9 +216,9 @@ fn anthropic_view_groups_the_results() {
 /// The debugger replaying the first conversation of a Claude Code fixture.
 fn replayed_log(name: &str) -> App {
     let conv = common::claude_code_log(name).remove(0);
-    let findings = loopdbg_wire::check::check(&conv);
-    let trace = loopdbg_wire::replay::trace_of(&conv, &findings);
-    let session = loopdbg_wire::replay::session_for(&conv, "replay");
+    let findings = loopdbg_judge::check::check(&conv);
+    let trace = loopdbg_export::replay::trace_of(&conv, &findings);
+    let session = loopdbg_export::replay::session_for(&conv, "replay");
     let file = name.rsplit('/').next().unwrap_or(name);
     App::replay(file, session, trace, "claude-code", Theme::color())
 }
@@ -630,8 +630,8 @@ fn selecting_a_result_lights_its_call_and_the_reverse() {
 /// canonical view), the same text `check` gives for that body.
 #[test]
 fn a_rejected_request_is_explained_in_the_providers_words() {
+    use loopdbg_formats::provider::Format;
     use loopdbg_tui::explain::provider_rejection;
-    use loopdbg_wire::provider::Format;
     let mut a = app("weather_fx.json", first_reask, Theme::color());
     // Round 2's request carries round 1's dropped toolu_f1.
     apply(&mut a, Action::NextRound);
@@ -676,7 +676,7 @@ fn a_rejected_request_is_explained_in_the_providers_words() {
 
 #[test]
 fn a_live_view_names_its_source_and_whether_it_follows() {
-    use loopdbg_wire::read::{Source, read};
+    use loopdbg_read::{Source, read};
     let doc = serde_json::json!([
         {"role": "user", "content": "weather and fx?"},
         {"role": "assistant", "content": [
@@ -686,13 +686,13 @@ fn a_live_view_names_its_source_and_whether_it_follows() {
     ]);
     let conv = read(
         &doc,
-        Source::Provider(loopdbg_wire::provider::Format::Anthropic),
+        Source::Provider(loopdbg_formats::provider::Format::Anthropic),
     )
     .unwrap();
-    let findings = loopdbg_wire::check::check(&conv);
+    let findings = loopdbg_judge::check::check(&conv);
     let update = loopdbg_tui::app::LiveUpdate {
-        session: loopdbg_wire::replay::session_for(&conv, "live: exchange #2 of 2"),
-        trace: loopdbg_wire::replay::trace_of(&conv, &findings),
+        session: loopdbg_export::replay::session_for(&conv, "live: exchange #2 of 2"),
+        trace: loopdbg_export::replay::trace_of(&conv, &findings),
         source: "anthropic".into(),
         alarm: Some(
             "ALARM #2 (forwarded as it was): the provider would answer 400 (messages[1]): toolu_f1"
@@ -857,15 +857,15 @@ fn after_an_interrupt_the_ids_pane_and_the_explain_box_agree() {
 fn the_ids_pane_locates_calls_as_the_provider_view_does() {
     for (format, expected) in [
         (
-            loopdbg_wire::provider::Format::Responses,
+            loopdbg_formats::provider::Format::Responses,
             "input[2] → input[4]",
         ),
         (
-            loopdbg_wire::provider::Format::Gemini,
+            loopdbg_formats::provider::Format::Gemini,
             "contents[1].parts[1] → contents[2].parts[0]",
         ),
         (
-            loopdbg_wire::provider::Format::Openai,
+            loopdbg_formats::provider::Format::Openai,
             "messages[1].tool_calls[0] → messages[2]",
         ),
     ] {

@@ -442,11 +442,11 @@ fn replay_app(name: &str) -> App {
     );
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let source = loopdbg_wire::read::detect(&doc).unwrap();
-    let conv = loopdbg_wire::read::read(&doc, source).unwrap();
-    let findings = loopdbg_wire::check::check(&conv);
-    let trace = loopdbg_wire::replay::trace_of(&conv, &findings);
-    let session = loopdbg_wire::replay::session_for(&conv, "replay");
+    let source = loopdbg_read::detect(&doc).unwrap();
+    let conv = loopdbg_read::read(&doc, source).unwrap();
+    let findings = loopdbg_judge::check::check(&conv);
+    let trace = loopdbg_export::replay::trace_of(&conv, &findings);
+    let session = loopdbg_export::replay::session_for(&conv, "replay");
     let mut app = App::replay(name, session, trace, source.as_str(), Theme::color());
     apply(&mut app, Action::Resize(120, 40));
     app
@@ -500,7 +500,7 @@ fn w_cycles_the_wire_views_and_the_roles_follow() {
     apply(&mut app, Action::Last);
     assert_eq!(app.view_len(), 5);
     apply(&mut app, key('w'));
-    assert_eq!(app.view, Some(loopdbg_wire::provider::Format::Anthropic));
+    assert_eq!(app.view, Some(loopdbg_formats::provider::Format::Anthropic));
     let roles: Vec<String> = app.view_items().into_iter().map(|i| i.role).collect();
     assert_eq!(
         roles,
@@ -541,7 +541,7 @@ fn w_cycles_the_wire_views_and_the_roles_follow() {
     );
     apply(&mut app, key('w'));
     // Bedrock Converse: as Anthropic's turns, blocks keyed by their kind.
-    assert_eq!(app.view, Some(loopdbg_wire::provider::Format::Bedrock));
+    assert_eq!(app.view, Some(loopdbg_formats::provider::Format::Bedrock));
     let roles: Vec<String> = app.view_items().into_iter().map(|i| i.role).collect();
     assert_eq!(roles, ["user", "assistant", "user", "assistant"]);
     let results = &app.view_items()[2].json;
@@ -772,16 +772,16 @@ fn slash_searches_ids_and_text_and_enter_steps_through_the_matches() {
 
 /// A live picture of a conversation given as an Anthropic message array.
 fn live_update(messages: serde_json::Value, alarm: Option<&str>) -> loopdbg_tui::app::LiveUpdate {
-    use loopdbg_wire::read::{Source, read};
+    use loopdbg_read::{Source, read};
     let conv = read(
         &messages,
-        Source::Provider(loopdbg_wire::provider::Format::Anthropic),
+        Source::Provider(loopdbg_formats::provider::Format::Anthropic),
     )
     .unwrap();
-    let findings = loopdbg_wire::check::check(&conv);
+    let findings = loopdbg_judge::check::check(&conv);
     loopdbg_tui::app::LiveUpdate {
-        session: loopdbg_wire::replay::session_for(&conv, "live"),
-        trace: loopdbg_wire::replay::trace_of(&conv, &findings),
+        session: loopdbg_export::replay::session_for(&conv, "live"),
+        trace: loopdbg_export::replay::trace_of(&conv, &findings),
         source: "anthropic".into(),
         alarm: alarm.map(str::to_string),
     }

@@ -3,9 +3,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use loopdbg_wire::fix::{Repair, repair};
-use loopdbg_wire::provider::Format;
-use loopdbg_wire::read::{Source, read};
+use loopdbg_judge::fix::{Repair, repair};
+use loopdbg_formats::provider::Format;
+use loopdbg_read::{Source, read};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(doc) = serde_json::from_slice::<serde_json::Value>(data) else {
@@ -15,7 +15,7 @@ fuzz_target!(|data: &[u8]| {
         for how in [Repair::Synthesize, Repair::Strip] {
             let mut fixed = doc.clone();
             repair(&mut fixed, format, how);
-            let _ = read(&fixed, Source::Provider(format)).map(|c| loopdbg_wire::check::check(&c));
+            let _ = read(&fixed, Source::Provider(format)).map(|c| loopdbg_judge::check::check(&c));
         }
     }
 });

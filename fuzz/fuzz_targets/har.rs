@@ -7,14 +7,14 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use loopdbg_wire::read::recording;
+use loopdbg_read::recording;
 use serde_json::{Value, json};
 
 fn read_all(doc: &Value) {
     if let Some(Ok(convs)) = recording::read_recording(doc) {
         for conv in convs {
-            let findings = loopdbg_wire::check::check(&conv);
-            let trace = loopdbg_wire::replay::trace_of(&conv, &findings);
+            let findings = loopdbg_judge::check::check(&conv);
+            let trace = loopdbg_export::replay::trace_of(&conv, &findings);
             let _ = trace.ledger_at(trace.len() - 1);
         }
     }

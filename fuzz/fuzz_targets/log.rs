@@ -5,8 +5,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use loopdbg_wire::check::{Finding, check};
-use loopdbg_wire::read::{Detail, Log, Source};
+use loopdbg_judge::check::{Finding, check};
+use loopdbg_read::{Detail, Log, Source};
 
 fn findings(source: Source, detail: Detail, lines: &[(usize, &str)]) -> Option<Vec<Vec<Finding>>> {
     let mut log = Log::new(source).expect("a log source");

@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use loopdbg_wire::read::otlp::{parse_json, parse_protobuf, read_traces, spans_of};
+use loopdbg_read::otlp::{parse_json, parse_protobuf, read_traces, spans_of};
 
 fuzz_target!(|data: &[u8]| {
     let mut exports = Vec::new();
@@ -21,7 +21,7 @@ fuzz_target!(|data: &[u8]| {
     let spans = spans_of(exports);
     for replies in [false, true] {
         for conv in read_traces(&spans, replies).conversations {
-            let _ = loopdbg_wire::check::check(&conv);
+            let _ = loopdbg_judge::check::check(&conv);
         }
     }
 });

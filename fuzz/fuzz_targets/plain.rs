@@ -5,8 +5,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use loopdbg_wire::provider::Format;
-use loopdbg_wire::read::{Source, detect_with_evidence, plain, read_owned};
+use loopdbg_formats::provider::Format;
+use loopdbg_read::{Source, detect_with_evidence, plain, read_owned};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

@@ -5,9 +5,10 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use loopdbg_wire::read::{Source, read};
-use loopdbg_wire::route::{provider_of, redacted_path};
-use loopdbg_wire::secrets::Known;
+use loopdbg_read::{Source, read};
+use loopdbg_formats::route::redacted_path;
+use loopdbg_read::provider_of_request;
+use loopdbg_formats::secrets::Known;
 
 fuzz_target!(|data: &[u8]| {
     // First line: the path and query; the rest: the body.
@@ -25,11 +26,11 @@ fuzz_target!(|data: &[u8]| {
         &path,
     );
     let doc: Option<serde_json::Value> = serde_json::from_str(body).ok();
-    if let Some(format) = provider_of(&path, doc.as_ref())
+    if let Some(format) = provider_of_request(&path, doc.as_ref())
         && let Some(doc) = &doc
         && let Ok(conv) = read(doc, Source::Provider(format))
     {
-        let _ = loopdbg_wire::check::check(&conv);
+        let _ = loopdbg_judge::check::check(&conv);
     }
     let mut echoed = serde_json::json!({"echo": format!("{recorded} {body} {planted}")});
     known.mask_value(&mut echoed);

@@ -5,8 +5,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use loopdbg_wire::read::cassettes::{httprr, normalized};
-use loopdbg_wire::read::recording::read_recording;
+use loopdbg_read::cassettes::{httprr, normalized};
+use loopdbg_read::recording::read_recording;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

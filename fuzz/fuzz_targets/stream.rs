@@ -5,9 +5,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use loopdbg_wire::capture::conversation_of;
-use loopdbg_wire::provider::Format;
-use loopdbg_wire::stream::Reassembler;
+use loopdbg_read::capture::conversation_of;
+use loopdbg_formats::provider::Format;
+use loopdbg_formats::stream::Reassembler;
 
 fuzz_target!(|data: &[u8]| {
     // The first byte says where the stream is cut in two.

@@ -4,32 +4,32 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use loopdbg_wire::provider::Format;
-use loopdbg_wire::read::{Source, read};
+use loopdbg_formats::provider::Format;
+use loopdbg_read::{Source, read};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(doc) = serde_json::from_slice::<serde_json::Value>(data) else {
         return;
     };
-    let _ = loopdbg_wire::read::detect(&doc);
-    let _ = loopdbg_wire::read::classify_line(&doc);
+    let _ = loopdbg_read::detect(&doc);
+    let _ = loopdbg_read::classify_line(&doc);
     let sources = Format::ALL
         .into_iter()
         .map(Source::Provider)
         .chain([Source::GeminiCli]);
     for source in sources {
         if let Ok(conv) = read(&doc, source) {
-            let findings = loopdbg_wire::check::check(&conv);
-            let trace = loopdbg_wire::replay::trace_of(&conv, &findings);
+            let findings = loopdbg_judge::check::check(&conv);
+            let trace = loopdbg_export::replay::trace_of(&conv, &findings);
             let _ = trace.ledger_at(trace.len() - 1);
         }
     }
     let wrapped = serde_json::json!({"interactions": [{"request": {"uri": "https://x/v1/messages", "parsed_body": doc.clone()}, "response": {"status": {"code": 400}, "parsed_body": doc}}]});
     for recording in [&wrapped] {
-        if let Some(Ok(convs)) = loopdbg_wire::read::recording::read_recording(recording) {
+        if let Some(Ok(convs)) = loopdbg_read::recording::read_recording(recording) {
             for conv in convs {
-                let findings = loopdbg_wire::check::check(&conv);
-                let trace = loopdbg_wire::replay::trace_of(&conv, &findings);
+                let findings = loopdbg_judge::check::check(&conv);
+                let trace = loopdbg_export::replay::trace_of(&conv, &findings);
                 let _ = trace.ledger_at(trace.len() - 1);
             }
         }

@@ -4,8 +4,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use loopdbg_wire::read::recording;
-use loopdbg_wire::read::yaml_depth::{MAX_YAML_DEPTH, too_deep};
+use loopdbg_read::recording;
+use loopdbg_read::yaml_depth::{MAX_YAML_DEPTH, too_deep};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

@@ -4,10 +4,10 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use loopdbg_engine::strategy::{Closure, Extract, StopRule};
+use loopdbg_formats::provider::Format;
+use loopdbg_judge::fix::Repair;
 use loopdbg_proxy::gate::{OnInvalid, OnUnjudged};
-use loopdbg_wire::fix::Repair;
-use loopdbg_wire::provider::Format;
-use loopdbg_wire::read::Source;
+use loopdbg_read::Source;
 
 /// A step debugger for LLM agent tool-call loops.
 ///

@@ -7,9 +7,9 @@ use std::io::{IsTerminal, Write};
 use std::path::Path;
 
 use loopdbg_engine::LoadError;
-use loopdbg_wire::check::Severity;
-use loopdbg_wire::fix::Repair;
-use loopdbg_wire::read::Source;
+use loopdbg_judge::check::Severity;
+use loopdbg_judge::fix::Repair;
+use loopdbg_read::Source;
 
 pub use loopdbg_corpus::report::{
     ConversationReport, FileReport, Progress, check_files, jsonl_file_record, jsonl_record,

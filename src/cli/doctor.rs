@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
-use loopdbg_wire::check::Finding;
-use loopdbg_wire::finding::Kind;
+use loopdbg_judge::check::Finding;
+use loopdbg_read::finding::Kind;
 
 use super::files::{Existing, write_file};
 use loopdbg_corpus::check_file;
@@ -24,7 +24,7 @@ enum Verdict {
     /// Nothing keeps it from being sent.
     Clean,
     /// These changes would make it sendable.
-    Needs(loopdbg_wire::doctor::Plan),
+    Needs(loopdbg_judge::doctor::Plan),
     /// It cannot be repaired here, and why.
     Cannot(String),
 }
@@ -104,9 +104,9 @@ fn diagnose(path: &Path) -> Verdict {
         Err(e) => return Verdict::Cannot(e.to_string()),
     };
     let plan = match format {
-        "claude-code" => loopdbg_wire::doctor::claude_code(&text, &findings),
-        "codex" => loopdbg_wire::doctor::codex(&text, &findings),
-        "gemini-cli" => loopdbg_wire::doctor::gemini_cli(&text),
+        "claude-code" => loopdbg_judge::doctor::claude_code(&text, &findings),
+        "codex" => loopdbg_judge::doctor::codex(&text, &findings),
+        "gemini-cli" => loopdbg_judge::doctor::gemini_cli(&text),
         other => {
             return Verdict::Cannot(format!(
                 "it is read as {other}; the doctor repairs the session stores of Claude Code, Codex and Gemini CLI (`check --fix` repairs request bodies and captures)"
@@ -137,7 +137,7 @@ fn is_last_line(path: &Path, line: Option<usize>) -> bool {
 
 /// Keeps the original as a backup, writes the repair in its place, and
 /// checks it again.
-fn apply(path: &Path, plan: &loopdbg_wire::doctor::Plan, force: bool, out: &mut impl Write) -> u8 {
+fn apply(path: &Path, plan: &loopdbg_judge::doctor::Plan, force: bool, out: &mut impl Write) -> u8 {
     let name = path.display();
     let recent = std::fs::metadata(path)
         .and_then(|m| m.modified())

@@ -11,9 +11,9 @@
 //! is one document, or not yet known, is read whole each time, as before.
 
 use loopdbg_engine::LoadError;
-use loopdbg_wire::check::{Finding, check};
-use loopdbg_wire::read::{Conversation, Detail, Log};
-use loopdbg_wire::threads::{Prefixes, Threads};
+use loopdbg_judge::check::{Finding, check};
+use loopdbg_read::threads::{Prefixes, Threads};
+use loopdbg_read::{Conversation, Detail, Log};
 
 use super::check::{GrowingLayout, Replies, conversation_of_line, growing_layout};
 

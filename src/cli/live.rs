@@ -15,11 +15,11 @@ use anyhow::Context;
 
 use super::follow::Followed;
 use loopdbg_input::tail::Change;
+use loopdbg_judge::check::{Finding, check};
+use loopdbg_proxy::capture::{Action, Exchange};
+use loopdbg_read::{Conversation, Source, read};
 use loopdbg_tui::App;
 use loopdbg_tui::app::{LiveEvent, LiveUpdate};
-use loopdbg_wire::capture::{Action, Exchange};
-use loopdbg_wire::check::{Finding, check};
-use loopdbg_wire::read::{Conversation, Source, read};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -35,8 +35,8 @@ fn replay_update(
     alarm: Option<String>,
 ) -> LiveUpdate {
     LiveUpdate {
-        session: loopdbg_wire::replay::session_for(conv, title),
-        trace: loopdbg_wire::replay::trace_of(conv, findings),
+        session: loopdbg_export::replay::session_for(conv, title),
+        trace: loopdbg_export::replay::trace_of(conv, findings),
         source: conv.source.as_str().to_string(),
         alarm,
     }
@@ -47,7 +47,7 @@ fn placeholder(text: String, title: &str) -> LiveUpdate {
     let doc = serde_json::json!([{"role": "user", "content": text}]);
     let conv = read(
         &doc,
-        Source::Provider(loopdbg_wire::provider::Format::Anthropic),
+        Source::Provider(loopdbg_formats::provider::Format::Anthropic),
     )
     .expect("a plain user message reads");
     replay_update(&conv, &[], title, None)
@@ -124,9 +124,9 @@ impl Exchanges {
     fn update(&self, newest: &Exchange) -> Option<LiveUpdate> {
         let shown = self.shown()?.clone();
         let seq = shown["seq"].as_u64().unwrap_or(0);
-        let provider = loopdbg_wire::capture::provider_of(&shown)?;
+        let provider = loopdbg_read::capture::provider_of(&shown)?;
         let sent = read(&shown["request"], Source::Provider(provider)).ok()?;
-        let body = loopdbg_wire::capture::conversation_of(shown);
+        let body = loopdbg_read::capture::conversation_of(shown);
         let conv = read(&body, Source::Provider(provider)).ok()?;
         let findings = check(&sent);
         let rejected = newest.findings.iter().find(|f| f.rejected_by_provider);
@@ -201,7 +201,7 @@ impl CaptureFile {
         if let Some(p) = path
             && !force
         {
-            refuse_unless_capture(p, loopdbg_wire::capture::is_exchange, "a loopdbg exchange")?;
+            refuse_unless_capture(p, loopdbg_read::capture::is_exchange, "a loopdbg exchange")?;
         }
         let file = match path {
             Some(p) => Some(
@@ -297,7 +297,7 @@ fn print_lines(
     runtime.shutdown_timeout(Duration::from_millis(100));
     while let Ok(x) = running.exchanges.try_recv() {
         let mut x = x.into_exchange();
-        x.action = loopdbg_wire::capture::Action::Failed;
+        x.action = loopdbg_proxy::capture::Action::Failed;
         x.error = Some(format!(
             "cut by the proxy's shutdown ({}) after {} s of grace",
             signal.name,
@@ -422,7 +422,7 @@ pub(super) fn proxy(
     say!(
         "loopdbg proxy: listening on http://{addr} → {} · --on-invalid {}{} · {}{}",
         // A key in the upstream's query (Gemini's `?key=`) is not shown.
-        loopdbg_wire::route::redacted_path(&config.upstream.to_string()),
+        loopdbg_formats::route::redacted_path(&config.upstream.to_string()),
         config.on_invalid,
         match config.on_invalid {
             loopdbg_proxy::gate::OnInvalid::Forward => String::new(),
@@ -434,7 +434,7 @@ pub(super) fn proxy(
         ),
         otlp.map_or(String::new(), |url| format!(
             " · each exchange as an OTLP span to {}",
-            loopdbg_wire::route::redacted_path(url)
+            loopdbg_formats::route::redacted_path(url)
         ))
     );
     if let Some(signals) = signals {
@@ -753,9 +753,9 @@ pub(super) fn record(
     // The requests of one loop are one conversation; each is recorded
     // from its newest request, which carries the history before it.
     let mut newest: Vec<Conversation> = Vec::new();
-    let mut threads = loopdbg_wire::threads::Threads::default();
+    let mut threads = loopdbg_read::threads::Threads::default();
     let read = for_each_conversation(capture, None, Replies::Appended, |_, c| {
-        let thread = threads.assign(&loopdbg_wire::threads::Prefixes::of_source(
+        let thread = threads.assign(&loopdbg_read::threads::Prefixes::of_source(
             c.source.as_str(),
             &c.messages,
         ));
@@ -787,7 +787,7 @@ pub(super) fn record(
     }
     let conv = &convs[n - 1];
     let title = format!("recorded from {origin}, conversation {n} of {count}");
-    let Some(rec) = loopdbg_wire::record::record(conv, &title) else {
+    let Some(rec) = loopdbg_export::record::record(conv, &title) else {
         return Err(bad_flag(format!(
             "{origin} conversation {n}: no user prompt the model answered, to start a session from"
         )));
@@ -824,15 +824,15 @@ pub(super) fn record(
         output.display()
     );
     match &rec.extraction {
-        loopdbg_wire::record::Extraction::First { unanswered } => say!(
+        loopdbg_export::record::Extraction::First { unanswered } => say!(
             "  the recorded loop answered only the first call of each turn ({} left without a result): recorded with extract first, so the replay shows it; e in the debugger shows what all would do",
             loopdbg_engine::ledger::counted_ids(unanswered)
         ),
-        loopdbg_wire::record::Extraction::Other { unanswered } => say!(
+        loopdbg_export::record::Extraction::Other { unanswered } => say!(
             "  the recorded loop left {} without a result, not as `first` would: replayed with extract all, so compare the ids pane with the record",
             loopdbg_engine::ledger::counted_ids(unanswered)
         ),
-        loopdbg_wire::record::Extraction::All | loopdbg_wire::record::Extraction::Unknown => {}
+        loopdbg_export::record::Extraction::All | loopdbg_export::record::Extraction::Unknown => {}
     }
     if rec.skipped_messages > 0 {
         say!(

@@ -202,9 +202,9 @@ pub fn is_transcript(path: &Path) -> bool {
                 || (o.contains_key("sessionId") && o.contains_key("projectHash"));
             let session = o.contains_key("user") && o.get("model").is_some_and(|m| m.is_object());
             let value = serde_json::Value::Object(o);
-            let recording = loopdbg_wire::read::recording::is_recording(&value);
+            let recording = loopdbg_read::recording::is_recording(&value);
             // A capture of one exchange is one line: a capture all the same.
-            let exchange = loopdbg_wire::capture::is_exchange(&value);
+            let exchange = loopdbg_read::capture::is_exchange(&value);
             (conversation || recording || exchange) && !session
         }
         Ok(serde_json::Value::Array(_)) => true,
@@ -215,7 +215,7 @@ pub fn is_transcript(path: &Path) -> bool {
                 l.starts_with("interactions:")
                     || l.starts_with("http_interactions:")
                     || l.starts_with("requests:")
-            }) || loopdbg_wire::read::cassettes::is_httprr(&text) =>
+            }) || loopdbg_read::cassettes::is_httprr(&text) =>
         {
             true
         }

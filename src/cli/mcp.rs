@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
-use loopdbg_wire::mcp::Record;
+use loopdbg_read::mcp::Record;
 
 use super::Failure;
 
@@ -17,7 +17,7 @@ fn open_capture(capture: &Path, force: bool) -> Result<impl FnMut(Record), Failu
     if !force {
         super::live::refuse_unless_capture(
             capture,
-            loopdbg_wire::mcp::is_record,
+            loopdbg_read::mcp::is_record,
             "an MCP capture record",
         )
         .map_err(|e| super::bad_flag(format!("--capture {e:#}")))?;
@@ -85,7 +85,7 @@ pub(super) fn http_tap(
             .map_err(|e| super::bad_flag(format!("--listen {listen}: {e:#}")))?;
         eprintln!(
             "loopdbg mcp: listening on http://{addr} → {} · capture {}",
-            loopdbg_wire::route::redacted_path(url),
+            loopdbg_formats::route::redacted_path(url),
             capture.display()
         );
         loop {

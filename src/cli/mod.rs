@@ -44,9 +44,9 @@ use args::{
 };
 use loopdbg_engine::trace::Phase;
 use loopdbg_engine::{Session, Strategy};
+use loopdbg_formats::provider::{Format, default_model, request_body};
 use loopdbg_lesson::report::{RunReport, compare_markdown, compare_rows};
 use loopdbg_tui::App;
-use loopdbg_wire::provider::{Format, default_model, request_body};
 
 /// How much `run --emit` prints without being asked for everything.
 const EMIT_LIMIT: u64 = 64 << 20;
@@ -232,7 +232,7 @@ fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         let format = args
             .wire
             .or(read_as)
-            .unwrap_or(loopdbg_wire::provider::Format::Anthropic);
+            .unwrap_or(loopdbg_formats::provider::Format::Anthropic);
         let origin = args.session.display().to_string();
         let text = match export {
             Export::Otlp => otlp_text(&session, &trace, format, &origin, replay),
@@ -278,7 +278,7 @@ fn run(args: RunArgs) -> Result<ExitCode, Failure> {
 /// `loopdbg run --emit`: the request bodies, one at a time.
 fn emit(
     args: &RunArgs,
-    provider: loopdbg_wire::provider::Format,
+    provider: loopdbg_formats::provider::Format,
     session: &Session,
     trace: &loopdbg_engine::Trace,
 ) -> Result<ExitCode, Failure> {
@@ -569,7 +569,7 @@ fn handout_text(
 fn otlp_text(
     session: &Session,
     trace: &loopdbg_engine::trace::Trace,
-    format: loopdbg_wire::provider::Format,
+    format: loopdbg_formats::provider::Format,
     origin: &str,
     replay: bool,
 ) -> String {
@@ -591,7 +591,7 @@ fn otlp_text(
         .iter()
         .find_map(|r| r.reply.model.as_deref())
         .unwrap_or(default_model(format));
-    let export = loopdbg_wire::spans::of_run(
+    let export = loopdbg_export::spans::of_run(
         session,
         trace,
         format,
@@ -600,8 +600,8 @@ fn otlp_text(
         &format!("{origin}@{base_ns}"),
         replied_by,
     );
-    let text = loopdbg_wire::spans::to_json(&export);
-    loopdbg_wire::secrets::mask_shapes(&text).into_owned() + "\n"
+    let text = loopdbg_export::spans::to_json(&export);
+    loopdbg_formats::secrets::mask_shapes(&text).into_owned() + "\n"
 }
 
 /// The newest conversation of a captured file, replayed as a session and
@@ -616,10 +616,10 @@ fn replayed(
         return Err(bad_flag(format!("{name} holds no conversation")));
     };
     let findings =
-        live::capture_findings(path, None).unwrap_or_else(|| loopdbg_wire::check::check(&conv));
+        live::capture_findings(path, None).unwrap_or_else(|| loopdbg_judge::check::check(&conv));
     Ok((
-        loopdbg_wire::replay::session_for(&conv, &name),
-        loopdbg_wire::replay::trace_of(&conv, &findings),
+        loopdbg_export::replay::session_for(&conv, &name),
+        loopdbg_export::replay::trace_of(&conv, &findings),
         conv.source.provider(),
     ))
 }
@@ -627,16 +627,16 @@ fn replayed(
 /// A debugger replaying conversation `which` (1-based, default the first)
 /// of a captured file, at its newest request: an agent sends its history
 /// with each request, so the requests that grow one history are one
-/// conversation ([`loopdbg_wire::threads`]), and the newest carries the
+/// conversation ([`loopdbg_read::threads`]), and the newest carries the
 /// rest (its reply appended).
 fn replay_app(path: &std::path::Path, which: Option<usize>) -> Result<App, Failure> {
     let wanted = which.unwrap_or(1);
     let (mut found, mut at, mut requests) = (None, 0, 0);
-    let mut threads = loopdbg_wire::threads::Threads::default();
+    let mut threads = loopdbg_read::threads::Threads::default();
     let read = check::for_each_conversation(path, None, check::Replies::Appended, |_, conv| {
         requests += 1;
         let prefixes =
-            loopdbg_wire::threads::Prefixes::of_source(conv.source.as_str(), &conv.messages);
+            loopdbg_read::threads::Prefixes::of_source(conv.source.as_str(), &conv.messages);
         if threads.assign(&prefixes) + 1 == wanted {
             let mut conv = conv;
             if let Some(older) = &found {
@@ -662,9 +662,9 @@ fn replay_app(path: &std::path::Path, which: Option<usize>) -> Result<App, Failu
     let (findings, replayed) = rayon::join(
         || {
             live::sent_findings(path, at, read.recording)
-                .unwrap_or_else(|| loopdbg_wire::check::check(&conv))
+                .unwrap_or_else(|| loopdbg_judge::check::check(&conv))
         },
-        || loopdbg_wire::replay::replayed(&conv),
+        || loopdbg_export::replay::replayed(&conv),
     );
     let trace = replayed.with_findings(&conv, &findings);
     let title = match (conversations, requests) {
@@ -674,7 +674,7 @@ fn replay_app(path: &std::path::Path, which: Option<usize>) -> Result<App, Failu
             format!("replay: conversation {wanted} of {conversations} (request {at} of {requests})")
         }
     };
-    let session = loopdbg_wire::replay::session_for(&conv, &title);
+    let session = loopdbg_export::replay::session_for(&conv, &title);
     // A long log is many small allocations: free them on another core
     // while the first frame is drawn.
     let source = conv.source.as_str();

@@ -53,14 +53,14 @@ pub fn fixture(name: &str) -> String {
 }
 
 /// A request-body fixture read as the format it is detected as.
-pub fn body(name: &str) -> loopdbg_wire::read::Conversation {
+pub fn body(name: &str) -> loopdbg_read::Conversation {
     let doc: serde_json::Value = serde_json::from_str(&fixture(name)).unwrap();
-    loopdbg_wire::read::read(&doc, loopdbg_wire::read::detect(&doc).unwrap()).unwrap()
+    loopdbg_read::read(&doc, loopdbg_read::detect(&doc).unwrap()).unwrap()
 }
 
 /// A Claude Code log fixture read into its conversations.
-pub fn claude_code_log(name: &str) -> Vec<loopdbg_wire::read::Conversation> {
-    let mut log = loopdbg_wire::read::ClaudeCodeLog::default();
+pub fn claude_code_log(name: &str) -> Vec<loopdbg_read::Conversation> {
+    let mut log = loopdbg_read::ClaudeCodeLog::default();
     for (i, line) in fixture(name).lines().enumerate() {
         log.push_owned(i + 1, serde_json::from_str(line).unwrap())
             .unwrap();

@@ -21,24 +21,23 @@ use std::path::Path;
 use loopdbg_engine::LoadError;
 use serde_json::Value;
 
+pub mod limits;
 pub mod open;
 pub mod prices;
 pub mod report;
 pub mod table;
 pub mod traces;
 
+pub use limits::{MAX_LINE_BYTES, MAX_SESSION_BYTES, MAX_WHOLE_BYTES};
 pub use open::{
-    GrowingLayout, MAX_LINE_BYTES, MAX_WHOLE_BYTES, ReadSummary, Replies, conversation_of_line,
-    for_each_conversation, for_each_conversation_in, growing_layout, origin_of,
-    write_repaired_bytes, write_repaired_input,
+    GrowingLayout, ReadSummary, Replies, conversation_of_line, for_each_conversation,
+    for_each_conversation_in, growing_layout, origin_of, write_repaired_bytes,
+    write_repaired_input,
 };
 pub use report::{
     ConversationReport, FileError, FileReport, Progress, check_bytes, check_file, check_files,
     jsonl_file_record, jsonl_record, mcp_calls, summary,
 };
-
-/// How large a session file may be: sessions are written by hand.
-pub const MAX_SESSION_BYTES: u64 = 64 << 20;
 
 /// Reads a regular file as UTF-8 text (a byte order mark is dropped);
 /// anything else is refused with where and why.
@@ -54,13 +53,13 @@ pub fn read_text(path: &Path, origin: &str) -> Result<String, LoadError> {
             reason: "not a regular file".into(),
         });
     }
-    if meta.len() > MAX_SESSION_BYTES {
+    if meta.len() > limits::MAX_SESSION_BYTES {
         return Err(LoadError::Refused {
             origin: origin.to_string(),
             reason: format!(
                 "{} MiB is larger than a session may be ({} MiB)",
                 meta.len() >> 20,
-                MAX_SESSION_BYTES >> 20
+                limits::MAX_SESSION_BYTES >> 20
             ),
         });
     }
@@ -78,5 +77,5 @@ pub fn is_capture(bytes: &[u8]) -> bool {
         .find(|l| !l.iter().all(u8::is_ascii_whitespace));
     first
         .and_then(|l| serde_json::from_slice::<Value>(l).ok())
-        .is_some_and(|v| loopdbg_wire::capture::is_exchange(&v))
+        .is_some_and(|v| loopdbg_read::capture::is_exchange(&v))
 }

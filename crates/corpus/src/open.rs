@@ -2,20 +2,21 @@
 //! is detected by content from the first lines buffered (pipes and FIFOs
 //! work), then reading goes on from where detection stopped. Documents,
 //! JSON Lines, agent logs, HTTP recordings, OTLP traces and MCP captures
-//! all arrive here; what each holds is read by `loopdbg_wire::read`.
+//! all arrive here; what each holds is read by `loopdbg_read`.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 
+use crate::limits::{MAX_LINE_BYTES, MAX_WHOLE_BYTES};
 use loopdbg_engine::LoadError;
 use loopdbg_engine::diagnostics::error::LocatedError;
 use loopdbg_engine::diagnostics::json_span::{SpanKind, SpanNode, offset_of_line_byte_col};
 use loopdbg_input::lines::LineChunks;
-use loopdbg_wire::capture;
-use loopdbg_wire::fix::{Repair, repair};
-use loopdbg_wire::read::yaml_depth;
-use loopdbg_wire::read::{
+use loopdbg_judge::fix::{Repair, repair};
+use loopdbg_read::capture;
+use loopdbg_read::yaml_depth;
+use loopdbg_read::{
     Conversation, Detail, Evidence, LineError, Log, ReadError, Source, classify_line, detect,
     detect_with_evidence, evidence, otlp, read_owned, recording,
 };
@@ -32,7 +33,7 @@ pub(crate) enum Layout {
     /// OTLP traces (JSON or protobuf): a conversation per LLM span.
     Traces(crate::traces::TraceFile),
     /// A `loopdbg mcp` capture: a conversation per run of the tap.
-    Mcp(Vec<loopdbg_wire::mcp::Session>),
+    Mcp(Vec<loopdbg_read::mcp::Session>),
 }
 
 /// How `--follow` reads a file as it grows.
@@ -174,10 +175,6 @@ impl Opened {
     }
 }
 
-/// The most a document or an agent log may hold: they are read whole (JSON
-/// Lines of conversations are streamed and have no such limit).
-pub const MAX_WHOLE_BYTES: u64 = 4 << 30;
-
 pub(crate) fn too_large(origin: &str, what: &str) -> LoadError {
     LoadError::Refused {
         origin: origin.to_string(),
@@ -187,9 +184,6 @@ pub(crate) fn too_large(origin: &str, what: &str) -> LoadError {
         ),
     }
 }
-
-/// The longest line loopdbg reads (a minified document is one line).
-pub const MAX_LINE_BYTES: usize = 1 << 30;
 
 /// Reads line `n` (1-based) as text: without its line end, without a UTF-8
 /// byte order mark on line 1, at most [`MAX_LINE_BYTES`]; invalid UTF-8 is
@@ -432,7 +426,7 @@ pub(crate) fn sniff_reader(
             continue;
         }
         match serde_json::from_str::<Value>(trimmed) {
-            Ok(v) if loopdbg_wire::mcp::is_record(&v) => {
+            Ok(v) if loopdbg_read::mcp::is_record(&v) => {
                 head.push((n, line));
                 let text = whole_text(&origin, head, reader)?;
                 return Ok(Opened {
@@ -603,7 +597,7 @@ pub(crate) fn yaml_cassette(text: &str) -> Option<Result<Value, YamlError>> {
     }
     match serde_yaml_ng::from_str::<serde_yaml_ng::Value>(text) {
         Ok(yaml) => {
-            let doc = loopdbg_wire::read::cassettes::normalized(json_of_yaml(yaml));
+            let doc = loopdbg_read::cassettes::normalized(json_of_yaml(yaml));
             recording::is_recording(&doc).then_some(Ok(doc))
         }
         Err(e) => Some(Err(YamlError::Parse(e))),
@@ -645,7 +639,7 @@ pub(crate) fn json_of_yaml(yaml: serde_yaml_ng::Value) -> Value {
             let binary = tagged.tag == "binary" || tagged.tag == "!binary";
             match (binary, tagged.value) {
                 (true, Y::String(s)) => {
-                    Value::String(loopdbg_wire::read::cassettes::text_of_base64(&s).unwrap_or(s))
+                    Value::String(loopdbg_read::cassettes::text_of_base64(&s).unwrap_or(s))
                 }
                 (_, inner) => json_of_yaml(inner),
             }
@@ -687,8 +681,8 @@ pub(crate) fn document(
         Err(e) => return Err(not_utf8(&origin, first_line, &e)),
     };
     // Go's httprr traces are raw HTTP, not JSON: read as the same tree.
-    if loopdbg_wire::read::cassettes::is_httprr(&text) {
-        let doc = loopdbg_wire::read::cassettes::httprr(&text).map_err(|e| {
+    if loopdbg_read::cassettes::is_httprr(&text) {
+        let doc = loopdbg_read::cassettes::httprr(&text).map_err(|e| {
             LoadError::at(
                 &origin,
                 &text,
@@ -703,7 +697,7 @@ pub(crate) fn document(
             let traces = crate::traces::document(&origin, &text)?;
             return traces_opened(origin, traces, forced);
         }
-        Ok(doc) => loopdbg_wire::read::cassettes::normalized(doc),
+        Ok(doc) => loopdbg_read::cassettes::normalized(doc),
         // VCR cassettes are YAML: read as the same tree.
         Err(e) => match yaml_cassette(&text) {
             Some(Ok(doc)) => doc,
@@ -762,7 +756,7 @@ pub fn conversation_of_line(
     if line.trim().is_empty() {
         return Ok(None);
     }
-    if let Some(conv) = loopdbg_wire::read::plain::conversation(line, forced) {
+    if let Some(conv) = loopdbg_read::plain::conversation(line, forced) {
         return Ok(Some(conv));
     }
     let doc: Value =
@@ -828,14 +822,14 @@ pub fn conversation_of_line(
         conv.model = model_in_path;
     }
     capture::attach_usage(&mut conv, usage, matches!(replies, Replies::Appended));
-    conv.answer = answer.map(|(status, text)| loopdbg_wire::read::Answer {
+    conv.answer = answer.map(|(status, text)| loopdbg_read::Answer {
         status,
         text,
-        source: loopdbg_wire::read::BlockSource {
+        source: loopdbg_read::BlockSource {
             path: "response".into(),
             ..Default::default()
         },
-        kept_in: loopdbg_wire::read::Keeper::Recording,
+        kept_in: loopdbg_read::Keeper::Recording,
     });
     Ok(Some(conv))
 }
@@ -910,7 +904,9 @@ pub(crate) fn read_document(
     if exchange && !capture::holds_conversation(&doc) {
         // One captured `GET /v1/models`: nothing to check.
         return Ok(ReadSummary {
-            format: forced.unwrap_or(Source::Provider(loopdbg_wire::provider::Format::Anthropic)),
+            format: forced.unwrap_or(Source::Provider(
+                loopdbg_formats::provider::Format::Anthropic,
+            )),
             conversations: 0,
             errors: Vec::new(),
             recording: false,
@@ -960,7 +956,7 @@ pub(crate) fn one_per_request(
     mut each: impl FnMut(Option<usize>, Conversation),
 ) -> ReadSummary {
     let format = convs.first().map_or(
-        Source::Provider(loopdbg_wire::provider::Format::Anthropic),
+        Source::Provider(loopdbg_formats::provider::Format::Anthropic),
         |c| c.source,
     );
     let count = convs.len();
@@ -1014,7 +1010,7 @@ pub(crate) fn read_opened(
         Layout::Mcp(sessions) => {
             let count = sessions.len();
             for session in &sessions {
-                each(None, loopdbg_wire::mcp::conversation(session));
+                each(None, loopdbg_read::mcp::conversation(session));
             }
             Ok(ReadSummary {
                 format: Source::Mcp,
@@ -1063,7 +1059,7 @@ pub(crate) fn read_opened(
                         return Err(too_large(&origin, "an agent log"));
                     }
                     let lines: Vec<(usize, &str)> = chunk.lines().collect();
-                    for (n, e) in log.push_lines(&lines) {
+                    for (n, e) in push_lines_on_every_core(&mut log, &lines) {
                         let text = lines.iter().find(|(m, _)| *m == n).map_or("", |(_, t)| *t);
                         errors.push(match e {
                             LineError::Json(e) => json_error(&origin, text, Some(n), &e),
@@ -1083,10 +1079,12 @@ pub(crate) fn read_opened(
                 }
                 Ok(())
             })?;
-            let convs = log.finish().map_err(|e| LoadError::Refused {
+            let (convs, leftovers) = log.finish_leaving().map_err(|e| LoadError::Refused {
                 origin: origin.clone(),
                 reason: e.to_string(),
             })?;
+            // A hundred thousand small frees on a long log: off the way.
+            std::thread::spawn(move || drop(leftovers));
             let count = convs.len();
             for c in convs {
                 each(None, c);
@@ -1116,8 +1114,9 @@ pub(crate) fn read_opened(
                 }
             }
             Ok(ReadSummary {
-                format: format
-                    .unwrap_or(Source::Provider(loopdbg_wire::provider::Format::Anthropic)),
+                format: format.unwrap_or(Source::Provider(
+                    loopdbg_formats::provider::Format::Anthropic,
+                )),
                 conversations: count,
                 errors,
                 recording: false,
@@ -1229,17 +1228,36 @@ fn write_repaired(
 pub(crate) fn mcp_sessions(
     origin: &str,
     text: &str,
-) -> Result<Vec<loopdbg_wire::mcp::Session>, LoadError> {
+) -> Result<Vec<loopdbg_read::mcp::Session>, LoadError> {
     let mut records = Vec::new();
     for (i, line) in text
         .lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
     {
-        match serde_json::from_str::<loopdbg_wire::mcp::Record>(line) {
+        match serde_json::from_str::<loopdbg_read::mcp::Record>(line) {
             Ok(r) => records.push((i + 1, r)),
             Err(e) => return Err(json_error(origin, line, Some(i + 1), &e)),
         }
     }
-    Ok(loopdbg_wire::mcp::sessions(records))
+    Ok(loopdbg_read::mcp::sessions(records))
+}
+
+/// [`Log::push_lines`], each line parsed on the pool (lines are
+/// independent until the log is finished) and pushed in order.
+pub(crate) fn push_lines_on_every_core(
+    log: &mut Log,
+    lines: &[(usize, &str)],
+) -> Vec<(usize, loopdbg_read::LineError)> {
+    use rayon::prelude::*;
+    let parser = log.line_parser();
+    let parsed: Vec<_> = lines
+        .par_iter()
+        .map(|&(n, text)| parser.parse(n, text))
+        .collect();
+    let mut bad = Vec::new();
+    for (&(n, text), parsed) in lines.iter().zip(parsed) {
+        bad.extend(log.push_parsed(n, text, parsed));
+    }
+    bad
 }

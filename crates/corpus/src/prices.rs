@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use loopdbg_engine::LoadError;
-use loopdbg_wire::prices::Prices;
+use loopdbg_formats::prices::Prices;
 
 static PRICES: OnceLock<Prices> = OnceLock::new();
 

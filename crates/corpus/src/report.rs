@@ -7,10 +7,10 @@
 use std::path::{Path, PathBuf};
 
 use loopdbg_engine::LoadError;
-use loopdbg_wire::check::{Finding, check};
-use loopdbg_wire::mcp::McpCall;
-use loopdbg_wire::read::{Conversation, Detail, Source};
-use loopdbg_wire::threads::{Prefixes, Threads};
+use loopdbg_judge::check::{Finding, check};
+use loopdbg_judge::mcp::McpCall;
+use loopdbg_read::threads::{Prefixes, Threads};
+use loopdbg_read::{Conversation, Detail, Source};
 use rayon::prelude::*;
 use serde::Serialize;
 use serde_json::Value;
@@ -40,7 +40,7 @@ pub struct ConversationReport {
     /// The tokens the file recorded for its replies, per trip and per tool,
     /// priced (absent when it recorded none).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub usage: Option<loopdbg_wire::usage::Summary>,
+    pub usage: Option<loopdbg_formats::usage::Summary>,
 }
 
 pub(crate) fn is_zero(n: &usize) -> bool {
@@ -414,9 +414,9 @@ impl FileReport {
     }
 }
 
-/// Each run of the tap checked (`loopdbg_wire::mcp::check`), one report
+/// Each run of the tap checked (`loopdbg_read::mcp::check`), one report
 /// per session.
-fn session_reports(sessions: &[loopdbg_wire::mcp::Session]) -> Vec<ConversationReport> {
+fn session_reports(sessions: &[loopdbg_read::mcp::Session]) -> Vec<ConversationReport> {
     sessions
         .iter()
         .enumerate()
@@ -427,7 +427,7 @@ fn session_reports(sessions: &[loopdbg_wire::mcp::Session]) -> Vec<ConversationR
             format: "mcp",
             label: (!session.command.is_empty()).then(|| session.command.join(" ")),
             messages: session.messages.len(),
-            findings: loopdbg_wire::mcp::check(session),
+            findings: loopdbg_judge::mcp::check(session),
             usage: None,
         })
         .collect()
@@ -441,7 +441,7 @@ pub(crate) fn conversation_report(
 ) -> ConversationReport {
     let mut findings = check(conv);
     if !mcp.is_empty() {
-        findings.extend(loopdbg_wire::mcp::correlate(mcp, conv));
+        findings.extend(loopdbg_judge::mcp::correlate(mcp, conv));
     }
     ConversationReport {
         conversation: index,
@@ -451,7 +451,7 @@ pub(crate) fn conversation_report(
         label: conv.label.clone(),
         messages: conv.messages.len(),
         findings,
-        usage: loopdbg_wire::usage::of_conversation(conv, crate::prices::prices()),
+        usage: conv.token_summary(crate::prices::prices()),
     }
 }
 
@@ -474,14 +474,14 @@ pub fn mcp_calls(path: &Path) -> Result<Vec<McpCall>, LoadError> {
     let origin = origin_of(path);
     let text = crate::read_text(path, &origin)?;
     let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-    if !serde_json::from_str::<Value>(first).is_ok_and(|v| loopdbg_wire::mcp::is_record(&v)) {
+    if !serde_json::from_str::<Value>(first).is_ok_and(|v| loopdbg_read::mcp::is_record(&v)) {
         return Err(LoadError::Refused {
             origin,
             reason: "--mcp takes a `loopdbg mcp` capture; this file's first record is not one"
                 .into(),
         });
     }
-    Ok(loopdbg_wire::mcp::calls(&mcp_sessions(&origin, &text)?))
+    Ok(loopdbg_judge::mcp::calls(&mcp_sessions(&origin, &text)?))
 }
 
 /// The document `check --format json` prints for `reports`: every file's

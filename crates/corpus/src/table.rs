@@ -7,9 +7,9 @@
 
 use std::path::Path;
 
-use loopdbg_wire::check::Severity;
-use loopdbg_wire::mcp::McpCall;
-use loopdbg_wire::read::Source;
+use loopdbg_judge::check::Severity;
+use loopdbg_judge::mcp::McpCall;
+use loopdbg_read::Source;
 use serde::Serialize;
 
 use crate::report::{ConversationReport, FileReport, check_bytes, check_file};

@@ -1,15 +1,15 @@
 //! OTLP trace files as `check`, replay and `record` read them: OTLP JSON
 //! (one `ExportTraceServiceRequest` per line, as the Collector's file
 //! exporter and the SDKs' JSON file exporters write, or one per file) and
-//! OTLP protobuf. The spans become conversations in `loopdbg_wire::read::
+//! OTLP protobuf. The spans become conversations in `loopdbg_read::
 //! otlp`; this module reads the bytes and locates what cannot be read.
 
 use std::io::{BufRead, Read};
 
 use loopdbg_engine::LoadError;
-use loopdbg_wire::read::otlp::{self, Span};
+use loopdbg_read::otlp::{self, Span};
 
-use crate::open::MAX_WHOLE_BYTES;
+use crate::limits::MAX_WHOLE_BYTES;
 
 /// A trace file's spans, and the exports that could not be read (each
 /// located; the rest is read).

@@ -42,7 +42,7 @@ static NOT_EXECUTED: std::sync::LazyLock<crate::message::Json> = std::sync::Lazy
 
 /// Runs `session` under `strategy` with the session's lookup tables.
 pub fn run(session: &Session, strategy: &Strategy) -> Trace {
-    run_with(session, strategy, &TableExecutor::new(session))
+    run_with(session, strategy, &TableExecutor::new(session, run))
 }
 
 /// Runs `session` under `strategy`, executing calls with `executor`.

@@ -57,6 +57,8 @@ pub trait ToolExecutor {
 /// Executes calls against a session's lookup tables.
 pub struct TableExecutor<'s> {
     session: &'s Session,
+    /// Runs a sub-agent's own loop.
+    run_loop: RunLoop,
     /// Compiled argument schemas, by tool name (tools whose schema compiles).
     validators: HashMap<&'s str, jsonschema::Validator>,
     /// Outcomes already computed in this run. A scripted reply is the same
@@ -93,9 +95,14 @@ impl std::hash::Hash for SameCall {
 /// A child session kept alive beside its run.
 type Child = (Arc<Session>, Arc<SubAgentRun>);
 
+/// How a sub-agent's own loop is run: the loop is the caller's
+/// (`agent_loop::run`), handed in so this module stays below it.
+pub type RunLoop = fn(&Session, &crate::strategy::Strategy) -> crate::trace::Trace;
+
 impl<'s> TableExecutor<'s> {
-    /// An executor over `session`'s tools.
-    pub fn new(session: &'s Session) -> Self {
+    /// An executor over `session`'s tools; a sub-agent's loop is run with
+    /// `run_loop`.
+    pub fn new(session: &'s Session, run_loop: RunLoop) -> Self {
         let validators = session
             .tools
             .iter()
@@ -109,6 +116,7 @@ impl<'s> TableExecutor<'s> {
             .collect();
         TableExecutor {
             session,
+            run_loop,
             validators,
             memo: Default::default(),
             children: Default::default(),
@@ -284,7 +292,7 @@ impl TableExecutor<'_> {
             let strategy = crate::strategy::Strategy::for_session(session);
             let run = Arc::new(SubAgentRun {
                 session: Session::clone(session),
-                trace: crate::run(session, &strategy),
+                trace: (self.run_loop)(session, &strategy),
             });
             self.children
                 .borrow_mut()
@@ -345,7 +353,7 @@ mod tests {
     #[test]
     fn table_hit_miss_and_whitelist() {
         let s = session();
-        let ex = TableExecutor::new(&s);
+        let ex = TableExecutor::new(&s, crate::run);
         let hit = ex.execute(&call("get_weather", json!({"city": "北京"})));
         assert_eq!(*hit.content, json!({"temp_c": 18}));
         assert!(!hit.is_error && hit.ran);

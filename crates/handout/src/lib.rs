@@ -15,8 +15,8 @@ use serde_json::{Value, json};
 use loopdbg_engine::ledger::{IdState, Ledger};
 use loopdbg_engine::session::Session;
 use loopdbg_engine::trace::{Phase, Trace};
+use loopdbg_formats::provider::{Format, request_body};
 use loopdbg_lesson::report::{RunReport, clean, compact};
-use loopdbg_wire::provider::{Format, request_body};
 
 /// What a handout is written as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,7 +55,7 @@ pub struct Options {
     /// The session's file name, for the heading.
     pub origin: String,
     /// What tokens cost.
-    pub prices: std::sync::Arc<loopdbg_wire::prices::Prices>,
+    pub prices: std::sync::Arc<loopdbg_formats::prices::Prices>,
 }
 
 /// One request the loop sent.
@@ -140,7 +140,7 @@ pub struct Handout {
     /// The tokens each trip took, per tool and in all, priced (when the
     /// replies reported them).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub tokens: Option<loopdbg_wire::usage::Summary>,
+    pub tokens: Option<loopdbg_formats::usage::Summary>,
 }
 
 /// Gathers what a handout shows.
@@ -232,7 +232,7 @@ pub fn gather(session: &Session, trace: &Trace, opts: &Options) -> Handout {
         end: format!("{} — {}", report.end, report.end_detail),
         final_text: report.final_text.clone(),
         warnings,
-        tokens: loopdbg_wire::usage::of_trace(trace, &opts.prices),
+        tokens: loopdbg_formats::usage::of_trace(trace, &opts.prices),
     };
     if opts.redact {
         redact::handout(&mut h);
@@ -494,7 +494,7 @@ fn cost_cell(c: Option<f64>) -> String {
 }
 
 /// Which prices the costs are at.
-fn prices_words(t: &loopdbg_wire::usage::Summary) -> String {
+fn prices_words(t: &loopdbg_formats::usage::Summary) -> String {
     let mut words = format!("Costs at the list prices of {}", t.prices_as_of);
     if !t.unpriced.is_empty() {
         words.push_str(&format!(
@@ -506,7 +506,7 @@ fn prices_words(t: &loopdbg_wire::usage::Summary) -> String {
     words
 }
 
-fn markdown_tokens(t: &loopdbg_wire::usage::Summary) -> String {
+fn markdown_tokens(t: &loopdbg_formats::usage::Summary) -> String {
     let mut out = String::from(
         "## Tokens\n\nEach trip sends the whole history again: its prompt grows with every round.\n\n| trip | model | in | cached | to cache | out | cost |\n|---|---|---|---|---|---|---|\n",
     );
@@ -550,7 +550,7 @@ fn markdown_tokens(t: &loopdbg_wire::usage::Summary) -> String {
     out
 }
 
-fn html_tokens(t: &loopdbg_wire::usage::Summary) -> Markup {
+fn html_tokens(t: &loopdbg_formats::usage::Summary) -> Markup {
     html! {
         h2 { "Tokens" }
         p { "Each trip sends the whole history again: its prompt grows with every round." }
@@ -632,7 +632,7 @@ mod tests {
             model: "m".into(),
             redact: false,
             origin: "w.json".into(),
-            prices: std::sync::Arc::new(loopdbg_wire::prices::Prices::builtin()),
+            prices: std::sync::Arc::new(loopdbg_formats::prices::Prices::builtin()),
         }
     }
 

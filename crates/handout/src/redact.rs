@@ -19,7 +19,7 @@ static HOME: LazyLock<Regex> = LazyLock::new(|| {
 /// `text` with secrets, e-mail addresses and home folders masked.
 pub fn text(s: &str) -> String {
     // The credential shapes are the proxy's too: one list for all.
-    let s = loopdbg_wire::secrets::mask_shapes(s);
+    let s = loopdbg_formats::secrets::mask_shapes(s);
     let s = EMAIL.replace_all(&s, "[email]");
     HOME.replace_all(&s, "~").into_owned()
 }

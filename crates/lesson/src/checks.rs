@@ -141,12 +141,8 @@ pub struct RunAnalysis {
 impl RunAnalysis {
     /// Analyses a finished trace.
     pub fn of(trace: &Trace) -> RunAnalysis {
-        // The quote check reads every tool result: on a long replay it is
-        // the slow part, so it runs beside the rest.
-        let (quote, unpaired) = rayon::join(
-            || quote_check(trace),
-            || trace.pairing.ledger(trace.messages.len(), &[]).unpaired(),
-        );
+        let quote = quote_check(trace);
+        let unpaired = trace.pairing.ledger(trace.messages.len(), &[]).unpaired();
         RunAnalysis {
             warnings: warnings_with(trace, &quote, &unpaired),
             unpaired,

@@ -12,11 +12,11 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
+use crate::capture::{Action, Exchange};
 use bytes::Bytes;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
-use loopdbg_wire::capture::{Action, Exchange};
-use loopdbg_wire::provider::Format;
-use loopdbg_wire::stream::Reassembler;
+use loopdbg_formats::provider::Format;
+use loopdbg_formats::stream::Reassembler;
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -159,7 +159,7 @@ impl Ended {
         let mut started = self.started;
         let secrets = std::mem::take(&mut started.secrets);
         let mut x = Exchange {
-            loopdbg: loopdbg_wire::capture::MARKER,
+            loopdbg: loopdbg_read::capture::MARKER,
             seq: started.seq,
             first_byte_ms: self.first_byte.map(|t| started.ms(t)),
             latency_ms: started.ms(self.at),

@@ -11,7 +11,8 @@
 //! request goes, what is checked, what is kept, what is never written.
 
 /// The gate is the wire crate's: the Python guard decides with it too.
-pub use loopdbg_wire::gate;
+pub use loopdbg_judge::gate;
+pub mod capture;
 pub mod mcp;
 pub mod mcp_http;
 pub mod otlp;
@@ -25,6 +26,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::capture::{Action, Exchange};
 use anyhow::Context;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Either, Full, Limited};
@@ -33,11 +35,11 @@ use hyper::header::{self, HeaderValue};
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode, Uri};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use loopdbg_wire::capture::{Action, Exchange};
-use loopdbg_wire::chain::ResponseStore;
-use loopdbg_wire::provider::Format;
-use loopdbg_wire::route::{provider_of, provider_of_path, redacted_path};
-use loopdbg_wire::stream::{is_aws_event_stream, is_event_stream};
+use loopdbg_formats::provider::Format;
+use loopdbg_formats::route::{provider_of_path, redacted_path};
+use loopdbg_formats::stream::{is_aws_event_stream, is_event_stream};
+use loopdbg_judge::chain::ResponseStore;
+use loopdbg_read::provider_of_request;
 use serde_json::Value;
 use tokio::sync::{Semaphore, mpsc, watch};
 
@@ -274,13 +276,13 @@ struct Started {
     /// exchange is finished, after the agent has its answer.
     judged: bool,
     forwarded: Option<Value>,
-    findings: Vec<loopdbg_wire::check::Finding>,
+    findings: Vec<loopdbg_judge::check::Finding>,
     began: Instant,
     /// Counted in flight while this exchange lasts.
     _flight: FlightGuard,
     /// The credentials the request carried: masked wherever they turn up
     /// in its record (an upstream's error that repeats the URL).
-    secrets: loopdbg_wire::secrets::Known,
+    secrets: loopdbg_formats::secrets::Known,
     /// Where its answer is remembered if it is a Responses answer, and
     /// what it is judged against if it continues one.
     responses: Responses,
@@ -340,7 +342,7 @@ async fn exchange(shared: &Shared, request: Request<Incoming>) -> Response<Agent
     let (head, body) = request.into_parts();
     let path = redacted_path(&path_and_query);
     let flight = FlightGuard::new(&shared.in_flight, seq, format!("{} {path}", head.method));
-    let secrets = loopdbg_wire::secrets::Known::of_request(
+    let secrets = loopdbg_formats::secrets::Known::of_request(
         head.headers
             .iter()
             .filter_map(|(name, value)| value.to_str().ok().map(|v| (name.as_str(), v))),
@@ -489,7 +491,7 @@ fn outgoing(
         // Only the provider is needed now, to reassemble a stream; the
         // path names it for every provider's own endpoints.
         started.provider = provider_of_path(path_and_query).or_else(|| {
-            provider_of(
+            provider_of_request(
                 path_and_query,
                 serde_json::from_slice::<Value>(&bytes).ok().as_ref(),
             )
@@ -511,7 +513,7 @@ fn outgoing(
     started.body = bytes.clone();
     match decision {
         Some(Decision::Block { status, body })
-            if loopdbg_wire::route::is_bedrock_path(path_and_query) =>
+            if loopdbg_formats::route::is_bedrock_path(path_and_query) =>
         {
             Err(Box::new((status, crate::gate::as_bedrock_error(&body))))
         }
@@ -1105,7 +1107,7 @@ mod tests {
         let judged = judge(
             "/v1/messages",
             odd,
-            OnInvalid::Repair(loopdbg_wire::fix::Repair::Strip),
+            OnInvalid::Repair(loopdbg_judge::fix::Repair::Strip),
             OnUnjudged::Block,
             &Default::default(),
         );

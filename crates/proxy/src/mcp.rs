@@ -8,7 +8,7 @@
 use std::process::{ExitStatus, Stdio};
 use std::time::Instant;
 
-use loopdbg_wire::mcp::{Record, Side};
+use loopdbg_read::mcp::{Record, Side};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 

@@ -21,7 +21,7 @@ use hyper::body::{Frame, Incoming};
 use hyper::http::{Request, Response, StatusCode, Uri, header};
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
-use loopdbg_wire::mcp::{Record, Side};
+use loopdbg_read::mcp::{Record, Side};
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::upstream::Upstream;
@@ -77,7 +77,7 @@ pub async fn serve(
     let addr = listener.local_addr()?;
     let _ = record.send(Record::start(&[
         "--upstream".to_string(),
-        loopdbg_wire::route::redacted_path(&upstream.to_string()),
+        loopdbg_formats::route::redacted_path(&upstream.to_string()),
     ]));
     let tap = Arc::new(Tap {
         way,

@@ -8,10 +8,10 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::capture::Exchange;
 use bytes::Bytes;
 use hyper::http::{HeaderMap, HeaderValue, Method, Uri};
-use loopdbg_wire::capture::Exchange;
-use loopdbg_wire::spans::{self, TraceBuilder};
+use loopdbg_export::spans::{self, TraceBuilder};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use tokio::sync::mpsc;
 
@@ -130,7 +130,7 @@ async fn send_all(
         let n = spans_in(&batch);
         // Credential-shaped strings are masked, as in a capture.
         let text = spans::to_json(&batch);
-        let body = Bytes::from(loopdbg_wire::secrets::mask_shapes(&text).into_owned());
+        let body = Bytes::from(loopdbg_formats::secrets::mask_shapes(&text).into_owned());
         let ok = match way.send(Method::POST, "/v1/traces", &headers, body).await {
             Ok(answer) => answer.status().is_success(),
             Err(_) => false,

@@ -6,9 +6,9 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use loopdbg_formats::provider::Format;
+use loopdbg_judge::chain::Chain;
 use loopdbg_proxy::gate::{OnInvalid, inspect};
-use loopdbg_wire::chain::Chain;
-use loopdbg_wire::provider::Format;
 use serde_json::json;
 
 struct Counting;

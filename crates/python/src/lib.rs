@@ -11,12 +11,14 @@ use std::sync::Mutex;
 use loopdbg_corpus::report::{check_bytes, check_file, jsonl_file_record, jsonl_record, summary};
 use loopdbg_corpus::table::{Row, rows_of_bytes, rows_of_file};
 use loopdbg_engine::LoadError;
-use loopdbg_wire::chain::ResponseStore;
-use loopdbg_wire::fix::Repair;
-use loopdbg_wire::gate::{Decision, Gatekeeper, OnInvalid, OnUnjudged, as_bedrock_error, judge_as};
-use loopdbg_wire::mcp::McpCall;
-use loopdbg_wire::read::Source;
-use loopdbg_wire::route::is_bedrock_path;
+use loopdbg_formats::route::is_bedrock_path;
+use loopdbg_judge::chain::ResponseStore;
+use loopdbg_judge::fix::Repair;
+use loopdbg_judge::gate::{
+    Decision, Gatekeeper, OnInvalid, OnUnjudged, as_bedrock_error, judge_as,
+};
+use loopdbg_judge::mcp::McpCall;
+use loopdbg_read::Source;
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use serde_json::{Value, json};

@@ -6,9 +6,9 @@ use std::collections::BTreeSet;
 use loopdbg_engine::session::Session;
 use loopdbg_engine::strategy::Strategy;
 use loopdbg_engine::trace::{Phase, Trace};
+use loopdbg_formats::provider::{Format, ViewItem};
 use loopdbg_lesson::checks::RunAnalysis;
 use loopdbg_lesson::report::CompareRow;
-use loopdbg_wire::provider::{Format, ViewItem};
 
 use super::theme::Theme;
 
@@ -209,7 +209,7 @@ pub struct App {
     /// Styles.
     pub theme: Theme,
     /// What tokens cost (the shipped table, or the user's `--prices`).
-    pub prices: std::sync::Arc<loopdbg_wire::prices::Prices>,
+    pub prices: std::sync::Arc<loopdbg_formats::prices::Prices>,
     /// The terminal size, for mouse hit-testing.
     pub size: (u16, u16),
     /// Set when the user quits.
@@ -324,7 +324,7 @@ impl App {
             breakpoints: BTreeSet::new(),
             notice: None,
             theme,
-            prices: std::sync::Arc::new(loopdbg_wire::prices::Prices::builtin()),
+            prices: std::sync::Arc::new(loopdbg_formats::prices::Prices::builtin()),
             size: (80, 24),
             quit: false,
             view: None,
@@ -377,7 +377,7 @@ impl App {
     }
 
     /// A debugger replaying a captured conversation (`trace` from
-    /// [`loopdbg_wire::replay::trace_of`]); strategy toggles are off.
+    /// [`loopdbg_export::replay::trace_of`]); strategy toggles are off.
     pub fn replay(
         origin: impl Into<String>,
         session: Session,
@@ -472,7 +472,7 @@ impl App {
     pub fn view_items(&self) -> Vec<ViewItem> {
         let history = self.trace.history_at(self.cursor);
         match self.view {
-            Some(format) => loopdbg_wire::provider::render(format, history),
+            Some(format) => loopdbg_formats::provider::render(format, history),
             None => history
                 .iter()
                 .enumerate()
@@ -489,7 +489,7 @@ impl App {
     pub fn view_len(&self) -> usize {
         match self.view {
             Some(format) => {
-                loopdbg_wire::provider::spans(format, self.trace.history_at(self.cursor)).len()
+                loopdbg_formats::provider::spans(format, self.trace.history_at(self.cursor)).len()
             }
             None => self.trace.history_at(self.cursor).len(),
         }
@@ -499,8 +499,8 @@ impl App {
     pub fn view_item(&self, i: usize) -> Option<ViewItem> {
         let format = self.view?;
         let history = self.trace.history_at(self.cursor);
-        let spans = loopdbg_wire::provider::spans(format, history);
-        loopdbg_wire::provider::render_span(format, history, spans.get(i)?)
+        let spans = loopdbg_formats::provider::spans(format, history);
+        loopdbg_formats::provider::render_span(format, history, spans.get(i)?)
     }
 
     /// The strategy of the trace shown.
@@ -521,7 +521,7 @@ impl App {
     pub fn history_range_of(&self, i: usize) -> std::ops::Range<usize> {
         match self.view {
             Some(format) => {
-                loopdbg_wire::provider::spans(format, self.trace.history_at(self.cursor))
+                loopdbg_formats::provider::spans(format, self.trace.history_at(self.cursor))
                     .get(i)
                     .map_or(i..i, |s| s.from.clone())
             }

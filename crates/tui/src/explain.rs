@@ -405,17 +405,17 @@ pub fn provider_rejection(
     session: &loopdbg_engine::session::Session,
     trace: &Trace,
     k: usize,
-    format: loopdbg_wire::provider::Format,
+    format: loopdbg_formats::provider::Format,
 ) -> Option<String> {
     let step = trace.step(k);
     if step.phase != Phase::Request || step.unpaired == 0 {
         return None;
     }
     let history = trace.history_at(k);
-    let body = loopdbg_wire::provider::request_body(format, session, history, "model");
+    let body = loopdbg_formats::provider::request_body(format, session, history, "model");
     let conversation =
-        loopdbg_wire::read::read_owned(body, loopdbg_wire::read::Source::Provider(format)).ok()?;
-    let finding = loopdbg_wire::check::check(&conversation)
+        loopdbg_read::read_owned(body, loopdbg_read::Source::Provider(format)).ok()?;
+    let finding = loopdbg_judge::check::check(&conversation)
         .into_iter()
         .find(|f| f.rejected_by_provider)?;
     Some(format!(

@@ -209,11 +209,11 @@ pub(super) fn write_fork(app: &mut App) {
 pub(super) fn export(app: &mut App) {
     let format = app
         .view
-        .unwrap_or(loopdbg_wire::provider::Format::Anthropic);
+        .unwrap_or(loopdbg_formats::provider::Format::Anthropic);
     let opts = loopdbg_handout::Options {
         kind: loopdbg_handout::Kind::Html,
         format,
-        model: loopdbg_wire::provider::default_model(format).to_string(),
+        model: loopdbg_formats::provider::default_model(format).to_string(),
         redact: false,
         origin: app.origin.clone(),
         prices: app.prices.clone(),

@@ -5,9 +5,9 @@ use loopdbg_engine::ledger::{Ledger, counted_ids};
 use loopdbg_engine::session::MAX_ROUNDS_LIMIT;
 use loopdbg_engine::strategy::Strategy;
 use loopdbg_engine::trace::{Phase, Trace};
+use loopdbg_formats::provider::Format;
 use loopdbg_lesson::checks::RunAnalysis;
 use loopdbg_lesson::report::compare_rows;
-use loopdbg_wire::provider::Format;
 
 use super::action::Action;
 use super::app::{App, Mode, Pane, Popup};
@@ -689,7 +689,7 @@ fn search_next(app: &mut App) {
     // Matching is on the canonical messages; a provider item matches when
     // any message it renders does.
     let ranges: Vec<std::ops::Range<usize>> = match app.view {
-        Some(format) => loopdbg_wire::provider::spans(format, history)
+        Some(format) => loopdbg_formats::provider::spans(format, history)
             .into_iter()
             .map(|s| s.from)
             .collect(),

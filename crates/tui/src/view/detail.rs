@@ -26,8 +26,8 @@ pub(super) fn render(app: &App, message: usize, scroll: u16, area: Rect, buf: &m
                 return;
             };
             let key = match format {
-                loopdbg_wire::provider::Format::Responses => "input",
-                loopdbg_wire::provider::Format::Gemini => "contents",
+                loopdbg_formats::provider::Format::Responses => "input",
+                loopdbg_formats::provider::Format::Gemini => "contents",
                 _ => "messages",
             };
             let mut json = serde_json::to_string_pretty(&item.json).unwrap_or_default();
@@ -35,7 +35,7 @@ pub(super) fn render(app: &App, message: usize, scroll: u16, area: Rect, buf: &m
             // with the reason the reply ended.
             if let Some(m) = app.trace.messages.get(item.from.start)
                 && m.role == loopdbg_engine::message::Role::Assistant
-                && let Some(body) = loopdbg_wire::provider::response_body(
+                && let Some(body) = loopdbg_formats::provider::response_body(
                     format,
                     &app.trace.messages[..item.from.start],
                     m,

@@ -63,12 +63,12 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let history = app.trace.history_at(app.cursor);
     let spans = app
         .view
-        .map(|format| loopdbg_wire::provider::spans(format, history));
+        .map(|format| loopdbg_formats::provider::spans(format, history));
     let place = |p: loopdbg_engine::ledger::Position| -> String {
         app.view
             .zip(spans.as_deref())
             .and_then(|(format, spans)| {
-                loopdbg_wire::provider::block_path(format, history, spans, p.message, p.block)
+                loopdbg_formats::provider::block_path(format, history, spans, p.message, p.block)
             })
             .unwrap_or_else(|| p.to_string())
     };

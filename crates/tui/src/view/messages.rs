@@ -11,8 +11,8 @@ use super::{clip, pane_block, span};
 use crate::app::{App, Pane};
 use crate::theme::Theme;
 use loopdbg_engine::message::{Block, Message};
+use loopdbg_formats::provider::Format;
 use loopdbg_lesson::report::{clean, compact};
-use loopdbg_wire::provider::Format;
 
 pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     if let Some(format) = app.view {
@@ -56,7 +56,7 @@ fn render_list(
     // when something is linked).
     let view_spans = match app.view {
         Some(format) if !links.messages.is_empty() => {
-            loopdbg_wire::provider::spans(format, app.trace.history_at(app.cursor))
+            loopdbg_formats::provider::spans(format, app.trace.history_at(app.cursor))
         }
         _ => Vec::new(),
     };
@@ -180,7 +180,7 @@ fn render_provider(app: &App, format: Format, area: Rect, buf: &mut Buffer) {
     let t = &app.theme;
     let history = app.trace.history_at(app.cursor);
     // Roles for every item, JSON only for the lines on screen.
-    let spans = loopdbg_wire::provider::spans(format, history);
+    let spans = loopdbg_formats::provider::spans(format, history);
     let added = app.trace.added_at(app.cursor);
     let roles: Vec<&str> = spans.iter().rev().take(40).rev().map(|s| s.role).collect();
     let more = if spans.len() > roles.len() {
@@ -203,7 +203,7 @@ fn render_provider(app: &App, format: Format, area: Rect, buf: &mut Buffer) {
         } else {
             span(" ", t.text)
         };
-        let summary = loopdbg_wire::provider::render_span(format, history, s)
+        let summary = loopdbg_formats::provider::render_span(format, history, s)
             .map(|item| item_summary(&item.json))
             .unwrap_or_default();
         Line::from(vec![

@@ -133,7 +133,7 @@ fn end_summary(app: &App) -> Vec<Line<'static>> {
         span("final: ", t.title),
         span(shown, t.text),
     ]));
-    if let Some(tokens) = loopdbg_wire::usage::of_trace(trace, &app.prices) {
+    if let Some(tokens) = loopdbg_formats::usage::of_trace(trace, &app.prices) {
         lines.push(Line::from(vec![
             span("tokens: ", t.title),
             span(
@@ -214,7 +214,7 @@ pub(super) fn tokens_line(u: &loopdbg_engine::message::Usage, cost: Option<f64>)
 }
 
 /// Which prices the cost is at, and which models had none.
-fn priced_note(tokens: &loopdbg_wire::usage::Summary) -> String {
+fn priced_note(tokens: &loopdbg_formats::usage::Summary) -> String {
     match (tokens.cost, tokens.unpriced.is_empty()) {
         (Some(_), true) => format!(" (prices of {})", tokens.prices_as_of),
         (Some(_), false) => format!(
@@ -262,7 +262,7 @@ fn this_step(app: &App) -> Vec<Line<'static>> {
     // provider's words with what the file shows became of the request.
     let format = app
         .view
-        .unwrap_or(loopdbg_wire::provider::Format::Anthropic);
+        .unwrap_or(loopdbg_formats::provider::Format::Anthropic);
     let replay = app.trace.is_replay();
     let rejection = (!replay)
         .then(|| crate::explain::provider_rejection(&app.session, &app.trace, app.cursor, format))

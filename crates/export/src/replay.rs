@@ -1,0 +1,481 @@
+//! Replaying a captured conversation in the debugger: the conversation
+//! becomes a [`Trace`] whose steps add one message at a time, with the
+//! checker's findings attached to the step where each appears. The TUI then
+//! shows it like any recorded run (ledger, walkthrough, provider views).
+
+use indexmap::IndexMap;
+
+use loopdbg_engine::executor::ToolOutcome;
+use loopdbg_engine::ledger::PairingIndex;
+use loopdbg_engine::message::{Block, Message, Role};
+use loopdbg_engine::session::{Reply, Rule, Session, ToolCall, ToolDef, When};
+use loopdbg_engine::strategy::{Extract, StopRule, Strategy};
+use loopdbg_engine::trace::{
+    End, Execution, Origin, Outcome, Phase, Round, Step, Trace, Violation,
+};
+use loopdbg_judge::check::{Fate, Finding};
+use loopdbg_read::{BlockSource, Conversation, TripUsage};
+
+/// The behaviour a replay shows in the header: no stub model answered, the
+/// file did. Only a label: what a trace is comes from its
+/// [`Origin`](loopdbg_engine::trace::Origin), never from this name, so a
+/// session may name a behaviour `replay` too.
+pub const REPLAY_BEHAVIOR: &str = "replay";
+
+/// A session that describes the conversation (its first user text, its
+/// tools), so the TUI's panes have something to name.
+pub fn session_for(conv: &Conversation, title: &str) -> Session {
+    let user = conv
+        .messages
+        .iter()
+        .find(|m| m.role == Role::User)
+        .and_then(|m| m.text())
+        .unwrap_or_default();
+    let mut model = IndexMap::new();
+    model.insert(
+        REPLAY_BEHAVIOR.to_string(),
+        vec![Rule {
+            when: When::default(),
+            reply: Reply::default(),
+        }],
+    );
+    Session {
+        title: title.to_string(),
+        user,
+        system: conv.system.clone(),
+        tools: conv
+            .tools
+            .iter()
+            .map(|t| ToolDef::named(&t.name, t.schema.clone()))
+            .collect(),
+        model,
+        strategy: Default::default(),
+        executor: Default::default(),
+        faults: Default::default(),
+        walkthrough: false,
+    }
+}
+
+/// Finds the message a finding points at, from its path or log line: the
+/// first block and the first message at each finding's (line, path), found
+/// in one pass over the sources rather than one pass per finding (a long
+/// log's notes).
+struct MessageFinder<'c> {
+    blocks: ahash::AHashMap<(Option<usize>, &'c str), usize>,
+    messages: ahash::AHashMap<(Option<usize>, &'c str), usize>,
+}
+
+impl<'c> MessageFinder<'c> {
+    fn new(conv: &'c Conversation, findings: &'c [Finding]) -> MessageFinder<'c> {
+        // Lines first: most sources are on no finding's line, and a line
+        // is cheaper to look up than a path.
+        let lines: ahash::AHashSet<Option<usize>> = findings.iter().map(|f| f.line).collect();
+        let wanted: ahash::AHashSet<(Option<usize>, &str)> =
+            findings.iter().map(|f| (f.line, f.path.as_str())).collect();
+        let mut finder = MessageFinder {
+            blocks: ahash::AHashMap::new(),
+            messages: ahash::AHashMap::new(),
+        };
+        // The key kept is the finding's own (line, path).
+        let first = |found: &mut ahash::AHashMap<(Option<usize>, &'c str), usize>,
+                     i: usize,
+                     s: &'c BlockSource| {
+            if lines.contains(&s.line)
+                && let Some(&key) = wanted.get(&(s.line, &*s.path))
+            {
+                found.entry(key).or_insert(i);
+            }
+        };
+        for (i, blocks) in conv.block_sources.iter().enumerate() {
+            for b in blocks {
+                first(&mut finder.blocks, i, b);
+            }
+        }
+        for (i, m) in conv.message_sources.iter().enumerate() {
+            first(&mut finder.messages, i, m);
+        }
+        finder
+    }
+
+    /// A block at the finding's path and line, else a message there, else
+    /// the first message.
+    fn message_of(&self, f: &Finding) -> usize {
+        let key = (f.line, f.path.as_str());
+        self.blocks
+            .get(&key)
+            .or_else(|| self.messages.get(&key))
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
+/// Builds the trace of a captured conversation.
+pub fn trace_of(conv: &Conversation, findings: &[Finding]) -> Trace {
+    replayed(conv).with_findings(conv, findings)
+}
+
+/// A conversation's trace before its findings are placed: built from the
+/// messages alone, so it can be made while the conversation is checked.
+pub struct Replayed {
+    trace: Trace,
+    /// The step at which each message is appended or read.
+    step_of_message: Vec<usize>,
+    /// The conversation ends on an assistant turn with calls.
+    last_calls: bool,
+}
+
+/// The first half of [`trace_of`].
+pub fn replayed(conv: &Conversation) -> Replayed {
+    let messages = conv.messages.clone();
+    let mut building = Building {
+        refusals: conv.refusals.iter().map(|r| r.at).collect(),
+        ..Building::default()
+    };
+    let mut step_of_message = vec![0usize; messages.len()];
+    for (i, m) in messages.iter().enumerate() {
+        building.refused_until(i);
+        if m.role == Role::User && m.text().is_some_and(|t| !t.trim().is_empty()) {
+            building.prompted = true;
+        }
+        if m.role == Role::Assistant {
+            building.reply(i, m, conv.usage_of(i));
+        } else {
+            building.results(i, m);
+        }
+        step_of_message[i] = building.steps.len() - 1;
+    }
+    building.refused_until(messages.len());
+    let Building {
+        mut steps,
+        rounds,
+        round,
+        ..
+    } = building;
+    let last_reply = messages.iter().rposition(|m| m.role == Role::Assistant);
+    // A reply that asks for tools is a step of the loop, not its answer:
+    // a conversation that ends on calls has no answer yet, whatever text
+    // ("Let me check.") rode along with them.
+    let final_text = last_reply.and_then(|i| {
+        if messages[i].tool_uses().next().is_some() {
+            return None;
+        }
+        let text = messages[i].text()?;
+        // Claude Code writes some replies itself ("No response
+        // requested."): shown, but never as the model's answer.
+        Some(match conv.synthetic.contains(&i) {
+            true => format!("{text} (written by the agent itself, not the model)"),
+            false => text,
+        })
+    });
+    let last_calls = messages
+        .last()
+        .is_some_and(|m| m.role == Role::Assistant && m.tool_uses().next().is_some());
+    steps.push(step(Phase::Done, round.max(1), messages.len(), None));
+    let mut trace = Trace {
+        origin: Origin::Replay,
+        strategy: Strategy {
+            extract: Extract::All,
+            stop: StopRule::ToolCalls,
+            max_rounds: round.max(1),
+            behavior: REPLAY_BEHAVIOR.to_string(),
+            closure: loopdbg_engine::strategy::Closure::Leave,
+            interrupt: None,
+        },
+        pairing: PairingIndex::new(&messages),
+        messages,
+        steps,
+        rounds,
+        violations: Vec::new(),
+        outcome: Outcome {
+            end: End::ModelDone,
+            detail: String::new(),
+            final_text,
+            requests: round,
+        },
+        continues: conv.continues.clone(),
+        unverifiable: Vec::new(),
+    };
+    loopdbg_engine::count_unpaired(&mut trace);
+    Replayed {
+        trace,
+        step_of_message,
+        last_calls,
+    }
+}
+
+/// A replayed step: no time passes in a file.
+fn step(phase: Phase, round: u32, history_len: usize, execution: Option<usize>) -> Step {
+    Step {
+        phase,
+        round,
+        history_len,
+        execution,
+        unpaired: 0,
+        time_ms: 0,
+        event: None,
+    }
+}
+
+/// A replayed trip: the request at `request_len` and, if any, its reply.
+fn trip(number: u32, request_len: usize, reply: Reply, reply_message: Option<usize>) -> Round {
+    Round {
+        number,
+        request_len,
+        violation: None,
+        rule: 0,
+        // Nothing is "taken" in a replay: a call is pending only while its
+        // reply is read, then answered or left unpaired.
+        taken: Vec::new(),
+        dropped: Vec::new(),
+        executions: Vec::new(),
+        reply,
+        reply_message,
+        identical_run: 1,
+        decision: None,
+        fallback: None,
+        stripped: Vec::new(),
+    }
+}
+
+/// The steps and trips of a replay, as its messages are read in order.
+#[derive(Default)]
+struct Building {
+    steps: Vec<Step>,
+    rounds: Vec<Round>,
+    round: u32,
+    /// Where the log says requests were refused, not yet placed.
+    refusals: std::collections::VecDeque<usize>,
+    /// A user prompt came since the last reply: a spin is one loop asking
+    /// again and getting the same reply, and a new prompt starts another.
+    prompted: bool,
+}
+
+impl Building {
+    /// Requests the log says were refused before message `at`: trips with
+    /// no reply.
+    fn refused_until(&mut self, at: usize) {
+        while self.refusals.front().is_some_and(|&r| r <= at) {
+            self.refusals.pop_front();
+            self.round += 1;
+            self.steps.push(step(Phase::Request, self.round, at, None));
+            self.rounds
+                .push(trip(self.round, at, Reply::default(), None));
+        }
+    }
+
+    /// An assistant message: a trip's request and its reply.
+    fn reply(&mut self, i: usize, m: &Message, usage: Option<&TripUsage>) {
+        self.round += 1;
+        self.steps.push(step(Phase::Request, self.round, i, None));
+        let tool_calls: Vec<ToolCall> = m
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                Block::ToolUse { id, name, input } => Some(ToolCall {
+                    id: id.clone(),
+                    name: name.clone(),
+                    args: input.clone(),
+                    arguments: None,
+                }),
+                _ => None,
+            })
+            .collect();
+        let reply = Reply {
+            text: m.text().map(Into::into),
+            finish_reason: m.finish_reason,
+            tool_calls,
+            usage: usage.map(|u| u.usage),
+            model: usage.and_then(|u| u.model.as_deref()).map(Into::into),
+        };
+        // A reply with neither text nor calls of the client's (only the
+        // provider's own tool blocks, or thinking) is no evidence of
+        // repeating.
+        let said_something = reply.text.is_some() || !reply.tool_calls.is_empty();
+        let identical_run = match self.rounds.last() {
+            Some(prev)
+                if !self.prompted
+                    && said_something
+                    && prev.reply.text == reply.text
+                    && same_calls(&prev.reply, &reply) =>
+            {
+                prev.identical_run + 1
+            }
+            _ => 1,
+        };
+        self.prompted = false;
+        let mut trip = trip(self.round, i, reply, Some(i));
+        trip.identical_run = identical_run;
+        self.rounds.push(trip);
+        self.steps.push(step(Phase::Reply, self.round, i + 1, None));
+    }
+
+    /// A user or tool message: the results of the last turn are its
+    /// executions, in arrival order.
+    fn results(&mut self, i: usize, m: &Message) {
+        let before = self.rounds.last().map_or(0, |r| r.executions.len());
+        for b in &m.content {
+            if let Block::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+            } = b
+                && let Some(r) = self.rounds.last_mut()
+                && let Some(call) = r.reply.tool_calls.iter().position(|c| c.id == *tool_use_id)
+            {
+                let c = &r.reply.tool_calls[call];
+                r.executions.push(Execution {
+                    call,
+                    id: c.id.clone(),
+                    name: c.name.clone(),
+                    args: c.args.clone(),
+                    outcome: ToolOutcome {
+                        content: content.clone(),
+                        is_error: *is_error,
+                        ran: true,
+                        note: "recorded in the transcript",
+                        row: None,
+                        child: None,
+                    },
+                    message: Some(i),
+                    status: loopdbg_engine::trace::CallStatus::Finished,
+                    ended_ms: 0,
+                    synthetic: false,
+                });
+            }
+        }
+        // Only a result that answers a call of the turn is an execution; an
+        // orphan result quotes nothing.
+        let execution = self
+            .rounds
+            .last()
+            .filter(|r| r.executions.len() > before)
+            .map(|r| r.executions.len() - 1);
+        let round = self.round;
+        self.steps.push(step(
+            Phase::Append,
+            round.max(1),
+            i + 1,
+            if round == 0 { None } else { execution },
+        ));
+    }
+}
+
+impl Replayed {
+    /// The second half of [`trace_of`]: each finding placed at the step
+    /// where it arises, and the outcome they make.
+    pub fn with_findings(self, conv: &Conversation, findings: &[Finding]) -> Trace {
+        let Replayed {
+            mut trace,
+            step_of_message,
+            last_calls,
+        } = self;
+        let steps = &trace.steps;
+        let messages = &trace.messages;
+        let done = steps.len() - 1;
+        let finder = MessageFinder::new(conv, findings);
+        let violations: Vec<Violation> = findings
+            .iter()
+            .map(|f| {
+                let m = finder.message_of(f).min(messages.len().saturating_sub(1));
+                // A 400 arises at the first request that carries the message;
+                // anything else where the message appears; notes at the end.
+                let refused_at = (f.kind == "refused_request")
+                    .then(|| conv.refusals.iter().find(|r| r.source.line == f.line))
+                    .flatten();
+                let step = if let Some(r) = refused_at {
+                    // The request the provider's error answered.
+                    let refused = |s: &Step| {
+                        s.phase == Phase::Request
+                            && s.history_len == r.at
+                            && trace
+                                .rounds
+                                .iter()
+                                .any(|x| x.number == s.round && x.reply_message.is_none())
+                    };
+                    steps.iter().position(refused).unwrap_or(done)
+                } else if f.is_note() {
+                    done
+                } else if f.rejected_by_provider {
+                    steps
+                        .iter()
+                        .position(|s| s.phase == Phase::Request && s.history_len > m)
+                        .unwrap_or(done)
+                } else {
+                    step_of_message.get(m).copied().unwrap_or(0)
+                };
+                // What the file shows of it comes first: on a small
+                // screen the provider's long sentence is what gets cut.
+                let seen = match f.evidence.as_ref().map(|e| (e.outcome, e.line)) {
+                    Some((Fate::Refused, Some(line))) => format!("; refused, line {line}"),
+                    Some((Fate::Refused, None)) => "; the recording shows the refusal".to_string(),
+                    Some((Fate::Answered, Some(line))) => {
+                        format!("; answered anyway, line {line}")
+                    }
+                    Some((Fate::Answered, None)) => "; the recording shows it answered".to_string(),
+                    Some((Fate::Repaired, _)) => "; repaired by the agent".to_string(),
+                    Some((Fate::InFlight, _)) => "; still in flight".to_string(),
+                    None => String::new(),
+                };
+                Violation {
+                    round: steps[step].round,
+                    step,
+                    ids: f.ids.clone(),
+                    unpaired: f.ids.len(),
+                    message: format!(
+                        "{} ({}{seen}): {} ({})",
+                        f.kind, f.severity, f.message, f.path
+                    ),
+                }
+            })
+            .collect();
+        trace.violations = violations;
+        trace.unverifiable = findings
+            .iter()
+            .filter(|f| f.kind == "unverifiable_result")
+            .flat_map(|f| f.ids.iter().cloned())
+            .collect();
+        // Notes (a branch left behind, calls still in flight) are no
+        // problems of the conversation.
+        let problems = findings.iter().filter(|f| !f.is_note()).count();
+        let notes = findings.len() - problems;
+        trace.outcome.end = if problems == 0 && !last_calls {
+            End::ModelDone
+        } else {
+            End::Error
+        };
+        trace.outcome.detail = match (problems, notes, last_calls) {
+            (0, 0, false) => "the transcript ends here; no pairing problems".to_string(),
+            (0, _, true) => format!(
+                "the transcript ends with calls in flight; no pairing problems, {notes} note(s)"
+            ),
+            (0, n, false) => format!("the transcript ends here; no pairing problems, {n} note(s)"),
+            (p, 0, _) => format!("the transcript has {p} problem(s); see the warnings"),
+            (p, n, _) => {
+                format!("the transcript has {p} problem(s) and {n} note(s); see the warnings")
+            }
+        };
+        // A round's violation is the request it sends carrying unanswered calls,
+        // as in a recorded run: the header and the Request step say so.
+        for (i, (v, f)) in trace.violations.iter().zip(findings).enumerate() {
+            let at_request = trace.steps[v.step].phase == Phase::Request;
+            if f.kind == "unanswered_call"
+                && at_request
+                && let Some(r) = trace
+                    .rounds
+                    .iter_mut()
+                    .find(|r| r.number == v.round && r.violation.is_none())
+            {
+                r.violation = Some(i);
+            }
+        }
+        trace
+    }
+}
+
+fn same_calls(a: &Reply, b: &Reply) -> bool {
+    a.tool_calls.len() == b.tool_calls.len()
+        && a.tool_calls
+            .iter()
+            .zip(&b.tool_calls)
+            .all(|(x, y)| x.name == y.name && x.args == y.args)
+}

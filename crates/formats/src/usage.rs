@@ -1,0 +1,334 @@
+//! Tokens as each provider reports them, in one shape
+//! ([`Usage`](loopdbg_engine::message::Usage)): the full-rate prompt
+//! tokens, the output, and the cache reads and writes counted apart.
+//! OpenAI and Gemini count cached tokens inside their prompt totals, so
+//! they are taken out of `input` here.
+
+use loopdbg_engine::message::{Block, Message, Usage};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::prices::Prices;
+use crate::provider::Format;
+
+/// The tokens of one trip, priced.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TripTokens {
+    /// The reply's index among the messages (0-based).
+    pub message: usize,
+    /// The line of the file it was read from, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    /// The model that wrote it, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Its tokens.
+    #[serde(flatten)]
+    pub usage: Usage,
+    /// What it cost, when the price table prices its model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
+}
+
+/// What one tool's calls cost: the output tokens of the replies that
+/// called it (shared evenly among a reply's calls) and the prompt tokens
+/// its results added to the next trip (that trip's prompt growth, shared
+/// among the results it carried by their size).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolTokens {
+    /// The tool's name.
+    pub name: String,
+    /// How many times it was called.
+    pub calls: usize,
+    /// Output tokens spent calling it.
+    pub output: u64,
+    /// Prompt tokens its results added.
+    pub results: u64,
+    /// What those cost, when every trip involved is priced.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
+}
+
+/// A conversation's tokens: per trip, per tool, in all, and priced.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    /// Per trip, in order.
+    pub trips: Vec<TripTokens>,
+    /// Per tool, most expensive first.
+    pub tools: Vec<ToolTokens>,
+    /// All trips.
+    pub total: Usage,
+    /// The cost of the priced trips.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
+    /// Models the price table does not name: their trips have no cost.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unpriced: Vec<String>,
+    /// The date of the prices used.
+    pub prices_as_of: String,
+}
+
+/// One trip's tokens as a file or a trace holds them: the reply's message
+/// index, its line, its model, its usage.
+pub type Trip<'a> = (usize, Option<usize>, Option<&'a str>, Usage);
+
+/// The summary of `trips` (in message order) over `messages`, priced by
+/// `prices`; `None` when no trip reported tokens.
+pub fn summary(messages: &[Message], trips: &[Trip<'_>], prices: &Prices) -> Option<Summary> {
+    if trips.is_empty() {
+        return None;
+    }
+    let mut total = Usage::default();
+    let mut cost: Option<f64> = None;
+    let mut unpriced: Vec<String> = Vec::new();
+    let mut priced = Vec::with_capacity(trips.len());
+    for &(message, line, model, usage) in trips {
+        total.add(&usage);
+        let trip_cost = model.and_then(|m| prices.cost(m, &usage));
+        match (trip_cost, model) {
+            (Some(c), _) => *cost.get_or_insert(0.0) += c,
+            (None, m) => {
+                let name = m.unwrap_or("(model not recorded)").to_string();
+                if !unpriced.contains(&name) {
+                    unpriced.push(name);
+                }
+            }
+        }
+        priced.push(TripTokens {
+            message,
+            line,
+            model: model.map(str::to_string),
+            usage,
+            cost: trip_cost,
+        });
+    }
+    let tools = by_tool(messages, &priced, prices);
+    Some(Summary {
+        trips: priced,
+        tools,
+        total,
+        cost,
+        unpriced,
+        prices_as_of: prices.as_of.clone(),
+    })
+}
+
+/// Splits each trip's output among the calls its reply made, and the next
+/// trip's prompt growth among the results sent in between.
+fn by_tool(messages: &[Message], trips: &[TripTokens], prices: &Prices) -> Vec<ToolTokens> {
+    use std::collections::HashMap;
+    // name -> (calls, output, results, cost, every share priced)
+    let mut acc: indexmap::IndexMap<String, (usize, f64, f64, f64, bool)> = Default::default();
+    for (k, trip) in trips.iter().enumerate() {
+        let Some(reply) = messages.get(trip.message) else {
+            continue;
+        };
+        let calls: Vec<(&str, &str)> = reply
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                Block::ToolUse { id, name, .. } => Some((&**id, &**name)),
+                _ => None,
+            })
+            .collect();
+        if calls.is_empty() {
+            continue;
+        }
+        let price = |model: Option<&str>| model.and_then(|m| prices.of(m)).map(|(_, p)| *p);
+        let out_share = trip.usage.output as f64 / calls.len() as f64;
+        let out_price = price(trip.model.as_deref());
+        for (_, name) in &calls {
+            let slot = acc
+                .entry(name.to_string())
+                .or_insert((0, 0.0, 0.0, 0.0, true));
+            slot.0 += 1;
+            slot.1 += out_share;
+            match out_price {
+                Some(p) => slot.3 += out_share * p.output / prices.per,
+                None => slot.4 = false,
+            }
+        }
+        // The results sent before the next trip, by size.
+        let Some(next) = trips.get(k + 1) else {
+            continue;
+        };
+        let growth = next
+            .usage
+            .prompt()
+            .saturating_sub(trip.usage.prompt() + trip.usage.output) as f64;
+        let name_of: HashMap<&str, &str> = calls.iter().copied().collect();
+        let mut sizes: Vec<(&str, f64)> = Vec::new();
+        for m in messages
+            .get(trip.message + 1..next.message)
+            .unwrap_or_default()
+        {
+            for b in &m.content {
+                if let Block::ToolResult {
+                    tool_use_id,
+                    content,
+                    ..
+                } = b
+                    && let Some(name) = name_of.get(&**tool_use_id)
+                {
+                    sizes.push((name, content.to_string().len().max(1) as f64));
+                }
+            }
+        }
+        let all: f64 = sizes.iter().map(|(_, s)| s).sum();
+        let in_price = price(next.model.as_deref());
+        for (name, size) in sizes {
+            let share = growth * size / all;
+            let slot = acc
+                .entry(name.to_string())
+                .or_insert((0, 0.0, 0.0, 0.0, true));
+            slot.2 += share;
+            match in_price {
+                Some(p) => slot.3 += share * p.input / prices.per,
+                None => slot.4 = false,
+            }
+        }
+    }
+    let mut tools: Vec<ToolTokens> = acc
+        .into_iter()
+        .map(
+            |(name, (calls, output, results, cost, priced))| ToolTokens {
+                name,
+                calls,
+                output: output.round() as u64,
+                results: results.round() as u64,
+                cost: priced.then_some(cost),
+            },
+        )
+        .collect();
+    tools.sort_by_key(|t| std::cmp::Reverse(t.output + t.results));
+    tools
+}
+
+/// The trips of a trace: each round whose reply reported tokens.
+pub fn of_trace(trace: &loopdbg_engine::Trace, prices: &Prices) -> Option<Summary> {
+    let trips: Vec<Trip<'_>> = trace
+        .rounds
+        .iter()
+        .filter_map(|r| {
+            let usage = r.reply.usage?;
+            Some((
+                r.reply_message.unwrap_or(r.request_len),
+                None,
+                r.reply.model.as_deref(),
+                usage,
+            ))
+        })
+        .collect();
+    summary(&trace.messages, &trips, prices)
+}
+
+/// The usage and model a provider's response object reports.
+pub fn of_response(format: Format, response: &Value) -> Option<(Usage, Option<String>)> {
+    let model = |key: &str| {
+        response
+            .get(key)
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    match format {
+        Format::Anthropic => Some((anthropic(response.get("usage")?), model("model"))),
+        Format::Openai => Some((openai_chat(response.get("usage")?), model("model"))),
+        Format::Responses => Some((responses(response.get("usage")?), model("model"))),
+        Format::Gemini => Some((
+            gemini(response.get("usageMetadata")?),
+            model("modelVersion"),
+        )),
+        // The model is in the path, not the answer.
+        Format::Bedrock => Some((bedrock(response.get("usage")?), None)),
+    }
+}
+
+fn count(v: &Value, pointer: &str) -> u64 {
+    v.pointer(pointer).and_then(Value::as_u64).unwrap_or(0)
+}
+
+/// Bedrock Converse's `usage`: `inputTokens` leaves the cached tokens out,
+/// as Anthropic's `input_tokens` does.
+pub fn bedrock(u: &Value) -> Usage {
+    Usage {
+        input: count(u, "/inputTokens"),
+        output: count(u, "/outputTokens"),
+        cache_read: count(u, "/cacheReadInputTokens"),
+        cache_write: count(u, "/cacheWriteInputTokens"),
+    }
+}
+
+/// Anthropic's `usage`: cache reads and writes are already apart.
+pub fn anthropic(u: &Value) -> Usage {
+    Usage {
+        input: count(u, "/input_tokens"),
+        output: count(u, "/output_tokens"),
+        cache_read: count(u, "/cache_read_input_tokens"),
+        cache_write: count(u, "/cache_creation_input_tokens"),
+    }
+}
+
+/// Chat Completions' `usage`: `prompt_tokens` includes the cached ones.
+pub fn openai_chat(u: &Value) -> Usage {
+    let cached = count(u, "/prompt_tokens_details/cached_tokens");
+    Usage {
+        input: count(u, "/prompt_tokens").saturating_sub(cached),
+        output: count(u, "/completion_tokens"),
+        cache_read: cached,
+        cache_write: 0,
+    }
+}
+
+/// Responses' `usage` (and Codex's `token_count`, which copies it):
+/// `input_tokens` includes the cached ones.
+pub fn responses(u: &Value) -> Usage {
+    let cached = u
+        .pointer("/input_tokens_details/cached_tokens")
+        .or_else(|| u.get("cached_input_tokens"))
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    Usage {
+        input: count(u, "/input_tokens").saturating_sub(cached),
+        output: count(u, "/output_tokens"),
+        cache_read: cached,
+        cache_write: 0,
+    }
+}
+
+/// Gemini's `usageMetadata`: `promptTokenCount` includes the cached
+/// content; thinking is billed as output.
+pub fn gemini(u: &Value) -> Usage {
+    let cached = count(u, "/cachedContentTokenCount");
+    Usage {
+        input: count(u, "/promptTokenCount").saturating_sub(cached),
+        output: count(u, "/candidatesTokenCount") + count(u, "/thoughtsTokenCount"),
+        cache_read: cached,
+        cache_write: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn cached_tokens_are_taken_out_of_the_prompt_where_the_provider_counts_them_in() {
+        let a = anthropic(&json!({"input_tokens": 10, "output_tokens": 5,
+            "cache_read_input_tokens": 100, "cache_creation_input_tokens": 20}));
+        assert_eq!(
+            (a.input, a.output, a.cache_read, a.cache_write),
+            (10, 5, 100, 20)
+        );
+        let c = openai_chat(&json!({"prompt_tokens": 120, "completion_tokens": 7,
+            "prompt_tokens_details": {"cached_tokens": 100}}));
+        assert_eq!((c.input, c.output, c.cache_read), (20, 7, 100));
+        let r = responses(&json!({"input_tokens": 50, "output_tokens": 9,
+            "input_tokens_details": {"cached_tokens": 30}}));
+        assert_eq!((r.input, r.cache_read), (20, 30));
+        let g = gemini(&json!({"promptTokenCount": 40, "candidatesTokenCount": 3,
+            "thoughtsTokenCount": 2, "cachedContentTokenCount": 10}));
+        assert_eq!((g.input, g.output, g.cache_read), (30, 5, 10));
+        assert_eq!(g.prompt(), 40);
+    }
+}

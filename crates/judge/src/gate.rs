@@ -1,0 +1,541 @@
+//! The check a request passes on its way to the provider, and what happens
+//! to one the provider would reject: the proxy's gate and the Python
+//! package's in-process guard both decide here, so a request is judged by
+//! one piece of code whichever way it travels.
+
+use serde_json::{Value, json};
+
+use crate::chain::{Chain, ResponseStore, check_continuing, repair_continuing};
+use crate::check::{Finding, check};
+use crate::fix::Repair;
+use loopdbg_formats::provider::Format;
+use loopdbg_formats::route::provider_of_path;
+use loopdbg_read::provider_of_request;
+use loopdbg_read::{Detail, ReadError, Source, read_owned_as};
+
+/// What the proxy does with a request the provider would reject.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnInvalid {
+    /// Forward it unchanged; the finding is shown and recorded.
+    #[default]
+    Forward,
+    /// Answer a 400 locally, in the provider's own error JSON.
+    Block,
+    /// Repair it as `check --fix` does and forward the repaired request.
+    Repair(Repair),
+}
+
+impl std::fmt::Display for OnInvalid {
+    /// As the flag spells it: `forward`, `block`, `repair=synthesize`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OnInvalid::Forward => f.write_str("forward"),
+            OnInvalid::Block => f.write_str("block"),
+            OnInvalid::Repair(Repair::Synthesize) => f.write_str("repair=synthesize"),
+            OnInvalid::Repair(Repair::Strip) => f.write_str("repair=strip"),
+        }
+    }
+}
+
+impl std::str::FromStr for OnInvalid {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "forward" => Ok(OnInvalid::Forward),
+            "block" => Ok(OnInvalid::Block),
+            other => match other.strip_prefix("repair=") {
+                Some(how) => how.parse().map(OnInvalid::Repair),
+                None => Err(format!(
+                    "unknown --on-invalid `{s}` (expected forward, block, repair=synthesize or repair=strip)"
+                )),
+            },
+        }
+    }
+}
+
+/// What `block` and `repair` do with a conversation request the checker
+/// could not read (not JSON, nested past the parser's depth, a shape no
+/// reader takes): it cannot be vouched for, so by default it is not sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnUnjudged {
+    /// Answer loopdbg's own 400 saying why; nothing is sent upstream.
+    #[default]
+    Block,
+    /// Send it as it came, unjudged.
+    Forward,
+}
+
+impl std::fmt::Display for OnUnjudged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            OnUnjudged::Block => "block",
+            OnUnjudged::Forward => "forward",
+        })
+    }
+}
+
+impl std::str::FromStr for OnUnjudged {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "block" => Ok(OnUnjudged::Block),
+            "forward" => Ok(OnUnjudged::Forward),
+            _ => Err(format!(
+                "unknown --on-unjudged `{s}` (expected block or forward)"
+            )),
+        }
+    }
+}
+
+/// What became of one request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    /// Send the request as it came.
+    Forward,
+    /// Send this repaired body instead; `changes` calls or results were
+    /// added or removed.
+    Repaired {
+        /// The body the upstream receives.
+        body: Value,
+        /// How many calls or results the repair added or removed.
+        changes: usize,
+    },
+    /// Answer locally with this status and body; nothing is sent upstream.
+    Block {
+        /// The HTTP status (400).
+        status: u16,
+        /// The provider's error JSON.
+        body: Value,
+    },
+}
+
+/// The gate's verdict on one request.
+#[derive(Debug, Clone)]
+pub struct Verdict {
+    /// Every finding of the checker on the request as the agent built it.
+    pub findings: Vec<Finding>,
+    /// The first finding the provider rejects, if any.
+    pub rejected: Option<Finding>,
+    /// What to do.
+    pub decision: Decision,
+    /// Why the body could not be read as a conversation, when it could not.
+    pub unread: Option<String>,
+}
+
+/// Who judges a request: the words its refusal is signed with and the
+/// setting it names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Gatekeeper {
+    /// `loopdbg proxy --on-invalid …`.
+    #[default]
+    Proxy,
+    /// The Python package's guard inside an SDK client (`mode=…`).
+    Guard,
+}
+
+impl Gatekeeper {
+    /// Who blocked it, as its error says.
+    fn name(self) -> &'static str {
+        match self {
+            Gatekeeper::Proxy => "loopdbg proxy",
+            Gatekeeper::Guard => "loopdbg guard",
+        }
+    }
+
+    /// The setting that made it block or repair, as the user wrote it.
+    fn setting(self, policy: OnInvalid) -> String {
+        match (self, policy) {
+            (Gatekeeper::Proxy, _) => format!("--on-invalid {policy}"),
+            (Gatekeeper::Guard, OnInvalid::Forward) => "mode \"warn\"".into(),
+            (Gatekeeper::Guard, OnInvalid::Block) => "mode \"raise\"".into(),
+            (Gatekeeper::Guard, OnInvalid::Repair(Repair::Synthesize)) => "mode \"repair\"".into(),
+            (Gatekeeper::Guard, OnInvalid::Repair(Repair::Strip)) => "mode \"repair=strip\"".into(),
+        }
+    }
+
+    /// How to let an unjudged request through.
+    fn let_through(self) -> &'static str {
+        match self {
+            Gatekeeper::Proxy => "run the proxy with --on-unjudged forward",
+            Gatekeeper::Guard => "pass on_unjudged=\"forward\"",
+        }
+    }
+}
+
+/// Checks `body`, a request for `format`, and decides under `policy`.
+/// A body the readers cannot take is forwarded untouched: the provider,
+/// not loopdbg, answers requests loopdbg does not understand.
+pub fn inspect(format: Format, body: Value, policy: OnInvalid, chain: &Chain) -> Verdict {
+    inspect_as(Gatekeeper::Proxy, format, body, policy, chain)
+}
+
+/// [`inspect`], its refusals signed by `by`.
+pub fn inspect_as(
+    by: Gatekeeper,
+    format: Format,
+    body: Value,
+    policy: OnInvalid,
+    chain: &Chain,
+) -> Verdict {
+    // Only a repair needs the body after it is read; the check keeps
+    // texts as fingerprints, so the body is held once more only then.
+    let to_repair = matches!(policy, OnInvalid::Repair(_)).then(|| body.clone());
+    let (findings, unread) = match judged(format, body, chain) {
+        Ok(findings) => (findings, None),
+        Err(e) => (Vec::new(), Some(e.to_string())),
+    };
+    let rejected = findings.iter().find(|f| f.rejected_by_provider).cloned();
+    let decision = match (&rejected, policy) {
+        (None, _) | (Some(_), OnInvalid::Forward) => Decision::Forward,
+        (Some(f), OnInvalid::Block) => Decision::Block {
+            status: 400,
+            body: error_body_as(by, format, &f.message),
+        },
+        (Some(_), OnInvalid::Repair(how)) => {
+            let mut fixed = to_repair.unwrap_or_default();
+            let changes = repair_continuing(&mut fixed, format, how, chain);
+            // A repair that leaves the request refused is not sent: `strip`
+            // cannot take back a call the provider stored.
+            let still = judged(format, fixed.clone(), chain)
+                .ok()
+                .and_then(|found| found.into_iter().find(|f| f.rejected_by_provider));
+            match still {
+                None => Decision::Repaired {
+                    body: fixed,
+                    changes,
+                },
+                Some(left) => Decision::Block {
+                    status: 400,
+                    body: error_body_as(
+                        by,
+                        format,
+                        &format!(
+                            "{} (still refused after {})",
+                            left.message,
+                            by.setting(policy)
+                        ),
+                    ),
+                },
+            }
+        }
+    };
+    Verdict {
+        findings,
+        rejected,
+        decision,
+        unread,
+    }
+}
+
+/// A request as the gate read it.
+pub struct Judged {
+    /// The provider its path and body name.
+    pub provider: Option<Format>,
+    /// The verdict, when it is a conversation request.
+    pub verdict: Option<Verdict>,
+}
+
+/// Reads and checks a request body sent to `path_and_query` under
+/// `policy`. Under `block` and `repair`, a request to a conversation
+/// endpoint that cannot be read is not vouched for: blocked unless
+/// `on_unjudged` forwards it (an unanswered call inside a body nested past
+/// the parser's depth got a 200 through `block`; issue 23, item 14).
+pub fn judge(
+    path_and_query: &str,
+    bytes: &[u8],
+    policy: OnInvalid,
+    on_unjudged: OnUnjudged,
+    responses: &std::sync::Mutex<ResponseStore>,
+) -> Judged {
+    judge_as(
+        Gatekeeper::Proxy,
+        path_and_query,
+        bytes,
+        policy,
+        on_unjudged,
+        responses,
+    )
+}
+
+/// [`judge`], its refusals signed by `by`.
+pub fn judge_as(
+    by: Gatekeeper,
+    path_and_query: &str,
+    bytes: &[u8],
+    policy: OnInvalid,
+    on_unjudged: OnUnjudged,
+    responses: &std::sync::Mutex<ResponseStore>,
+) -> Judged {
+    let parsed = serde_json::from_slice::<Value>(bytes);
+    let provider = provider_of_request(path_and_query, parsed.as_ref().ok());
+    let routed = provider_of_path(path_and_query);
+    let (mut verdict, why) = match (provider, parsed) {
+        (Some(format), Ok(doc)) => {
+            let chain = match (format, responses.lock()) {
+                (Format::Responses, Ok(store)) => store.chain(&doc),
+                _ => Chain::Starts,
+            };
+            let verdict = inspect_as(by, format, doc, policy, &chain);
+            let why = verdict
+                .unread
+                .as_ref()
+                .map(|e| format!("its body cannot be read as a conversation ({e})"));
+            (Some(verdict), why)
+        }
+        (_, Err(e)) if routed.is_some() => (
+            None,
+            Some(format!("its body is not JSON it can read ({e})")),
+        ),
+        _ => (None, None),
+    };
+    if let Some(why) = why
+        && policy != OnInvalid::Forward
+        && on_unjudged == OnUnjudged::Block
+    {
+        verdict = Some(Verdict {
+            findings: Vec::new(),
+            rejected: None,
+            decision: Decision::Block {
+                status: 400,
+                body: unjudged_body_as(by, provider.or(routed), &why, policy),
+            },
+            unread: Some(why),
+        });
+    }
+    Judged { provider, verdict }
+}
+
+/// The findings for `body` as `format`'s API reads it, against the stored
+/// response it continues (Responses).
+fn judged(format: Format, body: Value, chain: &Chain) -> Result<Vec<Finding>, ReadError> {
+    match format {
+        Format::Responses => check_continuing(body, chain, Detail::Shape),
+        _ => read_owned_as(body, Source::Provider(format), Detail::Shape).map(|c| check(&c)),
+    }
+}
+
+/// The 400 for a request the checker could not judge, in `format`'s error
+/// shape (so the agent's SDK raises it as it raises the provider's), in
+/// loopdbg's words.
+pub fn unjudged_body(format: Option<Format>, why: &str, policy: OnInvalid) -> Value {
+    unjudged_body_as(Gatekeeper::Proxy, format, why, policy)
+}
+
+/// [`unjudged_body`] in the words of `by`.
+pub fn unjudged_body_as(
+    by: Gatekeeper,
+    format: Option<Format>,
+    why: &str,
+    policy: OnInvalid,
+) -> Value {
+    let message = format!(
+        "{} could not judge this request: {why}. Under {} a request that cannot be judged is not forwarded; {} to let such requests through",
+        by.name(),
+        by.setting(policy),
+        by.let_through()
+    );
+    match format {
+        Some(Format::Anthropic) => json!({
+            "type": "error",
+            "error": {"type": "invalid_request_error", "message": message}
+        }),
+        Some(Format::Openai | Format::Responses) => json!({
+            "error": {"message": message, "type": "invalid_request_error", "param": null, "code": "loopdbg_unjudged"}
+        }),
+        Some(Format::Gemini) => json!({
+            "error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}
+        }),
+        Some(Format::Bedrock) => bedrock_error(&message),
+        None => json!({"error": {"type": "proxy_error", "message": message}}),
+    }
+}
+
+/// A 400 as `format`'s API writes it, so an agent's error handling sees
+/// the shape it knows.
+pub fn error_body(format: Format, message: &str) -> Value {
+    error_body_as(Gatekeeper::Proxy, format, message)
+}
+
+/// [`error_body`] signed by `by`.
+pub fn error_body_as(by: Gatekeeper, format: Format, message: &str) -> Value {
+    let message = format!(
+        "{message} (blocked by {} before it reached the provider)",
+        by.name()
+    );
+    match format {
+        Format::Anthropic => json!({
+            "type": "error",
+            "error": {"type": "invalid_request_error", "message": message}
+        }),
+        Format::Openai | Format::Responses => json!({
+            "error": {
+                "message": message,
+                "type": "invalid_request_error",
+                "param": "messages",
+                "code": null
+            }
+        }),
+        Format::Gemini => json!({
+            "error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}
+        }),
+        Format::Bedrock => bedrock_error(&message),
+    }
+}
+
+/// A provider-shaped 400 as Bedrock Runtime answers it, for a request to
+/// Bedrock whose body is another provider's (InvokeModel with Anthropic's
+/// Messages body): boto3 and the other AWS SDKs read Bedrock's shape.
+pub fn as_bedrock_error(body: &Value) -> Value {
+    let message = body
+        .pointer("/error/message")
+        .or_else(|| body.get("message"))
+        .and_then(Value::as_str)
+        .unwrap_or("blocked by loopdbg proxy");
+    bedrock_error(message)
+}
+
+/// Bedrock's `ValidationException` as its REST JSON protocol writes it: the
+/// type in `__type` (the SDKs also read the `x-amzn-errortype` header,
+/// which the proxy sets), the words in `message`.
+fn bedrock_error(message: &str) -> Value {
+    json!({"__type": "ValidationException", "message": message})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dangling() -> Value {
+        json!({"model": "m", "messages": [
+            {"role": "user", "content": "weather and fx?"},
+            {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "toolu_w1", "name": "w", "input": {}},
+                {"type": "tool_use", "id": "toolu_f1", "name": "f", "input": {}}]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_w1", "content": "24"}]}
+        ]})
+    }
+
+    #[test]
+    fn a_valid_request_is_forwarded_under_every_policy() {
+        let body = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]});
+        for policy in [
+            OnInvalid::Forward,
+            OnInvalid::Block,
+            OnInvalid::Repair(Repair::Strip),
+        ] {
+            let v = inspect(Format::Anthropic, body.clone(), policy, &Chain::Starts);
+            assert_eq!(v.decision, Decision::Forward);
+            assert!(v.rejected.is_none());
+        }
+    }
+
+    #[test]
+    fn a_dangling_id_is_blocked_in_the_providers_words() {
+        let v = inspect(
+            Format::Anthropic,
+            dangling(),
+            OnInvalid::Block,
+            &Chain::Starts,
+        );
+        let rejected = v.rejected.expect("a 400");
+        assert_eq!(rejected.ids, ["toolu_f1"]);
+        let Decision::Block { status, body } = v.decision else {
+            panic!("blocked")
+        };
+        assert_eq!(status, 400);
+        assert_eq!(body["type"], "error");
+        assert_eq!(body["error"]["type"], "invalid_request_error");
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("toolu_f1")
+        );
+    }
+
+    #[test]
+    fn a_repaired_request_passes_the_check() {
+        let v = inspect(
+            Format::Anthropic,
+            dangling(),
+            OnInvalid::Repair(Repair::Synthesize),
+            &Chain::Starts,
+        );
+        let Decision::Repaired { body, changes } = v.decision else {
+            panic!("repaired")
+        };
+        assert_eq!(changes, 1);
+        let again = inspect(
+            Format::Anthropic,
+            body.clone(),
+            OnInvalid::Block,
+            &Chain::Starts,
+        );
+        assert!(again.rejected.is_none(), "{:?}", again.findings);
+    }
+
+    #[test]
+    fn policies_print_as_the_flag_spells_them() {
+        for spelled in ["forward", "block", "repair=synthesize", "repair=strip"] {
+            let policy: OnInvalid = spelled.parse().unwrap();
+            assert_eq!(policy.to_string(), spelled);
+        }
+    }
+
+    #[test]
+    fn policies_parse_as_the_flag_spells_them() {
+        assert_eq!("block".parse(), Ok(OnInvalid::Block));
+        assert_eq!("repair=strip".parse(), Ok(OnInvalid::Repair(Repair::Strip)));
+        assert!("repair=x".parse::<OnInvalid>().is_err());
+        assert!("drop".parse::<OnInvalid>().is_err());
+    }
+
+    #[test]
+    fn each_provider_gets_its_own_error_shape() {
+        assert_eq!(
+            error_body(Format::Openai, "x")["error"]["type"],
+            "invalid_request_error"
+        );
+        assert_eq!(
+            error_body(Format::Gemini, "x")["error"]["status"],
+            "INVALID_ARGUMENT"
+        );
+    }
+}
+
+#[cfg(test)]
+mod gatekeeper_tests {
+    use super::*;
+
+    #[test]
+    fn the_guard_signs_its_refusals_in_its_own_words() {
+        let body = serde_json::json!({"model": "m", "messages": [
+            {"role": "user", "content": "w?"},
+            {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "toolu_g1", "name": "w", "input": {}}]},
+            {"role": "user", "content": "and?"}]});
+        let v = inspect_as(
+            Gatekeeper::Guard,
+            Format::Anthropic,
+            body,
+            OnInvalid::Block,
+            &Chain::Starts,
+        );
+        let Decision::Block { body, .. } = v.decision else {
+            panic!("blocked")
+        };
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.ends_with("(blocked by loopdbg guard before it reached the provider)"));
+        let unjudged = unjudged_body_as(
+            Gatekeeper::Guard,
+            Some(Format::Openai),
+            "not JSON",
+            OnInvalid::Block,
+        );
+        let words = unjudged["error"]["message"].as_str().unwrap();
+        assert!(
+            words.contains("Under mode \"raise\"") && words.contains("on_unjudged=\"forward\"")
+        );
+    }
+}

@@ -1,0 +1,1483 @@
+//! Claude Code session logs (`~/.claude/projects/*/<session>.jsonl` and the
+//! sub-agent logs under `<session>/subagents/agent-*.jsonl`): JSON Lines of
+//! events linked by `uuid` / `parentUuid`.
+//!
+//! The log is a graph, not a list, so it is read whole and rebuilt the way
+//! Claude Code rebuilds it on resume:
+//!
+//! - The live conversation is the chain from the newest leaf back to its
+//!   root. Events on other branches (a rewind, an edited prompt, a resume
+//!   that kept one branch) are not part of it; they are reported as an
+//!   `off_branch` notice, never as pairing errors of the live conversation.
+//! - Streaming writes one assistant event per content block, all sharing
+//!   `message.id`, and each tool_result event points at the assistant event
+//!   of its own call. With parallel calls the single-parent chain passes
+//!   through only one of them, so the sibling blocks and their results are
+//!   recovered and spliced in after the chain's last sibling.
+//! - A compaction writes an event with `parentUuid: null` and a
+//!   `logicalParentUuid`: the chain goes on through it, and the conversation
+//!   after it is a new one (its requests no longer carry what came before).
+//! - Sidechain events (`isSidechain: true`: a sub-agent's own loop, in this
+//!   file or in a log of its own) are separate conversations, labelled as
+//!   sub-agents.
+//!
+//! Bookkeeping events (`file-history-snapshot`, `summary`, `queue-operation`,
+//! `progress`, `system`, `attachment`, …) take part in the graph when they
+//! carry a uuid and are otherwise ignored.
+
+use ahash::{AHashMap as HashMap, AHashSet as HashSet};
+use loopdbg_engine::diagnostics::json_span::JsonPath;
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::anthropic::{Blocks, blocks};
+use super::fingerprint::{dropped, kept_text, shaped_json};
+use super::finish_reason_of;
+use super::{BlockSource, Conversation, Detail, Notice, ReadError, Source, fingerprint};
+use loopdbg_engine::message::{Block, Message, Role, Usage};
+use loopdbg_engine::session::{FinishReason, Json};
+
+/// Reads a Claude Code session log one event at a time; [`finish`] builds
+/// the conversations once every event is in.
+///
+/// [`finish`]: ClaudeCodeLog::finish
+#[derive(Debug, Clone, Default)]
+pub struct ClaudeCodeLog {
+    events: Vec<Event>,
+    detail: Detail,
+    /// Event types loopdbg does not know, each with its first line: said
+    /// once, as a note (a newer Claude Code writes new bookkeeping).
+    unknown: Vec<(Box<str>, usize)>,
+    /// Lines that held two or more records joined (a write that lost its
+    /// newline), with how many: each record was read, said once.
+    pub(super) joined: Vec<(usize, usize)>,
+}
+
+/// What one line of the log says, kept small: content is read into blocks
+/// at once and the JSON is dropped. A long log holds a hundred thousand of
+/// these, so fields most events lack live behind one pointer.
+#[derive(Debug, Clone)]
+pub struct Event {
+    line: u32,
+    /// `sessionId`, by its hash (0: none): only ever compared, and a name
+    /// kept per event would cost an allocation per line.
+    session: u64,
+    /// `timestamp` as a number that sorts like it (digits only), or 0.
+    time: u64,
+    uuid: Option<Arc<str>>,
+    /// The uuid's [`uuid_key`] (0: no uuid), taken while lines are read
+    /// on every core rather than when the graph is built on one.
+    key: u64,
+    /// `parentUuid`, by its [`uuid_key`] (0: none): only ever looked up,
+    /// and kept as text it would cost an allocation per line.
+    parent: u64,
+    /// `logicalParentUuid` and `agentId`.
+    rare: Option<Box<Rare>>,
+    /// The message (boxed: most events of a log carry none).
+    body: Option<Box<Body>>,
+    sidechain: bool,
+    /// True for user and assistant events with a message.
+    is_message: bool,
+}
+
+/// What an event seldom carries.
+#[derive(Debug, Clone, Default)]
+struct Rare {
+    /// `logicalParentUuid`, by its [`uuid_key`].
+    logical_parent: Option<u64>,
+    agent: Option<Box<str>>,
+    /// An error Claude Code wrote in the model's place.
+    refused: Option<Refused>,
+    /// A `type` loopdbg does not know (see [`is_known_event`]).
+    unknown_type: Option<Box<str>>,
+}
+
+/// An `isApiErrorMessage` event: the request before it was refused.
+#[derive(Debug, Clone)]
+struct Refused {
+    status: Option<u16>,
+    text: Box<str>,
+}
+
+impl Refused {
+    /// The error of an assistant event, if it is one: flagged
+    /// `isApiErrorMessage` (or, in logs older than the flag, written by the
+    /// `<synthetic>` model as `API Error: …`). Its status is `apiErrorStatus`
+    /// or the number the text gives.
+    /// `text` is asked for only then: most events are replies.
+    fn of(
+        flagged: bool,
+        model: Option<&str>,
+        status: Option<u64>,
+        text: impl FnOnce() -> String,
+    ) -> Option<Refused> {
+        let synthetic = model == Some("<synthetic>");
+        if !flagged && !synthetic {
+            return None;
+        }
+        let text = text();
+        if !flagged && !text.starts_with("API Error") {
+            return None;
+        }
+        let status = status
+            .and_then(|s| u16::try_from(s).ok())
+            .or_else(|| status_in(&text));
+        Some(Refused {
+            status,
+            text: text.into_boxed_str(),
+        })
+    }
+}
+
+/// `400` in `API Error: 400 {…}` (also after a prefix such as `Please run
+/// /login · `).
+fn status_in(text: &str) -> Option<u16> {
+    let rest = &text[text.find("API Error: ")? + "API Error: ".len()..];
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    (digits.len() == 3).then(|| digits.parse().ok()).flatten()
+}
+
+impl Rare {
+    fn of(
+        logical_parent: Option<u64>,
+        agent: Option<Box<str>>,
+        refused: Option<Refused>,
+        unknown_type: Option<Box<str>>,
+    ) -> Option<Box<Rare>> {
+        (logical_parent.is_some() || agent.is_some() || refused.is_some() || unknown_type.is_some())
+            .then(|| {
+                Box::new(Rare {
+                    logical_parent,
+                    agent,
+                    refused,
+                    unknown_type,
+                })
+            })
+    }
+}
+
+/// The event types of a Claude Code log that carry the conversation.
+pub const MESSAGE_EVENTS: &[&str] = &["user", "assistant"];
+
+/// The event types read on purpose as bookkeeping: linked into the graph
+/// when they carry a uuid, otherwise skipped. Claude Code 2.1.332 (run
+/// against the fake provider in `tests/agents.rs`) writes `queue-operation`,
+/// `atis-latch`, `last-prompt`, `attachment`, `tools-used`, `cost-state`
+/// and, for each request, `api-request` with `api-request-shape` and
+/// `api-request-blob` (the messages sent, by hash).
+pub const BOOKKEEPING_EVENTS: &[&str] = &[
+    "system",
+    "summary",
+    "file-history-snapshot",
+    "queue-operation",
+    "progress",
+    "attachment",
+    "last-prompt",
+    "custom-title",
+    "ai-title",
+    "mode",
+    "atis-latch",
+    "api-request",
+    "api-request-shape",
+    "api-request-blob",
+    "tools-used",
+    "cost-state",
+];
+
+/// Whether an event type is one loopdbg reads or skips on purpose.
+pub fn is_known_event(kind: &str) -> bool {
+    MESSAGE_EVENTS.contains(&kind) || BOOKKEEPING_EVENTS.contains(&kind)
+}
+
+/// A uuid (or a `message.id`) as a number to look it up by: two of one log
+/// share a key with a chance of about 2⁻⁶⁴ per pair.
+fn uuid_key(uuid: &str) -> u64 {
+    fingerprint::key(b'u', uuid)
+}
+
+/// A `sessionId` as a number: the same name always gives the same one,
+/// never 0 (which stands for none).
+fn session_key(name: Option<&str>) -> u64 {
+    name.map_or(0, |n| fingerprint::key(b's', n))
+}
+
+impl Event {
+    fn logical_parent(&self) -> Option<u64> {
+        self.rare.as_ref()?.logical_parent
+    }
+
+    fn agent(&self) -> Option<&str> {
+        self.rare.as_ref()?.agent.as_deref()
+    }
+
+    fn refused(&self) -> Option<&Refused> {
+        self.rare.as_ref()?.refused.as_ref()
+    }
+
+    fn line(&self) -> usize {
+        self.line as usize
+    }
+}
+
+/// A user or assistant event's message.
+#[derive(Debug, Clone)]
+struct Body {
+    role: Role,
+    /// `message.id`, by its [`uuid_key`]: only compared.
+    message_id: Option<u64>,
+    finish: Option<FinishReason>,
+    /// Every block is a tool result (read before the blocks move out).
+    results_only: bool,
+    /// Written by Claude Code in the model's place (`"model":
+    /// "<synthetic>"`, "No response requested."): no answer of the provider.
+    synthetic: bool,
+    /// The reply's `usage` and `model`, for an assistant message.
+    usage: Option<(Usage, Option<Box<str>>)>,
+    /// The blocks, until the conversation takes them (moved, not copied:
+    /// a long log holds a lot of text).
+    read: RefCell<Blocks>,
+}
+
+impl Body {
+    fn new(
+        role: Role,
+        message_id: Option<u64>,
+        finish: Option<FinishReason>,
+        read: Blocks,
+    ) -> Body {
+        let results_only = !read.blocks.is_empty()
+            && read
+                .blocks
+                .iter()
+                .all(|b| matches!(b, Block::ToolResult { .. }));
+        Body {
+            role,
+            message_id,
+            finish,
+            results_only,
+            synthetic: false,
+            usage: None,
+            read: RefCell::new(read),
+        }
+    }
+
+    fn only_results(&self) -> bool {
+        self.results_only
+    }
+
+    /// The tool_use ids, for branch notices (a branch's blocks are never
+    /// taken by a conversation).
+    fn calls(&self) -> Vec<String> {
+        self.read
+            .borrow()
+            .blocks
+            .iter()
+            .filter_map(|b| match b {
+                Block::ToolUse { id, .. } => Some(id.to_string()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// One line as written, read without building a tree for what loopdbg does
+/// not use (`toolUseResult`, `usage`, snapshots…): those are skipped.
+#[derive(Deserialize)]
+struct RawEvent<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    uuid: Option<Cow<'a, str>>,
+    #[serde(rename = "parentUuid", borrow, default)]
+    parent: Option<Cow<'a, str>>,
+    #[serde(rename = "logicalParentUuid", borrow, default)]
+    logical_parent: Option<Cow<'a, str>>,
+    #[serde(rename = "isSidechain", default)]
+    sidechain: Option<bool>,
+    #[serde(rename = "agentId", borrow, default)]
+    agent: Option<Cow<'a, str>>,
+    #[serde(rename = "sessionId", borrow, default)]
+    session: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    timestamp: Option<Cow<'a, str>>,
+    #[serde(rename = "isApiErrorMessage", default)]
+    api_error: Option<bool>,
+    #[serde(rename = "apiErrorStatus", default)]
+    api_status: Option<u64>,
+    #[serde(borrow, default)]
+    message: Option<RawMessage<'a>>,
+}
+
+#[derive(Deserialize)]
+struct RawMessage<'a> {
+    #[serde(borrow, default)]
+    role: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    model: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    stop_reason: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    content: RawContent<'a>,
+    #[serde(default)]
+    usage: Option<RawUsage>,
+}
+
+/// Anthropic's `usage`, as Claude Code copies it into each event.
+#[derive(Deserialize, Default)]
+struct RawUsage {
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
+    #[serde(default)]
+    cache_creation_input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
+}
+
+impl RawUsage {
+    fn usage(&self) -> Usage {
+        Usage {
+            input: self.input_tokens.unwrap_or(0),
+            output: self.output_tokens.unwrap_or(0),
+            cache_read: self.cache_read_input_tokens.unwrap_or(0),
+            cache_write: self.cache_creation_input_tokens.unwrap_or(0),
+        }
+    }
+}
+
+/// A message's `content`: a string or blocks.
+#[derive(Default)]
+enum RawContent<'a> {
+    #[default]
+    Missing,
+    Text(Cow<'a, str>),
+    Blocks(Vec<RawBlock<'a>>),
+}
+
+/// One content block, with only the fields pairing and replay use.
+#[derive(Deserialize)]
+struct RawBlock<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    tool_use_id: Option<Cow<'a, str>>,
+    /// Kept as text: read into a `Value` only when the content is kept.
+    #[serde(borrow, default)]
+    input: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    content: Option<&'a RawValue>,
+    #[serde(default)]
+    is_error: Option<bool>,
+    /// Who made a `tool_use`: `{"type":"direct"}`, or code a server tool
+    /// runs (`tool_id` names that call).
+    #[serde(borrow, default)]
+    caller: Option<RawCaller<'a>>,
+}
+
+#[derive(Deserialize)]
+struct RawCaller<'a> {
+    #[serde(borrow, default)]
+    tool_id: Option<Cow<'a, str>>,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for RawContent<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = RawContent<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string or an array of blocks")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(RawContent::Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(RawContent::Text(Cow::Owned(v.to_string())))
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(RawContent::Missing)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(1));
+                while let Some(b) = seq.next_element::<RawBlock<'de>>()? {
+                    blocks.push(b);
+                }
+                Ok(RawContent::Blocks(blocks))
+            }
+        }
+        d.deserialize_any(Visit)
+    }
+}
+
+/// `message.content[k]`: a path for every block of a long log, so the
+/// usual ones are written once, not per block.
+fn content_path(k: usize) -> Cow<'static, str> {
+    const PATHS: [&str; 8] = [
+        "message.content[0]",
+        "message.content[1]",
+        "message.content[2]",
+        "message.content[3]",
+        "message.content[4]",
+        "message.content[5]",
+        "message.content[6]",
+        "message.content[7]",
+    ];
+    match PATHS.get(k) {
+        Some(path) => Cow::Borrowed(path),
+        None => Cow::Owned(format!("message.content[{k}]")),
+    }
+}
+
+/// The blocks of a typed message, as [`blocks`] reads them from a tree.
+fn typed_blocks(
+    content: RawContent,
+    detail: Detail,
+    source: impl Fn(Cow<'static, str>) -> BlockSource,
+) -> Result<Blocks, ReadError> {
+    // Claude Code writes its own blocks into its log: kinds it adds are
+    // its business, not a request's, so none is reported as unknown.
+    let mut read = Blocks {
+        blocks: Vec::new(),
+        sources: Vec::new(),
+        hosted: Vec::new(),
+        unknown: Vec::new(),
+    };
+    let items = match content {
+        RawContent::Missing => return Ok(read),
+        RawContent::Text(text) => {
+            read.blocks.reserve_exact(1);
+            read.sources.reserve_exact(1);
+            read.blocks.push(Block::Text {
+                text: kept_text(&text, detail),
+            });
+            read.sources.push(source("message.content".into()));
+            return Ok(read);
+        }
+        RawContent::Blocks(items) => items,
+    };
+    read.blocks.reserve_exact(items.len());
+    read.sources.reserve_exact(items.len());
+    for (k, b) in items.into_iter().enumerate() {
+        let path = || content_path(k);
+        let kind = b.kind.as_deref().unwrap_or("");
+        let need = |field: Option<Cow<str>>, name: &str| {
+            field.map(Cow::into_owned).ok_or_else(|| {
+                let at = JsonPath::root().key("message").key("content").index(k);
+                super::err(&at, format!("expected a string `{name}`"))
+            })
+        };
+        let block = match kind {
+            "text" => Block::Text {
+                text: kept_text(b.text.as_deref().unwrap_or(""), detail),
+            },
+            "tool_use" => {
+                let name = need(b.name, "name")?;
+                if let Some(server) = b.caller.and_then(|c| c.tool_id) {
+                    read.hosted.push(super::Hosted {
+                        role: super::HostedRole::Awaits,
+                        id: server.into_owned(),
+                        block: kind.to_string(),
+                        name: name.clone(),
+                        message: 0,
+                        position: k,
+                        source: source(path()),
+                    });
+                }
+                Block::ToolUse {
+                    id: need(b.id, "id")?.into(),
+                    name: name.into(),
+                    input: match detail {
+                        Detail::Full => Json::new(value_of(b.input)),
+                        Detail::Shape => Json::new(shaped_json(b.input)),
+                    },
+                }
+            }
+            "tool_result" => Block::ToolResult {
+                tool_use_id: need(b.tool_use_id, "tool_use_id")?.into(),
+                content: match detail {
+                    Detail::Full => Json::new(value_of(b.content)),
+                    Detail::Shape => dropped(),
+                },
+                is_error: b.is_error.unwrap_or(false),
+            },
+            "server_tool_use" | "mcp_tool_use" => {
+                read.hosted.push(super::Hosted {
+                    role: super::HostedRole::Call,
+                    id: need(b.id, "id")?,
+                    block: kind.to_string(),
+                    name: need(b.name, "name")?,
+                    message: 0,
+                    position: k,
+                    source: source(path()),
+                });
+                continue;
+            }
+            result if result.ends_with("_tool_result") => {
+                read.hosted.push(super::Hosted {
+                    role: super::HostedRole::Result,
+                    id: need(b.tool_use_id, "tool_use_id")?,
+                    block: kind.to_string(),
+                    name: kind.to_string(),
+                    message: 0,
+                    position: k,
+                    source: source(path()),
+                });
+                continue;
+            }
+            _ => continue,
+        };
+        read.blocks.push(block);
+        read.sources.push(source(path()));
+    }
+    Ok(read)
+}
+
+/// Events in a log are rarely shorter than this (the smallest real ones,
+/// bookkeeping without a message, run to about 150 bytes).
+const BYTES_PER_EVENT_AT_LEAST: u64 = 128;
+
+/// The most events room is set aside for ahead of time.
+const MAX_RESERVED_EVENTS: usize = 8 << 20;
+
+/// The text of a typed message's content (its text blocks, joined).
+fn raw_text(content: &RawContent) -> String {
+    match content {
+        RawContent::Missing => String::new(),
+        RawContent::Text(t) => t.to_string(),
+        RawContent::Blocks(blocks) => blocks
+            .iter()
+            .filter(|b| b.kind.as_deref() == Some("text"))
+            .filter_map(|b| b.text.as_deref())
+            .collect::<Vec<_>>()
+            .join("\n"),
+    }
+}
+
+/// A field read as text, as a value (`null` when absent).
+fn value_of(raw: Option<&RawValue>) -> Value {
+    // serde_json has read this text already, so it parses.
+    raw.and_then(|r| serde_json::from_str(r.get()).ok())
+        .unwrap_or(Value::Null)
+}
+
+/// The blocks as `detail` keeps them, for a line read the lenient way.
+fn shape_blocks(read: &mut Blocks, detail: Detail) {
+    if detail == Detail::Full {
+        return;
+    }
+    read.blocks.iter_mut().for_each(fingerprint::shape_payload);
+}
+
+/// A line number as stored: a log of over four billion lines is far past
+/// what is read whole (`MAX_WHOLE_BYTES`), so this never saturates in use.
+fn line_number(line: usize) -> u32 {
+    u32::try_from(line).unwrap_or(u32::MAX)
+}
+
+/// Digits of an ISO 8601 timestamp as one number: they sort as the times do.
+fn time_key(ts: Option<&str>) -> u64 {
+    let mut key: u64 = 0;
+    for b in ts.unwrap_or("").bytes().filter(u8::is_ascii_digit).take(19) {
+        key = key * 10 + u64::from(b - b'0');
+    }
+    key
+}
+
+/// Why a line could not be read.
+#[derive(Debug)]
+pub enum LineError {
+    /// Not JSON.
+    Json(serde_json::Error),
+    /// JSON, but not an event loopdbg can read.
+    Read(ReadError),
+}
+
+impl Event {
+    /// Reads one line. Lines are independent, so a log's lines can be read
+    /// on every core and pushed in order.
+    pub fn parse(line: usize, text: &str, detail: Detail) -> Result<Option<Event>, LineError> {
+        match serde_json::from_str::<RawEvent>(text) {
+            Ok(raw) => Event::from_raw(line, raw, detail).map_err(LineError::Read),
+            // A field of an unexpected type (`message` as a string, say):
+            // read the line the lenient way, where such a field is absent.
+            Err(_) => {
+                let v: Value = serde_json::from_str(text).map_err(LineError::Json)?;
+                Event::from_value(line, v, detail).map_err(LineError::Read)
+            }
+        }
+    }
+
+    fn from_raw(line: usize, raw: RawEvent, detail: Detail) -> Result<Option<Event>, ReadError> {
+        let kind = raw.kind.as_deref().unwrap_or("");
+        let is_message = matches!(kind, "user" | "assistant");
+        let unknown_type = (!kind.is_empty() && !is_known_event(kind)).then(|| kind.into());
+        if raw.uuid.is_none() && !is_message && unknown_type.is_none() {
+            return Ok(None);
+        }
+        let key = raw.uuid.as_deref().map_or(0, uuid_key);
+        let uuid: Option<Arc<str>> = raw.uuid.map(|u| u.into());
+        let refused = match (&raw.message, kind) {
+            (Some(m), "assistant") => Refused::of(
+                raw.api_error == Some(true),
+                m.model.as_deref(),
+                raw.api_status,
+                || raw_text(&m.content),
+            ),
+            _ => None,
+        };
+        let body = match raw.message.filter(|_| is_message && refused.is_none()) {
+            Some(message) => {
+                let role = match message.role.as_deref().unwrap_or(kind) {
+                    "assistant" => Role::Assistant,
+                    _ => Role::User,
+                };
+                let finish = message.stop_reason.map(|r| Value::String(r.into_owned()));
+                let source = |path: Cow<'static, str>| BlockSource {
+                    path,
+                    line: Some(line),
+                    uuid: uuid.clone(),
+                };
+                let synthetic = message.model.as_deref() == Some("<synthetic>");
+                let mut body = Body::new(
+                    role,
+                    message.id.as_deref().map(uuid_key),
+                    finish_reason_of(finish.as_ref()),
+                    typed_blocks(message.content, detail, source)?,
+                );
+                body.synthetic = synthetic;
+                if role == Role::Assistant && !synthetic {
+                    body.usage = message
+                        .usage
+                        .map(|u| (u.usage(), message.model.map(|m| m.into())));
+                }
+                Some(Box::new(body))
+            }
+            // `message` as a string or the like: no API message.
+            None => None,
+        };
+        Ok(Some(Event {
+            line: line_number(line),
+            key,
+            uuid,
+            parent: raw.parent.as_deref().map_or(0, uuid_key),
+            // An error takes the model's place in the chain: it ends a
+            // request, as a reply does.
+            is_message: body.is_some() || refused.is_some(),
+            rare: Rare::of(
+                raw.logical_parent.as_deref().map(uuid_key),
+                raw.agent.map(|a| a.into()),
+                refused,
+                unknown_type,
+            ),
+            sidechain: raw.sidechain == Some(true),
+            session: session_key(raw.session.as_deref()),
+            time: time_key(raw.timestamp.as_deref()),
+            body,
+        }))
+    }
+
+    fn from_value(
+        line: usize,
+        mut event: Value,
+        detail: Detail,
+    ) -> Result<Option<Event>, ReadError> {
+        let string_at = |v: &Value, key: &str| -> Option<Box<str>> {
+            v.get(key).and_then(Value::as_str).map(Into::into)
+        };
+        let key_at = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(uuid_key);
+        let uuid_at = |v: &Value| -> Option<Arc<str>> {
+            v.get("uuid").and_then(Value::as_str).map(Into::into)
+        };
+        let kind = event.get("type").and_then(Value::as_str).unwrap_or("");
+        let is_message = matches!(kind, "user" | "assistant");
+        let unknown_type: Option<Box<str>> =
+            (!kind.is_empty() && !is_known_event(kind)).then(|| kind.into());
+        let uuid = uuid_at(&event);
+        if uuid.is_none() && !is_message && unknown_type.is_none() {
+            return Ok(None);
+        }
+        let mut ev = Event {
+            line: line_number(line),
+            parent: key_at(&event, "parentUuid").unwrap_or(0),
+            key: event
+                .get("uuid")
+                .and_then(Value::as_str)
+                .map_or(0, uuid_key),
+            rare: Rare::of(
+                key_at(&event, "logicalParentUuid"),
+                string_at(&event, "agentId"),
+                None,
+                unknown_type,
+            ),
+            sidechain: event.get("isSidechain").and_then(Value::as_bool) == Some(true),
+            session: session_key(event.get("sessionId").and_then(Value::as_str)),
+            time: time_key(event.get("timestamp").and_then(Value::as_str)),
+            uuid,
+            body: None,
+            is_message: false,
+        };
+        let kind = kind.to_string();
+        if kind == "assistant"
+            && let Some(message) = event.get("message").filter(|m| m.is_object())
+            && let Some(refused) = Refused::of(
+                event.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true),
+                message.get("model").and_then(Value::as_str),
+                event.get("apiErrorStatus").and_then(Value::as_u64),
+                || super::joined_text(message.get("content"), "\n").unwrap_or_default(),
+            )
+        {
+            ev.is_message = true;
+            let rare = ev.rare.get_or_insert_with(Default::default);
+            rare.refused = Some(refused);
+            return Ok(Some(ev));
+        }
+        if is_message && let Some(message) = event.get_mut("message").filter(|m| m.is_object()) {
+            let role = match message.get("role").and_then(Value::as_str).unwrap_or(&kind) {
+                "assistant" => Role::Assistant,
+                _ => Role::User,
+            };
+            let uuid = ev.uuid.clone();
+            let at = JsonPath::root().key("message");
+            let mut read = blocks(message.get_mut("content"), &at, detail, |p| BlockSource {
+                path: p.into(),
+                line: Some(line),
+                uuid: uuid.clone(),
+            })?;
+            shape_blocks(&mut read, detail);
+            ev.is_message = true;
+            let mut body = Body::new(
+                role,
+                message.get("id").and_then(Value::as_str).map(uuid_key),
+                finish_reason_of(message.get("stop_reason")),
+                read,
+            );
+            body.synthetic = message.get("model").and_then(Value::as_str) == Some("<synthetic>");
+            if role == Role::Assistant && !body.synthetic {
+                body.usage = message
+                    .get("usage")
+                    .and_then(|u| RawUsage::deserialize(u).ok())
+                    .map(|u| {
+                        let model = message.get("model").and_then(Value::as_str);
+                        (u.usage(), model.map(Into::into))
+                    });
+            }
+            ev.body = Some(Box::new(body));
+        }
+        Ok(Some(ev))
+    }
+}
+
+impl ClaudeCodeLog {
+    /// Keeps only what `detail` says of each event read from now on.
+    pub fn keep(&mut self, detail: Detail) {
+        self.detail = detail;
+    }
+
+    /// What is kept of each event.
+    pub fn detail(&self) -> Detail {
+        self.detail
+    }
+
+    /// Sets aside room for the events of a log of `bytes` bytes. Real
+    /// events take a few hundred bytes each; the room is a generous guess
+    /// because room never written costs address space, not memory, while
+    /// growing past it copies every event read so far.
+    pub fn expect_bytes(&mut self, bytes: u64) {
+        let guess = usize::try_from(bytes / BYTES_PER_EVENT_AT_LEAST).unwrap_or(usize::MAX);
+        self.events.reserve(guess.min(MAX_RESERVED_EVENTS));
+    }
+
+    /// Adds the event on 1-based `line`.
+    pub fn push(&mut self, line: usize, event: &Value) -> Result<(), ReadError> {
+        self.push_owned(line, event.clone())
+    }
+
+    /// [`ClaudeCodeLog::push`], taking the event so its contents move.
+    pub fn push_owned(&mut self, line: usize, event: Value) -> Result<(), ReadError> {
+        if let Some(e) = Event::from_value(line, event, self.detail)? {
+            self.push_event(e);
+        }
+        Ok(())
+    }
+
+    /// Adds an event read by `Event::parse` (events come in line order).
+    pub fn push_event(&mut self, event: Event) {
+        if let Some(kind) = event.rare.as_ref().and_then(|r| r.unknown_type.as_deref()) {
+            if !self.unknown.iter().any(|(k, _)| **k == *kind) {
+                self.unknown.push((kind.into(), event.line as usize));
+            }
+            // Without a uuid it takes no part in the graph.
+            if event.key == 0 {
+                return;
+            }
+        }
+        self.events.push(event);
+    }
+
+    /// The conversations read, in the order they start in the file: the
+    /// main thread's (one per compaction segment), then each sub-agent's.
+    pub fn finish(self) -> Vec<Conversation> {
+        self.finish_leaving().0
+    }
+
+    /// [`ClaudeCodeLog::finish`], handing back what is left of the
+    /// events: on a long log that is a hundred thousand small frees, which
+    /// a caller with threads does off its way.
+    pub fn finish_leaving(self) -> (Vec<Conversation>, Leftovers) {
+        let events = self.events;
+        let mut groups: Vec<(Option<String>, Vec<usize>)> = Vec::new();
+        let mut main = Vec::new();
+        for (i, e) in events.iter().enumerate() {
+            if !e.sidechain {
+                main.push(i);
+                continue;
+            }
+            let agent = e.agent().unwrap_or_default().to_string();
+            match groups
+                .iter_mut()
+                .find(|(a, _)| a.as_deref() == Some(&agent))
+            {
+                Some((_, members)) => members.push(i),
+                None => groups.push((Some(agent), vec![i])),
+            }
+        }
+        let mut out = Thread::new(&events, &main).conversations(None);
+        for (agent, members) in groups {
+            let label = match agent.as_deref() {
+                Some("") | None => "sub-agent".to_string(),
+                Some(a) => format!("sub-agent {a}"),
+            };
+            out.extend(Thread::new(&events, &members).conversations(Some(label)));
+        }
+        super::note_joined_lines(&mut out, self.joined);
+        if let Some(first) = out.first_mut() {
+            for (kind, line) in self.unknown {
+                first.notices.push(Notice {
+                    kind: crate::finding::Kind::UnknownEvent,
+                    source: BlockSource {
+                        path: "type".into(),
+                        line: Some(line),
+                        uuid: None,
+                    },
+                    ids: vec![kind.to_string()],
+                    message: format!(
+                        "event type `{kind}` is new to loopdbg: linked into the graph by its uuid if it has one, otherwise skipped; the conversation was read without it"
+                    ),
+                });
+            }
+        }
+        (out, Leftovers { _events: events })
+    }
+}
+
+/// One thread of the log (the main one, or one sub-agent's) as a graph.
+/// Events are named by their index in the log; per-event facts live in
+/// vectors indexed by it, so walking the graph does no hashing.
+struct Thread<'a> {
+    events: &'a [Event],
+    members: &'a [usize],
+    /// Members by [`uuid_key`].
+    by_uuid: HashMap<u64, usize>,
+    /// The parent of each member, by `parentUuid` ([`NO_PARENT`]: none),
+    /// as u32: a log read whole holds far fewer events.
+    parent: Vec<u32>,
+    /// Replies and results whose parent is not in the file, mid-log (the
+    /// event between was dropped), each with the event it was read after.
+    relinked: Vec<(usize, usize)>,
+}
+
+const NONE: usize = usize::MAX;
+
+/// No parent among the thread's members.
+const NO_PARENT: u32 = u32::MAX;
+
+impl<'a> Thread<'a> {
+    fn new(events: &'a [Event], members: &'a [usize]) -> Thread<'a> {
+        let mut by_uuid: HashMap<u64, usize> = HashMap::with_capacity(members.len());
+        for &i in members {
+            if events[i].key != 0 {
+                by_uuid.insert(events[i].key, i);
+            }
+        }
+        let mut parent = vec![NO_PARENT; events.len()];
+        for &i in members {
+            parent[i] = Some(events[i].parent)
+                .filter(|&p| p != 0)
+                .and_then(|p| by_uuid.get(&p))
+                .and_then(|&p| u32::try_from(p).ok())
+                .unwrap_or(NO_PARENT);
+        }
+        // A reply or a result whose parent is gone, past the first message
+        // of the thread, lost the event between (a dropped result): Claude
+        // Code resumes it after the message event before it in the file,
+        // and so is it read. A user prompt with a parent not here is a
+        // start (a log cut at its head, a sub-agent's first prompt).
+        let mut relinked = Vec::new();
+        let mut previous: Option<usize> = None;
+        for &i in members {
+            let e = &events[i];
+            if !e.is_message {
+                continue;
+            }
+            let reply_or_results = e
+                .body
+                .as_ref()
+                .is_some_and(|b| b.role == Role::Assistant || b.results_only);
+            if e.parent != 0
+                && parent[i] == NO_PARENT
+                && reply_or_results
+                && let Some(p) = previous.filter(|&p| events[p].session == e.session)
+                && let Ok(p32) = u32::try_from(p)
+            {
+                parent[i] = p32;
+                relinked.push((i, p));
+            }
+            previous = Some(i);
+        }
+        Thread {
+            events,
+            members,
+            by_uuid,
+            parent,
+            relinked,
+        }
+    }
+
+    fn parent_of(&self, i: usize) -> Option<usize> {
+        Some(self.parent[i])
+            .filter(|&p| p != NO_PARENT)
+            .map(|p| p as usize)
+    }
+
+    fn is_message(&self, i: usize) -> bool {
+        self.events[i].is_message
+    }
+
+    /// Every conversation of the thread. The newest leaf's chain first; what
+    /// it leaves out is a branch (a notice) when it shares the live chain's
+    /// root or session, and otherwise another session written into the same
+    /// file (read the same way, on its own).
+    fn conversations(&self, label: Option<String>) -> Vec<Conversation> {
+        let mut visited = vec![false; self.events.len()];
+        let mut threads: Vec<(usize, Vec<Conversation>)> = Vec::new();
+        // Each with the line it forks from (none: a new first prompt).
+        let mut branches: Vec<(Option<usize>, Notice)> = Vec::new();
+        let roots = self.roots();
+        let mut left: Vec<usize> = self
+            .members
+            .iter()
+            .copied()
+            .filter(|&i| self.is_message(i))
+            .collect();
+        let mut live_session: Option<u64> = None;
+        while let Some(tip) = self.tip(&left) {
+            let session = self.events[tip].session;
+            // A sub-agent is never rewound: another tree in a sidechain
+            // thread is another sub-agent (logs before `agentId` wrote
+            // them all into the main file, unnamed).
+            if label.is_none() && live_session.is_some_and(|live| live == session) {
+                // An unlinked start in the live session: a rewind to the
+                // first prompt left this tree behind.
+                let root = roots[tip];
+                let off: Vec<usize> = left.iter().copied().filter(|&i| roots[i] == root).collect();
+                branches.extend(self.branch_notices(&off, &visited));
+                for &i in &off {
+                    visited[i] = true;
+                }
+                left.retain(|&i| !visited[i]);
+                continue;
+            }
+            live_session.get_or_insert(session);
+            let chain = self.recover_parallel(self.chain(tip), &visited);
+            for &i in &chain {
+                visited[i] = true;
+            }
+            let mut in_tree = vec![false; self.events.len()];
+            for &i in &chain {
+                in_tree[roots[i]] = true;
+            }
+            // Message events of the same trees not on the chain are branches.
+            let off: Vec<usize> = left
+                .iter()
+                .copied()
+                .filter(|&i| !visited[i] && in_tree[roots[i]])
+                .collect();
+            branches.extend(self.branch_notices(&off, &visited));
+            for &i in &off {
+                visited[i] = true;
+            }
+            left.retain(|&i| !visited[i]);
+            let first = chain.first().map_or(0, |&i| self.events[i].line());
+            let label = match label.as_deref() {
+                Some("sub-agent") if !threads.is_empty() || !left.is_empty() => {
+                    Some(format!("sub-agent from line {first}"))
+                }
+                other => other.map(str::to_string),
+            };
+            threads.push((first, self.segments(&chain, label.as_deref())));
+        }
+        threads.sort_by_key(|(first, _)| *first);
+        let mut out: Vec<Conversation> = threads.into_iter().flat_map(|(_, c)| c).collect();
+        for &(i, after) in &self.relinked {
+            let (line, was) = (self.events[i].line(), self.events[after].line());
+            let notice = Notice {
+                kind: crate::finding::Kind::BrokenLink,
+                source: BlockSource {
+                    path: "parentUuid".into(),
+                    line: Some(line),
+                    uuid: self.events[i].uuid.clone(),
+                },
+                ids: Vec::new(),
+                message: format!(
+                    "the event on line {line} names a parent event this file does not hold (dropped from the log): read after line {was}, the message event before it, as Claude Code resumes it; what the dropped event held is missing from the history"
+                ),
+            };
+            let holds = |c: &Conversation| c.message_sources.iter().any(|s| s.line == Some(line));
+            if let Some(c) = out.iter_mut().find(|c| holds(c)) {
+                c.notices.push(notice);
+            }
+        }
+        // A branch is told with the conversation it forks from (before or
+        // after a compaction); a new start, with the last one.
+        for (fork, notice) in branches {
+            let holds = |c: &Conversation| {
+                fork.is_some()
+                    && c.message_sources
+                        .iter()
+                        .chain(c.block_sources.iter().flatten())
+                        .any(|s| s.line == fork)
+            };
+            let at = out.iter().position(holds).or(out.len().checked_sub(1));
+            if let Some(at) = at {
+                out[at].notices.push(notice);
+            }
+        }
+        out
+    }
+
+    /// The root of every member (following `parentUuid` only), so chains
+    /// can tell a branch of theirs from an unrelated start.
+    fn roots(&self) -> Vec<usize> {
+        let mut root = vec![NONE; self.events.len()];
+        let mut on_path = vec![false; self.events.len()];
+        for &start in self.members {
+            let mut path = Vec::new();
+            let mut at = start;
+            let found = loop {
+                if root[at] != NONE {
+                    break root[at];
+                }
+                path.push(at);
+                on_path[at] = true;
+                match self.parent_of(at) {
+                    // A cycle ends the walk where it closes.
+                    Some(p) if !on_path[p] => at = p,
+                    _ => break at,
+                }
+            };
+            for p in path {
+                root[p] = found;
+                on_path[p] = false;
+            }
+        }
+        root
+    }
+
+    /// The newest leaf among `candidates`: a message event no other message
+    /// event descends from; ties go to the later line.
+    fn tip(&self, candidates: &[usize]) -> Option<usize> {
+        let mut pool = vec![false; self.events.len()];
+        for &i in candidates {
+            pool[i] = true;
+        }
+        let mut has_child = vec![false; self.events.len()];
+        for &i in candidates {
+            let mut at = self.parent_of(i);
+            let mut steps = 0;
+            while let Some(p) = at {
+                if pool[p] || steps > self.members.len() {
+                    has_child[p] = true;
+                    break;
+                }
+                at = self.parent_of(p);
+                steps += 1;
+            }
+        }
+        candidates
+            .iter()
+            .copied()
+            .filter(|&i| !has_child[i])
+            .max_by_key(|&i| (self.events[i].time, i))
+    }
+
+    /// Root → `tip`, through compaction boundaries (`logicalParentUuid`).
+    fn chain(&self, tip: usize) -> Vec<usize> {
+        let mut chain = Vec::new();
+        let mut seen = vec![false; self.events.len()];
+        let mut at = Some(tip);
+        while let Some(i) = at {
+            if seen[i] {
+                break;
+            }
+            seen[i] = true;
+            chain.push(i);
+            let e = &self.events[i];
+            at = match e.parent {
+                0 => e
+                    .logical_parent()
+                    .and_then(|p| self.by_uuid.get(&p).copied()),
+                _ => self.parent_of(i),
+            };
+        }
+        chain.reverse();
+        chain
+    }
+
+    /// Splices in the parallel siblings of the chain's assistant messages
+    /// (same `message.id`, other uuid) and the tool results that answer any
+    /// of them, right after the group's last event on the chain.
+    fn recover_parallel(&self, chain: Vec<usize>, taken: &[bool]) -> Vec<usize> {
+        let mut on_chain = vec![false; self.events.len()];
+        for &i in &chain {
+            on_chain[i] = true;
+        }
+        let message_id = |i: usize| {
+            self.events[i]
+                .body
+                .as_ref()
+                .filter(|b| b.role == Role::Assistant)
+                .and_then(|b| b.message_id)
+        };
+        // Only groups with a member off the chain need work: find them first.
+        let mut siblings: HashMap<u64, Vec<usize>> = HashMap::new();
+        let mut results_of: HashMap<usize, Vec<usize>> = HashMap::new();
+        let free = |i: usize| !on_chain[i] && !taken[i];
+        for &i in self.members {
+            if !free(i) {
+                continue;
+            }
+            if let Some(id) = message_id(i) {
+                siblings.entry(id).or_default().push(i);
+            } else if self.events[i]
+                .body
+                .as_ref()
+                .is_some_and(|b| b.role == Role::User && b.only_results())
+                && let Some(p) = self.parent_of(i)
+            {
+                results_of.entry(p).or_default().push(i);
+            }
+        }
+        if siblings.is_empty() && results_of.is_empty() {
+            return chain;
+        }
+        // The last event of each message.id group on the chain: the group's
+        // off-chain members and results go in after it.
+        let mut anchor: HashMap<u64, usize> = HashMap::new();
+        for &i in &chain {
+            if let Some(id) = message_id(i) {
+                anchor.insert(id, i);
+            }
+        }
+        // Per group with work: its off-chain members, and the off-chain
+        // results answering any member (on the chain or recovered).
+        let mut work: HashMap<u64, (Vec<usize>, Vec<usize>)> = HashMap::new();
+        for (id, found) in siblings {
+            if anchor.contains_key(&id) {
+                work.entry(id).or_default().0 = found;
+            }
+        }
+        for (&p, results) in &results_of {
+            let Some(id) = message_id(p) else { continue };
+            if anchor.contains_key(&id) && (on_chain[p] || free(p)) {
+                work.entry(id).or_default().1.extend(results);
+            }
+        }
+        let mut inserts: HashMap<usize, Vec<usize>> = HashMap::new();
+        for (id, (mut found, mut results)) in work {
+            if found.is_empty() && results.is_empty() {
+                continue;
+            }
+            found.sort_unstable();
+            results.sort_unstable();
+            found.extend(results);
+            inserts.insert(anchor[&id], found);
+        }
+        if inserts.is_empty() {
+            return chain;
+        }
+        let mut out = Vec::with_capacity(chain.len());
+        for i in chain {
+            out.push(i);
+            if let Some(extra) = inserts.remove(&i) {
+                out.extend(extra);
+            }
+        }
+        out
+    }
+
+    /// One notice per branch: the off-chain message events under one fork,
+    /// with the fork's line.
+    fn branch_notices(&self, off: &[usize], on: &[bool]) -> Vec<(Option<usize>, Notice)> {
+        // Where each off-chain event leaves the chain, memoized: events come
+        // in file order, so a parent is usually resolved before its child.
+        let mut fork_of: HashMap<usize, Option<usize>> = HashMap::new();
+        let mut by_fork: Vec<(Option<usize>, Vec<usize>)> = Vec::new();
+        for &i in off {
+            let mut path = Vec::new();
+            let mut on_path = HashSet::new();
+            let mut at = i;
+            let fork = loop {
+                if let Some(&f) = fork_of.get(&at) {
+                    break f;
+                }
+                path.push(at);
+                on_path.insert(at);
+                match self.parent_of(at) {
+                    Some(p) if on[p] => break Some(p),
+                    Some(p) if !on_path.contains(&p) => at = p,
+                    _ => break None,
+                }
+            };
+            for p in path {
+                fork_of.insert(p, fork);
+            }
+            match by_fork.iter_mut().find(|(f, _)| *f == fork) {
+                Some((_, members)) => members.push(i),
+                None => by_fork.push((fork, vec![i])),
+            }
+        }
+        by_fork
+            .into_iter()
+            .map(|(fork, members)| {
+                let lines: Vec<usize> = members.iter().map(|&i| self.events[i].line()).collect();
+                let (lo, hi) = (
+                    *lines.iter().min().expect("non-empty"),
+                    *lines.iter().max().expect("non-empty"),
+                );
+                let ids: Vec<String> = members
+                    .iter()
+                    .filter_map(|&i| self.events[i].body.as_ref())
+                    .flat_map(|b| b.calls())
+                    .collect();
+                let first = members[0];
+                let from = match fork {
+                    Some(f) => format!(
+                        "branch off line {} (uuid {})",
+                        self.events[f].line(),
+                        self.events[f].uuid.as_deref().unwrap_or("?")
+                    ),
+                    None => "start over from a new first prompt".to_string(),
+                };
+                let notice = Notice {
+                    kind: crate::finding::Kind::OffBranch,
+                    source: BlockSource {
+                        path: "message".into(),
+                        line: Some(self.events[first].line()),
+                        uuid: self.events[first].uuid.clone(),
+                    },
+                    ids,
+                    message: format!(
+                        "{} message event(s) on lines {lo}–{hi} {from} and are not part of the live conversation (a rewind, an edited prompt or a resume left them behind); they were never sent with it, so they are not checked as part of it",
+                        members.len()
+                    ),
+                };
+                (fork.map(|f| self.events[f].line()), notice)
+            })
+            .collect()
+    }
+
+    /// The chain cut at each compaction into conversations of API messages.
+    fn segments(&self, chain: &[usize], label: Option<&str>) -> Vec<Conversation> {
+        let mut out = Vec::new();
+        let mut conv = Conversation::new(Source::ClaudeCode);
+        conv.label = label.map(str::to_string);
+        // The chain starts at an event whose parent is not in the file (a
+        // log cut at its head, or one a tool trimmed): what came before it
+        // was sent, but is not here to check against.
+        if let Some(&first) = chain.first() {
+            let e = &self.events[first];
+            let linked = e.parent == 0 || self.parent_of(first).is_some();
+            if !linked {
+                conv.continues = Some(format!(
+                    "events before line {} (its parentUuid is not in this file)",
+                    e.line()
+                ));
+            }
+        }
+        // At most one message per event: room set aside and never used
+        // costs address space only, while growing copies them all.
+        conv.reserve(chain.len());
+        let mut builder = Builder::default();
+        let mut compactions = 0;
+        for (k, &i) in chain.iter().enumerate() {
+            let e = &self.events[i];
+            // Past the first event, a null parent is a compaction the chain
+            // was bridged through.
+            if k > 0 && e.parent == 0 && !conv.messages.is_empty() {
+                compactions += 1;
+                let mut next = Conversation::new(Source::ClaudeCode);
+                next.label = Some(match label {
+                    Some(l) => format!("{l}, after compaction {compactions}"),
+                    None => format!("after compaction {compactions}"),
+                });
+                out.push(std::mem::replace(&mut conv, next));
+                builder = Builder::default();
+            }
+            if let Some(body) = &e.body {
+                builder.add(&mut conv, e, body);
+            } else if let Some(refused) = e.refused() {
+                conv.refusals.push(super::Refusal {
+                    at: conv.messages.len(),
+                    status: refused.status,
+                    text: refused.text.to_string(),
+                    source: BlockSource {
+                        path: "message".into(),
+                        line: Some(e.line()),
+                        uuid: e.uuid.clone(),
+                    },
+                });
+            }
+        }
+        if !conv.messages.is_empty() {
+            out.push(conv);
+        }
+        out
+    }
+}
+
+/// Rebuilds API messages from message events in chain order.
+#[derive(Default)]
+struct Builder {
+    /// The last assistant message's index and `message.id`.
+    last_assistant: Option<(usize, u64)>,
+}
+
+impl Builder {
+    fn add(&mut self, conv: &mut Conversation, e: &Event, body: &Body) {
+        let read = body.read.take();
+        let hosted = read.hosted;
+        let target = match body.role {
+            // Blocks of one streamed message join it, even when tool results
+            // of its earlier calls were written between them.
+            Role::Assistant => self
+                .last_assistant
+                .as_ref()
+                .filter(|(at, id)| {
+                    body.message_id == Some(*id)
+                        && conv.messages[at + 1..]
+                            .iter()
+                            .all(|m| m.role == Role::User && only_results(m))
+                })
+                .map(|(at, _)| *at),
+            _ => conv.messages.len().checked_sub(1).filter(|&last| {
+                body.only_results()
+                    && conv.messages[last].role == Role::User
+                    && only_results(&conv.messages[last])
+            }),
+        };
+        match target {
+            Some(at) => {
+                // Positions only order blocks within a message: the later
+                // event's blocks come after every earlier one.
+                let offset = 1 + conv
+                    .hosted
+                    .iter()
+                    .filter(|h| h.message == at)
+                    .map(|h| h.position)
+                    .max()
+                    .unwrap_or(0)
+                    .max(conv.messages[at].content.len());
+                // Exactly: a message usually gains one block at a time, and
+                // growth would leave room for four in each of thousands.
+                let m = &mut conv.messages[at];
+                m.content.reserve_exact(read.blocks.len());
+                m.content.extend(read.blocks);
+                if body.finish.is_some() {
+                    m.finish_reason = body.finish;
+                }
+                conv.block_sources[at].reserve_exact(read.sources.len());
+                conv.block_sources[at].extend(read.sources);
+                // Each event of a streamed message copies its usage; the
+                // latest has the final count.
+                record_usage(conv, at, body);
+                conv.hosted
+                    .extend(hosted.into_iter().map(|h| super::Hosted {
+                        message: at,
+                        position: h.position + offset,
+                        ..h
+                    }));
+            }
+            None => {
+                let at = conv.messages.len();
+                conv.push_read(
+                    Message {
+                        role: body.role,
+                        content: read.blocks,
+                        finish_reason: body.finish,
+                    },
+                    BlockSource {
+                        path: "message".into(),
+                        line: Some(e.line()),
+                        uuid: e.uuid.clone(),
+                    },
+                    read.sources,
+                    hosted,
+                );
+                if body.role == Role::Assistant {
+                    record_usage(conv, at, body);
+                    self.last_assistant = body.message_id.map(|id| (at, id));
+                    if body.synthetic {
+                        conv.synthetic.push(at);
+                    }
+                }
+            }
+        }
+        if body.role == Role::User && !body.only_results() {
+            self.last_assistant = None;
+        }
+    }
+}
+
+/// Keeps `body`'s usage as that of the reply at `at`.
+fn record_usage(conv: &mut Conversation, at: usize, body: &Body) {
+    let Some((usage, model)) = &body.usage else {
+        return;
+    };
+    let trip = super::TripUsage {
+        message: at,
+        usage: *usage,
+        model: model.as_deref().map(str::to_string),
+    };
+    match conv.usage.iter_mut().find(|u| u.message == at) {
+        Some(slot) => *slot = trip,
+        None => conv.usage.push(trip),
+    }
+}
+
+fn only_results(m: &Message) -> bool {
+    !m.content.is_empty()
+        && m.content
+            .iter()
+            .all(|b| matches!(b, Block::ToolResult { .. }))
+}
+/// What is left of a finished log's events: drop it where it costs least.
+pub struct Leftovers {
+    _events: Vec<Event>,
+}

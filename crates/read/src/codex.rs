@@ -1,0 +1,205 @@
+//! Codex CLI rollouts (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`):
+//! one `{timestamp, type, payload}` record per line. `response_item`
+//! payloads are the Responses API items Codex sent and received
+//! (`message`, `function_call` / `function_call_output`,
+//! `custom_tool_call` / `custom_tool_call_output`, `local_shell_call`,
+//! `reasoning`, …), so the conversation is read by the Responses reader and
+//! checked by its rules. A `compacted` record replaces the history: the
+//! conversation after it is a new one. `session_meta`, `turn_context` and
+//! `event_msg` records carry no items.
+
+use loopdbg_engine::diagnostics::json_span::{JsonPath, PathSeg};
+use serde_json::{Value, json};
+
+use super::{BlockSource, Conversation, Detail, ReadError, Source, responses};
+
+/// Reads a rollout one record at a time; [`CodexRollout::finish`] gives the
+/// conversations.
+#[derive(Debug, Clone, Default)]
+pub struct CodexRollout {
+    segments: Vec<Segment>,
+    /// The model the latest `turn_context` names.
+    model: Option<String>,
+    /// Record types loopdbg does not know, each with its first line.
+    unknown: Vec<(String, usize)>,
+    /// Lines that held records joined (a write that lost its newline).
+    pub(super) joined: Vec<(usize, usize)>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Segment {
+    items: Vec<Value>,
+    lines: Vec<usize>,
+    /// `token_count` events: the line, the trip's tokens and the model of
+    /// the turn.
+    usage: Vec<(usize, loopdbg_engine::message::Usage, Option<String>)>,
+}
+
+/// Record types of a rollout, for detection.
+pub const RECORD_TYPES: &[&str] = &[
+    "session_meta",
+    "response_item",
+    "event_msg",
+    "turn_context",
+    "compacted",
+    // Codex 0.171 writes the environment it saw at the start of a turn.
+    "world_state",
+    // … and each response's tokens with its id (the same counts as the
+    // `token_count` event, which is what is read).
+    "token_usage_record",
+];
+
+impl CodexRollout {
+    /// Adds the record on 1-based `line`.
+    pub fn push_owned(&mut self, line: usize, mut record: Value) -> Result<(), ReadError> {
+        let kind = record
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let bare =
+            record.get("payload").is_none() && (record.get("role").is_some() || is_item(&kind));
+        let item = match (kind.as_str(), record.get_mut("payload")) {
+            ("response_item", Some(payload)) => payload.take(),
+            ("turn_context", Some(payload)) => {
+                if let Some(model) = payload.get("model").and_then(Value::as_str) {
+                    self.model = Some(model.to_string());
+                }
+                return Ok(());
+            }
+            // The tokens of the request just answered (`info` is null when
+            // the provider reported none).
+            ("event_msg", Some(payload)) if payload["type"] == "token_count" => {
+                if let Some(last) = payload
+                    .pointer("/info/last_token_usage")
+                    .filter(|u| u.is_object())
+                {
+                    let usage = loopdbg_formats::usage::responses(last);
+                    let model = self.model.clone();
+                    if let Some(segment) = self.segments.last_mut() {
+                        segment.usage.push((line, usage, model));
+                    }
+                }
+                return Ok(());
+            }
+            ("compacted", Some(payload)) => {
+                // The history is replaced: by the items Codex kept, or by
+                // the summary it wrote.
+                let mut next = Segment::default();
+                match payload.get_mut("replacement_history") {
+                    Some(Value::Array(kept)) => {
+                        for item in kept.drain(..) {
+                            next.items.push(item);
+                            next.lines.push(line);
+                        }
+                    }
+                    _ => {
+                        let summary = payload.get("message").and_then(Value::as_str).unwrap_or("");
+                        next.items.push(json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": summary}]}));
+                        next.lines.push(line);
+                    }
+                }
+                self.segments.push(next);
+                return Ok(());
+            }
+            // Older rollouts wrote bare items, one per line.
+            (_, None) if bare => record,
+            _ => {
+                if !RECORD_TYPES.contains(&kind.as_str())
+                    && !self.unknown.iter().any(|(k, _)| *k == kind)
+                {
+                    self.unknown.push((kind, line));
+                }
+                return Ok(());
+            }
+        };
+        if self.segments.is_empty() {
+            self.segments.push(Segment::default());
+        }
+        let segment = self.segments.last_mut().expect("one segment");
+        segment.items.push(item);
+        segment.lines.push(line);
+        Ok(())
+    }
+
+    /// The conversations read: one per compaction segment.
+    pub fn finish(self) -> Result<Vec<Conversation>, ReadError> {
+        let count = self.segments.len();
+        let mut out = Vec::new();
+        for (n, segment) in self.segments.into_iter().enumerate() {
+            if segment.items.is_empty() {
+                continue;
+            }
+            let lines = segment.lines;
+            let mut doc = json!({ "input": segment.items });
+            // Each item is named by the line of the log it came from.
+            let on_line = |i: usize, _: &JsonPath| BlockSource {
+                path: "payload".into(),
+                line: lines.get(i).copied(),
+                uuid: None,
+            };
+            let mut conv = responses::read_items(&mut doc, Detail::Full, &on_line)
+                .map_err(|e| relocate_error(e, &lines))?;
+            conv.source = Source::Codex;
+            for (line, usage, model) in segment.usage {
+                // The reply the count is for: the last one written before it.
+                let reply = (0..conv.messages.len()).rev().find(|&m| {
+                    conv.messages[m].role == loopdbg_engine::message::Role::Assistant
+                        && conv.message_sources[m].line.is_some_and(|l| l < line)
+                });
+                if let Some(message) = reply
+                    && conv.usage_of(message).is_none()
+                {
+                    conv.usage.push(super::TripUsage {
+                        message,
+                        usage,
+                        model,
+                    });
+                }
+            }
+            if n > 0 && count > 1 {
+                conv.label = Some(format!("after compaction {n}"));
+            }
+            out.push(conv);
+        }
+        super::note_joined_lines(&mut out, self.joined);
+        if let Some(first) = out.first_mut() {
+            for (kind, line) in self.unknown {
+                first.notices.push(super::Notice {
+                    kind: crate::finding::Kind::UnknownEvent,
+                    source: BlockSource {
+                        path: "type".into(),
+                        line: Some(line),
+                        uuid: None,
+                    },
+                    message: format!(
+                        "record type `{kind}` is new to loopdbg: skipped; the conversation was read without it"
+                    ),
+                    ids: vec![kind],
+                });
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn is_item(kind: &str) -> bool {
+    responses::is_call(kind)
+        || responses::is_output(kind)
+        || matches!(kind, "message" | "reasoning" | "web_search_call")
+}
+
+/// An error at `input[i].rest` of the document read, as the log has it:
+/// `payload.rest` on the line item `i` came from.
+fn relocate_error(e: ReadError, lines: &[usize]) -> ReadError {
+    match e.path.segments() {
+        [PathSeg::Key(input), PathSeg::Index(i), rest @ ..] if input == "input" => ReadError {
+            line: lines.get(*i).copied(),
+            path: JsonPath::root()
+                .key("payload")
+                .join(&JsonPath::from(rest.to_vec())),
+            message: e.message,
+        },
+        _ => e,
+    }
+}

@@ -1,0 +1,450 @@
+//! The conversation model every reader gives: canonical messages in the
+//! provider's own grouping, with where each block came from.
+
+use serde_json::Value;
+
+use loopdbg_engine::diagnostics::json_span::JsonPath;
+use loopdbg_engine::message::{Block, Message};
+use loopdbg_formats::provider::Format;
+
+/// What a file holds, as detected or forced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// One of the provider formats.
+    Provider(Format),
+    /// A Claude Code session log (JSON Lines of events).
+    ClaudeCode,
+    /// A Codex CLI rollout (`{timestamp, type, payload}` records).
+    Codex,
+    /// A Gemini CLI chat recording (an upsert log of message records).
+    GeminiCli,
+    /// A GitHub Copilot CLI session log (`events.jsonl`).
+    CopilotCli,
+    /// An opencode session as `opencode export` prints it.
+    Opencode,
+    /// A `loopdbg mcp` capture: the agent's MCP tool calls and the
+    /// server's results (read by `crate::mcp`, never forced).
+    Mcp,
+}
+
+impl Source {
+    /// The name used in reports and `--format`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Provider(f) => f.as_str(),
+            Source::ClaudeCode => "claude-code",
+            Source::Codex => "codex",
+            Source::GeminiCli => "gemini-cli",
+            Source::CopilotCli => "copilot-cli",
+            Source::Opencode => "opencode",
+            Source::Mcp => "mcp",
+        }
+    }
+
+    /// The provider whose rules apply.
+    pub fn provider(self) -> Format {
+        match self {
+            Source::Provider(f) => f,
+            Source::ClaudeCode => Format::Anthropic,
+            Source::Codex => Format::Responses,
+            Source::GeminiCli => Format::Gemini,
+            // Copilot's backend speaks Chat Completions.
+            Source::CopilotCli => Format::Openai,
+            // opencode sends each call's result right after it, whatever
+            // the provider; Chat's rules say the same of that shape.
+            Source::Opencode => Format::Openai,
+            // Each result after the turn of calls it answers.
+            Source::Mcp => Format::Anthropic,
+        }
+    }
+
+    /// True for agent logs, which are read whole as JSON Lines of events.
+    pub fn is_log(self) -> bool {
+        !matches!(self, Source::Provider(_) | Source::Opencode | Source::Mcp)
+    }
+
+    /// Every name `--format` takes.
+    pub const NAMES: &'static str = "anthropic, openai, responses, gemini, bedrock, claude-code, codex, gemini-cli, copilot-cli, opencode";
+}
+
+impl std::str::FromStr for Source {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "claude-code" | "claude_code" => Ok(Source::ClaudeCode),
+            "codex" | "codex-cli" => Ok(Source::Codex),
+            "gemini-cli" | "gemini_cli" => Ok(Source::GeminiCli),
+            "copilot-cli" | "copilot_cli" | "copilot" => Ok(Source::CopilotCli),
+            "opencode" => Ok(Source::Opencode),
+            other => other
+                .parse::<Format>()
+                .map(Source::Provider)
+                .map_err(|_| format!("unknown format `{s}` (expected one of: {})", Source::NAMES)),
+        }
+    }
+}
+
+/// Where a block came from.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct BlockSource {
+    /// JSON path inside its document (`messages[3].content[1]`).
+    pub path: std::borrow::Cow<'static, str>,
+    /// For logs: the 1-based line of the event.
+    pub line: Option<usize>,
+    /// For logs: the event's uuid (shared by every block of the event).
+    pub uuid: Option<std::sync::Arc<str>>,
+}
+
+impl std::fmt::Display for BlockSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (&self.line, &self.uuid) {
+            (Some(line), Some(uuid)) => write!(f, "line {line} (uuid {uuid}) {}", self.path),
+            (Some(line), None) => write!(f, "line {line} {}", self.path),
+            _ => f.write_str(&self.path),
+        }
+    }
+}
+
+/// A tool the request declared.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    /// Its name.
+    pub name: String,
+    /// The JSON Schema of its arguments, when given.
+    pub schema: Option<Value>,
+    /// What the request told the model the tool does, when it did.
+    pub description: Option<String>,
+}
+
+/// A problem found while reading, before any pairing check (for example
+/// arguments that are not JSON).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReadNote {
+    /// Where.
+    pub source: BlockSource,
+    /// The raw arguments text.
+    pub raw: String,
+    /// The call id.
+    pub id: String,
+    /// The parser's complaint.
+    pub error: String,
+}
+
+/// One captured conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Conversation {
+    /// What it was read as.
+    pub source: Source,
+    /// Messages in the provider's grouping.
+    pub messages: Vec<Message>,
+    /// Path of each message.
+    pub message_sources: Vec<BlockSource>,
+    /// Source of each block of each message.
+    pub block_sources: Vec<Vec<BlockSource>>,
+    /// Tools the request declared (empty when unknown).
+    pub tools: Vec<ToolSpec>,
+    /// The system prompt, when given.
+    pub system: Option<String>,
+    /// Arguments that did not parse as JSON.
+    pub notes: Vec<ReadNote>,
+    /// Calls the provider runs itself (Anthropic server tools, the MCP
+    /// connector) and their result blocks: they pair among themselves and
+    /// never need a client `tool_result`.
+    pub hosted: Vec<Hosted>,
+    /// What the reader noticed that is not a pairing problem of this
+    /// conversation (a branch of a log left behind, a continuation whose
+    /// earlier items are stored elsewhere).
+    pub notices: Vec<Notice>,
+    /// Set when the request continues a stored response or conversation
+    /// (`previous_response_id`, `conversation`): its calls live on the
+    /// server, so outputs for calls not in the request cannot be checked.
+    pub continues: Option<String>,
+    /// What this conversation is within its file, when that needs saying:
+    /// `sub-agent agent-a1b2`, `after compaction 2`.
+    pub label: Option<String>,
+    /// True when the request can call tools it does not list (MCP connector
+    /// servers), so a name missing from `tools` is not an unknown tool.
+    pub open_tools: bool,
+    /// Call ids whose item is not a plain function call, with the item type
+    /// (`custom_tool_call`, `local_shell_call`, …), for the provider's wording.
+    pub call_types: Vec<(String, String)>,
+    /// The model the request names, when it does (Gemini 3 models require
+    /// thought signatures on calls).
+    pub model: Option<String>,
+    /// Gemini: ids of the first call of a model turn sent without its
+    /// `thoughtSignature`.
+    pub unsigned: Vec<String>,
+    /// Gemini: how many parts carry a `thoughtSignature`.
+    pub signatures: usize,
+    /// Requests the log says the provider refused: an agent writes the
+    /// error in the model's place (Claude Code's `isApiErrorMessage`
+    /// events). Evidence for the checker, never a message of the history.
+    pub refusals: Vec<Refusal>,
+    /// What the provider answered this very request, when a recording of
+    /// the exchange says (an API test's cassette, a HAR file).
+    pub answer: Option<Answer>,
+    /// Assistant messages the agent wrote itself, in the model's place
+    /// (Claude Code's `<synthetic>` ones): no evidence that a request
+    /// was answered.
+    pub synthetic: Vec<usize>,
+    /// The tokens the provider counted for replies, as the file recorded
+    /// them, by the reply's message.
+    pub usage: Vec<TripUsage>,
+    /// Anthropic: the request enables extended thinking (`thinking.type`
+    /// `enabled`): every reply then opens with a thinking block.
+    pub thinking: bool,
+    /// Anthropic: `thinking.type` `adaptive`: the model thinks when it
+    /// chooses, so a reply may have no thinking block to keep.
+    pub thinking_adaptive: bool,
+    /// Anthropic: the messages whose content opens with a `thinking` or
+    /// `redacted_thinking` block.
+    pub opens_with_thinking: Vec<usize>,
+}
+
+/// The tokens of the trip whose reply is message `message`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TripUsage {
+    /// The reply's index in [`Conversation::messages`].
+    pub message: usize,
+    /// Its tokens.
+    pub usage: loopdbg_engine::message::Usage,
+    /// The model that wrote it, when the file says.
+    pub model: Option<String>,
+}
+
+/// The provider's answer to a recorded request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    /// The HTTP status.
+    pub status: u16,
+    /// For an error, what the provider said (its `error.message`); empty
+    /// when the recording keeps the body compressed.
+    pub text: String,
+    /// Where the response is in the recording.
+    pub source: BlockSource,
+    /// What kind of file keeps it, for the words that cite it.
+    pub kept_in: Keeper,
+}
+
+/// What kind of file recorded a provider's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Keeper {
+    /// An HTTP recording or a proxy capture.
+    #[default]
+    Recording,
+    /// A span of an OpenTelemetry trace.
+    Trace,
+}
+
+impl Keeper {
+    /// The noun a finding cites it by.
+    pub fn noun(self) -> &'static str {
+        match self {
+            Keeper::Recording => "recording",
+            Keeper::Trace => "trace",
+        }
+    }
+}
+
+/// A request the provider refused, as an agent log recorded it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refusal {
+    /// How many messages of the conversation the refused request carried.
+    pub at: usize,
+    /// The HTTP status, when the log gives it (`apiErrorStatus`, or the
+    /// number in `API Error: 400 …`).
+    pub status: Option<u16>,
+    /// What the agent wrote (`API Error: 400 {"type":"error",…}`).
+    pub text: String,
+    /// Where.
+    pub source: BlockSource,
+}
+
+/// Whether a hosted block asks for a call or answers one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostedRole {
+    /// `server_tool_use`, `mcp_tool_use`.
+    Call,
+    /// `web_search_tool_result`, `code_execution_tool_result`,
+    /// `mcp_tool_result`, …: names its call by `tool_use_id`.
+    Result,
+    /// A client `tool_use` made from inside the hosted call `id`
+    /// (programmatic tool calling: `caller.tool_id`). That call waits for
+    /// the client's result, so its own result comes in a later turn.
+    Awaits,
+}
+
+/// One block of a call the provider runs itself.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hosted {
+    /// Call or result.
+    pub role: HostedRole,
+    /// The call id (`srvtoolu_…`, `mcptoolu_…`).
+    pub id: String,
+    /// The block type as written (`server_tool_use`, `web_search_tool_result`).
+    pub block: String,
+    /// For calls: the tool name (`web_search`); for results: the block type.
+    pub name: String,
+    /// The message it sits in.
+    pub message: usize,
+    /// Its position in that message's content as written.
+    pub position: usize,
+    /// Where it is.
+    pub source: BlockSource,
+}
+
+/// Something the reader noticed, reported as a warning.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notice {
+    /// A stable kind ([`OffBranch`](crate::finding::Kind::OffBranch), …).
+    pub kind: crate::finding::Kind,
+    /// Where.
+    pub source: BlockSource,
+    /// The ids involved.
+    pub ids: Vec<String>,
+    /// What it means.
+    pub message: String,
+}
+
+/// An input that cannot be read as a conversation.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{}{path}: {message}", line.map(|l| format!("line {l} ")).unwrap_or_default())]
+pub struct ReadError {
+    /// For logs read line by line: the line the document came from.
+    pub line: Option<usize>,
+    /// Where in the document reading failed.
+    pub path: JsonPath,
+    /// What was expected.
+    pub message: String,
+}
+
+pub(crate) fn err(path: &JsonPath, message: impl Into<String>) -> ReadError {
+    ReadError {
+        line: None,
+        path: path.clone(),
+        message: message.into(),
+    }
+}
+
+impl Conversation {
+    pub(crate) fn new(source: Source) -> Conversation {
+        Conversation {
+            source,
+            messages: Vec::new(),
+            message_sources: Vec::new(),
+            block_sources: Vec::new(),
+            tools: Vec::new(),
+            system: None,
+            notes: Vec::new(),
+            hosted: Vec::new(),
+            notices: Vec::new(),
+            continues: None,
+            label: None,
+            open_tools: false,
+            call_types: Vec::new(),
+            model: None,
+            unsigned: Vec::new(),
+            signatures: 0,
+            refusals: Vec::new(),
+            answer: None,
+            synthetic: Vec::new(),
+            usage: Vec::new(),
+            thinking: false,
+            thinking_adaptive: false,
+            opens_with_thinking: Vec::new(),
+        }
+    }
+
+    /// Takes on the tokens `older` (an earlier request of the same
+    /// conversation, whose history this one extends) recorded for the
+    /// replies both hold: a capture records each trip's tokens with its
+    /// own request, and the newest request replays them all.
+    pub fn carry_usage_from(&mut self, older: &Conversation) {
+        for trip in &older.usage {
+            if trip.message < self.messages.len() && self.usage_of(trip.message).is_none() {
+                self.usage.push(trip.clone());
+            }
+        }
+        self.usage.sort_by_key(|t| t.message);
+    }
+
+    /// The tokens this conversation's file recorded, by trip and tool,
+    /// priced by `prices`.
+    pub fn token_summary(
+        &self,
+        prices: &loopdbg_formats::prices::Prices,
+    ) -> Option<loopdbg_formats::usage::Summary> {
+        let mut trips: Vec<loopdbg_formats::usage::Trip<'_>> = self
+            .usage
+            .iter()
+            .map(|t| {
+                let line = self.message_sources.get(t.message).and_then(|s| s.line);
+                (t.message, line, t.model.as_deref(), t.usage)
+            })
+            .collect();
+        trips.sort_by_key(|t| t.0);
+        loopdbg_formats::usage::summary(&self.messages, &trips, prices)
+    }
+
+    /// The tokens of the reply that is message `i`, when recorded.
+    pub fn usage_of(&self, i: usize) -> Option<&TripUsage> {
+        self.usage.iter().find(|u| u.message == i)
+    }
+
+    /// Pushes a message with hosted blocks read alongside it.
+    pub(crate) fn push_read(
+        &mut self,
+        message: Message,
+        source: BlockSource,
+        blocks: Vec<BlockSource>,
+        hosted: Vec<Hosted>,
+    ) {
+        let at = self.messages.len();
+        self.hosted
+            .extend(hosted.into_iter().map(|h| Hosted { message: at, ..h }));
+        self.push(message, source, blocks);
+    }
+
+    /// Room for `messages` more messages.
+    pub(crate) fn reserve(&mut self, messages: usize) {
+        self.messages.reserve(messages);
+        self.message_sources.reserve(messages);
+        self.block_sources.reserve(messages);
+    }
+
+    pub(crate) fn push(&mut self, message: Message, source: BlockSource, blocks: Vec<BlockSource>) {
+        debug_assert_eq!(message.content.len(), blocks.len());
+        self.messages.push(message);
+        self.message_sources.push(source);
+        self.block_sources.push(blocks);
+    }
+}
+
+/// Ids of a message's tool_use blocks with their block index.
+pub fn tool_uses(m: &Message) -> impl Iterator<Item = (usize, &str, &str)> {
+    m.content.iter().enumerate().filter_map(|(k, b)| match b {
+        Block::ToolUse { id, name, .. } => Some((k, &**id, &**name)),
+        _ => None,
+    })
+}
+
+/// Ids of a message's tool_result blocks with their block index.
+pub fn tool_results(m: &Message) -> impl Iterator<Item = (usize, &str)> {
+    m.content.iter().enumerate().filter_map(|(k, b)| match b {
+        Block::ToolResult { tool_use_id, .. } => Some((k, &**tool_use_id)),
+        _ => None,
+    })
+}
+
+/// How much of a log's content a reader keeps.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Detail {
+    /// Everything: what replay shows and `--fix` writes back.
+    #[default]
+    Full,
+    /// What pairing and the other checks read: ids, names, roles and the
+    /// order of blocks. Texts and arguments are kept as fingerprints that
+    /// compare as they do (see `fingerprint`), and results' content is
+    /// dropped, so `check` holds a long log in a fraction of the memory.
+    Shape,
+}

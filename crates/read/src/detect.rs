@@ -1,0 +1,248 @@
+//! The one detector: what a document or a line holds, from its content.
+
+use serde_json::Value;
+
+use loopdbg_formats::provider::Format;
+
+use crate::conversation::Source;
+use crate::{codex, copilot_cli, opencode};
+
+/// Guesses what a single JSON document holds.
+pub fn detect(doc: &Value) -> Option<Source> {
+    detect_with_evidence(doc).map(|(source, _)| source)
+}
+
+/// What a document holds, only when something in it says so (tool blocks,
+/// `tool_calls`, input items, parts). A document of plain text messages
+/// fits every format, so any forced `--format` is taken for it.
+pub fn evidence(doc: &Value) -> Option<Source> {
+    detect_with_evidence(doc).and_then(|(source, sure)| sure.then_some(source))
+}
+
+/// [`detect`] and whether the content said so (see [`evidence`]), in one pass.
+pub fn detect_with_evidence(doc: &Value) -> Option<(Source, bool)> {
+    let (messages, input) = match doc {
+        Value::Object(o) => (o.get("messages"), o.get("input")),
+        Value::Array(_) => (Some(doc), None),
+        _ => return None,
+    };
+    if matches!(input, Some(Value::Array(_) | Value::String(_))) {
+        return Some((Source::Provider(Format::Responses), true));
+    }
+    let gemini_items = match doc {
+        Value::Object(o) => o.get("contents").and_then(Value::as_array),
+        Value::Array(items) => {
+            Some(items).filter(|items| items.first().is_some_and(|i| i.get("parts").is_some()))
+        }
+        _ => None,
+    };
+    if gemini_items.is_some() {
+        return Some((Source::Provider(Format::Gemini), true));
+    }
+    if let Value::Object(o) = doc
+        && o.contains_key("uuid")
+        && o.contains_key("message")
+    {
+        return Some((Source::ClaudeCode, true));
+    }
+    if let Value::Object(o) = doc
+        && o.contains_key("sessionId")
+        && o.contains_key("projectHash")
+    {
+        return Some((Source::GeminiCli, true));
+    }
+    if opencode::is_export(doc) {
+        return Some((Source::Opencode, true));
+    }
+    if let Some(sure) = bedrock_evidence(doc) {
+        return Some((Source::Provider(Format::Bedrock), sure));
+    }
+    let items = messages?.as_array()?;
+    let mut openai = false;
+    let mut anthropic = false;
+    let mut responses = false;
+    for item in items {
+        // The first sign decides: a conversation does not mix formats.
+        if openai || anthropic || responses {
+            break;
+        }
+        let role = item.get("role").and_then(Value::as_str);
+        let kind = item.get("type").and_then(Value::as_str);
+        if matches!(kind, Some("function_call" | "function_call_output")) {
+            responses = true;
+        }
+        if matches!(role, Some("tool" | "function"))
+            || item.get("tool_calls").is_some()
+            || item.get("function_call").is_some()
+        {
+            openai = true;
+        }
+        if let Some(Value::Array(blocks)) = item.get("content") {
+            for b in blocks {
+                match b.get("type").and_then(Value::as_str) {
+                    Some(
+                        "tool_use" | "tool_result" | "server_tool_use" | "mcp_tool_use"
+                        | "thinking" | "redacted_thinking",
+                    ) => anthropic = true,
+                    Some("output_text" | "input_text") => responses = true,
+                    _ => {}
+                }
+            }
+        }
+    }
+    // Nothing in the messages says which (a first request is often one
+    // user message): the tools' shape and a top-level `system` do.
+    if !(openai || anthropic || responses)
+        && let Value::Object(o) = doc
+    {
+        let tools = o.get("tools").and_then(Value::as_array);
+        let any_tool = |f: &dyn Fn(&Value) -> bool| tools.is_some_and(|t| t.iter().any(f));
+        if any_tool(&|t| t.get("function").is_some_and(Value::is_object)) {
+            openai = true;
+        } else if any_tool(&|t| t.get("input_schema").is_some()) || o.contains_key("system") {
+            anthropic = true;
+        }
+    }
+    let system_role = items.iter().any(|item| {
+        matches!(
+            item.get("role").and_then(Value::as_str),
+            Some("system" | "developer")
+        )
+    });
+    Some(if responses {
+        (Source::Provider(Format::Responses), true)
+    } else if (openai || system_role) && !anthropic {
+        (Source::Provider(Format::Openai), openai)
+    } else {
+        (Source::Provider(Format::Anthropic), anthropic)
+    })
+}
+
+/// Whether a document is a Bedrock Converse request, and whether its
+/// content says so for sure: blocks keyed by kind with no `type`
+/// (`{"toolUse": …}`, `{"text": …}`), or Converse's own top-level fields
+/// (`toolConfig`, `inferenceConfig`, `modelId`). `None` when it is not.
+fn bedrock_evidence(doc: &Value) -> Option<bool> {
+    let (messages, top) = match doc {
+        Value::Object(o) => (o.get("messages")?.as_array()?, Some(o)),
+        Value::Array(items) => (items, None),
+        _ => return None,
+    };
+    let converse_fields = top.is_some_and(|o| {
+        [
+            "toolConfig",
+            "inferenceConfig",
+            "modelId",
+            "additionalModelRequestFields",
+        ]
+        .iter()
+        .any(|k| o.contains_key(*k))
+    });
+    let mut untyped = false;
+    for block in messages
+        .iter()
+        .filter_map(|m| m.get("content")?.as_array())
+        .flatten()
+        .filter_map(Value::as_object)
+    {
+        if block.contains_key("type") {
+            return None;
+        }
+        if block.contains_key("toolUse") || block.contains_key("toolResult") {
+            return Some(true);
+        }
+        untyped = true;
+    }
+    match (converse_fields, untyped) {
+        (true, _) => Some(true),
+        (false, true) => Some(false),
+        (false, false) => None,
+    }
+}
+
+/// What one JSON line says about the file it comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Evidence {
+    /// Only this format writes such a line.
+    Decisive(Source),
+    /// Bookkeeping that this format writes, but that holds no message.
+    Suggests(Source),
+    /// Nothing to go on.
+    Unknown,
+}
+
+/// Claude Code's bookkeeping event types.
+const CLAUDE_CODE_BOOKKEEPING: &[&str] = &[
+    "file-history-snapshot",
+    "summary",
+    "queue-operation",
+    "system",
+    "progress",
+    "attachment",
+    "custom-title",
+    "ai-title",
+    "last-prompt",
+    "permission-mode",
+    "mode",
+    "tag",
+    "agent-name",
+    "pr-link",
+    "worktree-state",
+];
+
+/// Classifies one line of a JSON Lines file.
+pub fn classify_line(v: &Value) -> Evidence {
+    let Value::Object(o) = v else {
+        return match detect(v) {
+            Some(s) => Evidence::Decisive(s),
+            None => Evidence::Unknown,
+        };
+    };
+    let kind = o.get("type").and_then(Value::as_str).unwrap_or("");
+    if o.contains_key("payload") && codex::RECORD_TYPES.contains(&kind) {
+        return Evidence::Decisive(Source::Codex);
+    }
+    if o.contains_key("$rewindTo") || o.contains_key("$set") {
+        return Evidence::Decisive(Source::GeminiCli);
+    }
+    if o.contains_key("sessionId") && o.contains_key("projectHash") {
+        return Evidence::Decisive(Source::GeminiCli);
+    }
+    if matches!(kind, "user" | "assistant") && o.contains_key("message") {
+        return Evidence::Decisive(Source::ClaudeCode);
+    }
+    if copilot_cli::is_event(o) {
+        return Evidence::Decisive(Source::CopilotCli);
+    }
+    if matches!(kind, "user" | "gemini" | "info" | "error" | "warning")
+        && o.contains_key("id")
+        && o.contains_key("content")
+        && !o.contains_key("role")
+    {
+        return Evidence::Decisive(Source::GeminiCli);
+    }
+    if CLAUDE_CODE_BOOKKEEPING.contains(&kind)
+        && (o.contains_key("uuid")
+            || o.contains_key("sessionId")
+            || o.contains_key("leafUuid")
+            || o.contains_key("messageId")
+            || o.contains_key("snapshot")
+            || o.contains_key("operation"))
+    {
+        return Evidence::Suggests(Source::ClaudeCode);
+    }
+    if (o.contains_key("messages") || o.contains_key("input") || o.contains_key("contents"))
+        && let Some(s) = detect(v)
+    {
+        return Evidence::Decisive(s);
+    }
+    Evidence::Unknown
+}
+
+/// The provider of a request: from its path, else from its body.
+pub fn provider_of_request(path: &str, body: Option<&Value>) -> Option<Format> {
+    loopdbg_formats::route::provider_of_path(path).or_else(|| match body.and_then(detect) {
+        Some(Source::Provider(f)) => Some(f),
+        _ => None,
+    })
+}

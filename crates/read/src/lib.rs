@@ -1,0 +1,67 @@
+//! Every captured input read into [`Conversation`]s: canonical messages
+//! that keep the provider's own grouping (an Anthropic user message may
+//! hold several tool_result blocks), with the source of every block, so a
+//! finding can name `messages[3].content[1]` or the log line and uuid.
+//!
+//! - [`detect`]: the one detector: what a document or a line holds;
+//! - request bodies, one module per provider format: [`anthropic`],
+//!   [`openai_chat`], [`responses`], [`gemini`], [`bedrock`] (and
+//!   [`plain`], the typed path `check` takes for JSON Lines of them);
+//! - agent logs ([`log`]): Claude Code, Codex, Gemini CLI, Copilot CLI,
+//!   and opencode's export;
+//! - HTTP recordings ([`recording`], [`cassettes`]), OTLP traces
+//!   ([`otlp`]), proxy captures ([`capture`]) and MCP captures ([`mcp`]);
+//! - [`threads`]: which requests of a file grow one conversation.
+//!
+//! Pure: values in, conversations out. Opening files is `loopdbg-corpus`'s.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod anthropic;
+pub mod bedrock;
+pub mod capture;
+pub mod cassettes;
+mod claude_code;
+mod codex;
+pub mod conversation;
+pub mod copilot_cli;
+pub mod detect;
+pub mod document;
+pub mod finding;
+mod fingerprint;
+mod gemini;
+mod gemini_cli;
+pub mod log;
+pub mod mcp;
+pub mod openai_chat;
+pub mod opencode;
+pub mod otlp;
+mod parse;
+pub mod plain;
+pub mod recording;
+pub mod responses;
+pub mod threads;
+pub mod yaml_depth;
+
+pub use claude_code::{
+    BOOKKEEPING_EVENTS, ClaudeCodeLog, Leftovers, LineError, MESSAGE_EVENTS, is_known_event,
+};
+pub use codex::{CodexRollout, RECORD_TYPES as CODEX_RECORD_TYPES};
+pub(crate) use conversation::err;
+pub use conversation::{
+    Answer, BlockSource, Conversation, Detail, Hosted, HostedRole, Keeper, Notice, ReadError,
+    ReadNote, Refusal, Source, ToolSpec, TripUsage, tool_results, tool_uses,
+};
+pub use detect::{
+    Evidence, classify_line, detect, detect_with_evidence, evidence, provider_of_request,
+};
+pub use document::{read, read_owned, read_owned_as};
+pub use gemini_cli::GeminiCliLog;
+pub use log::{LineParser, Log, ParsedLine};
+pub use parse::finish_reason_of;
+pub use parse::joined_records;
+pub(crate) use parse::note_joined_lines;
+pub(crate) use parse::{
+    array_at, dotted, indexed, joined_text, parse_argument_text, parse_arguments, read_tools,
+    role_of, str_field, system_text, take, text_of_parts,
+};

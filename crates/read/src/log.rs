@@ -1,0 +1,208 @@
+//! Agent logs read whole: events in, conversations out.
+
+use serde_json::Value;
+
+use crate::claude_code::Leftovers;
+use crate::conversation::{Conversation, Detail, ReadError, Source};
+use crate::parse::joined_records;
+use crate::{ClaudeCodeLog, CodexRollout, GeminiCliLog, LineError, claude_code, copilot_cli};
+
+/// An agent log read whole: events in, conversations out.
+#[derive(Debug, Clone)]
+pub enum Log {
+    /// A Claude Code session log.
+    ClaudeCode(ClaudeCodeLog),
+    /// A Codex CLI rollout.
+    Codex(CodexRollout),
+    /// A Gemini CLI chat recording.
+    GeminiCli(GeminiCliLog),
+    /// A GitHub Copilot CLI session log.
+    CopilotCli(copilot_cli::CopilotCliLog),
+}
+
+impl Log {
+    /// An empty reader for `source`, when it is a log.
+    pub fn new(source: Source) -> Option<Log> {
+        match source {
+            Source::ClaudeCode => Some(Log::ClaudeCode(ClaudeCodeLog::default())),
+            Source::Codex => Some(Log::Codex(CodexRollout::default())),
+            Source::GeminiCli => Some(Log::GeminiCli(GeminiCliLog::default())),
+            Source::CopilotCli => Some(Log::CopilotCli(Default::default())),
+            Source::Provider(_) | Source::Opencode | Source::Mcp => None,
+        }
+    }
+
+    /// Keeps only what [`Detail`] says (Claude Code logs; the other logs
+    /// are small and always read in full).
+    pub fn keep(&mut self, detail: Detail) {
+        if let Log::ClaudeCode(log) = self {
+            log.keep(detail);
+        }
+    }
+
+    /// Tells the reader how large the log is, so it can set aside room
+    /// for its events once instead of growing (and copying) as they come.
+    pub fn expect_bytes(&mut self, bytes: u64) {
+        if let Log::ClaudeCode(log) = self {
+            log.expect_bytes(bytes);
+        }
+    }
+
+    /// Adds the event on 1-based `line`.
+    pub fn push_owned(&mut self, line: usize, event: Value) -> Result<(), ReadError> {
+        match self {
+            Log::ClaudeCode(log) => log.push_owned(line, event),
+            Log::Codex(log) => log.push_owned(line, event),
+            Log::GeminiCli(log) => log.push_owned(line, event),
+            Log::CopilotCli(log) => log.push_owned(line, event),
+        }
+    }
+
+    /// How this log's lines are parsed, apart from the log: lines are
+    /// independent until the log is finished, so a caller with threads
+    /// (`loopdbg-corpus`) parses a chunk on every core, then pushes the
+    /// results in order with [`Log::push_parsed`].
+    pub fn line_parser(&self) -> LineParser {
+        LineParser {
+            claude_code: match self {
+                Log::ClaudeCode(log) => Some(log.detail()),
+                _ => None,
+            },
+        }
+    }
+
+    /// Reads a chunk of lines, in order, on this thread; blank lines are
+    /// skipped. A line that cannot be read is left out and returned with
+    /// why, and the rest is read: agents skip such a line when they
+    /// resume a log, and a log still being written ends in half a line.
+    pub fn push_lines(&mut self, lines: &[(usize, &str)]) -> Vec<(usize, LineError)> {
+        let parser = self.line_parser();
+        let mut bad = Vec::new();
+        for &(n, text) in lines {
+            let parsed = parser.parse(n, text);
+            bad.extend(self.push_parsed(n, text, parsed));
+        }
+        bad
+    }
+
+    /// Pushes line `n` (its text, and what [`LineParser::parse`] made of
+    /// it); returns why it, or a record joined on it, could not be read.
+    pub fn push_parsed(
+        &mut self,
+        n: usize,
+        text: &str,
+        parsed: ParsedLine,
+    ) -> Vec<(usize, LineError)> {
+        let mut bad = Vec::new();
+        match (self, parsed.0) {
+            (_, Parsed::Blank) => {}
+            (Log::ClaudeCode(log), Parsed::Event(event)) => match event {
+                Ok(Some(e)) => log.push_event(e),
+                Ok(None) => {}
+                Err(e) => match joined_records(text) {
+                    Some(records) => {
+                        log.joined.push((n, records.len()));
+                        let detail = log.detail();
+                        for record in records {
+                            if let Ok(Some(e)) =
+                                claude_code::Event::parse(n, &record.to_string(), detail)
+                            {
+                                log.push_event(e);
+                            }
+                        }
+                    }
+                    None => bad.push((n, e)),
+                },
+            },
+            (other, parsed) => {
+                let values = match parsed {
+                    Parsed::Value(Ok(v)) => vec![v],
+                    Parsed::Value(Err(e)) => match joined_records(text) {
+                        Some(records) => {
+                            other.note_joined(n, records.len());
+                            records
+                        }
+                        None => return vec![(n, LineError::Json(e))],
+                    },
+                    // A Claude Code event given to another log: read as
+                    // the value it is.
+                    Parsed::Event(_) | Parsed::Blank => match serde_json::from_str::<Value>(text) {
+                        Ok(v) => vec![v],
+                        Err(e) => return vec![(n, LineError::Json(e))],
+                    },
+                };
+                for v in values {
+                    if let Err(e) = other.push_owned(n, v) {
+                        bad.push((n, LineError::Read(e)));
+                    }
+                }
+            }
+        }
+        bad
+    }
+
+    /// Notes that `line` held `count` records joined (each was read).
+    fn note_joined(&mut self, line: usize, count: usize) {
+        match self {
+            Log::ClaudeCode(log) => log.joined.push((line, count)),
+            Log::Codex(log) => log.joined.push((line, count)),
+            Log::GeminiCli(log) => log.joined.push((line, count)),
+            Log::CopilotCli(log) => log.joined.push((line, count)),
+        }
+    }
+
+    /// The conversations the log holds.
+    pub fn finish(self) -> Result<Vec<Conversation>, ReadError> {
+        self.finish_leaving().map(|(convs, _)| convs)
+    }
+
+    /// [`Log::finish`], handing back what is left of the events, for a
+    /// caller with threads to free off its way.
+    pub fn finish_leaving(self) -> Result<(Vec<Conversation>, Option<Leftovers>), ReadError> {
+        let convs = match self {
+            Log::ClaudeCode(log) => {
+                let (convs, left) = log.finish_leaving();
+                return Ok((convs, Some(left)));
+            }
+            Log::Codex(log) => log.finish()?,
+            Log::GeminiCli(log) => log.finish(),
+            Log::CopilotCli(log) => log.finish(),
+        };
+        Ok((convs, None))
+    }
+}
+
+/// Parses the lines of one kind of log, holding nothing of the log
+/// itself: `Copy` and `Sync`, so lines can be parsed on any thread.
+#[derive(Debug, Clone, Copy)]
+pub struct LineParser {
+    /// For a Claude Code log: how much of each event to keep.
+    claude_code: Option<Detail>,
+}
+
+/// One line, parsed and not yet pushed.
+#[derive(Debug)]
+pub struct ParsedLine(Parsed);
+
+#[derive(Debug)]
+enum Parsed {
+    /// Nothing on it.
+    Blank,
+    /// A Claude Code event (or why the line is not one).
+    Event(Result<Option<claude_code::Event>, LineError>),
+    /// Another log's record, as JSON.
+    Value(Result<Value, serde_json::Error>),
+}
+
+impl LineParser {
+    /// Parses line `n`.
+    pub fn parse(&self, n: usize, text: &str) -> ParsedLine {
+        if text.trim().is_empty() {
+            return ParsedLine(Parsed::Blank);
+        }
+        ParsedLine(match self.claude_code {
+            Some(detail) => Parsed::Event(claude_code::Event::parse(n, text, detail)),
+            None => Parsed::Value(serde_json::from_str(text)),
+        })
+    }
+}

@@ -1,0 +1,218 @@
+//! Small readers of JSON values the format readers share: paths, arrays,
+//! texts, arguments.
+
+use serde_json::Value;
+
+use loopdbg_engine::diagnostics::json_span::JsonPath;
+use loopdbg_engine::session::{FinishReason, Json};
+
+use crate::conversation::{BlockSource, Conversation, Notice, ReadError, ReadNote, ToolSpec, err};
+
+/// `base[i]`, or `base.field[i]` with a field.
+pub(crate) fn indexed(base: &JsonPath, field: &'static str, i: usize) -> JsonPath {
+    match field {
+        "" => base.index(i),
+        field => base.key_index(field, i),
+    }
+}
+
+/// `base.field`.
+pub(crate) fn dotted(base: &JsonPath, field: &'static str) -> JsonPath {
+    base.key(field)
+}
+
+/// The conversation's array and the name paths use for it (`messages` or
+/// `input`, also for a bare array, so paths read the same either way).
+pub(crate) fn array_at<'a>(
+    doc: &'a mut Value,
+    key: &'static str,
+) -> Result<(&'a mut Vec<Value>, JsonPath), ReadError> {
+    let at = JsonPath::root().key(key);
+    match doc {
+        Value::Array(items) => Ok((items, at)),
+        Value::Object(o) => match o.get_mut(key) {
+            Some(Value::Array(items)) => Ok((items, at)),
+            Some(_) => Err(err(&at, format!("expected `{key}` to be an array"))),
+            None => Err(err(&JsonPath::root(), format!("expected a `{key}` array"))),
+        },
+        _ => Err(err(
+            &JsonPath::root(),
+            format!("expected an object with `{key}`, or an array"),
+        )),
+    }
+}
+
+pub(crate) fn read_tools(doc: &Value, conv: &mut Conversation) {
+    // `functions` is the Chat API's older spelling (before `tools`).
+    let listed = ["tools", "functions"]
+        .iter()
+        .filter_map(|key| doc.get(*key).and_then(Value::as_array))
+        .flatten();
+    for t in listed {
+        // Chat nests a definition under its type: `function`, or `custom`.
+        let f = t.get("function").or_else(|| t.get("custom")).unwrap_or(t);
+        if let Some(name) = f.get("name").and_then(Value::as_str) {
+            let schema = f
+                .get("input_schema")
+                .or_else(|| f.get("parameters"))
+                .cloned();
+            conv.tools.push(ToolSpec {
+                name: name.to_string(),
+                schema,
+                description: f
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+            });
+        }
+    }
+}
+
+pub(crate) fn role_of(item: &Value, path: &JsonPath) -> Result<String, ReadError> {
+    item.get("role")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .ok_or_else(|| err(path, "expected a message with a string `role`"))
+}
+
+/// A content field as text: a string, or the `text` of its parts joined by `sep`.
+pub(crate) fn joined_text(content: Option<&Value>, sep: &str) -> Option<String> {
+    match content? {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(parts) => Some(
+            parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join(sep),
+        ),
+        _ => None,
+    }
+}
+
+pub(crate) fn system_text(content: Option<&Value>) -> Option<String> {
+    joined_text(content, "\n")
+}
+
+/// Anthropic's `stop_reason` (or OpenAI's `finish_reason`) as a finish reason.
+pub fn finish_reason_of(value: Option<&Value>) -> Option<FinishReason> {
+    match value?.as_str()? {
+        "end_turn" | "stop" | "stop_sequence" | "pause_turn" => Some(FinishReason::Stop),
+        "tool_use" | "tool_calls" => Some(FinishReason::ToolCalls),
+        "max_tokens" | "length" | "model_context_window_exceeded" => Some(FinishReason::Length),
+        "refusal" | "content_filter" => Some(FinishReason::ContentFilter),
+        _ => None,
+    }
+}
+
+/// Moves a field's value out (the document is discarded after reading).
+pub(crate) fn take(v: &mut Value, key: &str) -> Value {
+    v.get_mut(key).map(Value::take).unwrap_or(Value::Null)
+}
+
+pub(crate) fn str_field<'a>(
+    v: &'a Value,
+    key: &str,
+    path: &JsonPath,
+) -> Result<&'a str, ReadError> {
+    v.get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| err(path, format!("expected a string `{key}`")))
+}
+
+pub(crate) fn text_of_parts(content: Option<&Value>) -> Option<String> {
+    joined_text(content, "")
+}
+
+/// Parses an `arguments` string; on failure keeps the raw text and notes it.
+pub(crate) fn parse_arguments(
+    raw: Option<&Value>,
+    id: &str,
+    source: &BlockSource,
+    notes: &mut Vec<ReadNote>,
+) -> Json {
+    match raw {
+        Some(Value::String(s)) => parse_argument_text(s, id, source, notes),
+        Some(other) => Json::new(other.clone()),
+        None => Json::new(Value::Object(Default::default())),
+    }
+}
+
+/// [`parse_arguments`] of an `arguments` string.
+pub(crate) fn parse_argument_text(
+    raw: &str,
+    id: &str,
+    source: &BlockSource,
+    notes: &mut Vec<ReadNote>,
+) -> Json {
+    match serde_json::from_str::<Value>(raw) {
+        Ok(v) => Json::new(v),
+        Err(e) => {
+            notes.push(ReadNote {
+                source: source.clone(),
+                raw: raw.to_string(),
+                id: id.to_string(),
+                error: e.to_string(),
+            });
+            Json::new(Value::String(raw.to_string()))
+        }
+    }
+}
+
+/// The note for a log line that held `count` records joined.
+fn joined_notice(line: usize, count: usize) -> Notice {
+    Notice {
+        kind: crate::finding::Kind::JoinedRecords,
+        source: BlockSource {
+            path: "".into(),
+            line: Some(line),
+            uuid: None,
+        },
+        ids: Vec::new(),
+        message: format!(
+            "line {line} holds {count} records joined with no newline between them (a write that lost its line end): each was read as a line of its own"
+        ),
+    }
+}
+
+/// The notes for the joined lines of a log, on its first conversation.
+pub(crate) fn note_joined_lines(out: &mut [Conversation], joined: Vec<(usize, usize)>) {
+    if let Some(first) = out.first_mut() {
+        for (line, count) in joined {
+            first.notices.push(joined_notice(line, count));
+        }
+    }
+}
+
+/// The records of a line that holds two or more JSON objects written one
+/// after the other (`{…}{…}`: an agent's write that lost its newline), or
+/// `None` when it is not that.
+pub fn joined_records(text: &str) -> Option<Vec<Value>> {
+    let mut records = Vec::new();
+    for value in serde_json::Deserializer::from_str(text).into_iter::<Value>() {
+        records.push(value.ok().filter(Value::is_object)?);
+    }
+    (records.len() > 1).then_some(records)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_spelled_like_format_would() {
+        let messages = JsonPath::root().key("messages");
+        for i in [0, 7, 10, 99, 123_456, usize::MAX] {
+            assert_eq!(
+                indexed(&messages, "", i).to_string(),
+                format!("messages[{i}]")
+            );
+            assert_eq!(
+                indexed(&messages.index(3), "content", i).to_string(),
+                format!("messages[3].content[{i}]")
+            );
+        }
+        let input = JsonPath::root().key("input").index(2);
+        assert_eq!(dotted(&input, "content").to_string(), "input[2].content");
+    }
+}
