@@ -108,31 +108,83 @@ fn special_files_are_refused_not_read_forever() {
         .stderr(predicate::str::contains("not a regular file"));
 }
 
-#[test]
-fn a_fifo_is_read_once() {
-    let dir = scratch("fifo");
-    let fifo = dir.join("pipe.jsonl");
+/// Writes `data` into a new FIFO from another thread while `command`
+/// (given the FIFO's path) reads it; the command must end on its own.
+fn through_a_fifo(
+    name: &str,
+    data: Vec<u8>,
+    command: impl FnOnce(&std::path::Path) -> assert_cmd::assert::Assert,
+) -> assert_cmd::assert::Assert {
+    let dir = scratch(name);
+    let fifo = dir.join("pipe");
     let made = std::process::Command::new("mkfifo")
         .arg(&fifo)
         .status()
         .unwrap();
     assert!(made.success());
-    let data = std::fs::read(format!("{T}/dataset.jsonl")).unwrap();
     let writer_path = fifo.clone();
     let writer = std::thread::spawn(move || std::fs::write(writer_path, data).unwrap());
-    let out = loopdbg()
-        .arg("check")
-        .arg(&fifo)
-        .args(["--format", "json"])
-        .timeout(std::time::Duration::from_secs(20))
-        .assert()
-        .code(1)
-        .get_output()
-        .stdout
-        .clone();
+    let done = command(&fifo);
     writer.join().unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    done
+}
+
+/// Every command that takes a file reads it once, so a FIFO (or a pipe
+/// from a process substitution) works: `check`, a replay's export,
+/// `record`, and a session run from one.
+#[test]
+fn a_fifo_is_read_once() {
+    let dataset = || std::fs::read(format!("{T}/dataset.jsonl")).unwrap();
+    let out = through_a_fifo("fifo-check", dataset(), |fifo| {
+        loopdbg()
+            .arg("check")
+            .arg(fifo)
+            .args(["--format", "json"])
+            .timeout(std::time::Duration::from_secs(20))
+            .assert()
+            .code(1)
+    });
+    let v: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
     assert_eq!(v["conversations"], 3);
+    let capture = std::fs::read(format!("{T}/proxy/openai_sdk_first_only.jsonl")).unwrap();
+    let export = through_a_fifo("fifo-export", capture.clone(), |fifo| {
+        loopdbg()
+            .arg("run")
+            .arg(fifo)
+            .args(["--export", "json"])
+            .timeout(std::time::Duration::from_secs(20))
+            .assert()
+            .success()
+    });
+    let v: serde_json::Value = serde_json::from_slice(&export.get_output().stdout).unwrap();
+    assert!(
+        v["trace"]["steps"]
+            .as_array()
+            .is_some_and(|s| !s.is_empty())
+    );
+    let dir = scratch("fifo-record-out");
+    let session = dir.join("recorded.json");
+    through_a_fifo("fifo-record", capture, |fifo| {
+        loopdbg()
+            .arg("record")
+            .arg(fifo)
+            .arg("-o")
+            .arg(&session)
+            .timeout(std::time::Duration::from_secs(20))
+            .assert()
+            .success()
+    });
+    assert!(session.exists());
+    let weather = std::fs::read("sessions/weather.json").unwrap();
+    through_a_fifo("fifo-session", weather, |fifo| {
+        loopdbg()
+            .arg("run")
+            .arg(fifo)
+            .timeout(std::time::Duration::from_secs(20))
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("end"))
+    });
 }
 
 #[test]

@@ -15,10 +15,6 @@ pub use loopdbg_corpus::report::{
     ConversationReport, FileReport, Progress, check_files, jsonl_file_record, jsonl_record,
     mcp_calls, summary,
 };
-pub use loopdbg_corpus::{
-    GrowingLayout, Replies, conversation_of_line, for_each_conversation, for_each_conversation_in,
-    growing_layout,
-};
 
 /// Says how far a large input's check has come, on a terminal's stderr.
 pub fn show_progress(p: &Progress) {

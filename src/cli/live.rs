@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use super::follow::Followed;
+use loopdbg_corpus::follow::Followed;
 use loopdbg_input::tail::Change;
 use loopdbg_judge::check::{Finding, check};
 use loopdbg_proxy::capture::{Action, Exchange};
@@ -23,7 +23,6 @@ use loopdbg_tui::app::{LiveEvent, LiveUpdate};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::check::{Replies, for_each_conversation};
 use super::{Failure, bad_flag, terminal};
 
 /// A replay of one conversation, ready for the debugger.
@@ -518,8 +517,8 @@ fn update_of_file(
     let alarm = new_rejection(&picked.findings, alarmed).map(|f| alarm_of("ALARM", f));
     let title = format!(
         "follow: conversation {} of {}",
-        picked.thread + 1,
-        picked.count
+        picked.place.thread + 1,
+        picked.place.count
     );
     Ok(replay_update(
         &picked.conversation,
@@ -542,60 +541,6 @@ fn new_rejection<'a>(
         }
     }
     newest
-}
-
-pub(super) use loopdbg_corpus::is_capture;
-
-/// True when the file's first non-blank line is a capture record: read
-/// alone, so a large log of another kind is not read twice.
-fn starts_as_capture(path: &Path) -> bool {
-    use std::io::BufRead;
-    let Ok(file) = std::fs::File::open(path) else {
-        return false;
-    };
-    let mut lines = std::io::BufReader::new(file).split(b'\n');
-    lines
-        .find_map(|line| match line {
-            Ok(l) if l.iter().all(u8::is_ascii_whitespace) => None,
-            Ok(l) => Some(is_capture(&l)),
-            Err(_) => Some(false),
-        })
-        .unwrap_or(false)
-}
-
-/// For a capture file: the findings on request `which` as it was sent
-/// (1-based; the last when `None`), so a replay does not call the calls of
-/// its last reply unanswered. `None` for any other file.
-pub(super) fn capture_findings(path: &Path, which: Option<usize>) -> Option<Vec<Finding>> {
-    if !starts_as_capture(path) {
-        return None;
-    }
-    requests_findings(path, which)
-}
-
-/// The findings on conversation `which` of a capture or an HTTP recording
-/// as its request was sent: a replay shows each reply appended, but the
-/// request the provider judged ended before it (the reply's own calls are
-/// the agent's next work, not a dangling id).
-pub(super) fn sent_findings(path: &Path, which: usize, recording: bool) -> Option<Vec<Finding>> {
-    match recording {
-        true => requests_findings(path, Some(which)),
-        false => capture_findings(path, Some(which)),
-    }
-}
-
-/// The findings on request `which` (1-based; the last when `None`) of a
-/// file read as its requests were sent.
-fn requests_findings(path: &Path, which: Option<usize>) -> Option<Vec<Finding>> {
-    let (mut seen, mut wanted) = (0, None);
-    for_each_conversation(path, None, Replies::Left, |_, c| {
-        seen += 1;
-        if which.is_none_or(|n| n == seen) {
-            wanted = Some(c);
-        }
-    })
-    .ok()?;
-    wanted.map(|c| check(&c))
 }
 
 fn waiting_for_file(origin: &str) -> LiveUpdate {
@@ -752,22 +697,16 @@ pub(super) fn record(
 ) -> Result<ExitCode, Failure> {
     // The requests of one loop are one conversation; each is recorded
     // from its newest request, which carries the history before it.
-    let mut newest: Vec<Conversation> = Vec::new();
-    let mut threads = loopdbg_read::threads::Threads::default();
-    let read = for_each_conversation(capture, None, Replies::Appended, |_, c| {
-        let thread = threads.assign(&loopdbg_read::threads::Prefixes::of_source(
-            c.source.as_str(),
-            &c.messages,
-        ));
-        match newest.get_mut(thread) {
-            Some(slot) => {
-                let mut c = c;
-                c.carry_usage_from(slot);
-                *slot = c;
-            }
-            None => newest.push(c),
+    let opened = match loopdbg_corpus::replay::open(capture)? {
+        loopdbg_corpus::replay::Opening::Captured(opened) => opened,
+        loopdbg_corpus::replay::Opening::Session { origin, .. } => {
+            return Err(bad_flag(format!(
+                "{origin} is a session, not a capture: `loopdbg run {origin}` runs it"
+            )));
         }
-    })?;
+    };
+    let (grouped, read) = loopdbg_corpus::replay::conversations(opened)?;
+    let newest = grouped.into_newest();
     let convs = newest;
     let count = convs.len();
     let origin = capture.display().to_string();

@@ -24,12 +24,12 @@ pub mod args;
 pub mod check;
 mod doctor;
 pub mod files;
-mod follow;
 pub mod json;
 pub mod live;
-pub mod load;
 mod mcp;
 use loopdbg_corpus::prices;
+use loopdbg_corpus::replay::Opening;
+use loopdbg_corpus::sessions;
 
 pub mod terminal;
 
@@ -198,15 +198,41 @@ fn open(cli: Cli) -> Result<ExitCode, Failure> {
     if cli.follow {
         return live::follow(&path, cli.conversation);
     }
-    let app = if load::is_transcript(&path) {
-        replay_app(&path, cli.conversation)?
-    } else {
-        let loaded = load::session(&path, cli.places.agents_anywhere)?;
-        let strategy = strategy_for(&loaded.session, &cli.strategy)?;
-        App::new(loaded.origin, loaded.session, strategy, terminal::theme())
+    let app = match loopdbg_corpus::replay::open(&path)? {
+        Opening::Captured(opened) => replay_app(opened, cli.conversation)?,
+        Opening::Session { origin, text } => {
+            let loaded = sessions::session_of(&path, origin, text, cli.places.agents_anywhere)?;
+            let strategy = strategy_for(&loaded.session, &cli.strategy)?;
+            App::new(loaded.origin, loaded.session, strategy, terminal::theme())
+        }
     };
     terminal::run(app)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// A session to run, or a capture replayed (only where `replays` allows
+/// it): what `run` and `diff` take.
+enum Subject {
+    Run(Box<sessions::Loaded>),
+    Replay(Box<loopdbg_corpus::replay::Replay>),
+}
+
+fn subject(path: &std::path::Path, replays: bool, anywhere: bool) -> Result<Subject, Failure> {
+    Ok(match loopdbg_corpus::replay::open(path)? {
+        Opening::Session { origin, text } => Subject::Run(Box::new(sessions::session_of(
+            path, origin, text, anywhere,
+        )?)),
+        // The newest conversation, titled by its file.
+        Opening::Captured(opened) if replays => {
+            let name = path.display().to_string();
+            Subject::Replay(Box::new(loopdbg_corpus::replay::replay(
+                opened,
+                None,
+                |_| name,
+            )?))
+        }
+        Opening::Captured(_) => Subject::Run(Box::new(sessions::session(path, anywhere)?)),
+    })
 }
 
 /// `loopdbg run`: the trace as text or JSON, a handout, or the request
@@ -214,19 +240,15 @@ fn open(cli: Cli) -> Result<ExitCode, Failure> {
 fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     let anywhere = args.places.agents_anywhere;
     // A captured conversation is replayed for an export.
-    let replay = args.export.is_some() && load::is_transcript(&args.session);
-    let (session, trace, read_as) = match replay {
-        true => {
-            let (session, trace, format) = replayed(&args.session)?;
-            (session, trace, Some(format))
-        }
-        false => {
-            let loaded = load::session(&args.session, anywhere)?;
-            let strategy = strategy_for(&loaded.session, &args.strategy)?;
-            let trace = loopdbg_engine::run(&loaded.session, &strategy);
-            (loaded.session, trace, None)
-        }
-    };
+    let (session, trace, read_as, replay) =
+        match subject(&args.session, args.export.is_some(), anywhere)? {
+            Subject::Replay(r) => (r.session, r.trace, Some(r.source.provider()), true),
+            Subject::Run(loaded) => {
+                let strategy = strategy_for(&loaded.session, &args.strategy)?;
+                let trace = loopdbg_engine::run(&loaded.session, &strategy);
+                (loaded.session, trace, None, false)
+            }
+        };
     if let Some(export) = args.export {
         // A replay is written in its own provider's format by default.
         let format = args
@@ -347,7 +369,7 @@ fn compare(args: CompareArgs) -> Result<ExitCode, Failure> {
     let anywhere = args.places.agents_anywhere;
     let mut rows = Vec::new();
     for path in &args.sessions {
-        let loaded = load::session(path, anywhere)?;
+        let loaded = sessions::session(path, anywhere)?;
         let rounds = match args.max_rounds {
             Some(n) => check_rounds(n)?,
             None => Strategy::for_session(&loaded.session).max_rounds,
@@ -372,8 +394,8 @@ fn lint(args: LintArgs) -> Result<ExitCode, Failure> {
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut total = 0;
     for path in &args.sessions {
-        let loaded = load::session(path, anywhere)?;
-        for w in load::located_lint(&loaded) {
+        let loaded = sessions::session(path, anywhere)?;
+        for w in loopdbg_lesson::lint::located(&loaded.origin, &loaded.text, &loaded.session) {
             total += 1;
             writeln!(out, "{w}")?;
         }
@@ -604,91 +626,25 @@ fn otlp_text(
     loopdbg_formats::secrets::mask_shapes(&text).into_owned() + "\n"
 }
 
-/// The newest conversation of a captured file, replayed as a session and
-/// its trace (what `diff` and `run --export` take of a capture).
-fn replayed(
-    path: &std::path::Path,
-) -> Result<(Session, loopdbg_engine::trace::Trace, Format), Failure> {
-    let name = path.display().to_string();
-    let mut last = None;
-    check::for_each_conversation(path, None, check::Replies::Appended, |_, c| last = Some(c))?;
-    let Some(conv) = last else {
-        return Err(bad_flag(format!("{name} holds no conversation")));
-    };
-    let findings =
-        live::capture_findings(path, None).unwrap_or_else(|| loopdbg_judge::check::check(&conv));
-    Ok((
-        loopdbg_export::replay::session_for(&conv, &name),
-        loopdbg_export::replay::trace_of(&conv, &findings),
-        conv.source.provider(),
-    ))
-}
-
 /// A debugger replaying conversation `which` (1-based, default the first)
-/// of a captured file, at its newest request: an agent sends its history
-/// with each request, so the requests that grow one history are one
-/// conversation ([`loopdbg_read::threads`]), and the newest carries the
-/// rest (its reply appended).
-fn replay_app(path: &std::path::Path, which: Option<usize>) -> Result<App, Failure> {
-    let wanted = which.unwrap_or(1);
-    let (mut found, mut at, mut requests) = (None, 0, 0);
-    let mut threads = loopdbg_read::threads::Threads::default();
-    let read = check::for_each_conversation(path, None, check::Replies::Appended, |_, conv| {
-        requests += 1;
-        let prefixes =
-            loopdbg_read::threads::Prefixes::of_source(conv.source.as_str(), &conv.messages);
-        if threads.assign(&prefixes) + 1 == wanted {
-            let mut conv = conv;
-            if let Some(older) = &found {
-                conv.carry_usage_from(older);
-            }
-            found = Some(conv);
-            at = requests;
-        }
-    })?;
-    let conversations = threads.count();
-    let origin = path.display().to_string();
-    let Some(conv) = found else {
-        // A line that could not be read may be the one asked for.
-        if let Some(e) = read.errors.into_iter().next() {
-            return Err(e.into());
-        }
-        return Err(bad_flag(format!(
-            "--conversation {wanted}: {origin} holds {conversations} conversation(s)"
-        )));
-    };
-    // The conversation is checked while its trace is built: on a long log
-    // both take a while, and the first frame waits for them.
-    let (findings, replayed) = rayon::join(
-        || {
-            live::sent_findings(path, at, read.recording)
-                .unwrap_or_else(|| loopdbg_judge::check::check(&conv))
-        },
-        || loopdbg_export::replay::replayed(&conv),
-    );
-    let trace = replayed.with_findings(&conv, &findings);
-    let title = match (conversations, requests) {
-        (1, 1) => "replay".to_string(),
-        (1, _) => format!("replay: request {at} of {requests}, one conversation"),
-        _ => {
-            format!("replay: conversation {wanted} of {conversations} (request {at} of {requests})")
-        }
-    };
-    let session = loopdbg_export::replay::session_for(&conv, &title);
+/// of an opened capture, at its newest request.
+fn replay_app(opened: loopdbg_corpus::open::Opened, which: Option<usize>) -> Result<App, Failure> {
+    let origin = opened.origin().to_string();
+    let which = Some(which.unwrap_or(1));
+    let replay = loopdbg_corpus::replay::replay(opened, which, |p| p.title("replay"))?;
     // A long log is many small allocations: free them on another core
     // while the first frame is drawn.
-    let source = conv.source.as_str();
-    std::thread::spawn(move || drop(conv));
-    let mut app = App::replay(origin, session, trace, source, terminal::theme());
-    // Lines that could not be read were left out: the screen says so, as
-    // `check` does, rather than show the rest as if it were all.
-    if let Some(first) = read.errors.first() {
-        let more = match read.errors.len() {
-            1 => String::new(),
-            n => format!(" (and {} more)", n - 1),
-        };
-        app.notice = Some(format!("left out, could not be read: {}{more}", first));
-    }
+    let conversation = replay.conversation;
+    std::thread::spawn(move || drop(conversation));
+    let source = replay.source.as_str();
+    let mut app = App::replay(
+        origin,
+        replay.session,
+        replay.trace,
+        source,
+        terminal::theme(),
+    );
+    app.notice = replay.left_out;
     Ok(app)
 }
 
@@ -733,32 +689,34 @@ fn diff_side(
     agents_anywhere: bool,
 ) -> Result<DiffSide, Failure> {
     let name = path.display().to_string();
-    if load::is_transcript(path) {
-        let given = flags.extract.is_some()
-            || flags.stop.is_some()
-            || flags.closure.is_some()
-            || flags.behavior.is_some()
-            || flags.max_rounds.is_some();
-        if given {
-            return Err(bad_flag(format!(
-                "{name} is a captured conversation: it has no strategy to set (loopdbg record turns it into a session that has)"
-            )));
+    match subject(path, true, agents_anywhere)? {
+        Subject::Replay(replay) => {
+            let given = flags.extract.is_some()
+                || flags.stop.is_some()
+                || flags.closure.is_some()
+                || flags.behavior.is_some()
+                || flags.max_rounds.is_some();
+            if given {
+                return Err(bad_flag(format!(
+                    "{name} is a captured conversation: it has no strategy to set (loopdbg record turns it into a session that has)"
+                )));
+            }
+            Ok(DiffSide {
+                label: format!("{name} [replay]"),
+                session: replay.session,
+                trace: replay.trace,
+            })
         }
-        let (session, trace, _) = replayed(path)?;
-        return Ok(DiffSide {
-            label: format!("{name} [replay]"),
-            session,
-            trace,
-        });
+        Subject::Run(loaded) => {
+            let strategy = strategy_for(&loaded.session, flags)?;
+            let trace = loopdbg_engine::run(&loaded.session, &strategy);
+            Ok(DiffSide {
+                label: format!("{name} [{}]", strategy.label()),
+                session: loaded.session,
+                trace,
+            })
+        }
     }
-    let loaded = load::session(path, agents_anywhere)?;
-    let strategy = strategy_for(&loaded.session, flags)?;
-    let trace = loopdbg_engine::run(&loaded.session, &strategy);
-    Ok(DiffSide {
-        label: format!("{name} [{}]", strategy.label()),
-        session: loaded.session,
-        trace,
-    })
 }
 
 /// Writes `bytes` to `path` ([`files::write_file`]); an existing file only

@@ -21,10 +21,14 @@ use std::path::Path;
 use loopdbg_engine::LoadError;
 use serde_json::Value;
 
+pub mod conversations;
+pub mod follow;
 pub mod limits;
 pub mod open;
 pub mod prices;
+pub mod replay;
 pub mod report;
+pub mod sessions;
 pub mod table;
 pub mod traces;
 

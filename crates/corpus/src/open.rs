@@ -15,10 +15,11 @@ use loopdbg_engine::diagnostics::json_span::{SpanKind, SpanNode, offset_of_line_
 use loopdbg_input::lines::LineChunks;
 use loopdbg_judge::fix::{Repair, repair};
 use loopdbg_read::capture;
+use loopdbg_read::detect::{SNIFF_LINES, Sniffed, Sniffer, Sniffing};
 use loopdbg_read::yaml_depth;
 use loopdbg_read::{
-    Conversation, Detail, Evidence, LineError, Log, ReadError, Source, classify_line, detect,
-    detect_with_evidence, evidence, otlp, read_owned, recording,
+    Conversation, Detail, LineError, Log, ReadError, Source, detect, detect_with_evidence,
+    evidence, otlp, read_owned, recording,
 };
 use serde_json::Value;
 
@@ -34,6 +35,10 @@ pub(crate) enum Layout {
     Traces(crate::traces::TraceFile),
     /// A `loopdbg mcp` capture: a conversation per run of the tap.
     Mcp(Vec<loopdbg_read::mcp::Session>),
+    /// A document that is not JSON (nor a YAML recording): the text, and
+    /// the error reading it as a capture gives. The debugger hands it to
+    /// the session loader, which locates its own error.
+    Unparsed(String, LoadError),
 }
 
 /// How `--follow` reads a file as it grows.
@@ -57,14 +62,15 @@ pub fn growing_layout(origin: &str, all: &[u8]) -> Result<GrowingLayout, LoadErr
             Layout::Document(..) => GrowingLayout::Whole,
             Layout::Lines => GrowingLayout::Lines { capture: false },
             Layout::Log(source) => GrowingLayout::Log(source),
-            // A trace file or an MCP capture is read whole each time it grows.
-            Layout::Traces(_) | Layout::Mcp(_) => GrowingLayout::Whole,
+            // A trace file or an MCP capture is read whole each time it
+            // grows; a document not yet whole is read again when it is.
+            Layout::Traces(_) | Layout::Mcp(_) | Layout::Unparsed(..) => GrowingLayout::Whole,
         },
     )
 }
 
 /// An input opened once: the lines read while detecting, then the rest.
-pub(crate) struct Opened {
+pub struct Opened {
     pub(crate) origin: String,
     pub(crate) layout: Layout,
     pub(crate) head: Vec<(usize, String)>,
@@ -74,9 +80,16 @@ pub(crate) struct Opened {
     pub(crate) size: Option<u64>,
     /// How much of a log to keep.
     pub(crate) detail: Detail,
+    /// The first JSON line is a proxy capture record.
+    pub(crate) capture: bool,
 }
 
 impl Opened {
+    /// The name errors use for the input.
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
+
     /// Every line not yet read, with its 1-based number.
     pub(crate) fn lines(self) -> impl Iterator<Item = Result<(usize, String), LoadError>> {
         let origin = self.origin;
@@ -370,9 +383,6 @@ pub(crate) fn in_line(
     LoadError::located(LocatedError::in_line(origin, line, text, offset, message))
 }
 
-/// How many leading lines detection may read before it gives up.
-pub(crate) const SNIFF_LINES: usize = 256;
-
 /// Opens `path` and decides its layout from its content: the first lines
 /// are read until one says which format wrote it.
 pub(crate) fn sniff(path: &Path, forced: Option<Source>) -> Result<Opened, LoadError> {
@@ -404,93 +414,59 @@ pub(crate) fn sniff_reader(
     mut reader: Box<dyn BufRead + Send>,
     forced: Option<Source>,
 ) -> Result<Opened, LoadError> {
-    let mut head: Vec<(usize, String)> = Vec::new();
-    let mut n = 0;
-    let mut json_lines = 0;
-    let mut decided: Option<Source> = None;
-    let mut suggested: Option<Source> = None;
-    let mut eof = false;
     if crate::traces::is_protobuf(reader.as_mut()) {
         let traces = crate::traces::protobuf(&origin, reader)?;
         return traces_opened(origin, traces, forced);
     }
-    while decided.is_none() && head.len() < SNIFF_LINES {
+    let mut sniffer = Sniffer::default();
+    let mut head: Vec<(usize, String)> = Vec::new();
+    let mut n = 0;
+    let mut eof = false;
+    while !sniffer.is_decided() && head.len() < SNIFF_LINES {
         let Some(line) = read_text_line(&mut reader, &origin, n + 1)? else {
             eof = true;
             break;
         };
         n += 1;
-        let trimmed = line.trim();
-        if trimmed.is_empty() {
-            head.push((n, line));
-            continue;
-        }
-        match serde_json::from_str::<Value>(trimmed) {
-            Ok(v) if loopdbg_read::mcp::is_record(&v) => {
-                head.push((n, line));
+        let sniffed = sniffer.feed(&line);
+        head.push((n, line));
+        match sniffed {
+            Sniffed::More => {}
+            Sniffed::McpCapture => {
                 let text = whole_text(&origin, head, reader)?;
-                return Ok(Opened {
-                    size: None,
-                    detail: Detail::Full,
-                    layout: Layout::Mcp(mcp_sessions(&origin, &text)?),
-                    origin,
-                    head: Vec::new(),
-                    rest: Box::new(std::io::empty()),
-                    next_line: 0,
-                });
+                let layout = Layout::Mcp(mcp_sessions(&origin, &text)?);
+                return Ok(whole(origin, layout, false));
             }
-            Ok(v) if otlp::is_traces(&v) => {
-                head.push((n, line));
+            Sniffed::Traces => {
                 let traces = crate::traces::json_lines(&origin, head, reader)?;
                 return traces_opened(origin, traces, forced);
             }
-            Ok(v) => {
-                json_lines += 1;
-                let v = match capture::is_exchange(&v) {
-                    true => capture::request_of(v),
-                    false => v,
-                };
-                match classify_line(&v) {
-                    Evidence::Decisive(s) => decided = Some(s),
-                    Evidence::Suggests(s) => suggested = suggested.or(Some(s)),
-                    Evidence::Unknown => {}
-                }
+            Sniffed::Document => {
+                return document(origin, head, reader, forced, sniffer.first_is_capture());
             }
-            // Not one value per line: a pretty-printed document.
-            Err(_) if json_lines == 0 => {
-                head.push((n, line));
-                return document(origin, head, reader, forced);
-            }
-            Err(_) => {}
         }
-        head.push((n, line));
     }
-    if !eof && decided.is_none() {
+    if !eof && !sniffer.is_decided() {
         // Detection stopped short; is there anything after the head?
         eof = reader.fill_buf().map_or(true, <[u8]>::is_empty);
     }
-    let log_forced = forced.filter(|f| f.is_log());
-    let layout = match (decided.or(suggested), log_forced) {
-        (Some(s), Some(f)) if s.is_log() && s != f => {
-            return Err(mismatch(&origin, f, s));
+    let capture = sniffer.first_is_capture();
+    let layout = match sniffer.layout(eof, forced) {
+        Ok(loopdbg_read::detect::Layout::Document) => {
+            return document(origin, head, reader, forced, capture);
         }
-        (Some(s), Some(f)) if !s.is_log() => return Err(mismatch(&origin, f, s)),
-        (_, Some(f)) => Layout::Log(f),
-        (Some(s), None) if s.is_log() => {
-            if let Some(f) = forced {
-                return Err(mismatch(&origin, f, s));
-            }
-            Layout::Log(s)
-        }
-        // A single JSON line is a document like any other.
-        (_, None) if eof && json_lines == 1 => return document(origin, head, reader, forced),
-        (Some(_), None) => Layout::Lines,
-        (None, None) if forced.is_some() || json_lines > 0 => Layout::Lines,
-        (None, None) => {
-            return Err(LoadError::Refused {
-                origin,
+        Ok(loopdbg_read::detect::Layout::Lines) => Layout::Lines,
+        Ok(loopdbg_read::detect::Layout::Log(source)) => Layout::Log(source),
+        Err(Sniffing::Mismatch { forced, found }) => return Err(mismatch(&origin, forced, found)),
+        Err(Sniffing::Empty) => {
+            // Kept as text: given to the debugger, an empty file is a
+            // session with nothing in it, and the session loader says so.
+            let error = LoadError::Refused {
+                origin: origin.clone(),
                 reason: "nothing to read: the input is empty".into(),
-            });
+            };
+            let text = head.into_iter().map(|(_, l)| l + "\n").collect();
+            return Ok(whole(origin, Layout::Unparsed(text, error), false));
         }
     };
     Ok(Opened {
@@ -501,7 +477,22 @@ pub(crate) fn sniff_reader(
         head,
         rest: reader,
         next_line: n,
+        capture,
     })
+}
+
+/// An input read whole already, as `layout`.
+pub(crate) fn whole(origin: String, layout: Layout, capture: bool) -> Opened {
+    Opened {
+        size: None,
+        detail: Detail::Full,
+        origin,
+        layout,
+        head: Vec::new(),
+        rest: Box::new(std::io::empty()),
+        next_line: 0,
+        capture,
+    }
 }
 
 /// The lines read so far and the rest of the input, as one text (read
@@ -545,15 +536,7 @@ pub(crate) fn traces_opened(
             ),
         });
     }
-    Ok(Opened {
-        size: None,
-        detail: Detail::Full,
-        origin,
-        layout: Layout::Traces(traces),
-        head: Vec::new(),
-        rest: Box::new(std::io::empty()),
-        next_line: 0,
-    })
+    Ok(whole(origin, Layout::Traces(traces), false))
 }
 
 pub(crate) fn mismatch(origin: &str, forced: Source, found: Source) -> LoadError {
@@ -661,6 +644,7 @@ pub(crate) fn document(
     head: Vec<(usize, String)>,
     rest: Box<dyn BufRead + Send>,
     forced: Option<Source>,
+    capture: bool,
 ) -> Result<Opened, LoadError> {
     let mut bytes = Vec::new();
     for (_, line) in &head {
@@ -690,7 +674,7 @@ pub(crate) fn document(
                 format!("expected an httprr trace: {}", e.message),
             )
         })?;
-        return Ok(opened_document(origin, doc, text));
+        return Ok(opened_document(origin, doc, text, false));
     }
     let doc: Value = match serde_json::from_str(&text) {
         Ok(doc) if otlp::is_traces(&doc) => {
@@ -721,7 +705,10 @@ pub(crate) fn document(
                     ),
                 ));
             }
-            None => return Err(json_error(&origin, &text, None, &e)),
+            None => {
+                let error = json_error(&origin, &text, None, &e);
+                return Ok(whole(origin, Layout::Unparsed(text, error), false));
+            }
         },
     };
     if let (Some(f), Some(found)) = (forced, evidence(&doc))
@@ -729,20 +716,12 @@ pub(crate) fn document(
     {
         return Err(mismatch(&origin, f, found));
     }
-    Ok(opened_document(origin, doc, text))
+    Ok(opened_document(origin, doc, text, capture))
 }
 
 /// A document read whole, ready to be read as conversations.
-pub(crate) fn opened_document(origin: String, doc: Value, text: String) -> Opened {
-    Opened {
-        size: None,
-        detail: Detail::Full,
-        origin,
-        layout: Layout::Document(doc, text),
-        head: Vec::new(),
-        rest: Box::new(std::io::empty()),
-        next_line: 0,
-    }
+pub(crate) fn opened_document(origin: String, doc: Value, text: String, capture: bool) -> Opened {
+    whole(origin, Layout::Document(doc, text), capture)
 }
 
 /// One JSON Lines line read as a conversation, or why it cannot be.
@@ -787,7 +766,7 @@ pub fn conversation_of_line(
     let doc = match (capture::is_exchange(&doc), replies) {
         (false, _) => doc,
         (true, Replies::Left) => capture::request_of(doc),
-        (true, Replies::Appended) => capture::conversation_of(doc),
+        (true, Replies::Appended | Replies::Both) => capture::conversation_of(doc),
     };
     let detected = detect_with_evidence(&doc);
     if let (Some(f), Some((found, true))) = (forced, detected)
@@ -821,7 +800,7 @@ pub fn conversation_of_line(
     if conv.model.is_none() {
         conv.model = model_in_path;
     }
-    capture::attach_usage(&mut conv, usage, matches!(replies, Replies::Appended));
+    capture::attach_usage(&mut conv, usage, replies.appended());
     conv.answer = answer.map(|(status, text)| loopdbg_read::Answer {
         status,
         text,
@@ -856,9 +835,11 @@ pub fn for_each_conversation(
     path: &Path,
     forced: Option<Source>,
     replies: Replies,
-    each: impl FnMut(Option<usize>, Conversation),
+    mut each: impl FnMut(Option<usize>, Conversation),
 ) -> Result<ReadSummary, LoadError> {
-    read_opened(sniff(path, forced)?, forced, replies, each)
+    read_opened(sniff(path, forced)?, forced, replies, |line, c, _| {
+        each(line, c)
+    })
 }
 
 /// [`for_each_conversation`] over bytes already read (a growing file up to
@@ -868,14 +849,14 @@ pub fn for_each_conversation_in(
     bytes: Vec<u8>,
     forced: Option<Source>,
     replies: Replies,
-    each: impl FnMut(Option<usize>, Conversation),
+    mut each: impl FnMut(Option<usize>, Conversation),
 ) -> Result<ReadSummary, LoadError> {
     let reader = Box::new(std::io::Cursor::new(bytes));
     read_opened(
         sniff_reader(origin.to_string(), reader, forced)?,
         forced,
         replies,
-        each,
+        |line, c, _| each(line, c),
     )
 }
 
@@ -888,6 +869,16 @@ pub enum Replies {
     Left,
     /// The request, then the reply it got.
     Appended,
+    /// The request with its reply appended (what is shown), and beside it
+    /// the request as it was sent (what is judged), where they differ.
+    Both,
+}
+
+impl Replies {
+    /// Whether the conversation handed on has its reply appended.
+    fn appended(self) -> bool {
+        self != Replies::Left
+    }
 }
 
 /// One document (a request body, a message array, one capture record)
@@ -898,7 +889,7 @@ pub(crate) fn read_document(
     text: &str,
     forced: Option<Source>,
     replies: Replies,
-    mut each: impl FnMut(Option<usize>, Conversation),
+    mut each: impl FnMut(Option<usize>, Conversation, Option<Conversation>),
 ) -> Result<ReadSummary, LoadError> {
     let exchange = capture::is_exchange(&doc);
     if exchange && !capture::holds_conversation(&doc) {
@@ -927,17 +918,24 @@ pub(crate) fn read_document(
     })?;
     let usage = exchange.then(|| capture::usage_of(&doc)).flatten();
     let model_in_path = exchange.then(|| capture::model_of(&doc)).flatten();
-    let doc = match (exchange, replies) {
-        (false, _) => doc,
-        (true, Replies::Left) => capture::request_of(doc),
-        (true, Replies::Appended) => capture::conversation_of(doc),
+    let read_as = |doc: Value, appended: bool| {
+        let doc = match (exchange, appended) {
+            (false, _) => doc,
+            (true, false) => capture::request_of(doc),
+            (true, true) => capture::conversation_of(doc),
+        };
+        let mut conv = read_owned(doc, source).map_err(|e| located_in(origin, text, &e))?;
+        if conv.model.is_none() {
+            conv.model = model_in_path.clone();
+        }
+        capture::attach_usage(&mut conv, usage.clone(), appended);
+        Ok::<_, LoadError>(conv)
     };
-    let mut conv = read_owned(doc, source).map_err(|e| located_in(origin, text, &e))?;
-    if conv.model.is_none() {
-        conv.model = model_in_path;
-    }
-    capture::attach_usage(&mut conv, usage, matches!(replies, Replies::Appended));
-    each(None, conv);
+    let sent = match (exchange, replies) {
+        (true, Replies::Both) => Some(read_as(doc.clone(), false)?),
+        _ => None,
+    };
+    each(None, read_as(doc, replies.appended())?, sent);
     Ok(ReadSummary {
         format: source,
         conversations: 1,
@@ -951,17 +949,21 @@ pub(crate) fn read_document(
 /// carrying the ones before it), handed on in order.
 pub(crate) fn one_per_request(
     convs: Vec<Conversation>,
+    sent: Option<Vec<Conversation>>,
     errors: Vec<LoadError>,
     skipped: usize,
-    mut each: impl FnMut(Option<usize>, Conversation),
+    mut each: impl FnMut(Option<usize>, Conversation, Option<Conversation>),
 ) -> ReadSummary {
     let format = convs.first().map_or(
         Source::Provider(loopdbg_formats::provider::Format::Anthropic),
         |c| c.source,
     );
     let count = convs.len();
+    // Each request as sent beside the one shown, when both were read
+    // alike (one per request, in the same order).
+    let mut sent = sent.filter(|s| s.len() == count).map(Vec::into_iter);
     for c in convs {
-        each(None, c);
+        each(None, c, sent.as_mut().and_then(Iterator::next));
     }
     ReadSummary {
         format,
@@ -976,18 +978,24 @@ pub(crate) fn read_opened(
     opened: Opened,
     forced: Option<Source>,
     replies: Replies,
-    mut each: impl FnMut(Option<usize>, Conversation),
+    mut each: impl FnMut(Option<usize>, Conversation, Option<Conversation>),
 ) -> Result<ReadSummary, LoadError> {
     let origin = opened.origin.clone();
     match opened.layout {
+        Layout::Unparsed(_, error) => Err(error),
         Layout::Document(ref doc, ref text) if recording::is_recording(doc) => {
             // A replay steps through each reply too; `check` judges the
             // requests as they were sent.
             let append: Option<recording::AppendReply> = match replies {
                 Replies::Left => None,
-                Replies::Appended => Some(&capture::append_recorded_reply),
+                Replies::Appended | Replies::Both => Some(&capture::append_recorded_reply),
             };
             let recorded = recording::read_recording_with(doc, append).unwrap_or_default();
+            let sent = (replies == Replies::Both).then(|| {
+                recording::read_recording_with(doc, None)
+                    .unwrap_or_default()
+                    .conversations
+            });
             // A recorded request that cannot be read is said where it is;
             // the other interactions are still read. Only a recording with
             // nothing readable at all is an error of the whole.
@@ -1001,6 +1009,7 @@ pub(crate) fn read_opened(
             }
             Ok(one_per_request(
                 recorded.conversations,
+                sent,
                 errors,
                 recorded.skipped,
                 each,
@@ -1010,7 +1019,7 @@ pub(crate) fn read_opened(
         Layout::Mcp(sessions) => {
             let count = sessions.len();
             for session in &sessions {
-                each(None, loopdbg_read::mcp::conversation(session));
+                each(None, loopdbg_read::mcp::conversation(session), None);
             }
             Ok(ReadSummary {
                 format: Source::Mcp,
@@ -1021,7 +1030,9 @@ pub(crate) fn read_opened(
             })
         }
         Layout::Traces(file) => {
-            let read = otlp::read_traces(&file.spans, replies == Replies::Appended);
+            let read = otlp::read_traces(&file.spans, replies.appended());
+            let sent = (replies == Replies::Both)
+                .then(|| otlp::read_traces(&file.spans, false).conversations);
             let mut errors = file.errors;
             errors.extend(read.errors.into_iter().map(|e| LoadError::Refused {
                 origin: match e.line {
@@ -1030,7 +1041,7 @@ pub(crate) fn read_opened(
                 },
                 reason: e.message,
             }));
-            Ok(one_per_request(read.conversations, errors, 0, each))
+            Ok(one_per_request(read.conversations, sent, errors, 0, each))
         }
         Layout::Log(source) => {
             let mut log = Log::new(source).expect("a log source");
@@ -1087,7 +1098,7 @@ pub(crate) fn read_opened(
             std::thread::spawn(move || drop(leftovers));
             let count = convs.len();
             for c in convs {
-                each(None, c);
+                each(None, c, None);
             }
             Ok(ReadSummary {
                 format: source,
@@ -1098,6 +1109,7 @@ pub(crate) fn read_opened(
             })
         }
         Layout::Lines => {
+            let capture = opened.capture;
             let mut format = forced;
             let mut count = 0;
             let mut errors = Vec::new();
@@ -1107,7 +1119,11 @@ pub(crate) fn read_opened(
                     Ok(Some(conv)) => {
                         format.get_or_insert(conv.source);
                         count += 1;
-                        each(Some(n), conv);
+                        // A capture's request as it was sent, beside it.
+                        let sent = (capture && replies == Replies::Both)
+                            .then(|| conversation_of_line(&origin, forced, n, &line, Replies::Left))
+                            .and_then(|sent| sent.ok().flatten());
+                        each(Some(n), conv, sent);
                     }
                     Ok(None) => {}
                     Err(e) => errors.push(e),
@@ -1187,6 +1203,7 @@ fn write_repaired(
     write_err: &dyn Fn(std::io::Error) -> LoadError,
 ) -> Result<usize, LoadError> {
     match opened.layout {
+        Layout::Unparsed(_, error) => Err(error),
         Layout::Log(_) | Layout::Traces(_) | Layout::Mcp(_) => unreachable!("refused before"),
         Layout::Document(mut doc, text) => {
             let source = forced

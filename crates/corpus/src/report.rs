@@ -251,7 +251,7 @@ fn check_opened(
         opened.detail = Detail::Shape;
         let mut index = 0;
         let mut convs = Vec::new();
-        let result = read_opened(opened, forced, Replies::Left, |line, conv| {
+        let result = read_opened(opened, forced, Replies::Left, |line, conv, _| {
             index += 1;
             convs.push((index, line, conv));
         });

@@ -194,6 +194,27 @@ fn shadowed_by(earlier: &[loopdbg_engine::session::Rule], when: &When) -> Option
     })
 }
 
+/// Lints `session`, each warning as a `file:line:column: warning[kind]:
+/// …` line located in `text`, the file it was parsed from (`origin`).
+pub fn located(origin: &str, text: &str, session: &Session) -> Vec<String> {
+    use loopdbg_engine::diagnostics::json_span::{LineIndex, SpanNode};
+    let spans = SpanNode::parse(text);
+    let mut lines = LineIndex::new(text);
+    lint(session)
+        .into_iter()
+        .map(|w| {
+            let (line, col) = spans
+                .as_ref()
+                .map_or((1, 1), |s| lines.line_col(s.offset_of(&w.path)));
+            format!(
+                "{origin}:{line}:{col}: warning[{}]: {}",
+                w.kind,
+                crate::report::clean(&w.message)
+            )
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,13 +20,8 @@ pub fn is_exchange(line: &Value) -> bool {
 /// count or any request without `messages`, `input` or `contents` is
 /// traffic the proxy passed on, not a conversation to check.
 pub fn holds_conversation(line: &Value) -> bool {
-    match line.get("request") {
-        Some(Value::Object(o)) => ["messages", "input", "contents"]
-            .iter()
-            .any(|k| o.contains_key(*k)),
-        Some(Value::Array(_)) => true,
-        _ => false,
-    }
+    line.get("request")
+        .is_some_and(crate::parse::holds_conversation)
 }
 
 /// The request of a capture record, as the agent built it.

@@ -246,3 +246,128 @@ pub fn provider_of_request(path: &str, body: Option<&Value>) -> Option<Format> {
         _ => None,
     })
 }
+
+/// Whether a document is an OTLP export of traces (`resourceSpans`).
+pub fn is_traces(doc: &Value) -> bool {
+    doc.get("resourceSpans").is_some_and(Value::is_array)
+}
+
+/// Whether a document is a loopdbg session (a stub scenario): known by
+/// its own keys, a `user` prompt and a `model` object of behaviours.
+pub fn is_session(doc: &Value) -> bool {
+    doc.get("user").is_some() && doc.get("model").is_some_and(Value::is_object)
+}
+
+/// How many leading lines the detector may read before it gives up.
+pub const SNIFF_LINES: usize = 256;
+
+/// What one line told the detector.
+#[derive(Debug, PartialEq)]
+pub enum Sniffed {
+    /// Nothing decided yet: give it the next line.
+    More,
+    /// A `loopdbg mcp` capture record: the input is an MCP capture.
+    McpCapture,
+    /// An OTLP export of traces: the input is a trace file.
+    Traces,
+    /// Not one JSON value per line: a document to read whole (pretty
+    /// JSON, YAML, an httprr trace).
+    Document,
+}
+
+/// The layout the first lines decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// JSON Lines, one conversation per line.
+    Lines,
+    /// An agent log: JSON Lines of events, read whole.
+    Log(Source),
+    /// A single JSON line: one document like any other.
+    Document,
+}
+
+/// Why the first lines and a forced format disagree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sniffing {
+    /// `--format` names one thing, the content says another.
+    Mismatch {
+        /// What was forced.
+        forced: Source,
+        /// What the content is.
+        found: Source,
+    },
+    /// Nothing but blank lines.
+    Empty,
+}
+
+/// The detector over an input's first lines: fed one line at a time
+/// until it decides (or [`SNIFF_LINES`] have been read), then asked for
+/// the layout. Pure; reading the lines is the caller's.
+#[derive(Debug, Default)]
+pub struct Sniffer {
+    json_lines: usize,
+    decided: Option<Source>,
+    suggested: Option<Source>,
+    first_is_capture: Option<bool>,
+}
+
+impl Sniffer {
+    /// Takes one line (without its line end).
+    pub fn feed(&mut self, line: &str) -> Sniffed {
+        let trimmed = line.trim();
+        if trimmed.is_empty() {
+            return Sniffed::More;
+        }
+        match serde_json::from_str::<Value>(trimmed) {
+            Ok(v) if crate::mcp::is_record(&v) => Sniffed::McpCapture,
+            Ok(v) if is_traces(&v) => Sniffed::Traces,
+            Ok(v) => {
+                self.json_lines += 1;
+                let exchange = crate::capture::is_exchange(&v);
+                self.first_is_capture.get_or_insert(exchange);
+                let v = match exchange {
+                    true => crate::capture::request_of(v),
+                    false => v,
+                };
+                match classify_line(&v) {
+                    Evidence::Decisive(s) => self.decided = Some(s),
+                    Evidence::Suggests(s) => self.suggested = self.suggested.or(Some(s)),
+                    Evidence::Unknown => {}
+                }
+                Sniffed::More
+            }
+            Err(_) if self.json_lines == 0 => Sniffed::Document,
+            Err(_) => Sniffed::More,
+        }
+    }
+
+    /// True once a line said for sure what wrote the input.
+    pub fn is_decided(&self) -> bool {
+        self.decided.is_some()
+    }
+
+    /// Whether the first JSON line is a proxy capture record.
+    pub fn first_is_capture(&self) -> bool {
+        self.first_is_capture == Some(true)
+    }
+
+    /// The layout, once the lines are read: `ended` when the input ended
+    /// within them; `forced` is `--format`, when given.
+    pub fn layout(&self, ended: bool, forced: Option<Source>) -> Result<Layout, Sniffing> {
+        let log_forced = forced.filter(|f| f.is_log());
+        let mismatch = |forced, found| Sniffing::Mismatch { forced, found };
+        match (self.decided.or(self.suggested), log_forced) {
+            (Some(s), Some(f)) if s.is_log() && s != f => Err(mismatch(f, s)),
+            (Some(s), Some(f)) if !s.is_log() => Err(mismatch(f, s)),
+            (_, Some(f)) => Ok(Layout::Log(f)),
+            (Some(s), None) if s.is_log() => match forced {
+                Some(f) => Err(mismatch(f, s)),
+                None => Ok(Layout::Log(s)),
+            },
+            (_, None) if ended && self.json_lines == 1 => Ok(Layout::Document),
+            (Some(_), None) => Ok(Layout::Lines),
+            (None, None) if forced.is_some() || self.json_lines > 0 => Ok(Layout::Lines),
+            (None, None) => Err(Sniffing::Empty),
+        }
+    }
+}

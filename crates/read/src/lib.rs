@@ -53,14 +53,15 @@ pub use conversation::{
     ReadNote, Refusal, Source, ToolSpec, TripUsage, tool_results, tool_uses,
 };
 pub use detect::{
-    Evidence, classify_line, detect, detect_with_evidence, evidence, provider_of_request,
+    Evidence, Layout, Sniffed, Sniffer, Sniffing, classify_line, detect, detect_with_evidence,
+    evidence, is_session, provider_of_request,
 };
 pub use document::{read, read_owned, read_owned_as};
 pub use gemini_cli::GeminiCliLog;
 pub use log::{LineParser, Log, ParsedLine};
 pub use parse::finish_reason_of;
-pub use parse::joined_records;
 pub(crate) use parse::note_joined_lines;
+pub use parse::{CONVERSATION_KEYS, holds_conversation, joined_records};
 pub(crate) use parse::{
     array_at, dotted, indexed, joined_text, parse_argument_text, parse_arguments, read_tools,
     role_of, str_field, system_text, take, text_of_parts,

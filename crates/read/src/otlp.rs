@@ -34,10 +34,7 @@ use super::{Answer, BlockSource, Conversation, Notice, ReadError, Refusal, Sourc
 use crate::finding::Kind;
 use loopdbg_formats::provider::Format;
 
-/// True when `doc` is an OTLP JSON export of traces.
-pub fn is_traces(doc: &Value) -> bool {
-    doc.get("resourceSpans").is_some_and(Value::is_array)
-}
+pub use crate::detect::is_traces;
 
 /// One OTLP JSON export (`ExportTraceServiceRequest`), from its text.
 pub fn parse_json(text: &str) -> Result<ExportTraceServiceRequest, serde_json::Error> {

@@ -195,6 +195,21 @@ pub fn joined_records(text: &str) -> Option<Vec<Value>> {
     (records.len() > 1).then_some(records)
 }
 
+/// The keys a request body keeps its conversation under, in every format:
+/// Anthropic, Chat and Bedrock `messages`, Responses `input`, Gemini
+/// `contents`.
+pub const CONVERSATION_KEYS: [&str; 3] = ["messages", "input", "contents"];
+
+/// Whether a request body holds a conversation to read (a model list or
+/// a token count does not).
+pub fn holds_conversation(body: &Value) -> bool {
+    match body {
+        Value::Object(o) => CONVERSATION_KEYS.iter().any(|k| o.contains_key(*k)),
+        Value::Array(_) => true,
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

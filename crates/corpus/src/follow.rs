@@ -11,93 +11,91 @@
 //! is one document, or not yet known, is read whole each time, as before.
 
 use loopdbg_engine::LoadError;
-use loopdbg_judge::check::{Finding, check};
-use loopdbg_read::threads::{Prefixes, Threads};
-use loopdbg_read::{Conversation, Detail, Log};
+use loopdbg_read::{Detail, Log};
 
-use super::check::{GrowingLayout, Replies, conversation_of_line, growing_layout};
+use crate::conversations::{Conversations, Picked};
+use crate::open::{GrowingLayout, Replies, conversation_of_line, growing_layout};
 
 /// A followed file, read so far.
-pub(super) struct Followed {
+pub struct Followed {
     origin: String,
     read: Read,
     /// Complete lines taken so far.
     lines: usize,
+    /// The first line taken that could not be read.
+    error: Option<LoadError>,
 }
 
 /// How the lines taken so far are held.
 enum Read {
     /// Nothing read yet, or a file read whole each time.
     Whole,
-    /// One conversation per line.
-    Lines(Conversations),
+    /// One conversation per line; `capture` for a proxy capture, whose
+    /// requests are judged as sent.
+    Lines {
+        conversations: Conversations,
+        capture: bool,
+    },
     /// An agent log's events.
     Log(Box<Log>),
 }
 
-/// Conversations read one line at a time, grouped as they come.
-#[derive(Default)]
-struct Conversations {
-    /// Each line's conversation as the screen shows it (a capture's reply
-    /// appended).
-    shown: Vec<Conversation>,
-    /// For a capture: each request as it was sent, which is what is
-    /// judged (its last reply's calls are pending, not unanswered).
-    sent: Option<Vec<Option<Conversation>>>,
-    threads: Threads,
-    thread_of: Vec<usize>,
-    /// The first line that could not be read.
-    error: Option<LoadError>,
-}
-
-/// The conversation to show and the findings on it.
-pub(super) struct Picked {
-    pub conversation: Conversation,
-    pub findings: Vec<Finding>,
-    /// Which conversation (0-based) of how many.
-    pub thread: usize,
-    pub count: usize,
-}
-
 impl Followed {
     /// The file's name in errors.
-    pub(super) fn origin(&self) -> &str {
+    pub fn origin(&self) -> &str {
         &self.origin
     }
 
-    pub(super) fn new(origin: &str) -> Followed {
+    /// A file named `origin`, nothing read yet.
+    pub fn new(origin: &str) -> Followed {
         Followed {
             origin: origin.to_string(),
             read: Read::Whole,
             lines: 0,
+            error: None,
         }
     }
 
     /// Takes the file's complete lines after a change: `all` is every
     /// complete line so far, of which those from byte `from` on are new
     /// (`None`: the file was replaced, everything is new). Gives the
-    /// conversation `which` (1-based; the newest when `None`), or `None`
-    /// while the file holds none.
-    pub(super) fn take(
+    /// conversation `which` (1-based, kept in range; the newest when
+    /// `None`), or `None` while the file holds none.
+    pub fn take(
         &mut self,
         all: &[u8],
         from: Option<usize>,
         which: Option<usize>,
     ) -> Result<Option<Picked>, LoadError> {
         let from = match (from, &self.read) {
-            (Some(from), Read::Lines(_) | Read::Log(_)) => from,
+            (Some(from), Read::Lines { .. } | Read::Log(_)) => from,
             _ => {
                 self.read = self.layout_of(all)?;
                 self.lines = 0;
+                self.error = None;
                 0
             }
         };
         let appended = &all[from.min(all.len())..];
-        match &mut self.read {
-            Read::Whole => whole(&self.origin, all, which),
-            Read::Lines(convs) => {
-                self.lines = convs.take(&self.origin, appended, self.lines);
-                Ok(convs.pick(which))
+        let grouped = match &mut self.read {
+            Read::Whole => return whole(&self.origin, all, which),
+            Read::Lines {
+                conversations,
+                capture,
+            } => {
+                let lines = numbered(appended, self.lines);
+                self.lines += lines.len();
+                for (n, line) in lines {
+                    take_line(
+                        &self.origin,
+                        n,
+                        &line,
+                        *capture,
+                        conversations,
+                        &mut self.error,
+                    );
+                }
+                return Ok(pick(conversations, which));
             }
             Read::Log(log) => {
                 self.lines = push_log_lines(log, appended, self.lines);
@@ -109,9 +107,10 @@ impl Followed {
                 for conv in convs {
                     grouped.add(conv, None);
                 }
-                Ok(grouped.pick(which))
+                grouped
             }
-        }
+        };
+        Ok(pick(&grouped, which))
     }
 
     /// How the file is to be read from now on, from its text so far.
@@ -121,16 +120,54 @@ impl Followed {
         }
         Ok(match growing_layout(&self.origin, all)? {
             GrowingLayout::Whole => Read::Whole,
-            GrowingLayout::Lines { capture } => Read::Lines(Conversations {
-                sent: capture.then(Vec::new),
-                ..Conversations::default()
-            }),
+            GrowingLayout::Lines { capture } => Read::Lines {
+                conversations: Conversations::default(),
+                capture,
+            },
             GrowingLayout::Log(source) => {
                 let mut log = Log::new(source).expect("a log source");
                 log.keep(Detail::Full);
                 Read::Log(Box::new(log))
             }
         })
+    }
+
+    /// The first line taken that could not be read, when no conversation
+    /// could be: the error to show instead of an empty screen.
+    pub fn take_error(&mut self) -> Option<LoadError> {
+        match &self.read {
+            Read::Lines { conversations, .. } if conversations.requests() == 0 => self.error.take(),
+            _ => None,
+        }
+    }
+}
+
+/// Conversation `which`, kept in range, or the newest.
+fn pick(grouped: &Conversations, which: Option<usize>) -> Option<Picked> {
+    let which = which.map(|n| n.clamp(1, grouped.count().max(1)));
+    grouped.pick(which)
+}
+
+/// Reads one new line of a file of one conversation per line.
+fn take_line(
+    origin: &str,
+    n: usize,
+    line: &str,
+    capture: bool,
+    grouped: &mut Conversations,
+    error: &mut Option<LoadError>,
+) {
+    match conversation_of_line(origin, None, n, line, Replies::Appended) {
+        Ok(Some(conv)) => {
+            let sent = capture
+                .then(|| conversation_of_line(origin, None, n, line, Replies::Left))
+                .and_then(|sent| sent.ok().flatten());
+            grouped.add(conv, sent);
+        }
+        Ok(None) => {}
+        Err(e) => {
+            error.get_or_insert(e);
+        }
     }
 }
 
@@ -158,100 +195,21 @@ fn push_log_lines(log: &mut Log, appended: &[u8], after: usize) -> usize {
     let borrowed: Vec<(usize, &str)> = lines.iter().map(|(n, l)| (*n, l.as_str())).collect();
     // A line an agent half-wrote or wrote wrong is skipped, as agents skip
     // it when they resume; the rest is shown.
-    let _ = log.push_lines(&borrowed);
+    let _ = crate::open::push_lines_on_every_core(log, &borrowed);
     after + lines.len()
-}
-
-impl Conversations {
-    /// Reads the new lines; returns how many lines have been taken.
-    fn take(&mut self, origin: &str, appended: &[u8], after: usize) -> usize {
-        let lines = numbered(appended, after);
-        let count = lines.len();
-        for (n, line) in lines {
-            let shown = conversation_of_line(origin, None, n, &line, Replies::Appended);
-            match shown {
-                Ok(Some(conv)) => {
-                    let sent = self.sent.is_some().then(|| {
-                        conversation_of_line(origin, None, n, &line, Replies::Left)
-                            .ok()
-                            .flatten()
-                    });
-                    self.add(conv, sent.flatten());
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    self.error.get_or_insert(e);
-                }
-            }
-        }
-        after + count
-    }
-
-    fn add(&mut self, mut conv: Conversation, sent: Option<Conversation>) {
-        let prefixes = Prefixes::of_source(conv.source.as_str(), &conv.messages);
-        let thread = self.threads.assign(&prefixes);
-        // The thread's earlier request holds the tokens of the trips
-        // before this one.
-        if let Some(k) = self.thread_of.iter().rposition(|&t| t == thread) {
-            conv.carry_usage_from(&self.shown[k]);
-        }
-        self.thread_of.push(thread);
-        self.shown.push(conv);
-        if let Some(list) = self.sent.as_mut() {
-            list.push(sent);
-        }
-    }
-
-    /// Conversation `which` (1-based), at its newest request; by default
-    /// the newest request of all.
-    fn pick(&self, which: Option<usize>) -> Option<Picked> {
-        let count = self.threads.count();
-        let thread = which.map_or_else(
-            || self.thread_of.last().copied().unwrap_or(0),
-            |n| n.clamp(1, count.max(1)) - 1,
-        );
-        let index = self.thread_of.iter().rposition(|t| *t == thread)?;
-        let conversation = self.shown[index].clone();
-        let findings = match &self.sent {
-            Some(sent) => sent[index].as_ref().map(check).unwrap_or_default(),
-            None => check(&conversation),
-        };
-        Some(Picked {
-            conversation,
-            findings,
-            thread,
-            count,
-        })
-    }
 }
 
 /// A file read whole, as `check` reads it.
 fn whole(origin: &str, all: &[u8], which: Option<usize>) -> Result<Option<Picked>, LoadError> {
-    let mut grouped = Conversations::default();
-    let read = super::check::for_each_conversation_in(
-        origin,
-        all.to_vec(),
-        None,
-        Replies::Appended,
-        |_, c| grouped.add(c, None),
-    )?;
-    match grouped.pick(which) {
+    let reader = Box::new(std::io::Cursor::new(all.to_vec()));
+    let opened = crate::open::sniff_reader(origin.to_string(), reader, None)?;
+    let (grouped, read) = crate::replay::conversations(opened)?;
+    match pick(&grouped, which) {
         Some(picked) => Ok(Some(picked)),
         None => match read.errors.into_iter().next() {
             Some(e) => Err(e),
             None => Ok(None),
         },
-    }
-}
-
-impl Followed {
-    /// The first line taken that could not be read, when no conversation
-    /// could be: the error to show instead of an empty screen.
-    pub(super) fn take_error(&mut self) -> Option<LoadError> {
-        match &mut self.read {
-            Read::Lines(convs) if convs.shown.is_empty() => convs.error.take(),
-            _ => None,
-        }
     }
 }
 
@@ -261,7 +219,7 @@ mod tests {
 
     fn fixture(name: &str) -> Vec<u8> {
         std::fs::read(format!(
-            "{}/tests/fixtures/transcripts/{name}",
+            "{}/../../tests/fixtures/transcripts/{name}",
             env!("CARGO_MANIFEST_DIR")
         ))
         .unwrap()
@@ -287,7 +245,7 @@ mod tests {
                 (Some(a), Some(b)) => {
                     assert_eq!(a.conversation, b.conversation, "{name} at byte {upto}");
                     assert_eq!(a.findings, b.findings, "{name} at byte {upto}");
-                    assert_eq!((a.thread, a.count), (b.thread, b.count));
+                    assert_eq!(a.place, b.place);
                     checked += 1;
                 }
                 (None, None) => {}
@@ -331,6 +289,6 @@ mod tests {
             followed.take_error().is_none(),
             "the old line was read again"
         );
-        assert_eq!(picked.count, 3, "the appended lines were read");
+        assert_eq!(picked.place.count, 3, "the appended lines were read");
     }
 }

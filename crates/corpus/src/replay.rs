@@ -1,0 +1,171 @@
+//! An input opened for the debugger, `diff`, `run --export` and `record`:
+//! read once (a pipe or a FIFO works), told apart as a session to run or
+//! captured conversations to replay, and for a capture one conversation
+//! picked, judged as its request was sent, and made a trace to step.
+
+use std::io::BufRead;
+use std::path::Path;
+
+use loopdbg_engine::{LoadError, Session, Trace};
+use loopdbg_read::Conversation;
+use serde_json::Value;
+
+use crate::conversations::{Conversations, Place};
+use crate::open::{Layout, Opened, ReadSummary, Replies, read_opened, sniff};
+
+/// What an input turned out to be.
+pub enum Opening {
+    /// A session (a stub scenario), or a document that is not a capture:
+    /// its text, for the session loader, which says what is wrong with it.
+    Session {
+        /// The name errors use.
+        origin: String,
+        /// The whole text.
+        text: String,
+    },
+    /// Captured conversations, opened and ready to be read.
+    Captured(Opened),
+}
+
+/// Opens `path` once and tells what it holds.
+pub fn open(path: &Path) -> Result<Opening, LoadError> {
+    let mut opened = sniff(path, None)?;
+    if let Some(text) = one_line_not_captured(&mut opened) {
+        return Ok(Opening::Session {
+            origin: opened.origin,
+            text,
+        });
+    }
+    Ok(match opened.layout {
+        Layout::Unparsed(text, _) => Opening::Session {
+            origin: opened.origin,
+            text,
+        },
+        Layout::Document(ref doc, _) if !is_captured(doc) => {
+            let Layout::Document(_, text) = opened.layout else {
+                unreachable!("matched above")
+            };
+            Opening::Session {
+                origin: opened.origin,
+                text,
+            }
+        }
+        _ => Opening::Captured(opened),
+    })
+}
+
+/// The text of an input of one JSON line that is not a capture (a
+/// session written on one line, or `[1, 2]`): the detector reads a line
+/// at a time and may have stopped at the first.
+fn one_line_not_captured(opened: &mut Opened) -> Option<String> {
+    if !matches!(opened.layout, Layout::Lines) {
+        return None;
+    }
+    let mut lines = opened.head.iter().filter(|(_, l)| !l.trim().is_empty());
+    let (_, line) = lines.next()?;
+    if lines.next().is_some() {
+        return None;
+    }
+    let doc: Value = serde_json::from_str(line).ok()?;
+    let ended = opened
+        .rest
+        .fill_buf()
+        .map_or(true, |b| b.iter().all(u8::is_ascii_whitespace));
+    (ended && !is_captured(&doc))
+        .then(|| opened.head.iter().map(|(_, l)| format!("{l}\n")).collect())
+}
+
+/// Whether a document read whole is a capture rather than a session: a
+/// request body (`messages`, `input` or `contents`, whatever else it
+/// holds), an array of messages, an HTTP recording, a capture record, a
+/// Gemini CLI chat; never a document with a session's own keys.
+fn is_captured(doc: &Value) -> bool {
+    let captured = match doc {
+        Value::Array(items) => items.first().is_some_and(Value::is_object),
+        Value::Object(o) => {
+            loopdbg_read::holds_conversation(doc)
+                || (o.contains_key("sessionId") && o.contains_key("projectHash"))
+                || loopdbg_read::recording::is_recording(doc)
+                || loopdbg_read::capture::is_exchange(doc)
+        }
+        _ => false,
+    };
+    captured && !loopdbg_read::is_session(doc)
+}
+
+/// Every request of an opened capture, grouped into conversations.
+pub fn conversations(opened: Opened) -> Result<(Conversations, ReadSummary), LoadError> {
+    let mut grouped = Conversations::default();
+    let read = read_opened(opened, None, Replies::Both, |_, shown, sent| {
+        grouped.add(shown, sent)
+    })?;
+    Ok((grouped, read))
+}
+
+/// A captured conversation, ready to step.
+pub struct Replay {
+    /// The conversation as a session (tools, prompt, the recorded replies).
+    pub session: Session,
+    /// Its trace, the findings at the step they arise.
+    pub trace: Trace,
+    /// Where the conversation stands in its file.
+    pub place: Place,
+    /// What it was read as (`claude-code`, `anthropic`, …).
+    pub source: loopdbg_read::Source,
+    /// Lines that could not be read and were left out, said as the screen
+    /// says it; `None` when everything was read.
+    pub left_out: Option<String>,
+    /// The conversation, for a caller that frees it off its way.
+    pub conversation: Conversation,
+}
+
+/// Conversation `which` (1-based; the one of the newest request when
+/// `None`) of an opened capture, replayed at its newest request under the
+/// title `title` gives its place.
+pub fn replay(
+    opened: Opened,
+    which: Option<usize>,
+    title: impl FnOnce(&Place) -> String,
+) -> Result<Replay, LoadError> {
+    let origin = opened.origin.clone();
+    let (grouped, read) = conversations(opened)?;
+    let count = grouped.count();
+    let Some(taken) = grouped.take(which) else {
+        // A line that could not be read may be the one asked for.
+        if let Some(e) = read.errors.into_iter().next() {
+            return Err(e);
+        }
+        let reason = match which {
+            Some(n) => format!("--conversation {n}: {origin} holds {count} conversation(s)"),
+            None => format!("{origin} holds no conversation"),
+        };
+        return Err(LoadError::Refused { origin, reason });
+    };
+    let title = title(&taken.place);
+    // The conversation is judged while its trace is built: on a long log
+    // both take a while, and the first frame waits for them.
+    let judged = taken.sent.as_ref().unwrap_or(&taken.shown);
+    let (findings, replayed) = rayon::join(
+        || loopdbg_judge::check::check(judged),
+        || loopdbg_export::replay::replayed(&taken.shown),
+    );
+    let trace = replayed.with_findings(&taken.shown, &findings);
+    let session = loopdbg_export::replay::session_for(&taken.shown, &title);
+    // Lines that could not be read were left out: the screen says so, as
+    // `check` does, rather than show the rest as if it were all.
+    let left_out = read.errors.first().map(|first| {
+        let more = match read.errors.len() {
+            1 => String::new(),
+            n => format!(" (and {} more)", n - 1),
+        };
+        format!("left out, could not be read: {first}{more}")
+    });
+    Ok(Replay {
+        session,
+        trace,
+        place: taken.place,
+        source: taken.shown.source,
+        left_out,
+        conversation: taken.shown,
+    })
+}
