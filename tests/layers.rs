@@ -89,9 +89,9 @@ const LAYERS: &[Layer] = &[
         pure: true,
         never: &["tokio", "hyper", "socket2", "notify", "rayon"],
     },
-    // Bytes in, before any format: std and flate2.
+    // Bytes in and out, before any format: std, flate2, tempfile.
     Layer {
-        name: "input",
+        name: "io",
         uses: &[],
         pure: false,
         never: &["tokio", "serde_json", "notify"],
@@ -100,7 +100,7 @@ const LAYERS: &[Layer] = &[
     // network or terminal, so the Python package can load it.
     Layer {
         name: "corpus",
-        uses: &["engine", "input", "formats", "read", "judge", "export"],
+        uses: &["engine", "io", "formats", "read", "judge", "export"],
         pure: false,
         never: &["tokio", "hyper", "crossterm", "ratatui", "notify"],
     },

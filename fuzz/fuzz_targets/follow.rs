@@ -11,7 +11,7 @@
 use std::io::Write;
 
 use libfuzzer_sys::fuzz_target;
-use loopdbg_input::tail::{Change, Tail};
+use loopdbg_io::tail::{Change, Tail};
 
 const MAX_LINE: u64 = 32;
 

@@ -9,8 +9,8 @@
 use std::io::{BufRead, Read};
 
 use libfuzzer_sys::fuzz_target;
-use loopdbg_input::gunzip::decoded;
-use loopdbg_input::lines::LineChunks;
+use loopdbg_io::gunzip::decoded;
+use loopdbg_io::lines::LineChunks;
 
 const MAX_LINE: usize = 24;
 const CHUNK: usize = 16;

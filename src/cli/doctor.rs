@@ -1,37 +1,15 @@
-//! `loopdbg doctor`: what keeps an agent's session from being sent again,
-//! and (with `--write`) the smallest repair, in the agent's own format.
-//! The original is kept beside it as `FILE.loopdbg-bak` (numbered, never
-//! overwritten) before the repaired file replaces it; the repaired file is
-//! checked again, and only a clean one exits 0.
+//! `loopdbg doctor`: prints what `loopdbg_corpus::doctor` finds and does
+//! for each file, and the exit code: 0 when every file is (or, written,
+//! became) clean; 1 when one needs or kept a repair; 2 when one could not
+//! be read or repaired.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, SystemTime};
 
-use loopdbg_judge::check::Finding;
-use loopdbg_read::finding::Kind;
+use loopdbg_corpus::doctor::{Verdict, Written, apply, diagnose};
 
-use super::files::{Existing, write_file};
-use loopdbg_corpus::check_file;
-
-/// A file changed more recently than this is taken to be one an agent is
-/// still appending to, and is not rewritten without `--force`.
-const STILL_WRITTEN: Duration = Duration::from_secs(5);
-
-/// What one file needs.
-enum Verdict {
-    /// Nothing keeps it from being sent.
-    Clean,
-    /// These changes would make it sendable.
-    Needs(loopdbg_judge::doctor::Plan),
-    /// It cannot be repaired here, and why.
-    Cannot(String),
-}
-
-/// `loopdbg doctor FILE… [--write] [--force]`. Exit 0 when every file is
-/// (or, written, became) clean; 1 when one needs or kept a repair; 2 when
-/// one could not be read or repaired.
+/// `loopdbg doctor FILE… [--write] [--force]`.
 pub fn doctor(files: &[PathBuf], write: bool, force: bool) -> ExitCode {
     let mut out = std::io::stdout();
     let mut worst = 0u8;
@@ -55,14 +33,14 @@ pub fn doctor(files: &[PathBuf], write: bool, force: bool) -> ExitCode {
                 for change in &plan.changes {
                     let _ = writeln!(out, "  line {}: {}", change.line, change.what);
                 }
-                if write {
-                    apply(path, &plan, force, &mut out)
-                } else {
+                if !write {
                     let _ = writeln!(
                         out,
                         "  (nothing written: pass --write to repair it, keeping a backup)"
                     );
                     1
+                } else {
+                    said(&mut out, apply(path, &plan, force))
                 }
             }
         };
@@ -71,147 +49,29 @@ pub fn doctor(files: &[PathBuf], write: bool, force: bool) -> ExitCode {
     ExitCode::from(worst)
 }
 
-/// The findings a repair is for: what makes the provider refuse the
-/// history as it stands in the file (the kinds the doctor repairs, and
-/// any other 400, which it says it cannot repair). A refusal the log
-/// recorded is the past, not what the next request sends.
-fn needs_repair(f: &Finding) -> bool {
-    matches!(
-        f.kind,
-        Kind::UnansweredCall | Kind::UnexpectedResult | Kind::InvalidId | Kind::JoinedRecords
-    ) || (f.rejected_by_provider && f.kind != Kind::RefusedRequest)
-}
-
-fn diagnose(path: &Path) -> Verdict {
-    let report = check_file(path, None, &[], &mut |_, _| {}, &mut |_| {});
-    if let Some(e) = report.errors.first() {
-        // A torn last line is the one reading error the doctor repairs.
-        if report.errors.len() > 1 || !is_last_line(path, e.line) {
-            return Verdict::Cannot(format!("it could not be read: {}", e.message));
+/// Says what writing came to; its exit code.
+fn said(out: &mut impl Write, written: Written) -> u8 {
+    match written {
+        Written::Not { why, failed } => {
+            let _ = writeln!(out, "  not written: {why}");
+            if failed { 2 } else { 1 }
         }
-    }
-    let format = report.format.unwrap_or("unknown");
-    let findings: Vec<Finding> = report
-        .results
-        .iter()
-        .flat_map(|r| r.findings.iter().filter(|f| needs_repair(f)).cloned())
-        .collect();
-    if findings.is_empty() && report.errors.is_empty() {
-        return Verdict::Clean;
-    }
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) => return Verdict::Cannot(e.to_string()),
-    };
-    let plan = match format {
-        "claude-code" => loopdbg_judge::doctor::claude_code(&text, &findings),
-        "codex" => loopdbg_judge::doctor::codex(&text, &findings),
-        "gemini-cli" => loopdbg_judge::doctor::gemini_cli(&text),
-        other => {
-            return Verdict::Cannot(format!(
-                "it is read as {other}; the doctor repairs the session stores of Claude Code, Codex and Gemini CLI (`check --fix` repairs request bodies and captures)"
-            ));
-        }
-    };
-    match plan {
-        // Findings the doctor has no repair for are said, never called clean.
-        Ok(plan) if plan.changes.is_empty() && !findings.is_empty() => Verdict::Cannot(format!(
-            "the doctor has no repair for this yet: {}",
-            findings[0].message
-        )),
-        Ok(plan) if plan.changes.is_empty() => Verdict::Clean,
-        Ok(plan) => Verdict::Needs(plan),
-        Err(why) => Verdict::Cannot(why),
-    }
-}
-
-/// Whether `line` is the file's last line.
-fn is_last_line(path: &Path, line: Option<usize>) -> bool {
-    let Some(line) = line else {
-        return false;
-    };
-    std::fs::read(path).is_ok_and(|bytes| {
-        bytes.split_inclusive(|&b| b == b'\n').count() == line && !bytes.ends_with(b"\n")
-    })
-}
-
-/// Keeps the original as a backup, writes the repair in its place, and
-/// checks it again.
-fn apply(path: &Path, plan: &loopdbg_judge::doctor::Plan, force: bool, out: &mut impl Write) -> u8 {
-    let name = path.display();
-    let recent = std::fs::metadata(path)
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|t| SystemTime::now().duration_since(t).ok())
-        .is_some_and(|age| age < STILL_WRITTEN);
-    if recent && !force {
-        let _ = writeln!(
-            out,
-            "  not written: {name} changed in the last {} s; an agent may still be writing it (stop it, or pass --force)",
-            STILL_WRITTEN.as_secs()
-        );
-        return 1;
-    }
-    let backup = match keep_backup(path) {
-        Ok(b) => b,
-        Err(e) => {
-            let _ = writeln!(out, "  not written: the backup could not be made: {e}");
-            return 2;
-        }
-    };
-    let written = write_file(path, Existing::Replace, |w| {
-        for line in &plan.lines {
-            w.write_all(line.as_bytes())?;
-            w.write_all(b"\n")?;
-        }
-        Ok(())
-    });
-    if let Err(e) = written {
-        let _ = writeln!(out, "  not written: {e}; the original is unchanged");
-        return 2;
-    }
-    let _ = writeln!(
-        out,
-        "  written; the original is kept as {}",
-        backup.display()
-    );
-    match diagnose(path) {
-        Verdict::Clean => {
-            let _ = writeln!(out, "  checked again: nothing keeps it from being sent");
-            0
-        }
-        _ => {
+        Written::Done { backup, clean } => {
             let _ = writeln!(
                 out,
-                "  checked again: it still needs repair (the backup holds the original)"
+                "  written; the original is kept as {}",
+                backup.display()
             );
-            1
+            if clean {
+                let _ = writeln!(out, "  checked again: nothing keeps it from being sent");
+                0
+            } else {
+                let _ = writeln!(
+                    out,
+                    "  checked again: it still needs repair (the backup holds the original)"
+                );
+                1
+            }
         }
     }
-}
-
-/// Copies `path` to the first free `PATH.loopdbg-bak`, `.loopdbg-bak.1`,
-/// … (never over an earlier backup), and checks the copy is the original
-/// byte for byte.
-fn keep_backup(path: &Path) -> std::io::Result<PathBuf> {
-    let base = format!("{}.loopdbg-bak", path.display());
-    let mut candidate = PathBuf::from(&base);
-    let mut n = 0;
-    while std::fs::symlink_metadata(&candidate).is_ok() {
-        n += 1;
-        candidate = PathBuf::from(format!("{base}.{n}"));
-    }
-    let original = std::fs::read(path)?;
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&candidate)?;
-    file.write_all(&original)?;
-    file.sync_all()?;
-    if std::fs::read(&candidate)? != original {
-        return Err(std::io::Error::other(
-            "the backup does not read back as the original",
-        ));
-    }
-    Ok(candidate)
 }

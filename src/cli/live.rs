@@ -14,9 +14,9 @@ use std::time::Duration;
 use anyhow::Context;
 
 use loopdbg_corpus::follow::Followed;
-use loopdbg_input::tail::Change;
-use loopdbg_judge::check::{Finding, check};
-use loopdbg_proxy::capture::{Action, Exchange};
+use loopdbg_io::tail::Change;
+use loopdbg_judge::check::Finding;
+use loopdbg_proxy::capture::Exchange;
 use loopdbg_read::{Conversation, Source, read};
 use loopdbg_tui::App;
 use loopdbg_tui::app::{LiveEvent, LiveUpdate};
@@ -80,66 +80,6 @@ fn in_flight_first(now: &loopdbg_proxy::InFlight, addr: &str) -> LiveUpdate {
         format!("(in flight: #{seq} {what}; its conversation shows here when its answer ends)"),
         &format!("live: request #{seq} in flight through http://{addr}"),
     )
-}
-
-/// The words of an alarm about one finding the provider rejects.
-fn alarm_of(prefix: &str, f: &Finding) -> String {
-    format!(
-        "{prefix}: the provider would answer 400 ({}): {}",
-        f.path,
-        loopdbg_engine::diagnostics::inert::clean(&f.message)
-    )
-}
-
-/// The proxy's exchanges so far, and which one the screen follows.
-#[derive(Default)]
-struct Exchanges {
-    records: Vec<Value>,
-}
-
-impl Exchanges {
-    /// The newest exchange of the agent's loop: one whose request declares
-    /// tools or carries a history, so a side request (a title, a quota
-    /// check) does not take the screen away from the loop.
-    fn shown(&self) -> Option<&Value> {
-        let looping = |v: &&Value| {
-            let r = &v["request"];
-            r.get("tools")
-                .and_then(Value::as_array)
-                .is_some_and(|t| !t.is_empty())
-                || ["messages", "input", "contents"].iter().any(|k| {
-                    r.get(*k)
-                        .and_then(Value::as_array)
-                        .is_some_and(|a| a.len() > 1)
-                })
-        };
-        self.records
-            .iter()
-            .rev()
-            .find(looping)
-            .or(self.records.last())
-    }
-
-    fn update(&self, newest: &Exchange) -> Option<LiveUpdate> {
-        let shown = self.shown()?.clone();
-        let seq = shown["seq"].as_u64().unwrap_or(0);
-        let provider = loopdbg_read::capture::provider_of(&shown)?;
-        let sent = read(&shown["request"], Source::Provider(provider)).ok()?;
-        let body = loopdbg_read::capture::conversation_of(shown);
-        let conv = read(&body, Source::Provider(provider)).ok()?;
-        let findings = check(&sent);
-        let rejected = newest.findings.iter().find(|f| f.rejected_by_provider);
-        let alarm = rejected.map(|f| {
-            let what = match newest.action {
-                Action::Blocked => "blocked locally",
-                Action::Repaired => "repaired before forwarding",
-                Action::Forwarded | Action::Failed => "forwarded as it was",
-            };
-            alarm_of(&format!("ALARM #{} ({what})", newest.seq), f)
-        });
-        let title = format!("live: exchange #{seq} of {}", self.records.len());
-        Some(replay_update(&conv, &findings, &title, alarm))
-    }
 }
 
 /// A capture is appended to; anything else (a session, a log, a handout
@@ -239,135 +179,26 @@ impl CaptureFile {
 }
 
 /// `proxy --no-tui`: one line per exchange until the upstream channel
-/// closes or a shutdown signal comes; then the exchanges in flight get a
-/// grace period, and the process ends with the signal's status.
+/// closes or a shutdown signal comes; the process then ends with the
+/// signal's status.
 fn print_lines(
     runtime: tokio::runtime::Runtime,
-    mut running: loopdbg_proxy::Running,
+    running: loopdbg_proxy::Running,
     mut capture: CaptureFile,
-    mut signals: ShutdownSignals,
+    signals: loopdbg_proxy::shutdown::Signals,
 ) -> ExitCode {
     let mut out = std::io::stdout();
-    let mut print = |x: &Exchange| {
+    let print = |x: &Exchange| {
         capture.append(x);
-        writeln!(out, "{}", loopdbg_proxy::summary_line(x)).and_then(|()| out.flush())
+        writeln!(out, "{}", loopdbg_proxy::summary_line(x))
+            .and_then(|()| out.flush())
+            .is_ok()
     };
-    let signal = runtime.block_on(async {
-        loop {
-            tokio::select! {
-                x = running.exchanges.recv() => {
-                    let x = x?;
-                    if print(&x.into_exchange()).is_err() {
-                        return None;
-                    }
-                }
-                signal = signals.next() => return Some(signal),
-            }
-        }
-    });
-    let Some(signal) = signal else {
-        return ExitCode::SUCCESS;
-    };
-    // Stop taking agents; let the exchanges in flight end for a while,
-    // recording each; then record any still going as cut (issue 23,
-    // item 15: Ctrl-C dropped them).
-    let _ = running.stop_accepting.send(true);
-    say!(
-        "loopdbg proxy: {} received; no new connections, waiting up to {} s for {} exchange(s) in flight",
-        signal.name,
-        SHUTDOWN_GRACE.as_secs(),
-        running.in_flight.borrow().count
-    );
-    runtime.block_on(async {
-        let deadline = tokio::time::sleep(SHUTDOWN_GRACE);
-        tokio::pin!(deadline);
-        while running.in_flight.borrow().count > 0 {
-            tokio::select! {
-                x = running.exchanges.recv() => {
-                    let Some(x) = x else { break };
-                    let _ = print(&x.into_exchange());
-                }
-                () = &mut deadline => break,
-            }
-        }
-    });
-    // The rest are cut: dropping the runtime drops their bodies, which
-    // hands each one's record over.
-    runtime.shutdown_timeout(Duration::from_millis(100));
-    while let Ok(x) = running.exchanges.try_recv() {
-        let mut x = x.into_exchange();
-        x.action = loopdbg_proxy::capture::Action::Failed;
-        x.error = Some(format!(
-            "cut by the proxy's shutdown ({}) after {} s of grace",
-            signal.name,
-            SHUTDOWN_GRACE.as_secs()
-        ));
-        let _ = print(&x);
-    }
-    // The conventional status of a process ended by that signal.
-    ExitCode::from(128 + signal.number)
-}
-
-/// How long exchanges in flight may go on after a shutdown signal.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
-
-/// A signal that ends the proxy: its name and number.
-struct Shutdown {
-    name: &'static str,
-    number: u8,
-}
-
-/// SIGINT, SIGTERM and SIGHUP, as one stream.
-struct ShutdownSignals {
-    #[cfg(unix)]
-    streams: Vec<(tokio::signal::unix::Signal, &'static str, u8)>,
-}
-
-impl ShutdownSignals {
-    fn new() -> ShutdownSignals {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{SignalKind, signal};
-            let kinds = [
-                (SignalKind::interrupt(), "SIGINT", 2),
-                (SignalKind::terminate(), "SIGTERM", 15),
-                (SignalKind::hangup(), "SIGHUP", 1),
-            ];
-            ShutdownSignals {
-                streams: kinds
-                    .into_iter()
-                    .filter_map(|(kind, name, n)| signal(kind).ok().map(|s| (s, name, n)))
-                    .collect(),
-            }
-        }
-        #[cfg(not(unix))]
-        ShutdownSignals {}
-    }
-
-    async fn next(&mut self) -> Shutdown {
-        #[cfg(unix)]
-        {
-            if self.streams.is_empty() {
-                // No signal could be listened for: none ends the wait.
-                return std::future::pending().await;
-            }
-            let waits = self.streams.iter_mut().map(|(s, name, n)| {
-                let (name, n) = (*name, *n);
-                Box::pin(async move {
-                    s.recv().await;
-                    Shutdown { name, number: n }
-                })
-            });
-            futures::future::select_all(waits).await.0
-        }
-        #[cfg(not(unix))]
-        {
-            let _ = tokio::signal::ctrl_c().await;
-            Shutdown {
-                name: "Ctrl-C",
-                number: 2,
-            }
-        }
+    let say = |what: &str| say!("loopdbg proxy: {what}");
+    match loopdbg_proxy::shutdown::relay_until_signal(runtime, running, signals, print, say) {
+        // The conventional status of a process ended by that signal.
+        Some(signal) => ExitCode::from(128 + signal.number),
+        None => ExitCode::SUCCESS,
     }
 }
 
@@ -404,7 +235,7 @@ pub(super) fn proxy(
     // caught, however soon.
     let signals = no_tui.then(|| {
         let _inside = runtime.enter();
-        ShutdownSignals::new()
+        loopdbg_proxy::shutdown::Signals::new()
     });
     let mut running = runtime.block_on(loopdbg_proxy::start(&config))?;
     let addr = running.addr.to_string();
@@ -473,14 +304,20 @@ pub(super) fn proxy(
     });
     // The proxy keeps serving on its own threads; exchanges become screens.
     runtime.spawn(async move {
-        let mut seen = Exchanges::default();
+        let mut watched = loopdbg_proxy::live::Watched::default();
         while let Some(x) = running.exchanges.recv().await {
             let x = x.into_exchange();
             capture.append(&x);
-            seen.records
-                .push(serde_json::to_value(&x).unwrap_or(Value::Null));
             recorded.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            if let Some(update) = seen.update(&x)
+            let update = watched.push(&x).map(|shown| {
+                replay_update(
+                    &shown.conversation,
+                    &shown.findings,
+                    &shown.title,
+                    shown.alarm,
+                )
+            });
+            if let Some(update) = update
                 && updates.send(LiveEvent::Update(Box::new(update))).is_err()
             {
                 break;
@@ -514,7 +351,8 @@ fn update_of_file(
             None => Ok(waiting_for_file(followed.origin())),
         };
     };
-    let alarm = new_rejection(&picked.findings, alarmed).map(|f| alarm_of("ALARM", f));
+    let alarm = new_rejection(&picked.findings, alarmed)
+        .map(|f| loopdbg_proxy::live::alarm_words("ALARM", f));
     let title = format!(
         "follow: conversation {} of {}",
         picked.place.thread + 1,
@@ -611,7 +449,7 @@ pub(super) fn follow(path: &Path, which: Option<usize>) -> Result<ExitCode, Fail
             .unwrap_or(Path::new("."))
             .to_path_buf();
         let _watcher = start_watcher(&folder, &watched, wake);
-        let mut tail = loopdbg_input::tail::Tail::at(&watched, bytes);
+        let mut tail = loopdbg_io::tail::Tail::at(&watched, bytes);
         loop {
             // Notifications wake it at once; the timeout is the polling
             // fallback for file systems that send none.
@@ -695,8 +533,6 @@ pub(super) fn record(
     which: Option<usize>,
     output: &Path,
 ) -> Result<ExitCode, Failure> {
-    // The requests of one loop are one conversation; each is recorded
-    // from its newest request, which carries the history before it.
     let opened = match loopdbg_corpus::replay::open(capture)? {
         loopdbg_corpus::replay::Opening::Captured(opened) => opened,
         loopdbg_corpus::replay::Opening::Session { origin, .. } => {
@@ -705,32 +541,8 @@ pub(super) fn record(
             )));
         }
     };
-    let (grouped, read) = loopdbg_corpus::replay::conversations(opened)?;
-    let newest = grouped.into_newest();
-    let convs = newest;
-    let count = convs.len();
-    let origin = capture.display().to_string();
-    if count == 0 {
-        if let Some(e) = read.errors.into_iter().next() {
-            return Err(e.into());
-        }
-        return Err(bad_flag(format!(
-            "{origin} holds no conversation to record"
-        )));
-    }
-    let n = which.unwrap_or(count);
-    if n == 0 || n > count {
-        return Err(bad_flag(format!(
-            "--conversation {n}: {origin} holds {count} conversation(s)"
-        )));
-    }
-    let conv = &convs[n - 1];
-    let title = format!("recorded from {origin}, conversation {n} of {count}");
-    let Some(rec) = loopdbg_export::record::record(conv, &title) else {
-        return Err(bad_flag(format!(
-            "{origin} conversation {n}: no user prompt the model answered, to start a session from"
-        )));
-    };
+    let recorded = loopdbg_corpus::replay::record(opened, which)?;
+    let rec = &recorded.recording;
     let mut text = serde_json::to_string_pretty(&rec.session).map_err(anyhow::Error::from)?;
     text.push('\n');
     // A session that does not load back is not worth writing.
@@ -752,49 +564,17 @@ pub(super) fn record(
     file.write_all(text.as_bytes())
         .with_context(|| format!("writing {}", output.display()))?;
     say!(
-        "recorded {} round(s), {} tool(s) with {} recorded result(s) from {origin} (conversation {n} of {count}) → {}",
+        "recorded {} round(s), {} tool(s) with {} recorded result(s) from {} (conversation {} of {}) → {}",
         rec.rounds,
         rec.session.tools.len(),
-        rec.session
-            .tools
-            .iter()
-            .map(|t| t.table.len())
-            .sum::<usize>(),
+        rec.results(),
+        capture.display(),
+        recorded.conversation,
+        recorded.count,
         output.display()
     );
-    match &rec.extraction {
-        loopdbg_export::record::Extraction::First { unanswered } => say!(
-            "  the recorded loop answered only the first call of each turn ({} left without a result): recorded with extract first, so the replay shows it; e in the debugger shows what all would do",
-            loopdbg_engine::ledger::counted_ids(unanswered)
-        ),
-        loopdbg_export::record::Extraction::Other { unanswered } => say!(
-            "  the recorded loop left {} without a result, not as `first` would: replayed with extract all, so compare the ids pane with the record",
-            loopdbg_engine::ledger::counted_ids(unanswered)
-        ),
-        loopdbg_export::record::Extraction::All | loopdbg_export::record::Extraction::Unknown => {}
-    }
-    if rec.skipped_messages > 0 {
-        say!(
-            "  the loop after the last user prompt was recorded; {} earlier message(s) are left out",
-            rec.skipped_messages
-        );
-    }
-    if rec.conflicting_results > 0 {
-        say!(
-            "  {} call(s) repeated earlier arguments with a different result; the first result is kept",
-            rec.conflicting_results
-        );
-    }
-    if !rec.undeclared_tools.is_empty() {
-        let why = if conv.tools.is_empty() {
-            "the file keeps no tool definitions; tools added from the calls"
-        } else {
-            "called but not declared by the request, added so their results come back"
-        };
-        say!(
-            "  {why}: {}",
-            loopdbg_engine::diagnostics::inert::clean(&rec.undeclared_tools.join(", "))
-        );
+    for note in rec.notes(recorded.declared_tools) {
+        say!("  {note}");
     }
     say!("  step it: loopdbg {}", output.display());
     Ok(ExitCode::SUCCESS)

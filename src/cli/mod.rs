@@ -23,10 +23,10 @@ macro_rules! say_partial {
 pub mod args;
 pub mod check;
 mod doctor;
-pub mod files;
 pub mod json;
 pub mod live;
 mod mcp;
+mod on_signal;
 use loopdbg_corpus::prices;
 use loopdbg_corpus::replay::Opening;
 use loopdbg_corpus::sessions;
@@ -56,6 +56,7 @@ const EXIT_BAD_INPUT: u8 = 2;
 
 /// Parses the arguments, runs the command and maps its errors to exit codes.
 pub fn main() -> ExitCode {
+    on_signal::install_hook();
     if let Some(message) = mistyped_subcommand() {
         say!("error: {message}");
         return ExitCode::from(EXIT_BAD_INPUT);
@@ -263,7 +264,7 @@ fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         return match args.output {
             Some(path) => {
                 // --force replaces a handout, never the session being run.
-                if files::same_file(&path, &args.session) {
+                if loopdbg_io::files::same_file(&path, &args.session) {
                     return Err(bad_flag(format!(
                         "-o {}: that is the session being run (the same file, through a link or not); refusing to overwrite it, even with --force; choose another -o",
                         path.display()
@@ -540,7 +541,15 @@ fn check_files(args: CheckArgs) -> Result<ExitCode, Failure> {
             }
         }
     } else {
-        check::render_text(&reports, &mut out)?;
+        for f in &reports {
+            for e in &f.errors {
+                say!("{}", e.rendered);
+            }
+        }
+        use std::io::IsTerminal;
+        let colour = std::io::stdout().is_terminal()
+            && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+        loopdbg_corpus::text::render_text(&reports, &mut out, colour)?;
     }
     out.flush()?;
     let failed = reports.iter().any(|f| !f.errors.is_empty());
@@ -719,16 +728,16 @@ fn diff_side(
     }
 }
 
-/// Writes `bytes` to `path` ([`files::write_file`]); an existing file only
+/// Writes `bytes` to `path` ([`loopdbg_io::files::write_file`]); an existing file only
 /// with `force`.
 fn write_new(path: &std::path::Path, bytes: &[u8], force: bool) -> Result<(), Failure> {
     let existing = match force {
-        true => files::Existing::Replace,
-        false => files::Existing::Keep,
+        true => loopdbg_io::files::Existing::Replace,
+        false => loopdbg_io::files::Existing::Keep,
     };
-    files::write_file(path, existing, |out| out.write_all(bytes)).map_err(|e| match e {
-        files::WriteError::Exists => bad_flag(format!("{} {e}", path.display())),
-        files::WriteError::Io(e) => {
+    loopdbg_io::files::write_file(path, existing, |out| out.write_all(bytes)).map_err(|e| match e {
+        loopdbg_io::files::WriteError::Exists => bad_flag(format!("{} {e}", path.display())),
+        loopdbg_io::files::WriteError::Io(e) => {
             Failure::Other(anyhow::Error::from(e).context(format!("writing {}", path.display())))
         }
     })

@@ -61,9 +61,9 @@ fn run_with(mut app: App, mut feed: Option<UnboundedReceiver<LiveEvent>>) -> any
     let _ = execute!(stdout(), EnableMouseCapture);
     // The event loop answers SIGINT/TERM/HUP itself (it restores the
     // terminal first); a file written meanwhile (W) is still cleaned up.
-    super::files::on_signal::debugger_owns_signals(true);
+    super::on_signal::debugger_owns_signals(true);
     let result = runtime.block_on(event_loop(&mut terminal, &mut app, feed.as_mut()));
-    super::files::on_signal::debugger_owns_signals(false);
+    super::on_signal::debugger_owns_signals(false);
     let _ = execute!(stdout(), DisableMouseCapture);
     ratatui::restore();
     result
@@ -309,7 +309,7 @@ fn save_tour(solved: &[usize]) -> anyhow::Result<()> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
     let text = serde_json::json!({"solved": solved}).to_string();
-    super::files::write_file(&path, super::files::Existing::Replace, |out| {
+    loopdbg_io::files::write_file(&path, loopdbg_io::files::Existing::Replace, |out| {
         out.write_all(text.as_bytes())
     })
     .with_context(|| format!("writing {}", path.display()))

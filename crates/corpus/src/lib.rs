@@ -22,6 +22,7 @@ use loopdbg_engine::LoadError;
 use serde_json::Value;
 
 pub mod conversations;
+pub mod doctor;
 pub mod follow;
 pub mod limits;
 pub mod open;
@@ -30,6 +31,7 @@ pub mod replay;
 pub mod report;
 pub mod sessions;
 pub mod table;
+pub mod text;
 pub mod traces;
 
 pub use limits::{MAX_LINE_BYTES, MAX_SESSION_BYTES, MAX_WHOLE_BYTES};

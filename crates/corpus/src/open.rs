@@ -12,7 +12,7 @@ use crate::limits::{MAX_LINE_BYTES, MAX_WHOLE_BYTES};
 use loopdbg_engine::LoadError;
 use loopdbg_engine::diagnostics::error::LocatedError;
 use loopdbg_engine::diagnostics::json_span::{SpanKind, SpanNode, offset_of_line_byte_col};
-use loopdbg_input::lines::LineChunks;
+use loopdbg_io::lines::LineChunks;
 use loopdbg_judge::fix::{Repair, repair};
 use loopdbg_read::capture;
 use loopdbg_read::detect::{SNIFF_LINES, Sniffed, Sniffer, Sniffing};
@@ -282,7 +282,7 @@ pub(crate) fn open_input(
     origin: &str,
 ) -> Result<(Box<dyn BufRead + Send>, bool), LoadError> {
     if path.as_os_str() == "-" {
-        return loopdbg_input::gunzip::decoded(Box::new(BufReader::new(std::io::stdin())))
+        return loopdbg_io::gunzip::decoded(Box::new(BufReader::new(std::io::stdin())))
             .map_err(|e| unreadable(origin, e));
     }
     let file = File::open(path).map_err(|e| unreadable(origin, e))?;
@@ -298,7 +298,7 @@ pub(crate) fn open_input(
                     .into(),
         });
     }
-    loopdbg_input::gunzip::decoded(Box::new(BufReader::with_capacity(1 << 16, file)))
+    loopdbg_io::gunzip::decoded(Box::new(BufReader::with_capacity(1 << 16, file)))
         .map_err(|e| unreadable(origin, e))
 }
 
@@ -404,7 +404,7 @@ pub(crate) fn sniff_bytes(
     bytes: Vec<u8>,
     forced: Option<Source>,
 ) -> Result<Opened, LoadError> {
-    let (reader, _) = loopdbg_input::gunzip::decoded(Box::new(std::io::Cursor::new(bytes)))
+    let (reader, _) = loopdbg_io::gunzip::decoded(Box::new(std::io::Cursor::new(bytes)))
         .map_err(|e| unreadable(origin, e))?;
     sniff_reader(origin.to_string(), reader, forced)
 }

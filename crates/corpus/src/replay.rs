@@ -169,3 +169,53 @@ pub fn replay(
         conversation: taken.shown,
     })
 }
+
+/// A captured conversation turned into a session that runs its loop again.
+pub struct Recorded {
+    /// The session and what recording it noticed.
+    pub recording: loopdbg_export::record::Recording,
+    /// Which conversation (1-based) of how many.
+    pub conversation: usize,
+    /// How many conversations the capture holds.
+    pub count: usize,
+    /// Whether the capture kept the tool definitions.
+    pub declared_tools: bool,
+}
+
+/// Conversation `which` (1-based; the newest to begin when `None`) of an
+/// opened capture, recorded from its newest request, which carries the
+/// history before it.
+pub fn record(opened: Opened, which: Option<usize>) -> Result<Recorded, LoadError> {
+    let origin = opened.origin.clone();
+    let refused = |reason: String| LoadError::Refused {
+        origin: origin.clone(),
+        reason,
+    };
+    let (grouped, read) = conversations(opened)?;
+    let convs = grouped.into_newest();
+    let count = convs.len();
+    if count == 0 {
+        return Err(match read.errors.into_iter().next() {
+            Some(e) => e,
+            None => refused("holds no conversation to record".into()),
+        });
+    }
+    let n = which.unwrap_or(count);
+    let Some(conv) = n.checked_sub(1).and_then(|i| convs.get(i)) else {
+        return Err(refused(format!(
+            "--conversation {n}: it holds {count} conversation(s)"
+        )));
+    };
+    let title = format!("recorded from {origin}, conversation {n} of {count}");
+    let recording = loopdbg_export::record::record(conv, &title).ok_or_else(|| {
+        refused(format!(
+            "conversation {n}: no user prompt the model answered, to start a session from"
+        ))
+    })?;
+    Ok(Recorded {
+        recording,
+        conversation: n,
+        count,
+        declared_tools: !conv.tools.is_empty(),
+    })
+}

@@ -40,6 +40,54 @@ pub struct Recording {
     pub extraction: Extraction,
 }
 
+impl Recording {
+    /// What the user should know of the recording, one line each: how the
+    /// recorded loop treated its calls, what was left out or added.
+    /// `declared_tools` says whether the file kept the tool definitions.
+    pub fn notes(&self, declared_tools: bool) -> Vec<String> {
+        let mut notes = Vec::new();
+        match &self.extraction {
+            Extraction::First { unanswered } => notes.push(format!(
+                "the recorded loop answered only the first call of each turn ({} left without a result): recorded with extract first, so the replay shows it; e in the debugger shows what all would do",
+                loopdbg_engine::ledger::counted_ids(unanswered)
+            )),
+            Extraction::Other { unanswered } => notes.push(format!(
+                "the recorded loop left {} without a result, not as `first` would: replayed with extract all, so compare the ids pane with the record",
+                loopdbg_engine::ledger::counted_ids(unanswered)
+            )),
+            Extraction::All | Extraction::Unknown => {}
+        }
+        if self.skipped_messages > 0 {
+            notes.push(format!(
+                "the loop after the last user prompt was recorded; {} earlier message(s) are left out",
+                self.skipped_messages
+            ));
+        }
+        if self.conflicting_results > 0 {
+            notes.push(format!(
+                "{} call(s) repeated earlier arguments with a different result; the first result is kept",
+                self.conflicting_results
+            ));
+        }
+        if !self.undeclared_tools.is_empty() {
+            let why = match declared_tools {
+                false => "the file keeps no tool definitions; tools added from the calls",
+                true => "called but not declared by the request, added so their results come back",
+            };
+            notes.push(format!(
+                "{why}: {}",
+                loopdbg_engine::diagnostics::inert::clean(&self.undeclared_tools.join(", "))
+            ));
+        }
+        notes
+    }
+
+    /// How many recorded results the session's tables hold.
+    pub fn results(&self) -> usize {
+        self.session.tools.iter().map(|t| t.table.len()).sum()
+    }
+}
+
 /// What a recorded loop did with the calls of a turn, told by which calls
 /// got a result before the loop asked again.
 #[derive(Debug, Clone, PartialEq, Eq)]

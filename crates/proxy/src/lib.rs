@@ -13,9 +13,11 @@
 /// The gate is the wire crate's: the Python guard decides with it too.
 pub use loopdbg_judge::gate;
 pub mod capture;
+pub mod live;
 pub mod mcp;
 pub mod mcp_http;
 pub mod otlp;
+pub mod shutdown;
 
 mod answer;
 mod upstream;

@@ -83,7 +83,7 @@ fn replace<T>(
     let mut temp = tempfile::Builder::new()
         .prefix(".loopdbg-")
         .make_in(&dir, |path| {
-            _cleanup = Some(on_signal::Removes::new(path));
+            _cleanup = TEMP_HOOK.get().map(|hook| hook(path));
             OpenOptions::new().write(true).create_new(true).open(path)
         })?;
     let made = {
@@ -104,78 +104,18 @@ fn replace<T>(
     Ok(made)
 }
 
-/// Temporary files removed when a signal ends the process: a hidden
-/// `.loopdbg-*` of up to the size of a handout was left beside the output
-/// by Ctrl-C (issue 23, item 5). The handler is installed with the first
-/// temporary file; after removing what is registered it ends the process
-/// as the signal would have, unless the debugger owns the signals (it
-/// restores the terminal first and then leaves as `q` does).
-pub mod on_signal {
-    use std::path::{Path, PathBuf};
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::{Mutex, Once};
+/// What a program does with a temporary file while it is being written:
+/// the binary registers it for removal should a signal end the process
+/// (a library caller, a Python process among them, installs nothing).
+pub type TempHook = fn(&Path) -> Box<dyn std::any::Any>;
 
-    static PENDING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
-    static INSTALLED: Once = Once::new();
-    static DEBUGGER_OWNS_SIGNALS: AtomicBool = AtomicBool::new(false);
+static TEMP_HOOK: std::sync::OnceLock<TempHook> = std::sync::OnceLock::new();
 
-    /// Says that the debugger's event loop handles SIGINT, SIGTERM and
-    /// SIGHUP itself while it runs.
-    pub fn debugger_owns_signals(owns: bool) {
-        DEBUGGER_OWNS_SIGNALS.store(owns, Ordering::SeqCst);
-    }
-
-    /// A path removed if a signal ends the process before this is dropped.
-    pub struct Removes(PathBuf);
-
-    impl Removes {
-        pub fn new(path: &Path) -> Removes {
-            install();
-            if let Ok(mut pending) = PENDING.lock() {
-                pending.push(path.to_path_buf());
-            }
-            Removes(path.to_path_buf())
-        }
-    }
-
-    impl Drop for Removes {
-        fn drop(&mut self) {
-            if let Ok(mut pending) = PENDING.lock()
-                && let Some(i) = pending.iter().position(|p| *p == self.0)
-            {
-                pending.swap_remove(i);
-            }
-        }
-    }
-
-    #[cfg(unix)]
-    fn install() {
-        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-        INSTALLED.call_once(|| {
-            let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
-            else {
-                return;
-            };
-            std::thread::spawn(move || {
-                for signal in signals.forever() {
-                    if let Ok(pending) = PENDING.lock() {
-                        for path in pending.iter() {
-                            let _ = std::fs::remove_file(path);
-                        }
-                    }
-                    if !DEBUGGER_OWNS_SIGNALS.load(Ordering::SeqCst) {
-                        // The conventional end: killed by that signal.
-                        let _ = signal_hook::low_level::emulate_default_handler(signal);
-                    }
-                }
-            });
-        });
-    }
-
-    #[cfg(not(unix))]
-    fn install() {
-        INSTALLED.call_once(|| {});
-    }
+/// Sets what is done with each temporary file while it is written (the
+/// returned guard is dropped once the file is renamed into place). Once
+/// per process; later calls are ignored.
+pub fn on_temp_file(hook: TempHook) {
+    let _ = TEMP_HOOK.set(hook);
 }
 
 #[cfg(unix)]

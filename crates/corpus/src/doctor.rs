@@ -1,0 +1,188 @@
+//! The doctor on a file: what keeps an agent's session from being sent
+//! again, and (when asked to write) the smallest repair, in the agent's
+//! own format. The original is kept beside it as `FILE.loopdbg-bak`
+//! (numbered, never overwritten) before the repaired file replaces it; the
+//! repaired file is checked again. The repair itself is
+//! `loopdbg_judge::doctor`'s; this module reads, backs up and writes.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use loopdbg_io::files::{Existing, write_file};
+use loopdbg_judge::check::Finding;
+use loopdbg_read::finding::Kind;
+
+use crate::report::check_file;
+
+/// A file changed more recently than this is taken to be one an agent is
+/// still appending to, and is not rewritten without `--force`.
+const STILL_WRITTEN: Duration = Duration::from_secs(5);
+
+/// What one file needs.
+pub enum Verdict {
+    /// Nothing keeps it from being sent.
+    Clean,
+    /// These changes would make it sendable.
+    Needs(loopdbg_judge::doctor::Plan),
+    /// It cannot be repaired here, and why.
+    Cannot(String),
+}
+
+/// What writing a repair came to.
+pub enum Written {
+    /// Not written, and why: the file may still be written to, the backup
+    /// could not be made, or the write failed (the original unchanged).
+    Not {
+        /// Why, in the words the CLI prints after `not written: `.
+        why: String,
+        /// True when an error stopped it (rather than a caution the user
+        /// can lift with `--force`).
+        failed: bool,
+    },
+    /// Written, the original kept as `backup`.
+    Done {
+        /// Where the original is kept.
+        backup: PathBuf,
+        /// Whether the repaired file checks clean.
+        clean: bool,
+    },
+}
+
+/// The findings a repair is for: what makes the provider refuse the
+/// history as it stands in the file (the kinds the doctor repairs, and
+/// any other 400, which it says it cannot repair). A refusal the log
+/// recorded is the past, not what the next request sends.
+fn needs_repair(f: &Finding) -> bool {
+    matches!(
+        f.kind,
+        Kind::UnansweredCall | Kind::UnexpectedResult | Kind::InvalidId | Kind::JoinedRecords
+    ) || (f.rejected_by_provider && f.kind != Kind::RefusedRequest)
+}
+
+/// What keeps the session at `path` from being sent, and its repair.
+pub fn diagnose(path: &Path) -> Verdict {
+    let report = check_file(path, None, &[], &mut |_, _| {}, &mut |_| {});
+    if let Some(e) = report.errors.first() {
+        // A torn last line is the one reading error the doctor repairs.
+        if report.errors.len() > 1 || !is_last_line(path, e.line) {
+            return Verdict::Cannot(format!("it could not be read: {}", e.message));
+        }
+    }
+    let format = report.format.unwrap_or("unknown");
+    let findings: Vec<Finding> = report
+        .results
+        .iter()
+        .flat_map(|r| r.findings.iter().filter(|f| needs_repair(f)).cloned())
+        .collect();
+    if findings.is_empty() && report.errors.is_empty() {
+        return Verdict::Clean;
+    }
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => return Verdict::Cannot(e.to_string()),
+    };
+    let plan = match format {
+        "claude-code" => loopdbg_judge::doctor::claude_code(&text, &findings),
+        "codex" => loopdbg_judge::doctor::codex(&text, &findings),
+        "gemini-cli" => loopdbg_judge::doctor::gemini_cli(&text),
+        other => {
+            return Verdict::Cannot(format!(
+                "it is read as {other}; the doctor repairs the session stores of Claude Code, Codex and Gemini CLI (`check --fix` repairs request bodies and captures)"
+            ));
+        }
+    };
+    match plan {
+        // Findings the doctor has no repair for are said, never called clean.
+        Ok(plan) if plan.changes.is_empty() && !findings.is_empty() => Verdict::Cannot(format!(
+            "the doctor has no repair for this yet: {}",
+            findings[0].message
+        )),
+        Ok(plan) if plan.changes.is_empty() => Verdict::Clean,
+        Ok(plan) => Verdict::Needs(plan),
+        Err(why) => Verdict::Cannot(why),
+    }
+}
+
+/// Whether `line` is the file's last line.
+fn is_last_line(path: &Path, line: Option<usize>) -> bool {
+    let Some(line) = line else {
+        return false;
+    };
+    std::fs::read(path).is_ok_and(|bytes| {
+        bytes.split_inclusive(|&b| b == b'\n').count() == line && !bytes.ends_with(b"\n")
+    })
+}
+
+/// Keeps the original as a backup, writes the repair in its place, and
+/// checks it again. A file changed in the last few seconds (an agent may
+/// still be writing it) is not written without `force`.
+pub fn apply(path: &Path, plan: &loopdbg_judge::doctor::Plan, force: bool) -> Written {
+    let name = path.display();
+    let recent = std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| SystemTime::now().duration_since(t).ok())
+        .is_some_and(|age| age < STILL_WRITTEN);
+    if recent && !force {
+        return Written::Not {
+            why: format!(
+                "{name} changed in the last {} s; an agent may still be writing it (stop it, or pass --force)",
+                STILL_WRITTEN.as_secs()
+            ),
+            failed: false,
+        };
+    }
+    let backup = match keep_backup(path) {
+        Ok(b) => b,
+        Err(e) => {
+            return Written::Not {
+                why: format!("the backup could not be made: {e}"),
+                failed: true,
+            };
+        }
+    };
+    let written = write_file(path, Existing::Replace, |w| {
+        for line in &plan.lines {
+            w.write_all(line.as_bytes())?;
+            w.write_all(b"\n")?;
+        }
+        Ok(())
+    });
+    if let Err(e) = written {
+        return Written::Not {
+            why: format!("{e}; the original is unchanged"),
+            failed: true,
+        };
+    }
+    Written::Done {
+        backup,
+        clean: matches!(diagnose(path), Verdict::Clean),
+    }
+}
+
+/// Copies `path` to the first free `PATH.loopdbg-bak`, `.loopdbg-bak.1`,
+/// … (never over an earlier backup), and checks the copy is the original
+/// byte for byte.
+fn keep_backup(path: &Path) -> std::io::Result<PathBuf> {
+    let base = format!("{}.loopdbg-bak", path.display());
+    let mut candidate = PathBuf::from(&base);
+    let mut n = 0;
+    while std::fs::symlink_metadata(&candidate).is_ok() {
+        n += 1;
+        candidate = PathBuf::from(format!("{base}.{n}"));
+    }
+    let original = std::fs::read(path)?;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&candidate)?;
+    file.write_all(&original)?;
+    file.sync_all()?;
+    if std::fs::read(&candidate)? != original {
+        return Err(std::io::Error::other(
+            "the backup does not read back as the original",
+        ));
+    }
+    Ok(candidate)
+}

@@ -1,0 +1,191 @@
+//! `check`'s report as the terminal shows it: grouped by file and
+//! conversation, each finding with where, its kind and verdict, and the
+//! provider's words; one summary line. The JSON and JSON Lines forms are
+//! `report`'s, beside the types.
+
+use std::io::Write;
+
+use loopdbg_judge::check::Severity;
+
+use crate::report::FileReport;
+
+struct Paint {
+    on: bool,
+}
+
+impl Paint {
+    fn wrap(&self, style: anstyle::Style, s: &str) -> String {
+        if self.on {
+            format!("{style}{s}{style:#}")
+        } else {
+            s.to_string()
+        }
+    }
+}
+
+const BOLD: anstyle::Style = anstyle::Style::new().bold();
+
+fn colour(c: anstyle::AnsiColor) -> anstyle::Style {
+    anstyle::Style::new().fg_color(Some(anstyle::Color::Ansi(c)))
+}
+
+/// "3 conversation(s)", or "5 request(s) in 2 conversation(s)" when a
+/// loop's requests were grouped.
+fn counted_conversations(requests: usize, conversations: usize) -> String {
+    if requests == conversations {
+        format!("{conversations} conversation(s)")
+    } else {
+        format!("{requests} request(s) in {conversations} conversation(s)")
+    }
+}
+
+/// The reports as grouped text, in colour when `in_colour` says so. What
+/// could not be read is the caller's to say (`FileReport::errors`, on
+/// stderr in the CLI).
+pub fn render_text(
+    reports: &[FileReport],
+    out: &mut dyn Write,
+    in_colour: bool,
+) -> std::io::Result<()> {
+    let paint = Paint { on: in_colour };
+    let (mut convs, mut bad, mut total, mut rejected, mut failed, mut empty) = (0, 0, 0, 0, 0, 0);
+    let (mut notes, mut requests, mut skipped) = (0, 0, 0);
+    for f in reports {
+        convs += f.conversations;
+        requests += f.requests;
+        skipped += f.skipped;
+        if !f.errors.is_empty() {
+            failed += 1;
+        }
+        let format = f.format.unwrap_or("unknown format");
+        if f.is_empty() {
+            empty += 1;
+            writeln!(
+                out,
+                "{} ({format}): {}",
+                paint.wrap(BOLD, &clean(&f.file)),
+                paint.wrap(
+                    colour(anstyle::AnsiColor::Yellow),
+                    "warning: no conversation found, nothing was checked"
+                )
+            )?;
+            continue;
+        }
+        if f.results.iter().all(|r| r.findings.is_empty()) && f.requests > 0 {
+            // Lines that could not be read were said on stderr; what was
+            // read is still reported, and not as a clean file.
+            let unread = match f.errors.len() {
+                0 => String::new(),
+                n => format!(
+                    " in what could be read; {}",
+                    paint.wrap(
+                        colour(anstyle::AnsiColor::Yellow),
+                        &format!("{n} part(s) could not be read")
+                    )
+                ),
+            };
+            writeln!(
+                out,
+                "{} ({format}): {}, no problems{unread}",
+                paint.wrap(BOLD, &clean(&f.file)),
+                counted_conversations(f.requests, f.conversations)
+            )?;
+        }
+        for r in f.results.iter().filter(|r| !r.findings.is_empty()) {
+            let problems = r.findings.iter().filter(|x| !x.is_note()).count();
+            bad += usize::from(problems > 0);
+            total += problems;
+            notes += r.findings.len() - problems;
+            rejected += r.findings.iter().filter(|x| x.rejected_by_provider).count();
+            let place = match r.line {
+                Some(line) => format!("{}:{line}", f.file),
+                None if f.requests > 1 && f.requests == f.conversations => {
+                    format!("{} conversation {}", f.file, r.request)
+                }
+                None if f.requests > 1 => format!("{} request {}", f.file, r.request),
+                None => f.file.clone(),
+            };
+            // A line is one request; which conversation it belongs to is
+            // worth saying when the file holds more than one.
+            let of = match (r.line, f.conversations) {
+                (Some(_), 2..) => {
+                    format!(", conversation {} of {}", r.conversation, f.conversations)
+                }
+                _ => String::new(),
+            };
+            let label = r
+                .label
+                .as_deref()
+                .map(|l| format!("{of}, {}", clean(l)))
+                .unwrap_or(of);
+            writeln!(
+                out,
+                "{} ({}{label}, {} messages): {}",
+                paint.wrap(BOLD, &clean(&place)),
+                r.format,
+                r.messages,
+                counted(
+                    r.findings.len() - r.findings.iter().filter(|x| x.is_note()).count(),
+                    r.findings.iter().filter(|x| x.is_note()).count()
+                )
+            )?;
+            for x in &r.findings {
+                let at = match (&x.line, &x.uuid) {
+                    (Some(l), Some(u)) => format!("line {l} uuid {u} {}", x.path),
+                    (Some(l), None) => format!("line {l} {}", x.path),
+                    _ => x.path.clone(),
+                };
+                let style = colour(match x.severity {
+                    Severity::Rejected => anstyle::AnsiColor::Red,
+                    Severity::Warning => anstyle::AnsiColor::Yellow,
+                    Severity::Note => anstyle::AnsiColor::Cyan,
+                });
+                let kind = paint.wrap(style, x.kind.as_str());
+                let verdict = x.severity;
+                writeln!(
+                    out,
+                    "  {}  {kind} ({verdict})  [{}]",
+                    clean(&at),
+                    clean(&x.ids.join(", "))
+                )?;
+                writeln!(out, "    {}", clean(&x.message))?;
+            }
+        }
+    }
+    let files = reports.len();
+    let checked = counted_conversations(requests, convs);
+    let mut summary = if total == 0 {
+        format!("checked {checked} in {files} file(s): no problems")
+    } else {
+        format!(
+            "checked {checked} in {files} file(s): {bad} with problems, {total} problem(s) ({rejected} a provider would reject with a 400)"
+        )
+    };
+    if notes > 0 {
+        summary.push_str(&format!("; {notes} note(s)"));
+    }
+    if skipped > 0 {
+        summary.push_str(&format!(
+            "; {skipped} recorded exchange(s) without a conversation skipped (embeddings, GET /v1/models, token counts, …)"
+        ));
+    }
+    if failed > 0 {
+        summary.push_str(&format!("; {failed} file(s) could not be read in full"));
+    }
+    if empty > 0 {
+        summary.push_str(&format!("; {empty} file(s) had nothing to check"));
+    }
+    writeln!(out, "{summary}")
+}
+
+fn counted(problems: usize, notes: usize) -> String {
+    match (problems, notes) {
+        (p, 0) => format!("{p} problem(s)"),
+        (0, n) => format!("{n} note(s)"),
+        (p, n) => format!("{p} problem(s), {n} note(s)"),
+    }
+}
+
+fn clean(s: &str) -> String {
+    loopdbg_engine::diagnostics::inert::clean(s)
+}
