@@ -235,7 +235,7 @@ pub(super) fn proxy(
     // caught, however soon.
     let signals = no_tui.then(|| {
         let _inside = runtime.enter();
-        loopdbg_proxy::shutdown::Signals::new()
+        loopdbg_proxy::shutdown::Signals::listen()
     });
     let mut running = runtime.block_on(loopdbg_proxy::start(&config))?;
     let addr = running.addr.to_string();

@@ -26,7 +26,7 @@ pub struct Signals {
 
 impl Signals {
     /// Listens for the signals; call inside the runtime.
-    pub fn new() -> Signals {
+    pub fn listen() -> Signals {
         #[cfg(unix)]
         {
             use tokio::signal::unix::{SignalKind, signal};
