@@ -80,6 +80,19 @@ pub struct StrategyFlags {
     pub closure: Option<Closure>,
 }
 
+impl StrategyFlags {
+    /// The flags as the engine takes them.
+    pub fn choice(&self) -> loopdbg_engine::session::Choice {
+        loopdbg_engine::session::Choice {
+            extract: self.extract,
+            stop: self.stop,
+            behavior: self.behavior.clone(),
+            max_rounds: self.max_rounds,
+            closure: self.closure,
+        }
+    }
+}
+
 fn parse_closure(s: &str) -> Result<Closure, String> {
     s.parse()
 }

@@ -3,7 +3,6 @@
 //! becomes a session). Files, sockets, threads and the clock are here; the
 //! library decides what the traffic means.
 
-use std::collections::HashSet;
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -15,106 +14,12 @@ use anyhow::Context;
 
 use loopdbg_corpus::follow::Followed;
 use loopdbg_io::tail::Change;
-use loopdbg_judge::check::Finding;
 use loopdbg_proxy::capture::Exchange;
-use loopdbg_read::{Conversation, Source, read};
 use loopdbg_tui::App;
 use loopdbg_tui::app::{LiveEvent, LiveUpdate};
-use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::{Failure, bad_flag, terminal};
-
-/// A replay of one conversation, ready for the debugger.
-/// A replay of `conv` with `findings` on it, ready for the debugger.
-fn replay_update(
-    conv: &Conversation,
-    findings: &[Finding],
-    title: &str,
-    alarm: Option<String>,
-) -> LiveUpdate {
-    LiveUpdate {
-        session: loopdbg_export::replay::session_for(conv, title),
-        trace: loopdbg_export::replay::trace_of(conv, findings),
-        source: conv.source.as_str().to_string(),
-        alarm,
-    }
-}
-
-/// A one-message screen saying what the view waits for.
-fn placeholder(text: String, title: &str) -> LiveUpdate {
-    let doc = serde_json::json!([{"role": "user", "content": text}]);
-    let conv = read(
-        &doc,
-        Source::Provider(loopdbg_formats::provider::Format::Anthropic),
-    )
-    .expect("a plain user message reads");
-    replay_update(&conv, &[], title, None)
-}
-
-/// What the screen shows before the first request arrives.
-fn waiting(addr: &str) -> LiveUpdate {
-    placeholder(
-        format!(
-            "(waiting for the first request: point the agent at http://{addr}, e.g. ANTHROPIC_BASE_URL=http://{addr} or OPENAI_BASE_URL=http://{addr}/v1)"
-        ),
-        &format!("live: no traffic yet — point the agent at http://{addr}"),
-    )
-}
-
-/// The header's words for what is in flight.
-fn in_flight_words(now: &loopdbg_proxy::InFlight) -> Option<String> {
-    let (seq, what) = now.newest.as_ref()?;
-    match now.count {
-        0 => None,
-        1 => Some(format!("#{seq} {what} in flight")),
-        n => Some(format!("{n} in flight, newest #{seq} {what}")),
-    }
-}
-
-/// The screen while the first exchange is still in flight: a long stream
-/// is traffic, not "no traffic yet".
-fn in_flight_first(now: &loopdbg_proxy::InFlight, addr: &str) -> LiveUpdate {
-    let (seq, what) = now.newest.clone().unwrap_or((1, String::new()));
-    placeholder(
-        format!("(in flight: #{seq} {what}; its conversation shows here when its answer ends)"),
-        &format!("live: request #{seq} in flight through http://{addr}"),
-    )
-}
-
-/// A capture is appended to; anything else (a session, a log, a handout
-/// named by mistake) would get JSON lines glued to its end, so it is
-/// refused unless `--force` says so. The first line tells: a capture's is
-/// a loopdbg exchange.
-pub(super) fn refuse_unless_capture(
-    path: &Path,
-    is_capture: fn(&Value) -> bool,
-    record: &str,
-) -> anyhow::Result<()> {
-    use std::io::{BufRead, Read};
-    let meta = match std::fs::metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
-    };
-    if !meta.is_file() || meta.len() == 0 {
-        return Ok(());
-    }
-    let file = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
-    // A capture's first line is one record; a megabyte is plenty to tell.
-    let mut first = Vec::new();
-    std::io::BufReader::new(file)
-        .take(1 << 20)
-        .read_until(b'\n', &mut first)
-        .with_context(|| format!("reading {}", path.display()))?;
-    let is_capture = serde_json::from_slice::<Value>(&first).is_ok_and(|v| is_capture(&v));
-    anyhow::ensure!(
-        is_capture,
-        "{} exists and is not a capture (its first line is not {record}); name a new file, or pass --force to append to it anyway",
-        path.display()
-    );
-    Ok(())
-}
 
 /// Appends one exchange to the capture and flushes it, so a crash loses at
 /// most the exchange in flight.
@@ -140,7 +45,11 @@ impl CaptureFile {
         if let Some(p) = path
             && !force
         {
-            refuse_unless_capture(p, loopdbg_read::capture::is_exchange, "a loopdbg exchange")?;
+            loopdbg_corpus::appendable_capture(
+                p,
+                loopdbg_read::capture::is_exchange,
+                "a loopdbg exchange",
+            )?;
         }
         let file = match path {
             Some(p) => Some(
@@ -289,13 +198,18 @@ pub(super) fn proxy(
             let now = flights.borrow_and_update().clone();
             let first = flight_recorded.load(std::sync::atomic::Ordering::SeqCst) == 0;
             if first && now.count > 0 {
-                let _ = flight_updates.send(LiveEvent::Update(Box::new(in_flight_first(
-                    &now,
-                    &flight_addr,
-                ))));
+                let _ =
+                    flight_updates.send(LiveEvent::Update(Box::new(LiveUpdate::first_in_flight(
+                        now.newest.as_ref().map_or(1, |n| n.0),
+                        now.newest.as_ref().map_or("", |n| n.1.as_str()),
+                        &flight_addr,
+                    ))));
             }
             if flight_updates
-                .send(LiveEvent::InFlight(in_flight_words(&now)))
+                .send(LiveEvent::InFlight(loopdbg_tui::live::in_flight_words(
+                    now.count,
+                    now.newest.as_ref(),
+                )))
                 .is_err()
             {
                 break;
@@ -310,7 +224,7 @@ pub(super) fn proxy(
             capture.append(&x);
             recorded.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             let update = watched.push(&x).map(|shown| {
-                replay_update(
+                LiveUpdate::of(
                     &shown.conversation,
                     &shown.findings,
                     &shown.title,
@@ -327,7 +241,7 @@ pub(super) fn proxy(
     let app = App::live(
         format!("proxy {addr}"),
         format!("proxy {addr}"),
-        waiting(&addr),
+        LiveUpdate::no_traffic_yet(&addr),
         terminal::theme(),
     );
     terminal::run_live(app, feed)?;
@@ -343,60 +257,25 @@ fn update_of_file(
     all: &[u8],
     from: Option<usize>,
     which: Option<usize>,
-    alarmed: &mut HashSet<String>,
 ) -> Result<LiveUpdate, loopdbg_engine::LoadError> {
     let Some(picked) = followed.take(all, from, which)? else {
         return match followed.take_error() {
             Some(e) => Err(e),
-            None => Ok(waiting_for_file(followed.origin())),
+            None => Ok(LiveUpdate::no_conversation_yet(followed.origin())),
         };
     };
-    let alarm = new_rejection(&picked.findings, alarmed)
-        .map(|f| loopdbg_proxy::live::alarm_words("ALARM", f));
+    let alarm = followed.alarm(&picked);
     let title = format!(
         "follow: conversation {} of {}",
         picked.place.thread + 1,
         picked.place.count
     );
-    Ok(replay_update(
+    Ok(LiveUpdate::of(
         &picked.conversation,
         &picked.findings,
         &title,
         alarm,
     ))
-}
-
-/// The last finding the provider rejects that was not alarmed before.
-fn new_rejection<'a>(
-    findings: &'a [Finding],
-    alarmed: &mut HashSet<String>,
-) -> Option<&'a Finding> {
-    let mut newest = None;
-    for f in findings.iter().filter(|f| f.rejected_by_provider) {
-        let key = format!("{}|{}|{:?}|{}", f.kind, f.path, f.line, f.ids.join(","));
-        if alarmed.insert(key) {
-            newest = Some(f);
-        }
-    }
-    newest
-}
-
-fn waiting_for_file(origin: &str) -> LiveUpdate {
-    placeholder(
-        format!("(waiting for {origin} to hold a conversation)"),
-        "follow: nothing yet",
-    )
-}
-
-/// A file that is not there yet: the follower was started before the
-/// agent (or the proxy) that will write it, as it may be.
-fn waiting_for_a_new_file(origin: &str) -> LiveUpdate {
-    placeholder(
-        format!(
-            "(waiting for {origin} to be created: start the agent or the proxy that writes it)"
-        ),
-        "follow: waiting for the file",
-    )
 }
 
 /// The file's bytes up to its last newline: a half-written last line waits
@@ -415,13 +294,12 @@ const FOLLOW_REST: u32 = 4;
 /// `loopdbg FILE --follow`.
 pub(super) fn follow(path: &Path, which: Option<usize>) -> Result<ExitCode, Failure> {
     let origin = path.display().to_string();
-    let mut alarmed = HashSet::new();
     let mut followed = Followed::new(&origin);
     // The natural order is follower, then proxy or agent: a file that does
     // not exist yet, or holds no complete line yet, is waited for.
     let (bytes, first) = match complete_lines(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            (Vec::new(), waiting_for_a_new_file(&origin))
+            (Vec::new(), LiveUpdate::no_file_yet(&origin))
         }
         Err(e) => {
             return Err(Failure::from(loopdbg_engine::LoadError::Unreadable {
@@ -430,10 +308,10 @@ pub(super) fn follow(path: &Path, which: Option<usize>) -> Result<ExitCode, Fail
             }));
         }
         Ok(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => {
-            (bytes, waiting_for_file(&origin))
+            (bytes, LiveUpdate::no_conversation_yet(&origin))
         }
         Ok(bytes) => {
-            let first = update_of_file(&mut followed, &bytes, None, which, &mut alarmed)?;
+            let first = update_of_file(&mut followed, &bytes, None, which)?;
             (bytes, first)
         }
     };
@@ -468,12 +346,11 @@ pub(super) fn follow(path: &Path, which: Option<usize>) -> Result<ExitCode, Fail
                 Ok(Change::Nothing) | Err(_) => continue,
             };
             let started = std::time::Instant::now();
-            let update =
-                match update_of_file(&mut followed, tail.lines(), from, which, &mut alarmed) {
-                    Ok(u) => u,
-                    // A line the readers refuse: keep showing what was read.
-                    Err(_) => continue,
-                };
+            let update = match update_of_file(&mut followed, tail.lines(), from, which) {
+                Ok(u) => u,
+                // A line the readers refuse: keep showing what was read.
+                Err(_) => continue,
+            };
             if updates.send(LiveEvent::Update(Box::new(update))).is_err() {
                 break;
             }

@@ -15,12 +15,12 @@ use super::Failure;
 /// unless `force`), and a writer of records that says a failed write once.
 fn open_capture(capture: &Path, force: bool) -> Result<impl FnMut(Record), Failure> {
     if !force {
-        super::live::refuse_unless_capture(
+        loopdbg_corpus::appendable_capture(
             capture,
             loopdbg_read::mcp::is_record,
             "an MCP capture record",
         )
-        .map_err(|e| super::bad_flag(format!("--capture {e:#}")))?;
+        .map_err(|e| super::bad_flag(format!("--capture {e}")))?;
     }
     let mut file = std::fs::OpenOptions::new()
         .create(true)

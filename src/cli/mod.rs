@@ -23,13 +23,14 @@ macro_rules! say_partial {
 pub mod args;
 pub mod check;
 mod doctor;
-pub mod json;
+
 pub mod live;
 mod mcp;
 mod on_signal;
 use loopdbg_corpus::prices;
 use loopdbg_corpus::replay::Opening;
 use loopdbg_corpus::sessions;
+use loopdbg_engine::diagnostics::inert_json as json;
 
 pub mod terminal;
 
@@ -372,7 +373,7 @@ fn compare(args: CompareArgs) -> Result<ExitCode, Failure> {
     for path in &args.sessions {
         let loaded = sessions::session(path, anywhere)?;
         let rounds = match args.max_rounds {
-            Some(n) => check_rounds(n)?,
+            Some(n) => loopdbg_engine::session::rounds(n).map_err(bad_flag)?,
             None => Strategy::for_session(&loaded.session).max_rounds,
         };
         rows.extend(compare_rows(&loaded.origin, &loaded.session, rounds));
@@ -449,10 +450,7 @@ fn diff(args: DiffArgs) -> Result<ExitCode, Failure> {
 
 /// `loopdbg tour`.
 fn tour(args: TourArgs) -> Result<ExitCode, Failure> {
-    let sessions = loopdbg_lesson::tour::STOPS
-        .iter()
-        .map(|stop| tour_session(stop.session))
-        .collect::<Result<Vec<_>, _>>()?;
+    let sessions = loopdbg_lesson::tour::sessions()?;
     let solved = if args.restart {
         Default::default()
     } else {
@@ -595,12 +593,11 @@ fn handout_text(
 }
 
 /// The run as OTLP JSON (one export, one line), its times from now (or
-/// from `SOURCE_DATE_EPOCH`, for an export that is the same every time),
-/// credential-shaped strings masked as in a capture.
+/// from `SOURCE_DATE_EPOCH`, for an export that is the same every time).
 fn otlp_text(
     session: &Session,
     trace: &loopdbg_engine::trace::Trace,
-    format: loopdbg_formats::provider::Format,
+    format: Format,
     origin: &str,
     replay: bool,
 ) -> String {
@@ -613,26 +610,7 @@ fn otlp_text(
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
         });
-    let replied_by = match replay {
-        true => "replay",
-        false => "stub",
-    };
-    let model = trace
-        .rounds
-        .iter()
-        .find_map(|r| r.reply.model.as_deref())
-        .unwrap_or(default_model(format));
-    let export = loopdbg_export::spans::of_run(
-        session,
-        trace,
-        format,
-        model,
-        base_ns,
-        &format!("{origin}@{base_ns}"),
-        replied_by,
-    );
-    let text = loopdbg_export::spans::to_json(&export);
-    loopdbg_formats::secrets::mask_shapes(&text).into_owned() + "\n"
+    loopdbg_export::spans::run_json(session, trace, format, origin, base_ns, replay)
 }
 
 /// A debugger replaying conversation `which` (1-based, default the first)
@@ -655,23 +633,6 @@ fn replay_app(opened: loopdbg_corpus::open::Opened, which: Option<usize>) -> Res
     );
     app.notice = replay.left_out;
     Ok(app)
-}
-
-/// The tour's sessions are part of the binary, so the tour works from any
-/// folder on a fresh machine.
-fn tour_session(name: &str) -> Result<Session, Failure> {
-    let text = match name {
-        "weather.json" => include_str!("../../sessions/weather.json"),
-        "weather_fx.json" => include_str!("../../sessions/weather_fx.json"),
-        "stop_truncated.json" => include_str!("../../sessions/stop_truncated.json"),
-        "fault_interrupt.json" => include_str!("../../sessions/fault_interrupt.json"),
-        other => {
-            return Err(Failure::Other(anyhow::anyhow!(
-                "the tour names sessions/{other}, which is not built in"
-            )));
-        }
-    };
-    Ok(Session::parse(&format!("sessions/{name}"), text)?)
 }
 
 /// One side of `loopdbg diff`: a session run under a strategy, or a
@@ -700,12 +661,7 @@ fn diff_side(
     let name = path.display().to_string();
     match subject(path, true, agents_anywhere)? {
         Subject::Replay(replay) => {
-            let given = flags.extract.is_some()
-                || flags.stop.is_some()
-                || flags.closure.is_some()
-                || flags.behavior.is_some()
-                || flags.max_rounds.is_some();
-            if given {
+            if !flags.choice().is_empty() {
                 return Err(bad_flag(format!(
                     "{name} is a captured conversation: it has no strategy to set (loopdbg record turns it into a session that has)"
                 )));
@@ -743,48 +699,7 @@ fn write_new(path: &std::path::Path, bytes: &[u8], force: bool) -> Result<(), Fa
     })
 }
 
-fn check_rounds(n: u32) -> Result<u32, Failure> {
-    let limit = loopdbg_engine::session::MAX_ROUNDS_LIMIT;
-    if (1..=limit).contains(&n) {
-        Ok(n)
-    } else {
-        Err(bad_flag(format!(
-            "--max-rounds: expected a number from 1 to {limit}, found {n}"
-        )))
-    }
-}
-
 /// The session's opening strategy with the command-line flags applied.
 fn strategy_for(session: &Session, flags: &StrategyFlags) -> Result<Strategy, Failure> {
-    let mut s = Strategy::for_session(session);
-    if let Some(e) = flags.extract {
-        s.extract = e;
-    }
-    if let Some(r) = flags.stop {
-        s.stop = r;
-    }
-    if let Some(c) = flags.closure {
-        s.closure = c;
-    }
-    if let Some(n) = flags.max_rounds {
-        s.max_rounds = check_rounds(n)?;
-        let limit = loopdbg_engine::session::MAX_CALLS_PER_RUN;
-        let calls = u64::from(n) * session.widest_reply() as u64;
-        if calls > limit {
-            return Err(bad_flag(format!(
-                "--max-rounds: {n} rounds of up to {} calls could make {calls} calls, more than the {limit} a run may make",
-                session.widest_reply()
-            )));
-        }
-    }
-    if let Some(b) = &flags.behavior {
-        if !session.model.contains_key(b) {
-            return Err(bad_flag(format!(
-                "--behavior: `{b}` is not a behaviour of this session (expected one of: {})",
-                session.behavior_names().collect::<Vec<_>>().join(", ")
-            )));
-        }
-        s.behavior = b.clone();
-    }
-    Ok(s)
+    Strategy::chosen(session, &flags.choice()).map_err(bad_flag)
 }

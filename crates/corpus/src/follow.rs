@@ -24,6 +24,8 @@ pub struct Followed {
     lines: usize,
     /// The first line taken that could not be read.
     error: Option<LoadError>,
+    /// The rejections already alarmed (kind, path, line, ids).
+    alarmed: std::collections::HashSet<String>,
 }
 
 /// How the lines taken so far are held.
@@ -53,7 +55,21 @@ impl Followed {
             read: Read::Whole,
             lines: 0,
             error: None,
+            alarmed: Default::default(),
         }
+    }
+
+    /// The alarm for `picked`: its last finding the provider rejects that
+    /// was not alarmed before, if any.
+    pub fn alarm(&mut self, picked: &Picked) -> Option<String> {
+        let mut newest = None;
+        for f in picked.findings.iter().filter(|f| f.rejected_by_provider) {
+            let key = format!("{}|{}|{:?}|{}", f.kind, f.path, f.line, f.ids.join(","));
+            if self.alarmed.insert(key) {
+                newest = Some(f);
+            }
+        }
+        newest.map(|f| f.alarm("ALARM"))
     }
 
     /// Takes the file's complete lines after a change: `all` is every

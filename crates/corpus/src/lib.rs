@@ -76,12 +76,44 @@ pub fn read_text(path: &Path, origin: &str) -> Result<String, LoadError> {
     String::from_utf8(bytes).map_err(|e| crate::open::not_utf8(origin, 1, &e))
 }
 
-/// True when the first line of `bytes` is a proxy capture record.
-pub fn is_capture(bytes: &[u8]) -> bool {
-    let first = bytes
-        .split(|&b| b == b'\n')
-        .find(|l| !l.iter().all(u8::is_ascii_whitespace));
-    first
-        .and_then(|l| serde_json::from_slice::<Value>(l).ok())
-        .is_some_and(|v| loopdbg_read::capture::is_exchange(&v))
+/// Whether a capture may be appended to `path`: it does not exist, is
+/// empty or is not a regular file, or its first line is a record
+/// `is_record` knows (named `record` in the refusal). Anything else (a
+/// session, a log, a handout named by mistake) would get JSON lines glued
+/// to its end.
+pub fn appendable_capture(
+    path: &Path,
+    is_record: fn(&Value) -> bool,
+    record: &str,
+) -> Result<(), LoadError> {
+    use std::io::{BufRead, Read};
+    let origin = path.display().to_string();
+    let unreadable = |e: std::io::Error| LoadError::Unreadable {
+        origin: origin.clone(),
+        reason: e.to_string(),
+    };
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(unreadable(e)),
+    };
+    if !meta.is_file() || meta.len() == 0 {
+        return Ok(());
+    }
+    let file = std::fs::File::open(path).map_err(unreadable)?;
+    // A capture's first line is one record; a megabyte is plenty to tell.
+    let mut first = Vec::new();
+    std::io::BufReader::new(file)
+        .take(1 << 20)
+        .read_until(b'\n', &mut first)
+        .map_err(unreadable)?;
+    match serde_json::from_slice::<Value>(&first).is_ok_and(|v| is_record(&v)) {
+        true => Ok(()),
+        false => Err(LoadError::Refused {
+            origin,
+            reason: format!(
+                "exists and is not a capture (its first line is not {record}); name a new file, or pass --force to append to it anyway"
+            ),
+        }),
+    }
 }

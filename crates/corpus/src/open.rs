@@ -53,20 +53,19 @@ pub enum GrowingLayout {
 
 /// How a growing file is to be read, from its complete lines so far.
 pub fn growing_layout(origin: &str, all: &[u8]) -> Result<GrowingLayout, LoadError> {
-    if crate::is_capture(all) {
+    let reader = Box::new(std::io::Cursor::new(all.to_vec()));
+    let opened = sniff_reader(origin.to_string(), reader, None)?;
+    if opened.capture {
         return Ok(GrowingLayout::Lines { capture: true });
     }
-    let reader = Box::new(std::io::Cursor::new(all.to_vec()));
-    Ok(
-        match sniff_reader(origin.to_string(), reader, None)?.layout {
-            Layout::Document(..) => GrowingLayout::Whole,
-            Layout::Lines => GrowingLayout::Lines { capture: false },
-            Layout::Log(source) => GrowingLayout::Log(source),
-            // A trace file or an MCP capture is read whole each time it
-            // grows; a document not yet whole is read again when it is.
-            Layout::Traces(_) | Layout::Mcp(_) | Layout::Unparsed(..) => GrowingLayout::Whole,
-        },
-    )
+    Ok(match opened.layout {
+        Layout::Document(..) => GrowingLayout::Whole,
+        Layout::Lines => GrowingLayout::Lines { capture: false },
+        Layout::Log(source) => GrowingLayout::Log(source),
+        // A trace file or an MCP capture is read whole each time it
+        // grows; a document not yet whole is read again when it is.
+        Layout::Traces(_) | Layout::Mcp(_) | Layout::Unparsed(..) => GrowingLayout::Whole,
+    })
 }
 
 /// An input opened once: the lines read while detecting, then the rest.

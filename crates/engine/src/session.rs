@@ -656,6 +656,72 @@ impl Strategy {
             interrupt: session.faults.interrupt,
         }
     }
+
+    /// The session's opening strategy with `chosen` applied (the command
+    /// line's flags), or what is wrong with a choice, in the flag's name.
+    pub fn chosen(session: &Session, chosen: &Choice) -> Result<Strategy, String> {
+        let mut s = Strategy::for_session(session);
+        s.extract = chosen.extract.unwrap_or(s.extract);
+        s.stop = chosen.stop.unwrap_or(s.stop);
+        s.closure = chosen.closure.unwrap_or(s.closure);
+        if let Some(n) = chosen.max_rounds {
+            s.max_rounds = rounds(n)?;
+            let calls = u64::from(n) * session.widest_reply() as u64;
+            if calls > MAX_CALLS_PER_RUN {
+                return Err(format!(
+                    "--max-rounds: {n} rounds of up to {} calls could make {calls} calls, more than the {MAX_CALLS_PER_RUN} a run may make",
+                    session.widest_reply()
+                ));
+            }
+        }
+        if let Some(b) = &chosen.behavior {
+            if !session.model.contains_key(b) {
+                return Err(format!(
+                    "--behavior: `{b}` is not a behaviour of this session (expected one of: {})",
+                    session.behavior_names().collect::<Vec<_>>().join(", ")
+                ));
+            }
+            s.behavior = b.clone();
+        }
+        Ok(s)
+    }
+}
+
+/// A round limit someone asked for, when it is one a run may have.
+pub fn rounds(n: u32) -> Result<u32, String> {
+    match (1..=MAX_ROUNDS_LIMIT).contains(&n) {
+        true => Ok(n),
+        false => Err(format!(
+            "--max-rounds: expected a number from 1 to {MAX_ROUNDS_LIMIT}, found {n}"
+        )),
+    }
+}
+
+/// What a user chose over the session's opening strategy (the command
+/// line's flags); `None` keeps the session's.
+#[derive(Debug, Clone, Default)]
+pub struct Choice {
+    /// How calls are taken from a reply.
+    pub extract: Option<Extract>,
+    /// When the loop stops.
+    pub stop: Option<StopRule>,
+    /// Which behaviour of the stub replies.
+    pub behavior: Option<String>,
+    /// The round limit.
+    pub max_rounds: Option<u32>,
+    /// What happens to calls left without a result.
+    pub closure: Option<Closure>,
+}
+
+impl Choice {
+    /// Whether anything was chosen.
+    pub fn is_empty(&self) -> bool {
+        self.extract.is_none()
+            && self.stop.is_none()
+            && self.behavior.is_none()
+            && self.max_rounds.is_none()
+            && self.closure.is_none()
+    }
 }
 
 #[cfg(test)]

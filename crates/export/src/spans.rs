@@ -461,6 +461,31 @@ pub fn to_protobuf(export: &ExportTraceServiceRequest) -> Vec<u8> {
     export.encode_to_vec()
 }
 
+/// A run (or a replay, `replayed`) as one OTLP JSON export on one line,
+/// its times from `base_ns`, credential-shaped strings masked as in a
+/// capture; the model is the first reply's, else `format`'s default.
+pub fn run_json(
+    session: &loopdbg_engine::Session,
+    trace: &loopdbg_engine::Trace,
+    format: Format,
+    origin: &str,
+    base_ns: u64,
+    replayed: bool,
+) -> String {
+    let replied_by = match replayed {
+        true => "replay",
+        false => "stub",
+    };
+    let model = trace
+        .rounds
+        .iter()
+        .find_map(|r| r.reply.model.as_deref())
+        .unwrap_or(loopdbg_formats::provider::default_model(format));
+    let seed = format!("{origin}@{base_ns}");
+    let export = of_run(session, trace, format, model, base_ns, &seed, replied_by);
+    loopdbg_formats::secrets::mask_shapes(&to_json(&export)).into_owned() + "\n"
+}
+
 /// A run (or a replayed conversation) as one trace: a trip span per
 /// round, its request checked as `format`'s body (`check`'s findings as
 /// events), and a tool span per call that ran. Times are the run's

@@ -56,6 +56,16 @@ pub struct Evidence {
 }
 
 impl Finding {
+    /// The words of an alarm about this finding, which the provider
+    /// rejects: `PREFIX: the provider would answer 400 (path): message`.
+    pub fn alarm(&self, prefix: &str) -> String {
+        format!(
+            "{prefix}: the provider would answer 400 ({}): {}",
+            self.path,
+            loopdbg_engine::diagnostics::inert::clean(&self.message)
+        )
+    }
+
     /// True when the finding is only a note.
     pub fn is_note(&self) -> bool {
         self.severity == Severity::Note

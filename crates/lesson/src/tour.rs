@@ -124,6 +124,41 @@ fn dangling_under_leave(session: &Session) -> Answer {
     Answer::Word(Ledger::of(trace.history_at(last), &[]).unpaired())
 }
 
+/// The shipped sessions the tour's stops name, built in, so the tour
+/// works from any folder on a fresh machine.
+const BUILT_IN: &[(&str, &str)] = &[
+    (
+        "weather.json",
+        include_str!("../../../sessions/weather.json"),
+    ),
+    (
+        "weather_fx.json",
+        include_str!("../../../sessions/weather_fx.json"),
+    ),
+    (
+        "stop_truncated.json",
+        include_str!("../../../sessions/stop_truncated.json"),
+    ),
+    (
+        "fault_interrupt.json",
+        include_str!("../../../sessions/fault_interrupt.json"),
+    ),
+];
+
+/// Each stop's session, parsed from the built-in copies.
+pub fn sessions() -> Result<Vec<Session>, loopdbg_engine::LoadError> {
+    STOPS
+        .iter()
+        .map(|stop| {
+            let text = BUILT_IN
+                .iter()
+                .find(|(name, _)| *name == stop.session)
+                .map_or("", |(_, text)| *text);
+            Session::parse(&format!("sessions/{}", stop.session), text)
+        })
+        .collect()
+}
+
 /// The tour, in order.
 pub const STOPS: &[Stop] = &[
     Stop {

@@ -58,7 +58,7 @@ impl Watched {
                 Action::Repaired => "repaired before forwarding",
                 Action::Forwarded | Action::Failed => "forwarded as it was",
             };
-            alarm_words(&format!("ALARM #{} ({what})", x.seq), f)
+            f.alarm(&format!("ALARM #{} ({what})", x.seq))
         });
         Some(Shown {
             findings: check(&sent),
@@ -83,13 +83,4 @@ fn is_looping(record: &Value) -> bool {
                 .and_then(Value::as_array)
                 .is_some_and(|a| a.len() > 1)
         })
-}
-
-/// The words of an alarm about one finding the provider rejects.
-pub fn alarm_words(prefix: &str, f: &Finding) -> String {
-    format!(
-        "{prefix}: the provider would answer 400 ({}): {}",
-        f.path,
-        loopdbg_engine::diagnostics::inert::clean(&f.message)
-    )
 }

@@ -327,7 +327,8 @@ pub(crate) fn err(path: &JsonPath, message: impl Into<String>) -> ReadError {
 }
 
 impl Conversation {
-    pub(crate) fn new(source: Source) -> Conversation {
+    /// An empty conversation read as `source`.
+    pub fn new(source: Source) -> Conversation {
         Conversation {
             source,
             messages: Vec::new(),

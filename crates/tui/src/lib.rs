@@ -13,6 +13,7 @@ pub mod app;
 pub mod explain;
 pub mod fork;
 pub mod keymap;
+pub mod live;
 pub mod theme;
 pub mod tour;
 pub mod update;

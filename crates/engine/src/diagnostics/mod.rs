@@ -5,4 +5,5 @@
 
 pub mod error;
 pub mod inert;
+pub mod inert_json;
 pub mod json_span;

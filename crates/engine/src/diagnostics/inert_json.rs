@@ -1,11 +1,11 @@
-//! JSON on standard output, inert for a terminal: characters that reorder
-//! or hide text (bidi overrides, zero-width characters) are written as
-//! `\uXXXX` escapes, which parse back to the same strings. serde_json
-//! already escapes control characters.
+//! JSON inert for a terminal: characters that reorder or hide text (bidi
+//! overrides, zero-width characters) are written as `\uXXXX` escapes,
+//! which parse back to the same strings. serde_json already escapes
+//! control characters. What the CLI prints as JSON goes through here.
 
 use std::io::{self, Write};
 
-use loopdbg_engine::diagnostics::inert::is_unsafe;
+use super::inert::is_unsafe;
 use serde::Serialize;
 use serde_json::ser::{CompactFormatter, Formatter, PrettyFormatter, Serializer};
 

@@ -1,0 +1,93 @@
+//! The pictures a live debugger is fed: a conversation replayed, or a
+//! one-message screen saying what the view waits for. The adapter that
+//! watches the traffic or the file sends them; they are built here so the
+//! words are the debugger's.
+
+use loopdbg_judge::check::Finding;
+use loopdbg_read::{Conversation, Source, read};
+
+use crate::app::LiveUpdate;
+
+impl LiveUpdate {
+    /// A replay of `conv` with `findings` on it.
+    pub fn of(
+        conv: &Conversation,
+        findings: &[Finding],
+        title: &str,
+        alarm: Option<String>,
+    ) -> LiveUpdate {
+        LiveUpdate {
+            session: loopdbg_export::replay::session_for(conv, title),
+            trace: loopdbg_export::replay::trace_of(conv, findings),
+            source: conv.source.as_str().to_string(),
+            alarm,
+        }
+    }
+
+    /// A one-message screen saying what the view waits for.
+    pub fn placeholder(text: String, title: &str) -> LiveUpdate {
+        let doc = serde_json::json!([{"role": "user", "content": text}]);
+        let format = loopdbg_formats::provider::Format::Anthropic;
+        match read(&doc, Source::Provider(format)) {
+            Ok(conv) => LiveUpdate::of(&conv, &[], title, None),
+            // A plain user message always reads; were it not to, the
+            // screen keeps its title.
+            Err(_) => LiveUpdate::of(
+                &Conversation::new(Source::Provider(format)),
+                &[],
+                title,
+                None,
+            ),
+        }
+    }
+
+    /// What the proxy's screen shows before the first request arrives.
+    pub fn no_traffic_yet(addr: &str) -> LiveUpdate {
+        LiveUpdate::placeholder(
+            format!(
+                "(waiting for the first request: point the agent at http://{addr}, e.g. ANTHROPIC_BASE_URL=http://{addr} or OPENAI_BASE_URL=http://{addr}/v1)"
+            ),
+            &format!("live: no traffic yet — point the agent at http://{addr}"),
+        )
+    }
+
+    /// The screen while the first exchange (number `seq`, `what` is its
+    /// `METHOD /path`) is still in flight: a long stream is traffic, not
+    /// "no traffic yet".
+    pub fn first_in_flight(seq: u64, what: &str, addr: &str) -> LiveUpdate {
+        LiveUpdate::placeholder(
+            format!("(in flight: #{seq} {what}; its conversation shows here when its answer ends)"),
+            &format!("live: request #{seq} in flight through http://{addr}"),
+        )
+    }
+
+    /// A followed file that holds no conversation yet.
+    pub fn no_conversation_yet(origin: &str) -> LiveUpdate {
+        LiveUpdate::placeholder(
+            format!("(waiting for {origin} to hold a conversation)"),
+            "follow: nothing yet",
+        )
+    }
+
+    /// A followed file that is not there yet: the follower was started
+    /// before the agent (or the proxy) that will write it, as it may be.
+    pub fn no_file_yet(origin: &str) -> LiveUpdate {
+        LiveUpdate::placeholder(
+            format!(
+                "(waiting for {origin} to be created: start the agent or the proxy that writes it)"
+            ),
+            "follow: waiting for the file",
+        )
+    }
+}
+
+/// The header's words for what is in flight: `count` exchanges, the
+/// newest numbered `seq`, `what` its `METHOD /path`.
+pub fn in_flight_words(count: usize, newest: Option<&(u64, String)>) -> Option<String> {
+    let (seq, what) = newest?;
+    match count {
+        0 => None,
+        1 => Some(format!("#{seq} {what} in flight")),
+        n => Some(format!("{n} in flight, newest #{seq} {what}")),
+    }
+}
