@@ -64,10 +64,10 @@ pub struct SessionPlaces {
 #[derive(Debug, Args, Default)]
 pub struct StrategyFlags {
     /// How calls are taken from a reply: first (content.find) or all (filter).
-    #[arg(long, value_parser = parse_extract)]
+    #[arg(long)]
     pub extract: Option<Extract>,
     /// When the loop stops: content, finish-reason, tool-calls or robust.
-    #[arg(long, value_parser = parse_stop)]
+    #[arg(long)]
     pub stop: Option<StopRule>,
     /// Which stub-model behaviour replies (a key of the session's `model`).
     #[arg(long)]
@@ -76,7 +76,7 @@ pub struct StrategyFlags {
     #[arg(long)]
     pub max_rounds: Option<u32>,
     /// What happens to calls left without a result: leave, synthesize or strip.
-    #[arg(long, value_parser = parse_closure)]
+    #[arg(long)]
     pub closure: Option<Closure>,
 }
 
@@ -91,18 +91,6 @@ impl StrategyFlags {
             closure: self.closure,
         }
     }
-}
-
-fn parse_closure(s: &str) -> Result<Closure, String> {
-    s.parse()
-}
-
-fn parse_provider(s: &str) -> Result<Format, String> {
-    s.parse()
-}
-
-fn parse_repair(s: &str) -> Result<Repair, String> {
-    s.parse()
 }
 
 /// A `check --format` value: an output format or an input format.
@@ -135,50 +123,6 @@ fn parse_check_format(s: &str) -> Result<CheckFormat, String> {
     }
 }
 
-/// Strategy overrides written as `key=value,key=value`.
-#[derive(Debug, Clone, Default)]
-pub struct StrategySpec(pub StrategyFlags);
-
-impl Clone for StrategyFlags {
-    fn clone(&self) -> Self {
-        StrategyFlags {
-            extract: self.extract,
-            stop: self.stop,
-            behavior: self.behavior.clone(),
-            max_rounds: self.max_rounds,
-            closure: self.closure,
-        }
-    }
-}
-
-fn parse_spec(s: &str) -> Result<StrategySpec, String> {
-    let mut flags = StrategyFlags::default();
-    for pair in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (key, value) = pair
-            .split_once('=')
-            .ok_or_else(|| format!("`{pair}`: expected key=value"))?;
-        match key.trim() {
-            "extract" => flags.extract = Some(value.parse()?),
-            "stop" => flags.stop = Some(value.parse()?),
-            "closure" => flags.closure = Some(value.parse()?),
-            "behavior" | "model" => flags.behavior = Some(value.to_string()),
-            "max-rounds" | "max_rounds" | "rounds" => {
-                flags.max_rounds = Some(
-                    value
-                        .parse()
-                        .map_err(|_| format!("max-rounds: expected a number, found `{value}`"))?,
-                )
-            }
-            other => {
-                return Err(format!(
-                    "unknown key `{other}` (expected extract, stop, behavior, max-rounds, closure)"
-                ));
-            }
-        }
-    }
-    Ok(StrategySpec(flags))
-}
-
 /// What `run --export` writes: a handout, or the run as OTLP traces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Export {
@@ -196,22 +140,6 @@ fn parse_export(s: &str) -> Result<Export, String> {
             .map(Export::Handout)
             .map_err(|_| format!("unknown export `{s}` (expected md, html, json or otlp)")),
     }
-}
-
-fn parse_on_unjudged(s: &str) -> Result<OnUnjudged, String> {
-    s.parse()
-}
-
-fn parse_on_invalid(s: &str) -> Result<OnInvalid, String> {
-    s.parse()
-}
-
-fn parse_extract(s: &str) -> Result<Extract, String> {
-    s.parse()
-}
-
-fn parse_stop(s: &str) -> Result<StopRule, String> {
-    s.parse()
 }
 
 /// Headless commands.
@@ -329,7 +257,7 @@ pub struct RunArgs {
     pub format: RunFormat,
     /// Print every request body the loop sends, as this provider receives
     /// it (a stream of JSON documents, ready for curl), instead of the trace.
-    #[arg(long, value_parser = parse_provider)]
+    #[arg(long)]
     pub emit: Option<Format>,
     /// The model name written into emitted request bodies.
     #[arg(long, requires = "emit")]
@@ -352,7 +280,7 @@ pub struct RunArgs {
     #[arg(long, value_parser = parse_export, conflicts_with = "emit")]
     pub export: Option<Export>,
     /// The wire format of the handout's request bodies (default anthropic).
-    #[arg(long, value_parser = parse_provider, requires = "export")]
+    #[arg(long, requires = "export")]
     pub wire: Option<Format>,
     /// Mask strings that look like secrets, e-mail addresses and home
     /// folders in the handout.
@@ -383,7 +311,7 @@ pub struct CheckArgs {
     pub format: Vec<CheckFormat>,
     /// Write a repaired copy: `synthesize` placeholder results for
     /// unanswered calls, or `strip` the dangling calls. Needs -o.
-    #[arg(long, value_parser = parse_repair, requires = "output")]
+    #[arg(long, requires = "output")]
     pub fix: Option<Repair>,
     /// Where the repaired copy goes (never the input, not even through a
     /// link; an existing file only with --force). Written to a temporary
@@ -454,13 +382,13 @@ pub struct ProxyArgs {
     /// What to do with a request the provider would reject: `forward`
     /// it anyway (the finding is shown), `block` it with a local 400 in
     /// the provider's own words, or `repair=synthesize|strip` it first.
-    #[arg(long, default_value = "forward", value_parser = parse_on_invalid)]
+    #[arg(long, default_value = "forward")]
     pub on_invalid: OnInvalid,
     /// Under `block` and `repair`: what to do with a request the checker
     /// cannot read (not JSON, nested too deep, a shape it does not know).
     /// `block` answers loopdbg's own 400 saying why; `forward` sends it
     /// unjudged.
-    #[arg(long, default_value = "block", value_parser = parse_on_unjudged)]
+    #[arg(long, default_value = "block")]
     pub on_unjudged: OnUnjudged,
     /// Print one line per exchange instead of opening the debugger.
     #[arg(long)]
@@ -476,11 +404,11 @@ pub struct DiffArgs {
     pub right: Option<PathBuf>,
     /// Strategy of the left run, e.g. `extract=first,stop=robust`
     /// (keys: extract, stop, behavior, max-rounds, closure).
-    #[arg(long, visible_alias = "left", value_parser = parse_spec, default_value = "")]
-    pub left_strategy: StrategySpec,
+    #[arg(long, visible_alias = "left", default_value = "")]
+    pub left_strategy: loopdbg_engine::session::Choice,
     /// Strategy of the right run, as --left-strategy.
-    #[arg(long, visible_alias = "right", value_parser = parse_spec, default_value = "")]
-    pub right_strategy: StrategySpec,
+    #[arg(long, visible_alias = "right", default_value = "")]
+    pub right_strategy: loopdbg_engine::session::Choice,
     /// Output format.
     #[arg(long, value_enum, default_value_t = RunFormat::Text)]
     pub format: RunFormat,

@@ -5,30 +5,19 @@
 
 use std::fs::OpenOptions;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
-use std::sync::mpsc as std_mpsc;
-use std::time::Duration;
 
 use anyhow::Context;
 
 use loopdbg_corpus::follow::Followed;
-use loopdbg_io::tail::Change;
 use loopdbg_proxy::capture::Exchange;
+use loopdbg_proxy::capture_file::CaptureFile;
 use loopdbg_tui::App;
 use loopdbg_tui::app::{LiveEvent, LiveUpdate};
 use tokio::sync::mpsc;
 
 use super::{Failure, bad_flag, terminal};
-
-/// Appends one exchange to the capture and flushes it, so a crash loses at
-/// most the exchange in flight.
-struct CaptureFile {
-    file: Option<std::fs::File>,
-    path: Option<PathBuf>,
-    /// `--otlp`: each exchange also goes out as a span.
-    otlp: Option<loopdbg_proxy::otlp::Sink>,
-}
 
 /// What `--otlp` did, said when the proxy ends.
 fn say_otlp_counts(counts: &loopdbg_proxy::otlp::Counts) {
@@ -40,50 +29,26 @@ fn say_otlp_counts(counts: &loopdbg_proxy::otlp::Counts) {
     );
 }
 
-impl CaptureFile {
-    fn open(path: Option<&Path>, force: bool) -> anyhow::Result<CaptureFile> {
-        if let Some(p) = path
-            && !force
-        {
-            loopdbg_corpus::appendable_capture(
-                p,
-                loopdbg_read::capture::is_exchange,
-                "a loopdbg exchange",
-            )?;
-        }
-        let file = match path {
-            Some(p) => Some(
-                OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(p)
-                    .with_context(|| format!("opening the capture {}", p.display()))?,
-            ),
-            None => None,
-        };
-        Ok(CaptureFile {
-            file,
-            path: path.map(Path::to_path_buf),
-            otlp: None,
-        })
+/// The capture named by `--capture`, when one is: refused when it is
+/// something else than a capture, unless `force`.
+fn open_capture(path: Option<&Path>, force: bool) -> Result<CaptureFile, Failure> {
+    if let Some(p) = path
+        && !force
+    {
+        loopdbg_corpus::appendable_capture(
+            p,
+            loopdbg_read::capture::is_exchange,
+            "a loopdbg exchange",
+        )
+        .map_err(|e| bad_flag(format!("--capture {e}")))?;
     }
+    CaptureFile::open(path).map_err(|e| bad_flag(format!("--capture: {e}")))
+}
 
-    fn append(&mut self, x: &Exchange) {
-        if let Some(sink) = self.otlp.as_mut() {
-            sink.send(x);
-        }
-        let Some(file) = self.file.as_mut() else {
-            return;
-        };
-        let mut line = serde_json::to_vec(x).unwrap_or_default();
-        line.push(b'\n');
-        // One write per record: with O_APPEND a record is never interleaved.
-        if let Err(e) = file.write_all(&line).and_then(|()| file.flush()) {
-            say!(
-                "loopdbg proxy: writing the capture {}: {e}",
-                self.path.as_deref().unwrap_or(Path::new("?")).display()
-            );
-        }
+/// Appends `x` to the capture, saying (not stopping for) a failed write.
+fn append(capture: &mut CaptureFile, x: &Exchange) {
+    if let Err(e) = capture.append(x) {
+        say!("loopdbg proxy: {e}");
     }
 }
 
@@ -94,19 +59,25 @@ fn print_lines(
     runtime: tokio::runtime::Runtime,
     running: loopdbg_proxy::Running,
     mut capture: CaptureFile,
-    signals: loopdbg_proxy::shutdown::Signals,
+    mut signals: super::signals::Signals,
 ) -> ExitCode {
     let mut out = std::io::stdout();
     let print = |x: &Exchange| {
-        capture.append(x);
+        append(&mut capture, x);
         writeln!(out, "{}", loopdbg_proxy::summary_line(x))
             .and_then(|()| out.flush())
             .is_ok()
     };
     let say = |what: &str| say!("loopdbg proxy: {what}");
-    match loopdbg_proxy::shutdown::relay_until_signal(runtime, running, signals, print, say) {
+    let mut number = 0;
+    let signal = async {
+        let s = signals.next().await;
+        number = s.number;
+        s.name
+    };
+    match loopdbg_proxy::shutdown::relay_until_signal(runtime, running, signal, print, say) {
         // The conventional status of a process ended by that signal.
-        Some(signal) => ExitCode::from(128 + signal.number),
+        Some(_) => ExitCode::from(128 + number),
         None => ExitCode::SUCCESS,
     }
 }
@@ -132,8 +103,7 @@ pub(super) fn proxy(
             "the debugger needs a terminal; add --no-tui for one line per exchange"
         )));
     }
-    let mut capture = CaptureFile::open(capture_path, force)
-        .map_err(|e| bad_flag(format!("--capture: {e:#}")))?;
+    let mut capture = open_capture(capture_path, force)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -144,9 +114,9 @@ pub(super) fn proxy(
     // caught, however soon.
     let signals = no_tui.then(|| {
         let _inside = runtime.enter();
-        loopdbg_proxy::shutdown::Signals::listen()
+        super::signals::Signals::listen()
     });
-    let mut running = runtime.block_on(loopdbg_proxy::start(&config))?;
+    let running = runtime.block_on(loopdbg_proxy::start(&config))?;
     let addr = running.addr.to_string();
     let otlp_counts = match otlp {
         Some(url) => {
@@ -158,24 +128,7 @@ pub(super) fn proxy(
         }
         None => None,
     };
-    say!(
-        "loopdbg proxy: listening on http://{addr} → {} · --on-invalid {}{} · {}{}",
-        // A key in the upstream's query (Gemini's `?key=`) is not shown.
-        loopdbg_formats::route::redacted_path(&config.upstream.to_string()),
-        config.on_invalid,
-        match config.on_invalid {
-            loopdbg_proxy::gate::OnInvalid::Forward => String::new(),
-            _ => format!(" (unreadable requests: {})", config.on_unjudged),
-        },
-        capture_path.map_or_else(
-            || "no capture: exchanges are not recorded (--capture FILE records them)".to_string(),
-            |p| format!("capture {}", p.display())
-        ),
-        otlp.map_or(String::new(), |url| format!(
-            " · each exchange as an OTLP span to {}",
-            loopdbg_formats::route::redacted_path(url)
-        ))
-    );
+    say!("{}", config.banner(&addr, capture_path, otlp));
     if let Some(signals) = signals {
         let code = print_lines(runtime, running, capture, signals);
         if let Some(counts) = otlp_counts {
@@ -184,59 +137,35 @@ pub(super) fn proxy(
         return Ok(code);
     }
     let (updates, feed) = mpsc::unbounded_channel();
-    let recorded = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    // What is in flight goes to the header; before the first exchange has
-    // ended, a long stream replaces "no traffic yet" too.
-    let mut flights = running.in_flight.clone();
-    let (flight_updates, flight_recorded, flight_addr) = (
-        updates.clone(),
-        std::sync::Arc::clone(&recorded),
-        addr.clone(),
-    );
-    runtime.spawn(async move {
-        while flights.changed().await.is_ok() {
-            let now = flights.borrow_and_update().clone();
-            let first = flight_recorded.load(std::sync::atomic::Ordering::SeqCst) == 0;
-            if first && now.count > 0 {
-                let _ =
-                    flight_updates.send(LiveEvent::Update(Box::new(LiveUpdate::first_in_flight(
-                        now.newest.as_ref().map_or(1, |n| n.0),
-                        now.newest.as_ref().map_or("", |n| n.1.as_str()),
-                        &flight_addr,
-                    ))));
+    let at = addr.clone();
+    loopdbg_proxy::live::watch(runtime.handle(), running, capture, move |told| {
+        use loopdbg_proxy::live::Told;
+        let event = match told {
+            Told::InFlight {
+                count,
+                newest,
+                first,
+            } => {
+                // Before the first exchange has ended, a long stream
+                // replaces "no traffic yet" too.
+                if let (true, Some((seq, what))) = (first && count > 0, &newest) {
+                    let update = LiveUpdate::first_in_flight(*seq, what, &at);
+                    let _ = updates.send(LiveEvent::Update(Box::new(update)));
+                }
+                LiveEvent::InFlight(loopdbg_tui::live::in_flight_words(count, newest.as_ref()))
             }
-            if flight_updates
-                .send(LiveEvent::InFlight(loopdbg_tui::live::in_flight_words(
-                    now.count,
-                    now.newest.as_ref(),
-                )))
-                .is_err()
-            {
-                break;
+            Told::Shown(s) => LiveEvent::Update(Box::new(LiveUpdate::of(
+                &s.conversation,
+                &s.findings,
+                &s.title,
+                s.alarm,
+            ))),
+            Told::CaptureFailed(e) => {
+                say!("loopdbg proxy: {e}");
+                return true;
             }
-        }
-    });
-    // The proxy keeps serving on its own threads; exchanges become screens.
-    runtime.spawn(async move {
-        let mut watched = loopdbg_proxy::live::Watched::default();
-        while let Some(x) = running.exchanges.recv().await {
-            let x = x.into_exchange();
-            capture.append(&x);
-            recorded.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            let update = watched.push(&x).map(|shown| {
-                LiveUpdate::of(
-                    &shown.conversation,
-                    &shown.findings,
-                    &shown.title,
-                    shown.alarm,
-                )
-            });
-            if let Some(update) = update
-                && updates.send(LiveEvent::Update(Box::new(update))).is_err()
-            {
-                break;
-            }
-        }
+        };
+        updates.send(event).is_ok()
     });
     let app = App::live(
         format!("proxy {addr}"),
@@ -287,10 +216,6 @@ fn complete_lines(path: &Path) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// How long `--follow` rests after building a picture, in multiples of
-/// the time it took.
-const FOLLOW_REST: u32 = 4;
-
 /// `loopdbg FILE --follow`.
 pub(super) fn follow(path: &Path, which: Option<usize>) -> Result<ExitCode, Failure> {
     let origin = path.display().to_string();
@@ -318,49 +243,13 @@ pub(super) fn follow(path: &Path, which: Option<usize>) -> Result<ExitCode, Fail
     let (updates, feed) = mpsc::unbounded_channel();
     let watched = path.to_path_buf();
     std::thread::spawn(move || {
-        let (wake, woken) = std_mpsc::channel::<()>();
-        // Watch the folder, not the file: a file replaced by rename is a
-        // new inode that a watch on the old one would never report.
-        let folder = watched
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."))
-            .to_path_buf();
-        let _watcher = start_watcher(&folder, &watched, wake);
-        let mut tail = loopdbg_io::tail::Tail::at(&watched, bytes);
-        loop {
-            // Notifications wake it at once; the timeout is the polling
-            // fallback for file systems that send none.
-            match woken.recv_timeout(Duration::from_millis(500)) {
-                Ok(()) | Err(std_mpsc::RecvTimeoutError::Timeout) => {}
-                Err(std_mpsc::RecvTimeoutError::Disconnected) => {
-                    std::thread::sleep(Duration::from_millis(500))
-                }
-            }
-            while woken.try_recv().is_ok() {}
-            // Only what was appended is read; a file replaced or cut is
-            // read again from its start.
-            let from = match tail.refresh(&watched) {
-                Ok(Change::Appended { from }) => Some(from),
-                Ok(Change::Replaced) => None,
-                Ok(Change::Nothing) | Err(_) => continue,
-            };
-            let started = std::time::Instant::now();
-            let update = match update_of_file(&mut followed, tail.lines(), from, which) {
-                Ok(u) => u,
+        loopdbg_io::watch::follow(&watched, bytes, |all, from| {
+            match update_of_file(&mut followed, all, from, which) {
+                Ok(update) => updates.send(LiveEvent::Update(Box::new(update))).is_ok(),
                 // A line the readers refuse: keep showing what was read.
-                Err(_) => continue,
-            };
-            if updates.send(LiveEvent::Update(Box::new(update))).is_err() {
-                break;
+                Err(_) => true,
             }
-            // The new lines are parsed alone, but the picture (the log's
-            // graph, the trace, the checks) is built again in time that
-            // grows with the file: lines that come faster than that are
-            // taken together, so following a busy agent's 56 MB log costs
-            // at most a fifth of a core (it took a whole one).
-            std::thread::sleep(started.elapsed() * FOLLOW_REST);
-        }
+        });
     });
     let app = App::live(
         origin.clone(),
@@ -370,38 +259,6 @@ pub(super) fn follow(path: &Path, which: Option<usize>) -> Result<ExitCode, Fail
     );
     terminal::run_live(app, feed)?;
     Ok(ExitCode::SUCCESS)
-}
-
-fn start_watcher(
-    folder: &Path,
-    file: &Path,
-    wake: std_mpsc::Sender<()>,
-) -> Option<Box<dyn notify::Watcher>> {
-    use notify::{EventKind, RecursiveMode, Watcher};
-    let name = file.file_name().map(std::ffi::OsStr::to_os_string);
-    // Only changes to the followed file wake the reader: its own reads
-    // raise access events, and waking on those kept an idle follower at
-    // 80 % of a core (issue 23, item 8).
-    let handler = move |event: notify::Result<notify::Event>| {
-        let Ok(event) = event else {
-            let _ = wake.send(());
-            return;
-        };
-        if matches!(event.kind, EventKind::Access(_)) {
-            return;
-        }
-        let ours = event.paths.is_empty()
-            || event
-                .paths
-                .iter()
-                .any(|p| p.file_name().map(std::ffi::OsStr::to_os_string) == name);
-        if ours {
-            let _ = wake.send(());
-        }
-    };
-    let mut watcher = notify::recommended_watcher(handler).ok()?;
-    watcher.watch(folder, RecursiveMode::NonRecursive).ok()?;
-    Some(Box::new(watcher))
 }
 
 /// `loopdbg record`.

@@ -78,29 +78,18 @@ pub(super) fn http_tap(
         .enable_all()
         .build()
         .context("starting the tap")?;
-    runtime.block_on(async {
-        let (record, mut records) = tokio::sync::mpsc::unbounded_channel();
-        let addr = loopdbg_proxy::mcp_http::serve(&upstream, listen, record)
-            .await
-            .map_err(|e| super::bad_flag(format!("--listen {listen}: {e:#}")))?;
-        eprintln!(
-            "loopdbg mcp: listening on http://{addr} → {} · capture {}",
-            loopdbg_formats::route::redacted_path(url),
-            capture.display()
-        );
-        loop {
-            tokio::select! {
-                r = records.recv() => match r {
-                    Some(r) => write(r),
-                    None => break,
-                },
-                _ = tokio::signal::ctrl_c() => break,
-            }
-        }
-        // What came before the signal is written.
-        while let Ok(r) = records.try_recv() {
-            write(r);
-        }
-        Ok(ExitCode::SUCCESS)
-    })
+    let served = runtime.block_on(loopdbg_proxy::mcp_http::record_until_interrupted(
+        &upstream,
+        listen,
+        &mut write,
+        |addr| {
+            eprintln!(
+                "loopdbg mcp: listening on http://{addr} → {} · capture {}",
+                loopdbg_formats::route::redacted_path(url),
+                capture.display()
+            )
+        },
+    ));
+    served.map_err(|e| super::bad_flag(format!("--listen {listen}: {e:#}")))?;
+    Ok(ExitCode::SUCCESS)
 }

@@ -27,6 +27,7 @@ mod doctor;
 pub mod live;
 mod mcp;
 mod on_signal;
+mod signals;
 use loopdbg_corpus::prices;
 use loopdbg_corpus::replay::Opening;
 use loopdbg_corpus::sessions;
@@ -41,16 +42,13 @@ use clap::Parser;
 
 use args::{
     CheckArgs, CheckFormat, Cli, Command, CompareArgs, CompareFormat, DiffArgs, Export, LintArgs,
-    ProxyArgs, RunArgs, RunFormat, StrategyFlags, TourArgs,
+    ProxyArgs, RunArgs, RunFormat, TourArgs,
 };
-use loopdbg_engine::trace::Phase;
+use loopdbg_engine::Trace;
 use loopdbg_engine::{Session, Strategy};
-use loopdbg_formats::provider::{Format, default_model, request_body};
+use loopdbg_formats::provider::{Format, default_model};
 use loopdbg_lesson::report::{RunReport, compare_markdown, compare_rows};
 use loopdbg_tui::App;
-
-/// How much `run --emit` prints without being asked for everything.
-const EMIT_LIMIT: u64 = 64 << 20;
 
 /// Exit code for input loopdbg cannot use.
 const EXIT_BAD_INPUT: u8 = 2;
@@ -302,64 +300,26 @@ fn run(args: RunArgs) -> Result<ExitCode, Failure> {
 /// `loopdbg run --emit`: the request bodies, one at a time.
 fn emit(
     args: &RunArgs,
-    provider: loopdbg_formats::provider::Format,
+    format: Format,
     session: &Session,
-    trace: &loopdbg_engine::Trace,
+    trace: &Trace,
 ) -> Result<ExitCode, Failure> {
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    use loopdbg_handout::emit::{Bodies, Which};
     let model = args
         .model
         .clone()
-        .unwrap_or_else(|| default_model(provider).to_string());
-    let requests: Vec<_> = trace
-        .steps
-        .iter()
-        .filter(|s| s.phase == Phase::Request)
-        .collect();
-    let body_of = |step: &loopdbg_engine::trace::Step| {
-        request_body(
-            provider,
-            session,
-            &trace.messages[..step.history_len],
-            &model,
-        )
+        .unwrap_or_else(|| default_model(format).to_string());
+    let bodies = Bodies::of(format, session, trace, &model);
+    let which = match (args.request, args.last) {
+        (Some(n), _) => Which::One(n),
+        (None, true) => Which::Last,
+        (None, false) => Which::Every { all: args.all },
     };
-    let chosen: Vec<usize> = match (args.request, args.last) {
-        (Some(n), _) if n == 0 || n > requests.len() => {
-            return Err(bad_flag(format!(
-                "--request {n}: the run sends {} request(s)",
-                requests.len()
-            )));
-        }
-        (Some(n), _) => vec![n - 1],
-        (None, true) => vec![requests.len().saturating_sub(1)],
-        (None, false) => {
-            // Every body holds the whole history: estimate the
-            // total from the last one before printing gigabytes.
-            let last_size = requests.last().map_or(0, |s| {
-                serde_json::to_vec(&body_of(s)).map_or(0, |b| b.len())
-            });
-            let estimate = last_size as u64 * requests.len() as u64 / 2;
-            if !args.all && estimate > EMIT_LIMIT {
-                return Err(bad_flag(format!(
-                    "--emit: {} requests would print about {} MiB; pick one with --request N or --last, or pass --all",
-                    requests.len(),
-                    estimate >> 20
-                )));
-            }
-            (0..requests.len()).collect()
-        }
-    };
-    for k in chosen {
-        let step = requests[k];
-        say!(
-            "# request {} (round {}), {}",
-            k + 1,
-            step.round,
-            provider.title()
-        );
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    for k in bodies.chosen(which).map_err(bad_flag)? {
+        say!("{}", bodies.heading(k));
         // Written as it is made: one body in memory at a time.
-        json::pretty(&mut out, &body_of(step)).map_err(anyhow::Error::from)?;
+        json::pretty(&mut out, &bodies.body(k)).map_err(anyhow::Error::from)?;
         writeln!(out)?;
     }
     out.flush()?;
@@ -430,8 +390,8 @@ fn proxy(args: ProxyArgs) -> Result<ExitCode, Failure> {
 fn diff(args: DiffArgs) -> Result<ExitCode, Failure> {
     let anywhere = args.places.agents_anywhere;
     let right = args.right.unwrap_or_else(|| args.left.clone());
-    let a = diff_side(&args.left, &args.left_strategy.0, anywhere)?;
-    let b = diff_side(&right, &args.right_strategy.0, anywhere)?;
+    let a = diff_side(&args.left, &args.left_strategy, anywhere)?;
+    let b = diff_side(&right, &args.right_strategy, anywhere)?;
     let diff = loopdbg_lesson::diff::diff(&a.side(), &b.side());
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     match args.format {
@@ -564,7 +524,7 @@ fn check_files(args: CheckArgs) -> Result<ExitCode, Failure> {
 /// A handout of the run, as `kind`.
 fn handout_text(
     session: &Session,
-    trace: &loopdbg_engine::trace::Trace,
+    trace: &Trace,
     kind: loopdbg_handout::Kind,
     format: Format,
     args: &RunArgs,
@@ -596,7 +556,7 @@ fn handout_text(
 /// from `SOURCE_DATE_EPOCH`, for an export that is the same every time).
 fn otlp_text(
     session: &Session,
-    trace: &loopdbg_engine::trace::Trace,
+    trace: &Trace,
     format: Format,
     origin: &str,
     replay: bool,
@@ -640,7 +600,7 @@ fn replay_app(opened: loopdbg_corpus::open::Opened, which: Option<usize>) -> Res
 struct DiffSide {
     label: String,
     session: Session,
-    trace: loopdbg_engine::trace::Trace,
+    trace: Trace,
 }
 
 impl DiffSide {
@@ -655,13 +615,13 @@ impl DiffSide {
 
 fn diff_side(
     path: &std::path::Path,
-    flags: &StrategyFlags,
+    choice: &loopdbg_engine::session::Choice,
     agents_anywhere: bool,
 ) -> Result<DiffSide, Failure> {
     let name = path.display().to_string();
     match subject(path, true, agents_anywhere)? {
         Subject::Replay(replay) => {
-            if !flags.choice().is_empty() {
+            if !choice.is_empty() {
                 return Err(bad_flag(format!(
                     "{name} is a captured conversation: it has no strategy to set (loopdbg record turns it into a session that has)"
                 )));
@@ -673,7 +633,7 @@ fn diff_side(
             })
         }
         Subject::Run(loaded) => {
-            let strategy = strategy_for(&loaded.session, flags)?;
+            let strategy = Strategy::chosen(&loaded.session, choice).map_err(bad_flag)?;
             let trace = loopdbg_engine::run(&loaded.session, &strategy);
             Ok(DiffSide {
                 label: format!("{name} [{}]", strategy.label()),
@@ -700,6 +660,6 @@ fn write_new(path: &std::path::Path, bytes: &[u8], force: bool) -> Result<(), Fa
 }
 
 /// The session's opening strategy with the command-line flags applied.
-fn strategy_for(session: &Session, flags: &StrategyFlags) -> Result<Strategy, Failure> {
+fn strategy_for(session: &Session, flags: &args::StrategyFlags) -> Result<Strategy, Failure> {
     Strategy::chosen(session, &flags.choice()).map_err(bad_flag)
 }

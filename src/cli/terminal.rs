@@ -86,7 +86,7 @@ async fn event_loop(
 ) -> anyhow::Result<()> {
     // Listening before the first frame: a signal sent once the screen shows
     // is always caught.
-    let mut signals = Signals::new()?;
+    let mut signals = super::signals::Signals::listen();
     // The same for a resize: crossterm installs its SIGWINCH handler when
     // its event source is first polled, and a window resized before that
     // would never be redrawn. Polling without waiting consumes nothing.
@@ -117,7 +117,7 @@ async fn event_loop(
             }
             // SIGTERM, SIGINT, SIGHUP: leave as `q` does, so the caller
             // restores the terminal.
-            () = signals.next() => break,
+            _ = signals.next() => break,
         };
         let Some(event) = event else {
             break;
@@ -239,46 +239,6 @@ impl Input {
             _gate: self.gate.lock().ok(),
             pausing: &self.pausing,
         }
-    }
-}
-
-/// The signals that end the debugger the way `q` does.
-struct Signals {
-    #[cfg(unix)]
-    streams: Vec<tokio::signal::unix::Signal>,
-}
-
-impl Signals {
-    #[cfg(unix)]
-    fn new() -> anyhow::Result<Signals> {
-        use tokio::signal::unix::{SignalKind, signal};
-        let kinds = [
-            SignalKind::terminate(),
-            SignalKind::interrupt(),
-            SignalKind::hangup(),
-        ];
-        let streams = kinds
-            .into_iter()
-            .map(signal)
-            .collect::<Result<_, _>>()
-            .context("listening for signals")?;
-        Ok(Signals { streams })
-    }
-
-    #[cfg(not(unix))]
-    fn new() -> anyhow::Result<Signals> {
-        Ok(Signals {})
-    }
-
-    /// Resolves when any of them arrives.
-    async fn next(&mut self) {
-        #[cfg(unix)]
-        {
-            let waits = self.streams.iter_mut().map(|s| Box::pin(s.recv()));
-            futures::future::select_all(waits).await;
-        }
-        #[cfg(not(unix))]
-        std::future::pending::<()>().await
     }
 }
 

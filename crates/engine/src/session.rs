@@ -713,6 +713,40 @@ pub struct Choice {
     pub closure: Option<Closure>,
 }
 
+impl std::str::FromStr for Choice {
+    type Err = String;
+
+    /// `key=value` pairs separated by commas (`extract=first,stop=content`;
+    /// empty for none): the keys are the flags' names.
+    fn from_str(s: &str) -> Result<Choice, String> {
+        let mut choice = Choice::default();
+        for pair in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (key, value) = pair
+                .split_once('=')
+                .ok_or_else(|| format!("`{pair}`: expected key=value"))?;
+            match key.trim() {
+                "extract" => choice.extract = Some(value.parse()?),
+                "stop" => choice.stop = Some(value.parse()?),
+                "closure" => choice.closure = Some(value.parse()?),
+                "behavior" | "model" => choice.behavior = Some(value.to_string()),
+                "max-rounds" | "max_rounds" | "rounds" => {
+                    let n = value.parse();
+                    choice.max_rounds =
+                        Some(n.map_err(|_| {
+                            format!("max-rounds: expected a number, found `{value}`")
+                        })?);
+                }
+                other => {
+                    return Err(format!(
+                        "unknown key `{other}` (expected extract, stop, behavior, max-rounds, closure)"
+                    ));
+                }
+            }
+        }
+        Ok(choice)
+    }
+}
+
 impl Choice {
     /// Whether anything was chosen.
     pub fn is_empty(&self) -> bool {

@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod emit;
 pub mod redact;
 
 use maud::{DOCTYPE, Markup, PreEscaped, html};

@@ -10,3 +10,5 @@ pub mod files;
 pub mod gunzip;
 pub mod lines;
 pub mod tail;
+#[cfg(feature = "follow")]
+pub mod watch;

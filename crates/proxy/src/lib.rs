@@ -13,6 +13,7 @@
 /// The gate is the wire crate's: the Python guard decides with it too.
 pub use loopdbg_judge::gate;
 pub mod capture;
+pub mod capture_file;
 pub mod live;
 pub mod mcp;
 pub mod mcp_http;
@@ -85,6 +86,35 @@ pub struct Config {
 }
 
 impl Config {
+    /// What the proxy says when it starts listening on `addr`: where it
+    /// forwards (a key in the upstream's query is not shown), what it does
+    /// with a request it would refuse, and where exchanges are recorded.
+    pub fn banner(
+        &self,
+        addr: &str,
+        capture: Option<&std::path::Path>,
+        otlp: Option<&str>,
+    ) -> String {
+        format!(
+            "loopdbg proxy: listening on http://{addr} → {} · --on-invalid {}{} · {}{}",
+            redacted_path(&self.upstream.to_string()),
+            self.on_invalid,
+            match self.on_invalid {
+                gate::OnInvalid::Forward => String::new(),
+                _ => format!(" (unreadable requests: {})", self.on_unjudged),
+            },
+            capture.map_or_else(
+                || "no capture: exchanges are not recorded (--capture FILE records them)"
+                    .to_string(),
+                |p| format!("capture {}", p.display())
+            ),
+            otlp.map_or(String::new(), |url| format!(
+                " · each exchange as an OTLP span to {}",
+                redacted_path(url)
+            ))
+        )
+    }
+
     /// The defaults for everything but where to listen and forward.
     pub fn new(upstream: Uri, listen: SocketAddr) -> Config {
         Config {

@@ -8,7 +8,9 @@ use loopdbg_read::capture;
 use loopdbg_read::{Conversation, Source, read};
 use serde_json::Value;
 
+use crate::Running;
 use crate::capture::{Action, Exchange};
+use crate::capture_file::CaptureFile;
 
 /// The exchanges seen so far, as much of them as the screen needs.
 #[derive(Default)]
@@ -83,4 +85,70 @@ fn is_looping(record: &Value) -> bool {
                 .and_then(Value::as_array)
                 .is_some_and(|a| a.len() > 1)
         })
+}
+
+/// What the live view is told as the traffic goes.
+pub enum Told {
+    /// What is in flight changed: `count` exchanges, the newest numbered
+    /// and named (`METHOD /path`); `first` while none has ended yet.
+    InFlight {
+        /// How many.
+        count: usize,
+        /// The newest: its number and `METHOD /path`.
+        newest: Option<(u64, String)>,
+        /// No exchange has ended yet.
+        first: bool,
+    },
+    /// An exchange ended: the picture to show now.
+    Shown(Box<Shown>),
+    /// The capture could not be written (the relay goes on).
+    CaptureFailed(String),
+}
+
+/// Watches the proxy's traffic on `handle`'s runtime: each exchange that
+/// ends is appended to `capture` and told as a picture; what is in flight
+/// is told as it changes. Stops when `tell` returns false.
+pub fn watch(
+    handle: &tokio::runtime::Handle,
+    running: Running,
+    mut capture: CaptureFile,
+    tell: impl Fn(Told) -> bool + Send + Sync + 'static,
+) {
+    let tell = std::sync::Arc::new(tell);
+    let ended = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (mut flights, flight_tell, flight_ended) =
+        (running.in_flight.clone(), tell.clone(), ended.clone());
+    handle.spawn(async move {
+        while flights.changed().await.is_ok() {
+            let now = flights.borrow_and_update().clone();
+            let first = !flight_ended.load(std::sync::atomic::Ordering::SeqCst);
+            let told = Told::InFlight {
+                count: now.count,
+                newest: now.newest,
+                first,
+            };
+            if !flight_tell(told) {
+                break;
+            }
+        }
+    });
+    let (mut exchanges, stop_accepting) = (running.exchanges, running.stop_accepting);
+    handle.spawn(async move {
+        // Dropping it would stop the proxy taking agents: it lives as long
+        // as the traffic is watched.
+        let _serving = stop_accepting;
+        let mut watched = Watched::default();
+        while let Some(x) = exchanges.recv().await {
+            let x = x.into_exchange();
+            if let Err(e) = capture.append(&x) {
+                tell(Told::CaptureFailed(e.to_string()));
+            }
+            ended.store(true, std::sync::atomic::Ordering::SeqCst);
+            if let Some(shown) = watched.push(&x)
+                && !tell(Told::Shown(Box::new(shown)))
+            {
+                break;
+            }
+        }
+    });
 }

@@ -224,6 +224,33 @@ fn event_end(bytes: &[u8]) -> Option<(usize, usize)> {
     }
 }
 
+/// Serves the tap (see [`serve`]) and hands each record to `write` as it
+/// comes, until Ctrl-C; what came before the signal is written. `started`
+/// is told the address once listening.
+pub async fn record_until_interrupted(
+    upstream: &Uri,
+    listen: SocketAddr,
+    write: &mut impl FnMut(Record),
+    started: impl FnOnce(SocketAddr),
+) -> anyhow::Result<()> {
+    let (record, mut records) = tokio::sync::mpsc::unbounded_channel();
+    let addr = serve(upstream, listen, record).await?;
+    started(addr);
+    loop {
+        tokio::select! {
+            r = records.recv() => match r {
+                Some(r) => write(r),
+                None => break,
+            },
+            _ = tokio::signal::ctrl_c() => break,
+        }
+    }
+    while let Ok(r) = records.try_recv() {
+        write(r);
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

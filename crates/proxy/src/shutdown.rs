@@ -10,82 +10,20 @@ use crate::capture::{Action, Exchange};
 /// How long exchanges in flight may go on after a shutdown signal.
 pub const GRACE: Duration = Duration::from_secs(5);
 
-/// A signal that ends the proxy: its name and number.
-pub struct Shutdown {
-    /// `SIGINT`, `SIGTERM`, `SIGHUP`.
-    pub name: &'static str,
-    /// Its number, for the exit status (128 + it).
-    pub number: u8,
-}
-
-/// SIGINT, SIGTERM and SIGHUP, as one stream.
-pub struct Signals {
-    #[cfg(unix)]
-    streams: Vec<(tokio::signal::unix::Signal, &'static str, u8)>,
-}
-
-impl Signals {
-    /// Listens for the signals; call inside the runtime.
-    pub fn listen() -> Signals {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{SignalKind, signal};
-            let kinds = [
-                (SignalKind::interrupt(), "SIGINT", 2),
-                (SignalKind::terminate(), "SIGTERM", 15),
-                (SignalKind::hangup(), "SIGHUP", 1),
-            ];
-            Signals {
-                streams: kinds
-                    .into_iter()
-                    .filter_map(|(kind, name, n)| signal(kind).ok().map(|s| (s, name, n)))
-                    .collect(),
-            }
-        }
-        #[cfg(not(unix))]
-        Signals {}
-    }
-
-    /// The next signal.
-    pub async fn next(&mut self) -> Shutdown {
-        #[cfg(unix)]
-        {
-            if self.streams.is_empty() {
-                // No signal could be listened for: none ends the wait.
-                return std::future::pending().await;
-            }
-            let waits = self.streams.iter_mut().map(|(s, name, n)| {
-                let (name, n) = (*name, *n);
-                Box::pin(async move {
-                    s.recv().await;
-                    Shutdown { name, number: n }
-                })
-            });
-            futures::future::select_all(waits).await.0
-        }
-        #[cfg(not(unix))]
-        {
-            let _ = tokio::signal::ctrl_c().await;
-            Shutdown {
-                name: "Ctrl-C",
-                number: 2,
-            }
-        }
-    }
-}
-
 /// Hands each exchange to `each` as it ends, until the exchanges end (the
-/// proxy stopped), `each` says stop (returns false), or a signal comes;
-/// after a signal, the grace period and the cut exchanges, as above.
-/// `say` is told what is being waited for. The signal, when one ended it.
+/// proxy stopped), `each` says stop (returns false), or `signal` resolves
+/// to a signal's name; after a signal, the grace period and the cut
+/// exchanges, as above. `say` is told what is being waited for. The
+/// signal's name, when one ended it.
 pub fn relay_until_signal(
     runtime: tokio::runtime::Runtime,
     mut running: Running,
-    mut signals: Signals,
+    signal: impl std::future::Future<Output = &'static str>,
     mut each: impl FnMut(&Exchange) -> bool,
     say: impl FnOnce(&str),
-) -> Option<Shutdown> {
+) -> Option<&'static str> {
     let signal = runtime.block_on(async {
+        tokio::pin!(signal);
         loop {
             tokio::select! {
                 x = running.exchanges.recv() => {
@@ -93,7 +31,7 @@ pub fn relay_until_signal(
                         return None;
                     }
                 }
-                signal = signals.next() => return Some(signal),
+                name = &mut signal => return Some(name),
             }
         }
     })?;
@@ -101,8 +39,7 @@ pub fn relay_until_signal(
     // recording each; then record any still going as cut.
     let _ = running.stop_accepting.send(true);
     say(&format!(
-        "{} received; no new connections, waiting up to {} s for {} exchange(s) in flight",
-        signal.name,
+        "{signal} received; no new connections, waiting up to {} s for {} exchange(s) in flight",
         GRACE.as_secs(),
         running.in_flight.borrow().count
     ));
@@ -126,8 +63,7 @@ pub fn relay_until_signal(
         let mut x = x.into_exchange();
         x.action = Action::Failed;
         x.error = Some(format!(
-            "cut by the proxy's shutdown ({}) after {} s of grace",
-            signal.name,
+            "cut by the proxy's shutdown ({signal}) after {} s of grace",
             GRACE.as_secs()
         ));
         each(&x);

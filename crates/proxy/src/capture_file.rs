@@ -1,0 +1,66 @@
+//! The capture file the proxy appends to, one exchange at a time.
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::capture::Exchange;
+
+/// The capture file, appended to one exchange at a time and flushed, so a
+/// crash loses at most the exchange in flight; with `--otlp` each
+/// exchange also goes out as a span.
+pub struct CaptureFile {
+    file: Option<std::fs::File>,
+    path: Option<PathBuf>,
+    /// `--otlp`: each exchange also goes out as a span.
+    pub otlp: Option<crate::otlp::Sink>,
+}
+
+impl CaptureFile {
+    /// The capture at `path` opened for appending (created when missing),
+    /// or none.
+    pub fn open(path: Option<&Path>) -> std::io::Result<CaptureFile> {
+        let file = match path {
+            Some(p) => Some(
+                OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(p)
+                    .map_err(|e| {
+                        std::io::Error::new(
+                            e.kind(),
+                            format!("opening the capture {}: {e}", p.display()),
+                        )
+                    })?,
+            ),
+            None => None,
+        };
+        Ok(CaptureFile {
+            file,
+            path: path.map(Path::to_path_buf),
+            otlp: None,
+        })
+    }
+
+    /// Appends one exchange (and sends its span).
+    pub fn append(&mut self, x: &Exchange) -> std::io::Result<()> {
+        if let Some(sink) = self.otlp.as_mut() {
+            sink.send(x);
+        }
+        let Some(file) = self.file.as_mut() else {
+            return Ok(());
+        };
+        let mut line = serde_json::to_vec(x).unwrap_or_default();
+        line.push(b'\n');
+        // One write per record: with O_APPEND a record is never interleaved.
+        file.write_all(&line)
+            .and_then(|()| file.flush())
+            .map_err(|e| {
+                let path = self.path.as_deref().unwrap_or(Path::new("?"));
+                std::io::Error::new(
+                    e.kind(),
+                    format!("writing the capture {}: {e}", path.display()),
+                )
+            })
+    }
+}
