@@ -1,18 +1,75 @@
-//! `loopdbg check`'s text report and `--fix`'s file handling. Opening,
-//! reading and checking the inputs is `loopdbg-corpus`'s, shared with the
-//! Python package; this module decides only how the result looks in a
-//! terminal and how a repaired copy lands on disk.
+//! `loopdbg check`: will a provider reject this history. Opening,
+//! reading, checking, repairing and the report's forms are
+//! `loopdbg-corpus`'s, shared with the Python package; this module takes
+//! the flags, says progress on a terminal and picks where things go.
 
-use std::io::IsTerminal;
-use std::path::Path;
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
 
-use loopdbg_engine::LoadError;
-use loopdbg_judge::fix::Repair;
-use loopdbg_read::Source;
+use loopdbg_corpus::report::{Progress, check_files, jsonl_record, mcp_calls};
+use loopdbg_corpus::text::Output;
+use loopdbg_engine::diagnostics::inert_json as json;
 
-pub use loopdbg_corpus::report::{
-    ConversationReport, Progress, check_files, jsonl_file_record, jsonl_record, mcp_calls, summary,
-};
+use super::args::{CheckArgs, CheckFormat};
+use super::{Failure, bad_flag};
+
+/// `loopdbg check`: exit 1 on a problem, 2 on a file that cannot be read.
+pub fn check(args: CheckArgs) -> Result<ExitCode, Failure> {
+    let output = match (
+        args.format.contains(&CheckFormat::Jsonl),
+        args.format.contains(&CheckFormat::Json),
+    ) {
+        (true, _) => Output::Jsonl,
+        (false, true) => Output::Json,
+        (false, false) => Output::Text {
+            colour: std::io::stdout().is_terminal()
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        },
+    };
+    let forced = args.format.iter().find_map(|f| match f {
+        CheckFormat::Input(s) => Some(*s),
+        _ => None,
+    });
+    if args.files.iter().filter(|f| f.as_os_str() == "-").count() > 1 {
+        return Err(bad_flag("`-` (standard input) can be read once".into()));
+    }
+    let files = match (args.fix, args.output) {
+        (Some(how), Some(out)) => {
+            if args.files.len() != 1 {
+                return Err(bad_flag("--fix repairs one file at a time".into()));
+            }
+            let n = loopdbg_corpus::open::fix_file(&args.files[0], &out, forced, how, args.force)?;
+            say!("wrote {} ({n} repair(s)); checking it:", out.display());
+            vec![out]
+        }
+        _ => args.files,
+    };
+    let mcp = match &args.mcp {
+        Some(path) => mcp_calls(path)?,
+        None => Vec::new(),
+    };
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut write_error = None;
+    let mut emit = |file: &str, r: &_| {
+        if output != Output::Jsonl || write_error.is_some() {
+            return;
+        }
+        let written = json::compact(&mut out, &jsonl_record(file, r))
+            .map_err(std::io::Error::from)
+            .and_then(|()| writeln!(out));
+        write_error = written.err();
+    };
+    let reports = check_files(&files, forced, &mcp, &mut emit, &mut show_progress);
+    if let Some(e) = write_error {
+        return Err(e.into());
+    }
+    for e in reports.iter().flat_map(|f| &f.errors) {
+        say!("{}", e.rendered);
+    }
+    loopdbg_corpus::text::write_reports(&reports, output, &mut out)?;
+    out.flush()?;
+    Ok(ExitCode::from(loopdbg_corpus::report::exit_code(&reports)))
+}
 
 /// Says how far a large input's check has come, on a terminal's stderr.
 pub fn show_progress(p: &Progress) {
@@ -33,53 +90,5 @@ pub fn show_progress(p: &Progress) {
             p.origin,
             p.requests
         ),
-    }
-}
-
-/// Writes a repaired copy of `input` to `output`; returns the number of
-/// repairs. The copy goes to a temporary file beside `output` and is
-/// renamed into place only when complete, so a failure midway (a bad line,
-/// a full disk, a kill) leaves `output` as it was.
-pub fn fix_file(
-    input: &Path,
-    output: &Path,
-    forced: Option<Source>,
-    how: Repair,
-    force: bool,
-) -> Result<usize, LoadError> {
-    let target = output.display().to_string();
-    let refuse = |reason: &str| LoadError::Refused {
-        origin: target.clone(),
-        reason: reason.to_string(),
-    };
-    if input.as_os_str() != "-" && loopdbg_io::files::same_file(input, output) {
-        return Err(refuse(
-            "refusing to overwrite the input (the same file, through a link or not); choose another -o",
-        ));
-    }
-    let write_err = |e: std::io::Error| LoadError::Unwritable {
-        origin: target.clone(),
-        reason: e.to_string(),
-    };
-    let existing = match force {
-        true => loopdbg_io::files::Existing::Replace,
-        false => loopdbg_io::files::Existing::Keep,
-    };
-    // The repair's own error, if it failed while writing: the writer can
-    // only carry an io::Error out.
-    let mut failed: Option<LoadError> = None;
-    let written = loopdbg_io::files::write_file(output, existing, |out| {
-        loopdbg_corpus::write_repaired_input(input, forced, how, out, &write_err).map_err(|e| {
-            failed = Some(e);
-            std::io::Error::other("the repair failed")
-        })
-    });
-    match (written, failed) {
-        (_, Some(e)) => Err(e),
-        (Ok(total), None) => Ok(total),
-        (Err(loopdbg_io::files::WriteError::Exists), None) => {
-            Err(refuse("exists; pass --force to replace it"))
-        }
-        (Err(loopdbg_io::files::WriteError::Io(e)), None) => Err(write_err(e)),
     }
 }

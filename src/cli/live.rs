@@ -3,7 +3,6 @@
 //! becomes a session). Files, sockets, threads and the clock are here; the
 //! library decides what the traffic means.
 
-use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
@@ -99,9 +98,9 @@ pub(super) fn proxy(
     use std::io::IsTerminal;
     let terminal = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
     if !no_tui && !terminal {
-        return Err(Failure::Other(anyhow::anyhow!(
+        return Err(anyhow::anyhow!(
             "the debugger needs a terminal; add --no-tui for one line per exchange"
-        )));
+        ));
     }
     let mut capture = open_capture(capture_path, force)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -281,22 +280,17 @@ pub(super) fn record(
     text.push('\n');
     // A session that does not load back is not worth writing.
     loopdbg_engine::Session::parse(&output.display().to_string(), &text)?;
-    let mut file = match OpenOptions::new().write(true).create_new(true).open(output) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            return Err(bad_flag(format!(
-                "{} exists: record never overwrites a file; pick another -o",
-                output.display()
-            )));
-        }
-        Err(e) => {
-            return Err(Failure::Other(
-                anyhow::Error::from(e).context(format!("creating {}", output.display())),
-            ));
-        }
-    };
-    file.write_all(text.as_bytes())
-        .with_context(|| format!("writing {}", output.display()))?;
+    // Never over a file: a recorded session is the user's to replace.
+    loopdbg_io::files::write_file(output, loopdbg_io::files::Existing::Keep, |w| {
+        w.write_all(text.as_bytes())
+    })
+    .map_err(|e| match e {
+        loopdbg_io::files::WriteError::Exists => bad_flag(format!(
+            "{} exists: record never overwrites a file; pick another -o",
+            output.display()
+        )),
+        e => anyhow::Error::from(e).context(format!("writing {}", output.display())),
+    })?;
     say!(
         "recorded {} round(s), {} tool(s) with {} recorded result(s) from {} (conversation {} of {}) → {}",
         rec.rounds,

@@ -1,7 +1,6 @@
 //! `loopdbg mcp`: the tap on a stdio MCP server (`loopdbg_proxy::mcp`),
 //! writing its records to the capture as they come.
 
-use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -22,24 +21,16 @@ fn open_capture(capture: &Path, force: bool) -> Result<impl FnMut(Record), Failu
         )
         .map_err(|e| super::bad_flag(format!("--capture {e}")))?;
     }
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(capture)
-        .with_context(|| format!("opening the capture {}", capture.display()))?;
-    let name = capture.display().to_string();
+    let mut file = loopdbg_proxy::capture_file::CaptureFile::open(Some(capture))?;
     // Each record is written and flushed on its own: a capture is whole up
     // to the last message, however the session ends. A capture that cannot
     // be written is said once; the relay goes on, as the agent needs it.
     let mut failed = false;
     Ok(move |record: Record| {
-        let written = file
-            .write_all(record.to_line().as_bytes())
-            .and_then(|()| file.flush());
-        if let Err(e) = written
+        if let Err(e) = file.append_line(record.to_line().as_bytes())
             && !std::mem::replace(&mut failed, true)
         {
-            eprintln!("loopdbg mcp: writing {name}: {e}");
+            eprintln!("loopdbg mcp: {e}");
         }
     })
 }

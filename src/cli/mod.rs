@@ -1,7 +1,7 @@
-//! The command line: arguments ([`args`]), loading files ([`load`]), the
-//! terminal ([`terminal`]), the `check` command ([`check`]) and the dispatch
-//! of every subcommand to the library (this file). All I/O and exit codes
-//! live here; nothing here decides loop semantics.
+//! The command line: arguments ([`args`]), the terminal ([`terminal`]),
+//! what each subcommand prints and writes, and exit codes. Everything a
+//! command decides is the library's (`loopdbg-corpus` opens and reads,
+//! `loopdbg-judge` judges, `loopdbg-tui` shows).
 
 /// `eprintln!` that never panics: a closed stderr (`2>&-`, a pipe whose
 /// reader left) is not worth a crash.
@@ -22,7 +22,6 @@ macro_rules! say_partial {
 
 pub mod args;
 pub mod check;
-mod doctor;
 
 pub mod live;
 mod mcp;
@@ -41,14 +40,35 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use args::{
-    CheckArgs, CheckFormat, Cli, Command, CompareArgs, CompareFormat, DiffArgs, Export, LintArgs,
-    ProxyArgs, RunArgs, RunFormat, TourArgs,
+    Cli, Command, CompareArgs, CompareFormat, DiffArgs, Export, LintArgs, ProxyArgs, RunArgs,
+    RunFormat, TourArgs,
 };
 use loopdbg_engine::Trace;
 use loopdbg_engine::{Session, Strategy};
 use loopdbg_formats::provider::{Format, default_model};
 use loopdbg_lesson::report::{RunReport, compare_markdown, compare_rows};
 use loopdbg_tui::App;
+
+/// Prints `value` as JSON on standard output (indented, or one line).
+fn print_json(value: &impl serde::Serialize, indented: bool) -> Result<(), Failure> {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let written = match indented {
+        true => json::pretty(&mut out, value),
+        false => json::compact(&mut out, value),
+    };
+    written.map_err(anyhow::Error::from)?;
+    writeln!(out)?;
+    out.flush()?;
+    Ok(())
+}
+
+/// Prints `text` on standard output.
+fn print_text(text: &str) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(())
+}
 
 /// Exit code for input loopdbg cannot use.
 const EXIT_BAD_INPUT: u8 = 2;
@@ -67,62 +87,46 @@ pub fn main() -> ExitCode {
     }));
     match dispatch(cli) {
         Ok(code) => code,
-        Err(Failure::BadInput(report)) => {
-            say!("{report:?}");
-            ExitCode::from(EXIT_BAD_INPUT)
-        }
-        Err(Failure::Other(err)) => {
-            say!("loopdbg: {err:#}");
-            ExitCode::FAILURE
-        }
-        // The reader of our output left (`| head`): nothing more to say.
-        Err(Failure::Closed) => ExitCode::SUCCESS,
+        Err(err) => exit_for(err),
     }
 }
 
-/// Why a command failed: unusable input (exit 2) or anything else (exit 1).
-enum Failure {
-    BadInput(miette::Report),
-    Other(anyhow::Error),
-    /// Standard output was closed by its reader.
-    Closed,
-}
+/// Why a command failed: a `LoadError` or a [`BadFlag`] is input loopdbg
+/// cannot use (exit 2, said with its place); a closed standard output (the
+/// reader of `| head` left) is nothing to say; anything else exits 1.
+type Failure = anyhow::Error;
 
-impl From<loopdbg_engine::LoadError> for Failure {
-    fn from(err: loopdbg_engine::LoadError) -> Self {
-        Failure::BadInput(miette::Report::new(err))
-    }
-}
-
-impl From<anyhow::Error> for Failure {
-    fn from(err: anyhow::Error) -> Self {
-        let closed = err
-            .downcast_ref::<std::io::Error>()
-            .map(std::io::Error::kind)
-            .or_else(|| {
-                err.downcast_ref::<serde_json::Error>()
-                    .and_then(serde_json::Error::io_error_kind)
-            })
-            == Some(std::io::ErrorKind::BrokenPipe);
-        if closed {
-            return Failure::Closed;
-        }
-        Failure::Other(err)
-    }
-}
-
-impl From<std::io::Error> for Failure {
-    fn from(err: std::io::Error) -> Self {
-        // A closed pipe (`loopdbg run ... | head`) is not an error worth a message.
-        if err.kind() == std::io::ErrorKind::BrokenPipe {
-            return Failure::Closed;
-        }
-        Failure::Other(err.into())
-    }
-}
+/// Input loopdbg cannot use, said as a flag's or a file's message.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct BadFlag(String);
 
 fn bad_flag(message: String) -> Failure {
-    Failure::BadInput(miette::miette!("{message}"))
+    BadFlag(message).into()
+}
+
+fn exit_for(err: Failure) -> ExitCode {
+    let err = match err.downcast::<loopdbg_engine::LoadError>() {
+        Ok(e) => {
+            say!("{:?}", miette::Report::new(e));
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+        Err(err) => err,
+    };
+    if let Some(BadFlag(message)) = err.downcast_ref::<BadFlag>() {
+        say!("{:?}", miette::miette!("{message}"));
+        return ExitCode::from(EXIT_BAD_INPUT);
+    }
+    let kind = err.chain().find_map(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .map(std::io::Error::kind)
+            .or_else(|| e.downcast_ref::<serde_json::Error>()?.io_error_kind())
+    });
+    if kind == Some(std::io::ErrorKind::BrokenPipe) {
+        return ExitCode::SUCCESS;
+    }
+    say!("loopdbg: {err:#}");
+    ExitCode::FAILURE
 }
 
 fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
@@ -134,12 +138,17 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         Some(Command::Run(args)) => run(args),
         Some(Command::Compare(args)) => compare(args),
         Some(Command::Lint(args)) => lint(args),
-        Some(Command::Check(args)) => check_files(args),
+        Some(Command::Check(args)) => check::check(args),
         Some(Command::Proxy(args)) => proxy(args),
         Some(Command::Diff(args)) => diff(args),
         Some(Command::Tour(args)) => tour(args),
         Some(Command::Record(args)) => live::record(&args.capture, args.conversation, &args.output),
-        Some(Command::Doctor(args)) => Ok(doctor::doctor(&args.files, args.write, args.force)),
+        Some(Command::Doctor(args)) => {
+            let mut out = std::io::stdout();
+            let code =
+                loopdbg_corpus::doctor::report(&args.files, args.write, args.force, &mut out);
+            Ok(ExitCode::from(code))
+        }
         Some(Command::Mcp(args)) => match &args.upstream {
             Some(url) => mcp::http_tap(&args.capture, args.force, url, args.listen),
             None => mcp::tap(&args.capture, args.force, &args.command),
@@ -274,9 +283,7 @@ fn run(args: RunArgs) -> Result<ExitCode, Failure> {
                 Ok(ExitCode::SUCCESS)
             }
             None => {
-                let mut out = std::io::stdout().lock();
-                out.write_all(text.as_bytes())?;
-                out.flush()?;
+                print_text(&text)?;
                 Ok(ExitCode::SUCCESS)
             }
         };
@@ -284,16 +291,11 @@ fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     if let Some(provider) = args.emit {
         return emit(&args, provider, &session, &trace);
     }
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let report = RunReport::new(&session, &trace);
     match args.format {
-        RunFormat::Text => out.write_all(report.to_text().as_bytes())?,
-        RunFormat::Json => {
-            json::pretty(&mut out, &report).map_err(anyhow::Error::from)?;
-            writeln!(out)?;
-        }
+        RunFormat::Text => print_text(&report.to_text())?,
+        RunFormat::Json => print_json(&report, true)?,
     }
-    out.flush()?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -338,15 +340,10 @@ fn compare(args: CompareArgs) -> Result<ExitCode, Failure> {
         };
         rows.extend(compare_rows(&loaded.origin, &loaded.session, rounds));
     }
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     match args.format {
-        CompareFormat::Md => out.write_all(compare_markdown(&rows).as_bytes())?,
-        CompareFormat::Json => {
-            json::pretty(&mut out, &rows).map_err(anyhow::Error::from)?;
-            writeln!(out)?;
-        }
+        CompareFormat::Md => print_text(&compare_markdown(&rows))?,
+        CompareFormat::Json => print_json(&rows, true)?,
     }
-    out.flush()?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -393,15 +390,10 @@ fn diff(args: DiffArgs) -> Result<ExitCode, Failure> {
     let a = diff_side(&args.left, &args.left_strategy, anywhere)?;
     let b = diff_side(&right, &args.right_strategy, anywhere)?;
     let diff = loopdbg_lesson::diff::diff(&a.side(), &b.side());
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     match args.format {
-        RunFormat::Text => write!(out, "{}", diff.to_text())?,
-        RunFormat::Json => {
-            json::pretty(&mut out, &diff).map_err(anyhow::Error::from)?;
-            writeln!(out)?;
-        }
+        RunFormat::Text => print_text(&diff.to_text())?,
+        RunFormat::Json => print_json(&diff, true)?,
     }
-    out.flush()?;
     Ok(match diff.first_divergence {
         None => ExitCode::SUCCESS,
         Some(_) => ExitCode::FAILURE,
@@ -423,102 +415,8 @@ fn tour(args: TourArgs) -> Result<ExitCode, Failure> {
 
 /// `loopdbg schema`.
 fn schema() -> Result<ExitCode, Failure> {
-    let schema = loopdbg_engine::schema::session_schema();
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    json::pretty(&mut out, &schema).map_err(anyhow::Error::from)?;
-    writeln!(out)?;
-    out.flush()?;
+    print_json(&loopdbg_engine::schema::session_schema(), true)?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// `loopdbg check`: will a provider reject this history; exit 1 on a
-/// problem, 2 on a file that cannot be read.
-fn check_files(args: CheckArgs) -> Result<ExitCode, Failure> {
-    let json = args.format.contains(&CheckFormat::Json);
-    let jsonl = args.format.contains(&CheckFormat::Jsonl);
-    let forced = args.format.iter().find_map(|f| match f {
-        CheckFormat::Input(s) => Some(*s),
-        _ => None,
-    });
-    if args.files.iter().filter(|f| f.as_os_str() == "-").count() > 1 {
-        return Err(bad_flag("`-` (standard input) can be read once".into()));
-    }
-    let files = match (args.fix, args.output) {
-        (Some(how), Some(out)) => {
-            if args.files.len() != 1 {
-                return Err(bad_flag("--fix repairs one file at a time".into()));
-            }
-            let n = check::fix_file(&args.files[0], &out, forced, how, args.force)?;
-            say!("wrote {} ({n} repair(s)); checking it:", out.display());
-            vec![out]
-        }
-        _ => args.files,
-    };
-    let mcp_calls = match &args.mcp {
-        Some(path) => check::mcp_calls(path)?,
-        None => Vec::new(),
-    };
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let mut write_error = None;
-    let reports = {
-        let mut emit = |file: &str, r: &check::ConversationReport| {
-            if !jsonl || write_error.is_some() {
-                return;
-            }
-            let written = json::compact(&mut out, &check::jsonl_record(file, r))
-                .map_err(std::io::Error::from)
-                .and_then(|()| writeln!(out));
-            if let Err(e) = written {
-                write_error = Some(e);
-            }
-        };
-        check::check_files(
-            &files,
-            forced,
-            &mcp_calls,
-            &mut emit,
-            &mut check::show_progress,
-        )
-    };
-    if let Some(e) = write_error {
-        return Err(e.into());
-    }
-    if jsonl || json {
-        if jsonl {
-            for record in reports.iter().filter_map(check::jsonl_file_record) {
-                json::compact(&mut out, &record).map_err(anyhow::Error::from)?;
-                writeln!(out)?;
-            }
-        } else {
-            json::pretty(&mut out, &check::summary(&reports)).map_err(anyhow::Error::from)?;
-            writeln!(out)?;
-        }
-        for f in &reports {
-            for e in &f.errors {
-                say!("{}", e.rendered);
-            }
-        }
-    } else {
-        for f in &reports {
-            for e in &f.errors {
-                say!("{}", e.rendered);
-            }
-        }
-        use std::io::IsTerminal;
-        let colour = std::io::stdout().is_terminal()
-            && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-        loopdbg_corpus::text::render_text(&reports, &mut out, colour)?;
-    }
-    out.flush()?;
-    let failed = reports.iter().any(|f| !f.errors.is_empty());
-    let problems = reports.iter().any(|f| f.has_problems() || f.is_empty());
-    Ok(ExitCode::from(if failed {
-        EXIT_BAD_INPUT
-    } else if problems {
-        1
-    } else {
-        0
-    }))
 }
 
 /// A handout of the run, as `kind`.
@@ -537,19 +435,7 @@ fn handout_text(
         origin: args.session.display().to_string(),
         prices: std::sync::Arc::new(prices::prices().clone()),
     };
-    let text = loopdbg_handout::render(session, trace, &opts);
-    if kind == loopdbg_handout::Kind::Json
-        && let Ok(doc) = serde_json::from_str::<serde_json::Value>(&text)
-    {
-        // Written again through the inert writer: bidi and tag
-        // characters as \u escapes, which parse back the same.
-        let mut inert = Vec::with_capacity(text.len());
-        if json::pretty(&mut inert, &doc).is_ok() {
-            inert.push(b'\n');
-            return String::from_utf8(inert).unwrap_or(text);
-        }
-    }
-    text
+    loopdbg_handout::render(session, trace, &opts)
 }
 
 /// The run as OTLP JSON (one export, one line), its times from now (or
@@ -595,29 +481,11 @@ fn replay_app(opened: loopdbg_corpus::open::Opened, which: Option<usize>) -> Res
     Ok(app)
 }
 
-/// One side of `loopdbg diff`: a session run under a strategy, or a
-/// captured conversation replayed.
-struct DiffSide {
-    label: String,
-    session: Session,
-    trace: Trace,
-}
-
-impl DiffSide {
-    fn side(&self) -> loopdbg_lesson::diff::Side<'_> {
-        loopdbg_lesson::diff::Side {
-            label: self.label.clone(),
-            session: &self.session,
-            trace: &self.trace,
-        }
-    }
-}
-
 fn diff_side(
     path: &std::path::Path,
     choice: &loopdbg_engine::session::Choice,
     agents_anywhere: bool,
-) -> Result<DiffSide, Failure> {
+) -> Result<loopdbg_lesson::diff::Run, Failure> {
     let name = path.display().to_string();
     match subject(path, true, agents_anywhere)? {
         Subject::Replay(replay) => {
@@ -626,7 +494,7 @@ fn diff_side(
                     "{name} is a captured conversation: it has no strategy to set (loopdbg record turns it into a session that has)"
                 )));
             }
-            Ok(DiffSide {
+            Ok(loopdbg_lesson::diff::Run {
                 label: format!("{name} [replay]"),
                 session: replay.session,
                 trace: replay.trace,
@@ -635,7 +503,7 @@ fn diff_side(
         Subject::Run(loaded) => {
             let strategy = Strategy::chosen(&loaded.session, choice).map_err(bad_flag)?;
             let trace = loopdbg_engine::run(&loaded.session, &strategy);
-            Ok(DiffSide {
+            Ok(loopdbg_lesson::diff::Run {
                 label: format!("{name} [{}]", strategy.label()),
                 session: loaded.session,
                 trace,
@@ -654,7 +522,7 @@ fn write_new(path: &std::path::Path, bytes: &[u8], force: bool) -> Result<(), Fa
     loopdbg_io::files::write_file(path, existing, |out| out.write_all(bytes)).map_err(|e| match e {
         loopdbg_io::files::WriteError::Exists => bad_flag(format!("{} {e}", path.display())),
         loopdbg_io::files::WriteError::Io(e) => {
-            Failure::Other(anyhow::Error::from(e).context(format!("writing {}", path.display())))
+            anyhow::Error::from(e).context(format!("writing {}", path.display()))
         }
     })
 }

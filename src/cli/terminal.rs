@@ -5,15 +5,11 @@
 use std::io::stdout;
 
 use anyhow::Context;
-use loopdbg_tui::app::Mode;
 use loopdbg_tui::app::{Command, LiveEvent};
-use loopdbg_tui::keymap::action_in;
 use loopdbg_tui::theme::Theme;
-use loopdbg_tui::{Action, App, update};
+use loopdbg_tui::{Action, App};
 use ratatui::DefaultTerminal;
-use ratatui::crossterm::event::{
-    DisableMouseCapture, EnableMouseCapture, Event, KeyEventKind, MouseEventKind,
-};
+use ratatui::crossterm::event::{DisableMouseCapture, EnableMouseCapture, Event};
 use ratatui::crossterm::execute;
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -93,7 +89,7 @@ async fn event_loop(
     let _ = ratatui::crossterm::event::poll(std::time::Duration::ZERO);
     let mut events = Input::start();
     let size = terminal.size()?;
-    apply(app, Action::Resize(size.width, size.height));
+    loopdbg_tui::update::apply(app, Action::Resize(size.width, size.height));
     terminal.draw(|frame| frame.render_widget(&*app, frame.area()))?;
     while !app.quit {
         let live = async {
@@ -122,10 +118,12 @@ async fn event_loop(
         let Some(event) = event else {
             break;
         };
-        let Some(action) = to_action(event.context("reading terminal events")?, &app.mode) else {
+        let Some(action) =
+            loopdbg_tui::keymap::action_of(event.context("reading terminal events")?, &app.mode)
+        else {
             continue;
         };
-        apply(app, action);
+        loopdbg_tui::update::apply(app, action);
         if let Some(command) = app.command.take() {
             let said = match command {
                 Command::Edit { json, .. } => {
@@ -135,7 +133,7 @@ async fn event_loop(
                         edit_outside(terminal, &json)
                     };
                     let size = terminal.size()?;
-                    apply(app, Action::Resize(size.width, size.height));
+                    loopdbg_tui::update::apply(app, Action::Resize(size.width, size.height));
                     Some(match edited {
                         Ok(text) => Action::EditDone(text),
                         Err(why) => Action::Said(format!("edit not applied: {why:#}")),
@@ -150,13 +148,13 @@ async fn event_loop(
                     suggested,
                     text,
                     what,
-                } => Some(match write_unique(&suggested, &text) {
+                } => Some(match loopdbg_io::files::write_unique(&suggested, &text) {
                     Ok(path) => Action::Said(format!("wrote the {what} to {}", path.display())),
                     Err(e) => Action::Said(format!("could not write the {what}: {e:#}")),
                 }),
             };
             if let Some(said) = said {
-                apply(app, said);
+                loopdbg_tui::update::apply(app, said);
             }
         }
         if !app.quit {
@@ -328,59 +326,4 @@ fn edit_outside(terminal: &mut DefaultTerminal, json: &str) -> anyhow::Result<St
         anyhow::bail!("nothing was changed");
     }
     Ok(text)
-}
-
-/// Writes `text` to `suggested`, or `stem-2.ext`, `stem-3.ext`, … when
-/// that exists: never over a file.
-fn write_unique(suggested: &str, text: &str) -> anyhow::Result<std::path::PathBuf> {
-    use std::io::Write;
-    let path = std::path::Path::new(suggested);
-    let stem = path
-        .file_stem()
-        .map_or("loopdbg".into(), |s| s.to_string_lossy().into_owned());
-    let ext = path.extension().map(|e| e.to_string_lossy().into_owned());
-    for n in 1..1000 {
-        let name = match (n, &ext) {
-            (1, _) => suggested.to_string(),
-            (_, Some(e)) => format!("{stem}-{n}.{e}"),
-            (_, None) => format!("{stem}-{n}"),
-        };
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&name)
-        {
-            Ok(mut f) => {
-                f.write_all(text.as_bytes())?;
-                return Ok(name.into());
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e.into()),
-        }
-    }
-    anyhow::bail!("no free name beside {suggested}")
-}
-
-/// Runs `update` until it asks for nothing more.
-fn apply(app: &mut App, action: Action) {
-    let mut next = Some(action);
-    while let Some(action) = next {
-        next = update(app, action);
-    }
-}
-
-fn to_action(event: Event, mode: &Mode) -> Option<Action> {
-    match event {
-        Event::Key(key) if key.kind == KeyEventKind::Press => action_in(mode, &key),
-        Event::Mouse(mouse) => match mouse.kind {
-            MouseEventKind::ScrollDown | MouseEventKind::ScrollUp => Some(Action::Wheel {
-                column: mouse.column,
-                row: mouse.row,
-                down: mouse.kind == MouseEventKind::ScrollDown,
-            }),
-            _ => None,
-        },
-        Event::Resize(w, h) => Some(Action::Resize(w, h)),
-        _ => None,
-    }
 }

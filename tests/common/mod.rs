@@ -6,8 +6,6 @@ pub mod pty;
 use loopdbg_engine::{LoadError, Session};
 use std::path::Path;
 
-use loopdbg_tui::{Action, App, update};
-
 /// A shipped session by file name, named `sessions/NAME` in errors, with
 /// its sub-agent sessions loaded (as the binary's loader does).
 pub fn session(name: &str) -> Session {
@@ -35,13 +33,7 @@ pub fn shipped() -> Vec<(String, Session)> {
         .collect()
 }
 
-/// Applies an action and its follow-ups, as the terminal loop does.
-pub fn apply(app: &mut App, action: Action) {
-    let mut next = Some(action);
-    while let Some(a) = next {
-        next = update(app, a);
-    }
-}
+pub use loopdbg_tui::update::apply;
 
 /// The text of `tests/fixtures/transcripts/NAME`.
 pub fn fixture(name: &str) -> String {

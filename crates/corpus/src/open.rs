@@ -1239,6 +1239,54 @@ fn write_repaired(
     }
 }
 
+/// Writes a repaired copy of `input` to `output`; returns the number of
+/// repairs. The copy goes to a temporary file beside `output` and is
+/// renamed into place only when complete, so a failure midway (a bad line,
+/// a full disk, a kill) leaves `output` as it was.
+pub fn fix_file(
+    input: &Path,
+    output: &Path,
+    forced: Option<Source>,
+    how: Repair,
+    force: bool,
+) -> Result<usize, LoadError> {
+    let target = output.display().to_string();
+    let refuse = |reason: &str| LoadError::Refused {
+        origin: target.clone(),
+        reason: reason.to_string(),
+    };
+    if input.as_os_str() != "-" && loopdbg_io::files::same_file(input, output) {
+        return Err(refuse(
+            "refusing to overwrite the input (the same file, through a link or not); choose another -o",
+        ));
+    }
+    let write_err = |e: std::io::Error| LoadError::Unwritable {
+        origin: target.clone(),
+        reason: e.to_string(),
+    };
+    let existing = match force {
+        true => loopdbg_io::files::Existing::Replace,
+        false => loopdbg_io::files::Existing::Keep,
+    };
+    // The repair's own error, if it failed while writing: the writer can
+    // only carry an io::Error out.
+    let mut failed: Option<LoadError> = None;
+    let written = loopdbg_io::files::write_file(output, existing, |out| {
+        crate::open::write_repaired_input(input, forced, how, out, &write_err).map_err(|e| {
+            failed = Some(e);
+            std::io::Error::other("the repair failed")
+        })
+    });
+    match (written, failed) {
+        (_, Some(e)) => Err(e),
+        (Ok(total), None) => Ok(total),
+        (Err(loopdbg_io::files::WriteError::Exists), None) => {
+            Err(refuse("exists; pass --force to replace it"))
+        }
+        (Err(loopdbg_io::files::WriteError::Io(e)), None) => Err(write_err(e)),
+    }
+}
+
 /// An MCP capture's text as its sessions; a record that is not one is
 /// located.
 pub(crate) fn mcp_sessions(

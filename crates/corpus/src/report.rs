@@ -17,6 +17,18 @@ use serde_json::Value;
 
 use crate::open::*;
 
+/// A check's exit code: 2 when an input (or a line of it) could not be
+/// read, 1 when there were problems or nothing was checked, else 0.
+pub fn exit_code(reports: &[FileReport]) -> u8 {
+    if reports.iter().any(|f| !f.errors.is_empty()) {
+        2
+    } else if reports.iter().any(|f| f.has_problems() || f.is_empty()) {
+        1
+    } else {
+        0
+    }
+}
+
 /// One conversation's findings.
 #[derive(Debug, Serialize)]
 pub struct ConversationReport {

@@ -1,13 +1,52 @@
-//! `check`'s report as the terminal shows it: grouped by file and
-//! conversation, each finding with where, its kind and verdict, and the
-//! provider's words; one summary line. The JSON and JSON Lines forms are
-//! `report`'s, beside the types.
+//! `check`'s report as it is printed: as text the terminal shows (grouped
+//! by file and conversation, each finding with where, its kind and
+//! verdict, and the provider's words; one summary line), as one JSON
+//! document, or as JSON Lines.
 
 use std::io::Write;
 
 use loopdbg_judge::check::Severity;
 
 use crate::report::FileReport;
+
+/// How `check` prints its reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// Grouped text, in colour or not.
+    Text {
+        /// Whether to colour it.
+        colour: bool,
+    },
+    /// One JSON document.
+    Json,
+    /// One JSON record per conversation (written as each is checked, by
+    /// the caller's `emit`), then one per file that needs one.
+    Jsonl,
+}
+
+/// Writes what is left to write of the reports as `output` (for JSON
+/// Lines, the per-file records), JSON through the inert writer.
+pub fn write_reports(
+    reports: &[FileReport],
+    output: Output,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    use loopdbg_engine::diagnostics::inert_json as json;
+    match output {
+        Output::Text { colour } => render_text(reports, out, colour),
+        Output::Json => {
+            json::pretty(&mut *out, &crate::report::summary(reports))?;
+            writeln!(out)
+        }
+        Output::Jsonl => {
+            for record in reports.iter().filter_map(crate::report::jsonl_file_record) {
+                json::compact(&mut *out, &record)?;
+                writeln!(out)?;
+            }
+            Ok(())
+        }
+    }
+}
 
 struct Paint {
     on: bool,

@@ -254,7 +254,12 @@ pub fn render(session: &Session, trace: &Trace, opts: &Options) -> String {
                 redact::value(&mut trace_json);
             }
             let doc = json!({"handout": h, "trace": trace_json});
-            serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+            // Through the inert writer: bidi and tag characters as \u
+            // escapes, which parse back the same.
+            let mut text = Vec::new();
+            let _ = loopdbg_engine::diagnostics::inert_json::pretty(&mut text, &doc);
+            text.push(b'\n');
+            String::from_utf8(text).unwrap_or_default()
         }
     }
 }

@@ -135,6 +135,36 @@ fn set_default_mode(_: &std::fs::File) -> io::Result<()> {
     Ok(())
 }
 
+/// Writes `text` to `suggested`, or `stem-2.ext`, `stem-3.ext`, … when
+/// that exists: never over a file.
+pub fn write_unique(suggested: &str, text: &str) -> io::Result<PathBuf> {
+    let path = std::path::Path::new(suggested);
+    let stem = path
+        .file_stem()
+        .map_or("loopdbg".into(), |s| s.to_string_lossy().into_owned());
+    let ext = path.extension().map(|e| e.to_string_lossy().into_owned());
+    for n in 1..1000 {
+        let name = match (n, &ext) {
+            (1, _) => suggested.to_string(),
+            (_, Some(e)) => format!("{stem}-{n}.{e}"),
+            (_, None) => format!("{stem}-{n}"),
+        };
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&name)
+        {
+            Ok(mut f) => {
+                f.write_all(text.as_bytes())?;
+                return Ok(name.into());
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::other(format!("no free name beside {suggested}")))
+}
+
 /// True when `a` and `b` are one file: the same path, a symlink, or a hard
 /// link (same device and inode).
 pub fn same_file(a: &Path, b: &Path) -> bool {

@@ -18,6 +18,27 @@ pub struct Side<'a> {
     pub trace: &'a Trace,
 }
 
+/// A side that owns its run (what `loopdbg diff` builds from a file).
+pub struct Run {
+    /// How the side is named.
+    pub label: String,
+    /// Its session.
+    pub session: Session,
+    /// Its recorded run.
+    pub trace: Trace,
+}
+
+impl Run {
+    /// The run as a side to diff.
+    pub fn side(&self) -> Side<'_> {
+        Side {
+            label: self.label.clone(),
+            session: &self.session,
+            trace: &self.trace,
+        }
+    }
+}
+
 /// What one round looks like, reduced to what a diff compares.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RoundView {

@@ -47,13 +47,18 @@ impl CaptureFile {
         if let Some(sink) = self.otlp.as_mut() {
             sink.send(x);
         }
+        let mut line = serde_json::to_vec(x).unwrap_or_default();
+        line.push(b'\n');
+        self.append_line(&line)
+    }
+
+    /// Appends one record's line (with its newline) and flushes it.
+    pub fn append_line(&mut self, line: &[u8]) -> std::io::Result<()> {
         let Some(file) = self.file.as_mut() else {
             return Ok(());
         };
-        let mut line = serde_json::to_vec(x).unwrap_or_default();
-        line.push(b'\n');
         // One write per record: with O_APPEND a record is never interleaved.
-        file.write_all(&line)
+        file.write_all(line)
             .and_then(|()| file.flush())
             .map_err(|e| {
                 let path = self.path.as_deref().unwrap_or(Path::new("?"));

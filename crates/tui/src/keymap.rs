@@ -4,7 +4,9 @@
 //! debugger is in. Dispatch, the `?` help popup and the key bar are all
 //! read from the tables, so help cannot drift from behaviour.
 
-use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::crossterm::event::{
+    Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEventKind,
+};
 
 use super::action::Action;
 use super::app::Mode;
@@ -240,5 +242,23 @@ mod tests {
         );
         let down = key(KeyCode::Down, KeyModifiers::NONE);
         assert_eq!(action_in(&popup, &down), Some(Action::ScrollDown));
+    }
+}
+
+/// The action a terminal event stands for in `mode`: a key press through
+/// the mode's table, the wheel, a resize; `None` for anything else.
+pub fn action_of(event: Event, mode: &Mode) -> Option<Action> {
+    match event {
+        Event::Key(key) if key.kind == KeyEventKind::Press => action_in(mode, &key),
+        Event::Mouse(mouse) => match mouse.kind {
+            MouseEventKind::ScrollDown | MouseEventKind::ScrollUp => Some(Action::Wheel {
+                column: mouse.column,
+                row: mouse.row,
+                down: mouse.kind == MouseEventKind::ScrollDown,
+            }),
+            _ => None,
+        },
+        Event::Resize(w, h) => Some(Action::Resize(w, h)),
+        _ => None,
     }
 }

@@ -16,6 +16,15 @@ use super::view::pane_at;
 /// Lines a page scroll moves.
 const PAGE: u16 = 10;
 
+/// Applies `action`, then each action `update` asks for after it, as
+/// the terminal loop does.
+pub fn apply(app: &mut App, action: Action) {
+    let mut next = Some(action);
+    while let Some(action) = next {
+        next = update(app, action);
+    }
+}
+
 /// Applies `action` to `app`; returns a follow-up action to apply next.
 pub fn update(app: &mut App, action: Action) -> Option<Action> {
     if !admitted(app, &action) {
