@@ -2,8 +2,7 @@
 //! documented format, repairs, and the round trip of every shipped session
 //! through each wire format.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use loopdbg_engine::ledger::Ledger;
 use loopdbg_engine::strategy::{Extract, StopRule};
@@ -501,7 +500,7 @@ fn an_unpaired_server_call_is_refused_once_the_history_goes_on() {
             "`mcp_tool_use` with id mcptoolu_01AbCdEfGhIjKlMnOpQrStUv was found without a corresponding `mcp_tool_result` block",
         ),
     ] {
-        common::loopdbg()
+        crate::common::loopdbg()
             .args(["check", &format!("{dir}/{file}")])
             .assert()
             .code(1)
@@ -509,7 +508,7 @@ fn an_unpaired_server_call_is_refused_once_the_history_goes_on() {
             .stdout(predicates::str::contains(text));
     }
     for file in ["in_flight_web_search.json", "in_flight_mcp.json"] {
-        common::loopdbg()
+        crate::common::loopdbg()
             .args(["check", &format!("{dir}/{file}")])
             .assert()
             .code(0);
@@ -526,12 +525,12 @@ fn a_client_tool_search_pairs_with_its_output() {
         "answered_by_tool_search_output.json",
         "answered_by_function_call_output.json",
     ] {
-        common::loopdbg()
+        crate::common::loopdbg()
             .args(["check", &format!("{dir}/{file}")])
             .assert()
             .code(0);
     }
-    common::loopdbg()
+    crate::common::loopdbg()
         .args(["check", &format!("{dir}/unanswered.json")])
         .assert()
         .code(1)
@@ -548,7 +547,7 @@ fn a_client_tool_search_pairs_with_its_output() {
 #[test]
 fn a_tool_loop_without_its_thinking_block_is_refused_when_thinking_is_on() {
     let dir = "tests/fixtures/transcripts/anthropic_thinking";
-    common::loopdbg()
+    crate::common::loopdbg()
         .args(["check", &format!("{dir}/dropped.json")])
         .assert()
         .code(1)
@@ -559,12 +558,12 @@ fn a_tool_loop_without_its_thinking_block_is_refused_when_thinking_is_on() {
     // Adaptive thinking: a reply without a thinking block may simply not
     // have thought (Claude Code's requests so were answered 200).
     for file in ["kept.json", "new_prompt.json", "adaptive_no_thinking.json"] {
-        common::loopdbg()
+        crate::common::loopdbg()
             .args(["check", &format!("{dir}/{file}")])
             .assert()
             .code(0);
     }
-    common::loopdbg()
+    crate::common::loopdbg()
         .args(["check", &format!("{dir}/adaptive_dropped_one.json")])
         .assert()
         .code(1)
@@ -576,7 +575,7 @@ fn a_tool_loop_without_its_thinking_block_is_refused_when_thinking_is_on() {
 #[test]
 fn shapes_the_providers_accept_are_read() {
     let dir = "tests/fixtures/transcripts/lenient_shapes";
-    common::loopdbg()
+    crate::common::loopdbg()
         .args(["check", &format!("{dir}/responses_bare_reference.json")])
         .assert()
         .code(0)
@@ -584,7 +583,7 @@ fn shapes_the_providers_accept_are_read() {
             "unverifiable_result (note)  [call_1]",
         ))
         .stdout(predicates::str::contains("item_reference fc_123"));
-    common::loopdbg()
+    crate::common::loopdbg()
         .args(["check", &format!("{dir}/chat_null_tool_call_id.json")])
         .assert()
         .code(1)
@@ -594,7 +593,7 @@ fn shapes_the_providers_accept_are_read() {
         .stdout(predicates::str::contains(
             "0 a provider would reject with a 400",
         ));
-    common::loopdbg()
+    crate::common::loopdbg()
         .args(["check", &format!("{dir}/gemini_parts_object.json")])
         .assert()
         .code(0);

@@ -3,8 +3,7 @@
 //! one cannot be read, standard input, a forced format that does not fit,
 //! nothing to check, and one JSON record per conversation for sharded runs.
 
-mod common;
-use common::{loopdbg, scratch};
+use crate::common::{loopdbg, scratch};
 use predicates::prelude::*;
 use serde_json::Value;
 
@@ -17,7 +16,7 @@ fn with_a_bad_line(
     fixture: &str,
     at: usize,
     bad: &str,
-) -> (common::Scratch, std::path::PathBuf, String) {
+) -> (crate::common::Scratch, std::path::PathBuf, String) {
     let dir = scratch(name);
     let file = dir.join(fixture.replace('/', "_"));
     let good = std::fs::read_to_string(format!("{T}/{fixture}")).unwrap();
@@ -494,7 +493,7 @@ fn a_capture_is_labelled_by_its_route_and_counted_by_conversation() {
             "checked 2 request(s) in 1 conversation(s) in 1 file(s)",
         ));
     // Each line alone is labelled the same way, through the one-document path.
-    let dir = common::scratch("route");
+    let dir = crate::common::scratch("route");
     let first = dir.join("first.jsonl");
     let text = std::fs::read_to_string(&file).unwrap();
     std::fs::write(&first, text.lines().next().unwrap()).unwrap();
@@ -531,7 +530,7 @@ fn two_loops_with_the_same_prompt_are_two_conversations() {
         line(4, grown("toolu_b")),
     ]
     .join("\n");
-    let dir = common::scratch("threads");
+    let dir = crate::common::scratch("threads");
     let file = dir.join("two.jsonl");
     std::fs::write(&file, text).unwrap();
     let out = loopdbg()
@@ -555,7 +554,7 @@ fn two_loops_with_the_same_prompt_are_two_conversations() {
 /// run shows the dangling id a provider refuses (issue 22, item 14).
 #[test]
 fn record_keeps_what_the_loop_did_with_its_calls() {
-    let dir = common::scratch("record-first");
+    let dir = crate::common::scratch("record-first");
     let session = dir.join("recorded.json");
     loopdbg()
         .args(["record", &format!("{T}/proxy/openai_sdk_first_only.jsonl"), "-o"])
@@ -579,7 +578,7 @@ fn record_keeps_what_the_loop_did_with_its_calls() {
 /// (issue 23, item 18).
 #[test]
 fn captures_are_known_by_their_first_line_and_other_traffic_is_skipped() {
-    let dir = common::scratch("first-line");
+    let dir = crate::common::scratch("first-line");
     let two = std::fs::read_to_string(format!("{T}/proxy/openai_sdk_first_only.jsonl")).unwrap();
     let one = dir.join("one.jsonl");
     std::fs::write(&one, two.lines().next().unwrap()).unwrap();
@@ -622,7 +621,7 @@ fn captures_are_known_by_their_first_line_and_other_traffic_is_skipped() {
 /// session that loads (issue 23, item 20).
 #[test]
 fn text_after_the_session_object_is_a_located_error() {
-    let dir = common::scratch("trailing");
+    let dir = crate::common::scratch("trailing");
     let file = dir.join("s.json");
     let session = std::fs::read_to_string("sessions/weather.json").unwrap();
     let lines = session.lines().count();

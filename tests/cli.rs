@@ -1,8 +1,7 @@
 //! The real binary, headless: `run`, `compare`, `lint`, `schema`, and bad input.
 
-mod common;
+use crate::common::loopdbg;
 use assert_cmd::Command;
-use common::loopdbg;
 use predicates::prelude::*;
 use serde_json::Value;
 
@@ -23,7 +22,7 @@ fn run_json(args: &[&str]) -> Value {
 fn run_text_mirrors_the_seed_trace() {
     loopdbg()
         .arg("run")
-        .args(common::FX_FIRST_REASK)
+        .args(crate::common::FX_FIRST_REASK)
         .assert()
         .success()
         .stdout(predicate::str::contains("dropped (not executed): get_fx_rate(toolu_f1)"))
@@ -828,7 +827,7 @@ fn the_tour_without_a_terminal_asks_for_one() {
 /// warning (issue 22, item 2).
 #[test]
 fn an_answer_stating_a_number_no_tool_returned_is_warned_about() {
-    let mut args = common::FX_FIRST_REASK.to_vec();
+    let mut args = crate::common::FX_FIRST_REASK.to_vec();
     args.extend(["--closure", "synthesize"]);
     let report = run_json(&args);
     let warnings = report["warnings"].as_array().unwrap();

@@ -3,11 +3,9 @@
 //! event, a Codex 0.171.0 rollout whose parallel call lost its output, and
 //! a Gemini CLI 0.61.0 log as the CLI writes it.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::loopdbg;
+use crate::common::loopdbg;
 use predicates::prelude::*;
 
 const BROKEN: &str = "tests/fixtures/transcripts/claude_code_v2/doctor_dropped_result.jsonl";

@@ -1,8 +1,7 @@
 //! `loopdbg run --export`: the handout of a run, in Markdown, HTML (opened
 //! in a real headless Chromium when one is installed) and JSON.
 
-mod common;
-use common::loopdbg;
+use crate::common::loopdbg;
 use predicates::prelude::*;
 use serde_json::Value;
 
@@ -143,9 +142,10 @@ fn headless(
 }
 
 #[test]
+#[ignore = "end-to-end: a real Chromium (apt install chromium)"]
 fn the_html_handout_renders_in_a_real_browser_without_console_errors() {
     let Some(browser) = chromium() else {
-        common::skip(
+        crate::common::skip(
             "the_html_handout_renders_in_a_real_browser_without_console_errors",
             "no Chromium at /usr/bin/chromium; install Debian's `chromium` package to run it",
         );
@@ -196,15 +196,16 @@ fn the_html_handout_renders_in_a_real_browser_without_console_errors() {
 /// against the window, and a screenshot of each width is kept in the
 /// tests' scratch folder for a person to look at.
 #[test]
+#[ignore = "end-to-end: a real Chromium (apt install chromium)"]
 fn the_html_handout_fits_the_window_at_three_widths() {
     let Some(browser) = chromium() else {
-        common::skip(
+        crate::common::skip(
             "the_html_handout_fits_the_window_at_three_widths",
             "no Chromium at /usr/bin/chromium; install Debian's `chromium` package to run it",
         );
         return;
     };
-    let dir = common::scratch("shots");
+    let dir = crate::common::scratch("shots");
     let page = dir.join("weather.html");
     loopdbg()
         .args(["run", "sessions/weather.json", "--export", "html", "-o"])
@@ -254,7 +255,7 @@ fn the_html_handout_fits_the_window_at_three_widths() {
 #[test]
 fn a_handout_file_takes_the_umasks_mode() {
     use std::os::unix::fs::PermissionsExt;
-    let dir = common::scratch("mode");
+    let dir = crate::common::scratch("mode");
     let probe = dir.join("probe");
     std::fs::File::create(&probe).unwrap();
     let expected = std::fs::metadata(&probe).unwrap().permissions().mode() & 0o777;
@@ -276,7 +277,7 @@ fn a_handout_says_each_provider_400_once() {
     for kind in ["md", "html"] {
         let out = loopdbg()
             .arg("run")
-            .args(common::FX_FIRST_REASK)
+            .args(crate::common::FX_FIRST_REASK)
             .args(["--export", kind])
             .output()
             .unwrap();

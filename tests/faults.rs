@@ -2,8 +2,6 @@
 //! fault and closure policy on the final history, and a property test over
 //! random sessions.
 
-mod common;
-
 use loopdbg_engine::ledger::Ledger;
 use loopdbg_engine::message::{Block, Role};
 use loopdbg_engine::strategy::{Closure, Extract, StopRule};
@@ -11,7 +9,7 @@ use loopdbg_engine::trace::{CallStatus, End, Phase, StepEvent, Trace};
 use loopdbg_engine::{Session, Strategy};
 
 fn run(name: &str, closure: Closure) -> Trace {
-    let s = common::session(name);
+    let s = crate::common::session(name);
     let mut strategy = Strategy::for_session(&s);
     strategy.closure = closure;
     loopdbg_engine::run(&s, &strategy)
@@ -170,7 +168,7 @@ fn truncated_turn_robust_discards_careless_runs() {
     assert_whole(&robust, "truncated/robust");
     assert_eq!(robust.outcome.end, End::Error);
     assert!(robust.tool_runs().is_empty());
-    let s = common::session("fault_truncated.json");
+    let s = crate::common::session("fault_truncated.json");
     let mut careless = Strategy::for_session(&s);
     careless.stop = StopRule::ToolCalls;
     let t = loopdbg_engine::run(&s, &careless);
@@ -229,7 +227,7 @@ fn sub_agent_is_one_tool_result_and_keeps_its_own_run() {
 
 #[test]
 fn dropped_calls_under_each_closure() {
-    let s = common::session("weather_fx.json");
+    let s = crate::common::session("weather_fx.json");
     let mut strategy = Strategy::for_session(&s);
     strategy.extract = Extract::First;
     strategy.stop = StopRule::ToolCalls;
@@ -356,7 +354,7 @@ mod property {
 /// The debugger re-runs the engine from inside its own tokio event loop.
 #[test]
 fn the_engine_runs_inside_a_tokio_runtime() {
-    let s = common::session("fault_sibling_error.json");
+    let s = crate::common::session("fault_sibling_error.json");
     let strategy = Strategy::for_session(&s);
     let outside = loopdbg_engine::run(&s, &strategy);
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -385,7 +383,7 @@ fn a_close_step_marks_every_round_with_a_call_left_unanswered() {
         }
     }
     // `first` drops a call every round: one Close step per round under leave.
-    let s = common::session("weather_fx.json");
+    let s = crate::common::session("weather_fx.json");
     let mut strategy = Strategy::for_session(&s);
     strategy.extract = Extract::First;
     strategy.stop = StopRule::ToolCalls;

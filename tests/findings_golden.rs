@@ -3,8 +3,6 @@
 //! json` writes it. A snapshot per fixture, so a refactor of the readers,
 //! the detector or the judge shows exactly which file's words moved.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
 fn fixtures() -> Vec<PathBuf> {
@@ -31,7 +29,7 @@ fn fixtures() -> Vec<PathBuf> {
 
 /// What one command printed, both streams and the exit code.
 fn printed(args: &[&str]) -> String {
-    let out = common::loopdbg().args(args).output().unwrap();
+    let out = crate::common::loopdbg().args(args).output().unwrap();
     format!(
         "exit {:?}\n--- stdout\n{}--- stderr\n{}",
         out.status.code(),

@@ -1,8 +1,7 @@
 //! Hostile input: no panic, no hang, nothing destroyed. One regression test
 //! per finding of the fuzzing and review round (issue 11).
 
-mod common;
-use common::{loopdbg, scratch};
+use crate::common::{loopdbg, scratch};
 use std::path::PathBuf;
 
 use predicates::prelude::*;

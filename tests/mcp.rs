@@ -5,8 +5,7 @@
 //! went wrong between the two sides. The official SDK's client and server
 //! through the tap are in tests/clients.rs.
 
-mod common;
-use common::{loopdbg, scratch};
+use crate::common::{loopdbg, scratch};
 use serde_json::Value;
 
 #[test]

@@ -8,8 +8,7 @@
 //! OTLP protobuf (the SDK's own encoder). The live runs are in
 //! tests/clients.rs.
 
-mod common;
-use common::{check_json, findings, loopdbg, scratch};
+use crate::common::{check_json, findings, loopdbg, scratch};
 use serde_json::Value;
 
 /// Library, dialect it writes, provider, and the id it left unanswered.

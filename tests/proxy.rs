@@ -3,8 +3,6 @@
 //! waits for the proxy's own line about the exchange, which it prints only
 //! after the exchange is in the capture.
 
-mod common;
-
 use loopdbg_fake as fake;
 
 use std::io::{BufRead, BufReader};
@@ -62,7 +60,7 @@ impl Proxy {
         let first = stderr
             .recv_timeout(WAIT)
             .expect("the proxy announces itself");
-        let addr = common::proxy_address(&first);
+        let addr = crate::common::proxy_address(&first);
         // The banner says the policy and where exchanges go.
         let policy = extra
             .iter()
@@ -1299,7 +1297,7 @@ fn a_signed_bedrock_converse_stream_passes_untouched_and_is_reassembled() {
     drop(log);
     no_secret_in(&cap, &proxy, &printed);
     // The capture checks clean and replays through the reassembled replies.
-    let out = common::loopdbg()
+    let out = crate::common::loopdbg()
         .arg("check")
         .arg(&cap.path)
         .output()

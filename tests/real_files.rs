@@ -5,8 +5,7 @@
 //! fixture is written after public API recordings and log parsers'
 //! fixtures; each test pins the verdict, the path, the ids and the wording.
 
-mod common;
-use common::{body, claude_code_log, fixture};
+use crate::common::{body, claude_code_log, fixture};
 
 use loopdbg_judge::check::{Finding, check};
 use loopdbg_read::{detect, read};

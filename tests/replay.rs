@@ -2,8 +2,7 @@
 //! where it arises, in the provider's own words; an orphan result quotes no
 //! call; the end summary scrolls to its last finding.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use loopdbg_engine::trace::Phase;
 use loopdbg_export::replay::{session_for, trace_of};
@@ -210,7 +209,7 @@ fn help_in_a_replay_lists_no_strategy_keys() {
 
 #[test]
 fn a_broken_stream_and_its_late_result_are_named_at_their_steps() {
-    let s = common::session("fault_fallback.json");
+    let s = crate::common::session("fault_fallback.json");
     let strategy = loopdbg_engine::Strategy::for_session(&s);
     let trace = loopdbg_engine::run(&s, &strategy);
     let said: Vec<String> = (0..trace.len())

@@ -1,8 +1,6 @@
 //! The exact numbers of the seeds' tables, reproduced by the engine on the
 //! shipped sessions.
 
-mod common;
-
 use loopdbg_engine::ledger::Ledger;
 use loopdbg_engine::strategy::{Extract, StopRule};
 use loopdbg_engine::trace::{End, Phase};
@@ -34,7 +32,7 @@ fn unpaired(t: &Trace) -> Vec<String> {
 
 #[test]
 fn seed_000_all_complete() {
-    let s = common::session("weather_fx.json");
+    let s = crate::common::session("weather_fx.json");
     let t = run(&s, Extract::All, StopRule::ToolCalls, Some("complete"));
     assert_eq!(t.outcome.requests, 2);
     assert_eq!(t.tool_runs(), vec!["get_weather", "get_fx_rate"]);
@@ -50,7 +48,7 @@ fn seed_000_all_complete() {
 
 #[test]
 fn seed_000_first_reask_spins_to_the_round_limit() {
-    let s = common::session("weather_fx.json");
+    let s = crate::common::session("weather_fx.json");
     let t = run(&s, Extract::First, StopRule::ToolCalls, Some("reask"));
     assert_eq!(t.outcome.requests, 6);
     assert_eq!(t.tool_runs(), vec!["get_weather"; 6]);
@@ -80,7 +78,7 @@ fn seed_000_first_reask_spins_to_the_round_limit() {
 
 #[test]
 fn seed_000_first_skip_is_a_silent_wrong_answer() {
-    let s = common::session("weather_fx.json");
+    let s = crate::common::session("weather_fx.json");
     let t = run(&s, Extract::First, StopRule::ToolCalls, Some("skip"));
     assert_eq!(t.outcome.requests, 2);
     assert_eq!(t.tool_runs(), vec!["get_weather"]);
@@ -115,7 +113,7 @@ fn seed_001_rounds_per_scenario_and_rule() {
         StopRule::Robust,
     ];
     for (file, rounds, tools) in table {
-        let s = common::session(file);
+        let s = crate::common::session(file);
         for (i, rule) in rules.into_iter().enumerate() {
             let t = run(&s, Extract::All, rule, None);
             assert_eq!(t.outcome.requests, rounds[i], "{file} under {rule}");
@@ -126,7 +124,7 @@ fn seed_001_rounds_per_scenario_and_rule() {
 
 #[test]
 fn seed_001_truncation_ends_and_spins_as_the_seed_says() {
-    let s = common::session("stop_truncated.json");
+    let s = crate::common::session("stop_truncated.json");
     let robust = run(&s, Extract::All, StopRule::Robust, None);
     assert_eq!(robust.outcome.end, End::Error);
     assert_eq!(robust.outcome.final_text, None);
@@ -148,7 +146,7 @@ fn seed_001_truncation_ends_and_spins_as_the_seed_says() {
 
 #[test]
 fn seed_001_chatty_content_rule_answers_with_the_preamble() {
-    let s = common::session("stop_chatty_tool_call.json");
+    let s = crate::common::session("stop_chatty_tool_call.json");
     let t = run(&s, Extract::All, StopRule::Content, None);
     assert_eq!(t.outcome.final_text.as_deref(), Some("我先打开文件看看"));
     // The result was appended but never read by the model.
@@ -157,7 +155,7 @@ fn seed_001_chatty_content_rule_answers_with_the_preamble() {
 
 #[test]
 fn robust_running_out_of_rounds_is_not_an_answer() {
-    let s = common::session("weather_fx.json");
+    let s = crate::common::session("weather_fx.json");
     let t = run(&s, Extract::First, StopRule::Robust, Some("reask"));
     assert_eq!(t.outcome.end, End::MaxRounds);
     assert_eq!(t.outcome.final_text, None);
@@ -165,7 +163,7 @@ fn robust_running_out_of_rounds_is_not_an_answer() {
 
 #[test]
 fn seed_003_weather_walkthrough_has_four_steps_and_cites_18() {
-    let s = common::session("weather.json");
+    let s = crate::common::session("weather.json");
     let t = run(&s, Extract::All, StopRule::Robust, None);
     assert_eq!(t.outcome.requests, 2);
     let last = t.len() - 1;
@@ -197,7 +195,7 @@ fn seed_003_weather_walkthrough_has_four_steps_and_cites_18() {
 
 #[test]
 fn seed_003_invented_answer_is_flagged() {
-    let s = common::session("weather.json");
+    let s = crate::common::session("weather.json");
     let t = run(&s, Extract::All, StopRule::Robust, Some("ignores_result"));
     let report = RunReport::new(&s, &t);
     assert_eq!(report.quote_check.cites_tool_numbers, Some(false));
@@ -206,7 +204,7 @@ fn seed_003_invented_answer_is_flagged() {
 
 #[test]
 fn whitelist_answers_unknown_tools_without_running_them() {
-    let s = common::session("unknown_tool.json");
+    let s = crate::common::session("unknown_tool.json");
     let t = run(&s, Extract::All, StopRule::Robust, None);
     let first = &t.rounds[0].executions[0];
     assert!(!first.outcome.ran && first.outcome.is_error);
@@ -217,7 +215,7 @@ fn whitelist_answers_unknown_tools_without_running_them() {
 
 #[test]
 fn parameter_trap_gives_an_error_result_and_a_lint() {
-    let s = common::session("param_mismatch.json");
+    let s = crate::common::session("param_mismatch.json");
     let t = run(&s, Extract::All, StopRule::Robust, None);
     let e = &t.rounds[0].executions[0];
     assert!(e.outcome.ran && e.outcome.is_error);
@@ -227,7 +225,7 @@ fn parameter_trap_gives_an_error_result_and_a_lint() {
 
 #[test]
 fn phases_follow_the_loop_order() {
-    let s = common::session("weather_fx.json");
+    let s = crate::common::session("weather_fx.json");
     let t = run(&s, Extract::All, StopRule::Robust, Some("complete"));
     let phases: Vec<&str> = t.steps.iter().map(|s| s.phase.name()).collect();
     assert_eq!(
@@ -242,7 +240,7 @@ fn phases_follow_the_loop_order() {
 
 #[test]
 fn ledger_shows_the_dropped_call_at_extract() {
-    let s = common::session("weather_fx.json");
+    let s = crate::common::session("weather_fx.json");
     let t = run(&s, Extract::First, StopRule::ToolCalls, Some("skip"));
     let extract = t
         .steps
@@ -264,7 +262,7 @@ fn ledger_shows_the_dropped_call_at_extract() {
 
 #[test]
 fn a_stub_without_a_reply_ends_unscripted_not_in_an_error() {
-    let s = common::session("weather_fx.json");
+    let s = crate::common::session("weather_fx.json");
     let t = run(&s, Extract::First, StopRule::ToolCalls, Some("complete"));
     // The script's gap, not the loop's error (issue 22, item 3).
     assert_eq!(t.outcome.end, End::Unscripted);
@@ -284,7 +282,7 @@ fn every_shipped_session_is_deterministic() {
     for entry in std::fs::read_dir(format!("{}/sessions", env!("CARGO_MANIFEST_DIR"))).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_str().unwrap().to_string();
-        let s = common::session(&name);
+        let s = crate::common::session(&name);
         let strategy = Strategy::for_session(&s);
         assert_eq!(
             loopdbg_engine::run(&s, &strategy),
@@ -298,7 +296,7 @@ fn every_shipped_session_is_deterministic() {
 fn a_stub_that_reuses_ids_leaves_one_unpaired_call_per_round() {
     // Seed 000 under first + reask: every round calls toolu_w1 and toolu_f1
     // again; only toolu_w1 is run, so each round's toolu_f1 stays unpaired.
-    let s = common::session("weather_fx.json");
+    let s = crate::common::session("weather_fx.json");
     let mut st = Strategy::for_session(&s);
     st.extract = loopdbg_engine::strategy::Extract::First;
     st.stop = StopRule::ToolCalls;
@@ -322,7 +320,7 @@ fn a_stub_that_reuses_ids_leaves_one_unpaired_call_per_round() {
 /// active, steps 3 and 4 (done in round 1) are "again", not ticked.
 #[test]
 fn walkthrough_ticks_never_run_ahead_of_the_active_step() {
-    let s = common::session("weather_fx.json");
+    let s = crate::common::session("weather_fx.json");
     let t = run(&s, Extract::First, StopRule::ToolCalls, Some("reask"));
     let mut agains = 0;
     for k in 0..t.len() {

@@ -5,8 +5,7 @@
 //! `loopdbg proxy` (the capture). The sums are held to what the agents
 //! themselves reported, not to numbers loopdbg computed.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use loopdbg_read::{Conversation, Log, Source};
 use loopdbg_tui::theme::Theme;

@@ -8,13 +8,11 @@ use portable_pty::{CommandBuilder, PtySize};
 
 use loopdbg_fake as fake;
 
-mod common;
-
-use common::pty::{open_pty, pty_screen, quit, restored_after_exit, spawn, spawn_with};
+use crate::common::pty::{open_pty, pty_screen, quit, restored_after_exit, spawn, spawn_with};
 
 #[test]
 fn step_toggle_and_quit_in_a_real_terminal() {
-    let (child, mut writer, mut screen) = spawn(&common::FX_FIRST_REASK);
+    let (child, mut writer, mut screen) = spawn(&crate::common::FX_FIRST_REASK);
     screen.wait_text("step 1/43");
     assert!(
         screen.parser.screen().alternate_screen(),

@@ -1,8 +1,7 @@
 //! Rendered frames: insta snapshots at 120×40, 80×24, 60×18 and a tiny terminal,
 //! plus style assertions that snapshots cannot see.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use loopdbg_engine::strategy::{Extract, StopRule};
 use loopdbg_engine::trace::Phase;
@@ -215,7 +214,7 @@ fn anthropic_view_groups_the_results() {
 
 /// The debugger replaying the first conversation of a Claude Code fixture.
 fn replayed_log(name: &str) -> App {
-    let conv = common::claude_code_log(name).remove(0);
+    let conv = crate::common::claude_code_log(name).remove(0);
     let findings = loopdbg_judge::check::check(&conv);
     let trace = loopdbg_export::replay::trace_of(&conv, &findings);
     let session = loopdbg_export::replay::session_for(&conv, "replay");

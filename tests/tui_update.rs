@@ -1,8 +1,7 @@
 //! The pure `update`: every key action, toggles mid-run, stepping back past
 //! a toggle, breakpoints and `continue`. No terminal involved.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use loopdbg_engine::Strategy;
 use loopdbg_engine::strategy::{Extract, StopRule};
