@@ -189,6 +189,24 @@ pub fn keys_label(binding: &Binding) -> String {
         .join("/")
 }
 
+/// The action a terminal event stands for in `mode`: a key press through
+/// the mode's table, the wheel, a resize; `None` for anything else.
+pub fn action_of(event: Event, mode: &Mode) -> Option<Action> {
+    match event {
+        Event::Key(key) if key.kind == KeyEventKind::Press => action_in(mode, &key),
+        Event::Mouse(mouse) => match mouse.kind {
+            MouseEventKind::ScrollDown | MouseEventKind::ScrollUp => Some(Action::Wheel {
+                column: mouse.column,
+                row: mouse.row,
+                down: mouse.kind == MouseEventKind::ScrollDown,
+            }),
+            _ => None,
+        },
+        Event::Resize(w, h) => Some(Action::Resize(w, h)),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -242,23 +260,5 @@ mod tests {
         );
         let down = key(KeyCode::Down, KeyModifiers::NONE);
         assert_eq!(action_in(&popup, &down), Some(Action::ScrollDown));
-    }
-}
-
-/// The action a terminal event stands for in `mode`: a key press through
-/// the mode's table, the wheel, a resize; `None` for anything else.
-pub fn action_of(event: Event, mode: &Mode) -> Option<Action> {
-    match event {
-        Event::Key(key) if key.kind == KeyEventKind::Press => action_in(mode, &key),
-        Event::Mouse(mouse) => match mouse.kind {
-            MouseEventKind::ScrollDown | MouseEventKind::ScrollUp => Some(Action::Wheel {
-                column: mouse.column,
-                row: mouse.row,
-                down: mouse.kind == MouseEventKind::ScrollDown,
-            }),
-            _ => None,
-        },
-        Event::Resize(w, h) => Some(Action::Resize(w, h)),
-        _ => None,
     }
 }
