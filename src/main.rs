@@ -7,6 +7,7 @@ mod cli;
 
 // Reading a large agent log allocates millions of small strings; mimalloc
 // spends less time on each than the system allocator.
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

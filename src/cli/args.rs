@@ -6,7 +6,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use loopdbg_engine::strategy::{Closure, Extract, StopRule};
 use loopdbg_formats::provider::Format;
 use loopdbg_judge::fix::Repair;
-use loopdbg_proxy::gate::{OnInvalid, OnUnjudged};
+#[cfg(feature = "proxy")]
+use loopdbg_judge::gate::{OnInvalid, OnUnjudged};
 use loopdbg_read::Source;
 
 /// A step debugger for LLM agent tool-call loops.
@@ -162,8 +163,10 @@ pub enum Command {
     /// Print the JSON Schema of session files.
     Schema,
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[cfg(feature = "docs")]
     Completions(CompletionsArgs),
     /// Print the manual page (roff), for `man -l -` or a man directory.
+    #[cfg(feature = "docs")]
     Man,
     /// Sit between an agent and its provider: forward every request to
     /// --upstream and back unchanged (streamed answers chunk by chunk),
@@ -171,6 +174,7 @@ pub enum Command {
     ///
     /// Point the agent at it: `ANTHROPIC_BASE_URL=http://127.0.0.1:8700`,
     /// `OPENAI_BASE_URL=http://127.0.0.1:8700/v1`.
+    #[cfg(feature = "proxy")]
     Proxy(ProxyArgs),
     /// Compare two runs: two sessions, one session under two strategies, or
     /// two captured conversations. Prints where they first part and what
@@ -200,10 +204,12 @@ pub enum Command {
     /// ARGS…` where it started `SERVER ARGS…`. Exits as the server exits.
     /// For a Streamable HTTP server, `--upstream URL` listens instead and
     /// forwards to it: point the agent at the address it prints.
+    #[cfg(feature = "proxy")]
     Mcp(McpArgs),
 }
 
 // The arguments of `mcp` (its help text is the variant's).
+#[cfg(feature = "proxy")]
 #[derive(Debug, Args)]
 pub struct McpArgs {
     /// Where to record the messages (JSON Lines). An existing file is
@@ -356,6 +362,7 @@ pub struct LintArgs {
 }
 
 // The arguments of `proxy` (its help text is the variant's).
+#[cfg(feature = "proxy")]
 #[derive(Debug, Args)]
 pub struct ProxyArgs {
     /// Where requests go, e.g. https://api.anthropic.com (http or https).
@@ -377,6 +384,7 @@ pub struct ProxyArgs {
     /// `loopdbg.finding` events) to this OTLP/HTTP collector, e.g.
     /// http://127.0.0.1:4318 (JSON to /v1/traces), off the relay's path:
     /// a collector that is down only costs counted drops.
+    #[cfg(feature = "otlp")]
     #[arg(long, value_name = "URL")]
     pub otlp: Option<String>,
     /// What to do with a request the provider would reject: `forward`
@@ -469,6 +477,7 @@ mod tests {
 }
 
 // The arguments of `completions` (its help text is the variant's).
+#[cfg(feature = "docs")]
 #[derive(Debug, Args)]
 pub struct CompletionsArgs {
     /// The shell to complete in.

@@ -23,9 +23,13 @@ macro_rules! say_partial {
 pub mod args;
 pub mod check;
 
-pub mod live;
+#[cfg(feature = "follow")]
+mod follow;
+#[cfg(feature = "proxy")]
 mod mcp;
 mod on_signal;
+#[cfg(feature = "proxy")]
+mod proxy;
 mod signals;
 use loopdbg_corpus::prices;
 use loopdbg_corpus::replay::Opening;
@@ -40,8 +44,8 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use args::{
-    Cli, Command, CompareArgs, CompareFormat, DiffArgs, Export, LintArgs, ProxyArgs, RunArgs,
-    RunFormat, TourArgs,
+    Cli, Command, CompareArgs, CompareFormat, DiffArgs, Export, LintArgs, RunArgs, RunFormat,
+    TourArgs,
 };
 use loopdbg_engine::Trace;
 use loopdbg_engine::{Session, Strategy};
@@ -82,8 +86,13 @@ pub fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     // One line per message, so `file:line:column: what` stays greppable.
+    #[cfg(feature = "fancy-errors")]
     let _ = miette::set_hook(Box::new(|_| {
         Box::new(miette::MietteHandlerOpts::new().wrap_lines(false).build())
+    }));
+    #[cfg(not(feature = "fancy-errors"))]
+    let _ = miette::set_hook(Box::new(|_| {
+        Box::new(miette::NarratableReportHandler::new())
     }));
     match dispatch(cli) {
         Ok(code) => code,
@@ -139,27 +148,31 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         Some(Command::Compare(args)) => compare(args),
         Some(Command::Lint(args)) => lint(args),
         Some(Command::Check(args)) => check::check(args),
-        Some(Command::Proxy(args)) => proxy(args),
+        #[cfg(feature = "proxy")]
+        Some(Command::Proxy(args)) => proxy::command(args),
         Some(Command::Diff(args)) => diff(args),
         Some(Command::Tour(args)) => tour(args),
-        Some(Command::Record(args)) => live::record(&args.capture, args.conversation, &args.output),
+        Some(Command::Record(args)) => record(&args.capture, args.conversation, &args.output),
         Some(Command::Doctor(args)) => {
             let mut out = std::io::stdout();
             let code =
                 loopdbg_corpus::doctor::report(&args.files, args.write, args.force, &mut out);
             Ok(ExitCode::from(code))
         }
+        #[cfg(feature = "proxy")]
         Some(Command::Mcp(args)) => match &args.upstream {
             Some(url) => mcp::http_tap(&args.capture, args.force, url, args.listen),
             None => mcp::tap(&args.capture, args.force, &args.command),
         },
         Some(Command::Schema) => schema(),
+        #[cfg(feature = "docs")]
         Some(Command::Completions(args)) => {
             use clap::CommandFactory;
             let mut cmd = Cli::command();
             clap_complete::generate(args.shell, &mut cmd, "loopdbg", &mut std::io::stdout());
             Ok(ExitCode::SUCCESS)
         }
+        #[cfg(feature = "docs")]
         Some(Command::Man) => {
             use clap::CommandFactory;
             let mut out = std::io::stdout().lock();
@@ -205,7 +218,12 @@ fn open(cli: Cli) -> Result<ExitCode, Failure> {
         return Ok(ExitCode::from(EXIT_BAD_INPUT));
     };
     if cli.follow {
-        return live::follow(&path, cli.conversation);
+        #[cfg(feature = "follow")]
+        return follow::follow(&path, cli.conversation);
+        #[cfg(not(feature = "follow"))]
+        return Err(bad_flag(
+            "--follow: this loopdbg was built without the `follow` feature".into(),
+        ));
     }
     let app = match loopdbg_corpus::replay::open(&path)? {
         Opening::Captured(opened) => replay_app(opened, cli.conversation)?,
@@ -264,9 +282,19 @@ fn run(args: RunArgs) -> Result<ExitCode, Failure> {
             .wire
             .or(read_as)
             .unwrap_or(loopdbg_formats::provider::Format::Anthropic);
-        let origin = args.session.display().to_string();
         let text = match export {
-            Export::Otlp => otlp_text(&session, &trace, format, &origin, replay),
+            #[cfg(feature = "otlp")]
+            Export::Otlp => {
+                let origin = args.session.display().to_string();
+                otlp_text(&session, &trace, format, &origin, replay)
+            }
+            #[cfg(not(feature = "otlp"))]
+            Export::Otlp => {
+                let _ = replay;
+                return Err(bad_flag(
+                    "--export otlp: this loopdbg was built without the `otlp` feature".into(),
+                ));
+            }
             Export::Handout(kind) => handout_text(&session, &trace, kind, format, &args),
         };
         return match args.output {
@@ -364,24 +392,6 @@ fn lint(args: LintArgs) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `loopdbg proxy`.
-fn proxy(args: ProxyArgs) -> Result<ExitCode, Failure> {
-    let upstream = loopdbg_proxy::parse_upstream(&args.upstream)
-        .map_err(|e| bad_flag(format!("--upstream {e}")))?;
-    let config = loopdbg_proxy::Config {
-        on_invalid: args.on_invalid,
-        on_unjudged: args.on_unjudged,
-        ..loopdbg_proxy::Config::new(upstream, args.listen)
-    };
-    live::proxy(
-        config,
-        args.capture.as_deref(),
-        args.otlp.as_deref(),
-        args.force,
-        args.no_tui,
-    )
-}
-
 /// `loopdbg diff`: two runs aligned, the first divergence; exit 1 when
 /// they differ.
 fn diff(args: DiffArgs) -> Result<ExitCode, Failure> {
@@ -438,6 +448,7 @@ fn handout_text(
     loopdbg_handout::render(session, trace, &opts)
 }
 
+#[cfg(feature = "otlp")]
 /// The run as OTLP JSON (one export, one line), its times from now (or
 /// from `SOURCE_DATE_EPOCH`, for an export that is the same every time).
 fn otlp_text(
@@ -530,4 +541,53 @@ fn write_new(path: &std::path::Path, bytes: &[u8], force: bool) -> Result<(), Fa
 /// The session's opening strategy with the command-line flags applied.
 fn strategy_for(session: &Session, flags: &args::StrategyFlags) -> Result<Strategy, Failure> {
     Strategy::chosen(session, &flags.choice()).map_err(bad_flag)
+}
+
+/// `loopdbg record`: a capture's conversation as a session that runs its
+/// loop again.
+fn record(
+    capture: &std::path::Path,
+    which: Option<usize>,
+    output: &std::path::Path,
+) -> Result<ExitCode, Failure> {
+    let opened = match loopdbg_corpus::replay::open(capture)? {
+        loopdbg_corpus::replay::Opening::Captured(opened) => opened,
+        loopdbg_corpus::replay::Opening::Session { origin, .. } => {
+            return Err(bad_flag(format!(
+                "{origin} is a session, not a capture: `loopdbg run {origin}` runs it"
+            )));
+        }
+    };
+    let recorded = loopdbg_corpus::replay::record(opened, which)?;
+    let rec = &recorded.recording;
+    let mut text = serde_json::to_string_pretty(&rec.session).map_err(anyhow::Error::from)?;
+    text.push('\n');
+    // A session that does not load back is not worth writing.
+    loopdbg_engine::Session::parse(&output.display().to_string(), &text)?;
+    // Never over a file: a recorded session is the user's to replace.
+    loopdbg_io::files::write_file(output, loopdbg_io::files::Existing::Keep, |w| {
+        w.write_all(text.as_bytes())
+    })
+    .map_err(|e| match e {
+        loopdbg_io::files::WriteError::Exists => bad_flag(format!(
+            "{} exists: record never overwrites a file; pick another -o",
+            output.display()
+        )),
+        e => anyhow::Error::from(e).context(format!("writing {}", output.display())),
+    })?;
+    say!(
+        "recorded {} round(s), {} tool(s) with {} recorded result(s) from {} (conversation {} of {}) → {}",
+        rec.rounds,
+        rec.session.tools.len(),
+        rec.results(),
+        capture.display(),
+        recorded.conversation,
+        recorded.count,
+        output.display()
+    );
+    for note in rec.notes(recorded.declared_tools) {
+        say!("  {note}");
+    }
+    say!("  step it: loopdbg {}", output.display());
+    Ok(ExitCode::SUCCESS)
 }

@@ -2,7 +2,9 @@
 //! (which leaves as `q` does) and by `proxy --no-tui` (which ends its
 //! exchanges in flight first).
 
-/// A signal that ends the proxy: its name and number.
+/// A signal that ends the process: its name and number (which only
+/// `proxy --no-tui` says; the debugger leaves as `q` does).
+#[cfg_attr(not(feature = "proxy"), allow(dead_code))]
 pub struct Shutdown {
     /// `SIGINT`, `SIGTERM`, `SIGHUP`.
     pub name: &'static str,
@@ -10,10 +12,26 @@ pub struct Shutdown {
     pub number: u8,
 }
 
-/// SIGINT, SIGTERM and SIGHUP, as one stream.
+/// SIGINT, SIGTERM and SIGHUP, as one stream. A signal that could not
+/// be listened for never arrives.
 pub struct Signals {
     #[cfg(unix)]
-    streams: Vec<(tokio::signal::unix::Signal, &'static str, u8)>,
+    interrupt: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    terminate: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    hangup: Option<tokio::signal::unix::Signal>,
+}
+
+/// The next arrival on `signal`, or never.
+#[cfg(unix)]
+async fn arrival(signal: &mut Option<tokio::signal::unix::Signal>) {
+    match signal {
+        Some(s) => {
+            s.recv().await;
+        }
+        None => std::future::pending().await,
+    }
 }
 
 impl Signals {
@@ -22,16 +40,10 @@ impl Signals {
         #[cfg(unix)]
         {
             use tokio::signal::unix::{SignalKind, signal};
-            let kinds = [
-                (SignalKind::interrupt(), "SIGINT", 2),
-                (SignalKind::terminate(), "SIGTERM", 15),
-                (SignalKind::hangup(), "SIGHUP", 1),
-            ];
             Signals {
-                streams: kinds
-                    .into_iter()
-                    .filter_map(|(kind, name, n)| signal(kind).ok().map(|s| (s, name, n)))
-                    .collect(),
+                interrupt: signal(SignalKind::interrupt()).ok(),
+                terminate: signal(SignalKind::terminate()).ok(),
+                hangup: signal(SignalKind::hangup()).ok(),
             }
         }
         #[cfg(not(unix))]
@@ -42,18 +54,12 @@ impl Signals {
     pub async fn next(&mut self) -> Shutdown {
         #[cfg(unix)]
         {
-            if self.streams.is_empty() {
-                // No signal could be listened for: none ends the wait.
-                return std::future::pending().await;
-            }
-            let waits = self.streams.iter_mut().map(|(s, name, n)| {
-                let (name, n) = (*name, *n);
-                Box::pin(async move {
-                    s.recv().await;
-                    Shutdown { name, number: n }
-                })
-            });
-            futures::future::select_all(waits).await.0
+            let (name, number) = tokio::select! {
+                () = arrival(&mut self.interrupt) => ("SIGINT", 2),
+                () = arrival(&mut self.terminate) => ("SIGTERM", 15),
+                () = arrival(&mut self.hangup) => ("SIGHUP", 1),
+            };
+            Shutdown { name, number }
         }
         #[cfg(not(unix))]
         {

@@ -24,6 +24,7 @@ pub fn run(app: App) -> anyhow::Result<()> {
 }
 
 /// Runs a live debugger: `feed` brings newer pictures of the traffic.
+#[cfg(any(feature = "proxy", feature = "follow"))]
 pub fn run_live(app: App, feed: UnboundedReceiver<LiveEvent>) -> anyhow::Result<()> {
     run_with(app, Some(feed))
 }

@@ -22,6 +22,7 @@ use loopdbg_engine::LoadError;
 use serde_json::Value;
 
 pub mod conversations;
+pub mod cores;
 pub mod doctor;
 pub mod follow;
 pub mod limits;
@@ -32,7 +33,12 @@ pub mod report;
 pub mod sessions;
 pub mod table;
 pub mod text;
+#[cfg(feature = "otlp")]
 pub mod traces;
+#[cfg(not(feature = "otlp"))]
+pub mod traces_unread;
+#[cfg(not(feature = "otlp"))]
+pub use traces_unread as traces;
 
 pub use limits::{MAX_LINE_BYTES, MAX_SESSION_BYTES, MAX_WHOLE_BYTES};
 pub use open::{

@@ -19,7 +19,7 @@ use loopdbg_read::detect::{SNIFF_LINES, Sniffed, Sniffer, Sniffing};
 use loopdbg_read::yaml_depth;
 use loopdbg_read::{
     Conversation, Detail, LineError, Log, ReadError, Source, detect, detect_with_evidence,
-    evidence, otlp, read_owned, recording,
+    evidence, read_owned, recording,
 };
 use serde_json::Value;
 
@@ -676,7 +676,7 @@ pub(crate) fn document(
         return Ok(opened_document(origin, doc, text, false));
     }
     let doc: Value = match serde_json::from_str(&text) {
-        Ok(doc) if otlp::is_traces(&doc) => {
+        Ok(doc) if loopdbg_read::detect::is_traces(&doc) => {
             let traces = crate::traces::document(&origin, &text)?;
             return traces_opened(origin, traces, forced);
         }
@@ -1029,18 +1029,10 @@ pub(crate) fn read_opened(
             })
         }
         Layout::Traces(file) => {
-            let read = otlp::read_traces(&file.spans, replies.appended());
-            let sent = (replies == Replies::Both)
-                .then(|| otlp::read_traces(&file.spans, false).conversations);
-            let mut errors = file.errors;
-            errors.extend(read.errors.into_iter().map(|e| LoadError::Refused {
-                origin: match e.line {
-                    Some(n) => format!("{origin}:{n}"),
-                    None => origin.clone(),
-                },
-                reason: e.message,
-            }));
-            Ok(one_per_request(read.conversations, sent, errors, 0, each))
+            let appended = replies != Replies::Left;
+            let both = replies == Replies::Both;
+            let (convs, sent, errors) = crate::traces::conversations(&origin, file, appended, both);
+            Ok(one_per_request(convs, sent, errors, 0, each))
         }
         Layout::Log(source) => {
             let mut log = Log::new(source).expect("a log source");
@@ -1313,12 +1305,8 @@ pub(crate) fn push_lines_on_every_core(
     log: &mut Log,
     lines: &[(usize, &str)],
 ) -> Vec<(usize, loopdbg_read::LineError)> {
-    use rayon::prelude::*;
     let parser = log.line_parser();
-    let parsed: Vec<_> = lines
-        .par_iter()
-        .map(|&(n, text)| parser.parse(n, text))
-        .collect();
+    let parsed = crate::cores::map(lines, |&(n, text)| parser.parse(n, text));
     let mut bad = Vec::new();
     for (&(n, text), parsed) in lines.iter().zip(parsed) {
         bad.extend(log.push_parsed(n, text, parsed));

@@ -145,7 +145,7 @@ pub fn replay(
     // The conversation is judged while its trace is built: on a long log
     // both take a while, and the first frame waits for them.
     let judged = taken.sent.as_ref().unwrap_or(&taken.shown);
-    let (findings, replayed) = rayon::join(
+    let (findings, replayed) = crate::cores::join(
         || loopdbg_judge::check::check(judged),
         || loopdbg_export::replay::replayed(&taken.shown),
     );

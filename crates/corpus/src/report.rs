@@ -11,7 +11,6 @@ use loopdbg_judge::check::{Finding, check};
 use loopdbg_judge::mcp::McpCall;
 use loopdbg_read::threads::{Prefixes, Threads};
 use loopdbg_read::{Conversation, Detail, Source};
-use rayon::prelude::*;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -390,19 +389,16 @@ pub(crate) fn check_chunk(
     recycle: &std::sync::mpsc::Sender<Vec<u8>>,
 ) -> (u64, Vec<LineOutcome>, Option<LoadError>) {
     let lines: Vec<(usize, &str)> = chunk.lines().collect();
-    let outcomes: Vec<LineOutcome> = lines
-        .par_iter()
-        .map(|&(n, line)| {
-            let r = conversation_of_line(origin, forced, n, line, Replies::Left).map(|c| {
-                c.map(|conv| {
-                    let report = conversation_report(0, Some(n), &conv, mcp);
-                    let prefixes = Prefixes::of_source(conv.source.as_str(), &conv.messages);
-                    (conv.source, report, prefixes)
-                })
-            });
-            (line.trim().is_empty(), r)
-        })
-        .collect();
+    let outcomes: Vec<LineOutcome> = crate::cores::map(&lines, |&(n, line)| {
+        let r = conversation_of_line(origin, forced, n, line, Replies::Left).map(|c| {
+            c.map(|conv| {
+                let report = conversation_report(0, Some(n), &conv, mcp);
+                let prefixes = Prefixes::of_source(conv.source.as_str(), &conv.messages);
+                (conv.source, report, prefixes)
+            })
+        });
+        (line.trim().is_empty(), r)
+    });
     drop(lines);
     let bytes = chunk.text.len() as u64;
     let _ = recycle.send(chunk.text.into_bytes());

@@ -7,6 +7,7 @@
 use std::io::{BufRead, Read};
 
 use loopdbg_engine::LoadError;
+use loopdbg_read::Conversation;
 use loopdbg_read::otlp::{self, Span};
 
 use crate::limits::MAX_WHOLE_BYTES;
@@ -22,7 +23,31 @@ pub struct TraceFile {
 
 /// Whether the input opens as OTLP protobuf, by its first bytes.
 pub fn is_protobuf(reader: &mut (dyn BufRead + Send)) -> bool {
-    reader.fill_buf().is_ok_and(otlp::looks_like_protobuf)
+    reader
+        .fill_buf()
+        .is_ok_and(loopdbg_read::detect::looks_like_protobuf)
+}
+
+/// A trace file's conversations, one per LLM span, in order: with each
+/// reply appended when `appended`, and each request as sent beside them
+/// when `sent` is asked for; and what could not be read.
+pub fn conversations(
+    origin: &str,
+    file: TraceFile,
+    appended: bool,
+    sent: bool,
+) -> (Vec<Conversation>, Option<Vec<Conversation>>, Vec<LoadError>) {
+    let read = otlp::read_traces(&file.spans, appended);
+    let sent = sent.then(|| otlp::read_traces(&file.spans, false).conversations);
+    let mut errors = file.errors;
+    errors.extend(read.errors.into_iter().map(|e| LoadError::Refused {
+        origin: match e.line {
+            Some(n) => format!("{origin}:{n}"),
+            None => origin.to_string(),
+        },
+        reason: e.message,
+    }));
+    (read.conversations, sent, errors)
 }
 
 /// The rest of `reader` as one OTLP protobuf export.

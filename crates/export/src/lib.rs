@@ -13,4 +13,5 @@
 
 pub mod record;
 pub mod replay;
+#[cfg(feature = "otlp")]
 pub mod spans;

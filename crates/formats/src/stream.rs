@@ -123,6 +123,7 @@ impl EventParser {
 /// events: each frame's `:event-type` header (or `:exception-type`) as the
 /// name, its payload as the data. Framing and checksums are the AWS SDK's
 /// own decoder's (`aws-smithy-eventstream`).
+#[cfg(feature = "aws-event-stream")]
 #[derive(Debug, Default)]
 pub struct FrameParser {
     pending: bytes::BytesMut,
@@ -133,6 +134,7 @@ pub struct FrameParser {
     broken: bool,
 }
 
+#[cfg(feature = "aws-event-stream")]
 impl FrameParser {
     /// Takes the next bytes; returns the events they complete.
     pub fn feed(&mut self, bytes: &[u8]) -> Vec<Event> {
@@ -167,6 +169,7 @@ impl FrameParser {
 }
 
 /// One event stream frame as an event.
+#[cfg(feature = "aws-event-stream")]
 fn frame_event(message: &aws_smithy_types::event_stream::Message) -> Event {
     let header = |name: &str| {
         message
@@ -185,6 +188,25 @@ fn frame_event(message: &aws_smithy_types::event_stream::Message) -> Event {
     Event {
         name,
         data: String::from_utf8_lossy(message.payload()).into_owned(),
+    }
+}
+
+/// Without the `aws-event-stream` feature the binary framing is not
+/// read: a framed stream gives no event, and says so in `frames_bad`.
+#[cfg(not(feature = "aws-event-stream"))]
+#[derive(Debug, Default)]
+pub struct FrameParser {
+    /// Streams that could not be read (one per stream: this build does
+    /// not decode AWS's framing).
+    pub frames_bad: usize,
+}
+
+#[cfg(not(feature = "aws-event-stream"))]
+impl FrameParser {
+    /// Takes the next bytes; this build reads none of them.
+    pub fn feed(&mut self, _bytes: &[u8]) -> Vec<Event> {
+        self.frames_bad = 1;
+        Vec::new()
     }
 }
 
@@ -814,6 +836,7 @@ mod tests {
     const ANTHROPIC: &str = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"claude\",\"stop_reason\":null,\"usage\":{\"input_tokens\":10,\"output_tokens\":1}}}\n\nevent: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\nevent: ping\ndata: {\"type\":\"ping\"}\n\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"查询\"}}\n\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"北京\"}}\n\nevent: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\nevent: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"get_weather\",\"input\":{}}}\n\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"\"}}\n\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"city\\\": \\\"北\"}}\n\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"京\\\"}\"}}\n\nevent: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\nevent: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":42}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
 
     /// One AWS event stream frame of `kind` carrying `payload`.
+    #[cfg(feature = "aws-event-stream")]
     fn aws_frame(kind: &str, payload: &str) -> Vec<u8> {
         use aws_smithy_types::event_stream::{Header, HeaderValue, Message};
         let message = Message::new(payload.as_bytes().to_vec())
@@ -834,6 +857,7 @@ mod tests {
     /// base64-encoded in a `chunk` frame. Fed a byte at a time, it gives
     /// the message the SSE form gives.
     #[test]
+    #[cfg(feature = "aws-event-stream")]
     fn invoke_model_chunks_carry_anthropics_own_events() {
         use base64::Engine;
         let mut bytes = Vec::new();
@@ -862,6 +886,7 @@ mod tests {
     /// its pieces, the usage from `metadata`; a frame with a bad checksum
     /// ends the reading, never a panic.
     #[test]
+    #[cfg(feature = "aws-event-stream")]
     fn converse_stream_frames_rebuild_the_converse_response() {
         let frames = [
             ("messageStart", r#"{"role":"assistant"}"#),

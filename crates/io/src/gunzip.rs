@@ -4,7 +4,9 @@
 //! limits of what reads it bound it too (a 1 MB `.gz` was inflated whole
 //! to 3.2 GB; issue 23, item 9).
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::BufRead;
+#[cfg(feature = "gzip")]
+use std::io::{BufReader, Read};
 
 /// The two bytes every gzip member starts with.
 const GZIP: &[u8] = &[0x1f, 0x8b];
@@ -14,15 +16,24 @@ pub fn decoded(
     mut reader: Box<dyn BufRead + Send>,
 ) -> std::io::Result<(Box<dyn BufRead + Send>, bool)> {
     if reader.fill_buf()?.starts_with(GZIP) {
-        let gz = Gunzip(flate2::bufread::MultiGzDecoder::new(reader));
-        return Ok((Box::new(BufReader::with_capacity(1 << 16, gz)), true));
+        #[cfg(feature = "gzip")]
+        {
+            let gz = Gunzip(flate2::bufread::MultiGzDecoder::new(reader));
+            return Ok((Box::new(BufReader::with_capacity(1 << 16, gz)), true));
+        }
+        #[cfg(not(feature = "gzip"))]
+        return Err(std::io::Error::other(
+            "the input is gzip-compressed, and this loopdbg was built without the `gzip` feature that reads it",
+        ));
     }
     Ok((reader, false))
 }
 
 /// A gzip stream whose errors say they are the compression's.
+#[cfg(feature = "gzip")]
 struct Gunzip<R>(flate2::bufread::MultiGzDecoder<R>);
 
+#[cfg(feature = "gzip")]
 impl<R: BufRead> Read for Gunzip<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         self.0
@@ -31,7 +42,7 @@ impl<R: BufRead> Read for Gunzip<R> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "gzip"))]
 mod tests {
     use super::*;
     use std::io::Write;

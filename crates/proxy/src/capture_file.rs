@@ -13,6 +13,7 @@ pub struct CaptureFile {
     file: Option<std::fs::File>,
     path: Option<PathBuf>,
     /// `--otlp`: each exchange also goes out as a span.
+    #[cfg(feature = "otlp")]
     pub otlp: Option<crate::otlp::Sink>,
 }
 
@@ -38,12 +39,14 @@ impl CaptureFile {
         Ok(CaptureFile {
             file,
             path: path.map(Path::to_path_buf),
+            #[cfg(feature = "otlp")]
             otlp: None,
         })
     }
 
     /// Appends one exchange (and sends its span).
     pub fn append(&mut self, x: &Exchange) -> std::io::Result<()> {
+        #[cfg(feature = "otlp")]
         if let Some(sink) = self.otlp.as_mut() {
             sink.send(x);
         }

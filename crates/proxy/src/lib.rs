@@ -17,6 +17,7 @@ pub mod capture_file;
 pub mod live;
 pub mod mcp;
 pub mod mcp_http;
+#[cfg(feature = "otlp")]
 pub mod otlp;
 pub mod shutdown;
 

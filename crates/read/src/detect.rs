@@ -252,6 +252,18 @@ pub fn is_traces(doc: &Value) -> bool {
     doc.get("resourceSpans").is_some_and(Value::is_array)
 }
 
+/// Whether `bytes` open as an OTLP protobuf export does: field 1
+/// (`resource_spans`), length-delimited, and, since a text file may
+/// start with a newline (0x0a) too, a control byte no text holds among
+/// the first few (protobuf's small length prefixes are such bytes).
+pub fn looks_like_protobuf(bytes: &[u8]) -> bool {
+    let head = &bytes[..bytes.len().min(16)];
+    bytes.first() == Some(&0x0a)
+        && head
+            .iter()
+            .any(|&b| b < 0x09 || (0x0e..0x20).contains(&b) || b == 0x7f)
+}
+
 /// Whether a document is a loopdbg session (a stub scenario): known by
 /// its own keys, a `user` prompt and a `model` object of behaviours.
 pub fn is_session(doc: &Value) -> bool {

@@ -35,6 +35,7 @@ pub mod log;
 pub mod mcp;
 pub mod openai_chat;
 pub mod opencode;
+#[cfg(feature = "otlp")]
 pub mod otlp;
 mod parse;
 pub mod plain;

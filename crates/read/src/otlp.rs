@@ -47,17 +47,7 @@ pub fn parse_protobuf(bytes: &[u8]) -> Result<ExportTraceServiceRequest, String>
     ExportTraceServiceRequest::decode(bytes).map_err(|e| e.to_string())
 }
 
-/// Whether `bytes` open as an OTLP protobuf export does: field 1
-/// (`resource_spans`), length-delimited, and, since a text file may
-/// start with a newline (0x0a) too, a control byte no text holds among
-/// the first few (protobuf's small length prefixes are such bytes).
-pub fn looks_like_protobuf(bytes: &[u8]) -> bool {
-    let head = &bytes[..bytes.len().min(16)];
-    bytes.first() == Some(&0x0a)
-        && head
-            .iter()
-            .any(|&b| b < 0x09 || (0x0e..0x20).contains(&b) || b == 0x7f)
-}
+pub use crate::detect::looks_like_protobuf;
 
 /// A span, its attributes as JSON values.
 #[derive(Debug, Clone)]

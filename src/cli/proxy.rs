@@ -1,7 +1,5 @@
-//! Live traffic adapters: `proxy` (serve, record, print or show),
-//! `--follow` (a file that is still being written) and `record` (a capture
-//! becomes a session). Files, sockets, threads and the clock are here; the
-//! library decides what the traffic means.
+//! `loopdbg proxy`: the proxy started, its capture, and the exchanges
+//! shown in the live debugger or printed one line each (`--no-tui`).
 
 use std::io::Write;
 use std::path::Path;
@@ -9,7 +7,6 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
-use loopdbg_corpus::follow::Followed;
 use loopdbg_proxy::capture::Exchange;
 use loopdbg_proxy::capture_file::CaptureFile;
 use loopdbg_tui::App;
@@ -18,7 +15,29 @@ use tokio::sync::mpsc;
 
 use super::{Failure, bad_flag, terminal};
 
+/// `loopdbg proxy`.
+pub(super) fn command(args: super::args::ProxyArgs) -> Result<ExitCode, Failure> {
+    let upstream = loopdbg_proxy::parse_upstream(&args.upstream)
+        .map_err(|e| bad_flag(format!("--upstream {e}")))?;
+    let config = loopdbg_proxy::Config {
+        on_invalid: args.on_invalid,
+        on_unjudged: args.on_unjudged,
+        ..loopdbg_proxy::Config::new(upstream, args.listen)
+    };
+    proxy(
+        config,
+        args.capture.as_deref(),
+        #[cfg(feature = "otlp")]
+        args.otlp.as_deref(),
+        #[cfg(not(feature = "otlp"))]
+        None,
+        args.force,
+        args.no_tui,
+    )
+}
+
 /// What `--otlp` did, said when the proxy ends.
+#[cfg(feature = "otlp")]
 fn say_otlp_counts(counts: &loopdbg_proxy::otlp::Counts) {
     use std::sync::atomic::Ordering;
     say!(
@@ -102,6 +121,7 @@ pub(super) fn proxy(
             "the debugger needs a terminal; add --no-tui for one line per exchange"
         ));
     }
+    #[cfg_attr(not(feature = "otlp"), allow(unused_mut))]
     let mut capture = open_capture(capture_path, force)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -117,6 +137,7 @@ pub(super) fn proxy(
     });
     let running = runtime.block_on(loopdbg_proxy::start(&config))?;
     let addr = running.addr.to_string();
+    #[cfg(feature = "otlp")]
     let otlp_counts = match otlp {
         Some(url) => {
             let seed = format!("loopdbg proxy {addr} {:?}", std::time::SystemTime::now());
@@ -130,6 +151,7 @@ pub(super) fn proxy(
     say!("{}", config.banner(&addr, capture_path, otlp));
     if let Some(signals) = signals {
         let code = print_lines(runtime, running, capture, signals);
+        #[cfg(feature = "otlp")]
         if let Some(counts) = otlp_counts {
             say_otlp_counts(&counts);
         }
@@ -174,136 +196,5 @@ pub(super) fn proxy(
     );
     terminal::run_live(app, feed)?;
     runtime.shutdown_background();
-    Ok(ExitCode::SUCCESS)
-}
-
-/// The picture of a followed file after a change: `all` is every complete
-/// line so far, those from byte `from` on new (`None`: all of it), and
-/// conversation `which` (default: the newest) is replayed.
-fn update_of_file(
-    followed: &mut Followed,
-    all: &[u8],
-    from: Option<usize>,
-    which: Option<usize>,
-) -> Result<LiveUpdate, loopdbg_engine::LoadError> {
-    let Some(picked) = followed.take(all, from, which)? else {
-        return match followed.take_error() {
-            Some(e) => Err(e),
-            None => Ok(LiveUpdate::no_conversation_yet(followed.origin())),
-        };
-    };
-    let alarm = followed.alarm(&picked);
-    let title = format!(
-        "follow: conversation {} of {}",
-        picked.place.thread + 1,
-        picked.place.count
-    );
-    Ok(LiveUpdate::of(
-        &picked.conversation,
-        &picked.findings,
-        &title,
-        alarm,
-    ))
-}
-
-/// The file's bytes up to its last newline: a half-written last line waits
-/// for its end.
-fn complete_lines(path: &Path) -> std::io::Result<Vec<u8>> {
-    let mut bytes = std::fs::read(path)?;
-    let end = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    bytes.truncate(end);
-    Ok(bytes)
-}
-
-/// `loopdbg FILE --follow`.
-pub(super) fn follow(path: &Path, which: Option<usize>) -> Result<ExitCode, Failure> {
-    let origin = path.display().to_string();
-    let mut followed = Followed::new(&origin);
-    // The natural order is follower, then proxy or agent: a file that does
-    // not exist yet, or holds no complete line yet, is waited for.
-    let (bytes, first) = match complete_lines(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            (Vec::new(), LiveUpdate::no_file_yet(&origin))
-        }
-        Err(e) => {
-            return Err(Failure::from(loopdbg_engine::LoadError::Unreadable {
-                origin,
-                reason: e.to_string(),
-            }));
-        }
-        Ok(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => {
-            (bytes, LiveUpdate::no_conversation_yet(&origin))
-        }
-        Ok(bytes) => {
-            let first = update_of_file(&mut followed, &bytes, None, which)?;
-            (bytes, first)
-        }
-    };
-    let (updates, feed) = mpsc::unbounded_channel();
-    let watched = path.to_path_buf();
-    std::thread::spawn(move || {
-        loopdbg_io::watch::follow(&watched, bytes, |all, from| {
-            match update_of_file(&mut followed, all, from, which) {
-                Ok(update) => updates.send(LiveEvent::Update(Box::new(update))).is_ok(),
-                // A line the readers refuse: keep showing what was read.
-                Err(_) => true,
-            }
-        });
-    });
-    let app = App::live(
-        origin.clone(),
-        format!("follow {origin}"),
-        first,
-        terminal::theme(),
-    );
-    terminal::run_live(app, feed)?;
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `loopdbg record`.
-pub(super) fn record(
-    capture: &Path,
-    which: Option<usize>,
-    output: &Path,
-) -> Result<ExitCode, Failure> {
-    let opened = match loopdbg_corpus::replay::open(capture)? {
-        loopdbg_corpus::replay::Opening::Captured(opened) => opened,
-        loopdbg_corpus::replay::Opening::Session { origin, .. } => {
-            return Err(bad_flag(format!(
-                "{origin} is a session, not a capture: `loopdbg run {origin}` runs it"
-            )));
-        }
-    };
-    let recorded = loopdbg_corpus::replay::record(opened, which)?;
-    let rec = &recorded.recording;
-    let mut text = serde_json::to_string_pretty(&rec.session).map_err(anyhow::Error::from)?;
-    text.push('\n');
-    // A session that does not load back is not worth writing.
-    loopdbg_engine::Session::parse(&output.display().to_string(), &text)?;
-    // Never over a file: a recorded session is the user's to replace.
-    loopdbg_io::files::write_file(output, loopdbg_io::files::Existing::Keep, |w| {
-        w.write_all(text.as_bytes())
-    })
-    .map_err(|e| match e {
-        loopdbg_io::files::WriteError::Exists => bad_flag(format!(
-            "{} exists: record never overwrites a file; pick another -o",
-            output.display()
-        )),
-        e => anyhow::Error::from(e).context(format!("writing {}", output.display())),
-    })?;
-    say!(
-        "recorded {} round(s), {} tool(s) with {} recorded result(s) from {} (conversation {} of {}) → {}",
-        rec.rounds,
-        rec.session.tools.len(),
-        rec.results(),
-        capture.display(),
-        recorded.conversation,
-        recorded.count,
-        output.display()
-    );
-    for note in rec.notes(recorded.declared_tools) {
-        say!("  {note}");
-    }
-    say!("  step it: loopdbg {}", output.display());
     Ok(ExitCode::SUCCESS)
 }
