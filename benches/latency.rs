@@ -1,6 +1,8 @@
 //! Step and toggle latency on a large session (sessions/large_loop.json:
 //! 5000 rounds of three parallel calls, ~45,000 steps, ~10,000 messages).
 //! Every key press must be answered within one frame.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests, benches and examples may panic on what they set up
+#![allow(missing_docs)]
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use loopdbg_engine::{Session, Strategy};

@@ -2,6 +2,8 @@
 //! `loopdbg FILE` does it minus the terminal: read the file, rebuild the
 //! conversation, check it, record the replay trace, draw 120x40 once.
 //! `cargo run --release --example first_frame -- FILE`; prints milliseconds.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests, benches and examples may panic on what they set up
+#![allow(missing_docs)]
 
 use std::io::BufRead;
 use std::time::Instant;

@@ -4,6 +4,8 @@
 //! content block, parallel calls whose results point at their own blocks,
 //! progress events, a rewind every 500 turns (an abandoned branch), and
 //! uuids as long as real ones. Exactly EVENTS lines are written.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests, benches and examples may panic on what they set up
+#![allow(missing_docs)]
 
 use std::io::Write;
 

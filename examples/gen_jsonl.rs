@@ -4,6 +4,8 @@
 //! gemini, bedrock. Each line is one request body of the same two-call
 //! loop in that provider's own shape; every 7th conversation loses one
 //! tool result (an unanswered call).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests, benches and examples may panic on what they set up
+#![allow(missing_docs)]
 
 use std::io::Write;
 

@@ -2,6 +2,8 @@
 //! `cargo run --release --example replay_phases -- FILE [RUNS]`. The
 //! first-frame bench (`benches/first_frame.py`) times the whole binary;
 //! this says which phase the time goes to.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests, benches and examples may panic on what they set up
+#![allow(missing_docs)]
 
 use std::time::{Duration, Instant};
 

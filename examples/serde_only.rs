@@ -1,6 +1,8 @@
 //! The baseline for `loopdbg check` on JSON Lines: read the file line by
 //! line and parse every line with serde_json, nothing else.
 //! `cargo run --release --example serde_only -- FILE`
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests, benches and examples may panic on what they set up
+#![allow(missing_docs)]
 
 use std::io::BufRead;
 

@@ -3,6 +3,7 @@
 //! through each wire format.
 
 use crate::common::*;
+use loopdbg_read::finding::Kind;
 
 use loopdbg_engine::ledger::Ledger;
 use loopdbg_engine::strategy::{Extract, StopRule};
@@ -24,7 +25,7 @@ fn findings(name: &str) -> Vec<Finding> {
 
 fn only(name: &str, kind: &str) -> Finding {
     let all = findings(name);
-    let of_kind: Vec<&Finding> = all.iter().filter(|f| f.kind == kind).collect();
+    let of_kind: Vec<&Finding> = all.iter().filter(|f| f.kind.as_str() == kind).collect();
     assert_eq!(of_kind.len(), 1, "{name}: {all:#?}");
     of_kind[0].clone()
 }
@@ -73,7 +74,7 @@ fn anthropic_parallel_call_without_result() {
     assert!(f.message.starts_with(
         "`tool_use` ids were found without `tool_result` blocks immediately after: toolu_f1. Each `tool_use` block must have a corresponding `tool_result` block in the next message."
     ));
-    assert!(f.rejected_by_provider);
+    assert!(f.rejected_by_provider());
 }
 
 #[test]
@@ -115,19 +116,23 @@ fn anthropic_ids_unique_and_well_formed() {
         (
             reused.path.as_str(),
             reused.ids.clone(),
-            reused.rejected_by_provider
+            reused.rejected_by_provider()
         ),
         ("messages[3].content[0]", vec!["toolu_1".to_string()], false)
     );
     assert!(
         !findings("anthropic_duplicate_and_bad_ids.json")
             .iter()
-            .any(|f| f.kind == "duplicate_id")
+            .any(|f| f.kind == Kind::DuplicateId)
     );
     // One id twice in one turn: the 400.
     let dup = only("anthropic_duplicate_in_one_turn.json", "duplicate_id");
     assert_eq!(
-        (dup.path.as_str(), dup.ids.clone(), dup.rejected_by_provider),
+        (
+            dup.path.as_str(),
+            dup.ids.clone(),
+            dup.rejected_by_provider()
+        ),
         (
             "messages[1].content[1]",
             vec!["toolu_01A".to_string()],
@@ -147,7 +152,7 @@ fn truncated_turn_whose_calls_ran() {
         "truncated_turn_executed",
     );
     assert_eq!(
-        (f.path.as_str(), f.rejected_by_provider),
+        (f.path.as_str(), f.rejected_by_provider()),
         ("messages[1]", false)
     );
 }
@@ -259,7 +264,7 @@ fn synthesize_answers_every_dangling_call() {
         assert!(
             !left
                 .iter()
-                .any(|f| f.kind == "unanswered_call" || f.kind == "results_not_first"),
+                .any(|f| f.kind == Kind::UnansweredCall || f.kind == Kind::ResultsNotFirst),
             "{name}: {left:#?}"
         );
     }
@@ -319,7 +324,9 @@ fn every_session_round_trips_clean_under_all_and_robust() {
                 for (len, found) in round_trip(&session, &s, format) {
                     let pairing: Vec<&Finding> = found
                         .iter()
-                        .filter(|f| PAIRING.contains(&f.kind.as_str()) && f.kind != "duplicate_id")
+                        .filter(|f| {
+                            PAIRING.contains(&f.kind.as_str()) && f.kind != Kind::DuplicateId
+                        })
                         .collect();
                     assert!(
                         pairing.is_empty(),
@@ -346,7 +353,7 @@ fn parallel_call_sessions_carry_exactly_the_dropped_call_under_first() {
             let found = check(&read(&body, Source::Provider(format)).unwrap());
             let mut ids: Vec<String> = found
                 .iter()
-                .filter(|f| f.kind == "unanswered_call")
+                .filter(|f| f.kind == Kind::UnansweredCall)
                 .flat_map(|f| f.ids.clone())
                 .collect();
             // One id per unanswered call, as the ledger counts them: a stub
@@ -354,7 +361,7 @@ fn parallel_call_sessions_carry_exactly_the_dropped_call_under_first() {
             ids.sort();
             assert_eq!(ids, expected, "{name} as {format}");
             assert!(
-                !found.iter().any(|f| f.kind == "unexpected_result"),
+                !found.iter().any(|f| f.kind == Kind::UnexpectedResult),
                 "{name} as {format}: {found:#?}"
             );
         }
@@ -374,7 +381,7 @@ fn a_repeated_turn_is_a_spin_even_with_fresh_ids() {
         "{}",
         f.message
     );
-    assert!(!f.rejected_by_provider);
+    assert!(!f.rejected_by_provider());
 }
 
 #[test]
@@ -616,26 +623,26 @@ fn bedrock_converse_is_checked_in_its_own_words() {
     assert!(bedrock("clean.json").is_empty());
     let missing = bedrock("parallel_first_only.json");
     assert_eq!(missing.len(), 1, "{missing:#?}");
-    assert_eq!(missing[0].kind, "unanswered_call");
-    assert!(missing[0].rejected_by_provider);
+    assert_eq!(missing[0].kind, Kind::UnansweredCall);
+    assert!(missing[0].rejected_by_provider());
     assert_eq!(
         missing[0].message,
         "Expected toolResult blocks at messages.2.content for the following Ids: tooluse_sX1A7q9kipz4qAW36LUR1H, tooluse_mnUeKx1nqbeU7vWccDvS7a"
     );
     let extra = bedrock("pruned_tool_use.json");
     assert_eq!(extra.len(), 1, "{extra:#?}");
-    assert_eq!(extra[0].kind, "unexpected_result");
+    assert_eq!(extra[0].kind, Kind::UnexpectedResult);
     assert_eq!(
         extra[0].message,
         "The number of toolResult blocks at messages.2.content exceeds the number of toolUse blocks of previous turn."
     );
     let undeclared = bedrock("no_tool_config.json");
     assert_eq!(undeclared.len(), 1, "{undeclared:#?}");
-    assert_eq!(undeclared[0].kind, "missing_tool_config");
-    assert!(undeclared[0].rejected_by_provider);
+    assert_eq!(undeclared[0].kind, Kind::MissingToolConfig);
+    assert!(undeclared[0].rejected_by_provider());
     let empty = bedrock("error_result_empty.json");
     assert_eq!(empty.len(), 1, "{empty:#?}");
-    assert_eq!(empty[0].kind, "empty_error_result");
+    assert_eq!(empty[0].kind, Kind::EmptyErrorResult);
     assert_eq!(
         empty[0].message,
         "The content field at messages.2.content.1.toolResult cannot be empty when status value is error."
@@ -666,7 +673,7 @@ fn blocks_the_provider_does_not_define_are_never_clean() {
         {"role": "user", "content": [{"text": "hi"}, {"widget": {}}]}]});
     let found = check(&read(&bedrock_body, detect(&bedrock_body).unwrap()).unwrap());
     assert_eq!(found.len(), 1);
-    assert_eq!(found[0].kind, "unknown_block");
+    assert_eq!(found[0].kind, Kind::UnknownBlock);
 }
 
 #[test]

@@ -175,7 +175,9 @@ fn truncated_turn_robust_discards_careless_runs() {
     assert_eq!(t.outcome.end, End::ModelDone);
     let warnings = loopdbg_lesson::checks::warnings(&t);
     assert!(
-        warnings.iter().any(|w| w.kind == "truncated_executed"),
+        warnings
+            .iter()
+            .any(|w| w.kind == loopdbg_lesson::checks::WarningKind::TruncatedExecuted),
         "{warnings:?}"
     );
 }

@@ -4,6 +4,8 @@
 //! SDK clients, a browser and the Python package (ignored by default:
 //! `cargo test -- --include-ignored` runs them; `.ci/run` installs what
 //! they need, and under `CI=true` a missing one fails).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests, benches and examples may panic on what they set up
+#![allow(missing_docs)]
 
 mod common;
 

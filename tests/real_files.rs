@@ -6,6 +6,7 @@
 //! fixtures; each test pins the verdict, the path, the ids and the wording.
 
 use crate::common::{body, claude_code_log, fixture};
+use loopdbg_judge::check::Kind;
 
 use loopdbg_judge::check::{Finding, check};
 use loopdbg_read::{detect, read};
@@ -21,7 +22,10 @@ fn kinds(findings: &[Finding]) -> Vec<&str> {
 }
 
 fn rejected(findings: &[Finding]) -> Vec<&Finding> {
-    findings.iter().filter(|f| f.rejected_by_provider).collect()
+    findings
+        .iter()
+        .filter(|f| f.rejected_by_provider())
+        .collect()
 }
 
 // ---- Claude Code 2.x -------------------------------------------------------
@@ -128,7 +132,7 @@ fn a_resumed_pause_turn_pairs_across_the_two_assistant_messages() {
 fn a_server_result_without_its_call_is_the_400_anthropic_sends() {
     let f = request("anthropic_server_result_orphan.json");
     assert_eq!(kinds(&f), ["unexpected_result"]);
-    assert!(f[0].rejected_by_provider);
+    assert!(f[0].rejected_by_provider());
     assert_eq!(f[0].path, "messages[3].content[0]");
     assert_eq!(
         f[0].message,
@@ -144,7 +148,7 @@ fn an_unanswered_mcp_call_has_its_own_wording() {
         (
             f[0].path.as_str(),
             f[0].ids.clone(),
-            f[0].rejected_by_provider
+            f[0].rejected_by_provider()
         ),
         (
             "messages[1].content[0]",
@@ -232,7 +236,7 @@ fn hosted_and_custom_items_are_read_and_paired() {
 fn an_unanswered_custom_tool_call_gets_its_own_wording() {
     let f = request("responses_custom_unanswered.json");
     assert_eq!(kinds(&f), ["unanswered_call"]);
-    assert!(f[0].rejected_by_provider);
+    assert!(f[0].rejected_by_provider());
     assert_eq!(f[0].path, "input[1]");
     assert_eq!(
         f[0].message,
@@ -262,7 +266,7 @@ fn gemini_bodies_are_detected_and_clean_ones_pass() {
 fn gemini_counts_responses_against_calls_in_its_own_words() {
     let f = request("gemini_missing_response.json");
     assert_eq!(kinds(&f), ["unanswered_call"], "{f:#?}");
-    assert!(f[0].rejected_by_provider);
+    assert!(f[0].rejected_by_provider());
     assert_eq!(f[0].path, "contents[2]");
     assert_eq!(f[0].ids, ["get_weather#1.1"]);
     assert!(f[0].message.starts_with(
@@ -288,14 +292,14 @@ fn gemini_turn_order_rules_in_its_own_words() {
         f[1].message,
         "Please ensure that function response turn comes immediately after a function call turn."
     );
-    assert!(f.iter().all(|x| x.rejected_by_provider));
+    assert!(f.iter().all(|x| x.rejected_by_provider()));
 }
 
 #[test]
 fn gemini_3_wants_the_thought_signature_of_the_current_turn() {
     let f = request("gemini3_unsigned.json");
     assert_eq!(kinds(&f), ["missing_thought_signature"], "{f:#?}");
-    assert!(f[0].rejected_by_provider);
+    assert!(f[0].rejected_by_provider());
     assert_eq!(f[0].path, "contents[1].parts[0]");
     assert!(f[0].message.starts_with(
         "Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly"
@@ -416,7 +420,7 @@ fn a_repeated_turn_is_found_in_outline_as_in_full() {
     assert_eq!(outline, whole);
     let repeats: Vec<&Finding> = whole[0]
         .iter()
-        .filter(|f| f.kind == "repeated_turn")
+        .filter(|f| f.kind == Kind::RepeatedTurn)
         .collect();
     let ids: Vec<&[String]> = repeats.iter().map(|f| &f.ids[..]).collect();
     assert_eq!(ids, [["t2"], ["t4"]], "{whole:?}");
@@ -461,7 +465,7 @@ fn outline_and_full_agree_on_edge_json_and_on_lines_read_leniently() {
             let whole = log_read(&text, Detail::Full);
             assert_eq!(log_read(&text, Detail::Shape), whole, "case {k}: {text}");
             assert!(
-                whole[0].iter().any(|f| f.kind == "repeated_turn"),
+                whole[0].iter().any(|f| f.kind == Kind::RepeatedTurn),
                 "case {k}: equal turns are a repeat: {whole:?}"
             );
         }
@@ -563,7 +567,10 @@ fn codex_repairs_its_history_before_every_request() {
     };
     let all: Vec<Finding> = convs.iter().flat_map(check).collect();
     assert!(rejected(&all).is_empty(), "{all:#?}");
-    let orphan = all.iter().find(|f| f.kind == "unexpected_result").unwrap();
+    let orphan = all
+        .iter()
+        .find(|f| f.kind == Kind::UnexpectedResult)
+        .unwrap();
     assert_eq!(orphan.severity.as_str(), "warning");
     assert_eq!(evidence(orphan).map(|e| e.0), Some("repaired"));
     assert!(
@@ -623,7 +630,7 @@ fn a_server_call_waiting_on_client_tools_gets_its_result_turns_later() {
     let f = check(&read(&doc, detect(&doc).unwrap()).unwrap());
     assert_eq!(kinds(&f), ["unexpected_result"], "{f:#?}");
     assert_eq!(f[0].ids, ["srvtoolu_01Code"]);
-    assert!(f[0].rejected_by_provider);
+    assert!(f[0].rejected_by_provider());
 }
 
 #[test]

@@ -296,7 +296,7 @@ fn a_replayed_answer_that_quotes_no_number_raises_no_quote_warning() {
     assert!(
         !loopdbg_lesson::checks::warnings(&app.trace)
             .iter()
-            .any(|w| w.kind == "uncited")
+            .any(|w| w.kind == loopdbg_lesson::checks::WarningKind::Uncited)
     );
 }
 
@@ -305,7 +305,7 @@ fn a_spin_is_one_loop_repeating_not_a_user_asking_again() {
     let spins = |conv: &Conversation| {
         loopdbg_lesson::checks::warnings(&replay(conv).trace)
             .iter()
-            .any(|w| w.kind == "spin")
+            .any(|w| w.kind == loopdbg_lesson::checks::WarningKind::Spin)
     };
     // Two turns of the provider's own MCP calls (no text, no client calls)
     // with the user's "and again?" between: no spin.

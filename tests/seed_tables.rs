@@ -199,7 +199,12 @@ fn seed_003_invented_answer_is_flagged() {
     let t = run(&s, Extract::All, StopRule::Robust, Some("ignores_result"));
     let report = RunReport::new(&s, &t);
     assert_eq!(report.quote_check.cites_tool_numbers, Some(false));
-    assert!(report.warnings.iter().any(|w| w.kind == "uncited"));
+    assert!(
+        report
+            .warnings
+            .iter()
+            .any(|w| w.kind == loopdbg_lesson::checks::WarningKind::Uncited)
+    );
 }
 
 #[test]
@@ -220,7 +225,11 @@ fn parameter_trap_gives_an_error_result_and_a_lint() {
     let e = &t.rounds[0].executions[0];
     assert!(e.outcome.ran && e.outcome.is_error);
     let lints = loopdbg_lesson::lint::lint(&s);
-    assert!(lints.iter().any(|w| w.kind == "undeclared_table_key"));
+    assert!(
+        lints
+            .iter()
+            .any(|w| w.kind == loopdbg_lesson::lint::LintKind::UndeclaredTableKey)
+    );
 }
 
 #[test]

@@ -1,4 +1,7 @@
 //! Command-line definitions (clap derive).
+// These doc comments are the `--help` text, read in a terminal: a URL
+// there is plain text, not a link.
+#![allow(rustdoc::bare_urls)]
 
 use std::path::PathBuf;
 
@@ -40,10 +43,10 @@ pub struct Cli {
     #[command(flatten)]
     pub strategy: StrategyFlags,
 
-    /// Price tokens with this table instead of the shipped one (JSON of
-    /// the shape of crates/wire/data/prices.json: `as_of`, `currency`,
-    /// `per`, and `models` by name with `input`, `output`, `cache_read`,
-    /// `cache_write`).
+    /// Price tokens with this table instead of the shipped one (JSON:
+    /// `as_of`, `currency`, `per`, and `models` by name with `input`,
+    /// `output`, `cache_read`, `cache_write`; the README's "Tokens and
+    /// cost" shows one).
     #[arg(long, global = true, value_name = "FILE")]
     pub prices: Option<PathBuf>,
 
@@ -188,9 +191,9 @@ pub enum Command {
     /// stub session that replays the recorded run under any strategy.
     Record(RecordArgs),
     /// Say what keeps an agent's session from being sent again, and with
-    /// --write repair it in the agent's own format (Claude Code logs so
-    /// far): a missing tool_result event is added, a torn last line
-    /// dropped. The original is kept as FILE.loopdbg-bak (numbered, never
+    /// --write repair it in the agent's own format (Claude Code, Codex and
+    /// Gemini CLI sessions): a missing result is added as an error result,
+    /// a duplicate removed, a torn last line dropped. The original is kept as FILE.loopdbg-bak (numbered, never
     /// overwritten); the repaired file is checked again.
     ///
     /// Exit 0 when every file is (or became) sendable; 1 when one needs a

@@ -286,7 +286,8 @@ fn run(args: RunArgs) -> Result<ExitCode, Failure> {
             #[cfg(feature = "otlp")]
             Export::Otlp => {
                 let origin = args.session.display().to_string();
-                otlp_text(&session, &trace, format, &origin, replay)
+                let base_ns = loopdbg_corpus::base_ns_now();
+                loopdbg_export::spans::run_json(&session, &trace, format, &origin, base_ns, replay)
             }
             #[cfg(not(feature = "otlp"))]
             Export::Otlp => {
@@ -295,7 +296,12 @@ fn run(args: RunArgs) -> Result<ExitCode, Failure> {
                     "--export otlp: this loopdbg was built without the `otlp` feature".into(),
                 ));
             }
-            Export::Handout(kind) => handout_text(&session, &trace, kind, format, &args),
+            Export::Handout(kind) => {
+                let origin = args.session.display().to_string();
+                let prices = std::sync::Arc::new(prices::prices().clone());
+                let opts = loopdbg_handout::Options::new(kind, format, args.redact, origin, prices);
+                loopdbg_handout::render(&session, &trace, &opts)
+            }
         };
         return match args.output {
             Some(path) => {
@@ -429,47 +435,6 @@ fn schema() -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// A handout of the run, as `kind`.
-fn handout_text(
-    session: &Session,
-    trace: &Trace,
-    kind: loopdbg_handout::Kind,
-    format: Format,
-    args: &RunArgs,
-) -> String {
-    let opts = loopdbg_handout::Options {
-        kind,
-        format,
-        model: default_model(format).to_string(),
-        redact: args.redact,
-        origin: args.session.display().to_string(),
-        prices: std::sync::Arc::new(prices::prices().clone()),
-    };
-    loopdbg_handout::render(session, trace, &opts)
-}
-
-#[cfg(feature = "otlp")]
-/// The run as OTLP JSON (one export, one line), its times from now (or
-/// from `SOURCE_DATE_EPOCH`, for an export that is the same every time).
-fn otlp_text(
-    session: &Session,
-    trace: &Trace,
-    format: Format,
-    origin: &str,
-    replay: bool,
-) -> String {
-    let base_ns = std::env::var("SOURCE_DATE_EPOCH")
-        .ok()
-        .and_then(|s| s.parse::<u64>().ok())
-        .map(|s| s.saturating_mul(1_000_000_000))
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
-        });
-    loopdbg_export::spans::run_json(session, trace, format, origin, base_ns, replay)
-}
-
 /// A debugger replaying conversation `which` (1-based, default the first)
 /// of an opened capture, at its newest request.
 fn replay_app(opened: loopdbg_corpus::open::Opened, which: Option<usize>) -> Result<App, Failure> {
@@ -512,13 +477,7 @@ fn diff_side(
             })
         }
         Subject::Run(loaded) => {
-            let strategy = Strategy::chosen(&loaded.session, choice).map_err(bad_flag)?;
-            let trace = loopdbg_engine::run(&loaded.session, &strategy);
-            Ok(loopdbg_lesson::diff::Run {
-                label: format!("{name} [{}]", strategy.label()),
-                session: loaded.session,
-                trace,
-            })
+            loopdbg_lesson::diff::Run::ran(&name, loaded.session, choice).map_err(bad_flag)
         }
     }
 }
@@ -559,8 +518,8 @@ fn record(
         }
     };
     let recorded = loopdbg_corpus::replay::record(opened, which)?;
-    let rec = &recorded.recording;
-    let mut text = serde_json::to_string_pretty(&rec.session).map_err(anyhow::Error::from)?;
+    let mut text =
+        serde_json::to_string_pretty(&recorded.recording.session).map_err(anyhow::Error::from)?;
     text.push('\n');
     // A session that does not load back is not worth writing.
     loopdbg_engine::Session::parse(&output.display().to_string(), &text)?;
@@ -575,19 +534,8 @@ fn record(
         )),
         e => anyhow::Error::from(e).context(format!("writing {}", output.display())),
     })?;
-    say!(
-        "recorded {} round(s), {} tool(s) with {} recorded result(s) from {} (conversation {} of {}) → {}",
-        rec.rounds,
-        rec.session.tools.len(),
-        rec.results(),
-        capture.display(),
-        recorded.conversation,
-        recorded.count,
-        output.display()
-    );
-    for note in rec.notes(recorded.declared_tools) {
-        say!("  {note}");
+    for line in recorded.summary(capture, output) {
+        say!("{line}");
     }
-    say!("  step it: loopdbg {}", output.display());
     Ok(ExitCode::SUCCESS)
 }

@@ -36,17 +36,6 @@ pub(super) fn command(args: super::args::ProxyArgs) -> Result<ExitCode, Failure>
     )
 }
 
-/// What `--otlp` did, said when the proxy ends.
-#[cfg(feature = "otlp")]
-fn say_otlp_counts(counts: &loopdbg_proxy::otlp::Counts) {
-    use std::sync::atomic::Ordering;
-    say!(
-        "loopdbg proxy: otlp: {} span(s) sent, {} dropped (queue full, or the collector down or refusing)",
-        counts.sent.load(Ordering::Relaxed),
-        counts.dropped.load(Ordering::Relaxed)
-    );
-}
-
 /// The capture named by `--capture`, when one is: refused when it is
 /// something else than a capture, unless `force`.
 fn open_capture(path: Option<&Path>, force: bool) -> Result<CaptureFile, Failure> {
@@ -153,7 +142,7 @@ pub(super) fn proxy(
         let code = print_lines(runtime, running, capture, signals);
         #[cfg(feature = "otlp")]
         if let Some(counts) = otlp_counts {
-            say_otlp_counts(&counts);
+            say!("loopdbg proxy: {counts}");
         }
         return Ok(code);
     }

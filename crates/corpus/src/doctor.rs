@@ -126,7 +126,7 @@ fn needs_repair(f: &Finding) -> bool {
     matches!(
         f.kind,
         Kind::UnansweredCall | Kind::UnexpectedResult | Kind::InvalidId | Kind::JoinedRecords
-    ) || (f.rejected_by_provider && f.kind != Kind::RefusedRequest)
+    ) || (f.rejected_by_provider() && f.kind != Kind::RefusedRequest)
 }
 
 /// What keeps the session at `path` from being sent, and its repair.

@@ -63,7 +63,7 @@ impl Followed {
     /// was not alarmed before, if any.
     pub fn alarm(&mut self, picked: &Picked) -> Option<String> {
         let mut newest = None;
-        for f in picked.findings.iter().filter(|f| f.rejected_by_provider) {
+        for f in picked.findings.iter().filter(|f| f.rejected_by_provider()) {
             let key = format!("{}|{}|{:?}|{}", f.kind, f.path, f.line, f.ids.join(","));
             if self.alarmed.insert(key) {
                 newest = Some(f);
@@ -130,6 +130,11 @@ impl Followed {
     }
 
     /// How the file is to be read from now on, from its text so far.
+    #[allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        reason = "the layout was sniffed as a log"
+    )]
     fn layout_of(&self, all: &[u8]) -> Result<Read, LoadError> {
         if all.iter().all(u8::is_ascii_whitespace) {
             return Ok(Read::Whole);

@@ -15,6 +15,7 @@
 //!
 //! Like `loopdbg-wire`, it opens no terminal and starts no runtime; it
 //! reads files and the clock is never asked.
+#![forbid(unsafe_code)]
 
 use std::path::Path;
 
@@ -50,6 +51,20 @@ pub use report::{
     ConversationReport, FileError, FileReport, Progress, check_bytes, check_file, check_files,
     jsonl_file_record, jsonl_record, mcp_calls, summary,
 };
+
+/// Where an export's times begin (`run --export otlp`): `SOURCE_DATE_EPOCH` (seconds) when set,
+/// for an export that is the same every time, else now.
+pub fn base_ns_now() -> u64 {
+    std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .map(|s| s.saturating_mul(1_000_000_000))
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+        })
+}
 
 /// Reads a regular file as UTF-8 text (a byte order mark is dropped);
 /// anything else is refused with where and why.

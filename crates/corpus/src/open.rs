@@ -45,8 +45,11 @@ pub(crate) enum Layout {
 pub enum GrowingLayout {
     /// One document (or not yet known): read whole each time.
     Whole,
-    /// One conversation per line; `capture` for a proxy capture.
-    Lines { capture: bool },
+    /// One conversation per line.
+    Lines {
+        /// True for a proxy capture (one exchange per line).
+        capture: bool,
+    },
     /// An agent log.
     Log(Source),
 }
@@ -973,6 +976,11 @@ pub(crate) fn one_per_request(
     }
 }
 
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "the layout was sniffed as a log"
+)]
 pub(crate) fn read_opened(
     opened: Opened,
     forced: Option<Source>,

@@ -1,5 +1,5 @@
 //! The price table the binary prices tokens with: the one shipped in
-//! `loopdbg-wire`, or the user's (`--prices FILE`), read once at start.
+//! `loopdbg-formats`, or the user's (`--prices FILE`), read once at start.
 
 use std::path::Path;
 use std::sync::OnceLock;

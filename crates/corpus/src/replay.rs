@@ -182,6 +182,31 @@ pub struct Recorded {
     pub declared_tools: bool,
 }
 
+impl Recorded {
+    /// What `loopdbg record` says once `capture` is written to `output`:
+    /// a summary line, then what recording noticed.
+    pub fn summary(&self, capture: &Path, output: &Path) -> Vec<String> {
+        let rec = &self.recording;
+        let mut lines = vec![format!(
+            "recorded {} round(s), {} tool(s) with {} recorded result(s) from {} (conversation {} of {}) → {}",
+            rec.rounds,
+            rec.session.tools.len(),
+            rec.results(),
+            capture.display(),
+            self.conversation,
+            self.count,
+            output.display()
+        )];
+        lines.extend(
+            rec.notes(self.declared_tools)
+                .into_iter()
+                .map(|n| format!("  {n}")),
+        );
+        lines.push(format!("  step it: loopdbg {}", output.display()));
+        lines
+    }
+}
+
 /// Conversation `which` (1-based; the newest to begin when `None`) of an
 /// opened capture, recorded from its newest request, which carries the
 /// history before it.

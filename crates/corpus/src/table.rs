@@ -84,7 +84,7 @@ impl Row {
             messages: Some(r.messages),
             findings: r.findings.len(),
             problems: r.findings.iter().filter(|f| !f.is_note()).count(),
-            rejected_by_provider: r.findings.iter().any(|f| f.rejected_by_provider),
+            rejected_by_provider: r.findings.iter().any(|f| f.rejected_by_provider()),
             severity: gravest.map(Severity::as_str),
             kinds,
             ids,

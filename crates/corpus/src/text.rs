@@ -135,7 +135,11 @@ pub fn render_text(
             bad += usize::from(problems > 0);
             total += problems;
             notes += r.findings.len() - problems;
-            rejected += r.findings.iter().filter(|x| x.rejected_by_provider).count();
+            rejected += r
+                .findings
+                .iter()
+                .filter(|x| x.rejected_by_provider())
+                .count();
             let place = match r.line {
                 Some(line) => format!("{}:{line}", f.file),
                 None if f.requests > 1 && f.requests == f.conversations => {

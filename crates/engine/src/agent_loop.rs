@@ -583,6 +583,10 @@ impl Recorder<'_> {
         self.messages.len() - 1
     }
 
+    #[allow(
+        clippy::expect_used,
+        reason = "every phase is recorded after its round begins"
+    )]
     fn current_round(&mut self) -> &mut Round {
         self.rounds
             .last_mut()

@@ -68,6 +68,11 @@ pub mod fixtures {
 
     /// Seed 000's shape: two calls in round 1 (`toolu_w1` get_weather,
     /// `toolu_f1` get_fx_rate), then `answer`.
+    #[allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        reason = "a fixture: the session text is written just above"
+    )]
     pub fn two_calls(answer: &str) -> Session {
         let text = format!(
             r#"{{

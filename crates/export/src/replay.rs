@@ -14,11 +14,12 @@ use loopdbg_engine::trace::{
     End, Execution, Origin, Outcome, Phase, Round, Step, Trace, Violation,
 };
 use loopdbg_judge::check::{Fate, Finding};
+use loopdbg_read::finding::Kind;
 use loopdbg_read::{BlockSource, Conversation, TripUsage};
 
 /// The behaviour a replay shows in the header: no stub model answered, the
 /// file did. Only a label: what a trace is comes from its
-/// [`Origin`](loopdbg_engine::trace::Origin), never from this name, so a
+/// [`Origin`], never from this name, so a
 /// session may name a behaviour `replay` too.
 pub const REPLAY_BEHAVIOR: &str = "replay";
 
@@ -379,7 +380,7 @@ impl Replayed {
                 let m = finder.message_of(f).min(messages.len().saturating_sub(1));
                 // A 400 arises at the first request that carries the message;
                 // anything else where the message appears; notes at the end.
-                let refused_at = (f.kind == "refused_request")
+                let refused_at = (f.kind == Kind::RefusedRequest)
                     .then(|| conv.refusals.iter().find(|r| r.source.line == f.line))
                     .flatten();
                 let step = if let Some(r) = refused_at {
@@ -395,7 +396,7 @@ impl Replayed {
                     steps.iter().position(refused).unwrap_or(done)
                 } else if f.is_note() {
                     done
-                } else if f.rejected_by_provider {
+                } else if f.rejected_by_provider() {
                     steps
                         .iter()
                         .position(|s| s.phase == Phase::Request && s.history_len > m)
@@ -431,7 +432,7 @@ impl Replayed {
         trace.violations = violations;
         trace.unverifiable = findings
             .iter()
-            .filter(|f| f.kind == "unverifiable_result")
+            .filter(|f| f.kind == Kind::UnverifiableResult)
             .flat_map(|f| f.ids.iter().cloned())
             .collect();
         // Notes (a branch left behind, calls still in flight) are no
@@ -458,7 +459,7 @@ impl Replayed {
         // as in a recorded run: the header and the Request step say so.
         for (i, (v, f)) in trace.violations.iter().zip(findings).enumerate() {
             let at_request = trace.steps[v.step].phase == Phase::Request;
-            if f.kind == "unanswered_call"
+            if f.kind == Kind::UnansweredCall
                 && at_request
                 && let Some(r) = trace
                     .rounds

@@ -344,7 +344,7 @@ impl TraceBuilder {
                     string("loopdbg.finding.severity", f.severity.as_str()),
                     kv(
                         "loopdbg.finding.rejected_by_provider",
-                        any_value::Value::BoolValue(f.rejected_by_provider),
+                        any_value::Value::BoolValue(f.rejected_by_provider()),
                     ),
                     string("loopdbg.finding.message", f.message.clone()),
                     string("loopdbg.finding.path", f.path.clone()),

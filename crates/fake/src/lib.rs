@@ -13,6 +13,10 @@
 //! header `x-fake-pace-ms: FIRST,EACH` paces a streamed answer as a model
 //! writes it: the first event after FIRST ms, each next one EACH ms later.
 #![allow(dead_code)]
+#![forbid(unsafe_code)]
+// A fake provider for tests: a panic on what it set up itself is a
+// failed test, which is what it should be.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod bodies;
 

@@ -59,6 +59,11 @@ pub struct PricesError {
 
 impl Prices {
     /// The table shipped with loopdbg.
+    #[allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        reason = "the shipped table is a constant, parsed by a test"
+    )]
     pub fn builtin() -> Prices {
         Prices::parse(BUILTIN).expect("the shipped price table parses")
     }

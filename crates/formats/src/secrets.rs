@@ -17,6 +17,11 @@ pub const MASK: &str = "[secret]";
 /// `rk_test_…`), code hosts' tokens (`ghp_…`, `github_pat_…`, `hf_…`),
 /// Slack and AWS keys, bearer and basic credentials, JWTs and
 /// `password=` pairs.
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a constant pattern, compiled by every test that masks"
+)]
 static SHAPES: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
         r"(?:sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}",

@@ -352,6 +352,11 @@ impl Reassembler {
     /// `toolUse` input piece, reasoning), `contentBlockStop`,
     /// `messageStop` (the stop reason), then `metadata` (usage), rebuilt as
     /// the Converse response body.
+    #[allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        reason = "the message is the one this builder made, of that shape"
+    )]
     fn bedrock(&mut self, event: Event) {
         let Ok(v) = serde_json::from_str::<Value>(event.data.trim()) else {
             return;
@@ -576,6 +581,11 @@ impl Reassembler {
         }
     }
 
+    #[allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        reason = "the message is the one this builder made, of that shape"
+    )]
     fn openai(&mut self, v: Value) {
         if !self.message.is_object() {
             self.message = json!({
@@ -639,6 +649,11 @@ impl Reassembler {
         }
     }
 
+    #[allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        reason = "made an array just above"
+    )]
     fn responses(&mut self, v: Value) {
         let kind = v.get("type").and_then(Value::as_str).unwrap_or("");
         match kind {
@@ -680,6 +695,11 @@ impl Reassembler {
         }
     }
 
+    #[allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        reason = "the message is the one this builder made, of that shape"
+    )]
     fn gemini(&mut self, v: Value) {
         if let Some(err) = v.get("error") {
             self.error = Some(err.clone());
@@ -771,6 +791,7 @@ fn append_str(target: &mut Value, field: &str, piece: &str) {
 
 /// One `delta.tool_calls[i]` chunk into `message.tool_calls`: the first
 /// chunk of a call brings its id and name, the rest bring argument text.
+#[allow(clippy::expect_used, reason = "made an array just above")]
 fn merge_openai_call(message: &mut Value, chunk: &Value) {
     if !message["tool_calls"].is_array() {
         message["tool_calls"] = json!([]);

@@ -1,5 +1,5 @@
 //! Tokens as each provider reports them, in one shape
-//! ([`Usage`](loopdbg_engine::message::Usage)): the full-rate prompt
+//! ([`Usage`]): the full-rate prompt
 //! tokens, the output, and the cache reads and writes counted apart.
 //! OpenAI and Gemini count cached tokens inside their prompt totals, so
 //! they are taken out of `input` here.

@@ -59,6 +59,28 @@ pub struct Options {
     pub prices: std::sync::Arc<loopdbg_formats::prices::Prices>,
 }
 
+impl Options {
+    /// A handout of `kind` with request bodies in `format` for its default
+    /// model, priced with `prices`.
+    pub fn new(
+        kind: Kind,
+        format: Format,
+        redact: bool,
+        origin: String,
+        prices: std::sync::Arc<loopdbg_formats::prices::Prices>,
+    ) -> Options {
+        let model = loopdbg_formats::provider::default_model(format).to_string();
+        Options {
+            kind,
+            format,
+            model,
+            redact,
+            origin,
+            prices,
+        }
+    }
+}
+
 /// One request the loop sent.
 #[derive(Debug, Clone, Serialize)]
 pub struct RequestSection {

@@ -8,10 +8,20 @@ use serde_json::Value;
 
 use super::Handout;
 
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a constant pattern"
+)]
 static EMAIL: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}").expect("a valid pattern")
 });
 
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a constant pattern"
+)]
 static HOME: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?:/home/|/Users/|[A-Za-z]:\\Users\\)[^/\\\s]+").expect("a valid pattern")
 });

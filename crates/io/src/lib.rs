@@ -5,6 +5,7 @@
 //! temporary file renamed over a regular file, written through to a
 //! device or a FIFO). No knowledge of formats, so the fuzz targets drive
 //! exactly the code the CLI runs.
+#![forbid(unsafe_code)]
 
 pub mod files;
 pub mod gunzip;

@@ -184,7 +184,6 @@ pub fn check_continuing(
                 message: format!(
                     "the request continues {id}, a response not seen here: whether every call it made has its output cannot be checked"
                 ),
-                rejected_by_provider: false,
                 severity: Severity::Note,
                 evidence: None,
             });
@@ -345,7 +344,7 @@ mod tests {
         let f = &findings[0];
         assert_eq!(f.kind, Kind::UnansweredCall);
         assert_eq!(f.ids, ["call_b"]);
-        assert!(f.rejected_by_provider);
+        assert!(f.rejected_by_provider());
         assert_eq!(f.path, "previous_response_id resp_1 output[2]");
         assert_eq!(f.message, "No tool output found for function call call_b.");
         // A text input answers nothing either.
@@ -380,6 +379,6 @@ mod tests {
                 Kind::UnverifiableChain
             ]
         );
-        assert!(alone.iter().all(|f| !f.rejected_by_provider));
+        assert!(alone.iter().all(|f| !f.rejected_by_provider()));
     }
 }

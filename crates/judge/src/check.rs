@@ -17,31 +17,56 @@ use loopdbg_read::{
 };
 
 /// One problem in a conversation.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Finding {
     /// A stable kind.
     pub kind: Kind,
     /// The JSON path inside the conversation (`messages[3].content[1]`).
     pub path: String,
     /// For logs: the event's line.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<usize>,
     /// For logs: the event's uuid.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub uuid: Option<String>,
     /// The ids involved.
     pub ids: Vec<String>,
     /// What the provider would answer (or, for checks no server makes, why it matters).
     pub message: String,
-    /// True when the provider's API rejects the request (a 400); false for
-    /// problems only loopdbg reports.
-    pub rejected_by_provider: bool,
     /// How grave it is: the provider rejects it, it breaks loops, or a note.
     pub severity: Severity,
     /// For agent logs and recordings: what the file itself shows became of
     /// the request that carried the problem, which decides the severity.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub evidence: Option<Evidence>,
+}
+
+/// The JSON `check --format json` has always written: the fields in order,
+/// with `rejected_by_provider` (derived) before `severity`.
+impl Serialize for Finding {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let optional = [
+            self.line.is_some(),
+            self.uuid.is_some(),
+            self.evidence.is_some(),
+        ];
+        let fields = 6 + optional.iter().filter(|&&b| b).count();
+        let mut st = s.serialize_struct("Finding", fields)?;
+        st.serialize_field("kind", &self.kind)?;
+        st.serialize_field("path", &self.path)?;
+        if let Some(line) = self.line {
+            st.serialize_field("line", &line)?;
+        }
+        if let Some(uuid) = &self.uuid {
+            st.serialize_field("uuid", uuid)?;
+        }
+        st.serialize_field("ids", &self.ids)?;
+        st.serialize_field("message", &self.message)?;
+        st.serialize_field("rejected_by_provider", &self.rejected_by_provider())?;
+        st.serialize_field("severity", &self.severity)?;
+        if let Some(evidence) = &self.evidence {
+            st.serialize_field("evidence", evidence)?;
+        }
+        st.end()
+    }
 }
 
 /// What an agent log or a recording shows of a request that would carry a
@@ -56,6 +81,13 @@ pub struct Evidence {
 }
 
 impl Finding {
+    /// True when the provider's API rejects the request (a 400); false for
+    /// problems only loopdbg reports. Derived from the severity, so the two
+    /// never disagree.
+    pub fn rejected_by_provider(&self) -> bool {
+        self.severity == Severity::Rejected
+    }
+
     /// The words of an alarm about this finding, which the provider
     /// rejects: `PREFIX: the provider would answer 400 (path): message`.
     pub fn alarm(&self, prefix: &str) -> String {
@@ -86,7 +118,6 @@ fn finding(
         uuid: src.uuid.as_deref().map(str::to_string),
         ids,
         message,
-        rejected_by_provider: rejected,
         severity: if rejected {
             Severity::Rejected
         } else if kind.is_note() {
@@ -127,7 +158,6 @@ fn in_mcp_words(out: &mut [Finding]) {
     for f in out.iter_mut().filter(|f| f.kind == Kind::UnansweredCall) {
         f.kind = Kind::McpUnansweredRequest;
         f.severity = Severity::Warning;
-        f.rejected_by_provider = false;
         f.message = format!(
             "`tools/call` {} never got a response before the session ended: the agent waited on this tool call, then gave up or was stopped",
             f.ids.join(", ")
@@ -145,14 +175,13 @@ fn weigh_by_the_answer(answer: &Answer, out: &mut Vec<Finding>) {
     // is a 400 when the provider refused this very request for its calls.
     if answer.status == 400 && about_pairing(&answer.text) {
         for f in out.iter_mut().filter(|f| f.kind == Kind::UnansweredCall) {
-            f.rejected_by_provider = true;
             f.severity = Severity::Rejected;
         }
     }
     if accepted {
         for f in out
             .iter_mut()
-            .filter(|f| f.kind == Kind::UnansweredCall && !f.rejected_by_provider)
+            .filter(|f| f.kind == Kind::UnansweredCall && !f.rejected_by_provider())
         {
             f.message = format!(
                 "{} The {} shows this request answered {}.",
@@ -167,7 +196,7 @@ fn weigh_by_the_answer(answer: &Answer, out: &mut Vec<Finding>) {
         }
     }
     let mut explained = false;
-    for f in out.iter_mut().filter(|f| f.rejected_by_provider) {
+    for f in out.iter_mut().filter(|f| f.rejected_by_provider()) {
         if accepted {
             f.message = format!(
                 "as written, a provider would refuse this ({}) but the {} shows it answered {}: it accepts this shape",
@@ -176,7 +205,6 @@ fn weigh_by_the_answer(answer: &Answer, out: &mut Vec<Finding>) {
                 answer.status
             );
             f.severity = Severity::Warning;
-            f.rejected_by_provider = false;
             f.evidence = Some(Evidence {
                 outcome: Fate::Answered,
                 line: None,
@@ -269,7 +297,7 @@ fn weigh_by_the_log(conv: &Conversation, out: &mut Vec<Finding>) {
 }
 
 fn weigh_findings(conv: &Conversation, out: &mut [Finding], used: &mut [bool]) {
-    if !out.iter().any(|f| f.rejected_by_provider) {
+    if !out.iter().any(|f| f.rejected_by_provider()) {
         return;
     }
     let msgs = &conv.messages;
@@ -295,7 +323,7 @@ fn weigh_findings(conv: &Conversation, out: &mut [Finding], used: &mut [bool]) {
         .filter(|n| n.kind == Kind::BrokenLink)
         .filter_map(|n| n.source.line.and_then(|l| message_of.get(&l).copied()))
         .collect();
-    for f in out.iter_mut().filter(|f| f.rejected_by_provider) {
+    for f in out.iter_mut().filter(|f| f.rejected_by_provider()) {
         let Some(&m) = f.line.and_then(|l| message_of.get(&l)) else {
             continue;
         };
@@ -412,7 +440,6 @@ fn weigh_findings(conv: &Conversation, out: &mut [Finding], used: &mut [bool]) {
                 continue;
             }
         }
-        f.rejected_by_provider = false;
     }
 }
 

@@ -171,6 +171,11 @@ fn blocks_of_type<'a>(
         .filter_map(move |b| b.get(id_key).and_then(Value::as_str).map(str::to_string))
 }
 
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "made an array just above"
+)]
 fn content_array(message: &mut Value) -> &mut Vec<Value> {
     let content = message
         .as_object_mut()
@@ -350,6 +355,11 @@ fn openai_synthesize(items: &mut Vec<Value>) -> usize {
     fixed
 }
 
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "the caller checked it is an object"
+)]
 fn openai_strip(items: &mut Vec<Value>) -> usize {
     let mut fixed = 0;
     let mut keep = vec![true; items.len()];
@@ -572,8 +582,11 @@ fn gemini_synthesize(items: &mut Vec<Value>) -> usize {
         fixed += missing.len();
         if missing.is_empty() {
             i += 1;
-        } else if next_answers.is_some() {
-            let parts = items[i + 1]["parts"].as_array_mut().expect("checked");
+        } else if let Some(parts) = next_answers
+            .is_some()
+            .then(|| items.get_mut(i + 1)?.get_mut("parts")?.as_array_mut())
+            .flatten()
+        {
             parts.extend(missing);
             i += 2;
         } else {

@@ -184,7 +184,7 @@ pub fn inspect_as(
         Ok(findings) => (findings, None),
         Err(e) => (Vec::new(), Some(e.to_string())),
     };
-    let rejected = findings.iter().find(|f| f.rejected_by_provider).cloned();
+    let rejected = findings.iter().find(|f| f.rejected_by_provider()).cloned();
     let decision = match (&rejected, policy) {
         (None, _) | (Some(_), OnInvalid::Forward) => Decision::Forward,
         (Some(f), OnInvalid::Block) => Decision::Block {
@@ -198,7 +198,7 @@ pub fn inspect_as(
             // cannot take back a call the provider stored.
             let still = judged(format, fixed.clone(), chain)
                 .ok()
-                .and_then(|found| found.into_iter().find(|f| f.rejected_by_provider));
+                .and_then(|found| found.into_iter().find(|f| f.rejected_by_provider()));
             match still {
                 None => Decision::Repaired {
                     body: fixed,

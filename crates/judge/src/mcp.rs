@@ -220,7 +220,6 @@ pub fn correlate(calls: &[McpCall], conv: &loopdbg_read::Conversation) -> Vec<Fi
                         "the MCP server failed `tools/call` {} ({}, MCP capture line {}), but the result of {id} went to the model as an ordinary result, without its error flag: the model reads the failure as data",
                         call.id, call.name, call.line
                     ),
-                    rejected_by_provider: false,
                     severity: Severity::Warning,
                     evidence: None,
                 });
@@ -238,7 +237,6 @@ fn found(kind: Kind, line: usize, id: &str, message: String) -> Finding {
         uuid: None,
         ids: vec![id.to_string()],
         message,
-        rejected_by_provider: false,
         severity: Severity::Warning,
         evidence: None,
     }
@@ -318,7 +316,7 @@ mod tests {
             .collect();
         assert_eq!(open.len(), 1, "{findings:?}");
         assert_eq!(open[0].ids, vec!["4".to_string()]);
-        assert!(findings.iter().all(|f| !f.rejected_by_provider));
+        assert!(findings.iter().all(|f| !f.rejected_by_provider()));
     }
 
     #[test]

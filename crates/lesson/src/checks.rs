@@ -31,11 +31,60 @@ pub struct QuoteCheck {
     pub cites_tool_numbers: Option<bool>,
 }
 
+/// A kind of run warning; its name is stable in JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WarningKind {
+    /// the provider would refuse a request the loop sent
+    Provider400,
+    /// the same assistant turn again and again: the loop spins
+    Spin,
+    /// the run ended with calls left without their results
+    DanglingAtEnd,
+    /// calls were run from a turn cut by `max_tokens`
+    TruncatedExecuted,
+    /// the final answer was cut by `max_tokens`
+    TruncatedAnswer,
+    /// the model's last turn has no answer text
+    NoAnswer,
+    /// a successful tool result's numbers appear nowhere in the answer
+    Uncited,
+    /// the answer states a number no tool returned
+    Unsourced,
+}
+
+impl WarningKind {
+    /// The stable name, as JSON and the text output write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WarningKind::Provider400 => "provider_400",
+            WarningKind::Spin => "spin",
+            WarningKind::DanglingAtEnd => "dangling_at_end",
+            WarningKind::TruncatedExecuted => "truncated_executed",
+            WarningKind::TruncatedAnswer => "truncated_answer",
+            WarningKind::NoAnswer => "no_answer",
+            WarningKind::Uncited => "uncited",
+            WarningKind::Unsourced => "unsourced",
+        }
+    }
+}
+
+impl std::fmt::Display for WarningKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for WarningKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
 /// Something worth the user's attention.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Warning {
-    /// A stable kind: `spin`, `uncited`, `unsourced`, `provider_400`.
-    pub kind: &'static str,
+    /// What kind of trouble.
+    pub kind: WarningKind,
     /// One sentence.
     pub message: String,
 }
@@ -162,7 +211,7 @@ fn warnings_with(trace: &Trace, check: &QuoteCheck, left: &[String]) -> Vec<Warn
     let mut out = Vec::new();
     for v in &trace.violations {
         out.push(Warning {
-            kind: "provider_400",
+            kind: WarningKind::Provider400,
             message: format!("round {}: {}", v.round, v.message),
         });
     }
@@ -170,7 +219,7 @@ fn warnings_with(trace: &Trace, check: &QuoteCheck, left: &[String]) -> Vec<Warn
         && run >= SPIN_THRESHOLD
     {
         out.push(Warning {
-            kind: "spin",
+            kind: WarningKind::Spin,
             message: format!(
                 "spin: the same reply came back {run} times in a row (rounds {}-{end}); each one is a billed request",
                 end + 1 - run
@@ -183,7 +232,7 @@ fn warnings_with(trace: &Trace, check: &QuoteCheck, left: &[String]) -> Vec<Warn
         .is_some_and(|v| v.unpaired == left.len() && v.ids.iter().all(|id| left.contains(id)));
     if !left.is_empty() && !already_said {
         out.push(Warning {
-            kind: "dangling_at_end",
+            kind: WarningKind::DanglingAtEnd,
             message: format!(
                 "the history ends with tool_use ids that have no tool_result ({}): a provider would reject the next request with a 400",
                 loopdbg_engine::ledger::counted_ids(left)
@@ -196,7 +245,7 @@ fn warnings_with(trace: &Trace, check: &QuoteCheck, left: &[String]) -> Vec<Warn
             && r.executions.iter().any(|e| e.message.is_some());
         if ran_anyway {
             out.push(Warning {
-                kind: "truncated_executed",
+                kind: WarningKind::TruncatedExecuted,
                 message: format!(
                     "round {}: the reply was cut by max_tokens, yet the loop handled its calls as if they were complete",
                     r.number
@@ -212,7 +261,7 @@ fn warnings_with(trace: &Trace, check: &QuoteCheck, left: &[String]) -> Vec<Warn
             r.reply.finish_reason() == loopdbg_engine::session::FinishReason::Length
         }) {
             out.push(Warning {
-                kind: "truncated_answer",
+                kind: WarningKind::TruncatedAnswer,
                 message: "the loop ended on a reply cut by max_tokens (finish_reason length) and took it as the answer: it is unfinished".into(),
             });
         } else if trace
@@ -223,7 +272,7 @@ fn warnings_with(trace: &Trace, check: &QuoteCheck, left: &[String]) -> Vec<Warn
         {
             let replay = trace.is_replay();
             out.push(Warning {
-                kind: "no_answer",
+                kind: WarningKind::NoAnswer,
                 message: match replay {
                     // A file may simply end before the answer: no loop
                     // "ended" there.
@@ -252,7 +301,7 @@ fn warnings_with(trace: &Trace, check: &QuoteCheck, left: &[String]) -> Vec<Warn
             }
         }
         out.push(Warning {
-            kind: "uncited",
+            kind: WarningKind::Uncited,
             message: format!(
                 "the answer does not quote the tools' numbers ({}): did the second request read the results?",
                 missing.join(", ")
@@ -319,7 +368,7 @@ fn unsourced_numbers(trace: &Trace) -> Option<Warning> {
         return None;
     }
     Some(Warning {
-        kind: "unsourced",
+        kind: WarningKind::Unsourced,
         message: format!(
             "the answer states {}, which no tool returned; {}: a number the stub wrote is not a fact",
             stated.join(", "),

@@ -5,7 +5,8 @@
 use serde::Serialize;
 
 use crate::report::{RoundReport, RunReport, clean, compact};
-use loopdbg_engine::session::Session;
+use loopdbg_engine::Strategy;
+use loopdbg_engine::session::{Choice, Session};
 use loopdbg_engine::trace::Trace;
 
 /// One side of a diff.
@@ -29,6 +30,19 @@ pub struct Run {
 }
 
 impl Run {
+    /// `session` run with its opening strategy and `choice` applied,
+    /// labelled `name [strategy]`; the error is the choice's, as the user
+    /// typed it.
+    pub fn ran(name: &str, session: Session, choice: &Choice) -> Result<Run, String> {
+        let strategy = Strategy::chosen(&session, choice)?;
+        let trace = loopdbg_engine::run(&session, &strategy);
+        Ok(Run {
+            label: format!("{name} [{}]", strategy.label()),
+            session,
+            trace,
+        })
+    }
+
     /// The run as a side to diff.
     pub fn side(&self) -> Side<'_> {
         Side {
@@ -266,7 +280,7 @@ pub fn diff(left: &Side, right: &Side) -> Diff {
         } else {
             rep.warnings
                 .iter()
-                .map(|w| w.kind)
+                .map(|w| w.kind.as_str())
                 .collect::<Vec<_>>()
                 .join(", ")
         }

@@ -10,12 +10,51 @@ use serde_json::Value;
 use loopdbg_engine::diagnostics::json_span::PathSeg;
 use loopdbg_engine::session::{Session, When};
 
+/// A kind of lint warning; its name is stable in JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LintKind {
+    /// a lookup table key that is not one of the tool's declared parameters
+    UndeclaredTableKey,
+    /// a scripted call passes an argument its tool does not declare
+    UndeclaredArg,
+    /// a stub rule no earlier rule leaves room for
+    UnreachableRule,
+    /// a declared tool the stub model never calls
+    UnusedTool,
+    /// a scripted call names a tool the session does not declare
+    UndefinedToolCall,
+}
+
+impl LintKind {
+    /// The stable name, as JSON and the text output write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LintKind::UndeclaredTableKey => "undeclared_table_key",
+            LintKind::UndeclaredArg => "undeclared_arg",
+            LintKind::UnreachableRule => "unreachable_rule",
+            LintKind::UnusedTool => "unused_tool",
+            LintKind::UndefinedToolCall => "undefined_tool_call",
+        }
+    }
+}
+
+impl std::fmt::Display for LintKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for LintKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
 /// One lint finding.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LintWarning {
-    /// A stable kind: `undeclared_table_key`, `undeclared_arg`,
-    /// `unreachable_rule`, `unused_tool`, `undefined_tool_call`.
-    pub kind: &'static str,
+    /// What kind of mistake.
+    pub kind: LintKind,
     /// Where, as a path into the session file.
     #[serde(serialize_with = "path_string")]
     pub path: Vec<PathSeg>,
@@ -68,7 +107,7 @@ pub fn lint(session: &Session) -> Vec<LintWarning> {
             };
             for k in args.keys().filter(|k| !declared.contains(&k.as_str())) {
                 out.push(LintWarning {
-                    kind: "undeclared_table_key",
+                    kind: LintKind::UndeclaredTableKey,
                     path: vec![key("tools"), PathSeg::Index(t), key("table"), PathSeg::Index(r), key("args"), key(k)],
                     message: format!(
                         "`{}` table row {r} is keyed by `{k}`, which the tool's parameters do not declare (declared: {}); the model fills the declared names, so this row can never match",
@@ -91,7 +130,7 @@ pub fn lint(session: &Session) -> Vec<LintWarning> {
             let rule_path = || vec![key("model"), key(behavior), PathSeg::Index(r)];
             if let Some((e, why)) = shadowed_by(&rules[..r], &rule.when) {
                 out.push(LintWarning {
-                    kind: "unreachable_rule",
+                    kind: LintKind::UnreachableRule,
                     path: rule_path(),
                     message: format!("model.{behavior}[{r}] can never reply: rule {e} {why}"),
                 });
@@ -100,7 +139,7 @@ pub fn lint(session: &Session) -> Vec<LintWarning> {
                 && round > max
             {
                 out.push(LintWarning {
-                    kind: "unreachable_rule",
+                    kind: LintKind::UnreachableRule,
                     path: [rule_path(), vec![key("when"), key("round")]].concat(),
                     message: format!(
                         "model.{behavior}[{r}] waits for round {round}, past the session's max_rounds {max}"
@@ -114,7 +153,7 @@ pub fn lint(session: &Session) -> Vec<LintWarning> {
                 for (i, t) in names.iter().enumerate() {
                     if !calls_here.contains(t.as_str()) {
                         out.push(LintWarning {
-                            kind: "unreachable_rule",
+                            kind: LintKind::UnreachableRule,
                             path: [rule_path(), vec![key("when"), key(cond), PathSeg::Index(i)]].concat(),
                             message: format!(
                                 "model.{behavior}[{r}] needs a call of `{t}` in the history, but no reply of `{behavior}` calls it"
@@ -133,7 +172,7 @@ pub fn lint(session: &Session) -> Vec<LintWarning> {
                 };
                 match session.tool(&call.name) {
                     None => out.push(LintWarning {
-                        kind: "undefined_tool_call",
+                        kind: LintKind::UndefinedToolCall,
                         path: [call_path(), vec![key("name")]].concat(),
                         message: format!(
                             "model.{behavior}[{r}] calls `{}`, which the session does not define: the whitelist will refuse it (fine if that is the point)",
@@ -148,7 +187,7 @@ pub fn lint(session: &Session) -> Vec<LintWarning> {
                         };
                         for k in args.keys().filter(|k| !declared.contains(&k.as_str())) {
                             out.push(LintWarning {
-                                kind: "undeclared_arg",
+                                kind: LintKind::UndeclaredArg,
                                 path: [call_path(), vec![key("args"), key(k)]].concat(),
                                 message: format!(
                                     "model.{behavior}[{r}] passes `{k}` to `{}`, which its parameters do not declare",
@@ -164,7 +203,7 @@ pub fn lint(session: &Session) -> Vec<LintWarning> {
     for (t, tool) in session.tools.iter().enumerate() {
         if !called.contains(tool.name.as_str()) {
             out.push(LintWarning {
-                kind: "unused_tool",
+                kind: LintKind::UnusedTool,
                 path: vec![key("tools"), PathSeg::Index(t), key("name")],
                 message: format!("tool `{}` is never called by any rule", tool.name),
             });
@@ -223,7 +262,7 @@ mod tests {
         let s = Session::parse("t.json", text).unwrap();
         lint(&s)
             .into_iter()
-            .map(|w| (w.kind, display_path(&w.path)))
+            .map(|w| (w.kind.as_str(), display_path(&w.path)))
             .collect()
     }
 

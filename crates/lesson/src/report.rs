@@ -368,7 +368,7 @@ pub fn dedup_warnings(warnings: &[Warning]) -> Vec<String> {
     let mut rounds_400: Vec<String> = Vec::new();
     let mut msg_400 = None;
     for w in warnings {
-        if w.kind == "provider_400" {
+        if w.kind == crate::checks::WarningKind::Provider400 {
             let (round, msg) = w.message.split_once(": ").unwrap_or(("", &w.message));
             rounds_400.push(round.trim_start_matches("round ").to_string());
             // The last says it all: unanswered calls pile up round by round.
@@ -472,7 +472,7 @@ pub fn compare_rows(origin: &str, session: &Session, max_rounds: u32) -> Vec<Com
                     warnings: {
                         let mut kinds: Vec<&'static str> = crate::checks::warnings(&trace)
                             .into_iter()
-                            .map(|w| w.kind)
+                            .map(|w| w.kind.as_str())
                             .collect();
                         kinds.dedup();
                         kinds

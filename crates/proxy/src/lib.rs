@@ -7,8 +7,9 @@
 //! HTTP is hyper's: its server toward the agent (HTTP/1.1 and 1.0, with a
 //! header-read timeout that also closes idle connections, and limits on
 //! header size and count) and hyper-util's pooled client toward the
-//! upstream ([`upstream`]). This crate's own code is the policy: where a
+//! upstream (`upstream`). This crate's own code is the policy: where a
 //! request goes, what is checked, what is kept, what is never written.
+#![forbid(unsafe_code)]
 
 /// The gate is the wire crate's: the Python guard decides with it too.
 pub use loopdbg_judge::gate;
@@ -557,7 +558,7 @@ fn outgoing(
             let why = started
                 .findings
                 .iter()
-                .find(|f| f.rejected_by_provider)
+                .find(|f| f.rejected_by_provider())
                 .map_or(String::new(), |f| f.message.clone());
             let message = format!(
                 "{why} The request is signed (AWS SigV4), and its signature covers the body, so it cannot be repaired on the way; it was not sent"
@@ -623,7 +624,7 @@ pub fn summary_line(x: &Exchange) -> String {
         if x.streamed { " streamed" } else { "" },
         x.latency_ms
     );
-    let rejected = x.findings.iter().find(|f| f.rejected_by_provider);
+    let rejected = x.findings.iter().find(|f| f.rejected_by_provider());
     match (x.action, rejected) {
         (Action::Blocked, Some(f)) => line.push_str(&format!(
             " · BLOCKED: {} ({})",
@@ -644,7 +645,7 @@ pub fn summary_line(x: &Exchange) -> String {
             let warnings = x
                 .findings
                 .iter()
-                .filter(|f| f.severity == "warning")
+                .filter(|f| f.severity == loopdbg_read::finding::Severity::Warning)
                 .count();
             match (warnings, status_said(x)) {
                 (_, Some(said)) => line.push_str(&format!(" · {said}")),

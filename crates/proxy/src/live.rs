@@ -54,14 +54,18 @@ impl Watched {
         let sent = read(&shown["request"], Source::Provider(provider)).ok()?;
         let body = capture::conversation_of(shown);
         let conversation = read(&body, Source::Provider(provider)).ok()?;
-        let alarm = x.findings.iter().find(|f| f.rejected_by_provider).map(|f| {
-            let what = match x.action {
-                Action::Blocked => "blocked locally",
-                Action::Repaired => "repaired before forwarding",
-                Action::Forwarded | Action::Failed => "forwarded as it was",
-            };
-            f.alarm(&format!("ALARM #{} ({what})", x.seq))
-        });
+        let alarm = x
+            .findings
+            .iter()
+            .find(|f| f.rejected_by_provider())
+            .map(|f| {
+                let what = match x.action {
+                    Action::Blocked => "blocked locally",
+                    Action::Repaired => "repaired before forwarding",
+                    Action::Forwarded | Action::Failed => "forwarded as it was",
+                };
+                f.alarm(&format!("ALARM #{} ({what})", x.seq))
+            });
         Some(Shown {
             findings: check(&sent),
             conversation,

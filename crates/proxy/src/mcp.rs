@@ -15,6 +15,11 @@ use tokio::sync::mpsc;
 /// Starts `command` and relays between it and this process's standard
 /// input and output until the server exits, calling `record` with each
 /// record (the start first). Returns how the server exited.
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "the child was spawned with a piped stdin"
+)]
 pub async fn relay_stdio(
     command: &[String],
     mut record: impl FnMut(Record),

@@ -32,6 +32,19 @@ pub struct Counts {
     pub dropped: AtomicU64,
 }
 
+/// What `--otlp` did, as the proxy says when it ends.
+impl std::fmt::Display for Counts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use std::sync::atomic::Ordering;
+        write!(
+            f,
+            "otlp: {} span(s) sent, {} dropped (queue full, or the collector down or refusing)",
+            self.sent.load(Ordering::Relaxed),
+            self.dropped.load(Ordering::Relaxed)
+        )
+    }
+}
+
 /// The sending side, held by whoever consumes the exchanges.
 pub struct Sink {
     queue: mpsc::Sender<ExportTraceServiceRequest>,

@@ -73,6 +73,10 @@ impl Upstream {
 
     /// Sends one request for `path_and_query` under the base (the agent's
     /// headers but the hop-by-hop ones) and waits for the answer's head.
+    #[allow(
+        clippy::expect_used,
+        reason = "the method and URI were parsed before they came here"
+    )]
     pub async fn send(
         &self,
         method: hyper::Method,

@@ -2,6 +2,9 @@
 //! a global allocator (not timed, not sampled from the OS), so the figure
 //! is exact and the same on every machine. One test in this binary, so no
 //! other test's allocations are counted.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests, benches and examples may panic on what they set up
+#![allow(unsafe_code)] // a counting global allocator: the only unsafe code in the workspace
+#![allow(missing_docs)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};

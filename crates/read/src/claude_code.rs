@@ -1234,6 +1234,11 @@ impl<'a> Thread<'a> {
 
     /// One notice per branch: the off-chain message events under one fork,
     /// with the fork's line.
+    #[allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        reason = "a group has at least one member"
+    )]
     fn branch_notices(&self, off: &[usize], on: &[bool]) -> Vec<(Option<usize>, Notice)> {
         // Where each off-chain event leaves the chain, memoized: events come
         // in file order, so a parent is usually resolved before its child.

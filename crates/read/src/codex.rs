@@ -51,6 +51,11 @@ pub const RECORD_TYPES: &[&str] = &[
 
 impl CodexRollout {
     /// Adds the record on 1-based `line`.
+    #[allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        reason = "pushed just above when empty"
+    )]
     pub fn push_owned(&mut self, line: usize, mut record: Value) -> Result<(), ReadError> {
         let kind = record
             .get("type")

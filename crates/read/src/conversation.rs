@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use loopdbg_engine::diagnostics::json_span::JsonPath;
-use loopdbg_engine::message::{Block, Message};
+use loopdbg_engine::message::{Block, Message, Role};
 use loopdbg_formats::provider::Format;
 
 /// What a file holds, as detected or forced.
@@ -411,6 +411,26 @@ impl Conversation {
         self.messages.reserve(messages);
         self.message_sources.reserve(messages);
         self.block_sources.reserve(messages);
+    }
+
+    /// A block of `role` that joins the last message when that message is
+    /// `role`'s (the calls of one turn join the assistant message before
+    /// them), else opens a message of its own read at `source`.
+    pub(crate) fn push_joining(&mut self, role: Role, block: Block, source: BlockSource) {
+        match (self.messages.last_mut(), self.block_sources.last_mut()) {
+            (Some(last), Some(sources)) if last.role == role => {
+                last.content.push(block);
+                sources.push(source);
+            }
+            _ => {
+                let message = Message {
+                    role,
+                    content: vec![block],
+                    finish_reason: None,
+                };
+                self.push(message, source.clone(), vec![source]);
+            }
+        }
     }
 
     pub(crate) fn push(&mut self, message: Message, source: BlockSource, blocks: Vec<BlockSource>) {

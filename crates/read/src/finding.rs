@@ -1,8 +1,8 @@
 //! What the checker says: the kind of a problem, how grave it is, and what
 //! a file shows became of the request. Each is an enum that serializes to
-//! the stable string `check --format json` has always written, and compares
-//! equal to that string, so `finding.kind == "unanswered_call"` reads as
-//! the JSON does.
+//! the stable string `check --format json` has always written. Code compares
+//! variants (`Kind::UnansweredCall`), never strings, so a typo does not
+//! compile.
 
 use serde::Serialize;
 
@@ -140,7 +140,8 @@ impl Fate {
     }
 }
 
-/// The string forms: Display, Serialize and comparison with `&str`.
+/// The string forms: Display and Serialize. No comparison with `&str`:
+/// `kind == "refused_requset"` would compile with its typo.
 macro_rules! named {
     ($($t:ty),+) => {$(
         impl std::fmt::Display for $t {
@@ -152,24 +153,6 @@ macro_rules! named {
         impl Serialize for $t {
             fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
                 s.serialize_str(self.as_str())
-            }
-        }
-
-        impl PartialEq<str> for $t {
-            fn eq(&self, other: &str) -> bool {
-                self.as_str() == other
-            }
-        }
-
-        impl PartialEq<&str> for $t {
-            fn eq(&self, other: &&str) -> bool {
-                self.as_str() == *other
-            }
-        }
-
-        impl PartialEq<$t> for &str {
-            fn eq(&self, other: &$t) -> bool {
-                *self == other.as_str()
             }
         }
     )+};
@@ -199,6 +182,6 @@ mod tests {
             serde_json::to_string(&Fate::InFlight).unwrap(),
             "\"in_flight\""
         );
-        assert!(Kind::RepeatedTurn == "repeated_turn");
+        assert_eq!(Kind::RepeatedTurn.to_string(), "repeated_turn");
     }
 }

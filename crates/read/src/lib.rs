@@ -3,9 +3,9 @@
 //! hold several tool_result blocks), with the source of every block, so a
 //! finding can name `messages[3].content[1]` or the log line and uuid.
 //!
-//! - [`detect`]: the one detector: what a document or a line holds;
+//! - [`detect`](mod@detect): the one detector: what a document or a line holds;
 //! - request bodies, one module per provider format: [`anthropic`],
-//!   [`openai_chat`], [`responses`], [`gemini`], [`bedrock`] (and
+//!   [`openai_chat`], [`responses`], `gemini`, [`bedrock`] (and
 //!   [`plain`], the typed path `check` takes for JSON Lines of them);
 //! - agent logs ([`log`]): Claude Code, Codex, Gemini CLI, Copilot CLI,
 //!   and opencode's export;

@@ -91,6 +91,11 @@ impl Record {
     }
 
     /// The record as one line of the capture, with its newline.
+    #[allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        reason = "a record of strings and JSON values always serializes"
+    )]
     pub fn to_line(&self) -> String {
         let mut line = serde_json::to_string(self).expect("a record serializes");
         line.push('\n');
@@ -119,6 +124,11 @@ pub struct Session {
 
 /// Reads a capture's lines (1-based number, parsed record) into one
 /// session per run of the tap.
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "pushed just above when empty"
+)]
 pub fn sessions(records: impl IntoIterator<Item = (usize, Record)>) -> Vec<Session> {
     let mut out: Vec<Session> = Vec::new();
     for (line, record) in records {

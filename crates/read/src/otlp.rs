@@ -4,7 +4,7 @@
 //! has one per interaction, and its status says what the provider answered.
 //!
 //! The GenAI conventions are still moving, so spans come in dialects; each
-//! is read into one neutral message list ([`Said`]) that is then written as
+//! is read into one neutral message list (`Said`) that is then written as
 //! the provider's own request body and read by that provider's reader, so
 //! the provider's rules and words apply as they do to a captured body:
 //!
@@ -699,6 +699,11 @@ fn response_text(v: &Value) -> String {
 
 /// The neutral messages as an Anthropic Messages body's `messages`: a
 /// turn's results in one user message, as Anthropic wants them.
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "the messages are the ones built here, content arrays"
+)]
 fn anthropic_messages(said: &[Said]) -> Vec<Written> {
     let mut out: Vec<Written> = Vec::new();
     for m in said {
@@ -862,6 +867,11 @@ fn gemini_messages(said: &[Said]) -> Vec<Written> {
 }
 
 /// Bedrock Converse: `toolUse` / `toolResult` blocks.
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "the messages are the ones built here, content arrays"
+)]
 fn bedrock_messages(said: &[Said]) -> Vec<Written> {
     let mut out = anthropic_messages(said);
     for w in &mut out {
@@ -881,6 +891,11 @@ fn bedrock_messages(said: &[Said]) -> Vec<Written> {
 
 /// The exchange as the provider's request body (the output appended when
 /// `replies`), and where each message and block came from.
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "the body is the one built here"
+)]
 fn body_of(format: Format, exchange: &Exchange, replies: bool) -> (Value, Vec<Written>) {
     let said: Vec<Said> = match replies {
         true => exchange

@@ -36,7 +36,7 @@ pub fn conversation(line: &str, forced: Option<Source>) -> Option<Conversation> 
 }
 
 /// [`conversation`], trying every shape whatever this thread has seen
-/// (see [`Seen`]): what tests hold to the general reader line by line.
+/// (see `Seen`): what tests hold to the general reader line by line.
 pub fn every_shape(line: &str, forced: Option<Source>) -> Option<Conversation> {
     match forced {
         Some(Source::Provider(format)) => read_as(line, format, true),
@@ -702,13 +702,7 @@ fn responses_item(conv: &mut Conversation, i: usize, item: ResponsesItem) -> Opt
                 input,
             };
             // Calls of one turn join the assistant message before them.
-            match conv.messages.last_mut() {
-                Some(last) if last.role == Role::Assistant => {
-                    last.content.push(call);
-                    conv.block_sources.last_mut()?.push(src);
-                }
-                _ => conv.push(plain_message(Role::Assistant, call), src.clone(), vec![src]),
-            }
+            conv.push_joining(Role::Assistant, call, src);
         }
         "function_call_output" => {
             let result = Block::ToolResult {

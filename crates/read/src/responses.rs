@@ -57,7 +57,7 @@ pub(super) fn read(doc: &mut Value, detail: Detail) -> Result<Conversation, Read
     })
 }
 
-/// [`read`], with where each input item came from: by default its path
+/// `read`, with where each input item came from: by default its path
 /// (`input[i]`); a Codex rollout names the line of its log instead.
 pub fn read_items(
     doc: &mut Value,
@@ -241,21 +241,7 @@ fn read_call(
         conv.call_types.push((id, call.to_string()));
     }
     // Calls of one turn join the assistant message before them.
-    match conv.messages.last_mut() {
-        Some(last) if last.role == Role::Assistant => {
-            last.content.push(block);
-            conv.block_sources.last_mut().expect("parallel").push(src);
-        }
-        _ => conv.push(
-            Message {
-                role: Role::Assistant,
-                content: vec![block],
-                finish_reason: None,
-            },
-            src.clone(),
-            vec![src],
-        ),
-    }
+    conv.push_joining(Role::Assistant, block, src);
     Ok(())
 }
 

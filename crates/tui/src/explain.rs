@@ -417,7 +417,7 @@ pub fn provider_rejection(
         loopdbg_read::read_owned(body, loopdbg_read::Source::Provider(format)).ok()?;
     let finding = loopdbg_judge::check::check(&conversation)
         .into_iter()
-        .find(|f| f.rejected_by_provider)?;
+        .find(|f| f.rejected_by_provider())?;
     Some(format!(
         "{} would answer 400 ({}): {}",
         format.title(),

@@ -5,6 +5,10 @@
 //! last one nothing more than the first. `GET /__fake/requests` answers
 //! how many requests it served, for a test asking whether any reached it.
 
+#[allow(
+    clippy::expect_used,
+    reason = "a test fake: a runtime it cannot start is a failed test"
+)]
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)

@@ -190,7 +190,11 @@ fn end_summary(app: &App) -> Vec<Line<'static>> {
             t.warn,
         )));
     }
-    for w in a.warnings.iter().filter(|w| w.kind != "provider_400") {
+    for w in a
+        .warnings
+        .iter()
+        .filter(|w| w.kind != loopdbg_lesson::checks::WarningKind::Provider400)
+    {
         lines.push(Line::from(span(format!("⚠ {}", clean(&w.message)), t.warn)));
     }
     lines
