@@ -480,3 +480,293 @@ fn doctor_splits_two_records_joined_on_one_line() {
         "the split file is the log as it was written, byte for byte"
     );
 }
+
+/// What a resumed Gemini CLI session writes before its first request: the
+/// whole history it loaded, folded, as one `$set` of `messages`, then the
+/// user's new prompt. Gemini refuses that request (each response is sent
+/// twice), so the user resumes again: each try adds a `$set` line and a
+/// prompt.
+fn failed_resume(text: &str, try_number: usize) -> String {
+    let mut records: Vec<serde_json::Value> = Vec::new();
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        if let Some(messages) = v.get("$set").and_then(|s| s.get("messages")) {
+            records = messages.as_array().unwrap().clone();
+        } else if let Some(id) = v.get("id") {
+            match records.iter_mut().find(|r| r["id"] == *id) {
+                Some(slot) => *slot = v.clone(),
+                None => records.push(v.clone()),
+            }
+        }
+    }
+    let set = serde_json::json!({"$set": {"messages": records}});
+    let prompt = serde_json::json!({
+        "id": format!("resume-prompt-{try_number}"),
+        "timestamp": "2026-12-02T05:00:00.000Z",
+        "type": "user",
+        "content": [{"text": "go on"}],
+    });
+    format!(
+        "{text}{set}\n{prompt}\n{{\"$set\":{{\"lastUpdated\":\"2026-12-02T05:00:00.000Z\"}}}}\n"
+    )
+}
+
+/// The path a user takes: `gemini --resume` first (refused, and the file
+/// grows), again, then the doctor. It repairs the file in one write, names
+/// only lines it changes, keeps the original byte for byte, and a second
+/// run finds nothing to do and leaves the file as it is.
+#[test]
+fn doctor_repairs_a_gemini_cli_chat_after_failed_resumes() {
+    for tries in [1, 2, 3] {
+        let (dir, path) = copy(GEMINI_CLI);
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        for n in 1..=tries {
+            text = failed_resume(&text, n);
+        }
+        std::fs::write(&path, &text).unwrap();
+        age(&path);
+        loopdbg()
+            .args(["check", path.to_str().unwrap()])
+            .assert()
+            .code(1)
+            .stdout(predicate::str::contains("`gemini --resume` gets this 400"));
+        let out = loopdbg()
+            .args(["doctor", "--write", path.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "after {tries} failed resume(s): {said}"
+        );
+        let named: Vec<usize> = said
+            .lines()
+            .filter_map(|l| {
+                l.trim()
+                    .strip_prefix("line ")?
+                    .split(':')
+                    .next()?
+                    .parse()
+                    .ok()
+            })
+            .collect();
+        assert!(!named.is_empty(), "{said}");
+        let changes: Vec<&str> = said
+            .lines()
+            .filter(|l| l.trim().starts_with("line "))
+            .collect();
+        let mut distinct = changes.clone();
+        distinct.sort();
+        distinct.dedup();
+        assert_eq!(
+            distinct.len(),
+            changes.len(),
+            "no change said twice: {said}"
+        );
+        // Only the named lines differ (none is added: responses are
+        // dropped, from their own lines or from a `$set`).
+        let after = std::fs::read_to_string(&path).unwrap();
+        let before_lines: Vec<&str> = text.lines().collect();
+        let after_lines: Vec<&str> = after.lines().collect();
+        let kept: Vec<&str> = before_lines
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| !named.contains(&(k + 1)))
+            .map(|(_, l)| *l)
+            .collect();
+        assert!(
+            kept.iter().all(|l| after_lines.contains(l)),
+            "a line the doctor did not name changed"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("session.jsonl.loopdbg-bak")).unwrap(),
+            text,
+            "the backup is the original"
+        );
+        loopdbg()
+            .args(["check", path.to_str().unwrap()])
+            .assert()
+            .code(0);
+        age(&path);
+        loopdbg()
+            .args(["doctor", "--write", path.to_str().unwrap()])
+            .assert()
+            .code(0);
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            after,
+            "a second run leaves the file byte for byte"
+        );
+        assert_eq!(backups(dir.path()).len(), 1, "and makes no second backup");
+    }
+}
+
+/// Every node of `v` up to `depth` levels down, as a path of keys and
+/// indices.
+fn node_paths(
+    v: &serde_json::Value,
+    depth: usize,
+    at: &mut Vec<String>,
+    out: &mut Vec<Vec<String>>,
+) {
+    out.push(at.clone());
+    if depth == 0 {
+        return;
+    }
+    let children: Vec<(String, &serde_json::Value)> = match v {
+        serde_json::Value::Object(map) => map.iter().map(|(k, x)| (k.clone(), x)).collect(),
+        // The first and the last item stand for the rest: the walks treat
+        // items alike, and a store's message list is long.
+        serde_json::Value::Array(items) => {
+            let mut ends: Vec<usize> = vec![0, items.len().saturating_sub(1)];
+            ends.dedup();
+            ends.into_iter()
+                .filter_map(|i| Some((i.to_string(), items.get(i)?)))
+                .collect()
+        }
+        _ => Vec::new(),
+    };
+    for (key, child) in children {
+        at.push(key);
+        node_paths(child, depth - 1, at, out);
+        at.pop();
+    }
+}
+
+fn shorten(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::String(s) if s.len() > 64 => {
+            *s = s.chars().take(64).collect();
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(shorten),
+        serde_json::Value::Object(map) => map.values_mut().for_each(shorten),
+        _ => {}
+    }
+}
+
+fn at<'v>(v: &'v serde_json::Value, path: &[String]) -> &'v serde_json::Value {
+    path.iter().fold(v, |v, key| match v {
+        serde_json::Value::Array(items) => &items[key.parse::<usize>().unwrap()],
+        _ => &v[key.as_str()],
+    })
+}
+
+/// Whether a replacement would leave the node as it was in kind (an empty
+/// object for an object, a scalar for a scalar).
+fn same_kind(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    use serde_json::Value::{Array, Object};
+    match (a, b) {
+        (Array(x), Array(y)) => x.is_empty() == y.is_empty(),
+        (Object(_), Object(_)) => true,
+        (Array(_) | Object(_), _) | (_, Array(_) | Object(_)) => false,
+        _ => true,
+    }
+}
+
+fn replace_at(v: &mut serde_json::Value, path: &[String], new: serde_json::Value) {
+    let mut target = v;
+    for key in path {
+        target = match target {
+            serde_json::Value::Object(map) => map.get_mut(key).unwrap(),
+            serde_json::Value::Array(items) => &mut items[key.parse::<usize>().unwrap()],
+            _ => unreachable!(),
+        };
+    }
+    *target = new;
+}
+
+/// The doctor never panics, whatever shape a record of an agent's store
+/// has: every node (three levels down) of every record of each agent's
+/// broken session, a Gemini CLI chat after a failed resume included, is
+/// replaced in turn by a value of each other JSON type, and the doctor
+/// diagnoses the file, writes its repair and checks it again.
+#[test]
+fn the_doctor_never_panics_on_a_record_of_another_shape() {
+    let gemini_resumed = failed_resume(&std::fs::read_to_string(GEMINI_CLI).unwrap(), 1);
+    // Long texts (system prompts, tool lists) are cut to keep each check
+    // short; ids, kinds and structure stay as the agents wrote them.
+    let stores = [
+        std::fs::read_to_string(BROKEN).unwrap(),
+        std::fs::read_to_string(INVALID_ID).unwrap(),
+        std::fs::read_to_string(CODEX).unwrap(),
+        gemini_resumed,
+    ]
+    .map(|text| {
+        text.lines()
+            .map(
+                |line| match serde_json::from_str::<serde_json::Value>(line) {
+                    Ok(mut v) => {
+                        shorten(&mut v);
+                        v.to_string()
+                    }
+                    Err(_) => line.to_string(),
+                },
+            )
+            .collect::<Vec<_>>()
+            .join("\n")
+            + "\n"
+    });
+    // One value of each kind the doctor's walks treat differently: a
+    // scalar, an empty array, an array of arrays, an empty object.
+    let others = [
+        serde_json::json!(true),
+        serde_json::json!([]),
+        serde_json::json!([[1]]),
+        serde_json::json!({}),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.jsonl");
+    // Every fifth of the ~6,200 candidates (a prime stride walks every
+    // value over every path): all of them take 90 s in a debug build.
+    const STRIDE: usize = 5;
+    let mut candidates = 0;
+    let mut tried = 0;
+    let mut panics = Vec::new();
+    for (s, text) in stores.iter().enumerate() {
+        let lines: Vec<&str> = text.lines().collect();
+        for (k, line) in lines.iter().enumerate() {
+            let Ok(record) = serde_json::from_str::<serde_json::Value>(line) else {
+                continue;
+            };
+            let mut paths = Vec::new();
+            node_paths(&record, 3, &mut Vec::new(), &mut paths);
+            for p in paths {
+                for other in others.iter().filter(|o| !same_kind(o, at(&record, &p))) {
+                    candidates += 1;
+                    if candidates % STRIDE != 0 {
+                        continue;
+                    }
+                    let mut mutated = record.clone();
+                    replace_at(&mut mutated, &p, other.clone());
+                    let mut out = lines.clone();
+                    let new_line = mutated.to_string();
+                    out[k] = &new_line;
+                    std::fs::write(&path, out.join("\n") + "\n").unwrap();
+                    tried += 1;
+                    let run = std::panic::catch_unwind(|| {
+                        if let loopdbg_corpus::doctor::Verdict::Needs(plan) =
+                            loopdbg_corpus::doctor::diagnose(&path)
+                        {
+                            loopdbg_corpus::doctor::apply(&path, &plan, true);
+                        }
+                    });
+                    if run.is_err() {
+                        panics.push(format!("store {s}, line {}, {:?} = {other}", k + 1, p));
+                    }
+                    let backup = dir.path().join("session.jsonl.loopdbg-bak");
+                    if backup.exists() {
+                        std::fs::remove_file(backup).unwrap();
+                    }
+                }
+            }
+        }
+    }
+    assert!(tried > 1000, "only {tried} of {candidates} mutations");
+    assert!(
+        panics.is_empty(),
+        "{} of {tried} panicked:\n{}",
+        panics.len(),
+        panics[..panics.len().min(20)].join("\n")
+    );
+}

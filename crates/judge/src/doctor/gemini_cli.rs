@@ -9,7 +9,7 @@
 //! second copy and gives a call without a result an error result, in the
 //! record where the CLI keeps results (`toolCalls[k].result`).
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 
 use serde_json::{Value, json};
 
@@ -40,62 +40,168 @@ enum Edit {
 }
 
 /// The repair of a Gemini CLI chat recording `text`.
+///
+/// The edits are made on the folded records first and written back once
+/// per line: a resumed session rewrites the whole history as one `$set`
+/// line, so several records of one line may change, and each is found by
+/// its element as the CLI wrote it, never by an index an earlier removal
+/// moved.
 pub fn gemini_cli(text: &str) -> Result<Plan, String> {
     let (mut lines, mut changes) = read_lines(text);
-    let records = fold(&lines);
+    let mut records = fold(&lines);
     let edits = plan(&records);
+    // What becomes of each record an edit touches: `None` when dropped.
+    let mut touched: BTreeMap<usize, Option<Value>> = BTreeMap::new();
     for edit in &edits {
         match edit {
             Edit::DropParts { record, parts } => {
-                let rec = &records[*record];
-                let parts_of = rec.value["content"].as_array().cloned().unwrap_or_default();
-                let ids: Vec<&str> = parts
+                let rec = &mut records[*record];
+                let Some(content) = rec.value.get_mut("content").and_then(Value::as_array_mut)
+                else {
+                    continue;
+                };
+                let ids: Vec<String> = parts
                     .iter()
-                    .filter_map(|&p| parts_of.get(p)?["functionResponse"]["id"].as_str())
+                    .filter_map(|&p| content.get(p)?.get("functionResponse")?.get("id")?.as_str())
+                    .map(str::to_string)
                     .collect();
-                let kept: Vec<Value> = parts_of
-                    .iter()
-                    .enumerate()
-                    .filter(|(p, _)| !parts.contains(p))
-                    .map(|(_, v)| v.clone())
-                    .collect();
+                let mut p = 0;
+                content.retain(|_| {
+                    p += 1;
+                    !parts.contains(&(p - 1))
+                });
                 let what = format!(
                     "drop the second copy of the response for {} (the call's `result` holds it; Gemini CLI would send both and Gemini refuses the count)",
                     ids.join(", ")
                 );
-                if kept.is_empty() {
-                    remove_record(&mut lines, rec, &mut changes, &what);
-                } else {
-                    edit_record(&mut lines, rec.loc, |v| {
-                        v["content"] = Value::Array(kept.clone())
-                    })?;
-                    changes.push(Change {
-                        line: rec.loc.line + 1,
-                        what,
-                    });
+                let keep = !content.is_empty();
+                touched.insert(*record, keep.then(|| rec.value.clone()));
+                match (keep, rec.loc.element) {
+                    (false, None) => {
+                        for k in own_lines(&lines, &rec.id) {
+                            note(&mut changes, k + 1, what.clone());
+                        }
+                    }
+                    _ => note(&mut changes, rec.loc.line + 1, what),
                 }
             }
             Edit::FillResult { record, call } => {
-                let rec = &records[*record];
-                let target = &rec.value["toolCalls"][*call];
-                let id = target["id"].as_str().unwrap_or("").to_string();
-                let name = target["name"].as_str().unwrap_or("").to_string();
-                let call = *call;
-                edit_record(&mut lines, rec.loc, |v| {
-                    let slot = &mut v["toolCalls"][call];
-                    slot["result"] = json!([{"functionResponse": {
+                let rec = &mut records[*record];
+                let Some(slot) = rec
+                    .value
+                    .get_mut("toolCalls")
+                    .and_then(|c| c.get_mut(*call))
+                    .and_then(Value::as_object_mut)
+                else {
+                    continue;
+                };
+                let id = slot
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                let name = slot
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                slot.insert(
+                    "result".into(),
+                    json!([{"functionResponse": {
                         "id": id, "name": name, "response": {"error": PLACEHOLDER}
-                    }}]);
-                    slot["status"] = Value::from("error");
-                })?;
-                changes.push(Change {
-                    line: rec.loc.line + 1,
-                    what: format!("give the call {id} ({name}) the error result it never got"),
-                });
+                    }}]),
+                );
+                slot.insert("status".into(), Value::from("error"));
+                touched.insert(*record, Some(rec.value.clone()));
+                note(
+                    &mut changes,
+                    rec.loc.line + 1,
+                    format!("give the call {id} ({name}) the error result it never got"),
+                );
             }
         }
     }
+    write_back(&mut lines, &records, &touched)?;
     Ok(assemble(lines, &[], changes))
+}
+
+/// Says `what` of `line`, once.
+fn note(changes: &mut Vec<Change>, line: usize, what: String) {
+    if !changes.iter().any(|c| c.line == line && c.what == what) {
+        changes.push(Change { line, what });
+    }
+}
+
+/// Writes the touched records back: a record on a line of its own is
+/// rewritten there (or every line of it removed); records that are
+/// elements of a `messages` array are replaced or dropped in one pass
+/// over that array.
+fn write_back(
+    lines: &mut [Line],
+    records: &[Record],
+    touched: &BTreeMap<usize, Option<Value>>,
+) -> Result<(), String> {
+    let mut by_element: BTreeMap<usize, BTreeMap<usize, Option<Value>>> = BTreeMap::new();
+    for (&r, value) in touched {
+        let rec = &records[r];
+        match (rec.loc.element, value) {
+            (Some(e), _) => {
+                by_element
+                    .entry(rec.loc.line)
+                    .or_default()
+                    .insert(e, value.clone());
+            }
+            (None, Some(v)) => {
+                let line = &mut lines[rec.loc.line];
+                line.text = v.to_string();
+                line.parsed = Some(v.clone());
+            }
+            (None, None) => {
+                for k in own_lines(lines, &rec.id) {
+                    lines[k].removed = true;
+                }
+            }
+        }
+    }
+    for (k, elements) in by_element {
+        let line = &mut lines[k];
+        let parsed = line
+            .parsed
+            .as_mut()
+            .ok_or_else(|| format!("line {} is not JSON", k + 1))?;
+        let patch = match parsed.get("$set").is_some() {
+            true => parsed.get_mut("$set"),
+            false => Some(&mut *parsed),
+        };
+        let Some(Value::Array(messages)) = patch.and_then(|p| p.get_mut("messages")) else {
+            return Err(format!("line {}: no `messages` array", k + 1));
+        };
+        let old = std::mem::take(messages);
+        *messages = old
+            .into_iter()
+            .enumerate()
+            .filter_map(|(e, m)| match elements.get(&e) {
+                Some(new) => new.clone(),
+                None => Some(m),
+            })
+            .collect();
+        line.text = parsed.to_string();
+    }
+    Ok(())
+}
+
+/// The lines that are a version of record `id` (not a `$set`).
+fn own_lines(lines: &[Line], id: &str) -> Vec<usize> {
+    lines
+        .iter()
+        .enumerate()
+        .filter(|(_, line)| {
+            line.parsed.as_ref().is_some_and(|v| {
+                v.get("$set").is_none() && v.get("id").and_then(Value::as_str) == Some(id)
+            })
+        })
+        .map(|(k, _)| k)
+        .collect()
 }
 
 /// The message records as the CLI folds them: a record whose `id` was seen
@@ -229,73 +335,4 @@ fn plan(records: &[Record]) -> Vec<Edit> {
     }
     close(&mut open, &mut edits);
     edits
-}
-
-/// Applies `change` to the record at `loc` and rewrites its line.
-fn edit_record(
-    lines: &mut [Line],
-    loc: Loc,
-    change: impl FnOnce(&mut Value),
-) -> Result<(), String> {
-    let line = &mut lines[loc.line];
-    let parsed = line
-        .parsed
-        .as_mut()
-        .ok_or_else(|| format!("line {} is not JSON", loc.line + 1))?;
-    let target = match loc.element {
-        None => parsed,
-        Some(e) => {
-            let patch = if parsed.get("$set").is_some() {
-                &mut parsed["$set"]
-            } else {
-                parsed
-            };
-            patch["messages"]
-                .get_mut(e)
-                .ok_or_else(|| format!("line {}: no message {e}", loc.line + 1))?
-        }
-    };
-    change(target);
-    line.text = line
-        .parsed
-        .as_ref()
-        .map(Value::to_string)
-        .unwrap_or_default();
-    Ok(())
-}
-
-/// Removes every version of `rec`: its own lines, or its element of a
-/// `messages` array.
-fn remove_record(lines: &mut [Line], rec: &Record, changes: &mut Vec<Change>, what: &str) {
-    if let Some(e) = rec.loc.element {
-        let line = &mut lines[rec.loc.line];
-        if let Some(parsed) = line.parsed.as_mut() {
-            let patch = if parsed.get("$set").is_some() {
-                &mut parsed["$set"]
-            } else {
-                &mut *parsed
-            };
-            if let Some(Value::Array(messages)) = patch.get_mut("messages") {
-                messages.remove(e);
-            }
-            line.text = parsed.to_string();
-        }
-        changes.push(Change {
-            line: rec.loc.line + 1,
-            what: what.to_string(),
-        });
-        return;
-    }
-    for (k, line) in lines.iter_mut().enumerate() {
-        let same = line.parsed.as_ref().is_some_and(|v| {
-            v.get("$set").is_none() && v.get("id").and_then(Value::as_str) == Some(&rec.id)
-        });
-        if same {
-            line.removed = true;
-            changes.push(Change {
-                line: k + 1,
-                what: what.to_string(),
-            });
-        }
-    }
 }

@@ -90,8 +90,9 @@ pub fn claude_code(text: &str, findings: &[Finding]) -> Result<Plan, String> {
         }
     }
     for (k, uuid) in reparent {
-        if let Some(v) = lines[k].parsed.as_mut() {
-            v["parentUuid"] = Value::from(uuid);
+        if let Some(v) = lines[k].parsed.as_mut()
+            && set(v, "parentUuid", Value::from(uuid))
+        {
             lines[k].text = v.to_string();
         }
     }
@@ -158,11 +159,15 @@ fn split_duplicate(
         fresh = format!("{id}_{n}");
     }
     let call = lines.get_mut(line - 1)?.parsed.as_mut()?;
-    let target = call["message"]["content"].get_mut(block)?;
-    if target["type"] != "tool_use" || target["id"] != id.as_str() {
+    let target = call
+        .get_mut("message")?
+        .get_mut("content")?
+        .get_mut(block)?
+        .as_object_mut()?;
+    if target.get("type")? != "tool_use" || target.get("id")? != id.as_str() {
         return None;
     }
-    target["id"] = Value::from(fresh.clone());
+    target.insert("id".into(), Value::from(fresh.clone()));
     let call = call.clone();
     lines[line - 1].text = call.to_string();
     changes.push(Change {
@@ -186,7 +191,10 @@ fn split_duplicate(
     }
     if let Some(&(k, b)) = results.get(1) {
         let v = lines[k].parsed.as_mut()?;
-        v["message"]["content"][b]["tool_use_id"] = Value::from(fresh.clone());
+        let block = v.get_mut("message")?.get_mut("content")?.get_mut(b)?;
+        if !set(block, "tool_use_id", Value::from(fresh.clone())) {
+            return None;
+        }
         lines[k].text = v.to_string();
         changes.push(Change {
             line: k + 1,
@@ -213,7 +221,11 @@ fn drop_orphan_result(lines: &mut [Line], id: &str, changes: &mut Vec<Change>) {
         let Some(v) = line.parsed.as_mut().filter(|v| v["type"] == "user") else {
             continue;
         };
-        let Some(blocks) = v["message"]["content"].as_array_mut() else {
+        let Some(blocks) = v
+            .get_mut("message")
+            .and_then(|m| m.get_mut("content"))
+            .and_then(Value::as_array_mut)
+        else {
             continue;
         };
         let before = blocks.len();
@@ -248,7 +260,7 @@ fn drop_orphan_result(lines: &mut [Line], id: &str, changes: &mut Vec<Change>) {
             if line.removed || v["parentUuid"] != uuid.as_str() {
                 continue;
             }
-            v["parentUuid"] = parent.clone();
+            set(v, "parentUuid", parent.clone());
             line.text = v.to_string();
             changes.push(Change {
                 line: k + 1,
@@ -309,6 +321,18 @@ fn rename_id(lines: &mut [Line], id: &str, changes: &mut Vec<Change>) {
                 what: format!("rename the call id {id} to {new} (Anthropic refuses the first)"),
             });
         }
+    }
+}
+
+/// Sets `key` of `v` when `v` is an object (a record of any other shape is
+/// left as it is: indexing it would panic); whether it was set.
+fn set(v: &mut Value, key: &str, value: Value) -> bool {
+    match v.as_object_mut() {
+        Some(map) => {
+            map.insert(key.to_string(), value);
+            true
+        }
+        None => false,
     }
 }
 
