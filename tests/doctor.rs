@@ -3,6 +3,7 @@
 //! event, a Codex 0.171.0 rollout whose parallel call lost its output, and
 //! a Gemini CLI 0.61.0 log as the CLI writes it.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::common::loopdbg;
@@ -107,6 +108,52 @@ fn doctor_write_repairs_a_dropped_result_and_keeps_every_line() {
             "nothing keeps this session from being sent",
         ));
     assert_eq!(backups(dir.path()).len(), 1, "no second backup");
+}
+
+/// A private log stays private: the repaired file and its backup keep
+/// the original's mode (Claude Code writes its logs 0600).
+#[cfg(unix)]
+#[test]
+fn doctor_write_keeps_a_private_log_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let (dir, path) = copy(BROKEN);
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    loopdbg()
+        .args(["doctor", "--write", path.to_str().unwrap()])
+        .assert()
+        .code(0);
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let backup = dir.path().join("session.jsonl.loopdbg-bak");
+    assert_eq!((mode(&path), mode(&backup)), (0o600, 0o600));
+}
+
+/// The agent appends a line between the diagnosis and the write (the user
+/// read the plan, the agent went on): nothing is written, the line is in
+/// the file, no backup is left, and the doctor says to run it again.
+#[test]
+fn doctor_leaves_a_file_that_grew_since_it_was_read() {
+    use loopdbg_corpus::doctor::{Verdict, Written, apply, diagnose};
+    let (dir, path) = copy(BROKEN);
+    let Verdict::Needs(repair) = diagnose(&path) else {
+        panic!("the broken log needs a repair");
+    };
+    let line = "{\"type\":\"system\",\"uuid\":\"late\"}\n";
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap()
+        .write_all(line.as_bytes())
+        .unwrap();
+    let grown = std::fs::read(&path).unwrap();
+    match apply(&path, &repair, true) {
+        Written::Not { why, failed } => {
+            assert!(why.contains("changed since it was read"), "{why}");
+            assert!(!failed);
+        }
+        Written::Done { .. } => panic!("written over a file that grew"),
+    }
+    assert_eq!(std::fs::read(&path).unwrap(), grown);
+    assert!(backups(dir.path()).is_empty());
 }
 
 /// A torn last line (Claude Code killed mid-write) is dropped and kept in

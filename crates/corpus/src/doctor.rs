@@ -5,15 +5,18 @@
 //! repaired file is checked again. The repair itself is
 //! `loopdbg_judge::doctor`'s; this module reads, backs up and writes.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use loopdbg_io::files::{Existing, write_file};
+use loopdbg_io::files::{KeepError, replace_keeping};
 use loopdbg_judge::check::Finding;
 use loopdbg_read::finding::Kind;
 
-use crate::report::check_file;
+use loopdbg_engine::diagnostics::inert;
+
+use crate::open::origin_of;
+use crate::report::check_bytes;
 
 /// A file changed more recently than this is taken to be one an agent is
 /// still appending to, and is not rewritten without `--force`.
@@ -24,9 +27,26 @@ pub enum Verdict {
     /// Nothing keeps it from being sent.
     Clean,
     /// These changes would make it sendable.
-    Needs(loopdbg_judge::doctor::Plan),
+    Needs(Repair),
     /// It cannot be repaired here, and why.
     Cannot(String),
+}
+
+/// A repair and the bytes it was made from: [`apply`] writes it only
+/// over a file that still holds them.
+pub struct Repair {
+    /// The new file and what changed.
+    pub plan: loopdbg_judge::doctor::Plan,
+    /// The length and hash of the bytes read.
+    read: (usize, u64),
+}
+
+fn fingerprint(bytes: &[u8]) -> (usize, u64) {
+    use std::hash::{Hash, Hasher};
+    // Fixed keys: the same bytes hash alike in every call of the process.
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    bytes.hash(&mut h);
+    (bytes.len(), h.finish())
 }
 
 /// What writing a repair came to.
@@ -63,17 +83,19 @@ pub fn report(files: &[PathBuf], write: bool, force: bool, out: &mut dyn Write) 
                 0
             }
             Verdict::Cannot(why) => {
-                let _ = writeln!(out, "{name}: not changed: {why}");
+                let _ = writeln!(out, "{name}: not changed: {}", inert::clean(&why));
                 2
             }
-            Verdict::Needs(plan) => {
+            Verdict::Needs(repair) => {
                 let _ = writeln!(
                     out,
                     "{name}: {} change(s) would make it sendable:",
-                    plan.changes.len()
+                    repair.plan.changes.len()
                 );
-                for change in &plan.changes {
-                    let _ = writeln!(out, "  line {}: {}", change.line, change.what);
+                for change in &repair.plan.changes {
+                    // Ids are the agent's: an escape in one stays inert here.
+                    let what = inert::clean(&change.what);
+                    let _ = writeln!(out, "  line {}: {what}", change.line);
                 }
                 if !write {
                     let _ = writeln!(
@@ -82,7 +104,7 @@ pub fn report(files: &[PathBuf], write: bool, force: bool, out: &mut dyn Write) 
                     );
                     1
                 } else {
-                    said(out, apply(path, &plan, force))
+                    said(out, apply(path, &repair, force))
                 }
             }
         };
@@ -129,12 +151,23 @@ fn needs_repair(f: &Finding) -> bool {
     ) || (f.rejected_by_provider() && f.kind != Kind::RefusedRequest)
 }
 
-/// What keeps the session at `path` from being sent, and its repair.
+/// What keeps the session at `path` from being sent, and its repair. The
+/// file is read once: the check, the repair and (in [`apply`]) the test
+/// that it is unchanged all see the same bytes.
 pub fn diagnose(path: &Path) -> Verdict {
-    let report = check_file(path, None, &[], &mut |_, _| {}, &mut |_| {});
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) => return Verdict::Cannot(format!("it could not be read: {e}")),
+    };
+    diagnose_bytes(path, bytes)
+}
+
+fn diagnose_bytes(path: &Path, bytes: Vec<u8>) -> Verdict {
+    let read = fingerprint(&bytes);
+    let report = check_bytes(&origin_of(path), bytes.clone(), None, &[], &mut |_, _| {});
     if let Some(e) = report.errors.first() {
         // A torn last line is the one reading error the doctor repairs.
-        if report.errors.len() > 1 || !is_last_line(path, e.line) {
+        if report.errors.len() > 1 || !is_last_line(&bytes, e.line) {
             return Verdict::Cannot(format!("it could not be read: {}", e.message));
         }
     }
@@ -147,9 +180,9 @@ pub fn diagnose(path: &Path) -> Verdict {
     if findings.is_empty() && report.errors.is_empty() {
         return Verdict::Clean;
     }
-    let text = match std::fs::read_to_string(path) {
+    let text = match String::from_utf8(bytes) {
         Ok(t) => t,
-        Err(e) => return Verdict::Cannot(e.to_string()),
+        Err(e) => return Verdict::Cannot(format!("it is not UTF-8: {e}")),
     };
     let plan = match format {
         "claude-code" => loopdbg_judge::doctor::claude_code(&text, &findings),
@@ -168,90 +201,77 @@ pub fn diagnose(path: &Path) -> Verdict {
             findings[0].message
         )),
         Ok(plan) if plan.changes.is_empty() => Verdict::Clean,
-        Ok(plan) => Verdict::Needs(plan),
+        Ok(plan) => Verdict::Needs(Repair { plan, read }),
         Err(why) => Verdict::Cannot(why),
     }
 }
 
-/// Whether `line` is the file's last line.
-fn is_last_line(path: &Path, line: Option<usize>) -> bool {
-    let Some(line) = line else {
-        return false;
-    };
-    std::fs::read(path).is_ok_and(|bytes| {
+/// Whether `line` is the last line of `bytes`, and unfinished.
+fn is_last_line(bytes: &[u8], line: Option<usize>) -> bool {
+    line.is_some_and(|line| {
         bytes.split_inclusive(|&b| b == b'\n').count() == line && !bytes.ends_with(b"\n")
     })
 }
 
 /// Keeps the original as a backup, writes the repair in its place, and
 /// checks it again. A file changed in the last few seconds (an agent may
-/// still be writing it) is not written without `force`.
-pub fn apply(path: &Path, plan: &loopdbg_judge::doctor::Plan, force: bool) -> Written {
+/// still be writing it) is not written without `force`; a file that is
+/// no longer what [`diagnose`] read, or that grows while the repair is
+/// written, is left as it is (see `loopdbg_io::files::replace_keeping`:
+/// no line an agent appends is lost).
+pub fn apply(path: &Path, repair: &Repair, force: bool) -> Written {
     let name = path.display();
-    let recent = std::fs::metadata(path)
+    let not = |why: String, failed: bool| Written::Not { why, failed };
+    let held = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) => return not(format!("{e}; the original is unchanged"), true),
+    };
+    let recent = held
+        .metadata()
         .and_then(|m| m.modified())
         .ok()
         .and_then(|t| SystemTime::now().duration_since(t).ok())
         .is_some_and(|age| age < STILL_WRITTEN);
     if recent && !force {
-        return Written::Not {
-            why: format!(
+        return not(
+            format!(
                 "{name} changed in the last {} s; an agent may still be writing it (stop it, or pass --force)",
                 STILL_WRITTEN.as_secs()
             ),
-            failed: false,
-        };
+            false,
+        );
     }
-    let backup = match keep_backup(path) {
-        Ok(b) => b,
-        Err(e) => {
-            return Written::Not {
-                why: format!("the backup could not be made: {e}"),
-                failed: true,
-            };
-        }
-    };
-    let written = write_file(path, Existing::Replace, |w| {
-        for line in &plan.lines {
+    let mut original = Vec::new();
+    if let Err(e) = (&held).read_to_end(&mut original) {
+        return not(format!("{e}; the original is unchanged"), true);
+    }
+    if fingerprint(&original) != repair.read {
+        return not(
+            format!("{name} changed since it was read; nothing was changed (run the doctor again)"),
+            false,
+        );
+    }
+    let backup_base = PathBuf::from(format!("{}.loopdbg-bak", path.display()));
+    let kept = replace_keeping(path, &held, &original, &backup_base, |w| {
+        for line in &repair.plan.lines {
             w.write_all(line.as_bytes())?;
             w.write_all(b"\n")?;
         }
         Ok(())
     });
-    if let Err(e) = written {
-        return Written::Not {
-            why: format!("{e}; the original is unchanged"),
-            failed: true,
-        };
+    drop(original);
+    match kept {
+        Ok(backup) => Written::Done {
+            backup,
+            clean: matches!(diagnose(path), Verdict::Clean),
+        },
+        Err(KeepError::Changed) => not(
+            format!(
+                "{name} {} (stop the agent, then run the doctor again)",
+                KeepError::Changed
+            ),
+            false,
+        ),
+        Err(KeepError::Io(e)) => not(format!("{e}; the original is unchanged"), true),
     }
-    Written::Done {
-        backup,
-        clean: matches!(diagnose(path), Verdict::Clean),
-    }
-}
-
-/// Copies `path` to the first free `PATH.loopdbg-bak`, `.loopdbg-bak.1`,
-/// … (never over an earlier backup), and checks the copy is the original
-/// byte for byte.
-fn keep_backup(path: &Path) -> std::io::Result<PathBuf> {
-    let base = format!("{}.loopdbg-bak", path.display());
-    let mut candidate = PathBuf::from(&base);
-    let mut n = 0;
-    while std::fs::symlink_metadata(&candidate).is_ok() {
-        n += 1;
-        candidate = PathBuf::from(format!("{base}.{n}"));
-    }
-    let original = std::fs::read(path)?;
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&candidate)?;
-    file.write_all(&original)?;
-    file.sync_all()?;
-    if std::fs::read(&candidate)? != original {
-        return Err(std::io::Error::other(
-            "the backup does not read back as the original",
-        ));
-    }
-    Ok(candidate)
 }

@@ -93,15 +93,223 @@ fn replace<T>(
         made
     };
     temp.as_file().sync_all()?;
-    // A temporary file is created 0600; the file takes the mode any new
-    // file gets here (the umask's), as a shell's `>` would give it.
-    set_default_mode(temp.as_file())?;
+    // A temporary file is created 0600. A file replaced keeps its mode (a
+    // private log stays private), as a shell's `>` keeps it; a new one
+    // takes the mode any new file gets here (the umask's).
+    match std::fs::metadata(path) {
+        Ok(existing) if over => temp.as_file().set_permissions(existing.permissions())?,
+        _ => set_default_mode(temp.as_file())?,
+    }
     if over {
         temp.persist(path).map_err(|e| e.error)?;
     } else {
         temp.persist_noclobber(path).map_err(|e| e.error)?;
     }
     Ok(made)
+}
+
+/// Why [`replace_keeping`] left the file as it was.
+#[derive(Debug, thiserror::Error)]
+pub enum KeepError {
+    /// The file is not what was read (another program wrote it since), or
+    /// it grew while the replacement was made: an agent is still writing
+    /// it. Nothing was changed; whatever was appended is in the file.
+    #[error(
+        "it changed while it was being repaired (an agent may still be writing it); nothing was changed"
+    )]
+    Changed,
+    /// The system said no; the original is unchanged.
+    #[error("{0}")]
+    Io(#[from] io::Error),
+}
+
+/// The points of [`replace_keeping`] a test can step in at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// The backup exists; the new file is not yet in place.
+    BackedUp,
+    /// The new file has just taken the name.
+    Renamed,
+}
+
+/// Replaces the regular file `path`, read as `original` through `held`
+/// (kept open since), with what `fill` writes, keeping the original
+/// under the first free name of `backup_base`, `backup_base.1`, … . The
+/// backup is the original's own inode where the file system allows a
+/// second name for it (so an agent still holding the file open writes on
+/// into the backup, never into a file no name leads to), else a copy
+/// checked byte for byte. The new file takes the original's permissions.
+///
+/// Nothing is lost to a writer: when the file is not `original` or grows
+/// before the rename, nothing is changed; when it grows just after, the
+/// original (with what was appended, wherever it went) is put back. Both
+/// are [`KeepError::Changed`]. Returns the backup's name.
+pub fn replace_keeping(
+    path: &Path,
+    held: &std::fs::File,
+    original: &[u8],
+    backup_base: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<PathBuf, KeepError> {
+    replace_keeping_with(path, held, original, backup_base, fill, &mut |_| {})
+}
+
+fn replace_keeping_with(
+    path: &Path,
+    held: &std::fs::File,
+    original: &[u8],
+    backup_base: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+    step: &mut dyn FnMut(Step),
+) -> Result<PathBuf, KeepError> {
+    let unchanged =
+        |f: &std::fs::File| f.metadata().is_ok_and(|m| m.len() == original.len() as u64);
+    if !unchanged(held) || !same_inode(held, path) {
+        return Err(KeepError::Changed);
+    }
+    let dir: PathBuf = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let mut _cleanup = None;
+    let mut temp = tempfile::Builder::new()
+        .prefix(".loopdbg-")
+        .make_in(&dir, |p| {
+            _cleanup = TEMP_HOOK.get().map(|hook| hook(p));
+            OpenOptions::new().write(true).create_new(true).open(p)
+        })?;
+    {
+        let mut out = io::BufWriter::new(temp.as_file_mut());
+        fill(&mut out)?;
+        out.flush()?;
+    }
+    let permissions = held.metadata()?.permissions();
+    temp.as_file().set_permissions(permissions.clone())?;
+    temp.as_file().sync_all()?;
+    let written = temp.as_file().metadata()?.len();
+    let (backup, linked) = keep_backup(path, held, original, backup_base, permissions)?;
+    step(Step::BackedUp);
+    if !unchanged(held) || !same_inode(held, path) {
+        let _ = std::fs::remove_file(&backup);
+        return Err(KeepError::Changed);
+    }
+    temp.persist(path).map_err(|e| e.error)?;
+    step(Step::Renamed);
+    if unchanged(held) {
+        return Ok(backup);
+    }
+    put_back(path, held, written, &backup, linked)?;
+    Err(KeepError::Changed)
+}
+
+/// Whether `path` still names the file `held` is open on.
+#[cfg(unix)]
+fn same_inode(held: &std::fs::File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (held.metadata(), std::fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+#[cfg(not(unix))]
+fn same_inode(_: &std::fs::File, path: &Path) -> bool {
+    path.is_file()
+}
+
+/// The backup: a second name for the original's inode, else a copy of
+/// `original` with its permissions, read back to be sure. Never over an
+/// earlier backup. Returns its name and whether it is a second name.
+fn keep_backup(
+    path: &Path,
+    held: &std::fs::File,
+    original: &[u8],
+    base: &Path,
+    permissions: std::fs::Permissions,
+) -> io::Result<(PathBuf, bool)> {
+    let mut n = 0;
+    loop {
+        let candidate = match n {
+            0 => base.to_path_buf(),
+            n => PathBuf::from(format!("{}.{n}", base.display())),
+        };
+        n += 1;
+        if std::fs::symlink_metadata(&candidate).is_ok() {
+            continue;
+        }
+        match std::fs::hard_link(path, &candidate) {
+            Ok(()) if same_inode(held, &candidate) => return Ok((candidate, true)),
+            Ok(()) => {
+                let _ = std::fs::remove_file(&candidate);
+                return Err(io::Error::other("the file was replaced while it was read"));
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(_) => {}
+        }
+        let mut copy = match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&candidate)
+        {
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            made => made?,
+        };
+        let copied = (|| {
+            copy.write_all(original)?;
+            copy.set_permissions(permissions)?;
+            copy.sync_all()?;
+            if std::fs::read(&candidate)? != original {
+                return Err(io::Error::other(
+                    "the backup does not read back as the original",
+                ));
+            }
+            Ok(())
+        })();
+        if let Err(e) = copied {
+            // A full disk must not leave a short file under the backup's name.
+            let _ = std::fs::remove_file(&candidate);
+            return Err(e);
+        }
+        return Ok((candidate, false));
+    }
+}
+
+/// The original back under its name, with every byte appended to it
+/// (through a descriptor held open) and to the new file (by a writer that
+/// opened the name after the rename) since: it is as if nothing was done.
+fn put_back(
+    path: &Path,
+    held: &std::fs::File,
+    written: u64,
+    backup: &Path,
+    linked: bool,
+) -> io::Result<()> {
+    use std::io::{Read, Seek};
+    let mut late = Vec::new();
+    let mut new = std::fs::File::open(path)?;
+    new.seek(io::SeekFrom::Start(written))?;
+    new.read_to_end(&mut late)?;
+    if linked {
+        if !late.is_empty() {
+            OpenOptions::new()
+                .append(true)
+                .open(backup)?
+                .write_all(&late)?;
+        }
+        return std::fs::rename(backup, path);
+    }
+    let mut whole = Vec::new();
+    let mut old = held.try_clone()?;
+    old.seek(io::SeekFrom::Start(0))?;
+    old.read_to_end(&mut whole)?;
+    whole.extend_from_slice(&late);
+    let permissions = held.metadata()?.permissions();
+    replace(path, |w| w.write_all(&whole), true).map_err(|e| match e {
+        WriteError::Io(e) => e,
+        WriteError::Exists => io::Error::from(io::ErrorKind::AlreadyExists),
+    })?;
+    std::fs::set_permissions(path, permissions)?;
+    std::fs::remove_file(backup)
 }
 
 /// What a program does with a temporary file while it is being written:
@@ -237,5 +445,141 @@ mod tests {
         std::os::unix::fs::symlink(dir.path().join("nowhere"), &link).unwrap();
         assert!(write(&link, Existing::Replace, "x").is_err());
         assert!(!dir.path().join("nowhere").exists());
+    }
+
+    #[cfg(unix)]
+    fn mode(path: &Path) -> u32 {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_replaced_file_keeps_its_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        for wanted in [0o600, 0o755, 0o444] {
+            let path = dir.path().join(format!("out-{wanted:o}"));
+            std::fs::write(&path, "old").unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(wanted)).unwrap();
+            write(&path, Existing::Replace, "new").unwrap();
+            assert_eq!(mode(&path), wanted);
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
+        }
+    }
+
+    /// A session file of two lines, private, open as the doctor holds it.
+    fn session(dir: &Path) -> (PathBuf, std::fs::File, Vec<u8>) {
+        let path = dir.join("s.jsonl");
+        std::fs::write(&path, "a\nb\n").unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
+        let held = std::fs::File::open(&path).unwrap();
+        (path, held, b"a\nb\n".to_vec())
+    }
+
+    fn keep(
+        path: &Path,
+        held: &std::fs::File,
+        original: &[u8],
+        step: &mut dyn FnMut(Step),
+    ) -> Result<PathBuf, KeepError> {
+        let base = PathBuf::from(format!("{}.bak", path.display()));
+        replace_keeping_with(
+            path,
+            held,
+            original,
+            &base,
+            |w| w.write_all(b"A\nb\n"),
+            step,
+        )
+    }
+
+    fn append(path: &Path, text: &str) {
+        OpenOptions::new()
+            .append(true)
+            .open(path)
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn the_original_is_kept_beside_the_replacement_with_its_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, held, original) = session(dir.path());
+        let backup = keep(&path, &held, &original, &mut |_| {}).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"A\nb\n");
+        assert_eq!(std::fs::read(&backup).unwrap(), original);
+        #[cfg(unix)]
+        assert_eq!((mode(&path), mode(&backup)), (0o600, 0o600));
+        // A second repair never writes over the first backup.
+        let held = std::fs::File::open(&path).unwrap();
+        let second = keep(&path, &held, b"A\nb\n", &mut |_| {}).unwrap();
+        assert_eq!(second.file_name().unwrap(), "s.jsonl.bak.1");
+        assert_eq!(std::fs::read(&backup).unwrap(), original);
+    }
+
+    #[test]
+    fn a_file_that_is_not_what_was_read_is_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, held, original) = session(dir.path());
+        append(&path, "c\n");
+        assert!(matches!(
+            keep(&path, &held, &original, &mut |_| {}),
+            Err(KeepError::Changed)
+        ));
+        assert_eq!(std::fs::read(&path).unwrap(), b"a\nb\nc\n");
+        assert_eq!(names(dir.path()), ["s.jsonl"]);
+    }
+
+    #[test]
+    fn a_line_appended_before_the_rename_is_kept_and_nothing_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, held, original) = session(dir.path());
+        let writer = path.clone();
+        let result = keep(&path, &held, &original, &mut |step| {
+            if step == Step::BackedUp {
+                append(&writer, "c\n");
+            }
+        });
+        assert!(matches!(result, Err(KeepError::Changed)));
+        assert_eq!(std::fs::read(&path).unwrap(), b"a\nb\nc\n");
+        assert_eq!(names(dir.path()), ["s.jsonl"]);
+    }
+
+    #[test]
+    fn a_line_appended_after_the_rename_puts_the_original_back_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, held, original) = session(dir.path());
+        // An agent holding the file open, and one that opens it by name.
+        let mut agent = OpenOptions::new().append(true).open(&path).unwrap();
+        let by_name = path.clone();
+        let result = keep(&path, &held, &original, &mut |step| {
+            if step == Step::Renamed {
+                agent.write_all(b"c\n").unwrap();
+                append(&by_name, "d\n");
+            }
+        });
+        assert!(matches!(result, Err(KeepError::Changed)));
+        assert_eq!(std::fs::read(&path).unwrap(), b"a\nb\nc\nd\n");
+        assert_eq!(names(dir.path()), ["s.jsonl"]);
+        #[cfg(unix)]
+        assert_eq!(mode(&path), 0o600);
+        // The agent's descriptor still leads to the file by its name.
+        agent.write_all(b"e\n").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"a\nb\nc\nd\ne\n");
     }
 }
