@@ -84,11 +84,12 @@ pub fn json_lines(
     let mut exports = Vec::new();
     let mut errors = Vec::new();
     let mut total: u64 = 0;
+    let mut budget = otlp::Budget::default();
     let mut take = |n: usize, line: &str| {
         if line.trim().is_empty() {
             return;
         }
-        match otlp::parse_json(line) {
+        match otlp::parse_json_within(line, &mut budget) {
             Ok(export) => exports.push((Some(n), export)),
             Err(e) => errors.push(LoadError::located(
                 loopdbg_engine::diagnostics::error::LocatedError::in_line(

@@ -255,7 +255,8 @@ fn dechunked(mut raw: &[u8]) -> Vec<u8> {
         let Ok(size) = usize::try_from(size) else {
             break;
         };
-        if size == 0 || start + size > raw.len() {
+        // `checked_add`: a size of `ffffffffffffffff` must not wrap.
+        if size == 0 || start.checked_add(size).is_none_or(|end| end > raw.len()) {
             break;
         }
         out.extend_from_slice(&raw[start..start + size]);
@@ -267,6 +268,12 @@ fn dechunked(mut raw: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_chunk_size_past_the_address_space_ends_the_body() {
+        assert_eq!(dechunked(b"ffffffffffffffff\r\nxy\r\n0\r\n\r\n"), b"");
+        assert_eq!(dechunked(b"2\r\nxy\r\nffffffffffffffff\r\nz"), b"xy");
+    }
 
     #[test]
     fn an_httprr_trace_becomes_interactions() {

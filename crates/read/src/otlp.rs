@@ -37,14 +37,212 @@ use loopdbg_formats::provider::Format;
 pub use crate::detect::is_traces;
 
 /// One OTLP JSON export (`ExportTraceServiceRequest`), from its text.
+/// An export that would take far more memory than its size (see
+/// [`Amplified`]) is refused before it is decoded.
 pub fn parse_json(text: &str) -> Result<ExportTraceServiceRequest, serde_json::Error> {
+    parse_json_within(text, &mut Budget::default())
+}
+
+/// [`parse_json`] for one export of many (the lines of a file): the
+/// allowance is the file's, counted over every export read into `budget`.
+pub fn parse_json_within(
+    text: &str,
+    budget: &mut Budget,
+) -> Result<ExportTraceServiceRequest, serde_json::Error> {
+    budget.items += tally::json(text)?;
+    budget.bytes += text.len();
+    Amplified::check(budget.items, budget.bytes).map_err(serde::de::Error::custom)?;
     serde_json::from_str(text)
 }
 
-/// One OTLP protobuf export, from its bytes.
+/// The items and bytes of the exports of one input read so far.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Budget {
+    items: u64,
+    bytes: usize,
+}
+
+/// One OTLP protobuf export, from its bytes; refused, as [`parse_json`]
+/// refuses one, when it would take far more memory than its size.
 pub fn parse_protobuf(bytes: &[u8]) -> Result<ExportTraceServiceRequest, String> {
     use prost::Message;
+    let items = tally::protobuf(bytes)?;
+    Amplified::check(items, bytes.len()).map_err(|e| e.to_string())?;
     ExportTraceServiceRequest::decode(bytes).map_err(|e| e.to_string())
+}
+
+/// An export holding more spans, events, links and attributes than its
+/// bytes can carry as real ones: a span, however empty, takes some
+/// hundreds of bytes once decoded, but two bytes of protobuf (`{}` in
+/// JSON), so 19 KB of gzip can stand for ten million of them and gigabytes
+/// of memory. Up to a million items are always read; past that, one per
+/// 16 bytes (a real span's ids alone are 24 bytes, an attribute's key
+/// rarely under 10).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{items} spans, events, links and attributes in {bytes} bytes: more than real ones fit in (at most {allowed}); it is not read, since decoding it would take gigabytes of memory"
+)]
+pub struct Amplified {
+    items: u64,
+    bytes: usize,
+    allowed: u64,
+}
+
+impl Amplified {
+    const ALWAYS: u64 = 1_000_000;
+
+    fn check(items: u64, bytes: usize) -> Result<(), Amplified> {
+        let allowed = Self::ALWAYS + bytes as u64 / 16;
+        match items > allowed {
+            true => Err(Amplified {
+                items,
+                bytes,
+                allowed,
+            }),
+            false => Ok(()),
+        }
+    }
+}
+
+/// Counting an export's items without decoding it: in protobuf, by
+/// `prost`'s own field readers over the few messages that repeat; in
+/// JSON, by serde over the same fields, every value ignored.
+mod tally {
+    use prost::bytes::Buf;
+    use prost::encoding::{DecodeContext, WireType, decode_key, decode_varint, skip_field};
+    use serde::Deserialize;
+    use serde::de::IgnoredAny;
+
+    /// The repeated message fields counted, by message: (field, what it
+    /// holds). A `None` is counted and not entered.
+    struct Schema(&'static [(u32, Option<&'static Schema>)]);
+    const EXPORT: Schema = Schema(&[(1, Some(&RESOURCE_SPANS))]);
+    const RESOURCE_SPANS: Schema = Schema(&[(1, Some(&RESOURCE)), (2, Some(&SCOPE_SPANS))]);
+    const RESOURCE: Schema = Schema(&[(1, None)]);
+    const SCOPE_SPANS: Schema = Schema(&[(1, Some(&SCOPE)), (2, Some(&SPAN))]);
+    const SCOPE: Schema = Schema(&[(3, None)]);
+    const SPAN: Schema = Schema(&[(9, None), (11, Some(&EVENT)), (13, Some(&LINK))]);
+    const EVENT: Schema = Schema(&[(3, None)]);
+    const LINK: Schema = Schema(&[(4, None)]);
+
+    /// How many items a protobuf export holds.
+    pub(super) fn protobuf(bytes: &[u8]) -> Result<u64, String> {
+        let mut buf = bytes;
+        walk(&mut buf, &EXPORT)
+    }
+
+    fn walk(buf: &mut &[u8], schema: &Schema) -> Result<u64, String> {
+        let mut items = 0;
+        while buf.has_remaining() {
+            let (tag, wire) = decode_key(buf).map_err(|e| e.to_string())?;
+            let counted = schema.0.iter().find(|(field, _)| *field == tag);
+            match counted {
+                Some((_, inner)) if wire == WireType::LengthDelimited => {
+                    let len = decode_varint(buf).map_err(|e| e.to_string())?;
+                    let len = usize::try_from(len).unwrap_or(usize::MAX);
+                    if len > buf.remaining() {
+                        return Err("a field runs past the end of its message".into());
+                    }
+                    let (mut field, rest) = buf.split_at(len);
+                    items += 1;
+                    if let Some(inner) = inner {
+                        items += walk(&mut field, inner)?;
+                    }
+                    *buf = rest;
+                }
+                _ => skip_field(wire, tag, buf, DecodeContext::default())
+                    .map_err(|e| e.to_string())?,
+            }
+        }
+        Ok(items)
+    }
+
+    /// A list whose items are counted as they are read, each read as `T`.
+    struct Counted<T>(u64, std::marker::PhantomData<T>);
+
+    impl<T> Default for Counted<T> {
+        fn default() -> Self {
+            Counted(0, std::marker::PhantomData)
+        }
+    }
+
+    /// What an item adds to the count, itself included.
+    trait Tally {
+        fn tally(&self) -> u64;
+    }
+
+    impl Tally for IgnoredAny {
+        fn tally(&self) -> u64 {
+            1
+        }
+    }
+
+    impl<'de, T: Deserialize<'de> + Tally> Deserialize<'de> for Counted<T> {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct Visit<T>(std::marker::PhantomData<T>);
+            impl<'de, T: Deserialize<'de> + Tally> serde::de::Visitor<'de> for Visit<T> {
+                type Value = Counted<T>;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("a list")
+                }
+                fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                    Ok(Counted::default())
+                }
+                fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                    self,
+                    mut seq: A,
+                ) -> Result<Self::Value, A::Error> {
+                    let mut n = 0;
+                    while let Some(item) = seq.next_element::<T>()? {
+                        n += item.tally();
+                    }
+                    Ok(Counted(n, std::marker::PhantomData))
+                }
+            }
+            d.deserialize_any(Visit(std::marker::PhantomData))
+        }
+    }
+
+    impl<T> Tally for Counted<T> {
+        fn tally(&self) -> u64 {
+            self.0
+        }
+    }
+
+    /// Declares a message of the JSON mapping by the counted lists it
+    /// holds (both spellings the mapping allows); every other field is
+    /// passed over.
+    macro_rules! message {
+        ($name:ident { $($field:ident: $camel:literal / $snake:literal => $item:ty),* }) => {
+            #[derive(Deserialize, Default)]
+            #[serde(default)]
+            struct $name {
+                $(#[serde(rename = $camel, alias = $snake)] $field: Counted<$item>,)*
+            }
+            impl Tally for $name {
+                fn tally(&self) -> u64 {
+                    1 $(+ self.$field.tally())*
+                }
+            }
+        };
+    }
+
+    message!(Export { resource_spans: "resourceSpans" / "resource_spans" => ResourceSpans });
+    message!(ResourceSpans { scope_spans: "scopeSpans" / "scope_spans" => ScopeSpans });
+    message!(ScopeSpans { spans: "spans" / "spans" => Span });
+    message!(Span {
+        attributes: "attributes" / "attributes" => IgnoredAny,
+        events: "events" / "events" => Event,
+        links: "links" / "links" => Event
+    });
+    message!(Event { attributes: "attributes" / "attributes" => IgnoredAny });
+
+    /// How many items a JSON export holds (an error here is the one
+    /// decoding would give: the text is not JSON).
+    pub(super) fn json(text: &str) -> Result<u64, serde_json::Error> {
+        // Not an object (or a wrong shape): decoding says so in its words.
+        Ok(serde_json::from_str::<Export>(text).map_or(0, |e| e.tally() - 1))
+    }
 }
 
 pub use crate::detect::looks_like_protobuf;
@@ -991,7 +1189,9 @@ fn answer_of(span: &Span, children: &[&Span], replied: bool) -> Option<(u16, Str
         .find(|m| m.contains("Error code: "));
     let named = said.and_then(|m| {
         let at = m.find("Error code: ")? + "Error code: ".len();
-        m[at..at + 3.min(m.len() - at)].parse::<u16>().ok()
+        // Three digits, whatever follows them (`4€€` is not a status).
+        let digits = m.get(at..)?.get(..3)?;
+        digits.parse::<u16>().ok()
     });
     // OK, or unset with the model's reply recorded (the official
     // instrumentation leaves a success unset).
@@ -1304,6 +1504,82 @@ mod tests {
             line: Some(3),
             service: None,
         }
+    }
+
+    /// A protobuf field `tag` of `body`, length-delimited.
+    fn field(tag: u32, body: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        prost::encoding::encode_key(tag, prost::encoding::WireType::LengthDelimited, &mut out);
+        prost::encoding::encode_varint(body.len() as u64, &mut out);
+        out.extend_from_slice(body);
+        out
+    }
+
+    #[test]
+    fn an_export_of_millions_of_empty_spans_is_refused_before_it_is_decoded() {
+        let spans = 3_000_000;
+        let scope = [0x12u8, 0x00].repeat(spans);
+        let export = field(1, &field(2, &scope));
+        let refused = parse_protobuf(&export).unwrap_err();
+        assert!(
+            refused.contains("3000002 spans, events, links and attributes"),
+            "{refused}"
+        );
+        let json = format!(
+            r#"{{"resourceSpans":[{{"scopeSpans":[{{"spans":[{}]}}]}}]}}"#,
+            vec!["{}"; spans].join(",")
+        );
+        let refused = parse_json(&json).unwrap_err().to_string();
+        assert!(refused.contains("3000002 spans"), "{refused}");
+        // One export of many: the allowance is the file's, not the line's.
+        let line = format!(
+            r#"{{"resourceSpans":[{{"scopeSpans":[{{"spans":[{}]}}]}}]}}"#,
+            vec!["{}"; 700_000].join(",")
+        );
+        let mut budget = Budget::default();
+        assert!(parse_json_within(&line, &mut budget).is_ok());
+        assert!(parse_json_within(&line, &mut budget).is_err());
+    }
+
+    #[test]
+    fn real_spans_are_counted_and_read() {
+        let span = |n: u8| {
+            let mut body = field(1, &[n; 16]);
+            body.extend(field(2, &[n; 8]));
+            body.extend(field(9, &field(1, b"gen_ai.request.model")));
+            body.extend(field(11, &field(3, &field(1, b"gen_ai.event.content"))));
+            field(2, &body)
+        };
+        let scope: Vec<u8> = (0..3).flat_map(span).collect();
+        let export = field(1, &field(2, &scope));
+        // Three spans, each with an attribute and an event with one.
+        assert_eq!(tally::protobuf(&export), Ok(1 + 1 + 3 * 4));
+        assert_eq!(
+            parse_protobuf(&export).unwrap().resource_spans[0].scope_spans[0]
+                .spans
+                .len(),
+            3
+        );
+    }
+
+    #[test]
+    fn a_status_message_of_any_characters_is_read_without_a_panic() {
+        for message in [
+            "Error code: 4€€",
+            "Error code: €",
+            "Error code: ",
+            "Error code: 40",
+            "x€",
+        ] {
+            let mut s = span(json!({}));
+            s.status = 2;
+            s.status_message = message.to_string();
+            let _ = answer_of(&s, &[], false);
+        }
+        let mut s = span(json!({}));
+        s.status = 2;
+        s.status_message = "Error code: 429 - too many".into();
+        assert_eq!(answer_of(&s, &[], false).map(|(code, _)| code), Some(429));
     }
 
     #[test]
