@@ -13,9 +13,16 @@
 //! conversation.
 
 use std::collections::HashMap;
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::hash::{BuildHasher, Hash, Hasher};
 
 use loopdbg_engine::message::{Block, Message, Role};
+
+/// The hash's keys: fixed, so a request fingerprints alike on every
+/// thread (prefixes are made in parallel) and in every run. aHash, not
+/// the standard SipHash: this hashes every message's text of every
+/// request, a few percent of `check` over JSON Lines.
+static KEYS: ahash::RandomState =
+    ahash::RandomState::with_seeds(0x6c6f_6f70, 0x6462_6721, 0x7072_6566, 0x6978_6573);
 
 /// A running fingerprint of each prefix of one request's messages: entry
 /// `i` stands for `messages[..=i]`. Computed apart from [`Threads::assign`]
@@ -33,14 +40,12 @@ impl Prefixes {
     /// `claude-code`, …): one conversation never spans two providers, so
     /// the same prompt sent to two of them stays two conversations.
     pub fn of_source(source: &str, messages: &[Message]) -> Prefixes {
-        let mut seed = DefaultHasher::new();
-        source.hash(&mut seed);
-        let mut running = seed.finish();
+        let mut running = KEYS.hash_one(source);
         Prefixes(
             messages
                 .iter()
                 .map(|m| {
-                    let mut h = DefaultHasher::new();
+                    let mut h = KEYS.build_hasher();
                     running.hash(&mut h);
                     fingerprint(m, &mut h);
                     running = h.finish();
@@ -53,7 +58,7 @@ impl Prefixes {
 
 /// Feeds what identifies a message to `h`: its side of the conversation,
 /// its text without surrounding space, the ids of its calls and results.
-fn fingerprint(m: &Message, h: &mut DefaultHasher) {
+fn fingerprint(m: &Message, h: &mut impl Hasher) {
     // A tool result travels as a user message to some providers and a
     // tool message to others; both are the caller's side.
     let side = match m.role {
