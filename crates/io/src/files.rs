@@ -66,12 +66,16 @@ pub fn write_file<T>(
     }
 }
 
-/// A temporary file beside `path`, renamed to it once whole.
-fn replace<T>(
+/// What [`written_beside`] gives: the file, what `fill` made, and the
+/// guard that removes the file should a signal end the process first.
+type Beside<T> = (tempfile::NamedTempFile, T, Option<Box<dyn std::any::Any>>);
+
+/// A temporary file beside `path` (so a rename puts it in place), filled
+/// by `fill` and flushed.
+fn written_beside<T>(
     path: &Path,
     fill: impl FnOnce(&mut dyn Write) -> io::Result<T>,
-    over: bool,
-) -> Result<T, WriteError> {
+) -> io::Result<Beside<T>> {
     let dir: PathBuf = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
@@ -79,11 +83,11 @@ fn replace<T>(
     // Ctrl-C during a long write must not leave the half file behind: the
     // name is registered for removal before the file is created, so no
     // signal falls between the two.
-    let mut _cleanup = None;
+    let mut cleanup = None;
     let mut temp = tempfile::Builder::new()
         .prefix(".loopdbg-")
         .make_in(&dir, |path| {
-            _cleanup = TEMP_HOOK.get().map(|hook| hook(path));
+            cleanup = TEMP_HOOK.get().map(|hook| hook(path));
             OpenOptions::new().write(true).create_new(true).open(path)
         })?;
     let made = {
@@ -92,6 +96,16 @@ fn replace<T>(
         out.flush()?;
         made
     };
+    Ok((temp, made, cleanup))
+}
+
+/// A temporary file beside `path`, renamed to it once whole.
+fn replace<T>(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> io::Result<T>,
+    over: bool,
+) -> Result<T, WriteError> {
+    let (temp, made, _cleanup) = written_beside(path, fill)?;
     temp.as_file().sync_all()?;
     // A temporary file is created 0600. A file replaced keeps its mode (a
     // private log stays private), as a shell's `>` keeps it; a new one
@@ -167,22 +181,7 @@ fn replace_keeping_with(
     if !unchanged(held) || !same_inode(held, path) {
         return Err(KeepError::Changed);
     }
-    let dir: PathBuf = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let mut _cleanup = None;
-    let mut temp = tempfile::Builder::new()
-        .prefix(".loopdbg-")
-        .make_in(&dir, |p| {
-            _cleanup = TEMP_HOOK.get().map(|hook| hook(p));
-            OpenOptions::new().write(true).create_new(true).open(p)
-        })?;
-    {
-        let mut out = io::BufWriter::new(temp.as_file_mut());
-        fill(&mut out)?;
-        out.flush()?;
-    }
+    let (temp, (), _cleanup) = written_beside(path, fill)?;
     let permissions = held.metadata()?.permissions();
     temp.as_file().set_permissions(permissions.clone())?;
     temp.as_file().sync_all()?;
