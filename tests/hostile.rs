@@ -128,6 +128,37 @@ fn through_a_fifo(
     done
 }
 
+/// `check --fix -o FIFO --force` writes the repair into the FIFO (a
+/// reader takes it) and ends: what is not a regular file is not read back
+/// to be checked again (it used to wait there for another writer).
+#[test]
+fn a_repair_written_into_a_fifo_is_not_read_back() {
+    let dir = scratch("fifo-fix");
+    let fifo = dir.join("pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let reader_path = fifo.clone();
+    let reader = std::thread::spawn(move || std::fs::read(reader_path).unwrap());
+    loopdbg()
+        .arg("check")
+        .arg(format!("{T}/dataset.jsonl"))
+        .args(["--fix", "synthesize", "--force", "-o"])
+        .arg(&fifo)
+        .timeout(std::time::Duration::from_secs(20))
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("not checked again"));
+    let repaired = reader.join().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&repaired).lines().count(),
+        4,
+        "every line written"
+    );
+}
+
 /// Every command that takes a file reads it once, so a FIFO (or a pipe
 /// from a process substitution) works: `check`, a replay's export,
 /// `record`, and a session run from one.
