@@ -418,6 +418,65 @@ fn doctor_drops_an_orphan_result_and_re_parents_what_followed() {
     assert_eq!(after[2]["parentUuid"], "a1");
 }
 
+/// The results of two turns dropped: `check` reads both calls as
+/// unanswered from the first turn's line, yet each result goes after its
+/// own call and each turn's reply hangs from its own turn's result, so the
+/// chain Claude Code walks on resume holds both turns, in order.
+#[test]
+fn doctor_repairs_two_turns_whose_results_were_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.jsonl");
+    let text = log_of(&[
+        r#"{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s","message":{"role":"user","content":"hi"}}"#,
+        r#"{"type":"assistant","uuid":"a1","parentUuid":"u1","sessionId":"s","message":{"id":"m1","role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"f","input":{}}]}}"#,
+        r#"{"type":"assistant","uuid":"a2","parentUuid":"r1","sessionId":"s","message":{"id":"m2","role":"assistant","content":[{"type":"tool_use","id":"toolu_2","name":"f","input":{"n":2}}]}}"#,
+        r#"{"type":"assistant","uuid":"a3","parentUuid":"r2","sessionId":"s","message":{"id":"m3","role":"assistant","content":[{"type":"text","text":"done"}]}}"#,
+    ]);
+    std::fs::write(&path, &text).unwrap();
+    age(&path);
+    loopdbg()
+        .args(["doctor", "--write", path.to_str().unwrap()])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains(
+            "line 3: add the missing tool_result for toolu_2 (an error result, after line 3)",
+        ))
+        .stdout(predicate::str::contains(
+            "checked again: nothing keeps it from being sent",
+        ));
+    let after: Vec<serde_json::Value> = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let shape: Vec<(String, String)> = after
+        .iter()
+        .map(|v| {
+            let block = &v["message"]["content"][0];
+            let what = block["id"]
+                .as_str()
+                .or(block["tool_use_id"].as_str())
+                .unwrap_or("text");
+            (
+                what.to_string(),
+                v["parentUuid"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    let uuid = |k: usize| after[k]["uuid"].as_str().unwrap().to_string();
+    assert_eq!(
+        shape,
+        [
+            ("text".to_string(), String::new()),
+            ("toolu_1".to_string(), "u1".to_string()),
+            ("toolu_1".to_string(), "a1".to_string()),
+            ("toolu_2".to_string(), uuid(2)),
+            ("toolu_2".to_string(), "a2".to_string()),
+            ("text".to_string(), uuid(4)),
+        ]
+    );
+}
+
 /// Two calls of one turn share an id (Anthropic refuses it): the second
 /// gets its own id and, as only one result came, an error result.
 #[test]

@@ -52,50 +52,30 @@ pub fn claude_code(text: &str, findings: &[Finding]) -> Result<Plan, String> {
         .filter_map(|l| l.parsed.as_ref()?.get("uuid")?.as_str().map(str::to_string))
         .collect();
     let mut inserts: Vec<(usize, String)> = Vec::new();
-    let mut reparent: Vec<(usize, String)> = Vec::new();
+    // The result events added: the line each goes after, its uuid.
+    let mut added: Vec<(usize, String)> = Vec::new();
     for finding in findings.iter().filter(|f| f.kind == Kind::UnansweredCall) {
-        let line = finding
+        let named = finding
             .line
             .ok_or_else(|| format!("a finding without a line: {}", finding.message))?;
-        let call = lines
-            .get(line - 1)
-            .and_then(|l| l.parsed.as_ref())
-            .filter(|v| v["type"] == "assistant")
-            .ok_or_else(|| format!("line {line} is not the assistant event the finding names"))?;
         for id in &finding.ids {
+            // The event that holds the call: a finding may name, for
+            // calls of several turns read as one, the first turn's line.
+            let line = call_line(&lines, named, id).ok_or_else(|| {
+                format!("line {named} is not the assistant event the finding names")
+            })?;
+            let call = lines[line - 1].parsed.as_ref().unwrap_or(&Value::Null);
             let (at, event) = result_event(&lines, line, call, id);
             let uuid = event["uuid"].as_str().unwrap_or_default().to_string();
             changes.push(Change {
                 line,
                 what: format!("add the missing tool_result for {id} (an error result, after line {at}), as event {uuid}"),
             });
-            // Events after the call whose parent is gone (the dropped
-            // result) hang from the new one.
-            for (k, other) in lines.iter().enumerate().skip(line) {
-                let Some(parent) = other.parsed.as_ref().and_then(|v| v["parentUuid"].as_str())
-                else {
-                    continue;
-                };
-                if !known.contains(parent) && !reparent.iter().any(|(n, _)| *n == k) {
-                    changes.push(Change {
-                        line: k + 1,
-                        what: format!(
-                            "re-parent it to {uuid} (its parent {parent} is not in the file)"
-                        ),
-                    });
-                    reparent.push((k, uuid.clone()));
-                }
-            }
+            added.push((at, uuid));
             inserts.push((at, event.to_string()));
         }
     }
-    for (k, uuid) in reparent {
-        if let Some(v) = lines[k].parsed.as_mut()
-            && set(v, "parentUuid", Value::from(uuid))
-        {
-            lines[k].text = v.to_string();
-        }
-    }
+    reparent_to_added(&mut lines, &known, &added, &mut changes);
     for finding in findings.iter().filter(|f| f.kind == Kind::InvalidId) {
         for id in &finding.ids {
             rename_id(&mut lines, id, &mut changes);
@@ -132,6 +112,68 @@ pub fn claude_code(text: &str, findings: &[Finding]) -> Result<Plan, String> {
         ));
     }
     Ok(assemble(lines, &inserts, changes))
+}
+
+/// The line (1-based) of the assistant event that holds the call `id`:
+/// the first at or after `from`, else the first anywhere.
+fn call_line(lines: &[Line], from: usize, id: &str) -> Option<usize> {
+    let holds = |l: &Line| {
+        l.parsed.as_ref().is_some_and(|v| {
+            v["type"] == "assistant"
+                && v["message"]["content"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|b| b["type"] == "tool_use" && b["id"] == id)
+        })
+    };
+    let found = |skip: usize| {
+        lines
+            .iter()
+            .enumerate()
+            .skip(skip)
+            .find(|(_, l)| holds(l))
+            .map(|(k, _)| k + 1)
+    };
+    found(from.saturating_sub(1)).or_else(|| found(0))
+}
+
+/// Events whose parent is not in the file (the dropped results) hang from
+/// the result event added nearest before them: with the results of two
+/// turns dropped, each turn's reply hangs from its own turn's result, so
+/// the chain Claude Code walks on resume passes through both.
+fn reparent_to_added(
+    lines: &mut [Line],
+    known: &std::collections::HashSet<String>,
+    added: &[(usize, String)],
+    changes: &mut Vec<Change>,
+) {
+    for k in 0..lines.len() {
+        let Some(v) = lines[k].parsed.as_mut() else {
+            continue;
+        };
+        let Some(parent) = v["parentUuid"].as_str().map(str::to_string) else {
+            continue;
+        };
+        // The nearest insert point before the event; of several results
+        // added there (parallel calls), the first.
+        let Some(nearest) = added.iter().map(|(at, _)| *at).filter(|at| *at <= k).max() else {
+            continue;
+        };
+        let Some((_, uuid)) = added.iter().find(|(at, _)| *at == nearest) else {
+            continue;
+        };
+        if known.contains(&parent) || added.iter().any(|(_, u)| *u == parent) {
+            continue;
+        }
+        if set(v, "parentUuid", Value::from(uuid.clone())) {
+            lines[k].text = v.to_string();
+            changes.push(Change {
+                line: k + 1,
+                what: format!("re-parent it to {uuid} (its parent {parent} is not in the file)"),
+            });
+        }
+    }
 }
 
 /// Two calls of one turn share an id (Anthropic refuses it): the later
