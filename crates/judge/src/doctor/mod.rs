@@ -148,8 +148,8 @@ fn reparent_to_added(
     added: &[(usize, String)],
     changes: &mut Vec<Change>,
 ) {
-    for k in 0..lines.len() {
-        let Some(v) = lines[k].parsed.as_mut() else {
+    for (k, line) in lines.iter_mut().enumerate() {
+        let Some(v) = line.parsed.as_mut() else {
             continue;
         };
         let Some(parent) = v["parentUuid"].as_str().map(str::to_string) else {
@@ -167,7 +167,7 @@ fn reparent_to_added(
             continue;
         }
         if set(v, "parentUuid", Value::from(uuid.clone())) {
-            lines[k].text = v.to_string();
+            line.text = v.to_string();
             changes.push(Change {
                 line: k + 1,
                 what: format!("re-parent it to {uuid} (its parent {parent} is not in the file)"),
