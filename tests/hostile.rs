@@ -128,6 +128,46 @@ fn through_a_fifo(
     done
 }
 
+/// An id or a tool name carrying escapes (an OSC 52 clipboard write, a
+/// screen clear, a C1 CSI, a right-to-left override) is printed inert by
+/// `diff` and `run --export md`, with the report's own lines kept.
+#[test]
+fn diff_and_run_print_escapes_inert() {
+    let dir = scratch("escapes-diff");
+    let bad = "call_\u{1b}]52;c;aGk=\u{7}x\u{9b}31m\u{202e}";
+    let mut body = serde_json::json!({"model": "gpt-4.1", "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": bad, "type": "function",
+            "function": {"name": "get\u{1b}[2Jw", "arguments": "{}"}}]}
+    ]});
+    let a = dir.join("a.jsonl");
+    std::fs::write(&a, format!("{body}\n")).unwrap();
+    body["messages"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"role": "tool", "tool_call_id": bad, "content": "ok"}));
+    let b = dir.join("b.jsonl");
+    std::fs::write(&b, format!("{body}\n")).unwrap();
+    let runs: [Vec<&std::ffi::OsStr>; 2] = [
+        vec!["diff".as_ref(), a.as_os_str(), b.as_os_str()],
+        vec![
+            "run".as_ref(),
+            b.as_os_str(),
+            "--export".as_ref(),
+            "md".as_ref(),
+        ],
+    ];
+    for args in runs {
+        let out = loopdbg().args(&args).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("call_\\u{1b}]52"), "{args:?}: {text}");
+        for c in ['\u{1b}', '\u{7}', '\u{9b}', '\u{202e}'] {
+            assert!(!text.contains(c), "{args:?} printed {c:?} raw");
+        }
+        assert!(text.lines().count() > 3, "{args:?} kept its lines");
+    }
+}
+
 /// `check --fix -o FIFO --force` writes the repair into the FIFO (a
 /// reader takes it) and ends: what is not a regular file is not read back
 /// to be checked again (it used to wait there for another writer).

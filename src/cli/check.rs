@@ -39,8 +39,7 @@ pub fn check(args: CheckArgs) -> Result<ExitCode, Failure> {
                 return Err(bad_flag("--fix repairs one file at a time".into()));
             }
             let n = loopdbg_corpus::open::fix_file(&args.files[0], &out, forced, how, args.force)?;
-            // A FIFO, a terminal or `/dev/stdout` is written through, and
-            // reading it back would wait for a writer that never comes.
+            // A FIFO or `/dev/stdout` read back would wait for a writer.
             if !std::fs::metadata(&out).is_ok_and(|m| m.is_file()) {
                 say!(
                     "wrote {} ({n} repair(s)); not a regular file, so not checked again",

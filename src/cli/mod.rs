@@ -66,10 +66,10 @@ fn print_json(value: &impl serde::Serialize, indented: bool) -> Result<(), Failu
     Ok(())
 }
 
-/// Prints `text` on standard output.
+/// Prints a text made from input inert: an escape in an id is shown, never obeyed.
 fn print_text(text: &str) -> Result<(), Failure> {
     let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())?;
+    out.write_all(loopdbg_engine::diagnostics::inert::clean_lines(text).as_bytes())?;
     out.flush()?;
     Ok(())
 }

@@ -44,9 +44,43 @@ pub fn clean(text: &str) -> String {
     out
 }
 
+/// A whole text (a report, a diff, a handout printed to the terminal)
+/// made inert line by line: its line breaks and tabs stay what they are,
+/// every other unsafe character is escaped as [`clean`] escapes it.
+pub fn clean_lines(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_here = |c: char| c != '\n' && c != '\t' && is_unsafe(c);
+    if !text.chars().any(unsafe_here) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for piece in text.split_inclusive('\n') {
+        let (line, end) = match piece.strip_suffix('\n') {
+            Some(line) => (line, "\n"),
+            None => (piece, ""),
+        };
+        for (k, part) in line.split('\t').enumerate() {
+            if k > 0 {
+                out.push('\t');
+            }
+            out.push_str(&clean(part));
+        }
+        out.push_str(end);
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::clean;
+    use super::{clean, clean_lines};
+
+    #[test]
+    fn a_text_keeps_its_lines_and_tabs() {
+        assert_eq!(clean_lines("a\tb\nc\n"), "a\tb\nc\n");
+        assert_eq!(
+            clean_lines("x \u{1b}[2J\ny\u{9b}31m\r\n\u{202e}z"),
+            "x \\u{1b}[2J\ny\\u{9b}31m\\r\n\\u{202e}z"
+        );
+    }
 
     #[test]
     fn escapes_what_a_terminal_would_obey() {
