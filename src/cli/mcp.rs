@@ -76,7 +76,7 @@ pub(super) fn http_tap(
         |addr| {
             eprintln!(
                 "loopdbg mcp: listening on http://{addr} → {} · capture {}",
-                loopdbg_formats::route::redacted_path(url),
+                loopdbg_formats::route::redacted_url(url),
                 capture.display()
             )
         },

@@ -82,6 +82,26 @@ pub fn redacted_path(path_and_query: &str) -> String {
     }
 }
 
+/// A URL as it may be shown: a password in its user info is replaced by
+/// `***`, and its query redacted as [`redacted_path`] redacts one.
+pub fn redacted_url(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    let authority = match authority.rsplit_once('@') {
+        Some((user_info, host)) => match user_info.split_once(':') {
+            Some((user, _password)) => format!("{user}:***@{host}"),
+            None => format!("{user_info}@{host}"),
+        },
+        None => authority.to_string(),
+    };
+    let shown = redacted_path(&format!("{authority}{tail}"));
+    match scheme {
+        "" => shown,
+        scheme => format!("{scheme}://{shown}"),
+    }
+}
+
 /// Whether one `name=value` pair of a query carries a credential.
 pub fn is_secret_param(pair: &str) -> bool {
     let Some((name, _)) = form_urlencoded::parse(pair.as_bytes()).next() else {
@@ -123,6 +143,19 @@ const SECRET_PARAMS: &[&str] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_url_is_shown_without_its_password_or_key() {
+        assert_eq!(
+            redacted_url("https://me:hunter2@proxy.example:8443/v1?key=AIza1&alt=sse"),
+            "https://me:***@proxy.example:8443/v1?alt=sse"
+        );
+        assert_eq!(
+            redacted_url("http://127.0.0.1:4318/v1/traces"),
+            "http://127.0.0.1:4318/v1/traces"
+        );
+        assert_eq!(redacted_url("http://tok@host/"), "http://tok@host/");
+    }
 
     #[test]
     fn gemini_paths_name_their_model() {

@@ -41,7 +41,7 @@ use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode, Uri};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use loopdbg_formats::provider::Format;
-use loopdbg_formats::route::{provider_of_path, redacted_path};
+use loopdbg_formats::route::{provider_of_path, redacted_path, redacted_url};
 use loopdbg_formats::stream::{is_aws_event_stream, is_event_stream};
 use loopdbg_judge::chain::ResponseStore;
 use loopdbg_read::provider_of_request;
@@ -89,7 +89,8 @@ pub struct Config {
 
 impl Config {
     /// What the proxy says when it starts listening on `addr`: where it
-    /// forwards (a key in the upstream's query is not shown), what it does
+    /// forwards (a key in the upstream's query or a password in its user
+    /// info is not shown), what it does
     /// with a request it would refuse, and where exchanges are recorded.
     pub fn banner(
         &self,
@@ -99,7 +100,7 @@ impl Config {
     ) -> String {
         format!(
             "loopdbg proxy: listening on http://{addr} → {} · --on-invalid {}{} · {}{}",
-            redacted_path(&self.upstream.to_string()),
+            redacted_url(&self.upstream.to_string()),
             self.on_invalid,
             match self.on_invalid {
                 gate::OnInvalid::Forward => String::new(),
@@ -112,7 +113,7 @@ impl Config {
             ),
             otlp.map_or(String::new(), |url| format!(
                 " · each exchange as an OTLP span to {}",
-                redacted_path(url)
+                redacted_url(url)
             ))
         )
     }

@@ -77,7 +77,7 @@ pub async fn serve(
     let addr = listener.local_addr()?;
     let _ = record.send(Record::start(&[
         "--upstream".to_string(),
-        loopdbg_formats::route::redacted_path(&upstream.to_string()),
+        loopdbg_formats::route::redacted_url(&upstream.to_string()),
     ]));
     let tap = Arc::new(Tap {
         way,
