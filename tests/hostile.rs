@@ -107,13 +107,9 @@ fn special_files_are_refused_not_read_forever() {
         .stderr(predicate::str::contains("not a regular file"));
 }
 
-/// Writes `data` into a new FIFO from another thread while `command`
-/// (given the FIFO's path) reads it; the command must end on its own.
-fn through_a_fifo(
-    name: &str,
-    data: Vec<u8>,
-    command: impl FnOnce(&std::path::Path) -> assert_cmd::assert::Assert,
-) -> assert_cmd::assert::Assert {
+/// A new FIFO in a scratch folder of its own (removed when the folder's
+/// guard is dropped).
+fn new_fifo(name: &str) -> (crate::common::Scratch, std::path::PathBuf) {
     let dir = scratch(name);
     let fifo = dir.join("pipe");
     let made = std::process::Command::new("mkfifo")
@@ -121,6 +117,17 @@ fn through_a_fifo(
         .status()
         .unwrap();
     assert!(made.success());
+    (dir, fifo)
+}
+
+/// Writes `data` into a new FIFO from another thread while `command`
+/// (given the FIFO's path) reads it; the command must end on its own.
+fn through_a_fifo(
+    name: &str,
+    data: Vec<u8>,
+    command: impl FnOnce(&std::path::Path) -> assert_cmd::assert::Assert,
+) -> assert_cmd::assert::Assert {
+    let (_dir, fifo) = new_fifo(name);
     let writer_path = fifo.clone();
     let writer = std::thread::spawn(move || std::fs::write(writer_path, data).unwrap());
     let done = command(&fifo);
@@ -173,13 +180,7 @@ fn diff_and_run_print_escapes_inert() {
 /// to be checked again (it used to wait there for another writer).
 #[test]
 fn a_repair_written_into_a_fifo_is_not_read_back() {
-    let dir = scratch("fifo-fix");
-    let fifo = dir.join("pipe");
-    let made = std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap();
-    assert!(made.success());
+    let (_dir, fifo) = new_fifo("fifo-fix");
     let reader_path = fifo.clone();
     let reader = std::thread::spawn(move || std::fs::read(reader_path).unwrap());
     loopdbg()
