@@ -302,12 +302,11 @@ fn put_back(
     old.seek(io::SeekFrom::Start(0))?;
     old.read_to_end(&mut whole)?;
     whole.extend_from_slice(&late);
-    let permissions = held.metadata()?.permissions();
+    // Over the new file, which has the original's mode: `replace` keeps it.
     replace(path, |w| w.write_all(&whole), true).map_err(|e| match e {
         WriteError::Io(e) => e,
         WriteError::Exists => io::Error::from(io::ErrorKind::AlreadyExists),
     })?;
-    std::fs::set_permissions(path, permissions)?;
     std::fs::remove_file(backup)
 }
 
