@@ -221,8 +221,8 @@ fn doctor_leaves_alone_what_it_must_not_or_cannot_change() {
         .args(["doctor", "--write", body.to_str().unwrap()])
         .assert()
         .code(2)
-        .stdout(predicate::str::contains(
-            "not changed: it is read as anthropic",
+        .stdout(predicate::str::contains("not changed: `tool_use` ids").and(
+            predicate::str::contains("(it is read as anthropic; the doctor repairs"),
         ));
     assert_eq!(std::fs::read(&body).unwrap(), before);
     assert_eq!(backups(dir.path()), ["fresh.jsonl.loopdbg-bak"]);
@@ -875,4 +875,259 @@ fn the_doctor_never_panics_on_a_record_of_another_shape() {
         panics.len(),
         panics[..panics.len().min(20)].join("\n")
     );
+}
+
+/// A home as a user's machine holds it: sessions of five agents, some
+/// clean, some each agent mends as it resumes them, two that no resume
+/// can send (a Claude Code id the provider refuses, a Gemini CLI chat
+/// whose responses are kept twice), Codex's store moved by `CODEX_HOME`,
+/// opencode's database, and files that are not sessions.
+struct Home {
+    _dir: tempfile::TempDir,
+    home: PathBuf,
+    codex_home: PathBuf,
+}
+
+impl Home {
+    fn plant() -> Home {
+        const T: &str = "tests/fixtures/transcripts";
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let codex_home = dir.path().join("codex-elsewhere");
+        let put = |from: &str, to: PathBuf| {
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            std::fs::copy(format!("{T}/{from}"), &to).unwrap();
+            age(&to);
+        };
+        let claude = home.join(".claude/projects/-home-ann-app");
+        put(
+            "claude_code_v2/doctor_invalid_id.jsonl",
+            claude.join("c0ffee00-0000-4000-8000-000000000001.jsonl"),
+        );
+        put(
+            "claude_code_v2/parallel.jsonl",
+            claude.join("c0ffee00-0000-4000-8000-000000000002.jsonl"),
+        );
+        put(
+            "claude_code_v2/doctor_dropped_result.jsonl",
+            claude.join("c0ffee00-0000-4000-8000-000000000003.jsonl"),
+        );
+        std::fs::write(claude.join("notes.txt"), "not a session").unwrap();
+        let day = codex_home.join("sessions/2026/12/02");
+        put(
+            "codex/rollout-2026-11-03T08-00-00-clean.jsonl",
+            day.join("rollout-2026-11-03T08-00-00-clean.jsonl"),
+        );
+        put(
+            "codex/rollout-2026-12-02T04-27-23-dropped-output.jsonl",
+            day.join("rollout-2026-12-02T04-27-23-dropped-output.jsonl"),
+        );
+        let project = home.join(".gemini/tmp/ann-app");
+        std::fs::create_dir_all(&project).unwrap();
+        std::fs::write(project.join(".project_root"), "/home/ann/app\n").unwrap();
+        put(
+            "gemini_cli/session-2026-12-02T04-27-6a20c2cd.jsonl",
+            project.join("chats/session-2026-12-02T04-27-6a20c2cd.jsonl"),
+        );
+        let copilot = home.join(".copilot/session-state");
+        put(
+            "copilot_cli/events.jsonl",
+            copilot.join("5e55/events.jsonl"),
+        );
+        put("copilot_cli/interrupted.jsonl", copilot.join("older.jsonl"));
+        let storage = home.join(".config/Code/User/globalStorage");
+        put(
+            "agent_stores/cline_api_conversation_history.json",
+            storage.join("saoudrizwan.claude-dev/tasks/1733/api_conversation_history.json"),
+        );
+        put(
+            "agent_stores/roo_api_conversation_history.json",
+            storage.join("rooveterinaryinc.roo-cline/tasks/1734/api_conversation_history.json"),
+        );
+        let opencode = home.join(".local/share/opencode");
+        std::fs::create_dir_all(&opencode).unwrap();
+        std::fs::write(opencode.join("opencode.db"), "").unwrap();
+        Home {
+            _dir: dir,
+            home,
+            codex_home,
+        }
+    }
+
+    fn doctor(&self, args: &[&str]) -> assert_cmd::assert::Assert {
+        let mut cmd = loopdbg();
+        cmd.arg("doctor").arg("--scan").args(args);
+        for var in loopdbg_corpus::stores::VARIABLES {
+            cmd.env_remove(var);
+        }
+        cmd.env("HOME", &self.home)
+            .env("CODEX_HOME", &self.codex_home)
+            .assert()
+    }
+
+    /// Every file under the home, with its bytes.
+    fn files(&self) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+        let mut out = std::collections::BTreeMap::new();
+        let mut stack = vec![self._dir.path().to_path_buf()];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else {
+                    out.insert(path.clone(), std::fs::read(&path).unwrap());
+                }
+            }
+        }
+        out
+    }
+}
+
+fn scanned(assert: &assert_cmd::assert::Assert) -> serde_json::Value {
+    serde_json::from_slice(&assert.get_output().stdout).unwrap()
+}
+
+/// The paths of the sessions a scan found in `standing`, by file name.
+fn standing(scan: &serde_json::Value, standing: &str) -> Vec<String> {
+    let mut names: Vec<String> = scan["unresumable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|u| u["standing"] == standing)
+        .map(|u| {
+            let path = Path::new(u["path"].as_str().unwrap());
+            path.file_name().unwrap().to_string_lossy().into_owned()
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn doctor_scan_finds_every_session_no_resume_can_send_and_repairs_them() {
+    let home = Home::plant();
+    let before = home.files();
+    let first = home.doctor(&["--format", "json"]).code(1);
+    let scan = scanned(&first);
+    assert_eq!(scan["sessions"], 10, "{scan:#}");
+    let agents: Vec<&str> = scan["stores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["agent"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        agents,
+        [
+            "claude-code",
+            "codex",
+            "gemini-cli",
+            "copilot-cli",
+            "cline",
+            "roo-code",
+            "opencode"
+        ]
+    );
+    assert_eq!(
+        standing(&scan, "refused"),
+        [
+            "c0ffee00-0000-4000-8000-000000000001.jsonl",
+            "session-2026-12-02T04-27-6a20c2cd.jsonl"
+        ]
+    );
+    // Each agent resumes these by mending them itself: listed, not changed.
+    assert_eq!(
+        standing(&scan, "mended"),
+        [
+            "api_conversation_history.json",
+            "c0ffee00-0000-4000-8000-000000000003.jsonl",
+            "older.jsonl",
+            "rollout-2026-12-02T04-27-23-dropped-output.jsonl"
+        ]
+    );
+    assert_eq!(standing(&scan, "unread"), Vec::<String>::new());
+    let resume: Vec<&str> = scan["unresumable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|u| u["standing"] == "refused")
+        .map(|u| u["resume"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        resume,
+        [
+            "cd /tmp/u/work && claude --resume c0ffee00-0000-4000-8000-000000000001",
+            "cd /home/ann/app && gemini --resume 6a20c2cd-1176-49ca-971a-fb9e1d759208"
+        ]
+    );
+    assert_eq!(
+        home.files(),
+        before,
+        "a scan without --write changed a file"
+    );
+
+    let text = home.doctor(&[]).code(1);
+    let said = String::from_utf8_lossy(&text.get_output().stdout).into_owned();
+    assert!(said.contains("Gemini CLI: 1 session(s) in "), "{said}");
+    assert!(said.contains("10 session(s) in 7 store(s): 2 cannot be resumed; nothing written: pass --write to repair the 2"), "{said}");
+
+    let written = home.doctor(&["--write", "--format", "json"]).code(0);
+    let scan = scanned(&written);
+    let after = home.files();
+    let changed: Vec<String> = after
+        .iter()
+        .filter(|(path, bytes)| before.get(*path) != Some(*bytes))
+        .map(|(path, _)| path.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        changed,
+        [
+            "c0ffee00-0000-4000-8000-000000000001.jsonl",
+            "c0ffee00-0000-4000-8000-000000000001.jsonl.loopdbg-bak",
+            "session-2026-12-02T04-27-6a20c2cd.jsonl",
+            "session-2026-12-02T04-27-6a20c2cd.jsonl.loopdbg-bak"
+        ],
+        "{scan:#}"
+    );
+    for (path, bytes) in &after {
+        let name = path.to_string_lossy();
+        if let Some(original) = name.strip_suffix(".loopdbg-bak") {
+            assert_eq!(
+                bytes,
+                &before[Path::new(original)],
+                "{name} is not the original"
+            );
+        }
+    }
+    for u in scan["unresumable"].as_array().unwrap() {
+        if u["standing"] == "refused" {
+            assert_eq!(u["written"]["outcome"], "written", "{u:#}");
+            assert_eq!(u["written"]["resumable"], true, "{u:#}");
+        }
+    }
+
+    // Again: nothing left that no resume can send, nothing written.
+    for file in after.keys() {
+        age(file);
+    }
+    let again = home.doctor(&["--write", "--format", "json"]).code(0);
+    assert_eq!(standing(&scanned(&again), "refused"), Vec::<String>::new());
+    assert_eq!(home.files(), after);
+}
+
+#[test]
+fn doctor_scan_of_a_home_without_agents_says_where_it_looked() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = loopdbg();
+    for var in loopdbg_corpus::stores::VARIABLES {
+        cmd.env_remove(var);
+    }
+    cmd.env("HOME", dir.path())
+        .args(["doctor", "--scan"])
+        .assert()
+        .code(0)
+        .stdout(
+            predicate::str::contains("no session store found")
+                .and(predicate::str::contains("CLAUDE_CONFIG_DIR, CODEX_HOME")),
+        );
 }

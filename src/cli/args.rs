@@ -190,13 +190,15 @@ pub enum Command {
     /// Turn a capture, a Claude Code log or any file `check` reads into a
     /// stub session that replays the recorded run under any strategy.
     Record(RecordArgs),
-    /// Say what keeps an agent's session from being sent again, and with
-    /// --write repair it in the agent's own format (Claude Code, Codex and
-    /// Gemini CLI sessions): a missing result is added as an error result,
-    /// a duplicate removed, a torn last line dropped. The original is kept as FILE.loopdbg-bak (numbered, never
-    /// overwritten); the repaired file is checked again.
+    /// Repair an agent's session that can no longer be resumed (a call left
+    /// without its result, a result sent twice, a torn last line), in the
+    /// agent's own format: Claude Code, Codex and Gemini CLI sessions. Says
+    /// what it would change; --write changes it, keeping the original as
+    /// FILE.loopdbg-bak (numbered, never overwritten), and checks it again.
+    /// --scan finds every agent's sessions on this machine and lists those
+    /// that cannot be resumed, with the agent's command to resume each.
     ///
-    /// Exit 0 when every file is (or became) sendable; 1 when one needs a
+    /// Exit 0 when every session is (or became) sendable; 1 when one needs a
     /// repair not written; 2 when one could not be read or repaired.
     Doctor(DoctorArgs),
     /// Tap a stdio MCP server: start it, relay the agent's messages to it
@@ -243,8 +245,14 @@ pub struct McpArgs {
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
     /// The session files (a Claude Code log: ~/.claude/projects/*/SESSION.jsonl).
-    #[arg(required = true)]
+    #[arg(required_unless_present = "scan", conflicts_with = "scan")]
     pub files: Vec<PathBuf>,
+    /// Find the sessions of every agent on this machine (Claude Code, Codex,
+    /// Gemini CLI, Copilot CLI, Cline, Roo Code, Kilo Code, opencode; where
+    /// CLAUDE_CONFIG_DIR, CODEX_HOME, GEMINI_CLI_HOME or COPILOT_HOME put
+    /// them) and put each to the doctor.
+    #[arg(long)]
+    pub scan: bool,
     /// Repair the files (the original kept as FILE.loopdbg-bak).
     #[arg(long)]
     pub write: bool,
@@ -252,6 +260,9 @@ pub struct DoctorArgs {
     /// still be appending to it).
     #[arg(long, requires = "write")]
     pub force: bool,
+    /// Output format of --scan.
+    #[arg(long, value_enum, default_value_t = RunFormat::Text, requires = "scan")]
+    pub format: RunFormat,
 }
 
 // The arguments of `run` (its help text is the variant's).
@@ -451,7 +462,7 @@ pub struct RecordArgs {
 }
 
 /// `run` output.
-#[derive(Debug, Clone, Copy, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum RunFormat {
     /// Round by round, as the seeds print traces.
     Text,

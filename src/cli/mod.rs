@@ -33,7 +33,7 @@ mod proxy;
 mod signals;
 use loopdbg_corpus::prices;
 use loopdbg_corpus::replay::Opening;
-use loopdbg_corpus::sessions;
+use loopdbg_corpus::sessions::{self, Subject, subject};
 use loopdbg_engine::diagnostics::inert_json as json;
 
 pub mod terminal;
@@ -153,12 +153,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         Some(Command::Diff(args)) => diff(args),
         Some(Command::Tour(args)) => tour(args),
         Some(Command::Record(args)) => record(&args.capture, args.conversation, &args.output),
-        Some(Command::Doctor(args)) => {
-            let mut out = std::io::stdout();
-            let code =
-                loopdbg_corpus::doctor::report(&args.files, args.write, args.force, &mut out);
-            Ok(ExitCode::from(code))
-        }
+        Some(Command::Doctor(args)) => Ok(ExitCode::from(doctor(&args))),
         #[cfg(feature = "proxy")]
         Some(Command::Mcp(args)) => match &args.upstream {
             Some(url) => mcp::http_tap(&args.capture, args.force, url, args.listen),
@@ -235,31 +230,6 @@ fn open(cli: Cli) -> Result<ExitCode, Failure> {
     };
     terminal::run(app)?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// A session to run, or a capture replayed (only where `replays` allows
-/// it): what `run` and `diff` take.
-enum Subject {
-    Run(Box<sessions::Loaded>),
-    Replay(Box<loopdbg_corpus::replay::Replay>),
-}
-
-fn subject(path: &std::path::Path, replays: bool, anywhere: bool) -> Result<Subject, Failure> {
-    Ok(match loopdbg_corpus::replay::open(path)? {
-        Opening::Session { origin, text } => Subject::Run(Box::new(sessions::session_of(
-            path, origin, text, anywhere,
-        )?)),
-        // The newest conversation, titled by its file.
-        Opening::Captured(opened) if replays => {
-            let name = path.display().to_string();
-            Subject::Replay(Box::new(loopdbg_corpus::replay::replay(
-                opened,
-                None,
-                |_| name,
-            )?))
-        }
-        Opening::Captured(_) => Subject::Run(Box::new(sessions::session(path, anywhere)?)),
-    })
 }
 
 /// `loopdbg run`: the trace as text or JSON, a handout, or the request
@@ -414,6 +384,20 @@ fn diff(args: DiffArgs) -> Result<ExitCode, Failure> {
         None => ExitCode::SUCCESS,
         Some(_) => ExitCode::FAILURE,
     })
+}
+
+/// `loopdbg doctor`: the files named, or (`--scan`) every agent's, with
+/// progress on a terminal's stderr; the exit code.
+fn doctor(args: &args::DoctorArgs) -> u8 {
+    use loopdbg_corpus::scan::{Options, scan};
+    let (write, force, json) = (args.write, args.force, args.format == RunFormat::Json);
+    let out = &mut std::io::stdout();
+    if !args.scan {
+        return loopdbg_corpus::doctor::report(&args.files, write, force, out);
+    }
+    let progress = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let progress = progress.then(|| Box::new(std::io::stderr()) as Box<dyn Write + Send>);
+    scan(Options { write, force, json }, progress, out)
 }
 
 /// `loopdbg tour`.

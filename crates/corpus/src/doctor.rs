@@ -30,6 +30,14 @@ pub enum Verdict {
     Needs(Repair),
     /// It cannot be repaired here, and why.
     Cannot(String),
+    /// It is not clean, and it is a file the doctor does not repair (an
+    /// agent store it only names, a request body): read as `format`, why.
+    NotRepaired {
+        /// What it is read as (`copilot-cli`, `anthropic`, …).
+        format: String,
+        /// What keeps it from being sent as it stands.
+        why: String,
+    },
 }
 
 /// A repair and the bytes it was made from: [`apply`] writes it only
@@ -37,6 +45,9 @@ pub enum Verdict {
 pub struct Repair {
     /// The new file and what changed.
     pub plan: loopdbg_judge::doctor::Plan,
+    /// Why the agent cannot send the session as it stands: the first
+    /// finding's words (the provider's 400 where it has one).
+    pub why: String,
     /// The length and hash of the bytes read.
     read: (usize, u64),
 }
@@ -84,6 +95,14 @@ pub fn report(files: &[PathBuf], write: bool, force: bool, out: &mut dyn Write) 
             }
             Verdict::Cannot(why) => {
                 let _ = writeln!(out, "{name}: not changed: {}", inert::clean(&why));
+                2
+            }
+            Verdict::NotRepaired { format, why } => {
+                let _ = writeln!(
+                    out,
+                    "{name}: not changed: {} (it is read as {format}; the doctor repairs the session stores of Claude Code, Codex and Gemini CLI, and `check --fix` request bodies and captures)",
+                    inert::clean(&why)
+                );
                 2
             }
             Verdict::Needs(repair) => {
@@ -151,24 +170,46 @@ fn needs_repair(f: &Finding) -> bool {
     ) || (f.rejected_by_provider() && f.kind != Kind::RefusedRequest)
 }
 
+/// What the agent's own resume makes of a session that is not clean.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Standing {
+    /// It sends the history as it stands and the provider refuses it.
+    Refused,
+    /// It resumes, mending what it sends as it goes (it closes an open
+    /// call, skips a torn line): the repair writes down what it sends.
+    Mended,
+    /// The file could not be read.
+    Unread,
+}
+
 /// What keeps the session at `path` from being sent, and its repair. The
 /// file is read once: the check, the repair and (in [`apply`]) the test
 /// that it is unchanged all see the same bytes.
 pub fn diagnose(path: &Path) -> Verdict {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) => return Verdict::Cannot(format!("it could not be read: {e}")),
-    };
-    diagnose_bytes(path, bytes)
+    standing(path).0
 }
 
-fn diagnose_bytes(path: &Path, bytes: Vec<u8>) -> Verdict {
+/// [`diagnose`], and what the agent's own resume makes of the session as
+/// it stands (for a clean one, [`Standing::Mended`]: nothing to mend).
+pub fn standing(path: &Path) -> (Verdict, Standing) {
+    match std::fs::read(path) {
+        Ok(bytes) => diagnose_bytes(path, bytes),
+        Err(e) => (
+            Verdict::Cannot(format!("it could not be read: {e}")),
+            Standing::Unread,
+        ),
+    }
+}
+
+fn diagnose_bytes(path: &Path, bytes: Vec<u8>) -> (Verdict, Standing) {
     let read = fingerprint(&bytes);
     let report = check_bytes(&origin_of(path), bytes.clone(), None, &[], &mut |_, _| {});
+    let unread = |why: String| (Verdict::Cannot(why), Standing::Unread);
     if let Some(e) = report.errors.first() {
         // A torn last line is the one reading error the doctor repairs.
         if report.errors.len() > 1 || !is_last_line(&bytes, e.line) {
-            return Verdict::Cannot(format!("it could not be read: {}", e.message));
+            return unread(format!("it could not be read: {}", e.message));
         }
     }
     let format = report.format.unwrap_or("unknown");
@@ -178,31 +219,50 @@ fn diagnose_bytes(path: &Path, bytes: Vec<u8>) -> Verdict {
         .flat_map(|r| r.findings.iter().filter(|f| needs_repair(f)).cloned())
         .collect();
     if findings.is_empty() && report.errors.is_empty() {
-        return Verdict::Clean;
+        return (Verdict::Clean, Standing::Mended);
     }
+    let standing = match findings.iter().any(Finding::rejected_by_provider) {
+        true => Standing::Refused,
+        false => Standing::Mended,
+    };
     let text = match String::from_utf8(bytes) {
         Ok(t) => t,
-        Err(e) => return Verdict::Cannot(format!("it is not UTF-8: {e}")),
+        Err(e) => return unread(format!("it is not UTF-8: {e}")),
     };
     let plan = match format {
         "claude-code" => loopdbg_judge::doctor::claude_code(&text, &findings),
         "codex" => loopdbg_judge::doctor::codex(&text, &findings),
         "gemini-cli" => loopdbg_judge::doctor::gemini_cli(&text),
         other => {
-            return Verdict::Cannot(format!(
-                "it is read as {other}; the doctor repairs the session stores of Claude Code, Codex and Gemini CLI (`check --fix` repairs request bodies and captures)"
-            ));
+            let format = other.to_string();
+            let why = why_of(&findings);
+            return (Verdict::NotRepaired { format, why }, standing);
         }
     };
-    match plan {
+    let verdict = match plan {
         // Findings the doctor has no repair for are said, never called clean.
         Ok(plan) if plan.changes.is_empty() && !findings.is_empty() => Verdict::Cannot(format!(
             "the doctor has no repair for this yet: {}",
             findings[0].message
         )),
         Ok(plan) if plan.changes.is_empty() => Verdict::Clean,
-        Ok(plan) => Verdict::Needs(Repair { plan, read }),
+        Ok(plan) => Verdict::Needs(Repair {
+            plan,
+            why: why_of(&findings),
+            read,
+        }),
         Err(why) => Verdict::Cannot(why),
+    };
+    (verdict, standing)
+}
+
+/// The first finding's words, and how many more there are; for a file
+/// whose only fault is a torn last line, that.
+fn why_of(findings: &[Finding]) -> String {
+    match findings {
+        [] => "its last line was cut off mid-write".to_string(),
+        [one] => one.message.clone(),
+        [first, rest @ ..] => format!("{} (and {} more)", first.message, rest.len()),
     }
 }
 

@@ -11,10 +11,13 @@
 //! - [`table`]: the check as rows, one per conversation, for Parquet and
 //!   warehouses;
 //! - [`traces`]: OTLP trace files (JSON Lines, one export, protobuf);
-//! - [`prices`]: the price table tokens are priced with.
+//! - [`prices`]: the price table tokens are priced with;
+//! - [`doctor`], [`stores`] and [`scan`]: an agent's session repaired, and
+//!   every agent's sessions on this machine found and put to the doctor.
 //!
-//! Like `loopdbg-wire`, it opens no terminal and starts no runtime; it
-//! reads files and the clock is never asked.
+//! It opens no terminal and starts no runtime; it reads (and the doctor
+//! writes) files, and only the doctor asks the clock (how recently an
+//! agent wrote the file it would repair).
 #![forbid(unsafe_code)]
 
 use std::path::Path;
@@ -31,7 +34,9 @@ pub mod open;
 pub mod prices;
 pub mod replay;
 pub mod report;
+pub mod scan;
 pub mod sessions;
+pub mod stores;
 pub mod table;
 pub mod text;
 #[cfg(feature = "otlp")]

@@ -10,6 +10,32 @@ use loopdbg_engine::{LoadError, Session};
 use crate::limits::MAX_SESSION_BYTES;
 use crate::replay::Opening;
 
+/// A session to run, or a capture replayed (only where asked): what
+/// `run` and `diff` take.
+pub enum Subject {
+    /// A session file, loaded.
+    Run(Box<Loaded>),
+    /// A capture's newest conversation, titled by its file.
+    Replay(Box<crate::replay::Replay>),
+}
+
+/// What `path` holds, read once: a session, or (when `replays`) a capture
+/// to replay; a capture where replays are not taken is said as such.
+/// `anywhere` lets a session name sub-agent files outside its folder.
+pub fn subject(path: &Path, replays: bool, anywhere: bool) -> Result<Subject, LoadError> {
+    Ok(match crate::replay::open(path)? {
+        Opening::Session { origin, text } => {
+            Subject::Run(Box::new(session_of(path, origin, text, anywhere)?))
+        }
+        Opening::Captured(opened) if replays => {
+            let name = path.display().to_string();
+            let replay = crate::replay::replay(opened, None, |_| name)?;
+            Subject::Replay(Box::new(replay))
+        }
+        Opening::Captured(_) => Subject::Run(Box::new(session(path, anywhere)?)),
+    })
+}
+
 /// A session with the text it came from.
 pub struct Loaded {
     /// The name the user gave.

@@ -1,0 +1,390 @@
+//! `loopdbg doctor --scan`: every session of every agent on this machine
+//! ([`crate::stores`]) put to the doctor, and each one its agent could not
+//! resume named, with why, the repair, and the agent's command to resume
+//! it; with `write`, repaired (each original kept, as `doctor --write`
+//! keeps it). Sessions are examined on every core (feature `parallel`),
+//! each file read once; only what is said of a session is kept, never its
+//! text, so a store of any size is scanned in the memory of its largest
+//! files.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use loopdbg_engine::diagnostics::inert::clean;
+use serde::Serialize;
+
+use crate::doctor::{self, Standing, Verdict, Written};
+use crate::stores::{Agent, Places, Store, resume_command, stores};
+
+/// What the scan is asked to do.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// Repair what the doctor can.
+    pub write: bool,
+    /// Write a file changed in the last few seconds too.
+    pub force: bool,
+    /// Print JSON instead of text.
+    pub json: bool,
+}
+
+/// How far a scan has come: sessions and bytes examined of all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// Sessions examined.
+    pub done: usize,
+    /// Sessions in all.
+    pub total: usize,
+    /// Bytes of the sessions examined.
+    pub bytes: u64,
+}
+
+impl Progress {
+    /// Whether this step is worth a terminal's redraw: about a hundred
+    /// redraws in all, however many sessions there are.
+    pub fn worth_showing(self) -> bool {
+        let step = (self.total / 100).max(1);
+        self.done.is_multiple_of(step) || self.done == self.total
+    }
+
+    /// The line a terminal shows while a scan runs.
+    pub fn line(self) -> String {
+        format!(
+            "scanning: {} of {} sessions ({:.1} MB)",
+            self.done,
+            self.total,
+            self.bytes as f64 / 1e6
+        )
+    }
+}
+
+/// A change the doctor makes, by the original's line.
+#[derive(Debug, Clone, Serialize)]
+pub struct Change {
+    /// The 1-based line.
+    pub line: usize,
+    /// What is done there.
+    pub what: String,
+}
+
+/// What writing a repair came to.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "snake_case", tag = "outcome")]
+pub enum Outcome {
+    /// Written, the original kept.
+    Written {
+        /// Where the original is.
+        backup: PathBuf,
+        /// Whether the agent can now send it.
+        resumable: bool,
+    },
+    /// Not written, and why.
+    NotWritten {
+        /// Why.
+        why: String,
+        /// Whether an error (not a caution) stopped it.
+        failed: bool,
+    },
+}
+
+/// A session that is not clean: its agent cannot resume it, or resumes it
+/// only by mending it, or it could not be read.
+#[derive(Debug, Clone, Serialize)]
+pub struct Unresumable {
+    /// Whose.
+    pub agent: Agent,
+    /// The session file.
+    pub path: PathBuf,
+    /// What the agent's own resume makes of it.
+    pub standing: Standing,
+    /// Why (the provider's words where it has them).
+    pub why: String,
+    /// The doctor's repair, or `None` when it has none for it.
+    pub changes: Option<Vec<Change>>,
+    /// With `write`, what writing the repair came to.
+    pub written: Option<Outcome>,
+    /// The agent's command to resume it, where the file says enough.
+    pub resume: Option<String>,
+}
+
+impl Unresumable {
+    /// Whether the agent still cannot resume it after the scan.
+    fn still(&self) -> bool {
+        self.standing == Standing::Refused
+            && !matches!(
+                self.written,
+                Some(Outcome::Written {
+                    resumable: true,
+                    ..
+                })
+            )
+    }
+}
+
+/// One store as the scan found it.
+#[derive(Debug, Clone, Serialize)]
+pub struct StoreSummary {
+    /// Whose.
+    pub agent: Agent,
+    /// Where.
+    pub root: PathBuf,
+    /// Its session files.
+    pub sessions: usize,
+    /// Why its sessions were not read, where they were not.
+    pub note: Option<String>,
+}
+
+/// What a scan found.
+#[derive(Debug, Clone, Serialize)]
+pub struct Scan {
+    /// The stores, in the order of [`Agent`].
+    pub stores: Vec<StoreSummary>,
+    /// Sessions examined.
+    pub sessions: usize,
+    /// The sessions that are not clean, store by store.
+    pub unresumable: Vec<Unresumable>,
+}
+
+/// `loopdbg doctor --scan`: every store of the process's home scanned,
+/// the progress line drawn on `progress` (a terminal) as it goes, the
+/// scan reported on `out`; the exit code ([`report`]'s).
+pub fn scan(options: Options, progress: Option<Box<dyn Write + Send>>, out: &mut dyn Write) -> u8 {
+    let progress = progress.map(std::sync::Mutex::new);
+    let shown = |p: Progress| {
+        let Some(terminal) = &progress else { return };
+        if p.worth_showing()
+            && let Ok(mut terminal) = terminal.lock()
+        {
+            let _ = write!(terminal, "\r{}", p.line());
+        }
+    };
+    let found = examine_all(&Places::from_env(), options, &shown);
+    if let Some(Ok(mut terminal)) = progress.map(|p| p.into_inner()) {
+        let _ = write!(terminal, "\r{:60}\r", "");
+    }
+    report(&found, options, out)
+}
+
+/// Scans every store under `places`; `progress` hears of each session
+/// examined (from whichever core examined it).
+pub fn examine_all(
+    places: &Places,
+    options: Options,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Scan {
+    let found = stores(places);
+    let work: Vec<(Agent, PathBuf)> = found
+        .iter()
+        .flat_map(|s| s.sessions.iter().map(|p| (s.agent, p.clone())))
+        .collect();
+    let total = work.len();
+    let (done, bytes) = (AtomicUsize::new(0), AtomicU64::new(0));
+    let verdicts = crate::cores::map(&work, |(agent, path)| {
+        let said = examine(*agent, path, options);
+        let size = std::fs::metadata(path).map_or(0, |m| m.len());
+        progress(Progress {
+            done: done.fetch_add(1, Ordering::Relaxed) + 1,
+            total,
+            bytes: bytes.fetch_add(size, Ordering::Relaxed) + size,
+        });
+        said
+    });
+    Scan {
+        stores: found.iter().map(summary).collect(),
+        sessions: total,
+        unresumable: verdicts.into_iter().flatten().collect(),
+    }
+}
+
+fn summary(store: &Store) -> StoreSummary {
+    StoreSummary {
+        agent: store.agent,
+        root: store.root.clone(),
+        sessions: store.sessions.len(),
+        note: store.note.clone(),
+    }
+}
+
+/// The doctor on one session; `None` when it is clean. Only a session
+/// its agent cannot resume is written.
+fn examine(agent: Agent, path: &std::path::Path, options: Options) -> Option<Unresumable> {
+    let (verdict, standing) = doctor::standing(path);
+    let (why, changes, written) = match verdict {
+        Verdict::Clean => return None,
+        Verdict::Cannot(why) | Verdict::NotRepaired { why, .. } => (why, None, None),
+        Verdict::Needs(repair) => {
+            let changes = repair
+                .plan
+                .changes
+                .iter()
+                .map(|c| Change {
+                    line: c.line,
+                    what: c.what.clone(),
+                })
+                .collect();
+            let written = (options.write && standing == Standing::Refused)
+                .then(|| outcome(doctor::apply(path, &repair, options.force)));
+            (repair.why, Some(changes), written)
+        }
+    };
+    Some(Unresumable {
+        agent,
+        path: path.to_path_buf(),
+        standing,
+        why,
+        changes,
+        written,
+        resume: resume_command(agent, path),
+    })
+}
+
+fn outcome(written: Written) -> Outcome {
+    match written {
+        Written::Done { backup, clean } => Outcome::Written {
+            backup,
+            resumable: clean,
+        },
+        Written::Not { why, failed } => Outcome::NotWritten { why, failed },
+    }
+}
+
+/// Prints `scan` (as text, or JSON with `options.json`) on `out`; its exit
+/// code: 0 when every session can be resumed (or, written, now can), 1
+/// when one cannot, 2 when a repair could not be written.
+pub fn report(scan: &Scan, options: Options, out: &mut dyn Write) -> u8 {
+    let failed = scan
+        .unresumable
+        .iter()
+        .any(|u| matches!(u.written, Some(Outcome::NotWritten { failed: true, .. })));
+    let code = if failed {
+        2
+    } else if scan.unresumable.iter().any(Unresumable::still) {
+        1
+    } else {
+        0
+    };
+    if options.json {
+        let _ = serde_json::to_writer_pretty(&mut *out, scan);
+        let _ = writeln!(out);
+    } else {
+        let _ = text(scan, options, out);
+    }
+    code
+}
+
+fn text(scan: &Scan, options: Options, out: &mut dyn Write) -> std::io::Result<()> {
+    if scan.stores.is_empty() {
+        return writeln!(
+            out,
+            "no session store found of Claude Code, Codex, Gemini CLI, Copilot CLI, Cline, Roo Code, Kilo Code or opencode (an agent that keeps its sessions elsewhere is found through its own variable: {})",
+            crate::stores::VARIABLES.join(", ")
+        );
+    }
+    for store in &scan.stores {
+        let root = clean(&store.root.display().to_string());
+        let name = store.agent.name();
+        if let Some(note) = &store.note {
+            writeln!(out, "{name}: {root}: {note}")?;
+            continue;
+        }
+        let here = |standing| {
+            scan.unresumable
+                .iter()
+                .filter(move |u| u.standing == standing && u.path.starts_with(&store.root))
+        };
+        let state = match here(Standing::Refused).count() {
+            0 => "every one can be resumed".to_string(),
+            n => format!("{n} cannot be resumed"),
+        };
+        writeln!(
+            out,
+            "{name}: {} session(s) in {root}; {state}",
+            store.sessions
+        )?;
+        for u in here(Standing::Refused) {
+            session(u, out)?;
+        }
+        for u in here(Standing::Mended) {
+            let path = clean(&u.path.display().to_string());
+            writeln!(out, "  resumes only as {name} mends it: {path}")?;
+            writeln!(out, "    {}", clean(&u.why))?;
+        }
+        for u in here(Standing::Unread) {
+            let path = clean(&u.path.display().to_string());
+            writeln!(out, "  not read: {path}: {}", clean(&u.why))?;
+        }
+    }
+    let count = |standing| {
+        scan.unresumable
+            .iter()
+            .filter(|u| u.standing == standing)
+            .count()
+    };
+    let refused = count(Standing::Refused);
+    let repairable = scan
+        .unresumable
+        .iter()
+        .filter(|u| u.standing == Standing::Refused && u.changes.is_some())
+        .count();
+    write!(
+        out,
+        "{} session(s) in {} store(s): ",
+        scan.sessions,
+        scan.stores.len()
+    )?;
+    match refused {
+        0 => write!(out, "every one can be resumed")?,
+        n => write!(out, "{n} cannot be resumed")?,
+    }
+    if refused > 0 && options.write {
+        let left = scan.unresumable.iter().filter(|u| u.still()).count();
+        write!(out, "; {} repaired, {left} left", refused - left)?;
+    } else if repairable > 0 {
+        write!(
+            out,
+            "; nothing written: pass --write to repair the {repairable} the doctor can (each original kept as FILE.loopdbg-bak)"
+        )?;
+    }
+    match count(Standing::Mended) {
+        0 => writeln!(out),
+        n => writeln!(
+            out,
+            "; {n} more resume only as their agent mends them as it sends them (for Claude Code and Codex, `loopdbg doctor FILE --write` writes the mend into the file)"
+        ),
+    }
+}
+
+fn session(u: &Unresumable, out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(out, "  {}", clean(&u.path.display().to_string()))?;
+    writeln!(out, "    why: {}", clean(&u.why))?;
+    match &u.changes {
+        Some(changes) => {
+            for c in changes {
+                writeln!(out, "    repair: line {}: {}", c.line, clean(&c.what))?;
+            }
+        }
+        None if !u.agent.repaired() => writeln!(
+            out,
+            "    repair: none here (the doctor repairs Claude Code, Codex and Gemini CLI sessions)"
+        )?,
+        None => {}
+    }
+    match &u.written {
+        Some(Outcome::Written { backup, resumable }) => writeln!(
+            out,
+            "    written; the original is kept as {}; checked again: {}",
+            clean(&backup.display().to_string()),
+            if *resumable {
+                "it can be resumed"
+            } else {
+                "it still cannot be resumed"
+            }
+        )?,
+        Some(Outcome::NotWritten { why, .. }) => writeln!(out, "    not written: {}", clean(why))?,
+        None => {}
+    }
+    if let Some(command) = &u.resume {
+        writeln!(out, "    resume: {}", clean(command))?;
+    }
+    Ok(())
+}

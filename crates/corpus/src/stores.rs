@@ -1,0 +1,443 @@
+//! Where each agent keeps its sessions on this machine, for `loopdbg
+//! doctor --scan`: the folders each one writes (honouring the variables
+//! it honours to move them) and the session files in them, with what the
+//! agent needs to resume one (its id and the folder to run it from).
+//!
+//! The places, from the agents' own code and documentation:
+//!
+//! - Claude Code: `$CLAUDE_CONFIG_DIR` or `~/.claude`, then
+//!   `projects/<project>/<session id>.jsonl`; resumed with `claude --resume
+//!   ID` in the session's `cwd`.
+//! - Codex: `$CODEX_HOME` or `~/.codex`, then
+//!   `sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl`; `codex resume ID`.
+//! - Gemini CLI: `$GEMINI_CLI_HOME` (which stands for the home folder) or
+//!   `~`, then `.gemini/tmp/<project>/chats/session-*.jsonl` (and the older
+//!   whole-file `.json`), the project's folder in `<project>/.project_root`;
+//!   `gemini --resume ID` there.
+//! - Copilot CLI: `$COPILOT_HOME` or `~/.copilot`, then
+//!   `session-state/<id>/events.jsonl` (and the older `<id>.jsonl`), the
+//!   folder in `<id>/workspace.yaml`; `copilot --resume=ID`.
+//! - Cline, Roo Code and Kilo Code: each editor's extension storage
+//!   (`~/.config/<editor>/User/globalStorage/<extension>`, `~/Library/
+//!   Application Support/…` on macOS, `%APPDATA%\…` on Windows; Cline's own
+//!   CLI in `~/.cline/data`), then `tasks/<id>/api_conversation_history.json`;
+//!   resumed from the extension's task history.
+//! - opencode: `$XDG_DATA_HOME/opencode` or `~/.local/share/opencode`. Since
+//!   1.2 it keeps sessions in a SQLite database (`opencode.db`), which is
+//!   named, not read: `opencode export ID` prints a session `check` reads.
+//!
+//! Reading the process's environment happens once, in
+//! [`Places::from_env`]; everything after takes a [`Places`], so a test
+//! scans a home of its own without touching the process's variables.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+/// An agent whose sessions loopdbg finds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Agent {
+    /// Anthropic's Claude Code.
+    ClaudeCode,
+    /// OpenAI's Codex CLI.
+    Codex,
+    /// Google's Gemini CLI.
+    GeminiCli,
+    /// GitHub Copilot CLI.
+    CopilotCli,
+    /// The Cline extension (and its CLI).
+    Cline,
+    /// The Roo Code extension.
+    RooCode,
+    /// The Kilo Code extension.
+    KiloCode,
+    /// opencode.
+    Opencode,
+}
+
+impl Agent {
+    /// The agent's name as its makers write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Agent::ClaudeCode => "Claude Code",
+            Agent::Codex => "Codex",
+            Agent::GeminiCli => "Gemini CLI",
+            Agent::CopilotCli => "Copilot CLI",
+            Agent::Cline => "Cline",
+            Agent::RooCode => "Roo Code",
+            Agent::KiloCode => "Kilo Code",
+            Agent::Opencode => "opencode",
+        }
+    }
+
+    /// Whether the doctor repairs this agent's store (the others' sessions
+    /// are checked and named, not changed).
+    pub fn repaired(self) -> bool {
+        matches!(self, Agent::ClaudeCode | Agent::Codex | Agent::GeminiCli)
+    }
+}
+
+/// The variables that move an agent's store, read by [`Places::from_env`].
+pub const VARIABLES: [&str; 7] = [
+    "CLAUDE_CONFIG_DIR",
+    "CODEX_HOME",
+    "GEMINI_CLI_HOME",
+    "COPILOT_HOME",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+    "APPDATA",
+];
+
+/// The home folder and the variables the agents honour.
+#[derive(Debug, Clone, Default)]
+pub struct Places {
+    home: Option<PathBuf>,
+    vars: Vec<(&'static str, PathBuf)>,
+}
+
+impl Places {
+    /// The process's: `HOME` (`USERPROFILE` on Windows) and [`VARIABLES`].
+    pub fn from_env() -> Places {
+        let home = std::env::var_os("HOME").or_else(|| std::env::var_os("USERPROFILE"));
+        Places::new(home, |name| std::env::var_os(name))
+    }
+
+    /// A home and the variables `var` gives (an empty one counts as unset,
+    /// as the agents take it).
+    pub fn new(home: Option<OsString>, var: impl Fn(&str) -> Option<OsString>) -> Places {
+        let home = home.filter(|h| !h.is_empty()).map(PathBuf::from);
+        let vars = VARIABLES
+            .iter()
+            .filter_map(|&name| {
+                let value = var(name).filter(|v| !v.is_empty())?;
+                Some((name, PathBuf::from(value)))
+            })
+            .collect();
+        Places { home, vars }
+    }
+
+    fn var(&self, name: &str) -> Option<&Path> {
+        self.vars
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_path())
+    }
+
+    /// `~/rel`.
+    fn at_home(&self, rel: &str) -> Option<PathBuf> {
+        Some(self.home.as_ref()?.join(rel))
+    }
+
+    /// `$name`, else `~/rel`.
+    fn var_or_home(&self, name: &str, rel: &str) -> Option<PathBuf> {
+        match self.var(name) {
+            Some(dir) => Some(dir.to_path_buf()),
+            None => self.at_home(rel),
+        }
+    }
+}
+
+/// One agent's store on this machine.
+#[derive(Debug, Clone)]
+pub struct Store {
+    /// Whose.
+    pub agent: Agent,
+    /// Where (the folder, or the database file).
+    pub root: PathBuf,
+    /// Its session files, sorted.
+    pub sessions: Vec<PathBuf>,
+    /// Why its sessions are not read one by one, where they are not.
+    pub note: Option<String>,
+}
+
+/// Every store of every agent that exists under `places`, in the order of
+/// [`Agent`], each store's sessions sorted.
+pub fn stores(places: &Places) -> Vec<Store> {
+    let mut found = Vec::new();
+    let claude = places.var_or_home("CLAUDE_CONFIG_DIR", ".claude");
+    let codex = places.var_or_home("CODEX_HOME", ".codex");
+    let gemini = places.var_or_home("GEMINI_CLI_HOME", "");
+    let copilot = places.var_or_home("COPILOT_HOME", ".copilot");
+    found.extend(store_at(
+        Agent::ClaudeCode,
+        claude.map(|c| c.join("projects")),
+        &[&["*", "*.jsonl"]],
+    ));
+    found.extend(store_at(
+        Agent::Codex,
+        codex.map(|c| c.join("sessions")),
+        &[&["*", "*", "*", "rollout-*.jsonl"]],
+    ));
+    found.extend(store_at(
+        Agent::GeminiCli,
+        gemini.map(|g| g.join(".gemini/tmp")),
+        &[
+            &["*", "chats", "session-*.jsonl"],
+            &["*", "chats", "session-*.json"],
+        ],
+    ));
+    // Before its per-session folders, Copilot CLI wrote `<id>.jsonl`.
+    found.extend(store_at(
+        Agent::CopilotCli,
+        copilot.map(|c| c.join("session-state")),
+        &[&["*", "events.jsonl"], &["*.jsonl"]],
+    ));
+    for (agent, root) in extension_stores(places) {
+        let pattern: &[&str] = &["*", "api_conversation_history.json"];
+        found.extend(store_at(agent, Some(root.join("tasks")), &[pattern]));
+    }
+    if let Some(data) = places.var_or_home("XDG_DATA_HOME", ".local/share") {
+        let db = data.join("opencode/opencode.db");
+        if db.is_file() {
+            found.push(Store {
+                agent: Agent::Opencode,
+                root: db,
+                sessions: Vec::new(),
+                note: Some(
+                    "a SQLite database, not read here: `opencode export ID > session.json` prints a session for `loopdbg check` (opencode sends a call it never finished with an error result of its own)".to_string(),
+                ),
+            });
+        }
+    }
+    found
+}
+
+/// The store of `agent` at `root`, if that folder exists: the files under
+/// it that match any of `patterns`, sorted.
+fn store_at(agent: Agent, root: Option<PathBuf>, patterns: &[&[&str]]) -> Option<Store> {
+    let root = root.filter(|r| r.is_dir())?;
+    let mut sessions = Vec::new();
+    for pattern in patterns {
+        walk(&root, pattern, &mut sessions);
+    }
+    sessions.sort();
+    Some(Store {
+        agent,
+        root,
+        sessions,
+        note: None,
+    })
+}
+
+/// The folders where Cline, Roo Code and Kilo Code keep their tasks: each
+/// editor's extension storage, and Cline's own CLI's.
+fn extension_stores(places: &Places) -> Vec<(Agent, PathBuf)> {
+    const EDITORS: [&str; 6] = [
+        "Code",
+        "Code - Insiders",
+        "VSCodium",
+        "Cursor",
+        "Windsurf",
+        "Trae",
+    ];
+    const EXTENSIONS: [(Agent, &str); 3] = [
+        (Agent::Cline, "saoudrizwan.claude-dev"),
+        (Agent::RooCode, "rooveterinaryinc.roo-cline"),
+        (Agent::KiloCode, "kilocode.kilo-code"),
+    ];
+    let mut bases: Vec<PathBuf> = Vec::new();
+    bases.extend(places.var_or_home("XDG_CONFIG_HOME", ".config"));
+    bases.extend(places.at_home("Library/Application Support"));
+    bases.extend(places.var("APPDATA").map(Path::to_path_buf));
+    let mut out = Vec::new();
+    for base in bases.iter().filter(|b| b.is_dir()) {
+        for editor in EDITORS {
+            let storage = base.join(editor).join("User/globalStorage");
+            for (agent, extension) in EXTENSIONS {
+                out.push((agent, storage.join(extension)));
+            }
+        }
+    }
+    if let Some(cline_cli) = places.at_home(".cline/data") {
+        out.push((Agent::Cline, cline_cli));
+    }
+    out
+}
+
+/// The files under `dir` whose path below it matches `pattern`, one
+/// segment per level (`*` matches any run of characters within a name).
+/// Depth is the pattern's, so a link that loops is not followed forever;
+/// a folder that cannot be read holds nothing.
+fn walk(dir: &Path, pattern: &[&str], out: &mut Vec<PathBuf>) {
+    let Some((segment, rest)) = pattern.split_first() else {
+        return;
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !matches_glob(segment, name) {
+            continue;
+        }
+        let path = entry.path();
+        if rest.is_empty() {
+            if path.is_file() {
+                out.push(path);
+            }
+        } else if path.is_dir() {
+            walk(&path, rest, out);
+        }
+    }
+}
+
+/// Whether `name` matches `glob`, whose only special character is `*`.
+fn matches_glob(glob: &str, name: &str) -> bool {
+    let mut pieces = glob.split('*');
+    let first = pieces.next().unwrap_or("");
+    let Some(mut rest) = name.strip_prefix(first) else {
+        return false;
+    };
+    let pieces: Vec<&str> = pieces.collect();
+    let Some((last, middle)) = pieces.split_last() else {
+        return rest.is_empty();
+    };
+    for piece in middle {
+        match rest.find(piece) {
+            Some(at) => rest = &rest[at + piece.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
+}
+
+/// The command that resumes the session in `path`, as the agent takes it,
+/// where the file says enough to write one.
+pub fn resume_command(agent: Agent, path: &Path) -> Option<String> {
+    let stem = path.file_stem()?.to_str()?;
+    let (folder, command) = match agent {
+        Agent::ClaudeCode => (
+            first_field(path, &["cwd"]),
+            format!("claude --resume {stem}"),
+        ),
+        Agent::Codex => {
+            // The `session_meta` record's, else the file name's: in
+            // `rollout-<time>-<uuid>` the last 36 characters.
+            let id = first_field(path, &["payload", "id"])
+                .or_else(|| Some(stem.get(stem.len().checked_sub(36)?..)?.to_string()))?;
+            (
+                first_field(path, &["payload", "cwd"]),
+                format!("codex resume {id}"),
+            )
+        }
+        Agent::GeminiCli => {
+            let id = first_field(path, &["sessionId"])?;
+            let project = path.parent()?.parent()?.join(".project_root");
+            let root = std::fs::read_to_string(project).ok();
+            (
+                root.map(|r| r.trim().to_string()),
+                format!("gemini --resume {id}"),
+            )
+        }
+        Agent::CopilotCli => {
+            let (id, yaml) = if stem == "events" {
+                let dir = path.parent()?;
+                (
+                    dir.file_name()?.to_str()?.to_string(),
+                    std::fs::read_to_string(dir.join("workspace.yaml")).ok(),
+                )
+            } else {
+                (stem.to_string(), None)
+            };
+            let cwd = yaml.and_then(|y| {
+                y.lines()
+                    .find_map(|l| l.strip_prefix("cwd:"))
+                    .map(|c| c.trim().trim_matches(['"', '\'']).to_string())
+            });
+            (cwd, format!("copilot --resume={id}"))
+        }
+        Agent::Cline | Agent::RooCode | Agent::KiloCode => {
+            let task = path.parent()?.file_name()?.to_str()?;
+            return Some(format!(
+                "open task {task} from {}'s task history in the editor",
+                agent.name()
+            ));
+        }
+        Agent::Opencode => return None,
+    };
+    Some(match folder {
+        Some(folder) if !folder.is_empty() => format!("cd {} && {command}", quoted(&folder)),
+        _ => command,
+    })
+}
+
+/// `text` as one shell word.
+fn quoted(text: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+:@%,=".contains(c);
+    if text.chars().all(plain) {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}
+
+/// The string at `keys` in the first of the file's first lines that has
+/// one (the folder and id an agent writes in its first records).
+fn first_field(path: &Path, keys: &[&str]) -> Option<String> {
+    use std::io::{BufRead, BufReader, Read};
+    let file = std::fs::File::open(path).ok()?;
+    // A whole-file JSON (older Gemini CLI chats) is one line: read that.
+    let reader = BufReader::new(file.take(64 << 20));
+    for line in reader.lines().take(64) {
+        let Ok(line) = line else { break };
+        let Ok(value) = serde_json::from_str::<serde_json::Value>(&line) else {
+            continue;
+        };
+        let found = keys.iter().try_fold(&value, |v, k| v.get(k));
+        if let Some(text) = found.and_then(serde_json::Value::as_str) {
+            return Some(text.to_string());
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs_match_names_as_the_stores_spell_them() {
+        assert!(matches_glob("*.jsonl", "a.jsonl"));
+        assert!(!matches_glob("*.jsonl", "a.jsonl.loopdbg-bak"));
+        assert!(matches_glob("session-*.json", "session-2026-1.json"));
+        assert!(!matches_glob("session-*.json", "session-2026-1.jsonl"));
+        assert!(!matches_glob(
+            "session-*.json",
+            "session-1.json.loopdbg-bak"
+        ));
+        assert!(!matches_glob("session-*.json", "logs.json"));
+        assert!(matches_glob("a*b*c", "a-b-b-c"));
+        assert!(matches_glob("chats", "chats"));
+        assert!(!matches_glob("chats", "chats2"));
+        assert!(matches_glob("rollout-*.jsonl", "rollout-x.jsonl"));
+        assert!(!matches_glob("a*a", "a"));
+    }
+
+    #[test]
+    fn a_variable_moves_a_store_and_an_empty_one_does_not() {
+        let places = Places::new(Some("/h".into()), |name| match name {
+            "CODEX_HOME" => Some("/elsewhere".into()),
+            "CLAUDE_CONFIG_DIR" => Some("".into()),
+            _ => None,
+        });
+        assert_eq!(
+            places.var_or_home("CODEX_HOME", ".codex"),
+            Some(PathBuf::from("/elsewhere"))
+        );
+        assert_eq!(
+            places.var_or_home("CLAUDE_CONFIG_DIR", ".claude"),
+            Some(PathBuf::from("/h/.claude"))
+        );
+        assert_eq!(Places::new(None, |_| None).var_or_home("X", ".x"), None);
+    }
+
+    #[test]
+    fn a_folder_with_a_quote_is_one_shell_word() {
+        assert_eq!(quoted("/home/ann/app"), "/home/ann/app");
+        assert_eq!(quoted("/home/ann/my app"), "'/home/ann/my app'");
+        assert_eq!(quoted("/it's"), r"'/it'\''s'");
+    }
+}
