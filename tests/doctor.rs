@@ -1131,3 +1131,47 @@ fn doctor_scan_of_a_home_without_agents_says_where_it_looked() {
                 .and(predicate::str::contains("CLAUDE_CONFIG_DIR, CODEX_HOME")),
         );
 }
+
+/// A compaction that split a call from its result (the call made before
+/// it, the result written after its summary, as reported in Claude Code,
+/// opencode and OpenClaw sessions) is named by `check`, the doctor and a
+/// scan: its line, its time and its summary's first words.
+#[test]
+fn the_compaction_that_split_a_call_from_its_result_is_named() {
+    let text = std::fs::read_to_string("tests/fixtures/transcripts/claude_code_v2/compact.jsonl")
+        .unwrap();
+    let mut lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // The Edit call's result, written after the compaction instead of
+    // before it; the next call hangs from it.
+    let mut result = lines.remove(3);
+    result["uuid"] = "r01-late".into();
+    result["parentUuid"] = "u02".into();
+    result["timestamp"] = "2026-11-02T12:05:00.200Z".into();
+    lines.insert(5, result);
+    lines[6]["parentUuid"] = "r01-late".into();
+    // The boundary bridges the chain from the last event before it: the call.
+    lines[3]["logicalParentUuid"] = "a01".into();
+    let (dir, path) = copy("tests/fixtures/transcripts/claude_code_v2/compact.jsonl");
+    let body: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    std::fs::write(&path, body.join("\n") + "\n").unwrap();
+    age(&path);
+    let named = "The compaction on line 4 (2026-11-02 12:05:00 UTC, its summary beginning \"This session is being continued from a previous conversation that ran out…\")";
+    loopdbg()
+        .args(["check", path.to_str().unwrap()])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains(named).and(predicate::str::contains(
+            "split this result from its call",
+        )));
+    loopdbg()
+        .args(["doctor", path.to_str().unwrap()])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains(named).and(predicate::str::contains(
+            "line 6: drop this event: its only block is a tool_result for toolu_04Edit",
+        )));
+    drop(dir);
+}

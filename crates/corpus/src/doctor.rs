@@ -111,6 +111,7 @@ pub fn report(files: &[PathBuf], write: bool, force: bool, out: &mut dyn Write) 
                     "{name}: {} change(s) would make it sendable:",
                     repair.plan.changes.len()
                 );
+                let _ = writeln!(out, "  why: {}", inert::clean(&repair.why));
                 for change in &repair.plan.changes {
                     // Ids are the agent's: an escape in one stays inert here.
                     let what = inert::clean(&change.what);
@@ -162,12 +163,20 @@ fn said(out: &mut dyn Write, written: Written) -> u8 {
 /// The findings a repair is for: what makes the provider refuse the
 /// history as it stands in the file (the kinds the doctor repairs, and
 /// any other 400, which it says it cannot repair). A refusal the log
-/// recorded is the past, not what the next request sends.
+/// recorded is the past, not what the next request sends. A note is not
+/// a fault: calls in flight when the log ends (the agent killed mid-tool,
+/// or a compaction that closed the history they were in) are closed by
+/// the agent as it resumes.
 fn needs_repair(f: &Finding) -> bool {
-    matches!(
+    let repaired = matches!(
         f.kind,
-        Kind::UnansweredCall | Kind::UnexpectedResult | Kind::InvalidId | Kind::JoinedRecords
-    ) || (f.rejected_by_provider() && f.kind != Kind::RefusedRequest)
+        Kind::UnansweredCall | Kind::UnexpectedResult | Kind::InvalidId
+    );
+    // Two records on one line are a note for `check` (it reads both), but
+    // the agent reads a line at a time and loses them.
+    (repaired && !f.is_note())
+        || f.kind == Kind::JoinedRecords
+        || (f.rejected_by_provider() && f.kind != Kind::RefusedRequest)
 }
 
 /// What the agent's own resume makes of a session that is not clean.

@@ -149,7 +149,25 @@ pub fn check(conv: &Conversation) -> Vec<Finding> {
     if conv.source == Source::Mcp {
         in_mcp_words(&mut out);
     }
+    if let Some(compaction) = &conv.compaction {
+        name_the_compaction(compaction, &mut out);
+    }
     out
+}
+
+/// A result whose call a compaction replaced by its summary: said which
+/// compaction, so the user can find it in the log (no other tool names it).
+fn name_the_compaction(compaction: &loopdbg_read::Compaction, out: &mut [Finding]) {
+    let split = |f: &Finding| f.ids.iter().any(|id| compaction.split.contains(id));
+    for f in out.iter_mut().filter(|f| {
+        matches!(f.kind, Kind::UnexpectedResult | Kind::UnverifiableResult) && split(f)
+    }) {
+        let mut named = compaction.named();
+        named[..1].make_ascii_uppercase();
+        f.message.push_str(&format!(
+            " {named} split this result from its call: the call was made before it, and the summary that replaced the history does not carry it."
+        ));
+    }
 }
 
 /// An MCP session's calls are not sent to a provider: an open call is the

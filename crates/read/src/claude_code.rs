@@ -95,6 +95,8 @@ struct Rare {
     refused: Option<Refused>,
     /// A `type` loopdbg does not know (see [`is_known_event`]).
     unknown_type: Option<Box<str>>,
+    /// For a compaction's summary (`isCompactSummary`), its first words.
+    summary: Option<Box<str>>,
 }
 
 /// An `isApiErrorMessage` event: the request before it was refused.
@@ -156,6 +158,7 @@ impl Rare {
                     agent,
                     refused,
                     unknown_type,
+                    summary: None,
                 })
             })
     }
@@ -307,6 +310,8 @@ struct RawEvent<'a> {
     timestamp: Option<Cow<'a, str>>,
     #[serde(rename = "isApiErrorMessage", default)]
     api_error: Option<bool>,
+    #[serde(rename = "isCompactSummary", default)]
+    compact_summary: Option<bool>,
     #[serde(rename = "apiErrorStatus", default)]
     api_status: Option<u64>,
     #[serde(borrow, default)]
@@ -600,6 +605,11 @@ fn time_key(ts: Option<&str>) -> u64 {
     key
 }
 
+/// A [`time_key`] as a time to read (`2026-12-02 04:27:23 UTC`).
+fn time_text(key: u64) -> Option<String> {
+    (key > 0).then(|| super::conversation::time_of(&key.to_string()))?
+}
+
 /// Why a line could not be read.
 #[derive(Debug)]
 pub enum LineError {
@@ -642,6 +652,10 @@ impl Event {
             ),
             _ => None,
         };
+        let summary = match (&raw.message, raw.compact_summary) {
+            (Some(m), Some(true)) => super::conversation::first_words(&raw_text(&m.content)),
+            _ => None,
+        };
         let body = match raw.message.filter(|_| is_message && refused.is_none()) {
             Some(message) => {
                 let role = match message.role.as_deref().unwrap_or(kind) {
@@ -672,7 +686,7 @@ impl Event {
             // `message` as a string or the like: no API message.
             None => None,
         };
-        Ok(Some(Event {
+        let mut event = Event {
             line: line_number(line),
             key,
             uuid,
@@ -690,7 +704,11 @@ impl Event {
             session: session_key(raw.session.as_deref()),
             time: time_key(raw.timestamp.as_deref()),
             body,
-        }))
+        };
+        if summary.is_some() {
+            event.rare.get_or_insert_with(Default::default).summary = summary.map(Into::into);
+        }
+        Ok(Some(event))
     }
 
     fn from_value(
@@ -733,6 +751,12 @@ impl Event {
             body: None,
             is_message: false,
         };
+        if event.get("isCompactSummary") == Some(&Value::Bool(true)) {
+            let text = event.get("message").and_then(|m| m.get("content"));
+            let text = super::joined_text(text, "\n").unwrap_or_default();
+            let summary = super::conversation::first_words(&text);
+            ev.rare.get_or_insert_with(Default::default).summary = summary.map(Into::into);
+        }
         let kind = kind.to_string();
         if kind == "assistant"
             && let Some(message) = event.get("message").filter(|m| m.is_object())
@@ -1331,6 +1355,8 @@ impl<'a> Thread<'a> {
         conv.reserve(chain.len());
         let mut builder = Builder::default();
         let mut compactions = 0;
+        // Where each compaction was: the line and time of its boundary.
+        let mut cuts = Vec::new();
         for (k, &i) in chain.iter().enumerate() {
             let e = &self.events[i];
             // Past the first event, a null parent is a compaction the chain
@@ -1343,6 +1369,13 @@ impl<'a> Thread<'a> {
                     None => format!("after compaction {compactions}"),
                 });
                 out.push(std::mem::replace(&mut conv, next));
+                // The summary is the boundary itself (older logs) or an
+                // event just after it.
+                let summary = chain[k..]
+                    .iter()
+                    .take(3)
+                    .find_map(|&j| self.events[j].rare.as_ref()?.summary.as_deref());
+                cuts.push((e.line(), time_text(e.time), summary.map(str::to_string)));
                 builder = Builder::default();
             }
             if let Some(body) = &e.body {
@@ -1362,6 +1395,11 @@ impl<'a> Thread<'a> {
         }
         if !conv.messages.is_empty() {
             out.push(conv);
+        }
+        for (k, (line, time, summary)) in cuts.into_iter().enumerate() {
+            if let [before, after, ..] = &mut out[k..] {
+                super::conversation::Compaction::mark(before, after, line, time, summary);
+            }
         }
         out
     }

@@ -33,6 +33,10 @@ struct Segment {
     /// `token_count` events: the line, the trip's tokens and the model of
     /// the turn.
     usage: Vec<(usize, loopdbg_engine::message::Usage, Option<String>)>,
+    /// For a segment a `compacted` record began: its line and time, and
+    /// the summary it wrote.
+    compacted: Option<(usize, Option<String>)>,
+    summary: Option<String>,
 }
 
 /// Record types of a rollout, for detection.
@@ -64,6 +68,13 @@ impl CodexRollout {
             .to_string();
         let bare =
             record.get("payload").is_none() && (record.get("role").is_some() || is_item(&kind));
+        let compacted_at = match kind.as_str() {
+            "compacted" => record
+                .get("timestamp")
+                .and_then(Value::as_str)
+                .and_then(super::conversation::time_of),
+            _ => None,
+        };
         let item = match (kind.as_str(), record.get_mut("payload")) {
             ("response_item", Some(payload)) => payload.take(),
             ("turn_context", Some(payload)) => {
@@ -91,6 +102,7 @@ impl CodexRollout {
                 // The history is replaced: by the items Codex kept, or by
                 // the summary it wrote.
                 let mut next = Segment::default();
+                next.compacted = Some((line, compacted_at));
                 match payload.get_mut("replacement_history") {
                     Some(Value::Array(kept)) => {
                         for item in kept.drain(..) {
@@ -100,6 +112,7 @@ impl CodexRollout {
                     }
                     _ => {
                         let summary = payload.get("message").and_then(Value::as_str).unwrap_or("");
+                        next.summary = Some(summary.to_string());
                         next.items.push(json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": summary}]}));
                         next.lines.push(line);
                     }
@@ -164,6 +177,10 @@ impl CodexRollout {
             }
             if n > 0 && count > 1 {
                 conv.label = Some(format!("after compaction {n}"));
+            }
+            if let (Some((line, time)), Some(before)) = (segment.compacted, out.last()) {
+                let summary = segment.summary.as_deref().and_then(super::conversation::first_words);
+                super::conversation::Compaction::mark(before, &mut conv, line, time, summary);
             }
             out.push(conv);
         }

@@ -199,6 +199,96 @@ pub struct Conversation {
     /// Anthropic: the messages whose content opens with a `thinking` or
     /// `redacted_thinking` block.
     pub opens_with_thinking: Vec<usize>,
+    /// For an agent log's conversation that begins after a compaction:
+    /// which one, and the calls it split from their results.
+    pub compaction: Option<Box<Compaction>>,
+}
+
+/// A compaction an agent ran: the history before it replaced by a
+/// summary. A call made before it whose result was written after it is
+/// split from that result (the summary does not carry the call), the
+/// shape reported in Claude Code, Codex, opencode and OpenClaw sessions.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Compaction {
+    /// The line of the record that marks it.
+    pub line: usize,
+    /// When it ran (`2026-12-02 04:27:23 UTC`), where the log says.
+    pub time: Option<String>,
+    /// The summary's first words, where the summary is text.
+    pub summary: Option<String>,
+    /// The calls made before it: a result after it that answers one of
+    /// them was split from its call.
+    pub split: Vec<String>,
+}
+
+/// The first dozen words of `text` (with `…` when there are more), to
+/// name a summary by; `None` for text with no word.
+pub fn first_words(text: &str) -> Option<String> {
+    let mut words = text.split_whitespace();
+    let head: Vec<&str> = words.by_ref().take(12).collect();
+    let more = if words.next().is_some() { "…" } else { "" };
+    (!head.is_empty()).then(|| head.join(" ") + more)
+}
+
+/// An ISO 8601 timestamp (`2026-12-02T04:27:23.150Z`) as a time to read
+/// (`2026-12-02 04:27:23 UTC`); `None` when it holds no date and time.
+pub fn time_of(iso: &str) -> Option<String> {
+    let d: String = iso.chars().filter(char::is_ascii_digit).take(14).collect();
+    (d.len() == 14).then(|| {
+        format!(
+            "{}-{}-{} {}:{}:{} UTC",
+            &d[..4],
+            &d[4..6],
+            &d[6..8],
+            &d[8..10],
+            &d[10..12],
+            &d[12..14]
+        )
+    })
+}
+
+impl Compaction {
+    /// Names it for a finding: `the compaction on line 12 (2026-12-02
+    /// 04:27:23 UTC, its summary beginning "This session is…")`.
+    pub fn named(&self) -> String {
+        let mut about = Vec::new();
+        about.extend(self.time.clone());
+        if let Some(summary) = &self.summary {
+            about.push(format!("its summary beginning \"{summary}\""));
+        }
+        match about.is_empty() {
+            true => format!("the compaction on line {}", self.line),
+            false => format!(
+                "the compaction on line {} ({})",
+                self.line,
+                about.join(", ")
+            ),
+        }
+    }
+
+    /// Records, on `after` (the conversation a compaction on `line` began),
+    /// which compaction it was: the calls of `before` it replaced, and the
+    /// first words of its `summary` (see [`first_words`]).
+    pub fn mark(
+        before: &Conversation,
+        after: &mut Conversation,
+        line: usize,
+        time: Option<String>,
+        summary: Option<String>,
+    ) {
+        let split = before
+            .messages
+            .iter()
+            .flat_map(tool_uses)
+            .map(|(_, id, _)| id.to_string())
+            .collect();
+        after.compaction = Some(Box::new(Compaction {
+            line,
+            time,
+            summary,
+            split,
+        }));
+    }
 }
 
 /// The tokens of the trip whose reply is message `message`.
@@ -353,6 +443,7 @@ impl Conversation {
             thinking: false,
             thinking_adaptive: false,
             opens_with_thinking: Vec::new(),
+            compaction: None,
         }
     }
 
