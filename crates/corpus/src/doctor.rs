@@ -196,14 +196,17 @@ pub enum Standing {
 /// file is read once: the check, the repair and (in [`apply`]) the test
 /// that it is unchanged all see the same bytes.
 pub fn diagnose(path: &Path) -> Verdict {
-    standing(path).0
+    standing(path, true).0
 }
 
 /// [`diagnose`], and what the agent's own resume makes of the session as
 /// it stands (for a clean one, [`Standing::Mended`]: nothing to mend).
-pub fn standing(path: &Path) -> (Verdict, Standing) {
+/// Without `plan_mended`, a session the agent mends by itself gets no
+/// repair made ([`Verdict::NotRepaired`]): a scan of a large store lists
+/// those, and making their repairs would cost it most of its time.
+pub fn standing(path: &Path, plan_mended: bool) -> (Verdict, Standing) {
     match std::fs::read(path) {
-        Ok(bytes) => diagnose_bytes(path, bytes),
+        Ok(bytes) => diagnose_bytes(path, bytes, plan_mended),
         Err(e) => (
             Verdict::Cannot(format!("it could not be read: {e}")),
             Standing::Unread,
@@ -211,7 +214,7 @@ pub fn standing(path: &Path) -> (Verdict, Standing) {
     }
 }
 
-fn diagnose_bytes(path: &Path, bytes: Vec<u8>) -> (Verdict, Standing) {
+fn diagnose_bytes(path: &Path, bytes: Vec<u8>, plan_mended: bool) -> (Verdict, Standing) {
     let read = fingerprint(&bytes);
     let report = check_bytes(&origin_of(path), bytes.clone(), None, &[], &mut |_, _| {});
     let unread = |why: String| (Verdict::Cannot(why), Standing::Unread);
@@ -234,6 +237,11 @@ fn diagnose_bytes(path: &Path, bytes: Vec<u8>) -> (Verdict, Standing) {
         true => Standing::Refused,
         false => Standing::Mended,
     };
+    if standing == Standing::Mended && !plan_mended {
+        let format = format.to_string();
+        let why = why_of(&findings);
+        return (Verdict::NotRepaired { format, why }, standing);
+    }
     let text = match String::from_utf8(bytes) {
         Ok(t) => t,
         Err(e) => return unread(format!("it is not UTF-8: {e}")),

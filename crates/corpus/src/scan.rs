@@ -208,7 +208,9 @@ fn summary(store: &Store) -> StoreSummary {
 /// The doctor on one session; `None` when it is clean. Only a session
 /// its agent cannot resume is written.
 fn examine(agent: Agent, path: &std::path::Path, options: Options) -> Option<Unresumable> {
-    let (verdict, standing) = doctor::standing(path);
+    // What the scan does not write, it does not plan (JSON says `changes:
+    // null` for those: `doctor FILE` makes the repair).
+    let (verdict, standing) = doctor::standing(path, false);
     let (why, changes, written) = match verdict {
         Verdict::Clean => return None,
         Verdict::Cannot(why) | Verdict::NotRepaired { why, .. } => (why, None, None),
