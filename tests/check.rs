@@ -710,3 +710,27 @@ fn a_roo_task_history_is_read_as_roo_sends_it() {
     );
     assert!(check(&conv).is_empty());
 }
+
+/// An agent killed while one of two parallel calls ran has written the
+/// other's result: the log ends mid-turn, the call is still in flight (a
+/// note: Claude Code closes it as it resumes, tried in tests/agents.rs),
+/// not a history a provider would refuse.
+#[test]
+fn a_log_cut_between_parallel_results_holds_a_call_in_flight() {
+    use predicates::prelude::*;
+    let text = std::fs::read_to_string("tests/fixtures/transcripts/claude_code_v2/parallel.jsonl")
+        .unwrap();
+    let cut: Vec<&str> = text.lines().take(9).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("killed.jsonl");
+    std::fs::write(&path, cut.join("\n") + "\n").unwrap();
+    loopdbg()
+        .args(["check", path.to_str().unwrap()])
+        .assert()
+        .code(0)
+        .stdout(
+            predicates::str::contains("unanswered_call (note)  [toolu_01Read2]").and(
+                predicates::str::contains("ends while these calls are in flight: toolu_01Read2"),
+            ),
+        );
+}

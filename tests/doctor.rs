@@ -1138,8 +1138,8 @@ fn doctor_scan_of_a_home_without_agents_says_where_it_looked() {
 /// scan: its line, its time and its summary's first words.
 #[test]
 fn the_compaction_that_split_a_call_from_its_result_is_named() {
-    let text = std::fs::read_to_string("tests/fixtures/transcripts/claude_code_v2/compact.jsonl")
-        .unwrap();
+    let text =
+        std::fs::read_to_string("tests/fixtures/transcripts/claude_code_v2/compact.jsonl").unwrap();
     let mut lines: Vec<serde_json::Value> = text
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -1163,15 +1163,53 @@ fn the_compaction_that_split_a_call_from_its_result_is_named() {
         .args(["check", path.to_str().unwrap()])
         .assert()
         .code(1)
-        .stdout(predicate::str::contains(named).and(predicate::str::contains(
-            "split this result from its call",
-        )));
+        .stdout(
+            predicate::str::contains(named)
+                .and(predicate::str::contains("split this result from its call")),
+        );
     loopdbg()
         .args(["doctor", path.to_str().unwrap()])
         .assert()
         .code(1)
-        .stdout(predicate::str::contains(named).and(predicate::str::contains(
-            "line 6: drop this event: its only block is a tool_result for toolu_04Edit",
-        )));
+        .stdout(
+            predicate::str::contains(named).and(predicate::str::contains(
+                "line 6: drop this event: its only block is a tool_result for toolu_04Edit",
+            )),
+        );
     drop(dir);
+}
+
+/// Gemini CLI 0.61.0 killed mid-tool, then `gemini --resume` tried (and
+/// refused): the resume rewrote the history as a `$set` whose model turn
+/// holds its calls as `functionCall` parts, each answered by a
+/// `<id>_response` record, beside the record the CLI had written the
+/// response in before. The doctor drops that second copy; a second run
+/// finds nothing. (Written by tests/agents.rs's journey.)
+#[test]
+fn doctor_repairs_a_gemini_cli_chat_killed_mid_tool_then_resumed() {
+    let (_dir, path) = copy(
+        "tests/fixtures/transcripts/gemini_cli/session-2026-12-04T06-01-killed-then-resumed.jsonl",
+    );
+    loopdbg()
+        .args(["doctor", "--write", path.to_str().unwrap()])
+        .assert()
+        .code(0)
+        .stdout(
+            predicate::str::contains(
+                "line 18: drop the second copy of the response for run_shell_command__e2e_1",
+            )
+            .and(predicate::str::contains(
+                "checked again: nothing keeps it from being sent",
+            )),
+        );
+    let repaired = std::fs::read(&path).unwrap();
+    age(&path);
+    loopdbg()
+        .args(["doctor", "--write", path.to_str().unwrap()])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains(
+            "nothing keeps this session from being sent",
+        ));
+    assert_eq!(std::fs::read(&path).unwrap(), repaired);
 }

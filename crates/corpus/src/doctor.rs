@@ -215,8 +215,19 @@ pub fn standing(path: &Path, plan_mended: bool) -> (Verdict, Standing) {
 }
 
 fn diagnose_bytes(path: &Path, bytes: Vec<u8>, plan_mended: bool) -> (Verdict, Standing) {
+    diagnose_as(&origin_of(path), bytes, None, plan_mended)
+}
+
+/// [`standing`] of `bytes` already read (named `origin`), read as `forced`
+/// when given (as `check --format` forces it): what the fuzz targets run.
+pub fn diagnose_as(
+    origin: &str,
+    bytes: Vec<u8>,
+    forced: Option<loopdbg_read::Source>,
+    plan_mended: bool,
+) -> (Verdict, Standing) {
     let read = fingerprint(&bytes);
-    let report = check_bytes(&origin_of(path), bytes.clone(), None, &[], &mut |_, _| {});
+    let report = check_bytes(origin, bytes.clone(), forced, &[], &mut |_, _| {});
     let unread = |why: String| (Verdict::Cannot(why), Standing::Unread);
     if let Some(e) = report.errors.first() {
         // A torn last line is the one reading error the doctor repairs.

@@ -297,14 +297,39 @@ enum AgentTurn {
 /// request that sends its result back gets the provider's 400.
 pub const E2E_BREAK: &str = "loopdbg e2e break";
 
-fn agent_turn(results: &[String], broken: bool) -> AgentTurn {
+/// With `stall FIFO` after the words, the second turn's second call
+/// writes a line to the named FIFO, then reads `FIFO.hold` until no one
+/// holds it open: a test reads the line, knows the tool is running, kills
+/// the agent there, and lets the command end by closing `FIFO.hold`.
+pub const E2E_STALL: &str = "loopdbg e2e stall";
+
+/// Which scripted loop a prompt asks for.
+#[derive(Debug, Clone, PartialEq)]
+enum Script {
+    Plain,
+    Break,
+    /// The FIFO the stalling call writes to.
+    Stall(String),
+}
+
+fn agent_turn(results: &[String], script: &Script) -> AgentTurn {
     match results.len() {
-        0 if broken => AgentTurn::Calls(vec![("e2e.1".into(), "echo loopdbg-one".into())]),
+        0 if *script == Script::Break => {
+            AgentTurn::Calls(vec![("e2e.1".into(), "echo loopdbg-one".into())])
+        }
         0 => AgentTurn::Calls(vec![("e2e_1".into(), "echo loopdbg-one".into())]),
-        1 => AgentTurn::Calls(vec![
-            ("e2e_2".into(), "echo loopdbg-two".into()),
-            ("e2e_3".into(), "echo loopdbg-three".into()),
-        ]),
+        1 => {
+            let third = match script {
+                Script::Stall(fifo) => {
+                    format!("echo loopdbg-stalled > {fifo}; cat {fifo}.hold > /dev/null")
+                }
+                _ => "echo loopdbg-three".into(),
+            };
+            AgentTurn::Calls(vec![
+                ("e2e_2".into(), "echo loopdbg-two".into()),
+                ("e2e_3".into(), third),
+            ])
+        }
         _ => {
             // In the order the commands were given: an agent may list
             // parallel results in the order they finished.
@@ -317,19 +342,30 @@ fn agent_turn(results: &[String], broken: bool) -> AgentTurn {
     }
 }
 
-/// Whether any user text of `texts` asks for the scripted agent loop, and
-/// whether for its broken variant.
-fn asks_e2e<'a>(texts: impl Iterator<Item = &'a str>) -> Option<bool> {
+/// Which scripted loop the user texts of `texts` ask for, if any.
+/// A stalling script stalls only while its prompt is the newest: a
+/// session resumed with another prompt runs the plain script.
+fn asks_e2e<'a>(texts: impl Iterator<Item = &'a str>) -> Option<Script> {
     let mut asked = None;
+    let mut newest_stalls = false;
     for t in texts {
         if t.contains(E2E_BREAK) {
-            return Some(true);
+            return Some(Script::Break);
         }
-        if t.contains(E2E) {
-            asked = Some(false);
+        newest_stalls = false;
+        if let Some(rest) = t.split(E2E_STALL).nth(1) {
+            let fifo = rest.split_whitespace().next().unwrap_or_default();
+            let fifo = fifo.trim_end_matches([':', ',', '.']);
+            asked = Some(Script::Stall(fifo.to_string()));
+            newest_stalls = true;
+        } else if t.contains(E2E) {
+            asked = Some(Script::Plain);
         }
     }
-    asked
+    match asked {
+        Some(Script::Stall(_)) if !newest_stalls => Some(Script::Plain),
+        other => other,
+    }
 }
 
 /// A tool result's content as text, however the agent wrote it.
@@ -480,12 +516,12 @@ fn anthropic(body: &Value, stream: bool) -> (u16, Vec<String>, bool) {
     let has_bash = body["tools"]
         .as_array()
         .is_some_and(|t| t.iter().any(|t| t["name"] == "Bash"));
-    let (content, stop) = if let Some(broken) = asks_e2e(user_texts).filter(|_| has_bash) {
+    let (content, stop) = if let Some(script) = asks_e2e(user_texts).filter(|_| has_bash) {
         let results: Vec<String> = blocks()
             .filter(|b| b["type"] == "tool_result")
             .map(|b| result_text(&b["content"]))
             .collect();
-        match agent_turn(&results, broken) {
+        match agent_turn(&results, &script) {
             AgentTurn::Calls(calls) => (
                 calls
                     .into_iter()
@@ -718,13 +754,13 @@ fn responses(body: &Value, stream: bool, stored: &Mutex<Vec<Value>>) -> (u16, Ve
     let has_exec = body["tools"]
         .as_array()
         .is_some_and(|t| t.iter().any(|t| t["name"] == "exec_command"));
-    let output: Vec<Value> = if let Some(broken) = asks_e2e(user_texts).filter(|_| has_exec) {
+    let output: Vec<Value> = if let Some(script) = asks_e2e(user_texts).filter(|_| has_exec) {
         let results: Vec<String> = input
             .iter()
             .filter(|i| i["type"] == "function_call_output")
             .map(|i| result_text(&i["output"]))
             .collect();
-        match agent_turn(&results, broken) {
+        match agent_turn(&results, &script) {
             AgentTurn::Calls(calls) => calls
                 .into_iter()
                 .map(|(id, command)| {
@@ -845,12 +881,12 @@ fn gemini(body: &Value, stream: bool) -> (u16, Vec<String>, bool) {
         // A structured answer (Gemini CLI's model router asks for one):
         // the smallest value of the schema, as JSON text.
         vec![json!({"text": value_for(schema).to_string()})]
-    } else if let Some(broken) = asks_e2e(user_texts).filter(|_| has_shell) {
+    } else if let Some(script) = asks_e2e(user_texts).filter(|_| has_shell) {
         let results: Vec<String> = parts_of()
             .filter_map(|p| p.get("functionResponse"))
             .map(|r| result_text(&r["response"]))
             .collect();
-        match agent_turn(&results, broken) {
+        match agent_turn(&results, &script) {
             AgentTurn::Calls(calls) => calls
                 .into_iter()
                 .map(|(id, command)| json!({"functionCall": {"id": id, "name": "run_shell_command",

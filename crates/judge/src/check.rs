@@ -159,9 +159,10 @@ pub fn check(conv: &Conversation) -> Vec<Finding> {
 /// compaction, so the user can find it in the log (no other tool names it).
 fn name_the_compaction(compaction: &loopdbg_read::Compaction, out: &mut [Finding]) {
     let split = |f: &Finding| f.ids.iter().any(|id| compaction.split.contains(id));
-    for f in out.iter_mut().filter(|f| {
-        matches!(f.kind, Kind::UnexpectedResult | Kind::UnverifiableResult) && split(f)
-    }) {
+    for f in out
+        .iter_mut()
+        .filter(|f| matches!(f.kind, Kind::UnexpectedResult | Kind::UnverifiableResult) && split(f))
+    {
         let mut named = compaction.named();
         named[..1].make_ascii_uppercase();
         f.message.push_str(&format!(
@@ -363,8 +364,26 @@ fn weigh_findings(conv: &Conversation, out: &mut [Finding], used: &mut [bool]) {
             conv.refusals.iter().enumerate().find(|(_, r)| {
                 asked_after(r.at) && r.status == Some(400) && about_pairing(&r.text)
             });
+        // Nothing after the calls but the model's words and the results
+        // written so far (an agent killed while one of parallel calls ran
+        // has written the others' results): the log ends mid-turn.
+        let only_results = |x: &Message| {
+            x.content
+                .iter()
+                .all(|b| matches!(b, loopdbg_engine::message::Block::ToolResult { .. }))
+        };
+        let unanswered_after = |id: &String| {
+            !msgs[m + 1..]
+                .iter()
+                .any(|x| tool_results(x).any(|(_, r)| r == id))
+        };
+        // (Gemini CLI resumes by sending the file as it stands: a partial
+        // turn is what it sends, not what it is still running.)
+        let partial = conv.source != Source::GeminiCli && f.ids.iter().all(unanswered_after);
+        let tail = &msgs[m + 1..];
         let in_flight = msgs[m].role == Role::Assistant
-            && msgs[m + 1..].iter().all(|x| x.role == Role::Assistant)
+            && (tail.iter().all(|x| x.role == Role::Assistant)
+                || (partial && tail.iter().all(|x| x.role == Role::User && only_results(x))))
             && !relinked.iter().any(|&r| r > m)
             && refusal.is_none();
         let was = std::mem::take(&mut f.message);

@@ -179,7 +179,10 @@ impl CodexRollout {
                 conv.label = Some(format!("after compaction {n}"));
             }
             if let (Some((line, time)), Some(before)) = (segment.compacted, out.last()) {
-                let summary = segment.summary.as_deref().and_then(super::conversation::first_words);
+                let summary = segment
+                    .summary
+                    .as_deref()
+                    .and_then(super::conversation::first_words);
                 super::conversation::Compaction::mark(before, &mut conv, line, time, summary);
             }
             out.push(conv);

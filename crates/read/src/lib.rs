@@ -50,8 +50,8 @@ pub use claude_code::{
 pub use codex::{CodexRollout, RECORD_TYPES as CODEX_RECORD_TYPES};
 pub(crate) use conversation::err;
 pub use conversation::{
-    Answer, BlockSource, Compaction, Conversation, Detail, Hosted, HostedRole, Keeper, Notice, ReadError,
-    ReadNote, Refusal, Source, ToolSpec, TripUsage, tool_results, tool_uses,
+    Answer, BlockSource, Compaction, Conversation, Detail, Hosted, HostedRole, Keeper, Notice,
+    ReadError, ReadNote, Refusal, Source, ToolSpec, TripUsage, tool_results, tool_uses,
 };
 pub use detect::{
     Evidence, Layout, Sniffed, Sniffer, Sniffing, classify_line, detect, detect_with_evidence,

@@ -71,7 +71,7 @@ pub fn gemini_cli(text: &str) -> Result<Plan, String> {
                     !parts.contains(&(p - 1))
                 });
                 let what = format!(
-                    "drop the second copy of the response for {} (the call's `result` holds it; Gemini CLI would send both and Gemini refuses the count)",
+                    "drop the second copy of the response for {} (the call's first response holds it; Gemini CLI would send both and Gemini refuses the count)",
                     ids.join(", ")
                 );
                 let keep = !content.is_empty();
@@ -262,6 +262,11 @@ fn plan(records: &[Record]) -> Vec<Edit> {
     // Ids the last model turn's `result`s answer, and its calls without one.
     let mut answered: HashSet<String> = HashSet::new();
     let mut open: Vec<(usize, usize, String)> = Vec::new();
+    // Calls the last model turn holds as `functionCall` parts of its
+    // `content` (how a resume that failed rewrites the history in its
+    // `$set`: each answered by a `<id>_response` user record) and no
+    // response has answered yet.
+    let mut called: HashSet<String> = HashSet::new();
     let close = |open: &mut Vec<(usize, usize, String)>, edits: &mut Vec<Edit>| {
         for (record, call, _) in open.drain(..) {
             edits.push(Edit::FillResult { record, call });
@@ -282,6 +287,14 @@ fn plan(records: &[Record]) -> Vec<Edit> {
                 }
                 close(&mut open, &mut edits);
                 answered.clear();
+                called = v["content"]
+                    .as_array()
+                    .map(Vec::as_slice)
+                    .unwrap_or_default()
+                    .iter()
+                    .filter_map(|p| p.get("functionCall")?.get("id")?.as_str())
+                    .map(str::to_string)
+                    .collect();
                 for (k, call) in calls.iter().enumerate() {
                     let id = call["id"].as_str().unwrap_or("").to_string();
                     if call.get("result").is_some_and(|r| !r.is_null()) {
@@ -311,6 +324,7 @@ fn plan(records: &[Record]) -> Vec<Edit> {
                     {
                         close(&mut open, &mut edits);
                         answered.clear();
+                        called.clear();
                     }
                     continue;
                 }
@@ -320,6 +334,8 @@ fn plan(records: &[Record]) -> Vec<Edit> {
                         dropped.push(p);
                     } else if let Some(at) = open.iter().position(|(_, _, o)| o == id) {
                         open.remove(at);
+                        answered.insert(id.to_string());
+                    } else if called.remove(id) {
                         answered.insert(id.to_string());
                     }
                 }
