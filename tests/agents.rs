@@ -1050,6 +1050,22 @@ struct Journey {
     resume: (bool, Vec<u64>),
 }
 
+impl Journey {
+    /// The end every agent reaches: the doctor did what `doctor_says`,
+    /// `check` passes, and the agent's resume is accepted.
+    fn ends_resumed(&self, doctor_says: &str) {
+        let (ok, said) = &self.doctor;
+        assert!(*ok && said.contains(doctor_says), "{self:#?}");
+        assert!(self.doctored.0, "{self:#?}");
+        assert!(accepted(&self.resume), "{self:#?}");
+    }
+}
+
+/// Whether a resume succeeded and the provider answered every request 200.
+fn accepted((ok, statuses): &(bool, Vec<u64>)) -> bool {
+    *ok && !statuses.is_empty() && statuses.iter().all(|&s| s == 200)
+}
+
 /// The most reported break: an agent interrupted while a tool runs. Run
 /// as the user runs it: the agent killed mid-tool, then its own resume
 /// tried first (which may add to the log); then `check`, `doctor --write`,
@@ -1145,26 +1161,10 @@ fn claude_code_killed_mid_tool_resumes_by_itself() {
     };
     // Whether the other call's result was written before the kill or not,
     // the open one is in flight.
-    assert!(
-        j.killed.0 && only(&j.killed.1, "unanswered_call(note)"),
-        "{j:#?}"
-    );
-    assert!(
-        j.own_resume.0 && j.own_resume.1.iter().all(|&s| s == 200),
-        "{j:#?}"
-    );
-    assert!(
-        j.doctor.0
-            && j.doctor
-                .1
-                .contains("nothing keeps this session from being sent"),
-        "{j:#?}"
-    );
-    assert!(j.doctored.0, "{j:#?}");
-    assert!(
-        j.resume.0 && !j.resume.1.is_empty() && j.resume.1.iter().all(|&s| s == 200),
-        "{j:#?}"
-    );
+    let in_flight = only(&j.killed.1, "unanswered_call(note)");
+    assert!(j.killed.0 && in_flight, "{j:#?}");
+    assert!(accepted(&j.own_resume), "{j:#?}");
+    j.ends_resumed("nothing keeps this session from being sent");
 }
 
 /// Codex killed mid-tool: the call has no output; Codex sends `aborted`
@@ -1179,26 +1179,11 @@ fn codex_killed_mid_tool_resumes_by_itself_and_the_doctor_writes_the_mend() {
     // Killed before any result was written: calls in flight (notes); after
     // one: the other mended by Codex (a warning). Never a 400.
     let mended = only(&j.killed.1, "unanswered_call(warning)");
-    assert!(
-        mended || only(&j.killed.1, "unanswered_call(note)"),
-        "{j:#?}"
-    );
-    assert!(
-        j.own_resume.0 && j.own_resume.1.iter().all(|&s| s == 200),
-        "{j:#?}"
-    );
-    assert!(
-        j.doctor.0
-            && j.doctor
-                .1
-                .contains("add the `aborted` function_call_output"),
-        "{j:#?}"
-    );
-    assert_eq!(j.doctored, (true, String::new()), "{j:#?}");
-    assert!(
-        j.resume.0 && !j.resume.1.is_empty() && j.resume.1.iter().all(|&s| s == 200),
-        "{j:#?}"
-    );
+    let in_flight = only(&j.killed.1, "unanswered_call(note)");
+    assert!(mended || in_flight, "{j:#?}");
+    assert!(accepted(&j.own_resume), "{j:#?}");
+    assert_eq!(j.doctored.1, "", "{j:#?}");
+    j.ends_resumed("add the `aborted` function_call_output");
 }
 
 /// Gemini CLI killed mid-tool: its own resume gets Gemini's 400 (the
@@ -1213,13 +1198,6 @@ fn gemini_cli_killed_mid_tool_fails_its_own_resume_and_resumes_once_doctored() {
     };
     assert_eq!(j.killed, (false, "unanswered_call(400)".into()), "{j:#?}");
     assert!(!j.own_resume.0 && j.own_resume.1.contains(&400), "{j:#?}");
-    assert!(
-        j.doctor.0 && j.doctor.1.contains("drop the second copy of the response"),
-        "{j:#?}"
-    );
-    assert_eq!(j.doctored, (true, String::new()), "{j:#?}");
-    assert!(
-        j.resume.0 && !j.resume.1.is_empty() && j.resume.1.iter().all(|&s| s == 200),
-        "{j:#?}"
-    );
+    assert_eq!(j.doctored.1, "", "{j:#?}");
+    j.ends_resumed("drop the second copy of the response");
 }

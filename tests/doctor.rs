@@ -899,51 +899,63 @@ impl Home {
             std::fs::copy(format!("{T}/{from}"), &to).unwrap();
             age(&to);
         };
-        let claude = home.join(".claude/projects/-home-ann-app");
-        put(
-            "claude_code_v2/doctor_invalid_id.jsonl",
-            claude.join("c0ffee00-0000-4000-8000-000000000001.jsonl"),
-        );
-        put(
-            "claude_code_v2/parallel.jsonl",
-            claude.join("c0ffee00-0000-4000-8000-000000000002.jsonl"),
-        );
-        put(
-            "claude_code_v2/doctor_dropped_result.jsonl",
-            claude.join("c0ffee00-0000-4000-8000-000000000003.jsonl"),
-        );
-        std::fs::write(claude.join("notes.txt"), "not a session").unwrap();
-        let day = codex_home.join("sessions/2026/12/02");
-        put(
-            "codex/rollout-2026-11-03T08-00-00-clean.jsonl",
-            day.join("rollout-2026-11-03T08-00-00-clean.jsonl"),
-        );
-        put(
-            "codex/rollout-2026-12-02T04-27-23-dropped-output.jsonl",
-            day.join("rollout-2026-12-02T04-27-23-dropped-output.jsonl"),
-        );
-        let project = home.join(".gemini/tmp/ann-app");
-        std::fs::create_dir_all(&project).unwrap();
-        std::fs::write(project.join(".project_root"), "/home/ann/app\n").unwrap();
-        put(
-            "gemini_cli/session-2026-12-02T04-27-6a20c2cd.jsonl",
-            project.join("chats/session-2026-12-02T04-27-6a20c2cd.jsonl"),
-        );
-        let copilot = home.join(".copilot/session-state");
-        put(
-            "copilot_cli/events.jsonl",
-            copilot.join("5e55/events.jsonl"),
-        );
-        put("copilot_cli/interrupted.jsonl", copilot.join("older.jsonl"));
-        let storage = home.join(".config/Code/User/globalStorage");
-        put(
-            "agent_stores/cline_api_conversation_history.json",
-            storage.join("saoudrizwan.claude-dev/tasks/1733/api_conversation_history.json"),
-        );
-        put(
-            "agent_stores/roo_api_conversation_history.json",
-            storage.join("rooveterinaryinc.roo-cline/tasks/1734/api_conversation_history.json"),
-        );
+        let claude = ".claude/projects/-home-ann-app";
+        let codex = "sessions/2026/12/02";
+        let extensions = ".config/Code/User/globalStorage";
+        let planted = [
+            (
+                "claude_code_v2/doctor_invalid_id.jsonl",
+                format!("{claude}/c0ffee00-0000-4000-8000-000000000001.jsonl"),
+            ),
+            (
+                "claude_code_v2/parallel.jsonl",
+                format!("{claude}/c0ffee00-0000-4000-8000-000000000002.jsonl"),
+            ),
+            (
+                "claude_code_v2/doctor_dropped_result.jsonl",
+                format!("{claude}/c0ffee00-0000-4000-8000-000000000003.jsonl"),
+            ),
+            (
+                "gemini_cli/session-2026-12-02T04-27-6a20c2cd.jsonl",
+                ".gemini/tmp/ann-app/chats/session-2026-12-02T04-27-6a20c2cd.jsonl".into(),
+            ),
+            (
+                "copilot_cli/events.jsonl",
+                ".copilot/session-state/5e55/events.jsonl".into(),
+            ),
+            (
+                "copilot_cli/interrupted.jsonl",
+                ".copilot/session-state/older.jsonl".into(),
+            ),
+            (
+                "agent_stores/cline_api_conversation_history.json",
+                format!(
+                    "{extensions}/saoudrizwan.claude-dev/tasks/1733/api_conversation_history.json"
+                ),
+            ),
+            (
+                "agent_stores/roo_api_conversation_history.json",
+                format!(
+                    "{extensions}/rooveterinaryinc.roo-cline/tasks/1734/api_conversation_history.json"
+                ),
+            ),
+        ];
+        for (from, to) in planted {
+            put(from, home.join(to));
+        }
+        // Codex's store is where CODEX_HOME says.
+        for name in [
+            "rollout-2026-11-03T08-00-00-clean.jsonl",
+            "rollout-2026-12-02T04-27-23-dropped-output.jsonl",
+        ] {
+            put(&format!("codex/{name}"), codex_home.join(codex).join(name));
+        }
+        std::fs::write(home.join(claude).join("notes.txt"), "not a session").unwrap();
+        std::fs::write(
+            home.join(".gemini/tmp/ann-app/.project_root"),
+            "/home/ann/app\n",
+        )
+        .unwrap();
         let opencode = home.join(".local/share/opencode");
         std::fs::create_dir_all(&opencode).unwrap();
         std::fs::write(opencode.join("opencode.db"), "").unwrap();

@@ -52,7 +52,99 @@ pub fn parse_json_within(
     budget.items += tally::json(text)?;
     budget.bytes += text.len();
     Amplified::check(budget.items, budget.bytes).map_err(serde::de::Error::custom)?;
-    serde_json::from_str(text)
+    serde_json::from_str(text).or_else(|first| {
+        // Not the OTLP JSON encoding; perhaps protobuf's canonical JSON
+        // mapping of the same message, which every proto3 parser reads.
+        let Ok(mut doc) = serde_json::from_str::<serde_json::Value>(text) else {
+            return Err(first);
+        };
+        let Some(()) = proto3_mapping::to_otlp_json(&mut doc) else {
+            return Err(first);
+        };
+        serde_json::from_value(doc)
+    })
+}
+
+/// protobuf's canonical JSON mapping of an OTLP export (what Tempo's and
+/// Jaeger's APIs, `protojson` and Python's `MessageToJson` write) read as
+/// the OTLP JSON encoding the project's serde expects: enum names (`"kind":
+/// "SPAN_KIND_CLIENT"`, `"code": "STATUS_CODE_ERROR"`) become their
+/// numbers, and ids written as base64 (the mapping's `bytes`) become hex.
+mod proto3_mapping {
+    use base64::Engine as _;
+    use serde_json::Value;
+
+    const SPAN_KINDS: [&str; 6] = [
+        "SPAN_KIND_UNSPECIFIED",
+        "SPAN_KIND_INTERNAL",
+        "SPAN_KIND_SERVER",
+        "SPAN_KIND_CLIENT",
+        "SPAN_KIND_PRODUCER",
+        "SPAN_KIND_CONSUMER",
+    ];
+    const STATUS_CODES: [&str; 3] = ["STATUS_CODE_UNSET", "STATUS_CODE_OK", "STATUS_CODE_ERROR"];
+
+    /// Rewrites `doc` in place; `None` when nothing in it was written the
+    /// mapping's way (so the first error stands).
+    pub fn to_otlp_json(doc: &mut Value) -> Option<()> {
+        let mut changed = false;
+        let spans = doc
+            .get_mut("resourceSpans")?
+            .as_array_mut()?
+            .iter_mut()
+            .filter_map(|r| r.get_mut("scopeSpans")?.as_array_mut())
+            .flatten()
+            .filter_map(|s| s.get_mut("spans")?.as_array_mut())
+            .flatten();
+        for span in spans {
+            changed |= named(span.get_mut("kind"), &SPAN_KINDS);
+            changed |= named(
+                span.get_mut("status").and_then(|s| s.get_mut("code")),
+                &STATUS_CODES,
+            );
+            for (key, len) in [("traceId", 16), ("spanId", 8), ("parentSpanId", 8)] {
+                changed |= hex_id(span.get_mut(key), len);
+            }
+            for link in span
+                .get_mut("links")
+                .and_then(Value::as_array_mut)
+                .into_iter()
+                .flatten()
+            {
+                changed |= hex_id(link.get_mut("traceId"), 16);
+                changed |= hex_id(link.get_mut("spanId"), 8);
+            }
+        }
+        changed.then_some(())
+    }
+
+    /// An enum written by name, as its number.
+    fn named(field: Option<&mut Value>, names: &[&str]) -> bool {
+        let Some(field) = field else { return false };
+        let Some(at) = field.as_str().and_then(|n| names.iter().position(|k| *k == n)) else {
+            return false;
+        };
+        *field = Value::from(at);
+        true
+    }
+
+    /// An id of `len` bytes written as base64, as hex.
+    fn hex_id(field: Option<&mut Value>, len: usize) -> bool {
+        let Some(field) = field else { return false };
+        let Some(text) = field.as_str() else { return false };
+        let is_hex = text.len() == len * 2 && text.bytes().all(|b| b.is_ascii_hexdigit());
+        if is_hex || text.is_empty() {
+            return false;
+        }
+        let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(text) else {
+            return false;
+        };
+        if bytes.len() != len {
+            return false;
+        }
+        *field = Value::from(bytes.iter().map(|b| format!("{b:02x}")).collect::<String>());
+        true
+    }
 }
 
 /// The items and bytes of the exports of one input read so far.
