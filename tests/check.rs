@@ -734,3 +734,51 @@ fn a_log_cut_between_parallel_results_holds_a_call_in_flight() {
             ),
         );
 }
+
+/// Gemini takes consecutive function response turns as one: two parallel
+/// calls answered in two turns of one response each were accepted (200, a
+/// reply that used both, in a held-out recording). A run that still
+/// misses a call is the count's 400.
+#[test]
+fn gemini_responses_split_over_consecutive_turns_answer_the_call_turn() {
+    let body = |responses: &[&str]| {
+        let turns: Vec<serde_json::Value> = responses
+            .iter()
+            .map(|id| {
+                serde_json::json!({"role": "user", "parts": [
+                {"functionResponse": {"id": id, "name": "get_weather", "response": {"t": 1}}}]})
+            })
+            .collect();
+        let mut contents = vec![
+            serde_json::json!({"role": "user", "parts": [{"text": "Boston and Paris?"}]}),
+            serde_json::json!({"role": "model", "parts": [
+                {"functionCall": {"id": "fc_b1", "name": "get_weather", "args": {}}},
+                {"functionCall": {"id": "fc_p1", "name": "get_weather", "args": {}}}]}),
+        ];
+        contents.extend(turns);
+        serde_json::json!({ "contents": contents })
+    };
+    let conv = loopdbg_read::read(
+        &body(&["fc_b1", "fc_p1"]),
+        loopdbg_read::Source::Provider(Format::Gemini),
+    )
+    .unwrap();
+    assert_eq!(check(&conv), Vec::<Finding>::new());
+    let conv = loopdbg_read::read(
+        &body(&["fc_b1"]),
+        loopdbg_read::Source::Provider(Format::Gemini),
+    )
+    .unwrap();
+    let found = check(&conv);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].kind, Kind::UnansweredCall);
+    assert_eq!(found[0].ids, ["fc_p1"]);
+    assert!(
+        found[0].message.contains("(2 call(s), 2 response(s))")
+            || found[0]
+                .message
+                .contains("number of function response parts"),
+        "{}",
+        found[0].message
+    );
+}

@@ -387,7 +387,9 @@ fn in_protobufs_json_mapping(span: &mut Value) {
                 .step_by(2)
                 .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
                 .collect();
-            span[key] = base64::engine::general_purpose::STANDARD.encode(bytes).into();
+            span[key] = base64::engine::general_purpose::STANDARD
+                .encode(bytes)
+                .into();
         }
     }
 }

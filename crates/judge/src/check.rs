@@ -1318,6 +1318,22 @@ fn gemini(conv: &Conversation) -> Vec<Finding> {
                 _ => {}
             }
         }
+        // Consecutive function response turns are one to Gemini: three
+        // parallel calls answered in three turns of one response each
+        // were accepted (200, a reply that used all three). The first
+        // turn of such a run is judged with the whole run's responses.
+        let continues_run =
+            previous.is_some_and(|p| p.role != Role::Assistant && !responses(p).is_empty());
+        if !answers.is_empty() && continues_run {
+            continue;
+        }
+        let run_end = (i + 1..msgs.len())
+            .find(|&j| msgs[j].role == Role::Assistant || responses(&msgs[j]).is_empty())
+            .unwrap_or(msgs.len());
+        let answers: Vec<String> = match answers.is_empty() {
+            true => answers,
+            false => msgs[i..run_end].iter().flat_map(responses).collect(),
+        };
         if !answers.is_empty() {
             match previous {
                 Some(p) if p.role == Role::Assistant && !calls(p).is_empty() => {
@@ -1344,11 +1360,13 @@ fn gemini(conv: &Conversation) -> Vec<Finding> {
                             true,
                         ));
                     }
-                    for (k, id) in tool_results(m) {
+                    let run =
+                        (i..run_end).flat_map(|j| tool_results(&msgs[j]).map(move |r| (j, r)));
+                    for (j, (k, id)) in run {
                         if !asked.iter().any(|a| a == id) && asked.len() == answers.len() {
                             out.push(finding(
                                 Kind::UnexpectedResult,
-                                &conv.block_sources[i][k],
+                                &conv.block_sources[j][k],
                                 vec![id.to_string()],
                                 format!(
                                     "the function response {id} answers no call of the previous turn; Gemini pairs responses by name and count, so it answers the wrong call"

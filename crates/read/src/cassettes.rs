@@ -200,6 +200,7 @@ fn located(byte: usize, message: impl Into<String>) -> TraceError {
 /// headers and body (a chunked body joined), as a VCR request or response.
 /// A head httparse cannot take leaves the message with no body.
 fn parse_http(raw: &[u8], is_request: bool) -> Value {
+    let raw = &*as_http11(raw);
     let mut headers = [httparse::EMPTY_HEADER; 128];
     if is_request {
         let mut request = httparse::Request::new(&mut headers);
@@ -227,6 +228,31 @@ fn parse_http(raw: &[u8], is_request: bool) -> Value {
         }
         out
     }
+}
+
+/// The message with an `HTTP/2.0`, `HTTP/2` or `HTTP/3` version on its
+/// first line read as `HTTP/1.1`: Go's `httputil.DumpResponse` (what
+/// httprr records) writes the version the exchange used, and httparse
+/// reads only HTTP/1.x heads, though the head's text is the same.
+fn as_http11(raw: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    let line_end = raw.iter().position(|&b| b == b'\n').unwrap_or(raw.len());
+    let line = &raw[..line_end];
+    for version in [&b"HTTP/2.0"[..], b"HTTP/3.0", b"HTTP/2", b"HTTP/3"] {
+        let at = line.windows(version.len()).position(|w| w == version);
+        let Some(at) = at else { continue };
+        let after = line.get(at + version.len()).copied();
+        // The version is a whole token: at the start (a response) or the
+        // end of the line (a request).
+        let whole = (at == 0 || line[at - 1] == b' ') && matches!(after, None | Some(b' ' | b'\r'));
+        if whole {
+            let mut copy = Vec::with_capacity(raw.len());
+            copy.extend_from_slice(&raw[..at]);
+            copy.extend_from_slice(b"HTTP/1.1");
+            copy.extend_from_slice(&raw[at + version.len()..]);
+            return std::borrow::Cow::Owned(copy);
+        }
+    }
+    std::borrow::Cow::Borrowed(raw)
 }
 
 /// A header's value, by its case-insensitive name.
@@ -292,6 +318,22 @@ mod tests {
         );
         assert_eq!(one["request"]["body"]["string"], "{}");
         assert_eq!(one["response"]["status"]["code"], 400);
+        // Go writes the version the exchange used: HTTP/2 heads read too.
+        let response = parse_http(
+            b"HTTP/2.0 200 OK\r\nContent-Type: application/json\r\n\r\n{}",
+            false,
+        );
+        assert_eq!(response["status"]["code"], 200);
+        assert_eq!(response["body"]["string"], "{}");
+        let request = parse_http(
+            b"POST /v1/messages HTTP/2.0\r\nHost: api.anthropic.com\r\n\r\n{}",
+            true,
+        );
+        assert_eq!(request["uri"], "https://api.anthropic.com/v1/messages");
+        assert_eq!(
+            parse_http(b"HTTP/3 201 Created\r\n\r\n", false)["status"]["code"],
+            201
+        );
         assert_eq!(one["response"]["body"]["string"], "{\"a\":1}");
         let cut = &text[..text.len() - 5];
         let e = httprr(cut).unwrap_err();

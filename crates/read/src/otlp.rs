@@ -121,7 +121,10 @@ mod proto3_mapping {
     /// An enum written by name, as its number.
     fn named(field: Option<&mut Value>, names: &[&str]) -> bool {
         let Some(field) = field else { return false };
-        let Some(at) = field.as_str().and_then(|n| names.iter().position(|k| *k == n)) else {
+        let Some(at) = field
+            .as_str()
+            .and_then(|n| names.iter().position(|k| *k == n))
+        else {
             return false;
         };
         *field = Value::from(at);
@@ -131,7 +134,9 @@ mod proto3_mapping {
     /// An id of `len` bytes written as base64, as hex.
     fn hex_id(field: Option<&mut Value>, len: usize) -> bool {
         let Some(field) = field else { return false };
-        let Some(text) = field.as_str() else { return false };
+        let Some(text) = field.as_str() else {
+            return false;
+        };
         let is_hex = text.len() == len * 2 && text.bytes().all(|b| b.is_ascii_hexdigit());
         if is_hex || text.is_empty() {
             return false;
