@@ -782,3 +782,52 @@ fn gemini_responses_split_over_consecutive_turns_answer_the_call_turn() {
         found[0].message
     );
 }
+
+/// A first request (one user message, no tool yet) says nothing of its
+/// format in its messages: the model and `max_tokens` lean it. OpenAI
+/// Chat bodies for gpt-*, o1-*, and llama3-* or gemini-* behind
+/// OpenAI-compatible endpoints, none with `max_tokens` (which Anthropic
+/// requires), were labelled Anthropic in a held-out corpus.
+#[test]
+fn a_first_request_is_labelled_by_its_model_and_max_tokens() {
+    let cases = [
+        (
+            r#"{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}"#,
+            "openai",
+        ),
+        (
+            r#"{"model":"o1-mini","messages":[{"role":"user","content":"hi"}],"max_tokens":5}"#,
+            "openai",
+        ),
+        (
+            r#"{"model":"llama3-70b-8192","messages":[{"role":"user","content":"hi"}]}"#,
+            "openai",
+        ),
+        (
+            r#"{"model":"gemini-2.0-flash","messages":[{"role":"user","content":"hi"}]}"#,
+            "openai",
+        ),
+        (r#"{"messages":[{"role":"user","content":"hi"}]}"#, "openai"),
+        (
+            r#"{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"hi"}],"max_tokens":5}"#,
+            "anthropic",
+        ),
+        (
+            r#"{"messages":[{"role":"user","content":"hi"}],"max_tokens":5}"#,
+            "anthropic",
+        ),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    for (k, (body, expected)) in cases.iter().enumerate() {
+        // As a document and as a line of JSON Lines (the fast path).
+        for (name, text) in [
+            (format!("{k}.json"), format!("{body}\n")),
+            (format!("{k}.jsonl"), format!("{body}\n{body}\n")),
+        ] {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            let (_, report) = check_json(&path);
+            assert_eq!(report["files"][0]["format"], *expected, "{body}");
+        }
+    }
+}

@@ -103,6 +103,18 @@ pub fn detect_with_evidence(doc: &Value) -> Option<(Source, bool)> {
             anthropic = true;
         }
     }
+    // Still nothing: the model and the fields lean one way without
+    // deciding. Anthropic requires `max_tokens`, OpenAI does not; a model
+    // that is not Claude is sent in OpenAI's shape (gpt-*, o1-*, and
+    // llama3-*, gemini-* and others behind OpenAI-compatible endpoints).
+    let lean_openai = !(openai || anthropic || responses)
+        && match doc {
+            Value::Object(o) => leans_openai(
+                o.get("model").and_then(Value::as_str),
+                o.contains_key("max_tokens"),
+            ),
+            _ => false,
+        };
     let system_role = items.iter().any(|item| {
         matches!(
             item.get("role").and_then(Value::as_str),
@@ -111,11 +123,22 @@ pub fn detect_with_evidence(doc: &Value) -> Option<(Source, bool)> {
     });
     Some(if responses {
         (Source::Provider(Format::Responses), true)
-    } else if (openai || system_role) && !anthropic {
+    } else if (openai || system_role || lean_openai) && !anthropic {
         (Source::Provider(Format::Openai), openai)
     } else {
         (Source::Provider(Format::Anthropic), anthropic)
     })
+}
+
+/// Whether a body whose messages and tools say nothing of their format
+/// leans to OpenAI Chat: its model is not Claude, or it names no model and
+/// has no `max_tokens` (which Anthropic requires). The plain path
+/// (`plain.rs`) asks the same question of its typed bodies.
+pub(crate) fn leans_openai(model: Option<&str>, has_max_tokens: bool) -> bool {
+    match model {
+        Some(model) => !model.to_ascii_lowercase().contains("claude"),
+        None => !has_max_tokens,
+    }
 }
 
 /// Whether a document is a Bedrock Converse request, and whether its

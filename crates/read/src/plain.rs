@@ -294,6 +294,10 @@ struct ChatBody<'a> {
     tools: Given<Vec<ChatTool<'a>>>,
     #[serde(default)]
     system: Present,
+    #[serde(default, borrow)]
+    model: Option<Cow<'a, str>>,
+    #[serde(default)]
+    max_tokens: Present,
     #[serde(flatten)]
     elsewhere: Elsewhere,
 }
@@ -367,12 +371,15 @@ fn chat(line: &str, forced: bool) -> Option<Conversation> {
         )
     });
     // What `detect` would say: tool messages or calls (or, short of them,
-    // a tool in Chat's shape or a system message) make it Chat; a body
-    // with none of these is read as Anthropic.
-    let evidence = body
-        .messages
-        .iter()
-        .any(|m| m.role == "tool" || m.tool_calls.0.is_some())
+    // a tool in Chat's shape, a system message, or a model that is not
+    // Claude or no `max_tokens`) make it Chat; a body with none of these
+    // is read as Anthropic.
+    let leans = super::detect::leans_openai(body.model.as_deref(), body.max_tokens.0);
+    let evidence = leans
+        || body
+            .messages
+            .iter()
+            .any(|m| m.role == "tool" || m.tool_calls.0.is_some())
         || body.tools.0.as_ref().is_some_and(|t| !t.is_empty())
         || body
             .messages
@@ -471,6 +478,10 @@ struct AnthropicBody<'a> {
     tools: Given<Vec<AnthropicTool<'a>>>,
     #[serde(default, borrow)]
     system: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    model: Option<Cow<'a, str>>,
+    #[serde(default)]
+    max_tokens: Present,
     #[serde(flatten)]
     elsewhere: Elsewhere,
 }
@@ -482,6 +493,20 @@ struct AnthropicMessage<'a> {
     role: Cow<'a, str>,
     #[serde(default, borrow)]
     content: Option<TextOr<'a, AnthropicBlock<'a>>>,
+}
+
+impl AnthropicMessage<'_> {
+    /// Whether it holds a block only Anthropic's format has (what `detect`
+    /// takes for evidence): a call, a result, thinking.
+    fn has_blocks(&self) -> bool {
+        matches!(&self.content, Some(TextOr::List(blocks)) if blocks.iter().any(|b| {
+            matches!(
+                b.kind.as_ref(),
+                "tool_use" | "tool_result" | "server_tool_use" | "mcp_tool_use" | "thinking"
+                    | "redacted_thinking"
+            )
+        }))
+    }
 }
 
 /// One block, any of the three kinds: which fields count depends on
@@ -531,6 +556,14 @@ struct AnthropicTool<'a> {
 fn anthropic(line: &str) -> Option<Conversation> {
     let body: AnthropicBody = serde_json::from_str(line).ok()?;
     if body.elsewhere.any() {
+        return None;
+    }
+    // A body nothing in it says is Anthropic's, whose model is not Claude
+    // (or that lacks `max_tokens`), is Chat's to `detect`: leave it.
+    let says_anthropic = body.system.is_some()
+        || body.tools.0.as_ref().is_some_and(|t| !t.is_empty())
+        || body.messages.iter().any(AnthropicMessage::has_blocks);
+    if !says_anthropic && super::detect::leans_openai(body.model.as_deref(), body.max_tokens.0) {
         return None;
     }
     let mut conv = Conversation::new(Source::Provider(Format::Anthropic));
