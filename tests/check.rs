@@ -831,3 +831,17 @@ fn a_first_request_is_labelled_by_its_model_and_max_tokens() {
         }
     }
 }
+
+/// Gemini takes `contents` and `parts` given as single objects for lists
+/// of one (a held-out recording sent both and got 200): read, not refused.
+#[test]
+fn gemini_contents_and_parts_as_single_objects_are_read() {
+    let body = serde_json::json!({"contents": {"role": "user", "parts": {"text": "hi"}}});
+    assert_eq!(
+        loopdbg_read::detect(&body),
+        Some(loopdbg_read::Source::Provider(Format::Gemini))
+    );
+    let conv = loopdbg_read::read(&body, loopdbg_read::Source::Provider(Format::Gemini)).unwrap();
+    assert_eq!(conv.messages.len(), 1);
+    assert_eq!(check(&conv), Vec::<Finding>::new());
+}

@@ -29,14 +29,15 @@ pub fn detect_with_evidence(doc: &Value) -> Option<(Source, bool)> {
     if matches!(input, Some(Value::Array(_) | Value::String(_))) {
         return Some((Source::Provider(Format::Responses), true));
     }
-    let gemini_items = match doc {
-        Value::Object(o) => o.get("contents").and_then(Value::as_array),
-        Value::Array(items) => {
-            Some(items).filter(|items| items.first().is_some_and(|i| i.get("parts").is_some()))
-        }
-        _ => None,
+    let gemini = match doc {
+        // A single content given as an object (which Gemini takes) too.
+        Value::Object(o) => o
+            .get("contents")
+            .is_some_and(|c| c.is_array() || c.get("parts").is_some()),
+        Value::Array(items) => items.first().is_some_and(|i| i.get("parts").is_some()),
+        _ => false,
     };
-    if gemini_items.is_some() {
+    if gemini {
         return Some((Source::Provider(Format::Gemini), true));
     }
     if let Value::Object(o) = doc

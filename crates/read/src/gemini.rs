@@ -42,6 +42,11 @@ pub(super) fn read(doc: &mut Value, detail: Detail) -> Result<Conversation, Read
         .or_else(|| doc.get("system_instruction"))
         .and_then(|s| super::joined_text(s.get("parts"), "\n"));
     conv.model = doc.get("model").and_then(Value::as_str).map(str::to_string);
+    // Gemini takes one content given as an object for a list of one too.
+    if let Some(one) = doc.get_mut("contents").filter(|c| c.is_object()) {
+        let content = one.take();
+        *one = Value::Array(vec![content]);
+    }
     let (items, base) = array_at(doc, "contents")?;
     for (i, item) in items.iter_mut().enumerate() {
         let path = base.index(i);
