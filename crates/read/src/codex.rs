@@ -101,8 +101,10 @@ impl CodexRollout {
             ("compacted", Some(payload)) => {
                 // The history is replaced: by the items Codex kept, or by
                 // the summary it wrote.
-                let mut next = Segment::default();
-                next.compacted = Some((line, compacted_at));
+                let mut next = Segment {
+                    compacted: Some((line, compacted_at)),
+                    ..Segment::default()
+                };
                 match payload.get_mut("replacement_history") {
                     Some(Value::Array(kept)) => {
                         for item in kept.drain(..) {
