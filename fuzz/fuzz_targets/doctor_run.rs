@@ -16,7 +16,9 @@ pub fn run(data: &[u8], agent: Source) {
     let named: std::collections::HashSet<usize> =
         repair.plan.changes.iter().map(|c| c.line).collect();
     let mut kept = repair.plan.lines.iter();
-    for (k, line) in text.lines().enumerate() {
+    // Lines as the doctor splits them: at `\n` only (a `\r` is kept).
+    let lines = text.split_inclusive('\n').map(|l| l.strip_suffix('\n').unwrap_or(l));
+    for (k, line) in lines.enumerate() {
         if named.contains(&(k + 1)) || line.trim().is_empty() {
             continue;
         }
