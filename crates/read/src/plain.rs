@@ -374,7 +374,13 @@ fn chat(line: &str, forced: bool) -> Option<Conversation> {
     // a tool in Chat's shape, a system message, or a model that is not
     // Claude or no `max_tokens`) make it Chat; a body with none of these
     // is read as Anthropic.
-    let leans = super::detect::leans_openai(body.model.as_deref(), body.max_tokens.0);
+    // (A part with no `type` is Bedrock's shape to `detect`, which asks
+    // that before it leans.)
+    let untyped = body.messages.iter().any(|m| {
+        matches!(&m.content, Some(TextOr::List(parts)) if parts.iter().any(|p| p.kind.is_none()))
+    });
+    let leans =
+        !untyped && super::detect::leans_openai(body.model.as_deref(), body.max_tokens.0);
     let evidence = leans
         || body
             .messages
