@@ -113,3 +113,19 @@ fn the_plain_path_takes_every_benchmark_line() {
         }
     }
 }
+
+/// Bodies whose messages say nothing of their format, which the detector
+/// leans by model and `max_tokens`: both paths read each alike (the first
+/// is the CI fuzz smoke's find: an untyped part is Bedrock's before any lean).
+#[test]
+fn bodies_leaned_by_model_or_max_tokens_read_alike_both_ways() {
+    for text in [
+        r#"{"messages":[{"role":"user","content":[{}]}]}"#,
+        r#"{"messages":[{"role":"user","content":"hi"}]}"#,
+        r#"{"model":"gpt-4o","messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]}"#,
+        r#"{"model":"claude-x","messages":[{"role":"user","content":"hi"}],"max_tokens":9}"#,
+        r#"{"messages":[{"role":"user","content":"hi"}],"max_tokens":9}"#,
+    ] {
+        same_both_ways(text, None);
+    }
+}

@@ -379,8 +379,7 @@ fn chat(line: &str, forced: bool) -> Option<Conversation> {
     let untyped = body.messages.iter().any(|m| {
         matches!(&m.content, Some(TextOr::List(parts)) if parts.iter().any(|p| p.kind.is_none()))
     });
-    let leans =
-        !untyped && super::detect::leans_openai(body.model.as_deref(), body.max_tokens.0);
+    let leans = !untyped && super::detect::leans_openai(body.model.as_deref(), body.max_tokens.0);
     let evidence = leans
         || body
             .messages
