@@ -1225,3 +1225,34 @@ fn doctor_repairs_a_gemini_cli_chat_killed_mid_tool_then_resumed() {
         ));
     assert_eq!(std::fs::read(&path).unwrap(), repaired);
 }
+
+/// What the fuzz targets check, on every agent log of the fixtures (and
+/// the first fuzz find: a `\r` the doctor keeps): the repair keeps every
+/// line it does not name, and the doctor takes its own repair.
+#[test]
+fn every_repair_of_the_fixtures_keeps_what_it_does_not_name() {
+    use loopdbg_read::Source;
+    let stores = [
+        (
+            "tests/fixtures/transcripts/claude_code_v2",
+            Source::ClaudeCode,
+        ),
+        ("tests/fixtures/transcripts/codex", Source::Codex),
+        ("tests/fixtures/transcripts/gemini_cli", Source::GeminiCli),
+    ];
+    let mut repaired = 0;
+    for (dir, agent) in stores {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|e| e != "jsonl") {
+                continue;
+            }
+            let bytes = std::fs::read(&path).unwrap();
+            loopdbg_corpus::doctor::verify_repair(&bytes, agent)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            repaired += 1;
+        }
+    }
+    assert!(repaired > 20, "{repaired} logs");
+    loopdbg_corpus::doctor::verify_repair(b"0\r\n\0\0", Source::GeminiCli).unwrap();
+}

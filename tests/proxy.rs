@@ -773,14 +773,17 @@ fn check_reads_a_capture_and_judges_each_request() {
 
 #[test]
 fn an_unreachable_upstream_is_a_502_with_a_reason() {
-    // A port nothing listens on: bind one, then let it go.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
+    // A port nothing listens on: bind one, then let it go. On 127.0.0.2,
+    // since the proxy listens on 127.0.0.1:0 and may be given the same
+    // port number: the upstream would then be the proxy itself, which
+    // forwards to itself forever (a CI run hung so).
+    let port = std::net::TcpListener::bind("127.0.0.2:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
     let (_dir, cap) = temp();
-    let proxy = Proxy::start(&format!("http://127.0.0.1:{port}"), &cap, &[]);
+    let proxy = Proxy::start(&format!("http://127.0.0.2:{port}"), &cap, &[]);
     let rt = runtime();
     let (status, body) = rt.block_on(async {
         let r = reqwest::Client::new()
@@ -1031,8 +1034,9 @@ fn a_planted_key_reaches_nothing_loopdbg_writes() {
     }
     drop(proxy);
     written.push_str(&std::fs::read_to_string(&capture_path).unwrap());
-    // The upstream named with a key, and not reachable over https.
-    let unreachable = std::net::TcpListener::bind("127.0.0.1:0")
+    // The upstream named with a key, and not reachable over https (on
+    // 127.0.0.2: never the proxy's own 127.0.0.1 port).
+    let unreachable = std::net::TcpListener::bind("127.0.0.2:0")
         .unwrap()
         .local_addr()
         .unwrap();

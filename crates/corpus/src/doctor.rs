@@ -363,3 +363,38 @@ pub fn apply(path: &Path, repair: &Repair, force: bool) -> Written {
         Err(KeepError::Io(e)) => not(format!("{e}; the original is unchanged"), true),
     }
 }
+
+/// What the doctor promises of any bytes read as `agent`'s store, checked:
+/// it plans a repair only for UTF-8 text; the repair keeps, in order and
+/// byte for byte, every line no change names; and the doctor takes its
+/// own repair without panicking. `Err` says which promise broke. The fuzz
+/// targets (`fuzz/fuzz_targets/doctor_*.rs`) run it on every input.
+pub fn verify_repair(bytes: &[u8], agent: loopdbg_read::Source) -> Result<(), String> {
+    let (verdict, _) = diagnose_as("session.jsonl", bytes.to_vec(), Some(agent), true);
+    let Verdict::Needs(repair) = verdict else {
+        return Ok(());
+    };
+    let text = std::str::from_utf8(bytes)
+        .map_err(|_| "a repair planned for text that is not UTF-8".to_string())?;
+    let named: std::collections::HashSet<usize> =
+        repair.plan.changes.iter().map(|c| c.line).collect();
+    let mut kept = repair.plan.lines.iter();
+    // Lines as the doctor splits them: at `\n` only (a `\r` is kept).
+    let lines = text
+        .split_inclusive('\n')
+        .map(|l| l.strip_suffix('\n').unwrap_or(l));
+    for (k, line) in lines.enumerate() {
+        if named.contains(&(k + 1)) || line.trim().is_empty() {
+            continue;
+        }
+        if !kept.any(|l| l == line) {
+            return Err(format!(
+                "line {} is not named by a change, yet the repair does not keep it",
+                k + 1
+            ));
+        }
+    }
+    let repaired = repair.plan.lines.join("\n") + "\n";
+    let _ = diagnose_as("session.jsonl", repaired.into_bytes(), Some(agent), true);
+    Ok(())
+}
