@@ -257,7 +257,7 @@ pub fn read_continuing(
         None => {}
     }
     body.insert("input".into(), Value::Array(items));
-    let located = |i: usize, _: &JsonPath| {
+    let located = |i: usize| {
         let path = match i.checked_sub(stored) {
             None => stored_path(response_id, calls[i].output_index),
             Some(_) if text_input => "input".to_string(),

@@ -153,7 +153,7 @@ impl CodexRollout {
             let lines = segment.lines;
             let mut doc = json!({ "input": segment.items });
             // Each item is named by the line of the log it came from.
-            let on_line = |i: usize, _: &JsonPath| BlockSource {
+            let on_line = |i: usize| BlockSource {
                 path: "payload".into(),
                 line: lines.get(i).copied(),
                 uuid: None,

@@ -4,133 +4,193 @@
 //! `id` on newer models; without one, a response answers the first call of
 //! the previous turn with its `name` that is still open, and both get the
 //! id `name#turn.part` so the rest of loopdbg can pair them.
+//!
+//! One reader, two ways in ([`read`] from a `Value`, `plain` from a JSON
+//! line), as for Bedrock: one lax model, one conversion.
 
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde::de::{IgnoredAny, MapAccess};
 use serde_json::Value;
 
 use super::fingerprint::kept_text;
-use super::{BlockSource, Conversation, Detail, ReadError, Source, ToolSpec, array_at, err, take};
+use super::lax::{FromMap, Given, Lax, LaxList, LaxStr, OneOrList, Texts, lax_object};
+use super::{BlockSource, Conversation, Detail, ReadError, Source, ToolSpec, err};
+use loopdbg_engine::diagnostics::json_span::JsonPath;
 use loopdbg_engine::message::{Block, Message, Role};
 use loopdbg_engine::session::{FinishReason, Json};
 use loopdbg_formats::provider::Format;
 
+/// Reads a `generateContent` body (or a bare array of contents) from its
+/// `Value`.
 pub(super) fn read(doc: &mut Value, detail: Detail) -> Result<Conversation, ReadError> {
+    let doc = std::mem::take(doc);
+    let root = JsonPath::root();
+    let body = match doc {
+        Value::Array(_) => Body {
+            contents: Some(read_value(doc)?),
+            ..Body::default()
+        },
+        Value::Object(_) => read_value::<Lax<Body>>(doc)?.object().unwrap_or_default(),
+        _ => {
+            return Err(err(
+                &root,
+                "expected an object with `contents`, or an array",
+            ));
+        }
+    };
+    let contents = match body.contents.map(OneOrList::into_list) {
+        Some(Some(contents)) => contents,
+        Some(None) => {
+            return Err(err(
+                &root.key("contents"),
+                "expected `contents` to be an array",
+            ));
+        }
+        None => return Err(err(&root, "expected a `contents` array")),
+    };
     let mut conv = Conversation::new(Source::Provider(Format::Gemini));
-    if let Some(Value::Array(tools)) = doc.get("tools") {
-        for group in tools {
-            let declared = group
-                .get("functionDeclarations")
-                .or_else(|| group.get("function_declarations"));
-            for f in declared.and_then(Value::as_array).into_iter().flatten() {
-                if let Some(name) = f.get("name").and_then(Value::as_str) {
-                    conv.tools.push(ToolSpec {
-                        name: name.to_string(),
-                        schema: f
-                            .get("parametersJsonSchema")
-                            .or_else(|| f.get("parameters"))
-                            .cloned(),
-                        description: f
-                            .get("description")
-                            .and_then(Value::as_str)
-                            .map(str::to_string),
-                    });
-                }
+    read_top(&mut conv, body.tools, body.system, body.model);
+    read_contents(&mut conv, contents, detail)?;
+    Ok(conv)
+}
+
+/// A `Value` as one of this reader's lax types (which take any value).
+fn read_value<'a, T: Deserialize<'a>>(doc: Value) -> Result<T, ReadError> {
+    T::deserialize(doc).map_err(|e| err(&JsonPath::root(), e.to_string()))
+}
+
+/// `check`'s fast path: the line read straight from its text by the same
+/// reader, taken when `detect` would call it Gemini (a `contents` list,
+/// nothing of another format) and it reads without an error; `None`
+/// sends the line to the general path.
+pub(crate) fn plain(line: &str) -> Option<Conversation> {
+    let body = serde_json::from_str::<Lax<Body>>(line).ok()?.object()?;
+    if body.elsewhere {
+        return None;
+    }
+    let Some(OneOrList::List(contents)) = body.contents else {
+        return None;
+    };
+    let mut conv = Conversation::new(Source::Provider(Format::Gemini));
+    read_top(&mut conv, body.tools, body.system, body.model);
+    read_contents(&mut conv, contents, Detail::Full).ok()?;
+    Some(conv)
+}
+
+/// The declared functions, the system instruction and the model.
+fn read_top(
+    conv: &mut Conversation,
+    tools: LaxList<Lax<ToolGroup>>,
+    system: System,
+    model: LaxStr,
+) {
+    for group in tools.0.into_iter().flatten().filter_map(Lax::object) {
+        let declared = group.declarations.0.or(group.declarations_snake.0);
+        for f in declared
+            .and_then(|d| d.0)
+            .into_iter()
+            .flatten()
+            .filter_map(Lax::object)
+        {
+            if let Some(name) = f.name.0 {
+                conv.tools.push(ToolSpec {
+                    name: name.into_owned(),
+                    schema: f.json_schema.0.or(f.parameters.0),
+                    description: f.description.0.map(Cow::into_owned),
+                });
             }
         }
     }
-    conv.system = doc
-        .get("systemInstruction")
-        .or_else(|| doc.get("system_instruction"))
-        .and_then(|s| super::joined_text(s.get("parts"), "\n"));
-    conv.model = doc.get("model").and_then(Value::as_str).map(str::to_string);
-    // Gemini takes one content given as an object for a list of one too.
-    if let Some(one) = doc.get_mut("contents").filter(|c| c.is_object()) {
-        let content = one.take();
-        *one = Value::Array(vec![content]);
-    }
-    let (items, base) = array_at(doc, "contents")?;
-    for (i, item) in items.iter_mut().enumerate() {
-        let path = base.index(i);
-        let role = match item.get("role").and_then(Value::as_str).unwrap_or("user") {
+    // The camelCase field first, whatever it holds, as Gemini reads it.
+    let system = system.camel.0.or(system.snake.0);
+    conv.system = system
+        .and_then(Lax::object)
+        .and_then(|s| s.parts.joined("\n"));
+    conv.model = model.0.map(Cow::into_owned);
+}
+
+/// Every turn: a role (user when none) and its parts.
+fn read_contents(
+    conv: &mut Conversation,
+    contents: Vec<Lax<Turn>>,
+    detail: Detail,
+) -> Result<(), ReadError> {
+    let at = |i: usize| JsonPath::root().key("contents").index(i);
+    for (i, item) in contents.into_iter().enumerate() {
+        let item = item.object().unwrap_or_default();
+        let role = match item.role.as_deref().unwrap_or("user") {
             "model" => Role::Assistant,
             "user" | "function" | "tool" => Role::User,
             other => {
                 return Err(err(
-                    &path,
+                    &at(i),
                     format!("unknown role `{other}` for Gemini (expected user or model)"),
                 ));
             }
         };
-        // Gemini takes one part given as an object for a list of one.
-        if let Some(part) = item.get_mut("parts").filter(|p| p.is_object()) {
-            let one = part.take();
-            *part = Value::Array(vec![one]);
-        }
-        let Some(Value::Array(parts)) = item.get_mut("parts") else {
-            return Err(err(&path, "expected a `parts` array"));
+        let Some(parts) = item.parts.0.and_then(OneOrList::into_list) else {
+            return Err(err(&at(i), "expected a `parts` array"));
         };
+        let path = format!("contents[{i}]");
         let mut content = Vec::new();
         let mut sources = Vec::new();
         let mut first_call = true;
-        for (k, part) in parts.iter_mut().enumerate() {
-            let ppath = super::indexed(&path, "parts", k);
+        for (k, part) in parts.into_iter().enumerate() {
+            let part = part.object().unwrap_or_default();
             let src = BlockSource {
-                path: (&ppath).into(),
+                path: format!("{path}.parts[{k}]").into(),
                 ..Default::default()
             };
-            let signed = part
-                .get("thoughtSignature")
-                .or_else(|| part.get("thought_signature"))
-                .is_some();
+            let signed = part.signature.0.is_some() || part.signature_snake.0.is_some();
             conv.signatures += usize::from(signed);
-            if let Some(call) = part.get_mut("functionCall") {
-                let name = call
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| err(&ppath, "expected a string `functionCall.name`"))?
-                    .to_string();
+            if let Some(call) = part.function_call.0 {
+                let call = call.object().unwrap_or_default();
+                let Some(name) = call.name.0 else {
+                    let ppath = at(i).key_index("parts", k);
+                    return Err(err(&ppath, "expected a string `functionCall.name`"));
+                };
                 let id = call
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .map_or_else(|| format!("{name}#{i}.{k}"), str::to_string);
+                    .id
+                    .0
+                    .map_or_else(|| format!("{name}#{i}.{k}"), Cow::into_owned);
                 if first_call && !signed {
                     conv.unsigned.push(id.clone());
                 }
                 first_call = false;
                 content.push(Block::ToolUse {
                     id: id.into(),
-                    name: name.into(),
-                    input: Json::new(take(call, "args")),
+                    name: (*name).into(),
+                    input: Json::new(call.args.0.unwrap_or(Value::Null)),
                 });
-                sources.push(src);
-            } else if let Some(response) = part.get_mut("functionResponse") {
-                let name = response
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string();
-                let id = match response.get("id").and_then(Value::as_str) {
-                    Some(id) => id.to_string(),
-                    None => open_call(&conv, &content, &name).unwrap_or(format!("{name}#?")),
+            } else if let Some(response) = part.function_response.0 {
+                let response = response.object().unwrap_or_default();
+                let name = response.name.as_deref().unwrap_or("");
+                let id = match response.id.0 {
+                    Some(id) => id.into_owned(),
+                    None => open_call(conv, &content, name).unwrap_or(format!("{name}#?")),
                 };
-                let answer = take(response, "response");
+                let answer = response.response.0.unwrap_or(Value::Null);
                 let is_error = answer.get("error").is_some() && answer.get("result").is_none();
                 content.push(Block::ToolResult {
                     tool_use_id: id.into(),
                     content: Json::new(answer),
                     is_error,
                 });
-                sources.push(src);
-            } else if let Some(text) = part.get("text").and_then(Value::as_str) {
-                if part.get("thought").and_then(Value::as_bool) == Some(true) {
+            } else if let Some(text) = part.text.0 {
+                if matches!(part.thought.0, Some(Value::Bool(true))) {
                     continue;
                 }
                 content.push(Block::Text {
-                    text: kept_text(text, detail),
+                    text: kept_text(&text, detail),
                 });
-                sources.push(src);
+            } else {
+                continue;
             }
+            sources.push(src);
         }
-        let finish_reason = match item.get("finishReason").and_then(Value::as_str) {
+        let finish_reason = match item.finish_reason.as_deref() {
             Some("STOP") => Some(FinishReason::Stop),
             Some("MAX_TOKENS") => Some(FinishReason::Length),
             Some("SAFETY" | "RECITATION" | "PROHIBITED_CONTENT" | "BLOCKLIST" | "SPII") => {
@@ -138,20 +198,122 @@ pub(super) fn read(doc: &mut Value, detail: Detail) -> Result<Conversation, Read
             }
             _ => None,
         };
-        conv.push(
-            Message {
-                role,
-                content,
-                finish_reason,
-            },
-            BlockSource {
-                path: path.into(),
-                ..Default::default()
-            },
-            sources,
-        );
+        let message = Message {
+            role,
+            content,
+            finish_reason,
+        };
+        let source = BlockSource {
+            path: path.into(),
+            ..Default::default()
+        };
+        conv.push(message, source, sources);
     }
-    Ok(conv)
+    Ok(())
+}
+
+/// A `generateContent` body: what the reader reads, and whether a key of
+/// another format (see `plain`'s list) says `detect` may not call it
+/// Gemini.
+#[derive(Default)]
+struct Body<'a> {
+    /// `None` when absent.
+    contents: Option<OneOrList<Turn<'a>>>,
+    tools: LaxList<Lax<ToolGroup<'a>>>,
+    system: System<'a>,
+    model: LaxStr<'a>,
+    elsewhere: bool,
+}
+
+/// `systemInstruction`, or its snake_case spelling.
+#[derive(Default)]
+struct System<'a> {
+    camel: Given<Lax<SystemParts<'a>>>,
+    snake: Given<Lax<SystemParts<'a>>>,
+}
+
+impl<'de: 'a, 'a> FromMap<'de> for Body<'a> {
+    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
+        let mut body = Body::default();
+        while let Some(key) = map.next_key::<LaxStr>()? {
+            match key.as_deref().unwrap_or("") {
+                "contents" => body.contents = Some(map.next_value()?),
+                "tools" => body.tools = map.next_value()?,
+                "systemInstruction" => body.system.camel = map.next_value()?,
+                "system_instruction" => body.system.snake = map.next_value()?,
+                "model" => body.model = map.next_value()?,
+                key => {
+                    body.elsewhere |= crate::plain::ELSEWHERE.contains(&key);
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(body)
+    }
+}
+
+lax_object! {
+    /// `{parts: [{text}]}`.
+    struct SystemParts<'a> {
+        "parts" => parts: Texts<'a>,
+    }
+}
+
+lax_object! {
+    /// A turn: its role, its parts, and why the model stopped.
+    struct Turn<'a> {
+        "role" => role: LaxStr<'a>,
+        "parts" => parts: Given<OneOrList<Part<'a>>>,
+        "finishReason" => finish_reason: LaxStr<'a>,
+    }
+}
+
+lax_object! {
+    /// A part: a call, a response, a text (or a thought), signed or not.
+    struct Part<'a> {
+        "functionCall" => function_call: Given<Lax<Call<'a>>>,
+        "functionResponse" => function_response: Given<Lax<Response<'a>>>,
+        "text" => text: LaxStr<'a>,
+        "thought" => thought: Given<Value>,
+        "thoughtSignature" => signature: Given<IgnoredAny>,
+        "thought_signature" => signature_snake: Given<IgnoredAny>,
+    }
+}
+
+lax_object! {
+    /// `functionCall {name, id, args}`.
+    struct Call<'a> {
+        "name" => name: LaxStr<'a>,
+        "id" => id: LaxStr<'a>,
+        "args" => args: Given<Value>,
+    }
+}
+
+lax_object! {
+    /// `functionResponse {name, id, response}`.
+    struct Response<'a> {
+        "name" => name: LaxStr<'a>,
+        "id" => id: LaxStr<'a>,
+        "response" => response: Given<Value>,
+    }
+}
+
+lax_object! {
+    /// `tools[] {functionDeclarations}` (or snake_case).
+    struct ToolGroup<'a> {
+        "functionDeclarations" => declarations: Given<LaxList<Lax<Declaration<'a>>>>,
+        "function_declarations" => declarations_snake: Given<LaxList<Lax<Declaration<'a>>>>,
+    }
+}
+
+lax_object! {
+    /// A declared function.
+    struct Declaration<'a> {
+        "name" => name: LaxStr<'a>,
+        "description" => description: LaxStr<'a>,
+        "parametersJsonSchema" => json_schema: Given<Value>,
+        "parameters" => parameters: Given<Value>,
+    }
 }
 
 /// The id of the first call named `name` in the previous model turn that

@@ -31,6 +31,7 @@ pub mod finding;
 mod fingerprint;
 mod gemini;
 mod gemini_cli;
+mod lax;
 pub mod log;
 pub mod mcp;
 pub mod openai_chat;

@@ -7,6 +7,7 @@ use loopdbg_engine::diagnostics::json_span::JsonPath;
 use loopdbg_engine::session::{FinishReason, Json};
 
 use crate::conversation::{BlockSource, Conversation, Notice, ReadError, ReadNote, ToolSpec, err};
+use crate::lax::{Given, Lax, LaxList, LaxStr, lax_object};
 
 /// `base[i]`, or `base.field[i]` with a field.
 pub(crate) fn indexed(base: &JsonPath, field: &'static str, i: usize) -> JsonPath {
@@ -63,6 +64,56 @@ pub(crate) fn read_tools(doc: &Value, conv: &mut Conversation) {
                     .get("description")
                     .and_then(Value::as_str)
                     .map(str::to_string),
+            });
+        }
+    }
+}
+
+lax_object! {
+    /// A tool definition as Anthropic, Chat and Responses list it: its
+    /// own fields, or Chat's nested under `function` (or `custom`).
+    struct ToolDef<'a> {
+        "function" => function: Given<Lax<ToolFields<'a>>>,
+        "custom" => custom: Given<Lax<ToolFields<'a>>>,
+        "name" => name: LaxStr<'a>,
+        "input_schema" => input_schema: Given<Value>,
+        "parameters" => parameters: Given<Value>,
+        "description" => description: LaxStr<'a>,
+    }
+}
+
+lax_object! {
+    /// The fields of a definition nested under `function` or `custom`.
+    struct ToolFields<'a> {
+        "name" => name: LaxStr<'a>,
+        "input_schema" => input_schema: Given<Value>,
+        "parameters" => parameters: Given<Value>,
+        "description" => description: LaxStr<'a>,
+    }
+}
+
+/// The tools of a `tools` (or older `functions`) list, as [`read_tools`]
+/// reads them from a `Value`: a definition with no string `name` is
+/// passed over.
+pub(crate) fn push_tools(conv: &mut Conversation, listed: LaxList<Lax<ToolDef>>) {
+    for def in listed.0.into_iter().flatten().filter_map(Lax::object) {
+        let fields = match (def.function.0, def.custom.0) {
+            (Some(nested), _) | (None, Some(nested)) => match nested.object() {
+                Some(f) => f,
+                None => continue,
+            },
+            (None, None) => ToolFields {
+                name: def.name,
+                input_schema: def.input_schema,
+                parameters: def.parameters,
+                description: def.description,
+            },
+        };
+        if let Some(name) = fields.name.0 {
+            conv.tools.push(ToolSpec {
+                name: name.into_owned(),
+                schema: fields.input_schema.0.or(fields.parameters.0),
+                description: fields.description.0.map(std::borrow::Cow::into_owned),
             });
         }
     }

@@ -9,15 +9,22 @@
 //! A request that continues a stored response (`previous_response_id`) or
 //! conversation (`conversation`), or that points at stored items
 //! (`item_reference`), may answer calls it does not contain.
+//!
+//! One reader, two ways in ([`read`] / [`read_items`] from a `Value`,
+//! `plain` from a JSON line), as for Bedrock: one lax model, one
+//! conversion.
+
+use std::borrow::Cow;
 
 use loopdbg_engine::diagnostics::json_span::JsonPath;
+use serde::Deserialize;
+use serde::de::{IgnoredAny, MapAccess};
 use serde_json::Value;
 
 use super::fingerprint::kept_text;
-use super::{
-    BlockSource, Conversation, Detail, ReadError, Source, ToolSpec, array_at, err, parse_arguments,
-    read_tools, role_of, str_field, take, text_of_parts,
-};
+use super::lax::{FromMap, Given, Lax, LaxList, LaxStr, TextOrList, Texts, lax_object};
+use super::parse::{ToolDef, push_tools};
+use super::{BlockSource, Conversation, Detail, ReadError, Source, ToolSpec, err, parse_arguments};
 use loopdbg_engine::message::{Block, Message, Role};
 use loopdbg_engine::session::Json;
 use loopdbg_formats::provider::Format;
@@ -50,9 +57,10 @@ pub fn answered_id(item: &Value) -> Option<&str> {
         .and_then(Value::as_str)
 }
 
+/// Reads a Responses body from its `Value`.
 pub(super) fn read(doc: &mut Value, detail: Detail) -> Result<Conversation, ReadError> {
-    read_items(doc, detail, &|_, path| BlockSource {
-        path: path.into(),
+    read_items(doc, detail, &|i| BlockSource {
+        path: format!("input[{i}]").into(),
         ..Default::default()
     })
 }
@@ -62,143 +70,201 @@ pub(super) fn read(doc: &mut Value, detail: Detail) -> Result<Conversation, Read
 pub fn read_items(
     doc: &mut Value,
     detail: Detail,
-    item_source: &dyn Fn(usize, &JsonPath) -> BlockSource,
+    item_source: &dyn Fn(usize) -> BlockSource,
 ) -> Result<Conversation, ReadError> {
+    let doc = std::mem::take(doc);
+    let root = JsonPath::root();
+    let body = match doc {
+        Value::Array(_) => Body {
+            input: Given(Some(read_value(doc)?)),
+            ..Body::default()
+        },
+        Value::Object(_) => read_value::<Lax<Body>>(doc)?.object().unwrap_or_default(),
+        _ => return Err(err(&root, "expected an object with `input`, or an array")),
+    };
+    let (mut conv, input) = read_top(body);
+    match input {
+        Some(TextOrList::Text(text)) => push_text(&mut conv, &text, detail),
+        Some(TextOrList::List(items)) => read_input(&mut conv, items, detail, item_source)?,
+        Some(TextOrList::Other) => {
+            return Err(err(&root.key("input"), "expected `input` to be an array"));
+        }
+        None => return Err(err(&root, "expected a `input` array")),
+    }
+    Ok(conv)
+}
+
+/// A `Value` as one of this reader's lax types (which take any value).
+fn read_value<'a, T: Deserialize<'a>>(doc: Value) -> Result<T, ReadError> {
+    T::deserialize(doc).map_err(|e| err(&JsonPath::root(), e.to_string()))
+}
+
+/// `check`'s fast path: the line read straight from its text by the same
+/// reader, taken when `detect` would call it Responses (an `input` string
+/// or list, nothing of another format) and it reads without an error;
+/// `None` sends the line to the general path.
+pub(crate) fn plain(line: &str) -> Option<Conversation> {
+    let body = serde_json::from_str::<Lax<Body>>(line).ok()?.object()?;
+    if body.elsewhere {
+        return None;
+    }
+    let (mut conv, input) = read_top(body);
+    match input? {
+        TextOrList::Text(text) => push_text(&mut conv, &text, Detail::Full),
+        TextOrList::List(items) => {
+            let at = |i: usize| BlockSource {
+                path: format!("input[{i}]").into(),
+                ..Default::default()
+            };
+            read_input(&mut conv, items, Detail::Full, &at).ok()?;
+        }
+        TextOrList::Other => return None,
+    }
+    Some(conv)
+}
+
+/// The conversation begun with the body's tools, instructions and what it
+/// continues, and its `input`.
+fn read_top<'a>(body: Body<'a>) -> (Conversation, Option<TextOrList<'a, Lax<Item<'a>>>>) {
     let mut conv = Conversation::new(Source::Provider(Format::Responses));
-    read_tools(doc, &mut conv);
+    push_tools(&mut conv, body.tools);
+    push_tools(&mut conv, body.functions);
     // Tools loaded by tool search arrive as `additional_tools`.
-    if let Some(Value::Array(extra)) = doc.get("additional_tools") {
+    if let Some(Value::Array(extra)) = &body.additional_tools.0 {
         conv.tools.extend(extra.iter().filter_map(tool_spec));
     }
-    conv.system = doc
-        .get("instructions")
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    conv.continues = ["previous_response_id", "conversation"]
-        .iter()
-        .find_map(|k| match doc.get(*k) {
-            Some(Value::String(id)) => Some(format!("{k} {id}")),
-            Some(Value::Object(o)) => o
-                .get("id")
-                .and_then(Value::as_str)
-                .map(|id| format!("{k} {id}")),
-            _ => None,
-        });
-    if let Some(Value::String(text)) = doc.get("input") {
-        let src = BlockSource {
-            path: "input".into(),
-            ..Default::default()
-        };
-        conv.push(
-            Message {
-                role: Role::User,
-                content: vec![Block::Text {
-                    text: kept_text(text, detail),
-                }],
-                finish_reason: None,
-            },
-            src.clone(),
-            vec![src],
-        );
-        return Ok(conv);
+    conv.system = body.instructions.0.map(Cow::into_owned);
+    conv.continues = [
+        ("previous_response_id", body.previous_response_id.0),
+        ("conversation", body.conversation.0),
+    ]
+    .into_iter()
+    .find_map(|(k, v)| match v? {
+        Value::String(id) => Some(format!("{k} {id}")),
+        Value::Object(o) => o
+            .get("id")
+            .and_then(Value::as_str)
+            .map(|id| format!("{k} {id}")),
+        _ => None,
+    });
+    (conv, body.input.0)
+}
+
+/// `input` given as a string: one user message.
+fn push_text(conv: &mut Conversation, text: &str, detail: Detail) {
+    let src = BlockSource {
+        path: "input".into(),
+        ..Default::default()
+    };
+    let text = Block::Text {
+        text: kept_text(text, detail),
+    };
+    conv.push(one_block(Role::User, text), src.clone(), vec![src]);
+}
+
+/// A message of one block.
+fn one_block(role: Role, block: Block) -> Message {
+    Message {
+        role,
+        content: vec![block],
+        finish_reason: None,
     }
-    let (items, base) = array_at(doc, "input")?;
-    for (i, item) in items.iter_mut().enumerate() {
-        let path = super::indexed(&base, "", i);
-        let src = item_source(i, &path);
+}
+
+/// Every input item, in order.
+fn read_input(
+    conv: &mut Conversation,
+    items: Vec<Lax<Item>>,
+    detail: Detail,
+    item_source: &dyn Fn(usize) -> BlockSource,
+) -> Result<(), ReadError> {
+    for (i, item) in items.into_iter().enumerate() {
+        let path = || JsonPath::root().key("input").index(i);
+        let item = item.object().unwrap_or_default();
         // A bare `{"id": "fc_…"}` (no `type`, no `role`) is a reference to
         // a stored item, as `item_reference` is: OpenAI answers it.
-        let bare_reference = item.get("type").is_none()
-            && item.get("role").is_none()
-            && item.get("id").and_then(Value::as_str).is_some();
+        let bare_reference = item.kind.0.is_none() && item.role.0.is_none() && item.id.0.is_some();
         let kind = match bare_reference {
-            true => "item_reference".to_string(),
+            true => "item_reference",
             false => item
-                .get("type")
-                .and_then(Value::as_str)
-                .unwrap_or("message")
-                .to_string(),
+                .kind
+                .0
+                .as_ref()
+                .and_then(LaxStr::as_deref)
+                .unwrap_or("message"),
         };
-        match kind.as_str() {
+        match kind {
             "message" => {
-                let role = role_of(item, &path)?;
-                let text = text_of_parts(item.get("content")).unwrap_or_default();
-                let role = match role.as_str() {
+                let Some(role) = item.role.0.as_ref().and_then(LaxStr::as_deref) else {
+                    return Err(err(&path(), "expected a message with a string `role`"));
+                };
+                let text = item.content.joined("").unwrap_or_default();
+                let role = match role {
                     "user" => Role::User,
                     "assistant" => Role::Assistant,
                     "system" | "developer" => {
                         conv.system = Some(text);
                         continue;
                     }
-                    other => return Err(err(&path, format!("unknown role `{other}`"))),
+                    other => return Err(err(&path(), format!("unknown role `{other}`"))),
                 };
-                conv.push(
-                    Message {
-                        role,
-                        content: vec![Block::Text {
-                            text: kept_text(&text, detail),
-                        }],
-                        finish_reason: None,
-                    },
-                    src.clone(),
-                    vec![src],
-                );
+                let text = Block::Text {
+                    text: kept_text(&text, detail),
+                };
+                let src = item_source(i);
+                conv.push(one_block(role, text), src.clone(), vec![src]);
             }
             "item_reference" => {
                 conv.continues.get_or_insert_with(|| {
-                    let id = item.get("id").and_then(Value::as_str).unwrap_or("?");
+                    let id = item.id.as_deref().unwrap_or("?");
                     format!("item_reference {id}")
                 });
             }
-            call if is_call(call) => read_call(&mut conv, item, call, &path, src)?,
+            call if is_call(call) => {
+                let call = call.to_string();
+                read_call(conv, item, &call, &path, item_source(i))?;
+            }
             // A tool search the client runs (`execution: "client"`) is a
             // call like a function's: it waits for an output with its
             // `call_id` (a `tool_search_output`, or a `function_call_output`,
             // which OpenAI also takes). One the server runs pairs with
             // nothing here.
-            "tool_search_call" if is_client(item) && item.get("call_id").is_some() => {
-                read_call(&mut conv, item, "tool_search_call", &path, src)?;
+            "tool_search_call" if item.is_client() && item.call_id.0.is_some() => {
+                read_call(conv, item, "tool_search_call", &path, item_source(i))?;
             }
             output if is_output(output) => {
-                let id = answered_id(item)
-                    .ok_or_else(|| err(&path, "expected a string `call_id`"))?
-                    .to_string();
-                conv.push(
-                    Message {
-                        role: Role::Tool,
-                        content: vec![Block::ToolResult {
-                            tool_use_id: id.into(),
-                            content: Json::new(take(item, "output")),
-                            is_error: false,
-                        }],
-                        finish_reason: None,
-                    },
-                    src.clone(),
-                    vec![src],
-                );
+                // `call_id`, or `id` for the older `local_shell_call_output`.
+                let id = match &item.call_id.0 {
+                    Some(call_id) => call_id.as_deref(),
+                    None => item.id.as_deref(),
+                };
+                let Some(id) = id else {
+                    return Err(err(&path(), "expected a string `call_id`"));
+                };
+                let result = Block::ToolResult {
+                    tool_use_id: id.into(),
+                    content: Json::new(item.output.0.unwrap_or(Value::Null)),
+                    is_error: false,
+                };
+                let src = item_source(i);
+                conv.push(one_block(Role::Tool, result), src.clone(), vec![src]);
             }
             "tool_search_output" => {
                 // Tools found by a search become callable.
-                if let Some(Value::Array(found)) = item.get("tools") {
+                if let Some(Value::Array(found)) = &item.tools.0 {
                     conv.tools.extend(found.iter().filter_map(tool_spec));
                 }
-                if is_client(item)
-                    && let Some(id) = item.get("call_id").and_then(Value::as_str)
+                if item.is_client()
+                    && let Some(Some(id)) = item.call_id.0.as_ref().map(LaxStr::as_deref)
                 {
-                    let answer = item.get("tools").cloned().unwrap_or(Value::Null);
-                    conv.push(
-                        Message {
-                            role: Role::Tool,
-                            content: vec![Block::ToolResult {
-                                tool_use_id: id.into(),
-                                content: Json::new(answer),
-                                is_error: false,
-                            }],
-                            finish_reason: None,
-                        },
-                        src.clone(),
-                        vec![src],
-                    );
+                    let answer = item.tools.0.clone().unwrap_or(Value::Null);
+                    let result = Block::ToolResult {
+                        tool_use_id: id.into(),
+                        content: Json::new(answer),
+                        is_error: false,
+                    };
+                    let src = item_source(i);
+                    conv.push(one_block(Role::Tool, result), src.clone(), vec![src]);
                 }
             }
             // Reasoning, and items the server ran and answered itself
@@ -207,7 +273,7 @@ pub fn read_items(
             _ => {}
         }
     }
-    Ok(conv)
+    Ok(())
 }
 
 /// A call item (`function_call`, `custom_tool_call`, or a built-in tool
@@ -215,22 +281,27 @@ pub fn read_items(
 /// assistant message before it.
 fn read_call(
     conv: &mut Conversation,
-    item: &mut Value,
+    item: Item,
     call: &str,
-    path: &JsonPath,
+    path: &dyn Fn() -> JsonPath,
     src: BlockSource,
 ) -> Result<(), ReadError> {
-    let id = str_field(item, "call_id", path)?.to_string();
+    let string =
+        |field: &Given<LaxStr>, key: &str| match field.0.as_ref().and_then(LaxStr::as_deref) {
+            Some(s) => Ok(s.to_string()),
+            None => Err(err(&path(), format!("expected a string `{key}`"))),
+        };
+    let id = string(&item.call_id, "call_id")?;
     let name = match call {
-        "function_call" | "custom_tool_call" => str_field(item, "name", path)?.to_string(),
+        "function_call" | "custom_tool_call" => string(&item.name, "name")?,
         "tool_search_call" => "tool_search".to_string(),
         other => other.trim_end_matches("_call").to_string(),
     };
     let input = match call {
-        "function_call" => parse_arguments(item.get("arguments"), &id, &src, &mut conv.notes),
-        "custom_tool_call" => Json::new(take(item, "input")),
-        "tool_search_call" => Json::new(take(item, "arguments")),
-        _ => Json::new(take(item, "action")),
+        "function_call" => parse_arguments(item.arguments.0.as_ref(), &id, &src, &mut conv.notes),
+        "custom_tool_call" => Json::new(item.input.0.unwrap_or(Value::Null)),
+        "tool_search_call" => Json::new(item.arguments.0.unwrap_or(Value::Null)),
+        _ => Json::new(item.action.0.unwrap_or(Value::Null)),
     };
     let block = Block::ToolUse {
         id: id.as_str().into(),
@@ -245,9 +316,66 @@ fn read_call(
     Ok(())
 }
 
-/// Whether a tool search item is one the client runs.
-fn is_client(item: &Value) -> bool {
-    item.get("execution").and_then(Value::as_str) == Some("client")
+/// A Responses body: what the reader reads, and whether a key of another
+/// format (see `plain`'s list) says `detect` may not call it Responses.
+#[derive(Default)]
+struct Body<'a> {
+    input: Given<TextOrList<'a, Lax<Item<'a>>>>,
+    tools: LaxList<Lax<ToolDef<'a>>>,
+    functions: LaxList<Lax<ToolDef<'a>>>,
+    additional_tools: Given<Value>,
+    instructions: LaxStr<'a>,
+    previous_response_id: Given<Value>,
+    conversation: Given<Value>,
+    elsewhere: bool,
+}
+
+impl<'de: 'a, 'a> FromMap<'de> for Body<'a> {
+    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
+        let mut body = Body::default();
+        while let Some(key) = map.next_key::<LaxStr>()? {
+            match key.as_deref().unwrap_or("") {
+                "input" => body.input = map.next_value()?,
+                "tools" => body.tools = map.next_value()?,
+                "functions" => body.functions = map.next_value()?,
+                "additional_tools" => body.additional_tools = map.next_value()?,
+                "instructions" => body.instructions = map.next_value()?,
+                "previous_response_id" => body.previous_response_id = map.next_value()?,
+                "conversation" => body.conversation = map.next_value()?,
+                key => {
+                    body.elsewhere |= crate::plain::ELSEWHERE.contains(&key);
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(body)
+    }
+}
+
+lax_object! {
+    /// An input item: a message, a call, an output, a reference, or an
+    /// item the server ran.
+    struct Item<'a> {
+        "type" => kind: Given<LaxStr<'a>>,
+        "role" => role: Given<LaxStr<'a>>,
+        "id" => id: LaxStr<'a>,
+        "content" => content: Texts<'a>,
+        "call_id" => call_id: Given<LaxStr<'a>>,
+        "name" => name: Given<LaxStr<'a>>,
+        "arguments" => arguments: Given<Value>,
+        "input" => input: Given<Value>,
+        "action" => action: Given<Value>,
+        "output" => output: Given<Value>,
+        "execution" => execution: LaxStr<'a>,
+        "tools" => tools: Given<Value>,
+    }
+}
+
+impl Item<'_> {
+    /// Whether a tool search item is one the client runs.
+    fn is_client(&self) -> bool {
+        self.execution.as_deref() == Some("client")
+    }
 }
 
 fn tool_spec(t: &Value) -> Option<ToolSpec> {

@@ -1,0 +1,453 @@
+//! Serde types that never refuse a shape: each records what it found
+//! (a string, an object, a list, or "something else") so a format's one
+//! typed reader can be deserialized from a line of text (`check`'s fast
+//! path) or from a `Value` tree (everything else) and say, in its own
+//! words and at its own path, what is wrong with a body, exactly as a
+//! walk over the `Value` would. A strict model would fail with serde's
+//! words, and a body the provider's reader would name would be lost.
+
+use std::borrow::Cow;
+use std::marker::PhantomData;
+
+use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer};
+
+/// Visitor methods for every JSON kind a lax type does not take: each
+/// consumes the value and answers `$other`.
+macro_rules! take_the_rest_as {
+    ($other:expr) => {
+        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+            Ok($other)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+            Ok($other)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+            Ok($other)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+            Ok($other)
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok($other)
+        }
+        fn visit_none<E>(self) -> Result<Self::Value, E> {
+            Ok($other)
+        }
+    };
+}
+
+/// A struct of lax fields read from an object by key (any other key is
+/// passed over, a later duplicate replaces an earlier one):
+/// `lax_object! { struct Call<'a> { "name" => name: LaxStr<'a>, } }`.
+macro_rules! lax_object {
+    ($(#[$doc:meta])* struct $name:ident<$a:lifetime> { $($key:literal => $field:ident: $ty:ty),* $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Default)]
+        pub(crate) struct $name<$a> {
+            $(pub(crate) $field: $ty,)*
+        }
+
+        impl<'de: $a, $a> $crate::lax::FromMap<'de> for $name<$a> {
+            fn from_map<M: serde::de::MapAccess<'de>>(mut map: M) -> Result<Self, M::Error> {
+                let mut out = $name::default();
+                while let Some(key) = map.next_key::<$crate::lax::LaxStr>()? {
+                    match key.as_deref() {
+                        $(Some($key) => out.$field = map.next_value()?,)*
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(out)
+            }
+        }
+    };
+}
+pub(crate) use lax_object;
+
+/// Drains what is left of a list.
+fn drain_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
+    while seq.next_element::<IgnoredAny>()?.is_some() {}
+    Ok(())
+}
+
+/// Drains what is left of an object.
+fn drain_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
+    while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+    Ok(())
+}
+
+/// A field that should be a string: `None` when it is another kind
+/// (`null` included), as `Value::as_str` answers.
+#[derive(Default, Debug)]
+pub(crate) struct LaxStr<'a>(pub Option<Cow<'a, str>>);
+
+impl LaxStr<'_> {
+    pub(crate) fn as_deref(&self) -> Option<&str> {
+        self.0.as_deref()
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for LaxStr<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit<'a>(PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for Visit<'a> {
+            type Value = LaxStr<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Self::Value, E> {
+                Ok(LaxStr(Some(Cow::Borrowed(s))))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
+                Ok(LaxStr(Some(Cow::Owned(s.to_string()))))
+            }
+            fn visit_string<E>(self, s: String) -> Result<Self::Value, E> {
+                Ok(LaxStr(Some(Cow::Owned(s))))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                drain_seq(seq).map(|()| LaxStr(None))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                drain_map(map).map(|()| LaxStr(None))
+            }
+            take_the_rest_as!(LaxStr(None));
+        }
+        d.deserialize_any(Visit(PhantomData))
+    }
+}
+
+/// A field that should be a list of `T`: `None` when it is another kind.
+/// `T` must itself take any value (a lax type), or one odd element fails
+/// the whole body.
+pub(crate) struct LaxList<T>(pub Option<Vec<T>>);
+
+impl<T> Default for LaxList<T> {
+    fn default() -> Self {
+        LaxList(None)
+    }
+}
+
+impl<T> LaxList<T> {
+    /// The elements of a list.
+    fn visit<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<Vec<T>, A::Error>
+    where
+        T: Deserialize<'de>,
+    {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+        while let Some(item) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(items)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for LaxList<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for Visit<T> {
+            type Value = LaxList<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                LaxList::visit(seq).map(|items| LaxList(Some(items)))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                drain_map(map).map(|()| LaxList(None))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(LaxList(None))
+            }
+            take_the_rest_as!(LaxList(None));
+        }
+        d.deserialize_any(Visit(PhantomData))
+    }
+}
+
+/// An object read by hand, key by key: what [`Lax`] holds.
+pub(crate) trait FromMap<'de>: Sized {
+    /// Reads the object's entries; a later duplicate key replaces an
+    /// earlier one, as it does in a `Value`.
+    fn from_map<A: MapAccess<'de>>(map: A) -> Result<Self, A::Error>;
+}
+
+/// A field that should be an object read as `T`: `Other` when it is
+/// another kind.
+pub(crate) enum Lax<T> {
+    Object(T),
+    Other,
+}
+
+impl<T> Lax<T> {
+    pub(crate) fn object(self) -> Option<T> {
+        match self {
+            Lax::Object(t) => Some(t),
+            Lax::Other => None,
+        }
+    }
+}
+
+impl<'de, T: FromMap<'de>> Deserialize<'de> for Lax<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit<T>(PhantomData<T>);
+        impl<'de, T: FromMap<'de>> Visitor<'de> for Visit<T> {
+            type Value = Lax<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                T::from_map(map).map(Lax::Object)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                drain_seq(seq).map(|()| Lax::Other)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(Lax::Other)
+            }
+            take_the_rest_as!(Lax::Other);
+        }
+        d.deserialize_any(Visit(PhantomData))
+    }
+}
+
+/// A text field: a string, or parts whose `text` strings are joined (a
+/// part that is not an object, or whose `text` is not a string, adds
+/// nothing), as `read::joined_text` reads a `Value`. Any other kind is
+/// no text at all.
+#[derive(Default)]
+pub(crate) enum Texts<'a> {
+    Text(Cow<'a, str>),
+    Parts(Vec<Option<Cow<'a, str>>>),
+    #[default]
+    Other,
+}
+
+impl Texts<'_> {
+    /// The text, parts joined with `sep`.
+    pub(crate) fn joined(self, sep: &str) -> Option<String> {
+        match self {
+            Texts::Text(text) => Some(text.into_owned()),
+            Texts::Parts(parts) => Some(
+                parts
+                    .iter()
+                    .flatten()
+                    .map(|p| &**p)
+                    .collect::<Vec<_>>()
+                    .join(sep),
+            ),
+            Texts::Other => None,
+        }
+    }
+}
+
+/// A part of [`Texts`]: its `text`, when it is an object with one.
+struct PartText<'a>(Option<Cow<'a, str>>);
+
+impl<'de: 'a, 'a> FromMap<'de> for PartText<'a> {
+    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
+        let mut text = None;
+        while let Some(key) = map.next_key::<LaxStr>()? {
+            match key.as_deref() {
+                Some("text") => text = map.next_value::<LaxStr>()?.0,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(PartText(text))
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Texts<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit<'a>(PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for Visit<'a> {
+            type Value = Texts<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Self::Value, E> {
+                Ok(Texts::Text(Cow::Borrowed(s)))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
+                Ok(Texts::Text(Cow::Owned(s.to_string())))
+            }
+            fn visit_string<E>(self, s: String) -> Result<Self::Value, E> {
+                Ok(Texts::Text(Cow::Owned(s)))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut parts = Vec::new();
+                while let Some(part) = seq.next_element::<Lax<PartText>>()? {
+                    parts.push(part.object().and_then(|p| p.0));
+                }
+                Ok(Texts::Parts(parts))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                drain_map(map).map(|()| Texts::Other)
+            }
+            take_the_rest_as!(Texts::Other);
+        }
+        d.deserialize_any(Visit(PhantomData))
+    }
+}
+
+/// A field that takes a list of objects or one object for a list of one
+/// (Gemini's `contents` and `parts`); `Other` when it is another kind.
+pub(crate) enum OneOrList<T> {
+    List(Vec<Lax<T>>),
+    One(T),
+    Other,
+}
+
+impl<T> OneOrList<T> {
+    /// The list, one object as a list of one; `None` for another kind.
+    pub(crate) fn into_list(self) -> Option<Vec<Lax<T>>> {
+        match self {
+            OneOrList::List(items) => Some(items),
+            OneOrList::One(one) => Some(vec![Lax::Object(one)]),
+            OneOrList::Other => None,
+        }
+    }
+}
+
+impl<'de, T: FromMap<'de>> Deserialize<'de> for OneOrList<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit<T>(PhantomData<T>);
+        impl<'de, T: FromMap<'de>> Visitor<'de> for Visit<T> {
+            type Value = OneOrList<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                LaxList::visit(seq).map(OneOrList::List)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                T::from_map(map).map(OneOrList::One)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(OneOrList::Other)
+            }
+            take_the_rest_as!(OneOrList::Other);
+        }
+        d.deserialize_any(Visit(PhantomData))
+    }
+}
+
+/// A field that is a string or a list of `T` (Responses' `input`);
+/// `Other` when it is another kind.
+pub(crate) enum TextOrList<'a, T> {
+    Text(Cow<'a, str>),
+    List(Vec<T>),
+    Other,
+}
+
+impl<'de: 'a, 'a, T: Deserialize<'de>> Deserialize<'de> for TextOrList<'a, T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit<'a, T>(PhantomData<(&'a (), T)>);
+        impl<'de: 'a, 'a, T: Deserialize<'de>> Visitor<'de> for Visit<'a, T> {
+            type Value = TextOrList<'a, T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Self::Value, E> {
+                Ok(TextOrList::Text(Cow::Borrowed(s)))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
+                Ok(TextOrList::Text(Cow::Owned(s.to_string())))
+            }
+            fn visit_string<E>(self, s: String) -> Result<Self::Value, E> {
+                Ok(TextOrList::Text(Cow::Owned(s)))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                LaxList::visit(seq).map(TextOrList::List)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                drain_map(map).map(|()| TextOrList::Other)
+            }
+            take_the_rest_as!(TextOrList::Other);
+        }
+        d.deserialize_any(Visit(PhantomData))
+    }
+}
+
+/// A field given with any value, `null` included: an `Option` field
+/// would take `null` for absent, and a `Value` walk tells them apart.
+pub(crate) struct Given<T>(pub Option<T>);
+
+impl<T> Default for Given<T> {
+    fn default() -> Self {
+        Given(None)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Given<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        T::deserialize(d).map(|v| Given(Some(v)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    #[derive(Default)]
+    struct Pair<'a> {
+        name: LaxStr<'a>,
+        items: LaxList<LaxStr<'a>>,
+        keys: usize,
+    }
+
+    impl<'de: 'a, 'a> FromMap<'de> for Pair<'a> {
+        fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
+            let mut pair = Pair::default();
+            while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                pair.keys += 1;
+                match &*key {
+                    "name" => pair.name = map.next_value()?,
+                    "items" => pair.items = map.next_value()?,
+                    _ => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+            }
+            Ok(pair)
+        }
+    }
+
+    fn both(text: &str) -> [Lax<Pair<'_>>; 2] {
+        let from_text: Lax<Pair> = serde_json::from_str(text).expect("lax takes any JSON");
+        let doc: Value = serde_json::from_str(text).unwrap();
+        let from_value = Lax::<Pair>::deserialize(doc).expect("lax takes any Value");
+        [from_text, from_value]
+    }
+
+    #[test]
+    fn every_kind_of_value_is_taken_and_named_as_what_it_is() {
+        for odd in ["1", "-1", "1.5", "true", "null", "\"s\"", "[1,{\"a\":[]}]"] {
+            for read in both(odd) {
+                assert!(read.object().is_none(), "{odd}");
+            }
+        }
+        let text =
+            json!({"name": "a\"b", "items": ["x", 1, null, {"y": 2}], "z": [[{}]]}).to_string();
+        for read in both(&text) {
+            let pair = read.object().expect("an object");
+            assert_eq!(pair.name.as_deref(), Some("a\"b"));
+            let items: Vec<_> = pair.items.0.unwrap().iter().map(|s| s.0.clone()).collect();
+            assert_eq!(items, [Some("x".into()), None, None, None]);
+            assert_eq!(pair.keys, 3);
+        }
+        for odd in [
+            json!({"name": 1, "items": "x"}),
+            json!({"name": {}, "items": {}}),
+        ] {
+            for read in both(&odd.to_string()) {
+                let pair = read.object().expect("an object");
+                assert!(pair.name.0.is_none() && pair.items.0.is_none());
+            }
+        }
+    }
+}
