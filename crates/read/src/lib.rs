@@ -65,6 +65,6 @@ pub use parse::finish_reason_of;
 pub(crate) use parse::note_joined_lines;
 pub use parse::{CONVERSATION_KEYS, holds_conversation, joined_records};
 pub(crate) use parse::{
-    array_at, dotted, indexed, joined_text, parse_argument_text, parse_arguments, read_tools,
-    role_of, str_field, system_text, take, text_of_parts,
+    array_at, dotted, indexed, joined_text, parse_arguments, read_tools, role_of, str_field,
+    system_text, take, text_of_parts,
 };

@@ -4,99 +4,152 @@
 //! (free-form `input`). The API's older spelling is read too: one
 //! `function_call` on the assistant message, answered by a `function`
 //! message naming it, with no ids at all.
+//!
+//! One reader, two ways in ([`read`] from a `Value`, `plain` from a JSON
+//! line), as for Bedrock: one lax model, one conversion.
 
 use loopdbg_engine::diagnostics::json_span::JsonPath;
+use serde::Deserialize;
+use serde::de::{IgnoredAny, MapAccess};
 use serde_json::Value;
 
-use super::{BlockSource, Conversation, ReadError, Source, err, finish_reason_of, str_field, take};
+use super::lax::{FromMap, Given, Lax, LaxList, LaxStr, lax_object};
+use super::parse::{ToolDef, finish_reason_named, push_tools};
+use super::{BlockSource, Conversation, ReadError, Source, err};
 use loopdbg_engine::message::{Block, Message, Role};
 use loopdbg_engine::session::Json;
 use loopdbg_formats::provider::Format;
 
 use super::fingerprint::kept_text;
-use super::{Detail, array_at, parse_arguments, read_tools, role_of, text_of_parts};
+use super::{Detail, parse_arguments, text_of_parts};
 
 /// The call-type name of a legacy `function_call` (see `Conversation::call_types`).
 pub const LEGACY_FUNCTION_CALL: &str = "legacy_function_call";
 
+/// Reads a Chat Completions body (or a bare array of messages) from its
+/// `Value`.
 pub(super) fn read(doc: &mut Value, detail: Detail) -> Result<Conversation, ReadError> {
+    let doc = std::mem::take(doc);
+    let root = JsonPath::root();
+    let body = match doc {
+        Value::Array(_) => Body {
+            messages: Given(Some(read_value(doc)?)),
+            ..Body::default()
+        },
+        Value::Object(_) => read_value::<Lax<Body>>(doc)?.object().unwrap_or_default(),
+        _ => {
+            return Err(err(
+                &root,
+                "expected an object with `messages`, or an array",
+            ));
+        }
+    };
+    let messages = match body.messages.0 {
+        Some(LaxList(Some(messages))) => messages,
+        Some(LaxList(None)) => {
+            return Err(err(
+                &root.key("messages"),
+                "expected `messages` to be an array",
+            ));
+        }
+        None => return Err(err(&root, "expected a `messages` array")),
+    };
     let mut conv = Conversation::new(Source::Provider(Format::Openai));
-    read_tools(doc, &mut conv);
+    push_tools(&mut conv, body.tools);
+    push_tools(&mut conv, body.functions);
+    read_messages(&mut conv, messages, detail)?;
+    Ok(conv)
+}
+
+/// A `Value` as one of this reader's lax types (which take any value).
+fn read_value<'a, T: Deserialize<'a>>(doc: Value) -> Result<T, ReadError> {
+    T::deserialize(doc).map_err(|e| err(&JsonPath::root(), e.to_string()))
+}
+
+/// `check`'s fast path: the line read straight from its text by the same
+/// reader, taken when `detect` would call it Chat (see [`Body::is_chat`])
+/// and it reads without an error; `None` sends the line to the general
+/// path. `forced`: `--format openai`, which a body with nothing of
+/// another format in it takes.
+pub(crate) fn plain(line: &str, forced: bool) -> Option<Conversation> {
+    let body = serde_json::from_str::<Lax<Body>>(line).ok()?.object()?;
+    if !body.is_chat(forced) {
+        return None;
+    }
+    let LaxList(Some(messages)) = body.messages.0? else {
+        return None;
+    };
+    let mut conv = Conversation::new(Source::Provider(Format::Openai));
+    push_tools(&mut conv, body.tools);
+    push_tools(&mut conv, body.functions);
+    read_messages(&mut conv, messages, Detail::Full).ok()?;
+    Some(conv)
+}
+
+/// Every message, in order.
+fn read_messages(
+    conv: &mut Conversation,
+    messages: Vec<Lax<MessageIn>>,
+    detail: Detail,
+) -> Result<(), ReadError> {
     // Legacy calls carry no id: each is named by where it stands, and a
     // `function` message answers the latest unanswered call of its name.
     let mut open_legacy: Vec<(String, String)> = Vec::new();
-    let (items, base) = array_at(doc, "messages")?;
-    for (i, item) in items.iter_mut().enumerate() {
-        let path = super::indexed(&base, "", i);
-        let src = |p: JsonPath| BlockSource {
+    for (i, item) in messages.into_iter().enumerate() {
+        let item = item.object().unwrap_or_default();
+        let at = || JsonPath::root().key("messages").index(i);
+        let path = format!("messages[{i}]");
+        let src = |p: String| BlockSource {
             path: p.into(),
             ..Default::default()
         };
-        let role = role_of(item, &path)?;
+        let Some(role) = item.role.as_deref() else {
+            return Err(err(&at(), "expected a message with a string `role`"));
+        };
+        let text = || text_of_parts(item.content.0.as_ref());
         let mut content = Vec::new();
         let mut sources = Vec::new();
-        let role = match role.as_str() {
+        let role = match role {
             "system" | "developer" => {
-                conv.system = text_of_parts(item.get("content"));
+                conv.system = text();
                 continue;
             }
             "user" => {
                 content.push(Block::Text {
-                    text: kept_text(
-                        &text_of_parts(item.get("content")).unwrap_or_default(),
-                        detail,
-                    ),
+                    text: kept_text(&text().unwrap_or_default(), detail),
                 });
-                sources.push(src(super::dotted(&path, "content")));
+                sources.push(src(format!("{path}.content")));
                 Role::User
             }
             "assistant" => {
-                if let Some(text) = text_of_parts(item.get("content")) {
+                if let Some(text) = text() {
                     content.push(Block::Text {
                         text: kept_text(&text, detail),
                     });
-                    sources.push(src(super::dotted(&path, "content")));
+                    sources.push(src(format!("{path}.content")));
                 }
-                if let Some(Value::Array(calls)) = item.get("tool_calls") {
-                    for (k, c) in calls.iter().enumerate() {
-                        let cpath = super::indexed(&path, "tool_calls", k);
-                        let id = str_field(c, "id", &cpath)?;
-                        let source = src(cpath.clone());
-                        let (name, input) = if let Some(f) = c.get("function") {
-                            let name = str_field(f, "name", &cpath.key("function"))?;
-                            let input =
-                                parse_arguments(f.get("arguments"), id, &source, &mut conv.notes);
-                            (name, input)
-                        } else if let Some(custom) = c.get("custom") {
-                            // A custom tool's input is free text, not JSON.
-                            let name = str_field(custom, "name", &cpath.key("custom"))?;
-                            conv.call_types
-                                .push((id.to_string(), "custom_tool_call".to_string()));
-                            let input = custom.get("input").cloned().unwrap_or(Value::Null);
-                            (name, Json::new(input))
-                        } else {
-                            return Err(err(&cpath, "expected a `function` or `custom` object"));
-                        };
-                        content.push(Block::ToolUse {
-                            id: id.into(),
-                            name: name.into(),
-                            input,
-                        });
-                        sources.push(source);
-                    }
+                let calls = item.tool_calls.0.and_then(|c| c.0);
+                for (k, call) in calls.into_iter().flatten().enumerate() {
+                    let cpath = || at().key_index("tool_calls", k);
+                    let source = src(format!("{path}.tool_calls[{k}]"));
+                    let block = read_call(conv, call, cpath, &source)?;
+                    content.push(block);
+                    sources.push(source);
                 }
-                if let Some(f) = item.get("function_call").filter(|f| f.is_object()) {
-                    let cpath = super::dotted(&path, "function_call");
-                    let name = str_field(f, "name", &cpath)?;
+                if let Some(Lax::Object(f)) = item.function_call.0 {
+                    let Some(name) = f.name.0 else {
+                        return Err(expected(&at().key("function_call"), "name"));
+                    };
                     let id = format!("{name}@{path}");
-                    let source = src(cpath.clone());
-                    let input = parse_arguments(f.get("arguments"), &id, &source, &mut conv.notes);
+                    let source = src(format!("{path}.function_call"));
+                    let input =
+                        parse_arguments(f.arguments.0.as_ref(), &id, &source, &mut conv.notes);
                     conv.call_types
                         .push((id.clone(), LEGACY_FUNCTION_CALL.to_string()));
                     open_legacy.push((name.to_string(), id.clone()));
                     content.push(Block::ToolUse {
                         id: id.into(),
-                        name: name.into(),
+                        name: (*name).into(),
                         input,
                     });
                     sources.push(source);
@@ -104,19 +157,22 @@ pub(super) fn read(doc: &mut Value, detail: Detail) -> Result<Conversation, Read
                 Role::Assistant
             }
             kind @ ("tool" | "function") => {
-                let id = match kind {
+                let id = match (kind, &item.tool_call_id.0) {
                     // OpenAI-compatible servers take a tool message whose
                     // `tool_call_id` is null and pair it by position: it
                     // answers the first call of the last assistant message
                     // that nothing has answered (said as a warning).
-                    "tool" if item.get("tool_call_id").is_none_or(Value::is_null) => {
-                        unnamed_result(&mut conv, src(super::dotted(&path, "tool_call_id")))
+                    ("tool", None | Some(Value::Null)) => {
+                        unnamed_result(conv, src(format!("{path}.tool_call_id")))
                     }
-                    "tool" => str_field(item, "tool_call_id", &path)?.to_string(),
+                    ("tool", Some(Value::String(id))) => id.clone(),
+                    ("tool", Some(_)) => return Err(expected(&at(), "tool_call_id")),
                     // A legacy result names its function; with no call of
                     // that name open it gets an id that answers nothing.
                     _ => {
-                        let name = str_field(item, "name", &path)?;
+                        let Some(name) = item.name.as_deref() else {
+                            return Err(expected(&at(), "name"));
+                        };
                         match open_legacy.iter().rposition(|(n, _)| n == name) {
                             Some(at) => open_legacy.remove(at).1,
                             None => format!("{name}@?"),
@@ -125,7 +181,7 @@ pub(super) fn read(doc: &mut Value, detail: Detail) -> Result<Conversation, Read
                 };
                 content.push(Block::ToolResult {
                     tool_use_id: id.into(),
-                    content: Json::new(take(item, "content")),
+                    content: Json::new(item.content.0.unwrap_or(Value::Null)),
                     is_error: false,
                 });
                 sources.push(src(path.clone()));
@@ -133,25 +189,217 @@ pub(super) fn read(doc: &mut Value, detail: Detail) -> Result<Conversation, Read
             }
             other => {
                 return Err(err(
-                    &path,
+                    &at(),
                     format!(
                         "unknown role `{other}` for OpenAI Chat (expected system, developer, user, assistant, tool or function)"
                     ),
                 ));
             }
         };
-        let finish_reason = finish_reason_of(item.get("finish_reason"));
-        conv.push(
-            Message {
-                role,
-                content,
-                finish_reason,
-            },
-            src(path),
-            sources,
-        );
+        let finish_reason = finish_reason_named(item.finish_reason.as_deref());
+        let message = Message {
+            role,
+            content,
+            finish_reason,
+        };
+        conv.push(message, src(path), sources);
     }
-    Ok(conv)
+    Ok(())
+}
+
+/// One of `tool_calls`: a `function` call (arguments as a JSON string) or
+/// a `custom` one (free text).
+fn read_call(
+    conv: &mut Conversation,
+    call: Lax<CallIn>,
+    cpath: impl Fn() -> JsonPath,
+    source: &BlockSource,
+) -> Result<Block, ReadError> {
+    let call = call.object().unwrap_or_default();
+    let Some(id) = call.id.0 else {
+        return Err(expected(&cpath(), "id"));
+    };
+    let (name, input) = if let Some(f) = call.function.0 {
+        let f = f.object().unwrap_or_default();
+        let Some(name) = f.name.0 else {
+            return Err(expected(&cpath().key("function"), "name"));
+        };
+        let input = parse_arguments(f.arguments.0.as_ref(), &id, source, &mut conv.notes);
+        (name, input)
+    } else if let Some(custom) = call.custom.0 {
+        // A custom tool's input is free text, not JSON.
+        let custom = custom.object().unwrap_or_default();
+        let Some(name) = custom.name.0 else {
+            return Err(expected(&cpath().key("custom"), "name"));
+        };
+        conv.call_types
+            .push((id.to_string(), "custom_tool_call".to_string()));
+        (name, Json::new(custom.input.0.unwrap_or(Value::Null)))
+    } else {
+        return Err(err(&cpath(), "expected a `function` or `custom` object"));
+    };
+    Ok(Block::ToolUse {
+        id: (*id).into(),
+        name: (*name).into(),
+        input,
+    })
+}
+
+/// The error for a field that is not a string.
+fn expected(at: &JsonPath, key: &str) -> ReadError {
+    err(at, format!("expected a string `{key}`"))
+}
+
+/// A Chat Completions body: what the reader reads, and what tells the
+/// fast path whether `detect` would call it Chat.
+#[derive(Default)]
+struct Body<'a> {
+    messages: Given<LaxList<Lax<MessageIn<'a>>>>,
+    tools: LaxList<Lax<ToolDef<'a>>>,
+    functions: LaxList<Lax<ToolDef<'a>>>,
+    model: LaxStr<'a>,
+    max_tokens: bool,
+    /// A top-level `system`: Anthropic's field, which `detect` leans on.
+    system: bool,
+    elsewhere: bool,
+}
+
+impl<'de: 'a, 'a> FromMap<'de> for Body<'a> {
+    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
+        let mut body = Body::default();
+        while let Some(key) = map.next_key::<LaxStr>()? {
+            match key.as_deref().unwrap_or("") {
+                "messages" => body.messages = map.next_value()?,
+                "tools" => body.tools = map.next_value()?,
+                "functions" => body.functions = map.next_value()?,
+                "model" => body.model = map.next_value()?,
+                key => {
+                    body.max_tokens |= key == "max_tokens";
+                    body.system |= key == "system";
+                    body.elsewhere |= crate::plain::ELSEWHERE.contains(&key) && key != "functions";
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(body)
+    }
+}
+
+impl Body<'_> {
+    /// Whether `detect` calls this body Chat, asked of the typed body
+    /// without a `Value` (or, `forced`, whether `--format openai` holds
+    /// for it): nothing in it says another format (a key of one, a part
+    /// or block type of Anthropic or Responses, a part without a type,
+    /// which is Bedrock's, a tool with an `input_schema`), and something
+    /// says Chat (a tool or function message, calls, a tool of Chat's
+    /// shape, a system message, or a model and fields that lean to it).
+    fn is_chat(&self, forced: bool) -> bool {
+        let Some(LaxList(Some(messages))) = &self.messages.0 else {
+            return false;
+        };
+        if self.elsewhere || self.system {
+            return false;
+        }
+        let tools = || {
+            self.tools
+                .0
+                .iter()
+                .chain(&self.functions.0)
+                .flatten()
+                .filter_map(|t| match t {
+                    Lax::Object(t) => Some(t),
+                    Lax::Other => None,
+                })
+        };
+        if tools().any(|t| t.input_schema.0.is_some()) {
+            return false;
+        }
+        // Only `tools` is looked at for Chat's shape, as `detect` does.
+        let chat_tool = |t: &Lax<ToolDef>| matches!(t, Lax::Object(t) if matches!(t.function.0, Some(Lax::Object(_))));
+        let mut says_chat = self.tools.0.iter().flatten().any(chat_tool);
+        for m in messages {
+            let Lax::Object(m) = m else {
+                return false;
+            };
+            if m.kind.0.is_some() || !m.parts_are_chat() {
+                return false;
+            }
+            says_chat |= matches!(
+                m.role.as_deref(),
+                Some("tool" | "function" | "system" | "developer")
+            ) || m.tool_calls.0.is_some()
+                || m.function_call.0.is_some();
+        }
+        says_chat || forced || super::detect::leans_openai(self.model.as_deref(), self.max_tokens)
+    }
+}
+
+lax_object! {
+    /// A message of any role.
+    struct MessageIn<'a> {
+        "role" => role: LaxStr<'a>,
+        "content" => content: Given<Value>,
+        "tool_calls" => tool_calls: Given<LaxList<Lax<CallIn<'a>>>>,
+        "function_call" => function_call: Given<Lax<FunctionIn<'a>>>,
+        "tool_call_id" => tool_call_id: Given<Value>,
+        "name" => name: LaxStr<'a>,
+        "finish_reason" => finish_reason: LaxStr<'a>,
+        "type" => kind: Given<IgnoredAny>,
+    }
+}
+
+impl MessageIn<'_> {
+    /// Whether every content part is an object of Chat's own `text`
+    /// type, or one `detect` reads nothing from (`image_url`, …): a part
+    /// with no `type` is Bedrock's shape, a `tool_use` or `thinking`
+    /// block Anthropic's, an `input_text` part Responses'.
+    fn parts_are_chat(&self) -> bool {
+        let Some(Value::Array(parts)) = &self.content.0 else {
+            return true;
+        };
+        parts.iter().all(|p| match p {
+            Value::Object(o) => match o.get("type") {
+                Some(Value::String(kind)) => !matches!(
+                    kind.as_str(),
+                    "tool_use"
+                        | "tool_result"
+                        | "server_tool_use"
+                        | "mcp_tool_use"
+                        | "thinking"
+                        | "redacted_thinking"
+                        | "output_text"
+                        | "input_text"
+                ),
+                _ => false,
+            },
+            _ => true,
+        })
+    }
+}
+
+lax_object! {
+    /// One of `tool_calls`.
+    struct CallIn<'a> {
+        "id" => id: LaxStr<'a>,
+        "function" => function: Given<Lax<FunctionIn<'a>>>,
+        "custom" => custom: Given<Lax<CustomIn<'a>>>,
+    }
+}
+
+lax_object! {
+    /// A function call: `name` and `arguments` (a JSON string).
+    struct FunctionIn<'a> {
+        "name" => name: LaxStr<'a>,
+        "arguments" => arguments: Given<Value>,
+    }
+}
+
+lax_object! {
+    /// A custom tool call: `name` and free-text `input`.
+    struct CustomIn<'a> {
+        "name" => name: LaxStr<'a>,
+        "input" => input: Given<Value>,
+    }
 }
 
 /// OpenAI-compatible servers take a tool message whose `tool_call_id` is

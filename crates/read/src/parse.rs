@@ -147,7 +147,12 @@ pub(crate) fn system_text(content: Option<&Value>) -> Option<String> {
 
 /// Anthropic's `stop_reason` (or OpenAI's `finish_reason`) as a finish reason.
 pub fn finish_reason_of(value: Option<&Value>) -> Option<FinishReason> {
-    match value?.as_str()? {
+    finish_reason_named(value?.as_str())
+}
+
+/// [`finish_reason_of`] of a reason already read as a string.
+pub(crate) fn finish_reason_named(reason: Option<&str>) -> Option<FinishReason> {
+    match reason? {
         "end_turn" | "stop" | "stop_sequence" | "pause_turn" => Some(FinishReason::Stop),
         "tool_use" | "tool_calls" => Some(FinishReason::ToolCalls),
         "max_tokens" | "length" | "model_context_window_exceeded" => Some(FinishReason::Length),
@@ -190,7 +195,7 @@ pub(crate) fn parse_arguments(
 }
 
 /// [`parse_arguments`] of an `arguments` string.
-pub(crate) fn parse_argument_text(
+fn parse_argument_text(
     raw: &str,
     id: &str,
     source: &BlockSource,

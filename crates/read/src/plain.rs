@@ -102,7 +102,7 @@ fn guessed(line: &str) -> Option<Conversation> {
 
 fn read_as(line: &str, format: Format, forced: bool) -> Option<Conversation> {
     match format {
-        Format::Openai => chat(line, forced),
+        Format::Openai => crate::openai_chat::plain(line, forced),
         Format::Anthropic => anthropic(line),
         Format::Responses => crate::responses::plain(line),
         Format::Gemini => crate::gemini::plain(line),
@@ -173,46 +173,6 @@ impl<'de: 'a, 'a, T: Deserialize<'de>> Deserialize<'de> for TextOr<'a, T> {
             }
         }
         d.deserialize_any(Visit(std::marker::PhantomData))
-    }
-}
-
-/// Chat's and Responses' text fields: a string, or parts whose `text`s
-/// are joined as `read::text_of_parts` joins them.
-type TextParts<'a> = TextOr<'a, TextPart<'a>>;
-
-/// One part of a text field: text, or a part the general reader passes
-/// over for its text (a refusal). Anything else (an image) is not plain.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct TextPart<'a> {
-    #[serde(rename = "type", default, borrow)]
-    kind: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    text: Option<Cow<'a, str>>,
-    #[serde(rename = "annotations", default)]
-    _annotations: Present,
-    #[serde(rename = "logprobs", default)]
-    _logprobs: Present,
-}
-
-impl TextParts<'_> {
-    /// Whether every part is Chat's own `text` (or untyped): `detect`
-    /// reads a part's type (`input_text` says Responses, `tool_use` or
-    /// `thinking` Anthropic), so a body with any other is not plain Chat.
-    fn only_text(&self) -> bool {
-        match self {
-            TextOr::Text(_) => true,
-            TextOr::List(parts) => parts
-                .iter()
-                .all(|p| matches!(p.kind.as_deref(), None | Some("text"))),
-        }
-    }
-
-    fn joined(self) -> String {
-        match self {
-            TextOr::Text(text) => text.into_owned(),
-            TextOr::List(parts) => parts.iter().filter_map(|p| p.text.as_deref()).collect(),
-        }
     }
 }
 
@@ -307,195 +267,6 @@ impl Elsewhere {
         .iter()
         .any(|p| p.0)
     }
-}
-
-/// An OpenAI Chat Completions body of plain messages: string contents,
-/// function calls with string arguments, named tool results.
-#[derive(Deserialize)]
-struct ChatBody<'a> {
-    #[serde(borrow)]
-    messages: Vec<ChatMessage<'a>>,
-    #[serde(default, borrow)]
-    tools: Given<Vec<ChatTool<'a>>>,
-    #[serde(default)]
-    system: Present,
-    #[serde(default, borrow)]
-    model: Option<Cow<'a, str>>,
-    #[serde(default)]
-    max_tokens: Present,
-    #[serde(flatten)]
-    elsewhere: Elsewhere,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ChatMessage<'a> {
-    #[serde(borrow)]
-    role: Cow<'a, str>,
-    #[serde(default, borrow)]
-    content: Option<TextParts<'a>>,
-    #[serde(default, borrow)]
-    tool_calls: Given<Vec<ChatCall<'a>>>,
-    #[serde(default, borrow)]
-    tool_call_id: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ChatCall<'a> {
-    #[serde(borrow)]
-    id: Cow<'a, str>,
-    #[serde(rename = "type", default)]
-    _kind: Present,
-    #[serde(borrow)]
-    function: ChatFunction<'a>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ChatFunction<'a> {
-    #[serde(borrow)]
-    name: Cow<'a, str>,
-    #[serde(borrow)]
-    arguments: Cow<'a, str>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ChatTool<'a> {
-    #[serde(rename = "type", default)]
-    _kind: Present,
-    #[serde(borrow)]
-    function: ChatToolFunction<'a>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ChatToolFunction<'a> {
-    // `strict` is read by the provider, not by loopdbg.
-    #[serde(borrow)]
-    name: Cow<'a, str>,
-    #[serde(default, borrow)]
-    description: Option<Cow<'a, str>>,
-    #[serde(default)]
-    parameters: Given<Value>,
-    #[serde(rename = "strict", default)]
-    _strict: Present,
-}
-
-/// A Chat body in the plain shape, read as `read::openai_chat` reads it.
-fn chat(line: &str, forced: bool) -> Option<Conversation> {
-    let body: ChatBody = serde_json::from_str(line).ok()?;
-    if body.elsewhere.any() || body.system.0 {
-        return None;
-    }
-    let roles_known = body.messages.iter().all(|m| {
-        matches!(
-            m.role.as_ref(),
-            "system" | "developer" | "user" | "assistant" | "tool"
-        )
-    });
-    // What `detect` would say: tool messages or calls (or, short of them,
-    // a tool in Chat's shape, a system message, or a model that is not
-    // Claude or no `max_tokens`) make it Chat; a body with none of these
-    // is read as Anthropic.
-    // (A part with no `type` is Bedrock's shape to `detect`, which asks
-    // that before it leans.)
-    let untyped = body.messages.iter().any(|m| {
-        matches!(&m.content, Some(TextOr::List(parts)) if parts.iter().any(|p| p.kind.is_none()))
-    });
-    let leans = !untyped && super::detect::leans_openai(body.model.as_deref(), body.max_tokens.0);
-    let evidence = leans
-        || body
-            .messages
-            .iter()
-            .any(|m| m.role == "tool" || m.tool_calls.0.is_some())
-        || body.tools.0.as_ref().is_some_and(|t| !t.is_empty())
-        || body
-            .messages
-            .iter()
-            .any(|m| matches!(m.role.as_ref(), "system" | "developer"));
-    let only_text = body
-        .messages
-        .iter()
-        .all(|m| m.content.as_ref().is_none_or(TextParts::only_text));
-    if !roles_known || !only_text || !(evidence || forced) {
-        return None;
-    }
-    let mut conv = Conversation::new(Source::Provider(Format::Openai));
-    for t in body.tools.0.into_iter().flatten() {
-        conv.tools.push(tool(
-            t.function.name,
-            t.function.parameters.0,
-            t.function.description,
-        ));
-    }
-    for (i, m) in body.messages.into_iter().enumerate() {
-        chat_message(&mut conv, i, m)?;
-    }
-    Some(conv)
-}
-
-/// One message, as `openai_chat::read` reads it; `None` for one it reads
-/// by rules this path leaves to it (a result with no call id).
-fn chat_message(conv: &mut Conversation, i: usize, m: ChatMessage) -> Option<()> {
-    let path = format!("messages[{i}]");
-    let mut content = Vec::new();
-    let mut sources = Vec::new();
-    let role = match m.role.as_ref() {
-        "system" | "developer" => {
-            conv.system = m.content.map(TextParts::joined);
-            return Some(());
-        }
-        "user" => {
-            let text = m.content.map(TextParts::joined).unwrap_or_default();
-            content.push(Block::Text {
-                text: kept_text(&text, Detail::Full),
-            });
-            sources.push(at(format!("{path}.content")));
-            Role::User
-        }
-        "assistant" => {
-            if let Some(text) = m.content.map(TextParts::joined) {
-                content.push(Block::Text {
-                    text: kept_text(&text, Detail::Full),
-                });
-                sources.push(at(format!("{path}.content")));
-            }
-            for (k, c) in m.tool_calls.0.into_iter().flatten().enumerate() {
-                let source = at(format!("{path}.tool_calls[{k}]"));
-                let input = super::parse_argument_text(
-                    &c.function.arguments,
-                    &c.id,
-                    &source,
-                    &mut conv.notes,
-                );
-                content.push(Block::ToolUse {
-                    id: c.id.as_ref().into(),
-                    name: c.function.name.as_ref().into(),
-                    input,
-                });
-                sources.push(source);
-            }
-            Role::Assistant
-        }
-        _ => {
-            content.push(Block::ToolResult {
-                tool_use_id: m.tool_call_id?.as_ref().into(),
-                // The result is kept as written: parts stay an array.
-                content: Json::new(match m.content {
-                    None => Value::Null,
-                    Some(TextOr::Text(text)) => Value::String(text.into_owned()),
-                    Some(TextOr::List(_)) => return None,
-                }),
-                is_error: false,
-            });
-            sources.push(at(path.clone()));
-            Role::Tool
-        }
-    };
-    push(conv, role, content, path, sources);
-    Some(())
 }
 
 /// An Anthropic Messages body of plain messages: string or block
@@ -718,7 +489,7 @@ mod tests {
             // Bedrock with a system prompt, a cache point, an error result.
             r#"{"modelId":"anthropic.claude","system":[{"text":"a"},{"cachePoint":{"type":"default"}},{"text":"b"}],"messages":[{"role":"user","content":[{"text":"hi"},{"cachePoint":{"type":"default"}}]},{"role":"assistant","content":[{"toolUse":{"toolUseId":"t","name":"f","input":{}}}]},{"role":"user","content":[{"toolResult":{"toolUseId":"t","content":[{"text":"no"}],"status":"error"}}]}],"toolConfig":{"tools":[{"toolSpec":{"name":"f","inputSchema":{"json":{"type":"object"}}}},{"cachePoint":{"type":"default"}}],"toolChoice":{"auto":{}}},"inferenceConfig":{"maxTokens":9}}"#,
             r#"{"messages":[{"role":"user","content":[{"text":null}]}]}"#,
-            // Gemini, Bedrock and Responses read by one reader each, so the fast
+            // Gemini, Bedrock, Responses and Chat read by one reader each, so the fast
             // path takes their odder shapes too: one part given as an
             // object, a snake_case system, an image block.
             r#"{"contents":[{"role":"user","parts":{"text":"hi"}}]}"#,
@@ -730,6 +501,15 @@ mod tests {
             r#"{"previous_response_id":"r","input":[{"type":"function_call_output","call_id":"a","output":"x"}]}"#,
             r#"{"input":[{"type":"custom_tool_call","call_id":"a","name":"f","input":"x"}]}"#,
             r#"{"input":"hi","tools":[{"type":"function","name":"f"},{"function":{"name":"g"}}]}"#,
+            // And Chat's.
+            // A null call id is paired by position, with a warning.
+            r#"{"messages":[{"role":"tool","tool_call_id":null,"content":"x"}]}"#,
+            // Content parts, a legacy function call, an unknown field.
+            r#"{"messages":[{"role":"tool","tool_call_id":"a","content":[{"type":"text","text":"x"}]}]}"#,
+            r#"{"messages":[{"role":"assistant","function_call":{"name":"f","arguments":"{}"}}]}"#,
+            r#"{"messages":[{"role":"tool","tool_call_id":"a","content":"x","name":"f"}]}"#,
+            // Duplicate keys: the last is kept, as in a `Value`.
+            r#"{"messages":[{"role":"user","role":"tool","tool_call_id":"a"}]}"#,
         ];
         for line in lines {
             let plain = conversation(line, None).expect("the plain path takes it");
@@ -744,7 +524,7 @@ mod tests {
             r#"{"thinking":{"type":"enabled"},"messages":[{"role":"user","content":"hi"}]}"#,
             r#"{"messages":[{"role":"assistant","content":[{"type":"server_tool_use","id":"s","name":"web_search"}]}]}"#,
             r#"{"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"f","input":{},"caller":{"tool_id":"s"}}]}]}"#,
-            r#"{"messages":[{"role":"user","content":"hi","ts":1}]}"#,
+            r#"{"messages":[{"role":"user","content":"hi","ts":1}],"max_tokens":1}"#,
             // Responses: a message with no role (an error), `input` as
             // an object (not Responses to `detect`).
             r#"{"input":[{"type":"message","content":"x"}]}"#,
@@ -755,22 +535,16 @@ mod tests {
             r#"{"input":[],"contents":[{"role":"user","parts":[]}]}"#,
             // Bedrock: an empty block (a notice).
             r#"{"messages":[{"role":"user","content":[{}]}]}"#,
-            // A null call id is paired by position, with a warning.
-            r#"{"messages":[{"role":"tool","tool_call_id":null,"content":"x"}]}"#,
             // Another format's parts in a Chat-looking body: detect says
             // Responses, or Anthropic.
             r#"{"messages":[{"role":"assistant","content":[{"type":"output_text","text":"x"}],"tool_calls":[{"id":"a","function":{"name":"f","arguments":"{}"}}]}]}"#,
             r#"{"messages":[{"role":"assistant","content":[{"type":"tool_use","text":"x"}],"tool_calls":[{"id":"a","function":{"name":"f","arguments":"{}"}}]}]}"#,
-            // Content parts, a legacy function call, an unknown field.
-            r#"{"messages":[{"role":"tool","tool_call_id":"a","content":[{"type":"text","text":"x"}]}]}"#,
-            r#"{"messages":[{"role":"assistant","function_call":{"name":"f","arguments":"{}"}}]}"#,
-            r#"{"messages":[{"role":"tool","tool_call_id":"a","content":"x","name":"f"}]}"#,
             // Another format's keys, a capture record, a bare array.
             r#"{"system":"s","messages":[{"role":"tool","tool_call_id":"a","content":"x"}]}"#,
             r#"{"loopdbg":"capture","request":{},"messages":[{"role":"tool","tool_call_id":"a"}]}"#,
             r#"[{"role":"tool","tool_call_id":"a","content":"x"}]"#,
-            // Duplicate keys: the general reader keeps the last.
-            r#"{"messages":[{"role":"user","role":"tool","tool_call_id":"a"}]}"#,
+            // Chat: an unknown role (an error).
+            r#"{"messages":[{"role":"robot","content":"x"}],"model":"gpt-5"}"#,
         ] {
             // `every_shape`: `conversation` may stand aside after misses.
             assert!(every_shape(line, None).is_none(), "{line}");
