@@ -8,101 +8,168 @@
 //! connector's `mcp_tool_use` / `mcp_tool_result`) are kept apart as
 //! [`Hosted`] blocks: they never take a client `tool_result`.
 
+use std::borrow::Cow;
+use std::marker::PhantomData;
+
 use loopdbg_engine::diagnostics::json_span::JsonPath;
+use serde::Deserialize;
+use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 use super::fingerprint::kept_text;
-use super::{
-    BlockSource, Conversation, Detail, Hosted, HostedRole, ReadError, Source, array_at, err,
-    finish_reason_of, read_tools, role_of, str_field, system_text, take,
-};
+use super::lax::{FromMap, Given, Lax, LaxList, LaxStr, Texts, lax_object};
+use super::parse::{ToolDef, finish_reason_named, push_tools};
+use super::{BlockSource, Conversation, Detail, Hosted, HostedRole, ReadError, Source, err};
 use loopdbg_engine::message::{Block, Message, Role};
 use loopdbg_engine::session::Json;
 use loopdbg_formats::provider::Format;
 
 pub(super) fn read(doc: &mut Value, detail: Detail) -> Result<Conversation, ReadError> {
+    let doc = std::mem::take(doc);
+    let root = JsonPath::root();
+    let body = match doc {
+        Value::Array(_) => Body {
+            messages: Given(Some(read_value(doc)?)),
+            ..Body::default()
+        },
+        Value::Object(_) => read_value::<Lax<Body>>(doc)?.object().unwrap_or_default(),
+        _ => {
+            return Err(err(
+                &root,
+                "expected an object with `messages`, or an array",
+            ));
+        }
+    };
+    read_body(body, detail)
+}
+
+/// A `Value` as one of this reader's lax types (which take any value).
+fn read_value<'a, T: Deserialize<'a>>(doc: Value) -> Result<T, ReadError> {
+    T::deserialize(doc).map_err(|e| err(&JsonPath::root(), e.to_string()))
+}
+
+/// `check`'s fast path: the line read straight from its text by the same
+/// reader, taken when `detect` would call it Anthropic (see
+/// [`Body::is_anthropic`]) and it reads without an error or a notice;
+/// `None` sends the line to the general path.
+pub(crate) fn plain(line: &str, forced: bool) -> Option<Conversation> {
+    let body = serde_json::from_str::<Lax<Body>>(line).ok()?.object()?;
+    if !body.is_anthropic(forced) {
+        return None;
+    }
+    let conv = read_body(body, Detail::Full).ok()?;
+    conv.notices.is_empty().then_some(conv)
+}
+
+/// The body read: its tools, system prompt, thinking and messages.
+fn read_body(body: Body, detail: Detail) -> Result<Conversation, ReadError> {
+    let root = JsonPath::root();
+    let mut items = match body.messages.0 {
+        Some(LaxList(Some(messages))) => messages,
+        Some(LaxList(None)) => {
+            return Err(err(
+                &root.key("messages"),
+                "expected `messages` to be an array",
+            ));
+        }
+        None => return Err(err(&root, "expected a `messages` array")),
+    };
     let mut conv = Conversation::new(Source::Provider(Format::Anthropic));
-    read_tools(doc, &mut conv);
-    read_mcp_servers(doc, &mut conv);
-    conv.system = system_text(doc.get("system"));
-    let thinking = doc.pointer("/thinking/type").and_then(Value::as_str);
-    conv.thinking = thinking == Some("enabled");
-    conv.thinking_adaptive = thinking == Some("adaptive");
-    let (items, base) = array_at(doc, "messages")?;
-    let kept = TaskStore::of(items);
+    push_tools(&mut conv, body.tools);
+    push_tools(&mut conv, body.functions);
+    // MCP connector servers declare tools the request does not list.
+    if matches!(&body.mcp_servers.0, Some(Value::Array(servers)) if !servers.is_empty()) {
+        conv.open_tools = true;
+    }
+    conv.system = body.system.joined("\n");
+    let thinking = body.thinking.0.and_then(Lax::object).and_then(|t| t.kind.0);
+    conv.thinking = thinking.as_deref() == Some("enabled");
+    conv.thinking_adaptive = thinking.as_deref() == Some("adaptive");
+    let kept = TaskStore::of(&items);
     if kept.is_store {
         conv.label = Some("Cline / Roo Code task history".to_string());
     }
-    for (i, item) in items.iter_mut().enumerate() {
-        if !kept.sends(item) {
+    for (i, item) in items.drain(..).enumerate() {
+        let item = item.object().unwrap_or_default();
+        if !kept.sends(&item) {
             continue;
         }
-        let path = super::indexed(&base, "", i);
-        // Not `pointer`: it copies each step of the path to unescape it.
-        let first_type = item
-            .get("content")
-            .and_then(|c| c.get(0))
-            .and_then(|b| b.get("type"))
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        if matches!(first_type, "thinking" | "redacted_thinking") {
-            conv.opens_with_thinking.push(conv.messages.len());
-        }
-        let role = match role_of(item, &path)?.as_str() {
-            "user" => Role::User,
-            "assistant" => Role::Assistant,
-            "system" => {
-                conv.system = system_text(item.get("content"));
-                continue;
-            }
-            other => {
-                return Err(err(
-                    &path,
-                    format!("unknown role `{other}` for Anthropic (expected user or assistant)"),
-                ));
-            }
-        };
-        let finish_reason = finish_reason_of(item.get("stop_reason"));
-        let read = blocks(item.get_mut("content"), &path, detail, |p| BlockSource {
-            path: p.into(),
-            ..Default::default()
-        })?;
-        // Roo Code stores other providers' reasoning as content blocks of
-        // its own and converts them before it sends.
-        let stored_reasoning = |kind: &str| kept.is_store && kind == "a `reasoning` block";
-        for (source, kind) in read.unknown.iter().filter(|(_, k)| !stored_reasoning(k)) {
-            conv.notices.push(super::Notice {
-                kind: crate::finding::Kind::UnknownBlock,
-                source: source.clone(),
-                ids: Vec::new(),
-                message: format!(
-                    "{kind} is not a content block the Anthropic Messages API defines: it was not read, so what it carries is not checked, and Anthropic refuses a block it does not know{}",
-                    if kind.contains("toolUse") || kind.contains("toolResult") {
-                        " (`toolUse` / `toolResult` are Bedrock Converse blocks: check the body with --format bedrock)"
-                    } else {
-                        ""
-                    }
-                ),
-            });
-        }
-        conv.push_read(
-            Message {
-                role,
-                content: read.blocks,
-                finish_reason,
-            },
-            BlockSource {
-                path: path.into(),
-                ..Default::default()
-            },
-            read.sources,
-            read.hosted,
-        );
+        read_message(&mut conv, i, item, &kept, detail)?;
     }
     if kept.is_store {
         close_interrupted_tail(&mut conv);
     }
     Ok(conv)
+}
+
+/// One message of the body: `messages[i]`.
+fn read_message(
+    conv: &mut Conversation,
+    i: usize,
+    item: MessageIn,
+    kept: &TaskStore,
+    detail: Detail,
+) -> Result<(), ReadError> {
+    let at = || JsonPath::root().key("messages").index(i);
+    if matches!(
+        item.content.first_type(),
+        Some("thinking" | "redacted_thinking")
+    ) {
+        conv.opens_with_thinking.push(conv.messages.len());
+    }
+    let role = match item.role.0.as_ref().and_then(LaxStr::as_deref) {
+        Some("user") => Role::User,
+        Some("assistant") => Role::Assistant,
+        Some("system") => {
+            conv.system = item.content.joined_text("\n");
+            return Ok(());
+        }
+        Some(other) => {
+            return Err(err(
+                &at(),
+                format!("unknown role `{other}` for Anthropic (expected user or assistant)"),
+            ));
+        }
+        None => return Err(err(&at(), "expected a message with a string `role`")),
+    };
+    let finish_reason = finish_reason_named(item.stop_reason.as_deref());
+    let path = format!("messages[{i}]");
+    let read = read_content(item.content, &at, detail, |k| BlockSource {
+        path: match k {
+            Some(k) => format!("{path}.content[{k}]").into(),
+            None => format!("{path}.content").into(),
+        },
+        ..Default::default()
+    })?;
+    // Roo Code stores other providers' reasoning as content blocks of
+    // its own and converts them before it sends.
+    let stored_reasoning = |kind: &str| kept.is_store && kind == "a `reasoning` block";
+    for (source, kind) in read.unknown.iter().filter(|(_, k)| !stored_reasoning(k)) {
+        conv.notices.push(super::Notice {
+            kind: crate::finding::Kind::UnknownBlock,
+            source: source.clone(),
+            ids: Vec::new(),
+            message: format!(
+                "{kind} is not a content block the Anthropic Messages API defines: it was not read, so what it carries is not checked, and Anthropic refuses a block it does not know{}",
+                if kind.contains("toolUse") || kind.contains("toolResult") {
+                    " (`toolUse` / `toolResult` are Bedrock Converse blocks: check the body with --format bedrock)"
+                } else {
+                    ""
+                }
+            ),
+        });
+    }
+    let message = Message {
+        role,
+        content: read.blocks,
+        finish_reason,
+    };
+    let source = BlockSource {
+        path: path.into(),
+        ..Default::default()
+    };
+    conv.push_read(message, source, read.sources, read.hosted);
+    Ok(())
 }
 
 /// A Cline / Roo Code / Kilo Code `api_conversation_history.json`: an
@@ -121,42 +188,49 @@ struct TaskStore {
 }
 
 impl TaskStore {
-    fn of(items: &[Value]) -> TaskStore {
-        let is_store = items
-            .iter()
-            .any(|m| m.get("ts").is_some_and(Value::is_number));
-        let ids = |key: &str, marker: Option<&str>| -> ahash::AHashSet<String> {
-            if !is_store {
-                return Default::default();
-            }
-            items
-                .iter()
-                .filter(|m| marker.is_none_or(|k| m.get(k) == Some(&Value::Bool(true))))
-                .filter_map(|m| m.get(key)?.as_str().map(str::to_string))
+    fn of(items: &[Lax<MessageIn>]) -> TaskStore {
+        let messages = || {
+            items.iter().filter_map(|m| match m {
+                Lax::Object(m) => Some(m),
+                Lax::Other => None,
+            })
+        };
+        let is_store = messages().any(|m| matches!(m.ts.0, Some(Value::Number(_))));
+        if !is_store {
+            return TaskStore {
+                is_store,
+                condensed: Default::default(),
+                truncated: Default::default(),
+            };
+        }
+        let ids = |id: for<'m> fn(&'m MessageIn) -> Option<&'m str>,
+                   marked: fn(&MessageIn) -> bool| {
+            messages()
+                .filter(|m| marked(m))
+                .filter_map(|m| id(m).map(str::to_string))
                 .collect()
         };
         TaskStore {
             is_store,
-            condensed: ids("condenseId", None),
-            truncated: ids("truncationId", Some("isTruncationMarker")),
+            condensed: ids(|m| m.condense_id.as_deref(), |_| true),
+            truncated: ids(
+                |m| m.truncation_id.as_deref(),
+                |m| matches!(m.truncation_marker.0, Some(Value::Bool(true))),
+            ),
         }
     }
 
     /// Whether the extension sends this entry.
-    fn sends(&self, item: &Value) -> bool {
+    fn sends(&self, item: &MessageIn) -> bool {
         if !self.is_store {
             return true;
         }
-        let named = |key: &str, set: &ahash::AHashSet<String>| {
-            item.get(key)
-                .and_then(Value::as_str)
-                .is_some_and(|id| set.contains(id))
-        };
-        let reasoning_item = item.get("role").is_none()
-            && item.get("type").and_then(Value::as_str) == Some("reasoning");
+        let named =
+            |id: Option<&str>, set: &ahash::AHashSet<String>| id.is_some_and(|id| set.contains(id));
+        let reasoning_item = item.role.0.is_none() && item.kind.as_deref() == Some("reasoning");
         !reasoning_item
-            && !named("condenseParent", &self.condensed)
-            && !named("truncationParent", &self.truncated)
+            && !named(item.condense_parent.as_deref(), &self.condensed)
+            && !named(item.truncation_parent.as_deref(), &self.truncated)
     }
 }
 
@@ -230,18 +304,9 @@ fn close_interrupted_tail(conv: &mut Conversation) {
     });
 }
 
-/// MCP connector servers declare tools the request does not list.
-fn read_mcp_servers(doc: &Value, conv: &mut Conversation) {
-    if let Some(Value::Array(servers)) = doc.get("mcp_servers")
-        && !servers.is_empty()
-    {
-        conv.open_tools = true;
-    }
-}
-
 /// One message's content, read.
 #[derive(Debug, Clone, Default)]
-pub(super) struct Blocks {
+pub(crate) struct Blocks {
     pub blocks: Vec<Block>,
     pub sources: Vec<BlockSource>,
     /// Hosted blocks, with `message` still to be set by the caller.
@@ -265,120 +330,424 @@ pub const OTHER_BLOCKS: &[&str] = &[
     "tool_reference",
 ];
 
-/// Reads one Anthropic message's content into blocks.
-pub(super) fn blocks(
-    content: Option<&mut Value>,
-    path: &JsonPath,
+/// A block's `input` or `content`, as a reader of text or of a `Value`
+/// holds it until the block is read: a `Value` (Anthropic's requests),
+/// or the text itself (Claude Code's log, whose results are not parsed
+/// unless kept).
+pub(crate) trait Payload<'de>: Deserialize<'de> + Default {
+    /// A call's input, as `detail` keeps it.
+    fn input(self, detail: Detail) -> Json;
+    /// A result's content, as `detail` keeps it.
+    fn content(self, detail: Detail) -> Json;
+}
+
+/// A payload read into a `Value` (moved out whole under any detail: the
+/// schema check reads it).
+impl<'de> Payload<'de> for Given<Value> {
+    fn input(self, _: Detail) -> Json {
+        Json::new(self.0.unwrap_or(Value::Null))
+    }
+    fn content(self, _: Detail) -> Json {
+        Json::new(self.0.unwrap_or(Value::Null))
+    }
+}
+
+/// Reads one Anthropic message's content into blocks: the one block
+/// reader of Anthropic requests and of Claude Code's log. `message` is
+/// the message's path (for errors), `source(Some(k))` where block `k`
+/// stands and `source(None)` where a string content stands.
+pub(super) fn read_content<'de, P: Payload<'de>>(
+    content: ContentIn<'de, P>,
+    message: &dyn Fn() -> JsonPath,
     detail: Detail,
-    mut source: impl FnMut(JsonPath) -> BlockSource,
+    mut source: impl FnMut(Option<usize>) -> BlockSource,
 ) -> Result<Blocks, ReadError> {
-    let mut read = Blocks {
-        blocks: Vec::new(),
-        sources: Vec::new(),
-        hosted: Vec::new(),
-        unknown: Vec::new(),
-    };
-    match content {
-        None | Some(Value::Null) => {}
-        Some(Value::String(s)) => {
+    let mut read = Blocks::default();
+    let items = match content {
+        ContentIn::Missing => return Ok(read),
+        ContentIn::Text(text) => {
             read.blocks.push(Block::Text {
-                text: kept_text(s, detail),
+                text: kept_text(&text, detail),
             });
-            read.sources.push(source(super::dotted(path, "content")));
+            read.sources.push(source(None));
+            return Ok(read);
         }
-        Some(Value::Array(items)) => {
-            for (k, b) in items.iter_mut().enumerate() {
-                let bpath = super::indexed(path, "content", k);
-                let kind = b.get("type").and_then(Value::as_str).unwrap_or("");
-                let block = match kind {
-                    "text" => Block::Text {
-                        text: kept_text(
-                            b.get("text").and_then(Value::as_str).unwrap_or(""),
-                            detail,
-                        ),
-                    },
-                    "tool_use" => {
-                        // Called from code the server runs: that call waits.
-                        if let Some(server) = b
-                            .get("caller")
-                            .and_then(|c| c.get("tool_id"))
-                            .and_then(Value::as_str)
-                        {
-                            read.hosted.push(Hosted {
-                                role: HostedRole::Awaits,
-                                id: server.to_string(),
-                                block: kind.to_string(),
-                                name: str_field(b, "name", &bpath)?.to_string(),
-                                message: 0,
-                                position: k,
-                                source: source(bpath.clone()),
-                            });
-                        }
-                        Block::ToolUse {
-                            id: str_field(b, "id", &bpath)?.into(),
-                            name: str_field(b, "name", &bpath)?.into(),
-                            input: Json::new(take(b, "input")),
-                        }
-                    }
-                    "tool_result" => Block::ToolResult {
-                        tool_use_id: str_field(b, "tool_use_id", &bpath)?.into(),
-                        content: Json::new(take(b, "content")),
-                        is_error: b.get("is_error").and_then(Value::as_bool).unwrap_or(false),
-                    },
-                    "server_tool_use" | "mcp_tool_use" => {
-                        read.hosted.push(Hosted {
-                            role: HostedRole::Call,
-                            id: str_field(b, "id", &bpath)?.to_string(),
-                            block: kind.to_string(),
-                            name: str_field(b, "name", &bpath)?.to_string(),
-                            message: 0,
-                            position: k,
-                            source: source(bpath),
-                        });
-                        continue;
-                    }
-                    // Every server tool's result block: web_search_tool_result,
-                    // code_execution_tool_result, tool_search_tool_result, …
-                    result if result.ends_with("_tool_result") => {
-                        read.hosted.push(Hosted {
-                            role: HostedRole::Result,
-                            id: str_field(b, "tool_use_id", &bpath)?.to_string(),
-                            block: kind.to_string(),
-                            name: kind.to_string(),
-                            message: 0,
-                            position: k,
-                            source: source(bpath),
-                        });
-                        continue;
-                    }
-                    // Images, thinking and the like carry no pairing.
-                    other if OTHER_BLOCKS.contains(&other) => continue,
-                    "" => {
-                        let kind = b
-                            .as_object()
-                            .and_then(|o| o.keys().next().cloned())
-                            .map_or("an empty block".to_string(), |k| {
-                                format!("a block with no `type` (`{k}`)")
-                            });
-                        read.unknown.push((source(bpath), kind));
-                        continue;
-                    }
-                    other => {
-                        read.unknown
-                            .push((source(bpath), format!("a `{other}` block")));
-                        continue;
-                    }
-                };
-                read.blocks.push(block);
-                read.sources.push(source(bpath));
-            }
-        }
-        Some(_) => {
+        ContentIn::Blocks(items) => items,
+        ContentIn::Other => {
             return Err(err(
-                &super::dotted(path, "content"),
+                &message().key("content"),
                 "expected a string or an array of blocks",
             ));
         }
+    };
+    read.blocks.reserve_exact(items.len());
+    read.sources.reserve_exact(items.len());
+    for (k, b) in items.into_iter().enumerate() {
+        let b = b.object().unwrap_or_default();
+        let need = |field: Option<Cow<str>>, name: &str| {
+            field.map(Cow::into_owned).ok_or_else(|| {
+                let at = message().key_index("content", k);
+                err(&at, format!("expected a string `{name}`"))
+            })
+        };
+        let kind = b.kind.as_deref().unwrap_or("");
+        let block = match kind {
+            "text" => Block::Text {
+                text: kept_text(b.text.as_deref().unwrap_or(""), detail),
+            },
+            "tool_use" => {
+                // Called from code the server runs: that call waits.
+                let server = b.caller.0.and_then(Lax::object).and_then(|c| c.tool_id.0);
+                if let Some(server) = server {
+                    read.hosted.push(Hosted {
+                        role: HostedRole::Awaits,
+                        id: server.into_owned(),
+                        block: kind.to_string(),
+                        name: need(b.name.0.clone(), "name")?,
+                        message: 0,
+                        position: k,
+                        source: source(Some(k)),
+                    });
+                }
+                Block::ToolUse {
+                    id: need(b.id.0, "id")?.into(),
+                    name: need(b.name.0, "name")?.into(),
+                    input: b.input.input(detail),
+                }
+            }
+            "tool_result" => Block::ToolResult {
+                tool_use_id: need(b.tool_use_id.0, "tool_use_id")?.into(),
+                content: b.content.content(detail),
+                is_error: matches!(b.is_error.0, Some(Value::Bool(true))),
+            },
+            "server_tool_use" | "mcp_tool_use" => {
+                read.hosted.push(Hosted {
+                    role: HostedRole::Call,
+                    id: need(b.id.0, "id")?,
+                    block: kind.to_string(),
+                    name: need(b.name.0, "name")?,
+                    message: 0,
+                    position: k,
+                    source: source(Some(k)),
+                });
+                continue;
+            }
+            // Every server tool's result block: web_search_tool_result,
+            // code_execution_tool_result, tool_search_tool_result, …
+            result if result.ends_with("_tool_result") => {
+                read.hosted.push(Hosted {
+                    role: HostedRole::Result,
+                    id: need(b.tool_use_id.0, "tool_use_id")?,
+                    block: kind.to_string(),
+                    name: kind.to_string(),
+                    message: 0,
+                    position: k,
+                    source: source(Some(k)),
+                });
+                continue;
+            }
+            // Images, thinking and the like carry no pairing.
+            other if OTHER_BLOCKS.contains(&other) => continue,
+            "" => {
+                let kind = b.first_key.map_or("an empty block".to_string(), |k| {
+                    format!("a block with no `type` (`{k}`)")
+                });
+                read.unknown.push((source(Some(k)), kind));
+                continue;
+            }
+            other => {
+                read.unknown
+                    .push((source(Some(k)), format!("a `{other}` block")));
+                continue;
+            }
+        };
+        read.blocks.push(block);
+        read.sources.push(source(Some(k)));
     }
     Ok(read)
+}
+
+/// A message's `content`: absent (or `null`), a string, blocks, or
+/// another kind (an error when read).
+#[derive(Default)]
+pub(crate) enum ContentIn<'a, P> {
+    #[default]
+    Missing,
+    Text(Cow<'a, str>),
+    Blocks(Vec<Lax<BlockIn<'a, P>>>),
+    Other,
+}
+
+impl<P> ContentIn<'_, P> {
+    /// The first block's `type`.
+    fn first_type(&self) -> Option<&str> {
+        match self {
+            ContentIn::Blocks(blocks) => match blocks.first()? {
+                Lax::Object(b) => b.kind.as_deref(),
+                Lax::Other => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// The text of a string, or of every block's `text` joined by `sep`
+    /// (what `read::joined_text` reads from a `Value`).
+    pub(crate) fn joined_text(&self, sep: &str) -> Option<String> {
+        match self {
+            ContentIn::Text(text) => Some(text.to_string()),
+            ContentIn::Blocks(blocks) => {
+                let texts: Vec<&str> = blocks
+                    .iter()
+                    .filter_map(|b| match b {
+                        Lax::Object(b) => b.text.as_deref(),
+                        Lax::Other => None,
+                    })
+                    .collect();
+                Some(texts.join(sep))
+            }
+            ContentIn::Missing | ContentIn::Other => None,
+        }
+    }
+}
+
+impl<'de: 'a, 'a, P: Deserialize<'de> + Default> Deserialize<'de> for ContentIn<'a, P> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit<'a, P>(PhantomData<(&'a (), P)>);
+        impl<'de: 'a, 'a, P: Deserialize<'de> + Default> Visitor<'de> for Visit<'a, P> {
+            type Value = ContentIn<'a, P>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Self::Value, E> {
+                Ok(ContentIn::Text(Cow::Borrowed(s)))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
+                Ok(ContentIn::Text(Cow::Owned(s.to_string())))
+            }
+            fn visit_string<E>(self, s: String) -> Result<Self::Value, E> {
+                Ok(ContentIn::Text(Cow::Owned(s)))
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(ContentIn::Missing)
+            }
+            fn visit_none<E>(self) -> Result<Self::Value, E> {
+                Ok(ContentIn::Missing)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(1).min(4096));
+                while let Some(b) = seq.next_element()? {
+                    blocks.push(b);
+                }
+                Ok(ContentIn::Blocks(blocks))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(ContentIn::Other)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(ContentIn::Other)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(ContentIn::Other)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(ContentIn::Other)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(ContentIn::Other)
+            }
+        }
+        d.deserialize_any(Visit(PhantomData))
+    }
+}
+
+/// One content block: the fields pairing and replay read, whatever its
+/// type; `input` and `content` held as `P`.
+#[derive(Default)]
+pub(crate) struct BlockIn<'a, P> {
+    kind: LaxStr<'a>,
+    text: LaxStr<'a>,
+    id: LaxStr<'a>,
+    name: LaxStr<'a>,
+    tool_use_id: LaxStr<'a>,
+    input: P,
+    content: P,
+    is_error: Given<Value>,
+    caller: Given<Lax<Caller<'a>>>,
+    /// Whether it has a `type` key (of any value).
+    typed: bool,
+    /// The first key, to name a block with no `type`.
+    first_key: Option<Cow<'a, str>>,
+}
+
+impl<'de: 'a, 'a, P: Deserialize<'de> + Default> FromMap<'de> for BlockIn<'a, P> {
+    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
+        let mut block = BlockIn::default();
+        while let Some(LaxStr(key)) = map.next_key::<LaxStr>()? {
+            let key = key.unwrap_or_default();
+            match &*key {
+                "type" => {
+                    block.typed = true;
+                    block.kind = map.next_value()?;
+                }
+                "text" => block.text = map.next_value()?,
+                "id" => block.id = map.next_value()?,
+                "name" => block.name = map.next_value()?,
+                "tool_use_id" => block.tool_use_id = map.next_value()?,
+                "input" => block.input = map.next_value()?,
+                "content" => block.content = map.next_value()?,
+                "is_error" => block.is_error = map.next_value()?,
+                "caller" => block.caller = map.next_value()?,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            block.first_key.get_or_insert(key);
+        }
+        Ok(block)
+    }
+}
+
+lax_object! {
+    /// Who made a `tool_use`: `{"type":"direct"}`, or code a server tool
+    /// runs (`tool_id` names that call).
+    struct Caller<'a> {
+        "tool_id" => tool_id: LaxStr<'a>,
+    }
+}
+
+lax_object! {
+    /// `thinking {type}`.
+    struct Thinking<'a> {
+        "type" => kind: LaxStr<'a>,
+    }
+}
+
+lax_object! {
+    /// A message, with the fields a Cline / Roo Code task store adds.
+    struct MessageIn<'a> {
+        "role" => role: Given<LaxStr<'a>>,
+        "content" => content: ContentIn<'a, Given<Value>>,
+        "stop_reason" => stop_reason: LaxStr<'a>,
+        "type" => kind: LaxStr<'a>,
+        "ts" => ts: Given<Value>,
+        "condenseId" => condense_id: LaxStr<'a>,
+        "condenseParent" => condense_parent: LaxStr<'a>,
+        "truncationId" => truncation_id: LaxStr<'a>,
+        "truncationParent" => truncation_parent: LaxStr<'a>,
+        "isTruncationMarker" => truncation_marker: Given<Value>,
+        "tool_calls" => tool_calls: Given<IgnoredAny>,
+        "function_call" => function_call: Given<IgnoredAny>,
+    }
+}
+
+/// A Messages body: what the reader reads, and what tells the fast path
+/// whether `detect` would call it Anthropic.
+#[derive(Default)]
+struct Body<'a> {
+    messages: Given<LaxList<Lax<MessageIn<'a>>>>,
+    tools: LaxList<Lax<ToolDef<'a>>>,
+    functions: LaxList<Lax<ToolDef<'a>>>,
+    system: Texts<'a>,
+    thinking: Given<Lax<Thinking<'a>>>,
+    mcp_servers: Given<Value>,
+    model: LaxStr<'a>,
+    /// Whether `system` and `max_tokens` are given (whatever they hold).
+    has_system: bool,
+    max_tokens: bool,
+    elsewhere: bool,
+}
+
+impl<'de: 'a, 'a> FromMap<'de> for Body<'a> {
+    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
+        let mut body = Body::default();
+        while let Some(key) = map.next_key::<LaxStr>()? {
+            match key.as_deref().unwrap_or("") {
+                "messages" => body.messages = map.next_value()?,
+                "tools" => body.tools = map.next_value()?,
+                "functions" => body.functions = map.next_value()?,
+                "system" => {
+                    body.has_system = true;
+                    body.system = map.next_value()?;
+                }
+                "thinking" => body.thinking = map.next_value()?,
+                "mcp_servers" => body.mcp_servers = map.next_value()?,
+                "model" => body.model = map.next_value()?,
+                key => {
+                    body.max_tokens |= key == "max_tokens";
+                    body.elsewhere |= crate::signs::OTHER_FORMATS_KEYS.contains(&key);
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(body)
+    }
+}
+
+impl Body<'_> {
+    /// Whether `detect` calls this body Anthropic, asked of the typed
+    /// body (or, `forced`, whether `--format anthropic` holds for it):
+    /// nothing in it says another format (a key of one, a tool or
+    /// function message, calls in Chat's shape, a Responses item or
+    /// part, a block with no `type`, which is Bedrock's), and Chat is not
+    /// what its tools, system messages, model or fields lean to.
+    fn is_anthropic(&self, forced: bool) -> bool {
+        let Some(LaxList(Some(messages))) = &self.messages.0 else {
+            return false;
+        };
+        if self.elsewhere {
+            return false;
+        }
+        let mut signs = false;
+        let mut system_role = false;
+        for m in messages {
+            let Lax::Object(m) = m else {
+                return false;
+            };
+            let role = m.role.0.as_ref().and_then(LaxStr::as_deref);
+            if matches!(role, Some("tool" | "function"))
+                || m.tool_calls.0.is_some()
+                || m.function_call.0.is_some()
+                || matches!(
+                    m.kind.as_deref(),
+                    Some("function_call" | "function_call_output")
+                )
+            {
+                return false;
+            }
+            system_role |= matches!(role, Some("system" | "developer"));
+            if let ContentIn::Blocks(blocks) = &m.content {
+                for b in blocks {
+                    let Lax::Object(b) = b else { continue };
+                    if !b.typed {
+                        return false;
+                    }
+                    match b.kind.as_deref() {
+                        Some("output_text" | "input_text") => return false,
+                        Some(
+                            "tool_use" | "tool_result" | "server_tool_use" | "mcp_tool_use"
+                            | "thinking" | "redacted_thinking",
+                        ) => signs = true,
+                        _ => {}
+                    }
+                }
+            }
+        }
+        if signs {
+            return true;
+        }
+        let tools = || {
+            self.tools.0.iter().flatten().filter_map(|t| match t {
+                Lax::Object(t) => Some(t),
+                Lax::Other => None,
+            })
+        };
+        if tools().any(|t| matches!(t.function.0, Some(Lax::Object(_)))) {
+            return false;
+        }
+        forced
+            || tools().any(|t| t.input_schema.0.is_some())
+            || self.has_system
+            || !(system_role || crate::signs::leans_openai(self.model.as_deref(), self.max_tokens))
+    }
 }

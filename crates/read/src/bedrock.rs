@@ -302,7 +302,7 @@ impl<'de: 'a, 'a> FromMap<'de> for Body<'a> {
                 "toolConfig" | "inferenceConfig" | "modelId" | "additionalModelRequestFields" => {
                     body.converse_fields = true;
                 }
-                key if crate::plain::ELSEWHERE.contains(&key) => body.elsewhere = true,
+                key if crate::signs::OTHER_FORMATS_KEYS.contains(&key) => body.elsewhere = true,
                 _ => {}
             }
         }

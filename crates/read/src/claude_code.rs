@@ -35,9 +35,10 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::anthropic::{Blocks, blocks};
-use super::fingerprint::{dropped, kept_text, shaped_json};
+use super::anthropic::{Blocks, ContentIn, Payload, read_content};
+use super::fingerprint::{dropped, shaped_json};
 use super::finish_reason_of;
+use super::lax::Given;
 use super::{BlockSource, Conversation, Detail, Notice, ReadError, Source, fingerprint};
 use loopdbg_engine::message::{Block, Message, Role, Usage};
 use loopdbg_engine::session::{FinishReason, Json};
@@ -329,7 +330,7 @@ struct RawMessage<'a> {
     #[serde(borrow, default)]
     stop_reason: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
-    content: RawContent<'a>,
+    content: ContentIn<'a, RawPayload<'a>>,
     #[serde(default)]
     usage: Option<RawUsage>,
 }
@@ -358,76 +359,29 @@ impl RawUsage {
     }
 }
 
-/// A message's `content`: a string or blocks.
+/// A block's `input` or `content` kept as text: read into a `Value` only
+/// when the content is kept ([`Payload`]).
 #[derive(Default)]
-enum RawContent<'a> {
-    #[default]
-    Missing,
-    Text(Cow<'a, str>),
-    Blocks(Vec<RawBlock<'a>>),
-}
+struct RawPayload<'a>(Option<&'a RawValue>);
 
-/// One content block, with only the fields pairing and replay use.
-#[derive(Deserialize)]
-struct RawBlock<'a> {
-    #[serde(rename = "type", borrow, default)]
-    kind: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    text: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    id: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    name: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    tool_use_id: Option<Cow<'a, str>>,
-    /// Kept as text: read into a `Value` only when the content is kept.
-    #[serde(borrow, default)]
-    input: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    content: Option<&'a RawValue>,
-    #[serde(default)]
-    is_error: Option<bool>,
-    /// Who made a `tool_use`: `{"type":"direct"}`, or code a server tool
-    /// runs (`tool_id` names that call).
-    #[serde(borrow, default)]
-    caller: Option<RawCaller<'a>>,
-}
-
-#[derive(Deserialize)]
-struct RawCaller<'a> {
-    #[serde(borrow, default)]
-    tool_id: Option<Cow<'a, str>>,
-}
-
-impl<'de: 'a, 'a> Deserialize<'de> for RawContent<'a> {
+impl<'de: 'a, 'a> Deserialize<'de> for RawPayload<'a> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Visit;
-        impl<'de> serde::de::Visitor<'de> for Visit {
-            type Value = RawContent<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a string or an array of blocks")
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(RawContent::Text(Cow::Borrowed(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(RawContent::Text(Cow::Owned(v.to_string())))
-            }
-            fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(RawContent::Missing)
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                mut seq: A,
-            ) -> Result<Self::Value, A::Error> {
-                let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(1));
-                while let Some(b) = seq.next_element::<RawBlock<'de>>()? {
-                    blocks.push(b);
-                }
-                Ok(RawContent::Blocks(blocks))
-            }
+        <&RawValue>::deserialize(d).map(|raw| RawPayload(Some(raw)))
+    }
+}
+
+impl<'de: 'a, 'a> Payload<'de> for RawPayload<'a> {
+    fn input(self, detail: Detail) -> Json {
+        match detail {
+            Detail::Full => Json::new(value_of(self.0)),
+            Detail::Shape => Json::new(shaped_json(self.0)),
         }
-        d.deserialize_any(Visit)
+    }
+    fn content(self, detail: Detail) -> Json {
+        match detail {
+            Detail::Full => Json::new(value_of(self.0)),
+            Detail::Shape => dropped(),
+        }
     }
 }
 
@@ -450,130 +404,12 @@ fn content_path(k: usize) -> Cow<'static, str> {
     }
 }
 
-/// The blocks of a typed message, as [`blocks`] reads them from a tree.
-fn typed_blocks(
-    content: RawContent,
-    detail: Detail,
-    source: impl Fn(Cow<'static, str>) -> BlockSource,
-) -> Result<Blocks, ReadError> {
-    // Claude Code writes its own blocks into its log: kinds it adds are
-    // its business, not a request's, so none is reported as unknown.
-    let mut read = Blocks {
-        blocks: Vec::new(),
-        sources: Vec::new(),
-        hosted: Vec::new(),
-        unknown: Vec::new(),
-    };
-    let items = match content {
-        RawContent::Missing => return Ok(read),
-        RawContent::Text(text) => {
-            read.blocks.reserve_exact(1);
-            read.sources.reserve_exact(1);
-            read.blocks.push(Block::Text {
-                text: kept_text(&text, detail),
-            });
-            read.sources.push(source("message.content".into()));
-            return Ok(read);
-        }
-        RawContent::Blocks(items) => items,
-    };
-    read.blocks.reserve_exact(items.len());
-    read.sources.reserve_exact(items.len());
-    for (k, b) in items.into_iter().enumerate() {
-        let path = || content_path(k);
-        let kind = b.kind.as_deref().unwrap_or("");
-        let need = |field: Option<Cow<str>>, name: &str| {
-            field.map(Cow::into_owned).ok_or_else(|| {
-                let at = JsonPath::root().key("message").key("content").index(k);
-                super::err(&at, format!("expected a string `{name}`"))
-            })
-        };
-        let block = match kind {
-            "text" => Block::Text {
-                text: kept_text(b.text.as_deref().unwrap_or(""), detail),
-            },
-            "tool_use" => {
-                let name = need(b.name, "name")?;
-                if let Some(server) = b.caller.and_then(|c| c.tool_id) {
-                    read.hosted.push(super::Hosted {
-                        role: super::HostedRole::Awaits,
-                        id: server.into_owned(),
-                        block: kind.to_string(),
-                        name: name.clone(),
-                        message: 0,
-                        position: k,
-                        source: source(path()),
-                    });
-                }
-                Block::ToolUse {
-                    id: need(b.id, "id")?.into(),
-                    name: name.into(),
-                    input: match detail {
-                        Detail::Full => Json::new(value_of(b.input)),
-                        Detail::Shape => Json::new(shaped_json(b.input)),
-                    },
-                }
-            }
-            "tool_result" => Block::ToolResult {
-                tool_use_id: need(b.tool_use_id, "tool_use_id")?.into(),
-                content: match detail {
-                    Detail::Full => Json::new(value_of(b.content)),
-                    Detail::Shape => dropped(),
-                },
-                is_error: b.is_error.unwrap_or(false),
-            },
-            "server_tool_use" | "mcp_tool_use" => {
-                read.hosted.push(super::Hosted {
-                    role: super::HostedRole::Call,
-                    id: need(b.id, "id")?,
-                    block: kind.to_string(),
-                    name: need(b.name, "name")?,
-                    message: 0,
-                    position: k,
-                    source: source(path()),
-                });
-                continue;
-            }
-            result if result.ends_with("_tool_result") => {
-                read.hosted.push(super::Hosted {
-                    role: super::HostedRole::Result,
-                    id: need(b.tool_use_id, "tool_use_id")?,
-                    block: kind.to_string(),
-                    name: kind.to_string(),
-                    message: 0,
-                    position: k,
-                    source: source(path()),
-                });
-                continue;
-            }
-            _ => continue,
-        };
-        read.blocks.push(block);
-        read.sources.push(source(path()));
-    }
-    Ok(read)
-}
-
 /// Events in a log are rarely shorter than this (the smallest real ones,
 /// bookkeeping without a message, run to about 150 bytes).
 const BYTES_PER_EVENT_AT_LEAST: u64 = 128;
 
 /// The most events room is set aside for ahead of time.
 const MAX_RESERVED_EVENTS: usize = 8 << 20;
-
-/// The text of a typed message's content (its text blocks, joined).
-fn raw_text(content: &RawContent) -> String {
-    match content {
-        RawContent::Missing => String::new(),
-        RawContent::Text(t) => t.to_string(),
-        RawContent::Blocks(blocks) => blocks
-            .iter()
-            .filter(|b| b.kind.as_deref() == Some("text"))
-            .filter_map(|b| b.text.as_deref())
-            .collect::<Vec<_>>()
-            .join("\n"),
-    }
-}
 
 /// A field read as text, as a value (`null` when absent).
 fn value_of(raw: Option<&RawValue>) -> Value {
@@ -648,12 +484,14 @@ impl Event {
                 raw.api_error == Some(true),
                 m.model.as_deref(),
                 raw.api_status,
-                || raw_text(&m.content),
+                || m.content.joined_text("\n").unwrap_or_default(),
             ),
             _ => None,
         };
         let summary = match (&raw.message, raw.compact_summary) {
-            (Some(m), Some(true)) => super::conversation::first_words(&raw_text(&m.content)),
+            (Some(m), Some(true)) => {
+                super::conversation::first_words(&m.content.joined_text("\n").unwrap_or_default())
+            }
             _ => None,
         };
         let body = match raw.message.filter(|_| is_message && refused.is_none()) {
@@ -663,8 +501,8 @@ impl Event {
                     _ => Role::User,
                 };
                 let finish = message.stop_reason.map(|r| Value::String(r.into_owned()));
-                let source = |path: Cow<'static, str>| BlockSource {
-                    path,
+                let source = |k: Option<usize>| BlockSource {
+                    path: k.map_or(Cow::Borrowed("message.content"), content_path),
                     line: Some(line),
                     uuid: uuid.clone(),
                 };
@@ -673,7 +511,7 @@ impl Event {
                     role,
                     message.id.as_deref().map(uuid_key),
                     finish_reason_of(finish.as_ref()),
-                    typed_blocks(message.content, detail, source)?,
+                    read_content(message.content, &message_path, detail, source)?,
                 );
                 body.synthetic = synthetic;
                 if role == Role::Assistant && !synthetic {
@@ -778,9 +616,14 @@ impl Event {
                 _ => Role::User,
             };
             let uuid = ev.uuid.clone();
-            let at = JsonPath::root().key("message");
-            let mut read = blocks(message.get_mut("content"), &at, detail, |p| BlockSource {
-                path: p.into(),
+            let content = message
+                .get_mut("content")
+                .map(Value::take)
+                .unwrap_or_default();
+            let content = ContentIn::<Given<Value>>::deserialize(content)
+                .map_err(|e| super::err(&message_path(), e.to_string()))?;
+            let mut read = read_content(content, &message_path, detail, |k| BlockSource {
+                path: k.map_or(Cow::Borrowed("message.content"), content_path),
                 line: Some(line),
                 uuid: uuid.clone(),
             })?;
@@ -1523,4 +1366,9 @@ fn only_results(m: &Message) -> bool {
 /// What is left of a finished log's events: drop it where it costs least.
 pub struct Leftovers {
     _events: Vec<Event>,
+}
+
+/// Where an event's message stands, for an error in it.
+fn message_path() -> JsonPath {
+    JsonPath::root().key("message")
 }

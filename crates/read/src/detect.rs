@@ -5,6 +5,7 @@ use serde_json::Value;
 use loopdbg_formats::provider::Format;
 
 use crate::conversation::Source;
+use crate::signs::leans_openai;
 use crate::{codex, copilot_cli, opencode};
 
 /// Guesses what a single JSON document holds.
@@ -129,29 +130,6 @@ pub fn detect_with_evidence(doc: &Value) -> Option<(Source, bool)> {
     } else {
         (Source::Provider(Format::Anthropic), anthropic)
     })
-}
-
-/// Whether a body whose messages and tools say nothing of their format
-/// leans to OpenAI Chat: it has no `max_tokens` (which Anthropic requires)
-/// and its model is not Claude, or its model is one only OpenAI-shaped
-/// endpoints serve (OpenAI's own, and the open models behind
-/// OpenAI-compatible ones). The plain path (`plain.rs`) asks the same
-/// question of its typed bodies.
-pub(crate) fn leans_openai(model: Option<&str>, has_max_tokens: bool) -> bool {
-    const OPENAI_SHAPED: [&str; 12] = [
-        "gpt-", "o1", "o3", "o4", "chatgpt", "llama", "gemini-", "gemma", "mistral", "mixtral",
-        "qwen", "deepseek",
-    ];
-    let model = model.map(str::to_ascii_lowercase);
-    match model.as_deref() {
-        Some(m) if m.contains("claude") => false,
-        _ if !has_max_tokens => true,
-        Some(m) => {
-            let name = m.rsplit('/').next().unwrap_or(m);
-            OPENAI_SHAPED.iter().any(|p| name.starts_with(p))
-        }
-        None => false,
-    }
 }
 
 /// Whether a document is a Bedrock Converse request, and whether its

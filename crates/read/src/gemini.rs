@@ -243,7 +243,7 @@ impl<'de: 'a, 'a> FromMap<'de> for Body<'a> {
                 "system_instruction" => body.system.snake = map.next_value()?,
                 "model" => body.model = map.next_value()?,
                 key => {
-                    body.elsewhere |= crate::plain::ELSEWHERE.contains(&key);
+                    body.elsewhere |= crate::signs::OTHER_FORMATS_KEYS.contains(&key);
                     map.next_value::<IgnoredAny>()?;
                 }
             }

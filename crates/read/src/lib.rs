@@ -42,6 +42,7 @@ mod parse;
 pub mod plain;
 pub mod recording;
 pub mod responses;
+mod signs;
 pub mod threads;
 pub mod yaml_depth;
 
@@ -64,7 +65,4 @@ pub use log::{LineParser, Log, ParsedLine};
 pub use parse::finish_reason_of;
 pub(crate) use parse::note_joined_lines;
 pub use parse::{CONVERSATION_KEYS, holds_conversation, joined_records};
-pub(crate) use parse::{
-    array_at, dotted, indexed, joined_text, parse_arguments, read_tools, role_of, str_field,
-    system_text, take, text_of_parts,
-};
+pub(crate) use parse::{joined_text, parse_arguments, text_of_parts};

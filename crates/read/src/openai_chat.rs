@@ -276,7 +276,8 @@ impl<'de: 'a, 'a> FromMap<'de> for Body<'a> {
                 key => {
                     body.max_tokens |= key == "max_tokens";
                     body.system |= key == "system";
-                    body.elsewhere |= crate::plain::ELSEWHERE.contains(&key) && key != "functions";
+                    body.elsewhere |=
+                        crate::signs::OTHER_FORMATS_KEYS.contains(&key) && key != "functions";
                     map.next_value::<IgnoredAny>()?;
                 }
             }
@@ -330,7 +331,7 @@ impl Body<'_> {
             ) || m.tool_calls.0.is_some()
                 || m.function_call.0.is_some();
         }
-        says_chat || forced || super::detect::leans_openai(self.model.as_deref(), self.max_tokens)
+        says_chat || forced || crate::signs::leans_openai(self.model.as_deref(), self.max_tokens)
     }
 }
 

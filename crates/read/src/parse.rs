@@ -1,73 +1,12 @@
-//! Small readers of JSON values the format readers share: paths, arrays,
-//! texts, arguments.
+//! Small readers the format readers share: tool lists, texts, finish
+//! reasons, arguments.
 
 use serde_json::Value;
 
-use loopdbg_engine::diagnostics::json_span::JsonPath;
 use loopdbg_engine::session::{FinishReason, Json};
 
-use crate::conversation::{BlockSource, Conversation, Notice, ReadError, ReadNote, ToolSpec, err};
+use crate::conversation::{BlockSource, Conversation, Notice, ReadNote, ToolSpec};
 use crate::lax::{Given, Lax, LaxList, LaxStr, lax_object};
-
-/// `base[i]`, or `base.field[i]` with a field.
-pub(crate) fn indexed(base: &JsonPath, field: &'static str, i: usize) -> JsonPath {
-    match field {
-        "" => base.index(i),
-        field => base.key_index(field, i),
-    }
-}
-
-/// `base.field`.
-pub(crate) fn dotted(base: &JsonPath, field: &'static str) -> JsonPath {
-    base.key(field)
-}
-
-/// The conversation's array and the name paths use for it (`messages` or
-/// `input`, also for a bare array, so paths read the same either way).
-pub(crate) fn array_at<'a>(
-    doc: &'a mut Value,
-    key: &'static str,
-) -> Result<(&'a mut Vec<Value>, JsonPath), ReadError> {
-    let at = JsonPath::root().key(key);
-    match doc {
-        Value::Array(items) => Ok((items, at)),
-        Value::Object(o) => match o.get_mut(key) {
-            Some(Value::Array(items)) => Ok((items, at)),
-            Some(_) => Err(err(&at, format!("expected `{key}` to be an array"))),
-            None => Err(err(&JsonPath::root(), format!("expected a `{key}` array"))),
-        },
-        _ => Err(err(
-            &JsonPath::root(),
-            format!("expected an object with `{key}`, or an array"),
-        )),
-    }
-}
-
-pub(crate) fn read_tools(doc: &Value, conv: &mut Conversation) {
-    // `functions` is the Chat API's older spelling (before `tools`).
-    let listed = ["tools", "functions"]
-        .iter()
-        .filter_map(|key| doc.get(*key).and_then(Value::as_array))
-        .flatten();
-    for t in listed {
-        // Chat nests a definition under its type: `function`, or `custom`.
-        let f = t.get("function").or_else(|| t.get("custom")).unwrap_or(t);
-        if let Some(name) = f.get("name").and_then(Value::as_str) {
-            let schema = f
-                .get("input_schema")
-                .or_else(|| f.get("parameters"))
-                .cloned();
-            conv.tools.push(ToolSpec {
-                name: name.to_string(),
-                schema,
-                description: f
-                    .get("description")
-                    .and_then(Value::as_str)
-                    .map(str::to_string),
-            });
-        }
-    }
-}
 
 lax_object! {
     /// A tool definition as Anthropic, Chat and Responses list it: its
@@ -119,13 +58,6 @@ pub(crate) fn push_tools(conv: &mut Conversation, listed: LaxList<Lax<ToolDef>>)
     }
 }
 
-pub(crate) fn role_of(item: &Value, path: &JsonPath) -> Result<String, ReadError> {
-    item.get("role")
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .ok_or_else(|| err(path, "expected a message with a string `role`"))
-}
-
 /// A content field as text: a string, or the `text` of its parts joined by `sep`.
 pub(crate) fn joined_text(content: Option<&Value>, sep: &str) -> Option<String> {
     match content? {
@@ -139,10 +71,6 @@ pub(crate) fn joined_text(content: Option<&Value>, sep: &str) -> Option<String> 
         ),
         _ => None,
     }
-}
-
-pub(crate) fn system_text(content: Option<&Value>) -> Option<String> {
-    joined_text(content, "\n")
 }
 
 /// Anthropic's `stop_reason` (or OpenAI's `finish_reason`) as a finish reason.
@@ -159,21 +87,6 @@ pub(crate) fn finish_reason_named(reason: Option<&str>) -> Option<FinishReason> 
         "refusal" | "content_filter" => Some(FinishReason::ContentFilter),
         _ => None,
     }
-}
-
-/// Moves a field's value out (the document is discarded after reading).
-pub(crate) fn take(v: &mut Value, key: &str) -> Value {
-    v.get_mut(key).map(Value::take).unwrap_or(Value::Null)
-}
-
-pub(crate) fn str_field<'a>(
-    v: &'a Value,
-    key: &str,
-    path: &JsonPath,
-) -> Result<&'a str, ReadError> {
-    v.get(key)
-        .and_then(Value::as_str)
-        .ok_or_else(|| err(path, format!("expected a string `{key}`")))
 }
 
 pub(crate) fn text_of_parts(content: Option<&Value>) -> Option<String> {
@@ -268,22 +181,21 @@ pub fn holds_conversation(body: &Value) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use loopdbg_engine::diagnostics::json_span::JsonPath;
 
+    /// The readers write paths with `format!` and build a `JsonPath` only
+    /// for an error: both must read the same.
     #[test]
     fn paths_are_spelled_like_format_would() {
         let messages = JsonPath::root().key("messages");
         for i in [0, 7, 10, 99, 123_456, usize::MAX] {
+            assert_eq!(messages.index(i).to_string(), format!("messages[{i}]"));
             assert_eq!(
-                indexed(&messages, "", i).to_string(),
-                format!("messages[{i}]")
-            );
-            assert_eq!(
-                indexed(&messages.index(3), "content", i).to_string(),
+                messages.index(3).key_index("content", i).to_string(),
                 format!("messages[3].content[{i}]")
             );
         }
         let input = JsonPath::root().key("input").index(2);
-        assert_eq!(dotted(&input, "content").to_string(), "input[2].content");
+        assert_eq!(input.key("content").to_string(), "input[2].content");
     }
 }

@@ -343,7 +343,7 @@ impl<'de: 'a, 'a> FromMap<'de> for Body<'a> {
                 "previous_response_id" => body.previous_response_id = map.next_value()?,
                 "conversation" => body.conversation = map.next_value()?,
                 key => {
-                    body.elsewhere |= crate::plain::ELSEWHERE.contains(&key);
+                    body.elsewhere |= crate::signs::OTHER_FORMATS_KEYS.contains(&key);
                     map.next_value::<IgnoredAny>()?;
                 }
             }
