@@ -1160,9 +1160,13 @@ fn claude_code_killed_mid_tool_resumes_by_itself() {
         return;
     };
     // Whether the other call's result was written before the kill or not,
-    // the open one is in flight.
+    // the open one is in flight. Claude Code writes its log through a queue
+    // drained every 100 ms (`FLUSH_INTERVAL_MS` in its bundle), so a kill
+    // just after the call went out can leave the call unwritten too (seen
+    // once in CI): then the log ends before it, clean.
     let in_flight = only(&j.killed.1, "unanswered_call(note)");
-    assert!(j.killed.0 && in_flight, "{j:#?}");
+    let unwritten = j.killed.1.is_empty();
+    assert!(j.killed.0 && (in_flight || unwritten), "{j:#?}");
     assert!(accepted(&j.own_resume), "{j:#?}");
     j.ends_resumed("nothing keeps this session from being sent");
 }
