@@ -771,6 +771,32 @@ fn check_reads_a_capture_and_judges_each_request() {
     );
 }
 
+/// `--upstream` naming the proxy's own address (the agent's base URL
+/// pasted into the wrong flag) is refused at start, exit 2, instead of a
+/// proxy that forwards every request to itself until it runs out of
+/// connections.
+#[test]
+fn an_upstream_that_is_the_proxys_own_address_is_refused() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    for upstream in [
+        format!("http://127.0.0.1:{port}"),
+        format!("http://localhost:{port}/v1"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_loopdbg"))
+            .args(["proxy", "--no-tui", "--upstream", &upstream])
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{said}");
+        assert!(said.contains("is this proxy's own address"), "{said}");
+    }
+}
+
 #[test]
 fn an_unreachable_upstream_is_a_502_with_a_reason() {
     // A port nothing listens on: bind one, then let it go. On 127.0.0.2,

@@ -124,7 +124,12 @@ pub(super) fn proxy(
         let _inside = runtime.enter();
         super::signals::Signals::listen()
     });
-    let running = runtime.block_on(loopdbg_proxy::start(&config))?;
+    let running = runtime
+        .block_on(loopdbg_proxy::start(&config))
+        .map_err(|e| match e.downcast::<loopdbg_proxy::ForwardsToItself>() {
+            Ok(own) => super::bad_flag(own.to_string()),
+            Err(e) => e,
+        })?;
     let addr = running.addr.to_string();
     #[cfg(feature = "otlp")]
     let otlp_counts = match otlp {

@@ -193,6 +193,42 @@ pub struct Running {
 }
 
 /// Binds and starts serving on the current tokio runtime.
+/// The upstream is the proxy's own address: a bad `--upstream`, refused
+/// before anything is forwarded.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the upstream {upstream} is this proxy's own address ({listening}): every request would be forwarded back to the proxy until it ran out of connections; give the provider's URL to --upstream"
+)]
+pub struct ForwardsToItself {
+    /// The upstream as given, its password hidden.
+    pub upstream: String,
+    /// Where the proxy listens.
+    pub listening: SocketAddr,
+}
+
+/// Whether `upstream` names the address the proxy listens on: the same
+/// port on the same IP, a loopback IP when the proxy listens on every
+/// interface, or `localhost` when it listens on loopback or everywhere. A name that only DNS could
+/// resolve to it is not caught.
+fn forwards_to_itself(upstream: &Uri, listening: SocketAddr) -> bool {
+    let port = upstream.port_u16().unwrap_or(match upstream.scheme_str() {
+        Some("https") => 443,
+        _ => 80,
+    });
+    if port != listening.port() {
+        return false;
+    }
+    let host = upstream.host().unwrap_or("").trim_matches(['[', ']']);
+    let listen = listening.ip();
+    match host.parse::<std::net::IpAddr>() {
+        Ok(ip) => ip == listen || (ip.is_loopback() && listen.is_unspecified()),
+        Err(_) => {
+            host.eq_ignore_ascii_case("localhost")
+                && (listen.is_loopback() || listen.is_unspecified())
+        }
+    }
+}
+
 pub async fn start(config: &Config) -> anyhow::Result<Running> {
     let way = Upstream::new(&config.upstream).context("building the HTTP client")?;
     let (done, exchanges) = mpsc::unbounded_channel();
@@ -210,6 +246,13 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
         .await
         .with_context(|| format!("listening on {}", config.listen))?;
     let addr = listener.local_addr()?;
+    if forwards_to_itself(&config.upstream, addr) {
+        return Err(ForwardsToItself {
+            upstream: redacted_url(&config.upstream.to_string()),
+            listening: addr,
+        }
+        .into());
+    }
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(config.header_timeout)
@@ -681,6 +724,20 @@ mod tests {
 
     fn chunk(payload: &str) -> String {
         format!("{:x}\r\n{payload}\r\n", payload.len())
+    }
+
+    #[test]
+    fn an_upstream_that_is_the_proxys_own_address_is_caught() {
+        let at = |s: &str| s.parse::<SocketAddr>().unwrap();
+        let own = |u: &str, l: &str| forwards_to_itself(&parse_upstream(u).unwrap(), at(l));
+        assert!(own("http://127.0.0.1:8700", "127.0.0.1:8700"));
+        assert!(own("http://localhost:8700/v1", "127.0.0.1:8700"));
+        assert!(own("http://[::1]:8700", "0.0.0.0:8700"));
+        assert!(own("http://10.0.0.5:8700", "10.0.0.5:8700"));
+        assert!(!own("http://127.0.0.2:8700", "127.0.0.1:8700"));
+        assert!(!own("http://127.0.0.1:8701", "127.0.0.1:8700"));
+        assert!(!own("https://api.anthropic.com", "127.0.0.1:443"));
+        assert!(!own("http://10.0.0.5:8700", "127.0.0.1:8700"));
     }
 
     /// An upstream on loopback that reads one request (its body is `{}`)
