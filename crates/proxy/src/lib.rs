@@ -192,7 +192,6 @@ pub struct Running {
     pub stop_accepting: watch::Sender<bool>,
 }
 
-/// Binds and starts serving on the current tokio runtime.
 /// The upstream is the proxy's own address: a bad `--upstream`, refused
 /// before anything is forwarded.
 #[derive(Debug, thiserror::Error)]
@@ -229,6 +228,7 @@ fn forwards_to_itself(upstream: &Uri, listening: SocketAddr) -> bool {
     }
 }
 
+/// Binds and starts serving on the current tokio runtime.
 pub async fn start(config: &Config) -> anyhow::Result<Running> {
     let way = Upstream::new(&config.upstream).context("building the HTTP client")?;
     let (done, exchanges) = mpsc::unbounded_channel();
