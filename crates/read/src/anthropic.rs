@@ -17,8 +17,12 @@ use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 use super::fingerprint::kept_text;
-use super::lax::{FromMap, Given, Lax, LaxList, LaxStr, Texts, lax_object};
+use super::lax::{
+    Boxed, FromMap, Given, IsTrue, Lax, LaxList, LaxStr, NonEmptyList, Texts, lax_object,
+    object_or_default,
+};
 use super::parse::{ToolDef, finish_reason_named, push_tools};
+use super::parse::{element, member, member_element};
 use super::{BlockSource, Conversation, Detail, Hosted, HostedRole, ReadError, Source, err};
 use loopdbg_engine::message::{Block, Message, Role};
 use loopdbg_engine::session::Json;
@@ -78,7 +82,7 @@ fn read_body(body: Body, detail: Detail) -> Result<Conversation, ReadError> {
     push_tools(&mut conv, body.tools);
     push_tools(&mut conv, body.functions);
     // MCP connector servers declare tools the request does not list.
-    if matches!(&body.mcp_servers.0, Some(Value::Array(servers)) if !servers.is_empty()) {
+    if body.mcp_servers.0 {
         conv.open_tools = true;
     }
     conv.system = body.system.joined("\n");
@@ -90,7 +94,6 @@ fn read_body(body: Body, detail: Detail) -> Result<Conversation, ReadError> {
         conv.label = Some("Cline / Roo Code task history".to_string());
     }
     for (i, item) in items.drain(..).enumerate() {
-        let item = item.object().unwrap_or_default();
         if !kept.sends(&item) {
             continue;
         }
@@ -133,11 +136,11 @@ fn read_message(
         None => return Err(err(&at(), "expected a message with a string `role`")),
     };
     let finish_reason = finish_reason_named(item.stop_reason.as_deref());
-    let path = format!("messages[{i}]");
+    let path = element("messages", i);
     let read = read_content(item.content, &at, detail, |k| BlockSource {
         path: match k {
-            Some(k) => format!("{path}.content[{k}]").into(),
-            None => format!("{path}.content").into(),
+            Some(k) => member_element(&path, "content", k).into(),
+            None => member(&path, "content").into(),
         },
         ..Default::default()
     })?;
@@ -188,35 +191,23 @@ struct TaskStore {
 }
 
 impl TaskStore {
-    fn of(items: &[Lax<MessageIn>]) -> TaskStore {
-        let messages = || {
-            items.iter().filter_map(|m| match m {
-                Lax::Object(m) => Some(m),
-                Lax::Other => None,
-            })
-        };
-        let is_store = messages().any(|m| matches!(m.ts.0, Some(Value::Number(_))));
-        if !is_store {
-            return TaskStore {
-                is_store,
-                condensed: Default::default(),
-                truncated: Default::default(),
-            };
-        }
-        let ids = |id: for<'m> fn(&'m MessageIn) -> Option<&'m str>,
-                   marked: fn(&MessageIn) -> bool| {
-            messages()
-                .filter(|m| marked(m))
-                .filter_map(|m| id(m).map(str::to_string))
+    fn of(items: &[MessageIn]) -> TaskStore {
+        let stores = || items.iter().filter_map(|m| m.store.as_deref());
+        let is_store = stores().any(|s| s.ts);
+        let ids = |id: for<'m> fn(&'m StoreFields) -> Option<&'m str>,
+                   marked: fn(&StoreFields) -> bool| {
+            if !is_store {
+                return Default::default();
+            }
+            stores()
+                .filter(|s| marked(s))
+                .filter_map(|s| id(s).map(str::to_string))
                 .collect()
         };
         TaskStore {
             is_store,
-            condensed: ids(|m| m.condense_id.as_deref(), |_| true),
-            truncated: ids(
-                |m| m.truncation_id.as_deref(),
-                |m| matches!(m.truncation_marker.0, Some(Value::Bool(true))),
-            ),
+            condensed: ids(|s| s.condense_id.as_deref(), |_| true),
+            truncated: ids(|s| s.truncation_id.as_deref(), |s| s.truncation_marker.0),
         }
     }
 
@@ -228,9 +219,16 @@ impl TaskStore {
         let named =
             |id: Option<&str>, set: &ahash::AHashSet<String>| id.is_some_and(|id| set.contains(id));
         let reasoning_item = item.role.0.is_none() && item.kind.as_deref() == Some("reasoning");
+        let store = item.store.as_deref();
         !reasoning_item
-            && !named(item.condense_parent.as_deref(), &self.condensed)
-            && !named(item.truncation_parent.as_deref(), &self.truncated)
+            && !named(
+                store.and_then(|s| s.condense_parent.as_deref()),
+                &self.condensed,
+            )
+            && !named(
+                store.and_then(|s| s.truncation_parent.as_deref()),
+                &self.truncated,
+            )
     }
 }
 
@@ -343,12 +341,12 @@ pub(crate) trait Payload<'de>: Deserialize<'de> + Default {
 
 /// A payload read into a `Value` (moved out whole under any detail: the
 /// schema check reads it).
-impl<'de> Payload<'de> for Given<Value> {
+impl<'de> Payload<'de> for Boxed {
     fn input(self, _: Detail) -> Json {
-        Json::new(self.0.unwrap_or(Value::Null))
+        Json::new(self.0.map_or(Value::Null, |v| *v))
     }
     fn content(self, _: Detail) -> Json {
-        Json::new(self.0.unwrap_or(Value::Null))
+        Json::new(self.0.map_or(Value::Null, |v| *v))
     }
 }
 
@@ -383,7 +381,6 @@ pub(super) fn read_content<'de, P: Payload<'de>>(
     read.blocks.reserve_exact(items.len());
     read.sources.reserve_exact(items.len());
     for (k, b) in items.into_iter().enumerate() {
-        let b = b.object().unwrap_or_default();
         let need = |field: Option<Cow<str>>, name: &str| {
             field.map(Cow::into_owned).ok_or_else(|| {
                 let at = message().key_index("content", k);
@@ -418,7 +415,7 @@ pub(super) fn read_content<'de, P: Payload<'de>>(
             "tool_result" => Block::ToolResult {
                 tool_use_id: need(b.tool_use_id.0, "tool_use_id")?.into(),
                 content: b.content.content(detail),
-                is_error: matches!(b.is_error.0, Some(Value::Bool(true))),
+                is_error: b.is_error.0,
             },
             "server_tool_use" | "mcp_tool_use" => {
                 read.hosted.push(Hosted {
@@ -474,7 +471,7 @@ pub(crate) enum ContentIn<'a, P> {
     #[default]
     Missing,
     Text(Cow<'a, str>),
-    Blocks(Vec<Lax<BlockIn<'a, P>>>),
+    Blocks(Vec<BlockIn<'a, P>>),
     Other,
 }
 
@@ -482,10 +479,7 @@ impl<P> ContentIn<'_, P> {
     /// The first block's `type`.
     fn first_type(&self) -> Option<&str> {
         match self {
-            ContentIn::Blocks(blocks) => match blocks.first()? {
-                Lax::Object(b) => b.kind.as_deref(),
-                Lax::Other => None,
-            },
+            ContentIn::Blocks(blocks) => blocks.first()?.kind.as_deref(),
             _ => None,
         }
     }
@@ -496,13 +490,7 @@ impl<P> ContentIn<'_, P> {
         match self {
             ContentIn::Text(text) => Some(text.to_string()),
             ContentIn::Blocks(blocks) => {
-                let texts: Vec<&str> = blocks
-                    .iter()
-                    .filter_map(|b| match b {
-                        Lax::Object(b) => b.text.as_deref(),
-                        Lax::Other => None,
-                    })
-                    .collect();
+                let texts: Vec<&str> = blocks.iter().filter_map(|b| b.text.as_deref()).collect();
                 Some(texts.join(sep))
             }
             ContentIn::Missing | ContentIn::Other => None,
@@ -534,7 +522,8 @@ impl<'de: 'a, 'a, P: Deserialize<'de> + Default> Deserialize<'de> for ContentIn<
                 Ok(ContentIn::Missing)
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(1).min(4096));
+                // No capacity ahead: the first push takes room for four.
+                let mut blocks = Vec::new();
                 while let Some(b) = seq.next_element()? {
                     blocks.push(b);
                 }
@@ -572,12 +561,18 @@ pub(crate) struct BlockIn<'a, P> {
     tool_use_id: LaxStr<'a>,
     input: P,
     content: P,
-    is_error: Given<Value>,
+    is_error: IsTrue,
     caller: Given<Lax<Caller<'a>>>,
     /// Whether it has a `type` key (of any value).
     typed: bool,
     /// The first key, to name a block with no `type`.
     first_key: Option<Cow<'a, str>>,
+}
+
+impl<'de: 'a, 'a, P: Deserialize<'de> + Default> Deserialize<'de> for BlockIn<'a, P> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        object_or_default(d)
+    }
 }
 
 impl<'de: 'a, 'a, P: Deserialize<'de> + Default> FromMap<'de> for BlockIn<'a, P> {
@@ -623,21 +618,69 @@ lax_object! {
     }
 }
 
-lax_object! {
-    /// A message, with the fields a Cline / Roo Code task store adds.
-    struct MessageIn<'a> {
-        "role" => role: Given<LaxStr<'a>>,
-        "content" => content: ContentIn<'a, Given<Value>>,
-        "stop_reason" => stop_reason: LaxStr<'a>,
-        "type" => kind: LaxStr<'a>,
-        "ts" => ts: Given<Value>,
-        "condenseId" => condense_id: LaxStr<'a>,
-        "condenseParent" => condense_parent: LaxStr<'a>,
-        "truncationId" => truncation_id: LaxStr<'a>,
-        "truncationParent" => truncation_parent: LaxStr<'a>,
-        "isTruncationMarker" => truncation_marker: Given<Value>,
-        "tool_calls" => tool_calls: Given<IgnoredAny>,
-        "function_call" => function_call: Given<IgnoredAny>,
+/// A message. Kept small (it is moved a few times per message): what a
+/// Cline / Roo Code task store adds is boxed, and only when present.
+#[derive(Default)]
+struct MessageIn<'a> {
+    role: Given<LaxStr<'a>>,
+    content: ContentIn<'a, Boxed>,
+    stop_reason: LaxStr<'a>,
+    kind: LaxStr<'a>,
+    /// `tool_calls` or `function_call` (Chat's) is present.
+    chat_calls: bool,
+    store: Option<Box<StoreFields<'a>>>,
+}
+
+/// The fields a task store's entries carry.
+#[derive(Default)]
+struct StoreFields<'a> {
+    /// `ts` is a number.
+    ts: bool,
+    condense_id: LaxStr<'a>,
+    condense_parent: LaxStr<'a>,
+    truncation_id: LaxStr<'a>,
+    truncation_parent: LaxStr<'a>,
+    truncation_marker: IsTrue,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for MessageIn<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        object_or_default(d)
+    }
+}
+
+impl<'de: 'a, 'a> FromMap<'de> for MessageIn<'a> {
+    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
+        let mut m = MessageIn::default();
+        while let Some(key) = map.next_key::<LaxStr>()? {
+            let key = key.as_deref().unwrap_or("");
+            match key {
+                "role" => m.role = map.next_value()?,
+                "content" => m.content = map.next_value()?,
+                "stop_reason" => m.stop_reason = map.next_value()?,
+                "type" => m.kind = map.next_value()?,
+                "tool_calls" | "function_call" => {
+                    m.chat_calls = true;
+                    map.next_value::<IgnoredAny>()?;
+                }
+                "ts" | "condenseId" | "condenseParent" | "truncationId" | "truncationParent"
+                | "isTruncationMarker" => {
+                    let store = m.store.get_or_insert_with(Default::default);
+                    match key {
+                        "ts" => store.ts = matches!(map.next_value::<Value>()?, Value::Number(_)),
+                        "condenseId" => store.condense_id = map.next_value()?,
+                        "condenseParent" => store.condense_parent = map.next_value()?,
+                        "truncationId" => store.truncation_id = map.next_value()?,
+                        "truncationParent" => store.truncation_parent = map.next_value()?,
+                        _ => store.truncation_marker = map.next_value()?,
+                    }
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(m)
     }
 }
 
@@ -645,12 +688,13 @@ lax_object! {
 /// whether `detect` would call it Anthropic.
 #[derive(Default)]
 struct Body<'a> {
-    messages: Given<LaxList<Lax<MessageIn<'a>>>>,
+    messages: Given<LaxList<MessageIn<'a>>>,
     tools: LaxList<Lax<ToolDef<'a>>>,
     functions: LaxList<Lax<ToolDef<'a>>>,
     system: Texts<'a>,
     thinking: Given<Lax<Thinking<'a>>>,
-    mcp_servers: Given<Value>,
+    /// `mcp_servers` is a list of at least one server.
+    mcp_servers: NonEmptyList,
     model: LaxStr<'a>,
     /// Whether `system` and `max_tokens` are given (whatever they hold).
     has_system: bool,
@@ -701,13 +745,11 @@ impl Body<'_> {
         let mut signs = false;
         let mut system_role = false;
         for m in messages {
-            let Lax::Object(m) = m else {
-                return false;
-            };
+            // A message that is not an object reads as one with no role:
+            // an error, so the line goes to the general path.
             let role = m.role.0.as_ref().and_then(LaxStr::as_deref);
             if matches!(role, Some("tool" | "function"))
-                || m.tool_calls.0.is_some()
-                || m.function_call.0.is_some()
+                || m.chat_calls
                 || matches!(
                     m.kind.as_deref(),
                     Some("function_call" | "function_call_output")
@@ -718,7 +760,7 @@ impl Body<'_> {
             system_role |= matches!(role, Some("system" | "developer"));
             if let ContentIn::Blocks(blocks) = &m.content {
                 for b in blocks {
-                    let Lax::Object(b) = b else { continue };
+                    // Untyped (or not an object): Bedrock's shape to `detect`.
                     if !b.typed {
                         return false;
                     }

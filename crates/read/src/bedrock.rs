@@ -19,7 +19,8 @@ use serde::de::{IgnoredAny, MapAccess};
 use serde_json::Value;
 
 use super::fingerprint::kept_text;
-use super::lax::{FromMap, Given, Lax, LaxList, LaxStr, Texts};
+use super::lax::{Boxed, FromMap, Given, Lax, LaxList, LaxStr, Texts};
+use super::parse::{element, member_element};
 use super::{BlockSource, Conversation, Detail, Notice, ReadError, Source, ToolSpec, err};
 use crate::finding::Kind;
 use loopdbg_engine::diagnostics::json_span::JsonPath;
@@ -168,12 +169,12 @@ fn read_messages(
                 "expected an array of content blocks",
             ));
         };
-        let path = format!("messages[{i}]");
+        let path = element("messages", i);
         let mut content = Vec::with_capacity(blocks.len());
         let mut sources = Vec::with_capacity(blocks.len());
         for (k, b) in blocks.into_iter().enumerate() {
             let src = BlockSource {
-                path: format!("{path}.content[{k}]").into(),
+                path: member_element(&path, "content", k).into(),
                 ..Default::default()
             };
             let bpath = || at(i).key_index("content", k);
@@ -226,7 +227,7 @@ fn read_block(
         return Ok(Some(Block::ToolUse {
             id: (*id).into(),
             name: (*name).into(),
-            input: Json::new(call.input.0.unwrap_or(Value::Null)),
+            input: Json::new(call.input.or_null()),
         }));
     }
     if let Some(result) = b.tool_result {
@@ -238,7 +239,7 @@ fn read_block(
             .ok_or_else(|| expected(&bpath().key("toolResult"), "toolUseId"))?;
         return Ok(Some(Block::ToolResult {
             tool_use_id: (*id).into(),
-            content: Json::new(result.content.0.unwrap_or(Value::Null)),
+            content: Json::new(result.content.or_null()),
             is_error,
         }));
     }
@@ -386,7 +387,7 @@ impl<'de: 'a, 'a> FromMap<'de> for BlockIn<'a> {
 struct CallIn<'a> {
     id: LaxStr<'a>,
     name: LaxStr<'a>,
-    input: Given<Value>,
+    input: Boxed,
 }
 
 impl<'de: 'a, 'a> FromMap<'de> for CallIn<'a> {
@@ -410,7 +411,7 @@ impl<'de: 'a, 'a> FromMap<'de> for CallIn<'a> {
 #[derive(Default)]
 struct ResultIn<'a> {
     id: LaxStr<'a>,
-    content: Given<Value>,
+    content: Boxed,
     status: LaxStr<'a>,
 }
 

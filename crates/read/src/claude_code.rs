@@ -38,7 +38,7 @@ use serde_json::value::RawValue;
 use super::anthropic::{Blocks, ContentIn, Payload, read_content};
 use super::fingerprint::{dropped, shaped_json};
 use super::finish_reason_of;
-use super::lax::Given;
+use super::lax::Boxed;
 use super::{BlockSource, Conversation, Detail, Notice, ReadError, Source, fingerprint};
 use loopdbg_engine::message::{Block, Message, Role, Usage};
 use loopdbg_engine::session::{FinishReason, Json};
@@ -620,7 +620,7 @@ impl Event {
                 .get_mut("content")
                 .map(Value::take)
                 .unwrap_or_default();
-            let content = ContentIn::<Given<Value>>::deserialize(content)
+            let content = ContentIn::<Boxed>::deserialize(content)
                 .map_err(|e| super::err(&message_path(), e.to_string()))?;
             let mut read = read_content(content, &message_path, detail, |k| BlockSource {
                 path: k.map_or(Cow::Borrowed("message.content"), content_path),

@@ -15,7 +15,10 @@ use serde::de::{IgnoredAny, MapAccess};
 use serde_json::Value;
 
 use super::fingerprint::kept_text;
-use super::lax::{FromMap, Given, Lax, LaxList, LaxStr, OneOrList, Texts, lax_object};
+use super::lax::{
+    Boxed, FromMap, Given, IsTrue, Lax, LaxList, LaxStr, OneOrList, Texts, lax_object,
+};
+use super::parse::{element, member_element};
 use super::{BlockSource, Conversation, Detail, ReadError, Source, ToolSpec, err};
 use loopdbg_engine::diagnostics::json_span::JsonPath;
 use loopdbg_engine::message::{Block, Message, Role};
@@ -133,14 +136,14 @@ fn read_contents(
         let Some(parts) = item.parts.0.and_then(OneOrList::into_list) else {
             return Err(err(&at(i), "expected a `parts` array"));
         };
-        let path = format!("contents[{i}]");
+        let path = element("contents", i);
         let mut content = Vec::new();
         let mut sources = Vec::new();
         let mut first_call = true;
         for (k, part) in parts.into_iter().enumerate() {
             let part = part.object().unwrap_or_default();
             let src = BlockSource {
-                path: format!("{path}.parts[{k}]").into(),
+                path: member_element(&path, "parts", k).into(),
                 ..Default::default()
             };
             let signed = part.signature.0.is_some() || part.signature_snake.0.is_some();
@@ -162,7 +165,7 @@ fn read_contents(
                 content.push(Block::ToolUse {
                     id: id.into(),
                     name: (*name).into(),
-                    input: Json::new(call.args.0.unwrap_or(Value::Null)),
+                    input: Json::new(call.args.or_null()),
                 });
             } else if let Some(response) = part.function_response.0 {
                 let response = response.object().unwrap_or_default();
@@ -171,7 +174,7 @@ fn read_contents(
                     Some(id) => id.into_owned(),
                     None => open_call(conv, &content, name).unwrap_or(format!("{name}#?")),
                 };
-                let answer = response.response.0.unwrap_or(Value::Null);
+                let answer = response.response.or_null();
                 let is_error = answer.get("error").is_some() && answer.get("result").is_none();
                 content.push(Block::ToolResult {
                     tool_use_id: id.into(),
@@ -179,7 +182,7 @@ fn read_contents(
                     is_error,
                 });
             } else if let Some(text) = part.text.0 {
-                if matches!(part.thought.0, Some(Value::Bool(true))) {
+                if part.thought.0 {
                     continue;
                 }
                 content.push(Block::Text {
@@ -274,7 +277,7 @@ lax_object! {
         "functionCall" => function_call: Given<Lax<Call<'a>>>,
         "functionResponse" => function_response: Given<Lax<Response<'a>>>,
         "text" => text: LaxStr<'a>,
-        "thought" => thought: Given<Value>,
+        "thought" => thought: IsTrue,
         "thoughtSignature" => signature: Given<IgnoredAny>,
         "thought_signature" => signature_snake: Given<IgnoredAny>,
     }
@@ -285,7 +288,7 @@ lax_object! {
     struct Call<'a> {
         "name" => name: LaxStr<'a>,
         "id" => id: LaxStr<'a>,
-        "args" => args: Given<Value>,
+        "args" => args: Boxed,
     }
 }
 
@@ -294,7 +297,7 @@ lax_object! {
     struct Response<'a> {
         "name" => name: LaxStr<'a>,
         "id" => id: LaxStr<'a>,
-        "response" => response: Given<Value>,
+        "response" => response: Boxed,
     }
 }
 

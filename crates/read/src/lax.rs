@@ -118,6 +118,79 @@ impl<'de: 'a, 'a> Deserialize<'de> for LaxStr<'a> {
     }
 }
 
+/// A field that counts only when it is `true` (`Value::as_bool` of it,
+/// `false` otherwise): one byte where a `Value` would take 32.
+#[derive(Default, Debug, Clone, Copy)]
+pub(crate) struct IsTrue(pub bool);
+
+impl<'de> Deserialize<'de> for IsTrue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> Visitor<'de> for Visit {
+            type Value = IsTrue;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_bool<E>(self, b: bool) -> Result<Self::Value, E> {
+                Ok(IsTrue(b))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(IsTrue(false))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(IsTrue(false))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(IsTrue(false))
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(IsTrue(false))
+            }
+            fn visit_none<E>(self) -> Result<Self::Value, E> {
+                Ok(IsTrue(false))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(IsTrue(false))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                drain_seq(seq).map(|()| IsTrue(false))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                drain_map(map).map(|()| IsTrue(false))
+            }
+        }
+        d.deserialize_any(Visit)
+    }
+}
+
+/// A field that counts only when it is a list of at least one element.
+#[derive(Default, Debug, Clone, Copy)]
+pub(crate) struct NonEmptyList(pub bool);
+
+impl<'de> Deserialize<'de> for NonEmptyList {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> Visitor<'de> for Visit {
+            type Value = NonEmptyList;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let any = seq.next_element::<IgnoredAny>()?.is_some();
+                drain_seq(seq).map(|()| NonEmptyList(any))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                drain_map(map).map(|()| NonEmptyList(false))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(NonEmptyList(false))
+            }
+            take_the_rest_as!(NonEmptyList(false));
+        }
+        d.deserialize_any(Visit)
+    }
+}
+
 /// A field that should be a list of `T`: `None` when it is another kind.
 /// `T` must itself take any value (a lax type), or one odd element fails
 /// the whole body.
@@ -335,6 +408,35 @@ impl<'de, T: FromMap<'de>> Deserialize<'de> for OneOrList<T> {
     }
 }
 
+/// Deserializes an object as `T` by [`FromMap`], and any other kind as
+/// `T::default()`: for the types read by the thousand (messages, blocks),
+/// where a reader treats "not an object" as "an object with none of the
+/// fields", so no [`Lax`] wrapper (and no copy of `T` into it) is needed.
+pub(crate) fn object_or_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: FromMap<'de> + Default,
+{
+    struct Visit<T>(PhantomData<T>);
+    impl<'de, T: FromMap<'de> + Default> Visitor<'de> for Visit<T> {
+        type Value = T;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+            T::from_map(map)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+            drain_seq(seq).map(|()| T::default())
+        }
+        fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+            Ok(T::default())
+        }
+        take_the_rest_as!(T::default());
+    }
+    d.deserialize_any(Visit(PhantomData))
+}
+
 /// A field that is a string or a list of `T` (Responses' `input`);
 /// `Other` when it is another kind.
 pub(crate) enum TextOrList<'a, T> {
@@ -367,6 +469,98 @@ impl<'de: 'a, 'a, T: Deserialize<'de>> Deserialize<'de> for TextOrList<'a, T> {
                 drain_map(map).map(|()| TextOrList::Other)
             }
             take_the_rest_as!(TextOrList::Other);
+        }
+        d.deserialize_any(Visit(PhantomData))
+    }
+}
+
+/// A field read into a `Value`, boxed: a `Value` inline is 72 bytes, and
+/// the structs holding these are moved a few times between the text and
+/// the conversation.
+#[derive(Default)]
+pub(crate) struct Boxed(pub Option<Box<serde_json::Value>>);
+
+impl Boxed {
+    /// The value, `null` when absent.
+    pub(crate) fn or_null(self) -> serde_json::Value {
+        self.0.map_or(serde_json::Value::Null, |v| *v)
+    }
+}
+
+impl<'de> Deserialize<'de> for Boxed {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        serde_json::Value::deserialize(d).map(|v| Boxed(Some(Box::new(v))))
+    }
+}
+
+/// A field usually given as a string (arguments, a result, a message's
+/// text) and sometimes as anything else: the string is borrowed from the
+/// line, anything else boxed, so the struct holding it stays small (it
+/// is moved a few times between the text and the conversation).
+#[derive(Default)]
+pub(crate) enum StrOrValue<'a> {
+    #[default]
+    Absent,
+    Str(Cow<'a, str>),
+    Value(Box<serde_json::Value>),
+}
+
+impl StrOrValue<'_> {
+    /// The value as a `Value` tree (`None` when absent).
+    pub(crate) fn into_value(self) -> Option<serde_json::Value> {
+        match self {
+            StrOrValue::Absent => None,
+            StrOrValue::Str(s) => Some(serde_json::Value::String(s.into_owned())),
+            StrOrValue::Value(v) => Some(*v),
+        }
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for StrOrValue<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
+        use serde_json::Value;
+        struct Visit<'a>(PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for Visit<'a> {
+            type Value = StrOrValue<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Self::Value, E> {
+                Ok(StrOrValue::Str(Cow::Borrowed(s)))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
+                Ok(StrOrValue::Str(Cow::Owned(s.to_string())))
+            }
+            fn visit_string<E>(self, s: String) -> Result<Self::Value, E> {
+                Ok(StrOrValue::Str(Cow::Owned(s)))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                let v = Value::deserialize(SeqAccessDeserializer::new(seq))?;
+                Ok(StrOrValue::Value(Box::new(v)))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                let v = Value::deserialize(MapAccessDeserializer::new(map))?;
+                Ok(StrOrValue::Value(Box::new(v)))
+            }
+            fn visit_bool<E>(self, b: bool) -> Result<Self::Value, E> {
+                Ok(StrOrValue::Value(Box::new(Value::Bool(b))))
+            }
+            fn visit_i64<E>(self, n: i64) -> Result<Self::Value, E> {
+                Ok(StrOrValue::Value(Box::new(Value::from(n))))
+            }
+            fn visit_u64<E>(self, n: u64) -> Result<Self::Value, E> {
+                Ok(StrOrValue::Value(Box::new(Value::from(n))))
+            }
+            fn visit_f64<E>(self, n: f64) -> Result<Self::Value, E> {
+                Ok(StrOrValue::Value(Box::new(Value::from(n))))
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(StrOrValue::Value(Box::new(Value::Null)))
+            }
+            fn visit_none<E>(self) -> Result<Self::Value, E> {
+                Ok(StrOrValue::Value(Box::new(Value::Null)))
+            }
         }
         d.deserialize_any(Visit(PhantomData))
     }

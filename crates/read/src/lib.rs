@@ -65,4 +65,4 @@ pub use log::{LineParser, Log, ParsedLine};
 pub use parse::finish_reason_of;
 pub(crate) use parse::note_joined_lines;
 pub use parse::{CONVERSATION_KEYS, holds_conversation, joined_records};
-pub(crate) use parse::{joined_text, parse_arguments, text_of_parts};
+pub(crate) use parse::{joined_text, text_of_parts};

@@ -8,12 +8,14 @@
 //! One reader, two ways in ([`read`] from a `Value`, `plain` from a JSON
 //! line), as for Bedrock: one lax model, one conversion.
 
+use std::borrow::Cow;
+
 use loopdbg_engine::diagnostics::json_span::JsonPath;
 use serde::Deserialize;
 use serde::de::{IgnoredAny, MapAccess};
 use serde_json::Value;
 
-use super::lax::{FromMap, Given, Lax, LaxList, LaxStr, lax_object};
+use super::lax::{FromMap, Given, Lax, LaxList, LaxStr, StrOrValue, lax_object, object_or_default};
 use super::parse::{ToolDef, finish_reason_named, push_tools};
 use super::{BlockSource, Conversation, ReadError, Source, err};
 use loopdbg_engine::message::{Block, Message, Role};
@@ -21,7 +23,8 @@ use loopdbg_engine::session::Json;
 use loopdbg_formats::provider::Format;
 
 use super::fingerprint::kept_text;
-use super::{Detail, parse_arguments, text_of_parts};
+use super::parse::{element, member, member_element, parse_lax_arguments};
+use super::{Detail, text_of_parts};
 
 /// The call-type name of a legacy `function_call` (see `Conversation::call_types`).
 pub const LEGACY_FUNCTION_CALL: &str = "legacy_function_call";
@@ -89,16 +92,15 @@ pub(crate) fn plain(line: &str, forced: bool) -> Option<Conversation> {
 /// Every message, in order.
 fn read_messages(
     conv: &mut Conversation,
-    messages: Vec<Lax<MessageIn>>,
+    messages: Vec<MessageIn>,
     detail: Detail,
 ) -> Result<(), ReadError> {
     // Legacy calls carry no id: each is named by where it stands, and a
     // `function` message answers the latest unanswered call of its name.
     let mut open_legacy: Vec<(String, String)> = Vec::new();
     for (i, item) in messages.into_iter().enumerate() {
-        let item = item.object().unwrap_or_default();
         let at = || JsonPath::root().key("messages").index(i);
-        let path = format!("messages[{i}]");
+        let path = element("messages", i);
         let src = |p: String| BlockSource {
             path: p.into(),
             ..Default::default()
@@ -106,19 +108,19 @@ fn read_messages(
         let Some(role) = item.role.as_deref() else {
             return Err(err(&at(), "expected a message with a string `role`"));
         };
-        let text = || text_of_parts(item.content.0.as_ref());
+        let text = || text_of(&item.content);
         let mut content = Vec::new();
         let mut sources = Vec::new();
         let role = match role {
             "system" | "developer" => {
-                conv.system = text();
+                conv.system = text().map(Cow::into_owned);
                 continue;
             }
             "user" => {
                 content.push(Block::Text {
                     text: kept_text(&text().unwrap_or_default(), detail),
                 });
-                sources.push(src(format!("{path}.content")));
+                sources.push(src(member(&path, "content")));
                 Role::User
             }
             "assistant" => {
@@ -126,12 +128,12 @@ fn read_messages(
                     content.push(Block::Text {
                         text: kept_text(&text, detail),
                     });
-                    sources.push(src(format!("{path}.content")));
+                    sources.push(src(member(&path, "content")));
                 }
                 let calls = item.tool_calls.0.and_then(|c| c.0);
                 for (k, call) in calls.into_iter().flatten().enumerate() {
                     let cpath = || at().key_index("tool_calls", k);
-                    let source = src(format!("{path}.tool_calls[{k}]"));
+                    let source = src(member_element(&path, "tool_calls", k));
                     let block = read_call(conv, call, cpath, &source)?;
                     content.push(block);
                     sources.push(source);
@@ -141,9 +143,8 @@ fn read_messages(
                         return Err(expected(&at().key("function_call"), "name"));
                     };
                     let id = format!("{name}@{path}");
-                    let source = src(format!("{path}.function_call"));
-                    let input =
-                        parse_arguments(f.arguments.0.as_ref(), &id, &source, &mut conv.notes);
+                    let source = src(member(&path, "function_call"));
+                    let input = parse_lax_arguments(f.arguments, &id, &source, &mut conv.notes);
                     conv.call_types
                         .push((id.clone(), LEGACY_FUNCTION_CALL.to_string()));
                     open_legacy.push((name.to_string(), id.clone()));
@@ -157,16 +158,19 @@ fn read_messages(
                 Role::Assistant
             }
             kind @ ("tool" | "function") => {
-                let id = match (kind, &item.tool_call_id.0) {
+                let id = match (kind, &item.tool_call_id) {
                     // OpenAI-compatible servers take a tool message whose
                     // `tool_call_id` is null and pair it by position: it
                     // answers the first call of the last assistant message
                     // that nothing has answered (said as a warning).
-                    ("tool", None | Some(Value::Null)) => {
-                        unnamed_result(conv, src(format!("{path}.tool_call_id")))
+                    ("tool", StrOrValue::Absent) => {
+                        unnamed_result(conv, src(member(&path, "tool_call_id")))
                     }
-                    ("tool", Some(Value::String(id))) => id.clone(),
-                    ("tool", Some(_)) => return Err(expected(&at(), "tool_call_id")),
+                    ("tool", StrOrValue::Value(v)) if v.is_null() => {
+                        unnamed_result(conv, src(member(&path, "tool_call_id")))
+                    }
+                    ("tool", StrOrValue::Str(id)) => id.to_string(),
+                    ("tool", StrOrValue::Value(_)) => return Err(expected(&at(), "tool_call_id")),
                     // A legacy result names its function; with no call of
                     // that name open it gets an id that answers nothing.
                     _ => {
@@ -181,7 +185,7 @@ fn read_messages(
                 };
                 content.push(Block::ToolResult {
                     tool_use_id: id.into(),
-                    content: Json::new(item.content.0.unwrap_or(Value::Null)),
+                    content: Json::new(item.content.into_value().unwrap_or(Value::Null)),
                     is_error: false,
                 });
                 sources.push(src(path.clone()));
@@ -224,7 +228,7 @@ fn read_call(
         let Some(name) = f.name.0 else {
             return Err(expected(&cpath().key("function"), "name"));
         };
-        let input = parse_arguments(f.arguments.0.as_ref(), &id, source, &mut conv.notes);
+        let input = parse_lax_arguments(f.arguments, &id, source, &mut conv.notes);
         (name, input)
     } else if let Some(custom) = call.custom.0 {
         // A custom tool's input is free text, not JSON.
@@ -234,7 +238,10 @@ fn read_call(
         };
         conv.call_types
             .push((id.to_string(), "custom_tool_call".to_string()));
-        (name, Json::new(custom.input.0.unwrap_or(Value::Null)))
+        (
+            name,
+            Json::new(custom.input.into_value().unwrap_or(Value::Null)),
+        )
     } else {
         return Err(err(&cpath(), "expected a `function` or `custom` object"));
     };
@@ -243,6 +250,16 @@ fn read_call(
         name: (*name).into(),
         input,
     })
+}
+
+/// A message's text: a string as it stands, or its parts' `text`s joined
+/// (`read::text_of_parts`); `None` for no content or another kind.
+fn text_of<'a>(content: &'a StrOrValue) -> Option<Cow<'a, str>> {
+    match content {
+        StrOrValue::Str(text) => Some(Cow::Borrowed(text)),
+        StrOrValue::Value(v) => text_of_parts(Some(v)).map(Cow::Owned),
+        StrOrValue::Absent => None,
+    }
 }
 
 /// The error for a field that is not a string.
@@ -254,7 +271,7 @@ fn expected(at: &JsonPath, key: &str) -> ReadError {
 /// fast path whether `detect` would call it Chat.
 #[derive(Default)]
 struct Body<'a> {
-    messages: Given<LaxList<Lax<MessageIn<'a>>>>,
+    messages: Given<LaxList<MessageIn<'a>>>,
     tools: LaxList<Lax<ToolDef<'a>>>,
     functions: LaxList<Lax<ToolDef<'a>>>,
     model: LaxStr<'a>,
@@ -319,9 +336,8 @@ impl Body<'_> {
         let chat_tool = |t: &Lax<ToolDef>| matches!(t, Lax::Object(t) if matches!(t.function.0, Some(Lax::Object(_))));
         let mut says_chat = self.tools.0.iter().flatten().any(chat_tool);
         for m in messages {
-            let Lax::Object(m) = m else {
-                return false;
-            };
+            // A message that is not an object reads as one with no
+            // role: an error, so the line goes to the general path.
             if m.kind.0.is_some() || !m.parts_are_chat() {
                 return false;
             }
@@ -339,13 +355,19 @@ lax_object! {
     /// A message of any role.
     struct MessageIn<'a> {
         "role" => role: LaxStr<'a>,
-        "content" => content: Given<Value>,
+        "content" => content: StrOrValue<'a>,
         "tool_calls" => tool_calls: Given<LaxList<Lax<CallIn<'a>>>>,
         "function_call" => function_call: Given<Lax<FunctionIn<'a>>>,
-        "tool_call_id" => tool_call_id: Given<Value>,
+        "tool_call_id" => tool_call_id: StrOrValue<'a>,
         "name" => name: LaxStr<'a>,
         "finish_reason" => finish_reason: LaxStr<'a>,
         "type" => kind: Given<IgnoredAny>,
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for MessageIn<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        object_or_default(d)
     }
 }
 
@@ -355,7 +377,10 @@ impl MessageIn<'_> {
     /// with no `type` is Bedrock's shape, a `tool_use` or `thinking`
     /// block Anthropic's, an `input_text` part Responses'.
     fn parts_are_chat(&self) -> bool {
-        let Some(Value::Array(parts)) = &self.content.0 else {
+        let StrOrValue::Value(parts) = &self.content else {
+            return true;
+        };
+        let Value::Array(parts) = &**parts else {
             return true;
         };
         parts.iter().all(|p| match p {
@@ -391,7 +416,7 @@ lax_object! {
     /// A function call: `name` and `arguments` (a JSON string).
     struct FunctionIn<'a> {
         "name" => name: LaxStr<'a>,
-        "arguments" => arguments: Given<Value>,
+        "arguments" => arguments: StrOrValue<'a>,
     }
 }
 
@@ -399,7 +424,7 @@ lax_object! {
     /// A custom tool call: `name` and free-text `input`.
     struct CustomIn<'a> {
         "name" => name: LaxStr<'a>,
-        "input" => input: Given<Value>,
+        "input" => input: StrOrValue<'a>,
     }
 }
 

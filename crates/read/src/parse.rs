@@ -6,7 +6,7 @@ use serde_json::Value;
 use loopdbg_engine::session::{FinishReason, Json};
 
 use crate::conversation::{BlockSource, Conversation, Notice, ReadNote, ToolSpec};
-use crate::lax::{Given, Lax, LaxList, LaxStr, lax_object};
+use crate::lax::{Given, Lax, LaxList, LaxStr, StrOrValue, lax_object};
 
 lax_object! {
     /// A tool definition as Anthropic, Chat and Responses list it: its
@@ -93,21 +93,22 @@ pub(crate) fn text_of_parts(content: Option<&Value>) -> Option<String> {
     joined_text(content, "")
 }
 
-/// Parses an `arguments` string; on failure keeps the raw text and notes it.
-pub(crate) fn parse_arguments(
-    raw: Option<&Value>,
+/// Parses `arguments` given as a string; on failure keeps the raw text
+/// and notes it. Given as anything else, that is the input; absent, `{}`.
+pub(crate) fn parse_lax_arguments(
+    raw: StrOrValue,
     id: &str,
     source: &BlockSource,
     notes: &mut Vec<ReadNote>,
 ) -> Json {
     match raw {
-        Some(Value::String(s)) => parse_argument_text(s, id, source, notes),
-        Some(other) => Json::new(other.clone()),
-        None => Json::new(Value::Object(Default::default())),
+        StrOrValue::Str(s) => parse_argument_text(&s, id, source, notes),
+        StrOrValue::Value(v) => Json::new(*v),
+        StrOrValue::Absent => Json::new(Value::Object(Default::default())),
     }
 }
 
-/// [`parse_arguments`] of an `arguments` string.
+/// [`parse_lax_arguments`] of an `arguments` string.
 fn parse_argument_text(
     raw: &str,
     id: &str,
@@ -179,6 +180,39 @@ pub fn holds_conversation(body: &Value) -> bool {
     }
 }
 
+/// `prefix[i]` (`messages[3]`), written without `format!`: a reader
+/// writes one path per message and per block, and `format!`'s machinery
+/// was a tenth of checking a line.
+pub(crate) fn element(prefix: &str, i: usize) -> String {
+    member_element(prefix, "", i)
+}
+
+/// `prefix.field` (`messages[3].content`).
+pub(crate) fn member(prefix: &str, field: &str) -> String {
+    let mut path = String::with_capacity(prefix.len() + 1 + field.len());
+    path.push_str(prefix);
+    path.push('.');
+    path.push_str(field);
+    path
+}
+
+/// `prefix.field[i]` (`messages[3].content[1]`), or `prefix[i]` when
+/// `field` is empty.
+pub(crate) fn member_element(prefix: &str, field: &str, i: usize) -> String {
+    let mut digits = itoa::Buffer::new();
+    let digits = digits.format(i);
+    let mut path = String::with_capacity(prefix.len() + field.len() + digits.len() + 3);
+    path.push_str(prefix);
+    if !field.is_empty() {
+        path.push('.');
+        path.push_str(field);
+    }
+    path.push('[');
+    path.push_str(digits);
+    path.push(']');
+    path
+}
+
 #[cfg(test)]
 mod tests {
     use loopdbg_engine::diagnostics::json_span::JsonPath;
@@ -197,5 +231,13 @@ mod tests {
         }
         let input = JsonPath::root().key("input").index(2);
         assert_eq!(input.key("content").to_string(), "input[2].content");
+        for i in [0, 9, 10, 4_294_967_296, usize::MAX] {
+            assert_eq!(super::element("messages", i), format!("messages[{i}]"));
+            assert_eq!(
+                super::member_element("messages[3]", "content", i),
+                format!("messages[3].content[{i}]")
+            );
+        }
+        assert_eq!(super::member("input[2]", "content"), "input[2].content");
     }
 }

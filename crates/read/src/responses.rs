@@ -22,9 +22,14 @@ use serde::de::{IgnoredAny, MapAccess};
 use serde_json::Value;
 
 use super::fingerprint::kept_text;
-use super::lax::{FromMap, Given, Lax, LaxList, LaxStr, TextOrList, Texts, lax_object};
+use super::lax::{
+    Boxed, FromMap, Given, Lax, LaxList, LaxStr, StrOrValue, TextOrList, Texts, lax_object,
+    object_or_default,
+};
+use super::parse::element;
+use super::parse::parse_lax_arguments;
 use super::parse::{ToolDef, push_tools};
-use super::{BlockSource, Conversation, Detail, ReadError, Source, ToolSpec, err, parse_arguments};
+use super::{BlockSource, Conversation, Detail, ReadError, Source, ToolSpec, err};
 use loopdbg_engine::message::{Block, Message, Role};
 use loopdbg_engine::session::Json;
 use loopdbg_formats::provider::Format;
@@ -60,7 +65,7 @@ pub fn answered_id(item: &Value) -> Option<&str> {
 /// Reads a Responses body from its `Value`.
 pub(super) fn read(doc: &mut Value, detail: Detail) -> Result<Conversation, ReadError> {
     read_items(doc, detail, &|i| BlockSource {
-        path: format!("input[{i}]").into(),
+        path: element("input", i).into(),
         ..Default::default()
     })
 }
@@ -113,7 +118,7 @@ pub(crate) fn plain(line: &str) -> Option<Conversation> {
         TextOrList::Text(text) => push_text(&mut conv, &text, Detail::Full),
         TextOrList::List(items) => {
             let at = |i: usize| BlockSource {
-                path: format!("input[{i}]").into(),
+                path: element("input", i).into(),
                 ..Default::default()
             };
             read_input(&mut conv, items, Detail::Full, &at).ok()?;
@@ -125,7 +130,7 @@ pub(crate) fn plain(line: &str) -> Option<Conversation> {
 
 /// The conversation begun with the body's tools, instructions and what it
 /// continues, and its `input`.
-fn read_top<'a>(body: Body<'a>) -> (Conversation, Option<TextOrList<'a, Lax<Item<'a>>>>) {
+fn read_top<'a>(body: Body<'a>) -> (Conversation, Option<TextOrList<'a, Item<'a>>>) {
     let mut conv = Conversation::new(Source::Provider(Format::Responses));
     push_tools(&mut conv, body.tools);
     push_tools(&mut conv, body.functions);
@@ -174,13 +179,12 @@ fn one_block(role: Role, block: Block) -> Message {
 /// Every input item, in order.
 fn read_input(
     conv: &mut Conversation,
-    items: Vec<Lax<Item>>,
+    items: Vec<Item>,
     detail: Detail,
     item_source: &dyn Fn(usize) -> BlockSource,
 ) -> Result<(), ReadError> {
     for (i, item) in items.into_iter().enumerate() {
         let path = || JsonPath::root().key("input").index(i);
-        let item = item.object().unwrap_or_default();
         // A bare `{"id": "fc_…"}` (no `type`, no `role`) is a reference to
         // a stored item, as `item_reference` is: OpenAI answers it.
         let bare_reference = item.kind.0.is_none() && item.role.0.is_none() && item.id.0.is_some();
@@ -243,7 +247,7 @@ fn read_input(
                 };
                 let result = Block::ToolResult {
                     tool_use_id: id.into(),
-                    content: Json::new(item.output.0.unwrap_or(Value::Null)),
+                    content: Json::new(item.output.into_value().unwrap_or(Value::Null)),
                     is_error: false,
                 };
                 let src = item_source(i);
@@ -251,13 +255,13 @@ fn read_input(
             }
             "tool_search_output" => {
                 // Tools found by a search become callable.
-                if let Some(Value::Array(found)) = &item.tools.0 {
+                if let Some(Value::Array(found)) = item.tools.0.as_deref() {
                     conv.tools.extend(found.iter().filter_map(tool_spec));
                 }
                 if item.is_client()
                     && let Some(Some(id)) = item.call_id.0.as_ref().map(LaxStr::as_deref)
                 {
-                    let answer = item.tools.0.clone().unwrap_or(Value::Null);
+                    let answer = item.tools.0.as_deref().cloned().unwrap_or(Value::Null);
                     let result = Block::ToolResult {
                         tool_use_id: id.into(),
                         content: Json::new(answer),
@@ -298,10 +302,10 @@ fn read_call(
         other => other.trim_end_matches("_call").to_string(),
     };
     let input = match call {
-        "function_call" => parse_arguments(item.arguments.0.as_ref(), &id, &src, &mut conv.notes),
-        "custom_tool_call" => Json::new(item.input.0.unwrap_or(Value::Null)),
-        "tool_search_call" => Json::new(item.arguments.0.unwrap_or(Value::Null)),
-        _ => Json::new(item.action.0.unwrap_or(Value::Null)),
+        "function_call" => parse_lax_arguments(item.arguments, &id, &src, &mut conv.notes),
+        "custom_tool_call" => Json::new(item.input.or_null()),
+        "tool_search_call" => Json::new(item.arguments.into_value().unwrap_or(Value::Null)),
+        _ => Json::new(item.action.or_null()),
     };
     let block = Block::ToolUse {
         id: id.as_str().into(),
@@ -320,7 +324,7 @@ fn read_call(
 /// format (see `plain`'s list) says `detect` may not call it Responses.
 #[derive(Default)]
 struct Body<'a> {
-    input: Given<TextOrList<'a, Lax<Item<'a>>>>,
+    input: Given<TextOrList<'a, Item<'a>>>,
     tools: LaxList<Lax<ToolDef<'a>>>,
     functions: LaxList<Lax<ToolDef<'a>>>,
     additional_tools: Given<Value>,
@@ -354,7 +358,8 @@ impl<'de: 'a, 'a> FromMap<'de> for Body<'a> {
 
 lax_object! {
     /// An input item: a message, a call, an output, a reference, or an
-    /// item the server ran.
+    /// item the server ran. Kept small (it is moved a few times per
+    /// item): strings borrowed, other values boxed.
     struct Item<'a> {
         "type" => kind: Given<LaxStr<'a>>,
         "role" => role: Given<LaxStr<'a>>,
@@ -362,12 +367,18 @@ lax_object! {
         "content" => content: Texts<'a>,
         "call_id" => call_id: Given<LaxStr<'a>>,
         "name" => name: Given<LaxStr<'a>>,
-        "arguments" => arguments: Given<Value>,
-        "input" => input: Given<Value>,
-        "action" => action: Given<Value>,
-        "output" => output: Given<Value>,
+        "arguments" => arguments: StrOrValue<'a>,
+        "input" => input: Boxed,
+        "action" => action: Boxed,
+        "output" => output: StrOrValue<'a>,
         "execution" => execution: LaxStr<'a>,
-        "tools" => tools: Given<Value>,
+        "tools" => tools: Boxed,
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Item<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        object_or_default(d)
     }
 }
 
