@@ -22,6 +22,7 @@ use super::lax::{
     object_or_default,
 };
 use super::parse::{ToolDef, finish_reason_named, push_tools};
+use super::parse::{body_of, from_value, required_list};
 use super::parse::{element, member, member_element};
 use super::{BlockSource, Conversation, Detail, Hosted, HostedRole, ReadError, Source, err};
 use loopdbg_engine::message::{Block, Message, Role};
@@ -30,26 +31,14 @@ use loopdbg_formats::provider::Format;
 
 pub(super) fn read(doc: &mut Value, detail: Detail) -> Result<Conversation, ReadError> {
     let doc = std::mem::take(doc);
-    let root = JsonPath::root();
-    let body = match doc {
-        Value::Array(_) => Body {
-            messages: Given(Some(read_value(doc)?)),
+    let body = body_of(doc, "messages", |doc| {
+        let messages = Given(Some(from_value(doc)?));
+        Ok(Body {
+            messages,
             ..Body::default()
-        },
-        Value::Object(_) => read_value::<Lax<Body>>(doc)?.object().unwrap_or_default(),
-        _ => {
-            return Err(err(
-                &root,
-                "expected an object with `messages`, or an array",
-            ));
-        }
-    };
+        })
+    })?;
     read_body(body, detail)
-}
-
-/// A `Value` as one of this reader's lax types (which take any value).
-fn read_value<'a, T: Deserialize<'a>>(doc: Value) -> Result<T, ReadError> {
-    T::deserialize(doc).map_err(|e| err(&JsonPath::root(), e.to_string()))
 }
 
 /// `check`'s fast path: the line read straight from its text by the same
@@ -67,17 +56,7 @@ pub(crate) fn plain(line: &str, forced: bool) -> Option<Conversation> {
 
 /// The body read: its tools, system prompt, thinking and messages.
 fn read_body(body: Body, detail: Detail) -> Result<Conversation, ReadError> {
-    let root = JsonPath::root();
-    let mut items = match body.messages.0 {
-        Some(LaxList(Some(messages))) => messages,
-        Some(LaxList(None)) => {
-            return Err(err(
-                &root.key("messages"),
-                "expected `messages` to be an array",
-            ));
-        }
-        None => return Err(err(&root, "expected a `messages` array")),
-    };
+    let mut items = required_list(body.messages.0.map(|l| l.0), "messages")?;
     let mut conv = Conversation::new(Source::Provider(Format::Anthropic));
     push_tools(&mut conv, body.tools);
     push_tools(&mut conv, body.functions);

@@ -19,7 +19,8 @@ use serde::de::{IgnoredAny, MapAccess};
 use serde_json::Value;
 
 use super::fingerprint::kept_text;
-use super::lax::{Boxed, FromMap, Given, Lax, LaxList, LaxStr, Texts};
+use super::lax::{Boxed, FromMap, Given, Lax, LaxList, LaxStr, Texts, lax_object};
+use super::parse::{body_of, from_value, required_list};
 use super::parse::{element, member_element};
 use super::{BlockSource, Conversation, Detail, Notice, ReadError, Source, ToolSpec, err};
 use crate::finding::Kind;
@@ -45,39 +46,18 @@ pub const OTHER_BLOCKS: &[&str] = &[
 /// Reads a Converse body (or a bare array of messages) from its `Value`.
 pub(super) fn read(doc: &mut Value, detail: Detail) -> Result<Conversation, ReadError> {
     let doc = std::mem::take(doc);
-    let root = JsonPath::root();
-    let body = match doc {
-        Value::Array(_) => Body {
-            messages: Some(read_value(doc)?),
+    let body = body_of(doc, "messages", |doc| {
+        let messages = Some(from_value(doc)?);
+        Ok(Body {
+            messages,
             ..Body::default()
-        },
-        Value::Object(_) => read_value(doc)?,
-        _ => {
-            return Err(err(
-                &root,
-                "expected an object with `messages`, or an array",
-            ));
-        }
-    };
-    let messages = match body.messages {
-        Some(LaxList(Some(messages))) => messages,
-        Some(LaxList(None)) => {
-            return Err(err(
-                &root.key("messages"),
-                "expected `messages` to be an array",
-            ));
-        }
-        None => return Err(err(&root, "expected a `messages` array")),
-    };
+        })
+    })?;
+    let messages = required_list(body.messages.map(|l| l.0), "messages")?;
     let mut conv = Conversation::new(Source::Provider(Format::Bedrock));
     read_top(&mut conv, body.tool_config, body.system, body.model_id);
     read_messages(&mut conv, messages, detail)?;
     Ok(conv)
-}
-
-/// A `Value` as one of this reader's lax types (which take any value).
-fn read_value<'a, T: Deserialize<'a>>(doc: Value) -> Result<T, ReadError> {
-    T::deserialize(doc).map_err(|e| err(&JsonPath::root(), e.to_string()))
 }
 
 /// `check`'s fast path: the line read straight from its text by the same
@@ -123,7 +103,7 @@ fn read_top(
 ) {
     let tools = tool_config.and_then(Lax::object).and_then(|c| c.tools.0);
     for spec in tools.into_iter().flatten().filter_map(Lax::object) {
-        let Some(Lax::Object(spec)) = spec.spec else {
+        let Some(Lax::Object(spec)) = spec.spec.0 else {
             continue;
         };
         if let Some(name) = spec.name.0 {
@@ -131,6 +111,7 @@ fn read_top(
                 name: name.into_owned(),
                 schema: spec
                     .input_schema
+                    .0
                     .and_then(Lax::object)
                     .and_then(|s| s.json.0),
                 description: spec.description.0.map(Cow::into_owned),
@@ -320,32 +301,17 @@ impl<'de: 'a, 'a> Deserialize<'de> for Body<'a> {
     }
 }
 
-/// A message: its role and its blocks (`None` when not an array).
-#[derive(Default)]
-struct MessageIn<'a> {
-    role: LaxStr<'a>,
-    content: LaxList<Lax<BlockIn<'a>>>,
-}
-
-impl<'de: 'a, 'a> FromMap<'de> for MessageIn<'a> {
-    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
-        let mut message = MessageIn::default();
-        while let Some(key) = map.next_key::<LaxStr>()? {
-            match key.as_deref() {
-                Some("role") => message.role = map.next_value()?,
-                Some("content") => message.content = map.next_value()?,
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(message)
+lax_object! {
+    /// A message: its role and its blocks (`None` when not an array).
+    struct MessageIn<'a> {
+        "role" => role: LaxStr<'a>,
+        "content" => content: LaxList<Lax<BlockIn<'a>>>,
     }
 }
 
 /// A content block, keyed by its kind.
 #[derive(Default)]
-struct BlockIn<'a> {
+pub(crate) struct BlockIn<'a> {
     text: Option<LaxStr<'a>>,
     tool_use: Option<Lax<CallIn<'a>>>,
     tool_result: Option<Lax<ResultIn<'a>>>,
@@ -382,138 +348,51 @@ impl<'de: 'a, 'a> FromMap<'de> for BlockIn<'a> {
     }
 }
 
-/// `toolUse {toolUseId, name, input}`.
-#[derive(Default)]
-struct CallIn<'a> {
-    id: LaxStr<'a>,
-    name: LaxStr<'a>,
-    input: Boxed,
-}
-
-impl<'de: 'a, 'a> FromMap<'de> for CallIn<'a> {
-    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
-        let mut call = CallIn::default();
-        while let Some(key) = map.next_key::<LaxStr>()? {
-            match key.as_deref() {
-                Some("toolUseId") => call.id = map.next_value()?,
-                Some("name") => call.name = map.next_value()?,
-                Some("input") => call.input = map.next_value()?,
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(call)
+lax_object! {
+    /// `toolUse {toolUseId, name, input}`.
+    struct CallIn<'a> {
+        "toolUseId" => id: LaxStr<'a>,
+        "name" => name: LaxStr<'a>,
+        "input" => input: Boxed,
     }
 }
 
-/// `toolResult {toolUseId, content, status}`.
-#[derive(Default)]
-struct ResultIn<'a> {
-    id: LaxStr<'a>,
-    content: Boxed,
-    status: LaxStr<'a>,
-}
-
-impl<'de: 'a, 'a> FromMap<'de> for ResultIn<'a> {
-    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
-        let mut result = ResultIn::default();
-        while let Some(key) = map.next_key::<LaxStr>()? {
-            match key.as_deref() {
-                Some("toolUseId") => result.id = map.next_value()?,
-                Some("content") => result.content = map.next_value()?,
-                Some("status") => result.status = map.next_value()?,
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(result)
+lax_object! {
+    /// `toolResult {toolUseId, content, status}`.
+    struct ResultIn<'a> {
+        "toolUseId" => id: LaxStr<'a>,
+        "content" => content: Boxed,
+        "status" => status: LaxStr<'a>,
     }
 }
 
-/// `toolConfig {tools: [{toolSpec {name, description, inputSchema {json}}}]}`.
-#[derive(Default)]
-struct ToolConfig<'a> {
-    tools: LaxList<Lax<ToolEntry<'a>>>,
-}
-
-#[derive(Default)]
-struct ToolEntry<'a> {
-    spec: Option<Lax<ToolSpecIn<'a>>>,
-}
-
-#[derive(Default)]
-struct ToolSpecIn<'a> {
-    name: LaxStr<'a>,
-    description: LaxStr<'a>,
-    input_schema: Option<Lax<Schema>>,
-}
-
-#[derive(Default)]
-struct Schema {
-    json: Given<Value>,
-}
-
-impl<'de: 'a, 'a> FromMap<'de> for ToolConfig<'a> {
-    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
-        let mut config = ToolConfig::default();
-        while let Some(key) = map.next_key::<LaxStr>()? {
-            match key.as_deref() {
-                Some("tools") => config.tools = map.next_value()?,
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(config)
+lax_object! {
+    /// `toolConfig {tools: [{toolSpec {name, description, inputSchema {json}}}]}`.
+    struct ToolConfig<'a> {
+        "tools" => tools: LaxList<Lax<ToolEntry<'a>>>,
     }
 }
 
-impl<'de: 'a, 'a> FromMap<'de> for ToolEntry<'a> {
-    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
-        let mut entry = ToolEntry::default();
-        while let Some(key) = map.next_key::<LaxStr>()? {
-            match key.as_deref() {
-                Some("toolSpec") => entry.spec = Some(map.next_value()?),
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(entry)
+lax_object! {
+    /// One of `toolConfig.tools`.
+    struct ToolEntry<'a> {
+        "toolSpec" => spec: Given<Lax<ToolSpecIn<'a>>>,
     }
 }
 
-impl<'de: 'a, 'a> FromMap<'de> for ToolSpecIn<'a> {
-    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
-        let mut spec = ToolSpecIn::default();
-        while let Some(key) = map.next_key::<LaxStr>()? {
-            match key.as_deref() {
-                Some("name") => spec.name = map.next_value()?,
-                Some("description") => spec.description = map.next_value()?,
-                Some("inputSchema") => spec.input_schema = Some(map.next_value()?),
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(spec)
+lax_object! {
+    /// `toolSpec {name, description, inputSchema}`.
+    struct ToolSpecIn<'a> {
+        "name" => name: LaxStr<'a>,
+        "description" => description: LaxStr<'a>,
+        "inputSchema" => input_schema: Given<Lax<Schema>>,
     }
 }
 
-impl<'de> FromMap<'de> for Schema {
-    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
-        let mut schema = Schema::default();
-        while let Some(key) = map.next_key::<LaxStr>()? {
-            match key.as_deref() {
-                Some("json") => schema.json = map.next_value()?,
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(schema)
+lax_object! {
+    /// `inputSchema {json}`.
+    struct Schema {
+        "json" => json: Given<Value>,
     }
 }
 

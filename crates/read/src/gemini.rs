@@ -10,7 +10,6 @@
 
 use std::borrow::Cow;
 
-use serde::Deserialize;
 use serde::de::{IgnoredAny, MapAccess};
 use serde_json::Value;
 
@@ -18,6 +17,7 @@ use super::fingerprint::kept_text;
 use super::lax::{
     Boxed, FromMap, Given, IsTrue, Lax, LaxList, LaxStr, OneOrList, Texts, lax_object,
 };
+use super::parse::{body_of, from_value, required_list};
 use super::parse::{element, member_element};
 use super::{BlockSource, Conversation, Detail, ReadError, Source, ToolSpec, err};
 use loopdbg_engine::diagnostics::json_span::JsonPath;
@@ -29,39 +29,18 @@ use loopdbg_formats::provider::Format;
 /// `Value`.
 pub(super) fn read(doc: &mut Value, detail: Detail) -> Result<Conversation, ReadError> {
     let doc = std::mem::take(doc);
-    let root = JsonPath::root();
-    let body = match doc {
-        Value::Array(_) => Body {
-            contents: Some(read_value(doc)?),
+    let body = body_of(doc, "contents", |doc| {
+        let contents = Some(from_value(doc)?);
+        Ok(Body {
+            contents,
             ..Body::default()
-        },
-        Value::Object(_) => read_value::<Lax<Body>>(doc)?.object().unwrap_or_default(),
-        _ => {
-            return Err(err(
-                &root,
-                "expected an object with `contents`, or an array",
-            ));
-        }
-    };
-    let contents = match body.contents.map(OneOrList::into_list) {
-        Some(Some(contents)) => contents,
-        Some(None) => {
-            return Err(err(
-                &root.key("contents"),
-                "expected `contents` to be an array",
-            ));
-        }
-        None => return Err(err(&root, "expected a `contents` array")),
-    };
+        })
+    })?;
+    let contents = required_list(body.contents.map(OneOrList::into_list), "contents")?;
     let mut conv = Conversation::new(Source::Provider(Format::Gemini));
     read_top(&mut conv, body.tools, body.system, body.model);
     read_contents(&mut conv, contents, detail)?;
     Ok(conv)
-}
-
-/// A `Value` as one of this reader's lax types (which take any value).
-fn read_value<'a, T: Deserialize<'a>>(doc: Value) -> Result<T, ReadError> {
-    T::deserialize(doc).map_err(|e| err(&JsonPath::root(), e.to_string()))
 }
 
 /// `check`'s fast path: the line read straight from its text by the same

@@ -63,6 +63,29 @@ macro_rules! lax_object {
             }
         }
     };
+    // The same, for a struct that borrows nothing.
+    ($(#[$doc:meta])* struct $name:ident { $($key:literal => $field:ident: $ty:ty),* $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Default)]
+        pub(crate) struct $name {
+            $(pub(crate) $field: $ty,)*
+        }
+
+        impl<'de> $crate::lax::FromMap<'de> for $name {
+            fn from_map<M: serde::de::MapAccess<'de>>(mut map: M) -> Result<Self, M::Error> {
+                let mut out = $name::default();
+                while let Some(key) = map.next_key::<$crate::lax::LaxStr>()? {
+                    match key.as_deref() {
+                        $(Some($key) => out.$field = map.next_value()?,)*
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(out)
+            }
+        }
+    };
 }
 pub(crate) use lax_object;
 

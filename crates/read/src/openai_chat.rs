@@ -23,6 +23,7 @@ use loopdbg_engine::session::Json;
 use loopdbg_formats::provider::Format;
 
 use super::fingerprint::kept_text;
+use super::parse::{body_of, from_value, required_list};
 use super::parse::{element, member, member_element, parse_lax_arguments};
 use super::{Detail, text_of_parts};
 
@@ -33,40 +34,19 @@ pub const LEGACY_FUNCTION_CALL: &str = "legacy_function_call";
 /// `Value`.
 pub(super) fn read(doc: &mut Value, detail: Detail) -> Result<Conversation, ReadError> {
     let doc = std::mem::take(doc);
-    let root = JsonPath::root();
-    let body = match doc {
-        Value::Array(_) => Body {
-            messages: Given(Some(read_value(doc)?)),
+    let body = body_of(doc, "messages", |doc| {
+        let messages = Given(Some(from_value(doc)?));
+        Ok(Body {
+            messages,
             ..Body::default()
-        },
-        Value::Object(_) => read_value::<Lax<Body>>(doc)?.object().unwrap_or_default(),
-        _ => {
-            return Err(err(
-                &root,
-                "expected an object with `messages`, or an array",
-            ));
-        }
-    };
-    let messages = match body.messages.0 {
-        Some(LaxList(Some(messages))) => messages,
-        Some(LaxList(None)) => {
-            return Err(err(
-                &root.key("messages"),
-                "expected `messages` to be an array",
-            ));
-        }
-        None => return Err(err(&root, "expected a `messages` array")),
-    };
+        })
+    })?;
+    let messages = required_list(body.messages.0.map(|l| l.0), "messages")?;
     let mut conv = Conversation::new(Source::Provider(Format::Openai));
     push_tools(&mut conv, body.tools);
     push_tools(&mut conv, body.functions);
     read_messages(&mut conv, messages, detail)?;
     Ok(conv)
-}
-
-/// A `Value` as one of this reader's lax types (which take any value).
-fn read_value<'a, T: Deserialize<'a>>(doc: Value) -> Result<T, ReadError> {
-    T::deserialize(doc).map_err(|e| err(&JsonPath::root(), e.to_string()))
 }
 
 /// `check`'s fast path: the line read straight from its text by the same

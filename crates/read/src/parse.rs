@@ -5,8 +5,10 @@ use serde_json::Value;
 
 use loopdbg_engine::session::{FinishReason, Json};
 
-use crate::conversation::{BlockSource, Conversation, Notice, ReadNote, ToolSpec};
-use crate::lax::{Given, Lax, LaxList, LaxStr, StrOrValue, lax_object};
+use crate::conversation::{BlockSource, Conversation, Notice, ReadError, ReadNote, ToolSpec, err};
+use crate::lax::{FromMap, Given, Lax, LaxList, LaxStr, StrOrValue, lax_object};
+use loopdbg_engine::diagnostics::json_span::JsonPath;
+use serde::Deserialize;
 
 lax_object! {
     /// A tool definition as Anthropic, Chat and Responses list it: its
@@ -55,6 +57,46 @@ pub(crate) fn push_tools(conv: &mut Conversation, listed: LaxList<Lax<ToolDef>>)
                 description: fields.description.0.map(std::borrow::Cow::into_owned),
             });
         }
+    }
+}
+
+/// A request body read from its `Value`: an object as the format's body
+/// `B`, a bare array by `bare` (as the body's conversation list), and
+/// anything else the error every reader gives, naming `key`.
+pub(crate) fn body_of<'de, B: Default + FromMap<'de>>(
+    doc: Value,
+    key: &str,
+    bare: impl FnOnce(Value) -> Result<B, ReadError>,
+) -> Result<B, ReadError> {
+    match doc {
+        Value::Array(_) => bare(doc),
+        Value::Object(_) => Ok(from_value::<Lax<B>>(doc)?.object().unwrap_or_default()),
+        _ => Err(err(
+            &JsonPath::root(),
+            format!("expected an object with `{key}`, or an array"),
+        )),
+    }
+}
+
+/// A `Value` as one of the readers' lax types (which take any value, so
+/// this fails only on a `Value` serde cannot walk).
+pub(crate) fn from_value<'de, T: Deserialize<'de>>(doc: Value) -> Result<T, ReadError> {
+    T::deserialize(doc).map_err(|e| err(&JsonPath::root(), e.to_string()))
+}
+
+/// The body's conversation list (`messages`, `contents`): `None` when
+/// absent, `Some(None)` when not a list, each the error readers give.
+pub(crate) fn required_list<T>(
+    given: Option<Option<Vec<T>>>,
+    key: &str,
+) -> Result<Vec<T>, ReadError> {
+    match given {
+        Some(Some(list)) => Ok(list),
+        Some(None) => Err(err(
+            &JsonPath::root().key(key.to_string()),
+            format!("expected `{key}` to be an array"),
+        )),
+        None => Err(err(&JsonPath::root(), format!("expected a `{key}` array"))),
     }
 }
 

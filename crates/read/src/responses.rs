@@ -29,6 +29,7 @@ use super::lax::{
 use super::parse::element;
 use super::parse::parse_lax_arguments;
 use super::parse::{ToolDef, push_tools};
+use super::parse::{body_of, from_value};
 use super::{BlockSource, Conversation, Detail, ReadError, Source, ToolSpec, err};
 use loopdbg_engine::message::{Block, Message, Role};
 use loopdbg_engine::session::Json;
@@ -79,14 +80,13 @@ pub fn read_items(
 ) -> Result<Conversation, ReadError> {
     let doc = std::mem::take(doc);
     let root = JsonPath::root();
-    let body = match doc {
-        Value::Array(_) => Body {
-            input: Given(Some(read_value(doc)?)),
+    let body = body_of(doc, "input", |doc| {
+        let input = Given(Some(from_value(doc)?));
+        Ok(Body {
+            input,
             ..Body::default()
-        },
-        Value::Object(_) => read_value::<Lax<Body>>(doc)?.object().unwrap_or_default(),
-        _ => return Err(err(&root, "expected an object with `input`, or an array")),
-    };
+        })
+    })?;
     let (mut conv, input) = read_top(body);
     match input {
         Some(TextOrList::Text(text)) => push_text(&mut conv, &text, detail),
@@ -97,11 +97,6 @@ pub fn read_items(
         None => return Err(err(&root, "expected a `input` array")),
     }
     Ok(conv)
-}
-
-/// A `Value` as one of this reader's lax types (which take any value).
-fn read_value<'a, T: Deserialize<'a>>(doc: Value) -> Result<T, ReadError> {
-    T::deserialize(doc).map_err(|e| err(&JsonPath::root(), e.to_string()))
 }
 
 /// `check`'s fast path: the line read straight from its text by the same
