@@ -92,6 +92,13 @@ fn guessed(line: &str) -> Option<Conversation> {
 
 /// The line read by `format`'s reader, when it takes it.
 fn read_as(line: &str, format: Format, forced: bool) -> Option<Conversation> {
+    // serde_json checks a `\u` escape's surrogates only in a string it
+    // reads, not in one it skips (a field no reader looks at), so a line
+    // with a lone surrogate there would be taken here and refused by the
+    // general path (found by the `plain` fuzz target).
+    if !surrogates_are_paired(line) {
+        return None;
+    }
     match format {
         Format::Openai => crate::openai_chat::plain(line, forced),
         Format::Anthropic => crate::anthropic::plain(line, forced),
@@ -99,6 +106,44 @@ fn read_as(line: &str, format: Format, forced: bool) -> Option<Conversation> {
         Format::Gemini => crate::gemini::plain(line),
         Format::Bedrock => crate::bedrock::plain(line),
     }
+}
+
+/// Whether every `\u` escape of a surrogate in `line` is a high one
+/// followed by a low one, as serde_json requires of a string it reads.
+fn surrogates_are_paired(line: &str) -> bool {
+    if !line.contains("\\u") {
+        return true;
+    }
+    let hex = |at: usize| {
+        line.get(at..at + 4)
+            .and_then(|h| u16::from_str_radix(h, 16).ok())
+    };
+    let bytes = line.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        if bytes.get(i + 1) != Some(&b'u') {
+            i += 2;
+            continue;
+        }
+        match hex(i + 2) {
+            Some(0xD800..=0xDBFF) => {
+                let low = (bytes.get(i + 6..i + 8) == Some(b"\\u".as_slice()))
+                    .then(|| hex(i + 8))
+                    .flatten();
+                if !matches!(low, Some(0xDC00..=0xDFFF)) {
+                    return false;
+                }
+                i += 12;
+            }
+            Some(0xDC00..=0xDFFF) => return false,
+            _ => i += 6,
+        }
+    }
+    true
 }
 
 #[cfg(test)]
@@ -163,6 +208,31 @@ mod tests {
             let plain =
                 every_shape(line, None).unwrap_or_else(|| panic!("the plain path takes {line}"));
             assert_eq!(plain, general(line), "{line}");
+        }
+    }
+
+    #[test]
+    fn a_lone_surrogate_in_a_field_no_reader_reads_goes_to_the_general_reader() {
+        let body = |text: &str| {
+            format!(
+                r#"{{"messages":[{{"role":"user","content":"hi","note":"{text}"}}],"max_tokens":1}}"#
+            )
+        };
+        for bad in [r"\ud83e\ued16", r"\ud83e", r"\ude00x", r"x\ud83e\u0041"] {
+            let line = body(bad);
+            assert!(
+                serde_json::from_str::<serde_json::Value>(&line).is_err(),
+                "{line}"
+            );
+            assert!(every_shape(&line, None).is_none(), "{line}");
+        }
+        for good in [r"\ud83d\ude00", r"\\ud83e", r"\u00e9", "plain"] {
+            let line = body(good);
+            assert!(
+                serde_json::from_str::<serde_json::Value>(&line).is_ok(),
+                "{line}"
+            );
+            assert!(every_shape(&line, None).is_some(), "{line}");
         }
     }
 
