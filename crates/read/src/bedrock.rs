@@ -7,7 +7,7 @@
 //! reasoning, cache points, guard content) are passed over; a block of a
 //! kind Converse does not define is said, never read past in silence.
 //!
-//! One reader, two ways in: [`read`] from a `Value` (everything that
+//! One reader, two ways in: `read` from a `Value` (everything that
 //! detects a document first) and `plain` straight from a JSON line
 //! (`check`'s fast path). Both deserialize the same lax model and go
 //! through the same conversion, so they cannot read a body two ways.

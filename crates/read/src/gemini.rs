@@ -5,7 +5,7 @@
 //! the previous turn with its `name` that is still open, and both get the
 //! id `name#turn.part` so the rest of loopdbg can pair them.
 //!
-//! One reader, two ways in ([`read`] from a `Value`, `plain` from a JSON
+//! One reader, two ways in (`read` from a `Value`, `plain` from a JSON
 //! line), as for Bedrock: one lax model, one conversion.
 
 use std::borrow::Cow;

@@ -5,7 +5,7 @@
 //! `function_call` on the assistant message, answered by a `function`
 //! message naming it, with no ids at all.
 //!
-//! One reader, two ways in ([`read`] from a `Value`, `plain` from a JSON
+//! One reader, two ways in (`read` from a `Value`, `plain` from a JSON
 //! line), as for Bedrock: one lax model, one conversion.
 
 use std::borrow::Cow;

@@ -10,7 +10,7 @@
 //! conversation (`conversation`), or that points at stored items
 //! (`item_reference`), may answer calls it does not contain.
 //!
-//! One reader, two ways in ([`read`] / [`read_items`] from a `Value`,
+//! One reader, two ways in (`read` / [`read_items`] from a `Value`,
 //! `plain` from a JSON line), as for Bedrock: one lax model, one
 //! conversion.
 
