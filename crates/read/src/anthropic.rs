@@ -18,8 +18,8 @@ use serde_json::Value;
 
 use super::fingerprint::kept_text;
 use super::lax::{
-    Boxed, FromMap, Given, IsTrue, Lax, LaxList, LaxStr, NonEmptyList, Texts, lax_object,
-    object_or_default,
+    Boxed, FromMap, Given, IsTrue, Lax, LaxList, LaxStr, NonEmptyList, Texts, drain_map,
+    lax_object, object_or_default, take_strings_as,
 };
 use super::parse::{ToolDef, finish_reason_named, push_tools};
 use super::parse::{body_of, from_value, required_list};
@@ -485,32 +485,18 @@ impl<'de: 'a, 'a, P: Deserialize<'de> + Default> Deserialize<'de> for ContentIn<
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                 f.write_str("any JSON value")
             }
-            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Self::Value, E> {
-                Ok(ContentIn::Text(Cow::Borrowed(s)))
-            }
-            fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
-                Ok(ContentIn::Text(Cow::Owned(s.to_string())))
-            }
-            fn visit_string<E>(self, s: String) -> Result<Self::Value, E> {
-                Ok(ContentIn::Text(Cow::Owned(s)))
-            }
+            take_strings_as!(ContentIn::Text);
             fn visit_unit<E>(self) -> Result<Self::Value, E> {
                 Ok(ContentIn::Missing)
             }
             fn visit_none<E>(self) -> Result<Self::Value, E> {
                 Ok(ContentIn::Missing)
             }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                // No capacity ahead: the first push takes room for four.
-                let mut blocks = Vec::new();
-                while let Some(b) = seq.next_element()? {
-                    blocks.push(b);
-                }
-                Ok(ContentIn::Blocks(blocks))
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                LaxList::visit(seq).map(ContentIn::Blocks)
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(ContentIn::Other)
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                drain_map(map).map(|()| ContentIn::Other)
             }
             fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
                 Ok(ContentIn::Other)

@@ -89,6 +89,23 @@ macro_rules! lax_object {
 }
 pub(crate) use lax_object;
 
+/// Visitor methods for a string, borrowed from the text when it can be:
+/// each answers `$wrap(Cow<str>)`.
+macro_rules! take_strings_as {
+    ($wrap:expr) => {
+        fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Self::Value, E> {
+            Ok($wrap(std::borrow::Cow::Borrowed(s)))
+        }
+        fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
+            Ok($wrap(std::borrow::Cow::Owned(s.to_string())))
+        }
+        fn visit_string<E>(self, s: String) -> Result<Self::Value, E> {
+            Ok($wrap(std::borrow::Cow::Owned(s)))
+        }
+    };
+}
+pub(crate) use take_strings_as;
+
 /// Drains what is left of a list.
 fn drain_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
     while seq.next_element::<IgnoredAny>()?.is_some() {}
@@ -96,7 +113,7 @@ fn drain_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
 }
 
 /// Drains what is left of an object.
-fn drain_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
+pub(crate) fn drain_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
     while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
     Ok(())
 }
@@ -120,15 +137,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for LaxStr<'a> {
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                 f.write_str("any JSON value")
             }
-            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Self::Value, E> {
-                Ok(LaxStr(Some(Cow::Borrowed(s))))
-            }
-            fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
-                Ok(LaxStr(Some(Cow::Owned(s.to_string()))))
-            }
-            fn visit_string<E>(self, s: String) -> Result<Self::Value, E> {
-                Ok(LaxStr(Some(Cow::Owned(s))))
-            }
+            take_strings_as!(|s| LaxStr(Some(s)));
             fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
                 drain_seq(seq).map(|()| LaxStr(None))
             }
@@ -227,7 +236,7 @@ impl<T> Default for LaxList<T> {
 
 impl<T> LaxList<T> {
     /// The elements of a list.
-    fn visit<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<Vec<T>, A::Error>
+    pub(crate) fn visit<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<Vec<T>, A::Error>
     where
         T: Deserialize<'de>,
     {
@@ -364,15 +373,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Texts<'a> {
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                 f.write_str("any JSON value")
             }
-            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Self::Value, E> {
-                Ok(Texts::Text(Cow::Borrowed(s)))
-            }
-            fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
-                Ok(Texts::Text(Cow::Owned(s.to_string())))
-            }
-            fn visit_string<E>(self, s: String) -> Result<Self::Value, E> {
-                Ok(Texts::Text(Cow::Owned(s)))
-            }
+            take_strings_as!(Texts::Text);
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
                 let mut parts = Vec::new();
                 while let Some(part) = seq.next_element::<Lax<PartText>>()? {
@@ -476,15 +477,7 @@ impl<'de: 'a, 'a, T: Deserialize<'de>> Deserialize<'de> for TextOrList<'a, T> {
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                 f.write_str("any JSON value")
             }
-            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Self::Value, E> {
-                Ok(TextOrList::Text(Cow::Borrowed(s)))
-            }
-            fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
-                Ok(TextOrList::Text(Cow::Owned(s.to_string())))
-            }
-            fn visit_string<E>(self, s: String) -> Result<Self::Value, E> {
-                Ok(TextOrList::Text(Cow::Owned(s)))
-            }
+            take_strings_as!(TextOrList::Text);
             fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
                 LaxList::visit(seq).map(TextOrList::List)
             }
@@ -549,15 +542,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for StrOrValue<'a> {
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                 f.write_str("any JSON value")
             }
-            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Self::Value, E> {
-                Ok(StrOrValue::Str(Cow::Borrowed(s)))
-            }
-            fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
-                Ok(StrOrValue::Str(Cow::Owned(s.to_string())))
-            }
-            fn visit_string<E>(self, s: String) -> Result<Self::Value, E> {
-                Ok(StrOrValue::Str(Cow::Owned(s)))
-            }
+            take_strings_as!(StrOrValue::Str);
             fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
                 let v = Value::deserialize(SeqAccessDeserializer::new(seq))?;
                 Ok(StrOrValue::Value(Box::new(v)))
