@@ -284,9 +284,9 @@ fn a_tour_stop_shows_its_instructions_and_the_phase_together() {
     // A frame may arrive in several reads: wait for all of it (the wait
     // fails with the screen if the three never show together).
     let parts = [
-        "tour 1/4",
-        "a tool call is the model asking your code to run a function",
-        "tour stop 1 of 4",
+        "tour 1/5",
+        "the model asks for a tool (a tool_use)",
+        "(a: answer · T: next)",
         "Trip 1 starts",
     ];
     screen.wait_for("the stop, its notice and the phase together", |s| {
@@ -295,13 +295,59 @@ fn a_tour_stop_shows_its_instructions_and_the_phase_together() {
     quit(child, &mut writer, &mut screen);
 }
 
+/// The screen as one line of words: a text the box wrapped reads whole
+/// again (ratatui wraps at spaces and trims them).
+fn as_words(screen: &str) -> String {
+    screen.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Every stop of the tour, answered right, at 80×24 and at 200×60: its
+/// title, what to press, the question and the lesson are on the screen
+/// whole (never cut or scrolled away), and after the last stop, what to do
+/// next (issue 39).
+#[test]
+fn every_tour_text_is_whole_at_80x24_and_200x60() {
+    use loopdbg_lesson::tour::{STOPS, WHAT_NEXT, opening_strategy, sessions};
+    let sessions = sessions().unwrap();
+    for (cols, rows) in [(80, 24), (200, 60)] {
+        let data = tempfile::tempdir().unwrap();
+        let home = data.path().to_str().unwrap();
+        let (child, mut writer, mut screen, _master) =
+            open_pty(&["tour"], &[("XDG_DATA_HOME", home)], cols, rows);
+        for (i, (stop, session)) in STOPS.iter().zip(&sessions).enumerate() {
+            let here = format!("tour {}/{}", i + 1, STOPS.len());
+            screen.wait_text(&here);
+            // The end of the run: the summary's warnings share the box.
+            writer.write_all(b"G").unwrap();
+            let answer = (stop.answer)(session, &opening_strategy(stop, session)).to_string();
+            writer.write_all(format!("a{answer}\r").as_bytes()).unwrap();
+            let mut parts = vec![
+                here.clone(),
+                stop.title.to_string(),
+                format!("do: {}", stop.press),
+                format!("? {}", stop.question),
+                format!("✓ right: {}.", stop.lesson),
+            ];
+            if i + 1 == STOPS.len() {
+                parts.extend(WHAT_NEXT.iter().map(|l| l.to_string()));
+            }
+            screen.wait_for(&format!("stop {} whole at {cols}×{rows}", i + 1), |s| {
+                let words = as_words(s);
+                parts.iter().all(|p| words.contains(&as_words(p)))
+            });
+            writer.write_all(b"T").unwrap();
+        }
+        quit(child, &mut writer, &mut screen);
+    }
+}
+
 #[test]
 fn the_tour_remembers_progress_between_runs() {
     let data = tempfile::tempdir().unwrap();
     let home = data.path().to_str().unwrap();
     let env = [("XDG_DATA_HOME", home)];
     let (child, mut writer, mut screen) = spawn_with(&["tour"], &env);
-    screen.wait_text("tour 1/4");
+    screen.wait_text("tour 1/5");
     // Step to round 2's Request and read the message count off the screen.
     let mut contents = String::new();
     for k in 2..=20 {
@@ -325,7 +371,7 @@ fn the_tour_remembers_progress_between_runs() {
     assert!(saved.contains("[0]"), "{saved}");
 
     let (child, mut writer, mut screen) = spawn_with(&["tour"], &env);
-    screen.wait_text("tour 2/4");
+    screen.wait_text("tour 2/5");
     quit(child, &mut writer, &mut screen);
 }
 

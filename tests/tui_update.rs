@@ -1054,6 +1054,13 @@ fn the_tour_is_answered_by_driving_the_debugger() {
         "{:?}",
         app.notice
     );
+    // The lesson's G and e: the rate is missing, then back.
+    apply(&mut app, key('G'));
+    let final_text = |app: &App| app.trace.outcome.final_text.clone().unwrap_or_default();
+    assert!(!final_text(&app).contains("7.12"), "{}", final_text(&app));
+    apply(&mut app, key('e'));
+    apply(&mut app, key('G'));
+    assert!(final_text(&app).contains("7.12"), "{}", final_text(&app));
 
     // Stop 3: cycle the stop rule until G shows an error in round 1.
     apply(&mut app, key('T'));
@@ -1080,13 +1087,35 @@ fn the_tour_is_answered_by_driving_the_debugger() {
     let ids = unpaired_on_screen(&app);
     answer(&mut app, &ids[0]);
     assert!(
+        app.notice.as_deref().unwrap().starts_with("✓"),
+        "{:?}",
+        app.notice
+    );
+
+    // Stop 5: under `synthesize`, the warning names the number no tool
+    // returned.
+    apply(&mut app, key('T'));
+    apply(&mut app, key('G'));
+    let warning = app
+        .analysis()
+        .warnings
+        .iter()
+        .find(|w| w.kind == loopdbg_lesson::checks::WarningKind::Unsourced)
+        .map(|w| w.message.clone())
+        .expect("the closure stop warns of an unsourced number");
+    let number = warning
+        .strip_prefix("the answer states ")
+        .and_then(|rest| rest.split(',').next())
+        .unwrap();
+    answer(&mut app, number);
+    assert!(
         app.notice.as_deref().unwrap().contains("whole tour"),
         "{:?}",
         app.notice
     );
     assert_eq!(
         app.command.take(),
-        Some(Command::SaveTour(vec![0, 1, 2, 3]))
+        Some(Command::SaveTour(vec![0, 1, 2, 3, 4]))
     );
 }
 

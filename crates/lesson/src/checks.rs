@@ -317,6 +317,28 @@ fn warnings_with(trace: &Trace, check: &QuoteCheck, left: &[String]) -> Vec<Warn
 /// never supplied, which is what `synthesize` exists to show. Numbers the
 /// user's prompt holds are the user's own.
 fn unsourced_numbers(trace: &Trace) -> Option<Warning> {
+    let (stated, missing) = unsourced(trace)?;
+    Some(Warning {
+        kind: WarningKind::Unsourced,
+        message: format!(
+            "the answer states {}, which no tool returned; {}: a number the stub wrote is not a fact",
+            stated.join(", "),
+            missing.join("; ")
+        ),
+    })
+}
+
+/// The numbers the answer states that no tool returned, when some call
+/// got no real result (what the `unsourced` warning names); empty when it
+/// does not fire. The tour's closure stop asks for them.
+pub fn numbers_no_tool_returned(trace: &Trace) -> Vec<String> {
+    unsourced(trace)
+        .map(|(stated, _)| stated)
+        .unwrap_or_default()
+}
+
+/// The numbers stated from nowhere and the calls that got no real result.
+fn unsourced(trace: &Trace) -> Option<(Vec<String>, Vec<String>)> {
     let answer = trace.outcome.final_text.as_deref()?;
     let mut known = Vec::new();
     for e in trace.rounds.iter().flat_map(|r| &r.executions) {
@@ -367,14 +389,7 @@ fn unsourced_numbers(trace: &Trace) -> Option<Warning> {
     if stated.is_empty() || missing.is_empty() {
         return None;
     }
-    Some(Warning {
-        kind: WarningKind::Unsourced,
-        message: format!(
-            "the answer states {}, which no tool returned; {}: a number the stub wrote is not a fact",
-            stated.join(", "),
-            missing.join("; ")
-        ),
-    })
+    Some((stated, missing))
 }
 
 #[cfg(test)]

@@ -1,8 +1,8 @@
 //! The guided tour: the shipped sessions in the order that teaches the loop
 //! (one tool and its two trips; two calls in one turn and what `first`
-//! costs; the stop rules and a reply cut by `max_tokens`; a fault and its
-//! closure), each with what to press and a question answered from the
-//! screen. The right answers are computed from the engine's own runs, not
+//! costs; the stop rules and a reply cut by `max_tokens`; an interrupt and
+//! its closure; what closure hides), each with what to press and a
+//! question answered from the screen. The right answers are computed from the engine's own runs, not
 //! written down, so they can never drift from what the screen shows.
 
 use loopdbg_engine::ledger::Ledger;
@@ -24,8 +24,8 @@ pub struct Stop {
     pub lesson: &'static str,
     /// The strategy the stop opens with.
     pub setup: fn(&mut Strategy),
-    /// The right answer, from the engine.
-    pub answer: fn(&Session) -> Answer,
+    /// The right answer, from the engine run under the stop's strategy.
+    pub answer: fn(&Session, &Strategy) -> Answer,
 }
 
 /// A right answer.
@@ -61,41 +61,55 @@ impl std::fmt::Display for Answer {
 
 fn nothing(_: &mut Strategy) {}
 
-fn first(s: &mut Strategy) {
+/// Stop 2: only the first call runs, and this stub's model then skips what
+/// it did not get (the rate vanishes from the answer).
+fn first_and_skip(s: &mut Strategy) {
     s.extract = Extract::First;
+    s.behavior = "skip".into();
 }
 
 fn leave(s: &mut Strategy) {
     s.closure = Closure::Leave;
 }
 
-/// Stop 1: the messages the second request carries.
-fn second_request_len(session: &Session) -> Answer {
-    let trace = loopdbg_engine::run(session, &Strategy::for_session(session));
-    let k = trace
+/// Stop 5: the same dropped call, closed by a placeholder.
+fn first_and_synthesize(s: &mut Strategy) {
+    s.extract = Extract::First;
+    s.closure = Closure::Synthesize;
+}
+
+/// The stop's opening strategy: the session's own, then the stop's setup.
+pub fn opening_strategy(stop: &Stop, session: &Session) -> Strategy {
+    let mut strategy = Strategy::for_session(session);
+    (stop.setup)(&mut strategy);
+    strategy
+}
+
+/// Where round 2's request is in `trace` (the start when there is none).
+fn second_request(trace: &loopdbg_engine::trace::Trace) -> usize {
+    trace
         .steps
         .iter()
         .position(|s| s.phase == Phase::Request && s.round == 2)
-        .unwrap_or(0);
-    Answer::Number(trace.step(k).history_len)
+        .unwrap_or(0)
+}
+
+/// Stop 1: the messages the second request carries.
+fn second_request_len(session: &Session, strategy: &Strategy) -> Answer {
+    let trace = loopdbg_engine::run(session, strategy);
+    Answer::Number(trace.step(second_request(&trace)).history_len)
 }
 
 /// Stop 2: the id the provider would reject in the second request.
-fn rejected_id(session: &Session) -> Answer {
-    let mut strategy = Strategy::for_session(session);
-    first(&mut strategy);
-    let trace = loopdbg_engine::run(session, &strategy);
-    let k = trace
-        .steps
-        .iter()
-        .position(|s| s.phase == Phase::Request && s.round == 2)
-        .unwrap_or(0);
+fn rejected_id(session: &Session, strategy: &Strategy) -> Answer {
+    let trace = loopdbg_engine::run(session, strategy);
+    let k = second_request(&trace);
     Answer::Word(Ledger::of(trace.history_at(k), &[]).unpaired())
 }
 
 /// Stop 3: the stop rule that ends on the cut reply with an error, in round
 /// 1, instead of spinning or taking it as the answer.
-fn honest_stop_rule(session: &Session) -> Answer {
+fn honest_stop_rule(session: &Session, strategy: &Strategy) -> Answer {
     let rules = [
         StopRule::Content,
         StopRule::FinishReason,
@@ -105,7 +119,7 @@ fn honest_stop_rule(session: &Session) -> Answer {
     let words = rules
         .into_iter()
         .filter(|&stop| {
-            let mut s = Strategy::for_session(session);
+            let mut s = strategy.clone();
             s.stop = stop;
             let trace = loopdbg_engine::run(session, &s);
             trace.outcome.end == loopdbg_engine::trace::End::Error && trace.outcome.requests == 1
@@ -116,12 +130,16 @@ fn honest_stop_rule(session: &Session) -> Answer {
 }
 
 /// Stop 4: the id left without a result when the closure is `leave`.
-fn dangling_under_leave(session: &Session) -> Answer {
-    let mut s = Strategy::for_session(session);
-    leave(&mut s);
-    let trace = loopdbg_engine::run(session, &s);
+fn dangling_at_end(session: &Session, strategy: &Strategy) -> Answer {
+    let trace = loopdbg_engine::run(session, strategy);
     let last = trace.len() - 1;
     Answer::Word(Ledger::of(trace.history_at(last), &[]).unpaired())
+}
+
+/// Stop 5: the number the answer states that no tool returned.
+fn unsourced_number(session: &Session, strategy: &Strategy) -> Answer {
+    let trace = loopdbg_engine::run(session, strategy);
+    Answer::Word(crate::checks::numbers_no_tool_returned(&trace))
 }
 
 /// The shipped sessions the tour's stops name, built in, so the tour
@@ -159,44 +177,63 @@ pub fn sessions() -> Result<Vec<Session>, loopdbg_engine::LoadError> {
         .collect()
 }
 
-/// The tour, in order.
+/// The tour, in order. Every text is whole on an 80×24 screen (a pty
+/// test reads each one there): keep them short.
 pub const STOPS: &[Stop] = &[
     Stop {
         session: "weather.json",
         title: "One tool, two trips",
-        press: "a tool call is the model asking your code to run a function (a `tool_use` block); your loop runs it and sends back a `tool_result`. n steps one phase; step until the header says round 2 and `Request`",
+        press: "the model asks for a tool (a tool_use); your loop runs it and sends back a tool_result. n steps one phase: step to round 2's Request",
         question: "How many messages does the second request carry?",
-        lesson: "the second trip sends the whole history back: the prompt, the model's tool_use, and the tool_result that pairs with it",
+        lesson: "the second trip sends the whole history back: the prompt, the model's tool_use and the tool_result that pairs with it by id",
         setup: nothing,
         answer: second_request_len,
     },
     Stop {
         session: "weather_fx.json",
         title: "Two calls in one turn, and what `first` costs",
-        press: "extraction is `first` (content.find): step to round 2's `Request` and read the ids pane",
+        press: "extraction is `first`: the loop runs only the first call. Step to round 2's Request and read the ids pane",
         question: "Which id would the provider reject in the second request?",
-        lesson: "every tool_use needs its tool_result in the next message; a loop that runs only the first call leaves the second one dangling, and the provider answers 400",
-        setup: first,
+        lesson: "every tool_use needs its tool_result: a real provider answers 400, and this model just drops the rate (G shows it). Now press e (run every call) and G: the rate is back",
+        setup: first_and_skip,
         answer: rejected_id,
     },
     Stop {
         session: "stop_truncated.json",
         title: "Stop rules, and a reply cut by max_tokens",
         press: "s cycles the stop rule; G shows how each run ends",
-        question: "Under which stop rule does the run end in round 1 with an error, instead of spinning or taking the cut reply as the answer?",
+        question: "Under which stop rule does the run end in round 1 with an error, neither spinning nor taking the cut reply as the answer?",
         lesson: "a reply cut by max_tokens is neither a tool call nor an answer: `robust` checks finish_reason and stops with an error you can act on",
         setup: nothing,
         answer: honest_stop_rule,
     },
     Stop {
         session: "fault_interrupt.json",
-        title: "A fault and its closure",
-        press: "the closure is `leave`: press G and read the ids pane; then p cycles to synthesize and strip",
+        title: "An interrupt, and closing what it left open",
+        press: "the user interrupts while a tool runs; the closure is `leave`. Press G and read the ids pane",
         question: "Which id is left without a tool_result when the closure is `leave`?",
-        lesson: "after an interrupt every tool_use must still be closed (Claude Code synthesizes an error result), or the next request is rejected",
+        lesson: "after an interrupt every tool_use must still be closed, or the next request is a 400; Claude Code synthesizes an error result for each. p cycles the closure",
         setup: leave,
-        answer: dangling_under_leave,
+        answer: dangling_at_end,
     },
+    Stop {
+        session: "weather_fx.json",
+        title: "What closure hides",
+        press: "`first` drops get_fx_rate again, but the closure is `synthesize`: a placeholder closes it, so no 400. Press G and read the warnings",
+        question: "Which number does the answer state that no tool returned?",
+        lesson: "closure mends the history, not the loop: no 400 warns you, and the model states a rate no tool gave. Mend the cause (e: run every call)",
+        setup: first_and_synthesize,
+        answer: unsourced_number,
+    },
+];
+
+/// What the tour says once every stop is solved: where to go with a loop
+/// of one's own.
+pub const WHAT_NEXT: &[&str] = &[
+    "loopdbg demo: a buggy agent behind the proxy, offline, no key",
+    "loopdbg proxy --upstream URL: your own agent's traffic, live",
+    "loopdbg check FILE: will the provider refuse this request or log?",
+    "loopdbg doctor FILE --write: repair a session that will not resume",
 ];
 
 #[cfg(test)]
@@ -211,5 +248,42 @@ mod tests {
         assert!(!a.accepts("toolu_w1"));
         assert!(Answer::Number(3).accepts("3"));
         assert!(!Answer::Number(3).accepts("three"));
+    }
+
+    /// Every stop has an answer the engine computes, and the ones the
+    /// lessons name are what the shipped sessions do.
+    #[test]
+    fn every_stop_is_answerable() {
+        let sessions = sessions().expect("the built-in sessions parse");
+        let answers: Vec<Answer> = STOPS
+            .iter()
+            .zip(&sessions)
+            .map(|(stop, session)| (stop.answer)(session, &opening_strategy(stop, session)))
+            .collect();
+        assert_eq!(answers[1], Answer::Word(vec!["toolu_f1".into()]));
+        assert!(answers[2].accepts("robust"), "{:?}", answers[2]);
+        assert_eq!(answers[4], Answer::Word(vec!["7.12".into()]));
+        for (stop, answer) in STOPS.iter().zip(&answers) {
+            assert!(
+                !matches!(answer, Answer::Word(w) if w.is_empty()),
+                "{}: no answer",
+                stop.title
+            );
+        }
+    }
+
+    /// Stop 2's lesson says the rate vanishes and `e` brings it back: both
+    /// are what the engine does.
+    #[test]
+    fn the_rate_vanishes_under_first_and_returns_with_all() {
+        let sessions = sessions().expect("the built-in sessions parse");
+        let mut strategy = opening_strategy(&STOPS[1], &sessions[1]);
+        let vanished = loopdbg_engine::run(&sessions[1], &strategy);
+        let text = vanished.outcome.final_text.unwrap_or_default();
+        assert!(!text.contains("7.12"), "{text}");
+        strategy.extract = Extract::All;
+        let fixed = loopdbg_engine::run(&sessions[1], &strategy);
+        let text = fixed.outcome.final_text.unwrap_or_default();
+        assert!(text.contains("7.12"), "{text}");
     }
 }

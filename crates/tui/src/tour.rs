@@ -27,24 +27,13 @@ impl App {
             index,
             solved,
         });
-        app.notice = Some(welcome(index));
         app
     }
 }
 
-fn welcome(index: usize) -> String {
-    format!(
-        "tour stop {} of {}: {} — do what it says to press, then a to answer",
-        index + 1,
-        STOPS.len(),
-        STOPS[index].title
-    )
-}
-
 fn stop_strategy(sessions: &[Session], index: usize) -> (Strategy, Session) {
     let session = sessions[index].clone();
-    let mut strategy = Strategy::for_session(&session);
-    (STOPS[index].setup)(&mut strategy);
+    let strategy = loopdbg_lesson::tour::opening_strategy(&STOPS[index], &session);
     (strategy, session)
 }
 
@@ -63,7 +52,7 @@ fn open(app: &mut App, index: usize) {
     app.explain_scroll = 0;
     app.forks.clear();
     app.fork = 0;
-    app.notice = Some(welcome(index));
+    app.notice = None;
 }
 
 /// `a`: start typing an answer.
@@ -101,7 +90,11 @@ pub(super) fn type_key(app: &mut App, key: Key) {
             };
             let index = tour.index;
             let stop = &STOPS[index];
-            let right = (stop.answer)(&tour.sessions[index]);
+            let session = &tour.sessions[index];
+            let right = (stop.answer)(
+                session,
+                &loopdbg_lesson::tour::opening_strategy(stop, session),
+            );
             if right.accepts(&typed) {
                 tour.solved.insert(index);
                 let last = tour.solved.len() == STOPS.len();
@@ -109,7 +102,7 @@ pub(super) fn type_key(app: &mut App, key: Key) {
                     "✓ right: {}. {}",
                     stop.lesson,
                     if last {
-                        "That was the whole tour: every stop is solved."
+                        "That was the whole tour."
                     } else {
                         "T goes to the next stop."
                     }

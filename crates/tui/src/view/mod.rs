@@ -54,7 +54,13 @@ pub fn layout(app: &App, area: Rect) -> Areas {
     // The box grows with what it has to say, up to a third of the screen
     // (the end summary's warnings, a tour stop, a long notice); the panes
     // give the room up. Past that it scrolls and says there is more.
-    let most = (area.height / 3).max(4);
+    // A tour stop's own text and its verdict are never cut: the box takes
+    // what they need, leaving the panes their least (header 2, timeline
+    // 3, panes 6, key bar 1).
+    let tour = summary::tour_height(app, area.width).saturating_add(1);
+    let most = (area.height / 3)
+        .max(4)
+        .max(tour.min(area.height.saturating_sub(12)));
     let wanted = summary::wanted_height(app, area.width).saturating_add(1);
     let bottom = wanted.clamp(4, most);
     let rows = Layout::default()

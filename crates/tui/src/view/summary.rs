@@ -56,10 +56,13 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         .border_style(if focused { t.focus_border } else { t.border })
         .title(span(title, t.title));
     let paragraph = Paragraph::new(lines).block(block).wrap(Wrap { trim: true });
-    // Never scroll past the last line: the wrapped height bounds it.
-    let height = paragraph.line_count(area.width) as u16;
+    // Never scroll past the last line: the wrapped text's height bounds it
+    // (the border line is not text).
+    let height = wanted_height(app, area.width);
     let visible = area.height.saturating_sub(1);
     let scroll = app.explain_scroll.min(height.saturating_sub(visible));
+    // The marker goes on the border after the paragraph drew it.
+    paragraph.scroll((scroll, 0)).render(area, buf);
     if height > visible {
         let shown = (scroll + visible).min(height);
         let more = match shown < height {
@@ -69,7 +72,6 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         let x = area.right().saturating_sub(more.chars().count() as u16 + 1);
         buf.set_string(x, area.y, more, t.title);
     }
-    paragraph.scroll((scroll, 0)).render(area, buf);
 }
 
 /// The run's summary and warnings, at its end.
@@ -79,38 +81,9 @@ fn end_summary(app: &App) -> Vec<Line<'static>> {
     let trace = &app.trace;
     let a = app.analysis();
     let unpaired = &a.unpaired;
-    lines.push(Line::from(vec![
-        span(
-            format!(
-                "rounds {} · tool runs {} ",
-                trace.outcome.requests, a.tool_runs
-            ),
-            t.text,
-        ),
-        span(
-            if unpaired.is_empty() {
-                "· unpaired none ".to_string()
-            } else {
-                format!(
-                    "· unpaired {} ",
-                    clean(&loopdbg_engine::ledger::counted_ids(unpaired))
-                )
-            },
-            if unpaired.is_empty() { t.ok } else { t.warn },
-        ),
-        span(
-            format!(
-                "· end {} ({})",
-                trace.outcome.end.as_str(),
-                clean(&trace.outcome.detail)
-            ),
-            if trace.outcome.end == loopdbg_engine::trace::End::ModelDone {
-                t.ok
-            } else {
-                t.warn
-            },
-        ),
-    ]));
+    // The answer and what is wrong with it first: they are what the run
+    // was for, and on a small screen (a tour at 80×24) the first lines
+    // are the ones seen.
     // A replay's file may end before any answer (a request body, a
     // log cut mid-loop): say so in words, not the seeds' `null`.
     let shown = match trace.outcome.final_text.as_deref() {
@@ -133,35 +106,6 @@ fn end_summary(app: &App) -> Vec<Line<'static>> {
         span("final: ", t.title),
         span(shown, t.text),
     ]));
-    if let Some(tokens) = loopdbg_formats::usage::of_trace(trace, &app.prices) {
-        lines.push(Line::from(vec![
-            span("tokens: ", t.title),
-            span(
-                format!(
-                    "{} over {} trip(s){}",
-                    tokens_line(&tokens.total, tokens.cost),
-                    tokens.trips.len(),
-                    priced_note(&tokens)
-                ),
-                t.text,
-            ),
-        ]));
-        for tool in tokens.tools.iter().take(5) {
-            lines.push(Line::from(span(
-                format!(
-                    "  {} × {}: {} out to call it, {} in for its results{}",
-                    clean(&tool.name),
-                    tool.calls,
-                    thousands(tool.output),
-                    thousands(tool.results),
-                    tool.cost
-                        .map(|c| format!(" · {}", dollars(c)))
-                        .unwrap_or_default()
-                ),
-                t.text,
-            )));
-        }
-    }
     // A spinning loop repeats the same 400 every round: say each
     // distinct problem once, with how many requests carried it.
     // Grouped by the ids involved; the latest message of a group says
@@ -196,6 +140,68 @@ fn end_summary(app: &App) -> Vec<Line<'static>> {
         .filter(|w| w.kind != loopdbg_lesson::checks::WarningKind::Provider400)
     {
         lines.push(Line::from(span(format!("⚠ {}", clean(&w.message)), t.warn)));
+    }
+    // Then the counts: what a small screen can scroll to.
+    lines.push(Line::from(vec![
+        span(
+            format!(
+                "rounds {} · tool runs {} ",
+                trace.outcome.requests, a.tool_runs
+            ),
+            t.text,
+        ),
+        span(
+            if unpaired.is_empty() {
+                "· unpaired none ".to_string()
+            } else {
+                format!(
+                    "· unpaired {} ",
+                    clean(&loopdbg_engine::ledger::counted_ids(unpaired))
+                )
+            },
+            if unpaired.is_empty() { t.ok } else { t.warn },
+        ),
+        span(
+            format!(
+                "· end {} ({})",
+                trace.outcome.end.as_str(),
+                clean(&trace.outcome.detail)
+            ),
+            if trace.outcome.end == loopdbg_engine::trace::End::ModelDone {
+                t.ok
+            } else {
+                t.warn
+            },
+        ),
+    ]));
+    if let Some(tokens) = loopdbg_formats::usage::of_trace(trace, &app.prices) {
+        lines.push(Line::from(vec![
+            span("tokens: ", t.title),
+            span(
+                format!(
+                    "{} over {} trip(s){}",
+                    tokens_line(&tokens.total, tokens.cost),
+                    tokens.trips.len(),
+                    priced_note(&tokens)
+                ),
+                t.text,
+            ),
+        ]));
+        for tool in tokens.tools.iter().take(5) {
+            lines.push(Line::from(span(
+                format!(
+                    "  {} × {}: {} out to call it, {} in for its results{}",
+                    clean(&tool.name),
+                    tool.calls,
+                    thousands(tool.output),
+                    thousands(tool.results),
+                    tool.cost
+                        .map(|c| format!(" · {}", dollars(c)))
+                        .unwrap_or_default()
+                ),
+                t.text,
+            )));
+        }
     }
     lines
 }
@@ -332,43 +338,66 @@ fn trip_tokens(app: &App) -> Option<Line<'static>> {
     ]))
 }
 
-/// The tour's stop: its title, the question and how to answer.
+/// The tour's stop: its title, what to do, the question and how to
+/// answer; once every stop is solved, what to do next.
 fn tour_lines(app: &App, tour: &crate::app::Tour) -> Vec<Line<'static>> {
     let t = &app.theme;
-    let stop = &loopdbg_lesson::tour::STOPS[tour.index];
-    let solved = if tour.solved.contains(&tour.index) {
-        " ✓"
-    } else {
-        ""
-    };
-    let prompt = match &app.mode {
-        crate::app::Mode::Answer(typed) => vec![
+    let stops = loopdbg_lesson::tour::STOPS;
+    let stop = &stops[tour.index];
+    let solved = tour.solved.contains(&tour.index);
+    let title = span(
+        format!(
+            "tour {}/{} · {}{}",
+            tour.index + 1,
+            stops.len(),
+            stop.title,
+            if solved { " ✓" } else { "" }
+        ),
+        t.title,
+    );
+    let keys = span(
+        match solved {
+            true => "  (a: again · T: next)",
+            false => "  (a: answer · T: next)",
+        },
+        t.dim,
+    );
+    let mut question = vec![span("? ", t.warn), span(stop.question, t.text)];
+    if let crate::app::Mode::Answer(typed) = &app.mode {
+        question.extend([
             span("  answer: ", t.title),
             span(format!("{}▏", clean(typed)), t.selected),
             span("  Enter checks · Esc cancels", t.dim),
-        ],
-        _ => vec![span(
-            if tour.solved.contains(&tour.index) {
-                "  (a: answer again · T: next stop)"
-            } else {
-                "  (a: answer · T: next stop)"
-            },
-            t.dim,
-        )],
-    };
-    let mut question = vec![span("? ", t.warn), span(stop.question, t.text)];
-    question.extend(prompt);
-    vec![
-        Line::from(span(
-            format!(
-                "tour {}/{}: {}{solved} · press: {}",
-                tour.index + 1,
-                loopdbg_lesson::tour::STOPS.len(),
-                stop.title,
-                stop.press
-            ),
-            t.title,
-        )),
+        ]);
+    }
+    let mut lines = vec![
+        Line::from(vec![title, keys]),
+        Line::from(vec![span("do: ", t.title), span(stop.press, t.text)]),
         Line::from(question),
-    ]
+    ];
+    if tour.solved.len() == stops.len() {
+        for (i, next) in loopdbg_lesson::tour::WHAT_NEXT.iter().enumerate() {
+            let head = if i == 0 { "next: " } else { "      " };
+            lines.push(Line::from(vec![span(head, t.title), span(*next, t.text)]));
+        }
+    }
+    lines
+}
+
+/// How many lines the tour's own text and the notice take at `width`:
+/// the part of the box that must never be scrolled away.
+pub(super) fn tour_height(app: &App, width: u16) -> u16 {
+    let Some(tour) = &app.tour else {
+        return 0;
+    };
+    let mut lines = tour_lines(app, tour);
+    lines.extend(
+        app.notice
+            .as_ref()
+            .map(|n| Line::from(format!("» {}", clean(n)))),
+    );
+    let height = Paragraph::new(lines)
+        .wrap(Wrap { trim: true })
+        .line_count(width);
+    u16::try_from(height).unwrap_or(u16::MAX)
 }
