@@ -33,12 +33,23 @@ pub(super) fn command(args: super::args::ProxyArgs) -> Result<ExitCode, Failure>
         None,
         args.force,
         args.no_tui,
+        |_, _| {},
     )
+}
+
+/// The proxy's runtime: two workers, I/O and timers.
+pub(super) fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the proxy's runtime")?;
+    Ok(runtime)
 }
 
 /// The capture named by `--capture`, when one is: refused when it is
 /// something else than a capture, unless `force`.
-fn open_capture(path: Option<&Path>, force: bool) -> Result<CaptureFile, Failure> {
+pub(super) fn open_capture(path: Option<&Path>, force: bool) -> Result<CaptureFile, Failure> {
     if let Some(p) = path
         && !force
     {
@@ -53,7 +64,7 @@ fn open_capture(path: Option<&Path>, force: bool) -> Result<CaptureFile, Failure
 }
 
 /// Appends `x` to the capture, saying (not stopping for) a failed write.
-fn append(capture: &mut CaptureFile, x: &Exchange) {
+pub(super) fn append(capture: &mut CaptureFile, x: &Exchange) {
     if let Err(e) = capture.append(x) {
         say!("loopdbg proxy: {e}");
     }
@@ -89,13 +100,16 @@ fn print_lines(
     }
 }
 
-/// `loopdbg proxy`.
+/// `loopdbg proxy`; `started` is told where it listens before anything is
+/// shown (the demo starts its agent there).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn proxy(
     config: loopdbg_proxy::Config,
     capture_path: Option<&Path>,
     otlp: Option<&str>,
     force: bool,
     no_tui: bool,
+    started: impl FnOnce(&tokio::runtime::Handle, std::net::SocketAddr),
 ) -> Result<ExitCode, Failure> {
     if !config.listen.ip().is_loopback() {
         say!(
@@ -112,11 +126,7 @@ pub(super) fn proxy(
     }
     #[cfg_attr(not(feature = "otlp"), allow(unused_mut))]
     let mut capture = open_capture(capture_path, force)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("starting the proxy's runtime")?;
+    let runtime = runtime()?;
     // Listening for the shutdown signals before the first connection is
     // taken: a signal that comes while an exchange is in flight is always
     // caught, however soon.
@@ -143,6 +153,7 @@ pub(super) fn proxy(
         None => None,
     };
     say!("{}", config.banner(&addr, capture_path, otlp));
+    started(runtime.handle(), running.addr);
     if let Some(signals) = signals {
         let code = print_lines(runtime, running, capture, signals);
         #[cfg(feature = "otlp")]

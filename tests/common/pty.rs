@@ -148,9 +148,26 @@ pub type Sized = (
 /// The real binary in a `cols`×`rows` pty with extra environment; the
 /// master is returned so a test can resize the terminal.
 pub fn open_pty(args: &[&str], env: &[(&str, &str)], cols: u16, rows: u16) -> Sized {
+    open_pty_in(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")),
+        args,
+        env,
+        cols,
+        rows,
+    )
+}
+
+/// [`open_pty`] in folder `dir`.
+pub fn open_pty_in(
+    dir: &std::path::Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+    cols: u16,
+    rows: u16,
+) -> Sized {
     let (pair, screen) = pty_screen(cols, rows);
     let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_loopdbg"));
-    cmd.cwd(env!("CARGO_MANIFEST_DIR"));
+    cmd.cwd(dir);
     cmd.args(args);
     cmd.env("TERM", "xterm-256color");
     for (k, v) in env {
