@@ -23,6 +23,8 @@ macro_rules! say_partial {
 pub mod args;
 pub mod check;
 
+#[cfg(feature = "demo")]
+mod demo;
 #[cfg(feature = "follow")]
 mod follow;
 #[cfg(feature = "proxy")]
@@ -41,7 +43,7 @@ pub mod terminal;
 use std::io::Write;
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::FromArgMatches;
 
 use args::{
     Cli, Command, CompareArgs, CompareFormat, DiffArgs, Export, LintArgs, RunArgs, RunFormat,
@@ -84,7 +86,10 @@ pub fn main() -> ExitCode {
         say!("error: {message}");
         return ExitCode::from(EXIT_BAD_INPUT);
     }
-    let cli = Cli::parse();
+    // --help ends with the command's examples and exit status.
+    let matches =
+        loopdbg_manual::with_manual(<Cli as clap::CommandFactory>::command()).get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     // One line per message, so `file:line:column: what` stays greppable.
     #[cfg(feature = "fancy-errors")]
     let _ = miette::set_hook(Box::new(|_| {
@@ -150,6 +155,8 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         Some(Command::Check(args)) => check::check(args),
         #[cfg(feature = "proxy")]
         Some(Command::Proxy(args)) => proxy::command(args),
+        #[cfg(feature = "demo")]
+        Some(Command::Demo(args)) => demo::demo(args),
         Some(Command::Diff(args)) => diff(args),
         Some(Command::Tour(args)) => tour(args),
         Some(Command::Record(args)) => record(&args.capture, args.conversation, &args.output),
@@ -168,13 +175,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             Ok(ExitCode::SUCCESS)
         }
         #[cfg(feature = "docs")]
-        Some(Command::Man) => {
-            use clap::CommandFactory;
-            let mut out = std::io::stdout().lock();
-            clap_mangen::Man::new(Cli::command()).render(&mut out)?;
-            out.flush()?;
-            Ok(ExitCode::SUCCESS)
-        }
+        Some(Command::Man(args)) => man(args),
     }
 }
 
@@ -373,8 +374,15 @@ fn lint(args: LintArgs) -> Result<ExitCode, Failure> {
 fn diff(args: DiffArgs) -> Result<ExitCode, Failure> {
     let anywhere = args.places.agents_anywhere;
     let right = args.right.unwrap_or_else(|| args.left.clone());
-    let a = diff_side(&args.left, &args.left_strategy, anywhere)?;
-    let b = diff_side(&right, &args.right_strategy, anywhere)?;
+    let side = |path, choice| {
+        use loopdbg_corpus::sessions::{DiffSideError, diff_side};
+        diff_side(path, choice, anywhere).map_err(|e| match e {
+            DiffSideError::Load(e) => Failure::from(e),
+            DiffSideError::Refused(why) => bad_flag(why),
+        })
+    };
+    let a = side(&args.left, &args.left_strategy)?;
+    let b = side(&right, &args.right_strategy)?;
     let diff = loopdbg_lesson::diff::diff(&a.side(), &b.side());
     match args.format {
         RunFormat::Text => print_text(&diff.to_text())?,
@@ -413,6 +421,31 @@ fn tour(args: TourArgs) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `loopdbg man`: one page on standard output, or every page into a folder.
+#[cfg(feature = "docs")]
+fn man(args: args::ManArgs) -> Result<ExitCode, Failure> {
+    let root = <Cli as clap::CommandFactory>::command();
+    let Some(dir) = args.dir else {
+        let asked = args.command.as_deref();
+        let page = loopdbg_manual::page(&root, asked).ok_or_else(|| {
+            bad_flag(format!(
+                "no command named {:?}: `loopdbg --help` lists them",
+                asked.unwrap_or("")
+            ))
+        })??;
+        let mut out = std::io::stdout().lock();
+        out.write_all(&page.roff)?;
+        out.flush()?;
+        return Ok(ExitCode::SUCCESS);
+    };
+    for page in loopdbg_manual::pages(&root)? {
+        let path = dir.join(&page.file_name);
+        write_new(&path, &page.roff, args.force)?;
+        say!("wrote {}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `loopdbg schema`.
 fn schema() -> Result<ExitCode, Failure> {
     print_json(&loopdbg_engine::schema::session_schema(), true)?;
@@ -439,31 +472,6 @@ fn replay_app(opened: loopdbg_corpus::open::Opened, which: Option<usize>) -> Res
     );
     app.notice = replay.left_out;
     Ok(app)
-}
-
-fn diff_side(
-    path: &std::path::Path,
-    choice: &loopdbg_engine::session::Choice,
-    agents_anywhere: bool,
-) -> Result<loopdbg_lesson::diff::Run, Failure> {
-    let name = path.display().to_string();
-    match subject(path, true, agents_anywhere)? {
-        Subject::Replay(replay) => {
-            if !choice.is_empty() {
-                return Err(bad_flag(format!(
-                    "{name} is a captured conversation: it has no strategy to set (loopdbg record turns it into a session that has)"
-                )));
-            }
-            Ok(loopdbg_lesson::diff::Run {
-                label: format!("{name} [replay]"),
-                session: replay.session,
-                trace: replay.trace,
-            })
-        }
-        Subject::Run(loaded) => {
-            loopdbg_lesson::diff::Run::ran(&name, loaded.session, choice).map_err(bad_flag)
-        }
-    }
 }
 
 /// Writes `bytes` to `path` ([`loopdbg_io::files::write_file`]); an existing file only
@@ -493,33 +501,13 @@ fn record(
     which: Option<usize>,
     output: &std::path::Path,
 ) -> Result<ExitCode, Failure> {
-    let opened = match loopdbg_corpus::replay::open(capture)? {
-        loopdbg_corpus::replay::Opening::Captured(opened) => opened,
-        loopdbg_corpus::replay::Opening::Session { origin, .. } => {
-            return Err(bad_flag(format!(
-                "{origin} is a session, not a capture: `loopdbg run {origin}` runs it"
-            )));
-        }
-    };
-    let recorded = loopdbg_corpus::replay::record(opened, which)?;
-    let mut text =
-        serde_json::to_string_pretty(&recorded.recording.session).map_err(anyhow::Error::from)?;
-    text.push('\n');
-    // A session that does not load back is not worth writing.
-    loopdbg_engine::Session::parse(&output.display().to_string(), &text)?;
-    // Never over a file: a recorded session is the user's to replace.
-    loopdbg_io::files::write_file(output, loopdbg_io::files::Existing::Keep, |w| {
-        w.write_all(text.as_bytes())
-    })
-    .map_err(|e| match e {
-        loopdbg_io::files::WriteError::Exists => bad_flag(format!(
-            "{} exists: record never overwrites a file; pick another -o",
-            output.display()
-        )),
-        e => anyhow::Error::from(e).context(format!("writing {}", output.display())),
-    })?;
-    for line in recorded.summary(capture, output) {
-        say!("{line}");
-    }
+    use loopdbg_corpus::replay::RecordError;
+    let said =
+        loopdbg_corpus::replay::record_to_file(capture, which, output).map_err(|e| match e {
+            RecordError::Load(e) => e.into(),
+            RecordError::Refused(why) => bad_flag(why),
+            e => anyhow::Error::from(e),
+        })?;
+    said.iter().for_each(|line| say!("{line}"));
     Ok(ExitCode::SUCCESS)
 }

@@ -244,3 +244,64 @@ pub fn record(opened: Opened, which: Option<usize>) -> Result<Recorded, LoadErro
         declared_tools: !conv.tools.is_empty(),
     })
 }
+
+/// Why `loopdbg record` wrote nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// The capture (or the session written from it) could not be read.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// Input the command cannot use: a session given as the capture, an
+    /// output that exists.
+    #[error("{0}")]
+    Refused(String),
+    /// The output could not be written.
+    #[error("writing {path}: {source}")]
+    Write {
+        /// The output.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// `loopdbg record`: conversation `which` of `capture` as a session file
+/// at `output`, never over a file, and only when it loads back; what to
+/// say once written.
+pub fn record_to_file(
+    capture: &Path,
+    which: Option<usize>,
+    output: &Path,
+) -> Result<Vec<String>, RecordError> {
+    let opened = match open(capture)? {
+        Opening::Captured(opened) => opened,
+        Opening::Session { origin, .. } => {
+            return Err(RecordError::Refused(format!(
+                "{origin} is a session, not a capture: `loopdbg run {origin}` runs it"
+            )));
+        }
+    };
+    let recorded = record(opened, which)?;
+    let write_error = |source| RecordError::Write {
+        path: output.display().to_string(),
+        source,
+    };
+    let mut text = serde_json::to_string_pretty(&recorded.recording.session)
+        .map_err(|e| write_error(e.into()))?;
+    text.push('\n');
+    // A session that does not load back is not worth writing.
+    Session::parse(&output.display().to_string(), &text)?;
+    // Never over a file: a recorded session is the user's to replace.
+    let existing = loopdbg_io::files::Existing::Keep;
+    loopdbg_io::files::write_file(output, existing, |w| {
+        std::io::Write::write_all(w, text.as_bytes())
+    })
+    .map_err(|e| match e {
+        loopdbg_io::files::WriteError::Exists => RecordError::Refused(format!(
+            "{} exists: record never overwrites a file; pick another -o",
+            output.display()
+        )),
+        loopdbg_io::files::WriteError::Io(e) => write_error(e),
+    })?;
+    Ok(recorded.summary(capture, output))
+}

@@ -179,3 +179,37 @@ fn read_one(path: &Path) -> Result<(String, String, Session), LoadError> {
     let session = Session::parse(&origin, &text)?;
     Ok((origin, text, session))
 }
+
+/// Why one side of `loopdbg diff` cannot be run.
+#[derive(Debug, thiserror::Error)]
+pub enum DiffSideError {
+    /// The file could not be read.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// A strategy that cannot be set: a capture has none, or a value is
+    /// not one the session has.
+    #[error("{0}")]
+    Refused(String),
+}
+
+/// One side of `loopdbg diff`: the session at `path` run under `choice`,
+/// or a capture's replay (which has no strategy to set).
+pub fn diff_side(
+    path: &Path,
+    choice: &loopdbg_engine::session::Choice,
+    anywhere: bool,
+) -> Result<loopdbg_lesson::diff::Run, DiffSideError> {
+    let name = path.display().to_string();
+    match subject(path, true, anywhere)? {
+        Subject::Replay(_) if !choice.is_empty() => Err(DiffSideError::Refused(format!(
+            "{name} is a captured conversation: it has no strategy to set (loopdbg record turns it into a session that has)"
+        ))),
+        Subject::Replay(replay) => Ok(loopdbg_lesson::diff::Run {
+            label: format!("{name} [replay]"),
+            session: replay.session,
+            trace: replay.trace,
+        }),
+        Subject::Run(loaded) => loopdbg_lesson::diff::Run::ran(&name, loaded.session, choice)
+            .map_err(DiffSideError::Refused),
+    }
+}
