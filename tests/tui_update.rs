@@ -1209,3 +1209,43 @@ fn a_reply_without_text_is_not_called_null() {
         "{said}"
     );
 }
+
+/// `y` copies the selected message's JSON (the popup's when one is open,
+/// the explain box's text when it has the focus); `Y` writes it to a file.
+#[test]
+fn y_copies_the_selected_message_and_y_writes_it() {
+    use loopdbg_tui::app::Command;
+    let mut app = App::new(
+        "sessions/weather.json",
+        session("weather.json"),
+        Strategy::for_session(&session("weather.json")),
+        Theme::color(),
+    );
+    apply(&mut app, Action::Resize(120, 40));
+    for _ in 0..3 {
+        apply(&mut app, key('n'));
+    }
+    apply(&mut app, key('y'));
+    let Some(Command::Copy { text, what, .. }) = app.command.take() else {
+        panic!("y asks the adapter to copy");
+    };
+    let last = app.selected_message().unwrap();
+    assert_eq!(what, format!("messages[{last}] · canonical"));
+    let copied: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        copied,
+        serde_json::to_value(&app.trace.messages[last]).unwrap()
+    );
+
+    apply(&mut app, key('Y'));
+    assert!(
+        matches!(app.command.take(), Some(Command::Write { suggested, .. }) if suggested == format!("loopdbg-message-{last}.json"))
+    );
+
+    app.focus = Pane::Explain;
+    apply(&mut app, key('y'));
+    let Some(Command::Copy { text, .. }) = app.command.take() else {
+        panic!("y in the explain box copies its text");
+    };
+    assert!(!text.is_empty() && !text.starts_with('{'), "{text}");
+}

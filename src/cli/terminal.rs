@@ -140,6 +140,11 @@ async fn event_loop(
                         Err(why) => Action::Said(format!("edit not applied: {why:#}")),
                     })
                 }
+                Command::Copy {
+                    text,
+                    what,
+                    suggested,
+                } => Some(Action::Said(copy(&text, &what, &suggested))),
                 Command::SaveTour(solved) => match save_tour(&solved) {
                     // Saving says nothing: the answer's own message stays.
                     Ok(()) => None,
@@ -163,6 +168,31 @@ async fn event_loop(
         }
     }
     Ok(())
+}
+
+/// `y`: `text` to the clipboard through the terminal (OSC 52), or, when it
+/// is too long for that, to a file; what happened, in words.
+fn copy(text: &str, what: &str, suggested: &str) -> String {
+    use std::io::Write;
+    let in_tmux = std::env::var_os("TMUX").is_some();
+    let sent = loopdbg_tui::clipboard::osc52(text, in_tmux).map(|sequence| {
+        let mut out = stdout().lock();
+        out.write_all(sequence.as_bytes())
+            .and_then(|()| out.flush())
+    });
+    match sent {
+        Some(Ok(())) => format!(
+            "copied {what} to the clipboard ({} bytes, through the terminal: OSC 52); nothing arrived? Y writes it to a file",
+            text.len()
+        ),
+        _ => match loopdbg_io::files::write_unique(suggested, text) {
+            Ok(path) => format!(
+                "{what} is too long for the terminal's clipboard: wrote it to {}",
+                path.display()
+            ),
+            Err(e) => format!("could not copy {what}: {e:#}"),
+        },
+    }
 }
 
 /// Terminal events, read on a thread of their own and handed over in

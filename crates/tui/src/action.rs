@@ -99,6 +99,11 @@ pub enum Action {
     Said(String),
     /// Run forward to the next breakpoint, new unpaired id or repeated reply.
     Continue,
+    /// Copy the selected message's JSON (or the explain box's text) to the
+    /// terminal's clipboard.
+    Yank,
+    /// The same, written to a file.
+    YankToFile,
     /// The terminal has a new size.
     Resize(u16, u16),
     /// The mouse wheel turned over a point of the screen.

@@ -137,6 +137,16 @@ pub enum Command {
     },
     /// Remember the tour's solved stops (in the platform's data folder).
     SaveTour(Vec<usize>),
+    /// Put `text` on the clipboard through the terminal (OSC 52); when the
+    /// terminal cannot take it, write it to a file named like `suggested`.
+    Copy {
+        /// What is copied.
+        text: String,
+        /// What it is, for the message afterwards.
+        what: String,
+        /// A file name for the fallback.
+        suggested: String,
+    },
     /// Write `text` to a new file named like `suggested` (never over one).
     Write {
         /// A file name to start from.

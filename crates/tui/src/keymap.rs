@@ -115,6 +115,8 @@ pub static KEYMAP: std::sync::LazyLock<Vec<Binding>> = std::sync::LazyLock::new(
         bind!("Tour", [Char('T')], Action::TourNext, "tour: the next stop", None),
         bind!("View", [Char('w')], Action::CycleView, "view messages as canonical / Anthropic / OpenAI Chat / Responses / Gemini", Some("wire")),
         bind!("View", [Char('/')], Action::Search, "search the messages at this step (ids, text, arguments, results); Enter selects the next match", Some("search")),
+        bind!("View", [Char('y')], Action::Yank, "copy the selected message's JSON (the explain box's text when it has the focus) to the clipboard, through the terminal (OSC 52)", None),
+        bind!("View", [Char('Y')], Action::YankToFile, "write what y copies to a file instead, and say where", None),
         bind!("View", [Char('d')], Action::ShowTools, "tool definitions, their schemas and the session's lint findings", Some("tools")),
         bind!("View", [Code(KeyCode::Tab)], Action::FocusNext, "focus the next pane", None),
         bind!("View", [Code(KeyCode::BackTab)], Action::FocusPrev, "focus the previous pane", None),

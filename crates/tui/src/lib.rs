@@ -10,6 +10,7 @@
 
 pub mod action;
 pub mod app;
+pub mod clipboard;
 pub mod explain;
 pub mod fork;
 pub mod keymap;

@@ -10,7 +10,7 @@ use loopdbg_lesson::checks::RunAnalysis;
 use loopdbg_lesson::report::compare_rows;
 
 use super::action::Action;
-use super::app::{App, Mode, Pane, Popup};
+use super::app::{App, Command, Mode, Pane, Popup};
 use super::view::pane_at;
 
 /// Lines a page scroll moves.
@@ -359,6 +359,8 @@ fn fork_action(app: &mut App, action: Action) {
 fn screen(app: &mut App, action: Action) {
     match action {
         Action::Said(text) => app.notice = Some(text),
+        Action::Yank => yank(app, false),
+        Action::YankToFile => yank(app, true),
         Action::ShowCompare => {
             let rows = compare_rows(&app.origin, &app.session, app.strategy().max_rounds);
             app.open(Popup::Compare { rows, scroll: 0 });
@@ -726,4 +728,43 @@ fn search_next(app: &mut App) {
         "/{shown}: message {next} ({k} of {} at this step; / Enter for the next)",
         matches.len()
     ));
+}
+
+/// `y` / `Y`: the message open in the popup or selected in its pane, or,
+/// when the explain box has the focus, its text; to the clipboard, or to a
+/// file.
+fn yank(app: &mut App, to_file: bool) {
+    let open = match &app.mode {
+        Mode::Popup(Popup::Detail { message, .. }) => Some(*message),
+        _ => None,
+    };
+    let (text, what, suggested) = match open {
+        None if app.focus == crate::app::Pane::Explain => (
+            crate::view::summary::box_text(app),
+            "the explain box's text".to_string(),
+            "loopdbg-explain.txt".to_string(),
+        ),
+        _ => {
+            let Some(message) = open.or_else(|| app.selected_message()) else {
+                app.notice = Some("no message to copy at this step".into());
+                return;
+            };
+            let Some((json, title)) = crate::view::detail::message_json(app, message) else {
+                return;
+            };
+            (json, title, format!("loopdbg-message-{message}.json"))
+        }
+    };
+    app.command = Some(match to_file {
+        true => Command::Write {
+            suggested,
+            text,
+            what: "copied text",
+        },
+        false => Command::Copy {
+            text,
+            what,
+            suggested,
+        },
+    });
 }

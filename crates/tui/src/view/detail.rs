@@ -9,22 +9,19 @@ use super::{centered, popup_frame, span};
 use crate::app::App;
 use loopdbg_lesson::report::clean;
 
-pub(super) fn render(app: &App, message: usize, scroll: u16, area: Rect, buf: &mut Buffer) {
-    let t = &app.theme;
-    let (json, title) = match app.view {
+/// Message `message` of the pane as the popup shows it (canonical, or as
+/// the wire view's provider receives it): its JSON and its title.
+pub fn message_json(app: &App, message: usize) -> Option<(String, String)> {
+    Some(match app.view {
         None => {
-            let Some(m) = app.trace.messages.get(message) else {
-                return;
-            };
+            let m = app.trace.messages.get(message)?;
             (
                 serde_json::to_string_pretty(m).unwrap_or_default(),
                 format!("messages[{message}] · canonical"),
             )
         }
         Some(format) => {
-            let Some(item) = app.view_item(message) else {
-                return;
-            };
+            let item = app.view_item(message)?;
             let key = match format {
                 loopdbg_formats::provider::Format::Responses => "input",
                 loopdbg_formats::provider::Format::Gemini => "contents",
@@ -46,6 +43,13 @@ pub(super) fn render(app: &App, message: usize, scroll: u16, area: Rect, buf: &m
             }
             (json, format!("{key}[{message}] · {}", format.title()))
         }
+    })
+}
+
+pub(super) fn render(app: &App, message: usize, scroll: u16, area: Rect, buf: &mut Buffer) {
+    let t = &app.theme;
+    let Some((json, title)) = message_json(app, message) else {
+        return;
     };
     let lines: Vec<Line> = json
         .lines()

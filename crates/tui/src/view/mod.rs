@@ -4,7 +4,7 @@
 
 mod code;
 mod compare;
-mod detail;
+pub mod detail;
 mod forks;
 mod header;
 mod help;
@@ -12,7 +12,7 @@ mod ids;
 mod keybar;
 mod messages;
 mod rundiff;
-mod summary;
+pub mod summary;
 mod timeline;
 mod tools;
 mod walkthrough;

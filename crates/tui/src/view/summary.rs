@@ -38,6 +38,14 @@ fn content(app: &App) -> (&'static str, Vec<Line<'static>>) {
     (title, lines)
 }
 
+/// The box's text, one line per line it holds (unwrapped): what `y`
+/// copies when the box has the focus.
+pub fn box_text(app: &App) -> String {
+    let (_, lines) = content(app);
+    let lines: Vec<String> = lines.iter().map(ToString::to_string).collect();
+    lines.join("\n")
+}
+
 /// How many lines the box's text takes at `width` (borders aside).
 pub(super) fn wanted_height(app: &App, width: u16) -> u16 {
     let (_, lines) = content(app);
