@@ -1,6 +1,5 @@
 """Conversations (request bodies) checked per second per worker: the Python package in process and
-on Dask distributed, beside the CLI on the same shard (README,
-Performance). Run by benches/python_fleet.sh, which builds the release
+on Dask distributed, beside the CLI on the same shard (docs/performance.md). Run by benches/python_fleet.sh, which builds the release
 CLI and the virtualenv; prints a Markdown table.
 
 Every measure takes one core: RAYON_NUM_THREADS=1 for the CLI and for the

@@ -1069,7 +1069,7 @@ fn accepted((ok, statuses): &(bool, Vec<u64>)) -> bool {
 /// The most reported break: an agent interrupted while a tool runs. Run
 /// as the user runs it: the agent killed mid-tool, then its own resume
 /// tried first (which may add to the log); then `check`, `doctor --write`,
-/// `check`, and the resume again. The README's table says what each
+/// `check`, and the resume again. docs/doctor.md's table says what each
 /// agent does.
 fn interrupted_journey(agent: Agent) -> Option<Journey> {
     let bin = installed(agent, "agents::interrupted")?;

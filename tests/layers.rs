@@ -100,7 +100,9 @@ const LAYERS: &[Layer] = &[
     // network or terminal, so the Python package can load it.
     Layer {
         name: "corpus",
-        uses: &["engine", "io", "formats", "read", "judge", "export"],
+        uses: &[
+            "engine", "io", "formats", "read", "judge", "export", "lesson",
+        ],
         pure: false,
         never: &["tokio", "hyper", "crossterm", "ratatui", "notify"],
     },
@@ -116,7 +118,22 @@ const LAYERS: &[Layer] = &[
         pure: false,
         never: &["tokio", "hyper", "crossterm", "ratatui", "notify"],
     },
-    // The fake provider, for tests and benches only.
+    // The manual: --help's examples and the man pages, from clap's
+    // definitions and docs/commands.md.
+    Layer {
+        name: "manual",
+        uses: &[],
+        pure: true,
+        never: IMPURE,
+    },
+    // `loopdbg demo`'s agent, over the fake provider.
+    Layer {
+        name: "demo",
+        uses: &["fake", "proxy"],
+        pure: false,
+        never: &["crossterm", "ratatui"],
+    },
+    // The fake provider, for tests, benches and `loopdbg demo`.
     Layer {
         name: "fake",
         uses: &[],

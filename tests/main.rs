@@ -14,6 +14,7 @@ mod check;
 mod check_inputs;
 mod cli;
 mod clients;
+mod demo;
 mod docs;
 mod doctor;
 mod export;

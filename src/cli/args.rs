@@ -45,8 +45,8 @@ pub struct Cli {
 
     /// Price tokens with this table instead of the shipped one (JSON:
     /// `as_of`, `currency`, `per`, and `models` by name with `input`,
-    /// `output`, `cache_read`, `cache_write`; the README's "Tokens and
-    /// cost" shows one).
+    /// `output`, `cache_read`, `cache_write`; docs/check.md's "Tokens
+    /// and cost" shows one).
     #[arg(long, global = true, value_name = "FILE")]
     pub prices: Option<PathBuf>,
 
@@ -149,11 +149,15 @@ fn parse_export(s: &str) -> Result<Export, String> {
 /// Headless commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run a session once and print the trace (seed-style text or JSON).
+    /// Run a session once and print the trace, round by round (text or JSON).
     Run(RunArgs),
-    /// Validate captured conversations: request bodies (Anthropic, OpenAI
-    /// Chat, Responses, Gemini), message arrays, JSON Lines of them, and
-    /// agent logs (Claude Code, Codex CLI, Gemini CLI).
+    /// Will a provider refuse this history: which call id, in its words.
+    ///
+    /// Reads request bodies (Anthropic, OpenAI Chat, Responses, Gemini,
+    /// Bedrock Converse), message arrays,
+    /// JSON Lines of them; agent logs (Claude Code, Codex, Gemini CLI,
+    /// Copilot CLI, Cline/Roo, opencode exports); recordings (HAR, VCR
+    /// cassettes, Go httprr, loopdbg captures); OTLP traces; MCP captures.
     ///
     /// Exit 0 when clean; 1 when problems were found or nothing was checked;
     /// 2 when an input (or a line of it) could not be read, after checking
@@ -168,31 +172,49 @@ pub enum Command {
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     #[cfg(feature = "docs")]
     Completions(CompletionsArgs),
-    /// Print the manual page (roff), for `man -l -` or a man directory.
+    /// Print a manual page (roff), for `man -l -`, or write every page.
     #[cfg(feature = "docs")]
-    Man,
-    /// Sit between an agent and its provider: forward every request to
-    /// --upstream and back unchanged (streamed answers chunk by chunk),
-    /// check each request on the way, and record every exchange.
+    Man(ManArgs),
+    /// Sit between an agent and its provider, checking and recording.
+    ///
+    /// Forwards every request to --upstream and back unchanged (streamed
+    /// answers chunk by chunk), checks each request on the way, and
+    /// records every exchange.
     ///
     /// Point the agent at it: `ANTHROPIC_BASE_URL=http://127.0.0.1:8700`,
     /// `OPENAI_BASE_URL=http://127.0.0.1:8700/v1`.
     #[cfg(feature = "proxy")]
     Proxy(ProxyArgs),
-    /// Compare two runs: two sessions, one session under two strategies, or
-    /// two captured conversations. Prints where they first part and what
-    /// differs after. Exit 0 when the runs are the same, 1 when they differ.
+    /// Try the live side in one command, offline and with no key.
+    ///
+    /// Starts a fake provider, a small agent whose loop runs only the first tool call of
+    /// a reply (so the provider refuses its next request with a 400), and
+    /// `loopdbg proxy` between them, shown in the live debugger. The
+    /// exchanges are left in a capture (loopdbg-demo.jsonl, or the next
+    /// free name) and the commands to check, replay, record, fork, diff
+    /// and export it are printed on exit.
+    #[cfg(feature = "demo")]
+    Demo(DemoArgs),
+    /// Compare two runs: where they first part and what differs after.
+    ///
+    /// The runs are two sessions, one session under two strategies, or
+    /// two captured conversations. Exit 0 when the runs are the same, 1 when they differ.
     Diff(DiffArgs),
-    /// A guided tour of the loop for newcomers: four stops, each with what
-    /// to press and a question answered from the screen. Progress is
-    /// remembered between runs.
+    /// A guided tour of the loop for newcomers, in five stops.
+    ///
+    /// Each stop says what to press and asks a question answered from the
+    /// screen. Progress is remembered between runs.
     Tour(TourArgs),
-    /// Turn a capture, a Claude Code log or any file `check` reads into a
-    /// stub session that replays the recorded run under any strategy.
+    /// Turn a capture or an agent log into a session that runs it again.
+    ///
+    /// Any file `check` reads becomes a stub session that replays the
+    /// recorded run under any strategy.
     Record(RecordArgs),
-    /// Repair an agent's session that can no longer be resumed (a call left
-    /// without its result, a result sent twice, a torn last line), in the
-    /// agent's own format: Claude Code, Codex and Gemini CLI sessions. Says
+    /// Repair an agent's session that can no longer be resumed.
+    ///
+    /// A call left without its result, a result sent twice, a torn last
+    /// line: repaired in the agent's own format (Claude Code, Codex and
+    /// Gemini CLI sessions; Copilot CLI and Cline/Roo are checked). Says
     /// what it would change; --write changes it, keeping the original as
     /// FILE.loopdbg-bak (numbered, never overwritten), and checks it again.
     /// --scan finds every agent's sessions on this machine and lists those
@@ -201,7 +223,9 @@ pub enum Command {
     /// Exit 0 when every session is (or became) sendable; 1 when one needs a
     /// repair not written; 2 when one could not be read or repaired.
     Doctor(DoctorArgs),
-    /// Tap a stdio MCP server: start it, relay the agent's messages to it
+    /// Tap an MCP server and record every JSON-RPC message.
+    ///
+    /// Starts a stdio server, relays the agent's messages to it
     /// and its answers back byte for byte, and record every JSON-RPC
     /// message with the side that sent it and when, for `check` to read.
     ///
@@ -211,6 +235,42 @@ pub enum Command {
     /// forwards to it: point the agent at the address it prints.
     #[cfg(feature = "proxy")]
     Mcp(McpArgs),
+}
+
+// The arguments of `man` (its help text is the variant's).
+#[cfg(feature = "docs")]
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// The command whose page to print (`check` prints loopdbg-check(1));
+    /// loopdbg(1) when omitted.
+    pub command: Option<String>,
+    /// Write every page (loopdbg.1, loopdbg-check.1, …) into this folder
+    /// instead, e.g. ~/.local/share/man/man1.
+    #[arg(long, conflicts_with = "command")]
+    pub dir: Option<PathBuf>,
+    /// Replace pages that are already in --dir.
+    #[arg(long, requires = "dir")]
+    pub force: bool,
+}
+
+// The arguments of `demo` (its help text is the variant's).
+#[cfg(feature = "demo")]
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Where to leave the capture (default: loopdbg-demo.jsonl in this
+    /// folder, or loopdbg-demo-2.jsonl and on when taken; a file given
+    /// here is appended to only when it is a capture).
+    #[arg(long)]
+    pub capture: Option<PathBuf>,
+    /// One line per exchange instead of the debugger (also what happens
+    /// without a terminal).
+    #[arg(long)]
+    pub no_tui: bool,
+    /// Milliseconds the agent waits before each request and while a tool
+    /// runs, to watch each phase arrive (default 800 in the debugger, 0
+    /// with --no-tui).
+    #[arg(long)]
+    pub pace_ms: Option<u64>,
 }
 
 // The arguments of `mcp` (its help text is the variant's).
@@ -464,7 +524,7 @@ pub struct RecordArgs {
 /// `run` output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum RunFormat {
-    /// Round by round, as the seeds print traces.
+    /// Round by round: each reply, the calls run and dropped, the decision.
     Text,
     /// One JSON document.
     Json,

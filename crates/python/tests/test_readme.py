@@ -1,5 +1,5 @@
-"""The README's Python examples run, in order, and print what they show:
-each ``#> `` line of a block is a line the block prints."""
+"""The Python page's examples (docs/python.md) run, in order, and print
+what they show: each ``#> `` line of a block is a line the block prints."""
 
 from __future__ import annotations
 
@@ -13,10 +13,8 @@ from conftest import REPO
 
 
 def blocks():
-    readme = (REPO / "README.md").read_text()
-    start = readme.index("## Python: the check inside agent code")
-    section = readme[start : readme.index("\n## ", start + 1)]
-    return re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    page = (REPO / "docs" / "python.md").read_text()
+    return re.findall(r"```python\n(.*?)```", page, flags=re.S)
 
 
 def test_the_readme_has_its_python_examples():
