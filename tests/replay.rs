@@ -187,10 +187,14 @@ fn the_end_summary_scrolls_to_its_last_finding() {
         apply(&mut app, Action::FocusNext);
     }
     assert_eq!(app.focus, Pane::Explain);
+    // The findings come first (the answer and what is wrong with it), the
+    // counts after; the box scrolls to its last line.
+    let text = screen(&mut app, 80, 24);
+    assert!(text.contains("not part of the live conversation"), "{text}");
     apply(&mut app, Action::PageDown);
     assert_eq!(app.explain_scroll, 10);
     let text = screen(&mut app, 80, 24);
-    assert!(text.contains("not part of the live conversation"), "{text}");
+    assert!(text.contains("Read × 1"), "{text}");
     // Stepping away and back starts the summary at its top again.
     apply(&mut app, Action::StepBack);
     apply(&mut app, Action::Last);
@@ -237,8 +241,9 @@ fn notes_alone_are_no_problems_at_the_end() {
     let app = replay(&convs[0]);
     assert_eq!(
         app.trace.outcome.detail,
-        "the transcript ends with calls in flight; no pairing problems, 1 note(s)"
+        "the transcript ends with calls waiting for their results; no pairing problems, 1 note(s)"
     );
+    assert_eq!(app.trace.outcome.end, loopdbg_engine::trace::End::InFlight);
     let convs = claude_code_log("claude_code_v2/rewind.jsonl");
     let app = replay(&convs[0]);
     assert_eq!(app.trace.outcome.end, loopdbg_engine::trace::End::ModelDone);

@@ -63,7 +63,7 @@ fn closure_and_interrupt_keys_in_a_real_terminal() {
     screen.wait_text("interrupt r1 @80ms");
     writer.write_all(b"p").unwrap();
     screen.wait_for("the closure's notice", |s| {
-        s.contains("closure synthesize") && s.contains("call_sh paired")
+        s.contains("closure synthesize") && s.contains("unpaired call_sh → none")
     });
     quit(child, &mut writer, &mut screen);
 }

@@ -697,6 +697,7 @@ fn a_live_view_names_its_source_and_whether_it_follows() {
             "ALARM #2 (forwarded as it was): the provider would answer 400 (messages[1]): toolu_f1"
                 .into(),
         ),
+        waiting: None,
     };
     let mut a = App::live(
         "proxy 127.0.0.1:8700",

@@ -113,7 +113,7 @@ fn toggling_extraction_mid_run_keeps_the_place_and_says_what_changed() {
     assert!(
         notice.contains("extract first → all")
             && notice.contains("now 2 rounds instead of 6")
-            && notice.contains("toolu_f1 ×6 paired"),
+            && notice.contains("unpaired toolu_f1 ×6 → none"),
         "{notice}"
     );
     // Toggle back at a place the other run does not reach: the nearest step.
@@ -124,7 +124,7 @@ fn toggling_extraction_mid_run_keeps_the_place_and_says_what_changed() {
         app.notice
             .as_ref()
             .unwrap()
-            .contains("toolu_f1 ×6 left unpaired")
+            .contains("unpaired none → toolu_f1 ×6")
     );
 }
 
@@ -587,7 +587,7 @@ fn x_interrupts_at_the_current_execute_step_and_p_cycles_the_closure() {
         loopdbg_engine::strategy::Closure::Synthesize
     );
     assert!(app.analysis().unpaired.is_empty());
-    assert!(app.notice.as_ref().unwrap().contains("call_sh paired"));
+    assert!(app.notice.as_ref().unwrap().contains("unpaired call_sh → none"));
     apply(&mut app, key('p'));
     assert_eq!(
         app.strategy().closure,
@@ -783,6 +783,7 @@ fn live_update(messages: serde_json::Value, alarm: Option<&str>) -> loopdbg_tui:
         trace: loopdbg_export::replay::trace_of(&conv, &findings),
         source: "anthropic".into(),
         alarm: alarm.map(str::to_string),
+        waiting: None,
     }
 }
 
@@ -1137,7 +1138,7 @@ fn toggle_notices_count_reused_ids_and_speak_plainly() {
     let mut app = fx_first_reask();
     apply(&mut app, key('e'));
     let notice = app.notice.clone().unwrap();
-    assert!(notice.contains("toolu_f1 ×6 paired"), "{notice}");
+    assert!(notice.contains("unpaired toolu_f1 ×6 → none"), "{notice}");
     assert!(!notice.contains("toolu_f1, toolu_f1"), "{notice}");
     // Down to one round: singular.
     while app.strategy().max_rounds > 1 {

@@ -339,11 +339,11 @@ fn compare(args: CompareArgs) -> Result<ExitCode, Failure> {
     let mut rows = Vec::new();
     for path in &args.sessions {
         let loaded = sessions::session(path, anywhere)?;
-        let rounds = match args.max_rounds {
-            Some(n) => loopdbg_engine::session::rounds(n).map_err(bad_flag)?,
-            None => Strategy::for_session(&loaded.session).max_rounds,
-        };
-        rows.extend(compare_rows(&loaded.origin, &loaded.session, rounds));
+        let mut base = Strategy::for_session(&loaded.session);
+        if let Some(n) = args.max_rounds {
+            base.max_rounds = loopdbg_engine::session::rounds(n).map_err(bad_flag)?;
+        }
+        rows.extend(compare_rows(&loaded.origin, &loaded.session, &base));
     }
     match args.format {
         CompareFormat::Md => print_text(&compare_markdown(&rows))?,

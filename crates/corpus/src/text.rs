@@ -201,7 +201,10 @@ pub fn render_text(
     }
     let files = reports.len();
     let checked = counted_conversations(requests, convs);
-    let mut summary = if total == 0 {
+    // "No problems" only of what was read: a file cut short may hold more.
+    let mut summary = if total == 0 && failed > 0 {
+        format!("checked {checked} in {files} file(s): no problems in what could be read")
+    } else if total == 0 {
         format!("checked {checked} in {files} file(s): no problems")
     } else {
         format!(

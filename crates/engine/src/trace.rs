@@ -172,6 +172,10 @@ pub enum End {
     /// loop did wrong, a reply the session does not script (a fork, `strip`
     /// or `first` reaching a state its script never planned for).
     Unscripted,
+    /// A replayed recording ends while calls wait for their results (a
+    /// log still being written, an agent stopped mid-tool): no error, the
+    /// loop is simply not over.
+    InFlight,
 }
 
 impl End {
@@ -182,6 +186,7 @@ impl End {
             End::MaxRounds => "max_rounds",
             End::Error => "error",
             End::Unscripted => "unscripted",
+            End::InFlight => "in_flight",
         }
     }
 }

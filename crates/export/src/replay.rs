@@ -439,15 +439,19 @@ impl Replayed {
         // problems of the conversation.
         let problems = findings.iter().filter(|f| !f.is_note()).count();
         let notes = findings.len() - problems;
-        trace.outcome.end = if problems == 0 && !last_calls {
-            End::ModelDone
-        } else {
-            End::Error
+        trace.outcome.end = match (problems, last_calls) {
+            (0, false) => End::ModelDone,
+            (0, true) => End::InFlight,
+            _ => End::Error,
         };
         trace.outcome.detail = match (problems, notes, last_calls) {
             (0, 0, false) => "the transcript ends here; no pairing problems".to_string(),
+            (0, 0, true) => {
+                "the transcript ends with calls waiting for their results; no pairing problems"
+                    .to_string()
+            }
             (0, _, true) => format!(
-                "the transcript ends with calls in flight; no pairing problems, {notes} note(s)"
+                "the transcript ends with calls waiting for their results; no pairing problems, {notes} note(s)"
             ),
             (0, n, false) => format!("the transcript ends here; no pairing problems, {n} note(s)"),
             (p, 0, _) => format!("the transcript has {p} problem(s); see the warnings"),

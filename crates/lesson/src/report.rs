@@ -445,8 +445,10 @@ pub struct CompareRow {
     pub warnings: Vec<&'static str>,
 }
 
-/// Every strategy × behaviour of `session`, run under its own max_rounds.
-pub fn compare_rows(origin: &str, session: &Session, max_rounds: u32) -> Vec<CompareRow> {
+/// Every extraction × stop rule × behaviour of `session`; the rest of the
+/// strategy (round limit, closure) is `base`'s, so the debugger's table
+/// answers for the strategy on screen.
+pub fn compare_rows(origin: &str, session: &Session, base: &Strategy) -> Vec<CompareRow> {
     let mut rows = Vec::new();
     for behavior in session.behavior_names() {
         for extract in Extract::ALL {
@@ -454,9 +456,8 @@ pub fn compare_rows(origin: &str, session: &Session, max_rounds: u32) -> Vec<Com
                 let strategy = Strategy {
                     extract,
                     stop,
-                    max_rounds,
                     behavior: behavior.to_string(),
-                    ..Strategy::for_session(session)
+                    ..base.clone()
                 };
                 let trace = loopdbg_engine::run(session, &strategy);
                 rows.push(CompareRow {

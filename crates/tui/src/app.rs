@@ -265,6 +265,9 @@ pub struct Live {
     /// What is in flight at the traffic's source (a request whose answer
     /// has not ended), said in the header.
     pub in_flight: Option<String>,
+    /// What the screen waits for while it shows no conversation yet (no
+    /// traffic, no file): the end summary says that, and judges nothing.
+    pub waiting: Option<String>,
 }
 
 /// What a live source tells the debugger.
@@ -287,6 +290,8 @@ pub struct LiveUpdate {
     pub source: String,
     /// Something to say now (a request the provider would reject), if any.
     pub alarm: Option<String>,
+    /// Set on a placeholder: what the screen waits for.
+    pub waiting: Option<String>,
 }
 
 impl App {
@@ -424,6 +429,7 @@ impl App {
             from: from.into(),
             updates: 1,
             in_flight: None,
+            waiting: first.waiting,
         });
         app.cursor = app.trace.len() - 1;
         app.notice = first.alarm;
@@ -464,6 +470,7 @@ impl App {
         let follow = match self.live.as_mut() {
             Some(live) => {
                 live.updates += 1;
+                live.waiting = update.waiting;
                 live.follow
             }
             None => false,

@@ -21,6 +21,7 @@ impl LiveUpdate {
             trace: loopdbg_export::replay::trace_of(conv, findings),
             source: conv.source.as_str().to_string(),
             alarm,
+            waiting: None,
         }
     }
 
@@ -28,17 +29,13 @@ impl LiveUpdate {
     pub fn placeholder(text: String, title: &str) -> LiveUpdate {
         let doc = serde_json::json!([{"role": "user", "content": text}]);
         let format = loopdbg_formats::provider::Format::Anthropic;
-        match read(&doc, Source::Provider(format)) {
-            Ok(conv) => LiveUpdate::of(&conv, &[], title, None),
+        let conv = read(&doc, Source::Provider(format))
             // A plain user message always reads; were it not to, the
             // screen keeps its title.
-            Err(_) => LiveUpdate::of(
-                &Conversation::new(Source::Provider(format)),
-                &[],
-                title,
-                None,
-            ),
-        }
+            .unwrap_or_else(|_| Conversation::new(Source::Provider(format)));
+        let mut update = LiveUpdate::of(&conv, &[], title, None);
+        update.waiting = Some(text);
+        update
     }
 
     /// What the proxy's screen shows before the first request arrives.

@@ -362,7 +362,7 @@ fn screen(app: &mut App, action: Action) {
         Action::Yank => yank(app, false),
         Action::YankToFile => yank(app, true),
         Action::ShowCompare => {
-            let rows = compare_rows(&app.origin, &app.session, app.strategy().max_rounds);
+            let rows = compare_rows(&app.origin, &app.session, app.strategy());
             app.open(Popup::Compare { rows, scroll: 0 });
         }
         Action::CycleView => {
@@ -646,7 +646,8 @@ fn describe_strategy_change(old: &Strategy, new: &Strategy) -> String {
     }
 }
 
-/// "now 2 rounds instead of 6, model_done (was max_rounds); toolu_f1 paired".
+/// "now 2 rounds instead of 6, ends model_done (was max_rounds); unpaired
+/// toolu_f1 ×6 → none".
 pub fn describe_outcome_change(
     before: &Trace,
     before_analysis: &RunAnalysis,
@@ -671,14 +672,15 @@ pub fn describe_outcome_change(
     // One entry per unpaired call: an id reused every round is counted
     // (`toolu_f1 ×6`), not listed six times.
     let (was, now) = (&before_analysis.unpaired, &after_analysis.unpaired);
-    let fixed: Vec<String> = was.iter().filter(|id| !now.contains(id)).cloned().collect();
-    let broken: Vec<String> = now.iter().filter(|id| !was.contains(id)).cloned().collect();
+    // Before and after, each counted in its own run: `toolu_f1 ×6 → none`
+    // (not "×6 paired" when the new run makes the call once).
     let mut s = parts.join(", ");
-    if !fixed.is_empty() {
-        s.push_str(&format!("; {} paired", counted_ids(&fixed)));
-    }
-    if !broken.is_empty() {
-        s.push_str(&format!("; {} left unpaired", counted_ids(&broken)));
+    let counted = |ids: &[String]| match ids.is_empty() {
+        true => "none".to_string(),
+        false => counted_ids(ids),
+    };
+    if was != now {
+        s.push_str(&format!("; unpaired {} → {}", counted(was), counted(now)));
     }
     loopdbg_lesson::report::clean(&s)
 }

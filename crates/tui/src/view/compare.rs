@@ -12,7 +12,12 @@ use loopdbg_lesson::report::{CompareRow, clean, show_text};
 pub(super) fn render(app: &App, rows: &[CompareRow], scroll: u16, area: Rect, buf: &mut Buffer) {
     let t = &app.theme;
     let rect = centered(area, 120, rows.len() as u16 + 4);
-    let inner = popup_frame(app, rect, "every strategy × behaviour", buf);
+    let s = app.strategy();
+    let title = format!(
+        "every extraction × stop rule × behaviour · closure {} · {} rounds",
+        s.closure, s.max_rounds
+    );
+    let inner = popup_frame(app, rect, &title, buf);
     let s = app.strategy();
     let max = (rows.len() as u16).saturating_sub(inner.height.saturating_sub(1));
     let body: Vec<Row> = rows

@@ -26,8 +26,8 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     }
     let entries: Vec<(String, &str, bool)> = KEYMAP
         .iter()
-        // A replay has no strategy to change.
-        .filter(|b| !(app.replay.is_some() && b.group == "Strategy"))
+        // A replay has no strategy to change and no model to fork.
+        .filter(|b| !(app.replay.is_some() && matches!(b.group, "Strategy" | "Fork")))
         .filter_map(|b| {
             let label = b.bar?;
             // Help and quit are how a user finds everything else: they are

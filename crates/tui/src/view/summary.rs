@@ -85,6 +85,13 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
 /// The run's summary and warnings, at its end.
 fn end_summary(app: &App) -> Vec<Line<'static>> {
     let t = &app.theme;
+    // Before any traffic there is nothing to judge: no "end", no warning.
+    if let Some(waiting) = app.live.as_ref().and_then(|l| l.waiting.as_ref()) {
+        return vec![Line::from(vec![
+            span("nothing to judge yet ", t.title),
+            span(clean(waiting), t.dim),
+        ])];
+    }
     let mut lines: Vec<Line> = Vec::new();
     let trace = &app.trace;
     let a = app.analysis();
