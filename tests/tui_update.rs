@@ -587,7 +587,12 @@ fn x_interrupts_at_the_current_execute_step_and_p_cycles_the_closure() {
         loopdbg_engine::strategy::Closure::Synthesize
     );
     assert!(app.analysis().unpaired.is_empty());
-    assert!(app.notice.as_ref().unwrap().contains("unpaired call_sh → none"));
+    assert!(
+        app.notice
+            .as_ref()
+            .unwrap()
+            .contains("unpaired call_sh → none")
+    );
     apply(&mut app, key('p'));
     assert_eq!(
         app.strategy().closure,
@@ -1249,4 +1254,29 @@ fn y_copies_the_selected_message_and_y_writes_it() {
         panic!("y in the explain box copies its text");
     };
     assert!(!text.is_empty() && !text.starts_with('{'), "{text}");
+}
+
+/// A fork's handout (X) says it is a fork and where it branched; the
+/// original's does not.
+#[test]
+fn a_forks_handout_says_it_is_a_fork() {
+    use loopdbg_tui::app::Command;
+    let mut app = fx_at_round_1_reply();
+    apply(&mut app, key('X'));
+    let Some(Command::Write { text, .. }) = app.command.take() else {
+        panic!("X writes a handout");
+    };
+    assert!(!text.contains("— fork "), "the original is no fork");
+    apply(&mut app, key('E'));
+    app.command = None;
+    let edited = reply_without_second_call(&app);
+    apply(&mut app, Action::EditDone(edited));
+    apply(&mut app, key('X'));
+    let Some(Command::Write { text, .. }) = app.command.take() else {
+        panic!("X writes a handout");
+    };
+    assert!(
+        text.contains("— fork 1 (from step"),
+        "the fork's handout says so"
+    );
 }

@@ -169,13 +169,30 @@ fn join(ids: &[String]) -> String {
 
 fn differences(l: &RoundView, r: &RoundView) -> Vec<String> {
     let mut out = Vec::new();
-    if l.calls != r.calls || l.text != r.text || l.finish_reason != r.finish_reason {
+    // Each part of the reply that differs, said as itself: the calls, the
+    // reason it ended, its text (quoted, cut to 60 characters).
+    if l.calls != r.calls {
         out.push(format!(
-            "reply: left {} {} │ right {} {}",
+            "reply's calls: left {} │ right {}",
             join(&l.calls),
-            l.finish_reason,
-            join(&r.calls),
-            r.finish_reason
+            join(&r.calls)
+        ));
+    }
+    if l.finish_reason != r.finish_reason {
+        out.push(format!(
+            "reply ended: left {} │ right {}",
+            l.finish_reason, r.finish_reason
+        ));
+    }
+    if l.text != r.text {
+        let quoted = |t: &Option<String>| match t {
+            Some(t) => format!("{:?}", short(t, 60)),
+            None => "no text".to_string(),
+        };
+        out.push(format!(
+            "reply's text: left {} │ right {}",
+            quoted(&l.text),
+            quoted(&r.text)
         ));
     }
     if l.taken != r.taken || l.dropped != r.dropped {

@@ -218,6 +218,21 @@ pub(super) fn export(app: &mut App) {
         origin: app.origin.clone(),
         prices: app.prices.clone(),
     };
+    // A fork's handout says it is one, and where it branched, as the
+    // header does: its session is not the file's.
+    let opts = match app.forks.get(app.fork).filter(|_| app.fork > 0) {
+        Some(f) => loopdbg_handout::Options {
+            origin: format!(
+                "{} — fork {} (from step {}: {})",
+                opts.origin,
+                app.fork,
+                f.at_step + 1,
+                f.label
+            ),
+            ..opts
+        },
+        None => opts,
+    };
     let text = loopdbg_handout::render(&app.session, &app.trace, &opts);
     app.command = Some(Command::Write {
         suggested: format!("{}.handout.html", stem(&app.origin)),
