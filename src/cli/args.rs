@@ -43,12 +43,8 @@ pub struct Cli {
     #[command(flatten)]
     pub strategy: StrategyFlags,
 
-    /// Price tokens with this table instead of the shipped one (JSON:
-    /// `as_of`, `currency`, `per`, and `models` by name with `input`,
-    /// `output`, `cache_read`, `cache_write`; docs/check.md's "Tokens
-    /// and cost" shows one).
-    #[arg(long, global = true, value_name = "FILE")]
-    pub prices: Option<PathBuf>,
+    #[command(flatten)]
+    pub prices: Prices,
 
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -62,6 +58,18 @@ pub struct SessionPlaces {
     /// session's folder (by default they must stay inside it).
     #[arg(long)]
     pub agents_anywhere: bool,
+}
+
+/// `--prices`, where tokens are priced: the debugger, `run`'s handouts,
+/// `check`'s token counts, the proxy and the demo.
+#[derive(Debug, Args, Default)]
+pub struct Prices {
+    /// Price tokens with this table instead of the shipped one (JSON:
+    /// `as_of`, `currency`, `per`, and `models` by name with `input`,
+    /// `output`, `cache_read`, `cache_write`; docs/check.md's "Tokens
+    /// and cost" shows one).
+    #[arg(long = "prices", value_name = "FILE")]
+    pub file: Option<PathBuf>,
 }
 
 /// Overrides of the session's opening strategy.
@@ -257,6 +265,8 @@ pub struct ManArgs {
 #[cfg(feature = "demo")]
 #[derive(Debug, Args)]
 pub struct DemoArgs {
+    #[command(flatten)]
+    pub prices: Prices,
     /// Where to leave the capture (default: loopdbg-demo.jsonl in this
     /// folder, or loopdbg-demo-2.jsonl and on when taken; a file given
     /// here is appended to only when it is a capture).
@@ -331,6 +341,8 @@ pub struct RunArgs {
     /// The session file.
     pub session: PathBuf,
     #[command(flatten)]
+    pub prices: Prices,
+    #[command(flatten)]
     pub strategy: StrategyFlags,
     /// Output format.
     #[arg(long, value_enum, default_value_t = RunFormat::Text)]
@@ -382,6 +394,8 @@ pub struct CheckArgs {
     /// Files to check; `-` reads standard input.
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub prices: Prices,
     /// Output `text`, `json` or `jsonl` (one record per conversation, as
     /// it goes); and/or force the input format: anthropic, openai,
     /// responses, gemini, bedrock, claude-code, codex, gemini-cli (detected from
@@ -442,6 +456,8 @@ pub struct ProxyArgs {
     /// Where requests go, e.g. https://api.anthropic.com (http or https).
     #[arg(long)]
     pub upstream: String,
+    #[command(flatten)]
+    pub prices: Prices,
     /// The address to listen on (loopback unless you say otherwise).
     #[arg(long, default_value = "127.0.0.1:8700")]
     pub listen: std::net::SocketAddr,

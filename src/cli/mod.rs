@@ -87,8 +87,7 @@ pub fn main() -> ExitCode {
         return ExitCode::from(EXIT_BAD_INPUT);
     }
     // --help ends with the command's examples and exit status.
-    let matches =
-        loopdbg_manual::with_manual(<Cli as clap::CommandFactory>::command()).get_matches();
+    let matches = loopdbg_manual::with_manual(command()).get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     // One line per message, so `file:line:column: what` stays greppable.
     #[cfg(feature = "fancy-errors")]
@@ -144,7 +143,17 @@ fn exit_for(err: Failure) -> ExitCode {
 }
 
 fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
-    if let Some(path) = &cli.prices {
+    let prices = match &cli.command {
+        None => &cli.prices,
+        Some(Command::Run(a)) => &a.prices,
+        Some(Command::Check(a)) => &a.prices,
+        #[cfg(feature = "proxy")]
+        Some(Command::Proxy(a)) => &a.prices,
+        #[cfg(feature = "demo")]
+        Some(Command::Demo(a)) => &a.prices,
+        Some(_) => &args::Prices::default(),
+    };
+    if let Some(path) = &prices.file {
         prices::load(path)?;
     }
     match cli.command {
@@ -421,10 +430,15 @@ fn tour(args: TourArgs) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The command line's definition.
+fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
+}
+
 /// `loopdbg man`: one page on standard output, or every page into a folder.
 #[cfg(feature = "docs")]
 fn man(args: args::ManArgs) -> Result<ExitCode, Failure> {
-    let root = <Cli as clap::CommandFactory>::command();
+    let root = command();
     let Some(dir) = args.dir else {
         let asked = args.command.as_deref();
         let page = loopdbg_manual::page(&root, asked).ok_or_else(|| {
