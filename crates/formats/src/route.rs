@@ -138,6 +138,14 @@ const SECRET_PARAMS: &[&str] = &[
     "xamzsecuritytoken",
     "auth",
     "authorization",
+    // OAuth's authorization code and session ids log a user in as well as
+    // a key does; `sk` is a bare secret key; the rest of a SigV4 URL.
+    "code",
+    "session",
+    "sessionid",
+    "privatekey",
+    "sk",
+    "xamzcredential",
 ];
 
 #[cfg(test)]
@@ -155,6 +163,12 @@ mod tests {
             "http://127.0.0.1:4318/v1/traces"
         );
         assert_eq!(redacted_url("http://tok@host/"), "http://tok@host/");
+        assert_eq!(
+            redacted_path(
+                "/cb?code=4%2F0Ad&session=s3&private_key=k&sk=x&X-Amz-Credential=AKIA%2F&n=1"
+            ),
+            "/cb?n=1"
+        );
     }
 
     #[test]

@@ -13,10 +13,15 @@ use serde_json::Value;
 pub const MASK: &str = "[secret]";
 
 /// Strings shaped like credentials: provider API keys (`sk-…`,
-/// `sk-ant-…`, `sk-proj-…`, `AIza…`), payment keys (`sk_live_…`,
-/// `rk_test_…`), code hosts' tokens (`ghp_…`, `github_pat_…`, `hf_…`),
-/// Slack and AWS keys, bearer and basic credentials, JWTs and
-/// `password=` pairs.
+/// `sk-ant-…`, `sk-proj-…`, `AIza…`, xAI's `xai-…`, Groq's `gsk_…`,
+/// Perplexity's `pplx-…`, Replicate's `r8_…`, Google OAuth's `ya29.…`),
+/// payment keys (`sk_live_…`, `rk_test_…`), code hosts' and registries'
+/// tokens (`ghp_…`, `github_pat_…`, `glpat-…`, `hf_…`, `npm_…`), Slack and
+/// AWS keys (an access key id, a secret access key where it is named),
+/// PEM private keys, bearer and basic credentials, JWTs, a password in a
+/// URL's user info, `password=` pairs, environment assignments of keys
+/// (`ANTHROPIC_API_KEY=…`) and JSON members named for a secret
+/// (`"api_key": "…"`).
 #[allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -32,6 +37,18 @@ static SHAPES: LazyLock<Regex> = LazyLock::new(|| {
         r"|hf_[A-Za-z0-9]{20,}",
         r"|xox[abpr]-[A-Za-z0-9\-]{10,}",
         r"|AKIA[0-9A-Z]{16}",
+        r"|xai-[A-Za-z0-9]{20,}",
+        r"|gsk_[A-Za-z0-9]{20,}",
+        r"|pplx-[A-Za-z0-9]{20,}",
+        r"|r8_[A-Za-z0-9]{20,}",
+        r"|glpat-[A-Za-z0-9_\-]{20,}",
+        r"|npm_[A-Za-z0-9]{30,}",
+        r"|ya29\.[A-Za-z0-9_\-]{20,}",
+        r"|-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+        r"|(?i:aws_?secret_?access_?key|secretaccesskey)[\x22'\s:=\\]+[A-Za-z0-9/+=]{40}",
+        r"|[a-z][a-z0-9+.\-]*://[^/\s:@\x22']+:[^@\s/\x22']+@",
+        r"|[A-Z][A-Z0-9_]*(?:API_KEY|SECRET|TOKEN|PASSWORD)[A-Z0-9_]*=[^\s\x22'\\&;]{8,}",
+        r#"|\\?"(?i:api[_-]?key|apikey|access[_-]?token|refresh[_-]?token|client[_-]?secret|secret[_-]?key|private[_-]?key|auth[_-]?token|password)\\?"\s*:\s*\\?"[^"\\]{8,}\\?""#,
         r"|(?i:bearer|basic)\s+[A-Za-z0-9+/=._\-]{12,}",
         r"|eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}",
         r"|(?i:password|passwd|pwd)=[^&\s;]+)"
@@ -49,8 +66,9 @@ pub fn mask_shapes(text: &str) -> Cow<'_, str> {
 #[derive(Debug, Clone, Default)]
 pub struct Known(Vec<String>);
 
-/// Headers that carry a credential, by lower-case name.
-const SECRET_HEADERS: [&str; 7] = [
+/// Headers that carry a credential, by lower-case name: providers' keys,
+/// Azure API Management's, gateways' (Portkey), AWS's session token.
+const SECRET_HEADERS: [&str; 11] = [
     "authorization",
     "proxy-authorization",
     "x-api-key",
@@ -58,6 +76,10 @@ const SECRET_HEADERS: [&str; 7] = [
     "x-goog-api-key",
     "openai-api-key",
     "cookie",
+    "ocp-apim-subscription-key",
+    "x-amz-security-token",
+    "x-auth-token",
+    "x-portkey-api-key",
 ];
 
 impl Known {
@@ -132,11 +154,43 @@ impl Known {
                         map.insert(self.mask(&k).into_owned(), item);
                     }
                 }
-                map.values_mut().for_each(|i| self.mask_value(i));
+                for (k, item) in map.iter_mut() {
+                    // A member named for a secret is one, whatever its shape.
+                    match item {
+                        Value::String(s) if is_secret_member(k) && s.chars().count() >= 8 => {
+                            *s = MASK.to_string();
+                        }
+                        _ => self.mask_value(item),
+                    }
+                }
             }
             _ => {}
         }
     }
+}
+
+/// Whether a JSON member's name says its value is a secret (`api_key`,
+/// `clientSecret`, `password`, …), case and `-`/`_` aside.
+fn is_secret_member(name: &str) -> bool {
+    let folded: String = name
+        .chars()
+        .filter(|c| !matches!(c, '-' | '_'))
+        .flat_map(char::to_lowercase)
+        .collect();
+    matches!(
+        folded.as_str(),
+        "apikey"
+            | "xapikey"
+            | "accesstoken"
+            | "refreshtoken"
+            | "clientsecret"
+            | "secretkey"
+            | "secretaccesskey"
+            | "privatekey"
+            | "authtoken"
+            | "password"
+            | "passwd"
+    )
 }
 
 #[cfg(test)]
@@ -157,11 +211,29 @@ mod tests {
             "Bearer abcdefghijklmnopqrstu",
             "Basic dXNlcjpwYXNzd29yZDEyMw==",
             "password=hunter2hunter2",
+            "xai-abcdefghijklmnopqrstuvwxyz",
+            "gsk_abcdefghijklmnopqrstuvwxyz",
+            "pplx-abcdefghijklmnopqrstuvwxyz",
+            "r8_abcdefghijklmnopqrstuvwxyz",
+            "glpat-abcdefghijklmnopqrst",
+            "npm_abcdefghijklmnopqrstuvwxyz0123456789",
+            "ya29.a0AfH6SMabcdefghijklmnop",
+            "-----BEGIN RSA PRIVATE KEY-----\\nMIIEow\\n-----END RSA PRIVATE KEY-----",
+            "-----BEGIN PRIVATE KEY-----\nMIIEvQ\n-----END PRIVATE KEY-----",
+            "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "ANTHROPIC_API_KEY=notshapedbutnamed123",
+            r#""api_key": "plain-value-1234""#,
+            r#"\"client_secret\":\"plain-value-1234\""#,
         ] {
             let text = format!("before {key} after");
             assert_eq!(mask_shapes(&text), "before [secret] after", "{key}");
         }
-        let plain = "北京 18°C, call_w1, toolu_f1, sk-short, basic idea";
+        // A URL keeps its host; its user info goes.
+        assert_eq!(
+            mask_shapes("dsn postgres://app:s3cr3t-pass@db.internal:5432/x"),
+            "dsn [secret]db.internal:5432/x"
+        );
+        let plain = "北京 18°C, call_w1, toolu_f1, sk-short, basic idea, \"max_tokens\": 1024, \"token\": \"count\", https://example.com/a, TOKEN_LIMIT=8";
         assert!(matches!(mask_shapes(plain), Cow::Borrowed(_)));
     }
 
@@ -193,5 +265,28 @@ mod tests {
             assert!(!text.contains(secret), "{secret} in {text}");
         }
         assert!(text.contains("\"model\":\"m\""));
+    }
+
+    #[test]
+    fn a_member_named_for_a_secret_is_masked_whatever_its_value() {
+        let mut v = serde_json::json!({
+            "input": {"api_key": "plain-value-1234", "clientSecret": "another-plain-1",
+                "password": "short", "max_tokens": 1024, "city": "北京"},
+            "schema": {"api_key": {"type": "string"}}
+        });
+        Known::default().mask_value(&mut v);
+        let text = v.to_string();
+        assert!(
+            !text.contains("plain-value") && !text.contains("another-plain"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\"password\":\"short\""),
+            "under 8 characters stays: {text}"
+        );
+        assert!(
+            text.contains("\"type\":\"string\"") && text.contains("北京"),
+            "{text}"
+        );
     }
 }

@@ -25,6 +25,7 @@ use loopdbg_read::mcp::{Record, Side};
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::upstream::Upstream;
+use loopdbg_formats::secrets::Known;
 
 /// The most a request body may hold (MCP messages are small).
 const MAX_REQUEST: usize = 64 << 20;
@@ -43,9 +44,12 @@ impl Tap {
     }
 
     /// Records each JSON-RPC message of a whole JSON body (a batch is one
-    /// record per message); anything else as the text it was.
-    fn record_body(&self, side: Side, bytes: &[u8]) {
-        let text = String::from_utf8_lossy(bytes);
+    /// record per message); anything else as the text it was. The request's
+    /// credentials (`known`), wherever they appear, and every credential
+    /// shape are masked first: a server may echo a key.
+    fn record_body(&self, side: Side, bytes: &[u8], known: &Known) {
+        let raw = String::from_utf8_lossy(bytes);
+        let text = known.mask(&raw);
         if text.trim().is_empty() {
             return;
         }
@@ -133,8 +137,13 @@ async fn relay(tap: &Arc<Tap>, request: Request<Incoming>) -> Response<Body> {
             );
         }
     };
-    tap.record_body(Side::Client, &bytes);
     let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    let headers = parts
+        .headers
+        .iter()
+        .filter_map(|(name, value)| Some((name.as_str(), value.to_str().ok()?)));
+    let known = Known::of_request(headers, path);
+    tap.record_body(Side::Client, &bytes, &known);
     let answer = match tap
         .way
         .send(parts.method, path, &parts.headers, bytes)
@@ -159,6 +168,7 @@ async fn relay(tap: &Arc<Tap>, request: Request<Incoming>) -> Response<Body> {
         tap: Arc::clone(tap),
         streamed,
         pending: Vec::new(),
+        known,
     };
     let body = body
         .map_frame(move |frame: Frame<Bytes>| {
@@ -176,6 +186,8 @@ struct Cut {
     tap: Arc<Tap>,
     streamed: bool,
     pending: Vec<u8>,
+    /// The request's credentials, masked in what the server answers.
+    known: Known,
 }
 
 impl Cut {
@@ -185,7 +197,7 @@ impl Cut {
             // One JSON body: recorded once it is whole.
             if serde_json::from_slice::<serde_json::Value>(&self.pending).is_ok() {
                 let whole = std::mem::take(&mut self.pending);
-                self.tap.record_body(Side::Server, &whole);
+                self.tap.record_body(Side::Server, &whole, &self.known);
             }
             return;
         }
@@ -201,7 +213,7 @@ impl Cut {
                 .collect();
             if !data.is_empty() {
                 self.tap
-                    .record_body(Side::Server, data.join("\n").as_bytes());
+                    .record_body(Side::Server, data.join("\n").as_bytes(), &self.known);
             }
         }
     }
@@ -254,6 +266,38 @@ pub async fn record_until_interrupted(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A server that echoes the agent's key (in a result, an error) does
+    /// not put it in the capture: the request's own credential values are
+    /// masked in both directions.
+    #[tokio::test]
+    async fn an_echoed_key_is_masked_in_the_record() {
+        let (record, mut records) = tokio::sync::mpsc::unbounded_channel();
+        let upstream: Uri = "http://127.0.0.1:9".parse().unwrap();
+        let tap = Arc::new(Tap {
+            way: Upstream::new(&upstream).unwrap(),
+            start: Instant::now(),
+            record,
+        });
+        let known = Known::of_request([("x-api-key", "plain-mcp-key-123456")].into_iter(), "/mcp");
+        tap.record_body(
+            Side::Client,
+            br#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"k":"plain-mcp-key-123456"}}"#,
+            &known,
+        );
+        let mut cut = Cut {
+            tap: Arc::clone(&tap),
+            streamed: true,
+            pending: Vec::new(),
+            known,
+        };
+        cut.push(b"data: {\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":1,\"message\":\"bad key plain-mcp-key-123456\"}}\n\n");
+        for _ in 0..2 {
+            let line = serde_json::to_string(&records.try_recv().unwrap()).unwrap();
+            assert!(!line.contains("plain-mcp-key"), "{line}");
+            assert!(line.contains("[secret]"), "{line}");
+        }
+    }
 
     #[test]
     fn events_end_at_a_blank_line_in_either_line_ending() {
