@@ -8,7 +8,9 @@ use portable_pty::{CommandBuilder, PtySize};
 
 use loopdbg_fake as fake;
 
-use crate::common::pty::{open_pty, pty_screen, quit, restored_after_exit, spawn, spawn_with};
+use crate::common::pty::{
+    open_pty, pty_screen, quit, restored_after_exit, restored_after_exit_with, spawn, spawn_with,
+};
 
 #[test]
 fn step_toggle_and_quit_in_a_real_terminal() {
@@ -72,7 +74,8 @@ fn closure_and_interrupt_keys_in_a_real_terminal() {
 /// screen, mouse reporting, the hidden cursor and raw mode are all undone.
 #[test]
 fn signals_restore_the_terminal() {
-    for signal in ["TERM", "INT", "HUP"] {
+    // Each exits as a process ended by that signal does: 128 + its number.
+    for (signal, number) in [("TERM", 15), ("INT", 2), ("HUP", 1), ("QUIT", 3)] {
         let (child, _writer, mut screen) = spawn(&["sessions/weather.json"]);
         screen.wait_text("step 1/");
         let pid = child.process_id().expect("a pid").to_string();
@@ -81,7 +84,7 @@ fn signals_restore_the_terminal() {
             .status()
             .unwrap();
         assert!(sent.success(), "kill -{signal}");
-        restored_after_exit(child, &mut screen);
+        restored_after_exit_with(child, &mut screen, 128 + number);
         assert!(
             !screen.parser.screen().hide_cursor(),
             "SIG{signal}: cursor shown again"

@@ -90,6 +90,5 @@ pub(super) fn follow(path: &Path, which: Option<usize>) -> Result<ExitCode, Fail
         first,
         terminal::theme(),
     );
-    terminal::run_live(app, feed)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(terminal::run_live(app, feed)?)
 }

@@ -238,8 +238,7 @@ fn open(cli: Cli) -> Result<ExitCode, Failure> {
             App::new(loaded.origin, loaded.session, strategy, terminal::theme())
         }
     };
-    terminal::run(app)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(terminal::run(app)?)
 }
 
 /// `loopdbg run`: the trace as text or JSON, a handout, or the request
@@ -426,8 +425,7 @@ fn tour(args: TourArgs) -> Result<ExitCode, Failure> {
         terminal::load_tour()
     };
     let app = App::tour(sessions, solved, terminal::theme());
-    terminal::run(app)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(terminal::run(app)?)
 }
 
 /// The command line's definition.

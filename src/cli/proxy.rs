@@ -199,7 +199,7 @@ pub(super) fn proxy(
         LiveUpdate::no_traffic_yet(&addr),
         terminal::theme(),
     );
-    terminal::run_live(app, feed)?;
+    let code = terminal::run_live(app, feed)?;
     runtime.shutdown_background();
-    Ok(ExitCode::SUCCESS)
+    Ok(code)
 }

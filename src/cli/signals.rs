@@ -1,19 +1,20 @@
-//! SIGINT, SIGTERM and SIGHUP, listened for by the debugger's event loop
-//! (which leaves as `q` does) and by `proxy --no-tui` (which ends its
-//! exchanges in flight first).
+//! SIGINT, SIGTERM, SIGHUP and SIGQUIT, listened for by the debugger's
+//! event loop (which restores the terminal, then exits with 128 plus the
+//! signal's number) and by `proxy --no-tui` (which ends its exchanges in
+//! flight first).
 
-/// A signal that ends the process: its name and number (which only
-/// `proxy --no-tui` says; the debugger leaves as `q` does).
+/// A signal that ends the process: its name and number.
 #[cfg_attr(not(feature = "proxy"), allow(dead_code))]
 pub struct Shutdown {
-    /// `SIGINT`, `SIGTERM`, `SIGHUP`.
+    /// `SIGINT`, `SIGTERM`, `SIGHUP`, `SIGQUIT`.
     pub name: &'static str,
     /// Its number, for the exit status (128 + it).
     pub number: u8,
 }
 
-/// SIGINT, SIGTERM and SIGHUP, as one stream. A signal that could not
-/// be listened for never arrives.
+/// SIGINT, SIGTERM, SIGHUP and SIGQUIT, as one stream. A signal that
+/// could not be listened for never arrives. (SIGQUIT's default, a core
+/// dump, would leave the terminal raw.)
 pub struct Signals {
     #[cfg(unix)]
     interrupt: Option<tokio::signal::unix::Signal>,
@@ -21,6 +22,8 @@ pub struct Signals {
     terminate: Option<tokio::signal::unix::Signal>,
     #[cfg(unix)]
     hangup: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    quit: Option<tokio::signal::unix::Signal>,
 }
 
 /// The next arrival on `signal`, or never.
@@ -44,6 +47,7 @@ impl Signals {
                 interrupt: signal(SignalKind::interrupt()).ok(),
                 terminate: signal(SignalKind::terminate()).ok(),
                 hangup: signal(SignalKind::hangup()).ok(),
+                quit: signal(SignalKind::quit()).ok(),
             }
         }
         #[cfg(not(unix))]
@@ -58,6 +62,7 @@ impl Signals {
                 () = arrival(&mut self.interrupt) => ("SIGINT", 2),
                 () = arrival(&mut self.terminate) => ("SIGTERM", 15),
                 () = arrival(&mut self.hangup) => ("SIGHUP", 1),
+                () = arrival(&mut self.quit) => ("SIGQUIT", 3),
             };
             Shutdown { name, number }
         }

@@ -18,18 +18,25 @@ pub fn theme() -> Theme {
     Theme::pick(std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()))
 }
 
-/// Runs the debugger on `app` until the user quits.
-pub fn run(app: App) -> anyhow::Result<()> {
+/// Runs the debugger on `app` until the user quits (exit 0) or a signal
+/// ends it (128 plus its number, once the terminal is restored).
+pub fn run(app: App) -> anyhow::Result<std::process::ExitCode> {
     run_with(app, None)
 }
 
 /// Runs a live debugger: `feed` brings newer pictures of the traffic.
 #[cfg(any(feature = "proxy", feature = "follow"))]
-pub fn run_live(app: App, feed: UnboundedReceiver<LiveEvent>) -> anyhow::Result<()> {
+pub fn run_live(
+    app: App,
+    feed: UnboundedReceiver<LiveEvent>,
+) -> anyhow::Result<std::process::ExitCode> {
     run_with(app, Some(feed))
 }
 
-fn run_with(mut app: App, mut feed: Option<UnboundedReceiver<LiveEvent>>) -> anyhow::Result<()> {
+fn run_with(
+    mut app: App,
+    mut feed: Option<UnboundedReceiver<LiveEvent>>,
+) -> anyhow::Result<std::process::ExitCode> {
     app.prices = std::sync::Arc::new(super::prices::prices().clone());
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -63,7 +70,10 @@ fn run_with(mut app: App, mut feed: Option<UnboundedReceiver<LiveEvent>>) -> any
     super::on_signal::debugger_owns_signals(false);
     let _ = execute!(stdout(), DisableMouseCapture);
     ratatui::restore();
-    result
+    Ok(match result? {
+        Some(signal) => std::process::ExitCode::from(128 + signal.number),
+        None => std::process::ExitCode::SUCCESS,
+    })
 }
 
 /// `ratatui::init` restores raw mode and the alternate screen on panic but
@@ -76,11 +86,12 @@ fn install_mouse_restoring_panic_hook() {
     }));
 }
 
+/// The debugger until `q`; the signal that ended it instead, if one did.
 async fn event_loop(
     terminal: &mut DefaultTerminal,
     app: &mut App,
     mut feed: Option<&mut UnboundedReceiver<LiveEvent>>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Option<super::signals::Shutdown>> {
     // Listening before the first frame: a signal sent once the screen shows
     // is always caught.
     let mut signals = super::signals::Signals::listen();
@@ -112,9 +123,10 @@ async fn event_loop(
                 }
                 continue;
             }
-            // SIGTERM, SIGINT, SIGHUP: leave as `q` does, so the caller
-            // restores the terminal.
-            _ = signals.next() => break,
+            // SIGTERM, SIGINT, SIGHUP, SIGQUIT: leave as `q` does, so the
+            // caller restores the terminal, then exits with the signal's
+            // status.
+            signal = signals.next() => return Ok(Some(signal)),
         };
         let Some(event) = event else {
             break;
@@ -167,7 +179,7 @@ async fn event_loop(
             terminal.draw(|frame| frame.render_widget(&*app, frame.area()))?;
         }
     }
-    Ok(())
+    Ok(None)
 }
 
 /// `y`: `text` to the clipboard through the terminal (OSC 52), or, when it

@@ -107,9 +107,15 @@ pub fn quit(
 }
 
 /// Waits for the child to exit and checks the terminal was restored.
-pub fn restored_after_exit(
+pub fn restored_after_exit(child: Box<dyn portable_pty::Child + Send + Sync>, screen: &mut Screen) {
+    restored_after_exit_with(child, screen, 0);
+}
+
+/// [`restored_after_exit`], the child exiting with status `code`.
+pub fn restored_after_exit_with(
     mut child: Box<dyn portable_pty::Child + Send + Sync>,
     screen: &mut Screen,
+    code: u32,
 ) {
     let deadline = Instant::now() + PATIENCE;
     let status = loop {
@@ -124,7 +130,7 @@ pub fn restored_after_exit(
     while let Ok(bytes) = screen.output.recv_timeout(Duration::from_millis(200)) {
         screen.parser.process(&bytes);
     }
-    assert!(status.success(), "exit status {status:?}");
+    assert_eq!(status.exit_code(), code, "exit status {status:?}");
     assert!(
         !screen.parser.screen().alternate_screen(),
         "alternate screen left"
