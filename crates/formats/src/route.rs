@@ -62,6 +62,30 @@ fn bedrock_model(path: &str) -> Option<String> {
     (!decoded.is_empty()).then(|| decoded.into_owned())
 }
 
+/// Endpoints that carry no conversation (embeddings, moderation, images,
+/// audio, files, token counts, batches, legacy completions): a recording
+/// is read around them, and the proxy's gate forwards them unjudged.
+pub fn carries_no_conversation(route: &str) -> bool {
+    let route = route.split('?').next().unwrap_or(route);
+    const SUFFIXES: &[&str] = &[
+        "/embeddings",
+        "/moderations",
+        "/completions",
+        "/count_tokens",
+        ":countTokens",
+        ":embedContent",
+        ":batchEmbedContents",
+        "/rerank",
+    ];
+    const PARTS: &[&str] = &[
+        "/images/", "/audio/", "/files", "/batches", "/models", "/uploads",
+    ];
+    (SUFFIXES.iter().any(|s| route.ends_with(s)) && !route.ends_with("/chat/completions"))
+        || PARTS.iter().any(|p| route.contains(p))
+            && !route.contains(":generateContent")
+            && !route.contains(":streamGenerateContent")
+}
+
 /// The path with credentials taken out of its query: what a capture and a
 /// log may show. A parameter is judged by its name as a server reads it
 /// (percent-decoded, `+` as a space, case and `-`/`_` ignored, a trailing

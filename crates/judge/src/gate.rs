@@ -266,6 +266,15 @@ pub fn judge_as(
     on_unjudged: OnUnjudged,
     responses: &std::sync::Mutex<ResponseStore>,
 ) -> Judged {
+    // Token counts, embeddings, models…: no conversation to refuse, so
+    // always forwarded, whatever the policy (a count of a broken history
+    // is how an agent finds out how long it is).
+    if loopdbg_formats::route::carries_no_conversation(path_and_query) {
+        return Judged {
+            provider: provider_of_path(path_and_query),
+            verdict: None,
+        };
+    }
     let parsed = serde_json::from_slice::<Value>(bytes);
     let provider = provider_of_request(path_and_query, parsed.as_ref().ok());
     let routed = provider_of_path(path_and_query);
@@ -452,6 +461,43 @@ mod tests {
                 .unwrap()
                 .contains("toolu_f1")
         );
+    }
+
+    /// A token count of the same broken history, or of a body that is not
+    /// JSON at all, goes through under every policy: token counts are not
+    /// conversations (docs/live.md says so); the message route is blocked.
+    #[test]
+    fn token_counts_are_always_forwarded() {
+        let bytes = dangling().to_string();
+        let store = std::sync::Mutex::new(ResponseStore::default());
+        for policy in [OnInvalid::Block, OnInvalid::Repair(Repair::Synthesize)] {
+            for (path, body) in [
+                ("/v1/messages/count_tokens", bytes.as_bytes()),
+                (
+                    "/v1/messages/count_tokens?beta=true",
+                    b"not json".as_slice(),
+                ),
+                (
+                    "/v1beta/models/gemini-2.5-pro:countTokens",
+                    b"{}".as_slice(),
+                ),
+            ] {
+                let judged = judge(path, body, policy, OnUnjudged::Block, &store);
+                assert!(judged.verdict.is_none(), "{path} under {policy}");
+            }
+            let judged = judge(
+                "/v1/messages",
+                bytes.as_bytes(),
+                policy,
+                OnUnjudged::Block,
+                &store,
+            );
+            assert!(
+                judged
+                    .verdict
+                    .is_some_and(|v| v.decision != Decision::Forward)
+            );
+        }
     }
 
     #[test]

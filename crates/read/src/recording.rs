@@ -18,29 +18,6 @@ use serde_json::Value;
 use super::{Answer, BlockSource, Conversation, ReadError, Source, detect, read_owned};
 use loopdbg_formats::provider::Format;
 
-/// Endpoints that carry no conversation (embeddings, moderation, images,
-/// audio, files, token counts, batches, legacy completions): a cassette
-/// that also recorded these is read around them.
-fn carries_no_conversation(route: &str) -> bool {
-    const SUFFIXES: &[&str] = &[
-        "/embeddings",
-        "/moderations",
-        "/completions",
-        "/count_tokens",
-        ":countTokens",
-        ":embedContent",
-        ":batchEmbedContents",
-        "/rerank",
-    ];
-    const PARTS: &[&str] = &[
-        "/images/", "/audio/", "/files", "/batches", "/models", "/uploads",
-    ];
-    (SUFFIXES.iter().any(|s| route.ends_with(s)) && !route.ends_with("/chat/completions"))
-        || PARTS.iter().any(|p| route.contains(p))
-            && !route.contains(":generateContent")
-            && !route.contains(":streamGenerateContent")
-}
-
 /// The provider an endpoint belongs to, when its path says (a request of
 /// plain text messages fits every format; the endpoint does not).
 fn provider_of_route(route: &str) -> Option<Source> {
@@ -247,7 +224,7 @@ pub fn read_recording_with(doc: &Value, append: Option<AppendReply>) -> Option<R
             rest.find('/').map_or("/", |at| &rest[at..])
         });
         let route = route.split('?').next().unwrap_or(route);
-        if carries_no_conversation(route) {
+        if loopdbg_formats::route::carries_no_conversation(route) {
             recorded.skipped += 1;
             continue;
         }
