@@ -91,6 +91,16 @@ impl Upstream {
             .body(Full::new(body))
             .expect("a request from parts that parsed");
         *request.headers_mut() = forwarded_headers(headers);
+        // The upstream URL's user info, unless the agent sent credentials
+        // of its own.
+        if !headers.contains_key(hyper::header::AUTHORIZATION)
+            && let Some(basic) = basic_credentials(&self.base)
+            && let Ok(value) = hyper::header::HeaderValue::from_str(&basic)
+        {
+            request
+                .headers_mut()
+                .insert(hyper::header::AUTHORIZATION, value);
+        }
         self.client.request(request).await
     }
 }
@@ -128,14 +138,41 @@ pub fn parse_upstream(text: &str) -> Result<Uri, String> {
 }
 
 /// The upstream URL for a request path: the upstream's own path prefix
-/// (`https://host/api`) then the request's path and query.
+/// (`https://host/api`) then the request's path; the upstream's own query
+/// (Azure's `api-version`, `alt=sse`) then the request's. User info is
+/// not part of it: it goes as Basic credentials ([`basic_credentials`]).
 pub fn upstream_url(base: &Uri, path_and_query: &str) -> Uri {
     let scheme = base.scheme_str().unwrap_or("http");
     let authority = base.authority().map_or("", |a| a.as_str());
+    let host = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
     let prefix = base.path().trim_end_matches('/');
-    format!("{scheme}://{authority}{prefix}{path_and_query}")
+    let (path, query) = match path_and_query.split_once('?') {
+        Some((path, query)) => (path, Some(query)),
+        None => (path_and_query, None),
+    };
+    let query = match (base.query().filter(|q| !q.is_empty()), query) {
+        (Some(own), Some(asked)) => format!("?{own}&{asked}"),
+        (Some(own), None) => format!("?{own}"),
+        (None, Some(asked)) => format!("?{asked}"),
+        (None, None) => String::new(),
+    };
+    format!("{scheme}://{host}{prefix}{path}{query}")
         .parse()
         .unwrap_or_else(|_| base.clone())
+}
+
+/// `Basic …` for the user info of `base` (`https://user:pass@host`,
+/// percent-decoded), as curl sends it; `None` without user info.
+pub fn basic_credentials(base: &Uri) -> Option<String> {
+    use base64::Engine;
+    let (user_info, _) = base.authority()?.as_str().rsplit_once('@')?;
+    let decoded = percent_encoding::percent_decode_str(user_info).decode_utf8_lossy();
+    Some(format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(decoded.as_bytes())
+    ))
 }
 
 /// Whether an agent's request header goes on to the upstream.
@@ -210,6 +247,36 @@ mod tests {
             upstream_url(&bare, "/v1/chat/completions").to_string(),
             "http://127.0.0.1:9/v1/chat/completions"
         );
+    }
+
+    /// The upstream's own query goes with every request, before the
+    /// request's; its user info goes as Basic credentials, not in the URL
+    /// (both were silently dropped).
+    #[test]
+    fn the_upstreams_query_and_user_info_are_sent() {
+        let azure = parse_upstream(
+            "https://r.openai.azure.com/openai/deployments/d?api-version=2024-10-21",
+        )
+        .unwrap();
+        assert_eq!(
+            upstream_url(&azure, "/chat/completions?x=1").to_string(),
+            "https://r.openai.azure.com/openai/deployments/d/chat/completions?api-version=2024-10-21&x=1"
+        );
+        assert_eq!(
+            upstream_url(&azure, "/chat/completions").to_string(),
+            "https://r.openai.azure.com/openai/deployments/d/chat/completions?api-version=2024-10-21"
+        );
+        let with_user = parse_upstream("https://me%40x:p%3Ass@gw.example/v1").unwrap();
+        assert_eq!(
+            upstream_url(&with_user, "/messages").to_string(),
+            "https://gw.example/v1/messages"
+        );
+        // base64("me@x:p:ss")
+        assert_eq!(
+            basic_credentials(&with_user).as_deref(),
+            Some("Basic bWVAeDpwOnNz")
+        );
+        assert_eq!(basic_credentials(&azure), None);
     }
 
     #[test]
