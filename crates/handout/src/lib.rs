@@ -324,14 +324,14 @@ fn md_text(s: &str) -> String {
 
 /// Strings inside the handout's JSON values (bodies, arguments, results)
 /// with the characters that hide or reorder text escaped: serde escapes
-/// control characters when it writes JSON, but not bidi overrides,
-/// zero-width or tag characters.
+/// the C0 controls when it writes JSON, but not DEL, the C1 controls
+/// (U+009B is a terminal's CSI), bidi overrides, zero-width or tag
+/// characters.
 fn inert_values(h: &mut Handout) {
     fn walk(v: &mut Value) {
         match v {
             Value::String(s) => {
-                let hidden =
-                    |c: char| loopdbg_engine::diagnostics::inert::is_unsafe(c) && !c.is_control();
+                let hidden = |c: char| loopdbg_engine::diagnostics::inert::is_unsafe(c) && c >= ' ';
                 if s.chars().any(hidden) {
                     *s = s
                         .chars()
@@ -689,6 +689,26 @@ mod tests {
         let v: Value = serde_json::from_str(&render(&s, &t, &opts(Kind::Json))).unwrap();
         assert_eq!(v["trace"]["steps"].as_array().unwrap().len(), t.steps.len());
         assert_eq!(v["handout"]["requests"].as_array().unwrap().len(), 2);
+    }
+
+    /// A C1 control (U+009B is a terminal's CSI), DEL and a bidi override
+    /// from a tool's result, an argument or the answer reach no handout
+    /// raw, in any form.
+    #[test]
+    fn no_handout_holds_a_c1_control_or_a_bidi_override() {
+        let text = r#"{"title": "t\u202e", "user": "x\u009b31m",
+          "tools": [{"name": "get_weather", "table": [{"args": {"city": "\u009b2J"}, "result": {"t": "\u202etxt.exe\u007f"}}]}],
+          "model": {"s": [
+            {"when": {"round": 1}, "reply": {"tool_calls": [{"id": "call_w1", "name": "get_weather", "args": {"city": "\u009b2J"}}]}},
+            {"reply": {"text": "done \u009b1m \u202e"}}]}}"#;
+        let s = Session::parse("w.json", text).unwrap();
+        let t = loopdbg_engine::run(&s, &Strategy::for_session(&s));
+        for kind in [Kind::Markdown, Kind::Html, Kind::Json] {
+            let out = render(&s, &t, &opts(kind));
+            for c in ['\u{9b}', '\u{202e}', '\u{7f}'] {
+                assert!(!out.contains(c), "{kind:?} holds U+{:04X}", c as u32);
+            }
+        }
     }
 
     #[test]
