@@ -819,6 +819,9 @@ pub fn conversation_of_line(
 pub struct ReadSummary {
     /// The format detected (or forced).
     pub format: Source,
+    /// False when nothing named the format and `format` is only the
+    /// readers' default: a file with nothing to check says "unknown".
+    pub named: bool,
     /// Conversations read.
     pub conversations: usize,
     /// Lines that could not be read (the rest of the file still was).
@@ -900,6 +903,7 @@ pub(crate) fn read_document(
             format: forced.unwrap_or(Source::Provider(
                 loopdbg_formats::provider::Format::Anthropic,
             )),
+            named: forced.is_some(),
             conversations: 0,
             errors: Vec::new(),
             recording: false,
@@ -940,6 +944,7 @@ pub(crate) fn read_document(
     each(None, read_as(doc, replies.appended())?, sent);
     Ok(ReadSummary {
         format: source,
+        named: true,
         conversations: 1,
         errors: Vec::new(),
         recording: false,
@@ -956,6 +961,7 @@ pub(crate) fn one_per_request(
     skipped: usize,
     mut each: impl FnMut(Option<usize>, Conversation, Option<Conversation>),
 ) -> ReadSummary {
+    let named = !convs.is_empty();
     let format = convs.first().map_or(
         Source::Provider(loopdbg_formats::provider::Format::Anthropic),
         |c| c.source,
@@ -969,6 +975,7 @@ pub(crate) fn one_per_request(
     }
     ReadSummary {
         format,
+        named,
         conversations: count,
         errors,
         recording: true,
@@ -1030,6 +1037,7 @@ pub(crate) fn read_opened(
             }
             Ok(ReadSummary {
                 format: Source::Mcp,
+                named: true,
                 conversations: count,
                 errors: Vec::new(),
                 recording: false,
@@ -1101,6 +1109,7 @@ pub(crate) fn read_opened(
             }
             Ok(ReadSummary {
                 format: source,
+                named: true,
                 conversations: count,
                 errors,
                 recording: false,
@@ -1129,6 +1138,7 @@ pub(crate) fn read_opened(
                 }
             }
             Ok(ReadSummary {
+                named: format.is_some(),
                 format: format.unwrap_or(Source::Provider(
                     loopdbg_formats::provider::Format::Anthropic,
                 )),

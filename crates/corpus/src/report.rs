@@ -268,7 +268,9 @@ fn check_opened(
         });
         match result {
             Ok(read) => {
-                report.format = Some(read.format.as_str());
+                // A file with nothing to check has no format to name: the
+                // reader's default (Anthropic) would be a guess.
+                report.format = read.named.then(|| read.format.as_str());
                 report.requests = read.conversations;
                 report.skipped += read.skipped;
                 report
