@@ -693,6 +693,9 @@ pub fn summary_line(x: &Exchange) -> String {
                 .count();
             match (warnings, status_said(x)) {
                 (_, Some(said)) => line.push_str(&format!(" · {said}")),
+                // An exchange that ended in an error (the agent left, the
+                // upstream broke off) is not "ok": the error says what.
+                (0, None) if x.error.is_some() => {}
                 (0, None) => line.push_str(" · ok"),
                 (n, None) => line.push_str(&format!(" · {n} warning(s)")),
             }
@@ -1304,7 +1307,7 @@ mod tests {
     /// An answer that is not a success is never summed up as "ok".
     #[test]
     fn the_summary_line_says_what_an_error_answer_was() {
-        let line = |status: u16, action: Action| {
+        let line_with = |status: u16, action: Action, error: Option<&str>| {
             let mut x = Ended::written(
                 Started {
                     seq: 1,
@@ -1332,9 +1335,15 @@ mod tests {
             )
             .into_exchange();
             x.latency_ms = 1.0;
+            x.error = error.map(str::to_string);
             summary_line(&x)
         };
+        let line = |status: u16, action: Action| line_with(status, action, None);
         assert!(line(200, Action::Forwarded).ends_with(" · ok"));
+        // A 200 the agent walked away from is not "ok".
+        let left = "the agent closed the connection before the answer ended";
+        let l = line_with(200, Action::Forwarded, Some(left));
+        assert!(l.ends_with(left) && !l.contains(" · ok"), "{l}");
         for (status, action, said) in [
             (
                 400,
