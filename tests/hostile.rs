@@ -173,6 +173,18 @@ fn diff_and_run_print_escapes_inert() {
         }
         assert!(text.lines().count() > 3, "{args:?} kept its lines");
     }
+    // `record` names the ids it saw on stderr: inert too (the call left
+    // without a result was printed raw).
+    let out = loopdbg()
+        .args(["record".as_ref(), a.as_os_str(), "-o".as_ref()])
+        .arg(dir.join("recorded.json"))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    for c in ['\u{1b}', '\u{7}', '\u{9b}', '\u{202e}'] {
+        assert!(!said.contains(c), "record printed {c:?} raw: {said}");
+    }
 }
 
 /// `check --fix -o FIFO --force` writes the repair into the FIFO (a

@@ -267,7 +267,7 @@ pub enum RecordError {
 
 /// `loopdbg record`: conversation `which` of `capture` as a session file
 /// at `output`, never over a file, and only when it loads back; what to
-/// say once written.
+/// say once written, inert for a terminal.
 pub fn record_to_file(
     capture: &Path,
     which: Option<usize>,
@@ -303,5 +303,10 @@ pub fn record_to_file(
         )),
         loopdbg_io::files::WriteError::Io(e) => write_error(e),
     })?;
-    Ok(recorded.summary(capture, output))
+    // Ids and names from the file are shown, never obeyed by a terminal.
+    let said = recorded.summary(capture, output);
+    Ok(said
+        .iter()
+        .map(|line| loopdbg_engine::diagnostics::inert::clean(line))
+        .collect())
 }
