@@ -1020,6 +1020,15 @@ fn answer(app: &mut App, text: &str) {
     apply(app, Action::SearchSubmit);
 }
 
+/// The tour said the answer was right.
+fn assert_right(app: &App) {
+    assert!(
+        app.notice.as_deref().unwrap_or_default().starts_with("✓"),
+        "{:?}",
+        app.notice
+    );
+}
+
 fn unpaired_on_screen(app: &App) -> Vec<String> {
     loopdbg_engine::ledger::Ledger::of(app.trace.history_at(app.cursor), &[]).unpaired()
 }
@@ -1039,11 +1048,7 @@ fn the_tour_is_answered_by_driving_the_debugger() {
     );
     let count = app.view_len();
     answer(&mut app, &count.to_string());
-    assert!(
-        app.notice.as_deref().unwrap().starts_with("✓"),
-        "{:?}",
-        app.notice
-    );
+    assert_right(&app);
     assert_eq!(app.command.take(), Some(Command::SaveTour(vec![0])));
 
     // Stop 2: under `first`, the id the ids pane calls unpaired at round 2's Request.
@@ -1055,11 +1060,7 @@ fn the_tour_is_answered_by_driving_the_debugger() {
     let ids = unpaired_on_screen(&app);
     assert_eq!(ids.len(), 1);
     answer(&mut app, &ids[0]);
-    assert!(
-        app.notice.as_deref().unwrap().starts_with("✓"),
-        "{:?}",
-        app.notice
-    );
+    assert_right(&app);
     // The lesson's G and e: the rate is missing, then back.
     apply(&mut app, key('G'));
     let final_text = |app: &App| app.trace.outcome.final_text.clone().unwrap_or_default();
@@ -1081,22 +1082,14 @@ fn the_tour_is_answered_by_driving_the_debugger() {
         }
     }
     answer(&mut app, &found.expect("one rule ends honestly"));
-    assert!(
-        app.notice.as_deref().unwrap().starts_with("✓"),
-        "{:?}",
-        app.notice
-    );
+    assert_right(&app);
 
     // Stop 4: under `leave`, the id left without a result at the end.
     apply(&mut app, key('T'));
     apply(&mut app, key('G'));
     let ids = unpaired_on_screen(&app);
     answer(&mut app, &ids[0]);
-    assert!(
-        app.notice.as_deref().unwrap().starts_with("✓"),
-        "{:?}",
-        app.notice
-    );
+    assert_right(&app);
 
     // Stop 5: under `synthesize`, the warning names the number no tool
     // returned.
