@@ -845,3 +845,97 @@ fn gemini_contents_and_parts_as_single_objects_are_read() {
     assert_eq!(conv.messages.len(), 1);
     assert_eq!(check(&conv), Vec::<Finding>::new());
 }
+
+/// `check --format sarif` is SARIF 2.1.0 valid against the published
+/// schema, one result per finding of `--format json` at its file and line,
+/// each result's rule among the driver's rules, an unreadable file as a
+/// failed invocation's notification; `--format github` annotates the same
+/// findings as workflow commands (issue 41).
+#[test]
+fn sarif_and_github_annotations_carry_every_finding() {
+    let files = [
+        "tests/fixtures/transcripts/anthropic_parallel_one_missing.json",
+        "tests/fixtures/transcripts/claude_code_interrupted.jsonl",
+        "tests/fixtures/bad/truncated_json.json",
+    ];
+    let run = |format: &str| {
+        let out = loopdbg()
+            .arg("check")
+            .args(files)
+            .args(["--format", format])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "an unreadable file: exit 2");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let json: serde_json::Value = serde_json::from_str(&run("json")).unwrap();
+    let findings: Vec<&serde_json::Value> = json["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|f| f["results"].as_array().unwrap())
+        .flat_map(|r| r["findings"].as_array().unwrap())
+        .collect();
+    assert!(findings.len() >= 2, "{json}");
+
+    let sarif: serde_json::Value = serde_json::from_str(&run("sarif")).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string("tests/fixtures/sarif/sarif-schema-2.1.0.json").unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&sarif)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "not valid SARIF 2.1.0: {errors:?}");
+    let run0 = &sarif["runs"][0];
+    let results = run0["results"].as_array().unwrap();
+    assert_eq!(results.len(), findings.len());
+    let rules: Vec<&str> = run0["tool"]["driver"]["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    for (result, finding) in results.iter().zip(&findings) {
+        assert_eq!(result["ruleId"], finding["kind"]);
+        assert!(rules.contains(&result["ruleId"].as_str().unwrap()));
+        let level = match finding["severity"].as_str().unwrap() {
+            "400" => "error",
+            "warning" => "warning",
+            _ => "note",
+        };
+        assert_eq!(result["level"], level, "{result}");
+        let place = &result["locations"][0]["physicalLocation"];
+        assert!(files.contains(&place["artifactLocation"]["uri"].as_str().unwrap()));
+        assert!(place["region"]["startLine"].as_u64().unwrap() >= 1);
+        if let Some(line) = finding["line"].as_u64() {
+            assert_eq!(place["region"]["startLine"], line);
+        }
+    }
+    let invocation = &run0["invocations"][0];
+    assert_eq!(invocation["executionSuccessful"], false);
+    let unread = &invocation["toolExecutionNotifications"][0]["locations"][0]["physicalLocation"];
+    assert_eq!(unread["artifactLocation"]["uri"], files[2]);
+    assert_eq!(unread["region"]["startLine"], 4);
+
+    let github = run("github");
+    let commands: Vec<&str> = github.lines().collect();
+    assert_eq!(commands.len(), findings.len() + 1, "{github}");
+    for line in &commands {
+        assert!(
+            ["::error file=", "::warning file=", "::notice file="]
+                .iter()
+                .any(|p| line.starts_with(p)),
+            "{line}"
+        );
+        assert!(line.contains(",line="), "{line}");
+    }
+    assert!(
+        commands
+            .iter()
+            .any(|l| l.starts_with("::error file=tests/fixtures/transcripts/anthropic_parallel_one_missing.json,line=1,title=loopdbg unanswered_call (400)::")),
+        "{github}"
+    );
+}

@@ -8,9 +8,7 @@ use portable_pty::{CommandBuilder, PtySize};
 
 use loopdbg_fake as fake;
 
-use crate::common::pty::{
-    open_pty, pty_screen, quit, restored_after_exit, restored_after_exit_with, spawn, spawn_with,
-};
+use crate::common::pty::{open_pty, pty_screen, quit, restored_after_exit_with, spawn, spawn_with};
 
 #[test]
 fn step_toggle_and_quit_in_a_real_terminal() {

@@ -114,6 +114,10 @@ pub enum CheckFormat {
     Json,
     /// One JSON record per conversation, written as it is checked.
     Jsonl,
+    /// SARIF 2.1.0, for code scanning.
+    Sarif,
+    /// GitHub Actions annotations.
+    Github,
     /// Read the input as this.
     Input(Source),
 }
@@ -123,12 +127,14 @@ fn parse_check_format(s: &str) -> Result<CheckFormat, String> {
         "text" => Ok(CheckFormat::Text),
         "json" => Ok(CheckFormat::Json),
         "jsonl" => Ok(CheckFormat::Jsonl),
+        "sarif" => Ok(CheckFormat::Sarif),
+        "github" => Ok(CheckFormat::Github),
         other => other
             .parse::<Source>()
             .map(CheckFormat::Input)
             .map_err(|_| {
                 format!(
-                    "unknown format `{s}` (expected text, json, jsonl, {})",
+                    "unknown format `{s}` (expected text, json, jsonl, sarif, github, {})",
                     Source::NAMES
                 )
             }),
@@ -396,8 +402,9 @@ pub struct CheckArgs {
     pub files: Vec<PathBuf>,
     #[command(flatten)]
     pub prices: Prices,
-    /// Output `text`, `json` or `jsonl` (one record per conversation, as
-    /// it goes); and/or force the input format: anthropic, openai,
+    /// Output `text`, `json`, `jsonl` (one record per conversation, as it
+    /// goes), `sarif` (SARIF 2.1.0, for code scanning) or `github` (GitHub
+    /// Actions annotations); and/or force the input format: anthropic, openai,
     /// responses, gemini, bedrock, claude-code, codex, gemini-cli (detected from
     /// the content otherwise). May be given twice, e.g. `--format json
     /// --format openai`.

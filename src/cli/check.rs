@@ -15,12 +15,19 @@ use super::{Failure, bad_flag};
 
 /// `loopdbg check`: exit 1 on a problem, 2 on a file that cannot be read.
 pub fn check(args: CheckArgs) -> Result<ExitCode, Failure> {
-    let output = match (
-        args.format.contains(&CheckFormat::Jsonl),
-        args.format.contains(&CheckFormat::Json),
-    ) {
+    let has = |f| args.format.contains(&f);
+    let output = match (has(CheckFormat::Jsonl), has(CheckFormat::Json)) {
         (true, _) => Output::Jsonl,
         (false, true) => Output::Json,
+        #[cfg(feature = "sarif")]
+        _ if has(CheckFormat::Sarif) => Output::Sarif,
+        #[cfg(not(feature = "sarif"))]
+        _ if has(CheckFormat::Sarif) => {
+            return Err(bad_flag(
+                "--format sarif: this loopdbg was built without the `sarif` feature".into(),
+            ));
+        }
+        _ if has(CheckFormat::Github) => Output::Github,
         (false, false) => Output::Text {
             colour: std::io::stdout().is_terminal()
                 && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),

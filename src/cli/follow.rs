@@ -90,5 +90,5 @@ pub(super) fn follow(path: &Path, which: Option<usize>) -> Result<ExitCode, Fail
         first,
         terminal::theme(),
     );
-    Ok(terminal::run_live(app, feed)?)
+    terminal::run_live(app, feed)
 }

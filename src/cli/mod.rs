@@ -238,7 +238,7 @@ fn open(cli: Cli) -> Result<ExitCode, Failure> {
             App::new(loaded.origin, loaded.session, strategy, terminal::theme())
         }
     };
-    Ok(terminal::run(app)?)
+    terminal::run(app)
 }
 
 /// `loopdbg run`: the trace as text or JSON, a handout, or the request
@@ -425,7 +425,7 @@ fn tour(args: TourArgs) -> Result<ExitCode, Failure> {
         terminal::load_tour()
     };
     let app = App::tour(sessions, solved, terminal::theme());
-    Ok(terminal::run(app)?)
+    terminal::run(app)
 }
 
 /// The command line's definition.

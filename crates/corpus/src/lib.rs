@@ -25,6 +25,7 @@ use std::path::Path;
 use loopdbg_engine::LoadError;
 use serde_json::Value;
 
+pub mod ci;
 pub mod conversations;
 pub mod cores;
 pub mod doctor;

@@ -22,6 +22,11 @@ pub enum Output {
     /// One JSON record per conversation (written as each is checked, by
     /// the caller's `emit`), then one per file that needs one.
     Jsonl,
+    /// SARIF 2.1.0, for code scanning.
+    #[cfg(feature = "sarif")]
+    Sarif,
+    /// GitHub Actions workflow commands: an annotation per finding.
+    Github,
 }
 
 /// Writes what is left to write of the reports as `output` (for JSON
@@ -48,6 +53,12 @@ pub fn write_reports(
                 writeln!(buffered)?;
             }
         }
+        #[cfg(feature = "sarif")]
+        Output::Sarif => {
+            json::pretty(&mut buffered, &crate::ci::sarif(reports))?;
+            writeln!(buffered)?;
+        }
+        Output::Github => crate::ci::write_github(reports, &mut buffered)?,
     }
     buffered.flush()
 }

@@ -1,0 +1,213 @@
+//! `check`'s findings where CI shows them: SARIF 2.1.0 (`--format sarif`,
+//! what GitHub code scanning and most CI viewers read; the types are
+//! serde-sarif's, generated from the published schema) and GitHub
+//! Actions' workflow commands (`--format github`), each finding on the
+//! line of the file it was found in.
+
+#[cfg(feature = "sarif")]
+use loopdbg_read::finding::Kind;
+use loopdbg_read::finding::Severity;
+#[cfg(feature = "sarif")]
+use serde_json::json;
+#[cfg(feature = "sarif")]
+use serde_sarif::sarif;
+
+use crate::report::{ConversationReport, FileReport};
+
+#[cfg(feature = "sarif")]
+/// The SARIF level of a severity: a 400 is an error.
+fn level(severity: Severity) -> sarif::ResultLevel {
+    match severity {
+        Severity::Rejected => sarif::ResultLevel::Error,
+        Severity::Warning => sarif::ResultLevel::Warning,
+        Severity::Note => sarif::ResultLevel::Note,
+    }
+}
+
+/// The line a finding is located at: its own (an agent log's event),
+/// else its conversation's (a JSON Lines line), else the file's first.
+fn line_of(finding: &loopdbg_judge::check::Finding, report: &ConversationReport) -> usize {
+    finding.line.or(report.line).unwrap_or(1)
+}
+
+/// What a finding says, with the ids it names.
+fn said(finding: &loopdbg_judge::check::Finding) -> String {
+    match finding.ids.is_empty() {
+        true => finding.message.clone(),
+        false => format!("{} [{}]", finding.message, finding.ids.join(", ")),
+    }
+}
+
+#[cfg(feature = "sarif")]
+fn location(file: &str, line: usize, column: Option<usize>, path: Option<&str>) -> sarif::Location {
+    let region = match column {
+        Some(c) => sarif::Region::builder()
+            .start_line(line as i64)
+            .start_column(c as i64)
+            .build(),
+        None => sarif::Region::builder().start_line(line as i64).build(),
+    };
+    let physical = sarif::PhysicalLocation::builder()
+        .artifact_location(sarif::ArtifactLocation::builder().uri(file).build())
+        .region(region)
+        .build();
+    match path {
+        // Where in the conversation: the JSON path of the message or block.
+        Some(path) => sarif::Location::builder()
+            .physical_location(physical)
+            .logical_locations(vec![
+                sarif::LogicalLocation::builder()
+                    .fully_qualified_name(path)
+                    .kind("member")
+                    .build(),
+            ])
+            .build(),
+        None => sarif::Location::builder()
+            .physical_location(physical)
+            .build(),
+    }
+}
+
+#[cfg(feature = "sarif")]
+/// One rule per finding kind, with what it means.
+fn rules() -> Vec<sarif::ReportingDescriptor> {
+    Kind::ALL
+        .iter()
+        .map(|kind| {
+            let help = match kind.is_note() {
+                true => format!("{} (a note: never a failure)", kind.description()),
+                false => kind.description().to_string(),
+            };
+            sarif::ReportingDescriptor::builder()
+                .id(kind.as_str())
+                .name(kind.as_str())
+                .short_description(
+                    sarif::MultiformatMessageString::builder()
+                        .text(kind.description())
+                        .build(),
+                )
+                .help(
+                    sarif::MultiformatMessageString::builder()
+                        .text(help)
+                        .build(),
+                )
+                .build()
+        })
+        .collect()
+}
+
+#[cfg(feature = "sarif")]
+/// The reports as one SARIF log: a run of `loopdbg` whose results are the
+/// findings, located at file:line, and whose notifications are the files
+/// (or lines) that could not be read.
+pub fn sarif(reports: &[FileReport]) -> sarif::Sarif {
+    let mut results = Vec::new();
+    for file in reports {
+        for report in &file.results {
+            for finding in &report.findings {
+                let line = line_of(finding, report);
+                results.push(
+                    sarif::Result::builder()
+                        .rule_id(finding.kind.as_str())
+                        .level(level(finding.severity))
+                        .message(sarif::Message::builder().text(said(finding)).build())
+                        .locations(vec![location(&file.file, line, None, Some(&finding.path))])
+                        .build(),
+                );
+            }
+        }
+    }
+    let unread: Vec<sarif::Notification> = reports
+        .iter()
+        .flat_map(|f| f.errors.iter().map(move |e| (f, e)))
+        .map(|(f, e)| {
+            sarif::Notification::builder()
+                .level(json!("error"))
+                .message(sarif::Message::builder().text(e.message.clone()).build())
+                .locations(vec![location(&f.file, e.line.unwrap_or(1), e.column, None)])
+                .build()
+        })
+        .collect();
+    let invocation = sarif::Invocation::builder()
+        .execution_successful(unread.is_empty())
+        .tool_execution_notifications(unread)
+        .build();
+    let driver = sarif::ToolComponent::builder()
+        .name("loopdbg")
+        .version(env!("CARGO_PKG_VERSION"))
+        .rules(rules())
+        .build();
+    let run = sarif::Run::builder()
+        .tool(sarif::Tool::builder().driver(driver).build())
+        .invocations(vec![invocation])
+        .results(results)
+        .build();
+    sarif::Sarif::builder()
+        .schema("https://json.schemastore.org/sarif-2.1.0.json")
+        .version(json!("2.1.0"))
+        .runs(vec![run])
+        .build()
+}
+
+/// A workflow command's data, escaped as GitHub Actions reads it.
+fn escaped_data(text: &str) -> String {
+    text.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+/// A workflow command's property value: its data escapes, and `:` and `,`.
+fn escaped_property(text: &str) -> String {
+    escaped_data(text).replace(':', "%3A").replace(',', "%2C")
+}
+
+/// The reports as GitHub Actions workflow commands, one per finding and
+/// per unread file or line (`::error file=F,line=N,title=…::message`):
+/// each is shown on that line of the pull request's diff.
+pub fn write_github(reports: &[FileReport], out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    for file in reports {
+        for report in &file.results {
+            for finding in &report.findings {
+                let command = match finding.severity {
+                    Severity::Rejected => "error",
+                    Severity::Warning => "warning",
+                    Severity::Note => "notice",
+                };
+                let severity = match finding.severity {
+                    Severity::Rejected => " (400)",
+                    _ => "",
+                };
+                writeln!(
+                    out,
+                    "::{command} file={},line={},title={}::{}",
+                    escaped_property(&file.file),
+                    line_of(finding, report),
+                    escaped_property(&format!("loopdbg {}{severity}", finding.kind)),
+                    escaped_data(&format!("{} ({})", said(finding), finding.path))
+                )?;
+            }
+        }
+        for e in &file.errors {
+            writeln!(
+                out,
+                "::error file={},line={}{},title=loopdbg could not read it::{}",
+                escaped_property(&file.file),
+                e.line.unwrap_or(1),
+                e.column.map(|c| format!(",col={c}")).unwrap_or_default(),
+                escaped_data(&e.message)
+            )?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workflow_commands_escape_what_would_end_them() {
+        assert_eq!(escaped_data("a%b\nc\rd"), "a%25b%0Ac%0Dd");
+        assert_eq!(escaped_property("x:1,y"), "x%3A1%2Cy");
+    }
+}
