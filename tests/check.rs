@@ -846,6 +846,44 @@ fn gemini_contents_and_parts_as_single_objects_are_read() {
     assert_eq!(check(&conv), Vec::<Finding>::new());
 }
 
+/// Three parallel calls answered in three consecutive turns of one
+/// response each: Gemini takes the run as one turn (it answered 200 and
+/// used all three), so each response pairs with its call and nothing is
+/// said; a fourth response in the run answers no call (issue 41: each was
+/// warned as "answers the wrong call").
+#[test]
+fn gemini_responses_over_consecutive_turns_answer_the_calls_before_them() {
+    let mut body = serde_json::json!({"contents": [
+        {"role": "user", "parts": [{"text": "weather in a, b, c"}]},
+        {"role": "model", "parts": [
+            {"functionCall": {"name": "w", "args": {"c": "a"}}},
+            {"functionCall": {"name": "w", "args": {"c": "b"}}},
+            {"functionCall": {"name": "w", "args": {"c": "c"}}}]},
+        {"role": "user", "parts": [{"functionResponse": {"name": "w", "response": {"t": 1}}}]},
+        {"role": "user", "parts": [{"functionResponse": {"name": "w", "response": {"t": 2}}}]},
+        {"role": "user", "parts": [{"functionResponse": {"name": "w", "response": {"t": 3}}}]}
+    ], "tools": [{"functionDeclarations": [{"name": "w"}]}]});
+    let gemini = loopdbg_read::Source::Provider(Format::Gemini);
+    let conv = loopdbg_read::read(&body, gemini).unwrap();
+    assert_eq!(check(&conv), Vec::<Finding>::new());
+    let calls: Vec<String> = loopdbg_read::tool_uses(&conv.messages[1])
+        .map(|(_, id, _)| id.to_string())
+        .collect();
+    let answered: Vec<String> = (2..5)
+        .flat_map(|i| loopdbg_read::tool_results(&conv.messages[i]).map(|(_, id)| id.to_string()))
+        .collect();
+    assert_eq!(calls, answered);
+
+    body["contents"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!(
+        {"role": "user", "parts": [{"functionResponse": {"name": "w", "response": {"t": 4}}}]}));
+    let conv = loopdbg_read::read(&body, gemini).unwrap();
+    let kinds: Vec<Kind> = check(&conv).iter().map(|f| f.kind).collect();
+    assert!(kinds.contains(&Kind::UnansweredCall), "{kinds:?}");
+}
+
 /// `check --format sarif` is SARIF 2.1.0 valid against the published
 /// schema, one result per finding of `--format json` at its file and line,
 /// each result's rule among the driver's rules, an unreadable file as a

@@ -773,6 +773,7 @@ fn a_violation_stays_small_however_many_ids_are_left() {
         format: loopdbg_formats::provider::Format::Anthropic,
         model: "m".into(),
         redact: false,
+        redact_patterns: Vec::new(),
         origin: "left.json".into(),
         prices: std::sync::Arc::new(loopdbg_formats::prices::Prices::builtin()),
     };

@@ -224,6 +224,7 @@ fn the_handout_has_a_tokens_table() {
         format: loopdbg_formats::provider::Format::Responses,
         model: "gpt-5".into(),
         redact: true,
+        redact_patterns: Vec::new(),
         origin: "codex.jsonl".into(),
         prices: std::sync::Arc::new(loopdbg_formats::prices::Prices::builtin()),
     };

@@ -380,10 +380,16 @@ pub struct RunArgs {
     /// The wire format of the handout's request bodies (default anthropic).
     #[arg(long, requires = "export")]
     pub wire: Option<Format>,
-    /// Mask strings that look like secrets, e-mail addresses and home
-    /// folders in the handout.
+    /// Mask credentials and personal data in what is written: e-mail
+    /// addresses, phone numbers, IP addresses, home folders' user names,
+    /// host names in URLs; each value one placeholder throughout
+    /// (`[email-1]`), and what was masked counted on stderr.
     #[arg(long, requires = "export")]
     pub redact: bool,
+    /// With --redact, also mask what this regular expression matches (may
+    /// be given more than once).
+    #[arg(long = "redact-pattern", value_name = "REGEX", requires = "redact")]
+    pub redact_patterns: Vec<String>,
     /// Where the handout goes (never over an existing file unless --force).
     #[arg(short = 'o', long, requires = "export")]
     pub output: Option<PathBuf>,
@@ -542,6 +548,14 @@ pub struct RecordArgs {
     /// The session file to write (never an existing one).
     #[arg(short = 'o', long)]
     pub output: PathBuf,
+    /// Mask credentials and personal data in the session, as `run
+    /// --export --redact` does, each value one placeholder throughout (so
+    /// the recorded loop still replays).
+    #[arg(long)]
+    pub redact: bool,
+    /// With --redact, also mask what this regular expression matches.
+    #[arg(long = "redact-pattern", value_name = "REGEX", requires = "redact")]
+    pub redact_patterns: Vec<String>,
 }
 
 /// `run` output.

@@ -168,7 +168,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         Some(Command::Demo(args)) => demo::demo(args),
         Some(Command::Diff(args)) => diff(args),
         Some(Command::Tour(args)) => tour(args),
-        Some(Command::Record(args)) => record(&args.capture, args.conversation, &args.output),
+        Some(Command::Record(args)) => record(args),
         Some(Command::Doctor(args)) => Ok(ExitCode::from(doctor(&args))),
         #[cfg(feature = "proxy")]
         Some(Command::Mcp(args)) => match &args.upstream {
@@ -266,7 +266,13 @@ fn run(args: RunArgs) -> Result<ExitCode, Failure> {
             Export::Otlp => {
                 let origin = args.session.display().to_string();
                 let base_ns = loopdbg_corpus::base_ns_now();
-                loopdbg_export::spans::run_json(&session, &trace, format, &origin, base_ns, replay)
+                let spans = loopdbg_export::spans::run_json(
+                    &session, &trace, format, &origin, base_ns, replay,
+                );
+                match args.redact {
+                    true => redacted_json(&spans, &args.redact_patterns)?,
+                    false => spans,
+                }
             }
             #[cfg(not(feature = "otlp"))]
             Export::Otlp => {
@@ -278,8 +284,22 @@ fn run(args: RunArgs) -> Result<ExitCode, Failure> {
             Export::Handout(kind) => {
                 let origin = args.session.display().to_string();
                 let prices = std::sync::Arc::new(prices::prices().clone());
-                let opts = loopdbg_handout::Options::new(kind, format, args.redact, origin, prices);
-                loopdbg_handout::render(&session, &trace, &opts)
+                let mut opts =
+                    loopdbg_handout::Options::new(kind, format, args.redact, origin, prices);
+                opts.redact_patterns = args.redact_patterns.clone();
+                redactor(&args.redact_patterns)?;
+                let (text, masked) = loopdbg_handout::render_counted(&session, &trace, &opts);
+                if args.redact {
+                    say!(
+                        "masked: {}",
+                        if masked.is_empty() {
+                            "nothing"
+                        } else {
+                            &masked
+                        }
+                    );
+                }
+                text
             }
         };
         return match args.output {
@@ -506,20 +526,61 @@ fn strategy_for(session: &Session, flags: &args::StrategyFlags) -> Result<Strate
     Strategy::chosen(session, &flags.choice()).map_err(bad_flag)
 }
 
+/// The `--redact-pattern`s, refused at the flag when one is not a regular
+/// expression.
+fn redactor(patterns: &[String]) -> Result<loopdbg_formats::redact::Redactor, Failure> {
+    loopdbg_formats::redact::Redactor::new(patterns)
+        .map_err(|e| bad_flag(format!("--redact-pattern: {e}")))
+}
+
+/// A JSON text with every string redacted; what was masked said.
+#[cfg(feature = "otlp")]
+fn redacted_json(text: &str, patterns: &[String]) -> Result<String, Failure> {
+    let mut redactor = redactor(patterns)?;
+    let mut doc: serde_json::Value = serde_json::from_str(text).map_err(anyhow::Error::from)?;
+    redactor.value(&mut doc);
+    let masked = redactor.counts();
+    say!(
+        "masked: {}",
+        if masked.is_empty() {
+            "nothing"
+        } else {
+            &masked
+        }
+    );
+    Ok(doc.to_string())
+}
+
 /// `loopdbg record`: a capture's conversation as a session that runs its
-/// loop again.
-fn record(
-    capture: &std::path::Path,
-    which: Option<usize>,
-    output: &std::path::Path,
-) -> Result<ExitCode, Failure> {
+/// loop again, redacted when asked.
+fn record(args: args::RecordArgs) -> Result<ExitCode, Failure> {
     use loopdbg_corpus::replay::RecordError;
-    let said =
-        loopdbg_corpus::replay::record_to_file(capture, which, output).map_err(|e| match e {
-            RecordError::Load(e) => e.into(),
-            RecordError::Refused(why) => bad_flag(why),
-            e => anyhow::Error::from(e),
-        })?;
+    let mut redactor = match args.redact {
+        true => Some(redactor(&args.redact_patterns)?),
+        false => None,
+    };
+    let written = loopdbg_corpus::replay::record_to_file(
+        &args.capture,
+        args.conversation,
+        &args.output,
+        redactor.as_mut(),
+    );
+    let said = written.map_err(|e| match e {
+        RecordError::Load(e) => e.into(),
+        RecordError::Refused(why) => bad_flag(why),
+        e => anyhow::Error::from(e),
+    })?;
     said.iter().for_each(|line| say!("{line}"));
+    if let Some(r) = redactor {
+        let masked = r.counts();
+        say!(
+            "masked: {}",
+            if masked.is_empty() {
+                "nothing"
+            } else {
+                &masked
+            }
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -272,6 +272,7 @@ pub fn record_to_file(
     capture: &Path,
     which: Option<usize>,
     output: &Path,
+    redactor: Option<&mut loopdbg_formats::redact::Redactor>,
 ) -> Result<Vec<String>, RecordError> {
     let opened = match open(capture)? {
         Opening::Captured(opened) => opened,
@@ -286,8 +287,14 @@ pub fn record_to_file(
         path: output.display().to_string(),
         source,
     };
-    let mut text = serde_json::to_string_pretty(&recorded.recording.session)
-        .map_err(|e| write_error(e.into()))?;
+    let mut session =
+        serde_json::to_value(&recorded.recording.session).map_err(|e| write_error(e.into()))?;
+    // One placeholder per value across the whole session: a table's
+    // arguments and the replies that name them stay in step.
+    if let Some(r) = redactor {
+        r.value(&mut session);
+    }
+    let mut text = serde_json::to_string_pretty(&session).map_err(|e| write_error(e.into()))?;
     text.push('\n');
     // A session that does not load back is not worth writing.
     Session::parse(&output.display().to_string(), &text)?;

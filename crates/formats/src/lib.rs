@@ -32,6 +32,7 @@
 
 pub mod prices;
 pub mod provider;
+pub mod redact;
 pub mod route;
 pub mod secrets;
 pub mod stream;

@@ -51,8 +51,10 @@ pub struct Options {
     pub format: Format,
     /// The model name written into request bodies.
     pub model: String,
-    /// Mask secrets, e-mail addresses and home paths.
+    /// Mask credentials and personal data (`--redact`).
     pub redact: bool,
+    /// More patterns to mask when redacting (`--redact-pattern`).
+    pub redact_patterns: Vec<String>,
     /// The session's file name, for the heading.
     pub origin: String,
     /// What tokens cost.
@@ -75,6 +77,7 @@ impl Options {
             format,
             model,
             redact,
+            redact_patterns: Vec::new(),
             origin,
             prices,
         }
@@ -166,8 +169,13 @@ pub struct Handout {
     pub tokens: Option<loopdbg_formats::usage::Summary>,
 }
 
-/// Gathers what a handout shows.
-pub fn gather(session: &Session, trace: &Trace, opts: &Options) -> Handout {
+/// Gathers what a handout shows, masked by `redactor` when one is given.
+pub fn gather(
+    session: &Session,
+    trace: &Trace,
+    opts: &Options,
+    redactor: Option<&mut loopdbg_formats::redact::Redactor>,
+) -> Handout {
     let report = RunReport::new(session, trace);
     let steps = trace
         .steps
@@ -257,8 +265,8 @@ pub fn gather(session: &Session, trace: &Trace, opts: &Options) -> Handout {
         warnings,
         tokens: loopdbg_formats::usage::of_trace(trace, &opts.prices),
     };
-    if opts.redact {
-        redact::handout(&mut h);
+    if let Some(r) = redactor {
+        redact::handout(&mut h, r);
     }
     inert_values(&mut h);
     h
@@ -266,14 +274,24 @@ pub fn gather(session: &Session, trace: &Trace, opts: &Options) -> Handout {
 
 /// The handout written as `opts.kind`.
 pub fn render(session: &Session, trace: &Trace, opts: &Options) -> String {
-    let h = gather(session, trace, opts);
-    match opts.kind {
+    render_counted(session, trace, opts).0
+}
+
+/// [`render`], and when redacting, what was masked (`3 email(s), …`).
+/// A `--redact-pattern` that is not a regular expression masks nothing
+/// (the command line refuses it before it comes here).
+pub fn render_counted(session: &Session, trace: &Trace, opts: &Options) -> (String, String) {
+    let mut redactor = opts
+        .redact
+        .then(|| loopdbg_formats::redact::Redactor::new(&opts.redact_patterns).unwrap_or_default());
+    let h = gather(session, trace, opts, redactor.as_mut());
+    let text = match opts.kind {
         Kind::Markdown => markdown(&h),
         Kind::Html => html(&h),
         Kind::Json => {
             let mut trace_json = serde_json::to_value(trace).unwrap_or(Value::Null);
-            if opts.redact {
-                redact::value(&mut trace_json);
+            if let Some(r) = redactor.as_mut() {
+                r.value(&mut trace_json);
             }
             let doc = json!({"handout": h, "trace": trace_json});
             // Through the inert writer: bidi and tag characters as \u
@@ -283,7 +301,8 @@ pub fn render(session: &Session, trace: &Trace, opts: &Options) -> String {
             text.push(b'\n');
             String::from_utf8(text).unwrap_or_default()
         }
-    }
+    };
+    (text, redactor.map(|r| r.counts()).unwrap_or_default())
 }
 
 fn pretty(v: &Value) -> String {
@@ -659,6 +678,7 @@ mod tests {
             format: Format::Anthropic,
             model: "m".into(),
             redact: false,
+            redact_patterns: Vec::new(),
             origin: "w.json".into(),
             prices: std::sync::Arc::new(loopdbg_formats::prices::Prices::builtin()),
         }

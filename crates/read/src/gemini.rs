@@ -300,15 +300,37 @@ lax_object! {
 
 /// The id of the first call named `name` in the previous model turn that
 /// no response (already read, or earlier in `reading`) answers.
+/// Consecutive function response turns are one to Gemini (three parallel
+/// calls answered in three turns of one response each were accepted, and
+/// the reply used all three): a response in the second or third of them
+/// answers the call turn before the run, after the run's earlier ones.
 pub(super) fn open_call(conv: &Conversation, reading: &[Block], name: &str) -> Option<String> {
-    let previous = conv.messages.last().filter(|m| m.role == Role::Assistant)?;
-    let answered: Vec<&str> = reading
-        .iter()
-        .filter_map(|b| match b {
-            Block::ToolResult { tool_use_id, .. } => Some(&**tool_use_id),
-            _ => None,
-        })
-        .collect();
+    let results = |blocks: &'_ [Block]| -> Vec<String> {
+        blocks
+            .iter()
+            .filter_map(|b| match b {
+                Block::ToolResult { tool_use_id, .. } => Some(tool_use_id.to_string()),
+                _ => None,
+            })
+            .collect()
+    };
+    let mut answered = results(reading);
+    let mut turns = conv.messages.iter().rev();
+    let previous = loop {
+        let m = turns.next()?;
+        if m.role == Role::Assistant {
+            break m;
+        }
+        let only_results = !m.content.is_empty()
+            && m.content
+                .iter()
+                .all(|b| matches!(b, Block::ToolResult { .. }));
+        if !only_results {
+            return None;
+        }
+        answered.extend(results(&m.content));
+    };
+    let answered: Vec<&str> = answered.iter().map(String::as_str).collect();
     previous.content.iter().find_map(|b| match b {
         Block::ToolUse { id, name: n, .. } if &**n == name && !answered.contains(&&**id) => {
             Some(id.to_string())

@@ -215,6 +215,7 @@ pub(super) fn export(app: &mut App) {
         format,
         model: loopdbg_formats::provider::default_model(format).to_string(),
         redact: false,
+        redact_patterns: Vec::new(),
         origin: app.origin.clone(),
         prices: app.prices.clone(),
     };

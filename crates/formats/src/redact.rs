@@ -1,0 +1,294 @@
+//! Personal data masked before a session is shared (`--redact`): the same
+//! value becomes the same placeholder everywhere in one output
+//! (`[email-1]` twice is one address), so the redacted handout or session
+//! still reads as the run it was, and a count says what was masked. Ids,
+//! tool names and numbers that are not personal data are kept: a redacted
+//! handout still teaches.
+//!
+//! Credentials are masked first, as everything loopdbg writes masks them
+//! ([`crate::secrets`]); then e-mail addresses, phone numbers, IP addresses
+//! (loopback kept), home folders (the user name in them), host names in
+//! URLs (the providers' and example hosts kept), and any pattern the user
+//! adds.
+
+use std::collections::BTreeMap;
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde_json::Value;
+
+/// What a placeholder stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum What {
+    /// A credential (masked as `[secret]`, as in captures).
+    Secret,
+    /// An e-mail address.
+    Email,
+    /// A phone number.
+    Phone,
+    /// An IP address.
+    Ip,
+    /// A user name, from a home folder.
+    User,
+    /// A host name, from a URL.
+    Host,
+    /// A pattern the user gave.
+    Pattern,
+}
+
+impl What {
+    fn word(self) -> &'static str {
+        match self {
+            What::Secret => "secret",
+            What::Email => "email",
+            What::Phone => "phone",
+            What::Ip => "ip",
+            What::User => "user",
+            What::Host => "host",
+            What::Pattern => "redacted",
+        }
+    }
+}
+
+macro_rules! pattern {
+    ($name:ident, $re:expr) => {
+        #[allow(
+            clippy::unwrap_used,
+            clippy::expect_used,
+            reason = "a constant pattern, compiled by the tests"
+        )]
+        static $name: LazyLock<Regex> = LazyLock::new(|| Regex::new($re).expect("a valid pattern"));
+    };
+}
+
+pattern!(EMAIL, r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}");
+// International (+CC …) or North American ((555) 123-4567, 555-123-4567)
+// forms: a bare run of digits is a number, not a phone.
+pattern!(
+    PHONE,
+    r"\+\d{1,3}[\s.\-]?\(?\d{1,4}\)?(?:[\s.\-]?\d{2,4}){2,4}|\(\d{3}\)\s?\d{3}-\d{4}|\b\d{3}-\d{3}-\d{4}\b"
+);
+pattern!(
+    IPV4,
+    r"\b(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}\b"
+);
+pattern!(IPV6, r"\b(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}\b");
+// The user name of a home folder: `/home/NAME`, `/Users/NAME`,
+// `C:\Users\NAME` (a JSON text may carry its backslashes doubled).
+pattern!(
+    HOME,
+    r"(/home/|/Users/|[A-Za-z]:\\{1,2}Users\\{1,2})([^/\\\s\x22']+)"
+);
+pattern!(URL_HOST, r"\b([a-z][a-z0-9+.\-]*://)([A-Za-z0-9.\-]+)");
+
+/// Hosts kept in URLs: the providers' own and documentation hosts.
+fn kept_host(host: &str) -> bool {
+    let host = host.to_ascii_lowercase();
+    const KEPT: &[&str] = &[
+        "localhost",
+        "anthropic.com",
+        "openai.com",
+        "googleapis.com",
+        "amazonaws.com",
+        "azure.com",
+        "example.com",
+        "example.org",
+        "example.test",
+        "github.com",
+        "json-schema.org",
+        "schemastore.org",
+    ];
+    KEPT.iter()
+        .any(|k| host == *k || host.ends_with(&format!(".{k}")))
+        || host.parse::<std::net::Ipv4Addr>().is_ok()
+}
+
+/// Loopback and unspecified addresses say nothing about anyone.
+fn kept_ip(ip: &str) -> bool {
+    ip.starts_with("127.") || ip == "0.0.0.0"
+}
+
+/// Masks personal data, one placeholder per distinct value, and counts.
+#[derive(Debug, Default)]
+pub struct Redactor {
+    seen: HashMap<(What, String), usize>,
+    next: BTreeMap<What, usize>,
+    masked: BTreeMap<What, usize>,
+    patterns: Vec<Regex>,
+}
+
+impl Redactor {
+    /// A redactor that also masks each of `patterns` (regular expressions,
+    /// the user's `--redact-pattern`).
+    pub fn new(patterns: &[String]) -> Result<Redactor, regex::Error> {
+        Ok(Redactor {
+            patterns: patterns
+                .iter()
+                .map(|p| Regex::new(p))
+                .collect::<Result<_, _>>()?,
+            ..Redactor::default()
+        })
+    }
+
+    /// The placeholder of `value` as a `what`: the same each time.
+    fn placeholder(&mut self, what: What, value: &str) -> String {
+        *self.masked.entry(what).or_default() += 1;
+        if what == What::Secret {
+            return crate::secrets::MASK.to_string();
+        }
+        let key = (what, value.to_string());
+        let n = match self.seen.get(&key) {
+            Some(n) => *n,
+            None => {
+                let n = self.next.entry(what).or_default();
+                *n += 1;
+                let n = *n;
+                self.seen.insert(key, n);
+                n
+            }
+        };
+        format!("[{}-{n}]", what.word())
+    }
+
+    fn replace(&mut self, text: &str, re: &Regex, what: What, keep: fn(&str) -> bool) -> String {
+        let mut out = String::with_capacity(text.len());
+        let mut last = 0;
+        for m in re.find_iter(text) {
+            if keep(m.as_str()) {
+                continue;
+            }
+            out.push_str(&text[last..m.start()]);
+            out.push_str(&self.placeholder(what, m.as_str()));
+            last = m.end();
+        }
+        out.push_str(&text[last..]);
+        out
+    }
+
+    /// `text` with credentials and personal data masked.
+    pub fn text(&mut self, text: &str) -> String {
+        let secrets = crate::secrets::mask_shapes(text);
+        let found = secrets.matches(crate::secrets::MASK).count()
+            - text.matches(crate::secrets::MASK).count();
+        *self.masked.entry(What::Secret).or_default() += found;
+        let mut s = secrets.into_owned();
+        s = self.replace(&s, &EMAIL, What::Email, |_| false);
+        s = self.replace(&s, &PHONE, What::Phone, |_| false);
+        s = self.replace(&s, &IPV4, What::Ip, kept_ip);
+        s = self.replace(&s, &IPV6, What::Ip, |_| false);
+        s = self.homes(&s);
+        s = self.hosts(&s);
+        for i in 0..self.patterns.len() {
+            let re = self.patterns[i].clone();
+            s = self.replace(&s, &re, What::Pattern, |_| false);
+        }
+        s
+    }
+
+    /// Home folders keep their shape, the user name becomes `<user-N>`.
+    fn homes(&mut self, text: &str) -> String {
+        let mut out = String::with_capacity(text.len());
+        let mut last = 0;
+        for c in HOME.captures_iter(text) {
+            let (Some(whole), Some(prefix), Some(name)) = (c.get(0), c.get(1), c.get(2)) else {
+                continue;
+            };
+            out.push_str(&text[last..whole.start()]);
+            out.push_str(prefix.as_str());
+            out.push_str(&self.placeholder(What::User, name.as_str()));
+            last = whole.end();
+        }
+        out.push_str(&text[last..]);
+        out
+    }
+
+    /// Host names in URLs, but the providers' and documentation hosts.
+    fn hosts(&mut self, text: &str) -> String {
+        let mut out = String::with_capacity(text.len());
+        let mut last = 0;
+        for c in URL_HOST.captures_iter(text) {
+            let (Some(whole), Some(scheme), Some(host)) = (c.get(0), c.get(1), c.get(2)) else {
+                continue;
+            };
+            if kept_host(host.as_str()) {
+                continue;
+            }
+            out.push_str(&text[last..whole.start()]);
+            out.push_str(scheme.as_str());
+            out.push_str(&self.placeholder(What::Host, host.as_str()));
+            last = whole.end();
+        }
+        out.push_str(&text[last..]);
+        out
+    }
+
+    /// Every string of `v`, keys included, masked.
+    pub fn value(&mut self, v: &mut Value) {
+        match v {
+            Value::String(s) => *s = self.text(s),
+            Value::Array(items) => items.iter_mut().for_each(|i| self.value(i)),
+            Value::Object(map) => {
+                let old = std::mem::take(map);
+                for (k, mut item) in old {
+                    self.value(&mut item);
+                    map.insert(self.text(&k), item);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// What was masked, e.g. `2 email(s), 1 user(s)`; empty when nothing.
+    pub fn counts(&self) -> String {
+        self.masked
+            .iter()
+            .filter(|(_, n)| **n > 0)
+            .map(|(what, n)| format!("{n} {}(s)", what.word()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_same_value_is_the_same_placeholder() {
+        let mut r = Redactor::new(&[]).unwrap();
+        let out = r.text(
+            "ada@corp.io wrote to bob@corp.io, then ada@corp.io again; call +44 20 7946 0958 or (555) 123-4567",
+        );
+        assert_eq!(
+            out,
+            "[email-1] wrote to [email-2], then [email-1] again; call [phone-1] or [phone-2]"
+        );
+        assert_eq!(r.counts(), "3 email(s), 2 phone(s)");
+    }
+
+    #[test]
+    fn addresses_homes_hosts_and_patterns() {
+        let mut r = Redactor::new(&["ACME-\\d+".to_string()]).unwrap();
+        let out = r.text(
+            "10.1.2.3 and 127.0.0.1; /home/ada/x and /Users/ada/y; C:\\\\Users\\\\bo\\\\z; https://db.corp.internal/x https://api.anthropic.com/v1 ACME-42 sk-ant-api03-abcdefghijklmnopqrstuv",
+        );
+        assert_eq!(
+            out,
+            "[ip-1] and 127.0.0.1; /home/[user-1]/x and /Users/[user-1]/y; C:\\\\Users\\\\[user-2]\\\\z; https://[host-1]/x https://api.anthropic.com/v1 [redacted-1] [secret]"
+        );
+        assert_eq!(
+            r.counts(),
+            "1 secret(s), 1 ip(s), 3 user(s), 1 host(s), 1 redacted(s)"
+        );
+    }
+
+    #[test]
+    fn what_teaches_is_kept() {
+        let mut r = Redactor::new(&[]).unwrap();
+        let s =
+            "北京 18°C, USD/CNY 7.12, call_w1, toolu_f1, 2024-10-21 12:30:45, version 1.2.3, 42";
+        assert_eq!(r.text(s), s);
+        assert_eq!(r.counts(), "");
+    }
+}
