@@ -918,7 +918,7 @@ fn sarif_and_github_annotations_carry_every_finding() {
 
     let sarif: serde_json::Value = serde_json::from_str(&run("sarif")).unwrap();
     let schema: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string("tests/fixtures/sarif/sarif-schema-2.1.0.json").unwrap(),
+        &std::fs::read_to_string("tests/schemas/sarif-schema-2.1.0.json").unwrap(),
     )
     .unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
