@@ -359,6 +359,9 @@ fn record_redacts_the_session_it_writes() {
     for value in ["ada@corp.io", "/home/ada", "7946 0958"] {
         assert!(!text.contains(value), "kept {value}: {text}");
     }
-    assert!(text.contains("[email-1]") && !text.contains("[email-2]"), "{text}");
+    assert!(
+        text.contains("[email-1]") && !text.contains("[email-2]"),
+        "{text}"
+    );
     loopdbg().arg("run").arg(&out).assert().success();
 }

@@ -32,7 +32,9 @@ pub(super) fn demo(args: DemoArgs) -> Result<ExitCode, Failure> {
         run.lines.iter().for_each(|l| say!("{l}"));
         ExitCode::SUCCESS
     } else {
-        let provider = provider_runtime.block_on(loopdbg_demo::start_provider());
+        let provider = provider_runtime
+            .block_on(loopdbg_demo::start_provider())
+            .map_err(|e| anyhow::anyhow!("starting the demo's provider on 127.0.0.1: {e}"))?;
         let upstream = loopdbg_proxy::parse_upstream(&provider.url).map_err(anyhow::Error::msg)?;
         let listen = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
         let config = loopdbg_proxy::Config::new(upstream, listen);

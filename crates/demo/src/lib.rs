@@ -30,9 +30,9 @@ pub struct Provider {
 }
 
 /// Starts the fake provider on the current runtime.
-pub async fn start_provider() -> Provider {
-    let fake = loopdbg_fake::start_unlogged().await;
-    Provider { url: fake.url }
+pub async fn start_provider() -> std::io::Result<Provider> {
+    let fake = loopdbg_fake::try_start_unlogged().await?;
+    Ok(Provider { url: fake.url })
 }
 
 /// What the agent asks: two things at once, so the model names two tools
@@ -199,7 +199,9 @@ pub fn agent(pace: Duration) -> (impl FnOnce(&tokio::runtime::Handle, SocketAddr
 /// exchange the proxy recorded (one per request the agent sent, in order)
 /// and what the agent did.
 pub async fn headless(pace: Duration) -> anyhow::Result<(Vec<Exchange>, AgentRun)> {
-    let provider = start_provider().await;
+    let provider = start_provider()
+        .await
+        .context("starting the demo's provider on 127.0.0.1")?;
     let upstream = loopdbg_proxy::parse_upstream(&provider.url).map_err(anyhow::Error::msg)?;
     let listen = SocketAddr::from(([127, 0, 0, 1], 0));
     let mut running = loopdbg_proxy::start(&loopdbg_proxy::Config::new(upstream, listen)).await?;
@@ -267,7 +269,7 @@ mod tests {
     /// gives, naming the call the agent did not answer.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_buggy_agent_is_refused_for_the_call_it_dropped() {
-        let provider = start_provider().await;
+        let provider = start_provider().await.unwrap();
         let run = buggy_agent(&provider.url, Duration::ZERO).await.unwrap();
         assert_eq!(run.requests, 2, "{:?}", run.lines);
         let refused = run.refused.expect("the second request is refused");

@@ -78,9 +78,21 @@ pub async fn start_unlogged() -> Fake {
 }
 
 async fn start_with(logged: bool) -> Fake {
+    try_start_with(logged)
+        .await
+        .expect("the fake listens on 127.0.0.1")
+}
+
+/// Starts the fake with an empty log, or says why it could not listen:
+/// `loopdbg demo` runs it, where a panic is not an answer.
+pub async fn try_start_unlogged() -> std::io::Result<Fake> {
+    try_start_with(false).await
+}
+
+async fn try_start_with(logged: bool) -> std::io::Result<Fake> {
     let log = Arc::new(Mutex::new(Log::default()));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}", listener.local_addr()?);
     let breaker = Arc::new(tokio::sync::Notify::new());
     let app = axum::Router::new().fallback(handle).with_state(Shared {
         log: log.clone(),
@@ -90,9 +102,10 @@ async fn start_with(logged: bool) -> Fake {
         served: Arc::default(),
     });
     tokio::spawn(async move {
-        axum::serve(listener, app).await.unwrap();
+        // It serves until the runtime ends; an accept error ends it early.
+        let _ = axum::serve(listener, app).await;
     });
-    Fake { url, log, breaker }
+    Ok(Fake { url, log, breaker })
 }
 
 const ANSWER: &str = "北京 18°C, USD/CNY 7.12";
