@@ -101,7 +101,8 @@ fn kept_host(host: &str) -> bool {
     ];
     KEPT.iter()
         .any(|k| host == *k || host.ends_with(&format!(".{k}")))
-        || host.parse::<std::net::Ipv4Addr>().is_ok()
+        // An address: masked (or kept, loopback) as an IP already.
+        || host.chars().all(|c| c.is_ascii_digit() || c == '.')
 }
 
 /// Loopback and unspecified addresses say nothing about anyone.
