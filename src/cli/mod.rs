@@ -290,14 +290,7 @@ fn run(args: RunArgs) -> Result<ExitCode, Failure> {
                 redactor(&args.redact_patterns)?;
                 let (text, masked) = loopdbg_handout::render_counted(&session, &trace, &opts);
                 if args.redact {
-                    say!(
-                        "masked: {}",
-                        if masked.is_empty() {
-                            "nothing"
-                        } else {
-                            &masked
-                        }
-                    );
+                    say_masked(&masked);
                 }
                 text
             }
@@ -533,21 +526,21 @@ fn redactor(patterns: &[String]) -> Result<loopdbg_formats::redact::Redactor, Fa
         .map_err(|e| bad_flag(format!("--redact-pattern: {e}")))
 }
 
+/// Says what `--redact` masked (`2 email(s), 1 user(s)`, or nothing).
+fn say_masked(masked: &str) {
+    say!(
+        "masked: {}",
+        if masked.is_empty() { "nothing" } else { masked }
+    );
+}
+
 /// A JSON text with every string redacted; what was masked said.
 #[cfg(feature = "otlp")]
 fn redacted_json(text: &str, patterns: &[String]) -> Result<String, Failure> {
     let mut redactor = redactor(patterns)?;
     let mut doc: serde_json::Value = serde_json::from_str(text).map_err(anyhow::Error::from)?;
     redactor.value(&mut doc);
-    let masked = redactor.counts();
-    say!(
-        "masked: {}",
-        if masked.is_empty() {
-            "nothing"
-        } else {
-            &masked
-        }
-    );
+    say_masked(&redactor.counts());
     Ok(doc.to_string())
 }
 
@@ -572,15 +565,7 @@ fn record(args: args::RecordArgs) -> Result<ExitCode, Failure> {
     })?;
     said.iter().for_each(|line| say!("{line}"));
     if let Some(r) = redactor {
-        let masked = r.counts();
-        say!(
-            "masked: {}",
-            if masked.is_empty() {
-                "nothing"
-            } else {
-                &masked
-            }
-        );
+        say_masked(&r.counts());
     }
     Ok(ExitCode::SUCCESS)
 }

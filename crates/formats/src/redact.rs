@@ -178,8 +178,8 @@ impl Redactor {
         s = self.replace(&s, &PHONE, What::Phone, |_| false);
         s = self.replace(&s, &IPV4, What::Ip, kept_ip);
         s = self.replace(&s, &IPV6, What::Ip, |_| false);
-        s = self.homes(&s);
-        s = self.hosts(&s);
+        s = self.second_group(&s, &HOME, What::User, |_| false);
+        s = self.second_group(&s, &URL_HOST, What::Host, kept_host);
         for i in 0..self.patterns.len() {
             let re = self.patterns[i].clone();
             s = self.replace(&s, &re, What::Pattern, |_| false);
@@ -187,37 +187,28 @@ impl Redactor {
         s
     }
 
-    /// Home folders keep their shape, the user name becomes `<user-N>`.
-    fn homes(&mut self, text: &str) -> String {
+    /// `re`'s second group masked as a `what`, its first kept: a home
+    /// folder keeps its shape (`/home/[user-1]`), a URL its scheme
+    /// (`https://[host-1]`); a value `keep` says is not personal stays.
+    fn second_group(
+        &mut self,
+        text: &str,
+        re: &Regex,
+        what: What,
+        keep: fn(&str) -> bool,
+    ) -> String {
         let mut out = String::with_capacity(text.len());
         let mut last = 0;
-        for c in HOME.captures_iter(text) {
-            let (Some(whole), Some(prefix), Some(name)) = (c.get(0), c.get(1), c.get(2)) else {
+        for c in re.captures_iter(text) {
+            let (Some(whole), Some(kept), Some(value)) = (c.get(0), c.get(1), c.get(2)) else {
                 continue;
             };
-            out.push_str(&text[last..whole.start()]);
-            out.push_str(prefix.as_str());
-            out.push_str(&self.placeholder(What::User, name.as_str()));
-            last = whole.end();
-        }
-        out.push_str(&text[last..]);
-        out
-    }
-
-    /// Host names in URLs, but the providers' and documentation hosts.
-    fn hosts(&mut self, text: &str) -> String {
-        let mut out = String::with_capacity(text.len());
-        let mut last = 0;
-        for c in URL_HOST.captures_iter(text) {
-            let (Some(whole), Some(scheme), Some(host)) = (c.get(0), c.get(1), c.get(2)) else {
-                continue;
-            };
-            if kept_host(host.as_str()) {
+            if keep(value.as_str()) {
                 continue;
             }
             out.push_str(&text[last..whole.start()]);
-            out.push_str(scheme.as_str());
-            out.push_str(&self.placeholder(What::Host, host.as_str()));
+            out.push_str(kept.as_str());
+            out.push_str(&self.placeholder(what, value.as_str()));
             last = whole.end();
         }
         out.push_str(&text[last..]);
