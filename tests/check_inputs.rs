@@ -919,3 +919,37 @@ fn agent_stores_replay_in_the_debugger_headless() {
         );
     }
 }
+
+/// A Claude Code session dumped by a hook as one JSON array is read as the
+/// log it was: the same findings, ids and lines (the event's place in the
+/// array) as the JSON Lines file (issue 41).
+#[test]
+fn a_claude_code_session_as_one_json_array_reads_as_its_log() {
+    let log = "tests/fixtures/transcripts/claude_code_v2/doctor_dropped_result.jsonl";
+    let events: Vec<serde_json::Value> = std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let array = dir.path().join("session.json");
+    std::fs::write(&array, serde_json::to_string_pretty(&events).unwrap()).unwrap();
+    let findings = |file: &std::path::Path| -> Vec<serde_json::Value> {
+        let out = loopdbg()
+            .args(["check", "--format", "json"])
+            .arg(file)
+            .output()
+            .unwrap();
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(report["files"][0]["format"], "claude-code", "{report}");
+        report["files"][0]["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|r| r["findings"].as_array().unwrap().clone())
+            .collect()
+    };
+    let from_lines = findings(std::path::Path::new(log));
+    assert!(!from_lines.is_empty());
+    assert_eq!(findings(&array), from_lines);
+}

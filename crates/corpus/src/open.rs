@@ -683,6 +683,11 @@ pub(crate) fn document(
             let traces = crate::traces::document(&origin, &text)?;
             return traces_opened(origin, traces, forced);
         }
+        Ok(Value::Array(events))
+            if is_claude_code_array(&events) && forced.is_none_or(|f| f == Source::ClaudeCode) =>
+        {
+            return Ok(claude_code_array(origin, &events));
+        }
         Ok(doc) => loopdbg_read::cassettes::normalized(doc),
         // VCR cassettes are YAML: read as the same tree.
         Err(e) => match yaml_cassette(&text) {
@@ -719,6 +724,43 @@ pub(crate) fn document(
         return Err(mismatch(&origin, f, found));
     }
     Ok(opened_document(origin, doc, text, capture))
+}
+
+/// Whether a JSON array holds a Claude Code session's events (a hook or a
+/// script that dumps a session as one array, not JSON Lines): objects,
+/// each a `type`, and the messages among them Claude Code events.
+fn is_claude_code_array(events: &[Value]) -> bool {
+    let messages = || {
+        events
+            .iter()
+            .filter(|e| matches!(e["type"].as_str(), Some("user" | "assistant")))
+    };
+    events
+        .iter()
+        .all(|e| e.get("type").is_some_and(Value::is_string))
+        && messages().next().is_some()
+        && messages().all(|e| loopdbg_read::detect(e) == Some(Source::ClaudeCode))
+}
+
+/// A Claude Code session given as one array, read as the log it was: one
+/// event a line (a finding's "line" is then the event's place in the
+/// array, 1-based).
+fn claude_code_array(origin: String, events: &[Value]) -> Opened {
+    let mut lines = String::new();
+    for e in events {
+        lines.push_str(&e.to_string());
+        lines.push('\n');
+    }
+    Opened {
+        size: Some(lines.len() as u64),
+        detail: Detail::Full,
+        origin,
+        layout: Layout::Log(Source::ClaudeCode),
+        head: Vec::new(),
+        rest: Box::new(std::io::Cursor::new(lines.into_bytes())),
+        next_line: 0,
+        capture: false,
+    }
 }
 
 /// A document read whole, ready to be read as conversations.
