@@ -953,3 +953,29 @@ fn a_claude_code_session_as_one_json_array_reads_as_its_log() {
     assert!(!from_lines.is_empty());
     assert_eq!(findings(&array), from_lines);
 }
+
+/// A HAR file written as YAML (Polly.JS can persist recordings so; the
+/// fixture is `openai_session.har` dumped by PyYAML) reads to the same
+/// findings as the JSON HAR (issue 41).
+#[test]
+fn a_har_written_as_yaml_reads_as_the_har() {
+    let findings = |file: &str| -> Vec<serde_json::Value> {
+        let out = loopdbg()
+            .args(["check", "--format", "json", file])
+            .output()
+            .unwrap();
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        report["files"][0]["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|r| r["findings"].as_array().unwrap().clone())
+            .collect()
+    };
+    let json = findings("tests/fixtures/transcripts/recordings/openai_session.har");
+    assert!(!json.is_empty());
+    assert_eq!(
+        findings("tests/fixtures/transcripts/recordings/openai_session.har.yaml"),
+        json
+    );
+}

@@ -572,6 +572,8 @@ pub(crate) fn yaml_cassette(text: &str) -> Option<Result<Value, YamlError>> {
         l.starts_with("interactions:")
             || l.starts_with("http_interactions:")
             || l.starts_with("requests:")
+            // HAR written as YAML (Polly.JS can persist recordings so).
+            || l.starts_with("log:")
     });
     if !looks {
         return None;
