@@ -141,6 +141,9 @@ struct Shared {
     /// The calls of the Responses answers relayed, for the requests that
     /// continue them (`previous_response_id`; issue 23, item 16).
     responses: Responses,
+    /// How long a request body may send nothing before it is cut off (the
+    /// header timeout's length: hyper's covers only the head).
+    body_idle: Duration,
 }
 
 /// The proxy's [`ResponseStore`], shared by the exchanges.
@@ -241,6 +244,7 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
         done,
         in_flight: Arc::new(in_flight),
         responses: Responses::default(),
+        body_idle: config.header_timeout,
     });
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
@@ -446,12 +450,17 @@ async fn exchange(shared: &Shared, request: Request<Incoming>) -> Response<Agent
         .headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
-    let bytes = match read_body(body, length).await {
+    let bytes = match read_body(body, length, shared.body_idle).await {
         Ok(bytes) => bytes,
         Err(e) => {
             let too_large = e.is::<http_body_util::LengthLimitError>();
             let (status, why) = if too_large {
                 (413, format!("the body is over {MAX_REQUEST_BYTES} bytes"))
+            } else if e.is::<tokio::time::error::Elapsed>() {
+                (
+                    408,
+                    format!("the body sent nothing for {} s", shared.body_idle.as_secs()),
+                )
             } else {
                 (400, error_chain(&*e))
             };
@@ -539,14 +548,17 @@ async fn exchange(shared: &Shared, request: Request<Incoming>) -> Response<Agent
 /// 23, item 12). The buffer grows as bytes arrive, toward the announced
 /// `content-length` but never reserved on its word alone: 13 connections
 /// announcing 250 MB and sending one byte each took 3 GB before (issue 38).
+/// A body that sends nothing for `idle` is cut off: slow bodies held every
+/// connection slot, since the head timeout does not cover them (issue 38).
 async fn read_body(
     body: Incoming,
     length: Option<usize>,
+    idle: Duration,
 ) -> Result<Bytes, Box<dyn std::error::Error + Send + Sync>> {
     let mut body = Limited::new(body, MAX_REQUEST_BYTES);
     let announced = length.unwrap_or(0).min(MAX_REQUEST_BYTES);
     let mut buffer = bytes::BytesMut::with_capacity(announced.min(FIRST_RESERVE));
-    while let Some(frame) = body.frame().await {
+    while let Some(frame) = tokio::time::timeout(idle, body.frame()).await? {
         if let Ok(data) = frame?.into_data() {
             let wanted = grown_capacity(buffer.capacity(), buffer.len(), data.len(), announced);
             buffer.reserve(wanted.saturating_sub(buffer.len()));
@@ -1184,6 +1196,36 @@ mod tests {
             .unwrap();
         let mut got = Vec::new();
         let _ = agent.read_to_end(&mut got).await;
+        let cut_at = began.elapsed();
+        assert!(
+            cut_at >= Duration::from_secs(5) && cut_at < Duration::from_secs(6),
+            "cut at {cut_at:?}"
+        );
+        assert_eq!(seen.load(Ordering::SeqCst), 0);
+    }
+
+    /// A body that stops sending is cut off with a 408 once the same time
+    /// has passed without a byte; nothing reaches the upstream (virtual
+    /// time).
+    #[tokio::test(start_paused = true)]
+    async fn a_stalled_body_is_cut_off_after_the_timeout() {
+        let (url, seen) = upstream_writing(b"HTTP/1.1 204 No Content\r\n\r\n").await;
+        let config = Config {
+            header_timeout: Duration::from_secs(5),
+            ..Config::new(url, "127.0.0.1:0".parse().unwrap())
+        };
+        let running = start(&config).await.unwrap();
+        let began = tokio::time::Instant::now();
+        let mut agent = TcpStream::connect(running.addr).await.unwrap();
+        agent
+            .write_all(b"POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-length: 100\r\n\r\n{")
+            .await
+            .unwrap();
+        let mut got = Vec::new();
+        let _ = agent.read_to_end(&mut got).await;
+        let got = String::from_utf8_lossy(&got);
+        assert!(got.starts_with("HTTP/1.1 408"), "{got}");
+        assert!(got.contains("sent nothing for 5 s"), "{got}");
         let cut_at = began.elapsed();
         assert!(
             cut_at >= Duration::from_secs(5) && cut_at < Duration::from_secs(6),
