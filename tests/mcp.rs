@@ -48,6 +48,30 @@ fn the_tap_changes_no_byte() {
     );
 }
 
+/// The tap ends when its server does, even while the agent keeps its
+/// standard input open (as agents do): it waited on that input before
+/// (issue 38). Bounded wait, no sleep.
+#[test]
+fn the_tap_exits_with_its_server_while_the_agents_input_stays_open() {
+    let dir = scratch("mcp-open-stdin");
+    let mut tap = std::process::Command::new(env!("CARGO_BIN_EXE_loopdbg"))
+        .args(["mcp", "--capture"])
+        .arg(dir.join("mcp.jsonl"))
+        .args(["--", "sh", "-c", "exit 4"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let _agent_input = tap.stdin.take();
+    let (done, status) = std::sync::mpsc::channel();
+    std::thread::spawn(move || done.send(tap.wait()));
+    let status = status
+        .recv_timeout(crate::common::pty::PATIENCE)
+        .expect("the tap exits once its server has")
+        .unwrap();
+    assert_eq!(status.code(), Some(4));
+}
+
 #[test]
 fn the_servers_exit_is_the_taps() {
     let dir = scratch("mcp-exit");

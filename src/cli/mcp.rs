@@ -43,9 +43,12 @@ pub(super) fn tap(capture: &Path, force: bool, command: &[String]) -> Result<Exi
         .enable_io()
         .build()
         .context("starting the tap")?;
-    let status = runtime
-        .block_on(loopdbg_proxy::mcp::relay_stdio(command, write))
-        .map_err(|e| super::bad_flag(format!("starting {}: {e}", command[0])))?;
+    let status = runtime.block_on(loopdbg_proxy::mcp::relay_stdio(command, write));
+    // The agent's side is read on a blocking thread that may wait on an
+    // input still open; dropping the runtime would wait for it, and the
+    // agent for the tap, after the server had exited.
+    runtime.shutdown_background();
+    let status = status.map_err(|e| super::bad_flag(format!("starting {}: {e}", command[0])))?;
     Ok(match status.code() {
         Some(0) => ExitCode::SUCCESS,
         Some(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
