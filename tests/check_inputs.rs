@@ -935,19 +935,9 @@ fn a_claude_code_session_as_one_json_array_reads_as_its_log() {
     let array = dir.path().join("session.json");
     std::fs::write(&array, serde_json::to_string_pretty(&events).unwrap()).unwrap();
     let findings = |file: &std::path::Path| -> Vec<serde_json::Value> {
-        let out = loopdbg()
-            .args(["check", "--format", "json"])
-            .arg(file)
-            .output()
-            .unwrap();
-        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let (_, report) = crate::common::check_json(file);
         assert_eq!(report["files"][0]["format"], "claude-code", "{report}");
-        report["files"][0]["results"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .flat_map(|r| r["findings"].as_array().unwrap().clone())
-            .collect()
+        crate::common::findings(&report)
     };
     let from_lines = findings(std::path::Path::new(log));
     assert!(!from_lines.is_empty());
@@ -959,19 +949,7 @@ fn a_claude_code_session_as_one_json_array_reads_as_its_log() {
 /// findings as the JSON HAR (issue 41).
 #[test]
 fn a_har_written_as_yaml_reads_as_the_har() {
-    let findings = |file: &str| -> Vec<serde_json::Value> {
-        let out = loopdbg()
-            .args(["check", "--format", "json", file])
-            .output()
-            .unwrap();
-        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        report["files"][0]["results"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .flat_map(|r| r["findings"].as_array().unwrap().clone())
-            .collect()
-    };
+    let findings = |file: &str| crate::common::findings(&crate::common::check_json(file).1);
     let json = findings("tests/fixtures/transcripts/recordings/openai_session.har");
     assert!(!json.is_empty());
     assert_eq!(
