@@ -15,7 +15,10 @@ pub(super) fn demo(args: DemoArgs) -> Result<ExitCode, Failure> {
     use std::io::IsTerminal;
     let terminal = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
     let headless = args.no_tui || !terminal;
-    let path = args.capture.unwrap_or_else(free_capture_name);
+    let path = match args.capture {
+        Some(path) => path,
+        None => free_capture()?,
+    };
     // Slow enough in the debugger to watch each phase arrive.
     let pace = Duration::from_millis(args.pace_ms.unwrap_or(if headless { 0 } else { 800 }));
     // The provider runs on a runtime of its own, for as long as the demo.
@@ -51,14 +54,10 @@ pub(super) fn demo(args: DemoArgs) -> Result<ExitCode, Failure> {
 }
 
 /// `loopdbg-demo.jsonl` in this folder, or the first of
-/// `loopdbg-demo-2.jsonl`, `-3`… not taken: a second demo never appends
-/// to (or writes over) the first one's capture.
-fn free_capture_name() -> PathBuf {
-    (1..)
-        .map(|n| match n {
-            1 => PathBuf::from("loopdbg-demo.jsonl"),
-            n => PathBuf::from(format!("loopdbg-demo-{n}.jsonl")),
-        })
-        .find(|p| std::fs::symlink_metadata(p).is_err())
-        .unwrap_or_else(|| PathBuf::from("loopdbg-demo.jsonl"))
+/// `loopdbg-demo-2.jsonl`, `-3`… not taken, created empty (the files
+/// module's own numbering, race-free): a second demo never appends to
+/// (or writes over) the first one's capture.
+fn free_capture() -> Result<PathBuf, Failure> {
+    loopdbg_io::files::write_unique("loopdbg-demo.jsonl", "")
+        .map_err(|e| anyhow::anyhow!("creating the demo's capture in this folder: {e}"))
 }

@@ -41,6 +41,20 @@ macro_rules! take_the_rest_as {
 /// passed over, a later duplicate replaces an earlier one):
 /// `lax_object! { struct Call<'a> { "name" => name: LaxStr<'a>, } }`.
 macro_rules! lax_object {
+    // The reading both forms share: each known key into its field.
+    (@read $name:ident, $map:ident, $($key:literal => $field:ident),*) => {{
+        let mut map = $map;
+        let mut out = $name::default();
+        while let Some(key) = map.next_key::<$crate::lax::LaxStr>()? {
+            match key.as_deref() {
+                $(Some($key) => out.$field = map.next_value()?,)*
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(out)
+    }};
     ($(#[$doc:meta])* struct $name:ident<$a:lifetime> { $($key:literal => $field:ident: $ty:ty),* $(,)? }) => {
         $(#[$doc])*
         #[derive(Default)]
@@ -49,17 +63,8 @@ macro_rules! lax_object {
         }
 
         impl<'de: $a, $a> $crate::lax::FromMap<'de> for $name<$a> {
-            fn from_map<M: serde::de::MapAccess<'de>>(mut map: M) -> Result<Self, M::Error> {
-                let mut out = $name::default();
-                while let Some(key) = map.next_key::<$crate::lax::LaxStr>()? {
-                    match key.as_deref() {
-                        $(Some($key) => out.$field = map.next_value()?,)*
-                        _ => {
-                            map.next_value::<serde::de::IgnoredAny>()?;
-                        }
-                    }
-                }
-                Ok(out)
+            fn from_map<M: serde::de::MapAccess<'de>>(map: M) -> Result<Self, M::Error> {
+                $crate::lax::lax_object!(@read $name, map, $($key => $field),*)
             }
         }
     };
@@ -72,17 +77,8 @@ macro_rules! lax_object {
         }
 
         impl<'de> $crate::lax::FromMap<'de> for $name {
-            fn from_map<M: serde::de::MapAccess<'de>>(mut map: M) -> Result<Self, M::Error> {
-                let mut out = $name::default();
-                while let Some(key) = map.next_key::<$crate::lax::LaxStr>()? {
-                    match key.as_deref() {
-                        $(Some($key) => out.$field = map.next_value()?,)*
-                        _ => {
-                            map.next_value::<serde::de::IgnoredAny>()?;
-                        }
-                    }
-                }
-                Ok(out)
+            fn from_map<M: serde::de::MapAccess<'de>>(map: M) -> Result<Self, M::Error> {
+                $crate::lax::lax_object!(@read $name, map, $($key => $field),*)
             }
         }
     };
