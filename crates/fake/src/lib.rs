@@ -9,7 +9,8 @@
 //! Its model is scripted: to a prompt it answers with the calls the prompt
 //! asks for (`weather` → get_weather, `fx` → get_fx_rate); once every call
 //! has its result it answers "北京 18°C, USD/CNY 7.12". A prompt with `break`
-//! makes a streamed answer stop mid-stream with a broken connection. The
+//! on its first line makes a streamed answer stop mid-stream with a broken
+//! connection. The
 //! header `x-fake-pace-ms: FIRST,EACH` paces a streamed answer as a model
 //! writes it: the first event after FIRST ms, each next one EACH ms later.
 #![allow(dead_code)]
@@ -526,10 +527,16 @@ fn anthropic(body: &Value, stream: bool) -> (u16, Vec<String>, bool) {
                     .filter_map(|b| b["text"].as_str()),
             )
         });
-    let has_bash = body["tools"]
-        .as_array()
-        .is_some_and(|t| t.iter().any(|t| t["name"] == "Bash"));
-    let (content, stop) = if let Some(script) = asks_e2e(user_texts).filter(|_| has_bash) {
+    // Claude Code's shell tool is `Bash`, opencode's `bash`.
+    let shell = body["tools"].as_array().and_then(|tools| {
+        tools
+            .iter()
+            .filter_map(|t| t["name"].as_str())
+            .find(|name| matches!(*name, "Bash" | "bash"))
+    });
+    let (content, stop) = if let Some((script, shell)) =
+        asks_e2e(user_texts).and_then(|script| Some((script, shell?)))
+    {
         let results: Vec<String> = blocks()
             .filter(|b| b["type"] == "tool_result")
             .map(|b| result_text(&b["content"]))
@@ -538,7 +545,7 @@ fn anthropic(body: &Value, stream: bool) -> (u16, Vec<String>, bool) {
             AgentTurn::Calls(calls) => (
                 calls
                     .into_iter()
-                    .map(|(id, command)| json!({"type": "tool_use", "id": format!("toolu_{id}"), "name": "Bash",
+                    .map(|(id, command)| json!({"type": "tool_use", "id": format!("toolu_{id}"), "name": shell,
                         "input": {"command": command, "description": "Print a word for the loopdbg e2e test"}}))
                     .collect(),
                 "tool_use",
@@ -596,7 +603,9 @@ fn anthropic(body: &Value, stream: bool) -> (u16, Vec<String>, bool) {
     }
     chunks.push(sse(Some("message_delta"), &json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": output}})));
     chunks.push(sse(Some("message_stop"), &json!({"type": "message_stop"})));
-    if prompt.contains("break") {
+    // Asked on the prompt's first line: a compaction's summary, which
+    // begins the conversation after it, may say "break" further down.
+    if prompt.lines().next().is_some_and(|l| l.contains("break")) {
         chunks.truncate(3);
         return (200, chunks, true);
     }
