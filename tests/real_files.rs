@@ -67,6 +67,36 @@ fn a_rewound_branch_is_a_notice_not_a_400() {
     assert!(!text.iter().any(|t| t.contains("Delete it.")));
 }
 
+/// A real Claude Code 2.1.332 log: killed mid-tool, then `/compact`. Its
+/// boundary keeps the last message ("No response requested.") as
+/// `compactMetadata.preservedSegment`, and the `/compact` command's own
+/// events hang from that message, not from the summary. Claude Code
+/// resumes it as summary, kept message, what followed (tests/agents.rs
+/// saw the request); so is it read, and the history before the summary
+/// is the conversation the compaction ended.
+#[test]
+fn a_compaction_that_kept_a_message_resumes_from_its_summary() {
+    let convs = claude_code_log("claude_code_v2/compact_kept_segment.jsonl");
+    assert_eq!(convs.len(), 2, "before and after the compaction");
+    let text = |m: &loopdbg_engine::message::Message| format!("{:?}", m.content.first());
+    let after = &convs[1];
+    assert!(text(&after.messages[0]).contains("This session is being continued"));
+    assert!(text(&after.messages[1]).contains("No response requested."));
+    assert_eq!(after.compaction.as_ref().map(|c| c.line), Some(37));
+    assert_eq!(convs[0].ended_by_compaction, Some(37));
+    let before = &convs[0];
+    assert!(
+        !before
+            .messages
+            .iter()
+            .any(|m| text(m).contains("No response requested.")),
+        "the kept message is sent after the summary only"
+    );
+    for c in &convs {
+        assert_eq!(check(c), vec![], "{:?}", c.label);
+    }
+}
+
 #[test]
 fn a_rewind_to_the_first_prompt_leaves_the_old_tree_as_a_branch() {
     let convs = claude_code_log("claude_code_v2/rewind_new_start.jsonl");

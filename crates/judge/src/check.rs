@@ -424,10 +424,16 @@ fn weigh_findings(conv: &Conversation, out: &mut [Finding], used: &mut [bool]) {
                 continue;
             }
             _ if in_flight => {
-                f.message = format!(
-                    "the log of this conversation ends while these calls are in flight: {}. Their results are not written yet ({agent} is still running them, or it stopped before they came back), and no request has carried them; the next one must begin with their results.",
-                    f.ids.join(", ")
-                );
+                f.message = match conv.ended_by_compaction {
+                    Some(line) => format!(
+                        "the compaction on line {line} came while these calls waited for their results: {}. No request before it carried them; what {agent} sends now is the conversation after its summary (see there).",
+                        f.ids.join(", ")
+                    ),
+                    None => format!(
+                        "the log of this conversation ends while these calls are in flight: {}. Their results are not written yet ({agent} is still running them, or it stopped before they came back), and no request has carried them; the next one must begin with their results.",
+                        f.ids.join(", ")
+                    ),
+                };
                 f.evidence = Some(Evidence {
                     outcome: Fate::InFlight,
                     line: None,

@@ -98,6 +98,84 @@ struct Rare {
     unknown_type: Option<Box<str>>,
     /// For a compaction's summary (`isCompactSummary`), its first words.
     summary: Option<Box<str>>,
+    /// For a compaction's boundary (`compact_boundary`), what it kept.
+    boundary: Option<Boundary>,
+}
+
+/// A `system` event of subtype `compact_boundary`, and the messages the
+/// compaction kept as they were (`compactMetadata.preservedSegment` or
+/// `preservedMessages`, Claude Code 2.1): on resume they follow the
+/// summary, so the conversation sent after the compaction is the summary,
+/// those messages, and what came after them.
+#[derive(Debug, Clone, Default)]
+struct Boundary {
+    kept: Option<Kept>,
+}
+
+/// The messages a compaction kept, by [`uuid_key`].
+#[derive(Debug, Clone)]
+struct Kept {
+    /// The summary they follow.
+    anchor: u64,
+    messages: KeptMessages,
+}
+
+#[derive(Debug, Clone)]
+enum KeptMessages {
+    /// `preservedMessages.uuids`, in order.
+    Listed(Vec<u64>),
+    /// `preservedSegment`: the chain from `tail` back to `head`.
+    Segment { head: u64, tail: u64 },
+}
+
+/// `compactMetadata`, as far as the kept messages go.
+#[derive(Deserialize, Default)]
+struct RawCompact<'a> {
+    #[serde(rename = "preservedMessages", borrow, default)]
+    listed: Option<RawListed<'a>>,
+    #[serde(rename = "preservedSegment", borrow, default)]
+    segment: Option<RawSegment<'a>>,
+}
+
+#[derive(Deserialize)]
+struct RawListed<'a> {
+    #[serde(rename = "anchorUuid", borrow, default)]
+    anchor: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    uuids: Vec<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct RawSegment<'a> {
+    #[serde(rename = "anchorUuid", borrow, default)]
+    anchor: Option<Cow<'a, str>>,
+    #[serde(rename = "headUuid", borrow, default)]
+    head: Option<Cow<'a, str>>,
+    #[serde(rename = "tailUuid", borrow, default)]
+    tail: Option<Cow<'a, str>>,
+}
+
+impl RawCompact<'_> {
+    /// What was kept, as Claude Code reads it: the list when there is one
+    /// (and it names something), else the segment.
+    fn kept(&self) -> Option<Kept> {
+        if let Some(listed) = &self.listed {
+            let anchor = uuid_key(listed.anchor.as_deref()?);
+            let uuids: Vec<u64> = listed.uuids.iter().map(|u| uuid_key(u)).collect();
+            return Some(Kept {
+                anchor,
+                messages: KeptMessages::Listed(uuids),
+            });
+        }
+        let segment = self.segment.as_ref()?;
+        Some(Kept {
+            anchor: uuid_key(segment.anchor.as_deref()?),
+            messages: KeptMessages::Segment {
+                head: uuid_key(segment.head.as_deref()?),
+                tail: uuid_key(segment.tail.as_deref()?),
+            },
+        })
+    }
 }
 
 /// An `isApiErrorMessage` event: the request before it was refused.
@@ -160,6 +238,7 @@ impl Rare {
                     refused,
                     unknown_type,
                     summary: None,
+                    boundary: None,
                 })
             })
     }
@@ -213,6 +292,10 @@ fn session_key(name: Option<&str>) -> u64 {
 impl Event {
     fn logical_parent(&self) -> Option<u64> {
         self.rare.as_ref()?.logical_parent
+    }
+
+    fn boundary(&self) -> Option<&Boundary> {
+        self.rare.as_ref()?.boundary.as_ref()
     }
 
     fn agent(&self) -> Option<&str> {
@@ -313,6 +396,10 @@ struct RawEvent<'a> {
     api_error: Option<bool>,
     #[serde(rename = "isCompactSummary", default)]
     compact_summary: Option<bool>,
+    #[serde(borrow, default)]
+    subtype: Option<Cow<'a, str>>,
+    #[serde(rename = "compactMetadata", borrow, default)]
+    compact: Option<RawCompact<'a>>,
     #[serde(rename = "apiErrorStatus", default)]
     api_status: Option<u64>,
     #[serde(borrow, default)]
@@ -546,6 +633,11 @@ impl Event {
         if summary.is_some() {
             event.rare.get_or_insert_with(Default::default).summary = summary.map(Into::into);
         }
+        if kind == "system" && raw.subtype.as_deref() == Some("compact_boundary") {
+            event.rare.get_or_insert_with(Default::default).boundary = Some(Boundary {
+                kept: raw.compact.as_ref().and_then(RawCompact::kept),
+            });
+        }
         Ok(Some(event))
     }
 
@@ -594,6 +686,17 @@ impl Event {
             let text = super::joined_text(text, "\n").unwrap_or_default();
             let summary = super::conversation::first_words(&text);
             ev.rare.get_or_insert_with(Default::default).summary = summary.map(Into::into);
+        }
+        if kind == "system"
+            && event.get("subtype").and_then(Value::as_str) == Some("compact_boundary")
+        {
+            let compact = event
+                .get("compactMetadata")
+                .and_then(|m| RawCompact::deserialize(m).ok())
+                .unwrap_or_default();
+            ev.rare.get_or_insert_with(Default::default).boundary = Some(Boundary {
+                kept: compact.kept(),
+            });
         }
         let kind = kind.to_string();
         if kind == "assistant"
@@ -768,6 +871,11 @@ struct Thread<'a> {
     /// Replies and results whose parent is not in the file, mid-log (the
     /// event between was dropped), each with the event it was read after.
     relinked: Vec<(usize, usize)>,
+    /// The parents of the events the last compaction kept (and of those
+    /// that hung from its summary) as the file names them, before
+    /// [`Thread::relink_kept`] moved them: the history before that
+    /// compaction runs through them.
+    written_parent: HashMap<usize, u32>,
 }
 
 const NONE: usize = usize::MAX;
@@ -818,13 +926,94 @@ impl<'a> Thread<'a> {
             }
             previous = Some(i);
         }
-        Thread {
+        let mut thread = Thread {
             events,
             members,
             by_uuid,
             parent,
             relinked,
+            written_parent: HashMap::default(),
+        };
+        thread.relink_kept();
+        thread
+    }
+
+    /// What Claude Code 2.1 does on resume with the messages the newest
+    /// compaction kept as they were: the first now hangs from the summary,
+    /// each next one from the one before, and whatever hung from the
+    /// summary hangs from the last. Only the newest boundary counts, and
+    /// only when every kept message is in the file (else Claude Code
+    /// leaves the chain as written, and so is it read).
+    fn relink_kept(&mut self) {
+        let newest = self
+            .members
+            .iter()
+            .copied()
+            .rfind(|&i| self.events[i].boundary().is_some());
+        let Some(kept) = newest.and_then(|i| self.events[i].boundary()?.kept.as_ref()) else {
+            return;
+        };
+        let Some(&anchor) = self.by_uuid.get(&kept.anchor) else {
+            return;
+        };
+        let order: Vec<usize> = match &kept.messages {
+            KeptMessages::Listed(uuids) => {
+                match uuids.iter().map(|u| self.by_uuid.get(u).copied()).collect() {
+                    Some(order) => order,
+                    None => return,
+                }
+            }
+            KeptMessages::Segment { head, tail } => {
+                let mut order = Vec::new();
+                let mut at = self.by_uuid.get(tail).copied();
+                let mut reached = false;
+                while let Some(i) = at {
+                    if order.contains(&i) {
+                        break;
+                    }
+                    order.push(i);
+                    if self.events[i].key == *head {
+                        reached = true;
+                        break;
+                    }
+                    at = self.parent_of(i);
+                }
+                if !reached {
+                    return;
+                }
+                order.reverse();
+                order
+            }
+        };
+        let Some(&last) = order.last() else {
+            return;
+        };
+        let to_u32 = |i: usize| u32::try_from(i).unwrap_or(NO_PARENT);
+        let mut moves: Vec<(usize, u32)> = Vec::new();
+        let mut before = anchor;
+        for &i in &order {
+            moves.push((i, to_u32(before)));
+            before = i;
         }
+        for &i in self.members {
+            if i != order[0] && self.parent_of(i) == Some(anchor) && !order.contains(&i) {
+                moves.push((i, to_u32(last)));
+            }
+        }
+        for (i, parent) in moves {
+            self.written_parent.entry(i).or_insert(self.parent[i]);
+            self.parent[i] = parent;
+        }
+    }
+
+    /// The parent the file names for `i`, before any relink.
+    fn written_parent_of(&self, i: usize) -> Option<usize> {
+        let p = self
+            .written_parent
+            .get(&i)
+            .copied()
+            .unwrap_or(self.parent[i]);
+        (p != NO_PARENT).then_some(p as usize)
     }
 
     fn parent_of(&self, i: usize) -> Option<usize> {
@@ -995,6 +1184,9 @@ impl<'a> Thread<'a> {
     }
 
     /// Root → `tip`, through compaction boundaries (`logicalParentUuid`).
+    /// The messages the newest compaction kept are on it once, after its
+    /// summary: no request before the compaction carried them (it ran
+    /// before they were sent), the ones after it do.
     fn chain(&self, tip: usize) -> Vec<usize> {
         let mut chain = Vec::new();
         let mut seen = vec![false; self.events.len()];
@@ -1007,9 +1199,17 @@ impl<'a> Thread<'a> {
             chain.push(i);
             let e = &self.events[i];
             at = match e.parent {
-                0 => e
-                    .logical_parent()
-                    .and_then(|p| self.by_uuid.get(&p).copied()),
+                0 => {
+                    // The history before it goes on from its last message
+                    // that was not kept.
+                    let mut before = e
+                        .logical_parent()
+                        .and_then(|p| self.by_uuid.get(&p).copied());
+                    while let Some(b) = before.filter(|&b| seen[b]) {
+                        before = self.written_parent_of(b);
+                    }
+                    before
+                }
                 _ => self.parent_of(i),
             };
         }

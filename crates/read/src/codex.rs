@@ -180,7 +180,7 @@ impl CodexRollout {
             if n > 0 && count > 1 {
                 conv.label = Some(format!("after compaction {n}"));
             }
-            if let (Some((line, time)), Some(before)) = (segment.compacted, out.last()) {
+            if let (Some((line, time)), Some(before)) = (segment.compacted, out.last_mut()) {
                 let summary = segment
                     .summary
                     .as_deref()

@@ -202,6 +202,10 @@ pub struct Conversation {
     /// For an agent log's conversation that begins after a compaction:
     /// which one, and the calls it split from their results.
     pub compaction: Option<Box<Compaction>>,
+    /// For an agent log's conversation a compaction ended: the line of
+    /// that compaction. Calls it leaves unanswered waited for results the
+    /// compaction came before (they travel after its summary, if at all).
+    pub ended_by_compaction: Option<usize>,
 }
 
 /// A compaction an agent ran: the history before it replaced by a
@@ -270,7 +274,7 @@ impl Compaction {
     /// which compaction it was: the calls of `before` it replaced, and the
     /// first words of its `summary` (see [`first_words`]).
     pub fn mark(
-        before: &Conversation,
+        before: &mut Conversation,
         after: &mut Conversation,
         line: usize,
         time: Option<String>,
@@ -282,6 +286,7 @@ impl Compaction {
             .flat_map(tool_uses)
             .map(|(_, id, _)| id.to_string())
             .collect();
+        before.ended_by_compaction = Some(line);
         after.compaction = Some(Box::new(Compaction {
             line,
             time,
@@ -444,6 +449,7 @@ impl Conversation {
             thinking_adaptive: false,
             opens_with_thinking: Vec::new(),
             compaction: None,
+            ended_by_compaction: None,
         }
     }
 
