@@ -418,6 +418,72 @@ fn doctor_drops_an_orphan_result_and_re_parents_what_followed() {
     assert_eq!(after[2]["parentUuid"], "a1");
 }
 
+/// A compaction that kept, after its summary, a message holding only the
+/// result of a call it summarised (`compactMetadata.preservedSegment`,
+/// Claude Code 2.1): on resume Claude Code sends the summary, that result
+/// and what followed, and gets the 400. `check` names the compaction; the
+/// doctor turns the result into text rather than dropping the event
+/// (Claude Code stops relinking a segment one of whose messages is gone,
+/// and would then send the whole history before the compaction, its call
+/// without a result: a second 400). A second run has nothing left to do.
+#[test]
+fn doctor_keeps_a_message_a_compaction_kept_and_unsplits_its_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.jsonl");
+    let text = log_of(&[
+        r#"{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s","timestamp":"2026-12-04T10:00:00.000Z","message":{"role":"user","content":"list the files"}}"#,
+        r#"{"type":"assistant","uuid":"a1","parentUuid":"u1","sessionId":"s","timestamp":"2026-12-04T10:00:01.000Z","message":{"id":"m1","role":"assistant","content":[{"type":"tool_use","id":"toolu_01","name":"Bash","input":{"command":"ls"}}],"stop_reason":"tool_use"}}"#,
+        r#"{"type":"user","uuid":"r1","parentUuid":"a1","sessionId":"s","timestamp":"2026-12-04T10:00:02.000Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_01","content":"a b c"}]}}"#,
+        r#"{"type":"system","subtype":"compact_boundary","uuid":"b1","parentUuid":null,"logicalParentUuid":"r1","sessionId":"s","timestamp":"2026-12-04T10:05:00.000Z","content":"Conversation compacted","compactMetadata":{"trigger":"auto","preservedSegment":{"headUuid":"r1","anchorUuid":"sum","tailUuid":"r1"}}}"#,
+        r#"{"type":"user","uuid":"sum","parentUuid":"b1","sessionId":"s","timestamp":"2026-12-04T10:05:01.000Z","isCompactSummary":true,"message":{"role":"user","content":"This session is being continued from a previous conversation. The user asked for the files."}}"#,
+        r#"{"type":"user","uuid":"u2","parentUuid":"r1","sessionId":"s","timestamp":"2026-12-04T10:06:00.000Z","message":{"role":"user","content":"go on"}}"#,
+    ]);
+    std::fs::write(&path, &text).unwrap();
+    age(&path);
+    loopdbg()
+        .args(["check", path.to_str().unwrap()])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains(
+            "line 3 uuid r1 message.content[0]  unexpected_result (400)",
+        ))
+        .stdout(predicate::str::contains(
+            "The compaction on line 4 (2026-12-04 10:05:00 UTC, its summary beginning \"This session is being continued",
+        ))
+        .stdout(predicate::str::contains(
+            "the compaction on line 4 came while these calls waited for their results: toolu_01",
+        ));
+    loopdbg()
+        .args(["doctor", "--write", path.to_str().unwrap()])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains(
+            "line 3: turn the tool_result for toolu_01, a call not in the history, into text",
+        ))
+        .stdout(predicate::str::contains("re-parent").not());
+    let after = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<serde_json::Value> = after
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 6, "no event dropped");
+    let kept = &lines[2]["message"]["content"][0];
+    assert_eq!(kept["type"], "text");
+    assert!(kept["text"].as_str().unwrap().ends_with("a b c"), "{kept}");
+    // Only that line changed.
+    for (k, (old, new)) in text.lines().zip(after.lines()).enumerate() {
+        assert_eq!(old == new, k != 2, "line {}", k + 1);
+    }
+    loopdbg()
+        .args(["doctor", "--write", path.to_str().unwrap()])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains(
+            "nothing keeps this session from being sent",
+        ));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), after);
+}
+
 /// The results of two turns dropped: `check` reads both calls as
 /// unanswered from the first turn's line, yet each result goes after its
 /// own call and each turn's reply hangs from its own turn's result, so the

@@ -254,15 +254,47 @@ fn split_duplicate(
     Some((at, event.to_string()))
 }
 
+/// The uuids a compaction's boundary names as the messages it kept
+/// (`compactMetadata.preservedSegment` / `preservedMessages`, Claude Code
+/// 2.1): Claude Code relinks them after the summary on resume, and skips
+/// the relink when one of them is gone, so they must stay in the file.
+fn kept_by_compactions(lines: &[Line]) -> std::collections::HashSet<String> {
+    let mut kept = std::collections::HashSet::new();
+    for v in lines.iter().filter_map(|l| l.parsed.as_ref()) {
+        if v["type"] != "system" || v["subtype"] != "compact_boundary" {
+            continue;
+        }
+        let meta = &v["compactMetadata"];
+        let segment = &meta["preservedSegment"];
+        let named = ["headUuid", "tailUuid", "anchorUuid"]
+            .iter()
+            .filter_map(|k| segment[*k].as_str())
+            .chain(meta["preservedMessages"]["anchorUuid"].as_str())
+            .chain(
+                meta["preservedMessages"]["uuids"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str),
+            );
+        kept.extend(named.map(str::to_string));
+    }
+    kept
+}
+
 /// A `tool_result` block whose call is not in the history (a compaction
 /// or a rewind left it) taken out; an event left with nothing is dropped
-/// and the events that hung from it hang from its parent.
+/// and the events that hung from it hang from its parent. An event a
+/// compaction kept stays: its result becomes text (what the tool said is
+/// kept for the model, and the compaction still relinks).
 fn drop_orphan_result(lines: &mut [Line], id: &str, changes: &mut Vec<Change>) {
+    let kept = kept_by_compactions(lines);
     let mut dropped: Vec<(String, Value)> = Vec::new();
     for (k, line) in lines.iter_mut().enumerate() {
         let Some(v) = line.parsed.as_mut().filter(|v| v["type"] == "user") else {
             continue;
         };
+        let stays = v["uuid"].as_str().is_some_and(|u| kept.contains(u));
         let Some(blocks) = v
             .get_mut("message")
             .and_then(|m| m.get_mut("content"))
@@ -271,7 +303,31 @@ fn drop_orphan_result(lines: &mut [Line], id: &str, changes: &mut Vec<Change>) {
             continue;
         };
         let before = blocks.len();
-        blocks.retain(|b| !(b["type"] == "tool_result" && b["tool_use_id"] == id));
+        let orphan = |b: &Value| b["type"] == "tool_result" && b["tool_use_id"] == id;
+        if stays && blocks.iter().all(orphan) {
+            let said = match &blocks[0]["content"] {
+                Value::String(text) => text.clone(),
+                Value::Array(parts) => parts
+                    .iter()
+                    .filter_map(|p| p["text"].as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                other => other.to_string(),
+            };
+            blocks.truncate(1);
+            blocks[0] = serde_json::json!({"type": "text", "text": format!(
+                "[The result of {id}, a call the compaction before this message summarised:]\n{said}"
+            )});
+            line.text = v.to_string();
+            changes.push(Change {
+                line: k + 1,
+                what: format!(
+                    "turn the tool_result for {id}, a call not in the history, into text (a compaction kept this event: it stays, so the compaction still relinks)"
+                ),
+            });
+            continue;
+        }
+        blocks.retain(|b| !orphan(b));
         if blocks.len() == before {
             continue;
         }
