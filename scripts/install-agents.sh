@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the agents tests/agents.rs drives (Claude Code, Codex, Gemini
-# CLI) at the versions scripts/agents/package.json pins, into
+# CLI, opencode) at the versions scripts/agents/package.json pins, into
 # ${LOOPDBG_AGENTS:-target/agents}. Reused between runs: nothing is done
 # when the installed versions are the pinned ones; npm's own cache makes a
 # reinstall work offline once it has been filled.

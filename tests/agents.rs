@@ -32,6 +32,9 @@ enum Agent {
     ClaudeCode,
     Codex,
     GeminiCli,
+    /// opencode keeps its sessions in SQLite; `opencode export ID` prints
+    /// one as JSON, which is what `check` reads of it.
+    Opencode,
 }
 
 impl Agent {
@@ -40,6 +43,7 @@ impl Agent {
             Agent::ClaudeCode => "claude",
             Agent::Codex => "codex",
             Agent::GeminiCli => "gemini",
+            Agent::Opencode => "opencode",
         }
     }
 
@@ -49,6 +53,8 @@ impl Agent {
             Agent::ClaudeCode => "anthropic",
             Agent::Codex => "responses",
             Agent::GeminiCli => "gemini",
+            // Configured here with its Anthropic provider.
+            Agent::Opencode => "anthropic",
         }
     }
 }
@@ -105,6 +111,7 @@ impl Scratch {
             Agent::ClaudeCode => (self.home.join(".claude/projects"), 2),
             Agent::Codex => (self.home.join(".codex/sessions"), 4),
             Agent::GeminiCli => (self.home.join(".gemini/tmp"), 3),
+            Agent::Opencode => panic!("opencode's sessions are read through opencode_export"),
         };
         let mut found = Vec::new();
         files_at(&root, depth, &mut found);
@@ -207,6 +214,28 @@ fn command_for(
                 command.arg(prompt).args(extra);
             }
             std::fs::create_dir_all(scratch.home.join(".codex")).unwrap();
+        }
+        Agent::Opencode => {
+            // Its Anthropic provider pointed at `base`; `--pure`: no
+            // plugin is fetched.
+            let config = serde_json::json!({
+                "$schema": "https://opencode.ai/config.json",
+                "autoupdate": false,
+                "share": "disabled",
+                "provider": {"fake": {
+                    "npm": "@ai-sdk/anthropic",
+                    "name": "fake",
+                    "options": {"baseURL": format!("{base}/v1"), "apiKey": KEY},
+                    "models": {"claude-fake": {"name": "claude fake", "tool_call": true}},
+                }},
+                "model": "fake/claude-fake",
+            });
+            let dir = scratch.home.join(".config/opencode");
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("opencode.json"), config.to_string()).unwrap();
+            command
+                .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
+                .args(["run", "--pure", prompt]);
         }
         Agent::GeminiCli => {
             command
@@ -361,7 +390,7 @@ fn unknown_types(agent: Agent, log: &Path) -> Vec<String> {
             Agent::Codex => loopdbg_read::CODEX_RECORD_TYPES.contains(&kind),
             // Its records are messages (`user`, `gemini`, …), updates
             // (`$set`) and one header: the reader takes every shape.
-            Agent::GeminiCli => true,
+            Agent::GeminiCli | Agent::Opencode => true,
         };
         if !known && !unknown.iter().any(|k| k == kind) {
             unknown.push(kind.to_string());
@@ -980,8 +1009,13 @@ fn claude_code_resumes_a_session_with_a_refused_id_once_the_doctor_renamed_it() 
 fn run_killed_mid_tool(agent: Agent, bin: &Path, base: &str, scratch: &Scratch, extra: &[&str]) {
     use std::io::{BufRead, Write};
     use std::os::unix::process::CommandExt;
-    let fifo = scratch.tmp.join("stall.fifo");
-    let hold = scratch.tmp.join("stall.fifo.hold");
+    // opencode refuses a command that touches a folder outside its project.
+    let dir = match agent {
+        Agent::Opencode => &scratch.work,
+        _ => &scratch.tmp,
+    };
+    let fifo = dir.join("stall.fifo");
+    let hold = dir.join("stall.fifo.hold");
     let made = Command::new("mkfifo")
         .arg(&fifo)
         .arg(&hold)
@@ -1012,10 +1046,14 @@ fn run_killed_mid_tool(agent: Agent, bin: &Path, base: &str, scratch: &Scratch, 
         .open(&fifo)
         .unwrap();
     let reader = pipe.try_clone().unwrap();
+    let store = scratch.home.join(".local/share/opencode");
     let listener = std::thread::spawn(move || {
         let mut line = String::new();
         let _ = std::io::BufReader::new(reader).read_line(&mut line);
         let started = line.contains("loopdbg-stalled");
+        if started && matches!(agent, Agent::Opencode) {
+            opencode_stored(&store, "toolu_e2e_3");
+        }
         if started {
             let _ = Command::new("kill")
                 .args(["-KILL", "--", &format!("-{group}")])
@@ -1033,6 +1071,25 @@ fn run_killed_mid_tool(agent: Agent, bin: &Path, base: &str, scratch: &Scratch, 
         "{agent:?} never ran the stalling command:\n{}\n{}",
         ran.stdout, ran.stderr
     );
+}
+
+/// Waits until opencode's database (its write-ahead log included) holds
+/// `call`. opencode keeps what it writes in memory for a while: killed the
+/// moment its tool starts, it leaves no session at all (seen with 1.18.33),
+/// which is not the shape under test. Polled, with a bound: a condition,
+/// not a guess at a delay.
+fn opencode_stored(store: &Path, call: &str) {
+    let needle = format!("\"callID\":\"{call}\"");
+    let holds = || {
+        ["opencode.db", "opencode.db-wal"].iter().any(|name| {
+            std::fs::read(store.join(name))
+                .is_ok_and(|bytes| bytes.windows(needle.len()).any(|w| w == needle.as_bytes()))
+        })
+    };
+    let deadline = std::time::Instant::now() + WATCHDOG;
+    while !holds() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// What one agent made of being killed mid-tool, step by step.
@@ -1107,6 +1164,7 @@ fn interrupted_journey(agent: Agent) -> Option<Journey> {
         Agent::ClaudeCode => vec!["--resume", id],
         Agent::Codex => vec!["resume", &stem[stem.len() - 36..]],
         Agent::GeminiCli => vec!["--resume", "latest"],
+        Agent::Opencode => unreachable!("see opencode_killed_mid_tool_resumes_by_itself"),
     };
     let (ok, _, exchanges) = resume_through_proxy(agent, &bin, &fake.url, &scratch, &resume);
     let own_resume = (ok, statuses(&exchanges));
@@ -1204,4 +1262,303 @@ fn gemini_cli_killed_mid_tool_fails_its_own_resume_and_resumes_once_doctored() {
     assert!(!j.own_resume.0 && j.own_resume.1.contains(&400), "{j:#?}");
     assert_eq!(j.doctored.1, "", "{j:#?}");
     j.ends_resumed("drop the second copy of the response");
+}
+
+/// The calls and results of `messages` (`use:ID`, `result:ID`), sorted:
+/// an agent may order parallel results either way.
+fn pairing_ids<'a>(blocks: impl Iterator<Item = (&'a str, &'a str)>) -> Vec<String> {
+    let mut ids: Vec<String> = blocks.map(|(kind, id)| format!("{kind}:{id}")).collect();
+    ids.sort();
+    ids
+}
+
+/// What loopdbg reads of a Claude Code log as the conversation the next
+/// resume sends: its first message's text, and its calls and results.
+fn predicted(log: &Path) -> (String, Vec<String>) {
+    use loopdbg_engine::message::Block;
+    let mut reader = loopdbg_read::Log::new(loopdbg_read::Source::ClaudeCode).unwrap();
+    for (n, line) in std::fs::read_to_string(log).unwrap().lines().enumerate() {
+        if !line.trim().is_empty() {
+            reader
+                .push_owned(n + 1, serde_json::from_str(line).unwrap())
+                .unwrap();
+        }
+    }
+    let conversations = reader.finish().unwrap();
+    let live = conversations.last().expect("a conversation");
+    let first = live.messages.first().map_or(String::new(), |m| {
+        m.content
+            .iter()
+            .filter_map(|b| match b {
+                Block::Text { text } => Some(text.to_string()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    });
+    let blocks = live.messages.iter().flat_map(|m| &m.content);
+    let ids = pairing_ids(blocks.filter_map(|b| match b {
+        Block::ToolUse { id, .. } => Some(("use", &**id)),
+        Block::ToolResult { tool_use_id, .. } => Some(("result", &**tool_use_id)),
+        Block::Text { .. } => None,
+    }));
+    (first, ids)
+}
+
+/// What an Anthropic request sent: its first message's text, and the
+/// calls and results of the history before the newest user message.
+fn sent(exchange: &Value) -> (String, Vec<String>) {
+    let messages = exchange["request"]["messages"].as_array().unwrap();
+    let blocks = |m: &'_ Value| {
+        m["content"]
+            .as_array()
+            .cloned()
+            .unwrap_or_else(|| vec![serde_json::json!({"type": "text", "text": m["content"]})])
+    };
+    let first = blocks(&messages[0])
+        .iter()
+        .filter_map(|b| b["text"].as_str().map(str::to_string))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let all: Vec<Value> = messages.iter().flat_map(blocks).collect();
+    let ids = pairing_ids(all.iter().filter_map(|b| match b["type"].as_str() {
+        Some("tool_use") => Some(("use", b["id"].as_str()?)),
+        Some("tool_result") => Some(("result", b["tool_use_id"].as_str()?)),
+        _ => None,
+    }));
+    (first, ids)
+}
+
+/// `doctor FILE` (no write) on a log the agent resumes as it stands.
+fn doctor_has_nothing_to_do(log: &Path) {
+    let (ok, said) = loopdbg(&["doctor".as_ref(), log.as_os_str()]);
+    assert!(
+        ok && said.contains("nothing keeps this session from being sent"),
+        "{said}"
+    );
+}
+
+/// Claude Code killed mid-tool, then compacted (`claude -p /compact
+/// --resume ID`, as a user shrinks a session before going on), then
+/// resumed. Claude Code 2.1 closes the open call, summarises, and keeps
+/// its last message after the summary (`compactMetadata.preservedSegment`):
+/// the next request is the summary, that message and the new prompt.
+/// `check` reads the log as that conversation (it used to read the
+/// history before the compaction as the live one and the summary as an
+/// abandoned branch), predicts what the resume sends, and finds nothing
+/// to repair; the resume is accepted.
+#[test]
+#[ignore = "end-to-end: the real agent (scripts/install-agents.sh)"]
+fn claude_code_killed_then_compacted_resumes_from_its_summary() {
+    let agent = Agent::ClaudeCode;
+    let Some(bin) = installed(agent, "agents::compacted") else {
+        return;
+    };
+    let runtime = runtime();
+    let fake = runtime.block_on(fake::start());
+    let scratch = Scratch::new(agent);
+    let id = "7d0c0ffe-0000-4000-8000-00000000e2e5";
+    run_killed_mid_tool(agent, &bin, &fake.url, &scratch, &["--session-id", id]);
+    let (ok, ran) = run_with(
+        agent,
+        &bin,
+        &fake.url,
+        &scratch,
+        "/compact",
+        &["--resume", id],
+    );
+    assert!(ok, "/compact: {}\n{}", ran.stdout, ran.stderr);
+    let log = scratch.log(agent);
+    let (ok, report) = check_report(&log);
+    assert!(ok && kinds(&report).is_empty(), "{report}");
+    let (first, ids) = predicted(&log);
+    assert!(
+        first.starts_with("This session is being continued"),
+        "{first}"
+    );
+    doctor_has_nothing_to_do(&log);
+    let (ok, _, exchanges) =
+        resume_through_proxy(agent, &bin, &fake.url, &scratch, &["--resume", id]);
+    assert!(
+        accepted(&(
+            ok,
+            exchanges
+                .iter()
+                .filter_map(|e| e["status"].as_u64())
+                .collect()
+        )),
+        "{exchanges:?}"
+    );
+    let (sent_first, sent_ids) = sent(&exchanges[0]);
+    assert!(
+        sent_first.starts_with("This session is being continued"),
+        "{sent_first}"
+    );
+    assert_eq!(ids, sent_ids, "loopdbg's reading vs what Claude Code sent");
+    let (ok, report) = check_report(&log);
+    assert!(ok && kinds(&report).is_empty(), "{report}");
+}
+
+/// Claude Code rewound (`--resume-session-at UUID`, the rewind its SDK
+/// and `/rewind` use) to the first of two parallel results, then a new
+/// prompt: Claude Code recovers the sibling result and sends both, so
+/// the history is whole; the answer left behind is a branch (a note).
+/// `check` predicts the calls and results it sends; a plain resume after
+/// it is accepted too.
+#[test]
+#[ignore = "end-to-end: the real agent (scripts/install-agents.sh)"]
+fn claude_code_rewound_between_parallel_results_resumes_whole() {
+    let agent = Agent::ClaudeCode;
+    let Some(bin) = installed(agent, "agents::rewound") else {
+        return;
+    };
+    let runtime = runtime();
+    let fake = runtime.block_on(fake::start());
+    let scratch = Scratch::new(agent);
+    let id = "7d0c0ffe-0000-4000-8000-00000000e2e6";
+    let (ok, ran) = run_with(
+        agent,
+        &bin,
+        &fake.url,
+        &scratch,
+        PROMPT,
+        &["--session-id", id],
+    );
+    assert!(ok, "{}\n{}", ran.stdout, ran.stderr);
+    let log = claude_code_log(&scratch, id);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let at = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["type"] == "user" && e["message"]["content"][0]["tool_use_id"] == "toolu_e2e_2")
+        .and_then(|e| e["uuid"].as_str().map(str::to_string))
+        .expect("the event of toolu_e2e_2's result");
+    let (ok, _, exchanges) = resume_through_proxy(
+        agent,
+        &bin,
+        &fake.url,
+        &scratch,
+        &["--resume", id, "--resume-session-at", &at],
+    );
+    assert!(
+        accepted(&(
+            ok,
+            exchanges
+                .iter()
+                .filter_map(|e| e["status"].as_u64())
+                .collect()
+        )),
+        "{exchanges:?}"
+    );
+    let (ok, report) = check_report(&log);
+    assert!(ok && only(&kinds(&report), "off_branch(note)"), "{report}");
+    let (_, ids) = predicted(&log);
+    let (ok, _, exchanges) =
+        resume_through_proxy(agent, &bin, &fake.url, &scratch, &["--resume", id]);
+    assert!(
+        accepted(&(
+            ok,
+            exchanges
+                .iter()
+                .filter_map(|e| e["status"].as_u64())
+                .collect()
+        )),
+        "{exchanges:?}"
+    );
+    assert_eq!(
+        ids,
+        sent(&exchanges[0]).1,
+        "loopdbg's reading vs what Claude Code sent"
+    );
+    assert!(ids.contains(&"result:toolu_e2e_3".to_string()), "{ids:?}");
+    doctor_has_nothing_to_do(&log);
+}
+
+/// A command running opencode's own subcommands (`session list`, `export`)
+/// in `scratch`.
+fn opencode(bin: &Path, scratch: &Scratch, args: &[&str]) -> String {
+    let out = Command::new(bin.join("opencode"))
+        .current_dir(&scratch.work)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &scratch.home)
+        .env("TMPDIR", &scratch.tmp)
+        .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "opencode {args:?}: {out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// opencode's one session in `scratch`: its id, and `opencode export ID`
+/// written to a file for `check`.
+fn opencode_export(bin: &Path, scratch: &Scratch) -> (String, PathBuf) {
+    let listed: Value = serde_json::from_str(&opencode(
+        bin,
+        scratch,
+        &["session", "list", "--format", "json"],
+    ))
+    .unwrap();
+    let sessions = listed.as_array().unwrap();
+    assert_eq!(sessions.len(), 1, "{listed}");
+    let id = sessions[0]["id"].as_str().unwrap().to_string();
+    let export = scratch.tmp.join("opencode-export.json");
+    std::fs::write(&export, opencode(bin, scratch, &["export", &id])).unwrap();
+    (id, export)
+}
+
+/// opencode killed mid-tool (the same kill), then resumed with its own
+/// `run --session ID`. Its store keeps the call `running`; `check` of the
+/// export says so (a warning: opencode sends the call with its error
+/// result `[Tool execution was interrupted]`, so no 400, but the model
+/// gets no real result), and that is what the resume sends: accepted.
+#[test]
+#[ignore = "end-to-end: the real agent (scripts/install-agents.sh)"]
+fn opencode_killed_mid_tool_resumes_by_itself() {
+    let agent = Agent::Opencode;
+    let Some(bin) = installed(agent, "agents::opencode") else {
+        return;
+    };
+    let runtime = runtime();
+    let fake = runtime.block_on(fake::start());
+    let scratch = Scratch::new(agent);
+    run_killed_mid_tool(agent, &bin, &fake.url, &scratch, &[]);
+    let (id, export) = opencode_export(&bin, &scratch);
+    let (_, report) = check_report(&export);
+    assert_eq!(kinds(&report), "unanswered_call(warning)", "{report}");
+    assert_eq!(refused_ids(&report), Vec::<String>::new(), "{report}");
+    let (ok, ran, exchanges) =
+        resume_through_proxy(agent, &bin, &fake.url, &scratch, &["--session", &id]);
+    assert!(
+        accepted(&(
+            ok,
+            exchanges
+                .iter()
+                .filter_map(|e| e["status"].as_u64())
+                .collect()
+        )),
+        "{}\n{}\n{exchanges:?}",
+        ran.stdout,
+        ran.stderr
+    );
+    let mend = exchanges[0]["request"]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .find(|b| b["tool_use_id"] == "toolu_e2e_3")
+        .expect("the open call's result in the resumed request");
+    assert_eq!(
+        mend["content"],
+        loopdbg_read::opencode::INTERRUPTED,
+        "{mend}"
+    );
+    assert_eq!(mend["is_error"], true, "{mend}");
+    // The store still says `running`: opencode sends the same mend with
+    // every request, and `check` still says what the model lost.
+    let (_, export) = opencode_export(&bin, &scratch);
+    let (_, report) = check_report(&export);
+    assert_eq!(kinds(&report), "unanswered_call(warning)", "{report}");
 }
