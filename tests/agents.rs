@@ -1529,6 +1529,22 @@ fn opencode_killed_mid_tool_resumes_by_itself() {
     let (_, report) = check_report(&export);
     assert_eq!(kinds(&report), "unanswered_call(warning)", "{report}");
     assert_eq!(refused_ids(&report), Vec::<String>::new(), "{report}");
+    // The scan reads opencode's database itself and says the same.
+    let mut scan = Command::new(env!("CARGO_BIN_EXE_loopdbg"));
+    for var in loopdbg_corpus::stores::VARIABLES {
+        scan.env_remove(var);
+    }
+    let out = scan
+        .args(["doctor", "--scan", "--format", "json"])
+        .env("HOME", &scratch.home)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let scanned: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let listed: Vec<&Value> = scanned["unresumable"].as_array().unwrap().iter().collect();
+    assert_eq!(listed.len(), 1, "{scanned:#}");
+    assert_eq!(listed[0]["session"], id.as_str(), "{scanned:#}");
+    assert_eq!(listed[0]["standing"], "mended", "{scanned:#}");
     let (ok, ran, exchanges) =
         resume_through_proxy(agent, &bin, &fake.url, &scratch, &["--session", &id]);
     assert!(

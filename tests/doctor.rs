@@ -1022,9 +1022,7 @@ impl Home {
             "/home/ann/app\n",
         )
         .unwrap();
-        let opencode = home.join(".local/share/opencode");
-        std::fs::create_dir_all(&opencode).unwrap();
-        std::fs::write(opencode.join("opencode.db"), "").unwrap();
+        plant_opencode(&home.join(".local/share/opencode"));
         Home {
             _dir: dir,
             home,
@@ -1043,21 +1041,113 @@ impl Home {
             .assert()
     }
 
-    /// Every file under the home, with its bytes.
+    /// Every file under the home, with its bytes; but SQLite's own
+    /// `-wal` and `-shm` files, which any reader of a database in WAL mode
+    /// may leave beside it (opencode's while it runs).
     fn files(&self) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
         let mut out = std::collections::BTreeMap::new();
         let mut stack = vec![self._dir.path().to_path_buf()];
         while let Some(dir) = stack.pop() {
             for entry in std::fs::read_dir(dir).unwrap() {
                 let path = entry.unwrap().path();
+                let name = path.to_string_lossy();
                 if path.is_dir() {
                     stack.push(path);
-                } else {
+                } else if !name.ends_with(".db-wal") && !name.ends_with(".db-shm") {
                     out.insert(path.clone(), std::fs::read(&path).unwrap());
                 }
             }
         }
         out
+    }
+}
+
+/// opencode's database as opencode 1.18.33 writes it (WAL; the tables the
+/// scan reads, their columns and indexes as opencode creates them): one
+/// session opencode was killed in while a call ran (the call still
+/// `running`, as tests/agents.rs saw it) and one clean.
+fn plant_opencode(dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    let db = rusqlite::Connection::open(dir.join("opencode.db")).unwrap();
+    db.execute_batch(
+        "PRAGMA journal_mode=WAL;
+        CREATE TABLE session (id text PRIMARY KEY, project_id text NOT NULL, parent_id text,
+            slug text NOT NULL, directory text NOT NULL, title text NOT NULL, version text NOT NULL,
+            time_created integer NOT NULL, time_updated integer NOT NULL);
+        CREATE TABLE message (id text PRIMARY KEY, session_id text NOT NULL,
+            time_created integer NOT NULL, time_updated integer NOT NULL, data text NOT NULL);
+        CREATE TABLE part (id text PRIMARY KEY, message_id text NOT NULL, session_id text NOT NULL,
+            time_created integer NOT NULL, time_updated integer NOT NULL, data text NOT NULL);
+        CREATE INDEX message_session_time_created_id_idx ON message (session_id, time_created, id);
+        CREATE INDEX part_message_id_id_idx ON part (message_id, id);",
+    )
+    .unwrap();
+    let tool = |id: &str, state: serde_json::Value| {
+        serde_json::json!({"type": "tool", "tool": "bash", "callID": id, "state": state})
+            .to_string()
+    };
+    let sessions = [
+        ("ses_killed", "/home/ann/app", 1),
+        ("ses_clean", "/home/ann/site", 2),
+    ];
+    for (id, folder, at) in sessions {
+        db.execute(
+            "INSERT INTO session VALUES (?1, 'global', NULL, 'slug', ?2, 'title', '1.18.33', ?3, ?3)",
+            rusqlite::params![id, folder, at],
+        )
+        .unwrap();
+    }
+    let user = r#"{"role":"user","time":{"created":1},"agent":"build"}"#;
+    let assistant = r#"{"role":"assistant","providerID":"anthropic","modelID":"claude-sonnet-4-5","finish":"tool-calls"}"#;
+    let rows: [(&str, &str, &str, Vec<String>); 4] = [
+        (
+            "msg_1",
+            "ses_killed",
+            user,
+            vec![r#"{"type":"text","text":"run it"}"#.into()],
+        ),
+        (
+            "msg_2",
+            "ses_killed",
+            assistant,
+            vec![
+                r#"{"type":"step-start"}"#.into(),
+                tool(
+                    "toolu_01",
+                    serde_json::json!({"status": "completed", "input": {"command": "echo one"}, "output": "one\n"}),
+                ),
+                tool(
+                    "toolu_02",
+                    serde_json::json!({"status": "running", "input": {"command": "sleep 60"}, "metadata": {"output": ""}}),
+                ),
+            ],
+        ),
+        (
+            "msg_3",
+            "ses_clean",
+            user,
+            vec![r#"{"type":"text","text":"hi"}"#.into()],
+        ),
+        (
+            "msg_4",
+            "ses_clean",
+            assistant,
+            vec![r#"{"type":"text","text":"hello"}"#.into()],
+        ),
+    ];
+    for (k, (id, session, data, parts)) in rows.iter().enumerate() {
+        db.execute(
+            "INSERT INTO message VALUES (?1, ?2, ?3, ?3, ?4)",
+            rusqlite::params![id, session, k as i64, data],
+        )
+        .unwrap();
+        for (j, part) in parts.iter().enumerate() {
+            db.execute(
+                "INSERT INTO part VALUES (?1, ?2, ?3, 0, 0, ?4)",
+                rusqlite::params![format!("prt_{k}{j}"), id, session, part],
+            )
+            .unwrap();
+        }
     }
 }
 
@@ -1087,7 +1177,7 @@ fn doctor_scan_finds_every_session_no_resume_can_send_and_repairs_them() {
     let before = home.files();
     let first = home.doctor(&["--format", "json"]).code(1);
     let scan = scanned(&first);
-    assert_eq!(scan["sessions"], 10, "{scan:#}");
+    assert_eq!(scan["sessions"], 12, "{scan:#}");
     let agents: Vec<&str> = scan["stores"]
         .as_array()
         .unwrap()
@@ -1120,8 +1210,27 @@ fn doctor_scan_finds_every_session_no_resume_can_send_and_repairs_them() {
             "api_conversation_history.json",
             "c0ffee00-0000-4000-8000-000000000003.jsonl",
             "older.jsonl",
+            "opencode.db",
             "rollout-2026-12-02T04-27-23-dropped-output.jsonl"
         ]
+    );
+    // opencode's killed session, by its id, with opencode's resume.
+    let killed = scan["unresumable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["agent"] == "opencode")
+        .unwrap();
+    assert_eq!(killed["session"], "ses_killed", "{killed:#}");
+    assert_eq!(
+        killed["resume"],
+        "cd /home/ann/app && opencode --session ses_killed"
+    );
+    assert!(
+        killed["why"]
+            .as_str()
+            .unwrap()
+            .contains("toolu_02 is still `running`")
     );
     assert_eq!(standing(&scan, "unread"), Vec::<String>::new());
     let resume: Vec<&str> = scan["unresumable"]
@@ -1147,7 +1256,12 @@ fn doctor_scan_finds_every_session_no_resume_can_send_and_repairs_them() {
     let text = home.doctor(&[]).code(1);
     let said = String::from_utf8_lossy(&text.get_output().stdout).into_owned();
     assert!(said.contains("Gemini CLI: 1 session(s) in "), "{said}");
-    assert!(said.contains("10 session(s) in 7 store(s): 2 cannot be resumed; nothing written: pass --write to repair the 2"), "{said}");
+    assert!(said.contains("12 session(s) in 7 store(s): 2 cannot be resumed; nothing written: pass --write to repair the 2"), "{said}");
+    assert!(
+        said.contains("resumes only as opencode mends it: ")
+            && said.contains("opencode.db session ses_killed"),
+        "{said}"
+    );
 
     let written = home.doctor(&["--write", "--format", "json"]).code(0);
     let scan = scanned(&written);

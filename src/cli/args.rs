@@ -228,7 +228,8 @@ pub enum Command {
     ///
     /// A call left without its result, a result sent twice, a torn last
     /// line: repaired in the agent's own format (Claude Code, Codex and
-    /// Gemini CLI sessions; Copilot CLI and Cline/Roo are checked). Says
+    /// Gemini CLI sessions; Copilot CLI, Cline/Roo and opencode's database
+    /// are checked). Says
     /// what it would change; --write changes it, keeping the original as
     /// FILE.loopdbg-bak (numbered, never overwritten), and checks it again.
     /// --scan finds every agent's sessions on this machine and lists those

@@ -32,6 +32,8 @@ pub mod doctor;
 pub mod follow;
 pub mod limits;
 pub mod open;
+#[cfg(feature = "opencode")]
+pub mod opencode_store;
 pub mod prices;
 pub mod replay;
 pub mod report;

@@ -93,8 +93,11 @@ pub enum Outcome {
 pub struct Unresumable {
     /// Whose.
     pub agent: Agent,
-    /// The session file.
+    /// The session file (for a database store, the database).
     pub path: PathBuf,
+    /// In a database store, the session's id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
     /// What the agent's own resume makes of it.
     pub standing: Standing,
     /// Why (the provider's words where it has them).
@@ -108,6 +111,15 @@ pub struct Unresumable {
 }
 
 impl Unresumable {
+    /// The file, or the database and the session's id, as shown.
+    fn named(&self) -> String {
+        let path = clean(&self.path.display().to_string());
+        match &self.session {
+            Some(id) => format!("{path} session {}", clean(id)),
+            None => path,
+        }
+    }
+
     /// Whether the agent still cannot resume it after the scan.
     fn still(&self) -> bool {
         self.standing == Standing::Refused
@@ -173,15 +185,27 @@ pub fn examine_all(
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Scan {
     let found = stores(places);
-    let work: Vec<(Agent, PathBuf)> = found
+    let work: Vec<Work> = found
         .iter()
-        .flat_map(|s| s.sessions.iter().map(|p| (s.agent, p.clone())))
+        .flat_map(|s| {
+            let files = s.sessions.iter().map(|p| Work::File(s.agent, p.clone()));
+            let rows = s
+                .db_sessions
+                .iter()
+                .map(|d| Work::Row(s.root.clone(), d.clone()));
+            files.chain(rows)
+        })
         .collect();
     let total = work.len();
     let (done, bytes) = (AtomicUsize::new(0), AtomicU64::new(0));
-    let verdicts = crate::cores::map(&work, |(agent, path)| {
-        let said = examine(*agent, path, options);
-        let size = std::fs::metadata(path).map_or(0, |m| m.len());
+    let verdicts = crate::cores::map(&work, |work| {
+        let (said, size) = match work {
+            Work::File(agent, path) => (
+                examine(*agent, path, options),
+                std::fs::metadata(path).map_or(0, |m| m.len()),
+            ),
+            Work::Row(db, session) => examine_row(db, session),
+        };
         progress(Progress {
             done: done.fetch_add(1, Ordering::Relaxed) + 1,
             total,
@@ -196,12 +220,64 @@ pub fn examine_all(
     }
 }
 
+/// One session to examine.
+enum Work {
+    /// A file of its own.
+    File(Agent, PathBuf),
+    /// A session of opencode's database at the path.
+    Row(PathBuf, crate::stores::DbSession),
+}
+
 fn summary(store: &Store) -> StoreSummary {
     StoreSummary {
         agent: store.agent,
         root: store.root.clone(),
-        sessions: store.sessions.len(),
+        sessions: store.sessions.len() + store.db_sessions.len(),
         note: store.note.clone(),
+    }
+}
+
+/// The doctor on one session of opencode's database, and its size: read
+/// as `opencode export` prints it, named, never written (the doctor does
+/// not write opencode's store).
+fn examine_row(
+    db: &std::path::Path,
+    session: &crate::stores::DbSession,
+) -> (Option<Unresumable>, u64) {
+    let unresumable = |standing, why| Unresumable {
+        agent: Agent::Opencode,
+        path: db.to_path_buf(),
+        session: Some(session.id.clone()),
+        standing,
+        why,
+        changes: None,
+        written: None,
+        resume: Some(session.resume_command()),
+    };
+    #[cfg(feature = "opencode")]
+    {
+        let bytes = match crate::opencode_store::export(db, &session.id) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                let why = format!("it could not be read: {e}");
+                return (Some(unresumable(Standing::Unread, why)), 0);
+            }
+        };
+        let size = bytes.len() as u64;
+        let origin = format!("{} session {}", db.display(), session.id);
+        let forced = Some(loopdbg_read::Source::Opencode);
+        let (verdict, standing) = doctor::diagnose_as(&origin, bytes, forced, false);
+        let why = match verdict {
+            Verdict::Clean => return (None, size),
+            Verdict::Cannot(why) | Verdict::NotRepaired { why, .. } => why,
+            Verdict::Needs(repair) => repair.why,
+        };
+        (Some(unresumable(standing, why)), size)
+    }
+    #[cfg(not(feature = "opencode"))]
+    {
+        let why = "this build does not read opencode's database".to_string();
+        (Some(unresumable(Standing::Unread, why)), 0)
     }
 }
 
@@ -232,6 +308,7 @@ fn examine(agent: Agent, path: &std::path::Path, options: Options) -> Option<Unr
     Some(Unresumable {
         agent,
         path: path.to_path_buf(),
+        session: None,
         standing,
         why,
         changes,
@@ -307,12 +384,12 @@ fn text(scan: &Scan, options: Options, out: &mut dyn Write) -> std::io::Result<(
             session(u, out)?;
         }
         for u in here(Standing::Mended) {
-            let path = clean(&u.path.display().to_string());
+            let path = u.named();
             writeln!(out, "  resumes only as {name} mends it: {path}")?;
             writeln!(out, "    {}", clean(&u.why))?;
         }
         for u in here(Standing::Unread) {
-            let path = clean(&u.path.display().to_string());
+            let path = u.named();
             writeln!(out, "  not read: {path}: {}", clean(&u.why))?;
         }
     }
@@ -357,7 +434,7 @@ fn text(scan: &Scan, options: Options, out: &mut dyn Write) -> std::io::Result<(
 }
 
 fn session(u: &Unresumable, out: &mut dyn Write) -> std::io::Result<()> {
-    writeln!(out, "  {}", clean(&u.path.display().to_string()))?;
+    writeln!(out, "  {}", u.named())?;
     writeln!(out, "    why: {}", clean(&u.why))?;
     match &u.changes {
         Some(changes) => {

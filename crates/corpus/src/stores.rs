@@ -23,8 +23,9 @@
 //!   CLI in `~/.cline/data`), then `tasks/<id>/api_conversation_history.json`;
 //!   resumed from the extension's task history.
 //! - opencode: `$XDG_DATA_HOME/opencode` or `~/.local/share/opencode`. Since
-//!   1.2 it keeps sessions in a SQLite database (`opencode.db`), which is
-//!   named, not read: `opencode export ID` prints a session `check` reads.
+//!   1.2 it keeps sessions in a SQLite database (`opencode.db`), read with
+//!   the `opencode` feature ([`crate::opencode_store`]); `opencode --session
+//!   ID` in the session's folder.
 //!
 //! Reading the process's environment happens once, in
 //! [`Places::from_env`]; everything after takes a [`Places`], so a test
@@ -148,8 +149,31 @@ pub struct Store {
     pub root: PathBuf,
     /// Its session files, sorted.
     pub sessions: Vec<PathBuf>,
+    /// The sessions of a database store (opencode's), oldest first.
+    pub db_sessions: Vec<DbSession>,
     /// Why its sessions are not read one by one, where they are not.
     pub note: Option<String>,
+}
+
+/// A session kept in a database rather than a file of its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DbSession {
+    /// Its id, as the agent resumes it.
+    pub id: String,
+    /// The folder it ran in, where the database says.
+    pub directory: Option<String>,
+}
+
+impl DbSession {
+    /// The agent's command to resume it (opencode's: `opencode --session
+    /// ID`, in its folder).
+    pub fn resume_command(&self) -> String {
+        let command = format!("opencode --session {}", quoted(&self.id));
+        match self.directory.as_deref() {
+            Some(folder) if !folder.is_empty() => format!("cd {} && {command}", quoted(folder)),
+            _ => command,
+        }
+    }
 }
 
 /// Every store of every agent that exists under `places`, in the order of
@@ -191,17 +215,42 @@ pub fn stores(places: &Places) -> Vec<Store> {
     if let Some(data) = places.var_or_home("XDG_DATA_HOME", ".local/share") {
         let db = data.join("opencode/opencode.db");
         if db.is_file() {
-            found.push(Store {
-                agent: Agent::Opencode,
-                root: db,
-                sessions: Vec::new(),
-                note: Some(
-                    "a SQLite database, not read here: `opencode export ID > session.json` prints a session for `loopdbg check` (opencode sends a call it never finished with an error result of its own)".to_string(),
-                ),
-            });
+            found.push(opencode_store(db));
         }
     }
     found
+}
+
+/// opencode's database, its sessions listed (or, unread, why).
+fn opencode_store(db: PathBuf) -> Store {
+    #[cfg(feature = "opencode")]
+    let (db_sessions, note) = match crate::opencode_store::list(&db) {
+        Ok(sessions) => (
+            sessions
+                .into_iter()
+                .map(|(id, directory)| DbSession { id, directory })
+                .collect(),
+            None,
+        ),
+        Err(e) => (
+            Vec::new(),
+            Some(format!("the database could not be read: {e}")),
+        ),
+    };
+    #[cfg(not(feature = "opencode"))]
+    let (db_sessions, note) = (
+        Vec::new(),
+        Some(
+            "a SQLite database, not read by this build (feature `opencode`): `opencode export ID > session.json` prints a session for `loopdbg check`".to_string(),
+        ),
+    );
+    Store {
+        agent: Agent::Opencode,
+        root: db,
+        sessions: Vec::new(),
+        db_sessions,
+        note,
+    }
 }
 
 /// The store of `agent` at `root`, if that folder exists: the files under
@@ -217,6 +266,7 @@ fn store_at(agent: Agent, root: Option<PathBuf>, patterns: &[&[&str]]) -> Option
         agent,
         root,
         sessions,
+        db_sessions: Vec::new(),
         note: None,
     })
 }
