@@ -662,11 +662,12 @@ fn follow_shows_claude_code_as_it_writes_and_alarms_when_its_history_breaks() {
     }
 }
 
-/// A Claude Code session whose parallel call lost its `tool_result` event
-/// is repaired by `loopdbg doctor --write`, and Claude Code resumes it
-/// through the proxy: the history it sends carries the doctor's result,
-/// and the provider accepts it. (Claude Code 2.1.332 also resumes the
-/// broken file, by dropping the orphan call; the doctored one keeps it.)
+/// A Claude Code session whose parallel call lost its `tool_result` event:
+/// its own resume, tried first, is accepted (Claude Code 2.1.332 leaves
+/// the orphan call out); then `loopdbg doctor --write` repairs the file as
+/// that resume left it, and Claude Code resumes it through the proxy: the
+/// history it sends carries the doctor's result, and the provider accepts
+/// it.
 #[test]
 #[ignore = "end-to-end: the real agent (scripts/install-agents.sh)"]
 fn claude_code_resumes_a_session_the_doctor_repaired() {
@@ -720,6 +721,20 @@ fn claude_code_resumes_a_session_the_doctor_repaired() {
         .map(|(_, l)| l)
         .collect();
     std::fs::write(&log, broken.join("\n") + "\n").unwrap();
+    // The user tries Claude Code's own resume first: accepted, the call
+    // left out of what it sends (the model never sees it was made).
+    let (ok, _, exchanges) =
+        resume_through_proxy(agent, &bin, &fake.url, &scratch, &["--resume", id]);
+    let statuses: Vec<u64> = exchanges
+        .iter()
+        .filter_map(|e| e["status"].as_u64())
+        .collect();
+    assert!(accepted(&(ok, statuses)), "{exchanges:?}");
+    let (_, sent_ids) = sent(&exchanges[0]);
+    assert!(
+        !sent_ids.iter().any(|i| i.ends_with(dropped_id.as_str())),
+        "{sent_ids:?}"
+    );
     let (ok, said) = loopdbg(&[
         "doctor".as_ref(),
         "--write".as_ref(),
