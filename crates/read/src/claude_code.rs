@@ -965,12 +965,14 @@ impl<'a> Thread<'a> {
             }
             KeptMessages::Segment { head, tail } => {
                 let mut order = Vec::new();
+                let mut walked = vec![false; self.events.len()];
                 let mut at = self.by_uuid.get(tail).copied();
                 let mut reached = false;
                 while let Some(i) = at {
-                    if order.contains(&i) {
+                    if walked[i] {
                         break;
                     }
+                    walked[i] = true;
                     order.push(i);
                     if self.events[i].key == *head {
                         reached = true;
@@ -988,6 +990,10 @@ impl<'a> Thread<'a> {
         let Some(&last) = order.last() else {
             return;
         };
+        let mut kept_here = vec![false; self.events.len()];
+        for &i in &order {
+            kept_here[i] = true;
+        }
         let to_u32 = |i: usize| u32::try_from(i).unwrap_or(NO_PARENT);
         let mut moves: Vec<(usize, u32)> = Vec::new();
         let mut before = anchor;
@@ -996,7 +1002,7 @@ impl<'a> Thread<'a> {
             before = i;
         }
         for &i in self.members {
-            if i != order[0] && self.parent_of(i) == Some(anchor) && !order.contains(&i) {
+            if !kept_here[i] && self.parent_of(i) == Some(anchor) {
                 moves.push((i, to_u32(last)));
             }
         }
