@@ -1061,13 +1061,29 @@ fn run_killed_mid_tool(agent: Agent, bin: &Path, base: &str, scratch: &Scratch, 
         .open(&fifo)
         .unwrap();
     let reader = pipe.try_clone().unwrap();
-    let store = scratch.home.join(".local/share/opencode");
+    // Where the agent writes the stalled call, when the test can know:
+    // the kill waits until it is there.
+    let written: Vec<(PathBuf, &str)> = match agent {
+        Agent::Opencode => {
+            let store = scratch.home.join(".local/share/opencode");
+            let needle = r#""callID":"toolu_e2e_3""#;
+            vec![
+                (store.join("opencode.db"), needle),
+                (store.join("opencode.db-wal"), needle),
+            ]
+        }
+        Agent::ClaudeCode => match extra {
+            ["--session-id", id] => vec![(claude_code_log(scratch, id), r#""id":"toolu_e2e_3""#)],
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
+    };
     let listener = std::thread::spawn(move || {
         let mut line = String::new();
         let _ = std::io::BufReader::new(reader).read_line(&mut line);
         let started = line.contains("loopdbg-stalled");
-        if started && matches!(agent, Agent::Opencode) {
-            opencode_stored(&store, "toolu_e2e_3");
+        if started {
+            wait_until_written(&written);
         }
         if started {
             let _ = Command::new("kill")
@@ -1088,18 +1104,20 @@ fn run_killed_mid_tool(agent: Agent, bin: &Path, base: &str, scratch: &Scratch, 
     );
 }
 
-/// Waits until opencode's database (its write-ahead log included) holds
-/// `call`. opencode keeps what it writes in memory for a while: killed the
-/// moment its tool starts, it leaves no session at all (seen with 1.18.33),
-/// which is not the shape under test. Polled, with a bound: a condition,
-/// not a guess at a delay.
-fn opencode_stored(store: &Path, call: &str) {
-    let needle = format!("\"callID\":\"{call}\"");
+/// Waits until one of the files holds its text (nothing to wait for when
+/// there are none). Agents write their stores behind a queue: opencode
+/// 1.18.33 keeps what it writes in memory for a while (killed the moment
+/// its tool starts, it leaves no session at all), Claude Code 2.1.332
+/// drains its log every 100 ms (killed at once, the call may be missing),
+/// neither the shape under test. Polled, with a bound: a condition, not a
+/// guess at a delay.
+fn wait_until_written(written: &[(PathBuf, &str)]) {
     let holds = || {
-        ["opencode.db", "opencode.db-wal"].iter().any(|name| {
-            std::fs::read(store.join(name))
-                .is_ok_and(|bytes| bytes.windows(needle.len()).any(|w| w == needle.as_bytes()))
-        })
+        written.is_empty()
+            || written.iter().any(|(path, needle)| {
+                std::fs::read(path)
+                    .is_ok_and(|bytes| bytes.windows(needle.len()).any(|w| w == needle.as_bytes()))
+            })
     };
     let deadline = std::time::Instant::now() + WATCHDOG;
     while !holds() && std::time::Instant::now() < deadline {
@@ -1542,7 +1560,10 @@ fn opencode_killed_mid_tool_resumes_by_itself() {
     run_killed_mid_tool(agent, &bin, &fake.url, &scratch, &[]);
     let (id, export) = opencode_export(&bin, &scratch);
     let (_, report) = check_report(&export);
-    assert_eq!(kinds(&report), "unanswered_call(warning)", "{report}");
+    // The stalled call, and the other of the pair when opencode was killed
+    // before it wrote that one's end (both seen in CI).
+    let open = kinds(&report);
+    assert!(only(&open, "unanswered_call(warning)"), "{report}");
     assert_eq!(refused_ids(&report), Vec::<String>::new(), "{report}");
     // The scan reads opencode's database itself and says the same.
     let mut scan = Command::new(env!("CARGO_BIN_EXE_loopdbg"));
@@ -1591,5 +1612,5 @@ fn opencode_killed_mid_tool_resumes_by_itself() {
     // every request, and `check` still says what the model lost.
     let (_, export) = opencode_export(&bin, &scratch);
     let (_, report) = check_report(&export);
-    assert_eq!(kinds(&report), "unanswered_call(warning)", "{report}");
+    assert_eq!(kinds(&report), open, "{report}");
 }
