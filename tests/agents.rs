@@ -614,6 +614,66 @@ fn claude_code_log(scratch: &Scratch, id: &str) -> PathBuf {
         .join(format!("{id}.jsonl"))
 }
 
+/// Where a Claude Code journey starts: the agent, the fake, a scratch
+/// home, and the session id its first run is given (so the log's name is
+/// known before it is written).
+struct ClaudeJourney {
+    bin: PathBuf,
+    fake: fake::Fake,
+    _runtime: tokio::runtime::Runtime,
+    scratch: Scratch,
+    id: &'static str,
+}
+
+impl ClaudeJourney {
+    /// `None` (said, and counted as skipped) when Claude Code is not
+    /// installed.
+    fn start(test: &str, id: &'static str) -> Option<ClaudeJourney> {
+        let bin = installed(Agent::ClaudeCode, test)?;
+        let runtime = runtime();
+        let fake = runtime.block_on(fake::start());
+        Some(ClaudeJourney {
+            bin,
+            fake,
+            _runtime: runtime,
+            scratch: Scratch::new(Agent::ClaudeCode),
+            id,
+        })
+    }
+
+    /// Claude Code run on `prompt`, starting the session: whether it
+    /// succeeded, and what it printed.
+    fn first_run(&self, prompt: &str) -> (bool, Ran) {
+        let (bin, url) = (&self.bin, &self.fake.url);
+        run_with(
+            Agent::ClaudeCode,
+            bin,
+            url,
+            &self.scratch,
+            prompt,
+            &["--session-id", self.id],
+        )
+    }
+
+    /// The session's log.
+    fn log(&self) -> PathBuf {
+        claude_code_log(&self.scratch, self.id)
+    }
+
+    /// Claude Code resumed through the proxy with `extra` after
+    /// `--resume ID`.
+    fn resume(&self, extra: &[&str]) -> (bool, Ran, Vec<Value>) {
+        let args: Vec<&str> = ["--resume", self.id].iter().chain(extra).copied().collect();
+        resume_through_proxy(
+            Agent::ClaudeCode,
+            &self.bin,
+            &self.fake.url,
+            &self.scratch,
+            &args,
+        )
+    }
+}
+
 /// `loopdbg LOG --follow`, started before Claude Code has written a line,
 /// shows the loop the agent runs, and raises the alarm when the fake makes
 /// the agent's history break (a call id the provider refuses: Claude Code
@@ -671,24 +731,14 @@ fn follow_shows_claude_code_as_it_writes_and_alarms_when_its_history_breaks() {
 #[test]
 #[ignore = "end-to-end: the real agent (scripts/install-agents.sh)"]
 fn claude_code_resumes_a_session_the_doctor_repaired() {
-    let agent = Agent::ClaudeCode;
-    let Some(bin) = installed(agent, "agents::doctor") else {
+    let Some(journey) =
+        ClaudeJourney::start("agents::doctor", "7d0c0ffe-0000-4000-8000-00000000e2e3")
+    else {
         return;
     };
-    let runtime = runtime();
-    let fake = runtime.block_on(fake::start());
-    let scratch = Scratch::new(agent);
-    let id = "7d0c0ffe-0000-4000-8000-00000000e2e3";
-    let (ok, ran) = run_with(
-        agent,
-        &bin,
-        &fake.url,
-        &scratch,
-        PROMPT,
-        &["--session-id", id],
-    );
+    let (ok, ran) = journey.first_run(PROMPT);
     assert!(ok, "{}\n{}", ran.stdout, ran.stderr);
-    let log = claude_code_log(&scratch, id);
+    let log = journey.log();
     let text = std::fs::read_to_string(&log).unwrap();
     // The parallel results are written as the calls finish, and the next
     // event hangs from the last one written: the other one is dropped, as
@@ -723,13 +773,8 @@ fn claude_code_resumes_a_session_the_doctor_repaired() {
     std::fs::write(&log, broken.join("\n") + "\n").unwrap();
     // The user tries Claude Code's own resume first: accepted, the call
     // left out of what it sends (the model never sees it was made).
-    let (ok, _, exchanges) =
-        resume_through_proxy(agent, &bin, &fake.url, &scratch, &["--resume", id]);
-    let statuses: Vec<u64> = exchanges
-        .iter()
-        .filter_map(|e| e["status"].as_u64())
-        .collect();
-    assert!(accepted(&(ok, statuses)), "{exchanges:?}");
+    let (ok, _, exchanges) = journey.resume(&[]);
+    assert_accepted(ok, &exchanges);
     let (_, sent_ids) = sent(&exchanges[0]);
     assert!(
         !sent_ids.iter().any(|i| i.ends_with(dropped_id.as_str())),
@@ -747,20 +792,9 @@ fn claude_code_resumes_a_session_the_doctor_repaired() {
         "{said}"
     );
 
-    let capture = scratch.tmp.join("resume.jsonl");
-    let proxy = Proxy::start(&fake.url, &capture);
-    let (ok, ran) = run_with(
-        agent,
-        &bin,
-        &proxy.url,
-        &scratch,
-        "and now?",
-        &["--resume", id],
-    );
-    drop(proxy);
+    let (ok, ran, exchanges) = journey.resume(&[]);
     assert!(ok, "{}\n{}", ran.stdout, ran.stderr);
-    let recorded = std::fs::read_to_string(&capture).unwrap();
-    let exchange: Value = serde_json::from_str(recorded.lines().last().unwrap()).unwrap();
+    let exchange = exchanges.last().unwrap();
     assert_eq!(exchange["status"], 200, "{exchange}");
     let results: Vec<&Value> = exchange["request"]["messages"]
         .as_array()
@@ -977,40 +1011,30 @@ fn gemini_cli_resumes_only_a_session_the_doctor_repaired() {
 #[test]
 #[ignore = "end-to-end: the real agent (scripts/install-agents.sh)"]
 fn claude_code_resumes_a_session_with_a_refused_id_once_the_doctor_renamed_it() {
-    let agent = Agent::ClaudeCode;
-    let Some(bin) = installed(agent, "agents::doctor_invalid_id") else {
+    let id = "7d0c0ffe-0000-4000-8000-00000000e2e4";
+    let Some(journey) = ClaudeJourney::start("agents::doctor_invalid_id", id) else {
         return;
     };
-    let runtime = runtime();
-    let fake = runtime.block_on(fake::start());
-    let scratch = Scratch::new(agent);
-    let id = "7d0c0ffe-0000-4000-8000-00000000e2e4";
-    let prompt = format!("{}: run the three commands", fake::E2E_BREAK);
-    let _ = run_with(
-        agent,
-        &bin,
-        &fake.url,
-        &scratch,
-        &prompt,
-        &["--session-id", id],
-    );
-    let log = claude_code_log(&scratch, id);
+    let _ = journey.first_run(&format!("{}: run the three commands", fake::E2E_BREAK));
+    let log = journey.log();
     let broken = std::fs::read_to_string(&log).unwrap();
     assert!(broken.contains("toolu_e2e.1"), "{broken}");
 
-    let (_, _, exchanges) =
-        resume_through_proxy(agent, &bin, &fake.url, &scratch, &["--resume", id]);
-    let last = exchanges.last().expect("a request");
-    assert_eq!(last["status"], 400, "{last}");
-
-    std::fs::write(&log, &broken).unwrap();
+    // Its own resume, tried first (twice, as a user would): the 400 each
+    // time, and each try adds to the log; the doctor repairs it as the
+    // tries left it.
+    for _ in 0..2 {
+        let (_, _, exchanges) = journey.resume(&[]);
+        let last = exchanges.last().expect("a request");
+        assert_eq!(last["status"], 400, "{last}");
+    }
+    let tried = std::fs::read_to_string(&log).unwrap();
     doctor_writes(
         &log,
-        &broken,
+        &tried,
         "rename the call id toolu_e2e.1 to toolu_e2e_1",
     );
-    let (ok, ran, exchanges) =
-        resume_through_proxy(agent, &bin, &fake.url, &scratch, &["--resume", id]);
+    let (ok, ran, exchanges) = journey.resume(&[]);
     assert!(ok, "{}\n{}", ran.stdout, ran.stderr);
     assert!(!exchanges.is_empty() && exchanges.iter().all(|e| e["status"] == 200));
 }
@@ -1151,6 +1175,19 @@ impl Journey {
     }
 }
 
+/// The HTTP statuses of the exchanges a proxy recorded.
+fn statuses(exchanges: &[Value]) -> Vec<u64> {
+    exchanges
+        .iter()
+        .filter_map(|e| e["status"].as_u64())
+        .collect()
+}
+
+/// A resume succeeded and the provider answered every request 200.
+fn assert_accepted(ok: bool, exchanges: &[Value]) {
+    assert!(accepted(&(ok, statuses(exchanges))), "{exchanges:?}");
+}
+
 /// Whether a resume succeeded and the provider answered every request 200.
 fn accepted((ok, statuses): &(bool, Vec<u64>)) -> bool {
     *ok && !statuses.is_empty() && statuses.iter().all(|&s| s == 200)
@@ -1183,12 +1220,6 @@ fn interrupted_journey(agent: Agent) -> Option<Journey> {
     let checked = || {
         let (ok, report) = check_report(&log);
         (ok, kinds(&report))
-    };
-    let statuses = |exchanges: &[Value]| {
-        exchanges
-            .iter()
-            .filter_map(|e| e["status"].as_u64())
-            .collect()
     };
     keep("1-killed");
     let killed = checked();
@@ -1383,25 +1414,26 @@ fn doctor_has_nothing_to_do(log: &Path) {
 #[test]
 #[ignore = "end-to-end: the real agent (scripts/install-agents.sh)"]
 fn claude_code_killed_then_compacted_resumes_from_its_summary() {
-    let agent = Agent::ClaudeCode;
-    let Some(bin) = installed(agent, "agents::compacted") else {
+    let id = "7d0c0ffe-0000-4000-8000-00000000e2e5";
+    let Some(journey) = ClaudeJourney::start("agents::compacted", id) else {
         return;
     };
-    let runtime = runtime();
-    let fake = runtime.block_on(fake::start());
-    let scratch = Scratch::new(agent);
-    let id = "7d0c0ffe-0000-4000-8000-00000000e2e5";
-    run_killed_mid_tool(agent, &bin, &fake.url, &scratch, &["--session-id", id]);
-    let (ok, ran) = run_with(
+    let (agent, bin, url) = (Agent::ClaudeCode, &journey.bin, &journey.fake.url);
+    run_killed_mid_tool(agent, bin, url, &journey.scratch, &["--session-id", id]);
+    let compact = run_with(
         agent,
-        &bin,
-        &fake.url,
-        &scratch,
+        bin,
+        url,
+        &journey.scratch,
         "/compact",
         &["--resume", id],
     );
-    assert!(ok, "/compact: {}\n{}", ran.stdout, ran.stderr);
-    let log = scratch.log(agent);
+    assert!(
+        compact.0,
+        "/compact: {}\n{}",
+        compact.1.stdout, compact.1.stderr
+    );
+    let log = journey.log();
     let (ok, report) = check_report(&log);
     assert!(ok && kinds(&report).is_empty(), "{report}");
     let (first, ids) = predicted(&log);
@@ -1410,18 +1442,8 @@ fn claude_code_killed_then_compacted_resumes_from_its_summary() {
         "{first}"
     );
     doctor_has_nothing_to_do(&log);
-    let (ok, _, exchanges) =
-        resume_through_proxy(agent, &bin, &fake.url, &scratch, &["--resume", id]);
-    assert!(
-        accepted(&(
-            ok,
-            exchanges
-                .iter()
-                .filter_map(|e| e["status"].as_u64())
-                .collect()
-        )),
-        "{exchanges:?}"
-    );
+    let (ok, _, exchanges) = journey.resume(&[]);
+    assert_accepted(ok, &exchanges);
     let (sent_first, sent_ids) = sent(&exchanges[0]);
     assert!(
         sent_first.starts_with("This session is being continued"),
@@ -1441,24 +1463,13 @@ fn claude_code_killed_then_compacted_resumes_from_its_summary() {
 #[test]
 #[ignore = "end-to-end: the real agent (scripts/install-agents.sh)"]
 fn claude_code_rewound_between_parallel_results_resumes_whole() {
-    let agent = Agent::ClaudeCode;
-    let Some(bin) = installed(agent, "agents::rewound") else {
+    let id = "7d0c0ffe-0000-4000-8000-00000000e2e6";
+    let Some(journey) = ClaudeJourney::start("agents::rewound", id) else {
         return;
     };
-    let runtime = runtime();
-    let fake = runtime.block_on(fake::start());
-    let scratch = Scratch::new(agent);
-    let id = "7d0c0ffe-0000-4000-8000-00000000e2e6";
-    let (ok, ran) = run_with(
-        agent,
-        &bin,
-        &fake.url,
-        &scratch,
-        PROMPT,
-        &["--session-id", id],
-    );
+    let (ok, ran) = journey.first_run(PROMPT);
     assert!(ok, "{}\n{}", ran.stdout, ran.stderr);
-    let log = claude_code_log(&scratch, id);
+    let log = journey.log();
     let text = std::fs::read_to_string(&log).unwrap();
     let at = text
         .lines()
@@ -1466,38 +1477,13 @@ fn claude_code_rewound_between_parallel_results_resumes_whole() {
         .find(|e| e["type"] == "user" && e["message"]["content"][0]["tool_use_id"] == "toolu_e2e_2")
         .and_then(|e| e["uuid"].as_str().map(str::to_string))
         .expect("the event of toolu_e2e_2's result");
-    let (ok, _, exchanges) = resume_through_proxy(
-        agent,
-        &bin,
-        &fake.url,
-        &scratch,
-        &["--resume", id, "--resume-session-at", &at],
-    );
-    assert!(
-        accepted(&(
-            ok,
-            exchanges
-                .iter()
-                .filter_map(|e| e["status"].as_u64())
-                .collect()
-        )),
-        "{exchanges:?}"
-    );
+    let (ok, _, exchanges) = journey.resume(&["--resume-session-at", &at]);
+    assert_accepted(ok, &exchanges);
     let (ok, report) = check_report(&log);
     assert!(ok && only(&kinds(&report), "off_branch(note)"), "{report}");
     let (_, ids) = predicted(&log);
-    let (ok, _, exchanges) =
-        resume_through_proxy(agent, &bin, &fake.url, &scratch, &["--resume", id]);
-    assert!(
-        accepted(&(
-            ok,
-            exchanges
-                .iter()
-                .filter_map(|e| e["status"].as_u64())
-                .collect()
-        )),
-        "{exchanges:?}"
-    );
+    let (ok, _, exchanges) = journey.resume(&[]);
+    assert_accepted(ok, &exchanges);
     assert_eq!(
         ids,
         sent(&exchanges[0]).1,
@@ -1584,14 +1570,10 @@ fn opencode_killed_mid_tool_resumes_by_itself() {
     let (ok, ran, exchanges) =
         resume_through_proxy(agent, &bin, &fake.url, &scratch, &["--session", &id]);
     assert!(
-        accepted(&(
-            ok,
-            exchanges
-                .iter()
-                .filter_map(|e| e["status"].as_u64())
-                .collect()
-        )),
-        "{}\n{}\n{exchanges:?}",
+        accepted(&(ok, statuses(&exchanges))),
+        "{}
+{}
+{exchanges:?}",
         ran.stdout,
         ran.stderr
     );

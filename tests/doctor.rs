@@ -100,13 +100,7 @@ fn doctor_write_repairs_a_dropped_result_and_keeps_every_line() {
         .assert()
         .code(0);
     age(&path);
-    loopdbg()
-        .args(["doctor", "--write", path.to_str().unwrap()])
-        .assert()
-        .code(0)
-        .stdout(predicate::str::contains(
-            "nothing keeps this session from being sent",
-        ));
+    a_second_doctor_changes_nothing(&path);
     assert_eq!(backups(dir.path()).len(), 1, "no second backup");
 }
 
@@ -377,6 +371,20 @@ fn doctor_renames_a_call_id_anthropic_refuses() {
 }
 
 /// Lines of a small Claude Code log, one JSON event each.
+/// `doctor --write` on a file it has repaired: nothing left to do, and
+/// the file byte for byte as it was.
+fn a_second_doctor_changes_nothing(path: &Path) {
+    let repaired = std::fs::read(path).unwrap();
+    loopdbg()
+        .args(["doctor", "--write", path.to_str().unwrap()])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains(
+            "nothing keeps this session from being sent",
+        ));
+    assert_eq!(std::fs::read(path).unwrap(), repaired);
+}
+
 fn log_of(events: &[&str]) -> String {
     events.iter().map(|e| format!("{e}\n")).collect()
 }
@@ -474,14 +482,7 @@ fn doctor_keeps_a_message_a_compaction_kept_and_unsplits_its_result() {
     for (k, (old, new)) in text.lines().zip(after.lines()).enumerate() {
         assert_eq!(old == new, k != 2, "line {}", k + 1);
     }
-    loopdbg()
-        .args(["doctor", "--write", path.to_str().unwrap()])
-        .assert()
-        .code(0)
-        .stdout(predicate::str::contains(
-            "nothing keeps this session from being sent",
-        ));
-    assert_eq!(std::fs::read_to_string(&path).unwrap(), after);
+    a_second_doctor_changes_nothing(&path);
 }
 
 /// The results of two turns dropped: `check` reads both calls as
@@ -1394,16 +1395,8 @@ fn doctor_repairs_a_gemini_cli_chat_killed_mid_tool_then_resumed() {
                 "checked again: nothing keeps it from being sent",
             )),
         );
-    let repaired = std::fs::read(&path).unwrap();
     age(&path);
-    loopdbg()
-        .args(["doctor", "--write", path.to_str().unwrap()])
-        .assert()
-        .code(0)
-        .stdout(predicate::str::contains(
-            "nothing keeps this session from being sent",
-        ));
-    assert_eq!(std::fs::read(&path).unwrap(), repaired);
+    a_second_doctor_changes_nothing(&path);
 }
 
 /// What the fuzz targets check, on every agent log of the fixtures (and
