@@ -1577,6 +1577,10 @@ fn opencode_killed_mid_tool_resumes_by_itself() {
         ran.stdout,
         ran.stderr
     );
+    // opencode's key (in its config) reaches neither the capture nor the
+    // scan's report.
+    let seen = format!("{exchanges:?}{scanned}");
+    assert!(!seen.contains("SECRET"), "a key in the capture or the scan");
     let mend = exchanges[0]["request"]["messages"]
         .as_array()
         .unwrap()
