@@ -97,6 +97,25 @@ fn a_compaction_that_kept_a_message_resumes_from_its_summary() {
     }
 }
 
+/// A kept message that names itself as its parent (no agent writes
+/// that; the doctor's fuzz target did): read, not walked forever.
+#[test]
+fn a_kept_message_that_is_its_own_parent_is_read_in_bounded_time() {
+    let mut log = loopdbg_read::ClaudeCodeLog::default();
+    let events = [
+        r#"{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s","message":{"role":"user","content":"hi"}}"#,
+        r#"{"type":"user","uuid":"r1","parentUuid":"r1","sessionId":"s","message":{"role":"user","content":"again"}}"#,
+        r#"{"type":"system","subtype":"compact_boundary","uuid":"b1","parentUuid":null,"logicalParentUuid":"r1","sessionId":"s","compactMetadata":{"preservedSegment":{"headUuid":"r1","anchorUuid":"sum","tailUuid":"r1"}}}"#,
+        r#"{"type":"user","uuid":"sum","parentUuid":"b1","sessionId":"s","isCompactSummary":true,"message":{"role":"user","content":"This session is being continued"}}"#,
+    ];
+    for (i, e) in events.iter().enumerate() {
+        log.push_owned(i + 1, serde_json::from_str(e).unwrap())
+            .unwrap();
+    }
+    let convs = log.finish();
+    assert!(!convs.is_empty());
+}
+
 #[test]
 fn a_rewind_to_the_first_prompt_leaves_the_old_tree_as_a_branch() {
     let convs = claude_code_log("claude_code_v2/rewind_new_start.jsonl");

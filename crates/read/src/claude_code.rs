@@ -1211,8 +1211,15 @@ impl<'a> Thread<'a> {
                     let mut before = e
                         .logical_parent()
                         .and_then(|p| self.by_uuid.get(&p).copied());
+                    // Bounded: written parents may form a cycle (a file
+                    // written by hand, or by a fuzzer).
+                    let mut steps = 0;
                     while let Some(b) = before.filter(|&b| seen[b]) {
-                        before = self.written_parent_of(b);
+                        steps += 1;
+                        before = match steps > self.members.len() {
+                            true => None,
+                            false => self.written_parent_of(b),
+                        };
                     }
                     before
                 }
