@@ -318,8 +318,16 @@ impl Proxy {
 }
 
 impl Drop for Proxy {
+    /// Ended as a user ends it (SIGTERM): it records what is in flight and
+    /// writes its capture out before it exits. A SIGKILL could lose the
+    /// last exchange's line under load (seen: a resume read back no
+    /// exchange at all).
     fn drop(&mut self) {
-        let _ = self.child.kill();
+        let pid = self.child.id().to_string();
+        let stopped = Command::new("kill").args(["-TERM", &pid]).status();
+        if !stopped.is_ok_and(|s| s.success()) {
+            let _ = self.child.kill();
+        }
         let _ = self.child.wait();
     }
 }
@@ -614,42 +622,52 @@ fn claude_code_log(scratch: &Scratch, id: &str) -> PathBuf {
         .join(format!("{id}.jsonl"))
 }
 
-/// Where a Claude Code journey starts: the agent, the fake, a scratch
-/// home, and the session id its first run is given (so the log's name is
-/// known before it is written).
-struct ClaudeJourney {
+/// Where a journey starts: the agent's commands, the fake on a runtime of
+/// its own, and a scratch home.
+struct Stage {
     bin: PathBuf,
     fake: fake::Fake,
     _runtime: tokio::runtime::Runtime,
     scratch: Scratch,
+}
+
+impl Stage {
+    /// `None` (said, and counted as skipped) when `agent` is not installed.
+    fn start(agent: Agent, test: &str) -> Option<Stage> {
+        let bin = installed(agent, test)?;
+        let runtime = runtime();
+        let fake = runtime.block_on(fake::start());
+        Some(Stage {
+            bin,
+            fake,
+            _runtime: runtime,
+            scratch: Scratch::new(agent),
+        })
+    }
+}
+
+/// A Claude Code journey: its stage, and the session id its first run is
+/// given (so the log's name is known before it is written).
+struct ClaudeJourney {
+    stage: Stage,
     id: &'static str,
 }
 
 impl ClaudeJourney {
-    /// `None` (said, and counted as skipped) when Claude Code is not
-    /// installed.
     fn start(test: &str, id: &'static str) -> Option<ClaudeJourney> {
-        let bin = installed(Agent::ClaudeCode, test)?;
-        let runtime = runtime();
-        let fake = runtime.block_on(fake::start());
-        Some(ClaudeJourney {
-            bin,
-            fake,
-            _runtime: runtime,
-            scratch: Scratch::new(Agent::ClaudeCode),
-            id,
-        })
+        let stage = Stage::start(Agent::ClaudeCode, test)?;
+        Some(ClaudeJourney { stage, id })
     }
 
     /// Claude Code run on `prompt`, starting the session: whether it
     /// succeeded, and what it printed.
     fn first_run(&self, prompt: &str) -> (bool, Ran) {
-        let (bin, url) = (&self.bin, &self.fake.url);
+        let (bin, url) = (&self.stage.bin, &self.stage.fake.url);
         run_with(
             Agent::ClaudeCode,
             bin,
             url,
-            &self.scratch,
+            &self.stage.scratch,
             prompt,
             &["--session-id", self.id],
         )
@@ -657,7 +675,7 @@ impl ClaudeJourney {
 
     /// The session's log.
     fn log(&self) -> PathBuf {
-        claude_code_log(&self.scratch, self.id)
+        claude_code_log(&self.stage.scratch, self.id)
     }
 
     /// Claude Code resumed through the proxy with `extra` after
@@ -666,9 +684,9 @@ impl ClaudeJourney {
         let args: Vec<&str> = ["--resume", self.id].iter().chain(extra).copied().collect();
         resume_through_proxy(
             Agent::ClaudeCode,
-            &self.bin,
-            &self.fake.url,
-            &self.scratch,
+            &self.stage.bin,
+            &self.stage.fake.url,
+            &self.stage.scratch,
             &args,
         )
     }
@@ -888,13 +906,11 @@ fn outputs_for<'a>(exchange: &'a Value, call_id: &str) -> Vec<&'a str> {
 #[ignore = "end-to-end: the real agent (scripts/install-agents.sh)"]
 fn codex_resumes_a_session_the_doctor_repaired() {
     let agent = Agent::Codex;
-    let Some(bin) = installed(agent, "agents::codex_doctor") else {
+    let Some(stage) = Stage::start(agent, "agents::codex_doctor") else {
         return;
     };
-    let runtime = runtime();
-    let fake = runtime.block_on(fake::start());
-    let scratch = Scratch::new(agent);
-    run(agent, &bin, &fake.url, &scratch);
+    let (bin, fake, scratch) = (&stage.bin, &stage.fake, &stage.scratch);
+    run(agent, bin, &fake.url, scratch);
     let log = scratch.log(agent);
     let stem = log.file_stem().unwrap().to_str().unwrap();
     let session = &stem[stem.len() - 36..];
@@ -912,7 +928,7 @@ fn codex_resumes_a_session_the_doctor_repaired() {
 
     // Unrepaired: Codex answers the call with `aborted` itself.
     let (ok, ran, exchanges) =
-        resume_through_proxy(agent, &bin, &fake.url, &scratch, &["resume", session]);
+        resume_through_proxy(agent, bin, &fake.url, scratch, &["resume", session]);
     assert!(ok, "{}\n{}", ran.stdout, ran.stderr);
     let first = &exchanges[0];
     assert_eq!(first["status"], 200, "{first}");
@@ -921,7 +937,7 @@ fn codex_resumes_a_session_the_doctor_repaired() {
     std::fs::write(&log, &broken).unwrap();
     doctor_writes(&log, &broken, "add the `aborted` function_call_output");
     let (ok, ran, exchanges) =
-        resume_through_proxy(agent, &bin, &fake.url, &scratch, &["resume", session]);
+        resume_through_proxy(agent, bin, &fake.url, scratch, &["resume", session]);
     assert!(ok, "{}\n{}", ran.stdout, ran.stderr);
     let first = &exchanges[0];
     assert_eq!(first["status"], 200, "{first}");
@@ -940,13 +956,11 @@ fn codex_resumes_a_session_the_doctor_repaired() {
 #[ignore = "end-to-end: the real agent (scripts/install-agents.sh)"]
 fn gemini_cli_resumes_only_a_session_the_doctor_repaired() {
     let agent = Agent::GeminiCli;
-    let Some(bin) = installed(agent, "agents::gemini_doctor") else {
+    let Some(stage) = Stage::start(agent, "agents::gemini_doctor") else {
         return;
     };
-    let runtime = runtime();
-    let fake = runtime.block_on(fake::start());
-    let scratch = Scratch::new(agent);
-    run(agent, &bin, &fake.url, &scratch);
+    let (bin, fake, scratch) = (&stage.bin, &stage.fake, &stage.scratch);
+    run(agent, bin, &fake.url, scratch);
     let log = scratch.log(agent);
     let written = std::fs::read_to_string(&log).unwrap();
     let resume = |text: &str| {
@@ -958,7 +972,7 @@ fn gemini_cli_resumes_only_a_session_the_doctor_repaired() {
             }
         }
         std::fs::write(&log, text).unwrap();
-        resume_through_proxy(agent, &bin, &fake.url, &scratch, &["--resume", "latest"])
+        resume_through_proxy(agent, bin, &fake.url, scratch, &["--resume", "latest"])
     };
 
     let (ok, _, exchanges) = resume(&written);
@@ -1199,16 +1213,14 @@ fn accepted((ok, statuses): &(bool, Vec<u64>)) -> bool {
 /// `check`, and the resume again. docs/doctor.md's table says what each
 /// agent does.
 fn interrupted_journey(agent: Agent) -> Option<Journey> {
-    let bin = installed(agent, "agents::interrupted")?;
-    let runtime = runtime();
-    let fake = runtime.block_on(fake::start());
-    let scratch = Scratch::new(agent);
+    let stage = Stage::start(agent, "agents::interrupted")?;
+    let (bin, fake, scratch) = (&stage.bin, &stage.fake, &stage.scratch);
     let id = "7d0c0ffe-0000-4000-8000-00000000e2e4";
     let extra: &[&str] = match agent {
         Agent::ClaudeCode => &["--session-id", id],
         _ => &[],
     };
-    run_killed_mid_tool(agent, &bin, &fake.url, &scratch, extra);
+    run_killed_mid_tool(agent, bin, &fake.url, scratch, extra);
     let log = scratch.log(agent);
     // LOOPDBG_JOURNEY_DIR keeps the log as it stands after each step.
     let keep = |step: &str| {
@@ -1230,7 +1242,7 @@ fn interrupted_journey(agent: Agent) -> Option<Journey> {
         Agent::GeminiCli => vec!["--resume", "latest"],
         Agent::Opencode => unreachable!("see opencode_killed_mid_tool_resumes_by_itself"),
     };
-    let (ok, _, exchanges) = resume_through_proxy(agent, &bin, &fake.url, &scratch, &resume);
+    let (ok, _, exchanges) = resume_through_proxy(agent, bin, &fake.url, scratch, &resume);
     let own_resume = (ok, statuses(&exchanges));
     keep("2-resumed");
     let doctor = loopdbg(&[
@@ -1241,7 +1253,7 @@ fn interrupted_journey(agent: Agent) -> Option<Journey> {
     ]);
     keep("3-doctored");
     let doctored = checked();
-    let (ok, _, exchanges) = resume_through_proxy(agent, &bin, &fake.url, &scratch, &resume);
+    let (ok, _, exchanges) = resume_through_proxy(agent, bin, &fake.url, scratch, &resume);
     Some(Journey {
         killed,
         own_resume,
@@ -1418,13 +1430,23 @@ fn claude_code_killed_then_compacted_resumes_from_its_summary() {
     let Some(journey) = ClaudeJourney::start("agents::compacted", id) else {
         return;
     };
-    let (agent, bin, url) = (Agent::ClaudeCode, &journey.bin, &journey.fake.url);
-    run_killed_mid_tool(agent, bin, url, &journey.scratch, &["--session-id", id]);
+    let (agent, bin, url) = (
+        Agent::ClaudeCode,
+        &journey.stage.bin,
+        &journey.stage.fake.url,
+    );
+    run_killed_mid_tool(
+        agent,
+        bin,
+        url,
+        &journey.stage.scratch,
+        &["--session-id", id],
+    );
     let compact = run_with(
         agent,
         bin,
         url,
-        &journey.scratch,
+        &journey.stage.scratch,
         "/compact",
         &["--resume", id],
     );
@@ -1537,14 +1559,12 @@ fn opencode_export(bin: &Path, scratch: &Scratch) -> (String, PathBuf) {
 #[ignore = "end-to-end: the real agent (scripts/install-agents.sh)"]
 fn opencode_killed_mid_tool_resumes_by_itself() {
     let agent = Agent::Opencode;
-    let Some(bin) = installed(agent, "agents::opencode") else {
+    let Some(stage) = Stage::start(agent, "agents::opencode") else {
         return;
     };
-    let runtime = runtime();
-    let fake = runtime.block_on(fake::start());
-    let scratch = Scratch::new(agent);
-    run_killed_mid_tool(agent, &bin, &fake.url, &scratch, &[]);
-    let (id, export) = opencode_export(&bin, &scratch);
+    let (bin, fake, scratch) = (&stage.bin, &stage.fake, &stage.scratch);
+    run_killed_mid_tool(agent, bin, &fake.url, scratch, &[]);
+    let (id, export) = opencode_export(bin, scratch);
     let (_, report) = check_report(&export);
     // The stalled call, and the other of the pair when opencode was killed
     // before it wrote that one's end (both seen in CI).
@@ -1568,7 +1588,7 @@ fn opencode_killed_mid_tool_resumes_by_itself() {
     assert_eq!(listed[0]["session"], id.as_str(), "{scanned:#}");
     assert_eq!(listed[0]["standing"], "mended", "{scanned:#}");
     let (ok, ran, exchanges) =
-        resume_through_proxy(agent, &bin, &fake.url, &scratch, &["--session", &id]);
+        resume_through_proxy(agent, bin, &fake.url, scratch, &["--session", &id]);
     assert!(
         accepted(&(ok, statuses(&exchanges))),
         "{}
@@ -1596,7 +1616,7 @@ fn opencode_killed_mid_tool_resumes_by_itself() {
     assert_eq!(mend["is_error"], true, "{mend}");
     // The store still says `running`: opencode sends the same mend with
     // every request, and `check` still says what the model lost.
-    let (_, export) = opencode_export(&bin, &scratch);
+    let (_, export) = opencode_export(bin, scratch);
     let (_, report) = check_report(&export);
     assert_eq!(kinds(&report), open, "{report}");
 }

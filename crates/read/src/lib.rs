@@ -63,6 +63,7 @@ pub use document::{read, read_owned, read_owned_as};
 pub use gemini_cli::GeminiCliLog;
 pub use log::{LineParser, Log, ParsedLine};
 pub use parse::finish_reason_of;
+pub use parse::joined_text;
 pub(crate) use parse::note_joined_lines;
+pub(crate) use parse::text_of_parts;
 pub use parse::{CONVERSATION_KEYS, holds_conversation, joined_records};
-pub(crate) use parse::{joined_text, text_of_parts};

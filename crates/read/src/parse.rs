@@ -101,7 +101,7 @@ pub(crate) fn required_list<T>(
 }
 
 /// A content field as text: a string, or the `text` of its parts joined by `sep`.
-pub(crate) fn joined_text(content: Option<&Value>, sep: &str) -> Option<String> {
+pub fn joined_text(content: Option<&Value>, sep: &str) -> Option<String> {
     match content? {
         Value::String(s) => Some(s.clone()),
         Value::Array(parts) => Some(

@@ -305,15 +305,9 @@ fn drop_orphan_result(lines: &mut [Line], id: &str, changes: &mut Vec<Change>) {
         let before = blocks.len();
         let orphan = |b: &Value| b["type"] == "tool_result" && b["tool_use_id"] == id;
         if stays && blocks.iter().all(orphan) {
-            let said = match &blocks[0]["content"] {
-                Value::String(text) => text.clone(),
-                Value::Array(parts) => parts
-                    .iter()
-                    .filter_map(|p| p["text"].as_str())
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-                other => other.to_string(),
-            };
+            let content = &blocks[0]["content"];
+            let said = loopdbg_read::joined_text(Some(content), "\n")
+                .unwrap_or_else(|| content.to_string());
             blocks.truncate(1);
             blocks[0] = serde_json::json!({"type": "text", "text": format!(
                 "[The result of {id}, a call the compaction before this message summarised:]\n{said}"
