@@ -101,7 +101,7 @@ const LAYERS: &[Layer] = &[
     Layer {
         name: "corpus",
         uses: &[
-            "engine", "io", "formats", "read", "judge", "export", "lesson",
+            "engine", "io", "formats", "read", "judge", "export", "lesson", "handout",
         ],
         pure: false,
         never: &["tokio", "hyper", "crossterm", "ratatui", "notify"],

@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use loopdbg_corpus::exports::Export;
 use loopdbg_engine::strategy::{Closure, Extract, StopRule};
 use loopdbg_formats::provider::Format;
 use loopdbg_judge::fix::Repair;
@@ -138,25 +139,6 @@ fn parse_check_format(s: &str) -> Result<CheckFormat, String> {
                     Source::NAMES
                 )
             }),
-    }
-}
-
-/// What `run --export` writes: a handout, or the run as OTLP traces.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Export {
-    /// Markdown, HTML or JSON (`loopdbg_handout`).
-    Handout(loopdbg_handout::Kind),
-    /// OTLP JSON: a span per trip and per tool run, findings as events.
-    Otlp,
-}
-
-fn parse_export(s: &str) -> Result<Export, String> {
-    match s {
-        "otlp" => Ok(Export::Otlp),
-        s => s
-            .parse()
-            .map(Export::Handout)
-            .map_err(|_| format!("unknown export `{s}` (expected md, html, json or otlp)")),
     }
 }
 
@@ -376,7 +358,7 @@ pub struct RunArgs {
     /// span per trip and per tool run, findings as span events). To -o
     /// FILE, or standard output. A captured conversation (a capture, an
     /// agent log, a trace) is replayed and written the same way.
-    #[arg(long, value_parser = parse_export, conflicts_with = "emit")]
+    #[arg(long, conflicts_with = "emit")]
     pub export: Option<Export>,
     /// The wire format of the handout's request bodies (default anthropic).
     #[arg(long, requires = "export")]

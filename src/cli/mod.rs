@@ -46,8 +46,7 @@ use std::process::ExitCode;
 use clap::FromArgMatches;
 
 use args::{
-    Cli, Command, CompareArgs, CompareFormat, DiffArgs, Export, LintArgs, RunArgs, RunFormat,
-    TourArgs,
+    Cli, Command, CompareArgs, CompareFormat, DiffArgs, LintArgs, RunArgs, RunFormat, TourArgs,
 };
 use loopdbg_engine::Trace;
 use loopdbg_engine::{Session, Strategy};
@@ -261,40 +260,22 @@ fn run(args: RunArgs) -> Result<ExitCode, Failure> {
             .wire
             .or(read_as)
             .unwrap_or(loopdbg_formats::provider::Format::Anthropic);
-        let text = match export {
-            #[cfg(feature = "otlp")]
-            Export::Otlp => {
-                let origin = args.session.display().to_string();
-                let base_ns = loopdbg_corpus::base_ns_now();
-                let spans = loopdbg_export::spans::run_json(
-                    &session, &trace, format, &origin, base_ns, replay,
-                );
-                match args.redact {
-                    true => redacted_json(&spans, &args.redact_patterns)?,
-                    false => spans,
-                }
-            }
-            #[cfg(not(feature = "otlp"))]
-            Export::Otlp => {
-                let _ = replay;
-                return Err(bad_flag(
-                    "--export otlp: this loopdbg was built without the `otlp` feature".into(),
-                ));
-            }
-            Export::Handout(kind) => {
-                let origin = args.session.display().to_string();
-                let prices = std::sync::Arc::new(prices::prices().clone());
-                let mut opts =
-                    loopdbg_handout::Options::new(kind, format, args.redact, origin, prices);
-                opts.redact_patterns = args.redact_patterns.clone();
-                redactor(&args.redact_patterns)?;
-                let (text, masked) = loopdbg_handout::render_counted(&session, &trace, &opts);
-                if args.redact {
-                    say_masked(&masked);
-                }
-                text
-            }
+        let request = loopdbg_corpus::exports::Request {
+            export,
+            format,
+            origin: &args.session.display().to_string(),
+            replay,
+            redact: args.redact.then_some(args.redact_patterns.as_slice()),
         };
+        let exported =
+            loopdbg_corpus::exports::export(&session, &trace, &request).map_err(|e| match e {
+                loopdbg_corpus::exports::ExportError::Unmasked(e) => anyhow::Error::from(e),
+                e => bad_flag(e.to_string()),
+            })?;
+        if let Some(masked) = &exported.masked {
+            say_masked(masked);
+        }
+        let text = exported.text;
         return match args.output {
             Some(path) => {
                 // --force replaces a handout, never the session being run.
@@ -532,16 +513,6 @@ fn say_masked(masked: &str) {
         "masked: {}",
         if masked.is_empty() { "nothing" } else { masked }
     );
-}
-
-/// A JSON text with every string redacted; what was masked said.
-#[cfg(feature = "otlp")]
-fn redacted_json(text: &str, patterns: &[String]) -> Result<String, Failure> {
-    let mut redactor = redactor(patterns)?;
-    let mut doc: serde_json::Value = serde_json::from_str(text).map_err(anyhow::Error::from)?;
-    redactor.value(&mut doc);
-    say_masked(&redactor.counts());
-    Ok(doc.to_string())
 }
 
 /// `loopdbg record`: a capture's conversation as a session that runs its

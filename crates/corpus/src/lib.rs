@@ -12,6 +12,7 @@
 //!   warehouses;
 //! - [`traces`]: OTLP trace files (JSON Lines, one export, protobuf);
 //! - [`prices`]: the price table tokens are priced with;
+//! - [`exports`]: `run --export`, a run as a handout or OTLP spans;
 //! - [`doctor`], [`stores`] and [`scan`]: an agent's session repaired, and
 //!   every agent's sessions on this machine found and put to the doctor.
 //!
@@ -29,6 +30,7 @@ pub mod ci;
 pub mod conversations;
 pub mod cores;
 pub mod doctor;
+pub mod exports;
 pub mod follow;
 pub mod limits;
 pub mod open;
