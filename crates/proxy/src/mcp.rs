@@ -78,14 +78,88 @@ pub async fn relay_stdio(
 /// What one side sent: the side, milliseconds since the start, the bytes.
 type Chunk = (Side, u64, Vec<u8>);
 
-/// Cuts each side's chunks into lines, in the order the chunks came.
+/// The longest message recorded: a line past it is relayed whole but
+/// recorded as a note of its length (the stdio and HTTP taps alike).
+pub(crate) const MAX_RECORDED_MESSAGE: usize = 64 << 20;
+
+/// Cuts each side's chunks into lines, in the order the chunks came. Each
+/// byte is looked at once: a 64 MB line in 64 KB chunks was searched from
+/// its start at every chunk (27 s; 256 MB, over 400 s), while the agent
+/// waited for the tap.
 #[derive(Default)]
 struct Lines {
-    client: Vec<u8>,
-    server: Vec<u8>,
+    client: Pending,
+    server: Pending,
     /// When the last chunk came: a last line without its newline is
     /// recorded at the end with this time.
     last_ms: u64,
+}
+
+/// One side's line so far.
+#[derive(Default)]
+struct Pending {
+    bytes: Vec<u8>,
+    /// The length of a line past [`MAX_RECORDED_MESSAGE`], counted while
+    /// it is skipped.
+    overlong: Option<usize>,
+}
+
+impl Pending {
+    /// Takes `chunk`, handing each line it ends to `line`.
+    fn push(&mut self, mut chunk: &[u8], mut line: impl FnMut(Message<'_>)) {
+        while let Some(at) = chunk.iter().position(|&b| b == b'\n') {
+            self.take(&chunk[..=at]);
+            line(self.message());
+            self.bytes.clear();
+            self.overlong = None;
+            chunk = &chunk[at + 1..];
+        }
+        self.take(chunk);
+    }
+
+    fn take(&mut self, part: &[u8]) {
+        match &mut self.overlong {
+            Some(len) => *len += part.len(),
+            None if self.bytes.len() + part.len() > MAX_RECORDED_MESSAGE => {
+                self.overlong = Some(self.bytes.len() + part.len());
+                self.bytes = Vec::new();
+            }
+            None => self.bytes.extend_from_slice(part),
+        }
+    }
+
+    fn message(&self) -> Message<'_> {
+        match self.overlong {
+            Some(len) => Message::Overlong(len),
+            None => Message::Line(&self.bytes),
+        }
+    }
+}
+
+/// A line as it is recorded.
+pub(crate) enum Message<'a> {
+    /// The line's bytes.
+    Line(&'a [u8]),
+    /// A line past [`MAX_RECORDED_MESSAGE`], by its length.
+    Overlong(usize),
+}
+
+impl Message<'_> {
+    /// The record of this line, unless it is blank.
+    pub(crate) fn record(&self, side: Side, ms: u64) -> Option<Record> {
+        match self {
+            Message::Line(line) if line.iter().all(u8::is_ascii_whitespace) => None,
+            Message::Line(line) => Some(Record::message(side, ms, &String::from_utf8_lossy(line))),
+            Message::Overlong(len) => Some(Record::message(
+                side,
+                ms,
+                &format!(
+                    "[loopdbg mcp: a message of {len} bytes, relayed but not recorded: longer than {} MiB]",
+                    MAX_RECORDED_MESSAGE >> 20
+                ),
+            )),
+        }
+    }
 }
 
 impl Lines {
@@ -94,24 +168,19 @@ impl Lines {
             Side::Client => &mut self.client,
             Side::Server => &mut self.server,
         };
-        pending.extend_from_slice(chunk);
         self.last_ms = ms;
-        while let Some(at) = pending.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = pending.drain(..=at).collect();
-            emit(side, ms, &line, record);
-        }
+        pending.push(chunk, |m| {
+            m.record(side, ms).into_iter().for_each(&mut *record)
+        });
     }
 
     /// A last line without its newline, on either side.
     fn finish(self, record: &mut impl FnMut(Record)) {
-        emit(Side::Client, self.last_ms, &self.client, record);
-        emit(Side::Server, self.last_ms, &self.server, record);
-    }
-}
-
-fn emit(side: Side, ms: u64, line: &[u8], record: &mut impl FnMut(Record)) {
-    if !line.iter().all(u8::is_ascii_whitespace) {
-        record(Record::message(side, ms, &String::from_utf8_lossy(line)));
+        for (side, pending) in [(Side::Client, self.client), (Side::Server, self.server)] {
+            if let Some(r) = pending.message().record(side, self.last_ms) {
+                record(r);
+            }
+        }
     }
 }
 
@@ -138,4 +207,57 @@ async fn copy(
     }
     // The other side reads to the end: closing says there is no more.
     to.shutdown().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines_of(chunks: &[(Side, &[u8])]) -> Vec<String> {
+        let mut lines = Lines::default();
+        let mut got = Vec::new();
+        for (side, chunk) in chunks {
+            lines.push(*side, 1, chunk, &mut |r| {
+                got.push(serde_json::to_string(&r).unwrap())
+            });
+        }
+        lines.finish(&mut |r| got.push(serde_json::to_string(&r).unwrap()));
+        got
+    }
+
+    #[test]
+    fn lines_split_anywhere_are_recorded_once_each_in_order() {
+        let text = b"{\"id\":1}\n\n{\"id\":2}\n{\"id\":3}";
+        for cut in 0..text.len() {
+            let got = lines_of(&[(Side::Client, &text[..cut]), (Side::Client, &text[cut..])]);
+            assert_eq!(got.len(), 3, "cut at {cut}: {got:?}");
+            assert!(got[2].contains(r#"{"id":3}"#));
+        }
+    }
+
+    /// A line past the limit is recorded as a note of its length and is not
+    /// held; the lines after it, and the other side's, are recorded.
+    #[test]
+    fn a_line_past_the_limit_is_a_note_and_is_not_held() {
+        let block = vec![b'x'; 1 << 20];
+        let mut lines = Lines::default();
+        let mut got = Vec::new();
+        let mut record = |r: Record| got.push(serde_json::to_string(&r).unwrap());
+        for _ in 0..(MAX_RECORDED_MESSAGE >> 20) + 2 {
+            lines.push(Side::Server, 1, &block, &mut record);
+        }
+        assert!(lines.server.bytes.capacity() == 0, "the long line is held");
+        lines.push(Side::Client, 1, b"{\"id\":9}\n", &mut record);
+        lines.push(Side::Server, 2, b"yy\n{\"id\":2}\n", &mut record);
+        lines.finish(&mut record);
+        assert_eq!(got.len(), 3, "{got:?}");
+        assert!(got[0].contains(r#"{"id":9}"#));
+        let len = ((MAX_RECORDED_MESSAGE >> 20) + 2) * (1 << 20) + 3;
+        assert!(
+            got[1].contains(&format!("a message of {len} bytes")),
+            "{}",
+            got[1]
+        );
+        assert!(got[2].contains(r#"{"id":2}"#));
+    }
 }

@@ -24,6 +24,7 @@ use hyper_util::rt::TokioIo;
 use loopdbg_read::mcp::{Record, Side};
 use tokio::sync::mpsc::UnboundedSender;
 
+use crate::mcp::{MAX_RECORDED_MESSAGE, Message};
 use crate::upstream::Upstream;
 use loopdbg_formats::secrets::Known;
 
@@ -164,12 +165,7 @@ async fn relay(tap: &Arc<Tap>, request: Request<Incoming>) -> Response<Body> {
         .is_some_and(|v| v.starts_with("text/event-stream"));
     let (mut head, body) = answer.into_parts();
     head.headers = crate::upstream::returned_headers(&head.headers);
-    let mut cut = Cut {
-        tap: Arc::clone(tap),
-        streamed,
-        pending: Vec::new(),
-        known,
-    };
+    let mut cut = Cut::new(Arc::clone(tap), streamed, known);
     let body = body
         .map_frame(move |frame: Frame<Bytes>| {
             if let Some(data) = frame.data_ref() {
@@ -181,59 +177,129 @@ async fn relay(tap: &Arc<Tap>, request: Request<Incoming>) -> Response<Body> {
     Response::from_parts(head, body)
 }
 
-/// The server's side of one answer, cut into messages as it comes.
+/// The server's side of one answer, cut into messages as it comes. Each
+/// byte is looked at once (a 64 MB event was searched from its start at
+/// every chunk: the agent waited 11 s), and nothing past
+/// [`MAX_RECORDED_MESSAGE`] is held.
 struct Cut {
     tap: Arc<Tap>,
     streamed: bool,
     pending: Vec<u8>,
+    /// How far `pending` has been searched for an event's end.
+    searched: usize,
+    /// The length of a body or event past the limit, counted while it is
+    /// skipped.
+    overlong: Option<usize>,
     /// The request's credentials, masked in what the server answers.
     known: Known,
 }
 
 impl Cut {
+    fn new(tap: Arc<Tap>, streamed: bool, known: Known) -> Cut {
+        Cut {
+            tap,
+            streamed,
+            pending: Vec::new(),
+            searched: 0,
+            overlong: None,
+            known,
+        }
+    }
+
     fn push(&mut self, data: &[u8]) {
-        self.pending.extend_from_slice(data);
         if !self.streamed {
-            // One JSON body: recorded once it is whole.
-            if serde_json::from_slice::<serde_json::Value>(&self.pending).is_ok() {
-                let whole = std::mem::take(&mut self.pending);
-                self.tap.record_body(Side::Server, &whole, &self.known);
-            }
+            // One JSON body: recorded once, when the answer ends (`Drop`).
+            self.take(data);
             return;
         }
+        self.take(data);
         // Server-sent events end with a blank line; `data:` lines carry
         // the message (a `:` comment or a bare `id:` / `retry:` carries none).
-        while let Some(end) = event_end(&self.pending) {
-            let event: Vec<u8> = self.pending.drain(..end.1).collect();
-            let text = String::from_utf8_lossy(&event[..end.0]);
-            let data: Vec<&str> = text
-                .lines()
-                .filter_map(|l| l.strip_prefix("data:"))
-                .map(|d| d.strip_prefix(' ').unwrap_or(d))
-                .collect();
-            if !data.is_empty() {
-                self.tap
-                    .record_body(Side::Server, data.join("\n").as_bytes(), &self.known);
+        let mut done = 0;
+        while let Some((text_end, end)) = event_end(&self.pending[self.searched.max(done)..])
+            .map(|(a, b)| (a + self.searched.max(done), b + self.searched.max(done)))
+        {
+            match self.overlong.take() {
+                Some(len) => self.overlong_note(len + end - done),
+                None => self.record_event(done, text_end),
             }
+            done = end;
+        }
+        self.pending.drain(..done);
+        // An end may straddle two chunks: search again from 3 bytes back.
+        self.searched = self.pending.len().saturating_sub(3);
+    }
+
+    /// Keeps `data`, or counts it once the message is past the limit.
+    fn take(&mut self, data: &[u8]) {
+        if let Some(len) = &mut self.overlong {
+            *len += data.len();
+            // Only an event's end is looked for in what is skipped.
+            let keep = self.pending.len().min(3);
+            self.pending.drain(..self.pending.len() - keep);
+            self.searched = 0;
+            self.pending.extend_from_slice(data);
+            return;
+        }
+        if self.pending.len() + data.len() > MAX_RECORDED_MESSAGE {
+            self.overlong = Some(self.pending.len());
+            self.pending = data.to_vec();
+            self.searched = 0;
+            return;
+        }
+        self.pending.extend_from_slice(data);
+    }
+
+    fn record_event(&self, from: usize, text_end: usize) {
+        let text = String::from_utf8_lossy(&self.pending[from..text_end]);
+        let data: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .map(|d| d.strip_prefix(' ').unwrap_or(d))
+            .collect();
+        if !data.is_empty() {
+            self.tap
+                .record_body(Side::Server, data.join("\n").as_bytes(), &self.known);
+        }
+    }
+
+    fn overlong_note(&self, len: usize) {
+        if let Some(record) = Message::Overlong(len).record(Side::Server, self.tap.ms()) {
+            let _ = self.tap.record.send(record);
+        }
+    }
+}
+
+impl Drop for Cut {
+    /// A whole JSON body is recorded when its answer ends.
+    fn drop(&mut self) {
+        if self.streamed {
+            return;
+        }
+        match self.overlong {
+            Some(len) => self.overlong_note(len + self.pending.len()),
+            None => self
+                .tap
+                .record_body(Side::Server, &self.pending, &self.known),
         }
     }
 }
 
 /// Where the first event of `bytes` ends: its text's end and the end of
-/// its blank line.
+/// its blank line (`\n\n` or `\r\n\r\n`), in one pass.
 fn event_end(bytes: &[u8]) -> Option<(usize, usize)> {
-    let lf = bytes
-        .windows(2)
-        .position(|w| w == b"\n\n")
-        .map(|i| (i, i + 2));
-    let crlf = bytes
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .map(|i| (i, i + 4));
-    match (lf, crlf) {
-        (Some(a), Some(b)) => Some(if a.0 < b.0 { a } else { b }),
-        (a, b) => a.or(b),
+    let mut from = 0;
+    while let Some(i) = bytes[from..].iter().position(|&b| b == b'\n') {
+        let i = i + from;
+        match bytes.get(i + 1) {
+            Some(b'\n') => return Some((i, i + 2)),
+            Some(b'\r') if i > 0 && bytes[i - 1] == b'\r' && bytes.get(i + 2) == Some(&b'\n') => {
+                return Some((i - 1, i + 3));
+            }
+            _ => from = i + 1,
+        }
     }
+    None
 }
 
 /// Serves the tap (see [`serve`]) and hands each record to `write` as it
@@ -285,12 +351,7 @@ mod tests {
             br#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"k":"plain-mcp-key-123456"}}"#,
             &known,
         );
-        let mut cut = Cut {
-            tap: Arc::clone(&tap),
-            streamed: true,
-            pending: Vec::new(),
-            known,
-        };
+        let mut cut = Cut::new(Arc::clone(&tap), true, known);
         cut.push(b"data: {\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":1,\"message\":\"bad key plain-mcp-key-123456\"}}\n\n");
         for _ in 0..2 {
             let line = serde_json::to_string(&records.try_recv().unwrap()).unwrap();
@@ -304,5 +365,73 @@ mod tests {
         assert_eq!(event_end(b"data: 1\n\nrest"), Some((7, 9)));
         assert_eq!(event_end(b"data: 1\r\n\r\n"), Some((7, 11)));
         assert_eq!(event_end(b"data: 1\n"), None);
+    }
+
+    fn tap() -> (Arc<Tap>, tokio::sync::mpsc::UnboundedReceiver<Record>) {
+        let (record, records) = tokio::sync::mpsc::unbounded_channel();
+        let tap = Arc::new(Tap {
+            way: Upstream::new(&"http://127.0.0.1:9/".parse().unwrap()).unwrap(),
+            start: Instant::now(),
+            record,
+        });
+        (tap, records)
+    }
+
+    fn texts(records: &mut tokio::sync::mpsc::UnboundedReceiver<Record>) -> Vec<String> {
+        std::iter::from_fn(|| records.try_recv().ok())
+            .map(|r| serde_json::to_string(&r).unwrap())
+            .collect()
+    }
+
+    /// Events cut at every byte, in both line endings, and a body sent in
+    /// pieces, are recorded as sent whole.
+    #[tokio::test]
+    async fn events_and_bodies_split_anywhere_are_recorded_once_each() {
+        let events =
+            b"data: {\"id\":1}\r\n\r\n: comment\n\ndata: {\"id\":2}\n\ndata: {\"id\":3}\n\n";
+        for cut_at in 0..events.len() {
+            let (tap, mut records) = tap();
+            let mut cut = Cut::new(tap, true, Known::default());
+            cut.push(&events[..cut_at]);
+            cut.push(&events[cut_at..]);
+            drop(cut);
+            let got = texts(&mut records);
+            assert_eq!(got.len(), 3, "cut at {cut_at}: {got:?}");
+            assert!(got[2].contains(r#"{"id":3}"#), "{got:?}");
+        }
+        let (tap, mut records) = tap();
+        let mut cut = Cut::new(tap, false, Known::default());
+        for piece in br#"{"jsonrpc":"2.0","id":7,"result":{}}"#.chunks(5) {
+            cut.push(piece);
+        }
+        assert!(
+            texts(&mut records).is_empty(),
+            "recorded before the answer ended"
+        );
+        drop(cut);
+        assert_eq!(texts(&mut records).len(), 1);
+    }
+
+    /// An event past the limit is relayed (not this type's job) and
+    /// recorded as a note of its length; the events after it are recorded.
+    #[tokio::test]
+    async fn an_event_past_the_limit_is_a_note_and_the_next_is_recorded() {
+        let (tap, mut records) = tap();
+        let mut cut = Cut::new(tap, true, Known::default());
+        cut.push(b"data: ");
+        let block = vec![b'x'; 1 << 20];
+        for _ in 0..(MAX_RECORDED_MESSAGE >> 20) + 1 {
+            cut.push(&block);
+        }
+        assert!(
+            cut.pending.len() <= (1 << 20) + 3,
+            "held {}",
+            cut.pending.len()
+        );
+        cut.push(b"\n\ndata: {\"id\":2}\n\n");
+        let got = texts(&mut records);
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert!(got[0].contains("relayed but not recorded"), "{}", got[0]);
+        assert!(got[1].contains(r#"{"id":2}"#));
     }
 }
