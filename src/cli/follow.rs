@@ -40,13 +40,12 @@ fn update_of_file(
     ))
 }
 
-/// The file's bytes up to its last newline: a half-written last line waits
-/// for its end.
-fn complete_lines(path: &Path) -> std::io::Result<Vec<u8>> {
-    let mut bytes = std::fs::read(path)?;
-    let end = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    bytes.truncate(end);
-    Ok(bytes)
+/// What the follower says of the lines it left out.
+fn skipped_words(count: u64) -> String {
+    format!(
+        "{count} line(s) longer than {} MiB, the longest line loopdbg reads, were skipped",
+        loopdbg_io::tail::MAX_FOLLOWED_LINE >> 20
+    )
 }
 
 /// `loopdbg FILE --follow`.
@@ -55,30 +54,43 @@ pub(super) fn follow(path: &Path, which: Option<usize>) -> Result<ExitCode, Fail
     let mut followed = Followed::new(&origin);
     // The natural order is follower, then proxy or agent: a file that does
     // not exist yet, or holds no complete line yet, is waited for.
-    let (bytes, first) = match complete_lines(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            (Vec::new(), LiveUpdate::no_file_yet(&origin))
-        }
+    // Read as it will be followed: a block at a time, a line past the
+    // limit skipped, not held.
+    let mut tail = loopdbg_io::tail::Tail::at(path, Vec::new());
+    let read = tail.refresh(path).map(|_| tail.lines());
+    let first = match read {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => LiveUpdate::no_file_yet(&origin),
         Err(e) => {
             return Err(Failure::from(loopdbg_engine::LoadError::Unreadable {
                 origin,
                 reason: e.to_string(),
             }));
         }
+        // Only lines past the limit: nothing to show, and why.
+        Ok(bytes) if bytes.iter().all(u8::is_ascii_whitespace) && tail.skipped() > 0 => {
+            return Err(Failure::from(loopdbg_engine::LoadError::Refused {
+                origin,
+                reason: skipped_words(tail.skipped()),
+            }));
+        }
         Ok(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => {
-            (bytes, LiveUpdate::no_conversation_yet(&origin))
+            LiveUpdate::no_conversation_yet(&origin)
         }
-        Ok(bytes) => {
-            let first = update_of_file(&mut followed, &bytes, None, which)?;
-            (bytes, first)
-        }
+        Ok(bytes) => update_of_file(&mut followed, bytes, None, which)?,
     };
     let (updates, feed) = mpsc::unbounded_channel();
     let watched = path.to_path_buf();
     std::thread::spawn(move || {
-        loopdbg_io::watch::follow(&watched, bytes, |all, from| {
-            match update_of_file(&mut followed, all, from, which) {
-                Ok(update) => updates.send(LiveEvent::Update(Box::new(update))).is_ok(),
+        let mut skipped = tail.skipped();
+        loopdbg_io::watch::follow(&watched, tail, |tail, from| {
+            match update_of_file(&mut followed, tail.lines(), from, which) {
+                Ok(mut update) => {
+                    if tail.skipped() > skipped {
+                        skipped = tail.skipped();
+                        update.alarm.get_or_insert_with(|| skipped_words(skipped));
+                    }
+                    updates.send(LiveEvent::Update(Box::new(update))).is_ok()
+                }
                 // A line the readers refuse: keep showing what was read.
                 Err(_) => true,
             }

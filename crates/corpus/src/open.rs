@@ -56,6 +56,13 @@ pub enum GrowingLayout {
 
 /// How a growing file is to be read, from its complete lines so far.
 pub fn growing_layout(origin: &str, all: &[u8]) -> Result<GrowingLayout, LoadError> {
+    // A first line past the limit is refused before anything is copied (a
+    // 1.1 GB line was copied twice and aborted a follower under a 4 GB
+    // address limit).
+    let first = all.iter().position(|&b| b == b'\n').unwrap_or(all.len());
+    if first > MAX_LINE_BYTES {
+        return Err(overlong_line(origin, 1));
+    }
     let reader = Box::new(std::io::Cursor::new(all.to_vec()));
     let opened = sniff_reader(origin.to_string(), reader, None)?;
     if opened.capture {
@@ -200,6 +207,17 @@ pub(crate) fn too_large(origin: &str, what: &str) -> LoadError {
     }
 }
 
+/// Line `n` of `origin` is longer than [`MAX_LINE_BYTES`].
+pub(crate) fn overlong_line(origin: &str, n: usize) -> LoadError {
+    LoadError::Refused {
+        origin: format!("{origin}:{n}"),
+        reason: format!(
+            "line {n} is longer than {} MiB, the longest line loopdbg reads",
+            MAX_LINE_BYTES >> 20
+        ),
+    }
+}
+
 /// Reads line `n` (1-based) as text: without its line end, without a UTF-8
 /// byte order mark on line 1, at most [`MAX_LINE_BYTES`]; invalid UTF-8 is
 /// an error that says where.
@@ -217,13 +235,7 @@ pub(crate) fn read_text_line(
         return Ok(None);
     }
     if buf.len() > MAX_LINE_BYTES && !buf.ends_with(b"\n") {
-        return Err(LoadError::Refused {
-            origin: format!("{origin}:{n}"),
-            reason: format!(
-                "line {n} is longer than {} MiB, the longest line loopdbg reads",
-                MAX_LINE_BYTES >> 20
-            ),
-        });
+        return Err(overlong_line(origin, n));
     }
     if n == 1 && buf.starts_with(b"\xef\xbb\xbf") {
         buf.drain(..3);

@@ -18,6 +18,10 @@ pub struct Tail {
     read_to: u64,
     identity: Option<(u64, u64)>,
     max_line: u64,
+    /// Inside a line past `max_line`: skipped to its end.
+    skipping: bool,
+    /// How many lines past `max_line` were left out.
+    skipped: u64,
 }
 
 /// What a refresh found.
@@ -53,6 +57,8 @@ impl Tail {
             partial: Vec::new(),
             identity: meta.as_ref().map(identity),
             max_line,
+            skipping: false,
+            skipped: 0,
         }
     }
 
@@ -66,14 +72,23 @@ impl Tail {
         &self.partial
     }
 
+    /// How many lines longer than the bound were left out (each is an
+    /// empty line in [`Tail::lines`], so lines keep their numbers).
+    pub fn skipped(&self) -> u64 {
+        self.skipped
+    }
+
     /// How far into the file has been read.
     pub fn read_to(&self) -> u64 {
         self.read_to
     }
 
     /// Reads what was appended since, and says what changed. Anything but
-    /// a regular file is not read; a line longer than the bound is an
-    /// error.
+    /// a regular file is not read. Read a block at a time: a line longer
+    /// than the bound is not held but skipped to its end and kept as an
+    /// empty line (1.1 GB appended as one line was read whole, then grown
+    /// to 2 GiB, and the allocation's failure aborted the debugger with
+    /// the terminal left raw).
     pub fn refresh(&mut self, path: &Path) -> std::io::Result<Change> {
         let meta = std::fs::metadata(path)?;
         if !meta.is_file() {
@@ -87,6 +102,7 @@ impl Tail {
             self.partial.clear();
             self.read_to = 0;
             self.identity = now;
+            self.skipping = false;
             replaced = true;
         }
         let unchanged = if replaced {
@@ -97,31 +113,64 @@ impl Tail {
         if meta.len() == self.read_to {
             return Ok(unchanged);
         }
+        let from = self.lines.len();
         let mut file = std::fs::File::open(path)?;
         file.seek(SeekFrom::Start(self.read_to))?;
-        let read = file
-            .take(meta.len() - self.read_to)
-            .read_to_end(&mut self.partial)?;
-        self.read_to += read as u64;
-        match self.partial.iter().rposition(|&b| b == b'\n') {
-            Some(end) => {
-                let from = self.lines.len();
-                let rest = self.partial.split_off(end + 1);
-                self.lines.append(&mut self.partial);
-                self.partial = rest;
-                Ok(if replaced {
-                    Change::Replaced
-                } else {
-                    Change::Appended { from }
-                })
+        let mut appended = file.take(meta.len() - self.read_to);
+        let mut block = vec![0u8; BLOCK];
+        loop {
+            let n = match appended.read(&mut block) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            self.read_to += n as u64;
+            self.absorb(&block[..n]);
+        }
+        Ok(match (self.lines.len() > from, replaced) {
+            (_, true) => Change::Replaced,
+            (true, false) => Change::Appended { from },
+            (false, false) => Change::Nothing,
+        })
+    }
+
+    /// Takes bytes read: complete lines to `lines`, the rest to `partial`,
+    /// a line past the bound skipped.
+    fn absorb(&mut self, mut data: &[u8]) {
+        while !data.is_empty() {
+            let end = data.iter().position(|&b| b == b'\n');
+            if self.skipping {
+                let Some(end) = end else { return };
+                self.skipping = false;
+                self.lines.push(b'\n');
+                data = &data[end + 1..];
+                continue;
             }
-            None if self.partial.len() as u64 > self.max_line => Err(std::io::Error::other(
-                format!("a line over {} bytes: no reader takes it", self.max_line),
-            )),
-            None => Ok(unchanged),
+            let len = end.unwrap_or(data.len());
+            if (self.partial.len() + len) as u64 > self.max_line {
+                self.partial = Vec::new();
+                self.skipped += 1;
+                self.skipping = true;
+                continue;
+            }
+            match end {
+                Some(end) => {
+                    self.lines.append(&mut self.partial);
+                    self.lines.extend_from_slice(&data[..=end]);
+                    data = &data[end + 1..];
+                }
+                None => {
+                    self.partial.extend_from_slice(data);
+                    return;
+                }
+            }
         }
     }
 }
+
+/// How much is read at a time.
+const BLOCK: usize = 1 << 20;
 
 /// Which file a name leads to: a rename puts another one under it.
 fn identity(meta: &std::fs::Metadata) -> (u64, u64) {
@@ -190,13 +239,22 @@ mod tests {
     }
 
     #[test]
-    fn a_line_past_the_bound_is_an_error_not_a_wait() {
+    fn a_line_past_the_bound_is_skipped_to_its_end_not_held() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("log.jsonl");
         std::fs::write(&path, "ok\n").unwrap();
         let mut tail = Tail::bounded(&path, b"ok\n".to_vec(), 8);
         std::fs::write(&path, "ok\n0123456789").unwrap();
-        let e = tail.refresh(&path).unwrap_err();
-        assert_eq!(e.to_string(), "a line over 8 bytes: no reader takes it");
+        assert_eq!(tail.refresh(&path).unwrap(), Change::Nothing);
+        assert!(tail.partial().is_empty(), "the long line is held");
+        std::fs::write(&path, "ok\n0123456789abc\nnext\nlast").unwrap();
+        assert_eq!(tail.refresh(&path).unwrap(), Change::Appended { from: 3 });
+        assert_eq!(
+            tail.lines(),
+            b"ok\n\nnext\n",
+            "numbers kept: line 2 is empty"
+        );
+        assert_eq!(tail.partial(), b"last");
+        assert_eq!(tail.skipped(), 1);
     }
 }

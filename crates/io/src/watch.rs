@@ -19,11 +19,11 @@ const REST: u32 = 4;
 /// How long a wait lasts without a notification: the polling fallback.
 const POLL: Duration = Duration::from_millis(500);
 
-/// Watches `path` (whose complete lines so far are `lines`) until
-/// `changed` returns false: `changed` gets every complete line so far and
-/// where the new ones start (`None`: the file was replaced, all is new).
+/// Watches `path` (read so far into `tail`) until `changed` returns
+/// false: `changed` gets the tail (every complete line so far) and where
+/// the new lines start (`None`: the file was replaced, all is new).
 /// Blocks; run it on a thread of its own.
-pub fn follow(path: &Path, lines: Vec<u8>, mut changed: impl FnMut(&[u8], Option<usize>) -> bool) {
+pub fn follow(path: &Path, mut tail: Tail, mut changed: impl FnMut(&Tail, Option<usize>) -> bool) {
     let (wake, woken) = mpsc::channel::<()>();
     // Watch the folder, not the file: a file replaced by rename is a new
     // inode that a watch on the old one would never report.
@@ -33,7 +33,6 @@ pub fn follow(path: &Path, lines: Vec<u8>, mut changed: impl FnMut(&[u8], Option
         .unwrap_or(Path::new("."))
         .to_path_buf();
     let _watcher = watcher(&folder, path, wake);
-    let mut tail = Tail::at(path, lines);
     loop {
         match woken.recv_timeout(POLL) {
             Ok(()) | Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -48,7 +47,7 @@ pub fn follow(path: &Path, lines: Vec<u8>, mut changed: impl FnMut(&[u8], Option
             Ok(Change::Nothing) | Err(_) => continue,
         };
         let started = Instant::now();
-        if !changed(tail.lines(), from) {
+        if !changed(&tail, from) {
             break;
         }
         std::thread::sleep(started.elapsed() * REST);
