@@ -111,8 +111,16 @@ impl Ended {
                 for chunk in &chunks {
                     kept.extend_from_slice(chunk);
                 }
-                serde_json::from_slice(&kept)
-                    .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&kept).into_owned()))
+                match serde_json::from_slice(&kept) {
+                    Ok(value) => value,
+                    Err(_) => {
+                        let (text, shortened) = text_within(&kept, MAX_CAPTURED_ANSWER);
+                        if shortened {
+                            error.get_or_insert_with(escaped_words);
+                        }
+                        Value::String(text)
+                    }
+                }
             }
         };
         self.answer = Answer::Written(response);
@@ -194,6 +202,34 @@ impl Ended {
         }
         x
     }
+}
+
+/// An answer that is not JSON as text whose written form (control
+/// characters escaped, six bytes each) stays within `cap` bytes, and
+/// whether it had to be shortened: 64 MiB of decoded zeros became a
+/// 353 MB capture line and took the proxy to 1 GB.
+fn text_within(bytes: &[u8], cap: usize) -> (String, bool) {
+    let text = String::from_utf8_lossy(bytes);
+    let mut written = 0;
+    for (i, c) in text.char_indices() {
+        written += match c {
+            '"' | '\\' | '\n' | '\r' | '\t' => 2,
+            c if c.is_control() => 6,
+            c => c.len_utf8(),
+        };
+        if written > cap {
+            return (text[..i].to_string(), true);
+        }
+    }
+    (text.into_owned(), false)
+}
+
+/// What the capture says of a text answer shortened to its cap.
+fn escaped_words() -> String {
+    format!(
+        "the answer is not JSON and its text, escaped, went past {} MiB: the agent got all of it, the capture keeps its start",
+        MAX_CAPTURED_ANSWER >> 20
+    )
 }
 
 /// What the capture says of an answer kept only in part.
@@ -383,7 +419,10 @@ impl Returning {
 
     fn end(mut self, error: Option<String>) {
         self.ended.at = Instant::now();
-        if let Some(mut decoder) = self.decoder.take() {
+        // Past the cap the decoder was left mid-stream: its end is not an
+        // error (it said "could not be decoded" of an answer cut at the cap).
+        let cut = matches!(self.ended.answer, Answer::Kept { cut: true, .. });
+        if let Some(mut decoder) = self.decoder.take().filter(|_| !cut) {
             match decoder.finish() {
                 Ok(rest) if !rest.is_empty() => self.keep_plain(&Bytes::from(rest)),
                 Ok(_) => {}
@@ -491,5 +530,26 @@ impl Drop for Tapped {
 impl Returning {
     fn agent_left(&mut self) {
         self.ended.error = Some("the agent closed the connection before the answer ended".into());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_text_answer_is_kept_within_the_cap_once_escaped() {
+        let zeros = vec![0u8; 1000];
+        let (text, shortened) = text_within(&zeros, 600);
+        assert!(shortened);
+        assert_eq!(text.len(), 100, "six bytes a NUL once written");
+        assert!(serde_json::to_string(&text).unwrap().len() <= 602);
+        let plain = "héllo \"quoted\"\n".repeat(10);
+        assert_eq!(
+            text_within(plain.as_bytes(), 10_000),
+            (plain.clone(), false)
+        );
+        let (cut, shortened) = text_within(plain.as_bytes(), 7);
+        assert!(shortened && plain.starts_with(&cut), "{cut}");
     }
 }
