@@ -237,3 +237,75 @@ def test_a_plain_httpx_client_is_guarded_with_httpx_transports(fake):
     assert r.status_code == 400 and r.headers["x-loopdbg"] == "blocked"
     assert "toolu_f1" in r.json()["error"]["message"]
     assert fake.served() == 0
+
+
+def _chunks(data: bytes, size: int = 64):
+    for i in range(0, len(data), size):
+        yield data[i : i + size]
+
+
+@pytest.mark.parametrize("http", [httpx, httpx2], ids=["httpx", "httpx2"])
+def test_a_repaired_streamed_body_is_sent_with_its_length_alone(http):
+    """A body the SDK streamed (``Transfer-Encoding: chunked``) and the
+    guard repaired goes with ``Content-Length`` only: both together is a
+    request RFC 9112 forbids."""
+    seen = []
+
+    def upstream(request):
+        seen.append((dict(request.headers), request.read()))
+        return http.Response(200, json={"type": "message", "content": []})
+
+    body = json.dumps(UNANSWERED).encode()
+    headers = {"content-type": "application/json", "x-api-key": KEY}
+    url = "https://api.anthropic.com/v1/messages"
+    transport = GuardTransport("repair", http.MockTransport(upstream), http=http)
+    with http.Client(transport=transport) as c:
+        c.post(url, content=_chunks(body), headers=headers)
+    hook = request_hook("repair")
+    with http.Client(transport=http.MockTransport(upstream), event_hooks={"request": [hook]}) as c:
+        c.post(url, content=_chunks(body), headers=headers)
+    assert len(seen) == 2
+    for sent_headers, sent in seen:
+        lowered = {k.lower(): v for k, v in sent_headers.items()}
+        assert "transfer-encoding" not in lowered, lowered
+        assert int(lowered["content-length"]) == len(sent)
+        assert loopdbg.check(json.loads(sent))["problems"] == 0
+
+
+@pytest.mark.parametrize("http", [httpx, httpx2], ids=["httpx", "httpx2"])
+def test_a_streamed_body_past_the_limit_is_answered_413_without_being_read(http, monkeypatch):
+    """Past ``MAX_BODY`` the guard stops reading: it answers 413 itself,
+    as the proxy does, and nothing is sent."""
+    monkeypatch.setattr(loopdbg.guard, "MAX_BODY", 10_000)
+    pulled = []
+
+    def endless():  # a hundred times the limit: finite, so a guard that reads on fails, not hangs
+        for _ in range(1000):
+            pulled.append(1)
+            yield b"x" * 1000
+
+    sent = []
+    transport = GuardTransport("warn", http.MockTransport(lambda r: sent.append(r) or http.Response(200)), http=http)
+    url = "https://api.anthropic.com/v1/messages"
+    with http.Client(transport=transport) as c:
+        r = c.post(url, content=endless(), headers={"content-type": "application/json"})
+    assert r.status_code == 413
+    assert "over 10000 bytes" in r.json()["error"]["message"]
+    assert len(pulled) == 11, "read on past the limit"
+    assert not sent
+    assert transport.guard.counts["block"] == 1
+
+    async def main():
+        async def aendless():
+            for _ in range(1000):
+                pulled.append(1)
+                yield b"x" * 1000
+
+        pulled.clear()
+        inner = http.MockTransport(lambda r: http.Response(200))
+        async with http.AsyncClient(transport=AsyncGuardTransport("warn", inner, http=http)) as c:
+            r = await c.post(url, content=aendless())
+        assert r.status_code == 413
+        assert len(pulled) == 11
+
+    asyncio.run(main())

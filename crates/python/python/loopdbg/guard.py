@@ -54,6 +54,7 @@ __all__ = [
     "GuardTransport",
     "ProviderWouldRejectWarning",
     "Rejected",
+    "MAX_BODY",
     "Verdict",
     "async_client",
     "async_request_hook",
@@ -171,8 +172,40 @@ class Guard:
         return v
 
     def judge_request(self, request: Any) -> Verdict:
-        """Judges an ``httpx`` or ``httpx2`` request (its body read)."""
-        return self.judge(request.method, _path(request), request.read())
+        """Judges an ``httpx`` or ``httpx2`` request, reading its body (at
+        most :data:`MAX_BODY` bytes: past them it is refused, as the proxy
+        refuses it, without being read further)."""
+        body = _read_bounded(request)
+        if body is None:
+            return self._too_large()
+        return self.judge(request.method, _path(request), body)
+
+    async def ajudge_request(self, request: Any) -> Verdict:
+        """:meth:`judge_request` for an async request."""
+        body = await _aread_bounded(request)
+        if body is None:
+            return self._too_large()
+        return self.judge_request(request)
+
+    def _too_large(self) -> Verdict:
+        v = Verdict(
+            action="block",
+            provider=None,
+            status=413,
+            body={
+                "type": "error",
+                "error": {
+                    "type": "request_too_large",
+                    "message": f"loopdbg guard: the request body is over {MAX_BODY} bytes; not read further and not sent",
+                },
+            },
+            unread="request body too large",
+        )
+        self.counts["block"] += 1
+        self.last = v
+        if self.on_verdict is not None:
+            self.on_verdict(v)
+        return v
 
     def remember(self, response: Any) -> None:
         """Keeps a non-streamed Responses API answer for the requests that
@@ -194,6 +227,46 @@ class Guard:
         )
 
 
+#: The largest request body the guard reads, as ``loopdbg proxy``: past
+#: it the request is answered 413 in-process (a 300 MB streamed body was
+#: read whole, 1.8 GB of memory, before anything was said).
+MAX_BODY = 256 << 20
+
+
+def _read_bounded(request: Any) -> Optional[bytes]:
+    """The body of a sync request, read and kept as ``read()`` keeps it,
+    or ``None`` once it passes :data:`MAX_BODY` (nothing more is read)."""
+    if hasattr(request, "_content"):
+        return request._content
+    chunks, size = [], 0
+    for chunk in request.stream:
+        size += len(chunk)
+        if size > MAX_BODY:
+            return None
+        chunks.append(chunk)
+    return _keep(request, b"".join(chunks))
+
+
+async def _aread_bounded(request: Any) -> Optional[bytes]:
+    """:func:`_read_bounded` for an async request."""
+    if hasattr(request, "_content"):
+        return request._content
+    chunks, size = [], 0
+    async for chunk in request.stream:
+        size += len(chunk)
+        if size > MAX_BODY:
+            return None
+        chunks.append(chunk)
+    return _keep(request, b"".join(chunks))
+
+
+def _keep(request: Any, content: bytes) -> bytes:
+    """Keeps a body read as the package's own ``read()`` does."""
+    request._content = content
+    request.stream = _package(like=request).ByteStream(content)
+    return content
+
+
 def _path(request: Any) -> str:
     return request.url.raw_path.decode("ascii", "replace")
 
@@ -201,7 +274,11 @@ def _path(request: Any) -> str:
 def _with_body(request: Any, body: Any) -> Any:
     """The same request carrying ``body`` instead."""
     content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
-    headers = [(k, v) for k, v in request.headers.multi_items() if k.lower() != "content-length"]
+    # The repaired body is sent whole, with its own length: a streamed
+    # request's `Transfer-Encoding: chunked` went with it and the request
+    # carried both (RFC 9112 forbids it; a server may take either).
+    framing = ("content-length", "transfer-encoding")
+    headers = [(k, v) for k, v in request.headers.multi_items() if k.lower() not in framing]
     return _package(like=request).Request(
         request.method,
         request.url,
@@ -216,6 +293,8 @@ def _replace_body(request: Any, body: Any) -> None:
     content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
     request.stream = _package(like=request).ByteStream(content)
     request._content = content  # what request.read() and .content return
+    if "Transfer-Encoding" in request.headers:
+        del request.headers["Transfer-Encoding"]
     request.headers["Content-Length"] = str(len(content))
 
 
@@ -261,7 +340,8 @@ class _AsyncJudging(_Judging):
         self._transport = transport if transport is not None else http.AsyncHTTPTransport()
 
     async def handle_async_request(self, request: Any) -> Any:
-        await request.aread()
+        if await _aread_bounded(request) is None:
+            return self.guard.refusal(request, self.guard._too_large())
         v, request = self._before(request)
         if v.action == "block":
             return self.guard.refusal(request, v)
@@ -362,8 +442,7 @@ def async_request_hook(
     g = guard or Guard(mode)
 
     async def hook(request: Any) -> None:
-        await request.aread()
-        _apply(g, request, g.judge_request(request))
+        _apply(g, request, await g.ajudge_request(request))
 
     hook.guard = g  # type: ignore[attr-defined]
     return hook
