@@ -5,7 +5,7 @@
 //! all arrive here; what each holds is read by `loopdbg_read`.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 
 use crate::limits::{MAX_LINE_BYTES, MAX_WHOLE_BYTES};
@@ -227,9 +227,7 @@ pub(crate) fn read_text_line(
     n: usize,
 ) -> Result<Option<String>, LoadError> {
     let mut buf = Vec::new();
-    let read = reader
-        .take(MAX_LINE_BYTES as u64 + 1)
-        .read_until(b'\n', &mut buf)
+    let read = loopdbg_io::lines::read_line_bounded(reader, &mut buf, MAX_LINE_BYTES)
         .map_err(|e| unreadable(origin, e))?;
     if read == 0 {
         return Ok(None);
@@ -522,8 +520,8 @@ pub(crate) fn whole_text(
         text.push('\n');
     }
     let mut bytes = Vec::new();
-    rest.take(MAX_WHOLE_BYTES + 1)
-        .read_to_end(&mut bytes)
+    let mut rest = rest;
+    loopdbg_io::lines::read_to_end_bounded(&mut rest, &mut bytes, MAX_WHOLE_BYTES as usize)
         .map_err(|e| unreadable(origin, e))?;
     if (text.len() + bytes.len()) as u64 > MAX_WHOLE_BYTES {
         return Err(too_large(origin, "an MCP capture"));
@@ -668,8 +666,8 @@ pub(crate) fn document(
         bytes.push(b'\n');
     }
     let first_line = head.first().map_or(1, |(n, _)| *n);
-    rest.take(MAX_WHOLE_BYTES + 1)
-        .read_to_end(&mut bytes)
+    let mut rest = rest;
+    loopdbg_io::lines::read_to_end_bounded(&mut rest, &mut bytes, MAX_WHOLE_BYTES as usize)
         .map_err(|e| unreadable(&origin, e))?;
     if bytes.len() as u64 > MAX_WHOLE_BYTES {
         return Err(too_large(&origin, "a JSON document"));

@@ -4,7 +4,84 @@
 //! the lines after it are read on (a 1.1 GB line took 3.4 GB and stopped
 //! everything after it; issue 23, items 8 and 13).
 
-use std::io::BufRead;
+use std::io::{BufRead, Read};
+
+/// Appends `bytes` to `buf`, never holding more than `limit` bytes of
+/// capacity: a buffer doubles up to [`GROW_TO_LIMIT`], then is reserved
+/// once up to `limit` (address space the system hands out as it is
+/// written), so a long line is not copied from one buffer to the next
+/// twice its size. A 1 GiB line refused at its limit took 2.1 GB (each
+/// doubling copied, the old buffers not yet given back); it takes its
+/// own size.
+pub fn push_bounded(buf: &mut Vec<u8>, bytes: &[u8], limit: usize) {
+    let needed = buf.len() + bytes.len();
+    if needed > buf.capacity() {
+        let target = match needed > GROW_TO_LIMIT {
+            true => limit,
+            false => buf.capacity().max(64 << 10).saturating_mul(2).min(limit),
+        };
+        buf.reserve_exact(target.max(needed) - buf.len());
+    }
+    buf.extend_from_slice(bytes);
+}
+
+/// Past this a buffer is reserved to its limit at once.
+pub const GROW_TO_LIMIT: usize = 16 << 20;
+
+/// Reads `reader` to its end into `buf`, at most `limit` bytes plus one
+/// (so a caller can tell the input went past `limit`), the buffer grown
+/// as [`push_bounded`] grows it.
+pub fn read_to_end_bounded(
+    reader: &mut (impl BufRead + ?Sized),
+    buf: &mut Vec<u8>,
+    limit: usize,
+) -> std::io::Result<usize> {
+    let start = buf.len();
+    let mut taken = reader.take(limit as u64 + 1 - start.min(limit) as u64);
+    loop {
+        let available = match taken.fill_buf() {
+            Ok(a) => a,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if available.is_empty() {
+            return Ok(buf.len() - start);
+        }
+        let n = available.len();
+        push_bounded(buf, available, limit + 1);
+        taken.consume(n);
+    }
+}
+
+/// Reads one line (to and with its `\n`) into `buf`, at most `limit`
+/// bytes plus one, the buffer grown as [`push_bounded`] grows it.
+pub fn read_line_bounded(
+    reader: &mut (impl BufRead + ?Sized),
+    buf: &mut Vec<u8>,
+    limit: usize,
+) -> std::io::Result<usize> {
+    let start = buf.len();
+    loop {
+        let available = match reader.fill_buf() {
+            Ok(a) => a,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if available.is_empty() {
+            return Ok(buf.len() - start);
+        }
+        let room = (limit + 1).saturating_sub(buf.len());
+        let (take, ends) = match available.iter().position(|&b| b == b'\n') {
+            Some(i) if i < room => (i + 1, true),
+            _ => (available.len().min(room), false),
+        };
+        push_bounded(buf, &available[..take], limit + 1);
+        reader.consume(take);
+        if ends || buf.len() > limit {
+            return Ok(buf.len() - start);
+        }
+    }
+}
 
 /// Whole lines, read from `rest` in chunks.
 pub struct LineChunks<R> {
@@ -84,7 +161,11 @@ impl<R: BufRead> LineChunks<R> {
                 return Ok(false);
             }
             let take = available.len().min(self.chunk_bytes - buf.len());
-            buf.extend_from_slice(&available[..take]);
+            push_bounded(
+                buf,
+                &available[..take],
+                self.chunk_bytes + self.max_line + 1,
+            );
             self.rest.consume(take);
         }
         let line_start = buf.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
@@ -105,7 +186,7 @@ impl<R: BufRead> LineChunks<R> {
             // ends is bounded the same (it got one byte more; fuzzing).
             let line = buf.len() - line_start + take - usize::from(ends);
             if !overflowed && line <= self.max_line {
-                buf.extend_from_slice(&available[..take]);
+                push_bounded(buf, &available[..take], line_start + self.max_line + 1);
             } else {
                 overflowed = true;
                 buf.truncate(line_start);
@@ -175,5 +256,36 @@ mod tests {
         assert_eq!(overlong, [2]);
         let after = chunks.iter().position(|c| c.overlong.is_some()).unwrap() + 1;
         assert_eq!(chunks[after].first, 3);
+    }
+
+    #[test]
+    fn bounded_reads_stop_one_past_the_limit_and_never_hold_more() {
+        let limit = 300_000;
+        let long = vec![b'x'; 1_000_000];
+        let mut buf = Vec::new();
+        let mut reader = std::io::BufReader::with_capacity(7_000, &long[..]);
+        let n = read_line_bounded(&mut reader, &mut buf, limit).unwrap();
+        assert_eq!(n, limit + 1);
+        assert!(buf.capacity() <= limit + 1, "{}", buf.capacity());
+        let mut buf = Vec::new();
+        let mut reader = std::io::BufReader::with_capacity(7_000, &long[..]);
+        read_to_end_bounded(&mut reader, &mut buf, limit).unwrap();
+        assert_eq!(buf.len(), limit + 1);
+        assert!(buf.capacity() <= limit + 1, "{}", buf.capacity());
+        let mut lines = &b"one\ntwo\nthree"[..];
+        let mut buf = Vec::new();
+        read_line_bounded(&mut lines, &mut buf, 100).unwrap();
+        assert_eq!(buf, b"one\n");
+        buf.clear();
+        read_to_end_bounded(&mut lines, &mut buf, 100).unwrap();
+        assert_eq!(buf, b"two\nthree");
+        let chunks = all(&long, 10, limit);
+        assert_eq!(chunks.len(), 1);
+        assert_eq!(chunks[0].overlong, Some(1));
+        assert!(
+            chunks[0].bytes.capacity() <= limit + 11,
+            "{}",
+            chunks[0].bytes.capacity()
+        );
     }
 }
