@@ -161,7 +161,8 @@ impl Tail {
                     data = &data[end + 1..];
                 }
                 None => {
-                    self.partial.extend_from_slice(data);
+                    let limit = usize::try_from(self.max_line).unwrap_or(usize::MAX);
+                    crate::lines::push_bounded(&mut self.partial, data, limit);
                     return;
                 }
             }
