@@ -383,6 +383,38 @@ fn check_format_can_force_the_input_and_pick_the_output() {
         .code(2);
 }
 
+/// `check --fix` writes what it did not repair as it was: numbers as
+/// written, a key written twice, the other requests' lines byte for byte.
+#[test]
+fn check_fix_leaves_numbers_and_keys_as_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("bodies.jsonl");
+    let broken = r#"{"model":"m","max_tokens":1e3,"seed":123456789012345678901234567890,"metadata":{"k":1,"k":2},"messages":[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"f","input":{"n":1E2}},{"type":"tool_use","id":"toolu_2","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"ok"}]}]}"#;
+    let clean = r#"{"model":"m","max_tokens":1e3,"messages":[{"role":"user","content":"hi"}]}"#;
+    std::fs::write(&input, format!("{clean}\n{broken}\n")).unwrap();
+    let out = dir.path().join("fixed.jsonl");
+    loopdbg()
+        .arg("check")
+        .arg(&input)
+        .args(["--fix", "synthesize", "-o"])
+        .arg(&out)
+        .assert()
+        .code(0);
+    let fixed = std::fs::read_to_string(&out).unwrap();
+    let lines: Vec<&str> = fixed.lines().collect();
+    assert_eq!(lines[0], clean);
+    for kept in [
+        r#""max_tokens":1e3"#,
+        "123456789012345678901234567890",
+        r#"{"k":1,"k":2}"#,
+        r#"{"n":1E2}"#,
+        r#"{"role":"user","content":"go"}"#,
+    ] {
+        assert!(lines[1].contains(kept), "{kept} lost: {}", lines[1]);
+    }
+    assert!(lines[1].contains("toolu_2"), "{}", lines[1]);
+}
+
 #[test]
 fn check_fix_writes_a_repaired_copy_and_never_the_input() {
     let dir = std::env::temp_dir().join(format!("loopdbg-fix-{}", std::process::id()));

@@ -1429,3 +1429,35 @@ fn every_repair_of_the_fixtures_keeps_what_it_does_not_name() {
     assert!(repaired > 20, "{repaired} logs");
     loopdbg_corpus::doctor::verify_repair(b"0\r\n\0\0", Source::GeminiCli).unwrap();
 }
+
+/// What a repair does not touch is written as it was: a number as
+/// written (`1e2`, an integer past 64 bits) and a key written twice, on
+/// the line the doctor edits (serde_json wrote `100.0`,
+/// `1.2345678901234568e+29` and one key).
+#[test]
+fn doctor_edits_leave_numbers_and_keys_as_written() {
+    let (_dir, path) = copy(INVALID_ID);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let odd = r#""loopdbgTest":{"n":1e2,"big":123456789012345678901234567890,"d":1,"d":2},"#;
+    let marked: Vec<String> = text
+        .lines()
+        .enumerate()
+        .map(|(k, l)| match k {
+            18 | 19 => l.replacen('{', &format!("{{{odd}"), 1),
+            _ => l.to_string(),
+        })
+        .collect();
+    std::fs::write(&path, marked.join("\n") + "\n").unwrap();
+    age(&path);
+    loopdbg()
+        .args(["doctor", "--write", path.to_str().unwrap()])
+        .assert()
+        .code(0);
+    let after = std::fs::read_to_string(&path).unwrap();
+    for (k, (old, new)) in marked.iter().zip(after.lines()).enumerate() {
+        match k {
+            18 | 19 => assert_eq!(old.replace("toolu_e2e.1", "toolu_e2e_1"), new),
+            _ => assert_eq!(old, new, "line {} changed", k + 1),
+        }
+    }
+}

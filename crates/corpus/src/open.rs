@@ -1273,8 +1273,13 @@ fn write_repaired(
                 .or_else(|| detect(&doc))
                 .ok_or_else(|| LoadError::at(origin, &text, 0, "expected a conversation"))?;
             let n = repair(&mut doc, source.provider(), how);
-            serde_json::to_writer_pretty(&mut *out, &doc).map_err(|e| write_err(e.into()))?;
-            writeln!(out).map_err(write_err)?;
+            // What the repair left alone is written as it was (numbers,
+            // keys written twice, the file's own layout).
+            let written = match n {
+                0 => text.trim_end().to_string(),
+                _ => loopdbg_formats::edit::rewrite(&text, &doc),
+            };
+            writeln!(out, "{written}").map_err(write_err)?;
             Ok(n)
         }
         Layout::Lines => {
@@ -1294,8 +1299,8 @@ fn write_repaired(
                 if fixed == 0 {
                     writeln!(out, "{line}").map_err(write_err)?;
                 } else {
-                    serde_json::to_writer(&mut *out, &doc).map_err(|e| write_err(e.into()))?;
-                    writeln!(out).map_err(write_err)?;
+                    let written = loopdbg_formats::edit::rewrite(&line, &doc);
+                    writeln!(out, "{written}").map_err(write_err)?;
                 }
             }
             Ok(total)

@@ -30,6 +30,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod edit;
 pub mod prices;
 pub mod provider;
 pub mod redact;

@@ -649,7 +649,9 @@ fn outgoing(
             Err(Box::new((400, crate::gate::as_bedrock_error(&body))))
         }
         Some(Decision::Repaired { body, .. }) => {
-            let outgoing = Bytes::from(body.to_string());
+            // What the repair left alone goes as the agent wrote it.
+            let original = String::from_utf8_lossy(&bytes);
+            let outgoing = Bytes::from(loopdbg_formats::edit::rewrite(&original, &body));
             started.forwarded = Some(body);
             Ok((outgoing, Action::Repaired))
         }

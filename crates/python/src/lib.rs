@@ -313,9 +313,16 @@ impl Gate {
         });
         match v.decision {
             Decision::Forward => out["action"] = "forward".into(),
-            Decision::Repaired { body, changes } => {
+            Decision::Repaired {
+                body: repaired,
+                changes,
+            } => {
                 out["action"] = "repair".into();
-                out["body"] = body;
+                // The body to send: what the repair left alone as written.
+                out["text"] =
+                    loopdbg_formats::edit::rewrite(&String::from_utf8_lossy(&body), &repaired)
+                        .into();
+                out["body"] = repaired;
                 out["changes"] = changes.into();
             }
             Decision::Block { status, body } => {

@@ -309,3 +309,30 @@ def test_a_streamed_body_past_the_limit_is_answered_413_without_being_read(http,
         assert len(pulled) == 11
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("http", [httpx, httpx2], ids=["httpx", "httpx2"])
+def test_a_repair_sends_what_it_left_alone_as_written(http):
+    """Numbers the repair did not touch go as the request wrote them
+    (``json.dumps`` of the parsed body wrote ``1e3`` as ``1000.0``), and so
+    does a key written twice."""
+    seen = []
+
+    def upstream(request):
+        seen.append(request.read().decode())
+        return http.Response(200, json={"type": "message", "content": []})
+
+    body = json.dumps(UNANSWERED)[:-1] + ', "seed": 123456789012345678901234567890, "top_k": 1e3, "metadata": {"k": 1, "k": 2}}'
+    transport = GuardTransport("repair", http.MockTransport(upstream), http=http)
+    hook = request_hook("repair")
+    url = "https://api.anthropic.com/v1/messages"
+    headers = {"content-type": "application/json"}
+    with http.Client(transport=transport) as c:
+        c.post(url, content=body.encode(), headers=headers)
+    with http.Client(transport=http.MockTransport(upstream), event_hooks={"request": [hook]}) as c:
+        c.post(url, content=body.encode(), headers=headers)
+    assert len(seen) == 2
+    for sent in seen:
+        for kept in ["123456789012345678901234567890", "1e3", '{"k": 1, "k": 2}']:
+            assert kept in sent, f"{kept} lost: {sent}"
+        assert loopdbg.check(json.loads(sent))["problems"] == 0

@@ -9,6 +9,7 @@
 //! second copy and gives a call without a result an error result, in the
 //! record where the CLI keeps results (`toolCalls[k].result`).
 
+use loopdbg_formats::edit::rewrite;
 use std::collections::{BTreeMap, HashSet};
 
 use serde_json::{Value, json};
@@ -153,7 +154,7 @@ fn write_back(
             }
             (None, Some(v)) => {
                 let line = &mut lines[rec.loc.line];
-                line.text = v.to_string();
+                line.text = rewrite(&line.text, v);
                 line.parsed = Some(v.clone());
             }
             (None, None) => {
@@ -185,7 +186,7 @@ fn write_back(
                 None => Some(m),
             })
             .collect();
-        line.text = parsed.to_string();
+        line.text = rewrite(&line.text, parsed);
     }
     Ok(())
 }

@@ -12,6 +12,7 @@
 //! (Claude Code killed mid-write) is dropped. Every other line is kept
 //! byte for byte.
 
+use loopdbg_formats::edit::rewrite;
 use serde_json::{Map, Value, json};
 
 mod codex;
@@ -167,7 +168,7 @@ fn reparent_to_added(
             continue;
         }
         if set(v, "parentUuid", Value::from(uuid.clone())) {
-            line.text = v.to_string();
+            line.text = rewrite(&line.text, v);
             changes.push(Change {
                 line: k + 1,
                 what: format!("re-parent it to {uuid} (its parent {parent} is not in the file)"),
@@ -211,7 +212,7 @@ fn split_duplicate(
     }
     target.insert("id".into(), Value::from(fresh.clone()));
     let call = call.clone();
-    lines[line - 1].text = call.to_string();
+    lines[line - 1].text = rewrite(&lines[line - 1].text, &call);
     changes.push(Change {
         line,
         what: format!("give the second call named {id} in this turn its own id, {fresh}"),
@@ -237,7 +238,7 @@ fn split_duplicate(
         if !set(block, "tool_use_id", Value::from(fresh.clone())) {
             return None;
         }
-        lines[k].text = v.to_string();
+        lines[k].text = rewrite(&lines[k].text, v);
         changes.push(Change {
             line: k + 1,
             what: format!("this second result for {id} answers {fresh}"),
@@ -312,7 +313,7 @@ fn drop_orphan_result(lines: &mut [Line], id: &str, changes: &mut Vec<Change>) {
             blocks[0] = serde_json::json!({"type": "text", "text": format!(
                 "[The result of {id}, a call the compaction before this message summarised:]\n{said}"
             )});
-            line.text = v.to_string();
+            line.text = rewrite(&line.text, v);
             changes.push(Change {
                 line: k + 1,
                 what: format!(
@@ -337,7 +338,7 @@ fn drop_orphan_result(lines: &mut [Line], id: &str, changes: &mut Vec<Change>) {
                 ),
             });
         } else {
-            line.text = v.to_string();
+            line.text = rewrite(&line.text, v);
             changes.push(Change {
                 line: k + 1,
                 what: format!("take out the tool_result for {id}, a call not in the history"),
@@ -353,7 +354,7 @@ fn drop_orphan_result(lines: &mut [Line], id: &str, changes: &mut Vec<Change>) {
                 continue;
             }
             set(v, "parentUuid", parent.clone());
-            line.text = v.to_string();
+            line.text = rewrite(&line.text, v);
             changes.push(Change {
                 line: k + 1,
                 what: format!(
@@ -407,7 +408,7 @@ fn rename_id(lines: &mut [Line], id: &str, changes: &mut Vec<Change>) {
             continue;
         };
         if walk(v, id, &new) {
-            line.text = v.to_string();
+            line.text = rewrite(&line.text, v);
             changes.push(Change {
                 line: k + 1,
                 what: format!("rename the call id {id} to {new} (Anthropic refuses the first)"),

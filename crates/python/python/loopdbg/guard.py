@@ -114,6 +114,9 @@ class Verdict:
     changes: int = 0
     #: Why the body could not be read as a conversation, when it could not.
     unread: Optional[str] = None
+    #: For ``repair``: the body sent, as text, every part the repair left
+    #: alone as the request wrote it (numbers, keys written twice).
+    text: Optional[str] = None
     bedrock: bool = False
 
     @property
@@ -271,9 +274,17 @@ def _path(request: Any) -> str:
     return request.url.raw_path.decode("ascii", "replace")
 
 
-def _with_body(request: Any, body: Any) -> Any:
-    """The same request carrying ``body`` instead."""
-    content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+def _content(v: "Verdict") -> bytes:
+    """A repaired body as sent: its text, which keeps what the repair left
+    alone as written (``json.dumps`` of ``v.body`` would write ``1e2`` as
+    ``100.0``)."""
+    if v.text is not None:
+        return v.text.encode()
+    return json.dumps(v.body, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _with_body(request: Any, content: bytes) -> Any:
+    """The same request carrying ``content`` instead."""
     # The repaired body is sent whole, with its own length: a streamed
     # request's `Transfer-Encoding: chunked` went with it and the request
     # carried both (RFC 9112 forbids it; a server may take either).
@@ -288,9 +299,8 @@ def _with_body(request: Any, body: Any) -> Any:
     )
 
 
-def _replace_body(request: Any, body: Any) -> None:
+def _replace_body(request: Any, content: bytes) -> None:
     """Changes ``request``'s body in place (an event hook gets no other way)."""
-    content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
     request.stream = _package(like=request).ByteStream(content)
     request._content = content  # what request.read() and .content return
     if "Transfer-Encoding" in request.headers:
@@ -310,7 +320,7 @@ class _Judging:
     def _before(self, request: Any) -> "tuple[Verdict, Any]":
         v = self.guard.judge_request(request)
         if v.action == "repair":
-            request = _with_body(request, v.body)
+            request = _with_body(request, _content(v))
         return v, request
 
 
@@ -452,4 +462,4 @@ def _apply(g: Guard, request: Any, v: Verdict) -> None:
     if v.action == "block":
         raise Rejected(v)
     if v.action == "repair":
-        _replace_body(request, v.body)
+        _replace_body(request, _content(v))
