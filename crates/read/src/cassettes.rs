@@ -108,10 +108,18 @@ fn nock_interaction(v: &Value) -> Value {
     json!({"request": request, "response": response})
 }
 
+/// The longest body text a recording's reader decodes or keeps when it is
+/// not JSON: past any provider's request limit (Anthropic's is 32 MB).
+pub const MAX_RECORDED_BODY: usize = 64 << 20;
+
 /// Base64 text (line breaks allowed, as YAML folds it) as UTF-8 text,
-/// when its bytes are text.
+/// when its bytes are text and no longer than a recorded body is read
+/// ([`MAX_RECORDED_BODY`]; past it nothing is decoded).
 pub fn text_of_base64(text: &str) -> Option<String> {
     use base64::Engine;
+    if text.len() / 4 * 3 > MAX_RECORDED_BODY {
+        return None;
+    }
     let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(compact)

@@ -15,6 +15,7 @@
 use loopdbg_engine::diagnostics::json_span::JsonPath;
 use serde_json::Value;
 
+use super::cassettes::MAX_RECORDED_BODY;
 use super::{Answer, BlockSource, Conversation, ReadError, Source, detect, read_owned};
 use loopdbg_formats::provider::Format;
 
@@ -91,6 +92,7 @@ fn body_of(side: &Value) -> Option<Value> {
     // encoding`); its words are the decoded ones, never the base64.
     let decoded;
     let text = match side.pointer("/content/encoding").and_then(Value::as_str) {
+        Some(_) if text.len() > MAX_RECORDED_BODY => return Some(too_long(text)),
         Some(e) if e.eq_ignore_ascii_case("base64") => {
             decoded = super::cassettes::text_of_base64(text)?;
             decoded.as_str()
@@ -104,6 +106,12 @@ fn body_of(side: &Value) -> Option<Value> {
     if let Ok(v) = serde_json::from_str(text) {
         return Some(v);
     }
+    // Text no provider would take is not decoded or copied: only its size
+    // is kept (300 MB of base64 in a 300 KB `.har.gz` was copied, decoded
+    // and copied again: 1.5 GB).
+    if text.len() > MAX_RECORDED_BODY {
+        return Some(too_long(text));
+    }
     // YAML's `!!binary` body, its tag dropped by the parser: base64 whose
     // bytes are a JSON document.
     if let Some(v) =
@@ -112,6 +120,15 @@ fn body_of(side: &Value) -> Option<Value> {
         return Some(v);
     }
     Some(Value::String(text.to_string()))
+}
+
+/// What is kept of a body past [`MAX_RECORDED_BODY`] that is not JSON.
+fn too_long(text: &str) -> Value {
+    Value::String(format!(
+        "[loopdbg: a body of {} bytes that is not JSON, not read: longer than {} MiB]",
+        text.len(),
+        MAX_RECORDED_BODY >> 20
+    ))
 }
 
 /// The status a response records: `status.code` (VCR), `status` (HAR),
@@ -378,5 +395,36 @@ mod tests {
             .conversations;
         assert_eq!(convs[0].messages.len(), 1);
         assert_eq!(convs[0].refusals.len(), 1);
+    }
+
+    /// A body past the limit that is not JSON is neither decoded nor
+    /// copied (its size is what is kept), however it is marked as base64;
+    /// a JSON body is read whatever its size.
+    #[test]
+    fn a_body_past_the_limit_that_is_not_json_is_only_measured() {
+        // Decoded, past the limit too.
+        let base64 = "A".repeat(MAX_RECORDED_BODY / 3 * 4 + 8);
+        let sides = [
+            serde_json::json!({"postData": {"text": base64}}),
+            serde_json::json!({"content": {"text": base64, "encoding": "base64"}}),
+            serde_json::json!({"body": {"b64": base64}}),
+            serde_json::json!({"body": format!("base64:{base64}")}),
+        ];
+        for side in &sides {
+            let body = body_of(side);
+            let said = body.as_ref().and_then(Value::as_str).unwrap_or("");
+            assert!(
+                body.is_none() || said.contains("not read: longer than 64 MiB"),
+                "{}",
+                &said[..said.len().min(80)]
+            );
+        }
+        assert!(crate::cassettes::text_of_base64(&base64).is_none());
+        let json = format!(
+            "{{\"messages\": [], \"pad\": \"{}\"}}",
+            "x".repeat(MAX_RECORDED_BODY)
+        );
+        let side = serde_json::json!({"postData": {"text": json}});
+        assert!(body_of(&side).is_some_and(|b| b.get("messages").is_some()));
     }
 }
