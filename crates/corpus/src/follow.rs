@@ -99,12 +99,8 @@ impl Followed {
                 conversations,
                 capture,
             } => {
-                let (lines, overlong) = numbered(appended, self.lines, crate::MAX_LINE_BYTES);
-                self.lines += count_lines(appended);
-                if let Some(n) = overlong {
-                    self.error
-                        .get_or_insert_with(|| crate::open::overlong_line(&self.origin, n));
-                }
+                let lines = numbered(appended, self.lines);
+                self.lines += lines.len();
                 for (n, line) in lines {
                     take_line(
                         &self.origin,
@@ -198,43 +194,31 @@ fn take_line(
 
 /// The lines of `bytes` numbered from `after + 1`, as text; a line that is
 /// not UTF-8 is read lossily (the reader then names what it cannot parse).
-/// A line past `max_line` ([`crate::MAX_LINE_BYTES`]) is not copied: it is left out,
-/// and its number is the error.
-fn numbered(bytes: &[u8], after: usize, max_line: usize) -> (Vec<(usize, String)>, Option<usize>) {
-    let mut overlong = None;
-    let lines = bytes
+/// No line is past the limit: the follower's `Tail` skips those.
+fn numbered(bytes: &[u8], after: usize) -> Vec<(usize, String)> {
+    bytes
         .split_inclusive(|&b| b == b'\n')
         .enumerate()
-        .filter_map(|(i, line)| {
+        .map(|(i, line)| {
             let n = after + i + 1;
             let mut line = line.strip_suffix(b"\n").unwrap_or(line);
             line = line.strip_suffix(b"\r").unwrap_or(line);
             if n == 1 {
                 line = line.strip_prefix(b"\xef\xbb\xbf").unwrap_or(line);
             }
-            if line.len() > max_line {
-                overlong.get_or_insert(n);
-                return None;
-            }
-            Some((n, String::from_utf8_lossy(line).into_owned()))
+            (n, String::from_utf8_lossy(line).into_owned())
         })
-        .collect();
-    (lines, overlong)
-}
-
-/// How many lines `bytes` holds (its last may lack its `\n`).
-fn count_lines(bytes: &[u8]) -> usize {
-    bytes.split_inclusive(|&b| b == b'\n').count()
+        .collect()
 }
 
 /// Pushes the new lines of an agent log; returns how many lines it holds.
 fn push_log_lines(log: &mut Log, appended: &[u8], after: usize) -> usize {
-    let (lines, _) = numbered(appended, after, crate::MAX_LINE_BYTES);
+    let lines = numbered(appended, after);
     let borrowed: Vec<(usize, &str)> = lines.iter().map(|(n, l)| (*n, l.as_str())).collect();
-    // A line an agent half-wrote or wrote wrong (or past the limit) is
-    // skipped, as agents skip it when they resume; the rest is shown.
+    // A line an agent half-wrote or wrote wrong is skipped, as agents skip
+    // it when they resume; the rest is shown.
     let _ = crate::open::push_lines_on_every_core(log, &borrowed);
-    after + count_lines(appended)
+    after + lines.len()
 }
 
 /// A file read whole, as `check` reads it.
@@ -328,17 +312,5 @@ mod tests {
             "the old line was read again"
         );
         assert_eq!(picked.place.count, 3, "the appended lines were read");
-    }
-
-    #[test]
-    fn a_line_past_the_limit_is_not_copied_and_is_named() {
-        let bytes = b"short\nmuch too long\nok\r\nlast";
-        let (lines, overlong) = numbered(bytes, 10, 8);
-        assert_eq!(
-            lines,
-            [(11, "short".into()), (13, "ok".into()), (14, "last".into())]
-        );
-        assert_eq!(overlong, Some(12));
-        assert_eq!(count_lines(bytes), 4);
     }
 }

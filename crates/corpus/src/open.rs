@@ -56,13 +56,6 @@ pub enum GrowingLayout {
 
 /// How a growing file is to be read, from its complete lines so far.
 pub fn growing_layout(origin: &str, all: &[u8]) -> Result<GrowingLayout, LoadError> {
-    // A first line past the limit is refused before anything is copied (a
-    // 1.1 GB line was copied twice and aborted a follower under a 4 GB
-    // address limit).
-    let first = all.iter().position(|&b| b == b'\n').unwrap_or(all.len());
-    if first > MAX_LINE_BYTES {
-        return Err(overlong_line(origin, 1));
-    }
     let reader = Box::new(std::io::Cursor::new(all.to_vec()));
     let opened = sniff_reader(origin.to_string(), reader, None)?;
     if opened.capture {

@@ -207,12 +207,11 @@ impl Cut {
     }
 
     fn push(&mut self, data: &[u8]) {
+        self.take(data);
+        // One JSON body is recorded once, when the answer ends (`Drop`).
         if !self.streamed {
-            // One JSON body: recorded once, when the answer ends (`Drop`).
-            self.take(data);
             return;
         }
-        self.take(data);
         // Server-sent events end with a blank line; `data:` lines carry
         // the message (a `:` comment or a bare `id:` / `retry:` carries none).
         let mut done = 0;
