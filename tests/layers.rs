@@ -80,7 +80,7 @@ const LAYERS: &[Layer] = &[
         never: IMPURE,
     },
     // The debugger's state, update and view: ratatui and crossterm for
-    // widgets and key types only; the terminal is the binary's.
+    // widgets and key types only; the terminal is term's.
     Layer {
         name: "tui",
         uses: &[
@@ -88,6 +88,13 @@ const LAYERS: &[Layer] = &[
         ],
         pure: true,
         never: &["tokio", "hyper", "socket2", "notify", "rayon"],
+    },
+    // The debugger on a terminal: the event loop, signals, the editor.
+    Layer {
+        name: "term",
+        uses: &["tui", "io"],
+        pure: false,
+        never: &["hyper", "socket2", "notify", "rayon"],
     },
     // Bytes in and out, before any format: std, flate2, tempfile.
     Layer {

@@ -9,7 +9,7 @@ use loopdbg_tui::App;
 use loopdbg_tui::app::{LiveEvent, LiveUpdate};
 use tokio::sync::mpsc;
 
-use super::{Failure, terminal};
+use super::Failure;
 
 /// The picture of a followed file after a change: `all` is every complete
 /// line so far, those from byte `from` on new (`None`: all of it), and
@@ -100,7 +100,7 @@ pub(super) fn follow(path: &Path, which: Option<usize>) -> Result<ExitCode, Fail
         origin.clone(),
         format!("follow {origin}"),
         first,
-        terminal::theme(),
+        loopdbg_term::theme(),
     );
-    terminal::run_live(app, feed)
+    super::show_live(app, feed)
 }

@@ -1,4 +1,4 @@
-//! The command line: arguments ([`args`]), the terminal ([`terminal`]),
+//! The command line: arguments ([`args`]), the terminal (`loopdbg-term`),
 //! what each subcommand prints and writes, and exit codes. Everything a
 //! command decides is the library's (`loopdbg-corpus` opens and reads,
 //! `loopdbg-judge` judges, `loopdbg-tui` shows).
@@ -29,16 +29,28 @@ mod demo;
 mod follow;
 #[cfg(feature = "proxy")]
 mod mcp;
-mod on_signal;
 #[cfg(feature = "proxy")]
 mod proxy;
-mod signals;
 use loopdbg_corpus::prices;
 use loopdbg_corpus::replay::Opening;
 use loopdbg_corpus::sessions::{self, Subject, subject};
 use loopdbg_engine::diagnostics::inert_json as json;
 
-pub mod terminal;
+/// The debugger on the terminal, with the prices its cost lines use.
+fn show(mut app: App) -> anyhow::Result<ExitCode> {
+    app.prices = std::sync::Arc::new(prices::prices().clone());
+    loopdbg_term::run(app)
+}
+
+/// A live debugger: `feed` brings newer pictures of the traffic.
+#[cfg(any(feature = "proxy", feature = "follow"))]
+fn show_live(
+    mut app: App,
+    feed: tokio::sync::mpsc::UnboundedReceiver<loopdbg_tui::app::LiveEvent>,
+) -> anyhow::Result<ExitCode> {
+    app.prices = std::sync::Arc::new(prices::prices().clone());
+    loopdbg_term::run_live(app, feed)
+}
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -80,7 +92,7 @@ const EXIT_BAD_INPUT: u8 = 2;
 
 /// Parses the arguments, runs the command and maps its errors to exit codes.
 pub fn main() -> ExitCode {
-    on_signal::install_hook();
+    loopdbg_term::on_signal::install_hook();
     if let Some(message) = mistyped_subcommand() {
         say!("error: {message}");
         return ExitCode::from(EXIT_BAD_INPUT);
@@ -234,10 +246,15 @@ fn open(cli: Cli) -> Result<ExitCode, Failure> {
         Opening::Session { origin, text } => {
             let loaded = sessions::session_of(&path, origin, text, cli.places.agents_anywhere)?;
             let strategy = strategy_for(&loaded.session, &cli.strategy)?;
-            App::new(loaded.origin, loaded.session, strategy, terminal::theme())
+            App::new(
+                loaded.origin,
+                loaded.session,
+                strategy,
+                loopdbg_term::theme(),
+            )
         }
     };
-    terminal::run(app)
+    show(app)
 }
 
 /// `loopdbg run`: the trace as text or JSON, a handout, or the request
@@ -416,10 +433,10 @@ fn tour(args: TourArgs) -> Result<ExitCode, Failure> {
     let solved = if args.restart {
         Default::default()
     } else {
-        terminal::load_tour()
+        loopdbg_term::load_tour()
     };
-    let app = App::tour(sessions, solved, terminal::theme());
-    terminal::run(app)
+    let app = App::tour(sessions, solved, loopdbg_term::theme());
+    show(app)
 }
 
 /// The command line's definition.
@@ -474,7 +491,7 @@ fn replay_app(opened: loopdbg_corpus::open::Opened, which: Option<usize>) -> Res
         replay.session,
         replay.trace,
         source,
-        terminal::theme(),
+        loopdbg_term::theme(),
     );
     app.notice = replay.left_out;
     Ok(app)

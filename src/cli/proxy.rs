@@ -13,7 +13,7 @@ use loopdbg_tui::App;
 use loopdbg_tui::app::{LiveEvent, LiveUpdate};
 use tokio::sync::mpsc;
 
-use super::{Failure, bad_flag, terminal};
+use super::{Failure, bad_flag};
 
 /// `loopdbg proxy`.
 pub(super) fn command(args: super::args::ProxyArgs) -> Result<ExitCode, Failure> {
@@ -77,7 +77,7 @@ fn print_lines(
     runtime: tokio::runtime::Runtime,
     running: loopdbg_proxy::Running,
     mut capture: CaptureFile,
-    mut signals: super::signals::Signals,
+    mut signals: loopdbg_term::signals::Signals,
 ) -> ExitCode {
     let mut out = std::io::stdout();
     let print = |x: &Exchange| {
@@ -132,7 +132,7 @@ pub(super) fn proxy(
     // caught, however soon.
     let signals = no_tui.then(|| {
         let _inside = runtime.enter();
-        super::signals::Signals::listen()
+        loopdbg_term::signals::Signals::listen()
     });
     let running = runtime
         .block_on(loopdbg_proxy::start(&config))
@@ -197,9 +197,9 @@ pub(super) fn proxy(
         format!("proxy {addr}"),
         format!("proxy {addr}"),
         LiveUpdate::no_traffic_yet(&addr),
-        terminal::theme(),
+        loopdbg_term::theme(),
     );
-    let code = terminal::run_live(app, feed)?;
+    let code = super::show_live(app, feed)?;
     runtime.shutdown_background();
     Ok(code)
 }

@@ -24,6 +24,7 @@ pub fn debugger_owns_signals(owns: bool) {
 pub struct Removes(PathBuf);
 
 impl Removes {
+    /// Registers `path` for removal until the result is dropped.
     pub fn new(path: &Path) -> Removes {
         install();
         if let Ok(mut pending) = PENDING.lock() {

@@ -25,7 +25,6 @@ pub fn run(app: App) -> anyhow::Result<std::process::ExitCode> {
 }
 
 /// Runs a live debugger: `feed` brings newer pictures of the traffic.
-#[cfg(any(feature = "proxy", feature = "follow"))]
 pub fn run_live(
     app: App,
     feed: UnboundedReceiver<LiveEvent>,
@@ -37,7 +36,6 @@ fn run_with(
     mut app: App,
     mut feed: Option<UnboundedReceiver<LiveEvent>>,
 ) -> anyhow::Result<std::process::ExitCode> {
-    app.prices = std::sync::Arc::new(super::prices::prices().clone());
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -65,9 +63,9 @@ fn run_with(
     let _ = execute!(stdout(), EnableMouseCapture);
     // The event loop answers SIGINT/TERM/HUP itself (it restores the
     // terminal first); a file written meanwhile (W) is still cleaned up.
-    super::on_signal::debugger_owns_signals(true);
+    crate::on_signal::debugger_owns_signals(true);
     let result = runtime.block_on(event_loop(&mut terminal, &mut app, feed.as_mut()));
-    super::on_signal::debugger_owns_signals(false);
+    crate::on_signal::debugger_owns_signals(false);
     let _ = execute!(stdout(), DisableMouseCapture);
     ratatui::restore();
     Ok(match result? {
@@ -91,10 +89,10 @@ async fn event_loop(
     terminal: &mut DefaultTerminal,
     app: &mut App,
     mut feed: Option<&mut UnboundedReceiver<LiveEvent>>,
-) -> anyhow::Result<Option<super::signals::Shutdown>> {
+) -> anyhow::Result<Option<crate::signals::Shutdown>> {
     // Listening before the first frame: a signal sent once the screen shows
     // is always caught.
-    let mut signals = super::signals::Signals::listen();
+    let mut signals = crate::signals::Signals::listen();
     // The same for a resize: crossterm installs its SIGWINCH handler when
     // its event source is first polled, and a window resized before that
     // would never be redrawn. Polling without waiting consumes nothing.

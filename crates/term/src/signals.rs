@@ -4,7 +4,6 @@
 //! flight first).
 
 /// A signal that ends the process: its name and number.
-#[cfg_attr(not(feature = "proxy"), allow(dead_code))]
 pub struct Shutdown {
     /// `SIGINT`, `SIGTERM`, `SIGHUP`, `SIGQUIT`.
     pub name: &'static str,
