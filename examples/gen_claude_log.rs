@@ -39,10 +39,14 @@ fn main() {
             n as u64 * 2_654_435_761 % 0xffff_ffff_ffff
         )
     };
+    // Days go on (a log over a day long would otherwise wrap to 00:00 and
+    // its newest events look oldest). November has room for 2.5 million
+    // seconds, more than any log this writes.
     let mut stamp = || {
         second += 1;
         format!(
-            "2026-11-02T{:02}:{:02}:{:02}.000Z",
+            "2026-11-{:02}T{:02}:{:02}:{:02}.000Z",
+            2 + second / 86_400,
             (second / 3600) % 24,
             (second / 60) % 60,
             second % 60

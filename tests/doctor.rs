@@ -139,7 +139,7 @@ fn doctor_leaves_a_file_that_grew_since_it_was_read() {
         .write_all(line.as_bytes())
         .unwrap();
     let grown = std::fs::read(&path).unwrap();
-    match apply(&path, &repair, true) {
+    match apply(&path, repair, true) {
         Written::Not { why, failed } => {
             assert!(why.contains("changed since it was read"), "{why}");
             assert!(!failed);
@@ -921,7 +921,7 @@ fn the_doctor_never_panics_on_a_record_of_another_shape() {
                         if let loopdbg_corpus::doctor::Verdict::Needs(plan) =
                             loopdbg_corpus::doctor::diagnose(&path)
                         {
-                            loopdbg_corpus::doctor::apply(&path, &plan, true);
+                            loopdbg_corpus::doctor::apply(&path, plan, true);
                         }
                     });
                     if run.is_err() {

@@ -40,24 +40,50 @@ pub enum Verdict {
     },
 }
 
-/// A repair and the bytes it was made from: [`apply`] writes it only
-/// over a file that still holds them.
+/// A repair and the text it was made from: [`apply`] writes it only
+/// over a file that still holds that text.
 pub struct Repair {
     /// The new file and what changed.
     pub plan: loopdbg_judge::doctor::Plan,
     /// Why the agent cannot send the session as it stands: the first
     /// finding's words (the provider's 400 where it has one).
     pub why: String,
-    /// The length and hash of the bytes read.
-    read: (usize, u64),
+    /// The file as it was read: the plan keeps most of its lines.
+    pub original: String,
 }
 
-fn fingerprint(bytes: &[u8]) -> (usize, u64) {
-    use std::hash::{Hash, Hasher};
-    // Fixed keys: the same bytes hash alike in every call of the process.
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    bytes.hash(&mut h);
-    (bytes.len(), h.finish())
+impl Repair {
+    /// The repaired file's lines, each without its `\n`.
+    pub fn lines(&self) -> impl Iterator<Item = &str> {
+        self.plan.lines(&self.original)
+    }
+}
+
+/// Bytes that several readers share without copying (the check reads
+/// them, then the repair).
+struct Shared(std::sync::Arc<Vec<u8>>);
+
+impl AsRef<[u8]> for Shared {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// Whether what `file` holds from its start is `expected`, read a block
+/// at a time (a log is not held twice to compare it).
+fn holds(mut file: &std::fs::File, expected: &[u8]) -> std::io::Result<bool> {
+    let mut block = vec![0u8; 1 << 20];
+    let mut at = 0;
+    loop {
+        let n = file.read(&mut block)?;
+        if n == 0 {
+            return Ok(at == expected.len());
+        }
+        if expected.get(at..at + n) != Some(&block[..n]) {
+            return Ok(false);
+        }
+        at += n;
+    }
 }
 
 /// What writing a repair came to.
@@ -124,7 +150,7 @@ pub fn report(files: &[PathBuf], write: bool, force: bool, out: &mut dyn Write) 
                     );
                     1
                 } else {
-                    said(out, apply(path, &repair, force))
+                    said(out, apply(path, repair, force))
                 }
             }
         };
@@ -226,8 +252,10 @@ pub fn diagnose_as(
     forced: Option<loopdbg_read::Source>,
     plan_mended: bool,
 ) -> (Verdict, Standing) {
-    let read = fingerprint(&bytes);
-    let report = check_bytes(origin, bytes.clone(), forced, &[], &mut |_, _| {});
+    // Shared with the check, not copied: a log is held once.
+    let shared = std::sync::Arc::new(bytes);
+    let report = check_bytes(origin, Shared(shared.clone()), forced, &[], &mut |_, _| {});
+    let bytes = std::sync::Arc::unwrap_or_clone(shared);
     let unread = |why: String| (Verdict::Cannot(why), Standing::Unread);
     if let Some(e) = report.errors.first() {
         // A torn last line is the one reading error the doctor repairs.
@@ -277,7 +305,7 @@ pub fn diagnose_as(
         Ok(plan) => Verdict::Needs(Repair {
             plan,
             why: why_of(&findings),
-            read,
+            original: text,
         }),
         Err(why) => Verdict::Cannot(why),
     };
@@ -302,12 +330,12 @@ fn is_last_line(bytes: &[u8], line: Option<usize>) -> bool {
 }
 
 /// Keeps the original as a backup, writes the repair in its place, and
-/// checks it again. A file changed in the last few seconds (an agent may
+/// checks it again (the repair let go first: a log is held once). A file changed in the last few seconds (an agent may
 /// still be writing it) is not written without `force`; a file that is
 /// no longer what [`diagnose`] read, or that grows while the repair is
 /// written, is left as it is (see `loopdbg_io::files::replace_keeping`:
 /// no line an agent appends is lost).
-pub fn apply(path: &Path, repair: &Repair, force: bool) -> Written {
+pub fn apply(path: &Path, repair: Repair, force: bool) -> Written {
     let name = path.display();
     let not = |why: String, failed: bool| Written::Not { why, failed };
     let held = match std::fs::File::open(path) {
@@ -329,25 +357,31 @@ pub fn apply(path: &Path, repair: &Repair, force: bool) -> Written {
             false,
         );
     }
-    let mut original = Vec::new();
-    if let Err(e) = (&held).read_to_end(&mut original) {
-        return not(format!("{e}; the original is unchanged"), true);
-    }
-    if fingerprint(&original) != repair.read {
-        return not(
-            format!("{name} changed since it was read; nothing was changed (run the doctor again)"),
-            false,
-        );
+    match holds(&held, repair.original.as_bytes()) {
+        Ok(true) => {}
+        Ok(false) => {
+            return not(
+                format!(
+                    "{name} changed since it was read; nothing was changed (run the doctor again)"
+                ),
+                false,
+            );
+        }
+        Err(e) => return not(format!("{e}; the original is unchanged"), true),
     }
     let backup_base = PathBuf::from(format!("{}.loopdbg-bak", path.display()));
-    let kept = replace_keeping(path, &held, &original, &backup_base, |w| {
-        for line in &repair.plan.lines {
+    let original = repair.original.as_bytes();
+    let kept = replace_keeping(path, &held, original, &backup_base, |w| {
+        // Buffered: the lines are slices of the original, one write each
+        // would be a system call per line.
+        let mut w = std::io::BufWriter::with_capacity(1 << 16, w);
+        for line in repair.lines() {
             w.write_all(line.as_bytes())?;
             w.write_all(b"\n")?;
         }
-        Ok(())
+        w.flush()
     });
-    drop(original);
+    drop(repair);
     match kept {
         Ok(backup) => Written::Done {
             backup,
@@ -378,7 +412,7 @@ pub fn verify_repair(bytes: &[u8], agent: loopdbg_read::Source) -> Result<(), St
         .map_err(|_| "a repair planned for text that is not UTF-8".to_string())?;
     let named: std::collections::HashSet<usize> =
         repair.plan.changes.iter().map(|c| c.line).collect();
-    let mut kept = repair.plan.lines.iter();
+    let mut kept = repair.lines();
     // Lines as the doctor splits them: at `\n` only (a `\r` is kept).
     let lines = text
         .split_inclusive('\n')
@@ -394,7 +428,7 @@ pub fn verify_repair(bytes: &[u8], agent: loopdbg_read::Source) -> Result<(), St
             ));
         }
     }
-    let repaired = repair.plan.lines.join("\n") + "\n";
+    let repaired = repair.lines().collect::<Vec<_>>().join("\n") + "\n";
     let _ = diagnose_as("session.jsonl", repaired.into_bytes(), Some(agent), true);
     Ok(())
 }

@@ -406,7 +406,7 @@ pub(crate) fn sniff(path: &Path, forced: Option<Source>) -> Result<Opened, LoadE
 /// file.
 pub(crate) fn sniff_bytes(
     origin: &str,
-    bytes: Vec<u8>,
+    bytes: impl AsRef<[u8]> + Send + 'static,
     forced: Option<Source>,
 ) -> Result<Opened, LoadError> {
     let (reader, _) = loopdbg_io::gunzip::decoded(Box::new(std::io::Cursor::new(bytes)))

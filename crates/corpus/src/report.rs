@@ -175,7 +175,7 @@ pub fn check_file(
 /// the report `check` gives for a file holding these bytes, `file` aside.
 pub fn check_bytes(
     origin: &str,
-    bytes: Vec<u8>,
+    bytes: impl AsRef<[u8]> + Send + 'static,
     forced: Option<Source>,
     mcp: &[McpCall],
     emit: &mut dyn FnMut(&str, &ConversationReport),

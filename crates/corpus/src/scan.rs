@@ -300,9 +300,10 @@ fn examine(agent: Agent, path: &std::path::Path, options: Options) -> Option<Unr
                     what: c.what.clone(),
                 })
                 .collect();
+            let why = repair.why.clone();
             let written = (options.write && standing == Standing::Refused)
-                .then(|| outcome(doctor::apply(path, &repair, options.force)));
-            (repair.why, Some(changes), written)
+                .then(|| outcome(doctor::apply(path, repair, options.force)));
+            (why, Some(changes), written)
         }
     };
     Some(Unresumable {

@@ -19,7 +19,7 @@ const CALLS: [&str; 3] = ["function_call", "custom_tool_call", "local_shell_call
 /// call gets the `aborted` output record Codex itself would send, and an
 /// output whose call is gone is dropped, as Codex drops it.
 pub fn codex(text: &str, findings: &[Finding]) -> Result<Plan, String> {
-    let (mut lines, mut changes) = read_lines(text);
+    let (mut lines, mut changes) = read_lines::<Value>(text);
     let item_of = |v: &Value| -> Option<Value> {
         match v.get("payload") {
             Some(p) if v["type"] == "response_item" => Some(p.clone()),

@@ -48,7 +48,8 @@ enum Edit {
 /// its element as the CLI wrote it, never by an index an earlier removal
 /// moved.
 pub fn gemini_cli(text: &str) -> Result<Plan, String> {
-    let (mut lines, mut changes) = read_lines(text);
+    // Records are written back whole (a chat is small).
+    let (mut lines, mut changes) = read_lines::<Value>(text);
     let mut records = fold(&lines);
     let edits = plan(&records);
     // What becomes of each record an edit touches: `None` when dropped.
@@ -154,7 +155,7 @@ fn write_back(
             }
             (None, Some(v)) => {
                 let line = &mut lines[rec.loc.line];
-                line.text = rewrite(&line.text, v);
+                line.text = rewrite(&line.text, v).into();
                 line.parsed = Some(v.clone());
             }
             (None, None) => {
@@ -186,7 +187,7 @@ fn write_back(
                 None => Some(m),
             })
             .collect();
-        line.text = rewrite(&line.text, parsed);
+        line.text = rewrite(&line.text, parsed).into();
     }
     Ok(())
 }

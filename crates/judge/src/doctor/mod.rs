@@ -11,12 +11,24 @@
 //! the file (the dropped result) are re-parented to it. A torn last line
 //! (Claude Code killed mid-write) is dropped. Every other line is kept
 //! byte for byte.
+//!
+//! Memory: a log is held once, as the text it was read as. Each line is
+//! kept as a slice of it and an [`Event`] (what the repair decides by:
+//! types, ids, uuids, parents; text and tool output left out); a line
+//! that changes is parsed whole again, edited and written over its own
+//! text.
+//! A 631 MB log took 2.7 GB when every line was copied and parsed whole.
+
+use std::borrow::Cow;
 
 use loopdbg_formats::edit::rewrite;
 use serde_json::{Map, Value, json};
 
 mod codex;
+mod event;
 mod gemini_cli;
+
+use event::Event;
 
 pub use codex::{ABORTED, codex};
 pub use gemini_cli::gemini_cli;
@@ -34,23 +46,74 @@ pub struct Change {
     pub what: String,
 }
 
-/// A repaired file: its lines (each without its `\n`) and what changed.
+/// A repaired file: the lines of the text it was made from that it keeps
+/// (not copied), the lines written new, and what changed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
-    /// The new file's lines.
-    pub lines: Vec<String>,
+    pieces: Vec<Piece>,
     /// What changed, in the order of the original's lines.
     pub changes: Vec<Change>,
+}
+
+/// A line of a repaired file.
+#[derive(Debug, Clone, PartialEq)]
+enum Piece {
+    /// This range of the original text, kept as it was.
+    Kept(std::ops::Range<usize>),
+    /// A line written by the repair.
+    Written(String),
+}
+
+impl Plan {
+    /// The new file's lines, each without its `\n`, given `text`, the text
+    /// the plan was made from.
+    pub fn lines<'s>(&'s self, text: &'s str) -> impl Iterator<Item = &'s str> + 's {
+        self.pieces.iter().map(move |piece| match piece {
+            Piece::Kept(range) => text.get(range.clone()).unwrap_or_default(),
+            Piece::Written(line) => line.as_str(),
+        })
+    }
+
+    /// How many lines the new file has.
+    pub fn len(&self) -> usize {
+        self.pieces.len()
+    }
+
+    /// Whether the new file has no line.
+    pub fn is_empty(&self) -> bool {
+        self.pieces.is_empty()
+    }
+}
+
+/// What a line's JSON is kept as while a repair is planned.
+trait Parsed: Sized {
+    /// The line's JSON in this shape; `None` when it is not JSON.
+    fn parse(text: &str) -> Option<Self>;
+}
+
+/// Whole (Gemini CLI chats, whose records are written back whole, and
+/// Codex rollouts, which are read record by record).
+impl Parsed for Value {
+    fn parse(text: &str) -> Option<Value> {
+        serde_json::from_str(text).ok()
+    }
+}
+
+/// What the repair of a Claude Code log decides by.
+impl Parsed for Event {
+    fn parse(text: &str) -> Option<Event> {
+        Event::parse(text)
+    }
 }
 
 /// The repair of a Claude Code log `text` for `findings` (what `check`
 /// found in it): every unanswered call gets its result event. Fails, with
 /// why, when a finding names an event the text does not hold as a call.
 pub fn claude_code(text: &str, findings: &[Finding]) -> Result<Plan, String> {
-    let (mut lines, mut changes) = read_lines(text);
-    let known: std::collections::HashSet<String> = lines
+    let (mut lines, mut changes) = read_lines::<Event>(text);
+    let known: std::collections::HashSet<Box<str>> = lines
         .iter()
-        .filter_map(|l| l.parsed.as_ref()?.get("uuid")?.as_str().map(str::to_string))
+        .filter_map(|l| l.parsed.as_ref()?.uuid.clone())
         .collect();
     let mut inserts: Vec<(usize, String)> = Vec::new();
     // The result events added: the line each goes after, its uuid.
@@ -65,8 +128,7 @@ pub fn claude_code(text: &str, findings: &[Finding]) -> Result<Plan, String> {
             let line = call_line(&lines, named, id).ok_or_else(|| {
                 format!("line {named} is not the assistant event the finding names")
             })?;
-            let call = lines[line - 1].parsed.as_ref().unwrap_or(&Value::Null);
-            let (at, event) = result_event(&lines, line, call, id);
+            let (at, event) = result_event(&lines, line, id);
             let uuid = event["uuid"].as_str().unwrap_or_default().to_string();
             changes.push(Change {
                 line,
@@ -117,15 +179,13 @@ pub fn claude_code(text: &str, findings: &[Finding]) -> Result<Plan, String> {
 
 /// The line (1-based) of the assistant event that holds the call `id`:
 /// the first at or after `from`, else the first anywhere.
-fn call_line(lines: &[Line], from: usize, id: &str) -> Option<usize> {
-    let holds = |l: &Line| {
-        l.parsed.as_ref().is_some_and(|v| {
-            v["type"] == "assistant"
-                && v["message"]["content"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .any(|b| b["type"] == "tool_use" && b["id"] == id)
+fn call_line(lines: &[Line<Event>], from: usize, id: &str) -> Option<usize> {
+    let holds = |l: &Line<Event>| {
+        l.parsed.as_ref().is_some_and(|e| {
+            e.is("assistant")
+                && e.blocks
+                    .iter()
+                    .any(|b| b.kind.as_deref() == Some("tool_use") && b.id.as_deref() == Some(id))
         })
     };
     let found = |skip: usize| {
@@ -144,16 +204,13 @@ fn call_line(lines: &[Line], from: usize, id: &str) -> Option<usize> {
 /// turns dropped, each turn's reply hangs from its own turn's result, so
 /// the chain Claude Code walks on resume passes through both.
 fn reparent_to_added(
-    lines: &mut [Line],
-    known: &std::collections::HashSet<String>,
+    lines: &mut [Line<Event>],
+    known: &std::collections::HashSet<Box<str>>,
     added: &[(usize, String)],
     changes: &mut Vec<Change>,
 ) {
     for (k, line) in lines.iter_mut().enumerate() {
-        let Some(v) = line.parsed.as_mut() else {
-            continue;
-        };
-        let Some(parent) = v["parentUuid"].as_str().map(str::to_string) else {
+        let Some(parent) = line.parsed.as_ref().and_then(|e| e.parent.clone()) else {
             continue;
         };
         // The nearest insert point before the event; of several results
@@ -164,11 +221,10 @@ fn reparent_to_added(
         let Some((_, uuid)) = added.iter().find(|(at, _)| *at == nearest) else {
             continue;
         };
-        if known.contains(&parent) || added.iter().any(|(_, u)| *u == parent) {
+        if known.contains(&parent) || added.iter().any(|(_, u)| **u == *parent) {
             continue;
         }
-        if set(v, "parentUuid", Value::from(uuid.clone())) {
-            line.text = rewrite(&line.text, v);
+        if line.edit(|v| set(v, "parentUuid", Value::from(uuid.clone()))) {
             changes.push(Change {
                 line: k + 1,
                 what: format!("re-parent it to {uuid} (its parent {parent} is not in the file)"),
@@ -182,7 +238,7 @@ fn reparent_to_added(
 /// it; with one result only, the renamed call gets an error result of its
 /// own. Returns that result event and the line it goes after.
 fn split_duplicate(
-    lines: &mut [Line],
+    lines: &mut [Line<Event>],
     finding: &Finding,
     changes: &mut Vec<Change>,
 ) -> Option<(usize, String)> {
@@ -201,18 +257,22 @@ fn split_duplicate(
         n += 1;
         fresh = format!("{id}_{n}");
     }
-    let call = lines.get_mut(line - 1)?.parsed.as_mut()?;
-    let target = call
-        .get_mut("message")?
-        .get_mut("content")?
-        .get_mut(block)?
-        .as_object_mut()?;
-    if target.get("type")? != "tool_use" || target.get("id")? != id.as_str() {
+    let call = lines.get(line - 1)?.parsed.as_ref()?;
+    let target = call.blocks.get(block)?;
+    if target.kind.as_deref() != Some("tool_use") || target.id.as_deref() != Some(id.as_str()) {
         return None;
     }
-    target.insert("id".into(), Value::from(fresh.clone()));
-    let call = call.clone();
-    lines[line - 1].text = rewrite(&lines[line - 1].text, &call);
+    let renamed = lines[line - 1].edit(|call| {
+        let target = call
+            .get_mut("message")
+            .and_then(|m| m.get_mut("content"))
+            .and_then(|c| c.get_mut(block))
+            .and_then(Value::as_object_mut);
+        target.is_some_and(|t| t.insert("id".into(), Value::from(fresh.clone())).is_some())
+    });
+    if !renamed {
+        return None;
+    }
     changes.push(Change {
         line,
         what: format!("give the second call named {id} in this turn its own id, {fresh}"),
@@ -220,32 +280,33 @@ fn split_duplicate(
     // The results for the id after the call, in file order.
     let mut results = Vec::new();
     for (k, l) in lines.iter().enumerate().skip(line) {
-        let Some(v) = l.parsed.as_ref() else { continue };
-        for (b, block) in v["message"]["content"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .enumerate()
-        {
-            if block["type"] == "tool_result" && block["tool_use_id"] == id.as_str() {
+        let Some(e) = l.parsed.as_ref() else { continue };
+        for (b, block) in e.blocks.iter().enumerate() {
+            if block.kind.as_deref() == Some("tool_result")
+                && block.tool_use_id.as_deref() == Some(id.as_str())
+            {
                 results.push((k, b));
             }
         }
     }
     if let Some(&(k, b)) = results.get(1) {
-        let v = lines[k].parsed.as_mut()?;
-        let block = v.get_mut("message")?.get_mut("content")?.get_mut(b)?;
-        if !set(block, "tool_use_id", Value::from(fresh.clone())) {
+        let answered = lines[k].edit(|v| {
+            let block = v
+                .get_mut("message")
+                .and_then(|m| m.get_mut("content"))
+                .and_then(|c| c.get_mut(b));
+            block.is_some_and(|block| set(block, "tool_use_id", Value::from(fresh.clone())))
+        });
+        if !answered {
             return None;
         }
-        lines[k].text = rewrite(&lines[k].text, v);
         changes.push(Change {
             line: k + 1,
             what: format!("this second result for {id} answers {fresh}"),
         });
         return None;
     }
-    let (at, event) = result_event(lines, line, &call, &fresh);
+    let (at, event) = result_event(lines, line, &fresh);
     changes.push(Change {
         line,
         what: format!(
@@ -259,28 +320,13 @@ fn split_duplicate(
 /// (`compactMetadata.preservedSegment` / `preservedMessages`, Claude Code
 /// 2.1): Claude Code relinks them after the summary on resume, and skips
 /// the relink when one of them is gone, so they must stay in the file.
-fn kept_by_compactions(lines: &[Line]) -> std::collections::HashSet<String> {
-    let mut kept = std::collections::HashSet::new();
-    for v in lines.iter().filter_map(|l| l.parsed.as_ref()) {
-        if v["type"] != "system" || v["subtype"] != "compact_boundary" {
-            continue;
-        }
-        let meta = &v["compactMetadata"];
-        let segment = &meta["preservedSegment"];
-        let named = ["headUuid", "tailUuid", "anchorUuid"]
-            .iter()
-            .filter_map(|k| segment[*k].as_str())
-            .chain(meta["preservedMessages"]["anchorUuid"].as_str())
-            .chain(
-                meta["preservedMessages"]["uuids"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str),
-            );
-        kept.extend(named.map(str::to_string));
-    }
-    kept
+fn kept_by_compactions(lines: &[Line<Event>]) -> std::collections::HashSet<Box<str>> {
+    lines
+        .iter()
+        .filter_map(|l| l.parsed.as_ref())
+        .filter(|e| e.is("system") && e.compact_boundary)
+        .flat_map(|e| e.kept.iter().cloned())
+        .collect()
 }
 
 /// A `tool_result` block whose call is not in the history (a compaction
@@ -288,48 +334,50 @@ fn kept_by_compactions(lines: &[Line]) -> std::collections::HashSet<String> {
 /// and the events that hung from it hang from its parent. An event a
 /// compaction kept stays: its result becomes text (what the tool said is
 /// kept for the model, and the compaction still relinks).
-fn drop_orphan_result(lines: &mut [Line], id: &str, changes: &mut Vec<Change>) {
+fn drop_orphan_result(lines: &mut [Line<Event>], id: &str, changes: &mut Vec<Change>) {
     let kept = kept_by_compactions(lines);
-    let mut dropped: Vec<(String, Value)> = Vec::new();
+    let mut dropped: Vec<(Box<str>, Value)> = Vec::new();
+    let orphan = |b: &event::Block| {
+        b.kind.as_deref() == Some("tool_result") && b.tool_use_id.as_deref() == Some(id)
+    };
+    let orphan_value = |b: &Value| b["type"] == "tool_result" && b["tool_use_id"] == id;
     for (k, line) in lines.iter_mut().enumerate() {
-        let Some(v) = line.parsed.as_mut().filter(|v| v["type"] == "user") else {
+        let Some(e) = line.parsed.as_ref().filter(|e| e.is("user")) else {
             continue;
         };
-        let stays = v["uuid"].as_str().is_some_and(|u| kept.contains(u));
-        let Some(blocks) = v
-            .get_mut("message")
-            .and_then(|m| m.get_mut("content"))
-            .and_then(Value::as_array_mut)
-        else {
+        if !e.blocks.iter().any(orphan) {
             continue;
-        };
-        let before = blocks.len();
-        let orphan = |b: &Value| b["type"] == "tool_result" && b["tool_use_id"] == id;
-        if stays && blocks.iter().all(orphan) {
-            let content = &blocks[0]["content"];
-            let said = loopdbg_read::joined_text(Some(content), "\n")
-                .unwrap_or_else(|| content.to_string());
-            blocks.truncate(1);
-            blocks[0] = serde_json::json!({"type": "text", "text": format!(
-                "[The result of {id}, a call the compaction before this message summarised:]\n{said}"
-            )});
-            line.text = rewrite(&line.text, v);
+        }
+        let every = e.blocks.iter().all(orphan);
+        let uuid = e.uuid.clone();
+        let parent = e.parent_value();
+        if every && uuid.as_ref().is_some_and(|u| kept.contains(u)) {
+            line.edit(|v| {
+                let Some(blocks) = content_mut(v) else {
+                    return false;
+                };
+                let Some(first) = blocks.first() else {
+                    return false;
+                };
+                let content = &first["content"];
+                let said = loopdbg_read::joined_text(Some(content), "\n")
+                    .unwrap_or_else(|| content.to_string());
+                blocks.truncate(1);
+                blocks[0] = serde_json::json!({"type": "text", "text": format!(
+                    "[The result of {id}, a call the compaction before this message summarised:]\n{said}"
+                )});
+                true
+            });
             changes.push(Change {
                 line: k + 1,
                 what: format!(
                     "turn the tool_result for {id}, a call not in the history, into text (a compaction kept this event: it stays, so the compaction still relinks)"
                 ),
             });
-            continue;
-        }
-        blocks.retain(|b| !orphan(b));
-        if blocks.len() == before {
-            continue;
-        }
-        if blocks.is_empty() {
+        } else if every {
             line.removed = true;
-            if let Some(uuid) = v["uuid"].as_str() {
-                dropped.push((uuid.to_string(), v["parentUuid"].clone()));
+            if let Some(uuid) = uuid {
+                dropped.push((uuid, parent));
             }
             changes.push(Change {
                 line: k + 1,
@@ -338,7 +386,12 @@ fn drop_orphan_result(lines: &mut [Line], id: &str, changes: &mut Vec<Change>) {
                 ),
             });
         } else {
-            line.text = rewrite(&line.text, v);
+            line.edit(|v| {
+                content_mut(v).is_some_and(|blocks| {
+                    blocks.retain(|b| !orphan_value(b));
+                    true
+                })
+            });
             changes.push(Change {
                 line: k + 1,
                 what: format!("take out the tool_result for {id}, a call not in the history"),
@@ -347,29 +400,34 @@ fn drop_orphan_result(lines: &mut [Line], id: &str, changes: &mut Vec<Change>) {
     }
     for (uuid, parent) in dropped {
         for (k, line) in lines.iter_mut().enumerate() {
-            let Some(v) = line.parsed.as_mut() else {
+            let Some(e) = line.parsed.as_ref() else {
                 continue;
             };
-            if line.removed || v["parentUuid"] != uuid.as_str() {
+            if line.removed || e.parent.as_deref() != Some(&*uuid) {
                 continue;
             }
-            set(v, "parentUuid", parent.clone());
-            line.text = rewrite(&line.text, v);
-            changes.push(Change {
-                line: k + 1,
-                what: format!(
-                    "re-parent it to {} (its parent {uuid} is dropped)",
-                    parent.as_str().unwrap_or("null")
-                ),
-            });
+            if line.edit(|v| set(v, "parentUuid", parent.clone())) {
+                changes.push(Change {
+                    line: k + 1,
+                    what: format!(
+                        "re-parent it to {} (its parent {uuid} is dropped)",
+                        parent.as_str().unwrap_or("null")
+                    ),
+                });
+            }
         }
     }
+}
+
+/// `message.content` of an event, when it is an array.
+fn content_mut(v: &mut Value) -> Option<&mut Vec<Value>> {
+    v.get_mut("message")?.get_mut("content")?.as_array_mut()
 }
 
 /// A call id Anthropic refuses (outside `[a-zA-Z0-9_-]`) renamed
 /// everywhere the log names it (the `tool_use`, its `tool_result`, the
 /// events that quote it), to one it accepts that no other id has.
-fn rename_id(lines: &mut [Line], id: &str, changes: &mut Vec<Change>) {
+fn rename_id(lines: &mut [Line<Event>], id: &str, changes: &mut Vec<Change>) {
     let valid = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
     let base: String = id.chars().map(|c| if valid(c) { c } else { '_' }).collect();
     let base = if base.is_empty() {
@@ -403,12 +461,17 @@ fn rename_id(lines: &mut [Line], id: &str, changes: &mut Vec<Change>) {
             _ => false,
         }
     }
+    // The events that quote the id (a progress event's `toolUseID`) are
+    // not in a skeleton: an id of plain characters is found in the text
+    // as it is, any other in the whole value.
+    let plain = id
+        .bytes()
+        .all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\');
     for (k, line) in lines.iter_mut().enumerate() {
-        let Some(v) = line.parsed.as_mut() else {
+        if line.parsed.is_none() || (plain && !line.text.contains(id)) {
             continue;
-        };
-        if walk(v, id, &new) {
-            line.text = rewrite(&line.text, v);
+        }
+        if line.edit(|v| walk(v, id, &new)) {
             changes.push(Change {
                 line: k + 1,
                 what: format!("rename the call id {id} to {new} (Anthropic refuses the first)"),
@@ -429,21 +492,24 @@ fn set(v: &mut Value, key: &str, value: Value) -> bool {
     }
 }
 
-/// The lines of `text`, parsed where they are JSON, without a torn last
-/// line: one that is not JSON and has no end is one the agent was killed
-/// while writing, and it never reached any request. Its removal is the
-/// first change. A line holding records joined is split: the agent reads
-/// its log a line at a time and would drop both.
-fn read_lines(text: &str) -> (Vec<Line>, Vec<Change>) {
+/// The lines of `text`, parsed where they are JSON (into `P`), without a
+/// torn last line: one that is not JSON and has no end is one
+/// the agent was killed while writing, and it never reached any request.
+/// Its removal is the first change. A line holding records joined is
+/// split: the agent reads its log a line at a time and would drop both.
+fn read_lines<P: Parsed>(text: &str) -> (Vec<Line<'_, P>>, Vec<Change>) {
     let mut changes = Vec::new();
-    let mut lines: Vec<Line> = text
+    let mut start = 0;
+    let mut lines: Vec<Line<P>> = text
         .split_inclusive('\n')
         .enumerate()
         .map(|(k, l)| {
-            let text = l.strip_suffix('\n').unwrap_or(l).to_string();
-            let parsed = serde_json::from_str::<Value>(&text).ok();
+            let at = start;
+            start += l.len();
+            let own = l.strip_suffix('\n').unwrap_or(l);
+            let parsed = P::parse(own);
             if parsed.is_none()
-                && let Some(mut parts) = joined_parts(&text)
+                && let Some(mut parts) = joined_parts(own)
             {
                 changes.push(Change {
                     line: k + 1,
@@ -454,15 +520,17 @@ fn read_lines(text: &str) -> (Vec<Line>, Vec<Change>) {
                 });
                 let first = parts.remove(0);
                 return Line {
-                    parsed: serde_json::from_str::<Value>(&first).ok(),
-                    text: first,
+                    start: at,
+                    parsed: P::parse(&first),
+                    text: Cow::Owned(first),
                     removed: false,
                     split_off: parts,
                 };
             }
             Line {
+                start: at,
                 parsed,
-                text,
+                text: Cow::Borrowed(own),
                 removed: false,
                 split_off: Vec::new(),
             }
@@ -499,27 +567,31 @@ fn joined_parts(text: &str) -> Option<Vec<String>> {
 
 /// The new file: `lines` (`None` where one is removed), each followed by
 /// what `inserts` puts after its 1-based number.
-fn assemble(lines: Vec<Line>, inserts: &[(usize, String)], mut changes: Vec<Change>) -> Plan {
-    let mut out: Vec<String> = Vec::with_capacity(lines.len() + inserts.len());
+fn assemble<P>(lines: Vec<Line<P>>, inserts: &[(usize, String)], mut changes: Vec<Change>) -> Plan {
+    let mut pieces: Vec<Piece> = Vec::with_capacity(lines.len() + inserts.len());
     for (k, line) in lines.into_iter().enumerate() {
         if !line.removed {
-            out.push(line.text);
+            pieces.push(match line.text {
+                Cow::Borrowed(own) => Piece::Kept(line.start..line.start + own.len()),
+                Cow::Owned(text) => Piece::Written(text),
+            });
         }
-        out.extend(line.split_off);
+        pieces.extend(line.split_off.into_iter().map(Piece::Written));
         for (_, record) in inserts.iter().filter(|(at, _)| *at == k + 1) {
-            out.push(record.clone());
+            pieces.push(Piece::Written(record.clone()));
         }
     }
     changes.sort_by_key(|c| c.line);
-    Plan {
-        lines: out,
-        changes,
-    }
+    Plan { pieces, changes }
 }
 
-struct Line {
-    text: String,
-    parsed: Option<Value>,
+struct Line<'a, P = Value> {
+    /// Where the line starts in the text it was read from.
+    start: usize,
+    /// Its text: that slice, until a change writes it anew.
+    text: Cow<'a, str>,
+    /// Its JSON, as much as the repair decides by ([`Parsed`]).
+    parsed: Option<P>,
     /// Left out of the repaired file.
     removed: bool,
     /// The records that followed the first on a joined line (`{…}{…}`, a
@@ -527,19 +599,43 @@ struct Line {
     split_off: Vec<String>,
 }
 
+impl<P: Parsed> Line<'_, P> {
+    /// Changes the line's JSON as `edit` does, on the whole value parsed
+    /// again from its text (`parsed` holds only what the repair decides
+    /// by). `edit` says whether it changed anything; when it did, the text
+    /// is written over (values it did not change keep their text) and
+    /// parsed again.
+    fn edit(&mut self, edit: impl FnOnce(&mut Value) -> bool) -> bool {
+        let Ok(mut whole) = serde_json::from_str::<Value>(&self.text) else {
+            return false;
+        };
+        if !edit(&mut whole) {
+            return false;
+        }
+        self.text = Cow::Owned(rewrite(&self.text, &whole));
+        self.parsed = P::parse(&self.text);
+        true
+    }
+}
+
 /// The result event for call `id` made by the event on `line`, and the
 /// line it goes after: the last event of the same reply (parallel calls
 /// are written one event each, sharing `message.id`), as Claude Code
 /// writes its results after them.
-fn result_event(lines: &[Line], line: usize, call: &Value, id: &str) -> (usize, Value) {
-    let message_id = &call["message"]["id"];
+fn result_event(lines: &[Line<Event>], line: usize, id: &str) -> (usize, Value) {
+    // Whole: the event copies members of its call no `Event` keeps.
+    let call = lines
+        .get(line - 1)
+        .and_then(|l| serde_json::from_str::<Value>(&l.text).ok())
+        .unwrap_or(Value::Null);
+    let message_id = call["message"]["id"].as_str();
     let mut at = line;
     for (k, other) in lines.iter().enumerate().skip(line) {
-        let Some(v) = other.parsed.as_ref() else {
+        let Some(e) = other.parsed.as_ref() else {
             continue;
         };
-        match v["type"].as_str() {
-            Some("assistant") if v["message"]["id"] == *message_id => at = k + 1,
+        match e.kind.as_deref() {
+            Some("assistant") if e.message_id.as_deref() == message_id => at = k + 1,
             Some("assistant" | "user") => break,
             _ => {}
         }
@@ -599,4 +695,58 @@ fn uuid_for(call_uuid: &str, id: &str) -> String {
         0x8000 | (low >> 48) & 0x3fff,
         low & 0xffff_ffff_ffff
     )
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    /// A log with one result dropped, as `check` reports it.
+    fn dropped_result() -> (String, Vec<Finding>) {
+        let head = r#""sessionId":"s","cwd":"/w","version":"2.0.76""#;
+        let text = [
+            format!(r#"{{"type":"user","uuid":"u1","parentUuid":null,{head},"message":{{"role":"user","content":"list files"}}}}"#),
+            format!(r#"{{"type":"assistant","uuid":"a1","parentUuid":"u1",{head},"message":{{"id":"m1","role":"assistant","content":[{{"type":"tool_use","id":"toolu_1","name":"ls","input":{{}}}}]}}}}"#),
+            format!(r#"{{"type":"assistant","uuid":"a2","parentUuid":"r1",{head},"message":{{"id":"m2","role":"assistant","content":[{{"type":"text","text":"done"}}]}}}}"#),
+        ]
+        .join("\n")
+            + "\n";
+        let finding = Finding {
+            kind: Kind::UnansweredCall,
+            path: "messages[1].content[0]".into(),
+            line: Some(2),
+            uuid: Some("a1".into()),
+            ids: vec!["toolu_1".into()],
+            message: "toolu_1 has no result".into(),
+            severity: crate::check::Severity::Rejected,
+            evidence: None,
+        };
+        (text, vec![finding])
+    }
+
+    /// The repaired file keeps every line no change names as a range of
+    /// the original (never copied), and writes only what changed.
+    #[test]
+    fn kept_lines_are_not_copied() {
+        let (text, findings) = dropped_result();
+        let plan = claude_code(&text, &findings).unwrap();
+        let written: Vec<&Piece> = plan
+            .pieces
+            .iter()
+            .filter(|p| matches!(p, Piece::Written(_)))
+            .collect();
+        // The result event added, and the reply re-parented to it.
+        assert_eq!(written.len(), 2, "{:?}", plan.pieces);
+        let lines: Vec<&str> = plan.lines(&text).collect();
+        assert_eq!(lines.len(), 4);
+        assert_eq!(lines[0], text.lines().next().unwrap());
+        assert_eq!(lines[1], text.lines().nth(1).unwrap());
+        assert!(
+            lines[2].contains(r#""tool_use_id":"toolu_1""#),
+            "{}",
+            lines[2]
+        );
+        assert!(lines[3].contains(r#""parentUuid":""#) && !lines[3].contains("r1"));
+    }
 }
