@@ -5,7 +5,7 @@
 //! repaired file is checked again. The repair itself is
 //! `loopdbg_judge::doctor`'s; this module reads, backs up and writes.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -66,23 +66,6 @@ struct Shared(std::sync::Arc<Vec<u8>>);
 impl AsRef<[u8]> for Shared {
     fn as_ref(&self) -> &[u8] {
         &self.0
-    }
-}
-
-/// Whether what `file` holds from its start is `expected`, read a block
-/// at a time (a log is not held twice to compare it).
-fn holds(mut file: &std::fs::File, expected: &[u8]) -> std::io::Result<bool> {
-    let mut block = vec![0u8; 1 << 20];
-    let mut at = 0;
-    loop {
-        let n = file.read(&mut block)?;
-        if n == 0 {
-            return Ok(at == expected.len());
-        }
-        if expected.get(at..at + n) != Some(&block[..n]) {
-            return Ok(false);
-        }
-        at += n;
     }
 }
 
@@ -357,7 +340,7 @@ pub fn apply(path: &Path, repair: Repair, force: bool) -> Written {
             false,
         );
     }
-    match holds(&held, repair.original.as_bytes()) {
+    match loopdbg_io::files::holds(&mut &held, repair.original.as_bytes()) {
         Ok(true) => {}
         Ok(false) => {
             return not(

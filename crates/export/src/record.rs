@@ -186,8 +186,9 @@ pub fn record(conv: &Conversation, title: &str) -> Option<Recording> {
     let mut rules = Vec::new();
     let mut tables: IndexMap<String, Vec<TableRow>> = IndexMap::new();
     let mut conflicting = 0;
+    let usage = conv.usage_by_message();
     for (i, m) in loop_messages.iter().enumerate() {
-        let trip = conv.usage_of(start + 1 + i);
+        let trip = usage.get(start + 1 + i).copied().flatten();
         match m.role {
             Role::Assistant => {
                 let mut text = String::new();

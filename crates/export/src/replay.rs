@@ -133,13 +133,14 @@ pub fn replayed(conv: &Conversation) -> Replayed {
         ..Building::default()
     };
     let mut step_of_message = vec![0usize; messages.len()];
+    let usage = conv.usage_by_message();
     for (i, m) in messages.iter().enumerate() {
         building.refused_until(i);
         if m.role == Role::User && m.text().is_some_and(|t| !t.trim().is_empty()) {
             building.prompted = true;
         }
         if m.role == Role::Assistant {
-            building.reply(i, m, conv.usage_of(i));
+            building.reply(i, m, usage.get(i).copied().flatten());
         } else {
             building.results(i, m);
         }

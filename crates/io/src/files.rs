@@ -4,7 +4,7 @@
 //! stays what it was.
 
 use std::fs::OpenOptions;
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
 /// What to do when the file is already there.
@@ -201,6 +201,27 @@ fn replace_keeping_with(
     Err(KeepError::Changed)
 }
 
+/// Whether what `file` holds from where it is is `expected`, read a block
+/// at a time (a backup is not read back whole beside the original).
+pub fn holds(file: &mut impl Read, expected: &[u8]) -> io::Result<bool> {
+    let mut block = vec![0u8; 1 << 20];
+    let mut at = 0;
+    loop {
+        let n = match file.read(&mut block) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if n == 0 {
+            return Ok(at == expected.len());
+        }
+        if expected.get(at..at + n) != Some(&block[..n]) {
+            return Ok(false);
+        }
+        at += n;
+    }
+}
+
 /// Whether `path` still names the file `held` is open on.
 #[cfg(unix)]
 fn same_inode(held: &std::fs::File, path: &Path) -> bool {
@@ -226,6 +247,33 @@ fn keep_backup(
     base: &Path,
     permissions: std::fs::Permissions,
 ) -> io::Result<(PathBuf, bool)> {
+    keep_backup_as(
+        path,
+        held,
+        original,
+        base,
+        permissions,
+        Backup::LinkElseCopy,
+    )
+}
+
+/// How a backup is made: [`keep_backup`] links where it can; a test
+/// takes the copy a file system without second names gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Backup {
+    LinkElseCopy,
+    #[cfg(test)]
+    Copy,
+}
+
+fn keep_backup_as(
+    path: &Path,
+    held: &std::fs::File,
+    original: &[u8],
+    base: &Path,
+    permissions: std::fs::Permissions,
+    how: Backup,
+) -> io::Result<(PathBuf, bool)> {
     let mut n = 0;
     loop {
         let candidate = match n {
@@ -236,7 +284,12 @@ fn keep_backup(
         if std::fs::symlink_metadata(&candidate).is_ok() {
             continue;
         }
-        match std::fs::hard_link(path, &candidate) {
+        let linked = match how {
+            Backup::LinkElseCopy => std::fs::hard_link(path, &candidate),
+            #[cfg(test)]
+            Backup::Copy => Err(io::Error::other("no second names here")),
+        };
+        match linked {
             Ok(()) if same_inode(held, &candidate) => return Ok((candidate, true)),
             Ok(()) => {
                 let _ = std::fs::remove_file(&candidate);
@@ -245,29 +298,22 @@ fn keep_backup(
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
             Err(_) => {}
         }
-        let mut copy = match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&candidate)
-        {
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-            made => made?,
-        };
-        let copied = (|| {
-            copy.write_all(original)?;
-            copy.set_permissions(permissions)?;
-            copy.sync_all()?;
-            if std::fs::read(&candidate)? != original {
-                return Err(io::Error::other(
-                    "the backup does not read back as the original",
-                ));
-            }
-            Ok(())
-        })();
-        if let Err(e) = copied {
-            // A full disk must not leave a short file under the backup's name.
-            let _ = std::fs::remove_file(&candidate);
-            return Err(e);
+        // A copy, written beside and given the name only once whole and
+        // read back: a full disk or a signal mid-copy leaves no short file
+        // under the backup's name (the temporary one is removed).
+        let (temp, (), _cleanup) = written_beside(path, |out| out.write_all(original))?;
+        temp.as_file().set_permissions(permissions.clone())?;
+        temp.as_file().sync_all()?;
+        let mut reread = std::fs::File::open(temp.path())?;
+        if !holds(&mut reread, original)? {
+            return Err(io::Error::other(
+                "the backup does not read back as the original",
+            ));
+        }
+        match temp.persist_noclobber(&candidate) {
+            Ok(_) => {}
+            Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e.error),
         }
         return Ok((candidate, false));
     }
@@ -392,6 +438,59 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Where a file system gives no second name, the backup is a copy,
+    /// given its name only once whole and read back: nothing else is left
+    /// in the folder, and a name taken by an earlier backup is skipped.
+    #[cfg(unix)]
+    #[test]
+    fn a_backup_copy_takes_its_name_only_whole() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log.jsonl");
+        std::fs::write(&path, "one\ntwo\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let base = dir.path().join("log.jsonl.loopdbg-bak");
+        std::fs::write(&base, "an earlier backup").unwrap();
+        let held = std::fs::File::open(&path).unwrap();
+        let permissions = held.metadata().unwrap().permissions();
+        let (backup, linked) = keep_backup_as(
+            &path,
+            &held,
+            b"one\ntwo\n",
+            &base,
+            permissions,
+            Backup::Copy,
+        )
+        .unwrap();
+        assert!(!linked);
+        assert_eq!(backup, dir.path().join("log.jsonl.loopdbg-bak.1"));
+        assert_eq!(std::fs::read(&backup).unwrap(), b"one\ntwo\n");
+        assert_eq!(std::fs::read(&base).unwrap(), b"an earlier backup");
+        let mode = std::fs::metadata(&backup).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                "log.jsonl",
+                "log.jsonl.loopdbg-bak",
+                "log.jsonl.loopdbg-bak.1"
+            ]
+        );
+    }
+
+    #[test]
+    fn holds_compares_block_by_block() {
+        assert!(holds(&mut &b"abc"[..], b"abc").unwrap());
+        assert!(!holds(&mut &b"abc"[..], b"abd").unwrap());
+        assert!(!holds(&mut &b"abc"[..], b"abcd").unwrap());
+        assert!(!holds(&mut &b"abcd"[..], b"abc").unwrap());
+    }
 
     fn write(path: &Path, existing: Existing, text: &str) -> Result<(), WriteError> {
         write_file(path, existing, |out| out.write_all(text.as_bytes()))
