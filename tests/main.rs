@@ -25,6 +25,7 @@ mod layers;
 mod mcp;
 mod otlp;
 mod plain_path;
+mod preview;
 mod proxy;
 mod python;
 mod real_files;

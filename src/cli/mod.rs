@@ -242,6 +242,13 @@ fn open(cli: Cli) -> Result<ExitCode, Failure> {
         ));
     }
     let app = match loopdbg_corpus::replay::open(&path)? {
+        #[cfg(any(feature = "proxy", feature = "follow"))]
+        Opening::Captured(opened) if cli.conversation.is_none() => {
+            match loopdbg_corpus::replay::preview(&path, &opened) {
+                Some(preview) => return show_preview(preview, opened),
+                None => replay_app(opened, None)?,
+            }
+        }
         Opening::Captured(opened) => replay_app(opened, cli.conversation)?,
         Opening::Session { origin, text } => {
             let loaded = sessions::session_of(&path, origin, text, cli.places.agents_anywhere)?;
@@ -255,6 +262,44 @@ fn open(cli: Cli) -> Result<ExitCode, Failure> {
         }
     };
     show(app)
+}
+
+/// A large log on the screen from its newest part at once, the whole
+/// read meanwhile on another thread and put in its place when done.
+#[cfg(any(feature = "proxy", feature = "follow"))]
+fn show_preview(
+    preview: loopdbg_corpus::replay::Preview,
+    opened: loopdbg_corpus::open::Opened,
+) -> Result<ExitCode, Failure> {
+    use loopdbg_tui::app::{LiveEvent, LiveUpdate};
+    let origin = opened.origin().to_string();
+    let banner = preview.banner();
+    let replay = preview.replay;
+    let mut app = App::replay(
+        origin,
+        replay.session,
+        replay.trace,
+        replay.source.as_str(),
+        loopdbg_term::theme(),
+    );
+    app.cursor = app.trace.len() - 1;
+    app.notice = Some(banner);
+    let (feed, events) = tokio::sync::mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        let event = match loopdbg_corpus::replay::replay(opened, Some(1), |p| p.title("replay")) {
+            Ok(whole) => LiveEvent::Loaded(Box::new(LiveUpdate {
+                session: whole.session,
+                trace: whole.trace,
+                source: whole.source.as_str().to_string(),
+                alarm: whole.left_out,
+                waiting: None,
+            })),
+            Err(e) => LiveEvent::NotLoaded(e.to_string()),
+        };
+        // The debugger may have quit meanwhile: nobody to tell.
+        let _ = feed.send(event);
+    });
+    Ok(show_live(app, events)?)
 }
 
 /// `loopdbg run`: the trace as text or JSON, a handout, or the request

@@ -317,3 +317,113 @@ pub fn record_to_file(
         .map(|line| loopdbg_engine::diagnostics::inert::clean(line))
         .collect())
 }
+
+/// A large log's newest part, read before the rest: what the debugger's
+/// first frame shows while the whole log is read, so the first frame of a
+/// week-long session costs what the last megabyte of it costs.
+pub struct Preview {
+    /// The newest conversation of the part read, replayed without
+    /// findings (a call or a parent before the part would be judged
+    /// missing); the whole log's replay replaces it.
+    pub replay: Replay,
+    /// How many bytes from the end were read.
+    pub read: u64,
+    /// The log's size.
+    pub size: u64,
+}
+
+impl Preview {
+    /// What the screen says while the rest is read.
+    pub fn banner(&self) -> String {
+        format!(
+            "showing the newest {} of {} (line numbers count from there); reading the rest…",
+            mib(self.read),
+            mib(self.size)
+        )
+    }
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20))
+}
+
+/// Logs smaller than this are read whole before the first frame.
+pub const PREVIEW_FROM: u64 = 8 << 20;
+/// How much of a large log's end the first frame is made from.
+pub const PREVIEW_BYTES: u64 = 1 << 20;
+
+/// The [`Preview`] of `opened`, when it is an agent log on disk of at
+/// least [`PREVIEW_FROM`] bytes (a pipe, a compressed file or a request
+/// file is read whole first, as before).
+pub fn preview(path: &Path, opened: &Opened) -> Option<Preview> {
+    preview_with(path, opened, PREVIEW_FROM, PREVIEW_BYTES)
+}
+
+/// [`preview`] with its thresholds given (tests use small ones).
+pub fn preview_with(path: &Path, opened: &Opened, from: u64, bytes: u64) -> Option<Preview> {
+    let Layout::Log(source) = opened.layout else {
+        return None;
+    };
+    let size = opened.size.filter(|&s| s >= from)?;
+    let tail = loopdbg_io::lines::tail_lines(path, size, bytes).ok()?;
+    let numbered: Vec<(usize, &str)> = tail
+        .text
+        .lines()
+        .enumerate()
+        .map(|(k, l)| (k + 1, l))
+        .collect();
+    // The conversation of the newest message: what the log ends with.
+    let newest_from = |first: usize| {
+        let mut log = loopdbg_read::Log::new(source)?;
+        // Lines the part cuts or cannot read are left to the whole read.
+        let _ = log.push_lines(&numbered[first.saturating_sub(1).min(numbered.len())..]);
+        log.finish()
+            .ok()?
+            .into_iter()
+            .filter(|c| !c.messages.is_empty())
+            .max_by_key(|c| c.message_sources.iter().filter_map(|s| s.line).max())
+    };
+    let newest = newest_from(1)?;
+    // Read again from its first prompt: results before it answer calls
+    // the part does not hold, and the pairing pane would call them orphans.
+    let prompt = newest
+        .messages
+        .iter()
+        .position(is_prompt)
+        .and_then(|k| newest.message_sources.get(k)?.line);
+    let newest = match prompt {
+        Some(line) if line > 1 => newest_from(line).unwrap_or(newest),
+        _ => newest,
+    };
+    let replayed = loopdbg_export::replay::replayed(&newest);
+    let trace = replayed.with_findings(&newest, &[]);
+    let session = loopdbg_export::replay::session_for(&newest, "replay");
+    Some(Preview {
+        replay: Replay {
+            session,
+            trace,
+            place: Place {
+                thread: 0,
+                count: 1,
+                request: 1,
+                requests: 1,
+            },
+            source: newest.source,
+            left_out: None,
+            conversation: newest,
+        },
+        read: tail.read,
+        size,
+    })
+}
+
+/// A message the user typed: text, and no tool result.
+fn is_prompt(m: &loopdbg_engine::message::Message) -> bool {
+    use loopdbg_engine::message::{Block, Role};
+    m.role == Role::User
+        && m.text().is_some_and(|t| !t.trim().is_empty())
+        && !m
+            .content
+            .iter()
+            .any(|b| matches!(b, Block::ToolResult { .. }))
+}

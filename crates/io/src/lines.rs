@@ -289,3 +289,61 @@ mod tests {
         );
     }
 }
+
+/// The whole lines of a file's last bytes: what [`tail_lines`] read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TailLines {
+    /// The lines, from the first that starts inside the part read to the
+    /// end of the file's first `size` bytes.
+    pub text: String,
+    /// How many bytes from the end were read.
+    pub read: u64,
+}
+
+/// The whole lines among the last `bytes` of the first `size` bytes of
+/// `path` (a line cut by the start is dropped; bytes that are not UTF-8
+/// are replaced). Reads `bytes`, whatever the file's size.
+pub fn tail_lines(path: &std::path::Path, size: u64, bytes: u64) -> std::io::Result<TailLines> {
+    use std::io::{Read, Seek, SeekFrom};
+    let start = size.saturating_sub(bytes);
+    let mut file = std::fs::File::open(path)?;
+    file.seek(SeekFrom::Start(start))?;
+    let mut raw = Vec::new();
+    file.take(size - start).read_to_end(&mut raw)?;
+    let whole = match start {
+        0 => &raw[..],
+        // The byte before the part may be a line's end: only then is the
+        // first line whole, and that is not known here, so it goes.
+        _ => match raw.iter().position(|&b| b == b'\n') {
+            Some(end) => &raw[end + 1..],
+            None => &[][..],
+        },
+    };
+    Ok(TailLines {
+        text: String::from_utf8_lossy(whole).into_owned(),
+        read: raw.len() as u64,
+    })
+}
+
+#[cfg(test)]
+mod tail_tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn the_tail_starts_at_a_whole_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log.jsonl");
+        std::fs::write(&path, "first line\nsecond\nthird\n").unwrap();
+        let all = tail_lines(&path, 24, 100).unwrap();
+        assert_eq!(all.text, "first line\nsecond\nthird\n");
+        assert_eq!(all.read, 24);
+        // Eight bytes from the end start inside "second": it goes.
+        let part = tail_lines(&path, 24, 8).unwrap();
+        assert_eq!(part.text, "third\n");
+        assert_eq!(part.read, 8);
+        // Only the first `size` bytes count (the file may have grown).
+        let older = tail_lines(&path, 18, 12).unwrap();
+        assert_eq!(older.text, "second\n");
+    }
+}

@@ -277,6 +277,13 @@ pub enum LiveEvent {
     Update(Box<LiveUpdate>),
     /// What is in flight now (`None`: nothing).
     InFlight(Option<String>),
+    /// The whole of what a preview showed the newest part of (a large
+    /// log, read to its end): it takes the preview's place, the cursor as
+    /// many steps from the newest as it was, and `alarm` is the notice.
+    Loaded(Box<LiveUpdate>),
+    /// The rest of a previewed log could not be read: the preview stays,
+    /// and says why.
+    NotLoaded(String),
 }
 
 /// A newer picture of live traffic: the conversation it shows, replayed.
@@ -440,6 +447,12 @@ impl App {
     pub fn apply_live_event(&mut self, event: LiveEvent) {
         match event {
             LiveEvent::Update(update) => self.apply_live(*update),
+            LiveEvent::Loaded(whole) => self.root_mut().apply_loaded(*whole),
+            LiveEvent::NotLoaded(why) => {
+                self.root_mut().notice = Some(format!(
+                    "showing only the newest part: the rest could not be read: {why}"
+                ));
+            }
             LiveEvent::InFlight(what) => {
                 let mut app = self;
                 while let Some(parent) = app.parent.as_deref_mut() {
@@ -450,6 +463,33 @@ impl App {
                 }
             }
         }
+    }
+
+    /// The debugger a sub-agent look was opened from, or this one.
+    fn root_mut(&mut self) -> &mut App {
+        match self.parent {
+            Some(ref mut parent) => parent.root_mut(),
+            None => self,
+        }
+    }
+
+    /// The whole log in place of its preview: the cursor keeps its
+    /// distance from the newest step (the preview's steps are the whole
+    /// log's last ones), and the findings, which the preview could not
+    /// judge, are the whole log's.
+    fn apply_loaded(&mut self, whole: LiveUpdate) {
+        let from_newest = self
+            .trace
+            .len()
+            .saturating_sub(1)
+            .saturating_sub(self.cursor);
+        self.analysis = std::cell::OnceCell::new();
+        self.session = whole.session;
+        self.trace = whole.trace;
+        self.replay = Some(whole.source);
+        self.cursor = (self.trace.len() - 1).saturating_sub(from_newest);
+        self.selected_message = None;
+        self.notice = whole.alarm;
     }
 
     /// Shows a newer picture of the live traffic: the cursor stays where

@@ -1,0 +1,151 @@
+//! A large log's first frame from its newest part (issue 40): the preview
+//! `loopdbg_corpus::replay::preview` makes, what the debugger does when the
+//! whole log arrives, and the real binary on a log past the threshold.
+
+use std::io::Write;
+use std::path::Path;
+
+use loopdbg_corpus::replay::{Opening, open, preview_with, replay};
+use loopdbg_tui::app::{LiveEvent, LiveUpdate};
+use loopdbg_tui::theme::Theme;
+use loopdbg_tui::{Action, App, update};
+
+/// A Claude Code log of `turns` turns: a prompt, a call, its result
+/// (`pad` bytes of output) and an answer each, one chain.
+fn write_log(path: &Path, turns: usize, pad: usize) {
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    let head = r#""sessionId":"s1","cwd":"/w","version":"2.0.76","isSidechain":false"#;
+    let output = "x".repeat(pad);
+    let mut parent = "null".to_string();
+    for t in 1..=turns {
+        let (u, a, r, f) = (
+            format!("u{t}"),
+            format!("a{t}"),
+            format!("r{t}"),
+            format!("f{t}"),
+        );
+        let lines = [
+            format!(
+                r#"{{"type":"user","uuid":"{u}","parentUuid":{parent},{head},"message":{{"role":"user","content":"turn {t}: run the tests"}}}}"#
+            ),
+            format!(
+                r#"{{"type":"assistant","uuid":"{a}","parentUuid":"{u}",{head},"message":{{"id":"m{t}","role":"assistant","content":[{{"type":"tool_use","id":"toolu_{t}","name":"Bash","input":{{"command":"cargo test"}}}}]}}}}"#
+            ),
+            format!(
+                r#"{{"type":"user","uuid":"{r}","parentUuid":"{a}",{head},"message":{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"toolu_{t}","content":"{output}"}}]}}}}"#
+            ),
+            format!(
+                r#"{{"type":"assistant","uuid":"{f}","parentUuid":"{r}",{head},"message":{{"id":"n{t}","role":"assistant","content":[{{"type":"text","text":"turn {t} passes"}}]}}}}"#
+            ),
+        ];
+        for line in lines {
+            writeln!(out, "{line}").unwrap();
+        }
+        parent = format!("\"{f}\"");
+    }
+}
+
+fn opened(path: &Path) -> loopdbg_corpus::open::Opened {
+    match open(path).unwrap() {
+        Opening::Captured(opened) => opened,
+        Opening::Session { .. } => panic!("a log, not a session"),
+    }
+}
+
+/// The preview holds the log's newest turns, starting at a prompt (no
+/// result before its call), and ends where the whole log's replay ends.
+#[test]
+fn the_preview_is_the_newest_part_from_a_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.jsonl");
+    write_log(&path, 400, 300);
+    let size = std::fs::metadata(&path).unwrap().len();
+    let preview = preview_with(&path, &opened(&path), 1 << 10, 8 << 10).expect("a preview");
+    assert_eq!(preview.size, size);
+    assert_eq!(preview.read, 8 << 10);
+    assert!(preview.banner().contains("reading the rest"));
+    let shown = &preview.replay.conversation.messages;
+    assert!(shown.len() < 100, "a part, not the whole: {}", shown.len());
+    let first = shown.first().unwrap().text().unwrap_or_default();
+    assert!(
+        first.starts_with("turn ") && first.ends_with("run the tests"),
+        "{first}"
+    );
+    let whole = replay(opened(&path), Some(1), |_| "replay".into()).unwrap();
+    assert_eq!(
+        shown.last().unwrap().text(),
+        whole.conversation.messages.last().unwrap().text()
+    );
+    assert_eq!(whole.conversation.messages.len(), 1600);
+    // Its pairing is whole: no result the part holds lacks its call.
+    let trace = &preview.replay.trace;
+    let last = trace.len() - 1;
+    assert!(trace.ledger_at(last).orphans.is_empty());
+}
+
+/// Small logs, and inputs that are not logs, are read whole first.
+#[test]
+fn no_preview_below_the_threshold_or_for_request_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.jsonl");
+    write_log(&path, 5, 10);
+    assert!(preview_with(&path, &opened(&path), 1 << 20, 8 << 10).is_none());
+    let body = Path::new("tests/fixtures/transcripts/anthropic_parallel_one_missing.json");
+    assert!(preview_with(body, &opened(body), 0, 8 << 10).is_none());
+}
+
+fn update_of(app_trace_len: usize) -> LiveUpdate {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.jsonl");
+    write_log(&path, app_trace_len, 10);
+    let whole = replay(opened(&path), Some(1), |_| "replay".into()).unwrap();
+    LiveUpdate {
+        session: whole.session,
+        trace: whole.trace,
+        source: whole.source.as_str().to_string(),
+        alarm: None,
+        waiting: None,
+    }
+}
+
+/// The whole log takes the preview's place with the cursor as many steps
+/// from the newest as the user left it, and the banner gives way.
+#[test]
+fn the_whole_log_replaces_the_preview_keeping_the_distance_from_the_newest() {
+    let preview = update_of(3);
+    let mut app = App::replay(
+        "log",
+        preview.session,
+        preview.trace,
+        "claude-code",
+        Theme::pick(true),
+    );
+    app.cursor = app.trace.len() - 1;
+    app.notice = Some("showing the newest part; reading the rest…".into());
+    update::apply(&mut app, Action::StepBack);
+    update::apply(&mut app, Action::StepBack);
+    let from_newest = app.trace.len() - 1 - app.cursor;
+    assert_eq!(from_newest, 2);
+    app.apply_live_event(LiveEvent::Loaded(Box::new(update_of(40))));
+    assert_eq!(app.trace.len() - 1 - app.cursor, 2);
+    assert!(app.trace.len() > 100);
+    assert_eq!(app.notice, None);
+    app.apply_live_event(LiveEvent::NotLoaded("disk gone".into()));
+    assert!(app.notice.as_deref().unwrap().contains("disk gone"));
+}
+
+/// The real binary on a log past the threshold: the whole log is what the
+/// screen ends on, at its newest step.
+#[test]
+fn the_binary_shows_a_large_log_whole_in_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.jsonl");
+    // Over the 8 MiB threshold: 2,400 turns of about 3.6 KB.
+    write_log(&path, 2400, 3000);
+    assert!(std::fs::metadata(&path).unwrap().len() > loopdbg_corpus::replay::PREVIEW_FROM);
+    let (child, mut writer, mut screen) = crate::common::pty::spawn(&[path.to_str().unwrap()]);
+    screen.wait_for("the whole log at its newest step", |s| {
+        s.contains("round 4800/4800") && !s.contains("reading the rest")
+    });
+    crate::common::pty::quit(child, &mut writer, &mut screen);
+}
