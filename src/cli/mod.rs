@@ -299,7 +299,7 @@ fn show_preview(
         // The debugger may have quit meanwhile: nobody to tell.
         let _ = feed.send(event);
     });
-    Ok(show_live(app, events)?)
+    show_live(app, events)
 }
 
 /// `loopdbg run`: the trace as text or JSON, a handout, or the request
