@@ -813,19 +813,22 @@ impl ClaudeCodeLog {
     pub fn finish_leaving(self) -> (Vec<Conversation>, Leftovers) {
         let events = self.events;
         let mut groups: Vec<(Option<String>, Vec<usize>)> = Vec::new();
+        // Each agent's group, found by name (a search of the groups per
+        // event was quadratic in the number of sub-agents).
+        let mut group_of: HashMap<String, usize> = HashMap::new();
         let mut main = Vec::new();
         for (i, e) in events.iter().enumerate() {
             if !e.sidechain {
                 main.push(i);
                 continue;
             }
-            let agent = e.agent().unwrap_or_default().to_string();
-            match groups
-                .iter_mut()
-                .find(|(a, _)| a.as_deref() == Some(&agent))
-            {
-                Some((_, members)) => members.push(i),
-                None => groups.push((Some(agent), vec![i])),
+            let agent = e.agent().unwrap_or_default();
+            match group_of.get(agent) {
+                Some(&g) => groups[g].1.push(i),
+                None => {
+                    group_of.insert(agent.to_string(), groups.len());
+                    groups.push((Some(agent.to_string()), vec![i]));
+                }
             }
         }
         let mut out = Thread::new(&events, &main).conversations(None);
@@ -855,6 +858,13 @@ impl ClaudeCodeLog {
         }
         (out, Leftovers { _events: events })
     }
+}
+
+/// What [`Thread::groups`] finds.
+#[derive(Default)]
+struct Groups {
+    siblings: HashMap<u64, Vec<usize>>,
+    results_of: HashMap<usize, Vec<usize>>,
 }
 
 /// One thread of the log (the main one, or one sub-agent's) as a graph.
@@ -1042,14 +1052,56 @@ impl<'a> Thread<'a> {
         // Each with the line it forks from (none: a new first prompt).
         let mut branches: Vec<(Option<usize>, Notice)> = Vec::new();
         let roots = self.roots();
-        let mut left: Vec<usize> = self
+        let candidates: Vec<usize> = self
             .members
             .iter()
             .copied()
             .filter(|&i| self.is_message(i))
             .collect();
+        // Every step below takes whole trees (all the message events of
+        // a root): a leaf stays a leaf, so the tips are found once, newest
+        // first, and each tree's events are listed once. Finding them
+        // again among what was left, per tree, made a log of a thousand
+        // sub-agent trees quadratic.
+        let mut tips = self.leaves(&candidates);
+        tips.sort_by_key(|&i| std::cmp::Reverse((self.events[i].time, i)));
+        let mut trees: HashMap<usize, Vec<usize>> = HashMap::new();
+        for &i in &candidates {
+            trees.entry(roots[i]).or_default().push(i);
+        }
+        // How many message events are not yet on a chain or a branch.
+        let mut left = candidates.len();
+        let mut is_candidate = vec![false; self.events.len()];
+        for &i in &candidates {
+            is_candidate[i] = true;
+        }
+        let visit = |i: usize, visited: &mut Vec<bool>, left: &mut usize| {
+            if !visited[i] {
+                visited[i] = true;
+                if is_candidate[i] {
+                    *left -= 1;
+                }
+            }
+        };
+        // The message events of `tree_roots` not yet visited, in file
+        // order.
+        let mut take = |tree_roots: &[usize], visited: &[bool]| {
+            let mut off: Vec<usize> = tree_roots
+                .iter()
+                .filter_map(|r| trees.remove(r))
+                .flatten()
+                .filter(|&i| !visited[i])
+                .collect();
+            off.sort_unstable();
+            off
+        };
+        let groups = self.groups();
+        // Marks for one chain at a time, cleared after each use: one per
+        // event and tree made the work grow with trees times events.
+        let mut scratch = vec![false; self.events.len()];
         let mut live_session: Option<u64> = None;
-        while let Some(tip) = self.tip(&left) {
+        let mut tips = tips.into_iter();
+        while let Some(tip) = tips.find(|&i| !visited[i]) {
             let session = self.events[tip].session;
             // A sub-agent is never rewound: another tree in a sidechain
             // thread is another sub-agent (logs before `agentId` wrote
@@ -1057,38 +1109,31 @@ impl<'a> Thread<'a> {
             if label.is_none() && live_session.is_some_and(|live| live == session) {
                 // An unlinked start in the live session: a rewind to the
                 // first prompt left this tree behind.
-                let root = roots[tip];
-                let off: Vec<usize> = left.iter().copied().filter(|&i| roots[i] == root).collect();
+                let off = take(&[roots[tip]], &visited);
                 branches.extend(self.branch_notices(&off, &visited));
                 for &i in &off {
-                    visited[i] = true;
+                    visit(i, &mut visited, &mut left);
                 }
-                left.retain(|&i| !visited[i]);
                 continue;
             }
             live_session.get_or_insert(session);
-            let chain = self.recover_parallel(self.chain(tip), &visited);
+            let chain = self.chain(tip, &mut scratch);
+            let chain = self.recover_parallel(chain, &visited, &groups, &mut scratch);
             for &i in &chain {
-                visited[i] = true;
+                visit(i, &mut visited, &mut left);
             }
-            let mut in_tree = vec![false; self.events.len()];
-            for &i in &chain {
-                in_tree[roots[i]] = true;
-            }
+            let mut chain_roots: Vec<usize> = chain.iter().map(|&i| roots[i]).collect();
+            chain_roots.sort_unstable();
+            chain_roots.dedup();
             // Message events of the same trees not on the chain are branches.
-            let off: Vec<usize> = left
-                .iter()
-                .copied()
-                .filter(|&i| !visited[i] && in_tree[roots[i]])
-                .collect();
+            let off = take(&chain_roots, &visited);
             branches.extend(self.branch_notices(&off, &visited));
             for &i in &off {
-                visited[i] = true;
+                visit(i, &mut visited, &mut left);
             }
-            left.retain(|&i| !visited[i]);
             let first = chain.first().map_or(0, |&i| self.events[i].line());
             let label = match label.as_deref() {
-                Some("sub-agent") if !threads.is_empty() || !left.is_empty() => {
+                Some("sub-agent") if !threads.is_empty() || left > 0 => {
                     Some(format!("sub-agent from line {first}"))
                 }
                 other => other.map(str::to_string),
@@ -1181,9 +1226,9 @@ impl<'a> Thread<'a> {
         root
     }
 
-    /// The newest leaf among `candidates`: a message event no other message
-    /// event descends from; ties go to the later line.
-    fn tip(&self, candidates: &[usize]) -> Option<usize> {
+    /// The leaves among `candidates`: the message events no other
+    /// candidate descends from.
+    fn leaves(&self, candidates: &[usize]) -> Vec<usize> {
         let mut pool = vec![false; self.events.len()];
         for &i in candidates {
             pool[i] = true;
@@ -1205,16 +1250,16 @@ impl<'a> Thread<'a> {
             .iter()
             .copied()
             .filter(|&i| !has_child[i])
-            .max_by_key(|&i| (self.events[i].time, i))
+            .collect()
     }
 
     /// Root → `tip`, through compaction boundaries (`logicalParentUuid`).
     /// The messages the newest compaction kept are on it once, after its
     /// summary: no request before the compaction carried them (it ran
     /// before they were sent), the ones after it do.
-    fn chain(&self, tip: usize) -> Vec<usize> {
+    /// `seen` is all false, and is left so.
+    fn chain(&self, tip: usize, seen: &mut [bool]) -> Vec<usize> {
         let mut chain = Vec::new();
-        let mut seen = vec![false; self.events.len()];
         let mut at = Some(tip);
         while let Some(i) = at {
             if seen[i] {
@@ -1245,71 +1290,86 @@ impl<'a> Thread<'a> {
                 _ => self.parent_of(i),
             };
         }
+        for &i in &chain {
+            seen[i] = false;
+        }
         chain.reverse();
         chain
     }
 
-    /// Splices in the parallel siblings of the chain's assistant messages
-    /// (same `message.id`, other uuid) and the tool results that answer any
-    /// of them, right after the group's last event on the chain.
-    fn recover_parallel(&self, chain: Vec<usize>, taken: &[bool]) -> Vec<usize> {
-        let mut on_chain = vec![false; self.events.len()];
-        for &i in &chain {
-            on_chain[i] = true;
-        }
-        let message_id = |i: usize| {
-            self.events[i]
-                .body
-                .as_ref()
-                .filter(|b| b.role == Role::Assistant)
-                .and_then(|b| b.message_id)
-        };
-        // Only groups with a member off the chain need work: find them first.
-        let mut siblings: HashMap<u64, Vec<usize>> = HashMap::new();
-        let mut results_of: HashMap<usize, Vec<usize>> = HashMap::new();
-        let free = |i: usize| !on_chain[i] && !taken[i];
+    /// The thread's assistant events by their reply's `message.id`, and
+    /// its result events by their parent, each in file order: what
+    /// [`Thread::recover_parallel`] looks up for every chain.
+    fn groups(&self) -> Groups {
+        let mut groups = Groups::default();
         for &i in self.members {
-            if !free(i) {
-                continue;
-            }
-            if let Some(id) = message_id(i) {
-                siblings.entry(id).or_default().push(i);
+            if let Some(id) = self.reply_id(i) {
+                groups.siblings.entry(id).or_default().push(i);
             } else if self.events[i]
                 .body
                 .as_ref()
                 .is_some_and(|b| b.role == Role::User && b.only_results())
                 && let Some(p) = self.parent_of(i)
             {
-                results_of.entry(p).or_default().push(i);
+                groups.results_of.entry(p).or_default().push(i);
             }
         }
-        if siblings.is_empty() && results_of.is_empty() {
-            return chain;
+        groups
+    }
+
+    /// The `message.id` of an assistant event.
+    fn reply_id(&self, i: usize) -> Option<u64> {
+        self.events[i]
+            .body
+            .as_ref()
+            .filter(|b| b.role == Role::Assistant)
+            .and_then(|b| b.message_id)
+    }
+
+    /// Splices in the parallel siblings of the chain's assistant messages
+    /// (same `message.id`, other uuid) and the tool results that answer any
+    /// of them, right after the group's last event on the chain.
+    /// `on_chain` is all false, and is left so.
+    fn recover_parallel(
+        &self,
+        chain: Vec<usize>,
+        taken: &[bool],
+        groups: &Groups,
+        on_chain: &mut [bool],
+    ) -> Vec<usize> {
+        for &i in &chain {
+            on_chain[i] = true;
         }
+        let free = |i: usize| !on_chain[i] && !taken[i];
         // The last event of each message.id group on the chain: the group's
         // off-chain members and results go in after it.
         let mut anchor: HashMap<u64, usize> = HashMap::new();
         for &i in &chain {
-            if let Some(id) = message_id(i) {
+            if let Some(id) = self.reply_id(i) {
                 anchor.insert(id, i);
             }
         }
-        // Per group with work: its off-chain members, and the off-chain
-        // results answering any member (on the chain or recovered).
-        let mut work: HashMap<u64, (Vec<usize>, Vec<usize>)> = HashMap::new();
-        for (id, found) in siblings {
-            if anchor.contains_key(&id) {
-                work.entry(id).or_default().0 = found;
-            }
+        // Per group: its off-chain members, and the off-chain results
+        // answering any member (on the chain or recovered).
+        let mut work: Vec<(u64, Vec<usize>, Vec<usize>)> = Vec::new();
+        for (&id, _) in &anchor {
+            let members = groups.siblings.get(&id).map_or(&[][..], Vec::as_slice);
+            let found: Vec<usize> = members.iter().copied().filter(|&i| free(i)).collect();
+            let results: Vec<usize> = members
+                .iter()
+                .filter(|&&p| on_chain[p] || free(p))
+                .filter_map(|p| groups.results_of.get(p))
+                .flatten()
+                .copied()
+                .filter(|&i| free(i))
+                .collect();
+            work.push((id, found, results));
         }
-        for (&p, results) in &results_of {
-            let Some(id) = message_id(p) else { continue };
-            if anchor.contains_key(&id) && (on_chain[p] || free(p)) {
-                work.entry(id).or_default().1.extend(results);
-            }
+        for &i in &chain {
+            on_chain[i] = false;
         }
         let mut inserts: HashMap<usize, Vec<usize>> = HashMap::new();
-        for (id, (mut found, mut results)) in work {
+        for (id, mut found, mut results) in work {
             if found.is_empty() && results.is_empty() {
                 continue;
             }
