@@ -120,6 +120,10 @@ pub(crate) struct Chunk {
 /// How much a chunk reads before it finishes its last line.
 pub(crate) const CHUNK_BYTES: usize = 1 << 20;
 
+/// A log this small is read and freed on the caller's thread: starting a
+/// thread for it costs more than it saves.
+const SMALL_LOG: u64 = 2 * CHUNK_BYTES as u64;
+
 impl Chunk {
     /// Its lines, numbered, without their line ends.
     pub(crate) fn lines(&self) -> impl Iterator<Item = (usize, &str)> {
@@ -1103,53 +1107,66 @@ pub(crate) fn read_opened(
                 log.expect_bytes(bytes);
             }
             log.keep(opened.detail);
-            // One thread reads the next chunk while the pool parses this one.
-            let (chunks, arriving) = std::sync::mpsc::sync_channel::<Result<Chunk, LoadError>>(2);
             let (recycle, spare) = std::sync::mpsc::channel();
             let mut errors = Vec::new();
-            std::thread::scope(|scope| -> Result<(), LoadError> {
-                scope.spawn(move || {
-                    for chunk in opened.chunks(spare) {
-                        let stop = chunk.is_err();
-                        if chunks.send(chunk).is_err() || stop {
-                            break;
-                        }
-                    }
-                });
-                let mut total: u64 = 0;
-                for chunk in arriving {
-                    let chunk = chunk?;
-                    total += chunk.text.len() as u64;
-                    if total > MAX_WHOLE_BYTES {
-                        return Err(too_large(&origin, "an agent log"));
-                    }
-                    let lines: Vec<(usize, &str)> = chunk.lines().collect();
-                    for (n, e) in push_lines_on_every_core(&mut log, &lines) {
-                        let text = lines.iter().find(|(m, _)| *m == n).map_or("", |(_, t)| *t);
-                        errors.push(match e {
-                            LineError::Json(e) => json_error(&origin, text, Some(n), &e),
-                            LineError::Read(e) => {
-                                let offset = SpanNode::parse(text)
-                                    .map_or(0, |s| s.offset_of(e.path.segments()));
-                                in_line(&origin, n, text, offset, e.to_string())
-                            }
-                        });
-                    }
-                    drop(lines);
-                    if let Some(e) = chunk.skipped {
-                        errors.push(e);
-                    }
-                    // The reader may have finished: then the buffer is freed.
-                    let _ = recycle.send(chunk.text.into_bytes());
+            let mut total: u64 = 0;
+            let mut take = |chunk: Result<Chunk, LoadError>| -> Result<(), LoadError> {
+                let chunk = chunk?;
+                total += chunk.text.len() as u64;
+                if total > MAX_WHOLE_BYTES {
+                    return Err(too_large(&origin, "an agent log"));
                 }
+                let lines: Vec<(usize, &str)> = chunk.lines().collect();
+                for (n, e) in push_lines_on_every_core(&mut log, &lines) {
+                    let text = lines.iter().find(|(m, _)| *m == n).map_or("", |(_, t)| *t);
+                    errors.push(match e {
+                        LineError::Json(e) => json_error(&origin, text, Some(n), &e),
+                        LineError::Read(e) => {
+                            let offset = SpanNode::parse(text)
+                                .map_or(0, |s| s.offset_of(e.path.segments()));
+                            in_line(&origin, n, text, offset, e.to_string())
+                        }
+                    });
+                }
+                drop(lines);
+                if let Some(e) = chunk.skipped {
+                    errors.push(e);
+                }
+                // The reader may have finished: then the buffer is freed.
+                let _ = recycle.send(chunk.text.into_bytes());
                 Ok(())
-            })?;
+            };
+            if opened.size.is_some_and(|size| size <= SMALL_LOG) {
+                // A log of a chunk or two is read here: a thread for it
+                // cost more than it saved (800 sessions of 60 KB: 317 ms).
+                for chunk in opened.chunks(spare) {
+                    take(chunk)?;
+                }
+            } else {
+                // One thread reads the next chunk while the pool parses
+                // this one.
+                let (chunks, arriving) =
+                    std::sync::mpsc::sync_channel::<Result<Chunk, LoadError>>(2);
+                std::thread::scope(|scope| -> Result<(), LoadError> {
+                    scope.spawn(move || {
+                        for chunk in opened.chunks(spare) {
+                            let stop = chunk.is_err();
+                            if chunks.send(chunk).is_err() || stop {
+                                break;
+                            }
+                        }
+                    });
+                    arriving.into_iter().try_for_each(&mut take)
+                })?;
+            }
             let (convs, leftovers) = log.finish_leaving().map_err(|e| LoadError::Refused {
                 origin: origin.clone(),
                 reason: e.to_string(),
             })?;
             // A hundred thousand small frees on a long log: off the way.
-            std::thread::spawn(move || drop(leftovers));
+            if total > SMALL_LOG {
+                std::thread::spawn(move || drop(leftovers));
+            }
             let count = convs.len();
             for c in convs {
                 each(None, c, None);

@@ -29,7 +29,7 @@ pub fn exit_code(reports: &[FileReport]) -> u8 {
 }
 
 /// One conversation's findings.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct ConversationReport {
     /// 1-based conversation in the file: the requests of one agent loop
     /// (each carrying the history before it) are one conversation.
@@ -292,7 +292,9 @@ fn check_opened(
         report.conversations = threads.count();
         // A long log is many small allocations: free them on another core
         // while the report is printed (at exit the process frees them all).
-        std::thread::spawn(move || drop(convs));
+        if convs.iter().map(|(_, _, c)| c.messages.len()).sum::<usize>() > 10_000 {
+            std::thread::spawn(move || drop(convs));
+        }
         return report;
     }
     report.format = forced.map(Source::as_str);
@@ -473,10 +475,52 @@ pub fn check_files(
     emit: &mut dyn FnMut(&str, &ConversationReport),
     progress: &mut dyn FnMut(&Progress),
 ) -> Vec<FileReport> {
-    files
-        .iter()
-        .map(|f| check_file(f, forced, mcp, emit, progress))
-        .collect()
+    let mut reports = Vec::with_capacity(files.len());
+    let mut at = 0;
+    while at < files.len() {
+        // Files too small to say their progress are checked side by side,
+        // a window at a time, and said in order (800 sessions of 60 KB
+        // each had one core idle); a large one alone, saying its progress.
+        let small = files[at..]
+            .iter()
+            .take(SIDE_BY_SIDE)
+            .take_while(|f| is_small(f))
+            .count();
+        if small < 2 {
+            reports.push(check_file(&files[at], forced, mcp, emit, progress));
+            at += 1;
+            continue;
+        }
+        let window = &files[at..at + small];
+        let checked = crate::cores::map(window, |f| {
+            let mut said = Vec::new();
+            let report = check_file(
+                f,
+                forced,
+                mcp,
+                &mut |name, r| said.push((name.to_string(), r.clone())),
+                &mut |_| {},
+            );
+            (report, said)
+        });
+        for (report, said) in checked {
+            for (name, r) in &said {
+                emit(name, r);
+            }
+            reports.push(report);
+        }
+        at += small;
+    }
+    reports
+}
+
+/// How many small files [`check_files`] checks side by side at most.
+const SIDE_BY_SIDE: usize = 64;
+
+/// A regular file under the size that reports progress.
+fn is_small(path: &Path) -> bool {
+    path.as_os_str() != "-"
+        && std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() <= PROGRESS_FROM_BYTES)
 }
 
 /// The answered `tools/call`s of an MCP capture (`check --mcp`).
