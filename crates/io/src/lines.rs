@@ -71,7 +71,7 @@ pub fn read_line_bounded(
             return Ok(buf.len() - start);
         }
         let room = (limit + 1).saturating_sub(buf.len());
-        let (take, ends) = match available.iter().position(|&b| b == b'\n') {
+        let (take, ends) = match memchr::memchr(b'\n', available) {
             Some(i) if i < room => (i + 1, true),
             _ => (available.len().min(room), false),
         };
@@ -140,7 +140,7 @@ impl<R: BufRead> LineChunks<R> {
             return None;
         }
         let first = self.next;
-        self.next += buf.iter().filter(|&&b| b == b'\n').count();
+        self.next += memchr::memchr_iter(b'\n', &buf).count();
         let overlong = overflowed.then(|| {
             self.next += 1;
             self.next - 1
@@ -168,7 +168,7 @@ impl<R: BufRead> LineChunks<R> {
             );
             self.rest.consume(take);
         }
-        let line_start = buf.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
+        let line_start = memchr::memrchr(b'\n', buf).map_or(0, |p| p + 1);
         let mut overflowed = false;
         // Once the line is dropped the buffer ends with the line before
         // it: reading goes on to the dropped line's end regardless (a
@@ -178,7 +178,7 @@ impl<R: BufRead> LineChunks<R> {
             if available.is_empty() {
                 break;
             }
-            let (take, ends) = match available.iter().position(|&b| b == b'\n') {
+            let (take, ends) = match memchr::memchr(b'\n', available) {
                 Some(i) => (i + 1, true),
                 None => (available.len(), false),
             };
