@@ -83,6 +83,36 @@ fn the_preview_is_the_newest_part_from_a_prompt() {
     assert!(trace.ledger_at(last).orphans.is_empty());
 }
 
+/// A log whose last part is a sub-agent at work previews the main
+/// thread, which the whole read shows, not the sub-agent.
+#[test]
+fn the_preview_shows_the_main_thread_not_a_sub_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.jsonl");
+    write_log(&path, 200, 300);
+    let mut out = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    let head =
+        r#""sessionId":"s1","cwd":"/w","version":"2.0.76","isSidechain":true,"agentId":"a1""#;
+    let mut parent = "null".to_string();
+    for t in 1..=10 {
+        let (u, a) = (format!("su{t}"), format!("sa{t}"));
+        writeln!(out, r#"{{"type":"user","uuid":"{u}","parentUuid":{parent},{head},"message":{{"role":"user","content":"sub-task {t}"}}}}"#).unwrap();
+        writeln!(out, r#"{{"type":"assistant","uuid":"{a}","parentUuid":"{u}",{head},"message":{{"id":"sm{t}","role":"assistant","content":[{{"type":"text","text":"done {t}"}}]}}}}"#).unwrap();
+        parent = format!("\"{a}\"");
+    }
+    drop(out);
+    let preview = preview_with(&path, &opened(&path), 1 << 10, 16 << 10).expect("a preview");
+    let conv = &preview.replay.conversation;
+    assert_eq!(conv.label, None, "the main thread");
+    assert_eq!(
+        conv.messages.last().unwrap().text().unwrap(),
+        "turn 200 passes"
+    );
+}
+
 /// Small logs, and inputs that are not logs, are read whole first.
 #[test]
 fn no_preview_below_the_threshold_or_for_request_files() {

@@ -1122,8 +1122,8 @@ pub(crate) fn read_opened(
                     errors.push(match e {
                         LineError::Json(e) => json_error(&origin, text, Some(n), &e),
                         LineError::Read(e) => {
-                            let offset = SpanNode::parse(text)
-                                .map_or(0, |s| s.offset_of(e.path.segments()));
+                            let offset =
+                                SpanNode::parse(text).map_or(0, |s| s.offset_of(e.path.segments()));
                             in_line(&origin, n, text, offset, e.to_string())
                         }
                     });

@@ -377,11 +377,20 @@ pub fn preview_with(path: &Path, opened: &Opened, from: u64, bytes: u64) -> Opti
         let mut log = loopdbg_read::Log::new(source)?;
         // Lines the part cuts or cannot read are left to the whole read.
         let _ = log.push_lines(&numbered[first.saturating_sub(1).min(numbered.len())..]);
+        // The main thread's before a sub-agent's (the whole read shows
+        // the main thread): a log's last MiB may be a sub-agent at work.
         log.finish()
             .ok()?
             .into_iter()
             .filter(|c| !c.messages.is_empty())
-            .max_by_key(|c| c.message_sources.iter().filter_map(|s| s.line).max())
+            .max_by_key(|c| {
+                let newest = c.message_sources.iter().filter_map(|s| s.line).max();
+                let sub_agent = c
+                    .label
+                    .as_deref()
+                    .is_some_and(|l| l.starts_with("sub-agent"));
+                (!sub_agent, newest)
+            })
     };
     let newest = newest_from(1)?;
     // Read again from its first prompt: results before it answer calls

@@ -292,7 +292,12 @@ fn check_opened(
         report.conversations = threads.count();
         // A long log is many small allocations: free them on another core
         // while the report is printed (at exit the process frees them all).
-        if convs.iter().map(|(_, _, c)| c.messages.len()).sum::<usize>() > 10_000 {
+        if convs
+            .iter()
+            .map(|(_, _, c)| c.messages.len())
+            .sum::<usize>()
+            > 10_000
+        {
             std::thread::spawn(move || drop(convs));
         }
         return report;
