@@ -34,7 +34,11 @@ fn line_of(finding: &loopdbg_judge::check::Finding, report: &ConversationReport)
 fn said(finding: &loopdbg_judge::check::Finding) -> String {
     match finding.ids.is_empty() {
         true => finding.message.clone(),
-        false => format!("{} [{}]", finding.message, finding.ids.join(", ")),
+        false => format!(
+            "{} [{}]",
+            finding.message,
+            crate::text::listed_ids(&finding.ids)
+        ),
     }
 }
 

@@ -13,7 +13,7 @@
 //! byte for byte.
 //!
 //! Memory: a log is held once, as the text it was read as. Each line is
-//! kept as a slice of it and an [`Event`] (what the repair decides by:
+//! kept as a slice of it and an `Event` (what the repair decides by:
 //! types, ids, uuids, parents; text and tool output left out); a line
 //! that changes is parsed whole again, edited and written over its own
 //! text.
