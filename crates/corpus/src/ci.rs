@@ -37,7 +37,7 @@ fn said(finding: &loopdbg_judge::check::Finding) -> String {
         false => format!(
             "{} [{}]",
             finding.message,
-            crate::text::listed_ids(&finding.ids)
+            crate::report::listed_ids(&finding.ids)
         ),
     }
 }

@@ -115,6 +115,8 @@ impl Followed {
             }
             Read::Log(log) => {
                 self.lines = push_log_lines(log, appended, self.lines);
+                // A copy: building the conversations moves the blocks out of
+                // the events, and the next change builds them again.
                 let convs = (**log).clone().finish().map_err(|e| LoadError::Refused {
                     origin: self.origin.clone(),
                     reason: e.to_string(),
@@ -126,7 +128,16 @@ impl Followed {
                 grouped
             }
         };
-        Ok(pick(&grouped, which))
+        // Built for this change alone: the conversation is taken, not copied.
+        let which = which.map(|n| n.clamp(1, grouped.count().max(1)));
+        Ok(grouped.take(which).map(|taken| {
+            let findings = loopdbg_judge::check::check(taken.sent.as_ref().unwrap_or(&taken.shown));
+            Picked {
+                conversation: taken.shown,
+                findings,
+                place: taken.place,
+            }
+        }))
     }
 
     /// How the file is to be read from now on, from its text so far.

@@ -204,7 +204,7 @@ pub fn render_text(
                     out,
                     "  {}  {kind} ({verdict})  [{}]",
                     clean(&at),
-                    clean(&listed_ids(&x.ids))
+                    clean(&crate::report::listed_ids(&x.ids))
                 )?;
                 writeln!(out, "    {}", clean(&x.message))?;
             }
@@ -251,22 +251,9 @@ fn clean(s: &str) -> String {
     loopdbg_engine::diagnostics::inert::clean(s)
 }
 
-/// The ids a finding names, as a line of text says them: the first
-/// [`LISTED_IDS`] and how many more (a note on a branch of 400,000 events
-/// named every call in it: 2.3 MB on one line). `--format json` keeps all.
-pub(crate) fn listed_ids(ids: &[String]) -> String {
-    match ids.len().checked_sub(LISTED_IDS) {
-        None | Some(0) => ids.join(", "),
-        Some(more) => format!("{}, … and {more} more", ids[..LISTED_IDS].join(", ")),
-    }
-}
-
-/// How many ids a line of text names before it counts the rest.
-const LISTED_IDS: usize = 12;
-
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::report::listed_ids;
 
     #[test]
     fn a_long_id_list_is_counted_past_twelve() {
