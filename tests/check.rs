@@ -977,3 +977,50 @@ fn sarif_and_github_annotations_carry_every_finding() {
         "{github}"
     );
 }
+
+/// Many small inputs are checked side by side and reported in the order
+/// given, the same as one at a time; JSON Lines of bodies among them (each
+/// checked on the thread pool while its file waits) once hung the lot.
+#[test]
+fn many_small_files_are_checked_side_by_side_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    let sources = [
+        "tests/fixtures/transcripts/dataset.jsonl",
+        "tests/fixtures/transcripts/claude_code_interrupted.jsonl",
+        "tests/fixtures/transcripts/claude_code_compacted.jsonl",
+    ];
+    for k in 0..12 {
+        let from = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(sources[k % 3]);
+        let to = dir.path().join(format!(
+            "{k:02}-{}",
+            from.file_name().unwrap().to_string_lossy()
+        ));
+        std::fs::copy(&from, &to).unwrap();
+        files.push(to);
+    }
+    let run = |files: &[std::path::PathBuf]| {
+        let out = crate::common::loopdbg()
+            .args(["check", "--format", "jsonl"])
+            .args(files)
+            .timeout(std::time::Duration::from_secs(120))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.code().is_some(),
+            "ended by a signal (a hang cut short?)"
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let together = run(&files);
+    let one_by_one: String = files.iter().map(|f| run(std::slice::from_ref(f))).collect();
+    // Every file's lines, in the order the files were given.
+    let files_named = |out: &str| -> Vec<String> {
+        out.lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|v| v["file"].as_str().map(str::to_string))
+            .collect()
+    };
+    assert!(!files_named(&together).is_empty());
+    assert_eq!(files_named(&together), files_named(&one_by_one));
+}

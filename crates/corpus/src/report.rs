@@ -497,7 +497,7 @@ pub fn check_files(
             continue;
         }
         let window = &files[at..at + small];
-        let checked = crate::cores::map(window, |f| {
+        let checked = side_by_side(window, |f| {
             let mut said = Vec::new();
             let report = check_file(
                 f,
@@ -517,6 +517,41 @@ pub fn check_files(
         at += small;
     }
     reports
+}
+
+/// `f` of every item, in order, on threads of their own, one per core.
+/// Not on the thread pool: checking a file waits for work it gives the
+/// pool (its lines), and pool threads waiting so left none to do it (800
+/// files of JSON Lines hung).
+fn side_by_side<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(items.len());
+    if threads < 2 {
+        return items.iter().map(f).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut done: Vec<(usize, R)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(item) = items.get(k) else { break };
+                        mine.push((k, f(item)));
+                    }
+                    mine
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    done.sort_by_key(|(k, _)| *k);
+    done.into_iter().map(|(_, r)| r).collect()
 }
 
 /// How many small files [`check_files`] checks side by side at most.
