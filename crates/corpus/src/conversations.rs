@@ -137,6 +137,17 @@ impl Conversations {
         })
     }
 
+    /// [`Conversations::pick`], the conversation taken out, not copied
+    /// (for a picture built for one use, as `--follow` builds one per change).
+    pub fn into_picked(self, which: Option<usize>) -> Option<Picked> {
+        let taken = self.take(which)?;
+        Some(Picked {
+            findings: check(taken.sent.as_ref().unwrap_or(&taken.shown)),
+            conversation: taken.shown,
+            place: taken.place,
+        })
+    }
+
     /// [`Conversations::pick`], taking the conversation out unjudged.
     pub fn take(mut self, which: Option<usize>) -> Option<Taken> {
         let thread = self.thread(which)?;

@@ -313,8 +313,9 @@ fn is_last_line(bytes: &[u8], line: Option<usize>) -> bool {
 }
 
 /// Keeps the original as a backup, writes the repair in its place, and
-/// checks it again (the repair let go first: a log is held once). A file changed in the last few seconds (an agent may
-/// still be writing it) is not written without `force`; a file that is
+/// checks it again (the repair let go first: a log is held once). A file
+/// changed in the last few seconds (an agent may still be writing it) is
+/// not written without `force`; a file that is
 /// no longer what [`diagnose`] read, or that grows while the repair is
 /// written, is left as it is (see `loopdbg_io::files::replace_keeping`:
 /// no line an agent appends is lost).

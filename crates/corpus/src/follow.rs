@@ -129,15 +129,8 @@ impl Followed {
             }
         };
         // Built for this change alone: the conversation is taken, not copied.
-        let which = which.map(|n| n.clamp(1, grouped.count().max(1)));
-        Ok(grouped.take(which).map(|taken| {
-            let findings = loopdbg_judge::check::check(taken.sent.as_ref().unwrap_or(&taken.shown));
-            Picked {
-                conversation: taken.shown,
-                findings,
-                place: taken.place,
-            }
-        }))
+        let which = clamped(&grouped, which);
+        Ok(grouped.into_picked(which))
     }
 
     /// How the file is to be read from now on, from its text so far.
@@ -176,8 +169,12 @@ impl Followed {
 
 /// Conversation `which`, kept in range, or the newest.
 fn pick(grouped: &Conversations, which: Option<usize>) -> Option<Picked> {
-    let which = which.map(|n| n.clamp(1, grouped.count().max(1)));
-    grouped.pick(which)
+    grouped.pick(clamped(grouped, which))
+}
+
+/// `which` kept among `grouped`'s conversations.
+fn clamped(grouped: &Conversations, which: Option<usize>) -> Option<usize> {
+    which.map(|n| n.clamp(1, grouped.count().max(1)))
 }
 
 /// Reads one new line of a file of one conversation per line.

@@ -229,6 +229,10 @@ impl Progress {
 /// Inputs larger than this say how far their check has come.
 const PROGRESS_FROM_BYTES: u64 = 16 << 20;
 
+/// How many messages a file's conversations hold before they are freed on
+/// a thread of their own (below it, a thread costs more than the frees).
+const FREED_ELSEWHERE_FROM: usize = 10_000;
+
 /// Checks an input already opened; `size` is its length when known (0
 /// for a pipe or bytes in memory), for progress.
 fn check_opened(
@@ -296,7 +300,7 @@ fn check_opened(
             .iter()
             .map(|(_, _, c)| c.messages.len())
             .sum::<usize>()
-            > 10_000
+            > FREED_ELSEWHERE_FROM
         {
             std::thread::spawn(move || drop(convs));
         }
