@@ -593,6 +593,83 @@ fn claude_code_end_to_end() {
     end_to_end(Agent::ClaudeCode);
 }
 
+/// A real Claude Code with `loopdbg mcp-server` in its `--mcp-config`:
+/// the scripted model calls the server's `check_request` on a body whose
+/// second parallel call has no result, Claude Code runs the tool through
+/// the server, and the result it sends back holds Anthropic's 400 for
+/// that id, which the model then repeats as its answer.
+#[test]
+#[ignore = "end-to-end: the real agent (scripts/install-agents.sh)"]
+fn claude_code_calls_loopdbg_mcp_server_and_gets_the_providers_400() {
+    let agent = Agent::ClaudeCode;
+    let Some(bin) = installed(
+        agent,
+        "claude_code_calls_loopdbg_mcp_server_and_gets_the_providers_400",
+    ) else {
+        return;
+    };
+    let runtime = runtime();
+    let fake = runtime.block_on(fake::start());
+    let scratch = Scratch::new(agent);
+    let config = scratch.tmp.join("mcp.json");
+    let servers = serde_json::json!({"mcpServers": {"loopdbg": {
+        "command": env!("CARGO_BIN_EXE_loopdbg"), "args": ["mcp-server"]}}});
+    std::fs::write(&config, servers.to_string()).unwrap();
+    let prompt = format!("{}: will this request be refused?", fake::MCP_CHECK);
+    let mut command = command_for(
+        agent,
+        &bin,
+        &fake.url,
+        &scratch,
+        &prompt,
+        &[
+            "--mcp-config",
+            config.to_str().unwrap(),
+            "--strict-mcp-config",
+            "--allowedTools",
+            "mcp__loopdbg__check_request",
+        ],
+    );
+    // Claude Code otherwise offers an MCP server's tools only through its
+    // ToolSearch tool (their names listed in the system prompt), which the
+    // scripted model does not drive.
+    command.env("ENABLE_TOOL_SEARCH", "false");
+    let (ok, ran) = finish(agent, command.spawn().unwrap());
+    assert!(ok, "{}\n{}", ran.stdout, ran.stderr);
+    assert_eq!(
+        ran.final_text, "loopdbg said: request:1 (anthropic, 3 messages): 1 problem(s)",
+        "{}",
+        ran.stdout
+    );
+    // What Claude Code sent back as the tool's result: the finding, the
+    // id and the provider's words.
+    let requests = fake.log.lock().unwrap().requests.clone();
+    let offered = requests[0]["tools"].as_array().unwrap();
+    assert!(
+        offered
+            .iter()
+            .any(|t| t["name"] == "mcp__loopdbg__check_request"),
+        "the server's tools were not offered"
+    );
+    let result = requests
+        .iter()
+        .filter_map(|r| r["messages"].as_array())
+        .flatten()
+        .filter_map(|m| m["content"].as_array())
+        .flatten()
+        .find(|b| b["type"] == "tool_result" && b["tool_use_id"] == "toolu_mcp_check")
+        .expect("the tool's result was sent back")
+        .to_string();
+    assert!(
+        result.contains("unanswered_call (400)  [toolu_fx]"),
+        "{result}"
+    );
+    assert!(
+        result.contains("Each `tool_use` block must have a corresponding `tool_result` block"),
+        "{result}"
+    );
+}
+
 #[test]
 #[ignore = "end-to-end: the real agent (scripts/install-agents.sh)"]
 fn codex_end_to_end() {

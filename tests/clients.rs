@@ -160,6 +160,108 @@ fn boto3_bedrock_loops_behave_through_the_proxy_as_direct() {
     assert_eq!(fake.log.lock().unwrap().requests.len(), before + 1);
 }
 
+/// The official MCP Python SDK's client (`tests/clients/mcp_server_client.py`)
+/// driving `loopdbg mcp-server` as an agent would: it checks a request body
+/// whose second parallel call has no result and gets Anthropic's 400 for
+/// that id and a repaired copy that checks clean; asks what the finding
+/// means; scans a home holding a real Gemini CLI chat that `gemini
+/// --resume` cannot send and finds it; has its repair planned (nothing
+/// written) and then written (a backup kept), after which the chat checks
+/// clean.
+#[test]
+#[ignore = "end-to-end: the real SDK clients (scripts/install-clients.sh)"]
+fn the_official_mcp_client_checks_and_repairs_through_loopdbg_mcp_server() {
+    let Some(python) = python() else {
+        return crate::common::skip(
+            "the_official_mcp_client_checks_and_repairs_through_loopdbg_mcp_server",
+            "no mcp virtualenv in target/clients (run scripts/install-clients.sh)",
+        );
+    };
+    let home = crate::common::scratch("mcp-server");
+    let chats = home.join(".gemini/tmp/ann-app/chats");
+    std::fs::create_dir_all(&chats).unwrap();
+    std::fs::write(
+        home.join(".gemini/tmp/ann-app/.project_root"),
+        "/work/ann-app",
+    )
+    .unwrap();
+    let name = "session-2026-12-02T04-27-6a20c2cd.jsonl";
+    let original =
+        std::fs::read(Path::new("tests/fixtures/transcripts/gemini_cli").join(name)).unwrap();
+    let chat = chats.join(name);
+    std::fs::write(&chat, &original).unwrap();
+    let out = python_script(
+        &python,
+        "tests/clients/mcp_server_client.py",
+        &[env!("CARGO_BIN_EXE_loopdbg"), path(&home), path(&chat)],
+    );
+    let got: Value = serde_json::from_str(&out).unwrap();
+    let text = |key: &str| got[key][0].as_str().unwrap().to_string();
+    assert_eq!(got["server"], "loopdbg");
+    assert_eq!(
+        got["tools"],
+        serde_json::json!([
+            "check_file",
+            "check_request",
+            "explain_finding",
+            "list_unresumable_sessions",
+            "repair_session"
+        ])
+    );
+    // The request: Anthropic's words, the id, and a repair that holds.
+    let checked = text("checked");
+    assert!(
+        checked.contains("unanswered_call (400)  [toolu_fx]"),
+        "{checked}"
+    );
+    assert!(
+        checked.contains("Each `tool_use` block must have a corresponding `tool_result` block")
+    );
+    assert!(checked.contains("checked again: no problems"), "{checked}");
+    let report: Value = serde_json::from_str(got["checked"][1].as_str().unwrap()).unwrap();
+    assert_eq!(
+        report["files"][0]["results"][0]["findings"][0]["ids"],
+        serde_json::json!(["toolu_fx"])
+    );
+    assert_eq!(report["repaired_clean"], true);
+    assert_eq!(
+        report["repaired"]["messages"][2]["content"][1]["tool_use_id"],
+        "toolu_fx"
+    );
+    assert!(text("explained").starts_with("unanswered_call: a tool call without its result"));
+    assert_eq!(got["unknown_error"], true);
+    // The scan finds the chat, says Gemini's 400 and the resume command.
+    let scanned = text("scanned");
+    assert!(
+        scanned.contains("1 cannot be resumed") && scanned.contains(name),
+        "{scanned}"
+    );
+    assert!(scanned.contains(
+        "number of function response parts is equal to the number of function call parts"
+    ));
+    assert!(scanned.contains("gemini --resume 6a20c2cd"));
+    assert!(
+        scanned.contains("call repair_session with write: true"),
+        "{scanned}"
+    );
+    // Planned: nothing written. Written: the original kept, clean after.
+    let planned = text("planned");
+    assert!(
+        planned.contains("2 change(s) would make it sendable"),
+        "{planned}"
+    );
+    assert!(planned.contains("call repair_session with write: true to repair it"));
+    assert_eq!(got["plan_wrote"], original.len());
+    let written = text("written");
+    assert!(
+        written.contains("checked again: nothing keeps it from being sent"),
+        "{written}"
+    );
+    let backup = chats.join(format!("{name}.loopdbg-bak"));
+    assert_eq!(std::fs::read(backup).unwrap(), original);
+    assert!(text("again").contains("no problems"));
+}
+
 /// The official MCP Python SDK's client (`tests/clients/mcp_client.py`)
 /// run against its server (`tests/clients/mcp_server.py`), once directly
 /// and once through `loopdbg mcp`: what it gets must be the same, and the

@@ -125,6 +125,15 @@ const LAYERS: &[Layer] = &[
         pure: false,
         never: &["tokio", "hyper", "crossterm", "ratatui", "notify"],
     },
+    // `loopdbg mcp-server`: check and the doctor as MCP tools. The
+    // protocol's runtime (rmcp on tokio, stdio only: no socket server,
+    // no terminal).
+    Layer {
+        name: "mcp-server",
+        uses: &["corpus", "read", "judge"],
+        pure: false,
+        never: &["hyper", "crossterm", "ratatui", "notify"],
+    },
     // The manual: --help's examples and the man pages, from clap's
     // definitions and docs/commands.md.
     Layer {

@@ -232,6 +232,19 @@ pub enum Command {
     /// forwards to it: point the agent at the address it prints.
     #[cfg(feature = "proxy")]
     Mcp(McpArgs),
+    /// Serve loopdbg's check and doctor to an agent, as an MCP server.
+    ///
+    /// A Model Context Protocol server on standard input and output with
+    /// five tools: check_request (will the provider refuse this request
+    /// body, in its own words; optionally a repaired copy), check_file,
+    /// explain_finding, list_unresumable_sessions (the doctor's scan) and
+    /// repair_session (the doctor; writes, keeping a backup, only when
+    /// called with write: true).
+    ///
+    /// Add it to the agent's MCP servers, e.g. for Claude Code:
+    /// `claude mcp add loopdbg -- loopdbg mcp-server`.
+    #[cfg(feature = "mcp-server")]
+    McpServer,
 }
 
 // The arguments of `man` (its help text is the variant's).

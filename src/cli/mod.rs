@@ -29,6 +29,8 @@ mod demo;
 mod follow;
 #[cfg(feature = "proxy")]
 mod mcp;
+#[cfg(feature = "mcp-server")]
+mod mcp_server;
 #[cfg(feature = "proxy")]
 mod proxy;
 use loopdbg_corpus::prices;
@@ -186,6 +188,8 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             Some(url) => mcp::http_tap(&args.capture, args.force, url, args.listen),
             None => mcp::tap(&args.capture, args.force, &args.command),
         },
+        #[cfg(feature = "mcp-server")]
+        Some(Command::McpServer) => mcp_server::serve(),
         Some(Command::Schema) => schema(),
         #[cfg(feature = "docs")]
         Some(Command::Completions(args)) => {

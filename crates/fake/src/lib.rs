@@ -295,6 +295,52 @@ pub const E2E: &str = "loopdbg e2e";
 /// commands the agent ran, as the model read them back.
 pub const E2E_ANSWER: &str = "loopdbg e2e: one two three";
 
+/// The words that ask the scripted model to use loopdbg's MCP server: with
+/// a tool named `…__check_request` among the request's tools (Claude Code
+/// names an MCP tool `mcp__SERVER__TOOL`), it calls that tool on
+/// [`MCP_CHECKED_BODY`], then answers `loopdbg said: ` and the first line
+/// of what the tool returned.
+pub const MCP_CHECK: &str = "loopdbg mcp check";
+
+/// The request body the scripted model asks loopdbg's MCP server about:
+/// two parallel calls, one result.
+pub fn mcp_checked_body() -> Value {
+    json!({"model": "claude-sonnet-4-5", "max_tokens": 1024, "messages": [
+        {"role": "user", "content": "weather and fx"},
+        {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "toolu_weather", "name": "get_weather", "input": {}},
+            {"type": "tool_use", "id": "toolu_fx", "name": "get_fx_rate", "input": {}}]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_weather", "content": "18C"}]}]})
+}
+
+/// The scripted model's turn when a prompt asks [`MCP_CHECK`] and the
+/// server's tool is offered: the call, or (its result back) the answer.
+fn mcp_check_turn(messages: &[Value], tool: &str) -> (Vec<Value>, &'static str) {
+    let result = messages
+        .iter()
+        .filter_map(|m| m["content"].as_array())
+        .flatten()
+        .find(|b| b["type"] == "tool_result" && b["tool_use_id"] == "toolu_mcp_check");
+    match result {
+        Some(result) => {
+            let said = result_text(&result["content"]);
+            let first = said.lines().next().unwrap_or_default();
+            (
+                vec![json!({"type": "text", "text": format!("loopdbg said: {first}")})],
+                "end_turn",
+            )
+        }
+        None => (
+            vec![
+                json!({"type": "tool_use", "id": "toolu_mcp_check", "name": tool,
+                "input": {"body": mcp_checked_body()}}),
+            ],
+            "tool_use",
+        ),
+    }
+}
+
 /// One turn of the scripted agent loop, from the tool results the
 /// conversation holds so far: a shell call (`echo loopdbg-one`), then two
 /// in parallel (`two`, `three`), then the answer naming what the commands
@@ -534,7 +580,24 @@ fn anthropic(body: &Value, stream: bool) -> (u16, Vec<String>, bool) {
             .filter_map(|t| t["name"].as_str())
             .find(|name| matches!(*name, "Bash" | "bash"))
     });
-    let (content, stop) = if let Some((script, shell)) =
+    let mcp_check = body["tools"].as_array().and_then(|tools| {
+        tools
+            .iter()
+            .filter_map(|t| t["name"].as_str())
+            .find(|name| name.ends_with("__check_request"))
+    });
+    // Claude Code may put its reminders before the prompt: any user text.
+    let asks_mcp = messages.iter().filter(|m| m["role"] == "user").any(|m| {
+        m["content"].as_str().is_some_and(|t| t.contains(MCP_CHECK))
+            || m["content"].as_array().is_some_and(|blocks| {
+                blocks
+                    .iter()
+                    .any(|b| b["text"].as_str().is_some_and(|t| t.contains(MCP_CHECK)))
+            })
+    });
+    let (content, stop) = if let Some(tool) = mcp_check.filter(|_| asks_mcp) {
+        mcp_check_turn(&messages, tool)
+    } else if let Some((script, shell)) =
         asks_e2e(user_texts).and_then(|script| Some((script, shell?)))
     {
         let results: Vec<String> = blocks()

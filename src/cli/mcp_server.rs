@@ -1,0 +1,12 @@
+//! `loopdbg mcp-server`: `loopdbg_mcp_server` on standard input and output.
+
+use std::process::ExitCode;
+
+use super::Failure;
+
+/// `loopdbg mcp-server`: the MCP server on standard input and output
+/// until the client closes them.
+pub(super) fn serve() -> Result<ExitCode, Failure> {
+    loopdbg_mcp_server::run_stdio().map_err(|e| anyhow::anyhow!("the MCP server: {e}"))?;
+    Ok(ExitCode::SUCCESS)
+}
