@@ -386,6 +386,9 @@ fn real_instrumentation_traces_check_as_the_provider_answered() {
         ("openinference-anthropic", "toolu_f1"),
         ("openllmetry-anthropic", "toolu_f1"),
         ("otel-openai-v2", "call_f1"),
+        // The <= 1.36 conventions: the messages are log records beside the
+        // spans (OUT.logs.jsonl), which is where the check looks.
+        ("otel-openai-v2-events", "call_f1"),
     ] {
         for mode in ["all", "first"] {
             let json = dir.join(format!("{library}-{mode}.jsonl"));
@@ -396,7 +399,11 @@ fn real_instrumentation_traces_check_as_the_provider_answered() {
                 &[library, &fake.url, mode, path(&json), path(&pb)],
             ))
             .unwrap();
-            for file in [&json, &pb] {
+            let checked = match library.ends_with("-events") {
+                true => vec![dir.join(format!("{library}-{mode}.logs.jsonl"))],
+                false => vec![json.clone(), pb.clone()],
+            };
+            for file in &checked {
                 let (code, report) = crate::common::check_json(file);
                 let findings: Vec<Value> = crate::common::findings(&report)
                     .into_iter()
@@ -416,7 +423,7 @@ fn real_instrumentation_traces_check_as_the_provider_answered() {
                     }
                 }
                 assert!(
-                    !std::fs::read_to_string(&json).unwrap().contains("sk-"),
+                    !String::from_utf8_lossy(&std::fs::read(file).unwrap()).contains("sk-"),
                     "an API key reached the trace"
                 );
             }

@@ -432,3 +432,99 @@ fn a_trace_in_protobufs_json_mapping_reads_as_the_same_trace() {
         }
     }
 }
+
+/// Under the conventions of 1.36 and earlier the messages are GenAI events
+/// emitted as OTLP log records (opentelemetry-instrumentation-openai-v2's
+/// own wrapper for them, the SDK's JSON file exporter: SOURCE.md). The
+/// logs alone name the call the provider refused; the logs beside their
+/// spans (one file of both) read as one span, whose 400 confirms it; and
+/// the logs in protobuf's JSON mapping read the same.
+#[test]
+fn genai_events_in_otlp_logs_read_as_the_spans_they_belong_to() {
+    let first = fixture("otel-openai-v2-events-first.logs.jsonl");
+    let (code, report) = check_json(&first);
+    assert_eq!(code, Some(1), "{report:#}");
+    let file = &report["files"][0];
+    assert_eq!(file["format"], "openai");
+    assert_eq!(file["requests"], 2, "one request per LLM span: {report:#}");
+    let refused: Vec<Value> = findings(&report)
+        .into_iter()
+        .filter(|f| f["kind"] == "unanswered_call")
+        .collect();
+    assert_eq!(refused.len(), 1, "{report:#}");
+    assert_eq!(refused[0]["ids"], serde_json::json!(["call_f1"]));
+    assert_eq!(refused[0]["severity"], "400");
+    let place = refused[0]["path"].as_str().unwrap();
+    assert!(place.contains("gen_ai.assistant.message"), "{place}");
+    assert_eq!(
+        refused[0]["line"], 3,
+        "the log line of the span's first record: {report:#}"
+    );
+
+    let (code, report) = check_json(fixture("otel-openai-v2-events-all.logs.jsonl"));
+    assert_eq!(code, Some(0), "{report:#}");
+    assert_eq!(report["files"][0]["requests"], 2);
+
+    // The spans alone carry no messages: nothing to check.
+    let (_, spans_only) = check_json(fixture("otel-openai-v2-events-first.jsonl"));
+    assert_eq!(spans_only["files"][0]["requests"], 0, "{spans_only:#}");
+
+    // Spans and logs in one file: one span each, confirmed by its status.
+    let dir = scratch("otlp-logs");
+    let both = dir.join("both.jsonl");
+    let text = std::fs::read_to_string(fixture("otel-openai-v2-events-first.jsonl")).unwrap()
+        + &std::fs::read_to_string(&first).unwrap();
+    std::fs::write(&both, text).unwrap();
+    let (code, report) = check_json(&both);
+    assert_eq!(code, Some(1));
+    assert_eq!(report["files"][0]["requests"], 2, "{report:#}");
+    let all = findings(&report);
+    let refused = all.iter().find(|f| f["kind"] == "unanswered_call").unwrap();
+    assert_eq!(refused["ids"], serde_json::json!(["call_f1"]));
+    assert_eq!(refused["evidence"]["outcome"], "refused", "{refused:#}");
+    assert!(
+        all.iter()
+            .any(|f| f["kind"] == "tool_never_ran" && f["ids"][0] == "call_f1")
+    );
+    let label = report["files"][0]["results"][0]["label"].as_str().unwrap();
+    assert!(label.contains("chat gpt-4o-mini"), "{label}");
+
+    // protobuf's JSON mapping: severities by name, ids in base64.
+    use base64::Engine as _;
+    let mut mapped = String::new();
+    for line in std::fs::read_to_string(&first).unwrap().lines() {
+        let mut export: Value = serde_json::from_str(line).unwrap();
+        for resource in export["resourceLogs"].as_array_mut().unwrap() {
+            for scope in resource["scopeLogs"].as_array_mut().unwrap() {
+                for record in scope["logRecords"].as_array_mut().unwrap() {
+                    record["severityNumber"] = "SEVERITY_NUMBER_INFO".into();
+                    for key in ["traceId", "spanId"] {
+                        let hex = record[key].as_str().unwrap().to_string();
+                        let bytes: Vec<u8> = (0..hex.len())
+                            .step_by(2)
+                            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+                            .collect();
+                        record[key] = base64::engine::general_purpose::STANDARD
+                            .encode(bytes)
+                            .into();
+                    }
+                }
+            }
+        }
+        mapped.push_str(&format!("{export}\n"));
+    }
+    let path = dir.join("mapped.logs.jsonl");
+    std::fs::write(&path, mapped).unwrap();
+    let (code, as_mapped) = check_json(&path);
+    assert_eq!(code, Some(1), "{as_mapped:#}");
+    let ids =
+        |r: &Value| -> Vec<Value> { findings(r).into_iter().map(|f| f["ids"].clone()).collect() };
+    let (_, as_otlp) = check_json(&first);
+    assert_eq!(ids(&as_mapped), ids(&as_otlp));
+    assert!(
+        as_mapped["files"][0]["results"][0]["label"]
+            .as_str()
+            .unwrap()
+            .contains(&as_otlp["files"][0]["results"][0]["label"].as_str().unwrap()[..40])
+    );
+}

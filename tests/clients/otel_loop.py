@@ -16,6 +16,13 @@ dialect of the GenAI conventions:
   the latest experimental conventions (`gen_ai.input.messages`)
 - openllmetry-openai: `openai` + opentelemetry-instrumentation-openai
   (OpenLLMetry; 0.47 still writes `gen_ai.prompt.N.*`)
+- otel-openai-v2-events: `openai` + opentelemetry-instrumentation-openai-v2
+  with the conventions of 1.36 and earlier: each message a GenAI event
+  (`gen_ai.user.message`, `gen_ai.choice`, …) emitted through the Logs
+  API, not on the span; the events go to OUT.logs.jsonl beside OUT.jsonl
+  (the JSON file exporter's logs). The library's own wrapper for those
+  conventions (`chat_completions_create_v_old`) is installed by hand: the
+  opentelemetry-util-genai it pins always reports the latest conventions.
 
 The loop asks the fake for the weather and an exchange rate; the fake
 answers with two parallel calls. `all` answers both, `first` only the
@@ -31,9 +38,11 @@ import sys
 
 LIBRARY, BASE, MODE, OUT_JSON, OUT_PB = sys.argv[1:6]
 
-# The >= 1.37 conventions, with the messages on the span itself.
-os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = "gen_ai_latest_experimental"
-os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "SPAN_ONLY"
+EVENTS = LIBRARY == "otel-openai-v2-events"
+if not EVENTS:
+    # The >= 1.37 conventions, with the messages on the span itself.
+    os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = "gen_ai_latest_experimental"
+    os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "SPAN_ONLY"
 os.environ.setdefault("TRACELOOP_TRACE_CONTENT", "true")
 
 from opentelemetry import trace  # noqa: E402
@@ -54,6 +63,17 @@ with open(OUT_JSON, "w", encoding="utf-8") as out:
 provider.add_span_processor(SimpleSpanProcessor(FileSpanExporter(OUT_JSON)))
 trace.set_tracer_provider(provider)
 tracer = trace.get_tracer("otel-loop")
+logger_provider = None
+if EVENTS:
+    from opentelemetry.exporter.otlp.json.file._log_exporter import FileLogExporter
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
+
+    OUT_LOGS = OUT_JSON.removesuffix(".jsonl") + ".logs.jsonl"
+    with open(OUT_LOGS, "w", encoding="utf-8") as out:
+        pass
+    logger_provider = LoggerProvider(resource=Resource.create({"service.name": "otel-loop"}))
+    logger_provider.add_log_record_processor(SimpleLogRecordProcessor(FileLogExporter(OUT_LOGS)))
 
 TABLE = {
     "get_weather": {"city": "北京", "temp_c": 18},
@@ -79,7 +99,22 @@ def openai_loop():
         from opentelemetry.instrumentation.openai import OpenAIInstrumentor
     else:
         from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
-    OpenAIInstrumentor().instrument(tracer_provider=provider)
+    if EVENTS:
+        from opentelemetry._logs import get_logger
+        from opentelemetry.instrumentation.openai_v2.instruments import Instruments
+        from opentelemetry.instrumentation.openai_v2.patch import chat_completions_create_v_old
+        from opentelemetry.metrics import get_meter
+        from wrapt import wrap_function_wrapper
+
+        wrapper = chat_completions_create_v_old(
+            trace.get_tracer("opentelemetry.instrumentation.openai_v2", tracer_provider=provider),
+            get_logger("opentelemetry.instrumentation.openai_v2", logger_provider=logger_provider),
+            Instruments(get_meter("opentelemetry.instrumentation.openai_v2")),
+            True,
+        )
+        wrap_function_wrapper("openai.resources.chat.completions", "Completions.create", wrapper)
+    else:
+        OpenAIInstrumentor().instrument(tracer_provider=provider)
     client = openai.OpenAI(base_url=BASE + "/v1", api_key="sk-test-not-a-key", max_retries=0)
     tools = [
         {"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
@@ -135,6 +170,8 @@ with tracer.start_as_current_span("invoke_agent otel-loop") as root:
         outcome["error"] = type(error).__name__
         outcome["status"] = getattr(error, "status_code", None)
 provider.force_flush()
+if logger_provider is not None:
+    logger_provider.force_flush()
 with open(OUT_PB, "wb") as out:
     out.write(encode_spans(memory.get_finished_spans()).SerializeToString())
 outcome["spans"] = len(memory.get_finished_spans())

@@ -261,9 +261,13 @@ pub fn provider_of_request(path: &str, body: Option<&Value>) -> Option<Format> {
     })
 }
 
-/// Whether a document is an OTLP export of traces (`resourceSpans`).
+/// Whether a document is an OTLP export of traces (`resourceSpans`), or
+/// of logs (`resourceLogs`: GenAI events, read as the spans they were
+/// emitted in).
 pub fn is_traces(doc: &Value) -> bool {
-    doc.get("resourceSpans").is_some_and(Value::is_array)
+    ["resourceSpans", "resourceLogs"]
+        .iter()
+        .any(|key| doc.get(*key).is_some_and(Value::is_array))
 }
 
 /// Whether `bytes` open as an OTLP protobuf export does: field 1

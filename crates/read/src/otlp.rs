@@ -31,6 +31,8 @@ use opentelemetry_proto::tonic::common::v1::{AnyValue, any_value};
 use serde_json::{Map, Value, json};
 
 use super::{Answer, BlockSource, Conversation, Notice, ReadError, Refusal, Source, detect};
+
+mod logs;
 use crate::finding::Kind;
 use loopdbg_formats::provider::Format;
 
@@ -52,9 +54,17 @@ pub fn parse_json_within(
     budget.items += tally::json(text)?;
     budget.bytes += text.len();
     Amplified::check(budget.items, budget.bytes).map_err(serde::de::Error::custom)?;
+    if logs::is_logs(text) {
+        return decode(text).map(logs::as_traces);
+    }
+    decode(text)
+}
+
+/// An OTLP JSON export of `T` (traces or logs) from its text, written as
+/// the OTLP JSON encoding or as protobuf's canonical JSON mapping of the
+/// same message, which every proto3 parser reads.
+fn decode<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, serde_json::Error> {
     serde_json::from_str(text).or_else(|first| {
-        // Not the OTLP JSON encoding; perhaps protobuf's canonical JSON
-        // mapping of the same message, which every proto3 parser reads.
         let Ok(mut doc) = serde_json::from_str::<serde_json::Value>(text) else {
             return Err(first);
         };
@@ -87,6 +97,9 @@ mod proto3_mapping {
     /// Rewrites `doc` in place; `None` when nothing in it was written the
     /// mapping's way (so the first error stands).
     pub fn to_otlp_json(doc: &mut Value) -> Option<()> {
+        if doc.get("resourceLogs").is_some() {
+            return logs_to_otlp_json(doc);
+        }
         let mut changed = false;
         let spans = doc
             .get_mut("resourceSpans")?
@@ -114,6 +127,54 @@ mod proto3_mapping {
                 changed |= hex_id(link.get_mut("traceId"), 16);
                 changed |= hex_id(link.get_mut("spanId"), 8);
             }
+        }
+        changed.then_some(())
+    }
+
+    /// The severities by number (`SEVERITY_NUMBER_INFO` is 9).
+    const SEVERITIES: [&str; 25] = [
+        "SEVERITY_NUMBER_UNSPECIFIED",
+        "SEVERITY_NUMBER_TRACE",
+        "SEVERITY_NUMBER_TRACE2",
+        "SEVERITY_NUMBER_TRACE3",
+        "SEVERITY_NUMBER_TRACE4",
+        "SEVERITY_NUMBER_DEBUG",
+        "SEVERITY_NUMBER_DEBUG2",
+        "SEVERITY_NUMBER_DEBUG3",
+        "SEVERITY_NUMBER_DEBUG4",
+        "SEVERITY_NUMBER_INFO",
+        "SEVERITY_NUMBER_INFO2",
+        "SEVERITY_NUMBER_INFO3",
+        "SEVERITY_NUMBER_INFO4",
+        "SEVERITY_NUMBER_WARN",
+        "SEVERITY_NUMBER_WARN2",
+        "SEVERITY_NUMBER_WARN3",
+        "SEVERITY_NUMBER_WARN4",
+        "SEVERITY_NUMBER_ERROR",
+        "SEVERITY_NUMBER_ERROR2",
+        "SEVERITY_NUMBER_ERROR3",
+        "SEVERITY_NUMBER_ERROR4",
+        "SEVERITY_NUMBER_FATAL",
+        "SEVERITY_NUMBER_FATAL2",
+        "SEVERITY_NUMBER_FATAL3",
+        "SEVERITY_NUMBER_FATAL4",
+    ];
+
+    /// [`to_otlp_json`] for a logs export: severities by name, ids in base64.
+    fn logs_to_otlp_json(doc: &mut Value) -> Option<()> {
+        let mut changed = false;
+        let records = doc
+            .get_mut("resourceLogs")?
+            .as_array_mut()?
+            .iter_mut()
+            .filter_map(|r| r.get_mut("scopeLogs")?.as_array_mut())
+            .flatten()
+            .filter_map(|s| s.get_mut("logRecords")?.as_array_mut())
+            .flatten();
+        for record in records {
+            changed |= named(record.get_mut("severityNumber"), &SEVERITIES);
+            changed |= hex_id(record.get_mut("traceId"), 16);
+            changed |= hex_id(record.get_mut("spanId"), 8);
         }
         changed.then_some(())
     }
@@ -324,7 +385,14 @@ mod tally {
         };
     }
 
-    message!(Export { resource_spans: "resourceSpans" / "resource_spans" => ResourceSpans });
+    message!(Export {
+        resource_spans: "resourceSpans" / "resource_spans" => ResourceSpans,
+        resource_logs: "resourceLogs" / "resource_logs" => ResourceLogs
+    });
+    message!(ResourceLogs { scope_logs: "scopeLogs" / "scope_logs" => ScopeLogs });
+    message!(ScopeLogs { log_records: "logRecords" / "log_records" => LogRecord });
+    // A body is one value (a map, mostly): counted with its record.
+    message!(LogRecord { attributes: "attributes" / "attributes" => IgnoredAny });
     message!(ResourceSpans { scope_spans: "scopeSpans" / "scope_spans" => ScopeSpans });
     message!(ScopeSpans { spans: "spans" / "spans" => Span });
     message!(Span {
@@ -374,6 +442,31 @@ pub struct Span {
 }
 
 impl Span {
+    /// Takes in `other`, the same span read again: its events after this
+    /// one's, what this one lacks (a name, attributes, times) from it.
+    fn absorb(&mut self, other: Span) {
+        if self.name.is_empty() || self.name == logs::EVENTS_ONLY {
+            self.name = other.name;
+        }
+        if self.parent_id.is_empty() {
+            self.parent_id = other.parent_id;
+        }
+        if self.status == 0 {
+            self.status = other.status;
+            self.status_message = other.status_message;
+        }
+        for (key, value) in other.attributes {
+            self.attributes.entry(key).or_insert(value);
+        }
+        self.events.extend(other.events);
+        if other.start != 0 && (self.start == 0 || other.start < self.start) {
+            self.start = other.start;
+        }
+        self.end = self.end.max(other.end);
+        self.line = self.line.or(other.line);
+        self.service = self.service.take().or(other.service);
+    }
+
     fn str(&self, key: &str) -> Option<&str> {
         self.attributes.get(key).and_then(Value::as_str)
     }
@@ -483,6 +576,22 @@ pub fn spans_of(exports: Vec<(Option<usize>, ExportTraceServiceRequest)>) -> Vec
             }
         }
     }
+    // A span whose GenAI events came as log records, and the span itself,
+    // are one span: the events join it (a file of both, or a span's
+    // events over several logs exports).
+    let mut by_ids: HashMap<(String, String), usize> = HashMap::new();
+    let mut merged: Vec<Span> = Vec::with_capacity(spans.len());
+    for span in spans {
+        let ids = (span.trace_id.clone(), span.span_id.clone());
+        match by_ids.get(&ids) {
+            Some(&i) if !span.span_id.is_empty() => merged[i].absorb(span),
+            _ => {
+                by_ids.insert(ids, merged.len());
+                merged.push(span);
+            }
+        }
+    }
+    let mut spans = merged;
     // A trace's spans in the order they started, traces by their first.
     let mut first: HashMap<String, u64> = HashMap::new();
     for s in &spans {
