@@ -793,7 +793,9 @@ fn gemini_calls_answered_in_text_are_graded_by_the_model_and_the_recording() {
 /// its recorded status (SOURCE.md in the folder says where each shape is
 /// from): LangChain's gzipped `requests:`/`responses:` cassette, nock's
 /// array, the Datadog test agent's and ReqLLM's one-interaction files, a
-/// Go httprr trace and a Ruby VCR cassette with `!binary` bodies.
+/// Go httprr trace, a Ruby VCR cassette with `!binary` bodies, Mastra's
+/// LLM recorder file, an Azure SDK test-proxy recording and a Langfuse
+/// trace export.
 #[test]
 fn other_ecosystems_recordings_are_read_and_weighed_by_their_status() {
     let dir = format!("{T}/recordings/ecosystems");
@@ -805,6 +807,11 @@ fn other_ecosystems_recordings_are_read_and_weighed_by_their_status() {
         ("req_llm_multi_tool.json", 1, 0),
         ("TestToolLoop.httprr", 2, 1),
         ("ruby_vcr_binary.yml", 1, 0),
+        ("mastra_agent_tool_loop.json", 2, 1),
+        ("azure_test_proxy_tool_loop.json", 2, 1),
+        // Langfuse: a generation whose level is ERROR, its status message
+        // the SDK's "Error code: 400 - {…}".
+        ("langfuse_trace_export.json", 2, 1),
     ];
     for (file, requests, refused) in expected {
         let out = loopdbg()
@@ -956,4 +963,52 @@ fn a_har_written_as_yaml_reads_as_the_har() {
         findings("tests/fixtures/transcripts/recordings/openai_session.har.yaml"),
         json
     );
+}
+
+/// Files agents and their harnesses write, read as what they record
+/// (SOURCE.md beside each says where the shape is from): a SWE-agent
+/// trajectory's history, a Gemini CLI `--output-format stream-json`
+/// transcript (a real Gemini CLI 0.61 run against the fake), and a goose
+/// MCP replay (`STDIN:` / `STDOUT:` lines). Each clean one is clean; each
+/// broken one names the call, as the provider or the MCP peer would.
+#[test]
+fn agent_harness_files_are_read_as_what_they_record() {
+    // (file, format, problems, the id named)
+    let expected = [
+        ("swe_agent/weather-fix.traj", "openai", 0, None),
+        (
+            "swe_agent/weather-fix-lost-observation.traj",
+            "openai",
+            1,
+            Some("call_x2"),
+        ),
+        ("gemini_cli_stream/stream-json.jsonl", "gemini", 0, None),
+        (
+            "gemini_cli_stream/stream-json-result-dropped.jsonl",
+            "gemini",
+            1,
+            Some("run_shell_command__e2e_3"),
+        ),
+    ];
+    for (file, format, problems, id) in expected {
+        let (code, report) = crate::common::check_json(format!("{T}/{file}"));
+        let f = &report["files"][0];
+        assert_eq!(f["format"], format, "{file}: {report:#}");
+        assert_eq!(report["problems"], problems, "{file}: {report:#}");
+        assert_eq!(code, Some(if problems == 0 { 0 } else { 1 }), "{file}");
+        if let Some(id) = id {
+            let finding = &f["results"][0]["findings"][0];
+            assert_eq!(finding["kind"], "unanswered_call", "{file}");
+            assert_eq!(finding["ids"], serde_json::json!([id]), "{file}");
+            assert_eq!(finding["severity"], "400", "{file}");
+        }
+    }
+    // goose's replay: the capture's finding, on the replay's own line.
+    let (code, report) =
+        crate::common::check_json("tests/fixtures/mcp/goose_replay_unanswered_call");
+    assert_eq!(code, Some(1), "{report:#}");
+    assert_eq!(report["files"][0]["format"], "mcp");
+    let finding = &report["files"][0]["results"][0]["findings"][0];
+    assert_eq!(finding["kind"], "mcp_unanswered_request");
+    assert_eq!(finding["line"], 6, "{finding:#}");
 }

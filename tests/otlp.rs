@@ -528,3 +528,48 @@ fn genai_events_in_otlp_logs_read_as_the_spans_they_belong_to() {
             .contains(&as_otlp["files"][0]["results"][0]["label"].as_str().unwrap()[..40])
     );
 }
+
+/// The Python SDK's console exporter prints each span as a pretty JSON
+/// object, one after another (`ConsoleSpanExporter`, as many quick starts
+/// set it up): read as the same spans the OTLP JSON file exporter wrote
+/// in the same run (`tests/clients/otel_loop.py` wrote both), to the same
+/// findings.
+#[test]
+fn console_spans_read_as_the_otlp_export_of_the_same_run() {
+    for mode in ["all", "first"] {
+        let console = fixture(&format!(
+            "openllmetry-anthropic-console-{mode}.console.json"
+        ));
+        let otlp = fixture(&format!("openllmetry-anthropic-console-{mode}.jsonl"));
+        let (code, as_console) = check_json(&console);
+        let (expected, as_otlp) = check_json(&otlp);
+        assert_eq!(code, expected, "{console}: {as_console:#}");
+        assert_eq!(as_console["files"][0]["format"], "anthropic");
+        assert_eq!(as_console["files"][0]["requests"], 2, "{as_console:#}");
+        // (A trace read whole names an unanswered call by its message, a
+        // trace of lines by its part: the paths are compared by span.)
+        let strip = |report: &Value| -> Vec<(Value, Value, Value, String)> {
+            findings(report)
+                .into_iter()
+                .map(|f| {
+                    let path = f["path"].as_str().unwrap_or("");
+                    let span = path.split(" gen_ai.").next().unwrap_or("").to_string();
+                    (
+                        f["kind"].clone(),
+                        f["ids"].clone(),
+                        f["message"].clone(),
+                        span,
+                    )
+                })
+                .collect()
+        };
+        assert_eq!(strip(&as_console), strip(&as_otlp), "{console}");
+    }
+    let (_, first) = check_json(fixture("openllmetry-anthropic-console-first.console.json"));
+    assert!(
+        findings(&first)
+            .iter()
+            .any(|f| f["kind"] == "unanswered_call" && f["ids"][0] == "toolu_f1"),
+        "{first:#}"
+    );
+}

@@ -1,6 +1,7 @@
 """One agent loop through a real SDK, traced by a real instrumentation
 library, exported as OTLP JSON Lines (the OpenTelemetry Python JSON file
-exporter) and as OTLP protobuf (the SDK's own encoder).
+exporter), as OTLP protobuf (the SDK's own encoder) and as the SDK's
+console exporter prints them (OUT.console.json).
 
     otel_loop.py LIBRARY BASE_URL all|first OUT.jsonl OUT.pb
 
@@ -61,6 +62,12 @@ provider.add_span_processor(SimpleSpanProcessor(memory))
 with open(OUT_JSON, "w", encoding="utf-8") as out:
     pass
 provider.add_span_processor(SimpleSpanProcessor(FileSpanExporter(OUT_JSON)))
+# The same spans as the SDK's console exporter prints them (one pretty JSON
+# object per span), in OUT.console.json.
+from opentelemetry.sdk.trace.export import ConsoleSpanExporter  # noqa: E402
+
+console = open(OUT_JSON.removesuffix(".jsonl") + ".console.json", "w", encoding="utf-8")
+provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=console)))
 trace.set_tracer_provider(provider)
 tracer = trace.get_tracer("otel-loop")
 logger_provider = None
@@ -172,6 +179,7 @@ with tracer.start_as_current_span("invoke_agent otel-loop") as root:
 provider.force_flush()
 if logger_provider is not None:
     logger_provider.force_flush()
+console.close()
 with open(OUT_PB, "wb") as out:
     out.write(encode_spans(memory.get_finished_spans()).SerializeToString())
 outcome["spans"] = len(memory.get_finished_spans())

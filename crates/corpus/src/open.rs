@@ -698,6 +698,20 @@ pub(crate) fn document(
             return Ok(claude_code_array(origin, &events));
         }
         Ok(doc) => loopdbg_read::cassettes::normalized(doc),
+        // The OpenTelemetry Python SDK's console spans: pretty JSON objects
+        // one after another, read as the OTLP export of the same spans.
+        Err(_) if loopdbg_read::foreign::is_console_spans(&text) => {
+            let export = loopdbg_read::foreign::console_spans(&text).ok_or_else(|| {
+                LoadError::Refused {
+                    origin: origin.clone(),
+                    reason: "expected OpenTelemetry console spans (one JSON object per span, as ConsoleSpanExporter prints them): a value in it is not a span".into(),
+                }
+            })?;
+            let traces = crate::traces::document(&origin, &export.to_string())?;
+            return traces_opened(origin, traces, forced);
+        }
+        // A Gemini CLI stream-json transcript: the request its history makes.
+        Err(_) if let Some(body) = loopdbg_read::foreign::gemini_stream_json(&text) => body,
         // VCR cassettes are YAML: read as the same tree.
         Err(e) => match yaml_cassette(&text) {
             Some(Ok(doc)) => doc,
@@ -1372,6 +1386,12 @@ pub(crate) fn mcp_sessions(
     origin: &str,
     text: &str,
 ) -> Result<Vec<loopdbg_read::mcp::Session>, LoadError> {
+    // goose's MCP replays: `STDIN: …` / `STDOUT: …`, line for line.
+    let goose = match loopdbg_read::foreign::is_goose_replay_line(text) {
+        true => loopdbg_read::foreign::goose_replay(text),
+        false => None,
+    };
+    let text = goose.as_deref().unwrap_or(text);
     let mut records = Vec::new();
     for (i, line) in text
         .lines()

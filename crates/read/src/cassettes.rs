@@ -33,6 +33,11 @@ pub struct TraceError {
 /// `doc` in the VCR shape when it is a recording of another kind; `doc`
 /// itself otherwise.
 pub fn normalized(doc: Value) -> Value {
+    // Mastra's and Azure's recordings, Langfuse exports, SWE-agent
+    // trajectories.
+    if let Some(read) = crate::foreign::normalized(&doc) {
+        return read;
+    }
     if let Some(list) = langchain(&doc) {
         return json!({ "interactions": list });
     }

@@ -348,9 +348,16 @@ impl Sniffer {
         if trimmed.is_empty() {
             return Sniffed::More;
         }
+        if self.json_lines == 0 && crate::foreign::is_goose_replay_line(line) {
+            return Sniffed::McpCapture;
+        }
         match serde_json::from_str::<Value>(trimmed) {
             Ok(v) if crate::mcp::is_record(&v) => Sniffed::McpCapture,
             Ok(v) if is_traces(&v) => Sniffed::Traces,
+            // A Gemini CLI stream-json transcript is read whole.
+            Ok(v) if self.json_lines == 0 && crate::foreign::is_gemini_stream_json(&v) => {
+                Sniffed::Document
+            }
             Ok(v) => {
                 self.json_lines += 1;
                 let exchange = crate::capture::is_exchange(&v);

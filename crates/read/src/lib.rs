@@ -29,6 +29,7 @@ pub mod detect;
 pub mod document;
 pub mod finding;
 mod fingerprint;
+pub mod foreign;
 mod gemini;
 mod gemini_cli;
 mod lax;
