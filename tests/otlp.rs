@@ -573,3 +573,86 @@ fn console_spans_read_as_the_otlp_export_of_the_same_run() {
         "{first:#}"
     );
 }
+
+/// A trace fetched from a trace store's API reads as the export it holds:
+/// Grafana Tempo's `/api/traces/{id}` (`{"batches": [...]}`, written here
+/// as older Tempo versions write it: `instrumentationLibrarySpans`, ids in
+/// upper-case hex), its `/api/v2/traces/{id}` (`{"trace": {...}}`) and
+/// Jaeger's API v3 (`{"result": {...}}` in protobuf's JSON mapping, as
+/// grpc-gateway writes it: enum names, base64 ids), each to the findings
+/// of the file exporter's JSON Lines of the same trace.
+#[test]
+fn a_trace_from_tempos_or_jaegers_api_reads_as_the_export_it_holds() {
+    let dir = scratch("trace-apis");
+    for (library, ..) in LIBRARIES {
+        let name = format!("{library}-first.jsonl");
+        let text = std::fs::read_to_string(fixture(&name)).unwrap();
+        let resources: Vec<Value> = text
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .flat_map(|l| {
+                let export: Value = serde_json::from_str(l).unwrap();
+                export["resourceSpans"].as_array().unwrap().clone()
+            })
+            .collect();
+        let mut old_tempo = resources.clone();
+        for resource in &mut old_tempo {
+            let scopes = resource
+                .as_object_mut()
+                .unwrap()
+                .remove("scopeSpans")
+                .unwrap();
+            let mut scopes = scopes.as_array().unwrap().clone();
+            for scope in &mut scopes {
+                if let Some(s) = scope.as_object_mut().unwrap().remove("scope") {
+                    scope["instrumentationLibrary"] = s;
+                }
+                for span in scope["spans"].as_array_mut().unwrap() {
+                    for key in ["traceId", "spanId", "parentSpanId"] {
+                        if let Some(id) = span[key].as_str() {
+                            span[key] = id.to_uppercase().into();
+                        }
+                    }
+                }
+            }
+            resource["instrumentationLibrarySpans"] = scopes.into();
+        }
+        let mut mapped = resources.clone();
+        for resource in &mut mapped {
+            for scope in resource["scopeSpans"].as_array_mut().unwrap() {
+                for span in scope["spans"].as_array_mut().unwrap() {
+                    in_protobufs_json_mapping(span);
+                }
+            }
+        }
+        let answers = [
+            ("tempo-v1", serde_json::json!({ "batches": old_tempo })),
+            (
+                "tempo-v2",
+                serde_json::json!({"trace": {"resourceSpans": resources}}),
+            ),
+            (
+                "jaeger-v3",
+                serde_json::json!({"result": {"resourceSpans": mapped}}),
+            ),
+        ];
+        let (expected, as_export) = check_json(fixture(&name));
+        let strip = |report: &Value| -> Vec<(Value, Value, Value)> {
+            findings(report)
+                .into_iter()
+                .map(|f| (f["kind"].clone(), f["ids"].clone(), f["message"].clone()))
+                .collect()
+        };
+        for (api, answer) in answers {
+            let path = dir.join(format!("{library}-{api}.json"));
+            std::fs::write(&path, serde_json::to_string_pretty(&answer).unwrap()).unwrap();
+            let (code, report) = check_json(&path);
+            assert_eq!(code, expected, "{library} {api}: {report:#}");
+            assert_eq!(
+                report["files"][0]["requests"], 2,
+                "{library} {api}: {report:#}"
+            );
+            assert_eq!(strip(&report), strip(&as_export), "{library} {api}");
+        }
+    }
+}

@@ -692,6 +692,11 @@ pub(crate) fn document(
             let traces = crate::traces::document(&origin, &text)?;
             return traces_opened(origin, traces, forced);
         }
+        // A trace store's API answer (Tempo, Jaeger): the export inside.
+        Ok(doc) if let Some(export) = loopdbg_read::detect::wrapped_traces(&doc) => {
+            let traces = crate::traces::document(&origin, &export.to_string())?;
+            return traces_opened(origin, traces, forced);
+        }
         Ok(Value::Array(events))
             if is_claude_code_array(&events) && forced.is_none_or(|f| f == Source::ClaudeCode) =>
         {

@@ -1,6 +1,6 @@
 //! The one detector: what a document or a line holds, from its content.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use loopdbg_formats::provider::Format;
 
@@ -268,6 +268,46 @@ pub fn is_traces(doc: &Value) -> bool {
     ["resourceSpans", "resourceLogs"]
         .iter()
         .any(|key| doc.get(*key).is_some_and(Value::is_array))
+}
+
+/// A trace store's API answer unwrapped to the OTLP export it holds:
+/// Grafana Tempo's `GET /api/traces/{id}` (`{"batches": [...]}`, older
+/// versions with `instrumentationLibrarySpans`), its `/api/v2/traces/{id}`
+/// (`{"trace": {...}}`) and Jaeger's API v3 (`{"result": {...}}`, as
+/// grpc-gateway wraps a streamed answer). `None` for anything else.
+pub fn wrapped_traces(doc: &Value) -> Option<Value> {
+    let mut export = match doc {
+        Value::Object(o) if o.len() == 1 => {
+            let (key, inner) = o.iter().next()?;
+            match key.as_str() {
+                "batches" if inner.is_array() => json!({ "resourceSpans": inner }),
+                "trace" | "result" if is_traces(inner) => inner.clone(),
+                _ => return None,
+            }
+        }
+        _ => return None,
+    };
+    // OTLP before 0.15 named a scope an instrumentation library.
+    for resource in export["resourceSpans"].as_array_mut()? {
+        let Some(r) = resource.as_object_mut() else {
+            continue;
+        };
+        if let Some(spans) = r.remove("instrumentationLibrarySpans") {
+            r.insert("scopeSpans".into(), spans);
+        }
+        for scope in r
+            .get_mut("scopeSpans")
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_object_mut)
+        {
+            if let Some(library) = scope.remove("instrumentationLibrary") {
+                scope.insert("scope".into(), library);
+            }
+        }
+    }
+    Some(export)
 }
 
 /// Whether `bytes` open as an OTLP protobuf export does: field 1
