@@ -361,11 +361,20 @@ fn a_file_opening_with_a_blank_line_is_not_taken_for_protobuf() {
     );
 }
 
+/// An id in hex as protobuf's JSON mapping writes bytes: base64.
+fn base64_of_hex(hex: &str) -> String {
+    use base64::Engine as _;
+    let bytes: Vec<u8> = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect();
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
 /// A span as protobuf's canonical JSON mapping writes it (what Tempo's and
 /// Jaeger's APIs, Go's `protojson` and Python's `MessageToJson` write):
 /// enums by name, ids as base64.
 fn in_protobufs_json_mapping(span: &mut Value) {
-    use base64::Engine as _;
     const KINDS: [&str; 6] = [
         "SPAN_KIND_UNSPECIFIED",
         "SPAN_KIND_INTERNAL",
@@ -383,13 +392,7 @@ fn in_protobufs_json_mapping(span: &mut Value) {
     }
     for key in ["traceId", "spanId", "parentSpanId"] {
         if let Some(hex) = span[key].as_str().filter(|h| !h.is_empty()) {
-            let bytes: Vec<u8> = (0..hex.len())
-                .step_by(2)
-                .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
-                .collect();
-            span[key] = base64::engine::general_purpose::STANDARD
-                .encode(bytes)
-                .into();
+            span[key] = base64_of_hex(hex).into();
         }
     }
 }
@@ -490,7 +493,6 @@ fn genai_events_in_otlp_logs_read_as_the_spans_they_belong_to() {
     assert!(label.contains("chat gpt-4o-mini"), "{label}");
 
     // protobuf's JSON mapping: severities by name, ids in base64.
-    use base64::Engine as _;
     let mut mapped = String::new();
     for line in std::fs::read_to_string(&first).unwrap().lines() {
         let mut export: Value = serde_json::from_str(line).unwrap();
@@ -499,14 +501,7 @@ fn genai_events_in_otlp_logs_read_as_the_spans_they_belong_to() {
                 for record in scope["logRecords"].as_array_mut().unwrap() {
                     record["severityNumber"] = "SEVERITY_NUMBER_INFO".into();
                     for key in ["traceId", "spanId"] {
-                        let hex = record[key].as_str().unwrap().to_string();
-                        let bytes: Vec<u8> = (0..hex.len())
-                            .step_by(2)
-                            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
-                            .collect();
-                        record[key] = base64::engine::general_purpose::STANDARD
-                            .encode(bytes)
-                            .into();
+                        record[key] = base64_of_hex(record[key].as_str().unwrap()).into();
                     }
                 }
             }

@@ -59,6 +59,32 @@ pub enum Agent {
 }
 
 impl Agent {
+    /// Every agent whose store the scan reads, in the scan's order.
+    pub const ALL: [Agent; 8] = [
+        Agent::ClaudeCode,
+        Agent::Codex,
+        Agent::GeminiCli,
+        Agent::CopilotCli,
+        Agent::Cline,
+        Agent::RooCode,
+        Agent::KiloCode,
+        Agent::Opencode,
+    ];
+
+    /// The agent's name as JSON writes it (`claude-code`).
+    pub fn key(self) -> &'static str {
+        match self {
+            Agent::ClaudeCode => "claude-code",
+            Agent::Codex => "codex",
+            Agent::GeminiCli => "gemini-cli",
+            Agent::CopilotCli => "copilot-cli",
+            Agent::Cline => "cline",
+            Agent::RooCode => "roo-code",
+            Agent::KiloCode => "kilo-code",
+            Agent::Opencode => "opencode",
+        }
+    }
+
     /// The agent's name as its makers write it.
     pub fn name(self) -> &'static str {
         match self {
@@ -446,6 +472,13 @@ fn first_field(path: &Path, keys: &[&str]) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_agents_key_is_its_json_name() {
+        for agent in Agent::ALL {
+            assert_eq!(serde_json::to_value(agent).unwrap(), agent.key());
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -298,7 +298,7 @@ pub const E2E_ANSWER: &str = "loopdbg e2e: one two three";
 /// The words that ask the scripted model to use loopdbg's MCP server: with
 /// a tool named `…__check_request` among the request's tools (Claude Code
 /// names an MCP tool `mcp__SERVER__TOOL`), it calls that tool on
-/// [`MCP_CHECKED_BODY`], then answers `loopdbg said: ` and the first line
+/// [`mcp_checked_body`], then answers `loopdbg said: ` and the first line
 /// of what the tool returned.
 pub const MCP_CHECK: &str = "loopdbg mcp check";
 

@@ -45,18 +45,6 @@ kind means and how it is repaired; list_unresumable_sessions scans this machine'
 Codex, Gemini CLI and opencode sessions for ones their agent cannot resume; repair_session plans \
 a session's repair and writes it (keeping a backup) only when asked to.";
 
-/// The agents whose stores the scan reads, as `agent` names them.
-const AGENTS: &[&str] = &[
-    "claude-code",
-    "codex",
-    "gemini-cli",
-    "copilot-cli",
-    "cline",
-    "roo-code",
-    "kilo-code",
-    "opencode",
-];
-
 /// The arguments of `check_request`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct CheckRequest {
@@ -286,22 +274,25 @@ impl Loopdbg {
         &self,
         Parameters(args): Parameters<ListSessions>,
     ) -> CallToolResult {
-        let agent = args.agent;
-        if let Some(name) = &agent
-            && !AGENTS.contains(&name.as_str())
-        {
-            return refused(format!(
-                "agent: no agent `{name}`; the agents are: {}",
-                AGENTS.join(", ")
-            ));
-        }
+        let agent = match args.agent.as_deref() {
+            None => None,
+            Some(name) => match Agent::ALL.into_iter().find(|a| a.key() == name) {
+                Some(agent) => Some(agent),
+                None => {
+                    let keys: Vec<&str> = Agent::ALL.iter().map(|a| a.key()).collect();
+                    return refused(format!(
+                        "agent: no agent `{name}`; the agents are: {}",
+                        keys.join(", ")
+                    ));
+                }
+            },
+        };
         let places = self.places.clone();
         let options = Options::default();
         let mut found = off_thread(move || scan::examine_all(&places, options, &|_| {})).await;
-        if let Some(agent) = &agent {
-            let named = |a: Agent| serde_json::to_value(a).is_ok_and(|v| v == agent.as_str());
-            found.stores.retain(|s| named(s.agent));
-            found.unresumable.retain(|u| named(u.agent));
+        if let Some(agent) = agent {
+            found.stores.retain(|s| s.agent == agent);
+            found.unresumable.retain(|u| u.agent == agent);
         }
         let mut out = Vec::new();
         scan::report(&found, options, &mut out);
