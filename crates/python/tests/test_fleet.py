@@ -31,9 +31,10 @@ def kinds_of_fixtures():
         except loopdbg.InputError:
             continue
         f = report["files"][0]
-        if f["format"] in LOGS and not f.get("errors"):
+        # A file with nothing to check (a trace of no LLM span) has no format.
+        if f.get("format") in LOGS and not f.get("errors"):
             logs.append(path)
-        elif f["format"] in {"anthropic", "openai", "responses", "gemini"} and f["requests"] == 1:
+        elif f.get("format") in {"anthropic", "openai", "responses", "gemini"} and f["requests"] == 1:
             try:
                 doc = json.loads(path.read_text())
             except ValueError:
