@@ -1,9 +1,11 @@
 //! `loopdbg._native`: the Python package's calls into the workspace. Each
-//! function hands bytes or a path to `loopdbg-corpus` or `loopdbg-wire`
-//! and returns the JSON the CLI prints, as text; `python/loopdbg` parses
-//! it and shapes the Python API. Nothing is judged here: this file only
+//! function hands bytes or a path to `loopdbg-corpus` or `loopdbg-judge`
+//! and returns the JSON the CLI prints, as text, or a table's rows as
+//! Arrow columns; `python/loopdbg` parses it and shapes the Python API. Nothing is judged here: this file only
 //! converts, releases the GIL while the Rust code works, and turns a
 //! located error into `loopdbg.InputError`.
+
+mod arrow;
 
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -178,47 +180,29 @@ fn rows_of(
     to_text(&rows)
 }
 
-/// Rows as columns (`{"file": [...], "format": [...], …}`): what Arrow
-/// builds a table from without a Python object per row.
-fn columns(rows: &[Row]) -> PyResult<String> {
-    let mut columns = serde_json::Map::new();
-    for row in rows {
-        let Value::Object(fields) =
-            serde_json::to_value(row).map_err(|e| PyValueError::new_err(e.to_string()))?
-        else {
-            continue;
-        };
-        for (name, value) in fields {
-            match columns.get_mut(&name) {
-                Some(Value::Array(column)) => column.push(value),
-                _ => {
-                    columns.insert(name, Value::Array(vec![value]));
-                }
-            }
-        }
-    }
-    to_text(&columns)
-}
-
-/// [`rows`] as columns, for an Arrow table.
+/// [`rows`] as Arrow columns (`pyarrow.record_batch` takes them).
 #[pyfunction]
 #[pyo3(signature = (paths, provider=None))]
-fn rows_columns(py: Python<'_>, paths: Vec<PathBuf>, provider: Option<&str>) -> PyResult<String> {
+fn rows_arrow(
+    py: Python<'_>,
+    paths: Vec<PathBuf>,
+    provider: Option<&str>,
+) -> PyResult<arrow::ArrowRows> {
     let rows = rows_of_paths(py, &paths, provider)?;
-    py.detach(|| columns(&rows))
+    py.detach(|| arrow::batch_of(&rows))
 }
 
-/// [`rows_of`] as columns, for an Arrow table.
+/// [`rows_of`] as Arrow columns.
 #[pyfunction]
 #[pyo3(signature = (data, provider=None, origin="<body>"))]
-fn rows_columns_of(
+fn rows_arrow_of(
     py: Python<'_>,
     data: Vec<u8>,
     provider: Option<&str>,
     origin: &str,
-) -> PyResult<String> {
+) -> PyResult<arrow::ArrowRows> {
     let forced = forced(provider)?;
-    py.detach(|| columns(&rows_of_bytes(origin, data, forced)))
+    py.detach(|| arrow::batch_of(&rows_of_bytes(origin, data, forced)))
 }
 
 /// `check --fix MODE` over `data`: the repaired input as text, and how
@@ -361,8 +345,9 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_files_jsonl, m)?)?;
     m.add_function(wrap_pyfunction!(rows, m)?)?;
     m.add_function(wrap_pyfunction!(rows_of, m)?)?;
-    m.add_function(wrap_pyfunction!(rows_columns, m)?)?;
-    m.add_function(wrap_pyfunction!(rows_columns_of, m)?)?;
+    m.add_function(wrap_pyfunction!(rows_arrow, m)?)?;
+    m.add_function(wrap_pyfunction!(rows_arrow_of, m)?)?;
+    m.add_class::<arrow::ArrowRows>()?;
     m.add_function(wrap_pyfunction!(fix, m)?)?;
     m.add_class::<Gate>()?;
     m.add("_located", wrap_pyfunction!(located_error, m)?)?;

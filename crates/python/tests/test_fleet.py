@@ -142,6 +142,27 @@ def test_gathered_tables_keep_the_order_of_the_paths(corpus, cluster):
     assert gathered.equals(local)
 
 
+def test_the_arrow_columns_are_the_rows(corpus):
+    """Rows built as Arrow columns in Rust (the C data interface) hold what
+    the rows as JSON hold, file by file, with the table's own schema;
+    gzip and the remote path (fsspec, bytes in memory) read the same."""
+    import pyarrow as pa
+
+    table = loopdbg.fleet.check_table(corpus)
+    assert table.schema.equals(loopdbg.fleet.SCHEMA, check_metadata=False)
+    expected = [dict(r) for p in corpus for r in loopdbg.rows(p)]
+    got = table.to_pylist()
+    assert len(got) == len(expected) > 1000
+    columns = loopdbg.fleet.SCHEMA.names
+    for a, b in zip(got, expected):
+        assert a == {name: b.get(name, [] if name in ("kinds", "ids") else None) for name in columns}
+    native = loopdbg._native.rows_arrow([corpus[0]])
+    assert len(native) == len(loopdbg.rows(corpus[0]))
+    assert pa.record_batch(native).num_rows == len(native)
+    remote = loopdbg.fleet.check_table(["file://" + corpus[0]])
+    assert remote.column("conversation").equals(table.slice(0, remote.num_rows).column("conversation"))
+
+
 def test_a_row_names_the_file_the_provider_and_the_ids(corpus):
     table = loopdbg.fleet.check_table(corpus[:1])
     rows = [r for r in table.to_pylist() if r["rejected_by_provider"] and r["format"] == "anthropic"]
