@@ -698,6 +698,7 @@ fn a_live_view_names_its_source_and_whether_it_follows() {
                 .into(),
         ),
         waiting: None,
+        derived: None,
     };
     let mut a = App::live(
         "proxy 127.0.0.1:8700",

@@ -789,6 +789,7 @@ fn live_update(messages: serde_json::Value, alarm: Option<&str>) -> loopdbg_tui:
         source: "anthropic".into(),
         alarm: alarm.map(str::to_string),
         waiting: None,
+        derived: None,
     }
 }
 

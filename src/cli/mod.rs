@@ -297,6 +297,7 @@ fn show_preview(
                 source: whole.source.as_str().to_string(),
                 alarm: whole.left_out,
                 waiting: None,
+                derived: None,
             })),
             Err(e) => LiveEvent::NotLoaded(e.to_string()),
         };

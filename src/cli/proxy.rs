@@ -180,12 +180,12 @@ pub(super) fn proxy(
                 }
                 LiveEvent::InFlight(loopdbg_tui::live::in_flight_words(count, newest.as_ref()))
             }
-            Told::Shown(s) => LiveEvent::Update(Box::new(LiveUpdate::of(
-                &s.conversation,
-                &s.findings,
-                &s.title,
-                s.alarm,
-            ))),
+            Told::Shown(s) => {
+                let mut update = LiveUpdate::of(&s.conversation, &s.findings, &s.title, s.alarm);
+                // Summed here, not on the screen's event loop.
+                update.derive(super::prices::prices());
+                LiveEvent::Update(Box::new(update))
+            }
             Told::CaptureFailed(e) => {
                 say!("loopdbg proxy: {e}");
                 return true;

@@ -113,7 +113,12 @@ async fn event_loop(
             update = live => {
                 match update {
                     Some(update) => {
-                        app.apply_live_event(update);
+                        // A long log's old picture is freed off the loop.
+                        if let Some(old) = app.apply_live_event(update)
+                            && old.is_large()
+                        {
+                            std::thread::spawn(move || drop(old));
+                        }
                         terminal.draw(|frame| frame.render_widget(&*app, frame.area()))?;
                     }
                     // The feed ended: the view stays as it last was.

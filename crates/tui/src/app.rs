@@ -3,6 +3,7 @@
 
 use std::collections::BTreeSet;
 
+use loopdbg_engine::ledger::Ledger;
 use loopdbg_engine::session::Session;
 use loopdbg_engine::strategy::Strategy;
 use loopdbg_engine::trace::{Phase, Trace};
@@ -195,6 +196,13 @@ pub struct App {
     /// result, and the first frame does not show it. Reset whenever
     /// `trace` is replaced.
     pub(crate) analysis: std::cell::OnceCell<RunAnalysis>,
+    /// The tokens and cost of `trace` at the prices shown, computed when
+    /// first drawn; reset with `analysis` (every frame at the end of a
+    /// long log summed every trip again: a 300 MB log's end drew in 0.4 s).
+    pub(crate) tokens: std::cell::OnceCell<Option<loopdbg_formats::usage::Summary>>,
+    /// The pairing ledger at one step (the step, the ledger): the ids pane
+    /// and the links read it on every frame; reset with `analysis`.
+    pub(crate) ledger: std::cell::RefCell<Option<(usize, std::sync::Arc<Ledger>)>>,
     /// The step shown.
     pub cursor: usize,
     /// The focused pane.
@@ -268,6 +276,12 @@ pub struct Live {
     /// What the screen waits for while it shows no conversation yet (no
     /// traffic, no file): the end summary says that, and judges nothing.
     pub waiting: Option<String>,
+    /// How far into a followed file the picture shown reaches, in bytes
+    /// (`--follow`'s pictures say; 0 for the proxy's).
+    pub covers: u64,
+    /// The picture shown is the newest part of a followed log, shown
+    /// before the whole log is judged again.
+    pub previewing: bool,
 }
 
 /// What a live source tells the debugger.
@@ -284,6 +298,51 @@ pub enum LiveEvent {
     /// The rest of a previewed log could not be read: the preview stays,
     /// and says why.
     NotLoaded(String),
+    /// A followed log's newest part after a change (its newest
+    /// conversation, not judged), shown at once while the whole log is
+    /// judged again: shown only while the view follows, and only when
+    /// newer than what is shown. `covers` is how many bytes of the file
+    /// it reaches.
+    Preview {
+        /// The newest part's picture.
+        update: Box<LiveUpdate>,
+        /// How many bytes of the file it reaches.
+        covers: u64,
+    },
+    /// A followed file's whole picture, judged, reaching `covers` bytes:
+    /// it takes a preview's place (the cursor as many steps from the
+    /// newest as it was), unless a newer preview is on the screen while
+    /// the view follows, which then takes only its alarm.
+    Judged {
+        /// The whole picture.
+        update: Box<LiveUpdate>,
+        /// How many bytes of the file it reaches.
+        covers: u64,
+    },
+}
+
+/// A picture a live event took off the screen, to be freed where it costs
+/// the screen nothing ([`App::apply_live_event`]).
+pub struct Displaced {
+    session: Session,
+    trace: Trace,
+    /// Held only to be freed with the rest.
+    _computed: Computed,
+}
+
+/// What the screen computed of a trace (see [`App::forget_derived`]).
+type Computed = (
+    std::cell::OnceCell<RunAnalysis>,
+    std::cell::OnceCell<Option<loopdbg_formats::usage::Summary>>,
+    std::cell::RefCell<Option<(usize, std::sync::Arc<Ledger>)>>,
+);
+
+impl Displaced {
+    /// True when freeing it takes long enough to free it elsewhere (a
+    /// trace of more than about ten thousand steps).
+    pub fn is_large(&self) -> bool {
+        self.trace.len() > 10_000 || self.session.tools.len() > 10_000
+    }
 }
 
 /// A newer picture of live traffic: the conversation it shows, replayed.
@@ -299,6 +358,22 @@ pub struct LiveUpdate {
     pub alarm: Option<String>,
     /// Set on a placeholder: what the screen waits for.
     pub waiting: Option<String>,
+    /// What the screen computes of the trace at its newest step, computed
+    /// where the update was made ([`LiveUpdate::derive`]), so that a long
+    /// log's end summary is not summed on the event loop (on a 1 GB log
+    /// that held the screen 1.7 s after each update).
+    pub derived: Option<Box<Derived>>,
+}
+
+/// What the screen shows of a trace at its newest step, computed ahead.
+#[derive(Debug, Clone)]
+pub struct Derived {
+    /// The end summary.
+    pub analysis: RunAnalysis,
+    /// The tokens and cost, at the prices they were computed at.
+    pub tokens: Option<loopdbg_formats::usage::Summary>,
+    /// The pairing ledger at the newest step.
+    pub ledger: std::sync::Arc<Ledger>,
 }
 
 impl App {
@@ -331,6 +406,8 @@ impl App {
     ) -> App {
         App {
             analysis: std::cell::OnceCell::new(),
+            tokens: std::cell::OnceCell::new(),
+            ledger: std::cell::RefCell::new(None),
             origin: origin.into(),
             session,
             initial_strategy: strategy,
@@ -393,6 +470,36 @@ impl App {
         self.analysis.get_or_init(|| RunAnalysis::of(&self.trace))
     }
 
+    /// The tokens and cost of the trace shown, at the prices shown.
+    pub fn tokens(&self) -> Option<&loopdbg_formats::usage::Summary> {
+        self.tokens
+            .get_or_init(|| loopdbg_formats::usage::of_trace(&self.trace, &self.prices))
+            .as_ref()
+    }
+
+    /// The pairing ledger at the step shown.
+    pub fn ledger(&self) -> std::sync::Arc<Ledger> {
+        let mut cached = self.ledger.borrow_mut();
+        match cached.as_ref() {
+            Some((at, ledger)) if *at == self.cursor => ledger.clone(),
+            _ => {
+                let ledger = std::sync::Arc::new(self.trace.ledger_at(self.cursor));
+                *cached = Some((self.cursor, ledger.clone()));
+                ledger
+            }
+        }
+    }
+
+    /// Forgets what was computed of the trace: called whenever `trace` is
+    /// replaced.
+    pub(crate) fn forget_derived(&mut self) -> Computed {
+        (
+            std::mem::take(&mut self.analysis),
+            std::mem::take(&mut self.tokens),
+            std::mem::take(&mut self.ledger),
+        )
+    }
+
     /// How many sub-agent levels deep the debugger is.
     pub fn depth(&self) -> usize {
         self.parent.as_ref().map_or(0, |p| p.depth() + 1)
@@ -417,7 +524,7 @@ impl App {
     /// Switching forks and tour stops go through here.
     pub fn show_run(&mut self, session: Session, strategy: &Strategy, at: usize) {
         self.trace = loopdbg_engine::run(&session, strategy);
-        self.analysis = std::cell::OnceCell::new();
+        self.forget_derived();
         self.session = session;
         self.cursor = at.min(self.trace.len() - 1);
         self.selected_message = None;
@@ -437,21 +544,29 @@ impl App {
             updates: 1,
             in_flight: None,
             waiting: first.waiting,
+            covers: 0,
+            previewing: false,
         });
         app.cursor = app.trace.len() - 1;
         app.notice = first.alarm;
         app
     }
 
-    /// Takes what a live source says: a newer picture, or what is in flight.
-    pub fn apply_live_event(&mut self, event: LiveEvent) {
+    /// Takes what a live source says: a newer picture, or what is in
+    /// flight. Gives back the picture it took off the screen, if any: a
+    /// long log's is millions of allocations, which the caller frees off
+    /// its event loop (freeing them there held a preview back 0.1 s).
+    pub fn apply_live_event(&mut self, event: LiveEvent) -> Option<Displaced> {
         match event {
             LiveEvent::Update(update) => self.apply_live(*update),
             LiveEvent::Loaded(whole) => self.root_mut().apply_loaded(*whole),
+            LiveEvent::Preview { update, covers } => self.root_mut().apply_preview(*update, covers),
+            LiveEvent::Judged { update, covers } => self.root_mut().apply_judged(*update, covers),
             LiveEvent::NotLoaded(why) => {
                 self.root_mut().notice = Some(format!(
                     "showing only the newest part: the rest could not be read: {why}"
                 ));
+                None
             }
             LiveEvent::InFlight(what) => {
                 let mut app = self;
@@ -461,6 +576,7 @@ impl App {
                 if let Some(live) = app.live.as_mut() {
                     live.in_flight = what;
                 }
+                None
             }
         }
     }
@@ -473,44 +589,101 @@ impl App {
         }
     }
 
+    /// Puts `session` and `trace` (read as `source`) on the screen; gives
+    /// back the picture they replace.
+    fn replace_picture(&mut self, update: LiveUpdate) -> Displaced {
+        let derived = self.forget_derived();
+        self.replay = Some(update.source);
+        let old = Displaced {
+            session: std::mem::replace(&mut self.session, update.session),
+            trace: std::mem::replace(&mut self.trace, update.trace),
+            _computed: derived,
+        };
+        if let Some(derived) = update.derived {
+            let newest = self.trace.len() - 1;
+            self.analysis = std::cell::OnceCell::from(derived.analysis);
+            self.tokens = std::cell::OnceCell::from(derived.tokens);
+            self.ledger = std::cell::RefCell::new(Some((newest, derived.ledger)));
+        }
+        old
+    }
+
     /// The whole log in place of its preview: the cursor keeps its
     /// distance from the newest step (the preview's steps are the whole
     /// log's last ones), and the findings, which the preview could not
     /// judge, are the whole log's.
-    fn apply_loaded(&mut self, whole: LiveUpdate) {
+    fn apply_loaded(&mut self, whole: LiveUpdate) -> Option<Displaced> {
         let from_newest = self
             .trace
             .len()
             .saturating_sub(1)
             .saturating_sub(self.cursor);
-        self.analysis = std::cell::OnceCell::new();
-        self.session = whole.session;
-        self.trace = whole.trace;
-        self.replay = Some(whole.source);
+        let alarm = whole.alarm.clone();
+        let old = self.replace_picture(whole);
         self.cursor = (self.trace.len() - 1).saturating_sub(from_newest);
         self.selected_message = None;
-        self.notice = whole.alarm;
+        self.notice = alarm;
+        Some(old)
+    }
+
+    /// A followed log's newest part, when the view follows and it is newer
+    /// than what is shown (a paused view keeps what the user is reading).
+    fn apply_preview(&mut self, update: LiveUpdate, covers: u64) -> Option<Displaced> {
+        let live = self.live.as_mut()?;
+        if !live.follow || covers <= live.covers {
+            return None;
+        }
+        live.covers = covers;
+        live.previewing = true;
+        live.updates += 1;
+        let old = self.replace_picture(update);
+        self.cursor = self.trace.len() - 1;
+        self.selected_message = None;
+        Some(old)
+    }
+
+    /// A followed file's whole picture, judged: in place of a preview (the
+    /// cursor keeps its distance from the newest step, as the preview's
+    /// steps are the whole's last ones) or of the whole before it.
+    fn apply_judged(&mut self, update: LiveUpdate, covers: u64) -> Option<Displaced> {
+        let Some(live) = self.live.as_mut() else {
+            return self.apply_live(update);
+        };
+        if live.previewing && live.follow && covers < live.covers {
+            // A newer part is on the screen: the newest step stays; the
+            // findings' alarm is said now.
+            if let Some(alarm) = update.alarm {
+                self.notice = Some(alarm);
+            }
+            return None;
+        }
+        live.covers = covers;
+        if std::mem::take(&mut live.previewing) && !live.follow {
+            live.updates += 1;
+            let before = self.notice.take();
+            let old = self.apply_loaded(update);
+            if self.notice.is_none() {
+                self.notice = before;
+            }
+            return old;
+        }
+        self.apply_live(update)
     }
 
     /// Shows a newer picture of the live traffic: the cursor stays where
     /// the user put it, or moves to the newest step when following.
-    pub fn apply_live(&mut self, update: LiveUpdate) {
-        if self.parent.is_some() {
+    pub fn apply_live(&mut self, update: LiveUpdate) -> Option<Displaced> {
+        if let Some(parent) = self.parent.as_mut() {
             // Inside a sub-agent look: the parent gets the update.
-            if let Some(parent) = self.parent.as_mut() {
-                parent.apply_live(update);
-            }
-            return;
+            return parent.apply_live(update);
         }
-        self.analysis = std::cell::OnceCell::new();
-        self.session = update.session;
-        self.trace = update.trace;
-        self.replay = Some(update.source);
+        let (waiting, alarm) = (update.waiting.clone(), update.alarm.clone());
+        let old = self.replace_picture(update);
         let last = self.trace.len() - 1;
         let follow = match self.live.as_mut() {
             Some(live) => {
                 live.updates += 1;
-                live.waiting = update.waiting;
+                live.waiting = waiting;
                 live.follow
             }
             None => false,
@@ -519,9 +692,10 @@ impl App {
         if follow {
             self.selected_message = None;
         }
-        if let Some(alarm) = update.alarm {
+        if let Some(alarm) = alarm {
             self.notice = Some(alarm);
         }
+        Some(old)
     }
 
     /// The messages as the current view shows them: one item per canonical
@@ -598,7 +772,7 @@ impl App {
             return links;
         };
         let range = self.history_range_of(selected);
-        let ledger = self.trace.ledger_at(self.cursor);
+        let ledger = self.ledger();
         for e in &ledger.entries {
             let result = e.first_result.map(|r| r.message);
             let call_here = range.contains(&e.first_call.message);

@@ -6,7 +6,7 @@
 use loopdbg_judge::check::Finding;
 use loopdbg_read::{Conversation, Source, read};
 
-use crate::app::LiveUpdate;
+use crate::app::{Derived, LiveUpdate};
 
 impl LiveUpdate {
     /// A replay of `conv` with `findings` on it.
@@ -22,7 +22,20 @@ impl LiveUpdate {
             source: conv.source.as_str().to_string(),
             alarm,
             waiting: None,
+            derived: None,
         }
+    }
+
+    /// Computes here what the screen shows of the trace at its newest
+    /// step (the end summary, the tokens at `prices`, the ledger): for an
+    /// adapter on a thread of its own, so the event loop only draws.
+    pub fn derive(&mut self, prices: &loopdbg_formats::prices::Prices) {
+        let newest = self.trace.len() - 1;
+        self.derived = Some(Box::new(Derived {
+            analysis: loopdbg_lesson::checks::RunAnalysis::of(&self.trace),
+            tokens: loopdbg_formats::usage::of_trace(&self.trace, prices),
+            ledger: std::sync::Arc::new(self.trace.ledger_at(newest)),
+        }));
     }
 
     /// A one-message screen saying what the view waits for.

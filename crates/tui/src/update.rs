@@ -259,7 +259,7 @@ fn step_into(app: &mut App) {
         app.theme,
     );
     inner.trace = child.1.trace.clone();
-    inner.analysis = std::cell::OnceCell::new();
+    inner.forget_derived();
     inner.size = app.size;
     inner.prices = app.prices.clone();
     inner.notice =
@@ -545,7 +545,7 @@ fn rerun(app: &mut App, strategy: Strategy) -> (Trace, RunAnalysis) {
     let fresh = loopdbg_engine::run(&app.session, &strategy);
     let before_analysis = app.analysis().clone();
     let before = std::mem::replace(&mut app.trace, fresh);
-    app.analysis = std::cell::OnceCell::new();
+    app.forget_derived();
     app.cursor = app.cursor.min(app.trace.len() - 1);
     app.selected_message = None;
     (before, before_analysis)

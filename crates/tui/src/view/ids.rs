@@ -24,7 +24,7 @@ enum Row<'a> {
 
 pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let t = &app.theme;
-    let ledger = app.trace.ledger_at(app.cursor);
+    let ledger = app.ledger();
     let c = ledger.counts();
     let title = Line::from(vec![
         span(" ids ", t.title),

@@ -189,7 +189,7 @@ fn end_summary(app: &App) -> Vec<Line<'static>> {
             },
         ),
     ]));
-    if let Some(tokens) = loopdbg_formats::usage::of_trace(trace, &app.prices) {
+    if let Some(tokens) = app.tokens() {
         lines.push(Line::from(vec![
             span("tokens: ", t.title),
             span(
@@ -197,7 +197,7 @@ fn end_summary(app: &App) -> Vec<Line<'static>> {
                     "{} over {} trip(s){}",
                     tokens_line(&tokens.total, tokens.cost),
                     tokens.trips.len(),
-                    priced_note(&tokens)
+                    priced_note(tokens)
                 ),
                 t.text,
             ),
