@@ -135,6 +135,7 @@ fn update_of(app_trace_len: usize) -> LiveUpdate {
         source: whole.source.as_str().to_string(),
         alarm: None,
         waiting: None,
+        derived: None,
     }
 }
 
@@ -177,5 +178,108 @@ fn the_binary_shows_a_large_log_whole_in_the_end() {
     screen.wait_for("the whole log at its newest step", |s| {
         s.contains("round 4800/4800") && !s.contains("reading the rest")
     });
+    crate::common::pty::quit(child, &mut writer, &mut screen);
+}
+
+/// `--follow` on a large log (issue 40, item 3): after a change the newest
+/// part is shown at once and the whole, judged, follows. A preview is
+/// shown only while the view follows and only when newer than the
+/// screen; a whole picture older than the preview on the screen gives
+/// its alarm and leaves the newest step; a paused view keeps the place
+/// the user stepped to, counted from the newest step.
+#[test]
+fn a_followed_log_shows_its_newest_part_at_once_and_the_judged_whole_after() {
+    let mut first = update_of(30);
+    first.alarm = None;
+    let mut app = App::live("log", "follow log", first, Theme::pick(true));
+    let whole_len = app.trace.len();
+    let preview = |turns| LiveEvent::Preview {
+        update: Box::new(update_of(turns)),
+        covers: 0,
+    };
+    let at = |event: LiveEvent, covers: u64| match event {
+        LiveEvent::Preview { update, .. } => LiveEvent::Preview { update, covers },
+        LiveEvent::Judged { update, .. } => LiveEvent::Judged { update, covers },
+        other => other,
+    };
+    let judged = |turns, alarm: Option<&str>, covers| {
+        let mut update = update_of(turns);
+        update.alarm = alarm.map(str::to_string);
+        LiveEvent::Judged {
+            update: Box::new(update),
+            covers,
+        }
+    };
+    app.apply_live_event(judged(30, None, 100));
+    // Following: the newest part is shown, at its newest step.
+    app.apply_live_event(at(preview(3), 200));
+    assert!(app.trace.len() < whole_len);
+    assert_eq!(app.cursor, app.trace.len() - 1);
+    assert!(app.live.as_ref().unwrap().previewing);
+    // An older preview is not shown over a newer one.
+    let shown = app.trace.len();
+    app.apply_live_event(at(preview(4), 150));
+    assert_eq!(app.trace.len(), shown);
+    // The whole as it was before the change: its alarm, not its picture.
+    app.apply_live_event(judged(30, Some("ALARM older"), 150));
+    assert_eq!(app.trace.len(), shown);
+    assert_eq!(app.notice.as_deref(), Some("ALARM older"));
+    // The whole after the change takes the preview's place.
+    app.apply_live_event(judged(31, None, 200));
+    assert!(app.trace.len() > whole_len);
+    assert_eq!(app.cursor, app.trace.len() - 1);
+    assert!(!app.live.as_ref().unwrap().previewing);
+    assert_eq!(app.notice.as_deref(), Some("ALARM older"), "kept");
+    // A paused view is not moved by a preview.
+    update::apply(&mut app, Action::StepBack);
+    let (len, cursor) = (app.trace.len(), app.cursor);
+    app.apply_live_event(at(preview(3), 300));
+    assert_eq!((app.trace.len(), app.cursor), (len, cursor));
+    // Paused on a preview: the whole keeps the distance from the newest.
+    update::apply(&mut app, Action::ToggleFollow);
+    app.apply_live_event(at(preview(3), 400));
+    update::apply(&mut app, Action::StepBack);
+    update::apply(&mut app, Action::StepBack);
+    assert!(!app.live.as_ref().unwrap().follow);
+    app.apply_live_event(judged(40, Some("ALARM new"), 400));
+    assert_eq!(app.trace.len() - 1 - app.cursor, 2);
+    assert!(app.trace.len() > 100);
+    assert_eq!(app.notice.as_deref(), Some("ALARM new"));
+}
+
+/// The real binary following a log past the threshold: a turn appended
+/// whose call is never answered is shown, and the whole log, judged
+/// again, raises the alarm on its id.
+#[test]
+fn the_binary_follows_a_large_log_and_alarms_on_an_appended_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.jsonl");
+    write_log(&path, 2400, 3000);
+    assert!(std::fs::metadata(&path).unwrap().len() > loopdbg_corpus::replay::PREVIEW_FROM);
+    let (child, mut writer, mut screen) =
+        crate::common::pty::spawn(&[path.to_str().unwrap(), "--follow"]);
+    screen.wait_for("the whole log", |s| s.contains("round 4800/4800"));
+    let head = r#""sessionId":"s1","cwd":"/w","version":"2.0.76","isSidechain":false"#;
+    let lines = [
+        format!(
+            r#"{{"type":"user","uuid":"u2401","parentUuid":"f2400",{head},"message":{{"role":"user","content":"turn 2401: deploy"}}}}"#
+        ),
+        format!(
+            r#"{{"type":"assistant","uuid":"a2401","parentUuid":"u2401",{head},"message":{{"id":"m2401","role":"assistant","content":[{{"type":"tool_use","id":"toolu_never","name":"Bash","input":{{"command":"deploy"}}}}]}}}}"#
+        ),
+        format!(
+            r#"{{"type":"user","uuid":"u2402","parentUuid":"a2401",{head},"message":{{"role":"user","content":"never mind"}}}}"#
+        ),
+    ];
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    writeln!(file, "{}", lines.join("\n")).unwrap();
+    file.flush().unwrap();
+    let alarmed = screen.wait_for("the alarm on the unanswered call", |s| {
+        s.contains("ALARM") && s.contains("toolu_never")
+    });
+    assert!(!alarmed.contains("judging the whole"), "{alarmed}");
     crate::common::pty::quit(child, &mut writer, &mut screen);
 }

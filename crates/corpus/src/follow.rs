@@ -11,10 +11,11 @@
 //! is one document, or not yet known, is read whole each time, as before.
 
 use loopdbg_engine::LoadError;
-use loopdbg_read::{Detail, Log};
+use loopdbg_read::{Conversation, Detail, Log, Source};
 
 use crate::conversations::{Conversations, Picked};
 use crate::open::{GrowingLayout, Replies, conversation_of_line, growing_layout};
+use crate::replay::{PREVIEW_BYTES, PREVIEW_FROM, newest_of_part};
 
 /// A followed file, read so far.
 pub struct Followed {
@@ -26,6 +27,10 @@ pub struct Followed {
     error: Option<LoadError>,
     /// The rejections already alarmed (kind, path, line, ids).
     alarmed: std::collections::HashSet<String>,
+    /// The text of the lines taken, while the file is read whole each
+    /// time (a document, or nothing known yet); once the lines are held
+    /// as conversations or events, only a change's own text.
+    held: Vec<u8>,
 }
 
 /// How the lines taken so far are held.
@@ -56,7 +61,38 @@ impl Followed {
             lines: 0,
             error: None,
             alarmed: Default::default(),
+            held: Vec::new(),
         }
+    }
+
+    /// Takes a change of the file: `lines`, the complete lines read since
+    /// the last change (`replaced`: the file started over, and `lines` is
+    /// all of it). Gives what [`Followed::take`] gives. The caller need
+    /// not keep the file's text: what is needed of it is kept here.
+    pub fn take_change(
+        &mut self,
+        lines: Vec<u8>,
+        replaced: bool,
+        which: Option<usize>,
+    ) -> Result<Option<Picked>, LoadError> {
+        let from = if replaced {
+            self.held.clear();
+            None
+        } else {
+            Some(self.held.len())
+        };
+        // Moved, not copied, when nothing is held (a log's first gigabyte).
+        if self.held.is_empty() {
+            self.held = lines;
+        } else {
+            self.held.extend_from_slice(&lines);
+        }
+        let held = std::mem::take(&mut self.held);
+        let picked = self.take(&held, from, which);
+        if !self.holds_what_it_took() {
+            self.held = held;
+        }
+        picked
     }
 
     /// The alarm for `picked`: its last finding the provider rejects that
@@ -73,11 +109,12 @@ impl Followed {
     }
 
     /// Takes the file's complete lines after a change: `all` is every
-    /// complete line so far, of which those from byte `from` on are new
+    /// complete line so far (once [`Followed::holds_what_it_took`], every
+    /// line since the last change may do), of which those from byte `from` on are new
     /// (`None`: the file was replaced, everything is new). Gives the
     /// conversation `which` (1-based, kept in range; the newest when
     /// `None`), or `None` while the file holds none.
-    pub fn take(
+    fn take(
         &mut self,
         all: &[u8],
         from: Option<usize>,
@@ -133,6 +170,14 @@ impl Followed {
         Ok(grouped.into_picked(which))
     }
 
+    /// True once the lines taken are held here (parsed), so the caller
+    /// need not keep their text: the next change may pass only what was
+    /// appended, `from` counting in it. A file read whole each time (one
+    /// document, or nothing yet) needs every line each time.
+    pub fn holds_what_it_took(&self) -> bool {
+        matches!(self.read, Read::Lines { .. } | Read::Log(_))
+    }
+
     /// How the file is to be read from now on, from its text so far.
     #[allow(
         clippy::unwrap_used,
@@ -143,7 +188,14 @@ impl Followed {
         if all.iter().all(u8::is_ascii_whitespace) {
             return Ok(Read::Whole);
         }
-        Ok(match growing_layout(&self.origin, all)? {
+        // The first lines tell a log or lines of requests (a gigabyte was
+        // copied whole to be told); anything else is told from all of it.
+        let head = &all[..line_end_after(all, DETECTED_WITHIN)];
+        let layout = match growing_layout(&self.origin, head) {
+            Ok(layout @ (GrowingLayout::Log(_) | GrowingLayout::Lines { .. })) => layout,
+            _ => growing_layout(&self.origin, all)?,
+        };
+        Ok(match layout {
             GrowingLayout::Whole => Read::Whole,
             GrowingLayout::Lines { capture } => Read::Lines {
                 conversations: Conversations::default(),
@@ -165,6 +217,174 @@ impl Followed {
             _ => None,
         }
     }
+}
+
+/// A change of a followed file, as its watcher hands it to the thread
+/// that judges it.
+#[derive(Debug, Default)]
+pub struct Change {
+    /// The complete lines read since the last change (all of the file
+    /// when `replaced`).
+    pub lines: Vec<u8>,
+    /// The file started over (replaced, or cut).
+    pub replaced: bool,
+    /// How many bytes of complete lines the file holds after it.
+    pub covers: u64,
+    /// How many lines past the longest readable were skipped so far.
+    pub skipped: u64,
+}
+
+impl Change {
+    /// `later` taken with this one, as one change.
+    fn merge(&mut self, later: Change) {
+        if later.replaced {
+            *self = later;
+            return;
+        }
+        self.lines.extend_from_slice(&later.lines);
+        self.covers = later.covers;
+        self.skipped = later.skipped;
+    }
+}
+
+/// Judges a followed file's changes as they come, until `changes` ends or
+/// `judged` says to stop: the changes that arrived while the last was
+/// judged are taken at once, and after each the thread rests a multiple
+/// of the time it took ([`loopdbg_io::tail::REST`]), so a busy agent's
+/// long log costs a fraction of a core while its newest part is shown
+/// at once by the watcher ([`Recent`]). `judged` gets the picture of
+/// conversation `which` (see [`Followed::take_change`]) and the change.
+pub fn judge_changes(
+    followed: &mut Followed,
+    changes: &std::sync::mpsc::Receiver<Change>,
+    which: Option<usize>,
+    mut judged: impl FnMut(&mut Followed, Result<Option<Picked>, LoadError>, &Change) -> bool,
+) {
+    while let Ok(mut change) = changes.recv() {
+        while let Ok(later) = changes.try_recv() {
+            change.merge(later);
+        }
+        let started = std::time::Instant::now();
+        let lines = std::mem::take(&mut change.lines);
+        let picked = followed.take_change(lines, change.replaced, which);
+        if !judged(followed, picked, &change) {
+            return;
+        }
+        std::thread::sleep(started.elapsed() * loopdbg_io::tail::REST);
+    }
+}
+
+/// The newest part of a followed agent log, kept as text: what the screen
+/// shows at once after a change while the whole log is judged again on
+/// another thread (on a log of a gigabyte that takes seconds, and a
+/// new event waited for it).
+pub struct Recent {
+    origin: String,
+    /// The log's kind, once its first lines said it is a log.
+    source: Option<Source>,
+    sniffed: bool,
+    /// The newest complete lines, at most about [`PREVIEW_BYTES`].
+    text: Vec<u8>,
+    /// How many bytes of complete lines the file holds.
+    size: u64,
+    /// From what size a change is shown from the newest part first.
+    from: u64,
+    /// How much of the newest part is kept.
+    keep: u64,
+}
+
+impl Recent {
+    /// A followed file named `origin`; a log of [`PREVIEW_FROM`] bytes or
+    /// more is previewed from its newest [`PREVIEW_BYTES`].
+    pub fn new(origin: &str) -> Recent {
+        Recent::with(origin, PREVIEW_FROM, PREVIEW_BYTES)
+    }
+
+    /// [`Recent::new`] with its thresholds given (tests use small ones).
+    pub fn with(origin: &str, from: u64, keep: u64) -> Recent {
+        Recent {
+            origin: origin.to_string(),
+            source: None,
+            sniffed: false,
+            text: Vec::new(),
+            size: 0,
+            from,
+            keep,
+        }
+    }
+
+    /// Takes the complete lines read since the last change (`replaced`:
+    /// the file started over, and they are all of it).
+    pub fn push(&mut self, lines: &[u8], replaced: bool) {
+        if replaced {
+            *self = Recent::with(&self.origin, self.from, self.keep);
+        }
+        self.size += lines.len() as u64;
+        if !self.sniffed && !lines.iter().all(u8::is_ascii_whitespace) {
+            self.sniffed = true;
+            // The first lines decide, as they do for the judge.
+            let head = &lines[..line_end_after(lines, DETECTED_WITHIN)];
+            if let Ok(GrowingLayout::Log(source)) = growing_layout(&self.origin, head) {
+                self.source = Some(source);
+            }
+        }
+        if self.source.is_none() {
+            return;
+        }
+        let keep = usize::try_from(self.keep).unwrap_or(usize::MAX);
+        // A byte more than is kept: it says whether the kept part starts
+        // a line.
+        let lines = &lines[lines.len().saturating_sub(keep.saturating_add(1))..];
+        self.text.extend_from_slice(lines);
+        if self.text.len() > keep {
+            // Cut at a line's start: the part holds whole lines only.
+            let cut = line_end_after(&self.text, self.text.len() - keep - 1);
+            self.text.drain(..cut);
+        }
+    }
+
+    /// The newest conversation of the part kept, when the log is large
+    /// enough for its whole picture to take a while (read without
+    /// findings: a call or a parent before the part would be judged
+    /// missing). `None` for a small log or anything but a log.
+    pub fn preview(&self) -> Option<Conversation> {
+        let source = self.source?;
+        if self.size < self.from {
+            return None;
+        }
+        newest_of_part(source, &String::from_utf8_lossy(&self.text))
+    }
+
+    /// How many bytes the part holds, and the log.
+    pub fn sizes(&self) -> (u64, u64) {
+        (self.text.len() as u64, self.size)
+    }
+
+    /// What a preview's title says.
+    pub fn banner(&self) -> String {
+        let mib = |bytes: u64| format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20));
+        format!(
+            "follow: the newest {} of {} (line numbers count from there); judging the whole…",
+            mib(self.text.len() as u64),
+            mib(self.size)
+        )
+    }
+}
+
+/// How far into a log its kind is sure to be told: detection reads the
+/// first lines, not megabytes of them.
+const DETECTED_WITHIN: usize = 1 << 20;
+
+/// The end of the line that holds byte `at` (past its newline), or the
+/// end of `text`.
+fn line_end_after(text: &[u8], at: usize) -> usize {
+    if at >= text.len() {
+        return text.len();
+    }
+    text[at..]
+        .iter()
+        .position(|&b| b == b'\n')
+        .map_or(text.len(), |k| at + k + 1)
 }
 
 /// Conversation `which`, kept in range, or the newest.
@@ -255,34 +475,33 @@ mod tests {
         .unwrap()
     }
 
-    /// The file fed one line at a time, as an agent writes it: after each
-    /// line the follower shows what reading the file whole shows.
+    /// The file fed one line at a time, as an agent writes it, each change
+    /// handed over alone: after each line the follower shows what
+    /// reading the file whole shows.
     fn line_by_line_is_whole(name: &str) {
         let bytes = fixture(name);
         let mut followed = Followed::new(name);
         let mut upto = 0;
         let mut checked = 0;
         for line in bytes.split_inclusive(|&b| b == b'\n') {
-            let from = upto;
+            let step = followed.take_change(line.to_vec(), upto == 0, None);
             upto += line.len();
             let all = &bytes[..upto];
-            let step = followed
-                .take(all, (from > 0).then_some(from), None)
-                .unwrap();
             let mut fresh = Followed::new(name);
-            let whole = fresh.take(all, None, None).unwrap();
+            let whole = fresh.take(all, None, None);
             match (step, whole) {
-                (Some(a), Some(b)) => {
+                (Ok(Some(a)), Ok(Some(b))) => {
                     assert_eq!(a.conversation, b.conversation, "{name} at byte {upto}");
                     assert_eq!(a.findings, b.findings, "{name} at byte {upto}");
                     assert_eq!(a.place, b.place);
                     checked += 1;
                 }
-                (None, None) => {}
+                // A document half written is refused alike.
+                (Ok(None), Ok(None)) | (Err(_), Err(_)) => {}
                 (a, b) => panic!(
                     "{name} at byte {upto}: {:?} / {:?}",
-                    a.is_some(),
-                    b.is_some()
+                    a.map(|a| a.is_some()),
+                    b.map(|b| b.is_some())
                 ),
             }
         }
@@ -291,10 +510,62 @@ mod tests {
 
     #[test]
     fn a_file_followed_line_by_line_shows_what_reading_it_whole_shows() {
+        line_by_line_is_whole("anthropic_clean.json");
         line_by_line_is_whole("claude_code_v2/parallel.jsonl");
         line_by_line_is_whole("claude_code_v2/compact.jsonl");
         line_by_line_is_whole("dataset.jsonl");
         line_by_line_is_whole("proxy/openai_sdk_first_only.jsonl");
+    }
+
+    /// The newest part of a log holds whole lines, at most what it keeps,
+    /// however the log arrives; its preview is the newest conversation of
+    /// those lines, and only once the log is large enough; a file of
+    /// requests is not previewed (each of its changes is read alone).
+    #[test]
+    fn the_newest_part_of_a_log_is_whole_lines_and_previews_the_newest_conversation() {
+        let name = "claude_code_v2/compact_kept_segment.jsonl";
+        let bytes = fixture(name);
+        let keep = 80_000;
+        let lines: Vec<&[u8]> = bytes.split_inclusive(|&b| b == b'\n').collect();
+        // Complete lines, some at a time, as the follower's tail hands them.
+        for chunk in [1, 3, 20, lines.len()] {
+            let mut recent = Recent::with(name, 20_000, keep as u64);
+            let mut replaced = true;
+            for group in lines.chunks(chunk) {
+                recent.push(&group.concat(), replaced);
+                replaced = false;
+                let (held, size) = recent.sizes();
+                assert!(held <= keep as u64 && held <= size);
+            }
+            let tail = &bytes[bytes.len() - recent.text.len()..];
+            assert_eq!(recent.text, tail, "chunks of {chunk}");
+            let before = bytes.len() - recent.text.len();
+            assert!(
+                before == 0 || bytes[before - 1] == b'\n',
+                "a whole line first"
+            );
+            let longest = bytes.split(|&b| b == b'\n').map(<[u8]>::len).max().unwrap();
+            assert!(
+                bytes.len() - before <= keep && bytes.len() - before > keep - longest - 1,
+                "chunks of {chunk}: {} kept",
+                bytes.len() - before
+            );
+            let shown = recent.preview().expect("a log past the threshold");
+            let source = loopdbg_read::Source::ClaudeCode;
+            let expected = newest_of_part(source, std::str::from_utf8(tail).unwrap()).unwrap();
+            assert_eq!(shown, expected);
+            assert!(!shown.messages.is_empty());
+        }
+        let mut small = Recent::with(name, bytes.len() as u64 + 1, 4096);
+        small.push(&bytes, true);
+        assert!(
+            small.preview().is_none(),
+            "a small log is judged whole at once"
+        );
+        let mut requests = Recent::with("dataset.jsonl", 0, 4096);
+        requests.push(&fixture("dataset.jsonl"), true);
+        assert!(requests.preview().is_none());
+        assert_eq!(requests.sizes().0, 0, "nothing kept of what is not a log");
     }
 
     /// Lines already taken are not read again: a line changed behind the

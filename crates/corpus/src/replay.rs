@@ -7,7 +7,7 @@ use std::io::BufRead;
 use std::path::Path;
 
 use loopdbg_engine::{LoadError, Session, Trace};
-use loopdbg_read::Conversation;
+use loopdbg_read::{Conversation, Source};
 use serde_json::Value;
 
 use crate::conversations::{Conversations, Place};
@@ -366,44 +366,7 @@ pub fn preview_with(path: &Path, opened: &Opened, from: u64, bytes: u64) -> Opti
     };
     let size = opened.size.filter(|&s| s >= from)?;
     let tail = loopdbg_io::lines::tail_lines(path, size, bytes).ok()?;
-    let numbered: Vec<(usize, &str)> = tail
-        .text
-        .lines()
-        .enumerate()
-        .map(|(k, l)| (k + 1, l))
-        .collect();
-    // The conversation of the newest message: what the log ends with.
-    let newest_from = |first: usize| {
-        let mut log = loopdbg_read::Log::new(source)?;
-        // Lines the part cuts or cannot read are left to the whole read.
-        let _ = log.push_lines(&numbered[first.saturating_sub(1).min(numbered.len())..]);
-        // The main thread's before a sub-agent's (the whole read shows
-        // the main thread): a log's last MiB may be a sub-agent at work.
-        log.finish()
-            .ok()?
-            .into_iter()
-            .filter(|c| !c.messages.is_empty())
-            .max_by_key(|c| {
-                let newest = c.message_sources.iter().filter_map(|s| s.line).max();
-                let sub_agent = c
-                    .label
-                    .as_deref()
-                    .is_some_and(|l| l.starts_with("sub-agent"));
-                (!sub_agent, newest)
-            })
-    };
-    let newest = newest_from(1)?;
-    // Read again from its first prompt: results before it answer calls
-    // the part does not hold, and the pairing pane would call them orphans.
-    let prompt = newest
-        .messages
-        .iter()
-        .position(is_prompt)
-        .and_then(|k| newest.message_sources.get(k)?.line);
-    let newest = match prompt {
-        Some(line) if line > 1 => newest_from(line).unwrap_or(newest),
-        _ => newest,
-    };
+    let newest = newest_of_part(source, &tail.text)?;
     let replayed = loopdbg_export::replay::replayed(&newest);
     let trace = replayed.with_findings(&newest, &[]);
     let session = loopdbg_export::replay::session_for(&newest, "replay");
@@ -423,6 +386,42 @@ pub fn preview_with(path: &Path, opened: &Opened, from: u64, bytes: u64) -> Opti
         },
         read: tail.read,
         size,
+    })
+}
+
+/// The newest conversation in `text`, a part of a log of `source` (its
+/// last lines): read from its first prompt in the part, since results
+/// before it answer calls the part does not hold and the pairing pane
+/// would call them orphans. The main thread's before a sub-agent's (the
+/// whole read shows the main thread): a log's last MiB may be a sub-agent
+/// at work. Lines the part cuts or cannot read are left out.
+pub fn newest_of_part(source: Source, text: &str) -> Option<Conversation> {
+    let numbered: Vec<(usize, &str)> = text.lines().enumerate().map(|(k, l)| (k + 1, l)).collect();
+    let newest_from = |first: usize| {
+        let mut log = loopdbg_read::Log::new(source)?;
+        let _ = log.push_lines(&numbered[first.saturating_sub(1).min(numbered.len())..]);
+        log.finish()
+            .ok()?
+            .into_iter()
+            .filter(|c| !c.messages.is_empty())
+            .max_by_key(|c| {
+                let newest = c.message_sources.iter().filter_map(|s| s.line).max();
+                let sub_agent = c
+                    .label
+                    .as_deref()
+                    .is_some_and(|l| l.starts_with("sub-agent"));
+                (!sub_agent, newest)
+            })
+    };
+    let newest = newest_from(1)?;
+    let prompt = newest
+        .messages
+        .iter()
+        .position(is_prompt)
+        .and_then(|k| newest.message_sources.get(k)?.line);
+    Some(match prompt {
+        Some(line) if line > 1 => newest_from(line).unwrap_or(newest),
+        _ => newest,
     })
 }
 

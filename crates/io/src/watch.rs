@@ -7,23 +7,21 @@ use std::path::Path;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::tail::{Change, Tail};
-
-/// How long the watcher rests after the caller took a change, in
-/// multiples of the time the caller took: the new lines are read alone,
-/// but what a caller builds of them may grow with the file, so lines that
-/// come faster than that are taken together (following a busy agent's
-/// 56 MB log cost a whole core; this keeps it under a fifth).
-const REST: u32 = 4;
+use crate::tail::{Change, REST, Tail};
 
 /// How long a wait lasts without a notification: the polling fallback.
 const POLL: Duration = Duration::from_millis(500);
 
 /// Watches `path` (read so far into `tail`) until `changed` returns
-/// false: `changed` gets the tail (every complete line so far) and where
-/// the new lines start (`None`: the file was replaced, all is new).
+/// false: `changed` gets the tail (every complete line so far, or since
+/// it forgot them) and where the new lines start (`None`: the file was
+/// replaced, all is new).
 /// Blocks; run it on a thread of its own.
-pub fn follow(path: &Path, mut tail: Tail, mut changed: impl FnMut(&Tail, Option<usize>) -> bool) {
+pub fn follow(
+    path: &Path,
+    mut tail: Tail,
+    mut changed: impl FnMut(&mut Tail, Option<usize>) -> bool,
+) {
     let (wake, woken) = mpsc::channel::<()>();
     // Watch the folder, not the file: a file replaced by rename is a new
     // inode that a watch on the old one would never report.
@@ -47,7 +45,7 @@ pub fn follow(path: &Path, mut tail: Tail, mut changed: impl FnMut(&Tail, Option
             Ok(Change::Nothing) | Err(_) => continue,
         };
         let started = Instant::now();
-        if !changed(&tail, from) {
+        if !changed(&mut tail, from) {
             break;
         }
         std::thread::sleep(started.elapsed() * REST);

@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""How soon `loopdbg LOG --follow` shows an event an agent appends to a long
+Claude Code log, and what the follower costs meanwhile (issue 40, items 3
+and 5). The follower runs in a 120x40 tmux pane; ROUNDS user prompts, each
+with a word of its own, are appended one a second (an agent's pace) to the
+log's newest conversation; for each, the time until the word is on the
+screen (`shown`), and until the screen shows it in the whole log's judged
+picture (`judged`: the title is the conversation's again). Then the
+follower is left idle for IDLE seconds: the CPU it takes is read from
+/proc, as are its resident memory after the first change and at the end
+(does it grow with time?) and its peak.
+
+Usage: follow_latency.py BINARY LOG [ROUNDS] [IDLE]
+Prints one Markdown row: size, time to open, shown, judged, idle CPU,
+memory after the first change -> at the end, peak. Needs tmux.
+benches/follow_latency.sh builds the binary and the log.
+"""
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+SESSION = "loopdbg-follow-latency"
+
+
+def screen():
+    return subprocess.run(
+        ["tmux", "capture-pane", "-p", "-t", SESSION], capture_output=True, text=True
+    ).stdout
+
+
+def wait_for(test, limit=600.0):
+    start = time.perf_counter()
+    while time.perf_counter() - start < limit:
+        text = screen()
+        if test(text):
+            return time.perf_counter() - start, text
+        time.sleep(0.005)
+    raise SystemExit(f"timed out; screen:\n{screen()}")
+
+
+def last_event(log):
+    with open(log, "rb") as f:
+        f.seek(max(0, os.path.getsize(log) - (1 << 20)))
+        lines = f.read().splitlines()
+    for line in reversed(lines):
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if event.get("uuid") and not event.get("isSidechain"):
+            return event
+    raise SystemExit("no event with a uuid at the end of the log")
+
+
+def proc(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    status = dict(
+        line.split(":", 1) for line in open(f"/proc/{pid}/status").read().splitlines() if ":" in line
+    )
+    kb = lambda key: int(status[key].split()[0])
+    return cpu, kb("VmRSS") / 1024, kb("VmHWM") / 1024
+
+
+def main():
+    binary, log = sys.argv[1], sys.argv[2]
+    rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 10
+    idle = float(sys.argv[4]) if len(sys.argv) > 4 else 10.0
+    subprocess.run(["tmux", "kill-session", "-t", SESSION], capture_output=True)
+    started = time.perf_counter()
+    subprocess.run(
+        ["tmux", "new-session", "-d", "-s", SESSION, "-x", "120", "-y", "40", f"{binary} {log} --follow"],
+        check=True,
+    )
+    pid = int(
+        subprocess.run(
+            ["tmux", "display", "-p", "-t", SESSION, "#{pane_pid}"], capture_output=True, text=True
+        ).stdout
+    )
+    wait_for(lambda s: "follow: conversation" in s)
+    opened = time.perf_counter() - started
+    last = last_event(log)
+    parent = last["uuid"]
+    shown, judged = [], []
+    try:
+        for k in range(rounds):
+            word = f"w{os.getpid() % 1000:03d}q{k:03d}z"
+            uuid = f"bench-{os.getpid()}-{k}"
+            event = {
+                "parentUuid": parent,
+                "isSidechain": False,
+                "userType": "external",
+                "cwd": last.get("cwd", "/w"),
+                "sessionId": last.get("sessionId", "s"),
+                "version": last.get("version", "2.0.76"),
+                "type": "user",
+                "uuid": uuid,
+                "timestamp": "2026-12-05T00:00:00.000Z",
+                "message": {"role": "user", "content": f"{word} run the tests again"},
+            }
+            parent = uuid
+            with open(log, "a") as f:
+                f.write(json.dumps(event) + "\n")
+            t, _ = wait_for(lambda s: word in s)
+            shown.append(t)
+            t, _ = wait_for(lambda s: word in s and "follow: conversation" in s)
+            judged.append(t)
+            if k == 0:
+                _, first_rss, _ = proc(pid)
+            time.sleep(1.0)
+        before, _, _ = proc(pid)
+        time.sleep(idle)
+        after, rss, peak = proc(pid)
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", SESSION], capture_output=True)
+    ms = lambda xs: f"{statistics.median(xs) * 1000:.0f} ms (max {max(xs) * 1000:.0f})"
+    size = os.path.getsize(log) / 1e6
+    print(
+        f"| {size:.0f} MB | {opened:.1f} s | {ms(shown)} | {ms(judged)} "
+        f"| {100 * (after - before) / idle:.1f} % | {first_rss:.0f} → {rss:.0f} MB | {peak:.0f} MB |"
+    )
+
+
+main()
