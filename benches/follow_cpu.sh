@@ -4,15 +4,16 @@
 # follower in a 120x40 tmux pane, 50 lines appended over 10 s; the CPU time
 # the follower used is read from /proc (issue 23, item 8). Needs tmux.
 # Usage: benches/follow_cpu.sh [EVENTS]   (default 100000, about 56 MB)
+# LOOPDBG=BINARY measures another build (the log generator must be built).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 events=${1:-100000}
-cargo build --release --quiet --bin loopdbg --example gen_claude_log
+[ -n "${LOOPDBG:-}" ] || cargo build --release --quiet --bin loopdbg --example gen_claude_log
 work=$(mktemp -d)
 log="$work/followed.jsonl"
 trap 'tmux kill-session -t loopdbg-follow-bench 2>/dev/null || true; rm -rf "$work"' EXIT
 target/release/examples/gen_claude_log "$log" "$events" > /dev/null
-bin="$PWD/target/release/loopdbg"
+bin=${LOOPDBG:-$PWD/target/release/loopdbg}
 tmux new-session -d -s loopdbg-follow-bench -x 120 -y 40 "$bin $log --follow"
 sleep 4
 pid=$(pgrep -f -- "^$bin $log --follow" | head -1)
