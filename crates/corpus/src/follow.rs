@@ -67,8 +67,10 @@ impl Followed {
 
     /// Takes a change of the file: `lines`, the complete lines read since
     /// the last change (`replaced`: the file started over, and `lines` is
-    /// all of it). Gives what [`Followed::take`] gives. The caller need
-    /// not keep the file's text: what is needed of it is kept here.
+    /// all of it). Gives conversation `which` (1-based, kept in range; the
+    /// newest when `None`), or `None` while the file holds none. The
+    /// caller need not keep the file's text: what is needed of it is kept
+    /// here.
     pub fn take_change(
         &mut self,
         lines: Vec<u8>,
@@ -110,7 +112,8 @@ impl Followed {
 
     /// Takes the file's complete lines after a change: `all` is every
     /// complete line so far (once [`Followed::holds_what_it_took`], every
-    /// line since the last change may do), of which those from byte `from` on are new
+    /// line since the last change will do), of which those from byte
+    /// `from` on are new
     /// (`None`: the file was replaced, everything is new). Gives the
     /// conversation `which` (1-based, kept in range; the newest when
     /// `None`), or `None` while the file holds none.
@@ -174,7 +177,7 @@ impl Followed {
     /// need not keep their text: the next change may pass only what was
     /// appended, `from` counting in it. A file read whole each time (one
     /// document, or nothing yet) needs every line each time.
-    pub fn holds_what_it_took(&self) -> bool {
+    fn holds_what_it_took(&self) -> bool {
         matches!(self.read, Read::Lines { .. } | Read::Log(_))
     }
 
