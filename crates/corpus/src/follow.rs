@@ -366,8 +366,9 @@ impl Recent {
     /// What a preview's title says.
     pub fn banner(&self) -> String {
         let mib = |bytes: u64| format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20));
+        // What matters first: a narrow header cuts the end.
         format!(
-            "follow: the newest {} of {} (line numbers count from there); judging the whole…",
+            "follow: judging the whole log; its newest {} of {} shown (lines counted from there)",
             mib(self.text.len() as u64),
             mib(self.size)
         )
@@ -558,6 +559,12 @@ mod tests {
             let expected = newest_of_part(source, std::str::from_utf8(tail).unwrap()).unwrap();
             assert_eq!(shown, expected);
             assert!(!shown.messages.is_empty());
+            // What a narrow header keeps comes first.
+            assert!(
+                recent
+                    .banner()
+                    .starts_with("follow: judging the whole log; its newest ")
+            );
         }
         let mut small = Recent::with(name, bytes.len() as u64 + 1, 4096);
         small.push(&bytes, true);
