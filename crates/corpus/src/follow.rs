@@ -9,13 +9,17 @@
 //! lines are parsed and pushed, and the conversations are built from a
 //! copy of the events (a walk over what is held, no parsing). A file that
 //! is one document, or not yet known, is read whole each time, as before.
+//!
+//! The judging runs on a thread of its own ([`judge_changes`]), since on a
+//! long log it takes seconds; meanwhile the watcher shows a large log's
+//! newest part ([`Recent`]).
 
 use loopdbg_engine::LoadError;
 use loopdbg_read::{Conversation, Detail, Log, Source};
 
 use crate::conversations::{Conversations, Picked};
 use crate::open::{GrowingLayout, Replies, conversation_of_line, growing_layout};
-use crate::replay::{PREVIEW_BYTES, PREVIEW_FROM, newest_of_part};
+use crate::replay::{PREVIEW_BYTES, PREVIEW_FROM, mib, newest_of_part};
 
 /// A followed file, read so far.
 pub struct Followed {
@@ -193,8 +197,7 @@ impl Followed {
         }
         // The first lines tell a log or lines of requests (a gigabyte was
         // copied whole to be told); anything else is told from all of it.
-        let head = &all[..line_end_after(all, DETECTED_WITHIN)];
-        let layout = match growing_layout(&self.origin, head) {
+        let layout = match growing_layout(&self.origin, head(all)) {
             Ok(layout @ (GrowingLayout::Log(_) | GrowingLayout::Lines { .. })) => layout,
             _ => growing_layout(&self.origin, all)?,
         };
@@ -326,8 +329,7 @@ impl Recent {
         if !self.sniffed && !lines.iter().all(u8::is_ascii_whitespace) {
             self.sniffed = true;
             // The first lines decide, as they do for the judge.
-            let head = &lines[..line_end_after(lines, DETECTED_WITHIN)];
-            if let Ok(GrowingLayout::Log(source)) = growing_layout(&self.origin, head) {
+            if let Ok(GrowingLayout::Log(source)) = growing_layout(&self.origin, head(lines)) {
                 self.source = Some(source);
             }
         }
@@ -365,7 +367,6 @@ impl Recent {
 
     /// What a preview's title says.
     pub fn banner(&self) -> String {
-        let mib = |bytes: u64| format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20));
         // What matters first: a narrow header cuts the end.
         format!(
             "follow: judging the whole log; its newest {} of {} shown (lines counted from there)",
@@ -378,6 +379,12 @@ impl Recent {
 /// How far into a log its kind is sure to be told: detection reads the
 /// first lines, not megabytes of them.
 const DETECTED_WITHIN: usize = 1 << 20;
+
+/// The whole lines of `text` within its first [`DETECTED_WITHIN`] bytes
+/// (and the line that crosses it): what tells a log's kind.
+fn head(text: &[u8]) -> &[u8] {
+    &text[..line_end_after(text, DETECTED_WITHIN)]
+}
 
 /// The end of the line that holds byte `at` (past its newline), or the
 /// end of `text`.

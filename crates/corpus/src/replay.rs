@@ -343,7 +343,8 @@ impl Preview {
     }
 }
 
-fn mib(bytes: u64) -> String {
+/// `bytes` in MiB, one decimal.
+pub(crate) fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20))
 }
 

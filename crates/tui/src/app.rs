@@ -191,18 +191,9 @@ pub struct App {
     pub initial_strategy: Strategy,
     /// The recorded run being shown.
     pub trace: Trace,
-    /// The end summary of `trace`, computed the first time it is asked
-    /// for ([`App::analysis`]): on a long replay it reads every tool
-    /// result, and the first frame does not show it. Reset whenever
-    /// `trace` is replaced.
-    pub(crate) analysis: std::cell::OnceCell<RunAnalysis>,
-    /// The tokens and cost of `trace` at the prices shown, computed when
-    /// first drawn; reset with `analysis` (every frame at the end of a
-    /// long log summed every trip again: a 300 MB log's end drew in 0.4 s).
-    pub(crate) tokens: std::cell::OnceCell<Option<loopdbg_formats::usage::Summary>>,
-    /// The pairing ledger at one step (the step, the ledger): the ids pane
-    /// and the links read it on every frame; reset with `analysis`.
-    pub(crate) ledger: std::cell::RefCell<Option<(usize, std::sync::Arc<Ledger>)>>,
+    /// What is computed of `trace` when first drawn, and forgotten
+    /// whenever `trace` is replaced ([`App::forget_derived`]).
+    pub(crate) computed: Computed,
     /// The step shown.
     pub cursor: usize,
     /// The focused pane.
@@ -324,24 +315,45 @@ pub enum LiveEvent {
 /// A picture a live event took off the screen, to be freed where it costs
 /// the screen nothing ([`App::apply_live_event`]).
 pub struct Displaced {
-    session: Session,
+    /// Held only to be freed with the rest.
+    _session: Session,
     trace: Trace,
     /// Held only to be freed with the rest.
     _computed: Computed,
 }
 
-/// What the screen computed of a trace (see [`App::forget_derived`]).
-type Computed = (
-    std::cell::OnceCell<RunAnalysis>,
-    std::cell::OnceCell<Option<loopdbg_formats::usage::Summary>>,
-    std::cell::RefCell<Option<(usize, std::sync::Arc<Ledger>)>>,
-);
+/// What the screen computes of a trace when it first draws it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Computed {
+    /// The end summary: on a long replay it reads every tool result, and
+    /// the first frame does not show it.
+    analysis: std::cell::OnceCell<RunAnalysis>,
+    /// The tokens and cost at the prices shown (every frame at the end of
+    /// a long log summed every trip again: a 300 MB log's end drew in
+    /// 0.4 s).
+    tokens: std::cell::OnceCell<Option<loopdbg_formats::usage::Summary>>,
+    /// The pairing ledger at one step (the step, the ledger): the ids
+    /// pane and the links read it on every frame.
+    ledger: std::cell::RefCell<Option<(usize, std::sync::Arc<Ledger>)>>,
+}
+
+impl Computed {
+    /// What `derived` computed ahead, for a trace whose newest step is
+    /// `newest`.
+    fn of(derived: Derived, newest: usize) -> Computed {
+        Computed {
+            analysis: std::cell::OnceCell::from(derived.analysis),
+            tokens: std::cell::OnceCell::from(derived.tokens),
+            ledger: std::cell::RefCell::new(Some((newest, derived.ledger))),
+        }
+    }
+}
 
 impl Displaced {
     /// True when freeing it takes long enough to free it elsewhere (a
     /// trace of more than about ten thousand steps).
     pub fn is_large(&self) -> bool {
-        self.trace.len() > 10_000 || self.session.tools.len() > 10_000
+        self.trace.len() > 10_000
     }
 }
 
@@ -405,9 +417,7 @@ impl App {
         theme: Theme,
     ) -> App {
         App {
-            analysis: std::cell::OnceCell::new(),
-            tokens: std::cell::OnceCell::new(),
-            ledger: std::cell::RefCell::new(None),
+            computed: Computed::default(),
             origin: origin.into(),
             session,
             initial_strategy: strategy,
@@ -467,19 +477,22 @@ impl App {
 
     /// The end summary of the trace shown.
     pub fn analysis(&self) -> &RunAnalysis {
-        self.analysis.get_or_init(|| RunAnalysis::of(&self.trace))
+        self.computed
+            .analysis
+            .get_or_init(|| RunAnalysis::of(&self.trace))
     }
 
     /// The tokens and cost of the trace shown, at the prices shown.
     pub fn tokens(&self) -> Option<&loopdbg_formats::usage::Summary> {
-        self.tokens
+        self.computed
+            .tokens
             .get_or_init(|| loopdbg_formats::usage::of_trace(&self.trace, &self.prices))
             .as_ref()
     }
 
     /// The pairing ledger at the step shown.
     pub fn ledger(&self) -> std::sync::Arc<Ledger> {
-        let mut cached = self.ledger.borrow_mut();
+        let mut cached = self.computed.ledger.borrow_mut();
         match cached.as_ref() {
             Some((at, ledger)) if *at == self.cursor => ledger.clone(),
             _ => {
@@ -493,11 +506,7 @@ impl App {
     /// Forgets what was computed of the trace: called whenever `trace` is
     /// replaced.
     pub(crate) fn forget_derived(&mut self) -> Computed {
-        (
-            std::mem::take(&mut self.analysis),
-            std::mem::take(&mut self.tokens),
-            std::mem::take(&mut self.ledger),
-        )
+        std::mem::take(&mut self.computed)
     }
 
     /// How many sub-agent levels deep the debugger is.
@@ -589,21 +598,18 @@ impl App {
         }
     }
 
-    /// Puts `session` and `trace` (read as `source`) on the screen; gives
-    /// back the picture they replace.
+    /// Puts `update`'s picture on the screen, with what it computed
+    /// ahead; gives back the picture it replaces.
     fn replace_picture(&mut self, update: LiveUpdate) -> Displaced {
         let derived = self.forget_derived();
         self.replay = Some(update.source);
         let old = Displaced {
-            session: std::mem::replace(&mut self.session, update.session),
+            _session: std::mem::replace(&mut self.session, update.session),
             trace: std::mem::replace(&mut self.trace, update.trace),
             _computed: derived,
         };
         if let Some(derived) = update.derived {
-            let newest = self.trace.len() - 1;
-            self.analysis = std::cell::OnceCell::from(derived.analysis);
-            self.tokens = std::cell::OnceCell::from(derived.tokens);
-            self.ledger = std::cell::RefCell::new(Some((newest, derived.ledger)));
+            self.computed = Computed::of(*derived, self.trace.len() - 1);
         }
         old
     }
