@@ -543,7 +543,7 @@ fn side_by_side<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Ve
                     loop {
                         let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         let Some(item) = items.get(k) else { break };
-                        mine.push((k, f(item)));
+                        mine.push((k, crate::cores::in_order_here(|| f(item))));
                     }
                     mine
                 })

@@ -26,7 +26,7 @@ use super::parse::{body_of, from_value, required_list};
 use super::parse::{element, member, member_element};
 use super::{BlockSource, Conversation, Detail, Hosted, HostedRole, ReadError, Source, err};
 use loopdbg_engine::message::{Block, Message, Role};
-use loopdbg_engine::session::Json;
+use loopdbg_engine::session::{Json, Text};
 use loopdbg_formats::provider::Format;
 
 pub(super) fn read(doc: &mut Value, detail: Detail) -> Result<Conversation, ReadError> {
@@ -343,6 +343,9 @@ pub(super) fn read_content<'de, P: Payload<'de>>(
     let items = match content {
         ContentIn::Missing => return Ok(read),
         ContentIn::Text(text) => {
+            // One block: a first push would make room for four.
+            read.blocks.reserve_exact(1);
+            read.sources.reserve_exact(1);
             read.blocks.push(Block::Text {
                 text: kept_text(&text, detail),
             });
@@ -362,6 +365,13 @@ pub(super) fn read_content<'de, P: Payload<'de>>(
     for (k, b) in items.into_iter().enumerate() {
         let need = |field: Option<Cow<str>>, name: &str| {
             field.map(Cow::into_owned).ok_or_else(|| {
+                let at = message().key_index("content", k);
+                err(&at, format!("expected a string `{name}`"))
+            })
+        };
+        // An id or name as shared text, copied once from the line.
+        let need_text = |field: Option<Cow<str>>, name: &str| -> Result<Text, ReadError> {
+            field.map(|f| Text::from(&*f)).ok_or_else(|| {
                 let at = message().key_index("content", k);
                 err(&at, format!("expected a string `{name}`"))
             })
@@ -386,13 +396,13 @@ pub(super) fn read_content<'de, P: Payload<'de>>(
                     });
                 }
                 Block::ToolUse {
-                    id: need(b.id.0, "id")?.into(),
-                    name: need(b.name.0, "name")?.into(),
+                    id: need_text(b.id.0, "id")?,
+                    name: need_text(b.name.0, "name")?,
                     input: b.input.input(detail),
                 }
             }
             "tool_result" => Block::ToolResult {
-                tool_use_id: need(b.tool_use_id.0, "tool_use_id")?.into(),
+                tool_use_id: need_text(b.tool_use_id.0, "tool_use_id")?,
                 content: b.content.content(detail),
                 is_error: b.is_error.0,
             },

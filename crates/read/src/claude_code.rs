@@ -128,6 +128,18 @@ enum KeptMessages {
     Segment { head: u64, tail: u64 },
 }
 
+/// A string field borrowed from the line when it holds no escapes.
+/// serde borrows a `Cow<str>` field only when that is the field's whole
+/// type: an `Option<Cow<str>>` is always copied, which cost an allocation
+/// and a copy per field per event (a tenth of `check`'s time on a log).
+fn borrowed_str<'de: 'a, 'a, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Cow<'a, str>>, D::Error> {
+    #[derive(Deserialize)]
+    struct Borrowed<'a>(#[serde(borrow)] Cow<'a, str>);
+    Option::<Borrowed<'a>>::deserialize(d).map(|s| s.map(|Borrowed(s)| s))
+}
+
 /// `compactMetadata`, as far as the kept messages go.
 #[derive(Deserialize, Default)]
 struct RawCompact<'a> {
@@ -139,7 +151,12 @@ struct RawCompact<'a> {
 
 #[derive(Deserialize)]
 struct RawListed<'a> {
-    #[serde(rename = "anchorUuid", borrow, default)]
+    #[serde(
+        rename = "anchorUuid",
+        borrow,
+        default,
+        deserialize_with = "borrowed_str"
+    )]
     anchor: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     uuids: Vec<Cow<'a, str>>,
@@ -147,11 +164,26 @@ struct RawListed<'a> {
 
 #[derive(Deserialize)]
 struct RawSegment<'a> {
-    #[serde(rename = "anchorUuid", borrow, default)]
+    #[serde(
+        rename = "anchorUuid",
+        borrow,
+        default,
+        deserialize_with = "borrowed_str"
+    )]
     anchor: Option<Cow<'a, str>>,
-    #[serde(rename = "headUuid", borrow, default)]
+    #[serde(
+        rename = "headUuid",
+        borrow,
+        default,
+        deserialize_with = "borrowed_str"
+    )]
     head: Option<Cow<'a, str>>,
-    #[serde(rename = "tailUuid", borrow, default)]
+    #[serde(
+        rename = "tailUuid",
+        borrow,
+        default,
+        deserialize_with = "borrowed_str"
+    )]
     tail: Option<Cow<'a, str>>,
 }
 
@@ -376,27 +408,42 @@ impl Body {
 /// not use (`toolUseResult`, `usage`, snapshots…): those are skipped.
 #[derive(Deserialize)]
 struct RawEvent<'a> {
-    #[serde(rename = "type", borrow, default)]
+    #[serde(rename = "type", borrow, default, deserialize_with = "borrowed_str")]
     kind: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "borrowed_str")]
     uuid: Option<Cow<'a, str>>,
-    #[serde(rename = "parentUuid", borrow, default)]
+    #[serde(
+        rename = "parentUuid",
+        borrow,
+        default,
+        deserialize_with = "borrowed_str"
+    )]
     parent: Option<Cow<'a, str>>,
-    #[serde(rename = "logicalParentUuid", borrow, default)]
+    #[serde(
+        rename = "logicalParentUuid",
+        borrow,
+        default,
+        deserialize_with = "borrowed_str"
+    )]
     logical_parent: Option<Cow<'a, str>>,
     #[serde(rename = "isSidechain", default)]
     sidechain: Option<bool>,
-    #[serde(rename = "agentId", borrow, default)]
+    #[serde(rename = "agentId", borrow, default, deserialize_with = "borrowed_str")]
     agent: Option<Cow<'a, str>>,
-    #[serde(rename = "sessionId", borrow, default)]
+    #[serde(
+        rename = "sessionId",
+        borrow,
+        default,
+        deserialize_with = "borrowed_str"
+    )]
     session: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "borrowed_str")]
     timestamp: Option<Cow<'a, str>>,
     #[serde(rename = "isApiErrorMessage", default)]
     api_error: Option<bool>,
     #[serde(rename = "isCompactSummary", default)]
     compact_summary: Option<bool>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "borrowed_str")]
     subtype: Option<Cow<'a, str>>,
     #[serde(rename = "compactMetadata", borrow, default)]
     compact: Option<RawCompact<'a>>,
@@ -408,13 +455,13 @@ struct RawEvent<'a> {
 
 #[derive(Deserialize)]
 struct RawMessage<'a> {
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "borrowed_str")]
     role: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "borrowed_str")]
     id: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "borrowed_str")]
     model: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "borrowed_str")]
     stop_reason: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     content: ContentIn<'a, RawPayload<'a>>,
@@ -587,7 +634,6 @@ impl Event {
                     "assistant" => Role::Assistant,
                     _ => Role::User,
                 };
-                let finish = message.stop_reason.map(|r| Value::String(r.into_owned()));
                 let source = |k: Option<usize>| BlockSource {
                     path: k.map_or(Cow::Borrowed("message.content"), content_path),
                     line: Some(line),
@@ -597,7 +643,7 @@ impl Event {
                 let mut body = Body::new(
                     role,
                     message.id.as_deref().map(uuid_key),
-                    finish_reason_of(finish.as_ref()),
+                    super::parse::finish_reason_named(message.stop_reason.as_deref()),
                     read_content(message.content, &message_path, detail, source)?,
                 );
                 body.synthetic = synthetic;
@@ -1144,22 +1190,15 @@ impl<'a> Thread<'a> {
         let mut out: Vec<Conversation> = threads.into_iter().flat_map(|(_, c)| c).collect();
         // The first conversation holding each line, as a message (`true`)
         // or a block: a search of every conversation for each branch made
-        // a log with a rewind every few hundred turns quadratic.
-        let mut holding: std::collections::HashMap<usize, (usize, bool)> =
-            std::collections::HashMap::new();
-        for (at, c) in out.iter().enumerate() {
-            for s in &c.message_sources {
-                if let Some(line) = s.line {
-                    let slot = holding.entry(line).or_insert((at, true));
-                    slot.1 |= slot.0 == at;
-                }
-            }
-            for s in c.block_sources.iter().flatten() {
-                if let Some(line) = s.line {
-                    holding.entry(line).or_insert((at, false));
-                }
-            }
-        }
+        // a log with a rewind every few hundred turns quadratic. Lines are
+        // dense, so this is a table by line (a hash map of every block's
+        // line was a tenth of a rewound log's peak memory), built only
+        // when a notice needs it.
+        let holding = if self.relinked.is_empty() && branches.is_empty() {
+            Holding::default()
+        } else {
+            Holding::of(&out, self.events.iter().map(Event::line).max())
+        };
         for &(i, after) in &self.relinked {
             let (line, was) = (self.events[i].line(), self.events[after].line());
             let notice = Notice {
@@ -1175,8 +1214,8 @@ impl<'a> Thread<'a> {
                 ),
             };
             let holds = |c: &Conversation| c.message_sources.iter().any(|s| s.line == Some(line));
-            let at = match holding.get(&line) {
-                Some(&(at, true)) => Some(at),
+            let at = match holding.get(line) {
+                Some((at, true)) => Some(at),
                 // Held as a block first: a later conversation may hold it
                 // as a message.
                 Some(_) => out.iter().position(holds),
@@ -1189,7 +1228,7 @@ impl<'a> Thread<'a> {
         // A branch is told with the conversation it forks from (before or
         // after a compaction); a new start, with the last one.
         for (fork, notice) in branches {
-            let held = fork.and_then(|line| holding.get(&line)).map(|&(at, _)| at);
+            let held = fork.and_then(|line| holding.get(line)).map(|(at, _)| at);
             let at = held.or(out.len().checked_sub(1));
             if let Some(at) = at {
                 out[at].notices.push(notice);
@@ -1540,6 +1579,44 @@ impl<'a> Thread<'a> {
     }
 }
 
+/// For each line, the first conversation holding it and whether as a
+/// message (`true`) or only as a block.
+#[derive(Default)]
+struct Holding(Vec<(u32, bool)>);
+
+impl Holding {
+    const NONE: u32 = u32::MAX;
+
+    fn of(out: &[Conversation], last_line: Option<usize>) -> Holding {
+        let mut by_line = vec![(Holding::NONE, false); last_line.map_or(0, |l| l + 1)];
+        for (at, c) in out.iter().enumerate() {
+            let at = u32::try_from(at).unwrap_or(Holding::NONE - 1);
+            for line in c.message_sources.iter().filter_map(|s| s.line) {
+                if let Some(slot) = by_line.get_mut(line) {
+                    if slot.0 == Holding::NONE {
+                        *slot = (at, true);
+                    } else {
+                        slot.1 |= slot.0 == at;
+                    }
+                }
+            }
+            for line in c.block_sources.iter().flatten().filter_map(|s| s.line) {
+                if let Some(slot) = by_line.get_mut(line)
+                    && slot.0 == Holding::NONE
+                {
+                    *slot = (at, false);
+                }
+            }
+        }
+        Holding(by_line)
+    }
+
+    fn get(&self, line: usize) -> Option<(usize, bool)> {
+        let &(at, as_message) = self.0.get(line)?;
+        (at != Holding::NONE).then_some((at as usize, as_message))
+    }
+}
+
 /// Rebuilds API messages from message events in chain order.
 #[derive(Default)]
 struct Builder {
@@ -1671,4 +1748,26 @@ pub struct Leftovers {
 /// Where an event's message stands, for an error in it.
 fn message_path() -> JsonPath {
     JsonPath::root().key("message")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_events_strings_are_borrowed_from_the_line_unless_escaped() {
+        let line = r#"{"type":"user","uuid":"e\u0031","parentUuid":"e0","sessionId":"s","message":{"role":"user","content":"hi"}}"#;
+        let raw: RawEvent = serde_json::from_str(line).unwrap();
+        assert!(matches!(raw.kind, Some(Cow::Borrowed("user"))));
+        assert!(matches!(raw.parent, Some(Cow::Borrowed("e0"))));
+        assert!(matches!(raw.session, Some(Cow::Borrowed("s"))));
+        // An escape cannot be borrowed: it is unescaped into a copy.
+        assert!(matches!(&raw.uuid, Some(Cow::Owned(u)) if u == "e1"));
+        assert!(raw.logical_parent.is_none());
+        // A field of another kind still fails the strict reading, so the
+        // line is read the lenient way, as before.
+        assert!(serde_json::from_str::<RawEvent>(r#"{"uuid":7}"#).is_err());
+        let null: RawEvent = serde_json::from_str(r#"{"uuid":null}"#).unwrap();
+        assert!(null.uuid.is_none());
+    }
 }

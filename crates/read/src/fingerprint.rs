@@ -168,7 +168,14 @@ impl<'de> Visitor<'de> for KeyVisitor {
 /// was held twice more while it was checked).
 pub(crate) fn kept_text(text: &str, detail: Detail) -> Text {
     match detail {
-        Detail::Shape if !text.is_empty() => format!("{:016x}", of_text(text)).into(),
+        // Written on the stack and copied once into the shared text: a
+        // `format!` would allocate it twice, for every text of a log.
+        Detail::Shape if !text.is_empty() => {
+            use std::io::Write;
+            let mut hex = [0u8; 16];
+            let _ = write!(&mut hex[..], "{:016x}", of_text(text));
+            std::str::from_utf8(&hex).unwrap_or_default().into()
+        }
         _ => text.into(),
     }
 }
