@@ -114,13 +114,16 @@ impl Prices {
     /// What `usage` cost on `model`, when the table prices it.
     pub fn cost(&self, model: &str, usage: &Usage) -> Option<f64> {
         let (_, p) = self.of(model)?;
-        let tokens = |n: u64, price: f64| n as f64 * price / self.per;
-        Some(
-            tokens(usage.input, p.input)
-                + tokens(usage.output, p.output)
-                + tokens(usage.cache_read, p.cache_read.unwrap_or(p.input))
-                + tokens(usage.cache_write, p.cache_write.unwrap_or(p.input)),
-        )
+        Some(self.cost_at(p, usage))
+    }
+
+    /// What `usage` cost at `price` (one of this table's).
+    pub fn cost_at(&self, price: &Price, usage: &Usage) -> f64 {
+        let tokens = |n: u64, rate: f64| n as f64 * rate / self.per;
+        tokens(usage.input, price.input)
+            + tokens(usage.output, price.output)
+            + tokens(usage.cache_read, price.cache_read.unwrap_or(price.input))
+            + tokens(usage.cache_write, price.cache_write.unwrap_or(price.input))
     }
 }
 

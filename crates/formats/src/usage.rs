@@ -8,7 +8,7 @@ use loopdbg_engine::message::{Block, Message, Usage};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::prices::Prices;
+use crate::prices::{Price, Prices};
 use crate::provider::Format;
 
 /// The tokens of one trip, priced.
@@ -82,9 +82,10 @@ pub fn summary(messages: &[Message], trips: &[Trip<'_>], prices: &Prices) -> Opt
     let mut cost: Option<f64> = None;
     let mut unpriced: Vec<String> = Vec::new();
     let mut priced = Vec::with_capacity(trips.len());
+    let mut cache = PriceCache::new(prices);
     for &(message, line, model, usage) in trips {
         total.add(&usage);
-        let trip_cost = model.and_then(|m| prices.cost(m, &usage));
+        let trip_cost = cache.of(model).map(|p| prices.cost_at(&p, &usage));
         match (trip_cost, model) {
             (Some(c), _) => *cost.get_or_insert(0.0) += c,
             (None, m) => {
@@ -102,7 +103,7 @@ pub fn summary(messages: &[Message], trips: &[Trip<'_>], prices: &Prices) -> Opt
             cost: trip_cost,
         });
     }
-    let tools = by_tool(messages, &priced, prices);
+    let tools = by_tool(messages, &priced, prices, &mut cache);
     Some(Summary {
         trips: priced,
         tools,
@@ -113,12 +114,72 @@ pub fn summary(messages: &[Message], trips: &[Trip<'_>], prices: &Prices) -> Opt
     })
 }
 
+/// The length of a value's compact JSON text, counted as it is written
+/// rather than built (a result can be megabytes).
+fn json_len(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing to a counter cannot fail, nor can serializing a `Value`.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
+/// Each model's price, looked up in the table once per summary: a lookup
+/// scans every model the table names, and a long log asks it three times
+/// a trip for the same few models.
+struct PriceCache<'p> {
+    prices: &'p Prices,
+    known: Vec<(String, Option<Price>)>,
+}
+
+impl<'p> PriceCache<'p> {
+    fn new(prices: &'p Prices) -> Self {
+        PriceCache {
+            prices,
+            known: Vec::new(),
+        }
+    }
+
+    fn of(&mut self, model: Option<&str>) -> Option<Price> {
+        let model = model?;
+        if let Some((_, price)) = self.known.iter().find(|(m, _)| *m == model) {
+            return *price;
+        }
+        let price = self.prices.of(model).map(|(_, p)| *p);
+        self.known.push((model.to_string(), price));
+        price
+    }
+}
+
 /// Splits each trip's output among the calls its reply made, and the next
 /// trip's prompt growth among the results sent in between.
-fn by_tool(messages: &[Message], trips: &[TripTokens], prices: &Prices) -> Vec<ToolTokens> {
-    use std::collections::HashMap;
+fn by_tool<'p>(
+    messages: &[Message],
+    trips: &[TripTokens],
+    prices: &'p Prices,
+    cache: &mut PriceCache<'p>,
+) -> Vec<ToolTokens> {
     // name -> (calls, output, results, cost, every share priced)
     let mut acc: indexmap::IndexMap<String, (usize, f64, f64, f64, bool)> = Default::default();
+    // A tool's slot, its name copied only the first time it is seen.
+    fn slot<'a>(
+        acc: &'a mut indexmap::IndexMap<String, (usize, f64, f64, f64, bool)>,
+        name: &str,
+    ) -> &'a mut (usize, f64, f64, f64, bool) {
+        if !acc.contains_key(name) {
+            acc.insert(name.to_string(), (0, 0.0, 0.0, 0.0, true));
+        }
+        &mut acc[name]
+    }
     for (k, trip) in trips.iter().enumerate() {
         let Some(reply) = messages.get(trip.message) else {
             continue;
@@ -134,13 +195,10 @@ fn by_tool(messages: &[Message], trips: &[TripTokens], prices: &Prices) -> Vec<T
         if calls.is_empty() {
             continue;
         }
-        let price = |model: Option<&str>| model.and_then(|m| prices.of(m)).map(|(_, p)| *p);
         let out_share = trip.usage.output as f64 / calls.len() as f64;
-        let out_price = price(trip.model.as_deref());
+        let out_price = cache.of(trip.model.as_deref());
         for (_, name) in &calls {
-            let slot = acc
-                .entry(name.to_string())
-                .or_insert((0, 0.0, 0.0, 0.0, true));
+            let slot = slot(&mut acc, name);
             slot.0 += 1;
             slot.1 += out_share;
             match out_price {
@@ -156,7 +214,8 @@ fn by_tool(messages: &[Message], trips: &[TripTokens], prices: &Prices) -> Vec<T
             .usage
             .prompt()
             .saturating_sub(trip.usage.prompt() + trip.usage.output) as f64;
-        let name_of: HashMap<&str, &str> = calls.iter().copied().collect();
+        // A reply makes a few calls: looked up by a scan, not a map per trip.
+        let name_of = |id: &str| calls.iter().find(|(i, _)| *i == id).map(|&(_, n)| n);
         let mut sizes: Vec<(&str, f64)> = Vec::new();
         for m in messages
             .get(trip.message + 1..next.message)
@@ -168,19 +227,17 @@ fn by_tool(messages: &[Message], trips: &[TripTokens], prices: &Prices) -> Vec<T
                     content,
                     ..
                 } = b
-                    && let Some(name) = name_of.get(&**tool_use_id)
+                    && let Some(name) = name_of(tool_use_id)
                 {
-                    sizes.push((name, content.to_string().len().max(1) as f64));
+                    sizes.push((name, json_len(content).max(1) as f64));
                 }
             }
         }
         let all: f64 = sizes.iter().map(|(_, s)| s).sum();
-        let in_price = price(next.model.as_deref());
+        let in_price = cache.of(next.model.as_deref());
         for (name, size) in sizes {
             let share = growth * size / all;
-            let slot = acc
-                .entry(name.to_string())
-                .or_insert((0, 0.0, 0.0, 0.0, true));
+            let slot = slot(&mut acc, name);
             slot.2 += share;
             match in_price {
                 Some(p) => slot.3 += share * p.input / prices.per,
@@ -309,6 +366,17 @@ pub fn gemini(u: &Value) -> Usage {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_values_length_is_its_compact_texts() {
+        for v in [
+            serde_json::json!(null),
+            serde_json::json!("a \"quoted\" é"),
+            serde_json::json!({"b": [1, 2.5, {"c": null}], "a": "x\ny"}),
+        ] {
+            assert_eq!(json_len(&v), v.to_string().len());
+        }
+    }
     use super::*;
     use serde_json::json;
 

@@ -487,7 +487,11 @@ impl Conversation {
                 (t.message, line, t.model.as_deref(), t.usage)
             })
             .collect();
-        trips.sort_by_key(|t| t.0);
+        // Recorded in message order as a rule: a stable sort would still
+        // set aside a copy of every trip.
+        if !trips.is_sorted_by_key(|t| t.0) {
+            trips.sort_by_key(|t| t.0);
+        }
         loopdbg_formats::usage::summary(&self.messages, &trips, prices)
     }
 
