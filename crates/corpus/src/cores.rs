@@ -13,10 +13,15 @@ thread_local! {
 pub fn in_order_here<R>(f: impl FnOnce() -> R) -> R {
     #[cfg(feature = "parallel")]
     {
-        let was = ALONE.with(|a| a.replace(true));
-        let r = f();
-        ALONE.with(|a| a.set(was));
-        r
+        /// Puts the flag back however `f` ends.
+        struct Restore(bool);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                ALONE.with(|a| a.set(self.0));
+            }
+        }
+        let _restore = Restore(ALONE.with(|a| a.replace(true)));
+        f()
     }
     #[cfg(not(feature = "parallel"))]
     f()
@@ -47,4 +52,26 @@ pub fn join<A: Send, B: Send>(
         return rayon::join(a, b);
     }
     (a(), b())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn work_in_order_here_is_done_on_this_thread_and_the_same() {
+        let items: Vec<u32> = (0..1000).collect();
+        let spread = super::map(&items, |i| i * 2);
+        let here = std::thread::current().id();
+        let in_order = super::in_order_here(|| {
+            super::map(&items, |i| {
+                assert_eq!(std::thread::current().id(), here);
+                i * 2
+            })
+        });
+        assert_eq!(spread, in_order);
+        // And after it, work is spread again (the flag is put back even
+        // when the work panics).
+        let _ = std::panic::catch_unwind(|| super::in_order_here(|| panic!("inside")));
+        #[cfg(feature = "parallel")]
+        assert!(super::spread());
+    }
 }

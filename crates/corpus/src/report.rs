@@ -490,18 +490,14 @@ pub fn check_files(
         // Files too small to say their progress are checked side by side,
         // a window at a time, and said in order (800 sessions of 60 KB
         // each had one core idle); a large one alone, saying its progress.
-        let small = files[at..]
-            .iter()
-            .take(SIDE_BY_SIDE)
-            .take_while(|f| is_small(f))
-            .count();
+        let small = files[at..].iter().take_while(|f| is_small(f)).count();
         if small < 2 {
             reports.push(check_file(&files[at], forced, mcp, emit, progress));
             at += 1;
             continue;
         }
-        let window = &files[at..at + small];
-        let checked = side_by_side(window, |f| {
+        let run = &files[at..at + small];
+        let check_one = |f: &PathBuf| {
             let mut said = Vec::new();
             let report = check_file(
                 f,
@@ -511,55 +507,69 @@ pub fn check_files(
                 &mut |_| {},
             );
             (report, said)
-        });
-        for (report, said) in checked {
+        };
+        side_by_side(run, check_one, |(report, said)| {
             for (name, r) in &said {
                 emit(name, r);
             }
             reports.push(report);
-        }
+        });
         at += small;
     }
     reports
 }
 
-/// `f` of every item, in order, on threads of their own, one per core.
+/// `f` of every item on threads of their own, one per core, each result
+/// given to `each` in the items' order as soon as those before it are:
+/// files too small to say their progress are checked side by side and
+/// said in order (800 sessions of 60 KB each had one core idle; in
+/// windows of 64, each window's last file left a core idle too).
 /// Not on the thread pool: checking a file waits for work it gives the
 /// pool (its lines), and pool threads waiting so left none to do it (800
-/// files of JSON Lines hung).
-fn side_by_side<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+/// files of JSON Lines hung); on these threads that work is done in order
+/// ([`crate::cores::in_order_here`]), the other cores being busy already.
+fn side_by_side<T: Sync, R: Send>(
+    items: &[T],
+    f: impl Fn(&T) -> R + Sync,
+    mut each: impl FnMut(R),
+) {
     let threads = std::thread::available_parallelism()
         .map_or(1, usize::from)
         .min(items.len());
     if threads < 2 {
-        return items.iter().map(f).collect();
+        items.iter().map(f).for_each(each);
+        return;
     }
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut done: Vec<(usize, R)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut mine = Vec::new();
-                    loop {
-                        let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(item) = items.get(k) else { break };
-                        mine.push((k, crate::cores::in_order_here(|| f(item))));
+    let (done, arriving) = std::sync::mpsc::channel::<(usize, R)>();
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            let done = done.clone();
+            let (next, f) = (&next, &f);
+            scope.spawn(move || {
+                loop {
+                    let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(item) = items.get(k) else { break };
+                    let r = crate::cores::in_order_here(|| f(item));
+                    if done.send((k, r)).is_err() {
+                        break;
                     }
-                    mine
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
+                }
+            });
+        }
+        drop(done);
+        // Results that came before their turn, by index.
+        let mut early = std::collections::BTreeMap::new();
+        let mut turn = 0;
+        for (k, r) in arriving {
+            early.insert(k, r);
+            while let Some(r) = early.remove(&turn) {
+                each(r);
+                turn += 1;
+            }
+        }
     });
-    done.sort_by_key(|(k, _)| *k);
-    done.into_iter().map(|(_, r)| r).collect()
 }
-
-/// How many small files [`check_files`] checks side by side at most.
-const SIDE_BY_SIDE: usize = 64;
 
 /// A regular file under the size that reports progress.
 fn is_small(path: &Path) -> bool {
