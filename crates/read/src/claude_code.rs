@@ -446,7 +446,7 @@ struct RawEvent<'a> {
     #[serde(borrow, default, deserialize_with = "borrowed_str")]
     subtype: Option<Cow<'a, str>>,
     #[serde(rename = "compactMetadata", borrow, default)]
-    compact: Option<RawCompact<'a>>,
+    compact: Option<Box<RawCompact<'a>>>,
     #[serde(rename = "apiErrorStatus", default)]
     api_status: Option<u64>,
     #[serde(borrow, default)]
@@ -681,7 +681,7 @@ impl Event {
         }
         if kind == "system" && raw.subtype.as_deref() == Some("compact_boundary") {
             event.rare.get_or_insert_with(Default::default).boundary = Some(Boundary {
-                kept: raw.compact.as_ref().and_then(RawCompact::kept),
+                kept: raw.compact.as_deref().and_then(RawCompact::kept),
             });
         }
         Ok(Some(event))
