@@ -286,19 +286,21 @@ pub fn origin_of(path: &Path) -> String {
     }
 }
 
-pub(crate) fn open_input(
+/// Opens a file, a pipe or standard input (`-`), gunzipped when its bytes
+/// say gzip; says whether it was, and a regular file's size on disk.
+fn open_input(
     path: &Path,
     origin: &str,
-) -> Result<(Box<dyn BufRead + Send>, bool), LoadError> {
+) -> Result<(Box<dyn BufRead + Send>, bool, Option<u64>), LoadError> {
     if path.as_os_str() == "-" {
         return loopdbg_io::gunzip::decoded(Box::new(BufReader::new(std::io::stdin())))
+            .map(|(reader, compressed)| (reader, compressed, None))
             .map_err(|e| unreadable(origin, e));
     }
     let file = File::open(path).map_err(|e| unreadable(origin, e))?;
-    let kind = file
-        .metadata()
-        .map_err(|e| unreadable(origin, e))?
-        .file_type();
+    let meta = file.metadata().map_err(|e| unreadable(origin, e))?;
+    let on_disk = meta.is_file().then(|| meta.len());
+    let kind = meta.file_type();
     if !(kind.is_file() || is_fifo(&kind)) {
         return Err(LoadError::Refused {
             origin: origin.to_string(),
@@ -308,6 +310,7 @@ pub(crate) fn open_input(
         });
     }
     loopdbg_io::gunzip::decoded(Box::new(BufReader::with_capacity(1 << 16, file)))
+        .map(|(reader, compressed)| (reader, compressed, on_disk))
         .map_err(|e| unreadable(origin, e))
 }
 
@@ -395,15 +398,21 @@ pub(crate) fn in_line(
 /// Opens `path` and decides its layout from its content: the first lines
 /// are read until one says which format wrote it.
 pub(crate) fn sniff(path: &Path, forced: Option<Source>) -> Result<Opened, LoadError> {
+    sniff_sized(path, forced).map(|(opened, _)| opened)
+}
+
+/// [`sniff`], with the size of a regular file as it is on disk (taken
+/// from the open file: a folder of small logs was four `stat`s a file).
+pub(crate) fn sniff_sized(
+    path: &Path,
+    forced: Option<Source>,
+) -> Result<(Opened, Option<u64>), LoadError> {
     let origin = origin_of(path);
-    let (reader, compressed) = open_input(path, &origin)?;
+    let (reader, compressed, on_disk) = open_input(path, &origin)?;
     let mut opened = sniff_reader(origin, reader, forced)?;
     // Progress counts the bytes read, which a compressed file's size is not.
-    opened.size = std::fs::metadata(path)
-        .ok()
-        .filter(|m| m.is_file() && !compressed)
-        .map(|m| m.len());
-    Ok(opened)
+    opened.size = on_disk.filter(|_| !compressed);
+    Ok((opened, on_disk))
 }
 
 /// [`sniff`] over bytes held in memory, gzip known by its bytes as on a

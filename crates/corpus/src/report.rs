@@ -156,12 +156,11 @@ pub fn check_file(
     progress: &mut dyn FnMut(&Progress),
 ) -> FileReport {
     let file = origin_of(path);
-    let size = match path.as_os_str() == "-" {
-        true => 0,
-        false => std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
-    };
-    match sniff(path, forced) {
-        Ok(opened) => check_opened(file, opened, size, forced, mcp, emit, progress),
+    match sniff_sized(path, forced) {
+        Ok((opened, size)) => {
+            let size = size.unwrap_or(0);
+            check_opened(file, opened, size, forced, mcp, emit, progress)
+        }
         Err(e) => {
             let mut report = FileReport::new(file);
             report.errors.push(e.into());
@@ -519,11 +518,13 @@ pub fn check_files(
     reports
 }
 
-/// `f` of every item on threads of their own, one per core, each result
-/// given to `each` in the items' order as soon as those before it are:
-/// files too small to say their progress are checked side by side and
-/// said in order (800 sessions of 60 KB each had one core idle; in
-/// windows of 64, each window's last file left a core idle too).
+/// `f` of every item, one thread per core (this one among them), each
+/// result given to `each` in the items' order as soon as this thread is
+/// free and those before it are done: files too small to say their
+/// progress are checked side by side and said in order (800 sessions of
+/// 60 KB each had one core idle; in windows of 64, each window's last
+/// file left a core idle too; a thread waiting to say each result was
+/// woken 800 times and took a busy core from the others each time).
 /// Not on the thread pool: checking a file waits for work it gives the
 /// pool (its lines), and pool threads waiting so left none to do it (800
 /// files of JSON Lines hung); on these threads that work is done in order
@@ -533,6 +534,7 @@ fn side_by_side<T: Sync, R: Send>(
     f: impl Fn(&T) -> R + Sync,
     mut each: impl FnMut(R),
 ) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
     let threads = std::thread::available_parallelism()
         .map_or(1, usize::from)
         .min(items.len());
@@ -540,35 +542,41 @@ fn side_by_side<T: Sync, R: Send>(
         items.iter().map(f).for_each(each);
         return;
     }
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let (done, arriving) = std::sync::mpsc::channel::<(usize, R)>();
+    let next = AtomicUsize::new(0);
+    // Results done before their turn, by index.
+    let done = std::sync::Mutex::new(std::collections::BTreeMap::new());
+    let take_one = || -> bool {
+        let k = next.fetch_add(1, Ordering::Relaxed);
+        let Some(item) = items.get(k) else {
+            return false;
+        };
+        let r = crate::cores::in_order_here(|| f(item));
+        done.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(k, r);
+        true
+    };
+    let mut turn = 0;
+    // Says what is ready, in order, outside the lock.
+    let mut say_ready = |turn: &mut usize| {
+        let ready: Vec<R> = {
+            let mut done = done.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            std::iter::from_fn(|| {
+                let r = done.remove(turn)?;
+                *turn += 1;
+                Some(r)
+            })
+            .collect()
+        };
+        ready.into_iter().for_each(&mut each);
+    };
     std::thread::scope(|scope| {
-        for _ in 0..threads {
-            let done = done.clone();
-            let (next, f) = (&next, &f);
-            scope.spawn(move || {
-                loop {
-                    let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(item) = items.get(k) else { break };
-                    let r = crate::cores::in_order_here(|| f(item));
-                    if done.send((k, r)).is_err() {
-                        break;
-                    }
-                }
-            });
+        for _ in 1..threads {
+            scope.spawn(|| while take_one() {});
         }
-        drop(done);
-        // Results that came before their turn, by index.
-        let mut early = std::collections::BTreeMap::new();
-        let mut turn = 0;
-        for (k, r) in arriving {
-            early.insert(k, r);
-            while let Some(r) = early.remove(&turn) {
-                each(r);
-                turn += 1;
-            }
+        while take_one() {
+            say_ready(&mut turn);
         }
     });
+    say_ready(&mut turn);
 }
 
 /// A regular file under the size that reports progress.

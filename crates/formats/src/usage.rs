@@ -4,7 +4,7 @@
 //! OpenAI and Gemini count cached tokens inside their prompt totals, so
 //! they are taken out of `input` here.
 
-use loopdbg_engine::message::{Block, Message, Usage};
+use loopdbg_engine::message::{Block, Message, Text, Usage};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -19,9 +19,10 @@ pub struct TripTokens {
     /// The line of the file it was read from, when known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<usize>,
-    /// The model that wrote it, when known.
+    /// The model that wrote it, when known (shared: a long log names the
+    /// same model on every trip).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
+    pub model: Option<Text>,
     /// Its tokens.
     #[serde(flatten)]
     pub usage: Usage,
@@ -85,8 +86,9 @@ pub fn summary(messages: &[Message], trips: &[Trip<'_>], prices: &Prices) -> Opt
     let mut cache = PriceCache::new(prices);
     for &(message, line, model, usage) in trips {
         total.add(&usage);
-        let trip_cost = cache.of(model).map(|p| prices.cost_at(&p, &usage));
-        match (trip_cost, model) {
+        let (model, price) = cache.model(model);
+        let trip_cost = price.map(|p| prices.cost_at(&p, &usage));
+        match (trip_cost, model.as_deref()) {
             (Some(c), _) => *cost.get_or_insert(0.0) += c,
             (None, m) => {
                 let name = m.unwrap_or("(model not recorded)").to_string();
@@ -98,7 +100,7 @@ pub fn summary(messages: &[Message], trips: &[Trip<'_>], prices: &Prices) -> Opt
         priced.push(TripTokens {
             message,
             line,
-            model: model.map(str::to_string),
+            model,
             usage,
             cost: trip_cost,
         });
@@ -138,7 +140,8 @@ fn json_len(value: &Value) -> usize {
 /// a trip for the same few models.
 struct PriceCache<'p> {
     prices: &'p Prices,
-    known: Vec<(String, Option<Price>)>,
+    /// Each model met, as shared text, and its price.
+    known: Vec<(Text, Option<Price>)>,
 }
 
 impl<'p> PriceCache<'p> {
@@ -150,13 +153,21 @@ impl<'p> PriceCache<'p> {
     }
 
     fn of(&mut self, model: Option<&str>) -> Option<Price> {
-        let model = model?;
-        if let Some((_, price)) = self.known.iter().find(|(m, _)| *m == model) {
-            return *price;
+        self.model(model).1
+    }
+
+    /// The model as shared text, and its price.
+    fn model(&mut self, model: Option<&str>) -> (Option<Text>, Option<Price>) {
+        let Some(model) = model else {
+            return (None, None);
+        };
+        if let Some((name, price)) = self.known.iter().find(|(m, _)| &**m == model) {
+            return (Some(name.clone()), *price);
         }
         let price = self.prices.of(model).map(|(_, p)| *p);
-        self.known.push((model.to_string(), price));
-        price
+        let name = Text::from(model);
+        self.known.push((name.clone(), price));
+        (Some(name), price)
     }
 }
 
