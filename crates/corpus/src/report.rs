@@ -486,16 +486,13 @@ pub fn check_files(
     let mut reports = Vec::with_capacity(files.len());
     let mut at = 0;
     while at < files.len() {
-        // Files too small to say their progress are checked side by side,
-        // a window at a time, and said in order (800 sessions of 60 KB
-        // each had one core idle); a large one alone, saying its progress.
-        let small = files[at..].iter().take_while(|f| is_small(f)).count();
-        if small < 2 {
+        // Files too small to say their progress are checked side by side
+        // and said in order; a large one alone, saying its progress.
+        if !is_small(&files[at]) {
             reports.push(check_file(&files[at], forced, mcp, emit, progress));
             at += 1;
             continue;
         }
-        let run = &files[at..at + small];
         let check_one = |f: &PathBuf| {
             let mut said = Vec::new();
             let report = check_file(
@@ -507,58 +504,76 @@ pub fn check_files(
             );
             (report, said)
         };
-        side_by_side(run, check_one, |(report, said)| {
-            for (name, r) in &said {
-                emit(name, r);
-            }
-            reports.push(report);
-        });
-        at += small;
+        at += side_by_side(
+            &files[at..],
+            |f| is_small(f),
+            check_one,
+            |(report, said)| {
+                for (name, r) in &said {
+                    emit(name, r);
+                }
+                reports.push(report);
+            },
+        );
     }
     reports
 }
 
-/// `f` of every item, one thread per core (this one among them), each
-/// result given to `each` in the items' order as soon as this thread is
-/// free and those before it are done: files too small to say their
-/// progress are checked side by side and said in order (800 sessions of
-/// 60 KB each had one core idle; in windows of 64, each window's last
-/// file left a core idle too; a thread waiting to say each result was
-/// woken 800 times and took a busy core from the others each time).
+/// `f` of the items from the first on while `wanted` says so, one thread
+/// per core (this one among them), each result given to `each` in the
+/// items' order as soon as this thread is free and those before it are
+/// done; answers how many were taken. Files too small to say their
+/// progress are checked this way (800 sessions of 60 KB each had one core
+/// idle; in windows of 64, each window's last file left a core idle; a
+/// thread waiting to say each result was woken 800 times and took a busy
+/// core from the others each time; the run's files looked at before any
+/// was checked kept the other core idle for their 800 `stat`s).
 /// Not on the thread pool: checking a file waits for work it gives the
 /// pool (its lines), and pool threads waiting so left none to do it (800
 /// files of JSON Lines hung); on these threads that work is done in order
 /// ([`crate::cores::in_order_here`]), the other cores being busy already.
 fn side_by_side<T: Sync, R: Send>(
     items: &[T],
+    wanted: impl Fn(&T) -> bool + Sync,
     f: impl Fn(&T) -> R + Sync,
     mut each: impl FnMut(R),
-) {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    let threads = std::thread::available_parallelism()
-        .map_or(1, usize::from)
-        .min(items.len());
+) -> usize {
+    use std::sync::{Mutex, PoisonError};
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
     if threads < 2 {
-        items.iter().map(f).for_each(each);
-        return;
+        let taken = items.iter().take_while(|item| wanted(item)).count();
+        items[..taken].iter().map(f).for_each(each);
+        return taken;
     }
-    let next = AtomicUsize::new(0);
+    // The next item, and whether one was not wanted (the run ends there).
+    let cursor = Mutex::new((0, false));
+    let next = || {
+        let mut cursor = cursor.lock().unwrap_or_else(PoisonError::into_inner);
+        let (k, ended) = *cursor;
+        let item = items.get(k).filter(|item| !ended && wanted(item));
+        *cursor = match item {
+            Some(_) => (k + 1, false),
+            None => (k, true),
+        };
+        item.map(|item| (k, item))
+    };
     // Results done before their turn, by index.
-    let done = std::sync::Mutex::new(std::collections::BTreeMap::new());
+    let done = Mutex::new(std::collections::BTreeMap::new());
     let take_one = || -> bool {
-        let k = next.fetch_add(1, Ordering::Relaxed);
-        let Some(item) = items.get(k) else {
+        let Some((k, item)) = next() else {
             return false;
         };
         let r = crate::cores::in_order_here(|| f(item));
-        done.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(k, r);
+        done.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(k, r);
         true
     };
     let mut turn = 0;
     // Says what is ready, in order, outside the lock.
     let mut say_ready = |turn: &mut usize| {
         let ready: Vec<R> = {
-            let mut done = done.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut done = done.lock().unwrap_or_else(PoisonError::into_inner);
             std::iter::from_fn(|| {
                 let r = done.remove(turn)?;
                 *turn += 1;
@@ -569,7 +584,7 @@ fn side_by_side<T: Sync, R: Send>(
         ready.into_iter().for_each(&mut each);
     };
     std::thread::scope(|scope| {
-        for _ in 1..threads {
+        for _ in 1..threads.min(items.len()) {
             scope.spawn(|| while take_one() {});
         }
         while take_one() {
@@ -577,6 +592,10 @@ fn side_by_side<T: Sync, R: Send>(
         }
     });
     say_ready(&mut turn);
+    cursor
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner)
+        .0
 }
 
 /// A regular file under the size that reports progress.
