@@ -286,20 +286,29 @@ pub fn origin_of(path: &Path) -> String {
     }
 }
 
-/// Opens a file, a pipe or standard input (`-`), gunzipped when its bytes
-/// say gzip; says whether it was, and a regular file's size on disk.
-fn open_input(
-    path: &Path,
-    origin: &str,
-) -> Result<(Box<dyn BufRead + Send>, bool, Option<u64>), LoadError> {
+/// An input opened: its text (gunzipped when its bytes say gzip), whether
+/// it was, and a regular file's size on disk.
+struct Input {
+    reader: Box<dyn BufRead + Send>,
+    compressed: bool,
+    on_disk: Option<u64>,
+}
+
+/// Opens a file, a pipe or standard input (`-`).
+fn open_input(path: &Path, origin: &str) -> Result<Input, LoadError> {
+    let input = |(reader, compressed), on_disk| Input {
+        reader,
+        compressed,
+        on_disk,
+    };
     if path.as_os_str() == "-" {
         return loopdbg_io::gunzip::decoded(Box::new(BufReader::new(std::io::stdin())))
-            .map(|(reader, compressed)| (reader, compressed, None))
+            .map(|decoded| input(decoded, None))
             .map_err(|e| unreadable(origin, e));
     }
     let file = File::open(path).map_err(|e| unreadable(origin, e))?;
     let meta = file.metadata().map_err(|e| unreadable(origin, e))?;
-    let on_disk = meta.is_file().then(|| meta.len());
+    let on_disk = meta.is_file().then_some(meta.len());
     let kind = meta.file_type();
     if !(kind.is_file() || is_fifo(&kind)) {
         return Err(LoadError::Refused {
@@ -310,7 +319,7 @@ fn open_input(
         });
     }
     loopdbg_io::gunzip::decoded(Box::new(BufReader::with_capacity(1 << 16, file)))
-        .map(|(reader, compressed)| (reader, compressed, on_disk))
+        .map(|decoded| input(decoded, on_disk))
         .map_err(|e| unreadable(origin, e))
 }
 
@@ -408,11 +417,11 @@ pub(crate) fn sniff_sized(
     forced: Option<Source>,
 ) -> Result<(Opened, Option<u64>), LoadError> {
     let origin = origin_of(path);
-    let (reader, compressed, on_disk) = open_input(path, &origin)?;
-    let mut opened = sniff_reader(origin, reader, forced)?;
+    let input = open_input(path, &origin)?;
+    let mut opened = sniff_reader(origin, input.reader, forced)?;
     // Progress counts the bytes read, which a compressed file's size is not.
-    opened.size = on_disk.filter(|_| !compressed);
-    Ok((opened, on_disk))
+    opened.size = input.on_disk.filter(|_| !input.compressed);
+    Ok((opened, input.on_disk))
 }
 
 /// [`sniff`] over bytes held in memory, gzip known by its bytes as on a
