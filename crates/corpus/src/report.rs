@@ -677,3 +677,32 @@ pub fn listed_ids(ids: &[String]) -> String {
 
 /// How many ids a line of text names before it counts the rest.
 const LISTED_IDS: usize = 12;
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn side_by_side_says_each_result_in_order_and_stops_at_the_first_unwanted() {
+        let items: Vec<u64> = (0..200).collect();
+        // Uneven work, so later items are often done before earlier ones.
+        let work = |&i: &u64| (0..(i % 7) * 20_000).fold(i, |a, b| a ^ b.rotate_left(3)) ^ i;
+        let mut said = Vec::new();
+        let taken = super::side_by_side(&items, |&i| i != 157, |i| (*i, work(i)), |r| said.push(r));
+        assert_eq!(taken, 157);
+        let expected: Vec<(u64, u64)> = items[..157].iter().map(|i| (*i, work(i))).collect();
+        assert_eq!(said, expected);
+        // None wanted: nothing taken, nothing said.
+        let mut said = 0;
+        assert_eq!(
+            super::side_by_side(&items, |_| false, |i| *i, |_| said += 1),
+            0
+        );
+        assert_eq!(said, 0);
+        // All wanted.
+        let mut said = Vec::new();
+        assert_eq!(
+            super::side_by_side(&items, |_| true, |i| *i, |r| said.push(r)),
+            200
+        );
+        assert_eq!(said, items);
+    }
+}
