@@ -487,8 +487,10 @@ pub fn check_files(
     let mut at = 0;
     while at < files.len() {
         // Files too small to say their progress are checked side by side
-        // and said in order; a large one alone, saying its progress.
-        if !is_small(&files[at]) {
+        // and said in order; a large one alone, saying its progress, and
+        // a small one alone on every core.
+        let alone = files.get(at + 1).is_none_or(|next| !is_small(next));
+        if alone || !is_small(&files[at]) {
             reports.push(check_file(&files[at], forced, mcp, emit, progress));
             at += 1;
             continue;
