@@ -225,8 +225,9 @@ fn by_tool<'p>(
             .usage
             .prompt()
             .saturating_sub(trip.usage.prompt() + trip.usage.output) as f64;
-        // A reply makes a few calls: looked up by a scan, not a map per trip.
-        let name_of = |id: &str| calls.iter().find(|(i, _)| *i == id).map(|&(_, n)| n);
+        // A reply makes a few calls: looked up by a scan, not a map per
+        // trip; an id given twice names the later call, as a map did.
+        let name_of = |id: &str| calls.iter().rev().find(|(i, _)| *i == id).map(|&(_, n)| n);
         let mut sizes: Vec<(&str, f64)> = Vec::new();
         for m in messages
             .get(trip.message + 1..next.message)
@@ -377,6 +378,61 @@ pub fn gemini(u: &Value) -> Usage {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_results_tokens_go_to_the_call_its_id_names_the_later_of_two() {
+        use loopdbg_engine::message::Role;
+        let call = |id: &str, name: &str| Block::ToolUse {
+            id: id.into(),
+            name: name.into(),
+            input: std::sync::Arc::new(json!({})),
+        };
+        let message = |role, content| Message {
+            role,
+            content,
+            finish_reason: None,
+        };
+        let messages = vec![
+            message(Role::User, vec![]),
+            message(
+                Role::Assistant,
+                vec![call("x", "first"), call("x", "later")],
+            ),
+            message(
+                Role::User,
+                vec![Block::ToolResult {
+                    tool_use_id: "x".into(),
+                    content: std::sync::Arc::new(json!("result")),
+                    is_error: false,
+                }],
+            ),
+            message(Role::Assistant, vec![]),
+        ];
+        let usage = |input, output| Usage {
+            input,
+            output,
+            ..Usage::default()
+        };
+        let model = Some("claude-sonnet-4-5");
+        let trips = [
+            (1, None, model, usage(10, 4)),
+            (3, None, model, usage(100, 1)),
+        ];
+        let summary = summary(&messages, &trips, &Prices::builtin()).unwrap();
+        let tool = |name: &str| summary.tools.iter().find(|t| t.name == name).unwrap();
+        // Output split over both calls; the prompt's growth (100 - 10 - 4)
+        // all to the call the result's id names: the later one.
+        assert_eq!((tool("first").output, tool("first").results), (2, 0));
+        assert_eq!((tool("later").output, tool("later").results), (2, 86));
+        // The model is one shared text across trips.
+        let models: Vec<_> = summary
+            .trips
+            .iter()
+            .map(|t| t.model.clone().unwrap())
+            .collect();
+        assert!(std::sync::Arc::ptr_eq(&models[0], &models[1]));
+        assert!(summary.cost.is_some());
+    }
 
     #[test]
     fn a_values_length_is_its_compact_texts() {
