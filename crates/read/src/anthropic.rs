@@ -116,7 +116,7 @@ fn read_message(
     };
     let finish_reason = finish_reason_named(item.stop_reason.as_deref());
     let path = element("messages", i);
-    let read = read_content(item.content, &at, detail, |k| BlockSource {
+    let mut read = read_content(item.content, &at, detail, |k| BlockSource {
         path: match k {
             Some(k) => member_element(&path, "content", k).into(),
             None => member(&path, "content").into(),
@@ -126,7 +126,7 @@ fn read_message(
     // Roo Code stores other providers' reasoning as content blocks of
     // its own and converts them before it sends.
     let stored_reasoning = |kind: &str| kept.is_store && kind == "a `reasoning` block";
-    for (source, kind) in read.unknown.iter().filter(|(_, k)| !stored_reasoning(k)) {
+    for (source, kind) in read.unknown().iter().filter(|(_, k)| !stored_reasoning(k)) {
         conv.notices.push(super::Notice {
             kind: crate::finding::Kind::UnknownBlock,
             source: source.clone(),
@@ -141,6 +141,7 @@ fn read_message(
             ),
         });
     }
+    let hosted = read.take_hosted();
     let message = Message {
         role,
         content: read.blocks,
@@ -150,7 +151,7 @@ fn read_message(
         path: path.into(),
         ..Default::default()
     };
-    conv.push_read(message, source, read.sources, read.hosted);
+    conv.push_read(message, source, read.sources, hosted);
     Ok(())
 }
 
@@ -286,11 +287,38 @@ fn close_interrupted_tail(conv: &mut Conversation) {
 pub(crate) struct Blocks {
     pub blocks: Vec<Block>,
     pub sources: Vec<BlockSource>,
+    /// What few messages have, behind one pointer: a long log holds one
+    /// of these per event until its conversation is built.
+    rare: Option<Box<RareBlocks>>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct RareBlocks {
     /// Hosted blocks, with `message` still to be set by the caller.
-    pub hosted: Vec<Hosted>,
+    hosted: Vec<Hosted>,
     /// Blocks of a kind the Messages API does not define: where, and the
     /// kind as written (`toolUse` for a Bedrock block, say).
-    pub unknown: Vec<(BlockSource, String)>,
+    unknown: Vec<(BlockSource, String)>,
+}
+
+impl Blocks {
+    fn rare(&mut self) -> &mut RareBlocks {
+        self.rare.get_or_insert_with(Default::default)
+    }
+
+    /// Hosted blocks, with `message` still to be set by the caller.
+    pub(crate) fn take_hosted(&mut self) -> Vec<Hosted> {
+        self.rare
+            .as_mut()
+            .map(|r| std::mem::take(&mut r.hosted))
+            .unwrap_or_default()
+    }
+
+    /// Blocks of a kind the Messages API does not define: where, and the
+    /// kind as written.
+    pub(crate) fn unknown(&self) -> &[(BlockSource, String)] {
+        self.rare.as_ref().map_or(&[], |r| &r.unknown)
+    }
 }
 
 /// Content block types of the Messages API that carry no call or result
@@ -385,7 +413,7 @@ pub(super) fn read_content<'de, P: Payload<'de>>(
                 // Called from code the server runs: that call waits.
                 let server = b.caller.0.and_then(Lax::object).and_then(|c| c.tool_id.0);
                 if let Some(server) = server {
-                    read.hosted.push(Hosted {
+                    read.rare().hosted.push(Hosted {
                         role: HostedRole::Awaits,
                         id: server.into_owned(),
                         block: kind.to_string(),
@@ -407,7 +435,7 @@ pub(super) fn read_content<'de, P: Payload<'de>>(
                 is_error: b.is_error.0,
             },
             "server_tool_use" | "mcp_tool_use" => {
-                read.hosted.push(Hosted {
+                read.rare().hosted.push(Hosted {
                     role: HostedRole::Call,
                     id: need(b.id.0, "id")?,
                     block: kind.to_string(),
@@ -421,7 +449,7 @@ pub(super) fn read_content<'de, P: Payload<'de>>(
             // Every server tool's result block: web_search_tool_result,
             // code_execution_tool_result, tool_search_tool_result, …
             result if result.ends_with("_tool_result") => {
-                read.hosted.push(Hosted {
+                read.rare().hosted.push(Hosted {
                     role: HostedRole::Result,
                     id: need(b.tool_use_id.0, "tool_use_id")?,
                     block: kind.to_string(),
@@ -438,11 +466,12 @@ pub(super) fn read_content<'de, P: Payload<'de>>(
                 let kind = b.first_key.map_or("an empty block".to_string(), |k| {
                     format!("a block with no `type` (`{k}`)")
                 });
-                read.unknown.push((source(Some(k)), kind));
+                read.rare().unknown.push((source(Some(k)), kind));
                 continue;
             }
             other => {
-                read.unknown
+                read.rare()
+                    .unknown
                     .push((source(Some(k)), format!("a `{other}` block")));
                 continue;
             }

@@ -1626,8 +1626,8 @@ struct Builder {
 
 impl Builder {
     fn add(&mut self, conv: &mut Conversation, e: &Event, body: &Body) {
-        let read = body.read.take();
-        let hosted = read.hosted;
+        let mut read = body.read.take();
+        let hosted = read.take_hosted();
         let target = match body.role {
             // Blocks of one streamed message join it, even when tool results
             // of its earlier calls were written between them.
