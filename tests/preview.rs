@@ -12,6 +12,16 @@ use loopdbg_tui::{Action, App, update};
 
 /// A Claude Code log of `turns` turns: a prompt, a call, its result
 /// (`pad` bytes of output) and an answer each, one chain.
+/// A log over the 8 MiB threshold (2,400 turns of about 3.6 KB) in a
+/// folder of its own, kept as long as the folder is.
+fn large_log() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.jsonl");
+    write_log(&path, 2400, 3000);
+    assert!(std::fs::metadata(&path).unwrap().len() > loopdbg_corpus::replay::PREVIEW_FROM);
+    (dir, path)
+}
+
 fn write_log(path: &Path, turns: usize, pad: usize) {
     let mut out = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
     let head = r#""sessionId":"s1","cwd":"/w","version":"2.0.76","isSidechain":false"#;
@@ -169,11 +179,7 @@ fn the_whole_log_replaces_the_preview_keeping_the_distance_from_the_newest() {
 /// screen ends on, at its newest step.
 #[test]
 fn the_binary_shows_a_large_log_whole_in_the_end() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("session.jsonl");
-    // Over the 8 MiB threshold: 2,400 turns of about 3.6 KB.
-    write_log(&path, 2400, 3000);
-    assert!(std::fs::metadata(&path).unwrap().len() > loopdbg_corpus::replay::PREVIEW_FROM);
+    let (_dir, path) = large_log();
     let (child, mut writer, mut screen) = crate::common::pty::spawn(&[path.to_str().unwrap()]);
     screen.wait_for("the whole log at its newest step", |s| {
         s.contains("round 4800/4800") && !s.contains("reading the rest")
@@ -252,10 +258,7 @@ fn a_followed_log_shows_its_newest_part_at_once_and_the_judged_whole_after() {
 /// again, raises the alarm on its id.
 #[test]
 fn the_binary_follows_a_large_log_and_alarms_on_an_appended_turn() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("session.jsonl");
-    write_log(&path, 2400, 3000);
-    assert!(std::fs::metadata(&path).unwrap().len() > loopdbg_corpus::replay::PREVIEW_FROM);
+    let (_dir, path) = large_log();
     let (child, mut writer, mut screen) =
         crate::common::pty::spawn(&[path.to_str().unwrap(), "--follow"]);
     screen.wait_for("the whole log", |s| s.contains("round 4800/4800"));

@@ -397,12 +397,11 @@ pub(super) fn read_content<'de, P: Payload<'de>>(
                 err(&at, format!("expected a string `{name}`"))
             })
         };
-        // An id or name as shared text, copied once from the line.
-        let need_text = |field: Option<Cow<str>>, name: &str| -> Result<Text, ReadError> {
-            field.map(|f| Text::from(&*f)).ok_or_else(|| {
-                let at = message().key_index("content", k);
-                err(&at, format!("expected a string `{name}`"))
-            })
+        // An id or name as shared text, copied once from the line (not
+        // into a `String` first).
+        let need_text = |field: Option<Cow<str>>, name: &str| match field {
+            Some(f) => Ok(Text::from(&*f)),
+            None => need(None, name).map(|s| s.into()),
         };
         let kind = b.kind.as_deref().unwrap_or("");
         let block = match kind {
