@@ -449,8 +449,10 @@ struct RawEvent<'a> {
     compact: Option<Box<RawCompact<'a>>>,
     #[serde(rename = "apiErrorStatus", default)]
     api_status: Option<u64>,
+    /// Boxed: the struct is moved several times per line as serde builds
+    /// it, and the message is most of its size.
     #[serde(borrow, default)]
-    message: Option<RawMessage<'a>>,
+    message: Option<Box<RawMessage<'a>>>,
 }
 
 #[derive(Deserialize)]
@@ -630,6 +632,7 @@ impl Event {
         };
         let body = match raw.message.filter(|_| is_message && refused.is_none()) {
             Some(message) => {
+                let message = *message;
                 let role = match message.role.as_deref().unwrap_or(kind) {
                     "assistant" => Role::Assistant,
                     _ => Role::User,
