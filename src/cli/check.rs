@@ -6,7 +6,7 @@
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
-use loopdbg_corpus::report::{Progress, check_files, jsonl_record, mcp_calls};
+use loopdbg_corpus::report::{Progress, Tokens, check_files, jsonl_record, mcp_calls};
 use loopdbg_corpus::text::Output;
 use loopdbg_engine::diagnostics::inert_json as json;
 
@@ -74,7 +74,12 @@ pub fn check(args: CheckArgs) -> Result<ExitCode, Failure> {
             .and_then(|()| writeln!(out));
         write_error = written.err();
     };
-    let reports = check_files(&files, forced, &mcp, &mut emit, &mut show_progress);
+    // Only the JSON reports carry each conversation's tokens.
+    let tokens = match output {
+        Output::Json | Output::Jsonl => Tokens::Summed,
+        _ => Tokens::Skipped,
+    };
+    let reports = check_files(&files, forced, &mcp, tokens, &mut emit, &mut show_progress);
     if let Some(e) = write_error {
         return Err(e.into());
     }

@@ -155,11 +155,38 @@ pub fn check_file(
     emit: &mut dyn FnMut(&str, &ConversationReport),
     progress: &mut dyn FnMut(&Progress),
 ) -> FileReport {
+    check_file_wanting(path, forced, mcp, Tokens::Summed, emit, progress)
+}
+
+/// Whether a check sums each conversation's tokens ([`ConversationReport::usage`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tokens {
+    /// Summed and priced: the JSON reports and the Python rows carry them.
+    Summed,
+    /// Left out: a report for people lists findings only, and summing a
+    /// short session's tokens was a twentieth of its check.
+    Skipped,
+}
+
+/// [`check_file`], summing tokens or not.
+fn check_file_wanting(
+    path: &Path,
+    forced: Option<Source>,
+    mcp: &[McpCall],
+    tokens: Tokens,
+    emit: &mut dyn FnMut(&str, &ConversationReport),
+    progress: &mut dyn FnMut(&Progress),
+) -> FileReport {
     let file = origin_of(path);
     match sniff_sized(path, forced) {
         Ok((opened, size)) => {
             let size = size.unwrap_or(0);
-            check_opened(file, opened, size, forced, mcp, emit, progress)
+            let checking = Checking {
+                forced,
+                mcp,
+                tokens,
+            };
+            check_opened(file, opened, size, checking, emit, progress)
         }
         Err(e) => {
             let mut report = FileReport::new(file);
@@ -184,8 +211,11 @@ pub fn check_bytes(
             origin.to_string(),
             opened,
             0,
-            forced,
-            mcp,
+            Checking {
+                forced,
+                mcp,
+                tokens: Tokens::Summed,
+            },
             emit,
             &mut |_| {},
         ),
@@ -238,11 +268,11 @@ fn check_opened(
     file: String,
     mut opened: Opened,
     progress_size: u64,
-    forced: Option<Source>,
-    mcp: &[McpCall],
+    checking: Checking,
     emit: &mut dyn FnMut(&str, &ConversationReport),
     on_progress: &mut dyn FnMut(&Progress),
 ) -> FileReport {
+    let forced = checking.forced;
     let mut report = FileReport::new(file.clone());
     // An MCP capture: each run of the tap checked as a capture (answered
     // twice, answers to no request), not only through its replay.
@@ -287,7 +317,7 @@ fn check_opened(
         }
         let mut threads = Threads::default();
         for (index, line, conv) in &convs {
-            let mut r = conversation_report(*index, *line, conv, mcp);
+            let mut r = checking.report(*index, *line, conv);
             r.conversation =
                 threads.assign(&Prefixes::of_source(conv.source.as_str(), &conv.messages)) + 1;
             keep(&mut report, r);
@@ -330,7 +360,7 @@ fn check_opened(
         let origin = &origin;
         scope.spawn(move || {
             for chunk in arriving {
-                let done = chunk.map(|chunk| check_chunk(origin, forced, mcp, chunk, &recycle));
+                let done = chunk.map(|chunk| check_chunk(origin, checking, chunk, &recycle));
                 let stop = done.is_err();
                 if checked.send(done).is_err() || stop {
                     break;
@@ -395,16 +425,15 @@ pub(crate) type CheckedChunk = Result<(u64, Vec<LineOutcome>, Option<LoadError>)
 /// to the reader (the reader may have finished: then it is freed).
 pub(crate) fn check_chunk(
     origin: &str,
-    forced: Option<Source>,
-    mcp: &[McpCall],
+    checking: Checking,
     chunk: Chunk,
     recycle: &std::sync::mpsc::Sender<Vec<u8>>,
 ) -> (u64, Vec<LineOutcome>, Option<LoadError>) {
     let lines: Vec<(usize, &str)> = chunk.lines().collect();
     let outcomes: Vec<LineOutcome> = crate::cores::map(&lines, |&(n, line)| {
-        let r = conversation_of_line(origin, forced, n, line, Replies::Left).map(|c| {
+        let r = conversation_of_line(origin, checking.forced, n, line, Replies::Left).map(|c| {
             c.map(|conv| {
-                let report = conversation_report(0, Some(n), &conv, mcp);
+                let report = checking.report(0, Some(n), &conv);
                 let prefixes = Prefixes::of_source(conv.source.as_str(), &conv.messages);
                 (conv.source, report, prefixes)
             })
@@ -453,25 +482,42 @@ fn session_reports(sessions: &[loopdbg_read::mcp::Session]) -> Vec<ConversationR
         .collect()
 }
 
-pub(crate) fn conversation_report(
-    index: usize,
-    line: Option<usize>,
-    conv: &Conversation,
-    mcp: &[McpCall],
-) -> ConversationReport {
-    let mut findings = check(conv);
-    if !mcp.is_empty() {
-        findings.extend(loopdbg_judge::mcp::correlate(mcp, conv));
-    }
-    ConversationReport {
-        conversation: index,
-        request: index,
-        line,
-        format: conv.source.as_str(),
-        label: conv.label.clone(),
-        messages: conv.messages.len(),
-        findings,
-        usage: conv.token_summary(crate::prices::prices()),
+/// What a check is given besides its input.
+#[derive(Clone, Copy)]
+pub(crate) struct Checking<'a> {
+    /// The format the input is read as, when given.
+    pub forced: Option<Source>,
+    /// The MCP calls a conversation's calls are matched with.
+    pub mcp: &'a [McpCall],
+    /// Whether tokens are summed.
+    pub tokens: Tokens,
+}
+
+impl Checking<'_> {
+    /// Conversation `index` (on `line`, for a line of its own) checked.
+    pub(crate) fn report(
+        &self,
+        index: usize,
+        line: Option<usize>,
+        conv: &Conversation,
+    ) -> ConversationReport {
+        let mut findings = check(conv);
+        if !self.mcp.is_empty() {
+            findings.extend(loopdbg_judge::mcp::correlate(self.mcp, conv));
+        }
+        ConversationReport {
+            conversation: index,
+            request: index,
+            line,
+            format: conv.source.as_str(),
+            label: conv.label.clone(),
+            messages: conv.messages.len(),
+            findings,
+            usage: match self.tokens {
+                Tokens::Summed => conv.token_summary(crate::prices::prices()),
+                Tokens::Skipped => None,
+            },
+        }
     }
 }
 
@@ -480,6 +526,7 @@ pub fn check_files(
     files: &[PathBuf],
     forced: Option<Source>,
     mcp: &[McpCall],
+    tokens: Tokens,
     emit: &mut dyn FnMut(&str, &ConversationReport),
     progress: &mut dyn FnMut(&Progress),
 ) -> Vec<FileReport> {
@@ -491,16 +538,19 @@ pub fn check_files(
         // a small one alone on every core.
         let alone = files.get(at + 1).is_none_or(|next| !is_small(next));
         if alone || !is_small(&files[at]) {
-            reports.push(check_file(&files[at], forced, mcp, emit, progress));
+            reports.push(check_file_wanting(
+                &files[at], forced, mcp, tokens, emit, progress,
+            ));
             at += 1;
             continue;
         }
         let check_one = |f: &PathBuf| {
             let mut said = Vec::new();
-            let report = check_file(
+            let report = check_file_wanting(
                 f,
                 forced,
                 mcp,
+                tokens,
                 &mut |name, r| said.push((name.to_string(), r.clone())),
                 &mut |_| {},
             );
@@ -682,6 +732,56 @@ const LISTED_IDS: usize = 12;
 
 #[cfg(test)]
 mod tests {
+    use super::{Tokens, check_files};
+
+    /// Text reports skip the token sums; JSON reports keep them, and the
+    /// findings are the same either way. Two files, so both are checked
+    /// side by side (a lone file takes the other path).
+    #[test]
+    fn tokens_are_summed_only_when_asked_and_findings_do_not_change() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures");
+        let files: Vec<std::path::PathBuf> = [
+            "transcripts/usage/claude_code.jsonl",
+            "transcripts/usage/codex.jsonl",
+            "transcripts/claude_code_interrupted.jsonl",
+        ]
+        .iter()
+        .map(|f| std::path::Path::new(dir).join(f))
+        .collect();
+        let run = |tokens| check_files(&files, None, &[], tokens, &mut |_, _| {}, &mut |_| {});
+        let (summed, skipped) = (run(Tokens::Summed), run(Tokens::Skipped));
+        let usages = |reports: &[super::FileReport]| {
+            reports
+                .iter()
+                .flat_map(|f| &f.results)
+                .filter(|r| r.usage.is_some())
+                .count()
+        };
+        assert!(usages(&summed) >= 2, "each usage fixture has tokens");
+        assert_eq!(usages(&skipped), 0);
+        let findings = |reports: &[super::FileReport]| {
+            reports
+                .iter()
+                .map(|f| {
+                    let found: Vec<String> = f
+                        .results
+                        .iter()
+                        .flat_map(|r| &r.findings)
+                        .map(|x| x.message.clone())
+                        .collect();
+                    (f.file.clone(), f.errors.len(), found)
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(findings(&summed), findings(&skipped));
+        assert!(
+            findings(&skipped)
+                .iter()
+                .any(|(_, _, found)| !found.is_empty()),
+            "the orphan fixture has a finding"
+        );
+    }
+
     #[test]
     fn side_by_side_says_each_result_in_order_and_stops_at_the_first_unwanted() {
         let items: Vec<u64> = (0..200).collect();
