@@ -3,7 +3,29 @@
 //!
 //! Pure: a [`Conversation`] in, [`Finding`]s out.
 
-use ahash::{AHashMap as HashMap, AHashSet as HashSet};
+/// Maps keyed once per process: `AHashMap::new` draws fresh keys for
+/// every map, and a check makes a dozen small ones per conversation (1–2 %
+/// of checking 800 short sessions).
+type HashMap<K, V> = std::collections::HashMap<K, V, Keyed>;
+type HashSet<K> = std::collections::HashSet<K, Keyed>;
+
+/// ahash with the process's keys, drawn at random once.
+#[derive(Clone)]
+struct Keyed(ahash::RandomState);
+
+impl Default for Keyed {
+    fn default() -> Keyed {
+        static KEYS: std::sync::OnceLock<ahash::RandomState> = std::sync::OnceLock::new();
+        Keyed(KEYS.get_or_init(ahash::RandomState::new).clone())
+    }
+}
+
+impl std::hash::BuildHasher for Keyed {
+    type Hasher = ahash::AHasher;
+    fn build_hasher(&self) -> ahash::AHasher {
+        self.0.build_hasher()
+    }
+}
 
 use serde::Serialize;
 
@@ -320,7 +342,7 @@ fn weigh_findings(conv: &Conversation, out: &mut [Finding], used: &mut [bool]) {
         return;
     }
     let msgs = &conv.messages;
-    let mut message_of: HashMap<usize, usize> = HashMap::new();
+    let mut message_of: HashMap<usize, usize> = HashMap::default();
     for (i, src) in conv.message_sources.iter().enumerate() {
         let blocks = conv.block_sources[i].iter();
         for line in std::iter::once(src).chain(blocks).filter_map(|s| s.line) {
@@ -568,7 +590,7 @@ impl Turn {
 
 fn anthropic(conv: &Conversation) -> Vec<Finding> {
     let mut out = Vec::new();
-    let mut waiting: HashSet<&str> = HashSet::new();
+    let mut waiting: HashSet<&str> = HashSet::default();
     let msgs = &conv.messages;
     let turns = turns(msgs);
     for (t, turn) in turns.iter().enumerate() {
@@ -697,7 +719,7 @@ fn anthropic_results(
         Some(p) if p.role == Role::Assistant => {
             p.calls(msgs).into_iter().map(|(_, _, id)| id).collect()
         }
-        _ => HashSet::new(),
+        _ => HashSet::default(),
     };
     for i in turn.members.clone() {
         for (k, id) in tool_results(&msgs[i]) {
@@ -732,7 +754,7 @@ fn anthropic_results(
 
 /// The ids of one turn's calls: the pattern Anthropic accepts, and unique.
 fn anthropic_ids(conv: &Conversation, calls: &[(usize, usize, &str)], out: &mut Vec<Finding>) {
-    let mut in_turn: HashMap<&str, &BlockSource> = HashMap::new();
+    let mut in_turn: HashMap<&str, &BlockSource> = HashMap::default();
     for &(i, k, id) in calls {
         let src = &conv.block_sources[i][k];
         if id.is_empty()
@@ -861,8 +883,8 @@ fn hosted_pairing<'c>(
         return;
     }
     hosted.sort_by_key(|h| (h.message, h.position));
-    let mut called: HashSet<&str> = HashSet::new();
-    let mut answered: HashSet<&str> = HashSet::new();
+    let mut called: HashSet<&str> = HashSet::default();
+    let mut answered: HashSet<&str> = HashSet::default();
     let awaits: HashSet<&str> = hosted
         .iter()
         .filter(|h| h.role == HostedRole::Awaits)
@@ -1118,7 +1140,7 @@ fn bedrock_calls(conv: &Conversation, i: usize, out: &mut Vec<Finding>) {
 fn openai(conv: &Conversation) -> Vec<Finding> {
     let mut out = Vec::new();
     let msgs = &conv.messages;
-    let mut expecting: HashSet<&str> = HashSet::new();
+    let mut expecting: HashSet<&str> = HashSet::default();
     // The older `function_call` / `function` messages pair by name and
     // position, not by id, and the API is not known to refuse one left
     // open: warnings, in loopdbg's words.
@@ -1206,8 +1228,8 @@ fn openai(conv: &Conversation) -> Vec<Finding> {
 
 fn responses(conv: &Conversation) -> Vec<Finding> {
     let mut out = Vec::new();
-    let mut called: HashSet<&str> = HashSet::new();
-    let mut answered: HashSet<&str> = HashSet::new();
+    let mut called: HashSet<&str> = HashSet::default();
+    let mut answered: HashSet<&str> = HashSet::default();
     for m in &conv.messages {
         for (_, id) in tool_results(m) {
             answered.insert(id);
@@ -1487,7 +1509,7 @@ fn thought_signatures(conv: &Conversation, out: &mut Vec<Finding>) {
 /// it, but a loop that keys results by id can no longer tell them apart.
 fn duplicates(conv: &Conversation, out: &mut Vec<Finding>) {
     let provider = conv.source.provider();
-    let mut seen: HashMap<&str, (usize, &BlockSource)> = HashMap::new();
+    let mut seen: HashMap<&str, (usize, &BlockSource)> = HashMap::default();
     for (i, m) in conv.messages.iter().enumerate() {
         for (k, id, _) in tool_uses(m) {
             let src = &conv.block_sources[i][k];
@@ -1707,7 +1729,7 @@ fn clip(s: &str, max: usize) -> String {
 fn compiled(schema: &Value) -> Option<std::sync::Arc<jsonschema::Validator>> {
     type Cache = HashMap<String, Option<std::sync::Arc<jsonschema::Validator>>>;
     thread_local! {
-        static CACHE: std::cell::RefCell<Cache> = std::cell::RefCell::new(HashMap::new());
+        static CACHE: std::cell::RefCell<Cache> = std::cell::RefCell::new(HashMap::default());
     }
     let key = schema.to_string();
     CACHE.with_borrow_mut(|cache| {
