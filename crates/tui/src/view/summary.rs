@@ -33,7 +33,14 @@ fn content(app: &App) -> (&'static str, Vec<Line<'static>>) {
             tour_lines.append(&mut lines);
             lines = tour_lines;
         }
-        None => lines.extend(notice),
+        // What just happened (an alarm, what a key did) before the
+        // summary: a long log's end summary runs past the box, and an
+        // alarm after it was scrolled out of sight.
+        None => {
+            if let Some(notice) = notice {
+                lines.insert(0, notice);
+            }
+        }
     }
     (title, lines)
 }
