@@ -5,13 +5,14 @@ and 5). The follower runs in a 120x40 tmux pane; ROUNDS user prompts, each
 with a word of its own, are appended one a second (an agent's pace) to the
 log's newest conversation; for each, the time until the word is on the
 screen (`shown`), and until the screen shows it in the whole log's judged
-picture (`judged`: the title is the conversation's again). Then the
-follower is left idle for IDLE seconds: the CPU it takes is read from
+picture (`judged`: the title is the conversation's again). Then a turn whose
+call is never answered is appended: the time until the provider's 400
+is alarmed on the screen (`alarmed`). Then the follower is left idle for IDLE seconds: the CPU it takes is read from
 /proc, as are its resident memory after the first change and at the end
 (does it grow with time?) and its peak.
 
 Usage: follow_latency.py BINARY LOG [ROUNDS] [IDLE]
-Prints one Markdown row: size, time to open, shown, judged, idle CPU,
+Prints one Markdown row: size, time to open, shown, judged, alarmed, idle CPU,
 memory after the first change -> at the end, peak. Needs tmux.
 benches/follow_latency.sh builds the binary and the log.
 """
@@ -32,14 +33,23 @@ def screen():
     ).stdout
 
 
-def wait_for(test, limit=600.0):
+def wait_for(test, limit=600.0, needed=True):
     start = time.perf_counter()
     while time.perf_counter() - start < limit:
         text = screen()
         if test(text):
             return time.perf_counter() - start, text
         time.sleep(0.005)
-    raise SystemExit(f"timed out; screen:\n{screen()}")
+    if needed:
+        raise SystemExit(f"timed out; screen:\n{screen()}")
+    return None, screen()
+
+
+def said_after(text, start, what):
+    """Whether `what` is said in the notice that begins with `start` (it
+    wraps onto the rows after it; a pane above may name `what` too)."""
+    at = text.find(start)
+    return at >= 0 and what in text[at : at + 600]
 
 
 def last_event(log):
@@ -54,6 +64,23 @@ def last_event(log):
         if event.get("uuid") and not event.get("isSidechain"):
             return event
     raise SystemExit("no event with a uuid at the end of the log")
+
+
+def event_after(last, parent, uuid, kind, content):
+    """A Claude Code event of `kind` hung from `parent`, written as `last`
+    (the log's newest event) was."""
+    return {
+        "parentUuid": parent,
+        "isSidechain": False,
+        "userType": "external",
+        "cwd": last.get("cwd", "/w"),
+        "sessionId": last.get("sessionId", "s"),
+        "version": last.get("version", "2.0.76"),
+        "type": kind,
+        "uuid": uuid,
+        "timestamp": "2026-12-05T00:00:00.000Z",
+        "message": {"id": f"msg-{uuid}", "role": kind, "content": content},
+    }
 
 
 def proc(pid):
@@ -91,18 +118,7 @@ def main():
         for k in range(rounds):
             word = f"w{os.getpid() % 1000:03d}q{k:03d}z"
             uuid = f"bench-{os.getpid()}-{k}"
-            event = {
-                "parentUuid": parent,
-                "isSidechain": False,
-                "userType": "external",
-                "cwd": last.get("cwd", "/w"),
-                "sessionId": last.get("sessionId", "s"),
-                "version": last.get("version", "2.0.76"),
-                "type": "user",
-                "uuid": uuid,
-                "timestamp": "2026-12-05T00:00:00.000Z",
-                "message": {"role": "user", "content": f"{word} run the tests again"},
-            }
+            event = event_after(last, parent, uuid, "user", f"{word} run the tests again")
             parent = uuid
             with open(log, "a") as f:
                 f.write(json.dumps(event) + "\n")
@@ -113,15 +129,33 @@ def main():
             if k == 0:
                 _, first_rss, _ = proc(pid)
             time.sleep(1.0)
+        # A turn whose call is never answered (a prompt follows it): how
+        # soon the provider's 400 is alarmed on the screen.
+        call = f"toolu_bench{os.getpid() % 1000:03d}"
+        turn = []
+        for kind, content in (
+            ("assistant", [{"type": "tool_use", "id": call, "name": "Bash", "input": {"command": "deploy"}}]),
+            ("user", "never mind"),
+        ):
+            uuid = f"bench-{os.getpid()}-{kind}"
+            turn.append(event_after(last, parent, uuid, kind, content))
+            parent = uuid
+        with open(log, "a") as f:
+            f.write("".join(json.dumps(e) + "\n" for e in turn))
+        # Not on the screen within a minute: said where it cannot be seen.
+        alarmed, _ = wait_for(lambda s: said_after(s, "» ALARM", call), 60.0, False)
+        wait_for(lambda s: "follow: conversation" in s and "judging the whole" not in s)
+        time.sleep(1.0)
         before, _, _ = proc(pid)
         time.sleep(idle)
         after, rss, peak = proc(pid)
     finally:
         subprocess.run(["tmux", "kill-session", "-t", SESSION], capture_output=True)
+    said = lambda t: "not on the screen" if t is None else f"{t * 1000:.0f} ms"
     ms = lambda xs: f"{statistics.median(xs) * 1000:.0f} ms (max {max(xs) * 1000:.0f})"
     size = os.path.getsize(log) / 1e6
     print(
-        f"| {size:.0f} MB | {opened:.1f} s | {ms(shown)} | {ms(judged)} "
+        f"| {size:.0f} MB | {opened:.1f} s | {ms(shown)} | {ms(judged)} | {said(alarmed)} "
         f"| {100 * (after - before) / idle:.1f} % | {first_rss:.0f} → {rss:.0f} MB | {peak:.0f} MB |"
     )
 

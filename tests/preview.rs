@@ -93,6 +93,30 @@ fn the_preview_is_the_newest_part_from_a_prompt() {
     assert!(trace.ledger_at(last).orphans.is_empty());
 }
 
+/// The preview is judged within its part: a call in it never answered is
+/// the provider's 400 at once, and the calls before it, whose results
+/// the part does not hold, are not.
+#[test]
+fn the_preview_judges_its_part() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.jsonl");
+    write_log(&path, 400, 300);
+    let head = r#""sessionId":"s1","cwd":"/w","version":"2.0.76","isSidechain":false"#;
+    let mut out = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    writeln!(out, r#"{{"type":"user","uuid":"u401","parentUuid":"f400",{head},"message":{{"role":"user","content":"turn 401: deploy"}}}}"#).unwrap();
+    writeln!(out, r#"{{"type":"assistant","uuid":"a401","parentUuid":"u401",{head},"message":{{"id":"m401","role":"assistant","content":[{{"type":"tool_use","id":"toolu_never","name":"Bash","input":{{}}}}]}}}}"#).unwrap();
+    writeln!(out, r#"{{"type":"user","uuid":"u402","parentUuid":"a401",{head},"message":{{"role":"user","content":"never mind"}}}}"#).unwrap();
+    drop(out);
+    let preview = preview_with(&path, &opened(&path), 1 << 10, 8 << 10).expect("a preview");
+    let violations = &preview.replay.trace.violations;
+    assert_eq!(violations.len(), 1, "{violations:?}");
+    assert_eq!(violations[0].ids, ["toolu_never"]);
+    assert!(violations[0].message.contains("400"), "{violations:?}");
+}
+
 /// A log whose last part is a sub-agent at work previews the main
 /// thread, which the whole read shows, not the sub-agent.
 #[test]
@@ -251,11 +275,32 @@ fn a_followed_log_shows_its_newest_part_at_once_and_the_judged_whole_after() {
     assert_eq!(app.trace.len() - 1 - app.cursor, 2);
     assert!(app.trace.len() > 100);
     assert_eq!(app.notice.as_deref(), Some("ALARM new"));
+    // A part judged with its preview: its alarm is said though the paused
+    // view keeps its picture, and the whole log, judged later without a
+    // new one, leaves it said.
+    let alarmed = |turns, covers| {
+        let mut update = update_of(turns);
+        update.alarm = Some("ALARM in the part".to_string());
+        LiveEvent::Preview {
+            update: Box::new(update),
+            covers,
+        }
+    };
+    let (len, cursor) = (app.trace.len(), app.cursor);
+    app.apply_live_event(alarmed(3, 500));
+    assert_eq!((app.trace.len(), app.cursor), (len, cursor));
+    assert_eq!(app.notice.as_deref(), Some("ALARM in the part"));
+    update::apply(&mut app, Action::ToggleFollow);
+    app.apply_live_event(alarmed(3, 600));
+    assert!(app.live.as_ref().unwrap().previewing);
+    app.apply_live_event(judged(41, None, 600));
+    assert!(!app.live.as_ref().unwrap().previewing);
+    assert_eq!(app.notice.as_deref(), Some("ALARM in the part"));
 }
 
 /// The real binary following a log past the threshold: a turn appended
-/// whose call is never answered is shown, and the whole log, judged
-/// again, raises the alarm on its id.
+/// whose call is never answered is shown, the alarm on its id is raised,
+/// and the whole log, judged again, keeps it said.
 #[test]
 fn the_binary_follows_a_large_log_and_alarms_on_an_appended_turn() {
     let (_dir, path) = large_log();
@@ -280,9 +325,15 @@ fn the_binary_follows_a_large_log_and_alarms_on_an_appended_turn() {
         .unwrap();
     writeln!(file, "{}", lines.join("\n")).unwrap();
     file.flush().unwrap();
-    let alarmed = screen.wait_for("the alarm on the unanswered call", |s| {
+    // Said by the newest part's judgement or the whole log's, whichever
+    // comes first (the part's, in time proportional to it), and still
+    // said once the whole log's picture is on the screen.
+    screen.wait_for("the alarm on the unanswered call", |s| {
         s.contains("ALARM") && s.contains("toolu_never")
     });
-    assert!(!alarmed.contains("judging the whole"), "{alarmed}");
+    let judged = screen.wait_for("the whole log's picture", |s| {
+        s.contains("follow: conversation") && !s.contains("judging the whole")
+    });
+    assert!(judged.contains("ALARM"), "{judged}");
     crate::common::pty::quit(child, &mut writer, &mut screen);
 }

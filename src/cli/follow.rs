@@ -88,6 +88,7 @@ pub(super) fn follow(path: &Path, which: Option<usize>) -> Result<ExitCode, Fail
             update_of(&mut followed, picked)?
         }
     };
+    let alarms = followed.alarms();
     let (updates, feed) = mpsc::unbounded_channel();
     let (changes, judge_feed) = std::sync::mpsc::channel::<Change>();
     let judge_updates = updates.clone();
@@ -122,8 +123,10 @@ pub(super) fn follow(path: &Path, which: Option<usize>) -> Result<ExitCode, Fail
             let replaced = from.is_none();
             recent.push(&lines, replaced);
             let covers = recent.sizes().1;
-            if let Some(newest) = recent.preview() {
-                let update = Box::new(LiveUpdate::of(&newest, &[], &recent.banner(), None));
+            if let Some((newest, findings)) = recent.preview() {
+                // Alarmed now: the whole log's judgement comes seconds later.
+                let alarm = alarms.newest(&findings);
+                let update = Box::new(LiveUpdate::of(&newest, &findings, &recent.banner(), alarm));
                 if updates.send(LiveEvent::Preview { update, covers }).is_err() {
                     return false;
                 }

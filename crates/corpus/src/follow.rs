@@ -14,7 +14,10 @@
 //! long log it takes seconds; meanwhile the watcher shows a large log's
 //! newest part ([`Recent`]).
 
+use std::sync::PoisonError;
+
 use loopdbg_engine::LoadError;
+use loopdbg_judge::check::{Finding, check};
 use loopdbg_read::{Conversation, Detail, Log, Source};
 
 use crate::conversations::{Conversations, Picked};
@@ -29,8 +32,8 @@ pub struct Followed {
     lines: usize,
     /// The first line taken that could not be read.
     error: Option<LoadError>,
-    /// The rejections already alarmed (kind, path, line, ids).
-    alarmed: std::collections::HashSet<String>,
+    /// The rejections already alarmed, shared with the watcher.
+    alarms: Alarms,
     /// The text of the lines taken, while the file is read whole each
     /// time (a document, or nothing known yet); once the lines are held
     /// as conversations or events, only a change's own text.
@@ -64,7 +67,7 @@ impl Followed {
             read: Read::Whole,
             lines: 0,
             error: None,
-            alarmed: Default::default(),
+            alarms: Alarms::default(),
             held: Vec::new(),
         }
     }
@@ -104,14 +107,13 @@ impl Followed {
     /// The alarm for `picked`: its last finding the provider rejects that
     /// was not alarmed before, if any.
     pub fn alarm(&mut self, picked: &Picked) -> Option<String> {
-        let mut newest = None;
-        for f in picked.findings.iter().filter(|f| f.rejected_by_provider()) {
-            let key = format!("{}|{}|{:?}|{}", f.kind, f.path, f.line, f.ids.join(","));
-            if self.alarmed.insert(key) {
-                newest = Some(f);
-            }
-        }
-        newest.map(|f| f.alarm("ALARM"))
+        self.alarms.newest(&picked.findings)
+    }
+
+    /// The rejections alarmed so far, shared: the watcher that judges a
+    /// large log's newest part alarms through it too.
+    pub fn alarms(&self) -> Alarms {
+        self.alarms.clone()
     }
 
     /// Takes the file's complete lines after a change: `all` is every
@@ -222,6 +224,35 @@ impl Followed {
             Read::Lines { conversations, .. } if conversations.requests() == 0 => self.error.take(),
             _ => None,
         }
+    }
+}
+
+/// The rejections already alarmed, shared by the watcher, which judges a
+/// large log's newest part as it comes, and the judge, which judges the
+/// whole log seconds later: each is alarmed once, by whichever finds it
+/// first. A finding is known by what names it in both pictures: its kind,
+/// path, ids and event uuid (its line is counted from the part's start in
+/// one of them); by its line when it has no uuid.
+#[derive(Clone, Default)]
+pub struct Alarms(std::sync::Arc<std::sync::Mutex<std::collections::HashSet<String>>>);
+
+impl Alarms {
+    /// The alarm for the last of `findings` the provider rejects that was
+    /// not alarmed before, if any.
+    pub fn newest(&self, findings: &[Finding]) -> Option<String> {
+        let mut alarmed = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut newest = None;
+        for f in findings.iter().filter(|f| f.rejected_by_provider()) {
+            let at = match &f.uuid {
+                Some(uuid) => format!("uuid {uuid}"),
+                None => format!("line {:?}", f.line),
+            };
+            let key = format!("{}|{}|{at}|{}", f.kind, f.path, f.ids.join(","));
+            if alarmed.insert(key) {
+                newest = Some(f);
+            }
+        }
+        newest.map(|f| f.alarm("ALARM"))
     }
 }
 
@@ -349,15 +380,25 @@ impl Recent {
     }
 
     /// The newest conversation of the part kept, when the log is large
-    /// enough for its whole picture to take a while (read without
-    /// findings: a call or a parent before the part would be judged
-    /// missing). `None` for a small log or anything but a log.
-    pub fn preview(&self) -> Option<Conversation> {
+    /// enough for its whole picture to take a while, with its findings.
+    /// `None` for a small log or anything but a log.
+    ///
+    /// The part is read from its newest conversation's first prompt
+    /// ([`newest_of_part`]), so no call and result straddle its start, and
+    /// the conversation says it continues what came before: a result whose
+    /// call is not in the part is not called unexpected. What the provider
+    /// rejects is judged within a turn, so the part's rejections are the
+    /// whole log's, found in time proportional to the part, not the log;
+    /// what it cannot see (an id reused from before it) waits for the
+    /// whole log's judgement.
+    pub fn preview(&self) -> Option<(Conversation, Vec<Finding>)> {
         let source = self.source?;
         if self.size < self.from {
             return None;
         }
-        newest_of_part(source, &String::from_utf8_lossy(&self.text))
+        let newest = newest_of_part(source, &String::from_utf8_lossy(&self.text))?;
+        let findings = check(&newest);
+        Some((newest, findings))
     }
 
     /// How many bytes the part holds, and the log.
@@ -561,10 +602,11 @@ mod tests {
                 "chunks of {chunk}: {} kept",
                 bytes.len() - before
             );
-            let shown = recent.preview().expect("a log past the threshold");
+            let (shown, findings) = recent.preview().expect("a log past the threshold");
             let source = loopdbg_read::Source::ClaudeCode;
             let expected = newest_of_part(source, std::str::from_utf8(tail).unwrap()).unwrap();
             assert_eq!(shown, expected);
+            assert_eq!(findings, check(&expected));
             assert!(!shown.messages.is_empty());
             // What a narrow header keeps comes first.
             assert!(
@@ -583,6 +625,125 @@ mod tests {
         requests.push(&fixture("dataset.jsonl"), true);
         assert!(requests.preview().is_none());
         assert_eq!(requests.sizes().0, 0, "nothing kept of what is not a log");
+    }
+
+    /// What names a rejection in both pictures (see [`Alarms`]).
+    fn rejected(findings: &[Finding]) -> Vec<String> {
+        let mut keys: Vec<String> = findings
+            .iter()
+            .filter(|f| f.rejected_by_provider())
+            .map(|f| format!("{}|{}|{:?}|{:?}", f.kind, f.path, f.uuid, f.ids))
+            .collect();
+        keys.sort();
+        keys.dedup();
+        keys
+    }
+
+    /// Every Claude Code fixture, its newest part cut at every line: what
+    /// the part's preview says the provider rejects, the whole log says
+    /// too (a cut never makes a false alarm), and a rejection inside the
+    /// part's newest turn is found by the part.
+    #[test]
+    fn a_parts_rejections_are_the_whole_logs() {
+        let dir = format!(
+            "{}/../../tests/fixtures/transcripts/claude_code_v2",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.ends_with(".jsonl"))
+            .map(|n| format!("claude_code_v2/{n}"))
+            .collect();
+        names.extend(
+            [
+                "claude_code_interrupted.jsonl",
+                "claude_code_compacted.jsonl",
+            ]
+            .map(String::from),
+        );
+        let mut parts = 0;
+        for name in &names {
+            let bytes = fixture(name);
+            // Every conversation of the log, judged: the part's newest
+            // conversation may be any of them.
+            let mut judged = Vec::new();
+            for which in 1.. {
+                let mut fresh = Followed::new(name);
+                match fresh.take(&bytes, None, Some(which)) {
+                    Ok(Some(p)) if p.place.thread + 1 == which => judged.extend(p.findings),
+                    _ => break,
+                }
+            }
+            let judged = rejected(&judged);
+            let starts: Vec<usize> = std::iter::once(0)
+                .chain(
+                    bytes
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, b)| **b == b'\n')
+                        .map(|(k, _)| k + 1),
+                )
+                .filter(|&k| k < bytes.len())
+                .collect();
+            for start in starts {
+                let mut recent = Recent::with(name, 0, (bytes.len() - start) as u64);
+                recent.push(&bytes, true);
+                let Some((_, findings)) = recent.preview() else {
+                    continue;
+                };
+                parts += 1;
+                for key in rejected(&findings) {
+                    // A refusal the log records is the provider's own
+                    // answer, true in any part; the whole log tells it as
+                    // evidence of the finding that explains it, when the
+                    // cut left that finding out of the part.
+                    let refusal_explained =
+                        key.starts_with("refused_request|") && !judged.is_empty();
+                    assert!(
+                        judged.contains(&key) || refusal_explained,
+                        "{name} from byte {start}: {key} is not the whole log's ({judged:?})"
+                    );
+                }
+            }
+        }
+        assert!(parts > 100, "{parts} parts judged");
+        // The interrupted session's unanswered call, in its newest turn,
+        // is found by a part that holds that turn.
+        let bytes = fixture("claude_code_interrupted.jsonl");
+        let mut recent = Recent::with("interrupted", 0, bytes.len() as u64);
+        recent.push(&bytes, true);
+        let (_, findings) = recent.preview().unwrap();
+        assert_eq!(rejected(&findings).len(), 1, "{findings:?}");
+    }
+
+    /// One alarm per rejection, whichever picture finds it first: the
+    /// part's (lines counted from its start) or the whole log's.
+    #[test]
+    fn a_rejection_is_alarmed_once_by_the_part_or_the_whole() {
+        let bytes = fixture("claude_code_interrupted.jsonl");
+        let mut followed = Followed::new("interrupted");
+        let watcher = followed.alarms();
+        let mut recent = Recent::with("interrupted", 0, bytes.len() as u64);
+        recent.push(&bytes, true);
+        let (_, findings) = recent.preview().unwrap();
+        let alarm = watcher.newest(&findings).expect("the part alarms");
+        assert!(
+            alarm.starts_with("ALARM: the provider would answer 400"),
+            "{alarm}"
+        );
+        assert_eq!(watcher.newest(&findings), None, "once");
+        // The main thread's conversation (the newest is a sub-agent's).
+        let picked = followed
+            .take_change(bytes.clone(), true, Some(1))
+            .unwrap()
+            .unwrap();
+        assert!(picked.findings.iter().any(Finding::rejected_by_provider));
+        assert_eq!(followed.alarm(&picked), None, "said by the part already");
+        // A follower of its own alarms afresh.
+        let mut other = Followed::new("interrupted");
+        let picked = other.take_change(bytes, true, Some(1)).unwrap().unwrap();
+        assert_eq!(other.alarm(&picked).as_deref(), Some(alarm.as_str()));
     }
 
     /// Lines already taken are not read again: a line changed behind the

@@ -322,9 +322,10 @@ pub fn record_to_file(
 /// first frame shows while the whole log is read, so the first frame of a
 /// week-long session costs what the last megabyte of it costs.
 pub struct Preview {
-    /// The newest conversation of the part read, replayed without
-    /// findings (a call or a parent before the part would be judged
-    /// missing); the whole log's replay replaces it.
+    /// The newest conversation of the part read, from its first prompt,
+    /// replayed with the findings within it (it says it continues what
+    /// came before, so a result whose call is before it is not judged
+    /// unexpected); the whole log's replay replaces it.
     pub replay: Replay,
     /// How many bytes from the end were read.
     pub read: u64,
@@ -368,8 +369,11 @@ pub fn preview_with(path: &Path, opened: &Opened, from: u64, bytes: u64) -> Opti
     let size = opened.size.filter(|&s| s >= from)?;
     let tail = loopdbg_io::lines::tail_lines(path, size, bytes).ok()?;
     let newest = newest_of_part(source, &tail.text)?;
+    // Judged within the part: it starts at a prompt, so what it rejects,
+    // the whole log rejects (see `follow::Recent::preview`).
+    let findings = loopdbg_judge::check::check(&newest);
     let replayed = loopdbg_export::replay::replayed(&newest);
-    let trace = replayed.with_findings(&newest, &[]);
+    let trace = replayed.with_findings(&newest, &findings);
     let session = loopdbg_export::replay::session_for(&newest, "replay");
     Some(Preview {
         replay: Replay {

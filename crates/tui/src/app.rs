@@ -290,10 +290,10 @@ pub enum LiveEvent {
     /// and says why.
     NotLoaded(String),
     /// A followed log's newest part after a change (its newest
-    /// conversation, not judged), shown at once while the whole log is
-    /// judged again: shown only while the view follows, and only when
-    /// newer than what is shown. `covers` is how many bytes of the file
-    /// it reaches.
+    /// conversation, judged within the part), shown at once while the
+    /// whole log is judged again: shown only while the view follows, and
+    /// only when newer than what is shown; its alarm is said either way.
+    /// `covers` is how many bytes of the file it reaches.
     Preview {
         /// The newest part's picture.
         update: Box<LiveUpdate>,
@@ -634,7 +634,12 @@ impl App {
 
     /// A followed log's newest part, when the view follows and it is newer
     /// than what is shown (a paused view keeps what the user is reading).
+    /// Its alarm is said either way: the part's rejections are judged
+    /// with it, seconds before the whole log's.
     fn apply_preview(&mut self, update: LiveUpdate, covers: u64) -> Option<Displaced> {
+        if let Some(alarm) = &update.alarm {
+            self.notice = Some(alarm.clone());
+        }
         let live = self.live.as_mut()?;
         if !live.follow || covers <= live.covers {
             return None;
