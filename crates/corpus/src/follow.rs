@@ -17,12 +17,12 @@
 use std::sync::PoisonError;
 
 use loopdbg_engine::LoadError;
-use loopdbg_judge::check::{Finding, check};
+use loopdbg_judge::check::Finding;
 use loopdbg_read::{Conversation, Detail, Log, Source};
 
 use crate::conversations::{Conversations, Picked};
 use crate::open::{GrowingLayout, Replies, conversation_of_line, growing_layout};
-use crate::replay::{PREVIEW_BYTES, PREVIEW_FROM, mib, newest_of_part};
+use crate::replay::{PREVIEW_BYTES, PREVIEW_FROM, judged_part, mib, newest_of_part};
 
 /// A followed file, read so far.
 pub struct Followed {
@@ -385,8 +385,7 @@ impl Recent {
     ///
     /// The part is read from its newest conversation's first prompt
     /// ([`newest_of_part`]), so no call and result straddle its start, and
-    /// the conversation says it continues what came before: a result whose
-    /// call is not in the part is not called unexpected. What the provider
+    /// judged when it can be alone ([`judged_part`]). What the provider
     /// rejects is judged within a turn, so the part's rejections are the
     /// whole log's, found in time proportional to the part, not the log;
     /// what it cannot see (an id reused from before it) waits for the
@@ -397,7 +396,7 @@ impl Recent {
             return None;
         }
         let newest = newest_of_part(source, &String::from_utf8_lossy(&self.text))?;
-        let findings = check(&newest);
+        let findings = judged_part(&newest);
         Some((newest, findings))
     }
 
@@ -518,6 +517,7 @@ fn whole(origin: &str, all: &[u8], which: Option<usize>) -> Result<Option<Picked
 #[cfg(test)]
 mod tests {
     use super::*;
+    use loopdbg_judge::check::check;
 
     fn fixture(name: &str) -> Vec<u8> {
         std::fs::read(format!(
@@ -606,7 +606,8 @@ mod tests {
             let source = loopdbg_read::Source::ClaudeCode;
             let expected = newest_of_part(source, std::str::from_utf8(tail).unwrap()).unwrap();
             assert_eq!(shown, expected);
-            assert_eq!(findings, check(&expected));
+            assert_eq!(findings, judged_part(&expected));
+            assert_eq!(findings, check(&expected), "a Claude Code part is judged");
             assert!(!shown.messages.is_empty());
             // What a narrow header keeps comes first.
             assert!(
@@ -639,22 +640,34 @@ mod tests {
         keys
     }
 
-    /// Every Claude Code fixture, its newest part cut at every line: what
-    /// the part's preview says the provider rejects, the whole log says
-    /// too (a cut never makes a false alarm), and a rejection inside the
-    /// part's newest turn is found by the part.
+    /// Every agent log fixture (Claude Code, Codex, Gemini CLI, Copilot
+    /// CLI), its newest part cut at every line: what the part's preview
+    /// says the provider rejects, the whole log says too (a cut never
+    /// makes a false alarm), and a rejection inside the part's newest turn
+    /// is found by the part.
     #[test]
     fn a_parts_rejections_are_the_whole_logs() {
-        let dir = format!(
-            "{}/../../tests/fixtures/transcripts/claude_code_v2",
+        let root = format!(
+            "{}/../../tests/fixtures/transcripts",
             env!("CARGO_MANIFEST_DIR")
         );
-        let mut names: Vec<String> = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .filter(|n| n.ends_with(".jsonl"))
-            .map(|n| format!("claude_code_v2/{n}"))
-            .collect();
+        let mut names: Vec<String> = Vec::new();
+        for dir in [
+            "claude_code_v2",
+            "codex",
+            "gemini_cli",
+            "copilot_cli",
+            "usage",
+        ] {
+            let mut here: Vec<String> = std::fs::read_dir(format!("{root}/{dir}"))
+                .unwrap()
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .filter(|n| n.ends_with(".jsonl") && n != "capture.jsonl")
+                .map(|n| format!("{dir}/{n}"))
+                .collect();
+            here.sort();
+            names.extend(here);
+        }
         names.extend(
             [
                 "claude_code_interrupted.jsonl",
@@ -662,6 +675,7 @@ mod tests {
             ]
             .map(String::from),
         );
+        let mut logs = 0;
         let mut parts = 0;
         for name in &names {
             let bytes = fixture(name);
@@ -676,6 +690,7 @@ mod tests {
                 }
             }
             let judged = rejected(&judged);
+            logs += 1;
             let starts: Vec<usize> = std::iter::once(0)
                 .chain(
                     bytes
@@ -707,7 +722,28 @@ mod tests {
                 }
             }
         }
-        assert!(parts > 100, "{parts} parts judged");
+        assert!(
+            parts > 100 && logs > 20,
+            "{parts} parts of {logs} logs judged"
+        );
+        // A Gemini CLI part from a prompt is judged; cut inside the turn
+        // after it (no prompt left in it) it is not, since the cut would
+        // read as a call turn with no user turn before it.
+        let name = "gemini_cli/session-2026-11-04T10-00-2b7c4e9a.jsonl";
+        let bytes = fixture(name);
+        let second_line = bytes.iter().position(|&b| b == b'\n').unwrap() + 1;
+        let third_line = second_line
+            + bytes[second_line..]
+                .iter()
+                .position(|&b| b == b'\n')
+                .unwrap()
+            + 1;
+        for (start, judged) in [(second_line, true), (third_line, false)] {
+            let mut recent = Recent::with(name, 0, (bytes.len() - start) as u64);
+            recent.push(&bytes, true);
+            let (_, findings) = recent.preview().unwrap();
+            assert_eq!(!rejected(&findings).is_empty(), judged, "from byte {start}");
+        }
         // The interrupted session's unanswered call, in its newest turn,
         // is found by a part that holds that turn.
         let bytes = fixture("claude_code_interrupted.jsonl");

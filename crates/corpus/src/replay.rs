@@ -369,9 +369,7 @@ pub fn preview_with(path: &Path, opened: &Opened, from: u64, bytes: u64) -> Opti
     let size = opened.size.filter(|&s| s >= from)?;
     let tail = loopdbg_io::lines::tail_lines(path, size, bytes).ok()?;
     let newest = newest_of_part(source, &tail.text)?;
-    // Judged within the part: it starts at a prompt, so what it rejects,
-    // the whole log rejects (see `follow::Recent::preview`).
-    let findings = loopdbg_judge::check::check(&newest);
+    let findings = judged_part(&newest);
     let replayed = loopdbg_export::replay::replayed(&newest);
     let trace = replayed.with_findings(&newest, &findings);
     let session = loopdbg_export::replay::session_for(&newest, "replay");
@@ -428,6 +426,23 @@ pub fn newest_of_part(source: Source, text: &str) -> Option<Conversation> {
         Some(line) if line > 1 => newest_from(line).unwrap_or(newest),
         _ => newest,
     })
+}
+
+/// The findings on a part's newest conversation ([`newest_of_part`]), when
+/// a part can be judged alone: it starts at a prompt (no call before the
+/// part waits for a result in it, and no call in it answers one before
+/// it), or it says it continues what came before it (a Claude Code log
+/// cut where the first event's parent is not in the part: a result whose
+/// call is before the cut is then not judged). Otherwise (a part of a
+/// Gemini CLI or Codex log cut inside a turn, with no prompt in it) it is
+/// not judged: the cut would read as the provider's 400 (a call turn with
+/// no user turn before it).
+pub fn judged_part(newest: &Conversation) -> Vec<loopdbg_judge::check::Finding> {
+    let alone = newest.messages.first().is_some_and(is_prompt) || newest.continues.is_some();
+    match alone {
+        true => loopdbg_judge::check::check(newest),
+        false => Vec::new(),
+    }
 }
 
 /// A message the user typed: text, and no tool result.
