@@ -298,11 +298,14 @@ fn a_followed_log_shows_its_newest_part_at_once_and_the_judged_whole_after() {
     assert_eq!(app.notice.as_deref(), Some("ALARM in the part"));
 }
 
-/// The real binary following a log past the threshold: a turn appended
-/// whose call is never answered is shown, the alarm on its id is raised,
-/// and the whole log, judged again, keeps it said.
+/// The real binary following a log past the threshold, through what a
+/// user goes through: a turn appended whose call is never answered is
+/// shown, the alarm on its id is raised, and the whole log, judged again,
+/// keeps it said; then `loopdbg doctor --write` repairs the log in place,
+/// and the follower, reading the replaced file again, says the alarm is
+/// resolved.
 #[test]
-fn the_binary_follows_a_large_log_and_alarms_on_an_appended_turn() {
+fn the_binary_follows_a_large_log_alarms_on_an_appended_turn_and_sees_it_repaired() {
     let (_dir, path) = large_log();
     let (child, mut writer, mut screen) =
         crate::common::pty::spawn(&[path.to_str().unwrap(), "--follow"]);
@@ -335,5 +338,18 @@ fn the_binary_follows_a_large_log_and_alarms_on_an_appended_turn() {
         s.contains("follow: conversation") && !s.contains("judging the whole")
     });
     assert!(judged.contains("ALARM"), "{judged}");
+    let repaired = crate::common::loopdbg()
+        .args(["doctor", "--write", "--force"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&repaired.stdout);
+    assert!(repaired.status.success(), "{said}");
+    assert!(said.contains("toolu_never"), "{said}");
+    let resolved = screen.wait_for("the alarm resolved", |s| {
+        s.contains("resolved: this conversation holds nothing")
+    });
+    assert!(!resolved.contains("» ALARM"), "{resolved}");
+    screen.wait_for("the repaired picture", |s| s.contains("unpaired: none"));
     crate::common::pty::quit(child, &mut writer, &mut screen);
 }

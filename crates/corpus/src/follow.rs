@@ -17,7 +17,7 @@
 use std::sync::PoisonError;
 
 use loopdbg_engine::LoadError;
-use loopdbg_judge::check::Finding;
+use loopdbg_judge::check::{Finding, Kind};
 use loopdbg_read::{Conversation, Detail, Log, Source};
 
 use crate::conversations::{Conversations, Picked};
@@ -34,6 +34,10 @@ pub struct Followed {
     error: Option<LoadError>,
     /// The rejections already alarmed, shared with the watcher.
     alarms: Alarms,
+    /// The conversation (its place among the file's) whose picture last
+    /// held a rejection, which was alarmed: when its picture holds none
+    /// any more (the file was repaired), the screen is told.
+    standing: Option<usize>,
     /// The text of the lines taken, while the file is read whole each
     /// time (a document, or nothing known yet); once the lines are held
     /// as conversations or events, only a change's own text.
@@ -68,6 +72,7 @@ impl Followed {
             lines: 0,
             error: None,
             alarms: Alarms::default(),
+            standing: None,
             held: Vec::new(),
         }
     }
@@ -104,10 +109,30 @@ impl Followed {
         picked
     }
 
-    /// The alarm for `picked`: its last finding the provider rejects that
-    /// was not alarmed before, if any.
+    /// What to say of `picked`, the whole file's picture: the alarm on its
+    /// last finding the provider rejects that was not alarmed before, if
+    /// any; or, when the conversation that held rejections holds none any
+    /// more (the file was repaired, `loopdbg doctor --write` say), that
+    /// the alarm is resolved, so an alarm said before does not stand over
+    /// a history that would now be sent.
     pub fn alarm(&mut self, picked: &Picked) -> Option<String> {
-        self.alarms.newest(&picked.findings)
+        let alarm = self.alarms.newest(&picked.findings);
+        let thread = picked.place.thread;
+        // A refusal the log records is the past, whatever was repaired
+        // since (as for the doctor): what counts is what the next request
+        // would carry.
+        let blocks = |f: &Finding| f.rejected_by_provider() && f.kind != Kind::RefusedRequest;
+        if picked.findings.iter().any(blocks) {
+            self.standing = Some(thread);
+            return alarm;
+        }
+        match self.standing {
+            Some(was) if was == thread => {
+                self.standing = None;
+                Some(RESOLVED.to_string())
+            }
+            _ => alarm,
+        }
     }
 
     /// The rejections alarmed so far, shared: the watcher that judges a
@@ -226,6 +251,10 @@ impl Followed {
         }
     }
 }
+
+/// What the screen says when a conversation alarmed on holds nothing a
+/// provider would reject any more.
+pub const RESOLVED: &str = "resolved: this conversation holds nothing a provider would reject any more (the file changed since the alarm)";
 
 /// The rejections already alarmed, shared by the watcher, which judges a
 /// large log's newest part as it comes, and the judge, which judges the
@@ -780,6 +809,69 @@ mod tests {
         let mut other = Followed::new("interrupted");
         let picked = other.take_change(bytes, true, Some(1)).unwrap().unwrap();
         assert_eq!(other.alarm(&picked).as_deref(), Some(alarm.as_str()));
+    }
+
+    /// The user's sequence: the log breaks (alarm), is repaired in place
+    /// (the file replaced: read again from its start), and the screen is
+    /// told the alarm is resolved, once; a clean log never says so.
+    #[test]
+    fn a_repaired_file_resolves_its_alarm_once() {
+        let name = "claude_code_v2/doctor_invalid_id.jsonl";
+        let broken = fixture(name);
+        let mut followed = Followed::new(name);
+        let picked = followed
+            .take_change(broken.clone(), true, Some(1))
+            .unwrap()
+            .unwrap();
+        let alarm = followed.alarm(&picked).expect("the break is alarmed");
+        assert!(alarm.starts_with("ALARM"), "{alarm}");
+        // The same picture again (a line appended elsewhere): nothing new.
+        let picked = followed
+            .take_change(broken.clone(), true, Some(1))
+            .unwrap()
+            .unwrap();
+        assert_eq!(followed.alarm(&picked), None);
+        // Repaired as the doctor repairs it.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("session.jsonl");
+        std::fs::write(&path, &broken).unwrap();
+        let mut said = Vec::new();
+        let code = crate::doctor::report(&[path.clone()], true, true, &mut said);
+        assert_eq!(code, 0, "{}", String::from_utf8_lossy(&said));
+        let repaired = std::fs::read(&path).unwrap();
+        let picked = followed
+            .take_change(repaired.clone(), true, Some(1))
+            .unwrap()
+            .unwrap();
+        // The provider's refusal the log recorded stays, as the past.
+        let rejected: Vec<Kind> = picked
+            .findings
+            .iter()
+            .filter(|f| f.rejected_by_provider())
+            .map(|f| f.kind)
+            .collect();
+        assert_eq!(rejected, [Kind::RefusedRequest]);
+        assert_eq!(followed.alarm(&picked).as_deref(), Some(RESOLVED));
+        let picked = followed
+            .take_change(repaired.clone(), true, Some(1))
+            .unwrap()
+            .unwrap();
+        assert_eq!(followed.alarm(&picked), None, "said once");
+        // A follower started on the repaired file alarms on the refusal it
+        // records (the provider's own 400), and has nothing to resolve.
+        let mut fresh = Followed::new(name);
+        let picked = fresh
+            .take_change(repaired.clone(), true, Some(1))
+            .unwrap()
+            .unwrap();
+        assert!(
+            fresh
+                .alarm(&picked)
+                .unwrap()
+                .contains("refused the request")
+        );
+        let picked = fresh.take_change(repaired, true, Some(1)).unwrap().unwrap();
+        assert_eq!(fresh.alarm(&picked), None);
     }
 
     /// Lines already taken are not read again: a line changed behind the
