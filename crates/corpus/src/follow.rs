@@ -836,7 +836,7 @@ mod tests {
         let path = dir.path().join("session.jsonl");
         std::fs::write(&path, &broken).unwrap();
         let mut said = Vec::new();
-        let code = crate::doctor::report(&[path.clone()], true, true, &mut said);
+        let code = crate::doctor::report(std::slice::from_ref(&path), true, true, &mut said);
         assert_eq!(code, 0, "{}", String::from_utf8_lossy(&said));
         let repaired = std::fs::read(&path).unwrap();
         let picked = followed
