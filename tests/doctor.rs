@@ -346,6 +346,13 @@ fn doctor_gives_a_gemini_cli_call_without_a_result_an_error_result() {
 fn doctor_renames_a_call_id_anthropic_refuses() {
     let (_dir, path) = copy(INVALID_ID);
     let before = std::fs::read_to_string(&path).unwrap();
+    // The user's sequence: check says no, the doctor repairs, check again.
+    loopdbg()
+        .args(["check", path.to_str().unwrap()])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("invalid_id (400)"))
+        .stdout(predicate::str::contains("refused_request (400)"));
     loopdbg()
         .args(["doctor", "--write", path.to_str().unwrap()])
         .assert()
@@ -368,6 +375,44 @@ fn doctor_renames_a_call_id_anthropic_refuses() {
         .args(["check", path.to_str().unwrap(), "--format", "json"])
         .assert()
         .stdout(predicate::str::contains("invalid_id").not());
+    // The refusal the log records is the past once nothing has its cause:
+    // check agrees with the doctor that the session can be sent.
+    loopdbg()
+        .args(["check", path.to_str().unwrap()])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("refused_request (note)"))
+        .stdout(predicate::str::contains("no problems; 1 note(s)"));
+}
+
+/// A log whose unanswered call the provider refused twice: `check` says
+/// the 400 with the log's refusals as its evidence; once the doctor has
+/// given the call its result, the refusals are the past (notes), and
+/// `check` agrees with the doctor that the session can be sent.
+#[test]
+fn check_after_the_doctor_takes_the_logs_refusals_as_the_past() {
+    let (_dir, path) = copy("tests/fixtures/transcripts/claude_code_v2/refused_400.jsonl");
+    loopdbg()
+        .args(["check", path.to_str().unwrap()])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("unanswered_call (400)"))
+        .stdout(predicate::str::contains("The log confirms it"));
+    loopdbg()
+        .args(["doctor", "--write", path.to_str().unwrap()])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains(
+            "checked again: nothing keeps it from being sent",
+        ));
+    loopdbg()
+        .args(["check", path.to_str().unwrap()])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("refused_request (note)").count(2))
+        .stdout(predicate::str::contains(
+            "the past: nothing in the history as it stands",
+        ));
 }
 
 /// Lines of a small Claude Code log, one JSON event each.

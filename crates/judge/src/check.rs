@@ -321,20 +321,37 @@ fn refused_request(source: &BlockSource, status: Option<u16>, said: String) -> F
 fn weigh_by_the_log(conv: &Conversation, out: &mut Vec<Finding>) {
     let mut used = vec![false; conv.refusals.len()];
     weigh_findings(conv, out, &mut used);
+    // A refusal for a cause loopdbg checks itself (calls and results, an
+    // id's pattern) is the past when the history as it stands has no
+    // problem a provider rejects: it was repaired since (`doctor --write`),
+    // or the agent mended it before the next request.
+    let refused_now = out.iter().any(|f| f.rejected_by_provider());
     // The refusals no finding explains are findings of their own: the log
     // holds the provider's word for them.
     for (r, _) in conv.refusals.iter().zip(&used).filter(|(_, used)| !**used) {
         let status = r.status.map_or("an error".to_string(), |s| s.to_string());
-        out.push(refused_request(
-            &r.source,
-            r.status,
-            format!(
-                "the provider refused the request sent with the {} message(s) before this event ({status}): {}",
-                r.at,
-                r.text.chars().take(240).collect::<String>()
-            ),
-        ));
+        let said = format!(
+            "the provider refused the request sent with the {} message(s) before this event ({status}): {}",
+            r.at,
+            r.text.chars().take(240).collect::<String>()
+        );
+        let mut f = refused_request(&r.source, r.status, said);
+        let checked_here = about_pairing(&r.text) || about_an_id(&r.text);
+        if f.rejected_by_provider() && checked_here && !refused_now {
+            f.message = format!(
+                "{} — the past: nothing in the history as it stands has this cause (repaired since, or mended by the agent before the next request)",
+                f.message
+            );
+            f.severity = Severity::Note;
+        }
+        out.push(f);
     }
+}
+
+/// Whether a provider's error is about an id's characters (Anthropic:
+/// `…content.0.id: String should match pattern '^[a-zA-Z0-9_-]+$'`).
+fn about_an_id(text: &str) -> bool {
+    text.contains("should match pattern") && text.contains("id")
 }
 
 fn weigh_findings(conv: &Conversation, out: &mut [Finding], used: &mut [bool]) {
