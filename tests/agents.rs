@@ -817,6 +817,56 @@ fn follow_shows_claude_code_as_it_writes_and_alarms_when_its_history_breaks() {
     }
 }
 
+/// The end of a week-long log: a real Claude Code session whose history
+/// breaks (the fake makes it call with an id the provider refuses) is
+/// written at the end of a log past the preview's threshold while it is
+/// followed: the alarm names the real call id (said by the newest part's
+/// judgement or the whole log's, whichever comes first).
+#[test]
+#[ignore = "end-to-end: the real agent (scripts/install-agents.sh)"]
+fn follow_alarms_on_a_real_break_at_the_end_of_a_long_log() {
+    let agent = Agent::ClaudeCode;
+    let Some(bin) = installed(agent, "agents::follow_long") else {
+        return;
+    };
+    let runtime = runtime();
+    let fake = runtime.block_on(fake::start());
+    let scratch = Scratch::new(agent);
+    let id = "7d0c0ffe-0000-4000-8000-00000000e2e9";
+    let prompt = "loopdbg e2e break: run the commands";
+    let (ok, ran) = run_with(
+        agent,
+        &bin,
+        &fake.url,
+        &scratch,
+        prompt,
+        &["--session-id", id],
+    );
+    assert!(!ok, "{}\n{}", ran.stdout, ran.stderr);
+    let session = std::fs::read(claude_code_log(&scratch, id)).unwrap();
+    let (_dir, long) = crate::preview::large_log();
+    let (child, mut writer, mut screen) =
+        crate::common::pty::spawn(&[long.to_str().unwrap(), "--follow"]);
+    screen.wait_for("the whole log", |s| s.contains("round 4800/4800"));
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&long)
+        .unwrap();
+    std::io::Write::write_all(&mut file, &session).unwrap();
+    std::io::Write::flush(&mut file).unwrap();
+    let alarmed = screen.wait_for("the alarm on the refused id", |s| {
+        s.find("» ALARM").is_some_and(|at| {
+            s[at..]
+                .chars()
+                .take(600)
+                .collect::<String>()
+                .contains("toolu_e2e.1")
+        })
+    });
+    assert!(alarmed.contains("LIVE following"), "{alarmed}");
+    crate::common::pty::quit(child, &mut writer, &mut screen);
+}
+
 /// A Claude Code session whose parallel call lost its `tool_result` event:
 /// its own resume, tried first, is accepted (Claude Code 2.1.332 leaves
 /// the orphan call out); then `loopdbg doctor --write` repairs the file as

@@ -14,7 +14,7 @@ use loopdbg_tui::{Action, App, update};
 /// (`pad` bytes of output) and an answer each, one chain.
 /// A log over the 8 MiB threshold (2,400 turns of about 3.6 KB) in a
 /// folder of its own, kept as long as the folder is.
-fn large_log() -> (tempfile::TempDir, std::path::PathBuf) {
+pub(crate) fn large_log() -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("session.jsonl");
     write_log(&path, 2400, 3000);
