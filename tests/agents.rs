@@ -826,24 +826,17 @@ fn follow_shows_claude_code_as_it_writes_and_alarms_when_its_history_breaks() {
 #[ignore = "end-to-end: the real agent (scripts/install-agents.sh)"]
 fn follow_alarms_on_a_real_break_at_the_end_of_a_long_log() {
     let agent = Agent::ClaudeCode;
-    let Some(bin) = installed(agent, "agents::follow_long") else {
+    let Some(stage) = Stage::start(agent, "agents::follow_long") else {
         return;
     };
-    let runtime = runtime();
-    let fake = runtime.block_on(fake::start());
-    let scratch = Scratch::new(agent);
-    let id = "7d0c0ffe-0000-4000-8000-00000000e2e9";
-    let prompt = "loopdbg e2e break: run the commands";
-    let (ok, ran) = run_with(
-        agent,
-        &bin,
-        &fake.url,
-        &scratch,
-        prompt,
-        &["--session-id", id],
+    let (id, prompt) = (
+        "7d0c0ffe-0000-4000-8000-00000000e2e9",
+        "loopdbg e2e break: run the commands",
     );
+    let (bin, url, scratch) = (&stage.bin, &stage.fake.url, &stage.scratch);
+    let (ok, ran) = run_with(agent, bin, url, scratch, prompt, &["--session-id", id]);
     assert!(!ok, "{}\n{}", ran.stdout, ran.stderr);
-    let session = std::fs::read(claude_code_log(&scratch, id)).unwrap();
+    let session = std::fs::read(claude_code_log(scratch, id)).unwrap();
     let (_dir, long) = crate::preview::large_log();
     let (child, mut writer, mut screen) =
         crate::common::pty::spawn(&[long.to_str().unwrap(), "--follow"]);

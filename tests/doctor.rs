@@ -347,22 +347,17 @@ fn doctor_renames_a_call_id_anthropic_refuses() {
     let (_dir, path) = copy(INVALID_ID);
     let before = std::fs::read_to_string(&path).unwrap();
     // The user's sequence: check says no, the doctor repairs, check again.
-    loopdbg()
-        .args(["check", path.to_str().unwrap()])
-        .assert()
-        .code(1)
-        .stdout(predicate::str::contains("invalid_id (400)"))
-        .stdout(predicate::str::contains("refused_request (400)"));
-    loopdbg()
-        .args(["doctor", "--write", path.to_str().unwrap()])
-        .assert()
-        .code(0)
-        .stdout(predicate::str::contains(
-            "line 19: rename the call id toolu_e2e.1 to toolu_e2e_1 (Anthropic refuses the first)",
-        ))
-        .stdout(predicate::str::contains(
-            "line 20: rename the call id toolu_e2e.1 to toolu_e2e_1",
-        ));
+    says(
+        &["check"],
+        &path,
+        1,
+        &["invalid_id (400)", "refused_request (400)"],
+    );
+    let renamed = [
+        "line 19: rename the call id toolu_e2e.1 to toolu_e2e_1 (Anthropic refuses the first)",
+        "line 20: rename the call id toolu_e2e.1 to toolu_e2e_1",
+    ];
+    says(&["doctor", "--write"], &path, 0, &renamed);
     let after = std::fs::read_to_string(&path).unwrap();
     for (k, (old, new)) in before.lines().zip(after.lines()).enumerate() {
         match k {
@@ -377,12 +372,16 @@ fn doctor_renames_a_call_id_anthropic_refuses() {
         .stdout(predicate::str::contains("invalid_id").not());
     // The refusal the log records is the past once nothing has its cause:
     // check agrees with the doctor that the session can be sent.
-    loopdbg()
-        .args(["check", path.to_str().unwrap()])
-        .assert()
-        .code(0)
-        .stdout(predicate::str::contains("refused_request (note)"))
-        .stdout(predicate::str::contains("no problems; 1 note(s)"));
+    let past = ["refused_request (note)", "no problems; 1 note(s)"];
+    says(&["check"], &path, 0, &past);
+}
+
+/// `loopdbg ARGS… PATH` exits `code` and says each of `said`.
+fn says(args: &[&str], path: &Path, code: i32, said: &[&str]) {
+    let mut assert = loopdbg().args(args).arg(path).assert().code(code);
+    for words in said {
+        assert = assert.stdout(predicate::str::contains(*words));
+    }
 }
 
 /// A log whose unanswered call the provider refused twice: `check` says
@@ -392,27 +391,23 @@ fn doctor_renames_a_call_id_anthropic_refuses() {
 #[test]
 fn check_after_the_doctor_takes_the_logs_refusals_as_the_past() {
     let (_dir, path) = copy("tests/fixtures/transcripts/claude_code_v2/refused_400.jsonl");
-    loopdbg()
-        .args(["check", path.to_str().unwrap()])
-        .assert()
-        .code(1)
-        .stdout(predicate::str::contains("unanswered_call (400)"))
-        .stdout(predicate::str::contains("The log confirms it"));
-    loopdbg()
-        .args(["doctor", "--write", path.to_str().unwrap()])
-        .assert()
-        .code(0)
-        .stdout(predicate::str::contains(
-            "checked again: nothing keeps it from being sent",
-        ));
-    loopdbg()
-        .args(["check", path.to_str().unwrap()])
-        .assert()
-        .code(0)
-        .stdout(predicate::str::contains("refused_request (note)").count(2))
-        .stdout(predicate::str::contains(
+    says(
+        &["check"],
+        &path,
+        1,
+        &["unanswered_call (400)", "The log confirms it"],
+    );
+    let repaired = ["checked again: nothing keeps it from being sent"];
+    says(&["doctor", "--write"], &path, 0, &repaired);
+    says(
+        &["check"],
+        &path,
+        0,
+        &[
+            "no problems; 2 note(s)",
             "the past: nothing in the history as it stands",
-        ));
+        ],
+    );
 }
 
 /// Lines of a small Claude Code log, one JSON event each.
