@@ -102,7 +102,7 @@ pub fn summary(messages: &[Message], trips: &[Trip<'_>], prices: &Prices) -> Opt
             line,
             model,
             usage,
-            cost: trip_cost,
+            cost: trip_cost.map(dollars),
         });
     }
     let tools = by_tool(messages, &priced, prices, &mut cache);
@@ -110,10 +110,17 @@ pub fn summary(messages: &[Message], trips: &[Trip<'_>], prices: &Prices) -> Opt
         trips: priced,
         tools,
         total,
-        cost,
+        cost: cost.map(dollars),
         unpriced,
         prices_as_of: prices.as_of.clone(),
     })
+}
+
+/// A cost in dollars to the nano-dollar (a hundredth of a token of the
+/// cheapest model priced): sums of per-token prices in binary floating
+/// point print as `0.004122000000000001`, which reports and JSON carry.
+fn dollars(cost: f64) -> f64 {
+    (cost * 1e9).round() / 1e9
 }
 
 /// The length of a value's compact JSON text, counted as it is written
@@ -265,7 +272,7 @@ fn by_tool<'p>(
                 calls,
                 output: output.round() as u64,
                 results: results.round() as u64,
-                cost: priced.then_some(cost),
+                cost: priced.then_some(dollars(cost)),
             },
         )
         .collect();
@@ -432,6 +439,25 @@ mod tests {
             .collect();
         assert!(std::sync::Arc::ptr_eq(&models[0], &models[1]));
         assert!(summary.cost.is_some());
+    }
+
+    /// A trip of Claude Code's generated sessions: 4 in, 12 out, 13,100
+    /// read from the cache at claude-sonnet-4-5's prices is $0.004122,
+    /// which the sum of per-token prices made 0.004122000000000001.
+    #[test]
+    fn costs_are_whole_nano_dollars() {
+        let usage = Usage {
+            input: 4,
+            output: 12,
+            cache_read: 13_100,
+            ..Usage::default()
+        };
+        let model = Some("claude-sonnet-4-5-20250929");
+        let trips = [(1, None, model, usage), (3, None, model, usage)];
+        let summary = summary(&[], &trips, &Prices::builtin()).unwrap();
+        let json = serde_json::to_value(&summary).unwrap();
+        assert_eq!(json["trips"][0]["cost"].to_string(), "0.004122");
+        assert_eq!(json["cost"].to_string(), "0.008244");
     }
 
     #[test]
