@@ -323,9 +323,8 @@ pub fn record_to_file(
 /// week-long session costs what the last megabyte of it costs.
 pub struct Preview {
     /// The newest conversation of the part read, from its first prompt,
-    /// replayed with the findings within it (it says it continues what
-    /// came before, so a result whose call is before it is not judged
-    /// unexpected); the whole log's replay replaces it.
+    /// replayed with the findings within it when it can be judged alone
+    /// ([`judged_part`]); the whole log's replay replaces it.
     pub replay: Replay,
     /// How many bytes from the end were read.
     pub read: u64,

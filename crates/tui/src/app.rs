@@ -366,7 +366,8 @@ pub struct LiveUpdate {
     pub trace: Trace,
     /// What the conversation was read as.
     pub source: String,
-    /// Something to say now (a request the provider would reject), if any.
+    /// Something to say now, if any: an alarm on a request the provider
+    /// would reject, or (a followed file repaired) that it is resolved.
     pub alarm: Option<String>,
     /// Set on a placeholder: what the screen waits for.
     pub waiting: Option<String>,
