@@ -817,6 +817,43 @@ fn follow_shows_claude_code_as_it_writes_and_alarms_when_its_history_breaks() {
     }
 }
 
+/// The user's journey on a real break: `loopdbg LOG --follow` watches
+/// Claude Code's session as the fake makes its history break (a call id
+/// the provider refuses), raises the alarm, and, once `loopdbg doctor
+/// --write` has repaired the log in place, says the alarm is resolved;
+/// `check` agrees.
+#[test]
+#[ignore = "end-to-end: the real agent (scripts/install-agents.sh)"]
+fn follow_sees_a_real_break_alarmed_then_repaired() {
+    let Some(journey) = ClaudeJourney::start(
+        "agents::follow_repair",
+        "7d0c0ffe-0000-4000-8000-00000000e2ea",
+    ) else {
+        return;
+    };
+    let log = journey.log();
+    let (child, mut writer, mut screen) =
+        crate::common::pty::spawn(&[log.to_str().unwrap(), "--follow"]);
+    screen.wait_text("waiting for");
+    let (ok, ran) = journey.first_run("loopdbg e2e break: run the commands");
+    assert!(!ok, "{}\n{}", ran.stdout, ran.stderr);
+    let alarmed = screen.wait_text("ALARM");
+    assert!(alarmed.contains("toolu_e2e.1"), "{alarmed}");
+    let (ok, said) = loopdbg(&[
+        "doctor".as_ref(),
+        "--write".as_ref(),
+        "--force".as_ref(),
+        log.as_os_str(),
+    ]);
+    assert!(ok, "{said}");
+    assert!(said.contains("rename the call id toolu_e2e.1"), "{said}");
+    let resolved = screen.wait_text("resolved: this conversation holds nothing");
+    assert!(!resolved.contains("» ALARM"), "{resolved}");
+    crate::common::pty::quit(child, &mut writer, &mut screen);
+    let (ok, said) = loopdbg(&["check".as_ref(), log.as_os_str()]);
+    assert!(ok, "check agrees with the doctor: {said}");
+}
+
 /// The end of a week-long log: a real Claude Code session whose history
 /// breaks (the fake makes it call with an id the provider refuses) is
 /// written at the end of a log past the preview's threshold while it is
