@@ -674,27 +674,48 @@ pub fn mcp_calls(path: &Path) -> Result<Vec<McpCall>, LoadError> {
 /// The document `check --format json` prints for `reports`: every file's
 /// report and the totals.
 pub fn summary(reports: &[FileReport]) -> Value {
-    let all = || {
-        reports
-            .iter()
-            .flat_map(|f| &f.results)
-            .flat_map(|r| &r.findings)
-    };
-    let findings = all().filter(|x| !x.is_note()).count();
-    let notes = all().filter(|x| x.is_note()).count();
-    serde_json::json!({
-        "files": reports,
-        "conversations": reports.iter().map(|f| f.conversations).sum::<usize>(),
-        "with_problems": reports
-            .iter()
-            .flat_map(|f| &f.results)
-            .filter(|r| !r.findings.is_empty())
-            .count(),
-        "problems": findings,
-        "notes": notes,
-        "unreadable": reports.iter().filter(|f| !f.errors.is_empty()).count(),
-        "nothing_to_check": reports.iter().filter(|f| f.is_empty()).count(),
-    })
+    // Reports hold no map with non-string keys: this cannot fail.
+    serde_json::to_value(Summary::of(reports)).unwrap_or_default()
+}
+
+/// The `--format json` document, written as it is serialized: built as a
+/// `Value` first, the reports of 800 sessions (13 MB of JSON, every
+/// conversation's tokens) were copied into a tree of maps, which took
+/// two fifths of the run.
+#[derive(Serialize)]
+pub struct Summary<'a> {
+    files: &'a [FileReport],
+    conversations: usize,
+    with_problems: usize,
+    problems: usize,
+    notes: usize,
+    unreadable: usize,
+    nothing_to_check: usize,
+}
+
+impl Summary<'_> {
+    /// The summary of `reports`.
+    pub fn of(reports: &[FileReport]) -> Summary<'_> {
+        let all = || {
+            reports
+                .iter()
+                .flat_map(|f| &f.results)
+                .flat_map(|r| &r.findings)
+        };
+        Summary {
+            files: reports,
+            conversations: reports.iter().map(|f| f.conversations).sum(),
+            with_problems: reports
+                .iter()
+                .flat_map(|f| &f.results)
+                .filter(|r| !r.findings.is_empty())
+                .count(),
+            problems: all().filter(|x| !x.is_note()).count(),
+            notes: all().filter(|x| x.is_note()).count(),
+            unreadable: reports.iter().filter(|f| !f.errors.is_empty()).count(),
+            nothing_to_check: reports.iter().filter(|f| f.is_empty()).count(),
+        }
+    }
 }
 
 /// The `--format jsonl` record of one conversation's report.

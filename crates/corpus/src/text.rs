@@ -44,7 +44,7 @@ pub fn write_reports(
     match output {
         Output::Text { colour } => render_text(reports, &mut buffered, colour)?,
         Output::Json => {
-            json::pretty(&mut buffered, &crate::report::summary(reports))?;
+            json::pretty(&mut buffered, &crate::report::Summary::of(reports))?;
             writeln!(buffered)?;
         }
         Output::Jsonl => {
