@@ -718,9 +718,20 @@ impl Summary<'_> {
     }
 }
 
-/// The `--format jsonl` record of one conversation's report.
-pub fn jsonl_record(file: &str, report: &ConversationReport) -> Value {
-    serde_json::json!({"file": file, "conversation": report})
+/// The `--format jsonl` record of one conversation's report, written as
+/// it is serialized (see [`Summary`]).
+pub fn jsonl_record<'a>(file: &'a str, report: &'a ConversationReport) -> JsonlRecord<'a> {
+    JsonlRecord {
+        file,
+        conversation: report,
+    }
+}
+
+/// A `--format jsonl` record: `{"file": …, "conversation": …}`.
+#[derive(Serialize)]
+pub struct JsonlRecord<'a> {
+    file: &'a str,
+    conversation: &'a ConversationReport,
 }
 
 /// The `--format jsonl` record of a file that failed or held nothing, so

@@ -137,7 +137,10 @@ fn check_files_jsonl(
         let mut records = Vec::new();
         let mut reports = Vec::new();
         for p in &paths {
-            let emit = &mut |file: &str, r: &_| records.push(jsonl_record(file, r).to_string());
+            let emit = &mut |file: &str, r: &_| {
+                // A report serializes (no map with non-string keys).
+                records.push(serde_json::to_string(&jsonl_record(file, r)).unwrap_or_default());
+            };
             reports.push(check_file(p, forced, &calls, emit, &mut |_| {}));
         }
         let files = reports.iter().filter_map(jsonl_file_record);
