@@ -164,7 +164,8 @@ pub enum Tokens {
     /// Summed and priced: the JSON reports and the Python rows carry them.
     Summed,
     /// Left out: a report for people lists findings only, and summing a
-    /// short session's tokens was a twentieth of its check.
+    /// short session's tokens (and keeping its report for them) was about
+    /// a tenth of its check.
     Skipped,
 }
 
