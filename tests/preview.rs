@@ -298,18 +298,9 @@ fn a_followed_log_shows_its_newest_part_at_once_and_the_judged_whole_after() {
     assert_eq!(app.notice.as_deref(), Some("ALARM in the part"));
 }
 
-/// The real binary following a log past the threshold, through what a
-/// user goes through: a turn appended whose call is never answered is
-/// shown, the alarm on its id is raised, and the whole log, judged again,
-/// keeps it said; then `loopdbg doctor --write` repairs the log in place,
-/// and the follower, reading the replaced file again, says the alarm is
-/// resolved.
-#[test]
-fn the_binary_follows_a_large_log_alarms_on_an_appended_turn_and_sees_it_repaired() {
-    let (_dir, path) = large_log();
-    let (child, mut writer, mut screen) =
-        crate::common::pty::spawn(&[path.to_str().unwrap(), "--follow"]);
-    screen.wait_for("the whole log", |s| s.contains("round 4800/4800"));
+/// A broken turn at the end of a large log (an unanswered call, then a
+/// prompt).
+fn append_broken_turn(path: &Path) {
     let head = r#""sessionId":"s1","cwd":"/w","version":"2.0.76","isSidechain":false"#;
     let lines = [
         format!(
@@ -322,12 +313,56 @@ fn the_binary_follows_a_large_log_alarms_on_an_appended_turn_and_sees_it_repaire
             r#"{{"type":"user","uuid":"u2402","parentUuid":"a2401",{head},"message":{{"role":"user","content":"never mind"}}}}"#
         ),
     ];
-    let mut file = std::fs::OpenOptions::new()
-        .append(true)
-        .open(&path)
-        .unwrap();
+    let mut file = std::fs::OpenOptions::new().append(true).open(path).unwrap();
     writeln!(file, "{}", lines.join("\n")).unwrap();
     file.flush().unwrap();
+}
+
+/// `--follow` opened on a large log that already ends broken: the first
+/// frame is the newest part, read from the file's end before the rest
+/// (the whole of a gigabyte was read first: 10 s), and it already says
+/// the alarm on the unanswered call; the whole log, judged after, keeps
+/// it said. A pinned conversation (`--conversation 1`) opens on the whole.
+#[test]
+fn the_binary_opens_a_followed_large_log_on_its_part_alarmed() {
+    let (_dir, path) = large_log();
+    append_broken_turn(&path);
+    let (child, mut writer, mut screen) =
+        crate::common::pty::spawn(&[path.to_str().unwrap(), "--follow"]);
+    // Only the part's picture has this title: the whole's says
+    // `conversation 1 of 1`.
+    let part = screen.wait_for("the part, alarmed", |s| {
+        s.contains("judging the whole log") && s.contains("ALARM") && s.contains("toolu_never")
+    });
+    assert!(!part.contains("round 4801/4801"), "{part}");
+    let judged = screen.wait_for("the whole log's picture", |s| {
+        s.contains("follow: conversation") && s.contains("round 4801/4801")
+    });
+    assert!(
+        judged.contains("ALARM") && judged.contains("toolu_never"),
+        "{judged}"
+    );
+    crate::common::pty::quit(child, &mut writer, &mut screen);
+    let (child, mut writer, mut screen) =
+        crate::common::pty::spawn(&[path.to_str().unwrap(), "--follow", "--conversation", "1"]);
+    let pinned = screen.wait_for("the pinned conversation", |s| s.contains("round 4801/4801"));
+    assert!(!pinned.contains("judging the whole log"), "{pinned}");
+    crate::common::pty::quit(child, &mut writer, &mut screen);
+}
+
+/// The real binary following a log past the threshold, through what a
+/// user goes through: a turn appended whose call is never answered is
+/// shown, the alarm on its id is raised, and the whole log, judged again,
+/// keeps it said; then `loopdbg doctor --write` repairs the log in place,
+/// and the follower, reading the replaced file again, says the alarm is
+/// resolved.
+#[test]
+fn the_binary_follows_a_large_log_alarms_on_an_appended_turn_and_sees_it_repaired() {
+    let (_dir, path) = large_log();
+    let (child, mut writer, mut screen) =
+        crate::common::pty::spawn(&[path.to_str().unwrap(), "--follow"]);
+    screen.wait_for("the whole log", |s| s.contains("round 4800/4800"));
+    append_broken_turn(&path);
     // Said by the newest part's judgement or the whole log's, whichever
     // comes first (the part's, in time proportional to it), and still
     // said once the whole log's picture is on the screen.

@@ -389,9 +389,7 @@ impl Recent {
         if !self.sniffed && !lines.iter().all(u8::is_ascii_whitespace) {
             self.sniffed = true;
             // The first lines decide, as they do for the judge.
-            if let Ok(GrowingLayout::Log(source)) = growing_layout(&self.origin, head(lines)) {
-                self.source = Some(source);
-            }
+            self.source = log_source(&self.origin, head(lines));
         }
         if self.source.is_none() {
             return;
@@ -406,6 +404,48 @@ impl Recent {
             let cut = line_end_after(&self.text, self.text.len() - keep - 1);
             self.text.drain(..cut);
         }
+    }
+
+    /// Reads a large log's part straight from the file at `path`, before
+    /// its whole is read: its first lines for its kind, its last
+    /// [`PREVIEW_BYTES`] for the part (whole lines only; a half-written
+    /// last line waits). True when the file is a log of at least
+    /// [`PREVIEW_FROM`] bytes, so that [`Recent::preview`] has a part to
+    /// show; false leaves this as it was. The first frame of a followed
+    /// gigabyte then costs what its last megabyte costs, where the whole
+    /// file was read first (1 GB: 10 s).
+    pub fn read_end(&mut self, path: &std::path::Path) -> std::io::Result<bool> {
+        let meta = std::fs::metadata(path)?;
+        if !meta.is_file() || meta.len() < self.from {
+            return Ok(false);
+        }
+        let within = (DETECTED_WITHIN as u64) * 2;
+        let first = read_range(path, 0, within.min(meta.len()))?;
+        let Some(source) = log_source(&self.origin, whole_lines(&first)) else {
+            return Ok(false);
+        };
+        // A byte more than is kept, as `push` keeps: it says whether the
+        // part starts a line.
+        let window = self.keep.saturating_add(1);
+        let mut end = meta.len();
+        let mut last = read_range(path, end.saturating_sub(window), end)?;
+        let whole = whole_lines(&last).len();
+        if whole == 0 {
+            // One line longer than the part, unfinished: read as it comes.
+            return Ok(false);
+        }
+        if whole < last.len() {
+            end -= (last.len() - whole) as u64;
+            last = read_range(path, end.saturating_sub(window), end)?;
+        }
+        *self = Recent {
+            source: Some(source),
+            sniffed: true,
+            ..Recent::with(&self.origin, self.from, self.keep)
+        };
+        self.push(&last, false);
+        self.size = end;
+        Ok(self.size >= self.from)
     }
 
     /// The newest conversation of the part kept, when the log is large
@@ -448,6 +488,29 @@ impl Recent {
 /// How far into a log its kind is sure to be told: detection reads the
 /// first lines, not megabytes of them.
 const DETECTED_WITHIN: usize = 1 << 20;
+
+/// The kind of log whose first lines are `head`, if they are a log's.
+fn log_source(origin: &str, head: &[u8]) -> Option<Source> {
+    match growing_layout(origin, head) {
+        Ok(GrowingLayout::Log(source)) => Some(source),
+        _ => None,
+    }
+}
+
+/// Bytes `from..to` of the file at `path`.
+fn read_range(path: &std::path::Path, from: u64, to: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(path)?;
+    file.seek(SeekFrom::Start(from))?;
+    let mut bytes = Vec::new();
+    file.take(to - from).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// `text` up to the end of its last complete line.
+fn whole_lines(text: &[u8]) -> &[u8] {
+    &text[..text.iter().rposition(|&b| b == b'\n').map_or(0, |k| k + 1)]
+}
 
 /// The whole lines of `text` within its first [`DETECTED_WITHIN`] bytes
 /// (and the line that crosses it): what tells a log's kind.
@@ -674,8 +737,9 @@ mod tests {
     /// says the provider rejects, the whole log says too (a cut never
     /// makes a false alarm), and a rejection inside the part's newest turn
     /// is found by the part.
-    #[test]
-    fn a_parts_rejections_are_the_whole_logs() {
+    /// The agent logs among the fixtures: Claude Code, Codex, Gemini CLI,
+    /// Copilot CLI.
+    fn agent_logs() -> Vec<String> {
         let root = format!(
             "{}/../../tests/fixtures/transcripts",
             env!("CARGO_MANIFEST_DIR")
@@ -704,6 +768,56 @@ mod tests {
             ]
             .map(String::from),
         );
+        names
+    }
+
+    /// A log's part read from the file's end, before the file is read
+    /// (the first frame of `--follow`), is the part pushed from the whole
+    /// file: the same lines, size and preview, a half-written last line
+    /// left for later; a small file or one of requests is not previewed.
+    #[test]
+    fn a_part_read_from_the_end_is_the_part_of_the_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut compared = 0;
+        for name in agent_logs() {
+            let bytes = fixture(&name);
+            let path = dir.path().join("log.jsonl");
+            let mut written = bytes.clone();
+            written.extend_from_slice(br#"{"type":"user","uuid":"half"#);
+            std::fs::write(&path, &written).unwrap();
+            for keep in [bytes.len() / 3, bytes.len() / 2, bytes.len()] {
+                // As the follower's tail hands them: complete lines (a
+                // fixture may end cut, as a log being written does).
+                let mut pushed = Recent::with(&name, 0, keep as u64);
+                pushed.push(whole_lines(&bytes), true);
+                let mut read = Recent::with(&name, 0, keep as u64);
+                assert!(read.read_end(&path).unwrap(), "{name}");
+                assert_eq!(read.sizes(), pushed.sizes(), "{name}, keeping {keep}");
+                assert_eq!(read.text, pushed.text, "{name}, keeping {keep}");
+                assert_eq!(read.source, pushed.source, "{name}");
+                assert_eq!(read.preview(), pushed.preview(), "{name}, keeping {keep}");
+                compared += 1;
+            }
+            let mut small = Recent::with(&name, written.len() as u64 + 1, 4096);
+            assert!(!small.read_end(&path).unwrap(), "{name}: small");
+            assert_eq!(small.sizes(), (0, 0), "{name}: left as it was");
+        }
+        assert!(compared > 30, "{compared}");
+        let path = dir.path().join("requests.jsonl");
+        std::fs::write(&path, fixture("dataset.jsonl")).unwrap();
+        let mut requests = Recent::with("requests.jsonl", 0, 4096);
+        assert!(!requests.read_end(&path).unwrap(), "not a log");
+        assert!(requests.preview().is_none());
+        assert!(
+            Recent::new("none")
+                .read_end(&dir.path().join("none"))
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn a_parts_rejections_are_the_whole_logs() {
+        let names = agent_logs();
         let mut logs = 0;
         let mut parts = 0;
         for name in &names {

@@ -562,6 +562,26 @@ impl App {
         app
     }
 
+    /// [`App::live`] opened on a followed log's newest part (`part`,
+    /// reaching `covers` bytes of the file) while its whole picture is
+    /// judged: the whole takes its place as a judged picture does after a
+    /// [`LiveEvent::Preview`], so a gigabyte's first frame costs what its
+    /// last megabyte costs.
+    pub fn live_from_part(
+        origin: impl Into<String>,
+        from: impl Into<String>,
+        part: LiveUpdate,
+        covers: u64,
+        theme: Theme,
+    ) -> App {
+        let mut app = App::live(origin, from, part, theme);
+        if let Some(live) = app.live.as_mut() {
+            live.covers = covers;
+            live.previewing = true;
+        }
+        app
+    }
+
     /// Takes what a live source says: a newer picture, or what is in
     /// flight. Gives back the picture it took off the screen, if any: a
     /// long log's is millions of allocations, which the caller frees off
