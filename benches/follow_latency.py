@@ -12,7 +12,7 @@ is alarmed on the screen (`alarmed`). Then the follower is left idle for IDLE se
 (does it grow with time?) and its peak.
 
 Usage: follow_latency.py BINARY LOG [ROUNDS] [IDLE]
-Prints one Markdown row: size, time to open, shown, judged, alarmed, idle CPU,
+Prints one Markdown row: size, first frame, time to the whole picture, shown, judged, alarmed, idle CPU,
 memory after the first change -> at the end, peak. Needs tmux.
 benches/follow_latency.sh builds the binary and the log.
 """
@@ -109,6 +109,10 @@ def main():
             ["tmux", "display", "-p", "-t", SESSION, "#{pane_pid}"], capture_output=True, text=True
         ).stdout
     )
+    # The first frame: the newest part of a large log (its title says
+    # "judging the whole log"), or the whole when it opens on the whole.
+    wait_for(lambda s: "follow: judging" in s or "follow: conversation" in s)
+    first = time.perf_counter() - started
     wait_for(lambda s: "follow: conversation" in s)
     opened = time.perf_counter() - started
     last = last_event(log)
@@ -155,7 +159,7 @@ def main():
     ms = lambda xs: f"{statistics.median(xs) * 1000:.0f} ms (max {max(xs) * 1000:.0f})"
     size = os.path.getsize(log) / 1e6
     print(
-        f"| {size:.0f} MB | {opened:.1f} s | {ms(shown)} | {ms(judged)} | {said(alarmed)} "
+        f"| {size:.0f} MB | {first * 1000:.0f} ms | {opened:.1f} s | {ms(shown)} | {ms(judged)} | {said(alarmed)} "
         f"| {100 * (after - before) / idle:.1f} % | {first_rss:.0f} → {rss:.0f} MB | {peak:.0f} MB |"
     )
 

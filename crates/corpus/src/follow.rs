@@ -315,7 +315,8 @@ impl Change {
 
 /// Judges a followed file's changes as they come, until `changes` ends or
 /// `judged` says to stop: the changes that arrived while the last was
-/// judged are taken at once, and after each the thread rests a multiple
+/// judged are taken at once, and after each but the first (the file as
+/// opened) the thread rests a multiple
 /// of the time it took ([`loopdbg_io::tail::REST`]), so a busy agent's
 /// long log costs a fraction of a core while its newest part is shown
 /// at once by the watcher ([`Recent`]). `judged` gets the picture of
@@ -326,6 +327,10 @@ pub fn judge_changes(
     which: Option<usize>,
     mut judged: impl FnMut(&mut Followed, Result<Option<Picked>, LoadError>, &Change) -> bool,
 ) {
+    // The first change is the file as it was opened (a large log's whole,
+    // read after its part was shown): the agent's next event is not
+    // made to wait four times that.
+    let mut first = true;
     while let Ok(mut change) = changes.recv() {
         while let Ok(later) = changes.try_recv() {
             change.merge(later);
@@ -336,7 +341,9 @@ pub fn judge_changes(
         if !judged(followed, picked, &change) {
             return;
         }
-        std::thread::sleep(started.elapsed() * loopdbg_io::tail::REST);
+        if !std::mem::take(&mut first) {
+            std::thread::sleep(started.elapsed() * loopdbg_io::tail::REST);
+        }
     }
 }
 
