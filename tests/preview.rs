@@ -117,6 +117,30 @@ fn the_preview_judges_its_part() {
     assert!(violations[0].message.contains("400"), "{violations:?}");
 }
 
+/// A log whose newest line is longer than the part (a prompt with a
+/// pasted screenshot, a few MB of base64) previews that line alone, read
+/// back to its start, where the part was empty and the screen waited for
+/// the whole log; `--follow`'s part is the same (`Recent`'s tests).
+#[test]
+fn a_newest_line_longer_than_the_part_is_previewed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.jsonl");
+    write_log(&path, 400, 300);
+    let head = r#""sessionId":"s1","cwd":"/w","version":"2.0.76","isSidechain":false"#;
+    let image = "iVBORw0KGgo".repeat(200_000);
+    let mut out = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    writeln!(out, r#"{{"type":"user","uuid":"u401","parentUuid":"f400",{head},"message":{{"role":"user","content":[{{"type":"text","text":"turn 401: why is this red?"}},{{"type":"image","source":{{"type":"base64","media_type":"image/png","data":"{image}"}}}}]}}}}"#).unwrap();
+    drop(out);
+    let preview = preview_with(&path, &opened(&path), 1 << 10, 8 << 10).expect("a preview");
+    assert!(preview.read > 2 << 20, "{}", preview.read);
+    let shown = &preview.replay.conversation.messages;
+    assert_eq!(shown.len(), 1, "the newest line alone");
+    assert_eq!(shown[0].text().unwrap(), "turn 401: why is this red?");
+}
+
 /// A log whose last part is a sub-agent at work previews the main
 /// thread, which the whole read shows, not the sub-agent.
 #[test]

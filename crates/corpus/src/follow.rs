@@ -402,6 +402,21 @@ impl Recent {
             return;
         }
         let keep = usize::try_from(self.keep).unwrap_or(usize::MAX);
+        let newest = line_end_after(lines, lines.len().saturating_sub(1))
+            - lines[..lines.len().saturating_sub(1)]
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |k| k + 1);
+        if newest > keep {
+            // The newest line alone is longer than the part (a pasted
+            // screenshot): it is the part, up to a limit, rather than
+            // nothing (the screen waited for the whole log).
+            self.text.clear();
+            if newest as u64 <= loopdbg_io::lines::MAX_PART_LINE {
+                self.text.extend_from_slice(&lines[lines.len() - newest..]);
+            }
+            return;
+        }
         // A byte more than is kept: it says whether the kept part starts
         // a line.
         let lines = &lines[lines.len().saturating_sub(keep.saturating_add(1))..];
@@ -422,29 +437,37 @@ impl Recent {
     /// gigabyte then costs what its last megabyte costs, where the whole
     /// file was read first (1 GB: 10 s).
     pub fn read_end(&mut self, path: &std::path::Path) -> std::io::Result<bool> {
+        use loopdbg_io::lines::read_range;
         let meta = std::fs::metadata(path)?;
         if !meta.is_file() || meta.len() < self.from {
             return Ok(false);
         }
         let within = (DETECTED_WITHIN as u64) * 2;
-        let first = read_range(path, 0, within.min(meta.len()))?;
+        let first = read_range(&mut std::fs::File::open(path)?, 0, within.min(meta.len()))?;
         let Some(source) = log_source(&self.origin, whole_lines(&first)) else {
             return Ok(false);
         };
-        // A byte more than is kept, as `push` keeps: it says whether the
+        let mut file = std::fs::File::open(path)?;
+        let size = meta.len();
+        let limit = loopdbg_io::lines::MAX_PART_LINE;
+        // Where the complete lines end: a half-written last line waits.
+        // (A newline past the size is never there: the start of what
+        // follows the last newline is the end of the complete lines.)
+        let end = match read_range(&mut file, size.saturating_sub(1), size)?.as_slice() {
+            [b'\n'] => size,
+            _ => match loopdbg_io::lines::last_line_start(&mut file, size + 1, limit)? {
+                Some(end) => end,
+                None => return Ok(false),
+            },
+        };
+        // The newest line whole, however long (up to the limit), and a
+        // byte more than is kept, as `push` keeps: it says whether the
         // part starts a line.
-        let window = self.keep.saturating_add(1);
-        let mut end = meta.len();
-        let mut last = read_range(path, end.saturating_sub(window), end)?;
-        let whole = whole_lines(&last).len();
-        if whole == 0 {
-            // One line longer than the part, unfinished: read as it comes.
+        let Some(newest) = loopdbg_io::lines::last_line_start(&mut file, end, limit)? else {
             return Ok(false);
-        }
-        if whole < last.len() {
-            end -= (last.len() - whole) as u64;
-            last = read_range(path, end.saturating_sub(window), end)?;
-        }
+        };
+        let window = self.keep.saturating_add(1);
+        let last = read_range(&mut file, newest.min(end.saturating_sub(window)), end)?;
         *self = Recent {
             source: Some(source),
             sniffed: true,
@@ -502,16 +525,6 @@ fn log_source(origin: &str, head: &[u8]) -> Option<Source> {
         Ok(GrowingLayout::Log(source)) => Some(source),
         _ => None,
     }
-}
-
-/// Bytes `from..to` of the file at `path`.
-fn read_range(path: &std::path::Path, from: u64, to: u64) -> std::io::Result<Vec<u8>> {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut file = std::fs::File::open(path)?;
-    file.seek(SeekFrom::Start(from))?;
-    let mut bytes = Vec::new();
-    file.take(to - from).read_to_end(&mut bytes)?;
-    Ok(bytes)
 }
 
 /// `text` up to the end of its last complete line.
@@ -792,7 +805,8 @@ mod tests {
             let mut written = bytes.clone();
             written.extend_from_slice(br#"{"type":"user","uuid":"half"#);
             std::fs::write(&path, &written).unwrap();
-            for keep in [bytes.len() / 3, bytes.len() / 2, bytes.len()] {
+            // 100 bytes: the newest line alone is longer than the part.
+            for keep in [100, bytes.len() / 3, bytes.len() / 2, bytes.len()] {
                 // As the follower's tail hands them: complete lines (a
                 // fixture may end cut, as a log being written does).
                 let mut pushed = Recent::with(&name, 0, keep as u64);
@@ -809,7 +823,7 @@ mod tests {
             assert!(!small.read_end(&path).unwrap(), "{name}: small");
             assert_eq!(small.sizes(), (0, 0), "{name}: left as it was");
         }
-        assert!(compared > 30, "{compared}");
+        assert!(compared > 40, "{compared}");
         let path = dir.path().join("requests.jsonl");
         std::fs::write(&path, fixture("dataset.jsonl")).unwrap();
         let mut requests = Recent::with("requests.jsonl", 0, 4096);

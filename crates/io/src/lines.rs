@@ -300,29 +300,75 @@ pub struct TailLines {
     pub read: u64,
 }
 
+/// The longest line a file's newest part is made of when that line alone
+/// is longer than the part (a pasted screenshot is a line of a few MB of
+/// base64): read whole up to this, so the part is never empty for it.
+pub const MAX_PART_LINE: u64 = 16 << 20;
+
 /// The whole lines among the last `bytes` of the first `size` bytes of
 /// `path` (a line cut by the start is dropped; bytes that are not UTF-8
-/// are replaced). Reads `bytes`, whatever the file's size.
+/// are replaced). Reads `bytes`, whatever the file's size; when no line
+/// is whole within them, the last line alone, read back to its start if
+/// it holds at most [`MAX_PART_LINE`] bytes.
 pub fn tail_lines(path: &std::path::Path, size: u64, bytes: u64) -> std::io::Result<TailLines> {
-    use std::io::{Read, Seek, SeekFrom};
     let start = size.saturating_sub(bytes);
     let mut file = std::fs::File::open(path)?;
-    file.seek(SeekFrom::Start(start))?;
-    let mut raw = Vec::new();
-    file.take(size - start).read_to_end(&mut raw)?;
-    let whole = match start {
-        0 => &raw[..],
+    let mut raw = read_range(&mut file, start, size)?;
+    let mut whole_from = match start {
+        0 => Some(0),
         // The byte before the part may be a line's end: only then is the
         // first line whole, and that is not known here, so it goes.
-        _ => match raw.iter().position(|&b| b == b'\n') {
-            Some(end) => &raw[end + 1..],
-            None => &[][..],
-        },
+        _ => raw.iter().position(|&b| b == b'\n').map(|end| end + 1),
     };
+    if start > 0 && whole_from.is_none_or(|from| from >= raw.len()) {
+        // No whole line in the part: the last line, if not too long.
+        if let Some(line) = last_line_start(&mut file, size, MAX_PART_LINE)? {
+            raw = read_range(&mut file, line, size)?;
+            whole_from = Some(0);
+        }
+    }
+    let whole = whole_from.map_or(&[][..], |from| &raw[from.min(raw.len())..]);
     Ok(TailLines {
         text: String::from_utf8_lossy(whole).into_owned(),
         read: raw.len() as u64,
     })
+}
+
+/// Bytes `from..to` of `file`.
+pub fn read_range(file: &mut std::fs::File, from: u64, to: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    file.seek(SeekFrom::Start(from))?;
+    let mut bytes = Vec::new();
+    std::io::Read::by_ref(file)
+        .take(to.saturating_sub(from))
+        .read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// Where the last line of `file`'s first `end` bytes starts (a newline
+/// at `end - 1` ends it): read backwards a block at a time, `None` when
+/// the line is longer than `limit`.
+pub fn last_line_start(
+    file: &mut std::fs::File,
+    end: u64,
+    limit: u64,
+) -> std::io::Result<Option<u64>> {
+    const BLOCK: u64 = 1 << 20;
+    // The last line's own newline is not its start.
+    let mut upto = end.saturating_sub(1);
+    while upto > 0 {
+        if end - upto > limit {
+            return Ok(None);
+        }
+        let from = upto.saturating_sub(BLOCK);
+        let block = read_range(file, from, upto)?;
+        if let Some(k) = block.iter().rposition(|&b| b == b'\n') {
+            let start = from + k as u64 + 1;
+            return Ok((end - start <= limit).then_some(start));
+        }
+        upto = from;
+    }
+    Ok((end <= limit).then_some(0))
 }
 
 #[cfg(test)]
@@ -345,5 +391,35 @@ mod tail_tests {
         // Only the first `size` bytes count (the file may have grown).
         let older = tail_lines(&path, 18, 12).unwrap();
         assert_eq!(older.text, "second\n");
+    }
+
+    /// A newest line longer than the part (a pasted screenshot) is the
+    /// part alone, read back to its start; one past the limit leaves the
+    /// part empty, as before.
+    #[test]
+    fn a_last_line_longer_than_the_part_is_the_part() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log.jsonl");
+        let long = "y".repeat(3 << 20);
+        std::fs::write(&path, format!("first\n{long}\n")).unwrap();
+        let size = std::fs::metadata(&path).unwrap().len();
+        let part = tail_lines(&path, size, 1000).unwrap();
+        assert_eq!(part.text, format!("{long}\n"));
+        let mut file = std::fs::File::open(&path).unwrap();
+        assert_eq!(last_line_start(&mut file, size, 4 << 20).unwrap(), Some(6));
+        assert_eq!(last_line_start(&mut file, size, 1 << 20).unwrap(), None);
+        assert_eq!(last_line_start(&mut file, 6, 100).unwrap(), Some(0));
+        // Without a newline before it, the line starts the file.
+        std::fs::write(&path, format!("{long}\n")).unwrap();
+        let mut file = std::fs::File::open(&path).unwrap();
+        assert_eq!(
+            last_line_start(&mut file, size - 6, 4 << 20).unwrap(),
+            Some(0)
+        );
+        // Past the limit: nothing whole, as before.
+        let longer = "z".repeat((MAX_PART_LINE + 10) as usize);
+        std::fs::write(&path, format!("first\n{longer}\n")).unwrap();
+        let size = std::fs::metadata(&path).unwrap().len();
+        assert_eq!(tail_lines(&path, size, 1000).unwrap().text, "");
     }
 }
