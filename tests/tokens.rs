@@ -214,6 +214,50 @@ fn the_debugger_shows_tokens_per_trip_and_in_all() {
     );
 }
 
+/// The run's tokens "so far" at each trip, computed once per trace, are
+/// each trip's summed and priced as it comes (a cost only while every
+/// trip so far is priced), on each agent's log and with a model the
+/// table does not price.
+#[test]
+fn the_tokens_so_far_at_each_trip_add_up_the_trips_before() {
+    let logs = [
+        (Source::ClaudeCode, "usage/claude_code.jsonl"),
+        (Source::Codex, "usage/codex.jsonl"),
+        (Source::GeminiCli, "usage/gemini_cli.jsonl"),
+    ];
+    for (source, name) in logs {
+        let conv = read_log(source, name);
+        let mut app = replay_app(&conv);
+        for unpriced in [false, true] {
+            if unpriced {
+                // A trip on a model no table prices: no cost from it on.
+                let k = app.trace.rounds.len() / 2;
+                app = replay_app(&conv);
+                app.trace.rounds[k].reply.model = Some("a-model-nobody-prices".into());
+            }
+            let mut usage = loopdbg_engine::message::Usage::default();
+            let mut cost = Some(0.0);
+            assert_eq!(app.tokens_so_far(0), (usage, cost), "{name}");
+            for (k, round) in app.trace.rounds.iter().enumerate() {
+                if let Some(u) = &round.reply.usage {
+                    usage.add(u);
+                    let priced = round
+                        .reply
+                        .model
+                        .as_deref()
+                        .and_then(|m| app.prices.cost(m, u));
+                    cost = cost.zip(priced).map(|(a, b)| a + b);
+                }
+                assert_eq!(app.tokens_so_far(k + 1), (usage, cost), "{name}, trip {k}");
+            }
+            assert!(app.trace.rounds.len() >= 3, "{name}");
+            if unpriced {
+                assert!(cost.is_none(), "{name}");
+            }
+        }
+    }
+}
+
 /// A handout of a replayed log has the tokens table.
 #[test]
 fn the_handout_has_a_tokens_table() {

@@ -15,6 +15,7 @@ use loopdbg_lesson::report::clean;
 
 /// One line of the pane, before it is drawn: the pane lists every id, but
 /// only the rows on screen become text.
+#[derive(Clone)]
 enum Row<'a> {
     Heading(String, Style),
     Entry(&'a IdEntry),
@@ -47,7 +48,7 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let block = pane_block(app, Pane::Ids, title);
     let inner = block.inner(area);
     block.render(area, buf);
-    let rows = rows(app, &ledger);
+    let rows = rows(app, &ledger, &c);
     // What each visible id was one step earlier, to mark what changed.
     let previous = app
         .cursor
@@ -72,11 +73,10 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
             })
             .unwrap_or_else(|| p.to_string())
     };
-    let scroll = (app.ids_scroll as usize).min(rows.len().saturating_sub(inner.height as usize));
-    let lines: Vec<Line> = rows
+    let total: usize = rows.iter().map(Part::len).sum();
+    let scroll = (app.ids_scroll as usize).min(total.saturating_sub(inner.height as usize));
+    let lines: Vec<Line> = window(&ledger, &rows, scroll, inner.height as usize)
         .iter()
-        .skip(scroll)
-        .take(inner.height as usize)
         .map(|row| match row {
             Row::Heading(text, style) => Line::from(span(text.clone(), *style)),
             Row::Entry(e) => {
@@ -123,13 +123,62 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     Paragraph::new(lines).render(inner, buf);
 }
 
+/// A run of the pane's rows: one row, or the ids in one state, in order
+/// of first call (which become rows only when on screen: a log of 450,000
+/// calls built a row for each at every step).
+enum Part<'a> {
+    One(Row<'a>),
+    InState(IdState, usize),
+}
+
+impl Part<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Part::One(_) => 1,
+            Part::InState(_, n) => *n,
+        }
+    }
+}
+
+/// The rows `skip..skip + take` of `parts`.
+fn window<'a>(
+    ledger: &'a loopdbg_engine::ledger::Ledger,
+    parts: &'a [Part<'a>],
+    mut skip: usize,
+    take: usize,
+) -> Vec<Row<'a>> {
+    let mut rows: Vec<Row> = Vec::with_capacity(take);
+    for part in parts {
+        if rows.len() == take {
+            break;
+        }
+        if skip >= part.len() {
+            skip -= part.len();
+            continue;
+        }
+        match part {
+            Part::One(row) => rows.push(row.clone()),
+            Part::InState(state, _) => {
+                let room = take - rows.len();
+                rows.extend(ledger.ids_in(*state).skip(skip).take(room).map(Row::Entry));
+            }
+        }
+        skip = 0;
+    }
+    rows
+}
+
 /// The ledger's rows. Problems come first (unpaired ids, duplicates,
 /// orphans): when the pane is short they are the last rows to fall off its
 /// bottom.
-fn rows<'a>(app: &'a App, ledger: &'a loopdbg_engine::ledger::Ledger) -> Vec<Row<'a>> {
+fn rows<'a>(
+    app: &'a App,
+    ledger: &'a loopdbg_engine::ledger::Ledger,
+    counts: &loopdbg_engine::ledger::LedgerCounts,
+) -> Vec<Part<'a>> {
     let t = &app.theme;
-    let mut problems: Vec<Row> = Vec::new();
-    let mut rest: Vec<Row> = Vec::with_capacity(ledger.entries.len() + 4);
+    let mut problems: Vec<Part> = Vec::new();
+    let mut rest: Vec<Part> = Vec::new();
     let sections = [
         (IdState::Pending, "pending · called, being handled", t.call),
         (IdState::Paired, "paired · has its tool_result", t.ok),
@@ -140,24 +189,27 @@ fn rows<'a>(app: &'a App, ledger: &'a loopdbg_engine::ledger::Ledger) -> Vec<Row
         ),
     ];
     for (state, heading, style) in sections {
-        let entries: Vec<Row> = ledger.ids_in(state).map(Row::Entry).collect();
-        let n = entries.len();
+        let n = match state {
+            IdState::Pending => counts.pending,
+            IdState::Paired => counts.paired,
+            IdState::Unpaired => counts.unpaired,
+        };
         let heading = Row::Heading(format!("{n} {heading}"), if n == 0 { t.dim } else { style });
         let rows = if state == IdState::Unpaired && n > 0 {
             &mut problems
         } else {
             &mut rest
         };
-        rows.push(heading);
-        rows.extend(entries);
+        rows.push(Part::One(heading));
+        rows.push(Part::InState(state, n));
     }
     let dups: Vec<&IdEntry> = ledger.duplicates().collect();
     if !dups.is_empty() {
-        problems.push(Row::Heading(
+        problems.push(Part::One(Row::Heading(
             format!("duplicate ids (one id, several tool_use): {}", dups.len()),
             t.warn,
-        ));
-        problems.extend(dups.into_iter().map(Row::Duplicate));
+        )));
+        problems.extend(dups.into_iter().map(|e| Part::One(Row::Duplicate(e))));
     }
     // Results for calls made in what the file does not hold (a stored
     // response, a log cut at its head) are unchecked, not wrong.
@@ -168,30 +220,30 @@ fn rows<'a>(app: &'a App, ledger: &'a loopdbg_engine::ledger::Ledger) -> Vec<Row
             .any(|id| **id == *o.tool_use_id)
     });
     if !orphans.is_empty() {
-        problems.push(Row::Heading(
+        problems.push(Part::One(Row::Heading(
             format!("orphan results (answer no call): {}", orphans.len()),
             t.warn,
-        ));
-        problems.extend(orphans.into_iter().map(Row::Orphan));
+        )));
+        problems.extend(orphans.into_iter().map(|o| Part::One(Row::Orphan(o))));
     }
     if !unchecked.is_empty() {
-        rest.push(Row::Heading(
+        rest.push(Part::One(Row::Heading(
             format!(
                 "{} answer calls not in this file (unchecked)",
                 unchecked.len()
             ),
             t.dim,
-        ));
+        )));
         if let Some(before) = &app.trace.continues {
-            rest.push(Row::Heading(
+            rest.push(Part::One(Row::Heading(
                 format!(
                     "  made in {}",
                     loopdbg_engine::diagnostics::inert::clean(before)
                 ),
                 t.dim,
-            ));
+            )));
         }
-        rest.extend(unchecked.into_iter().map(Row::Orphan));
+        rest.extend(unchecked.into_iter().map(|o| Part::One(Row::Orphan(o))));
     }
     problems.append(&mut rest);
     problems
@@ -230,4 +282,90 @@ fn call_state(app: &App, e: &IdEntry) -> Option<String> {
         }
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use loopdbg_engine::ledger::Ledger;
+    use loopdbg_engine::message::{Message, Reply, ToolCall};
+
+    /// A turn calling `id` and, when `answered`, its result.
+    fn turn(id: &str, answered: bool) -> Vec<Message> {
+        let call = ToolCall {
+            id: id.into(),
+            name: "Bash".into(),
+            args: serde_json::json!({}).into(),
+            arguments: None,
+        };
+        let reply = Reply {
+            tool_calls: vec![call],
+            ..Reply::default()
+        };
+        let mut turn = vec![Message::assistant(&reply)];
+        if answered {
+            turn.push(Message::tool_result(
+                id.into(),
+                serde_json::json!("ok").into(),
+                false,
+            ));
+        }
+        turn.push(Message::user("next"));
+        turn
+    }
+
+    /// What a row says, to compare rows.
+    fn said(row: &Row) -> String {
+        match row {
+            Row::Heading(text, _) => text.clone(),
+            Row::Entry(e) => format!("entry {}", e.id),
+            Row::Duplicate(e) => format!("duplicate {}", e.id),
+            Row::Orphan(o) => format!("orphan {}", o.tool_use_id),
+        }
+    }
+
+    /// The rows on screen are those of every row built, at any scroll and
+    /// height: the ids of one state become rows only when shown.
+    #[test]
+    fn a_window_of_the_rows_is_the_rows_in_it() {
+        let mut history = vec![Message::user("go")];
+        for k in 0..40 {
+            history.extend(turn(&format!("toolu_{k:02}"), k % 7 != 3));
+        }
+        let ledger = Ledger::of(&history, &[]);
+        let c = ledger.counts();
+        assert_eq!((c.paired, c.unpaired), (34, 6));
+        let style = Style::default();
+        let parts = vec![
+            Part::One(Row::Heading("unpaired".into(), style)),
+            Part::InState(IdState::Unpaired, c.unpaired),
+            Part::One(Row::Heading("pending".into(), style)),
+            Part::InState(IdState::Pending, c.pending),
+            Part::One(Row::Heading("paired".into(), style)),
+            Part::InState(IdState::Paired, c.paired),
+            Part::One(Row::Heading("end".into(), style)),
+        ];
+        let mut every: Vec<String> = Vec::new();
+        for part in &parts {
+            match part {
+                Part::One(row) => every.push(said(row)),
+                Part::InState(state, _) => {
+                    every.extend(ledger.ids_in(*state).map(|e| format!("entry {}", e.id)));
+                }
+            }
+        }
+        let total: usize = parts.iter().map(Part::len).sum();
+        assert_eq!(total, every.len());
+        for skip in 0..=total + 2 {
+            for take in [0, 1, 3, 10, 50] {
+                let shown: Vec<String> = window(&ledger, &parts, skip, take)
+                    .iter()
+                    .map(said)
+                    .collect();
+                let expected: Vec<String> = every.iter().skip(skip).take(take).cloned().collect();
+                assert_eq!(shown, expected, "skip {skip}, take {take}");
+            }
+        }
+    }
 }

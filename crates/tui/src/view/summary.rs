@@ -331,16 +331,7 @@ fn trip_tokens(app: &App) -> Option<Line<'static>> {
     let cost = |model: Option<&str>, u: &loopdbg_engine::message::Usage| {
         model.and_then(|m| app.prices.cost(m, u))
     };
-    let mut so_far = loopdbg_engine::message::Usage::default();
-    let mut so_far_cost = Some(0.0);
-    for r in &app.trace.rounds[..step.round as usize] {
-        if let Some(u) = &r.reply.usage {
-            so_far.add(u);
-            so_far_cost = so_far_cost
-                .zip(cost(r.reply.model.as_deref(), u))
-                .map(|(a, b)| a + b);
-        }
-    }
+    let (so_far, so_far_cost) = app.tokens_so_far(step.round as usize);
     let model = round
         .reply
         .model
