@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use loopdbg_engine::ledger::Ledger;
+use loopdbg_engine::ledger::LedgerAt;
 use loopdbg_engine::session::Session;
 use loopdbg_engine::strategy::Strategy;
 use loopdbg_engine::trace::{Phase, Trace};
@@ -332,9 +332,6 @@ pub(crate) struct Computed {
     /// a long log summed every trip again: a 300 MB log's end drew in
     /// 0.4 s).
     tokens: std::cell::OnceCell<Option<loopdbg_formats::usage::Summary>>,
-    /// The pairing ledger at one step (the step, the ledger): the ids
-    /// pane and the links read it on every frame.
-    ledger: std::cell::RefCell<Option<(usize, std::sync::Arc<Ledger>)>>,
     /// The tokens and cost of the first k rounds, for every k: the
     /// summary says "so far" at each step, and summing (and pricing) every
     /// round before it held each step of a 1 GB log 0.17 s.
@@ -346,13 +343,11 @@ pub(crate) struct Computed {
 pub type SoFar = (loopdbg_engine::message::Usage, Option<f64>);
 
 impl Computed {
-    /// What `derived` computed ahead, for a trace whose newest step is
-    /// `newest`.
-    fn of(derived: Derived, newest: usize) -> Computed {
+    /// What `derived` computed ahead.
+    fn of(derived: Derived) -> Computed {
         Computed {
             analysis: std::cell::OnceCell::from(derived.analysis),
             tokens: std::cell::OnceCell::from(derived.tokens),
-            ledger: std::cell::RefCell::new(Some((newest, derived.ledger))),
             so_far: std::cell::OnceCell::new(),
         }
     }
@@ -394,8 +389,6 @@ pub struct Derived {
     pub analysis: RunAnalysis,
     /// The tokens and cost, at the prices they were computed at.
     pub tokens: Option<loopdbg_formats::usage::Summary>,
-    /// The pairing ledger at the newest step.
-    pub ledger: std::sync::Arc<Ledger>,
 }
 
 impl App {
@@ -534,17 +527,18 @@ impl App {
         so_far.get(rounds).copied().unwrap_or_default()
     }
 
-    /// The pairing ledger at the step shown.
-    pub fn ledger(&self) -> std::sync::Arc<Ledger> {
-        let mut cached = self.computed.ledger.borrow_mut();
-        match cached.as_ref() {
-            Some((at, ledger)) if *at == self.cursor => ledger.clone(),
-            _ => {
-                let ledger = std::sync::Arc::new(self.trace.ledger_at(self.cursor));
-                *cached = Some((self.cursor, ledger.clone()));
-                ledger
-            }
-        }
+    /// The ids the loop has taken and not answered at the step shown.
+    pub fn in_flight(&self) -> Vec<&str> {
+        self.trace.in_flight_at(self.cursor)
+    }
+
+    /// The pairing ledger at the step shown, `in_flight` from
+    /// [`App::in_flight`]: a view read as it is drawn, in time that grows
+    /// with what is drawn, not with the history (a ledger built per step
+    /// held each step of a 1 GB log 0.4 s).
+    pub fn ledger<'a>(&'a self, in_flight: &'a [&'a str]) -> LedgerAt<'a> {
+        let len = self.trace.step(self.cursor).history_len;
+        self.trace.pairing.at(len, in_flight)
     }
 
     /// Forgets what was computed of the trace: called whenever `trace` is
@@ -673,7 +667,7 @@ impl App {
             _computed: derived,
         };
         if let Some(derived) = update.derived {
-            self.computed = Computed::of(*derived, self.trace.len() - 1);
+            self.computed = Computed::of(*derived);
         }
         old
     }
@@ -847,24 +841,8 @@ impl App {
             return links;
         };
         let range = self.history_range_of(selected);
-        let ledger = self.ledger();
-        for e in &ledger.entries {
-            let result = e.first_result.map(|r| r.message);
-            let call_here = range.contains(&e.first_call.message);
-            let result_here = result.is_some_and(|r| range.contains(&r));
-            if call_here || result_here {
-                links.calls.push(e.first_call);
-                if call_here && let Some(r) = result {
-                    links.messages.push(r);
-                }
-                if result_here {
-                    links.messages.push(e.first_call.message);
-                }
-            }
-        }
-        links.messages.retain(|m| !range.contains(m));
-        links.messages.sort_unstable();
-        links.messages.dedup();
+        let in_flight = self.in_flight();
+        (links.calls, links.messages) = self.ledger(&in_flight).links(range);
         links
     }
 

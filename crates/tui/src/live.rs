@@ -27,14 +27,13 @@ impl LiveUpdate {
     }
 
     /// Computes here what the screen shows of the trace at its newest
-    /// step (the end summary, the tokens at `prices`, the ledger): for an
-    /// adapter on a thread of its own, so the event loop only draws.
+    /// step (the end summary, the tokens at `prices`): for an adapter on
+    /// a thread of its own, so the event loop only draws. (The ledger at
+    /// any step is read from the trace's pairing index as it is drawn.)
     pub fn derive(&mut self, prices: &loopdbg_formats::prices::Prices) {
-        let newest = self.trace.len() - 1;
         self.derived = Some(Box::new(Derived {
             analysis: loopdbg_lesson::checks::RunAnalysis::of(&self.trace),
             tokens: loopdbg_formats::usage::of_trace(&self.trace, prices),
-            ledger: std::sync::Arc::new(self.trace.ledger_at(newest)),
         }));
     }
 

@@ -18,14 +18,15 @@ use loopdbg_lesson::report::clean;
 #[derive(Clone)]
 enum Row<'a> {
     Heading(String, Style),
-    Entry(&'a IdEntry),
-    Duplicate(&'a IdEntry),
+    Entry(IdEntry),
+    Duplicate(IdEntry),
     Orphan(&'a Orphan),
 }
 
 pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let t = &app.theme;
-    let ledger = app.ledger();
+    let in_flight = app.in_flight();
+    let ledger = app.ledger(&in_flight);
     let c = ledger.counts();
     let title = Line::from(vec![
         span(" ids ", t.title),
@@ -142,7 +143,7 @@ impl Part<'_> {
 
 /// The rows `skip..skip + take` of `parts`.
 fn window<'a>(
-    ledger: &'a loopdbg_engine::ledger::Ledger,
+    ledger: &loopdbg_engine::ledger::LedgerAt<'a>,
     parts: &'a [Part<'a>],
     mut skip: usize,
     take: usize,
@@ -173,7 +174,7 @@ fn window<'a>(
 /// bottom.
 fn rows<'a>(
     app: &'a App,
-    ledger: &'a loopdbg_engine::ledger::Ledger,
+    ledger: &loopdbg_engine::ledger::LedgerAt<'a>,
     counts: &loopdbg_engine::ledger::LedgerCounts,
 ) -> Vec<Part<'a>> {
     let t = &app.theme;
@@ -203,7 +204,7 @@ fn rows<'a>(
         rows.push(Part::One(heading));
         rows.push(Part::InState(state, n));
     }
-    let dups: Vec<&IdEntry> = ledger.duplicates().collect();
+    let dups = ledger.duplicates();
     if !dups.is_empty() {
         problems.push(Part::One(Row::Heading(
             format!("duplicate ids (one id, several tool_use): {}", dups.len()),
@@ -213,12 +214,13 @@ fn rows<'a>(
     }
     // Results for calls made in what the file does not hold (a stored
     // response, a log cut at its head) are unchecked, not wrong.
-    let (unchecked, orphans): (Vec<&Orphan>, Vec<&Orphan>) = ledger.orphans.iter().partition(|o| {
-        app.trace
-            .unverifiable
-            .iter()
-            .any(|id| **id == *o.tool_use_id)
-    });
+    let (unchecked, orphans): (Vec<&Orphan>, Vec<&Orphan>) =
+        ledger.orphans().iter().partition(|o| {
+            app.trace
+                .unverifiable
+                .iter()
+                .any(|id| **id == *o.tool_use_id)
+        });
     if !orphans.is_empty() {
         problems.push(Part::One(Row::Heading(
             format!("orphan results (answer no call): {}", orphans.len()),
@@ -288,7 +290,7 @@ fn call_state(app: &App, e: &IdEntry) -> Option<String> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use loopdbg_engine::ledger::Ledger;
+    use loopdbg_engine::ledger::PairingIndex;
     use loopdbg_engine::message::{Message, Reply, ToolCall};
 
     /// A turn calling `id` and, when `answered`, its result.
@@ -333,7 +335,8 @@ mod tests {
         for k in 0..40 {
             history.extend(turn(&format!("toolu_{k:02}"), k % 7 != 3));
         }
-        let ledger = Ledger::of(&history, &[]);
+        let index = PairingIndex::new(&history);
+        let ledger = index.at(history.len(), &[]);
         let c = ledger.counts();
         assert_eq!((c.paired, c.unpaired), (34, 6));
         let style = Style::default();
