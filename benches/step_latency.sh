@@ -4,9 +4,9 @@
 # (default: this tree's release build) opens each log in a 120x40 tmux
 # pane, goes to the newest step (End), and 9 steps back (Left) are timed
 # from the key to the header showing the new step; the median, min and
-# max are printed. The logs: a short fixture, and generated Claude Code
-# logs of 100,000 and 1,800,000 events (about 56 MB and 1 GB;
-# examples/gen_claude_log.rs). Needs tmux.
+# max are printed (10 s: the step never came). The logs: generated
+# Claude Code logs (examples/gen_claude_log.rs) of 200, 100,000 and
+# 1,800,000 events (about 0.1 MB, 56 MB and 1 GB). Needs tmux.
 # Usage: benches/step_latency.sh [BINARY...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,9 +16,10 @@ binaries=("$@")
 work=$(mktemp -d)
 session="loopdbg-step-$$"
 trap 'tmux kill-session -t "$session" 2>/dev/null; rm -rf "$work"' EXIT
+target/release/examples/gen_claude_log "$work/short.jsonl" 200 > /dev/null
 target/release/examples/gen_claude_log "$work/56mb.jsonl" 100000 > /dev/null
 target/release/examples/gen_claude_log "$work/1gb.jsonl" 1800000 > /dev/null
-logs=(tests/fixtures/transcripts/claude_code_v2/parallel.jsonl "$work/56mb.jsonl" "$work/1gb.jsonl")
+logs=("$work/short.jsonl" "$work/56mb.jsonl" "$work/1gb.jsonl")
 ms() { echo $(( $(date +%s%N) / 1000000 )); }
 header() { tmux capture-pane -p -t "$session" | head -1; }
 echo "| binary | log | step back (median) | min | max |"
@@ -28,7 +29,13 @@ for log in "${logs[@]}"; do
     tmux kill-session -t "$session" 2>/dev/null || true
     tmux new-session -d -s "$session" -x 120 -y 40 "$bin $log; sleep 600"
     # Opened, and the whole log read (a large one opens on its part).
-    until header | grep -q "step " && ! tmux capture-pane -p -t "$session" | grep -q "reading the rest"; do
+    # (Tested on captured text: `grep -q` ends a pipe early, which
+    # pipefail would read as a failure.)
+    while true; do
+      screen=$(tmux capture-pane -p -t "$session")
+      if grep -q "step " <<< "$screen" && ! grep -q "reading the rest" <<< "$screen"; then
+        break
+      fi
       sleep 0.05
     done
     tmux send-keys -t "$session" End
@@ -38,7 +45,7 @@ for log in "${logs[@]}"; do
       before=$(header)
       start=$(ms)
       tmux send-keys -t "$session" Left
-      while [ "$(header)" = "$before" ]; do sleep 0.001; done
+      until [ "$(header)" != "$before" ] || [ $(( $(ms) - start )) -gt 10000 ]; do sleep 0.001; done
       times+=($(( $(ms) - start )))
     done
     printf "%s\n" "${times[@]}" | sort -n | tr '\n' ' ' | awk -v b="$(basename "$bin")" -v l="$(basename "$log")" \
