@@ -388,7 +388,10 @@ impl<'a> LedgerAt<'a> {
     pub fn links(&self, range: std::ops::Range<usize>) -> (Vec<Position>, Vec<usize>) {
         let index = self.index;
         let (mut calls, mut messages) = (Vec::new(), Vec::new());
-        let from = index.calls.partition_point(|c| c.at.message < range.start);
+        let from = index
+            .calls
+            .partition_point(|c| c.at.message < range.start)
+            .min(self.made);
         for call in index.calls[from..self.made]
             .iter()
             .take_while(|c| c.at.message < range.end)
@@ -628,6 +631,9 @@ mod tests {
                         );
                     }
                 }
+                // A range past the prefix links nothing (and is no panic).
+                let past = len + 1..len + 3;
+                assert_eq!(view.links(past), (vec![], vec![]), "prefix {len}");
             }
         }
     }
