@@ -101,15 +101,7 @@ fn the_preview_judges_its_part() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("session.jsonl");
     write_log(&path, 400, 300);
-    let head = r#""sessionId":"s1","cwd":"/w","version":"2.0.76","isSidechain":false"#;
-    let mut out = std::fs::OpenOptions::new()
-        .append(true)
-        .open(&path)
-        .unwrap();
-    writeln!(out, r#"{{"type":"user","uuid":"u401","parentUuid":"f400",{head},"message":{{"role":"user","content":"turn 401: deploy"}}}}"#).unwrap();
-    writeln!(out, r#"{{"type":"assistant","uuid":"a401","parentUuid":"u401",{head},"message":{{"id":"m401","role":"assistant","content":[{{"type":"tool_use","id":"toolu_never","name":"Bash","input":{{}}}}]}}}}"#).unwrap();
-    writeln!(out, r#"{{"type":"user","uuid":"u402","parentUuid":"a401",{head},"message":{{"role":"user","content":"never mind"}}}}"#).unwrap();
-    drop(out);
+    append_lines(&path, &broken_turn(400));
     let preview = preview_with(&path, &opened(&path), 1 << 10, 8 << 10).expect("a preview");
     let violations = &preview.replay.trace.violations;
     assert_eq!(violations.len(), 1, "{violations:?}");
@@ -128,12 +120,12 @@ fn a_newest_line_longer_than_the_part_is_previewed() {
     write_log(&path, 400, 300);
     let head = r#""sessionId":"s1","cwd":"/w","version":"2.0.76","isSidechain":false"#;
     let image = "iVBORw0KGgo".repeat(200_000);
-    let mut out = std::fs::OpenOptions::new()
-        .append(true)
-        .open(&path)
-        .unwrap();
-    writeln!(out, r#"{{"type":"user","uuid":"u401","parentUuid":"f400",{head},"message":{{"role":"user","content":[{{"type":"text","text":"turn 401: why is this red?"}},{{"type":"image","source":{{"type":"base64","media_type":"image/png","data":"{image}"}}}}]}}}}"#).unwrap();
-    drop(out);
+    append_lines(
+        &path,
+        &[format!(
+            r#"{{"type":"user","uuid":"u401","parentUuid":"f400",{head},"message":{{"role":"user","content":[{{"type":"text","text":"turn 401: why is this red?"}},{{"type":"image","source":{{"type":"base64","media_type":"image/png","data":"{image}"}}}}]}}}}"#
+        )],
+    );
     let preview = preview_with(&path, &opened(&path), 1 << 10, 8 << 10).expect("a preview");
     assert!(preview.read > 2 << 20, "{}", preview.read);
     let shown = &preview.replay.conversation.messages;
@@ -322,21 +314,31 @@ fn a_followed_log_shows_its_newest_part_at_once_and_the_judged_whole_after() {
     assert_eq!(app.notice.as_deref(), Some("ALARM in the part"));
 }
 
-/// A broken turn at the end of a large log (an unanswered call, then a
-/// prompt).
-fn append_broken_turn(path: &Path) {
+/// A broken turn after turn `after` of a log [`write_log`] wrote: a
+/// prompt, a call never answered (`toolu_never`), then a prompt.
+fn broken_turn(after: usize) -> Vec<String> {
     let head = r#""sessionId":"s1","cwd":"/w","version":"2.0.76","isSidechain":false"#;
-    let lines = [
+    let (t, next) = (after + 1, after + 2);
+    vec![
         format!(
-            r#"{{"type":"user","uuid":"u2401","parentUuid":"f2400",{head},"message":{{"role":"user","content":"turn 2401: deploy"}}}}"#
+            r#"{{"type":"user","uuid":"u{t}","parentUuid":"f{after}",{head},"message":{{"role":"user","content":"turn {t}: deploy"}}}}"#
         ),
         format!(
-            r#"{{"type":"assistant","uuid":"a2401","parentUuid":"u2401",{head},"message":{{"id":"m2401","role":"assistant","content":[{{"type":"tool_use","id":"toolu_never","name":"Bash","input":{{"command":"deploy"}}}}]}}}}"#
+            r#"{{"type":"assistant","uuid":"a{t}","parentUuid":"u{t}",{head},"message":{{"id":"m{t}","role":"assistant","content":[{{"type":"tool_use","id":"toolu_never","name":"Bash","input":{{"command":"deploy"}}}}]}}}}"#
         ),
         format!(
-            r#"{{"type":"user","uuid":"u2402","parentUuid":"a2401",{head},"message":{{"role":"user","content":"never mind"}}}}"#
+            r#"{{"type":"user","uuid":"u{next}","parentUuid":"a{t}",{head},"message":{{"role":"user","content":"never mind"}}}}"#
         ),
-    ];
+    ]
+}
+
+/// A broken turn at the end of the large log ([`broken_turn`]).
+fn append_broken_turn(path: &Path) {
+    append_lines(path, &broken_turn(2400));
+}
+
+/// `lines` appended to the file at `path`, as an agent appends events.
+fn append_lines(path: &Path, lines: &[String]) {
     let mut file = std::fs::OpenOptions::new().append(true).open(path).unwrap();
     writeln!(file, "{}", lines.join("\n")).unwrap();
     file.flush().unwrap();

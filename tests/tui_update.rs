@@ -1274,3 +1274,47 @@ fn a_forks_handout_says_it_is_a_fork() {
         "the fork's handout says so"
     );
 }
+
+/// The provider view's items at every step, made once per trace and cut
+/// at each step's history, are what the view makes of that history, in
+/// every provider's view, on a replayed log with parallel calls, and on a
+/// run under each extraction (a run adds results one at a time).
+#[test]
+fn the_view_items_of_each_step_are_those_of_its_history() {
+    use loopdbg_formats::provider::{Format, spans};
+    let conv = claude_code_log("claude_code_v2/parallel.jsonl").remove(0);
+    let findings = loopdbg_judge::check::check(&conv);
+    let trace = loopdbg_export::replay::trace_of(&conv, &findings);
+    let session = loopdbg_export::replay::session_for(&conv, "replay");
+    let replay = App::replay("log", session, trace, "claude-code", Theme::color());
+    let apps = [
+        replay,
+        app_with(
+            "weather_fx.json",
+            Extract::All,
+            StopRule::ToolCalls,
+            "reask",
+        ),
+        fx_first_reask(),
+    ];
+    for mut app in apps {
+        for format in [
+            Format::Anthropic,
+            Format::Openai,
+            Format::Responses,
+            Format::Gemini,
+            Format::Bedrock,
+        ] {
+            app.view = Some(format);
+            for cursor in 0..app.trace.len() {
+                app.cursor = cursor;
+                let made = spans(format, app.trace.history_at(cursor));
+                let cut: Vec<_> = app.view_spans().unwrap().iter().collect();
+                assert_eq!(cut, made, "{format:?} at step {cursor}");
+                assert_eq!(app.view_len(), made.len());
+            }
+        }
+        app.view = None;
+        assert!(app.view_spans().is_none());
+    }
+}

@@ -302,6 +302,20 @@ impl PairingIndex {
     }
 }
 
+/// Links as [`LedgerAt::links`] gives them: the messages outside `range`
+/// once each, both lists in order.
+fn settled_links(
+    range: std::ops::Range<usize>,
+    mut calls: Vec<Position>,
+    mut messages: Vec<usize>,
+) -> (Vec<Position>, Vec<usize>) {
+    messages.retain(|m| !range.contains(m));
+    messages.sort_unstable();
+    messages.dedup();
+    calls.sort_unstable_by_key(|p| (p.message, p.block));
+    (calls, messages)
+}
+
 /// `k` as a call's index (a history holds far fewer calls).
 fn to_u32(k: usize) -> u32 {
     u32::try_from(k).unwrap_or(NO_CALL)
@@ -412,11 +426,7 @@ impl<'a> LedgerAt<'a> {
                 messages.push(call.at.message);
             }
         }
-        messages.retain(|m| !range.contains(m));
-        messages.sort_unstable();
-        messages.dedup();
-        calls.sort_unstable_by_key(|p| (p.message, p.block));
-        (calls, messages)
+        settled_links(range, calls, messages)
     }
 
     fn state(&self, call: &CallRecord) -> IdState {
@@ -596,18 +606,17 @@ mod tests {
     /// late result and calls in flight.
     #[test]
     fn the_view_of_a_prefix_is_its_ledger() {
-        let history = vec![
-            Message::tool_result("ghost".into(), json!(null).into(), true),
-            Message::user("q"),
-            plan(),
-            Message::tool_result("w1".into(), json!(1).into(), false),
-            plan(),
-            Message::tool_result("w1".into(), json!(1).into(), false),
-            Message::tool_result("f1".into(), json!(2).into(), false),
+        let mut history = vec![Message::tool_result(
+            "ghost".into(),
+            json!(null).into(),
+            true,
+        )];
+        history.extend(a_result_a_turn_late());
+        history.extend([
             Message::user("again"),
             plan(),
             Message::tool_result("f1".into(), json!(2).into(), false),
-        ];
+        ]);
         let index = PairingIndex::new(&history);
         for in_flight in [&[][..], &["w1"][..], &["w1", "f1"][..]] {
             for len in 0..=history.len() {
@@ -655,23 +664,24 @@ mod tests {
                 }
             }
         }
-        messages.retain(|m| !range.contains(m));
-        messages.sort_unstable();
-        messages.dedup();
-        calls.sort_by_key(|p| (p.message, p.block));
-        (calls, messages)
+        settled_links(range, calls, messages)
     }
 
-    #[test]
-    fn a_result_answers_only_the_turn_before_it() {
-        let history = vec![
+    /// Two turns calling w1 and f1; f1's first result comes a turn late.
+    fn a_result_a_turn_late() -> Vec<Message> {
+        vec![
             Message::user("q"),
             plan(),
             Message::tool_result("w1".into(), json!(1).into(), false),
             plan(),
             Message::tool_result("w1".into(), json!(1).into(), false),
             Message::tool_result("f1".into(), json!(2).into(), false),
-        ];
+        ]
+    }
+
+    #[test]
+    fn a_result_answers_only_the_turn_before_it() {
+        let history = a_result_a_turn_late();
         let l = Ledger::of(&history, &[]);
         let states: Vec<(&str, IdState)> = l.entries.iter().map(|e| (&*e.id, e.state)).collect();
         assert_eq!(

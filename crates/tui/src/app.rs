@@ -7,7 +7,7 @@ use loopdbg_engine::ledger::LedgerAt;
 use loopdbg_engine::session::Session;
 use loopdbg_engine::strategy::Strategy;
 use loopdbg_engine::trace::{Phase, Trace};
-use loopdbg_formats::provider::{Format, ViewItem};
+use loopdbg_formats::provider::{Format, ViewItem, ViewSpan};
 use loopdbg_lesson::checks::RunAnalysis;
 use loopdbg_lesson::report::CompareRow;
 
@@ -336,6 +336,53 @@ pub(crate) struct Computed {
     /// summary says "so far" at each step, and summing (and pricing) every
     /// round before it held each step of a 1 GB log 0.17 s.
     so_far: std::cell::OnceCell<Vec<SoFar>>,
+    /// The provider view's items of the whole trace, for the view they
+    /// were made for: a step's are these, cut ([`SpansAt`]). Made again
+    /// five times per frame, they held each step of a 1 GB log 0.2 s.
+    spans: std::cell::RefCell<Option<(Format, std::sync::Arc<Vec<ViewSpan>>)>>,
+}
+
+/// The provider view's items of the history at one step: the whole
+/// trace's items cut where its history ends. Items are made by a fold
+/// that never looks ahead, so a prefix's items are the whole's, the last
+/// one cut short ([`loopdbg_formats::provider::spans`]).
+pub struct SpansAt {
+    all: std::sync::Arc<Vec<ViewSpan>>,
+    /// How many items the step's history has.
+    count: usize,
+    /// How many messages the step's history has.
+    history_len: usize,
+}
+
+impl SpansAt {
+    /// How many items.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Item `i`, as `spans` of the step's history makes it.
+    pub fn get(&self, i: usize) -> Option<ViewSpan> {
+        let mut span = self.all.get(i).filter(|_| i < self.count)?.clone();
+        span.from.end = span.from.end.min(self.history_len);
+        Some(span)
+    }
+
+    /// Every item, as `spans` of the step's history makes them.
+    pub fn iter(&self) -> impl Iterator<Item = ViewSpan> + '_ {
+        (0..self.count).filter_map(|i| self.get(i))
+    }
+
+    /// The items as the whole trace has them: the last may reach past the
+    /// step's history (for [`loopdbg_formats::provider::block_path`],
+    /// which only looks up messages of the history).
+    pub fn uncut(&self) -> &[ViewSpan] {
+        &self.all[..self.count]
+    }
 }
 
 /// The tokens of the rounds up to one, and their cost when every one of
@@ -349,6 +396,7 @@ impl Computed {
             analysis: std::cell::OnceCell::from(derived.analysis),
             tokens: std::cell::OnceCell::from(derived.tokens),
             so_far: std::cell::OnceCell::new(),
+            spans: std::cell::RefCell::new(None),
         }
     }
 }
@@ -785,12 +833,35 @@ impl App {
         }
     }
 
+    /// The provider view's items at this step (`None` in the canonical
+    /// view): made once per trace and view, cut at each step.
+    pub fn view_spans(&self) -> Option<SpansAt> {
+        let format = self.view?;
+        let mut cached = self.computed.spans.borrow_mut();
+        let all = match cached.as_ref() {
+            Some((made_for, all)) if *made_for == format => all.clone(),
+            _ => {
+                let all = std::sync::Arc::new(loopdbg_formats::provider::spans(
+                    format,
+                    &self.trace.messages,
+                ));
+                *cached = Some((format, all.clone()));
+                all
+            }
+        };
+        let history_len = self.trace.step(self.cursor).history_len;
+        let count = all.partition_point(|s| s.from.start < history_len);
+        Some(SpansAt {
+            all,
+            count,
+            history_len,
+        })
+    }
+
     /// How many items the messages pane lists at this step.
     pub fn view_len(&self) -> usize {
-        match self.view {
-            Some(format) => {
-                loopdbg_formats::provider::spans(format, self.trace.history_at(self.cursor)).len()
-            }
+        match self.view_spans() {
+            Some(spans) => spans.len(),
             None => self.trace.history_at(self.cursor).len(),
         }
     }
@@ -799,8 +870,8 @@ impl App {
     pub fn view_item(&self, i: usize) -> Option<ViewItem> {
         let format = self.view?;
         let history = self.trace.history_at(self.cursor);
-        let spans = loopdbg_formats::provider::spans(format, history);
-        loopdbg_formats::provider::render_span(format, history, spans.get(i)?)
+        let span = self.view_spans()?.get(i)?;
+        loopdbg_formats::provider::render_span(format, history, &span)
     }
 
     /// The strategy of the trace shown.
@@ -819,12 +890,8 @@ impl App {
 
     /// The canonical messages behind item `i` of the messages pane.
     pub fn history_range_of(&self, i: usize) -> std::ops::Range<usize> {
-        match self.view {
-            Some(format) => {
-                loopdbg_formats::provider::spans(format, self.trace.history_at(self.cursor))
-                    .get(i)
-                    .map_or(i..i, |s| s.from.clone())
-            }
+        match self.view_spans() {
+            Some(spans) => spans.get(i).map_or(i..i, |s| s.from),
             None => i..i + 1,
         }
     }

@@ -701,11 +701,8 @@ fn search_next(app: &mut App) {
         .collect();
     // Matching is on the canonical messages; a provider item matches when
     // any message it renders does.
-    let ranges: Vec<std::ops::Range<usize>> = match app.view {
-        Some(format) => loopdbg_formats::provider::spans(format, history)
-            .into_iter()
-            .map(|s| s.from)
-            .collect(),
+    let ranges: Vec<std::ops::Range<usize>> = match app.view_spans() {
+        Some(spans) => spans.iter().map(|s| s.from).collect(),
         None => (0..history.len()).map(|i| i..i + 1).collect(),
     };
     let matches: Vec<usize> = ranges

@@ -9,7 +9,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Paragraph, Widget};
 
 use super::{pane_block, span};
-use crate::app::{App, Pane};
+use crate::app::{App, Pane, SpansAt};
 use loopdbg_engine::ledger::{IdEntry, IdState, Orphan};
 use loopdbg_lesson::report::clean;
 
@@ -63,12 +63,10 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     // Locations follow the messages pane: canonical, or as the provider
     // view spells them.
     let history = app.trace.history_at(app.cursor);
-    let spans = app
-        .view
-        .map(|format| loopdbg_formats::provider::spans(format, history));
+    let spans = app.view_spans();
     let place = |p: loopdbg_engine::ledger::Position| -> String {
         app.view
-            .zip(spans.as_deref())
+            .zip(spans.as_ref().map(SpansAt::uncut))
             .and_then(|(format, spans)| {
                 loopdbg_formats::provider::block_path(format, history, spans, p.message, p.block)
             })

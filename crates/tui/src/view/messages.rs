@@ -54,15 +54,11 @@ fn render_list(
     let links = app.links();
     // Where each item comes from, worked out once per frame (only needed
     // when something is linked).
-    let view_spans = match app.view {
-        Some(format) if !links.messages.is_empty() => {
-            loopdbg_formats::provider::spans(format, app.trace.history_at(app.cursor))
-        }
-        _ => Vec::new(),
-    };
-    let range_of = |i: usize| match app.view {
-        Some(_) => view_spans.get(i).map_or(i..i, |s| s.from.clone()),
-        None => i..i + 1,
+    let view_spans = app.view_spans().filter(|_| !links.messages.is_empty());
+    let range_of = |i: usize| match (&view_spans, app.view) {
+        (Some(spans), _) => spans.get(i).map_or(i..i, |s| s.from),
+        (None, Some(_)) => i..i,
+        (None, None) => i..i + 1,
     };
     let lines: Vec<Line> = (offset..count.min(offset + height))
         .map(|i| {
@@ -180,9 +176,18 @@ fn render_provider(app: &App, format: Format, area: Rect, buf: &mut Buffer) {
     let t = &app.theme;
     let history = app.trace.history_at(app.cursor);
     // Roles for every item, JSON only for the lines on screen.
-    let spans = loopdbg_formats::provider::spans(format, history);
+    let Some(spans) = app.view_spans() else {
+        return;
+    };
     let added = app.trace.added_at(app.cursor);
-    let roles: Vec<&str> = spans.iter().rev().take(40).rev().map(|s| s.role).collect();
+    let roles: Vec<&str> = spans
+        .uncut()
+        .iter()
+        .rev()
+        .take(40)
+        .rev()
+        .map(|s| s.role)
+        .collect();
     let more = if spans.len() > roles.len() {
         "… "
     } else {
@@ -196,7 +201,10 @@ fn render_provider(app: &App, format: Format, area: Rect, buf: &mut Buffer) {
         ),
     ]);
     render_list(app, area, buf, title, spans.len(), |i, width| {
-        let s = &spans[i];
+        let Some(s) = spans.get(i) else {
+            return Line::default();
+        };
+        let s = &s;
         let is_new = s.from.end > added.start && s.from.start < added.end;
         let marker = if is_new {
             span("+", t.added)
