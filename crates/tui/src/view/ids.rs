@@ -249,15 +249,39 @@ fn rows<'a>(
     problems
 }
 
+/// The round whose reply is message `message`: found where the history
+/// first holds it (steps grow the history in order), which a scan of the
+/// rounds did for each row on screen (450,000 rounds at the end of a 1 GB
+/// log); by the scan when the steps do not say.
+fn round_replying_with(
+    trace: &loopdbg_engine::trace::Trace,
+    message: usize,
+) -> Option<&loopdbg_engine::trace::Round> {
+    round_by_steps(trace, message).or_else(|| {
+        trace
+            .rounds
+            .iter()
+            .find(|r| r.reply_message == Some(message))
+    })
+}
+
+/// [`round_replying_with`] by the steps alone.
+fn round_by_steps(
+    trace: &loopdbg_engine::trace::Trace,
+    message: usize,
+) -> Option<&loopdbg_engine::trace::Round> {
+    let appended = trace.steps.partition_point(|s| s.history_len <= message);
+    let step = trace.steps.get(appended)?;
+    trace
+        .round(step.round)
+        .filter(|r| r.reply_message == Some(message))
+}
+
 /// What the loop is doing with a call at this step: running, or how it
 /// ended (a placeholder result is said to be one).
 fn call_state(app: &App, e: &IdEntry) -> Option<String> {
     let step = app.trace.step(app.cursor);
-    let round = app
-        .trace
-        .rounds
-        .iter()
-        .find(|r| r.reply_message == Some(e.first_call.message))?;
+    let round = round_replying_with(&app.trace, e.first_call.message)?;
     let message = app.trace.messages.get(e.first_call.message)?;
     let call = message.content[..e.first_call.block]
         .iter()
@@ -313,6 +337,54 @@ mod tests {
         }
         turn.push(Message::user("next"));
         turn
+    }
+
+    /// The round found by the steps alone is the one a scan of the rounds
+    /// finds, for every message of every shipped session's run (the scan
+    /// is only the fallback).
+    #[test]
+    fn the_round_replying_with_a_message_is_found_by_the_steps() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+        let mut traces = Vec::new();
+        for entry in std::fs::read_dir(format!("{root}/sessions")).unwrap() {
+            let path = entry.unwrap().path();
+            let text = std::fs::read_to_string(&path).unwrap();
+            let Ok(session) = loopdbg_engine::Session::parse(&path.display().to_string(), &text)
+            else {
+                continue;
+            };
+            let strategy = loopdbg_engine::Strategy::for_session(&session);
+            traces.push(loopdbg_engine::run(&session, &strategy));
+        }
+        // Replays too: Claude Code logs with parallel calls, an interrupt
+        // and a refused request.
+        for name in [
+            "parallel",
+            "answered_after_interrupt",
+            "refused_400",
+            "api_errors",
+        ] {
+            let path = format!("{root}/tests/fixtures/transcripts/claude_code_v2/{name}.jsonl");
+            let text = std::fs::read_to_string(&path).unwrap();
+            let mut log = loopdbg_read::Log::new(loopdbg_read::Source::ClaudeCode).unwrap();
+            for (k, line) in text.lines().enumerate() {
+                log.push_owned(k + 1, serde_json::from_str(line).unwrap())
+                    .unwrap();
+            }
+            for conv in log.finish().unwrap() {
+                traces.push(loopdbg_export::replay::trace_of(&conv, &[]));
+            }
+        }
+        let mut checked = 0;
+        for trace in traces {
+            for m in 0..trace.messages.len() {
+                let scanned = trace.rounds.iter().find(|r| r.reply_message == Some(m));
+                let found = round_by_steps(&trace, m);
+                assert_eq!(found.map(|r| r.number), scanned.map(|r| r.number));
+                checked += usize::from(found.is_some());
+            }
+        }
+        assert!(checked > 20, "{checked}");
     }
 
     /// What a row says, to compare rows.
