@@ -1,7 +1,7 @@
 //! The pure update function: state + action → new state (and maybe a
 //! follow-up action). No terminal, no clock; tested without either.
 
-use loopdbg_engine::ledger::{Ledger, counted_ids};
+use loopdbg_engine::ledger::counted_ids;
 use loopdbg_engine::session::MAX_ROUNDS_LIMIT;
 use loopdbg_engine::strategy::Strategy;
 use loopdbg_engine::trace::{Phase, Trace};
@@ -577,10 +577,20 @@ fn continue_target(app: &App) -> (usize, String) {
         }
         if step.unpaired > trace.step(k - 1).unpaired {
             // Only the calls that became unpaired at this step.
-            let mut before =
-                Ledger::of(trace.history_at(k - 1), &trace.in_flight_at(k - 1)).unpaired();
+            // Read off the trace's pairing index, not rebuilt from the history.
+            let unpaired_at = |k: usize| -> Vec<String> {
+                let in_flight = trace.in_flight_at(k);
+                let len = trace.step(k).history_len;
+                trace
+                    .pairing
+                    .at(len, &in_flight)
+                    .ids_in(loopdbg_engine::ledger::IdState::Unpaired)
+                    .map(|e| e.id.to_string())
+                    .collect()
+            };
+            let mut before = unpaired_at(k - 1);
             let mut new = Vec::new();
-            for id in Ledger::of(trace.history_at(k), &trace.in_flight_at(k)).unpaired() {
+            for id in unpaired_at(k) {
                 match before.iter().position(|b| *b == id) {
                     Some(i) => {
                         before.remove(i);
