@@ -705,9 +705,17 @@ fn search_next(app: &mut App) {
         return;
     }
     let history = app.trace.history_at(app.cursor);
-    let hay: Vec<String> = history
+    // Which messages hold it, each message's JSON made and dropped in turn
+    // (all of them held at once were a copy of the whole history: on a
+    // 1 GB log, another gigabyte for each search).
+    let hit: Vec<bool> = history
         .iter()
-        .map(|m| serde_json::to_string(m).unwrap_or_default().to_lowercase())
+        .map(|m| {
+            serde_json::to_string(m)
+                .unwrap_or_default()
+                .to_lowercase()
+                .contains(&query)
+        })
         .collect();
     // Matching is on the canonical messages; a provider item matches when
     // any message it renders does.
@@ -718,7 +726,7 @@ fn search_next(app: &mut App) {
     let matches: Vec<usize> = ranges
         .iter()
         .enumerate()
-        .filter(|(_, r)| hay[r.start..r.end].iter().any(|h| h.contains(&query)))
+        .filter(|(_, r)| hit[r.start..r.end].iter().any(|&h| h))
         .map(|(i, _)| i)
         .collect();
     let shown = loopdbg_lesson::report::clean(&app.last_search);
