@@ -451,8 +451,9 @@ impl Recent {
         let size = meta.len();
         let limit = loopdbg_io::lines::MAX_PART_LINE;
         // Where the complete lines end: a half-written last line waits.
-        // (A newline past the size is never there: the start of what
-        // follows the last newline is the end of the complete lines.)
+        // (Unless the file ends with a newline, the last newline is found
+        // by reading back from the end as if a line ended past it: the
+        // "line" it starts is the half-written one.)
         let end = match read_range(&mut file, size.saturating_sub(1), size)?.as_slice() {
             [b'\n'] => size,
             _ => match loopdbg_io::lines::last_line_start(&mut file, size + 1, limit)? {
