@@ -40,6 +40,9 @@ use super::fingerprint::{dropped, shaped_json};
 use super::finish_reason_of;
 use super::lax::Boxed;
 use super::{BlockSource, Conversation, Detail, Notice, ReadError, Source, fingerprint};
+
+mod growing;
+pub use growing::{Growing, Grown};
 use loopdbg_engine::message::{Block, Message, Role, Usage};
 use loopdbg_engine::session::{FinishReason, Json};
 
@@ -860,7 +863,21 @@ impl ClaudeCodeLog {
     /// events: on a long log that is a hundred thousand small frees, which
     /// a caller with threads does off its way.
     pub fn finish_leaving(self) -> (Vec<Conversation>, Leftovers) {
-        let events = self.events;
+        let (out, _) = self.build(BlockFate::Moved);
+        (
+            out,
+            Leftovers {
+                _events: self.events,
+            },
+        )
+    }
+
+    /// The conversations of the events so far, with where the main
+    /// thread's live chain ends ([`growing`]). `blocks` says whether the
+    /// events' blocks move into the conversations or are copied (the log
+    /// is kept and built again).
+    fn build(&self, blocks: BlockFate) -> (Vec<Conversation>, Option<growing::Live>) {
+        let events = &self.events;
         let mut groups: Vec<(Option<String>, Vec<usize>)> = Vec::new();
         // Each agent's group, found by name (a search of the groups per
         // event was quadratic in the number of sub-agents).
@@ -880,22 +897,28 @@ impl ClaudeCodeLog {
                 }
             }
         }
-        let mut out = Thread::new(&events, &main).conversations(None);
+        let thread = Thread::new(events, &main, blocks);
+        let (mut out, end) = thread.conversations(None);
+        // Kept only by a log that grows (its blocks are copied).
+        let live = end
+            .filter(|_| blocks == BlockFate::Copied)
+            .map(|end| thread.into_live(end));
         for (agent, members) in groups {
             let label = match agent.as_deref() {
                 Some("") | None => "sub-agent".to_string(),
                 Some(a) => format!("sub-agent {a}"),
             };
-            out.extend(Thread::new(&events, &members).conversations(Some(label)));
+            let (convs, _) = Thread::new(events, &members, blocks).conversations(Some(label));
+            out.extend(convs);
         }
-        super::note_joined_lines(&mut out, self.joined);
+        super::note_joined_lines(&mut out, self.joined.clone());
         if let Some(first) = out.first_mut() {
-            for (kind, line) in self.unknown {
+            for (kind, line) in &self.unknown {
                 first.notices.push(Notice {
                     kind: crate::finding::Kind::UnknownEvent,
                     source: BlockSource {
                         path: "type".into(),
-                        line: Some(line),
+                        line: Some(*line),
                         uuid: None,
                     },
                     ids: vec![kind.to_string()],
@@ -905,8 +928,34 @@ impl ClaudeCodeLog {
                 });
             }
         }
-        (out, Leftovers { _events: events })
+        (out, live)
     }
+}
+
+/// Whether building conversations moves the events' blocks into them (a
+/// log read once) or copies them (a log kept as it grows, and built again
+/// when it changes in a way [`growing`] cannot add).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum BlockFate {
+    Moved,
+    Copied,
+}
+
+/// Where the main thread's live chain ends once built: what an event
+/// appended to it is added with ([`growing`]).
+struct LiveEnd {
+    /// The conversation (among the log's) that is the chain's last segment.
+    at: usize,
+    /// The chain's last event, its tip.
+    tip: usize,
+    /// The tip's time and session, which made it the live chain's.
+    time: u64,
+    session: u64,
+    /// The builder of that conversation.
+    builder: Builder,
+    /// The `message.id`s an appended event must not carry
+    /// ([`Thread::tainted`]).
+    tainted: HashSet<u64>,
 }
 
 /// What [`Thread::groups`] finds.
@@ -935,6 +984,11 @@ struct Thread<'a> {
     /// [`Thread::relink_kept`] moved them: the history before that
     /// compaction runs through them.
     written_parent: HashMap<usize, u32>,
+    /// The uuid of the summary the newest compaction's kept messages were
+    /// moved after, when they were.
+    moved_from: Option<u64>,
+    /// Whether the chains' blocks move out of the events or are copied.
+    blocks: BlockFate,
 }
 
 const NONE: usize = usize::MAX;
@@ -943,7 +997,7 @@ const NONE: usize = usize::MAX;
 const NO_PARENT: u32 = u32::MAX;
 
 impl<'a> Thread<'a> {
-    fn new(events: &'a [Event], members: &'a [usize]) -> Thread<'a> {
+    fn new(events: &'a [Event], members: &'a [usize], blocks: BlockFate) -> Thread<'a> {
         let mut by_uuid: HashMap<u64, usize> = HashMap::with_capacity(members.len());
         for &i in members {
             if events[i].key != 0 {
@@ -992,9 +1046,48 @@ impl<'a> Thread<'a> {
             parent,
             relinked,
             written_parent: HashMap::default(),
+            moved_from: None,
+            blocks,
         };
         thread.relink_kept();
         thread
+    }
+
+    /// What is kept of the main thread's graph once its conversations are
+    /// built, so events appended to its live chain (`end`) can be added
+    /// alone ([`growing`]).
+    fn into_live(self, end: LiveEnd) -> growing::Live {
+        // Every uuid the graph looked for and did not find: an event that
+        // brings one links something older, and changes the graph.
+        let mut dangling = HashSet::new();
+        let mut missing = |key: u64| {
+            if key != 0 && !self.by_uuid.contains_key(&key) {
+                dangling.insert(key);
+            }
+        };
+        for &i in self.members {
+            let e = &self.events[i];
+            missing(e.parent);
+            if let Some(p) = e.logical_parent() {
+                missing(p);
+            }
+            if let Some(kept) = e.boundary().and_then(|b| b.kept.as_ref()) {
+                missing(kept.anchor);
+                match &kept.messages {
+                    KeptMessages::Listed(uuids) => uuids.iter().for_each(|&u| missing(u)),
+                    KeptMessages::Segment { head, tail } => {
+                        missing(*head);
+                        missing(*tail);
+                    }
+                }
+            }
+        }
+        growing::Live {
+            end,
+            by_uuid: self.by_uuid,
+            dangling,
+            moved_from: self.moved_from,
+        }
     }
 
     /// What Claude Code 2.1 does on resume with the messages the newest
@@ -1069,6 +1162,7 @@ impl<'a> Thread<'a> {
             self.written_parent.entry(i).or_insert(self.parent[i]);
             self.parent[i] = parent;
         }
+        self.moved_from = Some(kept.anchor);
     }
 
     /// The parent the file names for `i`, before any relink.
@@ -1095,7 +1189,8 @@ impl<'a> Thread<'a> {
     /// it leaves out is a branch (a notice) when it shares the live chain's
     /// root or session, and otherwise another session written into the same
     /// file (read the same way, on its own).
-    fn conversations(&self, label: Option<String>) -> Vec<Conversation> {
+    /// For the main thread, where its live chain ends (the first tip's).
+    fn conversations(&self, label: Option<String>) -> (Vec<Conversation>, Option<LiveEnd>) {
         let mut visited = vec![false; self.events.len()];
         let mut threads: Vec<(usize, Vec<Conversation>)> = Vec::new();
         // Each with the line it forks from (none: a new first prompt).
@@ -1149,6 +1244,8 @@ impl<'a> Thread<'a> {
         // event and tree made the work grow with trees times events.
         let mut scratch = vec![false; self.events.len()];
         let mut live_session: Option<u64> = None;
+        // The live chain's end, and the first line of its thread.
+        let mut live: Option<(LiveEnd, usize)> = None;
         let mut tips = tips.into_iter();
         while let Some(tip) = tips.find(|&i| !visited[i]) {
             let session = self.events[tip].session;
@@ -1165,8 +1262,13 @@ impl<'a> Thread<'a> {
                 }
                 continue;
             }
+            let first_tip = live_session.is_none();
             live_session.get_or_insert(session);
             let chain = self.chain(tip, &mut scratch);
+            let tainted = match first_tip && label.is_none() {
+                true => self.tainted(&chain, &groups, &mut scratch),
+                false => HashSet::new(),
+            };
             let chain = self.recover_parallel(chain, &visited, &groups, &mut scratch);
             for &i in &chain {
                 visit(i, &mut visited, &mut left);
@@ -1187,9 +1289,30 @@ impl<'a> Thread<'a> {
                 }
                 other => other.map(str::to_string),
             };
-            threads.push((first, self.segments(&chain, label.as_deref())));
+            let (segments, builder) = self.segments(&chain, label.as_deref());
+            if let Some(builder) = builder.filter(|_| first_tip && label.is_none()) {
+                let end = LiveEnd {
+                    at: segments.len() - 1,
+                    tip,
+                    time: self.events[tip].time,
+                    session,
+                    builder,
+                    tainted,
+                };
+                live = Some((end, first));
+            }
+            threads.push((first, segments));
         }
         threads.sort_by_key(|(first, _)| *first);
+        // The live chain's last segment, among all the thread's.
+        let live = live.map(|(mut end, first)| {
+            end.at += threads
+                .iter()
+                .take_while(|(line, _)| *line != first)
+                .map(|(_, c)| c.len())
+                .sum::<usize>();
+            end
+        });
         let mut out: Vec<Conversation> = threads.into_iter().flat_map(|(_, c)| c).collect();
         // The first conversation holding each line, as a message (`true`)
         // or a block: a search of every conversation for each branch made
@@ -1237,7 +1360,7 @@ impl<'a> Thread<'a> {
                 out[at].notices.push(notice);
             }
         }
-        out
+        (out, live)
     }
 
     /// The root of every member (following `parentUuid` only), so chains
@@ -1357,6 +1480,34 @@ impl<'a> Thread<'a> {
             }
         }
         groups
+    }
+
+    /// The `message.id`s an event appended to the live `chain` must not
+    /// carry to be added to it alone: those of replies with a part off the
+    /// chain (a parallel sibling, a branch, another tree) or answered off
+    /// it, which [`Thread::recover_parallel`] splices in after the group's
+    /// last event on the chain. `on_chain` is all false, and is left so.
+    fn tainted(&self, chain: &[usize], groups: &Groups, on_chain: &mut [bool]) -> HashSet<u64> {
+        for &i in chain {
+            on_chain[i] = true;
+        }
+        let mut tainted = HashSet::new();
+        for (&id, members) in &groups.siblings {
+            if members.iter().any(|&i| !on_chain[i]) {
+                tainted.insert(id);
+            }
+        }
+        for (&p, results) in &groups.results_of {
+            if let Some(id) = self.reply_id(p)
+                && results.iter().any(|&r| !on_chain[r])
+            {
+                tainted.insert(id);
+            }
+        }
+        for &i in chain {
+            on_chain[i] = false;
+        }
+        tainted
     }
 
     /// The `message.id` of an assistant event.
@@ -1509,8 +1660,14 @@ impl<'a> Thread<'a> {
             .collect()
     }
 
-    /// The chain cut at each compaction into conversations of API messages.
-    fn segments(&self, chain: &[usize], label: Option<&str>) -> Vec<Conversation> {
+    /// The chain cut at each compaction into conversations of API messages,
+    /// and the builder of the last one when it was kept (it holds a
+    /// message): what an event appended to the chain is added with.
+    fn segments(
+        &self,
+        chain: &[usize],
+        label: Option<&str>,
+    ) -> (Vec<Conversation>, Option<Builder>) {
         let mut out = Vec::new();
         let mut conv = Conversation::new(Source::ClaudeCode);
         conv.label = label.map(str::to_string);
@@ -1555,22 +1712,10 @@ impl<'a> Thread<'a> {
                 cuts.push((e.line(), time_text(e.time), summary.map(str::to_string)));
                 builder = Builder::default();
             }
-            if let Some(body) = &e.body {
-                builder.add(&mut conv, e, body);
-            } else if let Some(refused) = e.refused() {
-                conv.refusals.push(super::Refusal {
-                    at: conv.messages.len(),
-                    status: refused.status,
-                    text: refused.text.to_string(),
-                    source: BlockSource {
-                        path: "message".into(),
-                        line: Some(e.line()),
-                        uuid: e.uuid.clone(),
-                    },
-                });
-            }
+            builder.add_event(&mut conv, e, self.blocks);
         }
-        if !conv.messages.is_empty() {
+        let kept = !conv.messages.is_empty();
+        if kept {
             out.push(conv);
         }
         for (k, (line, time, summary)) in cuts.into_iter().enumerate() {
@@ -1578,7 +1723,7 @@ impl<'a> Thread<'a> {
                 super::conversation::Compaction::mark(before, after, line, time, summary);
             }
         }
-        out
+        (out, kept.then_some(builder))
     }
 }
 
@@ -1621,15 +1766,45 @@ impl Holding {
 }
 
 /// Rebuilds API messages from message events in chain order.
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct Builder {
     /// The last assistant message's index and `message.id`.
     last_assistant: Option<(usize, u64)>,
 }
 
 impl Builder {
-    fn add(&mut self, conv: &mut Conversation, e: &Event, body: &Body) {
-        let mut read = body.read.take();
+    /// Adds chain event `e` to `conv`: its message, or the refusal it
+    /// records. Gives the index of the message it added to or made (a
+    /// refusal's: the message it comes before), if any.
+    fn add_event(
+        &mut self,
+        conv: &mut Conversation,
+        e: &Event,
+        blocks: BlockFate,
+    ) -> Option<usize> {
+        if let Some(body) = &e.body {
+            let read = match blocks {
+                BlockFate::Moved => body.read.take(),
+                BlockFate::Copied => body.read.borrow().clone(),
+            };
+            return Some(self.add(conv, e, body, read));
+        }
+        let refused = e.refused()?;
+        conv.refusals.push(super::Refusal {
+            at: conv.messages.len(),
+            status: refused.status,
+            text: refused.text.to_string(),
+            source: BlockSource {
+                path: "message".into(),
+                line: Some(e.line()),
+                uuid: e.uuid.clone(),
+            },
+        });
+        Some(conv.messages.len())
+    }
+
+    /// Adds `body`'s blocks, `read`, to `conv`; gives the message's index.
+    fn add(&mut self, conv: &mut Conversation, e: &Event, body: &Body, mut read: Blocks) -> usize {
         let hosted = read.take_hosted();
         let target = match body.role {
             // Blocks of one streamed message join it, even when tool results
@@ -1650,7 +1825,7 @@ impl Builder {
                     && only_results(&conv.messages[last])
             }),
         };
-        match target {
+        let at = match target {
             Some(at) => {
                 // Positions only order blocks within a message: the later
                 // event's blocks come after every earlier one.
@@ -1681,6 +1856,7 @@ impl Builder {
                         position: h.position + offset,
                         ..h
                     }));
+                at
             }
             None => {
                 let at = conv.messages.len();
@@ -1705,11 +1881,13 @@ impl Builder {
                         conv.synthetic.push(at);
                     }
                 }
+                at
             }
-        }
+        };
         if body.role == Role::User && !body.only_results() {
             self.last_assistant = None;
         }
+        at
     }
 }
 

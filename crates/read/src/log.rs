@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::claude_code::Leftovers;
+use crate::claude_code::{Growing, Grown, Leftovers};
 use crate::conversation::{Conversation, Detail, ReadError, Source};
 use crate::parse::joined_records;
 use crate::{ClaudeCodeLog, CodexRollout, GeminiCliLog, LineError, claude_code, copilot_cli};
@@ -148,6 +148,19 @@ impl Log {
             Log::Codex(log) => log.joined.push((line, count)),
             Log::GeminiCli(log) => log.joined.push((line, count)),
             Log::CopilotCli(log) => log.joined.push((line, count)),
+        }
+    }
+
+    /// The log's conversations, `growing` brought up to the events pushed
+    /// since: a Claude Code log adds what extends its live chain
+    /// ([`ClaudeCodeLog::grow`]); any other log is built again from a copy.
+    pub fn grow(&self, growing: &mut Option<Growing>) -> Result<Grown, ReadError> {
+        match self {
+            Log::ClaudeCode(log) => Ok(log.grow(growing)),
+            other => {
+                *growing = Some(Growing::whole(other.clone().finish()?));
+                Ok(Grown::Rebuilt)
+            }
         }
     }
 
