@@ -1,6 +1,9 @@
 //! What one batch of `--follow`'s judge costs on a long log: the log is
-//! taken as the first change, then its last line again as an appended
-//! one, timed `ROUNDS` times (default 3).
+//! taken as the first change, then an event appended as an agent appends
+//! it (the last line again, under a new uuid whose parent is the last
+//! one's: a Claude Code log's live chain grows), timed `ROUNDS` times
+//! (default 3). `AGAIN=1` appends the last line as it is (a uuid written
+//! twice), which builds every conversation again.
 //! `cargo run --release --example judge_batch -- LOG`; prints milliseconds.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests, benches and examples may panic on what they set up
 #![allow(missing_docs)]
@@ -23,28 +26,33 @@ fn main() {
         let start = body.iter().rposition(|&b| b == b'\n').map_or(0, |k| k + 1);
         text[start..].to_vec()
     };
+    let again = std::env::var("AGAIN").is_ok_and(|a| a == "1");
+    let mut event: serde_json::Value = serde_json::from_slice(&last).expect("a JSON line");
     let prices = loopdbg_formats::prices::Prices::builtin();
     let mut followed = Followed::new(&path);
     let start = Instant::now();
-    let picked = followed.take_change(text, true, None).expect("readable");
+    let judged = followed.take_change(text, true, None).expect("readable");
     println!(
         "first: {:.1} ms, {} findings",
         start.elapsed().as_secs_f64() * 1000.0,
-        picked.map_or(0, |p| p.findings.len())
+        judged.map_or(0, |j| j.findings.len())
     );
-    for _ in 0..rounds {
+    for round in 0..rounds {
+        let line = match again {
+            true => last.clone(),
+            false => next_event(&mut event, round),
+        };
         let start = Instant::now();
-        let picked = followed
-            .take_change(last.clone(), false, None)
+        let judged = followed
+            .take_change(line, false, None)
             .expect("readable")
             .expect("a conversation");
         let built = start.elapsed();
-        let mut update = LiveUpdate::of(&picked.conversation, &picked.findings, "follow", None);
+        let mut update = LiveUpdate::of(judged.conversation, &judged.findings, "follow", None);
         let traced = start.elapsed();
         update.derive(&prices);
         let derived = start.elapsed();
         drop(update);
-        drop(picked);
         println!(
             "appended: built {:.1} ms, traced {:.1} ms, derived {:.1} ms, freed {:.1} ms",
             ms(built),
@@ -53,4 +61,15 @@ fn main() {
             ms(start.elapsed() - derived),
         );
     }
+}
+
+/// `event` again as the next one on its chain: a new uuid, the last one's
+/// as its parent.
+fn next_event(event: &mut serde_json::Value, round: usize) -> Vec<u8> {
+    let parent = event["uuid"].clone();
+    event["parentUuid"] = parent;
+    event["uuid"] = format!("judge-batch-{round}").into();
+    let mut line = serde_json::to_vec(event).expect("JSON");
+    line.push(b'\n');
+    line
 }

@@ -8,8 +8,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use loopdbg_corpus::conversations::Picked;
-use loopdbg_corpus::follow::{Change, Followed, Recent, judge_changes};
+use loopdbg_corpus::follow::{Change, Followed, Judged, Recent, judge_changes};
 use loopdbg_engine::LoadError;
 use loopdbg_io::tail::Tail;
 use loopdbg_tui::App;
@@ -18,28 +17,25 @@ use tokio::sync::mpsc;
 
 use super::Failure;
 
-/// The picture of conversation `picked` (`None`: the file holds none yet).
+/// The picture of the conversation `judged` (`None`: the file `origin`
+/// holds none yet).
 fn update_of(
-    followed: &mut Followed,
-    picked: Result<Option<Picked>, LoadError>,
+    origin: &str,
+    judged: Result<Option<Judged<'_>>, LoadError>,
 ) -> Result<LiveUpdate, LoadError> {
-    let Some(picked) = picked? else {
-        return match followed.take_error() {
-            Some(e) => Err(e),
-            None => Ok(LiveUpdate::no_conversation_yet(followed.origin())),
-        };
+    let Some(judged) = judged? else {
+        return Ok(LiveUpdate::no_conversation_yet(origin));
     };
-    let alarm = followed.alarm(&picked);
     let title = format!(
         "follow: conversation {} of {}",
-        picked.place.thread + 1,
-        picked.place.count
+        judged.place.thread + 1,
+        judged.place.count
     );
     Ok(LiveUpdate::of(
-        &picked.conversation,
-        &picked.findings,
+        judged.conversation,
+        &judged.findings,
         &title,
-        alarm,
+        judged.alarm,
     ))
 }
 
@@ -175,8 +171,8 @@ fn opening(
         }
         Ok(bytes) => {
             recent.push(&bytes, true);
-            let picked = followed.take_change(bytes, true, which);
-            update_of(followed, picked)?
+            let judged = followed.take_change(bytes, true, which);
+            update_of(&origin, judged)?
         }
     })
 }
@@ -196,28 +192,24 @@ fn spawn_judge(
     let mut skipped = tail.skipped();
     std::thread::spawn(move || {
         let mut judged_once = !on_part;
-        judge_changes(
-            &mut followed,
-            &changes,
-            which,
-            |followed, picked, change| {
-                // A line the readers refuse: keep showing what was read, and
-                // when that is only the opening part, say why.
-                let mut update = match update_of(followed, picked) {
-                    Ok(update) => update,
-                    Err(_) if judged_once => return true,
-                    Err(e) => return updates.send(LiveEvent::NotLoaded(e.to_string())).is_ok(),
-                };
-                judged_once = true;
-                if change.skipped > skipped {
-                    skipped = change.skipped;
-                    update.alarm.get_or_insert_with(|| skipped_words(skipped));
-                }
-                update.derive(super::prices::prices());
-                let update = Box::new(update);
-                let covers = change.covers;
-                updates.send(LiveEvent::Judged { update, covers }).is_ok()
-            },
-        );
+        let origin = followed.origin().to_string();
+        judge_changes(&mut followed, &changes, which, |judged, change| {
+            // A line the readers refuse: keep showing what was read, and
+            // when that is only the opening part, say why.
+            let mut update = match update_of(&origin, judged) {
+                Ok(update) => update,
+                Err(_) if judged_once => return true,
+                Err(e) => return updates.send(LiveEvent::NotLoaded(e.to_string())).is_ok(),
+            };
+            judged_once = true;
+            if change.skipped > skipped {
+                skipped = change.skipped;
+                update.alarm.get_or_insert_with(|| skipped_words(skipped));
+            }
+            update.derive(super::prices::prices());
+            let update = Box::new(update);
+            let covers = change.covers;
+            updates.send(LiveEvent::Judged { update, covers }).is_ok()
+        });
     });
 }

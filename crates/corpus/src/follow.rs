@@ -5,10 +5,12 @@
 //!
 //! JSON Lines of request bodies and proxy captures are one conversation
 //! per line: each new line is read once, and the conversations are
-//! grouped into threads as they come. An agent log keeps its events: new
-//! lines are parsed and pushed, and the conversations are built from a
-//! copy of the events (a walk over what is held, no parsing). A file that
-//! is one document, or not yet known, is read whole each time, as before.
+//! grouped into threads as they come. An agent log keeps its events and
+//! its conversations: new lines are parsed and pushed, and what extends a
+//! Claude Code log's live chain is added to its conversation
+//! ([`loopdbg_read::Log::grow`]); any other change builds them again from
+//! a copy of the events (a walk over what is held, no parsing). A file
+//! that is one document, or not yet known, is read whole each time.
 //!
 //! The judging runs on a thread of its own ([`judge_changes`]), since on a
 //! long log it takes seconds; meanwhile the watcher shows a large log's
@@ -17,10 +19,11 @@
 use std::sync::PoisonError;
 
 use loopdbg_engine::LoadError;
-use loopdbg_judge::check::{Finding, Kind};
-use loopdbg_read::{Conversation, Detail, Log, Source};
+use loopdbg_judge::check::{Finding, Kind, check};
+use loopdbg_read::threads::Prefixes;
+use loopdbg_read::{Conversation, Detail, Growing, Grown, Log, Source};
 
-use crate::conversations::{Conversations, Picked};
+use crate::conversations::{Conversations, Picked, Place};
 use crate::open::{GrowingLayout, Replies, conversation_of_line, growing_layout};
 use crate::replay::{PREVIEW_BYTES, PREVIEW_FROM, judged_part, mib, newest_of_part};
 
@@ -42,6 +45,29 @@ pub struct Followed {
     /// time (a document, or nothing known yet); once the lines are held
     /// as conversations or events, only a change's own text.
     held: Vec<u8>,
+    /// The picture last shown, when it was made for the change (not kept
+    /// by a growing log): what a [`Judged`] borrows.
+    shown: Option<Picked>,
+    /// The conversation last shown (its place among the file's), for what
+    /// the next change did to it.
+    last_shown: Option<usize>,
+}
+
+/// The picture of a followed file's conversation after a change.
+pub struct Judged<'a> {
+    /// The conversation, as shown.
+    pub conversation: &'a Conversation,
+    /// The findings on it.
+    pub findings: Vec<Finding>,
+    /// Where it stands in its file.
+    pub place: Place,
+    /// What to say now (see [`Followed::take_change`]).
+    pub alarm: Option<String>,
+    /// What the change did to it, when it is the conversation the last
+    /// picture showed: [`Grown::Extended`] when only its messages from
+    /// some index on changed (a picture of the last one can be brought up
+    /// to it); otherwise [`Grown::Rebuilt`].
+    pub grown: Grown,
 }
 
 /// How the lines taken so far are held.
@@ -54,8 +80,140 @@ enum Read {
         conversations: Conversations,
         capture: bool,
     },
-    /// An agent log's events.
-    Log(Box<Log>),
+    /// An agent log's events and conversations.
+    Log(Box<GrowingLog>),
+}
+
+/// An agent log followed: its events, its conversations kept as it grows,
+/// and how they group.
+struct GrowingLog {
+    log: Log,
+    growing: Option<Growing>,
+    grouping: Grouping,
+}
+
+/// How a log's conversations group into conversations of requests, as
+/// [`Conversations`] would group them, kept as the last one grows. Each
+/// is its own nearly always: then the one picked is shown as it is kept,
+/// with no copy and no grouping of every message again.
+#[derive(Default)]
+struct Grouping {
+    /// No conversation is a prefix of a later one: each is its own.
+    apart: bool,
+    /// The full fingerprint of every conversation but the last.
+    earlier: std::collections::HashSet<u64>,
+    /// The last one's prefixes.
+    last: Prefixes,
+}
+
+impl GrowingLog {
+    fn conversations(&self) -> &[Conversation] {
+        self.growing.as_ref().map_or(&[], Growing::conversations)
+    }
+
+    /// Brings the conversations and their grouping up to the events pushed.
+    fn grow(&mut self) -> Result<Grown, loopdbg_read::ReadError> {
+        let grown = self.log.grow(&mut self.growing)?;
+        let convs = self
+            .growing
+            .as_ref()
+            .map_or(&[][..], Growing::conversations);
+        self.grouping.update(convs, grown);
+        Ok(grown)
+    }
+
+    /// Conversation `which` (1-based, kept in range; the newest when
+    /// `None`) judged, as [`Conversations`] would pick it.
+    fn pick(&self, grown: Grown, which: Option<usize>) -> Option<Taken> {
+        let convs = self.conversations();
+        if !self.grouping.apart {
+            // Some conversation is a later one's history (seldom): grouped
+            // as a file of requests is, from copies.
+            let mut grouped = Conversations::default();
+            for conv in convs {
+                grouped.add(conv.clone(), None);
+            }
+            let which = clamped(&grouped, which);
+            return grouped.into_picked(which).map(|p| Taken::Made(Box::new(p)));
+        }
+        let count = convs.len();
+        let at = match which {
+            Some(n) => n.clamp(1, count.max(1)) - 1,
+            None => count.checked_sub(1)?,
+        };
+        let conv = convs.get(at)?;
+        let grown = match grown {
+            Grown::Extended { conversation, .. } if conversation != at => Grown::Unchanged,
+            other => other,
+        };
+        Some(Taken::Kept {
+            findings: check(conv),
+            place: Place {
+                thread: at,
+                count,
+                request: at + 1,
+                requests: count,
+            },
+            grown,
+        })
+    }
+}
+
+impl Grouping {
+    /// Brings the grouping up to `convs` after `grown`.
+    fn update(&mut self, convs: &[Conversation], grown: Grown) {
+        let last = convs.len().wrapping_sub(1);
+        match grown {
+            Grown::Unchanged => {}
+            Grown::Extended { conversation, from } if conversation == last => {
+                if self.apart {
+                    let conv = &convs[last];
+                    self.last.regrow(conv.source.as_str(), &conv.messages, from);
+                    // Grown into an earlier conversation's history, it
+                    // would be its newest request.
+                    self.apart = !self
+                        .last
+                        .since(from)
+                        .iter()
+                        .any(|h| self.earlier.contains(h));
+                }
+            }
+            Grown::Extended { .. } | Grown::Rebuilt => *self = Grouping::of(convs),
+        }
+    }
+
+    fn of(convs: &[Conversation]) -> Grouping {
+        let mut grouping = Grouping {
+            apart: true,
+            ..Grouping::default()
+        };
+        for conv in convs {
+            let prefixes = Prefixes::of_source(conv.source.as_str(), &conv.messages);
+            if prefixes
+                .since(0)
+                .iter()
+                .any(|h| grouping.earlier.contains(h))
+            {
+                grouping.apart = false;
+            }
+            if let Some(full) = std::mem::take(&mut grouping.last).full() {
+                grouping.earlier.insert(full);
+            }
+            grouping.last = prefixes;
+        }
+        grouping
+    }
+}
+
+/// What [`Followed::take`] picked: a conversation kept by a growing log
+/// (the one its place names), or one made for the change.
+enum Taken {
+    Kept {
+        findings: Vec<Finding>,
+        place: Place,
+        grown: Grown,
+    },
+    Made(Box<Picked>),
 }
 
 impl Followed {
@@ -74,21 +232,24 @@ impl Followed {
             alarms: Alarms::default(),
             standing: None,
             held: Vec::new(),
+            shown: None,
+            last_shown: None,
         }
     }
 
     /// Takes a change of the file: `lines`, the complete lines read since
     /// the last change (`replaced`: the file started over, and `lines` is
     /// all of it). Gives conversation `which` (1-based, kept in range; the
-    /// newest when `None`), or `None` while the file holds none. The
-    /// caller need not keep the file's text: what is needed of it is kept
-    /// here.
+    /// newest when `None`) with what to say of it ([`Followed::alarm`]),
+    /// or `None` while the file holds none (an error when it holds only
+    /// lines that cannot be read). The caller need not keep the file's
+    /// text: what is needed of it is kept here.
     pub fn take_change(
         &mut self,
         lines: Vec<u8>,
         replaced: bool,
         which: Option<usize>,
-    ) -> Result<Option<Picked>, LoadError> {
+    ) -> Result<Option<Judged<'_>>, LoadError> {
         let from = if replaced {
             self.held.clear();
             None
@@ -102,27 +263,66 @@ impl Followed {
             self.held.extend_from_slice(&lines);
         }
         let held = std::mem::take(&mut self.held);
-        let picked = self.take(&held, from, which);
+        let taken = self.take(&held, from, which);
         if !self.holds_what_it_took() {
             self.held = held;
         }
-        picked
+        self.shown = None;
+        let Some(taken) = taken? else {
+            self.last_shown = None;
+            return match self.take_error() {
+                Some(e) => Err(e),
+                None => Ok(None),
+            };
+        };
+        let (findings, place, grown) = match taken {
+            Taken::Kept {
+                findings,
+                place,
+                grown,
+            } => (findings, place, grown),
+            Taken::Made(picked) => {
+                let taken = (picked.findings.clone(), picked.place, Grown::Rebuilt);
+                self.shown = Some(*picked);
+                taken
+            }
+        };
+        let alarm = self.alarm(&findings, place.thread);
+        // What the change did to the conversation the screen showed.
+        let same = self.last_shown.replace(place.thread) == Some(place.thread);
+        let grown = if same { grown } else { Grown::Rebuilt };
+        let conversation = match (&self.shown, &self.read) {
+            (Some(picked), _) => Some(&picked.conversation),
+            (None, Read::Log(growing)) => growing.conversations().get(place.thread),
+            (None, _) => None,
+        };
+        // Always one or the other: a picture is kept or made.
+        let Some(conversation) = conversation else {
+            return Ok(None);
+        };
+        Ok(Some(Judged {
+            conversation,
+            findings,
+            place,
+            alarm,
+            grown,
+        }))
     }
 
-    /// What to say of `picked`, the whole file's picture: the alarm on its
-    /// last finding the provider rejects that was not alarmed before, if
-    /// any; or, when the conversation that held rejections holds none any
-    /// more (the file was repaired, `loopdbg doctor --write` say), that
-    /// the alarm is resolved, so an alarm said before does not stand over
-    /// a history that would now be sent.
-    pub fn alarm(&mut self, picked: &Picked) -> Option<String> {
-        let alarm = self.alarms.newest(&picked.findings);
-        let thread = picked.place.thread;
+    /// What to say of a picture of the whole file, conversation `thread`
+    /// with `findings`: the alarm on its last finding the provider
+    /// rejects that was not alarmed before, if any; or, when the
+    /// conversation that held rejections holds none any more (the file was
+    /// repaired, `loopdbg doctor --write` say), that the alarm is
+    /// resolved, so an alarm said before does not stand over a history
+    /// that would now be sent.
+    fn alarm(&mut self, findings: &[Finding], thread: usize) -> Option<String> {
+        let alarm = self.alarms.newest(findings);
         // A refusal the log records is the past, whatever was repaired
         // since (as for the doctor): what counts is what the next request
         // would carry.
         let blocks = |f: &Finding| f.rejected_by_provider() && f.kind != Kind::RefusedRequest;
-        if picked.findings.iter().any(blocks) {
+        if findings.iter().any(blocks) {
             self.standing = Some(thread);
             return alarm;
         }
@@ -153,7 +353,7 @@ impl Followed {
         all: &[u8],
         from: Option<usize>,
         which: Option<usize>,
-    ) -> Result<Option<Picked>, LoadError> {
+    ) -> Result<Option<Taken>, LoadError> {
         let from = match (from, &self.read) {
             (Some(from), Read::Lines { .. } | Read::Log(_)) => from,
             _ => {
@@ -164,8 +364,9 @@ impl Followed {
             }
         };
         let appended = &all[from.min(all.len())..];
-        let grouped = match &mut self.read {
-            Read::Whole => return whole(&self.origin, all, which),
+        let made = |picked: Option<Picked>| picked.map(|p| Taken::Made(Box::new(p)));
+        match &mut self.read {
+            Read::Whole => whole(&self.origin, all, which).map(made),
             Read::Lines {
                 conversations,
                 capture,
@@ -182,26 +383,17 @@ impl Followed {
                         &mut self.error,
                     );
                 }
-                return Ok(pick(conversations, which));
+                Ok(made(pick(conversations, which)))
             }
-            Read::Log(log) => {
-                self.lines = push_log_lines(log, appended, self.lines);
-                // A copy: building the conversations moves the blocks out of
-                // the events, and the next change builds them again.
-                let convs = (**log).clone().finish().map_err(|e| LoadError::Refused {
+            Read::Log(growing) => {
+                self.lines = push_log_lines(&mut growing.log, appended, self.lines);
+                let grown = growing.grow().map_err(|e| LoadError::Refused {
                     origin: self.origin.clone(),
                     reason: e.to_string(),
                 })?;
-                let mut grouped = Conversations::default();
-                for conv in convs {
-                    grouped.add(conv, None);
-                }
-                grouped
+                Ok(growing.pick(grown, which))
             }
-        };
-        // Built for this change alone: the conversation is taken, not copied.
-        let which = clamped(&grouped, which);
-        Ok(grouped.into_picked(which))
+        }
     }
 
     /// True once the lines taken are held here (parsed), so the caller
@@ -237,7 +429,11 @@ impl Followed {
             GrowingLayout::Log(source) => {
                 let mut log = Log::new(source).expect("a log source");
                 log.keep(Detail::Full);
-                Read::Log(Box::new(log))
+                Read::Log(Box::new(GrowingLog {
+                    log,
+                    growing: None,
+                    grouping: Grouping::default(),
+                }))
             }
         })
     }
@@ -321,11 +517,13 @@ impl Change {
 /// long log costs a fraction of a core while its newest part is shown
 /// at once by the watcher ([`Recent`]). `judged` gets the picture of
 /// conversation `which` (see [`Followed::take_change`]) and the change.
+/// What a change appended to a log's live chain costs what it holds, and
+/// so does the rest after it.
 pub fn judge_changes(
     followed: &mut Followed,
     changes: &std::sync::mpsc::Receiver<Change>,
     which: Option<usize>,
-    mut judged: impl FnMut(&mut Followed, Result<Option<Picked>, LoadError>, &Change) -> bool,
+    mut judged: impl FnMut(Result<Option<Judged<'_>>, LoadError>, &Change) -> bool,
 ) {
     // The first change is the file as it was opened (a large log's whole,
     // read after its part was shown): the agent's next event is not
@@ -338,7 +536,7 @@ pub fn judge_changes(
         let started = std::time::Instant::now();
         let lines = std::mem::take(&mut change.lines);
         let picked = followed.take_change(lines, change.replaced, which);
-        if !judged(followed, picked, &change) {
+        if !judged(picked, &change) {
             return;
         }
         if !std::mem::take(&mut first) {
@@ -643,22 +841,25 @@ mod tests {
     /// The file fed one line at a time, as an agent writes it, each change
     /// handed over alone: after each line the follower shows what
     /// reading the file whole shows.
-    fn line_by_line_is_whole(name: &str) {
+    /// Gives how many changes only extended the conversation shown.
+    fn line_by_line_is_whole(name: &str) -> usize {
         let bytes = fixture(name);
         let mut followed = Followed::new(name);
         let mut upto = 0;
         let mut checked = 0;
+        let mut extended = 0;
         for line in bytes.split_inclusive(|&b| b == b'\n') {
             let step = followed.take_change(line.to_vec(), upto == 0, None);
             upto += line.len();
             let all = &bytes[..upto];
             let mut fresh = Followed::new(name);
-            let whole = fresh.take(all, None, None);
+            let whole = fresh.take_change(all.to_vec(), true, None);
             match (step, whole) {
                 (Ok(Some(a)), Ok(Some(b))) => {
                     assert_eq!(a.conversation, b.conversation, "{name} at byte {upto}");
                     assert_eq!(a.findings, b.findings, "{name} at byte {upto}");
                     assert_eq!(a.place, b.place);
+                    extended += usize::from(matches!(a.grown, Grown::Extended { .. }));
                     checked += 1;
                 }
                 // A document half written is refused alike.
@@ -671,15 +872,21 @@ mod tests {
             }
         }
         assert!(checked > 0, "{name}: nothing compared");
+        extended
     }
 
     #[test]
     fn a_file_followed_line_by_line_shows_what_reading_it_whole_shows() {
         line_by_line_is_whole("anthropic_clean.json");
-        line_by_line_is_whole("claude_code_v2/parallel.jsonl");
-        line_by_line_is_whole("claude_code_v2/compact.jsonl");
         line_by_line_is_whole("dataset.jsonl");
         line_by_line_is_whole("proxy/openai_sdk_first_only.jsonl");
+        // Every agent log: what a Claude Code log's live chain gains is
+        // added to the conversation kept, the rest builds it again.
+        let mut extended = 0;
+        for name in agent_logs() {
+            extended += line_by_line_is_whole(&name);
+        }
+        assert!(extended > 50, "extended {extended} times");
     }
 
     /// The newest part of a log holds whole lines, at most what it keeps,
@@ -849,7 +1056,7 @@ mod tests {
             let mut judged = Vec::new();
             for which in 1.. {
                 let mut fresh = Followed::new(name);
-                match fresh.take(&bytes, None, Some(which)) {
+                match fresh.take_change(bytes.clone(), true, Some(which)) {
                     Ok(Some(p)) if p.place.thread + 1 == which => judged.extend(p.findings),
                     _ => break,
                 }
@@ -940,11 +1147,11 @@ mod tests {
             .unwrap()
             .unwrap();
         assert!(picked.findings.iter().any(Finding::rejected_by_provider));
-        assert_eq!(followed.alarm(&picked), None, "said by the part already");
+        assert_eq!(picked.alarm, None, "said by the part already");
         // A follower of its own alarms afresh.
         let mut other = Followed::new("interrupted");
         let picked = other.take_change(bytes, true, Some(1)).unwrap().unwrap();
-        assert_eq!(other.alarm(&picked).as_deref(), Some(alarm.as_str()));
+        assert_eq!(picked.alarm.as_deref(), Some(alarm.as_str()));
     }
 
     /// The user's sequence: the log breaks (alarm), is repaired in place
@@ -959,14 +1166,14 @@ mod tests {
             .take_change(broken.clone(), true, Some(1))
             .unwrap()
             .unwrap();
-        let alarm = followed.alarm(&picked).expect("the break is alarmed");
+        let alarm = picked.alarm.expect("the break is alarmed");
         assert!(alarm.starts_with("ALARM"), "{alarm}");
         // The same picture again (a line appended elsewhere): nothing new.
         let picked = followed
             .take_change(broken.clone(), true, Some(1))
             .unwrap()
             .unwrap();
-        assert_eq!(followed.alarm(&picked), None);
+        assert_eq!(picked.alarm, None);
         // Repaired as the doctor repairs it.
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("session.jsonl");
@@ -986,17 +1193,63 @@ mod tests {
             .map(|f| f.kind == Kind::RefusedRequest && f.is_note())
             .collect();
         assert_eq!(refusals, [true]);
-        assert_eq!(followed.alarm(&picked).as_deref(), Some(RESOLVED));
+        assert_eq!(picked.alarm.as_deref(), Some(RESOLVED));
         let picked = followed
             .take_change(repaired.clone(), true, Some(1))
             .unwrap()
             .unwrap();
-        assert_eq!(followed.alarm(&picked), None, "said once");
+        assert_eq!(picked.alarm, None, "said once");
         // A follower started on the repaired file has nothing to alarm on
         // and nothing to resolve.
         let mut fresh = Followed::new(name);
         let picked = fresh.take_change(repaired, true, Some(1)).unwrap().unwrap();
-        assert_eq!(fresh.alarm(&picked), None);
+        assert_eq!(picked.alarm, None);
+    }
+
+    /// The grouping kept as the last conversation grows says what
+    /// [`Conversations`] says: each apart until the last grows into an
+    /// earlier one's history.
+    #[test]
+    fn a_grown_conversation_is_grouped_as_conversations_group_it() {
+        let conv = |texts: &[&str]| {
+            let messages: Vec<serde_json::Value> = texts
+                .iter()
+                .enumerate()
+                .map(|(k, t)| {
+                    let role = ["user", "assistant"][k % 2];
+                    serde_json::json!({"role": role, "content": t})
+                })
+                .collect();
+            let format = loopdbg_formats::provider::Format::Anthropic;
+            loopdbg_read::read(&serde_json::json!(messages), Source::Provider(format)).unwrap()
+        };
+        let apart = |convs: &[Conversation]| {
+            let mut grouped = Conversations::default();
+            for c in convs {
+                grouped.add(c.clone(), None);
+            }
+            grouped.count() == convs.len()
+        };
+        let mut convs = vec![conv(&["a", "b", "c"]), conv(&["a"])];
+        let mut grouping = Grouping::of(&convs);
+        assert!(grouping.apart && apart(&convs));
+        for (texts, from) in [
+            (&["a", "x"][..], 1),
+            (&["a", "b"][..], 1),
+            (&["a", "b", "c", "d"][..], 2),
+        ] {
+            convs[1] = conv(texts);
+            let grown = Grown::Extended {
+                conversation: 1,
+                from,
+            };
+            grouping.update(&convs, grown);
+            assert_eq!(grouping.apart, apart(&convs), "{texts:?}");
+            if !grouping.apart {
+                break;
+            }
+        }
+        assert!(!grouping.apart, "grew into the first one's history");
     }
 
     /// Lines already taken are not read again: a line changed behind the
@@ -1016,7 +1269,9 @@ mod tests {
         followed.take(&bytes[..two], None, None).unwrap().unwrap();
         let mut changed = bytes.clone();
         changed[..first_line - 1].fill(b'x');
-        let picked = followed.take(&changed, Some(two), None).unwrap().unwrap();
+        let Some(Taken::Made(picked)) = followed.take(&changed, Some(two), None).unwrap() else {
+            panic!("a file of requests makes its picture");
+        };
         assert!(
             followed.take_error().is_none(),
             "the old line was read again"

@@ -48,7 +48,8 @@ pub mod threads;
 pub mod yaml_depth;
 
 pub use claude_code::{
-    BOOKKEEPING_EVENTS, ClaudeCodeLog, Leftovers, LineError, MESSAGE_EVENTS, is_known_event,
+    BOOKKEEPING_EVENTS, ClaudeCodeLog, Growing, Grown, Leftovers, LineError, MESSAGE_EVENTS,
+    is_known_event,
 };
 pub use codex::{CodexRollout, RECORD_TYPES as CODEX_RECORD_TYPES};
 pub(crate) use conversation::err;

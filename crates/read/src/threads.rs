@@ -40,19 +40,41 @@ impl Prefixes {
     /// `claude-code`, …): one conversation never spans two providers, so
     /// the same prompt sent to two of them stays two conversations.
     pub fn of_source(source: &str, messages: &[Message]) -> Prefixes {
-        let mut running = KEYS.hash_one(source);
-        Prefixes(
-            messages
-                .iter()
-                .map(|m| {
-                    let mut h = KEYS.build_hasher();
-                    running.hash(&mut h);
-                    fingerprint(m, &mut h);
-                    running = h.finish();
-                    running
-                })
-                .collect(),
-        )
+        let mut prefixes = Prefixes::default();
+        prefixes.regrow(source, messages, 0);
+        prefixes
+    }
+
+    /// Brings the fingerprints up to `messages` (read as `source`) when
+    /// only the messages from `from` on changed since they were taken: a
+    /// conversation that grew costs what it gained.
+    pub fn regrow(&mut self, source: &str, messages: &[Message], from: usize) {
+        self.0.truncate(from.min(messages.len()));
+        let mut running = self
+            .0
+            .last()
+            .copied()
+            .unwrap_or_else(|| KEYS.hash_one(source));
+        let kept = self.0.len();
+        self.0
+            .extend(messages[kept.min(messages.len())..].iter().map(|m| {
+                let mut h = KEYS.build_hasher();
+                running.hash(&mut h);
+                fingerprint(m, &mut h);
+                running = h.finish();
+                running
+            }));
+    }
+
+    /// The fingerprints of the prefixes from `from` messages long on
+    /// (1-based lengths: the first is the prefix of `from + 1` messages).
+    pub fn since(&self, from: usize) -> &[u64] {
+        &self.0[from.min(self.0.len())..]
+    }
+
+    /// The fingerprint of the whole conversation, if it holds a message.
+    pub fn full(&self) -> Option<u64> {
+        self.0.last().copied()
     }
 }
 
