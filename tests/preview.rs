@@ -371,6 +371,11 @@ fn the_binary_opens_a_followed_large_log_on_its_part_alarmed() {
     crate::common::pty::quit(child, &mut writer, &mut screen);
     let (child, mut writer, mut screen) =
         crate::common::pty::spawn(&[path.to_str().unwrap(), "--follow", "--conversation", "1"]);
+    // What is read is said at once (the whole was read in the dark), then
+    // the whole picture comes: never the part, which may not hold it.
+    screen.wait_for("the reading screen", |s| {
+        s.contains("reading conversation 1 of")
+    });
     let pinned = screen.wait_for("the pinned conversation", |s| s.contains("round 4801/4801"));
     assert!(!pinned.contains("judging the whole log"), "{pinned}");
     crate::common::pty::quit(child, &mut writer, &mut screen);
@@ -413,4 +418,30 @@ fn the_binary_follows_a_large_log_alarms_on_an_appended_turn_and_sees_it_repaire
     assert!(!resolved.contains("» ALARM"), "{resolved}");
     screen.wait_for("the repaired picture", |s| s.contains("unpaired: none"));
     crate::common::pty::quit(child, &mut writer, &mut screen);
+}
+
+/// A conversation of a large log pinned (`--conversation N`), which no
+/// newest part can stand for: the first frame says what is read (the
+/// whole was read in the dark, seconds on a large log, `q` unanswered),
+/// then the conversation takes its place at its newest step, as a large
+/// log opens. One the file does not hold ends the debugger with the
+/// error it gives on a small log, exit 2, the terminal restored.
+#[test]
+fn the_binary_says_what_it_reads_for_a_pinned_conversation_of_a_large_log() {
+    let (_dir, path) = large_log();
+    let (child, mut writer, mut screen) =
+        crate::common::pty::spawn(&[path.to_str().unwrap(), "--conversation", "1"]);
+    screen.wait_for("the reading screen", |s| {
+        s.contains("reading conversation 1 of") && s.contains("q quits")
+    });
+    // The reading notice goes with the screen it was on.
+    screen.wait_for("the conversation", |s| {
+        s.contains("round 4800/4800") && !s.contains("reading conversation")
+    });
+    crate::common::pty::quit(child, &mut writer, &mut screen);
+    let (child, _writer, mut screen) =
+        crate::common::pty::spawn(&[path.to_str().unwrap(), "--conversation", "7"]);
+    crate::common::pty::restored_after_exit_with(child, &mut screen, 2);
+    let said = screen.wait_text("holds 1 conversation");
+    assert!(said.contains("--conversation 7"), "{said}");
 }

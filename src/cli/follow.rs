@@ -52,6 +52,19 @@ fn part_update(
     LiveUpdate::of(newest, findings, &recent.banner(), alarm)
 }
 
+/// The first frame of a large log no part stands for.
+fn reading(origin: &str, which: Option<usize>, size: u64) -> LiveUpdate {
+    let what = match which {
+        Some(n) => format!("conversation {n}"),
+        None => "the newest conversation".to_string(),
+    };
+    let mib = size >> 20;
+    LiveUpdate::placeholder(
+        format!("(reading {what} of {origin} ({mib} MiB): the whole file first; q quits)"),
+        &format!("follow: reading {what}"),
+    )
+}
+
 /// What the follower says of the lines it left out.
 fn skipped_words(count: u64) -> String {
     format!(
@@ -79,7 +92,17 @@ pub(super) fn follow(path: &Path, which: Option<usize>) -> Result<ExitCode, Fail
             .map(|(newest, findings)| part_update(&recent, &newest, &findings, &alarms)),
         _ => None,
     };
-    let opened_on_part = part.is_some().then(|| recent.sizes().1);
+    let mut opened_on_part = part.is_some().then(|| recent.sizes().1);
+    // No part stands for a pinned conversation (or a part that holds
+    // none): a large log's first frame says what is read, and the whole
+    // comes as the first change, as after a part.
+    let part = part.or_else(|| {
+        let size = std::fs::metadata(path).map_or(0, |m| m.len());
+        (size >= loopdbg_corpus::replay::PREVIEW_FROM).then(|| {
+            opened_on_part = Some(0);
+            reading(&origin, which, size)
+        })
+    });
     let first = match part {
         Some(part) => part,
         None => opening(path, &mut tail, &mut followed, &mut recent, which)?,

@@ -250,8 +250,15 @@ fn open(cli: Cli) -> Result<ExitCode, Failure> {
         Opening::Captured(opened) if cli.conversation.is_none() => {
             match loopdbg_corpus::replay::preview(&path, &opened) {
                 Some(preview) => return show_preview(preview, opened),
+                None if loopdbg_corpus::replay::is_large(&opened) => {
+                    return show_reading(opened, None);
+                }
                 None => replay_app(opened, None)?,
             }
+        }
+        #[cfg(any(feature = "proxy", feature = "follow"))]
+        Opening::Captured(opened) if loopdbg_corpus::replay::is_large(&opened) => {
+            return show_reading(opened, cli.conversation);
         }
         Opening::Captured(opened) => replay_app(opened, cli.conversation)?,
         Opening::Session { origin, text } => {
@@ -305,6 +312,71 @@ fn show_preview(
         let _ = feed.send(event);
     });
     show_live(app, events)
+}
+
+/// A large capture no newest part stands for (a conversation is pinned,
+/// or it is not a log): a screen saying what is read at once (`q`
+/// quits), the conversation in its place once the file is read on
+/// another thread, at its newest step as a large log opens. One the file
+/// does not hold ends the debugger with the error it would have given
+/// before opening (exit 2): a gigabyte read in the dark for ten seconds
+/// gave no sign of life.
+#[cfg(any(feature = "proxy", feature = "follow"))]
+fn show_reading(
+    opened: loopdbg_corpus::open::Opened,
+    which: Option<usize>,
+) -> Result<ExitCode, Failure> {
+    use loopdbg_tui::app::{LiveEvent, LiveUpdate};
+    let origin = opened.origin().to_string();
+    let what = match which {
+        Some(n) => format!("conversation {n}"),
+        None => "its first conversation".to_string(),
+    };
+    let mib = opened.size().unwrap_or(0) >> 20;
+    let reading = format!("reading {what} of {origin} ({mib} MiB): the whole file first; q quits");
+    let waiting = LiveUpdate::placeholder(format!("({reading})"), "replay");
+    let mut app = App::replay(
+        origin,
+        waiting.session,
+        waiting.trace,
+        waiting.source,
+        loopdbg_term::theme(),
+    );
+    app.cursor = app.trace.len() - 1;
+    app.notice = Some(reading);
+    let failed = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let (feed, events) = tokio::sync::mpsc::unbounded_channel();
+    let failure = std::sync::Arc::clone(&failed);
+    std::thread::spawn(move || {
+        let which = Some(which.unwrap_or(1));
+        let event = match loopdbg_corpus::replay::replay(opened, which, |p| p.title("replay")) {
+            Ok(whole) => LiveEvent::Loaded(Box::new(LiveUpdate {
+                session: whole.session,
+                trace: whole.trace,
+                source: whole.source.as_str().to_string(),
+                alarm: whole.left_out,
+                waiting: None,
+                derived: None,
+            })),
+            Err(e) => {
+                *failure
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(e);
+                LiveEvent::Failed
+            }
+        };
+        // The debugger may have quit meanwhile: nobody to tell.
+        let _ = feed.send(event);
+    });
+    let code = show_live(app, events)?;
+    let failed = failed
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take();
+    match failed {
+        Some(e) => Err(Failure::from(e)),
+        None => Ok(code),
+    }
 }
 
 /// `loopdbg run`: the trace as text or JSON, a handout, or the request

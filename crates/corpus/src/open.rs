@@ -92,6 +92,11 @@ impl Opened {
         &self.origin
     }
 
+    /// The input's size in bytes, when it is a file.
+    pub fn size(&self) -> Option<u64> {
+        self.size
+    }
+
     /// Every line not yet read, with its 1-based number.
     pub(crate) fn lines(self) -> impl Iterator<Item = Result<(usize, String), LoadError>> {
         let origin = self.origin;

@@ -360,6 +360,12 @@ pub fn preview(path: &Path, opened: &Opened) -> Option<Preview> {
     preview_with(path, opened, PREVIEW_FROM, PREVIEW_BYTES)
 }
 
+/// Whether `opened` is large enough that reading it whole keeps the
+/// screen waiting (what a [`preview`] is made for).
+pub fn is_large(opened: &Opened) -> bool {
+    opened.size.is_some_and(|s| s >= PREVIEW_FROM)
+}
+
 /// [`preview`] with its thresholds given (tests use small ones).
 pub fn preview_with(path: &Path, opened: &Opened, from: u64, bytes: u64) -> Option<Preview> {
     let Layout::Log(source) = opened.layout else {

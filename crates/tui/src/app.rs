@@ -289,6 +289,9 @@ pub enum LiveEvent {
     /// The rest of a previewed log could not be read: the preview stays,
     /// and says why.
     NotLoaded(String),
+    /// What the screen waited for cannot be shown (a conversation the
+    /// file does not hold): the debugger quits, and its caller says why.
+    Failed,
     /// A followed log's newest part after a change (its newest
     /// conversation, judged within the part), shown at once while the
     /// whole log is judged again: shown only while the view follows, and
@@ -677,6 +680,10 @@ impl App {
             LiveEvent::Loaded(whole) => self.root_mut().apply_loaded(*whole),
             LiveEvent::Preview { update, covers } => self.root_mut().apply_preview(*update, covers),
             LiveEvent::Judged { update, covers } => self.root_mut().apply_judged(*update, covers),
+            LiveEvent::Failed => {
+                self.root_mut().quit = true;
+                None
+            }
             LiveEvent::NotLoaded(why) => {
                 self.root_mut().notice = Some(format!(
                     "showing only the newest part: the rest could not be read: {why}"
