@@ -3,7 +3,9 @@
 //! it (the last line again, under a new uuid whose parent is the last
 //! one's: a Claude Code log's live chain grows), timed `ROUNDS` times
 //! (default 3). `AGAIN=1` appends the last line as it is (a uuid written
-//! twice), which builds every conversation again.
+//! twice), which builds every conversation again. Each appended event's
+//! replay is grown from the last one's, as `--follow` grows the picture
+//! the screen gives back (`BUILD=1`: made afresh, as before).
 //! `cargo run --release --example judge_batch -- LOG`; prints milliseconds.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests, benches and examples may panic on what they set up
 #![allow(missing_docs)]
@@ -11,6 +13,7 @@
 use std::time::Instant;
 
 use loopdbg_corpus::follow::Followed;
+use loopdbg_read::Grown;
 use loopdbg_tui::app::LiveUpdate;
 
 fn ms(d: std::time::Duration) -> f64 {
@@ -27,15 +30,23 @@ fn main() {
         text[start..].to_vec()
     };
     let again = std::env::var("AGAIN").is_ok_and(|a| a == "1");
+    let build = std::env::var("BUILD").is_ok_and(|a| a == "1");
     let mut event: serde_json::Value = serde_json::from_slice(&last).expect("a JSON line");
     let prices = loopdbg_formats::prices::Prices::builtin();
     let mut followed = Followed::new(&path);
     let start = Instant::now();
-    let judged = followed.take_change(text, true, None).expect("readable");
+    let judged = followed
+        .take_change(text, true, None)
+        .expect("readable")
+        .expect("a conversation");
+    let findings = judged.findings.len();
+    let mut last_trace = Some(loopdbg_export::replay::trace_of(
+        judged.conversation,
+        &judged.findings,
+    ));
     println!(
-        "first: {:.1} ms, {} findings",
+        "first: {:.1} ms, {findings} findings",
         start.elapsed().as_secs_f64() * 1000.0,
-        judged.map_or(0, |j| j.findings.len())
     );
     for round in 0..rounds {
         let line = match again {
@@ -48,11 +59,30 @@ fn main() {
             .expect("readable")
             .expect("a conversation");
         let built = start.elapsed();
-        let mut update = LiveUpdate::of(judged.conversation, &judged.findings, "follow", None);
+        let mut old = last_trace.take().expect("the last picture's");
+        let trace = match judged.grown {
+            Grown::Extended { from, .. } if !build => {
+                loopdbg_export::replay::regrow(
+                    &mut old,
+                    judged.conversation,
+                    from,
+                    &judged.findings,
+                );
+                old
+            }
+            _ => {
+                let trace = loopdbg_export::replay::trace_of(judged.conversation, &judged.findings);
+                drop(old);
+                trace
+            }
+        };
+        let mut update = LiveUpdate::of_trace(judged.conversation, trace, "follow", None);
         let traced = start.elapsed();
         update.derive(&prices);
         let derived = start.elapsed();
-        drop(update);
+        // The screen's last picture, given back: what the next is grown from.
+        last_trace = Some(update.trace);
+        drop(update.session);
         println!(
             "appended: built {:.1} ms, traced {:.1} ms, derived {:.1} ms, freed {:.1} ms",
             ms(built),

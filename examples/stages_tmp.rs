@@ -26,7 +26,31 @@ fn main() {
         let d = t.elapsed();
         let session = loopdbg_export::replay::session_for(&taken.shown, "x");
         let e = t.elapsed();
-        let trace = loopdbg_export::replay::trace_of(&taken.shown, &findings);
+        let t0 = Instant::now();
+        let msgs = taken.shown.messages.clone();
+        let t1 = t0.elapsed();
+        let pi = loopdbg_engine::ledger::PairingIndex::new(&msgs);
+        let t2 = t0.elapsed();
+        drop((msgs, pi));
+        let t3 = t0.elapsed();
+        let rep = loopdbg_export::replay::replayed(&taken.shown);
+        let t4 = t0.elapsed();
+        let trace = rep.with_findings(&taken.shown, &findings);
+        let t5 = t0.elapsed();
+        let mut tr2 = trace.clone();
+        let t6 = t0.elapsed();
+        loopdbg_engine::count_unpaired(&mut tr2);
+        let t7 = t0.elapsed();
+        drop(tr2);
+        eprintln!(
+            "  msgclone {:.0} pairing {:.0} drop {:.0} replayed {:.0} with_findings {:.0} | count_unpaired {:.0}",
+            (t1).as_secs_f64() * 1e3,
+            (t2 - t1).as_secs_f64() * 1e3,
+            (t3 - t2).as_secs_f64() * 1e3,
+            (t4 - t3).as_secs_f64() * 1e3,
+            (t5 - t4).as_secs_f64() * 1e3,
+            (t7 - t6).as_secs_f64() * 1e3
+        );
         let f = t.elapsed();
         let an = loopdbg_lesson::checks::RunAnalysis::of(&trace);
         let g2 = t.elapsed();

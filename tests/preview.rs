@@ -186,6 +186,7 @@ fn update_of(app_trace_len: usize) -> LiveUpdate {
         alarm: None,
         waiting: None,
         derived: None,
+        token: None,
     }
 }
 

@@ -699,6 +699,7 @@ fn a_live_view_names_its_source_and_whether_it_follows() {
         ),
         waiting: None,
         derived: None,
+        token: None,
     };
     let mut a = App::live(
         "proxy 127.0.0.1:8700",

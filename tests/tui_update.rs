@@ -790,6 +790,7 @@ fn live_update(messages: serde_json::Value, alarm: Option<&str>) -> loopdbg_tui:
         alarm: alarm.map(str::to_string),
         waiting: None,
         derived: None,
+        token: None,
     }
 }
 

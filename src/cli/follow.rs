@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use loopdbg_corpus::follow::{Change, Followed, Judged, Recent, judge_changes};
 use loopdbg_engine::LoadError;
 use loopdbg_io::tail::Tail;
+use loopdbg_read::Grown;
 use loopdbg_tui::App;
 use loopdbg_tui::app::{LiveEvent, LiveUpdate};
 use tokio::sync::mpsc;
@@ -18,25 +19,111 @@ use tokio::sync::mpsc;
 use super::Failure;
 
 /// The picture of the conversation `judged` (`None`: the file `origin`
-/// holds none yet).
+/// holds none yet), its trace grown from one `grower` takes back from the
+/// screen when there is one.
 fn update_of(
     origin: &str,
     judged: Result<Option<Judged<'_>>, LoadError>,
+    grower: Option<&mut Grower>,
 ) -> Result<LiveUpdate, LoadError> {
-    let Some(judged) = judged? else {
-        return Ok(LiveUpdate::no_conversation_yet(origin));
+    let judged = match judged {
+        Ok(Some(judged)) => judged,
+        other => {
+            // Whatever the screen gives back no longer grows into this.
+            if let Some(grower) = grower {
+                grower.sent.clear();
+            }
+            return other.map(|_| LiveUpdate::no_conversation_yet(origin));
+        }
     };
     let title = format!(
         "follow: conversation {} of {}",
         judged.place.thread + 1,
         judged.place.count
     );
-    Ok(LiveUpdate::of(
-        judged.conversation,
-        &judged.findings,
-        &title,
-        judged.alarm,
-    ))
+    let Some(grower) = grower else {
+        return Ok(LiveUpdate::of(
+            judged.conversation,
+            &judged.findings,
+            &title,
+            judged.alarm,
+        ));
+    };
+    let (trace, token) = grower.trace(&judged);
+    let mut update = LiveUpdate::of_trace(judged.conversation, trace, &title, judged.alarm);
+    update.token = Some(token);
+    Ok(update)
+}
+
+/// How many of the pictures sent may still come back to be grown: the one
+/// on the screen, those on their way to it, and one held back by a newer
+/// part (which frees it).
+const GROWN_BACK: usize = 4;
+
+/// The whole pictures sent to the screen, which come back when newer ones
+/// take their place: the next is grown from the newest back, by what
+/// changed since it was made, instead of built (a replay of a gigabyte's
+/// log was built again for each appended event).
+struct Grower {
+    /// Pictures taken off the screen.
+    back: std::sync::mpsc::Receiver<loopdbg_tui::app::Displaced>,
+    /// Each picture sent that may come back, by token, oldest first, with
+    /// the first message that changed since it was made (`usize::MAX`:
+    /// none).
+    sent: std::collections::VecDeque<(u64, usize)>,
+    next: u64,
+    /// How many pictures were grown rather than built.
+    grown: u64,
+}
+
+impl Grower {
+    /// The trace of `judged` and its picture's token: a trace back from
+    /// the screen grown to it, or one made.
+    fn trace(&mut self, judged: &Judged<'_>) -> (loopdbg_engine::Trace, u64) {
+        match judged.grown {
+            Grown::Rebuilt => self.sent.clear(),
+            Grown::Unchanged => {}
+            Grown::Extended { from, .. } => {
+                for (_, since) in &mut self.sent {
+                    *since = (*since).min(from);
+                }
+            }
+        }
+        // The newest of those back; the others are freed here, off the
+        // screen's thread.
+        let mut newest: Option<(usize, loopdbg_tui::app::Displaced)> = None;
+        for back in self.back.try_iter() {
+            let at = back
+                .token()
+                .and_then(|t| self.sent.iter().position(|&(sent, _)| sent == t));
+            if let Some(at) = at
+                && newest.as_ref().is_none_or(|(was, _)| at > *was)
+            {
+                newest = Some((at, back));
+            }
+        }
+        let trace = match newest.and_then(|(at, back)| Some((self.sent.remove(at)?, back))) {
+            Some(((_, since), back)) => {
+                let mut trace = back.into_trace();
+                loopdbg_export::replay::regrow(
+                    &mut trace,
+                    judged.conversation,
+                    since,
+                    &judged.findings,
+                );
+                self.grown += 1;
+                trace
+            }
+            None => loopdbg_export::replay::trace_of(judged.conversation, &judged.findings),
+        };
+        let token = self.next;
+        self.next += 1;
+        self.sent.push_back((token, usize::MAX));
+        while self.sent.len() > GROWN_BACK {
+            self.sent.pop_front();
+        }
+        (trace, token)
+    }
 }
 
 /// The picture of a large log's newest part, `newest` judged within it
@@ -109,11 +196,18 @@ pub(super) fn follow(path: &Path, which: Option<usize>) -> Result<ExitCode, Fail
     };
     let (updates, feed) = mpsc::unbounded_channel();
     let (changes, judge_feed) = std::sync::mpsc::channel::<Change>();
+    let (recycle, back) = std::sync::mpsc::channel();
+    let grower = Grower {
+        back,
+        sent: Default::default(),
+        next: 0,
+        grown: 0,
+    };
     spawn_judge(
         followed,
         judge_feed,
         which,
-        updates.clone(),
+        (updates.clone(), grower),
         &tail,
         opened_on_part.is_some(),
     );
@@ -155,7 +249,7 @@ pub(super) fn follow(path: &Path, which: Option<usize>) -> Result<ExitCode, Fail
         Some(covers) => App::live_from_part(origin, from, first, covers, loopdbg_term::theme()),
         None => App::live(origin, from, first, loopdbg_term::theme()),
     };
-    super::show_live(app, feed)
+    super::show_live_recycling(app, feed, recycle)
 }
 
 /// The first picture of a followed file read whole: the file so far, or
@@ -195,7 +289,7 @@ fn opening(
         Ok(bytes) => {
             recent.push(&bytes, true);
             let judged = followed.take_change(bytes, true, which);
-            update_of(&origin, judged)?
+            update_of(&origin, judged, None)?
         }
     })
 }
@@ -208,7 +302,7 @@ fn spawn_judge(
     mut followed: Followed,
     changes: std::sync::mpsc::Receiver<Change>,
     which: Option<usize>,
-    updates: mpsc::UnboundedSender<LiveEvent>,
+    (updates, mut grower): (mpsc::UnboundedSender<LiveEvent>, Grower),
     tail: &Tail,
     on_part: bool,
 ) {
@@ -219,7 +313,7 @@ fn spawn_judge(
         judge_changes(&mut followed, &changes, which, |judged, change| {
             // A line the readers refuse: keep showing what was read, and
             // when that is only the opening part, say why.
-            let mut update = match update_of(&origin, judged) {
+            let mut update = match update_of(&origin, judged, Some(&mut grower)) {
                 Ok(update) => update,
                 Err(_) if judged_once => return true,
                 Err(e) => return updates.send(LiveEvent::NotLoaded(e.to_string())).is_ok(),
@@ -235,4 +329,102 @@ fn spawn_judge(
             updates.send(LiveEvent::Judged { update, covers }).is_ok()
         });
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A Claude Code log of `turns` turns, each a prompt, two calls
+    /// streamed as two events of one reply, their results as two events
+    /// (both read into one message, as the two calls are: what an appended
+    /// event changes starts before the end) and an answer, every event
+    /// chained on the one before.
+    fn agent_log(turns: usize) -> Vec<u8> {
+        let mut out = String::new();
+        let mut parent = "null".to_string();
+        let mut event = |uuid: String, kind: &str, message: String| {
+            out.push_str(&format!(
+                r#"{{"type":"{kind}","uuid":"{uuid}","parentUuid":{parent},"sessionId":"s","timestamp":"2026-12-05T10:00:00.000Z","message":{message}}}"#
+            ));
+            out.push('\n');
+            parent = format!("\"{uuid}\"");
+        };
+        for t in 0..turns {
+            let prompt = format!(r#"{{"role":"user","content":"turn {t}"}}"#);
+            event(format!("u{t}"), "user", prompt);
+            for call in ["a", "b"] {
+                let reply = format!(
+                    r#"{{"id":"m{t}","role":"assistant","content":[{{"type":"tool_use","id":"toolu_{call}{t}","name":"ls","input":{{}}}}]}}"#
+                );
+                event(format!("{call}{t}"), "assistant", reply);
+            }
+            for call in ["a", "b"] {
+                let result = format!(
+                    r#"{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"toolu_{call}{t}","content":"ok"}}]}}"#
+                );
+                event(format!("r{call}{t}"), "user", result);
+            }
+            let answer = format!(
+                r#"{{"id":"n{t}","role":"assistant","content":[{{"type":"text","text":"done"}}]}}"#
+            );
+            event(format!("d{t}"), "assistant", answer);
+        }
+        out.into_bytes()
+    }
+
+    /// A log followed line by line with the screen between: each picture
+    /// the judge sends takes the last one's place, which comes back (some
+    /// late, some never), and the next is grown from the newest back. Each
+    /// is the replay the judge would have built.
+    #[test]
+    fn a_picture_grown_from_one_back_from_the_screen_is_the_one_built() {
+        let name = "session.jsonl";
+        let bytes = agent_log(30);
+        let mut followed = Followed::new(name);
+        let (recycle, back) = std::sync::mpsc::channel();
+        let mut grower = Grower {
+            back,
+            sent: Default::default(),
+            next: 0,
+            grown: 0,
+        };
+        let mut app: Option<App> = None;
+        let mut held = Vec::new();
+        for (k, line) in bytes.split_inclusive(|&b| b == b'\n').enumerate() {
+            let judged = followed.take_change(line.to_vec(), k == 0, None);
+            let Ok(Some(judged)) = judged else {
+                continue;
+            };
+            let want = loopdbg_export::replay::trace_of(judged.conversation, &judged.findings);
+            let update = update_of(name, Ok(Some(judged)), Some(&mut grower)).unwrap();
+            assert!(update.trace == want, "line {}", k + 1);
+            let update = Box::new(update);
+            let old = match app.as_mut() {
+                None => {
+                    app = Some(App::live(name, "follow", *update, loopdbg_term::theme()));
+                    None
+                }
+                Some(app) => app.apply_live_event(LiveEvent::Judged { update, covers: 0 }),
+            };
+            // Every third picture comes back two changes late, every
+            // fifth never.
+            if let Some(old) = old {
+                match k % 5 {
+                    0 => drop(old),
+                    _ if k % 3 == 0 => held.push(old),
+                    _ => recycle.send(old).unwrap(),
+                }
+            }
+            if held.len() > 1 {
+                recycle.send(held.remove(0)).unwrap();
+            }
+        }
+        let built = grower.next - grower.grown;
+        assert!(
+            grower.grown > 5 && built > 1,
+            "grown {}, built {built}",
+            grower.grown
+        );
+    }
 }

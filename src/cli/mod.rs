@@ -54,6 +54,18 @@ fn show_live(
     loopdbg_term::run_live(app, feed)
 }
 
+/// [`show_live`], the pictures taken off the screen that their maker
+/// marked handed back through `recycle`.
+#[cfg(feature = "follow")]
+fn show_live_recycling(
+    mut app: App,
+    feed: tokio::sync::mpsc::UnboundedReceiver<loopdbg_tui::app::LiveEvent>,
+    recycle: std::sync::mpsc::Sender<loopdbg_tui::app::Displaced>,
+) -> anyhow::Result<ExitCode> {
+    app.prices = std::sync::Arc::new(prices::prices().clone());
+    loopdbg_term::run_live_recycling(app, feed, recycle)
+}
+
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -305,6 +317,7 @@ fn show_preview(
                 alarm: whole.left_out,
                 waiting: None,
                 derived: None,
+                token: None,
             })),
             Err(e) => LiveEvent::NotLoaded(e.to_string()),
         };
@@ -357,6 +370,7 @@ fn show_reading(
                 alarm: whole.left_out,
                 waiting: None,
                 derived: None,
+                token: None,
             })),
             Err(e) => {
                 *failure

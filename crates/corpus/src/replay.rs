@@ -460,3 +460,111 @@ fn is_prompt(m: &loopdbg_engine::message::Message) -> bool {
             .iter()
             .any(|b| matches!(b, Block::ToolResult { .. }))
 }
+
+#[cfg(test)]
+mod tests {
+    use loopdbg_export::replay::{regrow, trace_of};
+    use loopdbg_judge::check::check;
+    use loopdbg_read::Conversation;
+
+    /// Every conversation of every transcript fixture, read as the
+    /// debugger reads it.
+    fn every_conversation() -> Vec<(String, Conversation)> {
+        let root = format!(
+            "{}/../../tests/fixtures/transcripts",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let mut dirs = vec![std::path::PathBuf::from(root)];
+        let mut out = Vec::new();
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                    continue;
+                }
+                if !path
+                    .extension()
+                    .is_some_and(|e| e == "json" || e == "jsonl")
+                {
+                    continue;
+                }
+                let name = path.display().to_string();
+                let reader = Box::new(std::io::BufReader::new(std::fs::File::open(&path).unwrap()));
+                let Ok(opened) = crate::open::sniff_reader(name.clone(), reader, None) else {
+                    continue;
+                };
+                let Ok((grouped, _)) = super::conversations(opened) else {
+                    continue;
+                };
+                out.extend(grouped.into_newest().into_iter().map(|c| (name.clone(), c)));
+            }
+        }
+        out
+    }
+
+    /// `conv` as it stood with its first `n` messages.
+    fn prefix(conv: &Conversation, n: usize) -> Conversation {
+        let mut c = conv.clone();
+        c.messages.truncate(n);
+        c.message_sources.truncate(n);
+        c.block_sources.truncate(n);
+        c.usage.retain(|u| u.message < n);
+        c.refusals.retain(|r| r.at <= n);
+        c.synthetic.retain(|&s| s < n);
+        c.hosted.retain(|h| h.message < n);
+        c
+    }
+
+    /// The replay of any earlier state of a conversation, grown from where
+    /// it changed, is the replay of the conversation made afresh: on every
+    /// conversation of every fixture, from every message, from every
+    /// earlier length and from a last message that held fewer blocks.
+    #[test]
+    fn a_regrown_replay_is_the_replay_made_afresh() {
+        let mut convs = every_conversation();
+        assert!(convs.len() > 100, "{}", convs.len());
+        // The same reply after a new prompt is no spin: the prompt before
+        // the cut counts.
+        let spin = serde_json::json!([
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": "same"},
+            {"role": "user", "content": "again"},
+            {"role": "assistant", "content": "same"},
+            {"role": "assistant", "content": "same"},
+        ]);
+        let format = loopdbg_formats::provider::Format::Anthropic;
+        let read = loopdbg_read::read(&spin, loopdbg_read::Source::Provider(format)).unwrap();
+        convs.push(("a spin after a prompt".into(), read));
+        let mut grown = 0;
+        for (name, conv) in &convs {
+            let findings = check(conv);
+            let whole = trace_of(conv, &findings);
+            let len = conv.messages.len();
+            for from in 0..=len {
+                let mut earlier: Vec<Conversation> =
+                    (from..=len).map(|n| prefix(conv, n)).collect();
+                if from < len && conv.messages[from].content.len() > 1 {
+                    // The message at `from` before its later blocks came.
+                    let mut short = prefix(conv, from + 1);
+                    short.messages[from].content.truncate(1);
+                    short.block_sources[from].truncate(1);
+                    earlier.push(short);
+                }
+                for e in earlier {
+                    let mut trace = trace_of(&e, &check(&e));
+                    regrow(&mut trace, conv, from, &findings);
+                    assert!(
+                        trace == whole,
+                        "{name}: from {from}, grown from {} messages\n{:#?}\n{:#?}",
+                        e.messages.len(),
+                        trace.steps.iter().zip(&whole.steps).find(|(a, b)| a != b),
+                        (&trace.outcome, &whole.outcome)
+                    );
+                    grown += 1;
+                }
+            }
+        }
+        assert!(grown > 1000, "{grown}");
+    }
+}

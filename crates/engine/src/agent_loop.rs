@@ -84,14 +84,44 @@ pub fn run_with(session: &Session, strategy: &Strategy, executor: &dyn ToolExecu
 /// Append) how many results are in, so consecutive Execute steps of a wide
 /// turn share one count instead of recomputing it per call.
 pub fn count_unpaired(trace: &mut Trace) {
+    count_from(trace, 0, CallIndex::default(), 0);
+}
+
+/// [`count_unpaired`] for the steps from `first` on, those before it
+/// counted already (a replay grown at its end): the pairing facts where
+/// they start are the open turn's calls, read again, and the unanswered
+/// count the last counted step implies. Costs the steps counted.
+pub fn count_unpaired_from(trace: &mut Trace, first: usize) {
+    let Some(last) = first.checked_sub(1) else {
+        return count_unpaired(trace);
+    };
+    let seen = trace.steps[last].history_len;
+    // Results answer only the calls of the latest turn: from it on, a
+    // fresh index pairs as the whole history's did.
+    let turn = trace.messages[..seen]
+        .iter()
+        .rposition(|m| m.role == crate::message::Role::Assistant)
+        .unwrap_or(0);
     let mut index = CallIndex::default();
-    let mut seen = 0;
-    let mut counts = Vec::with_capacity(trace.steps.len());
+    for message in &trace.messages[turn..seen] {
+        index.push(message);
+    }
+    let in_flight: ahash::AHashSet<&str> = trace.in_flight_iter(last).collect();
+    // The last count is the unanswered calls less those in flight.
+    let unanswered = trace.steps[last].unpaired + index.open_unanswered_in(&in_flight);
+    index.set_unanswered(unanswered);
+    count_from(trace, first, index, seen);
+}
+
+/// Counts the steps from `first` on, `index` holding the pairing facts of
+/// the first `seen` messages.
+fn count_from(trace: &mut Trace, first: usize, mut index: CallIndex, mut seen: usize) {
+    let mut counts = Vec::with_capacity(trace.steps.len() - first);
     let mut in_flight: ahash::AHashSet<&str> = ahash::AHashSet::new();
     // (round, phase kind, results in), history length, count.
     type Seen = ((u32, u8, Option<usize>), usize, usize);
     let mut last: Option<Seen> = None;
-    for k in 0..trace.steps.len() {
+    for k in first..trace.steps.len() {
         let step = &trace.steps[k];
         let len = step.history_len;
         for message in &trace.messages[seen.min(len)..len] {
@@ -118,7 +148,7 @@ pub fn count_unpaired(trace: &mut Trace) {
         counts.push(count);
         last = Some((class, len, count));
     }
-    for (step, count) in trace.steps.iter_mut().zip(counts) {
+    for (step, count) in trace.steps[first..].iter_mut().zip(counts) {
         step.unpaired = count;
     }
 }

@@ -143,6 +143,9 @@ pub struct PairingIndex {
     /// The calls that reuse an id for the first time (their id's second
     /// call), by index: how many ids are duplicated in any prefix.
     second_calls: Vec<u32>,
+    /// The last call with each id, by index: where the next call with it
+    /// links, as the history grows ([`PairingIndex::regrow`]).
+    last_of_id: HashMap<Text, u32>,
 }
 
 /// No call: the end of a chain of calls with one id.
@@ -168,13 +171,66 @@ impl PairingIndex {
     /// Indexes `history`.
     pub fn new(history: &[Message]) -> PairingIndex {
         let mut index = PairingIndex::default();
-        // Per id: how many calls carry it so far, the first and the last.
-        let mut seen: HashMap<&str, (usize, usize, usize)> = HashMap::new();
-        let mut turn_start = 0;
-        for (m, msg) in history.iter().enumerate() {
+        index.push_from(history, 0);
+        index
+    }
+
+    /// Brings the index up to `history` when only its messages from
+    /// `from` on changed since it was made (a followed log grew): what was
+    /// indexed of them is taken back, and they are indexed again. Costs
+    /// what changed, not the history.
+    pub fn regrow(&mut self, history: &[Message], from: usize) {
+        self.truncate(from);
+        self.push_from(history, from);
+    }
+
+    /// Forgets every message from `len` on.
+    fn truncate(&mut self, len: usize) {
+        let keep = self.calls.partition_point(|c| c.at.message < len);
+        for k in (keep..self.calls.len()).rev() {
+            let call = &self.calls[k];
+            let id = call.id.clone();
+            if call.earlier_same_id == 0 {
+                self.last_of_id.remove(&id);
+                continue;
+            }
+            // The call with its id before it: the chain is walked from the
+            // id's first call (ids are seldom reused many times).
+            let mut before = call.first_same_id;
+            while self.calls[before].next_same_id as usize != k {
+                before = self.calls[before].next_same_id as usize;
+            }
+            self.calls[before].next_same_id = NO_CALL;
+            self.last_of_id.insert(id, to_u32(before));
+        }
+        self.calls.truncate(keep);
+        let second = self.second_calls.partition_point(|&c| (c as usize) < keep);
+        self.second_calls.truncate(second);
+        let answered = self.results.partition_point(|&(m, _)| m < len);
+        for &(_, call) in &self.results[answered..] {
+            if let Some(call) = self.calls.get_mut(call as usize) {
+                call.result = None;
+            }
+        }
+        self.results.truncate(answered);
+        let orphans = self.orphans.partition_point(|o| o.at.message < len);
+        self.orphans.truncate(orphans);
+        let assistants = self.assistants.partition_point(|&m| m < len);
+        self.assistants.truncate(assistants);
+    }
+
+    /// Indexes `history`'s messages from `from` on, those before it
+    /// indexed already.
+    fn push_from(&mut self, history: &[Message], from: usize) {
+        // The first call of the latest turn: what a result may answer.
+        let mut turn_start = match self.assistants.last() {
+            Some(&a) => self.calls.partition_point(|c| c.at.message < a),
+            None => 0,
+        };
+        for (m, msg) in history.iter().enumerate().skip(from) {
             if msg.role == crate::message::Role::Assistant {
-                index.assistants.push(m);
-                turn_start = index.calls.len();
+                self.assistants.push(m);
+                turn_start = self.calls.len();
             }
             for (b, block) in msg.content.iter().enumerate() {
                 let at = Position {
@@ -182,30 +238,10 @@ impl PairingIndex {
                     block: b,
                 };
                 match block {
-                    Block::ToolUse { id, name, .. } => {
-                        let here = index.calls.len();
-                        let (n, first, last) = seen.entry(id).or_insert((0, here, here));
-                        if *n > 0 {
-                            index.calls[*last].next_same_id = to_u32(here);
-                        }
-                        if *n == 1 {
-                            index.second_calls.push(to_u32(here));
-                        }
-                        index.calls.push(CallRecord {
-                            id: id.clone(),
-                            name: name.clone(),
-                            at,
-                            result: None,
-                            earlier_same_id: *n,
-                            first_same_id: *first,
-                            next_same_id: NO_CALL,
-                        });
-                        *n += 1;
-                        *last = here;
-                    }
+                    Block::ToolUse { id, name, .. } => self.push_call(id, name, at),
                     Block::ToolResult { tool_use_id, .. } => {
                         let answers =
-                            index.calls[turn_start..]
+                            self.calls[turn_start..]
                                 .iter_mut()
                                 .enumerate()
                                 .find(|(_, c)| {
@@ -214,9 +250,9 @@ impl PairingIndex {
                         match answers {
                             Some((k, call)) => {
                                 call.result = Some(at);
-                                index.results.push((m, to_u32(turn_start + k)));
+                                self.results.push((m, to_u32(turn_start + k)));
                             }
-                            None => index.orphans.push(Orphan {
+                            None => self.orphans.push(Orphan {
                                 tool_use_id: tool_use_id.clone(),
                                 at,
                             }),
@@ -226,7 +262,32 @@ impl PairingIndex {
                 }
             }
         }
-        index
+    }
+
+    /// Indexes a call, linked to the calls before it with its id.
+    fn push_call(&mut self, id: &Text, name: &Text, at: Position) {
+        let here = self.calls.len();
+        let (earlier, first) = match self.last_of_id.get(id) {
+            Some(&last) => {
+                let last = &mut self.calls[last as usize];
+                last.next_same_id = to_u32(here);
+                (last.earlier_same_id + 1, last.first_same_id)
+            }
+            None => (0, here),
+        };
+        if earlier == 1 {
+            self.second_calls.push(to_u32(here));
+        }
+        self.calls.push(CallRecord {
+            id: id.clone(),
+            name: name.clone(),
+            at,
+            result: None,
+            earlier_same_id: earlier,
+            first_same_id: first,
+            next_same_id: NO_CALL,
+        });
+        self.last_of_id.insert(id.clone(), to_u32(here));
     }
 
     /// The ledger of the first `len` messages as a view, built as it is
@@ -644,6 +705,50 @@ mod tests {
                 let past = len + 1..len + 3;
                 assert_eq!(view.links(past), (vec![], vec![]), "prefix {len}");
             }
+        }
+    }
+
+    /// An index regrown from any earlier state of a history (the messages
+    /// from `from` on different, or not yet there) is the index of the
+    /// history made afresh: on a history with reused ids, orphans, a late
+    /// result and a result appended to a message that held results.
+    #[test]
+    fn a_regrown_index_is_the_index_made_afresh() {
+        let mut history = vec![Message::tool_result(
+            "ghost".into(),
+            json!(null).into(),
+            true,
+        )];
+        history.extend(a_result_a_turn_late());
+        history.extend([
+            Message::user("again"),
+            plan(),
+            Message::tool_result("f1".into(), json!(2).into(), false),
+            plan(),
+        ]);
+        let whole = PairingIndex::new(&history);
+        for from in 0..=history.len() {
+            for len in from..=history.len() {
+                // What the earlier state held from `from` on: the messages
+                // then, an answer, or calls reusing ids where they stood.
+                let answers = Message::tool_result("w1".into(), json!(0).into(), false);
+                let then = |extra: Message| {
+                    let mut e = history[..from].to_vec();
+                    e.push(extra);
+                    e
+                };
+                for earlier in [history[..len].to_vec(), then(answers), then(plan())] {
+                    let mut index = PairingIndex::new(&earlier);
+                    index.regrow(&history, from);
+                    assert_eq!(index, whole, "from {from}, earlier of {}", earlier.len());
+                }
+            }
+        }
+        // Regrown as a log grows, one message at a time.
+        let mut index = PairingIndex::default();
+        for len in 0..=history.len() {
+            index.regrow(&history[..len], len.saturating_sub(1));
+            assert_eq!(index, PairingIndex::new(&history[..len]), "{len}");
         }
     }
 

@@ -53,7 +53,7 @@ pub mod strategy;
 pub mod stub;
 pub mod trace;
 
-pub use agent_loop::count_unpaired;
+pub use agent_loop::{count_unpaired, count_unpaired_from};
 pub use agent_loop::{run, run_with};
 pub use diagnostics::error::LoadError;
 pub use session::Session;

@@ -82,6 +82,13 @@ impl CallIndex {
         self.unanswered
     }
 
+    /// Sets how many calls have no result, for an index that holds only
+    /// the latest turn of a longer history
+    /// ([`crate::agent_loop::count_unpaired_from`]).
+    pub(crate) fn set_unanswered(&mut self, unanswered: usize) {
+        self.unanswered = unanswered;
+    }
+
     /// How many calls of the open turn have no result and an id in
     /// `in_flight` (the loop is still handling them).
     pub fn open_unanswered_in(&self, in_flight: &ahash::AHashSet<&str>) -> usize {

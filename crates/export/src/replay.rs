@@ -119,32 +119,140 @@ pub fn trace_of(conv: &Conversation, findings: &[Finding]) -> Trace {
 /// messages alone, so it can be made while the conversation is checked.
 pub struct Replayed {
     trace: Trace,
-    /// The step at which each message is appended or read.
-    step_of_message: Vec<usize>,
-    /// The conversation ends on an assistant turn with calls.
-    last_calls: bool,
 }
 
 /// The first half of [`trace_of`].
 pub fn replayed(conv: &Conversation) -> Replayed {
-    let messages = conv.messages.clone();
-    let mut building = Building {
-        refusals: conv.refusals.iter().map(|r| r.at).collect(),
-        ..Building::default()
+    let mut trace = Trace {
+        origin: Origin::Replay,
+        strategy: replay_strategy(1),
+        messages: Vec::new(),
+        steps: Vec::new(),
+        rounds: Vec::new(),
+        violations: Vec::new(),
+        outcome: Outcome {
+            end: End::ModelDone,
+            detail: String::new(),
+            final_text: None,
+            requests: 0,
+        },
+        continues: None,
+        unverifiable: Vec::new(),
+        pairing: PairingIndex::default(),
     };
-    let mut step_of_message = vec![0usize; messages.len()];
-    let usage = conv.usage_by_message();
-    for (i, m) in messages.iter().enumerate() {
+    replay_from(&mut trace, conv, 0);
+    Replayed { trace }
+}
+
+/// Brings `trace`, the replay of an earlier state of `conv` (its messages
+/// from `from` on different, or not there yet), up to `conv` with
+/// `findings`: what it built of those messages is taken back, they are
+/// replayed, and the findings are placed anew. Costs what changed and the
+/// findings, not the conversation: `--follow` grows the picture it showed
+/// last instead of building the next one (on a 1 GB log that was seconds
+/// per appended event). Gives what [`trace_of`] gives.
+pub fn regrow(trace: &mut Trace, conv: &Conversation, from: usize, findings: &[Finding]) {
+    replay_from(trace, conv, from);
+    place_findings(trace, conv, findings);
+}
+
+/// The strategy a replay shows: every call extracted, the loop stopping
+/// when the model stops calling, `rounds` trips.
+fn replay_strategy(rounds: u32) -> Strategy {
+    Strategy {
+        extract: Extract::All,
+        stop: StopRule::ToolCalls,
+        max_rounds: rounds.max(1),
+        behavior: REPLAY_BEHAVIOR.to_string(),
+        closure: loopdbg_engine::strategy::Closure::Leave,
+        interrupt: None,
+    }
+}
+
+/// How many of `steps` were made before message `from` was read: up to
+/// the one that read message `from - 1` (its reply or its append, the
+/// only such step reaching `from` messages). `None` when there is none.
+fn steps_before(steps: &[Step], from: usize) -> Option<usize> {
+    if from == 0 {
+        return Some(0);
+    }
+    let reaching = steps.partition_point(|s| s.history_len <= from);
+    steps[..reaching]
+        .iter()
+        .rposition(|s| s.history_len == from && matches!(s.phase, Phase::Reply | Phase::Append))
+        .map(|k| k + 1)
+}
+
+/// The step at which message `i` is appended or read (its reply's or its
+/// append's), or the first.
+fn step_of_message(steps: &[Step], i: usize) -> usize {
+    steps_before(steps, i + 1).map_or(0, |k| k - 1)
+}
+
+/// Whether a user prompt came between the last reply before message
+/// `from` and it (a spin is one loop asking again and getting the same
+/// reply; a new prompt starts another).
+fn prompted_before(messages: &[Message], from: usize) -> bool {
+    messages[..from]
+        .iter()
+        .rev()
+        .take_while(|m| m.role != Role::Assistant)
+        .any(|m| m.role == Role::User && m.text().is_some_and(|t| !t.trim().is_empty()))
+}
+
+/// Replays `conv`'s messages from `from` on into `trace`, which holds the
+/// replay of its messages before `from` (and of what came after them
+/// then, taken back here): its steps, trips, pairing index and end.
+fn replay_from(trace: &mut Trace, conv: &Conversation, from: usize) {
+    let kept = steps_before(&trace.steps, from.min(trace.messages.len()));
+    // Built from the start when what was built cannot be cut there.
+    let (from, kept) = match kept {
+        Some(kept) => (from.min(trace.messages.len()), kept),
+        None => (0, 0),
+    };
+    trace.steps.truncate(kept);
+    let kept_trips = trace.rounds.partition_point(|r| r.request_len < from);
+    trace.rounds.truncate(kept_trips);
+    if let Some(last) = trace.rounds.last_mut() {
+        last.executions
+            .retain(|e| e.message.is_some_and(|m| m < from));
+    }
+    trace.messages.truncate(from);
+    trace.messages.extend_from_slice(&conv.messages[from..]);
+    let messages = &trace.messages;
+    let mut building = Building {
+        steps: std::mem::take(&mut trace.steps),
+        rounds: std::mem::take(&mut trace.rounds),
+        round: u32::try_from(kept_trips).unwrap_or(u32::MAX),
+        refusals: conv
+            .refusals
+            .iter()
+            .map(|r| r.at)
+            .filter(|&r| r >= from)
+            .collect(),
+        prompted: prompted_before(messages, from),
+    };
+    // The first trip recorded for each message from `from` on.
+    let mut usage = vec![None; messages.len() - from];
+    for trip in &conv.usage {
+        if let Some(slot @ None) = trip
+            .message
+            .checked_sub(from)
+            .and_then(|k| usage.get_mut(k))
+        {
+            *slot = Some(trip);
+        }
+    }
+    for (i, m) in messages.iter().enumerate().skip(from) {
         building.refused_until(i);
         if m.role == Role::User && m.text().is_some_and(|t| !t.trim().is_empty()) {
             building.prompted = true;
         }
         if m.role == Role::Assistant {
-            building.reply(i, m, usage.get(i).copied().flatten());
+            building.reply(i, m, usage[i - from]);
         } else {
             building.results(i, m);
         }
-        step_of_message[i] = building.steps.len() - 1;
     }
     building.refused_until(messages.len());
     let Building {
@@ -169,40 +277,28 @@ pub fn replayed(conv: &Conversation) -> Replayed {
             false => text,
         })
     });
-    let last_calls = messages
-        .last()
-        .is_some_and(|m| m.role == Role::Assistant && m.tool_uses().next().is_some());
     steps.push(step(Phase::Done, round.max(1), messages.len(), None));
-    let mut trace = Trace {
-        origin: Origin::Replay,
-        strategy: Strategy {
-            extract: Extract::All,
-            stop: StopRule::ToolCalls,
-            max_rounds: round.max(1),
-            behavior: REPLAY_BEHAVIOR.to_string(),
-            closure: loopdbg_engine::strategy::Closure::Leave,
-            interrupt: None,
-        },
-        pairing: PairingIndex::new(&messages),
-        messages,
-        steps,
-        rounds,
-        violations: Vec::new(),
-        outcome: Outcome {
-            end: End::ModelDone,
-            detail: String::new(),
-            final_text,
-            requests: round,
-        },
-        continues: conv.continues.clone(),
-        unverifiable: Vec::new(),
+    trace.steps = steps;
+    trace.rounds = rounds;
+    trace.strategy = replay_strategy(round);
+    trace.outcome = Outcome {
+        end: End::ModelDone,
+        detail: String::new(),
+        final_text,
+        requests: round,
     };
-    loopdbg_engine::count_unpaired(&mut trace);
-    Replayed {
-        trace,
-        step_of_message,
-        last_calls,
-    }
+    trace.continues = conv.continues.clone();
+    trace.pairing.regrow(&trace.messages, from);
+    // What is in flight at a step of a trip depends on the results its
+    // trip got, later ones among them: its steps are counted again.
+    let trip_start = match kept_trips.checked_sub(1) {
+        Some(last) => {
+            let number = trace.rounds[last].number;
+            trace.steps.partition_point(|s| s.round < number)
+        }
+        None => 0,
+    };
+    loopdbg_engine::count_unpaired_from(trace, trip_start.min(kept));
 }
 
 /// A replayed step: no time passes in a file.
@@ -366,11 +462,26 @@ impl Replayed {
     /// The second half of [`trace_of`]: each finding placed at the step
     /// where it arises, and the outcome they make.
     pub fn with_findings(self, conv: &Conversation, findings: &[Finding]) -> Trace {
-        let Replayed {
-            mut trace,
-            step_of_message,
-            last_calls,
-        } = self;
+        let mut trace = self.trace;
+        place_findings(&mut trace, conv, findings);
+        trace
+    }
+}
+
+/// Places each finding at the step where it arises (those placed before
+/// are taken back), and sets the outcome they make. Looks steps up by
+/// their history's length, not by a walk over them.
+fn place_findings(trace: &mut Trace, conv: &Conversation, findings: &[Finding]) {
+    {
+        for v in std::mem::take(&mut trace.violations) {
+            if let Some(r) = round_numbered(&mut trace.rounds, v.round) {
+                r.violation = None;
+            }
+        }
+        let last_calls = trace
+            .messages
+            .last()
+            .is_some_and(|m| m.role == Role::Assistant && m.tool_uses().next().is_some());
         let steps = &trace.steps;
         let messages = &trace.messages;
         let done = steps.len() - 1;
@@ -388,22 +499,27 @@ impl Replayed {
                     // The request the provider's error answered.
                     let refused = |s: &Step| {
                         s.phase == Phase::Request
-                            && s.history_len == r.at
                             && trace
                                 .rounds
-                                .iter()
-                                .any(|x| x.number == s.round && x.reply_message.is_none())
+                                .get((s.round as usize).wrapping_sub(1))
+                                .is_some_and(|x| x.number == s.round && x.reply_message.is_none())
                     };
-                    steps.iter().position(refused).unwrap_or(done)
+                    let at = steps.partition_point(|s| s.history_len < r.at);
+                    steps[at..]
+                        .iter()
+                        .take_while(|s| s.history_len == r.at)
+                        .position(refused)
+                        .map_or(done, |k| at + k)
                 } else if f.is_note() {
                     done
                 } else if f.rejected_by_provider() {
-                    steps
+                    let after = steps.partition_point(|s| s.history_len <= m);
+                    steps[after..]
                         .iter()
-                        .position(|s| s.phase == Phase::Request && s.history_len > m)
-                        .unwrap_or(done)
+                        .position(|s| s.phase == Phase::Request)
+                        .map_or(done, |k| after + k)
                 } else {
-                    step_of_message.get(m).copied().unwrap_or(0)
+                    step_of_message(steps, m)
                 };
                 // What the file shows of it comes first: on a small
                 // screen the provider's long sentence is what gets cut.
@@ -466,16 +582,20 @@ impl Replayed {
             let at_request = trace.steps[v.step].phase == Phase::Request;
             if f.kind == Kind::UnansweredCall
                 && at_request
-                && let Some(r) = trace
-                    .rounds
-                    .iter_mut()
-                    .find(|r| r.number == v.round && r.violation.is_none())
+                && let Some(r) = round_numbered(&mut trace.rounds, v.round)
+                && r.violation.is_none()
             {
                 r.violation = Some(i);
             }
         }
-        trace
     }
+}
+
+/// The trip numbered `number` (a replay numbers them 1, 2, … in order).
+fn round_numbered(rounds: &mut [Round], number: u32) -> Option<&mut Round> {
+    rounds
+        .get_mut((number as usize).wrapping_sub(1))
+        .filter(|r| r.number == number)
 }
 
 fn same_calls(a: &Reply, b: &Reply) -> bool {

@@ -12,4 +12,4 @@ pub mod on_signal;
 mod run;
 pub mod signals;
 
-pub use run::{load_tour, run, run_live, theme, tour_file};
+pub use run::{load_tour, run, run_live, run_live_recycling, theme, tour_file};

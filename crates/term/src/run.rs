@@ -5,7 +5,7 @@
 use std::io::stdout;
 
 use anyhow::Context;
-use loopdbg_tui::app::{Command, LiveEvent};
+use loopdbg_tui::app::{Command, Displaced, LiveEvent};
 use loopdbg_tui::theme::Theme;
 use loopdbg_tui::{Action, App};
 use ratatui::DefaultTerminal;
@@ -21,7 +21,7 @@ pub fn theme() -> Theme {
 /// Runs the debugger on `app` until the user quits (exit 0) or a signal
 /// ends it (128 plus its number, once the terminal is restored).
 pub fn run(app: App) -> anyhow::Result<std::process::ExitCode> {
-    run_with(app, None)
+    run_with(app, None, None)
 }
 
 /// Runs a live debugger: `feed` brings newer pictures of the traffic.
@@ -29,12 +29,24 @@ pub fn run_live(
     app: App,
     feed: UnboundedReceiver<LiveEvent>,
 ) -> anyhow::Result<std::process::ExitCode> {
-    run_with(app, Some(feed))
+    run_with(app, Some(feed), None)
+}
+
+/// [`run_live`], each picture taken off the screen that its maker marked
+/// ([`loopdbg_tui::app::LiveUpdate::token`]) handed back through
+/// `recycle`, for the maker to grow the next one from it.
+pub fn run_live_recycling(
+    app: App,
+    feed: UnboundedReceiver<LiveEvent>,
+    recycle: std::sync::mpsc::Sender<Displaced>,
+) -> anyhow::Result<std::process::ExitCode> {
+    run_with(app, Some(feed), Some(recycle))
 }
 
 fn run_with(
     mut app: App,
     mut feed: Option<UnboundedReceiver<LiveEvent>>,
+    recycle: Option<std::sync::mpsc::Sender<Displaced>>,
 ) -> anyhow::Result<std::process::ExitCode> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -64,7 +76,7 @@ fn run_with(
     // The event loop answers SIGINT/TERM/HUP itself (it restores the
     // terminal first); a file written meanwhile (W) is still cleaned up.
     crate::on_signal::debugger_owns_signals(true);
-    let result = runtime.block_on(event_loop(&mut terminal, &mut app, feed.as_mut()));
+    let result = runtime.block_on(event_loop(&mut terminal, &mut app, feed.as_mut(), recycle));
     crate::on_signal::debugger_owns_signals(false);
     let _ = execute!(stdout(), DisableMouseCapture);
     ratatui::restore();
@@ -89,6 +101,7 @@ async fn event_loop(
     terminal: &mut DefaultTerminal,
     app: &mut App,
     mut feed: Option<&mut UnboundedReceiver<LiveEvent>>,
+    recycle: Option<std::sync::mpsc::Sender<Displaced>>,
 ) -> anyhow::Result<Option<crate::signals::Shutdown>> {
     // Listening before the first frame: a signal sent once the screen shows
     // is always caught.
@@ -113,11 +126,18 @@ async fn event_loop(
             update = live => {
                 match update {
                     Some(update) => {
-                        // A long log's old picture is freed off the loop.
-                        if let Some(old) = app.apply_live_event(update)
-                            && old.is_large()
-                        {
-                            std::thread::spawn(move || drop(old));
+                        // A picture its maker grows again goes back to it; a
+                        // long log's other old pictures are freed off the loop.
+                        if let Some(old) = app.apply_live_event(update) {
+                            match &recycle {
+                                Some(maker) if old.token().is_some() => {
+                                    let _ = maker.send(old);
+                                }
+                                _ if old.is_large() => {
+                                    std::thread::spawn(move || drop(old));
+                                }
+                                _ => {}
+                            }
                         }
                         terminal.draw(|frame| frame.render_widget(&*app, frame.area()))?;
                     }

@@ -321,8 +321,7 @@ pub struct Displaced {
     /// Held only to be freed with the rest.
     _session: Session,
     trace: Trace,
-    /// Held only to be freed with the rest.
-    _computed: Computed,
+    computed: Computed,
 }
 
 /// What the screen computes of a trace when it first draws it.
@@ -343,6 +342,10 @@ pub(crate) struct Computed {
     /// were made for: a step's are these, cut ([`SpansAt`]). Made again
     /// five times per frame, they held each step of a 1 GB log 0.2 s.
     spans: std::cell::RefCell<Option<(Format, std::sync::Arc<Vec<ViewSpan>>)>>,
+    /// The token of the live picture the trace came with
+    /// ([`LiveUpdate::token`]): forgotten with the rest when the trace is
+    /// replaced otherwise.
+    token: Option<u64>,
 }
 
 /// The provider view's items of the history at one step: the whole
@@ -400,6 +403,7 @@ impl Computed {
             tokens: std::cell::OnceCell::from(derived.tokens),
             so_far: std::cell::OnceCell::new(),
             spans: std::cell::RefCell::new(None),
+            token: None,
         }
     }
 }
@@ -409,6 +413,17 @@ impl Displaced {
     /// trace of more than about ten thousand steps).
     pub fn is_large(&self) -> bool {
         self.trace.len() > 10_000
+    }
+
+    /// The token its live picture came with, if its maker gave one: the
+    /// maker may take the trace back to grow it ([`LiveUpdate::token`]).
+    pub fn token(&self) -> Option<u64> {
+        self.computed.token
+    }
+
+    /// The trace, the rest freed.
+    pub fn into_trace(self) -> Trace {
+        self.trace
     }
 }
 
@@ -431,6 +446,11 @@ pub struct LiveUpdate {
     /// log's end summary is not summed on the event loop (on a 1 GB log
     /// that held the screen 1.7 s after each update).
     pub derived: Option<Box<Derived>>,
+    /// Set by a maker that takes its pictures back once they are off the
+    /// screen, to grow the next one from them instead of building it
+    /// (`--follow`): the picture this one displaces comes back with its
+    /// token ([`Displaced::token`]).
+    pub token: Option<u64>,
 }
 
 /// What the screen shows of a trace at its newest step, computed ahead.
@@ -719,11 +739,12 @@ impl App {
         let old = Displaced {
             _session: std::mem::replace(&mut self.session, update.session),
             trace: std::mem::replace(&mut self.trace, update.trace),
-            _computed: derived,
+            computed: derived,
         };
         if let Some(derived) = update.derived {
             self.computed = Computed::of(*derived);
         }
+        self.computed.token = update.token;
         old
     }
 

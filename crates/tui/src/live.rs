@@ -16,13 +16,26 @@ impl LiveUpdate {
         title: &str,
         alarm: Option<String>,
     ) -> LiveUpdate {
+        let trace = loopdbg_export::replay::trace_of(conv, findings);
+        LiveUpdate::of_trace(conv, trace, title, alarm)
+    }
+
+    /// [`LiveUpdate::of`] with the replay of `conv` made already (grown
+    /// from an earlier one: [`loopdbg_export::replay::regrow`]).
+    pub fn of_trace(
+        conv: &Conversation,
+        trace: loopdbg_engine::Trace,
+        title: &str,
+        alarm: Option<String>,
+    ) -> LiveUpdate {
         LiveUpdate {
             session: loopdbg_export::replay::session_for(conv, title),
-            trace: loopdbg_export::replay::trace_of(conv, findings),
+            trace,
             source: conv.source.as_str().to_string(),
             alarm,
             waiting: None,
             derived: None,
+            token: None,
         }
     }
 
