@@ -61,7 +61,10 @@ pub struct Judged<'a> {
     pub findings: Vec<Finding>,
     /// Where it stands in its file.
     pub place: Place,
-    /// What to say now (see [`Followed::take_change`]).
+    /// What to say now: the alarm on its last finding a provider rejects
+    /// that was not alarmed before, if any; or, when the conversation
+    /// alarmed on holds no such finding any more (the file was repaired),
+    /// that the alarm is resolved ([`RESOLVED`]).
     pub alarm: Option<String>,
     /// What the change did to it, when it is the conversation the last
     /// picture showed: [`Grown::Extended`] when only its messages from
@@ -240,7 +243,7 @@ impl Followed {
     /// Takes a change of the file: `lines`, the complete lines read since
     /// the last change (`replaced`: the file started over, and `lines` is
     /// all of it). Gives conversation `which` (1-based, kept in range; the
-    /// newest when `None`) with what to say of it ([`Followed::alarm`]),
+    /// newest when `None`) with what to say of it ([`Judged::alarm`]),
     /// or `None` while the file holds none (an error when it holds only
     /// lines that cannot be read). The caller need not keep the file's
     /// text: what is needed of it is kept here.
