@@ -294,7 +294,7 @@ fn show_preview(
     preview: loopdbg_corpus::replay::Preview,
     opened: loopdbg_corpus::open::Opened,
 ) -> Result<ExitCode, Failure> {
-    use loopdbg_tui::app::{LiveEvent, LiveUpdate};
+    use loopdbg_tui::app::LiveEvent;
     let origin = opened.origin().to_string();
     let banner = preview.banner();
     let replay = preview.replay;
@@ -310,21 +310,28 @@ fn show_preview(
     let (feed, events) = tokio::sync::mpsc::unbounded_channel();
     std::thread::spawn(move || {
         let event = match loopdbg_corpus::replay::replay(opened, Some(1), |p| p.title("replay")) {
-            Ok(whole) => LiveEvent::Loaded(Box::new(LiveUpdate {
-                session: whole.session,
-                trace: whole.trace,
-                source: whole.source.as_str().to_string(),
-                alarm: whole.left_out,
-                waiting: None,
-                derived: None,
-                token: None,
-            })),
+            Ok(whole) => loaded(whole),
             Err(e) => LiveEvent::NotLoaded(e.to_string()),
         };
         // The debugger may have quit meanwhile: nobody to tell.
         let _ = feed.send(event);
     });
     show_live(app, events)
+}
+
+/// The whole of a large capture read, in place of what the screen
+/// showed meanwhile.
+#[cfg(any(feature = "proxy", feature = "follow"))]
+fn loaded(whole: loopdbg_corpus::replay::Replay) -> loopdbg_tui::app::LiveEvent {
+    loopdbg_tui::app::LiveEvent::Loaded(Box::new(loopdbg_tui::app::LiveUpdate {
+        session: whole.session,
+        trace: whole.trace,
+        source: whole.source.as_str().to_string(),
+        alarm: whole.left_out,
+        waiting: None,
+        derived: None,
+        token: None,
+    }))
 }
 
 /// A large capture no newest part stands for (a conversation is pinned,
@@ -363,15 +370,7 @@ fn show_reading(
     std::thread::spawn(move || {
         let which = Some(which.unwrap_or(1));
         let event = match loopdbg_corpus::replay::replay(opened, which, |p| p.title("replay")) {
-            Ok(whole) => LiveEvent::Loaded(Box::new(LiveUpdate {
-                session: whole.session,
-                trace: whole.trace,
-                source: whole.source.as_str().to_string(),
-                alarm: whole.left_out,
-                waiting: None,
-                derived: None,
-                token: None,
-            })),
+            Ok(whole) => loaded(whole),
             Err(e) => {
                 *failure
                     .lock()

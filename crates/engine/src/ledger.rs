@@ -665,8 +665,9 @@ mod tests {
     /// counts, the ids in each state, duplicates, orphans, and the links of
     /// every range of messages, on a history with reused ids, orphans, a
     /// late result and calls in flight.
-    #[test]
-    fn the_view_of_a_prefix_is_its_ledger() {
+    /// A history with an orphan first, a result a turn late, reused ids
+    /// and (`open`) a last turn whose calls are unanswered.
+    fn tangled_history(open: bool) -> Vec<Message> {
         let mut history = vec![Message::tool_result(
             "ghost".into(),
             json!(null).into(),
@@ -678,6 +679,15 @@ mod tests {
             plan(),
             Message::tool_result("f1".into(), json!(2).into(), false),
         ]);
+        if open {
+            history.push(plan());
+        }
+        history
+    }
+
+    #[test]
+    fn the_view_of_a_prefix_is_its_ledger() {
+        let history = tangled_history(false);
         let index = PairingIndex::new(&history);
         for in_flight in [&[][..], &["w1"][..], &["w1", "f1"][..]] {
             for len in 0..=history.len() {
@@ -714,18 +724,7 @@ mod tests {
     /// result and a result appended to a message that held results.
     #[test]
     fn a_regrown_index_is_the_index_made_afresh() {
-        let mut history = vec![Message::tool_result(
-            "ghost".into(),
-            json!(null).into(),
-            true,
-        )];
-        history.extend(a_result_a_turn_late());
-        history.extend([
-            Message::user("again"),
-            plan(),
-            Message::tool_result("f1".into(), json!(2).into(), false),
-            plan(),
-        ]);
+        let history = tangled_history(true);
         let whole = PairingIndex::new(&history);
         for from in 0..=history.len() {
             for len in from..=history.len() {
