@@ -567,4 +567,22 @@ mod tests {
         }
         assert!(grown > 1000, "{grown}");
     }
+
+    /// A replay's end summary, made without the numbers no replay warns
+    /// about and with the unpaired ids read off the index, says what the
+    /// run's warnings say: on every conversation of every fixture.
+    #[test]
+    fn a_replays_end_summary_is_its_warnings() {
+        for (name, conv) in every_conversation() {
+            let trace = trace_of(&conv, &check(&conv));
+            let analysis = loopdbg_lesson::checks::RunAnalysis::of(&trace);
+            assert_eq!(
+                analysis.warnings,
+                loopdbg_lesson::checks::warnings(&trace),
+                "{name}"
+            );
+            let unpaired = trace.pairing.ledger(trace.messages.len(), &[]).unpaired();
+            assert_eq!(analysis.unpaired, unpaired, "{name}");
+        }
+    }
 }

@@ -190,8 +190,24 @@ pub struct RunAnalysis {
 impl RunAnalysis {
     /// Analyses a finished trace.
     pub fn of(trace: &Trace) -> RunAnalysis {
-        let quote = quote_check(trace);
-        let unpaired = trace.pairing.ledger(trace.messages.len(), &[]).unpaired();
+        // A replay's warnings never ask whether its answer quoted the
+        // tools' numbers (see `warnings_with`): every number of every
+        // result was collected for nothing (on a followed 281 MB log, 187,407
+        // of them, 87 ms of each picture).
+        let quote = match trace.is_replay() {
+            true => QuoteCheck {
+                numbers: Vec::new(),
+                cites_tool_numbers: None,
+            },
+            false => quote_check(trace),
+        };
+        // The view, not a ledger of every call built to read its unpaired.
+        let unpaired: Vec<String> = trace
+            .pairing
+            .at(trace.messages.len(), &[])
+            .ids_in(loopdbg_engine::ledger::IdState::Unpaired)
+            .map(|e| e.id.to_string())
+            .collect();
         RunAnalysis {
             warnings: warnings_with(trace, &quote, &unpaired),
             unpaired,
