@@ -186,17 +186,21 @@ fn by_tool<'p>(
     prices: &'p Prices,
     cache: &mut PriceCache<'p>,
 ) -> Vec<ToolTokens> {
-    // name -> (calls, output, results, cost, every share priced)
-    let mut acc: indexmap::IndexMap<String, (usize, f64, f64, f64, bool)> = Default::default();
+    // name -> (calls, output, results, cost, every share priced), in the
+    // order first seen; hashed once a call with ahash (SipHash twice a
+    // call was an eighth of a followed log's end summary).
+    type Acc = indexmap::IndexMap<String, (usize, f64, f64, f64, bool), ahash::RandomState>;
+    let mut acc: Acc = Default::default();
     // A tool's slot, its name copied only the first time it is seen.
-    fn slot<'a>(
-        acc: &'a mut indexmap::IndexMap<String, (usize, f64, f64, f64, bool)>,
-        name: &str,
-    ) -> &'a mut (usize, f64, f64, f64, bool) {
-        if !acc.contains_key(name) {
-            acc.insert(name.to_string(), (0, 0.0, 0.0, 0.0, true));
-        }
-        &mut acc[name]
+    fn slot<'a>(acc: &'a mut Acc, name: &str) -> &'a mut (usize, f64, f64, f64, bool) {
+        let at = match acc.get_index_of(name) {
+            Some(at) => at,
+            None => {
+                acc.insert_full(name.to_string(), (0, 0.0, 0.0, 0.0, true))
+                    .0
+            }
+        };
+        &mut acc[at]
     }
     for (k, trip) in trips.iter().enumerate() {
         let Some(reply) = messages.get(trip.message) else {
