@@ -1265,7 +1265,9 @@ impl<'a> Thread<'a> {
             let first_tip = live_session.is_none();
             live_session.get_or_insert(session);
             let chain = self.chain(tip, &mut scratch);
-            let tainted = match first_tip && label.is_none() {
+            // Only a log kept as it grows adds to its live chain.
+            let grows = self.blocks == BlockFate::Copied;
+            let tainted = match first_tip && label.is_none() && grows {
                 true => self.tainted(&chain, &groups, &mut scratch),
                 false => HashSet::new(),
             };
