@@ -145,11 +145,7 @@ fn reading(origin: &str, which: Option<usize>, size: u64) -> LiveUpdate {
         Some(n) => format!("conversation {n}"),
         None => "the newest conversation".to_string(),
     };
-    let mib = size >> 20;
-    LiveUpdate::placeholder(
-        format!("(reading {what} of {origin} ({mib} MiB): the whole file first; q quits)"),
-        &format!("follow: reading {what}"),
-    )
+    LiveUpdate::reading(origin, &what, size, &format!("follow: reading {what}")).0
 }
 
 /// What the follower says of the lines it left out.

@@ -352,9 +352,8 @@ fn show_reading(
         Some(n) => format!("conversation {n}"),
         None => "its first conversation".to_string(),
     };
-    let mib = opened.size().unwrap_or(0) >> 20;
-    let reading = format!("reading {what} of {origin} ({mib} MiB): the whole file first; q quits");
-    let waiting = LiveUpdate::placeholder(format!("({reading})"), "replay");
+    let size = opened.size().unwrap_or(0);
+    let (waiting, reading) = LiveUpdate::reading(&origin, &what, size, "replay");
     let mut app = App::replay(
         origin,
         waiting.session,

@@ -40,11 +40,11 @@ use super::fingerprint::{dropped, shaped_json};
 use super::finish_reason_of;
 use super::lax::Boxed;
 use super::{BlockSource, Conversation, Detail, Notice, ReadError, Source, fingerprint};
+use loopdbg_engine::message::{Block, Message, Role, Usage};
+use loopdbg_engine::session::{FinishReason, Json};
 
 mod growing;
 pub use growing::{Growing, Grown};
-use loopdbg_engine::message::{Block, Message, Role, Usage};
-use loopdbg_engine::session::{FinishReason, Json};
 
 /// Reads a Claude Code session log one event at a time; [`finish`] builds
 /// the conversations once every event is in.

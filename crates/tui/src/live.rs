@@ -63,6 +63,16 @@ impl LiveUpdate {
         update
     }
 
+    /// What a large file's first frame says while it is read whole (no
+    /// newest part can stand for `what`, a pinned conversation): `title`
+    /// heads it. Gives the words too, for the notice line.
+    pub fn reading(origin: &str, what: &str, bytes: u64, title: &str) -> (LiveUpdate, String) {
+        let mib = bytes >> 20;
+        let words =
+            format!("reading {what} of {origin} ({mib} MiB): the whole file first; q quits");
+        (LiveUpdate::placeholder(format!("({words})"), title), words)
+    }
+
     /// What the proxy's screen shows before the first request arrives.
     pub fn no_traffic_yet(addr: &str) -> LiveUpdate {
         LiveUpdate::placeholder(
