@@ -19,7 +19,8 @@
 use std::sync::PoisonError;
 
 use loopdbg_engine::LoadError;
-use loopdbg_judge::check::{Finding, Kind, check};
+use loopdbg_judge::check::growing::GrowingCheck;
+use loopdbg_judge::check::{Finding, Kind};
 use loopdbg_read::threads::Prefixes;
 use loopdbg_read::{Conversation, Detail, Growing, Grown, Log, Source};
 
@@ -93,6 +94,9 @@ struct GrowingLog {
     log: Log,
     growing: Option<Growing>,
     grouping: Grouping,
+    /// The findings of the conversation last picked (its index), kept as
+    /// it grows.
+    checked: Option<(usize, GrowingCheck)>,
 }
 
 /// How a log's conversations group into conversations of requests, as
@@ -127,8 +131,11 @@ impl GrowingLog {
 
     /// Conversation `which` (1-based, kept in range; the newest when
     /// `None`) judged, as [`Conversations`] would pick it.
-    fn pick(&self, grown: Grown, which: Option<usize>) -> Option<Taken> {
-        let convs = self.conversations();
+    fn pick(&mut self, grown: Grown, which: Option<usize>) -> Option<Taken> {
+        let convs = self
+            .growing
+            .as_ref()
+            .map_or(&[][..], Growing::conversations);
         if !self.grouping.apart {
             // Some conversation is a later one's history (seldom): grouped
             // as a file of requests is, from copies.
@@ -149,8 +156,20 @@ impl GrowingLog {
             Grown::Extended { conversation, .. } if conversation != at => Grown::Unchanged,
             other => other,
         };
+        // What changed since the conversation's findings were last made.
+        let from = match (grown, &self.checked) {
+            (_, Some((checked, _))) if *checked != at => None,
+            (Grown::Unchanged, _) => Some(conv.messages.len()),
+            (Grown::Extended { from, .. }, _) => Some(from),
+            (Grown::Rebuilt, _) => None,
+        };
+        let (checked, checks) = self
+            .checked
+            .get_or_insert_with(|| (at, GrowingCheck::default()));
+        *checked = at;
+        let findings = checks.check(conv, from);
         Some(Taken::Kept {
-            findings: check(conv),
+            findings,
             place: Place {
                 thread: at,
                 count,
@@ -436,6 +455,7 @@ impl Followed {
                     log,
                     growing: None,
                     grouping: Grouping::default(),
+                    checked: None,
                 }))
             }
         })

@@ -27,7 +27,56 @@ impl std::hash::BuildHasher for Keyed {
     }
 }
 
+use std::hash::BuildHasher;
+use std::ops::Range;
+
 use serde::Serialize;
+
+/// Call or result ids of a conversation, found by their text but kept as
+/// where they are (message, block): the table outlives the borrow of the
+/// conversation it was made of, and serves the conversation grown from it
+/// (whose blocks before the cut are the same), with no id copied.
+#[derive(Default, Clone)]
+struct Ids {
+    /// The id's hash (kept: growing the table hashes no id again), where.
+    table: hashbrown::HashTable<(u64, (usize, usize))>,
+    keys: Keyed,
+}
+
+impl Ids {
+    /// Where `id` is, in `msgs`.
+    fn get(&self, msgs: &[Message], id: &str) -> Option<(usize, usize)> {
+        let hash = self.keys.hash_one(id);
+        let same = |&(h, at): &(u64, (usize, usize))| h == hash && id_at(msgs, at) == id;
+        self.table.find(hash, same).map(|&(_, at)| at)
+    }
+
+    /// Whether `id` is in the table.
+    fn contains(&self, msgs: &[Message], id: &str) -> bool {
+        self.get(msgs, id).is_some()
+    }
+
+    /// `id`, at `at` in `msgs`, from now on.
+    fn insert(&mut self, msgs: &[Message], id: &str, at: (usize, usize)) {
+        let hash = self.keys.hash_one(id);
+        let same = |&(h, x): &(u64, (usize, usize))| h == hash && id_at(msgs, x) == id;
+        match self.table.entry(hash, same, |&(h, _)| h) {
+            hashbrown::hash_table::Entry::Occupied(mut e) => e.get_mut().1 = at,
+            hashbrown::hash_table::Entry::Vacant(e) => {
+                e.insert((hash, at));
+            }
+        }
+    }
+}
+
+/// The id of a call or result block.
+fn id_at(msgs: &[Message], (i, k): (usize, usize)) -> &str {
+    match &msgs[i].content[k] {
+        Block::ToolUse { id, .. } => id,
+        Block::ToolResult { tool_use_id, .. } => tool_use_id,
+        _ => "",
+    }
+}
 
 pub use loopdbg_read::finding::{Fate, Kind, Severity};
 use serde_json::Value;
@@ -37,6 +86,8 @@ use loopdbg_formats::provider::Format;
 use loopdbg_read::{
     Answer, BlockSource, Conversation, Hosted, HostedRole, Source, tool_results, tool_uses,
 };
+
+pub mod growing;
 
 /// One problem in a conversation.
 #[derive(Debug, Clone, PartialEq)]
@@ -162,8 +213,15 @@ pub fn check(conv: &Conversation) -> Vec<Finding> {
     };
     duplicates(conv, &mut out);
     beyond_servers(conv, &mut out);
+    weigh(conv, out, None)
+}
+
+/// `out`, the findings of `conv`, weighed by what the file says became of
+/// the requests (`settled`: where the lines of the messages before a cut
+/// are, for a check grown from one, see [`growing`]).
+fn weigh(conv: &Conversation, mut out: Vec<Finding>, settled: Option<Settled<'_>>) -> Vec<Finding> {
     if conv.source.is_log() {
-        weigh_by_the_log(conv, &mut out);
+        weigh_by_the_log(conv, &mut out, settled);
     }
     if let Some(answer) = &conv.answer {
         weigh_by_the_answer(answer, &mut out);
@@ -318,9 +376,9 @@ fn refused_request(source: &BlockSource, status: Option<u16>, said: String) -> F
 /// reply to it (the agent repaired the history before sending, as Codex
 /// always does and Claude Code does since 2.x); a problem no request has
 /// carried yet (the log ends with calls in flight) is no 400 at all.
-fn weigh_by_the_log(conv: &Conversation, out: &mut Vec<Finding>) {
+fn weigh_by_the_log(conv: &Conversation, out: &mut Vec<Finding>, settled: Option<Settled<'_>>) {
     let mut used = vec![false; conv.refusals.len()];
-    weigh_findings(conv, out, &mut used);
+    weigh_findings(conv, out, &mut used, settled);
     // A refusal for a cause loopdbg checks itself (calls and results, an
     // id's pattern) is the past when the history as it stands has no
     // problem a provider rejects: it was repaired since (`doctor --write`),
@@ -354,23 +412,52 @@ fn about_an_id(text: &str) -> bool {
     text.contains("should match pattern") && text.contains("id")
 }
 
-fn weigh_findings(conv: &Conversation, out: &mut [Finding], used: &mut [bool]) {
+/// Where the lines of a conversation's messages before `at` are (the
+/// message each is first read in): kept by a check that grows.
+#[derive(Clone, Copy)]
+struct Settled<'a> {
+    lines: &'a HashMap<usize, usize>,
+    at: usize,
+}
+
+/// Adds the lines of messages `messages` of `conv` to `lines` (a line
+/// already there stays with its earlier message).
+fn add_lines(conv: &Conversation, messages: Range<usize>, lines: &mut HashMap<usize, usize>) {
+    for i in messages {
+        let src = &conv.message_sources[i];
+        let blocks = conv.block_sources[i].iter();
+        for line in std::iter::once(src).chain(blocks).filter_map(|s| s.line) {
+            lines.entry(line).or_insert(i);
+        }
+    }
+}
+
+fn weigh_findings(
+    conv: &Conversation,
+    out: &mut [Finding],
+    used: &mut [bool],
+    settled: Option<Settled<'_>>,
+) {
     if !out.iter().any(|f| f.rejected_by_provider()) {
         return;
     }
     let msgs = &conv.messages;
-    let mut message_of: HashMap<usize, usize> = HashMap::default();
-    for (i, src) in conv.message_sources.iter().enumerate() {
-        let blocks = conv.block_sources[i].iter();
-        for line in std::iter::once(src).chain(blocks).filter_map(|s| s.line) {
-            message_of.entry(line).or_insert(i);
-        }
-    }
+    // A message's lines before a hosted block's (as one map filled in
+    // that order would keep them).
+    let mut later: HashMap<usize, usize> = HashMap::default();
+    add_lines(conv, settled.map_or(0, |s| s.at)..msgs.len(), &mut later);
+    let mut hosted: HashMap<usize, usize> = HashMap::default();
     for h in &conv.hosted {
         if let Some(line) = h.source.line {
-            message_of.entry(line).or_insert(h.message);
+            hosted.entry(line).or_insert(h.message);
         }
     }
+    let message_of = |line: &usize| {
+        settled
+            .and_then(|s| s.lines.get(line))
+            .or_else(|| later.get(line))
+            .or_else(|| hosted.get(line))
+    };
     let agent = agent_name(conv.source);
     // Messages read after an event the log lost (`broken_link`): something
     // not the model's was sent before them, though the file no longer
@@ -379,10 +466,10 @@ fn weigh_findings(conv: &Conversation, out: &mut [Finding], used: &mut [bool]) {
         .notices
         .iter()
         .filter(|n| n.kind == Kind::BrokenLink)
-        .filter_map(|n| n.source.line.and_then(|l| message_of.get(&l).copied()))
+        .filter_map(|n| n.source.line.and_then(|l| message_of(&l).copied()))
         .collect();
     for f in out.iter_mut().filter(|f| f.rejected_by_provider()) {
-        let Some(&m) = f.line.and_then(|l| message_of.get(&l)) else {
+        let Some(&m) = f.line.as_ref().and_then(message_of) else {
             continue;
         };
         // A request carries message m once something follows it that is
@@ -417,12 +504,13 @@ fn weigh_findings(conv: &Conversation, out: &mut [Finding], used: &mut [bool]) {
                 .any(|x| tool_results(x).any(|(_, r)| r == id))
         };
         // (Gemini CLI resumes by sending the file as it stands: a partial
-        // turn is what it sends, not what it is still running.)
-        let partial = conv.source != Source::GeminiCli && f.ids.iter().all(unanswered_after);
+        // turn is what it sends, not what it is still running.) Asked
+        // last: it reads every later message.
+        let partial = || conv.source != Source::GeminiCli && f.ids.iter().all(unanswered_after);
         let tail = &msgs[m + 1..];
         let in_flight = msgs[m].role == Role::Assistant
             && (tail.iter().all(|x| x.role == Role::Assistant)
-                || (partial && tail.iter().all(|x| x.role == Role::User && only_results(x))))
+                || (tail.iter().all(|x| x.role == Role::User && only_results(x)) && partial()))
             && !relinked.iter().any(|&r| r > m)
             && refusal.is_none();
         let was = std::mem::take(&mut f.message);
@@ -560,14 +648,16 @@ fn join(ids: &[String]) -> String {
 
 /// Consecutive messages of one role: Anthropic merges them into one turn
 /// before it checks anything, so the rules apply to turns.
+#[derive(Clone, Debug, PartialEq)]
 struct Turn {
     role: Role,
-    members: std::ops::Range<usize>,
+    members: Range<usize>,
 }
 
-fn turns(msgs: &[Message]) -> Vec<Turn> {
+/// The turns of `msgs` from message `from` on (the first a turn's start).
+fn turns(msgs: &[Message], from: usize) -> Vec<Turn> {
     let mut out: Vec<Turn> = Vec::new();
-    for (i, m) in msgs.iter().enumerate() {
+    for (i, m) in msgs.iter().enumerate().skip(from) {
         // Anthropic has no tool role; results ride in user messages.
         let role = if m.role == Role::Assistant {
             Role::Assistant
@@ -607,10 +697,29 @@ impl Turn {
 
 fn anthropic(conv: &Conversation) -> Vec<Finding> {
     let mut out = Vec::new();
-    let mut waiting: HashSet<&str> = HashSet::default();
+    let turns = turns(&conv.messages, 0);
+    let mut waiting = HashSet::default();
+    anthropic_turns(conv, &turns, 0..turns.len(), None, &mut waiting, &mut out);
+    thinking_opens_the_turn(conv, &mut out);
+    out
+}
+
+/// The rules of each turn of `turns[range]`: `turns` are a conversation's
+/// turns from one on (its last is the conversation's last: whether a call
+/// is still in flight is said by how near the end its turn is), `before`
+/// the turn before `turns[0]`, `waiting` the server calls that wait for a
+/// client call's result from the turns before `range`.
+fn anthropic_turns(
+    conv: &Conversation,
+    turns: &[Turn],
+    range: Range<usize>,
+    before: Option<&Turn>,
+    waiting: &mut HashSet<String>,
+    out: &mut Vec<Finding>,
+) {
     let msgs = &conv.messages;
-    let turns = turns(msgs);
-    for (t, turn) in turns.iter().enumerate() {
+    for t in range {
+        let turn = &turns[t];
         if turn.members.len() > 1 && conv.source == Source::Provider(Format::Anthropic) {
             let first = turn.members.start;
             out.push(finding(
@@ -626,9 +735,12 @@ fn anthropic(conv: &Conversation) -> Vec<Finding> {
                 false,
             ));
         }
-        let previous = t.checked_sub(1).map(|p| &turns[p]);
+        let previous = match t.checked_sub(1) {
+            Some(p) => Some(&turns[p]),
+            None => before,
+        };
         if turn.role == Role::User {
-            anthropic_results(conv, turn, previous, &mut out);
+            anthropic_results(conv, turn, previous, out);
             continue;
         }
         // Anthropic takes a server call without its result only while the
@@ -644,16 +756,14 @@ fn anthropic(conv: &Conversation) -> Vec<Finding> {
             }),
             _ => false,
         };
-        hosted_pairing(conv, turn, in_flight, &mut waiting, &mut out);
+        hosted_pairing(conv, turn, in_flight, waiting, out);
         let calls = turn.calls(msgs);
         if calls.is_empty() {
             continue;
         }
-        anthropic_ids(conv, &calls, &mut out);
-        anthropic_answers(conv, turn, turns.get(t + 1), &calls, &mut out);
+        anthropic_ids(conv, &calls, out);
+        anthropic_answers(conv, turn, turns.get(t + 1), &calls, out);
     }
-    thinking_opens_the_turn(conv, &mut out);
-    out
 }
 
 /// With extended thinking on, the assistant turn in progress (the tool
@@ -884,11 +994,11 @@ fn anthropic_answers(
 /// (programmatic tool calling) is the exception: its result comes in a
 /// later assistant turn, after the client's `tool_result`, so it is carried
 /// over in `waiting`.
-fn hosted_pairing<'c>(
-    conv: &'c Conversation,
+fn hosted_pairing(
+    conv: &Conversation,
     turn: &Turn,
     in_flight: bool,
-    waiting: &mut HashSet<&'c str>,
+    waiting: &mut HashSet<String>,
     out: &mut Vec<Finding>,
 ) {
     let mut hosted: Vec<&Hosted> = conv
@@ -940,7 +1050,7 @@ fn hosted_pairing<'c>(
             continue;
         }
         if awaits.contains(h.id.as_str()) {
-            waiting.insert(&h.id);
+            waiting.insert(h.id.clone());
             continue;
         }
         if in_flight {
@@ -1525,15 +1635,31 @@ fn thought_signatures(conv: &Conversation, out: &mut Vec<Finding>) {
 /// [`anthropic`]); across separate turns, each answered, providers accept
 /// it, but a loop that keys results by id can no longer tell them apart.
 fn duplicates(conv: &Conversation, out: &mut Vec<Finding>) {
+    duplicates_in(conv, 0..conv.messages.len(), &mut Ids::default(), None, out);
+}
+
+/// [`duplicates`] among `messages`, after the calls `seen` and, before
+/// them, `earlier` (each id where it was last made).
+fn duplicates_in(
+    conv: &Conversation,
+    messages: Range<usize>,
+    seen: &mut Ids,
+    earlier: Option<&Ids>,
+    out: &mut Vec<Finding>,
+) {
     let provider = conv.source.provider();
-    let mut seen: HashMap<&str, (usize, &BlockSource)> = HashMap::default();
-    for (i, m) in conv.messages.iter().enumerate() {
-        for (k, id, _) in tool_uses(m) {
+    let msgs = &conv.messages;
+    for i in messages {
+        for (k, id, _) in tool_uses(&msgs[i]) {
             let src = &conv.block_sources[i][k];
-            let Some(&(at, first)) = seen.get(id) else {
-                seen.insert(id, (i, src));
+            let made = seen
+                .get(msgs, id)
+                .or_else(|| earlier.and_then(|e| e.get(msgs, id)));
+            let Some((at, before)) = made else {
+                seen.insert(msgs, id, (i, k));
                 continue;
             };
+            let first = &conv.block_sources[at][before];
             if at == i {
                 if provider != Format::Anthropic {
                     out.push(finding(
@@ -1548,7 +1674,7 @@ fn duplicates(conv: &Conversation, out: &mut Vec<Finding>) {
                 }
                 continue;
             }
-            seen.insert(id, (i, src));
+            seen.insert(msgs, id, (i, k));
             out.push(finding(
                 Kind::ReusedId,
                 src,
@@ -1564,6 +1690,25 @@ fn duplicates(conv: &Conversation, out: &mut Vec<Finding>) {
 
 /// What no server checks: names, arguments, truncated turns, spins.
 fn beyond_servers(conv: &Conversation, out: &mut Vec<Finding>) {
+    read_notes(conv, out);
+    let answered: HashSet<&str> = conv
+        .messages
+        .iter()
+        .flat_map(|m| tool_results(m).map(|(_, id)| id))
+        .collect();
+    let mut each = Vec::new();
+    beyond_messages(
+        conv,
+        0..conv.messages.len(),
+        &|id| answered.contains(id),
+        &mut Spin::default(),
+        &mut each,
+    );
+    out.extend(each.into_iter().map(|(_, f)| f));
+}
+
+/// What the reader noticed, and arguments that are not JSON.
+fn read_notes(conv: &Conversation, out: &mut Vec<Finding>) {
     for notice in &conv.notices {
         out.push(finding(
             notice.kind,
@@ -1586,99 +1731,65 @@ fn beyond_servers(conv: &Conversation, out: &mut Vec<Finding>) {
             false,
         ));
     }
+}
+
+/// The assistant turns before: how many in a row said the same.
+#[derive(Clone, Copy)]
+struct Spin {
+    previous_turn: Option<usize>,
+    run: usize,
+}
+
+impl Default for Spin {
+    fn default() -> Spin {
+        Spin {
+            previous_turn: None,
+            run: 1,
+        }
+    }
+}
+
+/// [`beyond_servers`] of each message of `messages`, by message: the
+/// results of the whole conversation are `answered`, `spin` says what the
+/// assistant messages before said.
+fn beyond_messages(
+    conv: &Conversation,
+    messages: Range<usize>,
+    answered: &dyn Fn(&str) -> bool,
+    spin: &mut Spin,
+    out: &mut Vec<(usize, Finding)>,
+) {
     let schemas: HashMap<&str, Option<&Value>> = conv
         .tools
         .iter()
         .map(|t| (t.name.as_str(), t.schema.as_ref()))
         .collect();
     let noted: HashSet<&str> = conv.notes.iter().map(|n| n.id.as_str()).collect();
-    let answered: HashSet<&str> = conv
-        .messages
-        .iter()
-        .flat_map(|m| tool_results(m).map(|(_, id)| id))
-        .collect();
-    let mut previous_turn: Option<usize> = None;
-    let mut run = 1;
-    for (i, m) in conv.messages.iter().enumerate() {
+    for i in messages {
+        let m = &conv.messages[i];
         if m.role != Role::Assistant {
             continue;
         }
-        for (k, id, name) in tool_uses(m) {
-            let src = &conv.block_sources[i][k];
-            if !conv.tools.is_empty() {
-                match schemas.get(name) {
-                    None if conv.open_tools || builtin(conv, id) => {}
-                    None => out.push(finding(
-                        Kind::UnknownTool,
-                        src,
-                        vec![id.to_string()],
-                        format!(
-                            "`{name}` is not among the request's tools ({})",
-                            conv.tools
-                                .iter()
-                                .map(|t| t.name.as_str())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
-                        false,
-                    )),
+        if !conv.tools.is_empty() {
+            for (k, id, name) in tool_uses(m) {
+                let src = &conv.block_sources[i][k];
+                let found = match schemas.get(name) {
+                    None if conv.open_tools || builtin(conv, id) => None,
+                    None => Some(unknown_tool(conv, src, id, name)),
                     Some(Some(schema)) if !noted.contains(id) => {
-                        if let (Block::ToolUse { input, .. }, Some(validator)) =
-                            (&m.content[k], compiled(schema))
-                        {
-                            let errors: Vec<String> = validator
-                                .iter_errors(input)
-                                .take(3)
-                                .map(|e| {
-                                    let at = e.instance_path().to_string();
-                                    if at.is_empty() {
-                                        e.to_string()
-                                    } else {
-                                        format!("{at}: {e}")
-                                    }
-                                })
-                                .collect();
-                            if !errors.is_empty() {
-                                out.push(finding(
-                                    Kind::SchemaViolation,
-                                    src,
-                                    vec![id.to_string()],
-                                    format!(
-                                        "arguments of `{name}` do not satisfy its schema: {}",
-                                        errors.join("; ")
-                                    ),
-                                    false,
-                                ));
-                            }
-                        }
+                        schema_violation(&m.content[k], schema, src, id, name)
                     }
-                    _ => {}
-                }
+                    _ => None,
+                };
+                out.extend(found.map(|f| (i, f)));
             }
         }
-        if matches!(
-            m.finish_reason,
-            Some(loopdbg_engine::session::FinishReason::Length)
-        ) {
-            let ran: Vec<String> = tool_uses(m)
-                .filter(|(_, id, _)| answered.contains(id))
-                .map(|(_, id, _)| id.to_string())
-                .collect();
-            if !ran.is_empty() {
-                out.push(finding(
-                    Kind::TruncatedTurnExecuted,
-                    &conv.message_sources[i],
-                    ran,
-                    "this turn was cut by max_tokens / length, yet its calls were executed: their arguments may be incomplete; raise the limit and retry instead".to_string(),
-                    false,
-                ));
-            }
-        }
-        match previous_turn {
+        out.extend(truncated_executed(conv, i, answered).map(|f| (i, f)));
+        match spin.previous_turn {
             Some(p) if same_turn(&conv.messages[p], m) => {
-                run += 1;
-                if run == 2 {
-                    out.push(finding(
+                spin.run += 1;
+                if spin.run == 2 {
+                    let f = finding(
                         Kind::RepeatedTurn,
                         &conv.message_sources[i],
                         tool_uses(m).map(|(_, id, _)| id.to_string()).collect(),
@@ -1687,13 +1798,98 @@ fn beyond_servers(conv: &Conversation, out: &mut Vec<Finding>) {
                             conv.message_sources[p]
                         ),
                         false,
-                    ));
+                    );
+                    out.push((i, f));
                 }
             }
-            _ => run = 1,
+            _ => spin.run = 1,
         }
-        previous_turn = Some(i);
+        spin.previous_turn = Some(i);
     }
+}
+
+fn unknown_tool(conv: &Conversation, src: &BlockSource, id: &str, name: &str) -> Finding {
+    finding(
+        Kind::UnknownTool,
+        src,
+        vec![id.to_string()],
+        format!(
+            "`{name}` is not among the request's tools ({})",
+            conv.tools
+                .iter()
+                .map(|t| t.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        false,
+    )
+}
+
+fn schema_violation(
+    call: &Block,
+    schema: &Value,
+    src: &BlockSource,
+    id: &str,
+    name: &str,
+) -> Option<Finding> {
+    let (Block::ToolUse { input, .. }, Some(validator)) = (call, compiled(schema)) else {
+        return None;
+    };
+    let errors: Vec<String> = validator
+        .iter_errors(input)
+        .take(3)
+        .map(|e| {
+            let at = e.instance_path().to_string();
+            if at.is_empty() {
+                e.to_string()
+            } else {
+                format!("{at}: {e}")
+            }
+        })
+        .collect();
+    if errors.is_empty() {
+        return None;
+    }
+    Some(finding(
+        Kind::SchemaViolation,
+        src,
+        vec![id.to_string()],
+        format!(
+            "arguments of `{name}` do not satisfy its schema: {}",
+            errors.join("; ")
+        ),
+        false,
+    ))
+}
+
+/// Assistant message `i` was cut by max_tokens, yet some of its calls
+/// have results (`answered`).
+fn truncated_executed(
+    conv: &Conversation,
+    i: usize,
+    answered: &dyn Fn(&str) -> bool,
+) -> Option<Finding> {
+    let m = &conv.messages[i];
+    if !matches!(
+        m.finish_reason,
+        Some(loopdbg_engine::session::FinishReason::Length)
+    ) {
+        return None;
+    }
+    let ran: Vec<String> = tool_uses(m)
+        .filter(|(_, id, _)| answered(id))
+        .map(|(_, id, _)| id.to_string())
+        .collect();
+    if ran.is_empty() {
+        return None;
+    }
+    Some(finding(
+        Kind::TruncatedTurnExecuted,
+        &conv.message_sources[i],
+        ran,
+        "this turn was cut by max_tokens / length, yet its calls were executed: their arguments may be incomplete; raise the limit and retry instead".to_string(),
+        false,
+    ))
 }
 
 /// A Responses call of a built-in tool (`local_shell`, `shell`,

@@ -1,0 +1,481 @@
+//! The findings of a conversation kept as it grows. A followed log's newest
+//! conversation gets a few events at a time; checking it whole again cost
+//! in proportion to the log (on a gigabyte, 385 ms a batch): here what
+//! the turns before a cut found, and what the check carries over the cut,
+//! is kept, and only the last turns are checked again.
+//!
+//! The cut is three turns from the end: a turn's findings read the turn
+//! before and the turn after it, and whether it is among the last two
+//! (a server call is in flight only there), and nothing else but what is
+//! carried forward (the calls made so far, by id; the server calls that
+//! wait for a client call; the last assistant message said). A result
+//! answering a call cut by `max_tokens` is the one finding that reaches
+//! back over the cut: those calls' findings are made again each time.
+
+use super::{
+    HashMap, HashSet, Ids, Settled, Spin, Turn, add_lines, anthropic_turns, beyond_messages,
+    duplicates_in, read_notes, thinking_opens_the_turn, truncated_executed, turns, weigh,
+};
+use loopdbg_engine::message::Role;
+use loopdbg_formats::provider::Format;
+use loopdbg_read::{Conversation, Source, tool_results};
+
+use super::{Finding, Kind};
+
+/// The findings of a conversation that grows (see the module's words):
+/// [`GrowingCheck::check`] gives what [`check`](super::check) gives, in
+/// the same order.
+#[derive(Default)]
+pub struct GrowingCheck {
+    settled: Option<Box<Settling>>,
+}
+
+impl GrowingCheck {
+    /// The findings of `conv`. `from`: the first of its messages that
+    /// changed since the conversation this last checked, which it grew
+    /// from (`None`: another conversation, or one built again).
+    pub fn check(&mut self, conv: &Conversation, from: Option<usize>) -> Vec<Finding> {
+        // Only Anthropic's rules are kept as they grow (the conversations
+        // a followed log grows are Claude Code's), and only with no
+        // declared tools, whose schemas a later notice could change.
+        if conv.source.provider() != Format::Anthropic || !conv.tools.is_empty() {
+            self.settled = None;
+            return super::check(conv);
+        }
+        let settled = match (self.settled.take(), from) {
+            (Some(s), Some(from)) if s.holds(conv, from) => s,
+            _ => Box::new(Settling::new(conv)),
+        };
+        let (settled, out) = settled.grow(conv);
+        self.settled = Some(settled);
+        out
+    }
+
+    /// How many turns are settled.
+    #[cfg(test)]
+    fn settled_turns(&self) -> usize {
+        self.settled.as_ref().map_or(0, |s| s.turns)
+    }
+}
+
+/// What the conversation-wide facts the settled findings read were.
+#[derive(PartialEq)]
+struct Shape {
+    source: Source,
+    continues: Option<String>,
+}
+
+impl Shape {
+    fn of(conv: &Conversation) -> Shape {
+        Shape {
+            source: conv.source,
+            continues: conv.continues.clone(),
+        }
+    }
+}
+
+/// The check of a conversation's turns before a cut, and what it carries
+/// over the cut.
+struct Settling {
+    shape: Shape,
+    /// How many turns are settled.
+    turns: usize,
+    /// The first turn not settled (its findings read it: it must be the
+    /// same), and the one before it.
+    first: Turn,
+    before: Option<Turn>,
+    /// The settled turns' findings under the provider's rules.
+    provider: Vec<Finding>,
+    /// Server calls waiting for a client call's result.
+    waiting: HashSet<String>,
+    /// Every call id, where it was last made.
+    seen: Ids,
+    /// Ids used twice.
+    duplicates: Vec<Finding>,
+    /// Every result's id, of the messages before `answered_to`: made
+    /// once a call is cut by `max_tokens` (only such a call's finding
+    /// asks), then kept.
+    answered: Ids,
+    answered_to: usize,
+    /// What no server checks, by message, but calls cut by `max_tokens`
+    /// and executed (made again: a later result may answer them)…
+    beyond: Vec<(usize, Finding)>,
+    /// … which are these messages'.
+    cut_short: Vec<usize>,
+    spin: Spin,
+    /// Where each line's message is, of the messages before `lines_to`:
+    /// made once a finding is one the provider rejects (only such a
+    /// finding asks), then kept.
+    lines: HashMap<usize, usize>,
+    lines_to: usize,
+}
+
+impl Settling {
+    fn new(conv: &Conversation) -> Settling {
+        Settling {
+            shape: Shape::of(conv),
+            turns: 0,
+            first: Turn {
+                role: Role::User,
+                members: 0..0,
+            },
+            before: None,
+            provider: Vec::new(),
+            waiting: HashSet::default(),
+            seen: Ids::default(),
+            duplicates: Vec::new(),
+            answered: Ids::default(),
+            answered_to: 0,
+            beyond: Vec::new(),
+            cut_short: Vec::new(),
+            spin: Spin::default(),
+            lines: HashMap::default(),
+            lines_to: 0,
+        }
+    }
+
+    /// Whether what was settled holds for `conv`, whose messages from
+    /// `from` on changed: the first turn not settled is the same.
+    fn holds(&self, conv: &Conversation, from: usize) -> bool {
+        let end = self.first.members.end;
+        let same_role = |i: usize| {
+            conv.messages.get(i).is_some_and(|m| {
+                (m.role == Role::Assistant) == (self.first.role == Role::Assistant)
+            })
+        };
+        self.shape == Shape::of(conv)
+            && end <= from
+            && end <= conv.messages.len()
+            && !(end == from && same_role(end))
+    }
+
+    /// Settles all but the last three turns of `conv` and checks those.
+    fn grow(mut self: Box<Self>, conv: &Conversation) -> (Box<Settling>, Vec<Finding>) {
+        let msgs = &conv.messages;
+        let at = self.first.members.start;
+        let tail = turns(msgs, at);
+        // A settled turn must stay two from the end (see the module's words).
+        if self.turns > 0 && tail.len() < 2 {
+            return Box::new(Settling::new(conv)).grow(conv);
+        }
+        let settle = tail.len().saturating_sub(3);
+        let cut = tail.get(settle).map_or(msgs.len(), |t| t.members.start);
+        let before = self.before.clone();
+        anthropic_turns(
+            conv,
+            &tail,
+            0..settle,
+            before.as_ref(),
+            &mut self.waiting,
+            &mut self.provider,
+        );
+        duplicates_in(conv, at..cut, &mut self.seen, None, &mut self.duplicates);
+        let mut beyond = Vec::new();
+        beyond_messages(conv, at..cut, &|_| false, &mut self.spin, &mut beyond);
+        self.beyond.extend(
+            beyond
+                .into_iter()
+                .filter(|(_, f)| f.kind != Kind::TruncatedTurnExecuted),
+        );
+        self.cut_short
+            .extend((at..cut).filter_map(|i| cut_short(conv, i)));
+        if settle > 0 {
+            self.turns += settle;
+            self.before = Some(tail[settle - 1].clone());
+        }
+        if let Some(first) = tail.get(settle) {
+            self.first = first.clone();
+        }
+        let out = self.check_the_rest(conv, &tail, settle, cut);
+        (self, out)
+    }
+
+    /// The findings of `conv`: the settled ones, and those of the turns
+    /// from `tail[settle]` (message `cut`) on.
+    fn check_the_rest(
+        &mut self,
+        conv: &Conversation,
+        tail: &[Turn],
+        settle: usize,
+        cut: usize,
+    ) -> Vec<Finding> {
+        let msgs = &conv.messages;
+        let mut out = self.provider.clone();
+        let mut waiting = self.waiting.clone();
+        anthropic_turns(
+            conv,
+            tail,
+            settle..tail.len(),
+            self.before.as_ref(),
+            &mut waiting,
+            &mut out,
+        );
+        thinking_opens_the_turn(conv, &mut out);
+        out.extend(self.duplicates.iter().cloned());
+        duplicates_in(
+            conv,
+            cut..msgs.len(),
+            &mut Ids::default(),
+            Some(&self.seen),
+            &mut out,
+        );
+        read_notes(conv, &mut out);
+        let later: HashSet<&str> = msgs[cut..]
+            .iter()
+            .flat_map(|m| tool_results(m).map(|(_, id)| id))
+            .collect();
+        if !self.cut_short.is_empty() || (cut..msgs.len()).any(|i| cut_short(conv, i).is_some()) {
+            for i in self.answered_to..cut {
+                for (k, id) in tool_results(&msgs[i]) {
+                    self.answered.insert(msgs, id, (i, k));
+                }
+            }
+            self.answered_to = cut;
+        }
+        let answered_to = self.answered_to;
+        // (Before `answered_to` only when a call is cut short.)
+        let answered = |id: &str| {
+            later.contains(id) || (answered_to == cut && self.answered.contains(msgs, id))
+        };
+        // Each settled message's findings, a call cut short's where the
+        // check of the whole puts it: after its calls', before a spin's.
+        let mut short = self.cut_short.iter().copied().peekable();
+        for (i, f) in &self.beyond {
+            while let Some(s) =
+                short.next_if(|&s| s < *i || (s == *i && f.kind == Kind::RepeatedTurn))
+            {
+                out.extend(truncated_executed(conv, s, &answered));
+            }
+            out.push(f.clone());
+        }
+        for s in short {
+            out.extend(truncated_executed(conv, s, &answered));
+        }
+        let mut spin = self.spin;
+        let mut rest = Vec::new();
+        beyond_messages(conv, cut..msgs.len(), &answered, &mut spin, &mut rest);
+        out.extend(rest.into_iter().map(|(_, f)| f));
+        if out.iter().any(Finding::rejected_by_provider) {
+            add_lines(conv, self.lines_to..cut, &mut self.lines);
+            self.lines_to = cut;
+        }
+        weigh(
+            conv,
+            out,
+            Some(Settled {
+                lines: &self.lines,
+                at: cut,
+            }),
+        )
+    }
+}
+
+/// Message `i` when it is an assistant message cut by `max_tokens`.
+fn cut_short(conv: &Conversation, i: usize) -> Option<usize> {
+    let m = &conv.messages[i];
+    let length = matches!(
+        m.finish_reason,
+        Some(loopdbg_engine::session::FinishReason::Length)
+    );
+    (m.role == Role::Assistant && length).then_some(i)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)] // tests panic on what they set up
+    use super::*;
+    use crate::check::check;
+    use serde_json::{Value, json};
+
+    /// `conv`'s first `n` messages, as the conversation was when it had
+    /// only those.
+    fn prefix(conv: &Conversation, n: usize) -> Conversation {
+        let mut c = conv.clone();
+        c.messages.truncate(n);
+        c.message_sources.truncate(n);
+        c.block_sources.truncate(n);
+        c.hosted.retain(|h| h.message < n);
+        c.synthetic.retain(|&i| i < n);
+        c.opens_with_thinking.retain(|&i| i < n);
+        c.refusals.retain(|r| r.at <= n);
+        c
+    }
+
+    /// Every Anthropic request body and Claude Code log the project ships.
+    fn conversations() -> Vec<(String, Conversation)> {
+        let root = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/transcripts"
+        );
+        let mut dirs = vec![std::path::PathBuf::from(root)];
+        let mut out = Vec::new();
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                    continue;
+                }
+                let name = path.display().to_string();
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                let convs = match path.extension().and_then(|e| e.to_str()) {
+                    Some("json") => serde_json::from_str::<Value>(&text)
+                        .ok()
+                        .and_then(|doc| {
+                            let source = loopdbg_read::detect(&doc)?;
+                            loopdbg_read::read_owned(doc, source).ok()
+                        })
+                        .into_iter()
+                        .collect(),
+                    Some("jsonl") => {
+                        let Some(mut log) = Log::new(Source::ClaudeCode) else {
+                            continue;
+                        };
+                        let lines: Vec<(usize, &str)> =
+                            text.lines().enumerate().map(|(n, l)| (n + 1, l)).collect();
+                        log.push_lines(&lines);
+                        log.finish().unwrap_or_default()
+                    }
+                    _ => Vec::new(),
+                };
+                out.extend(
+                    convs
+                        .into_iter()
+                        .filter(|c| c.source.provider() == Format::Anthropic)
+                        .map(|c| (name.clone(), c)),
+                );
+            }
+        }
+        out
+    }
+
+    use loopdbg_read::Log;
+
+    fn call(id: &str, name: &str) -> Value {
+        json!({"type": "tool_use", "id": id, "name": name, "input": {"q": name}})
+    }
+
+    fn result(id: &str) -> Value {
+        json!({"type": "tool_result", "tool_use_id": id, "content": "ok"})
+    }
+
+    /// A long request body with a finding of each kind the check makes,
+    /// near and far from the end: what a grown check must keep.
+    fn long_body() -> Conversation {
+        let mut msgs = vec![json!({"role": "user", "content": "start"})];
+        for t in 0..12 {
+            let a = format!("toolu_a{t}");
+            let b = format!("toolu_b{t}");
+            let (calls, results) = match t % 6 {
+                // Parallel calls, one answered.
+                0 => (vec![call(&a, "read"), call(&b, "grep")], vec![result(&a)]),
+                // An id used again by a later turn.
+                1 => (
+                    vec![call("toolu_again", "read")],
+                    vec![result("toolu_again")],
+                ),
+                // Cut by max_tokens; its result comes turns later.
+                2 => (vec![call(&a, "write")], Vec::new()),
+                // The same turn twice (a spin), then an invalid id.
+                3 => (vec![call("toolu_spin", "ls")], vec![result("toolu_spin")]),
+                4 => (vec![call("bad id!", "ls")], vec![result("bad id!")]),
+                _ => (
+                    vec![
+                        json!({"type": "server_tool_use", "id": format!("srvtoolu_{t}"), "name": "web_search", "input": {}}),
+                    ],
+                    vec![result("toolu_a2")],
+                ),
+            };
+            let mut reply = json!({"role": "assistant", "content": calls});
+            if t % 6 == 2 {
+                reply["stop_reason"] = json!("max_tokens");
+            }
+            msgs.push(reply);
+            if t % 6 == 3 {
+                msgs.push(json!({"role": "assistant", "content": [call("toolu_spin", "ls")]}));
+            }
+            let content = match results.is_empty() {
+                true => json!("go on"),
+                false => Value::Array(results),
+            };
+            msgs.push(json!({"role": "user", "content": content}));
+        }
+        msgs.push(json!({"role": "assistant", "content": [call("toolu_last", "read")]}));
+        let doc = json!({"model": "claude-sonnet-4-5", "messages": msgs});
+        let source = loopdbg_read::detect(&doc).unwrap();
+        loopdbg_read::read_owned(doc, source).unwrap()
+    }
+
+    fn words(f: &[Finding]) -> Vec<String> {
+        f.iter().map(|f| format!("{f:?}")).collect()
+    }
+
+    /// Grows `conv` `step` messages at a time (and, with `again`, makes
+    /// each step's last message again, as a reply's later block changes
+    /// it): at each size, what the whole check finds.
+    fn grown_is_whole(name: &str, conv: &Conversation, step: usize, again: bool) -> usize {
+        let mut growing = GrowingCheck::default();
+        let mut settled = 0;
+        let mut last = None;
+        let mut n = 0;
+        while n < conv.messages.len() {
+            n = (n + step).min(conv.messages.len());
+            let now = prefix(conv, n);
+            let want = words(&check(&now));
+            let got = words(&growing.check(&now, last));
+            assert_eq!(got, want, "{name}: {n} messages, by {step}");
+            last = Some(n);
+            settled = settled.max(growing.settled_turns());
+            if again {
+                let got = words(&growing.check(&now, Some(n - 1)));
+                assert_eq!(got, want, "{name}: the last of {n} again");
+                let got = words(&growing.check(&now, Some(n.saturating_sub(2))));
+                assert_eq!(got, want, "{name}: the last two of {n} again");
+            }
+        }
+        // A conversation it did not grow from.
+        assert_eq!(
+            words(&growing.check(conv, None)),
+            words(&check(conv)),
+            "{name}"
+        );
+        settled
+    }
+
+    #[test]
+    fn a_grown_check_finds_what_the_whole_check_finds() {
+        let mut convs = conversations();
+        assert!(convs.len() >= 30, "only {} conversations", convs.len());
+        convs.push(("long body".to_string(), long_body()));
+        let mut settled = 0;
+        for (name, conv) in &convs {
+            let most = [1, 2, 3]
+                .map(|step| grown_is_whole(name, conv, step, step == 1))
+                .into_iter()
+                .max();
+            settled += usize::from(most > Some(0));
+        }
+        assert!(settled >= 10, "only {settled} conversations settle a turn");
+        // The long body's turns but its last three are settled.
+        let long = long_body();
+        let turns = turns(&long.messages, 0).len();
+        assert_eq!(grown_is_whole("long body", &long, 1, false), turns - 3);
+    }
+
+    #[test]
+    fn the_long_body_has_each_finding_the_grown_check_keeps() {
+        let kinds: Vec<Kind> = check(&long_body()).iter().map(|f| f.kind).collect();
+        for kind in [
+            Kind::UnansweredCall,
+            Kind::ReusedId,
+            Kind::TruncatedTurnExecuted,
+            Kind::RepeatedTurn,
+            Kind::InvalidId,
+            Kind::UnexpectedResult,
+            Kind::UnansweredServerCall,
+            Kind::ConsecutiveSameRole,
+        ] {
+            assert!(kinds.contains(&kind), "{kind:?} not in {kinds:?}");
+        }
+    }
+}
