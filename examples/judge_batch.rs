@@ -4,7 +4,8 @@
 //! one's: a Claude Code log's live chain grows), timed `ROUNDS` times
 //! (default 3). `AGAIN=1` appends the last line as it is (a uuid written
 //! twice), which builds every conversation again. Each appended event's
-//! replay is grown from the last one's, as `--follow` grows the picture
+//! replay and what the screen shows at its end (the tokens, per trip and
+//! so far) are grown from the last one's, as `--follow` grows the picture
 //! the screen gives back (`BUILD=1`: made afresh, as before).
 //! `cargo run --release --example judge_batch -- LOG`; prints milliseconds.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests, benches and examples may panic on what they set up
@@ -40,10 +41,9 @@ fn main() {
         .expect("readable")
         .expect("a conversation");
     let findings = judged.findings.len();
-    let mut last_trace = Some(loopdbg_export::replay::trace_of(
-        judged.conversation,
-        &judged.findings,
-    ));
+    let mut first = LiveUpdate::of(judged.conversation, &judged.findings, "follow", None);
+    first.derive(&prices);
+    let mut shown = Some(first.into_parts());
     println!(
         "first: {:.1} ms, {findings} findings",
         start.elapsed().as_secs_f64() * 1000.0,
@@ -59,8 +59,8 @@ fn main() {
             .expect("readable")
             .expect("a conversation");
         let built = start.elapsed();
-        let mut old = last_trace.take().expect("the last picture's");
-        let trace = match judged.grown {
+        let (mut old, derived_back) = shown.take().expect("the last picture's");
+        let (trace, back) = match judged.grown {
             Grown::Extended { from, .. } if !build => {
                 loopdbg_export::replay::regrow(
                     &mut old,
@@ -68,21 +68,20 @@ fn main() {
                     from,
                     &judged.findings,
                 );
-                old
+                (old, Some((derived_back, from)))
             }
             _ => {
                 let trace = loopdbg_export::replay::trace_of(judged.conversation, &judged.findings);
-                drop(old);
-                trace
+                drop((old, derived_back));
+                (trace, None)
             }
         };
         let mut update = LiveUpdate::of_trace(judged.conversation, trace, "follow", None);
         let traced = start.elapsed();
-        update.derive(&prices);
+        update.derive_grown(&prices, back);
         let derived = start.elapsed();
         // The screen's last picture, given back: what the next is grown from.
-        last_trace = Some(update.trace);
-        drop(update.session);
+        shown = Some(update.into_parts());
         println!(
             "appended: built {:.1} ms, traced {:.1} ms, derived {:.1} ms, freed {:.1} ms",
             ms(built),

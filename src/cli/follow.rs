@@ -74,6 +74,10 @@ struct Grower {
     next: u64,
     /// How many pictures were grown rather than built.
     grown: u64,
+    /// What was derived of the picture the last trace was grown from,
+    /// and the first message that changed since: the next derived is
+    /// grown from it ([`Grower::derive`]).
+    derived_back: Option<(loopdbg_tui::app::DerivedBack, usize)>,
 }
 
 impl Grower {
@@ -102,9 +106,11 @@ impl Grower {
                 newest = Some((at, back));
             }
         }
+        self.derived_back = None;
         let trace = match newest.and_then(|(at, back)| Some((self.sent.remove(at)?, back))) {
             Some(((_, since), back)) => {
-                let mut trace = back.into_trace();
+                let (mut trace, derived) = back.into_parts();
+                self.derived_back = Some((derived, since));
                 loopdbg_export::replay::regrow(
                     &mut trace,
                     judged.conversation,
@@ -123,6 +129,13 @@ impl Grower {
             self.sent.pop_front();
         }
         (trace, token)
+    }
+
+    /// Computes what the screen shows of `update` at its newest step,
+    /// grown from what was derived of the picture its trace was grown
+    /// from, if it was.
+    fn derive(&mut self, update: &mut LiveUpdate, prices: &loopdbg_formats::prices::Prices) {
+        update.derive_grown(prices, self.derived_back.take());
     }
 }
 
@@ -198,6 +211,7 @@ pub(super) fn follow(path: &Path, which: Option<usize>) -> Result<ExitCode, Fail
         sent: Default::default(),
         next: 0,
         grown: 0,
+        derived_back: None,
     };
     spawn_judge(
         followed,
@@ -319,7 +333,7 @@ fn spawn_judge(
                 skipped = change.skipped;
                 update.alarm.get_or_insert_with(|| skipped_words(skipped));
             }
-            update.derive(super::prices::prices());
+            grower.derive(&mut update, super::prices::prices());
             let update = Box::new(update);
             let covers = change.covers;
             updates.send(LiveEvent::Judged { update, covers }).is_ok()
@@ -349,9 +363,17 @@ mod tests {
         for t in 0..turns {
             let prompt = format!(r#"{{"role":"user","content":"turn {t}"}}"#);
             event(format!("u{t}"), "user", prompt);
+            // Tokens as Claude Code writes them: the same on each event
+            // of one reply.
+            let usage = format!(
+                r#""model":"claude-sonnet-4-5","usage":{{"input_tokens":{},"output_tokens":{},"cache_read_input_tokens":{}}}"#,
+                10 + t,
+                3 + t % 5,
+                100 * t
+            );
             for call in ["a", "b"] {
                 let reply = format!(
-                    r#"{{"id":"m{t}","role":"assistant","content":[{{"type":"tool_use","id":"toolu_{call}{t}","name":"ls","input":{{}}}}]}}"#
+                    r#"{{"id":"m{t}","role":"assistant",{usage},"content":[{{"type":"tool_use","id":"toolu_{call}{t}","name":"ls","input":{{}}}}]}}"#
                 );
                 event(format!("{call}{t}"), "assistant", reply);
             }
@@ -362,7 +384,7 @@ mod tests {
                 event(format!("r{call}{t}"), "user", result);
             }
             let answer = format!(
-                r#"{{"id":"n{t}","role":"assistant","content":[{{"type":"text","text":"done"}}]}}"#
+                r#"{{"id":"n{t}","role":"assistant",{usage},"content":[{{"type":"text","text":"done"}}]}}"#
             );
             event(format!("d{t}"), "assistant", answer);
         }
@@ -384,17 +406,29 @@ mod tests {
             sent: Default::default(),
             next: 0,
             grown: 0,
+            derived_back: None,
         };
         let mut app: Option<App> = None;
         let mut held = Vec::new();
+        let prices = loopdbg_formats::prices::Prices::builtin();
+        let mut summed_grown = 0;
         for (k, line) in bytes.split_inclusive(|&b| b == b'\n').enumerate() {
             let judged = followed.take_change(line.to_vec(), k == 0, None);
             let Ok(Some(judged)) = judged else {
                 continue;
             };
             let want = loopdbg_export::replay::trace_of(judged.conversation, &judged.findings);
-            let update = update_of(name, Ok(Some(judged)), Some(&mut grower)).unwrap();
+            let mut update = update_of(name, Ok(Some(judged)), Some(&mut grower)).unwrap();
             assert!(update.trace == want, "line {}", k + 1);
+            // What the screen shows at the end, grown as the trace was.
+            let mut made = update.clone();
+            made.derive(&prices);
+            grower.derive(&mut update, &prices);
+            let (got, made) = (update.derived.as_ref().unwrap(), made.derived.unwrap());
+            assert_eq!(got.analysis, made.analysis, "line {}", k + 1);
+            assert_eq!(got.tokens, made.tokens, "line {}", k + 1);
+            assert_eq!(got.so_far, made.so_far, "line {}", k + 1);
+            summed_grown += usize::from(got.tally.as_ref().is_some_and(|t| t.grown()));
             let update = Box::new(update);
             let old = match app.as_mut() {
                 None => {
@@ -420,6 +454,12 @@ mod tests {
         assert!(
             grower.grown > 5 && built > 1,
             "grown {}, built {built}",
+            grower.grown
+        );
+        // The tokens grew with each trace grown (but before its first trip).
+        assert!(
+            summed_grown as u64 + 3 >= grower.grown && summed_grown > 5,
+            "tokens grown {summed_grown} of {}",
             grower.grown
         );
     }

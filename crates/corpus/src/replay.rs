@@ -464,6 +464,7 @@ fn is_prompt(m: &loopdbg_engine::message::Message) -> bool {
 #[cfg(test)]
 mod tests {
     use loopdbg_export::replay::{regrow, trace_of};
+    use loopdbg_formats::usage;
     use loopdbg_judge::check::check;
     use loopdbg_read::Conversation;
 
@@ -537,9 +538,11 @@ mod tests {
         let read = loopdbg_read::read(&spin, loopdbg_read::Source::Provider(format)).unwrap();
         convs.push(("a spin after a prompt".into(), read));
         let mut grown = 0;
+        let prices = loopdbg_formats::prices::Prices::builtin();
         for (name, conv) in &convs {
             let findings = check(conv);
             let whole = trace_of(conv, &findings);
+            let tokens = usage::of_trace(&whole, &prices);
             let len = conv.messages.len();
             for from in 0..=len {
                 let mut earlier: Vec<Conversation> =
@@ -553,7 +556,10 @@ mod tests {
                 }
                 for e in earlier {
                     let mut trace = trace_of(&e, &check(&e));
+                    let kept = usage::of_trace_kept(&trace, &prices);
                     regrow(&mut trace, conv, from, &findings);
+                    let summed = usage::regrow(kept, &trace, from, &prices);
+                    assert_eq!(summed.map(|(s, _)| s), tokens, "{name}: tokens from {from}");
                     assert!(
                         trace == whole,
                         "{name}: from {from}, grown from {} messages\n{:#?}\n{:#?}",
@@ -566,6 +572,85 @@ mod tests {
             }
         }
         assert!(grown > 1000, "{grown}");
+    }
+
+    /// A conversation's tokens grown with it message by message, the
+    /// tally carried from each to the next (`--follow`), are its tokens
+    /// summed afresh: on every conversation of every fixture that reports
+    /// tokens.
+    #[test]
+    fn tokens_grown_message_by_message_are_the_tokens_summed_afresh() {
+        let prices = loopdbg_formats::prices::Prices::builtin();
+        let (mut summed, mut grown) = (0, 0);
+        let mut convs = every_conversation();
+        convs.push(("a long priced loop".into(), priced_loop()));
+        for (name, conv) in convs {
+            let first = prefix(&conv, 0);
+            let mut trace = trace_of(&first, &check(&first));
+            let mut kept = usage::of_trace_kept(&trace, &prices);
+            for n in 1..=conv.messages.len() {
+                let now = prefix(&conv, n);
+                let findings = check(&now);
+                regrow(&mut trace, &now, n - 1, &findings);
+                kept = usage::regrow(kept, &trace, n - 1, &prices);
+                let afresh = usage::of_trace(&trace_of(&now, &findings), &prices);
+                assert_eq!(
+                    kept.as_ref().map(|(s, _)| s),
+                    afresh.as_ref(),
+                    "{name}: {n}"
+                );
+                summed += usize::from(afresh.is_some_and(|s| s.trips.len() > 3));
+                grown += usize::from(kept.as_ref().is_some_and(|(_, t)| t.grown()));
+            }
+        }
+        assert!(summed > 20, "{summed}");
+        // Grown, not made afresh, each time the last had tokens.
+        assert!(grown >= summed, "{grown} of {summed}");
+    }
+
+    /// Thirty trips of parallel calls whose results grow the next prompt,
+    /// by two models (one the price table does not name, one it does).
+    fn priced_loop() -> Conversation {
+        let mut msgs = vec![serde_json::json!({"role": "user", "content": "go"})];
+        for t in 0..30 {
+            let (a, b) = (format!("toolu_{t}a"), format!("toolu_{t}b"));
+            let tool = if t % 3 == 0 { "Read" } else { "Grep" };
+            msgs.push(serde_json::json!({"role": "assistant", "content": [
+                {"type": "tool_use", "id": a, "name": tool, "input": {}},
+                {"type": "tool_use", "id": b, "name": "Bash", "input": {}}]}));
+            msgs.push(serde_json::json!({"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": a, "content": "x".repeat(10 + t)},
+                {"type": "tool_result", "tool_use_id": b, "content": "y".repeat(40)}]}));
+        }
+        msgs.push(serde_json::json!({"role": "assistant", "content": "done"}));
+        let format = loopdbg_formats::provider::Format::Anthropic;
+        let mut conv = loopdbg_read::read(
+            &serde_json::Value::Array(msgs),
+            loopdbg_read::Source::Provider(format),
+        )
+        .unwrap();
+        let replies = (0..conv.messages.len()).filter(|i| i % 2 == 1);
+        conv.usage = replies
+            .enumerate()
+            .map(|(k, message)| loopdbg_read::TripUsage {
+                message,
+                usage: loopdbg_engine::message::Usage {
+                    input: 100 + 37 * k as u64,
+                    output: 11 + k as u64 % 7,
+                    cache_read: 1000 * k as u64,
+                    cache_write: 13,
+                },
+                model: Some(
+                    if k % 4 == 3 {
+                        "house-model"
+                    } else {
+                        "claude-sonnet-4-5"
+                    }
+                    .into(),
+                ),
+            })
+            .collect();
+        conv
     }
 
     /// A replay's end summary, made without the numbers no replay warns
@@ -583,6 +668,7 @@ mod tests {
             );
             let unpaired = trace.pairing.ledger(trace.messages.len(), &[]).unpaired();
             assert_eq!(analysis.unpaired, unpaired, "{name}");
+            assert_eq!(analysis.tool_runs, trace.tool_runs().len(), "{name}");
         }
     }
 }

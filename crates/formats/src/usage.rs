@@ -76,44 +76,151 @@ pub type Trip<'a> = (usize, Option<usize>, Option<&'a str>, Usage);
 /// The summary of `trips` (in message order) over `messages`, priced by
 /// `prices`; `None` when no trip reported tokens.
 pub fn summary(messages: &[Message], trips: &[Trip<'_>], prices: &Prices) -> Option<Summary> {
+    summary_kept(messages, trips, prices).map(|(summary, _)| summary)
+}
+
+/// [`summary`], and what it summed, for a summary grown later
+/// ([`regrow`]).
+fn summary_kept(
+    messages: &[Message],
+    trips: &[Trip<'_>],
+    prices: &Prices,
+) -> Option<(Summary, Tally)> {
     if trips.is_empty() {
         return None;
     }
-    let mut total = Usage::default();
-    let mut cost: Option<f64> = None;
-    let mut unpriced: Vec<String> = Vec::new();
+    let mut tally = Tally::new(prices);
     let mut priced = Vec::with_capacity(trips.len());
-    let mut cache = PriceCache::new(prices);
-    for &(message, line, model, usage) in trips {
-        total.add(&usage);
-        let (model, price) = cache.model(model);
-        let trip_cost = price.map(|p| prices.cost_at(&p, &usage));
-        match (trip_cost, model.as_deref()) {
-            (Some(c), _) => *cost.get_or_insert(0.0) += c,
-            (None, m) => {
-                let name = m.unwrap_or("(model not recorded)").to_string();
-                if !unpriced.contains(&name) {
-                    unpriced.push(name);
+    tally.price(trips, prices, &mut priced);
+    Some(tally.summary(messages, priced, prices))
+}
+
+/// What [`summary`] summed and split of a trace's first trips, in order:
+/// kept beside the summary so that the summary of the trace grown from
+/// it (`--follow`) sums and splits only the trips after them.
+#[derive(Debug, Clone)]
+pub struct Tally {
+    /// How many trips are summed and split (a trip's results are split
+    /// by the next trip's prompt: the last trip never is).
+    trips: usize,
+    total: Usage,
+    cost: Option<f64>,
+    unpriced: Vec<String>,
+    tools: ToolSplit,
+    /// Each model met, as shared text, and its price.
+    known: Vec<(Text, Option<Price>)>,
+    prices_as_of: String,
+    /// The summary was grown from an earlier one ([`regrow`]).
+    grown: bool,
+}
+
+/// Per tool, in the order first seen: calls, output, results, cost, and
+/// whether every share was priced.
+type ToolSplit = indexmap::IndexMap<String, (usize, f64, f64, f64, bool), ahash::RandomState>;
+
+impl Tally {
+    fn new(prices: &Prices) -> Tally {
+        Tally {
+            trips: 0,
+            total: Usage::default(),
+            cost: None,
+            unpriced: Vec::new(),
+            tools: ToolSplit::default(),
+            known: Vec::new(),
+            prices_as_of: prices.as_of.clone(),
+            grown: false,
+        }
+    }
+
+    /// Whether the summary beside it was grown from an earlier one
+    /// ([`regrow`]) rather than made afresh.
+    pub fn grown(&self) -> bool {
+        self.grown
+    }
+
+    /// Prices `trips` into `priced`.
+    fn price(&mut self, trips: &[Trip<'_>], prices: &Prices, priced: &mut Vec<TripTokens>) {
+        let mut cache = PriceCache {
+            prices,
+            known: std::mem::take(&mut self.known),
+        };
+        for &(message, line, model, usage) in trips {
+            let (model, price) = cache.model(model);
+            priced.push(TripTokens {
+                message,
+                line,
+                model,
+                usage,
+                cost: price.map(|p| dollars(prices.cost_at(&p, &usage))),
+            });
+        }
+        self.known = cache.known;
+    }
+
+    /// Sums and splits `trips[self.trips..to]`.
+    fn add(&mut self, messages: &[Message], trips: &[TripTokens], to: usize, prices: &Prices) {
+        let mut cache = PriceCache {
+            prices,
+            known: std::mem::take(&mut self.known),
+        };
+        for k in self.trips..to {
+            let trip = &trips[k];
+            self.total.add(&trip.usage);
+            let (model, price) = cache.model(trip.model.as_deref());
+            match (
+                price.map(|p| prices.cost_at(&p, &trip.usage)),
+                model.as_deref(),
+            ) {
+                (Some(c), _) => *self.cost.get_or_insert(0.0) += c,
+                (None, m) => {
+                    let name = m.unwrap_or("(model not recorded)").to_string();
+                    if !self.unpriced.contains(&name) {
+                        self.unpriced.push(name);
+                    }
                 }
             }
+            split_trip(messages, trips, k, prices, &mut cache, &mut self.tools);
         }
-        priced.push(TripTokens {
-            message,
-            line,
-            model,
-            usage,
-            cost: trip_cost.map(dollars),
-        });
+        self.trips = self.trips.max(to);
+        self.known = cache.known;
     }
-    let tools = by_tool(messages, &priced, prices, &mut cache);
-    Some(Summary {
-        trips: priced,
-        tools,
-        total,
-        cost: cost.map(dollars),
-        unpriced,
-        prices_as_of: prices.as_of.clone(),
-    })
+
+    /// The summary of `priced`, all of whose trips from `self.trips` on
+    /// are summed here into a copy (the last ones may change as the trace
+    /// grows); the rest but the last two are summed into `self` for good.
+    fn summary(
+        mut self,
+        messages: &[Message],
+        priced: Vec<TripTokens>,
+        prices: &Prices,
+    ) -> (Summary, Tally) {
+        self.add(messages, &priced, priced.len().saturating_sub(2), prices);
+        let mut all = self.clone();
+        all.add(messages, &priced, priced.len(), prices);
+        let mut tools: Vec<ToolTokens> = all
+            .tools
+            .into_iter()
+            .map(
+                |(name, (calls, output, results, cost, priced))| ToolTokens {
+                    name,
+                    calls,
+                    output: output.round() as u64,
+                    results: results.round() as u64,
+                    cost: priced.then_some(dollars(cost)),
+                },
+            )
+            .collect();
+        tools.sort_by_key(|t| std::cmp::Reverse(t.output + t.results));
+        let summary = Summary {
+            trips: priced,
+            tools,
+            total: all.total,
+            cost: all.cost.map(dollars),
+            unpriced: all.unpriced,
+            prices_as_of: prices.as_of.clone(),
+        };
+        (summary, self)
+    }
 }
 
 /// A cost in dollars to the nano-dollar (a hundredth of a token of the
@@ -152,13 +259,6 @@ struct PriceCache<'p> {
 }
 
 impl<'p> PriceCache<'p> {
-    fn new(prices: &'p Prices) -> Self {
-        PriceCache {
-            prices,
-            known: Vec::new(),
-        }
-    }
-
     fn of(&mut self, model: Option<&str>) -> Option<Price> {
         self.model(model).1
     }
@@ -178,21 +278,20 @@ impl<'p> PriceCache<'p> {
     }
 }
 
-/// Splits each trip's output among the calls its reply made, and the next
-/// trip's prompt growth among the results sent in between.
-fn by_tool<'p>(
+/// Splits trip `k`'s output among the calls its reply made, and the next
+/// trip's prompt growth among the results sent in between, into `tools`.
+fn split_trip<'p>(
     messages: &[Message],
     trips: &[TripTokens],
+    k: usize,
     prices: &'p Prices,
     cache: &mut PriceCache<'p>,
-) -> Vec<ToolTokens> {
-    // name -> (calls, output, results, cost, every share priced), in the
-    // order first seen; hashed once a call with ahash (SipHash twice a
-    // call was an eighth of a followed log's end summary).
-    type Acc = indexmap::IndexMap<String, (usize, f64, f64, f64, bool), ahash::RandomState>;
-    let mut acc: Acc = Default::default();
-    // A tool's slot, its name copied only the first time it is seen.
-    fn slot<'a>(acc: &'a mut Acc, name: &str) -> &'a mut (usize, f64, f64, f64, bool) {
+    tools: &mut ToolSplit,
+) {
+    // A tool's slot, its name copied only the first time it is seen
+    // (hashed once a call with ahash: SipHash twice a call was an eighth
+    // of a followed log's end summary).
+    fn slot<'a>(acc: &'a mut ToolSplit, name: &str) -> &'a mut (usize, f64, f64, f64, bool) {
         let at = match acc.get_index_of(name) {
             Some(at) => at,
             None => {
@@ -202,104 +301,137 @@ fn by_tool<'p>(
         };
         &mut acc[at]
     }
-    for (k, trip) in trips.iter().enumerate() {
-        let Some(reply) = messages.get(trip.message) else {
-            continue;
-        };
-        let calls: Vec<(&str, &str)> = reply
-            .content
-            .iter()
-            .filter_map(|b| match b {
-                Block::ToolUse { id, name, .. } => Some((&**id, &**name)),
-                _ => None,
-            })
-            .collect();
-        if calls.is_empty() {
-            continue;
+    let trip = &trips[k];
+    let Some(reply) = messages.get(trip.message) else {
+        return;
+    };
+    let calls: Vec<(&str, &str)> = reply
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            Block::ToolUse { id, name, .. } => Some((&**id, &**name)),
+            _ => None,
+        })
+        .collect();
+    if calls.is_empty() {
+        return;
+    }
+    let out_share = trip.usage.output as f64 / calls.len() as f64;
+    let out_price = cache.of(trip.model.as_deref());
+    for (_, name) in &calls {
+        let slot = slot(tools, name);
+        slot.0 += 1;
+        slot.1 += out_share;
+        match out_price {
+            Some(p) => slot.3 += out_share * p.output / prices.per,
+            None => slot.4 = false,
         }
-        let out_share = trip.usage.output as f64 / calls.len() as f64;
-        let out_price = cache.of(trip.model.as_deref());
-        for (_, name) in &calls {
-            let slot = slot(&mut acc, name);
-            slot.0 += 1;
-            slot.1 += out_share;
-            match out_price {
-                Some(p) => slot.3 += out_share * p.output / prices.per,
-                None => slot.4 = false,
-            }
-        }
-        // The results sent before the next trip, by size.
-        let Some(next) = trips.get(k + 1) else {
-            continue;
-        };
-        let growth = next
-            .usage
-            .prompt()
-            .saturating_sub(trip.usage.prompt() + trip.usage.output) as f64;
-        // A reply makes a few calls: looked up by a scan, not a map per
-        // trip; an id given twice names the later call, as a map did.
-        let name_of = |id: &str| calls.iter().rev().find(|(i, _)| *i == id).map(|&(_, n)| n);
-        let mut sizes: Vec<(&str, f64)> = Vec::new();
-        for m in messages
-            .get(trip.message + 1..next.message)
-            .unwrap_or_default()
-        {
-            for b in &m.content {
-                if let Block::ToolResult {
-                    tool_use_id,
-                    content,
-                    ..
-                } = b
-                    && let Some(name) = name_of(tool_use_id)
-                {
-                    sizes.push((name, json_len(content).max(1) as f64));
-                }
-            }
-        }
-        let all: f64 = sizes.iter().map(|(_, s)| s).sum();
-        let in_price = cache.of(next.model.as_deref());
-        for (name, size) in sizes {
-            let share = growth * size / all;
-            let slot = slot(&mut acc, name);
-            slot.2 += share;
-            match in_price {
-                Some(p) => slot.3 += share * p.input / prices.per,
-                None => slot.4 = false,
+    }
+    // The results sent before the next trip, by size.
+    let Some(next) = trips.get(k + 1) else {
+        return;
+    };
+    let growth = next
+        .usage
+        .prompt()
+        .saturating_sub(trip.usage.prompt() + trip.usage.output) as f64;
+    // A reply makes a few calls: looked up by a scan, not a map per
+    // trip; an id given twice names the later call, as a map did.
+    let name_of = |id: &str| calls.iter().rev().find(|(i, _)| *i == id).map(|&(_, n)| n);
+    let mut sizes: Vec<(&str, f64)> = Vec::new();
+    for m in messages
+        .get(trip.message + 1..next.message)
+        .unwrap_or_default()
+    {
+        for b in &m.content {
+            if let Block::ToolResult {
+                tool_use_id,
+                content,
+                ..
+            } = b
+                && let Some(name) = name_of(tool_use_id)
+            {
+                sizes.push((name, json_len(content).max(1) as f64));
             }
         }
     }
-    let mut tools: Vec<ToolTokens> = acc
-        .into_iter()
-        .map(
-            |(name, (calls, output, results, cost, priced))| ToolTokens {
-                name,
-                calls,
-                output: output.round() as u64,
-                results: results.round() as u64,
-                cost: priced.then_some(dollars(cost)),
-            },
-        )
-        .collect();
-    tools.sort_by_key(|t| std::cmp::Reverse(t.output + t.results));
-    tools
+    let all: f64 = sizes.iter().map(|(_, s)| s).sum();
+    let in_price = cache.of(next.model.as_deref());
+    for (name, size) in sizes {
+        let share = growth * size / all;
+        let slot = slot(tools, name);
+        slot.2 += share;
+        match in_price {
+            Some(p) => slot.3 += share * p.input / prices.per,
+            None => slot.4 = false,
+        }
+    }
 }
 
 /// The trips of a trace: each round whose reply reported tokens.
 pub fn of_trace(trace: &loopdbg_engine::Trace, prices: &Prices) -> Option<Summary> {
-    let trips: Vec<Trip<'_>> = trace
-        .rounds
+    of_trace_kept(trace, prices).map(|(summary, _)| summary)
+}
+
+/// [`of_trace`], and what it summed, to grow it by ([`regrow`]).
+pub fn of_trace_kept(trace: &loopdbg_engine::Trace, prices: &Prices) -> Option<(Summary, Tally)> {
+    summary_kept(&trace.messages, &trips_of(&trace.rounds), prices)
+}
+
+/// The trips of `rounds` that reported tokens.
+fn trips_of(rounds: &[loopdbg_engine::trace::Round]) -> Vec<Trip<'_>> {
+    rounds
         .iter()
         .filter_map(|r| {
             let usage = r.reply.usage?;
-            Some((
-                r.reply_message.unwrap_or(r.request_len),
-                None,
-                r.reply.model.as_deref(),
-                usage,
-            ))
+            Some((trip_message(r), None, r.reply.model.as_deref(), usage))
         })
-        .collect();
-    summary(&trace.messages, &trips, prices)
+        .collect()
+}
+
+/// The message a round's trip is counted at: its reply's.
+fn trip_message(r: &loopdbg_engine::trace::Round) -> usize {
+    r.reply_message.unwrap_or(r.request_len)
+}
+
+/// The summary of `trace` (what [`of_trace`] gives), grown from `kept`:
+/// the summary and tally of the trace it was grown from, whose messages
+/// before `since` it keeps (`loopdbg_export::replay::regrow`). Only the
+/// trips from `since` on are priced, summed and split: `--follow` gives
+/// each appended event its tokens in proportion to the event, not to the
+/// log. Built afresh from `None`, at other prices, or when a trip the
+/// tally split by is gone.
+pub fn regrow(
+    kept: Option<(Summary, Tally)>,
+    trace: &loopdbg_engine::Trace,
+    since: usize,
+    prices: &Prices,
+) -> Option<(Summary, Tally)> {
+    let Some((summary, mut tally)) = kept else {
+        return of_trace_kept(trace, prices);
+    };
+    let kept_trips = summary.trips.partition_point(|t| t.message < since);
+    // The last trip summed was split by the next one's prompt.
+    let split_by_kept = tally.trips == 0 || kept_trips > tally.trips;
+    if tally.prices_as_of != prices.as_of || !split_by_kept {
+        return of_trace_kept(trace, prices);
+    }
+    // The rounds from `since` on, read from the end.
+    let later = trace
+        .rounds
+        .iter()
+        .rev()
+        .take_while(|r| trip_message(r) >= since)
+        .count();
+    let mut priced = summary.trips;
+    priced.truncate(kept_trips);
+    let rounds = &trace.rounds[trace.rounds.len() - later..];
+    tally.price(&trips_of(rounds), prices, &mut priced);
+    tally.grown = true;
+    if priced.is_empty() {
+        return None;
+    }
+    Some(tally.summary(&trace.messages, priced, prices))
 }
 
 /// The usage and model a provider's response object reports.

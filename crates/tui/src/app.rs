@@ -334,6 +334,9 @@ pub(crate) struct Computed {
     /// a long log summed every trip again: a 300 MB log's end drew in
     /// 0.4 s).
     tokens: std::cell::OnceCell<Option<loopdbg_formats::usage::Summary>>,
+    /// What the tokens' maker summed, when it gave it: it takes it back
+    /// with the trace to grow the next picture's ([`Displaced::into_parts`]).
+    tally: Option<loopdbg_formats::usage::Tally>,
     /// The tokens and cost of the first k rounds, for every k: the
     /// summary says "so far" at each step, and summing (and pricing) every
     /// round before it held each step of a 1 GB log 0.17 s.
@@ -395,13 +398,62 @@ impl SpansAt {
 /// them is priced.
 pub type SoFar = (loopdbg_engine::message::Usage, Option<f64>);
 
+/// The tokens of the first k rounds of `trace` at `prices`, for every k:
+/// `sums`, those of its first rounds (`sums[k]` of the first k; empty,
+/// or of a trace this one grew from, cut to the rounds it keeps), and
+/// those after.
+pub(crate) fn tokens_so_far(
+    trace: &Trace,
+    prices: &loopdbg_formats::prices::Prices,
+    mut sums: Vec<SoFar>,
+) -> Vec<SoFar> {
+    sums.truncate(trace.rounds.len() + 1);
+    let mut sum: SoFar = match sums.last() {
+        Some(&sum) => sum,
+        None => {
+            let sum = (loopdbg_engine::message::Usage::default(), Some(0.0));
+            sums.push(sum);
+            sum
+        }
+    };
+    sums.reserve(trace.rounds.len() + 1 - sums.len());
+    // A long log names one model on every trip: priced once.
+    let mut priced: Option<(&str, Option<loopdbg_formats::prices::Price>)> = None;
+    for r in &trace.rounds[sums.len() - 1..] {
+        if let Some(u) = &r.reply.usage {
+            let model = r.reply.model.as_deref();
+            let price = match (model, priced) {
+                (Some(m), Some((was, price))) if m == was => price,
+                (Some(m), _) => {
+                    let price = prices.of(m).map(|(_, p)| *p);
+                    priced = Some((m, price));
+                    price
+                }
+                (None, _) => None,
+            };
+            sum.0.add(u);
+            sum.1 = sum
+                .1
+                .zip(price.map(|p| prices.cost_at(&p, u)))
+                .map(|(a, b)| a + b);
+        }
+        sums.push(sum);
+    }
+    sums
+}
+
 impl Computed {
     /// What `derived` computed ahead.
     fn of(derived: Derived) -> Computed {
+        let so_far = match derived.so_far {
+            Some(so_far) => std::cell::OnceCell::from(so_far),
+            None => std::cell::OnceCell::new(),
+        };
         Computed {
             analysis: std::cell::OnceCell::from(derived.analysis),
             tokens: std::cell::OnceCell::from(derived.tokens),
-            so_far: std::cell::OnceCell::new(),
+            tally: derived.tally,
+            so_far,
             spans: std::cell::RefCell::new(None),
             token: None,
         }
@@ -425,6 +477,29 @@ impl Displaced {
     pub fn into_trace(self) -> Trace {
         self.trace
     }
+
+    /// The trace and what was derived of it that grows with it (the
+    /// tokens and their tally, the tokens of each round so far), the rest
+    /// freed.
+    pub fn into_parts(mut self) -> (Trace, DerivedBack) {
+        let tokens = self.computed.tokens.take().flatten();
+        let back = DerivedBack {
+            tokens: tokens.zip(self.computed.tally.take()),
+            so_far: self.computed.so_far.take(),
+        };
+        (self.trace, back)
+    }
+}
+
+/// What was derived of a picture taken off the screen that its maker
+/// grows the next picture's from ([`LiveUpdate::derive_grown`]).
+#[derive(Debug, Default)]
+pub struct DerivedBack {
+    pub(crate) tokens: Option<(
+        loopdbg_formats::usage::Summary,
+        loopdbg_formats::usage::Tally,
+    )>,
+    pub(crate) so_far: Option<Vec<SoFar>>,
 }
 
 /// A newer picture of live traffic: the conversation it shows, replayed.
@@ -460,6 +535,11 @@ pub struct Derived {
     pub analysis: RunAnalysis,
     /// The tokens and cost, at the prices they were computed at.
     pub tokens: Option<loopdbg_formats::usage::Summary>,
+    /// What was summed for `tokens`, to grow the next picture's from.
+    pub tally: Option<loopdbg_formats::usage::Tally>,
+    /// The tokens of the first k rounds, for every k, at the same prices
+    /// (made on the screen when `None`).
+    pub so_far: Option<Vec<SoFar>>,
 }
 
 impl App {
@@ -567,34 +647,10 @@ impl App {
     /// The tokens of the first `rounds` rounds, and their cost when the
     /// prices shown price each of them (`None` once one is not).
     pub fn tokens_so_far(&self, rounds: usize) -> SoFar {
-        let so_far = self.computed.so_far.get_or_init(|| {
-            let mut sums = Vec::with_capacity(self.trace.rounds.len() + 1);
-            let mut sum: SoFar = (loopdbg_engine::message::Usage::default(), Some(0.0));
-            sums.push(sum);
-            // A long log names one model on every trip: priced once.
-            let mut priced: Option<(&str, Option<loopdbg_formats::prices::Price>)> = None;
-            for r in &self.trace.rounds {
-                if let Some(u) = &r.reply.usage {
-                    let model = r.reply.model.as_deref();
-                    let price = match (model, priced) {
-                        (Some(m), Some((was, price))) if m == was => price,
-                        (Some(m), _) => {
-                            let price = self.prices.of(m).map(|(_, p)| *p);
-                            priced = Some((m, price));
-                            price
-                        }
-                        (None, _) => None,
-                    };
-                    sum.0.add(u);
-                    sum.1 = sum
-                        .1
-                        .zip(price.map(|p| self.prices.cost_at(&p, u)))
-                        .map(|(a, b)| a + b);
-                }
-                sums.push(sum);
-            }
-            sums
-        });
+        let so_far = self
+            .computed
+            .so_far
+            .get_or_init(|| tokens_so_far(&self.trace, &self.prices, Vec::new()));
         so_far.get(rounds).copied().unwrap_or_default()
     }
 

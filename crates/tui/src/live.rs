@@ -44,10 +44,59 @@ impl LiveUpdate {
     /// a thread of its own, so the event loop only draws. (The ledger at
     /// any step is read from the trace's pairing index as it is drawn.)
     pub fn derive(&mut self, prices: &loopdbg_formats::prices::Prices) {
+        self.derive_grown(prices, None);
+    }
+
+    /// [`LiveUpdate::derive`], grown from `back`: what was derived of
+    /// the picture this one's trace was grown from, with the first of its
+    /// messages that changed since (`loopdbg_export::replay::regrow`).
+    /// The tokens of the trips and rounds before it are kept, the rest
+    /// summed: a followed log's appended event is summed in proportion to
+    /// itself (on a gigabyte, summing every trip again took 0.2 s a
+    /// picture, and the screen's tokens of each round so far as long
+    /// again). Gives what `derive` gives.
+    pub fn derive_grown(
+        &mut self,
+        prices: &loopdbg_formats::prices::Prices,
+        back: Option<(crate::app::DerivedBack, usize)>,
+    ) {
+        let trace = &self.trace;
+        let (tokens, sums) = match back {
+            Some((back, since)) => {
+                // A round asked before `since` is as it was.
+                let kept = trace.rounds.partition_point(|r| r.request_len < since);
+                let mut sums = back.so_far.unwrap_or_default();
+                sums.truncate(kept + 1);
+                let tokens = loopdbg_formats::usage::regrow(back.tokens, trace, since, prices);
+                (tokens, sums)
+            }
+            None => (
+                loopdbg_formats::usage::of_trace_kept(trace, prices),
+                Vec::new(),
+            ),
+        };
+        let (tokens, tally) = tokens.unzip();
         self.derived = Some(Box::new(Derived {
-            analysis: loopdbg_lesson::checks::RunAnalysis::of(&self.trace),
-            tokens: loopdbg_formats::usage::of_trace(&self.trace, prices),
+            analysis: loopdbg_lesson::checks::RunAnalysis::of(trace),
+            tokens,
+            tally,
+            so_far: Some(crate::app::tokens_so_far(trace, prices, sums)),
         }));
+    }
+
+    /// The trace and what was derived of it that grows with it, as the
+    /// screen gives back a picture it took down
+    /// ([`Displaced::into_parts`](crate::app::Displaced::into_parts)):
+    /// for a maker that keeps its pictures itself (a benchmark).
+    pub fn into_parts(self) -> (loopdbg_engine::Trace, crate::app::DerivedBack) {
+        let back = match self.derived {
+            Some(derived) => crate::app::DerivedBack {
+                tokens: derived.tokens.zip(derived.tally),
+                so_far: derived.so_far,
+            },
+            None => crate::app::DerivedBack::default(),
+        };
+        (self.trace, back)
     }
 
     /// A one-message screen saying what the view waits for.
