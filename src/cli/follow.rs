@@ -411,7 +411,7 @@ mod tests {
         let mut app: Option<App> = None;
         let mut held = Vec::new();
         let prices = loopdbg_formats::prices::Prices::builtin();
-        let mut summed_grown = 0;
+        let (mut summed_grown, mut read_grown) = (0, 0);
         for (k, line) in bytes.split_inclusive(|&b| b == b'\n').enumerate() {
             let judged = followed.take_change(line.to_vec(), k == 0, None);
             let Ok(Some(judged)) = judged else {
@@ -429,6 +429,7 @@ mod tests {
             assert_eq!(got.tokens, made.tokens, "line {}", k + 1);
             assert_eq!(got.so_far, made.so_far, "line {}", k + 1);
             summed_grown += usize::from(got.tally.as_ref().is_some_and(|t| t.grown()));
+            read_grown += usize::from(got.rounds.as_ref().is_some_and(|t| t.grown()));
             let update = Box::new(update);
             let old = match app.as_mut() {
                 None => {
@@ -460,6 +461,11 @@ mod tests {
         assert!(
             summed_grown as u64 + 3 >= grower.grown && summed_grown > 5,
             "tokens grown {summed_grown} of {}",
+            grower.grown
+        );
+        assert!(
+            read_grown as u64 + 3 >= grower.grown && read_grown > 5,
+            "end summary grown {read_grown} of {}",
             grower.grown
         );
     }

@@ -466,6 +466,7 @@ mod tests {
     use loopdbg_export::replay::{regrow, trace_of};
     use loopdbg_formats::usage;
     use loopdbg_judge::check::check;
+    use loopdbg_lesson::checks::RunAnalysis;
     use loopdbg_read::Conversation;
 
     /// Every conversation of every transcript fixture, read as the
@@ -543,6 +544,7 @@ mod tests {
             let findings = check(conv);
             let whole = trace_of(conv, &findings);
             let tokens = usage::of_trace(&whole, &prices);
+            let whole_analysis = RunAnalysis::of(&whole);
             let len = conv.messages.len();
             for from in 0..=len {
                 let mut earlier: Vec<Conversation> =
@@ -557,7 +559,10 @@ mod tests {
                 for e in earlier {
                     let mut trace = trace_of(&e, &check(&e));
                     let kept = usage::of_trace_kept(&trace, &prices);
+                    let (_, read) = RunAnalysis::grown(&trace, None);
                     regrow(&mut trace, conv, from, &findings);
+                    let (analysis, _) = RunAnalysis::grown(&trace, Some((read, from)));
+                    assert_eq!(analysis, whole_analysis, "{name}: end summary from {from}");
                     let summed = usage::regrow(kept, &trace, from, &prices);
                     assert_eq!(summed.map(|(s, _)| s), tokens, "{name}: tokens from {from}");
                     assert!(
@@ -574,26 +579,35 @@ mod tests {
         assert!(grown > 1000, "{grown}");
     }
 
-    /// A conversation's tokens grown with it message by message, the
-    /// tally carried from each to the next (`--follow`), are its tokens
-    /// summed afresh: on every conversation of every fixture that reports
-    /// tokens.
+    /// A conversation's tokens and end summary grown with it message by
+    /// message, the tallies carried from each to the next (`--follow`),
+    /// are those made afresh: on every conversation of every fixture.
     #[test]
-    fn tokens_grown_message_by_message_are_the_tokens_summed_afresh() {
+    fn tokens_and_end_summary_grown_message_by_message_are_those_made_afresh() {
         let prices = loopdbg_formats::prices::Prices::builtin();
-        let (mut summed, mut grown) = (0, 0);
+        let (mut summed, mut grown, mut read_grown) = (0, 0, 0);
         let mut convs = every_conversation();
         convs.push(("a long priced loop".into(), priced_loop()));
         for (name, conv) in convs {
             let first = prefix(&conv, 0);
             let mut trace = trace_of(&first, &check(&first));
             let mut kept = usage::of_trace_kept(&trace, &prices);
+            let (_, mut read) = RunAnalysis::grown(&trace, None);
             for n in 1..=conv.messages.len() {
                 let now = prefix(&conv, n);
                 let findings = check(&now);
                 regrow(&mut trace, &now, n - 1, &findings);
                 kept = usage::regrow(kept, &trace, n - 1, &prices);
-                let afresh = usage::of_trace(&trace_of(&now, &findings), &prices);
+                let made = trace_of(&now, &findings);
+                let analysis;
+                (analysis, read) = RunAnalysis::grown(&trace, Some((read, n - 1)));
+                assert_eq!(
+                    analysis,
+                    RunAnalysis::of(&made),
+                    "{name}: end summary at {n}"
+                );
+                read_grown += usize::from(read.grown() && made.rounds.len() > 3);
+                let afresh = usage::of_trace(&made, &prices);
                 assert_eq!(
                     kept.as_ref().map(|(s, _)| s),
                     afresh.as_ref(),
@@ -604,6 +618,7 @@ mod tests {
             }
         }
         assert!(summed > 20, "{summed}");
+        assert!(read_grown > 40, "{read_grown}");
         // Grown, not made afresh, each time the last had tokens.
         assert!(grown >= summed, "{grown} of {summed}");
     }

@@ -187,9 +187,94 @@ pub struct RunAnalysis {
     pub tool_runs: usize,
 }
 
+/// What [`RunAnalysis`] read of a replay's first rounds (the calls that
+/// ran, the longest run of one reply, the turns cut by `max_tokens` whose
+/// calls ran anyway), kept beside it so that the analysis of the trace
+/// grown from it (`--follow`) reads only the rounds after them.
+#[derive(Debug, Clone, Default)]
+pub struct RoundsTally {
+    /// How many rounds are read: all but the last two (a grown replay
+    /// cuts the last round it keeps).
+    rounds: usize,
+    tool_runs: usize,
+    longest: Option<(u32, u32)>,
+    truncated: Vec<Warning>,
+    /// The analysis beside it was grown from an earlier one.
+    grown: bool,
+}
+
+impl RoundsTally {
+    /// Whether the analysis beside it was grown from an earlier one
+    /// ([`RunAnalysis::grown`]) rather than made afresh.
+    pub fn grown(&self) -> bool {
+        self.grown
+    }
+
+    /// Reads `rounds[self.rounds..to]` into the tally.
+    fn read(&mut self, rounds: &[loopdbg_engine::trace::Round], to: usize) {
+        for r in &rounds[self.rounds.min(to)..to] {
+            self.tool_runs += r.executions.iter().filter(|e| e.outcome.ran).count();
+            // The longest run, the earliest of equal ones (as
+            // `Trace::longest_identical_run` picks it).
+            let key = |(run, n): (u32, u32)| (run, std::cmp::Reverse(n));
+            if self
+                .longest
+                .is_none_or(|best| key((r.identical_run, r.number)) > key(best))
+            {
+                self.longest = Some((r.identical_run, r.number));
+            }
+            let ran_anyway = r.reply_message.is_some()
+                && r.reply.finish_reason() == loopdbg_engine::session::FinishReason::Length
+                && r.executions.iter().any(|e| e.message.is_some());
+            if ran_anyway {
+                self.truncated.push(Warning {
+                    kind: WarningKind::TruncatedExecuted,
+                    message: format!(
+                        "round {}: the reply was cut by max_tokens, yet the loop handled its calls as if they were complete",
+                        r.number
+                    ),
+                });
+            }
+        }
+        self.rounds = self.rounds.max(to);
+    }
+
+    /// The tally of every round of `trace`, this one's rounds read for
+    /// good but the last two.
+    fn of_all(&mut self, trace: &Trace) -> RoundsTally {
+        let rounds = &trace.rounds;
+        self.read(rounds, rounds.len().saturating_sub(2));
+        let mut all = self.clone();
+        all.read(rounds, rounds.len());
+        all
+    }
+}
+
 impl RunAnalysis {
     /// Analyses a finished trace.
     pub fn of(trace: &Trace) -> RunAnalysis {
+        RunAnalysis::grown(trace, None).0
+    }
+
+    /// [`RunAnalysis::of`] a replay, grown from `back`: the tally beside
+    /// the analysis of the trace it was grown from, with the first of its
+    /// messages that changed since (`loopdbg_export::replay::regrow`).
+    /// Only the rounds from there on are read (on a followed gigabyte,
+    /// reading every round again took 20 ms a picture). Gives what `of`
+    /// gives, and the tally to grow the next from.
+    pub fn grown(trace: &Trace, back: Option<(RoundsTally, usize)>) -> (RunAnalysis, RoundsTally) {
+        let mut tally = match back {
+            // The rounds read must be as they were: a grown replay keeps
+            // the rounds asked before `since`, the last of them cut.
+            Some((mut tally, since))
+                if trace.rounds.partition_point(|r| r.request_len < since) > tally.rounds =>
+            {
+                tally.grown = true;
+                tally
+            }
+            _ => RoundsTally::default(),
+        };
+        let all = tally.of_all(trace);
         // A replay's warnings never ask whether its answer quoted the
         // tools' numbers (see `warnings_with`): every number of every
         // result was collected for nothing (on a followed 281 MB log, 187,407
@@ -201,36 +286,36 @@ impl RunAnalysis {
             },
             false => quote_check(trace),
         };
-        // The view, not a ledger of every call built to read its unpaired.
+        // The calls the index keeps unanswered, not every call's state.
         let unpaired: Vec<String> = trace
             .pairing
-            .at(trace.messages.len(), &[])
-            .ids_in(loopdbg_engine::ledger::IdState::Unpaired)
+            .unanswered()
             .map(|e| e.id.to_string())
             .collect();
-        RunAnalysis {
-            warnings: warnings_with(trace, &quote, &unpaired),
+        let analysis = RunAnalysis {
+            warnings: warnings_with(trace, &quote, &unpaired, &all),
             unpaired,
-            // Counted, not collected (a followed gigabyte's 900,000 names
-            // gathered for their number).
-            tool_runs: trace
-                .rounds
-                .iter()
-                .flat_map(|r| &r.executions)
-                .filter(|e| e.outcome.ran)
-                .count(),
-        }
+            tool_runs: all.tool_runs,
+        };
+        (analysis, tally)
     }
 }
 
 /// Every warning the run deserves.
 pub fn warnings(trace: &Trace) -> Vec<Warning> {
     let left = trace.pairing.ledger(trace.messages.len(), &[]).unpaired();
-    warnings_with(trace, &quote_check(trace), &left)
+    let rounds = RoundsTally::default().of_all(trace);
+    warnings_with(trace, &quote_check(trace), &left, &rounds)
 }
 
-/// [`warnings`], given the run's quote check and the ids left unpaired.
-fn warnings_with(trace: &Trace, check: &QuoteCheck, left: &[String]) -> Vec<Warning> {
+/// [`warnings`], given the run's quote check, the ids left unpaired and
+/// what its rounds say.
+fn warnings_with(
+    trace: &Trace,
+    check: &QuoteCheck,
+    left: &[String],
+    rounds: &RoundsTally,
+) -> Vec<Warning> {
     let mut out = Vec::new();
     for v in &trace.violations {
         out.push(Warning {
@@ -238,7 +323,7 @@ fn warnings_with(trace: &Trace, check: &QuoteCheck, left: &[String]) -> Vec<Warn
             message: format!("round {}: {}", v.round, v.message),
         });
     }
-    if let Some((run, end)) = trace.longest_identical_run()
+    if let Some((run, end)) = rounds.longest
         && run >= SPIN_THRESHOLD
     {
         out.push(Warning {
@@ -262,20 +347,7 @@ fn warnings_with(trace: &Trace, check: &QuoteCheck, left: &[String]) -> Vec<Warn
             ),
         });
     }
-    for r in &trace.rounds {
-        let ran_anyway = r.reply_message.is_some()
-            && r.reply.finish_reason() == loopdbg_engine::session::FinishReason::Length
-            && r.executions.iter().any(|e| e.message.is_some());
-        if ran_anyway {
-            out.push(Warning {
-                kind: WarningKind::TruncatedExecuted,
-                message: format!(
-                    "round {}: the reply was cut by max_tokens, yet the loop handled its calls as if they were complete",
-                    r.number
-                ),
-            });
-        }
-    }
+    out.extend(rounds.truncated.iter().cloned());
     // A run that "ended normally" on a reply cut by max_tokens, or on no
     // text at all, gave a silent wrong answer.
     if trace.outcome.end == loopdbg_engine::trace::End::ModelDone {

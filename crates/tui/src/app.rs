@@ -337,6 +337,9 @@ pub(crate) struct Computed {
     /// What the tokens' maker summed, when it gave it: it takes it back
     /// with the trace to grow the next picture's ([`Displaced::into_parts`]).
     tally: Option<loopdbg_formats::usage::Tally>,
+    /// What the end summary's maker read of the rounds, given back the
+    /// same way.
+    rounds: Option<loopdbg_lesson::checks::RoundsTally>,
     /// The tokens and cost of the first k rounds, for every k: the
     /// summary says "so far" at each step, and summing (and pricing) every
     /// round before it held each step of a 1 GB log 0.17 s.
@@ -453,6 +456,7 @@ impl Computed {
             analysis: std::cell::OnceCell::from(derived.analysis),
             tokens: std::cell::OnceCell::from(derived.tokens),
             tally: derived.tally,
+            rounds: derived.rounds,
             so_far,
             spans: std::cell::RefCell::new(None),
             token: None,
@@ -485,6 +489,7 @@ impl Displaced {
         let tokens = self.computed.tokens.take().flatten();
         let back = DerivedBack {
             tokens: tokens.zip(self.computed.tally.take()),
+            rounds: self.computed.rounds.take(),
             so_far: self.computed.so_far.take(),
         };
         (self.trace, back)
@@ -499,6 +504,7 @@ pub struct DerivedBack {
         loopdbg_formats::usage::Summary,
         loopdbg_formats::usage::Tally,
     )>,
+    pub(crate) rounds: Option<loopdbg_lesson::checks::RoundsTally>,
     pub(crate) so_far: Option<Vec<SoFar>>,
 }
 
@@ -537,6 +543,9 @@ pub struct Derived {
     pub tokens: Option<loopdbg_formats::usage::Summary>,
     /// What was summed for `tokens`, to grow the next picture's from.
     pub tally: Option<loopdbg_formats::usage::Tally>,
+    /// What was read of the rounds for `analysis`, to grow the next
+    /// picture's from.
+    pub rounds: Option<loopdbg_lesson::checks::RoundsTally>,
     /// The tokens of the first k rounds, for every k, at the same prices
     /// (made on the screen when `None`).
     pub so_far: Option<Vec<SoFar>>,

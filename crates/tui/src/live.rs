@@ -61,25 +61,28 @@ impl LiveUpdate {
         back: Option<(crate::app::DerivedBack, usize)>,
     ) {
         let trace = &self.trace;
-        let (tokens, sums) = match back {
+        let (tokens, sums, rounds) = match back {
             Some((back, since)) => {
                 // A round asked before `since` is as it was.
                 let kept = trace.rounds.partition_point(|r| r.request_len < since);
                 let mut sums = back.so_far.unwrap_or_default();
                 sums.truncate(kept + 1);
                 let tokens = loopdbg_formats::usage::regrow(back.tokens, trace, since, prices);
-                (tokens, sums)
+                (tokens, sums, back.rounds.map(|r| (r, since)))
             }
             None => (
                 loopdbg_formats::usage::of_trace_kept(trace, prices),
                 Vec::new(),
+                None,
             ),
         };
         let (tokens, tally) = tokens.unzip();
+        let (analysis, rounds) = loopdbg_lesson::checks::RunAnalysis::grown(trace, rounds);
         self.derived = Some(Box::new(Derived {
-            analysis: loopdbg_lesson::checks::RunAnalysis::of(trace),
+            analysis,
             tokens,
             tally,
+            rounds: Some(rounds),
             so_far: Some(crate::app::tokens_so_far(trace, prices, sums)),
         }));
     }
@@ -92,6 +95,7 @@ impl LiveUpdate {
         let back = match self.derived {
             Some(derived) => crate::app::DerivedBack {
                 tokens: derived.tokens.zip(derived.tally),
+                rounds: derived.rounds,
                 so_far: derived.so_far,
             },
             None => crate::app::DerivedBack::default(),
