@@ -69,8 +69,9 @@ struct MessageFinder<'c> {
 impl<'c> MessageFinder<'c> {
     fn new(conv: &'c Conversation, findings: &'c [Finding]) -> MessageFinder<'c> {
         // Lines first: most sources are on no finding's line, and a line
-        // is cheaper to look up than a path.
-        let lines: ahash::AHashSet<Option<usize>> = findings.iter().map(|f| f.line).collect();
+        // is cheaper to look up than a path (in a bit set, than in a hash
+        // set: two-thirds of growing a followed gigabyte's picture).
+        let lines = Lines::of(findings);
         let wanted: ahash::AHashSet<(Option<usize>, &str)> =
             findings.iter().map(|f| (f.line, f.path.as_str())).collect();
         let mut finder = MessageFinder {
@@ -81,7 +82,7 @@ impl<'c> MessageFinder<'c> {
         let first = |found: &mut ahash::AHashMap<(Option<usize>, &'c str), usize>,
                      i: usize,
                      s: &'c BlockSource| {
-            if lines.contains(&s.line)
+            if lines.contains(s.line)
                 && let Some(&key) = wanted.get(&(s.line, &*s.path))
             {
                 found.entry(key).or_insert(i);
@@ -107,6 +108,41 @@ impl<'c> MessageFinder<'c> {
             .or_else(|| self.messages.get(&key))
             .copied()
             .unwrap_or(0)
+    }
+}
+
+/// The lines findings are on, asked of every source of a conversation.
+struct Lines {
+    /// Bit `l` set for line `l`.
+    bits: Vec<u64>,
+    /// Some finding is on no line (a request body's).
+    none: bool,
+}
+
+impl Lines {
+    fn of(findings: &[Finding]) -> Lines {
+        let most = findings.iter().filter_map(|f| f.line).max().unwrap_or(0);
+        let mut lines = Lines {
+            bits: vec![0; most / 64 + 1],
+            none: false,
+        };
+        for f in findings {
+            match f.line {
+                Some(l) => lines.bits[l / 64] |= 1 << (l % 64),
+                None => lines.none = true,
+            }
+        }
+        lines
+    }
+
+    fn contains(&self, line: Option<usize>) -> bool {
+        match line {
+            Some(l) => self
+                .bits
+                .get(l / 64)
+                .is_some_and(|w| w & (1 << (l % 64)) != 0),
+            None => self.none,
+        }
     }
 }
 
