@@ -41,8 +41,13 @@ fn main() {
         .expect("readable")
         .expect("a conversation");
     let findings = judged.findings.len();
-    let mut first = LiveUpdate::of(judged.conversation, &judged.findings, "follow", None);
+    let (trace, placed) =
+        loopdbg_export::replay::trace_placed(judged.conversation, &judged.findings);
+    let mut first = LiveUpdate::of_trace(judged.conversation, trace, "follow", None);
     first.derive(&prices);
+    if let Some(derived) = first.derived.as_mut() {
+        derived.placed = Some(placed);
+    }
     let mut shown = Some(first.into_parts());
     println!(
         "first: {:.1} ms, {findings} findings",
@@ -59,26 +64,31 @@ fn main() {
             .expect("readable")
             .expect("a conversation");
         let built = start.elapsed();
-        let (mut old, derived_back) = shown.take().expect("the last picture's");
-        let (trace, back) = match judged.grown {
+        let (mut old, mut derived_back) = shown.take().expect("the last picture's");
+        let (trace, back, placed) = match judged.grown {
             Grown::Extended { from, .. } if !build => {
-                loopdbg_export::replay::regrow(
+                let placed = loopdbg_export::replay::regrow_placed(
                     &mut old,
                     judged.conversation,
                     from,
                     &judged.findings,
+                    derived_back.take_placed(),
                 );
-                (old, Some((derived_back, from)))
+                (old, Some((derived_back, from)), placed)
             }
             _ => {
-                let trace = loopdbg_export::replay::trace_of(judged.conversation, &judged.findings);
+                let (trace, placed) =
+                    loopdbg_export::replay::trace_placed(judged.conversation, &judged.findings);
                 drop((old, derived_back));
-                (trace, None)
+                (trace, None, placed)
             }
         };
         let mut update = LiveUpdate::of_trace(judged.conversation, trace, "follow", None);
         let traced = start.elapsed();
         update.derive_grown(&prices, back);
+        if let Some(derived) = update.derived.as_mut() {
+            derived.placed = Some(placed);
+        }
         let derived = start.elapsed();
         // The screen's last picture, given back: what the next is grown from.
         shown = Some(update.into_parts());

@@ -78,6 +78,9 @@ struct Grower {
     /// and the first message that changed since: the next derived is
     /// grown from it ([`Grower::derive`]).
     derived_back: Option<(loopdbg_tui::app::DerivedBack, usize)>,
+    /// Where the last trace's findings were found: given to the screen
+    /// with it, and back.
+    placed: Option<loopdbg_export::replay::Placed>,
 }
 
 impl Grower {
@@ -109,18 +112,25 @@ impl Grower {
         self.derived_back = None;
         let trace = match newest.and_then(|(at, back)| Some((self.sent.remove(at)?, back))) {
             Some(((_, since), back)) => {
-                let (mut trace, derived) = back.into_parts();
+                let (mut trace, mut derived) = back.into_parts();
+                let placed = derived.take_placed();
                 self.derived_back = Some((derived, since));
-                loopdbg_export::replay::regrow(
+                self.placed = Some(loopdbg_export::replay::regrow_placed(
                     &mut trace,
                     judged.conversation,
                     since,
                     &judged.findings,
-                );
+                    placed,
+                ));
                 self.grown += 1;
                 trace
             }
-            None => loopdbg_export::replay::trace_of(judged.conversation, &judged.findings),
+            None => {
+                let (trace, placed) =
+                    loopdbg_export::replay::trace_placed(judged.conversation, &judged.findings);
+                self.placed = Some(placed);
+                trace
+            }
         };
         let token = self.next;
         self.next += 1;
@@ -136,6 +146,9 @@ impl Grower {
     /// from, if it was.
     fn derive(&mut self, update: &mut LiveUpdate, prices: &loopdbg_formats::prices::Prices) {
         update.derive_grown(prices, self.derived_back.take());
+        if let Some(derived) = update.derived.as_mut() {
+            derived.placed = self.placed.take();
+        }
     }
 }
 
@@ -212,6 +225,7 @@ pub(super) fn follow(path: &Path, which: Option<usize>) -> Result<ExitCode, Fail
         next: 0,
         grown: 0,
         derived_back: None,
+        placed: None,
     };
     spawn_judge(
         followed,
@@ -407,6 +421,7 @@ mod tests {
             next: 0,
             grown: 0,
             derived_back: None,
+            placed: None,
         };
         let mut app: Option<App> = None;
         let mut held = Vec::new();

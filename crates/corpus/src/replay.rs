@@ -463,7 +463,7 @@ fn is_prompt(m: &loopdbg_engine::message::Message) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use loopdbg_export::replay::{regrow, trace_of};
+    use loopdbg_export::replay::{regrow, regrow_placed, trace_of, trace_placed};
     use loopdbg_formats::usage;
     use loopdbg_judge::check::check;
     use loopdbg_lesson::checks::RunAnalysis;
@@ -564,6 +564,10 @@ mod tests {
                     let (analysis, _) = RunAnalysis::grown(&trace, Some((read, from)));
                     assert_eq!(analysis, whole_analysis, "{name}: end summary from {from}");
                     let summed = usage::regrow(kept, &trace, from, &prices);
+                    // Placed from where the findings of the earlier one were.
+                    let (mut placed_trace, placed) = trace_placed(&e, &check(&e));
+                    regrow_placed(&mut placed_trace, conv, from, &findings, Some(placed));
+                    assert!(placed_trace == whole, "{name}: placed from {from}");
                     assert_eq!(summed.map(|(s, _)| s), tokens, "{name}: tokens from {from}");
                     assert!(
                         trace == whole,
@@ -593,12 +597,14 @@ mod tests {
             let mut trace = trace_of(&first, &check(&first));
             let mut kept = usage::of_trace_kept(&trace, &prices);
             let (_, mut read) = RunAnalysis::grown(&trace, None);
+            let mut placed = None;
             for n in 1..=conv.messages.len() {
                 let now = prefix(&conv, n);
                 let findings = check(&now);
-                regrow(&mut trace, &now, n - 1, &findings);
+                placed = Some(regrow_placed(&mut trace, &now, n - 1, &findings, placed));
                 kept = usage::regrow(kept, &trace, n - 1, &prices);
                 let made = trace_of(&now, &findings);
+                assert!(trace == made, "{name}: placed at {n}");
                 let analysis;
                 (analysis, read) = RunAnalysis::grown(&trace, Some((read, n - 1)));
                 assert_eq!(

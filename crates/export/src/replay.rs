@@ -189,7 +189,149 @@ pub fn replayed(conv: &Conversation) -> Replayed {
 /// per appended event). Gives what [`trace_of`] gives.
 pub fn regrow(trace: &mut Trace, conv: &Conversation, from: usize, findings: &[Finding]) {
     replay_from(trace, conv, from);
-    place_findings(trace, conv, findings);
+    let finder = MessageFinder::new(conv, findings);
+    place_findings(trace, conv, findings, |f| finder.message_of(f));
+}
+
+/// [`regrow`], the findings placed with `placed`: where the findings of
+/// the trace it grows were found (`None`: nothing known, every source is
+/// read). Gives what it knows of this trace's findings, to grow the next
+/// from: an appended event's findings are placed without a pass over
+/// every source of the conversation (two-thirds of growing a followed
+/// gigabyte's picture).
+pub fn regrow_placed(
+    trace: &mut Trace,
+    conv: &Conversation,
+    from: usize,
+    findings: &[Finding],
+    placed: Option<Placed>,
+) -> Placed {
+    replay_from(trace, conv, from);
+    let mut placed = match placed {
+        Some(mut placed) => {
+            placed.forget_from(from);
+            placed
+        }
+        None => Placed::default(),
+    };
+    placed.find(conv, findings);
+    place_findings(trace, conv, findings, |f| placed.message_of(f));
+    placed
+}
+
+/// [`trace_of`], and where its findings were found ([`regrow_placed`]).
+pub fn trace_placed(conv: &Conversation, findings: &[Finding]) -> (Trace, Placed) {
+    let mut trace = replayed(conv).trace;
+    let mut placed = Placed::default();
+    placed.find(conv, findings);
+    place_findings(&mut trace, conv, findings, |f| placed.message_of(f));
+    (trace, placed)
+}
+
+/// A finding's place as a source names it: its line and path.
+type SourceKey = (Option<usize>, String);
+
+/// Where findings' sources were found in a conversation's first messages
+/// (what [`MessageFinder`] finds, kept): so the findings of the
+/// conversation grown from them are found reading only the messages
+/// after, and, for a finding never looked for, the messages after the
+/// last line read before (a log's messages are built from lines read in
+/// order, so a line not read yet is in none of the messages before).
+#[derive(Debug, Clone, Default)]
+pub struct Placed {
+    /// How many messages were read.
+    read: usize,
+    /// Each key looked for, and the first block and the first message at
+    /// it among the messages read.
+    sought: ahash::AHashMap<SourceKey, (Option<usize>, Option<usize>)>,
+    /// The highest line of any source of the messages read so far, after
+    /// each message.
+    lines_up_to: Vec<usize>,
+}
+
+impl Placed {
+    /// Forgets what was read of messages `from` on (they changed).
+    fn forget_from(&mut self, from: usize) {
+        if from >= self.read {
+            return;
+        }
+        self.read = from;
+        self.lines_up_to.truncate(from);
+        for (block, message) in self.sought.values_mut() {
+            *block = block.filter(|&m| m < from);
+            *message = message.filter(|&m| m < from);
+        }
+    }
+
+    /// Finds `findings`' sources in `conv`.
+    fn find(&mut self, conv: &Conversation, findings: &[Finding]) {
+        // A key no finding has any more is forgotten: the messages read
+        // next are not searched for it.
+        let keys: ahash::AHashSet<SourceKey> =
+            findings.iter().map(|f| (f.line, f.path.clone())).collect();
+        self.sought.retain(|k, _| keys.contains(k));
+        let read = self.read.min(conv.messages.len());
+        let highest = read.checked_sub(1).map(|m| self.lines_up_to[m]);
+        // A key never looked for is looked for from the first message,
+        // unless its line is past every line read so far.
+        let mut from = read;
+        for key in keys {
+            if self.sought.contains_key(&key) {
+                continue;
+            }
+            let unread = matches!((key.0, highest), (Some(l), Some(h)) if l > h);
+            if !unread {
+                from = 0;
+            }
+            self.sought.insert(key, (None, None));
+        }
+        if from == 0 {
+            // Read again from the start: what was found stays first.
+            for (block, message) in self.sought.values_mut() {
+                *block = None;
+                *message = None;
+            }
+        }
+        let lines = Lines::of(findings);
+        let mut highest = highest.unwrap_or(0);
+        self.lines_up_to.truncate(from.min(read));
+        if from < read {
+            highest = from.checked_sub(1).map_or(0, |m| self.lines_up_to[m]);
+        }
+        let mut key = (None, String::new());
+        for i in from..conv.messages.len() {
+            let sources = conv.block_sources[i].iter().map(|s| (true, s));
+            let message = std::iter::once((false, &conv.message_sources[i]));
+            for (is_block, s) in sources.chain(message) {
+                if let Some(l) = s.line {
+                    highest = highest.max(l);
+                }
+                if !lines.contains(s.line) {
+                    continue;
+                }
+                key.0 = s.line;
+                key.1.clear();
+                key.1.push_str(&s.path);
+                if let Some((block, message)) = self.sought.get_mut(&key) {
+                    let first = if is_block { block } else { message };
+                    first.get_or_insert(i);
+                }
+            }
+            if i >= self.lines_up_to.len() {
+                self.lines_up_to.push(highest);
+            }
+        }
+        self.read = conv.messages.len();
+    }
+
+    /// A block at the finding's path and line, else a message there, else
+    /// the first message (as [`MessageFinder::message_of`]).
+    fn message_of(&self, f: &Finding) -> usize {
+        let found = self.sought.get(&(f.line, f.path.clone()));
+        found
+            .and_then(|&(block, message)| block.or(message))
+            .unwrap_or(0)
+    }
 }
 
 /// The strategy a replay shows: every call extracted, the loop stopping
@@ -498,8 +640,9 @@ impl Replayed {
     /// The second half of [`trace_of`]: each finding placed at the step
     /// where it arises, and the outcome they make.
     pub fn with_findings(self, conv: &Conversation, findings: &[Finding]) -> Trace {
+        let finder = MessageFinder::new(conv, findings);
         let mut trace = self.trace;
-        place_findings(&mut trace, conv, findings);
+        place_findings(&mut trace, conv, findings, |f| finder.message_of(f));
         trace
     }
 }
@@ -507,7 +650,12 @@ impl Replayed {
 /// Places each finding at the step where it arises (those placed before
 /// are taken back), and sets the outcome they make. Looks steps up by
 /// their history's length, not by a walk over them.
-fn place_findings(trace: &mut Trace, conv: &Conversation, findings: &[Finding]) {
+fn place_findings(
+    trace: &mut Trace,
+    conv: &Conversation,
+    findings: &[Finding],
+    message_of: impl Fn(&Finding) -> usize,
+) {
     {
         for v in std::mem::take(&mut trace.violations) {
             if let Some(r) = round_numbered(&mut trace.rounds, v.round) {
@@ -521,11 +669,10 @@ fn place_findings(trace: &mut Trace, conv: &Conversation, findings: &[Finding]) 
         let steps = &trace.steps;
         let messages = &trace.messages;
         let done = steps.len() - 1;
-        let finder = MessageFinder::new(conv, findings);
         let violations: Vec<Violation> = findings
             .iter()
             .map(|f| {
-                let m = finder.message_of(f).min(messages.len().saturating_sub(1));
+                let m = message_of(f).min(messages.len().saturating_sub(1));
                 // A 400 arises at the first request that carries the message;
                 // anything else where the message appears; notes at the end.
                 let refused_at = (f.kind == Kind::RefusedRequest)

@@ -340,6 +340,9 @@ pub(crate) struct Computed {
     /// What the end summary's maker read of the rounds, given back the
     /// same way.
     rounds: Option<loopdbg_lesson::checks::RoundsTally>,
+    /// Where the trace's maker found its findings, given back the same
+    /// way.
+    placed: Option<loopdbg_export::replay::Placed>,
     /// The tokens and cost of the first k rounds, for every k: the
     /// summary says "so far" at each step, and summing (and pricing) every
     /// round before it held each step of a 1 GB log 0.17 s.
@@ -457,6 +460,7 @@ impl Computed {
             tokens: std::cell::OnceCell::from(derived.tokens),
             tally: derived.tally,
             rounds: derived.rounds,
+            placed: derived.placed,
             so_far,
             spans: std::cell::RefCell::new(None),
             token: None,
@@ -490,6 +494,7 @@ impl Displaced {
         let back = DerivedBack {
             tokens: tokens.zip(self.computed.tally.take()),
             rounds: self.computed.rounds.take(),
+            placed: self.computed.placed.take(),
             so_far: self.computed.so_far.take(),
         };
         (self.trace, back)
@@ -505,7 +510,17 @@ pub struct DerivedBack {
         loopdbg_formats::usage::Tally,
     )>,
     pub(crate) rounds: Option<loopdbg_lesson::checks::RoundsTally>,
+    pub(crate) placed: Option<loopdbg_export::replay::Placed>,
     pub(crate) so_far: Option<Vec<SoFar>>,
+}
+
+impl DerivedBack {
+    /// Where the findings of the trace it came with were found, for the
+    /// maker to place the grown trace's with
+    /// ([`loopdbg_export::replay::regrow_placed`]).
+    pub fn take_placed(&mut self) -> Option<loopdbg_export::replay::Placed> {
+        self.placed.take()
+    }
 }
 
 /// A newer picture of live traffic: the conversation it shows, replayed.
@@ -546,6 +561,9 @@ pub struct Derived {
     /// What was read of the rounds for `analysis`, to grow the next
     /// picture's from.
     pub rounds: Option<loopdbg_lesson::checks::RoundsTally>,
+    /// Where the trace's findings were found, when its maker says, to
+    /// grow the next picture's from.
+    pub placed: Option<loopdbg_export::replay::Placed>,
     /// The tokens of the first k rounds, for every k, at the same prices
     /// (made on the screen when `None`).
     pub so_far: Option<Vec<SoFar>>,

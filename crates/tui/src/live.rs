@@ -83,6 +83,7 @@ impl LiveUpdate {
             tokens,
             tally,
             rounds: Some(rounds),
+            placed: None,
             so_far: Some(crate::app::tokens_so_far(trace, prices, sums)),
         }));
     }
@@ -96,6 +97,7 @@ impl LiveUpdate {
             Some(derived) => crate::app::DerivedBack {
                 tokens: derived.tokens.zip(derived.tally),
                 rounds: derived.rounds,
+                placed: derived.placed,
                 so_far: derived.so_far,
             },
             None => crate::app::DerivedBack::default(),
