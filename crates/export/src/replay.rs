@@ -232,7 +232,7 @@ pub fn trace_placed(conv: &Conversation, findings: &[Finding]) -> (Trace, Placed
 type SourceKey = (Option<usize>, String);
 
 /// Where findings' sources were found in a conversation's first messages
-/// (what [`MessageFinder`] finds, kept): so the findings of the
+/// (what the finder of a whole trace finds, kept): so the findings of the
 /// conversation grown from them are found reading only the messages
 /// after, and, for a finding never looked for, the messages after the
 /// last line read before (a log's messages are built from lines read in
