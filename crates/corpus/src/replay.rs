@@ -505,19 +505,6 @@ mod tests {
         out
     }
 
-    /// `conv` as it stood with its first `n` messages.
-    fn prefix(conv: &Conversation, n: usize) -> Conversation {
-        let mut c = conv.clone();
-        c.messages.truncate(n);
-        c.message_sources.truncate(n);
-        c.block_sources.truncate(n);
-        c.usage.retain(|u| u.message < n);
-        c.refusals.retain(|r| r.at <= n);
-        c.synthetic.retain(|&s| s < n);
-        c.hosted.retain(|h| h.message < n);
-        c
-    }
-
     /// The replay of any earlier state of a conversation, grown from where
     /// it changed, is the replay of the conversation made afresh: on every
     /// conversation of every fixture, from every message, from every
@@ -547,11 +534,10 @@ mod tests {
             let whole_analysis = RunAnalysis::of(&whole);
             let len = conv.messages.len();
             for from in 0..=len {
-                let mut earlier: Vec<Conversation> =
-                    (from..=len).map(|n| prefix(conv, n)).collect();
+                let mut earlier: Vec<Conversation> = (from..=len).map(|n| conv.prefix(n)).collect();
                 if from < len && conv.messages[from].content.len() > 1 {
                     // The message at `from` before its later blocks came.
-                    let mut short = prefix(conv, from + 1);
+                    let mut short = conv.prefix(from + 1);
                     short.messages[from].content.truncate(1);
                     short.block_sources[from].truncate(1);
                     earlier.push(short);
@@ -593,13 +579,13 @@ mod tests {
         let mut convs = every_conversation();
         convs.push(("a long priced loop".into(), priced_loop()));
         for (name, conv) in convs {
-            let first = prefix(&conv, 0);
+            let first = conv.prefix(0);
             let mut trace = trace_of(&first, &check(&first));
             let mut kept = usage::of_trace_kept(&trace, &prices);
             let (_, mut read) = RunAnalysis::grown(&trace, None);
             let mut placed = None;
             for n in 1..=conv.messages.len() {
-                let now = prefix(&conv, n);
+                let now = conv.prefix(n);
                 let findings = check(&now);
                 placed = Some(regrow_placed(&mut trace, &now, n - 1, &findings, placed));
                 kept = usage::regrow(kept, &trace, n - 1, &prices);

@@ -422,6 +422,23 @@ pub(crate) fn err(path: &JsonPath, message: impl Into<String>) -> ReadError {
 }
 
 impl Conversation {
+    /// The conversation as it stood with only its first `n` messages:
+    /// what each of them points at kept, the rest dropped. For the tests
+    /// of what grows with a conversation (a followed log's findings,
+    /// replay, tokens), which compare it grown with it made afresh.
+    pub fn prefix(&self, n: usize) -> Conversation {
+        let mut c = self.clone();
+        c.messages.truncate(n);
+        c.message_sources.truncate(n);
+        c.block_sources.truncate(n);
+        c.usage.retain(|u| u.message < n);
+        c.hosted.retain(|h| h.message < n);
+        c.synthetic.retain(|&i| i < n);
+        c.opens_with_thinking.retain(|&i| i < n);
+        c.refusals.retain(|r| r.at <= n);
+        c
+    }
+
     /// An empty conversation read as `source`.
     pub fn new(source: Source) -> Conversation {
         Conversation {

@@ -287,18 +287,15 @@ mod tests {
     use crate::check::check;
     use serde_json::{Value, json};
 
-    /// `conv`'s first `n` messages, as the conversation was when it had
-    /// only those.
-    fn prefix(conv: &Conversation, n: usize) -> Conversation {
-        let mut c = conv.clone();
-        c.messages.truncate(n);
-        c.message_sources.truncate(n);
-        c.block_sources.truncate(n);
-        c.hosted.retain(|h| h.message < n);
-        c.synthetic.retain(|&i| i < n);
-        c.opens_with_thinking.retain(|&i| i < n);
-        c.refusals.retain(|r| r.at <= n);
-        c
+    /// Every file under `dir`, at any depth.
+    fn files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            match path.is_dir() {
+                true => files(&path, out),
+                false => out.push(path),
+            }
+        }
     }
 
     /// Every Anthropic request body and Claude Code log the project ships.
@@ -307,44 +304,36 @@ mod tests {
             env!("CARGO_MANIFEST_DIR"),
             "/../../tests/fixtures/transcripts"
         );
-        let mut dirs = vec![std::path::PathBuf::from(root)];
+        let mut paths = Vec::new();
+        files(std::path::Path::new(root), &mut paths);
         let mut out = Vec::new();
-        while let Some(dir) = dirs.pop() {
-            for entry in std::fs::read_dir(&dir).unwrap() {
-                let path = entry.unwrap().path();
-                if path.is_dir() {
-                    dirs.push(path);
-                    continue;
+        for path in paths {
+            let name = path.display().to_string();
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            let convs: Vec<Conversation> = match path.extension().and_then(|e| e.to_str()) {
+                Some("json") => serde_json::from_str::<Value>(&text)
+                    .ok()
+                    .and_then(|doc| {
+                        let source = loopdbg_read::detect(&doc)?;
+                        loopdbg_read::read_owned(doc, source).ok()
+                    })
+                    .into_iter()
+                    .collect(),
+                Some("jsonl") => {
+                    let Some(mut log) = Log::new(Source::ClaudeCode) else {
+                        continue;
+                    };
+                    let lines: Vec<(usize, &str)> =
+                        text.lines().enumerate().map(|(n, l)| (n + 1, l)).collect();
+                    log.push_lines(&lines);
+                    log.finish().unwrap_or_default()
                 }
-                let name = path.display().to_string();
-                let text = std::fs::read_to_string(&path).unwrap_or_default();
-                let convs = match path.extension().and_then(|e| e.to_str()) {
-                    Some("json") => serde_json::from_str::<Value>(&text)
-                        .ok()
-                        .and_then(|doc| {
-                            let source = loopdbg_read::detect(&doc)?;
-                            loopdbg_read::read_owned(doc, source).ok()
-                        })
-                        .into_iter()
-                        .collect(),
-                    Some("jsonl") => {
-                        let Some(mut log) = Log::new(Source::ClaudeCode) else {
-                            continue;
-                        };
-                        let lines: Vec<(usize, &str)> =
-                            text.lines().enumerate().map(|(n, l)| (n + 1, l)).collect();
-                        log.push_lines(&lines);
-                        log.finish().unwrap_or_default()
-                    }
-                    _ => Vec::new(),
-                };
-                out.extend(
-                    convs
-                        .into_iter()
-                        .filter(|c| c.source.provider() == Format::Anthropic)
-                        .map(|c| (name.clone(), c)),
-                );
-            }
+                _ => Vec::new(),
+            };
+            let anthropic = convs
+                .into_iter()
+                .filter(|c| c.source.provider() == Format::Anthropic);
+            out.extend(anthropic.map(|c| (name.clone(), c)));
         }
         out
     }
@@ -420,7 +409,7 @@ mod tests {
         let mut n = 0;
         while n < conv.messages.len() {
             n = (n + step).min(conv.messages.len());
-            let now = prefix(conv, n);
+            let now = conv.prefix(n);
             let want = words(&check(&now));
             let got = words(&growing.check(&now, last));
             assert_eq!(got, want, "{name}: {n} messages, by {step}");
