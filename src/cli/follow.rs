@@ -84,6 +84,18 @@ struct Grower {
 }
 
 impl Grower {
+    /// A grower taking back from `back` the pictures the screen takes down.
+    fn new(back: std::sync::mpsc::Receiver<loopdbg_tui::app::Displaced>) -> Grower {
+        Grower {
+            back,
+            sent: Default::default(),
+            next: 0,
+            grown: 0,
+            derived_back: None,
+            placed: None,
+        }
+    }
+
     /// The trace of `judged` and its picture's token: a trace back from
     /// the screen grown to it, or one made.
     fn trace(&mut self, judged: &Judged<'_>) -> (loopdbg_engine::Trace, u64) {
@@ -219,14 +231,7 @@ pub(super) fn follow(path: &Path, which: Option<usize>) -> Result<ExitCode, Fail
     let (updates, feed) = mpsc::unbounded_channel();
     let (changes, judge_feed) = std::sync::mpsc::channel::<Change>();
     let (recycle, back) = std::sync::mpsc::channel();
-    let grower = Grower {
-        back,
-        sent: Default::default(),
-        next: 0,
-        grown: 0,
-        derived_back: None,
-        placed: None,
-    };
+    let grower = Grower::new(back);
     spawn_judge(
         followed,
         judge_feed,
@@ -415,14 +420,7 @@ mod tests {
         let bytes = agent_log(30);
         let mut followed = Followed::new(name);
         let (recycle, back) = std::sync::mpsc::channel();
-        let mut grower = Grower {
-            back,
-            sent: Default::default(),
-            next: 0,
-            grown: 0,
-            derived_back: None,
-            placed: None,
-        };
+        let mut grower = Grower::new(back);
         let mut app: Option<App> = None;
         let mut held = Vec::new();
         let prices = loopdbg_formats::prices::Prices::builtin();
