@@ -1598,9 +1598,15 @@ impl<'a> Thread<'a> {
         // in file order, so a parent is usually resolved before its child.
         let mut fork_of: HashMap<usize, Option<usize>> = HashMap::new();
         let mut by_fork: Vec<(Option<usize>, Vec<usize>)> = Vec::new();
+        // Where each fork's group is in `by_fork`, which keeps the forks'
+        // first-seen order: a log rewound every few prompts has thousands
+        // of forks, and looking each up along the list was quadratic.
+        let mut group_of: HashMap<Option<usize>, usize> = HashMap::new();
+        let mut path = Vec::new();
+        let mut on_path = HashSet::new();
         for &i in off {
-            let mut path = Vec::new();
-            let mut on_path = HashSet::new();
+            path.clear();
+            on_path.clear();
             let mut at = i;
             let fork = loop {
                 if let Some(&f) = fork_of.get(&at) {
@@ -1614,12 +1620,15 @@ impl<'a> Thread<'a> {
                     _ => break None,
                 }
             };
-            for p in path {
+            for &p in &path {
                 fork_of.insert(p, fork);
             }
-            match by_fork.iter_mut().find(|(f, _)| *f == fork) {
-                Some((_, members)) => members.push(i),
-                None => by_fork.push((fork, vec![i])),
+            match group_of.get(&fork) {
+                Some(&g) => by_fork[g].1.push(i),
+                None => {
+                    group_of.insert(fork, by_fork.len());
+                    by_fork.push((fork, vec![i]));
+                }
             }
         }
         by_fork
