@@ -5,14 +5,19 @@ and 5). The follower runs in a 120x40 tmux pane; ROUNDS user prompts, each
 with a word of its own, are appended one a second (an agent's pace) to the
 log's newest conversation; for each, the time until the word is on the
 screen (`shown`), and until the screen shows it in the whole log's judged
-picture (`judged`: the title is the conversation's again). Then a turn whose
+picture (`judged`: the title is the conversation's again). The first is
+appended as soon as the whole picture is on the screen (`at once`: the
+judge may still be making the spare picture it grows the next from);
+then the follower is let settle (`settled`: from the whole picture until
+it takes no CPU) and the others are appended. Then a turn whose
 call is never answered is appended: the time until the provider's 400
 is alarmed on the screen (`alarmed`). Then the follower is left idle for IDLE seconds: the CPU it takes is read from
 /proc, as are its resident memory after the first change and at the end
 (does it grow with time?) and its peak.
 
 Usage: follow_latency.py BINARY LOG [ROUNDS] [IDLE]
-Prints one Markdown row: size, first frame, time to the whole picture, shown, judged, alarmed, idle CPU,
+Prints one Markdown row: size, first frame, time to the whole picture, the first
+event judged at once, settled, shown, judged (the events after it settled), alarmed, idle CPU,
 memory after the first change -> at the end, peak. Needs tmux.
 benches/follow_latency.sh builds the binary and the log.
 """
@@ -94,6 +99,20 @@ def proc(pid):
     return cpu, kb("VmRSS") / 1024, kb("VmHWM") / 1024
 
 
+def settle(pid, limit=120.0):
+    """Waits until the follower takes under 2 % of a core over half a
+    second; answers when (time.perf_counter())."""
+    start = time.perf_counter()
+    cpu, _, _ = proc(pid)
+    while time.perf_counter() - start < limit:
+        time.sleep(0.5)
+        now, _, _ = proc(pid)
+        if now - cpu < 0.01:
+            break
+        cpu = now
+    return time.perf_counter()
+
+
 def main():
     binary, log = sys.argv[1], sys.argv[2]
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 10
@@ -118,8 +137,9 @@ def main():
     last = last_event(log)
     parent = last["uuid"]
     shown, judged = [], []
+    at_once, settled = None, None
     try:
-        for k in range(rounds):
+        for k in range(rounds + 1):
             word = f"w{os.getpid() % 1000:03d}q{k:03d}z"
             uuid = f"bench-{os.getpid()}-{k}"
             event = event_after(last, parent, uuid, "user", f"{word} run the tests again")
@@ -129,9 +149,12 @@ def main():
             t, _ = wait_for(lambda s: word in s)
             shown.append(t)
             t, _ = wait_for(lambda s: word in s and "follow: conversation" in s)
-            judged.append(t)
             if k == 0:
+                at_once = t
                 _, first_rss, _ = proc(pid)
+                settled = settle(pid) - started - opened
+                continue
+            judged.append(t)
             time.sleep(1.0)
         # A turn whose call is never answered (a prompt follows it): how
         # soon the provider's 400 is alarmed on the screen.
@@ -159,7 +182,8 @@ def main():
     ms = lambda xs: f"{statistics.median(xs) * 1000:.0f} ms (max {max(xs) * 1000:.0f})"
     size = os.path.getsize(log) / 1e6
     print(
-        f"| {size:.0f} MB | {first * 1000:.0f} ms | {opened:.1f} s | {ms(shown)} | {ms(judged)} | {said(alarmed)} "
+        f"| {size:.0f} MB | {first * 1000:.0f} ms | {opened:.1f} s | {at_once * 1000:.0f} ms | {settled:.1f} s "
+        f"| {ms(shown)} | {ms(judged)} | {said(alarmed)} "
         f"| {100 * (after - before) / idle:.1f} % | {first_rss:.0f} → {rss:.0f} MB | {peak:.0f} MB |"
     )
 

@@ -18,8 +18,8 @@ binaries=("$@")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 target/release/examples/gen_claude_log "$work/log.jsonl" "$events" > /dev/null
-echo "| binary | log | first frame | whole picture | new event shown (median, max) | judged | 400 alarmed | idle CPU | RSS after 1st change → end | peak |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
+echo "| binary | log | first frame | whole picture | first event judged at once | settled | new event shown (median, max) | judged | 400 alarmed | idle CPU | RSS after 1st change → end | peak |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 for bin in "${binaries[@]}"; do
   cp "$work/log.jsonl" "$work/run.jsonl"
   echo -n "| $(basename "$bin") "
