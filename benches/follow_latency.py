@@ -5,7 +5,8 @@ and 5). The follower runs in a 120x40 tmux pane; ROUNDS user prompts, each
 with a word of its own, are appended one a second (an agent's pace) to the
 log's newest conversation; for each, the time until the word is on the
 screen (`shown`), and until the screen shows it in the whole log's judged
-picture (`judged`: the title is the conversation's again). The first is
+picture (`judged`: the title is the conversation's again; both from the
+append, and equal for a pinned conversation, which shows no part). The first is
 appended as soon as the whole picture is on the screen (`at once`: the
 judge may still be making the spare picture it grows the next from);
 then the follower is let settle (`settled`: from the whole picture until
@@ -16,6 +17,8 @@ is alarmed on the screen (`alarmed`). Then the follower is left idle for IDLE se
 (does it grow with time?) and its peak.
 
 Usage: follow_latency.py BINARY LOG [ROUNDS] [IDLE]
+(FOLLOW_ARGS: more arguments, e.g. `--conversation 1`: a pinned
+conversation opens on a line saying it is read, and shows no part)
 Prints one Markdown row: size, first frame, time to the whole picture, the first
 event judged at once, settled, shown, judged (the events after it settled), alarmed, idle CPU,
 memory after the first change -> at the end, peak. Needs tmux.
@@ -120,7 +123,7 @@ def main():
     subprocess.run(["tmux", "kill-session", "-t", SESSION], capture_output=True)
     started = time.perf_counter()
     subprocess.run(
-        ["tmux", "new-session", "-d", "-s", SESSION, "-x", "120", "-y", "40", f"{binary} {log} --follow"],
+        ["tmux", "new-session", "-d", "-s", SESSION, "-x", "120", "-y", "40", f"{binary} {log} --follow {os.environ.get('FOLLOW_ARGS', '')}"],
         check=True,
     )
     pid = int(
@@ -130,7 +133,7 @@ def main():
     )
     # The first frame: the newest part of a large log (its title says
     # "judging the whole log"), or the whole when it opens on the whole.
-    wait_for(lambda s: "follow: judging" in s or "follow: conversation" in s)
+    wait_for(lambda s: "follow: judging" in s or "follow: reading" in s or "follow: conversation" in s)
     first = time.perf_counter() - started
     wait_for(lambda s: "follow: conversation" in s)
     opened = time.perf_counter() - started
@@ -146,14 +149,16 @@ def main():
             parent = uuid
             with open(log, "a") as f:
                 f.write(json.dumps(event) + "\n")
-            t, _ = wait_for(lambda s: word in s)
-            shown.append(t)
+            on_screen, _ = wait_for(lambda s: word in s)
+            # Both from the append: the judged picture comes after the part.
             t, _ = wait_for(lambda s: word in s and "follow: conversation" in s)
+            t += on_screen
             if k == 0:
                 at_once = t
                 _, first_rss, _ = proc(pid)
                 settled = settle(pid) - started - opened
                 continue
+            shown.append(on_screen)
             judged.append(t)
             time.sleep(1.0)
         # A turn whose call is never answered (a prompt follows it): how

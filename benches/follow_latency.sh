@@ -7,7 +7,8 @@
 # log for each. Needs tmux.
 # Usage: benches/follow_latency.sh [EVENTS] [BINARY...]
 #   EVENTS: 100000 is about 56 MB, 1800000 about 1 GB (default)
-#   ROUNDS=5 appended prompts, IDLE=10 seconds idle
+#   ROUNDS=5 appended prompts, IDLE=10 seconds idle, FOLLOW_ARGS more
+#   arguments (`--conversation 1`: a pinned conversation, no part shown)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 events=${1:-1800000}

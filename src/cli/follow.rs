@@ -8,10 +8,9 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use loopdbg_corpus::follow::{Change, Followed, Judged, Recent, judge_changes};
+use loopdbg_corpus::follow::{Change, Followed, Judged, Judging, Recent, judge_changes};
 use loopdbg_engine::LoadError;
 use loopdbg_io::tail::Tail;
-use loopdbg_read::Grown;
 use loopdbg_tui::App;
 use loopdbg_tui::app::{LiveEvent, LiveUpdate};
 use tokio::sync::mpsc;
@@ -31,7 +30,7 @@ fn update_of(
         other => {
             // Whatever the screen gives back no longer grows into this.
             if let Some(grower) = grower {
-                grower.sent.clear();
+                grower.forget();
             }
             return other.map(|_| LiveUpdate::no_conversation_yet(origin));
         }
@@ -81,29 +80,87 @@ struct Grower {
     /// Where the last trace's findings were found: given to the screen
     /// with it, and back.
     placed: Option<loopdbg_export::replay::Placed>,
+    /// Whether a spare is made of each picture built: only for a pinned
+    /// conversation. The screen gives a picture back when a newer one
+    /// takes its place; a followed log's newest part, shown at once for
+    /// each change, takes the judged picture down, but no part is shown
+    /// for a pinned conversation (the part may not hold it), so its next
+    /// picture was built whole (1.6 s on a gigabyte) and the judge rested
+    /// four times that: an event in the rest waited 5.8 s, where the ones
+    /// after took 40 ms. With a part shown, a spare would only hold the
+    /// judge up: an event coming while it is made waits for it.
+    spares: bool,
+    /// A second picture of the last one built, made after it was sent
+    /// ([`Grower::keep_spare`]), with the first message that changed
+    /// since.
+    spare: Option<Growable>,
+    /// The findings of the last trace built, until its spare is made.
+    to_spare: Option<Vec<loopdbg_judge::check::Finding>>,
+    /// How many pictures were grown from a spare.
+    spared: u64,
 }
 
+/// A picture to grow from: a trace, what was derived of it, and the first
+/// message that changed since it was made.
+type Growable = (loopdbg_engine::Trace, loopdbg_tui::app::DerivedBack, usize);
+
 impl Grower {
-    /// A grower taking back from `back` the pictures the screen takes down.
-    fn new(back: std::sync::mpsc::Receiver<loopdbg_tui::app::Displaced>) -> Grower {
+    /// A grower taking back from `back` the pictures the screen takes
+    /// down; `spares`: see [`Grower::spares`].
+    fn new(back: std::sync::mpsc::Receiver<loopdbg_tui::app::Displaced>, spares: bool) -> Grower {
         Grower {
+            spares,
             back,
             sent: Default::default(),
             next: 0,
             grown: 0,
             derived_back: None,
             placed: None,
+            spare: None,
+            to_spare: None,
+            spared: 0,
         }
+    }
+
+    /// Forgets every picture made: none grows into what comes next.
+    fn forget(&mut self) {
+        self.sent.clear();
+        self.spare = None;
+        self.to_spare = None;
+    }
+
+    /// After the picture of a trace built (not grown) was sent: makes a
+    /// second of `conversation` to grow the next from, while the first is
+    /// on the screen. It costs what the build cost, once, off the screen's
+    /// thread and within the follower's rest; and it holds what the
+    /// screen's picture taken back would hold from the next change on.
+    fn keep_spare(
+        &mut self,
+        conversation: &loopdbg_read::Conversation,
+        prices: &loopdbg_formats::prices::Prices,
+    ) {
+        let Some(findings) = self.to_spare.take() else {
+            return;
+        };
+        let (trace, placed) = loopdbg_export::replay::trace_placed(conversation, &findings);
+        let mut update = LiveUpdate::of_trace(conversation, trace, "", None);
+        update.derive(prices);
+        if let Some(derived) = update.derived.as_mut() {
+            derived.placed = Some(placed);
+        }
+        let (trace, back) = update.into_parts();
+        self.spare = Some((trace, back, usize::MAX));
     }
 
     /// The trace of `judged` and its picture's token: a trace back from
     /// the screen grown to it, or one made.
     fn trace(&mut self, judged: &Judged<'_>) -> (loopdbg_engine::Trace, u64) {
         match judged.grown {
-            Grown::Rebuilt => self.sent.clear(),
-            Grown::Unchanged => {}
-            Grown::Extended { from, .. } => {
-                for (_, since) in &mut self.sent {
+            loopdbg_read::Grown::Rebuilt => self.forget(),
+            loopdbg_read::Grown::Unchanged => {}
+            loopdbg_read::Grown::Extended { from, .. } => {
+                let spare = self.spare.as_mut().map(|(_, _, since)| since);
+                for since in self.sent.iter_mut().map(|(_, since)| since).chain(spare) {
                     *since = (*since).min(from);
                 }
             }
@@ -122,9 +179,19 @@ impl Grower {
             }
         }
         self.derived_back = None;
-        let trace = match newest.and_then(|(at, back)| Some((self.sent.remove(at)?, back))) {
-            Some(((_, since), back)) => {
-                let (mut trace, mut derived) = back.into_parts();
+        let back: Option<Growable> = newest
+            .and_then(|(at, back)| Some((self.sent.remove(at)?, back)))
+            .map(|((_, since), back)| {
+                let (trace, derived) = back.into_parts();
+                (trace, derived, since)
+            });
+        // A picture back from the screen is as good, and the spare is
+        // freed; with none back, the spare is grown.
+        let spare = self.spare.take();
+        let from_spare = back.is_none() && spare.is_some();
+        let trace = match back.or(spare) {
+            Some((mut trace, mut derived, since)) => {
+                self.spared += u64::from(from_spare);
                 let placed = derived.take_placed();
                 self.derived_back = Some((derived, since));
                 self.placed = Some(loopdbg_export::replay::regrow_placed(
@@ -141,6 +208,9 @@ impl Grower {
                 let (trace, placed) =
                     loopdbg_export::replay::trace_placed(judged.conversation, &judged.findings);
                 self.placed = Some(placed);
+                if self.spares {
+                    self.to_spare = Some(judged.findings.clone());
+                }
                 trace
             }
         };
@@ -231,7 +301,7 @@ pub(super) fn follow(path: &Path, which: Option<usize>) -> Result<ExitCode, Fail
     let (updates, feed) = mpsc::unbounded_channel();
     let (changes, judge_feed) = std::sync::mpsc::channel::<Change>();
     let (recycle, back) = std::sync::mpsc::channel();
-    let grower = Grower::new(back);
+    let grower = Grower::new(back, which.is_some());
     spawn_judge(
         followed,
         judge_feed,
@@ -339,13 +409,21 @@ fn spawn_judge(
     std::thread::spawn(move || {
         let mut judged_once = !on_part;
         let origin = followed.origin().to_string();
+        let shown = |sent: bool| match sent {
+            true => Judging::Shown {
+                ahead: std::time::Duration::ZERO,
+            },
+            false => Judging::Stop,
+        };
         judge_changes(&mut followed, &changes, which, |judged, change| {
+            let conversation = judged.as_ref().ok().and_then(Option::as_ref);
+            let conversation = conversation.map(|judged| judged.conversation);
             // A line the readers refuse: keep showing what was read, and
             // when that is only the opening part, say why.
             let mut update = match update_of(&origin, judged, Some(&mut grower)) {
                 Ok(update) => update,
-                Err(_) if judged_once => return true,
-                Err(e) => return updates.send(LiveEvent::NotLoaded(e.to_string())).is_ok(),
+                Err(_) if judged_once => return shown(true),
+                Err(e) => return shown(updates.send(LiveEvent::NotLoaded(e.to_string())).is_ok()),
             };
             judged_once = true;
             if change.skipped > skipped {
@@ -355,7 +433,16 @@ fn spawn_judge(
             grower.derive(&mut update, super::prices::prices());
             let update = Box::new(update);
             let covers = change.covers;
-            updates.send(LiveEvent::Judged { update, covers }).is_ok()
+            if updates.send(LiveEvent::Judged { update, covers }).is_err() {
+                return Judging::Stop;
+            }
+            let ahead = std::time::Instant::now();
+            if let Some(conversation) = conversation {
+                grower.keep_spare(conversation, super::prices::prices());
+            }
+            Judging::Shown {
+                ahead: ahead.elapsed(),
+            }
         });
     });
 }
@@ -413,14 +500,20 @@ mod tests {
     /// A log followed line by line with the screen between: each picture
     /// the judge sends takes the last one's place, which comes back (some
     /// late, some never), and the next is grown from the newest back. Each
-    /// is the replay the judge would have built.
+    /// is the replay the judge would have built; so is one grown from a
+    /// spare, when the grower makes them.
     #[test]
     fn a_picture_grown_from_one_back_from_the_screen_is_the_one_built() {
+        grown_pictures_are_the_ones_built(false);
+        grown_pictures_are_the_ones_built(true);
+    }
+
+    fn grown_pictures_are_the_ones_built(spares: bool) {
         let name = "session.jsonl";
         let bytes = agent_log(30);
         let mut followed = Followed::new(name);
         let (recycle, back) = std::sync::mpsc::channel();
-        let mut grower = Grower::new(back);
+        let mut grower = Grower::new(back, spares);
         let mut app: Option<App> = None;
         let mut held = Vec::new();
         let prices = loopdbg_formats::prices::Prices::builtin();
@@ -431,6 +524,7 @@ mod tests {
                 continue;
             };
             let want = loopdbg_export::replay::trace_of(judged.conversation, &judged.findings);
+            let conversation = judged.conversation;
             let mut update = update_of(name, Ok(Some(judged)), Some(&mut grower)).unwrap();
             assert!(update.trace == want, "line {}", k + 1);
             // What the screen shows at the end, grown as the trace was.
@@ -451,6 +545,8 @@ mod tests {
                 }
                 Some(app) => app.apply_live_event(LiveEvent::Judged { update, covers: 0 }),
             };
+            // As the judge does once the picture is sent.
+            grower.keep_spare(conversation, &prices);
             // Every third picture comes back two changes late, every
             // fifth never.
             if let Some(old) = old {
@@ -466,9 +562,10 @@ mod tests {
         }
         let built = grower.next - grower.grown;
         assert!(
-            grower.grown > 5 && built > 1,
-            "grown {}, built {built}",
-            grower.grown
+            grower.grown > 5 && built > 1 && (grower.spared > 0) == spares,
+            "grown {}, built {built}, from a spare {}",
+            grower.grown,
+            grower.spared
         );
         // The tokens grew with each trace grown (but before its first trip).
         assert!(
@@ -481,5 +578,82 @@ mod tests {
             "end summary grown {read_grown} of {}",
             grower.grown
         );
+    }
+
+    /// A pinned conversation opened and shown whole, then one event
+    /// appended, then another: no part is shown for a pinned conversation,
+    /// so the screen has given back no picture when the first comes (the
+    /// one it opened on is still shown), and the first is grown from the
+    /// spare made once the opening picture was sent, not built again; the
+    /// second grows from the picture the first displaced. Both are the
+    /// pictures built afresh. A replaced file forgets the spare.
+    #[test]
+    fn a_pinned_conversation_s_first_event_grows_from_the_spare() {
+        let name = "session.jsonl";
+        let bytes = agent_log(12);
+        let lines: Vec<&[u8]> = bytes.split_inclusive(|&b| b == b'\n').collect();
+        let (opening, appended) = lines.split_at(lines.len() - 2);
+        let mut followed = Followed::new(name);
+        let (recycle, back) = std::sync::mpsc::channel();
+        let mut grower = Grower::new(back, true);
+        let prices = loopdbg_formats::prices::Prices::builtin();
+        let mut judge = |grower: &mut Grower, bytes: Vec<u8>, replaced: bool| {
+            let judged = followed
+                .take_change(bytes, replaced, Some(0))
+                .unwrap()
+                .unwrap();
+            let want = loopdbg_export::replay::trace_of(judged.conversation, &judged.findings);
+            let conversation = judged.conversation;
+            let mut update = update_of(name, Ok(Some(judged)), Some(grower)).unwrap();
+            assert!(update.trace == want);
+            let mut made = update.clone();
+            made.derive(&prices);
+            grower.derive(&mut update, &prices);
+            let (got, made) = (
+                update.derived.as_ref().unwrap(),
+                made.derived.as_ref().unwrap(),
+            );
+            assert_eq!(got.analysis, made.analysis);
+            assert_eq!(got.tokens, made.tokens);
+            assert_eq!(got.so_far, made.so_far);
+            grower.keep_spare(conversation, &prices);
+            update
+        };
+        let first = judge(&mut grower, opening.concat(), true);
+        assert_eq!((grower.grown, grower.spared), (0, 0));
+        assert!(
+            grower.spare.is_some(),
+            "a spare is made after a picture built"
+        );
+        // As a large log opens: on its part, which the whole replaces.
+        let part = LiveUpdate::no_conversation_yet(name);
+        let mut app = App::live(name, "follow", part, loopdbg_term::theme());
+        let part = app.apply_live_event(LiveEvent::Judged {
+            update: Box::new(first),
+            covers: 0,
+        });
+        recycle.send(part.unwrap()).unwrap();
+        let next = judge(&mut grower, appended[0].to_vec(), false);
+        assert_eq!(
+            (grower.grown, grower.spared),
+            (1, 1),
+            "grown from the spare"
+        );
+        assert!(grower.spare.is_none(), "a grown picture makes no spare");
+        let old = app.apply_live_event(LiveEvent::Judged {
+            update: Box::new(next),
+            covers: 0,
+        });
+        recycle.send(old.unwrap()).unwrap();
+        let _ = judge(&mut grower, appended[1].to_vec(), false);
+        assert_eq!(
+            (grower.grown, grower.spared),
+            (2, 1),
+            "grown from the one back"
+        );
+        // The file replaced: built again, and a spare of the new one made.
+        let _ = judge(&mut grower, opening.concat(), true);
+        assert_eq!((grower.grown, grower.spared), (2, 1));
+        assert!(grower.spare.is_some());
     }
 }

@@ -519,6 +519,20 @@ pub struct Change {
     pub skipped: u64,
 }
 
+/// What [`judge_changes`]' caller did with a change's picture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Judging {
+    /// Nothing more to judge for (the screen is gone).
+    Stop,
+    /// Shown; `ahead` of the time since the change was taken went to work
+    /// for a later change (a spare picture to grow the next from), which
+    /// the rest after this change holds rather than follows.
+    Shown {
+        /// The time spent ahead.
+        ahead: std::time::Duration,
+    },
+}
+
 impl Change {
     /// `later` taken with this one, as one change.
     fn merge(&mut self, later: Change) {
@@ -539,14 +553,14 @@ impl Change {
 /// of the time it took ([`loopdbg_io::tail::REST`]), so a busy agent's
 /// long log costs a fraction of a core while its newest part is shown
 /// at once by the watcher ([`Recent`]). `judged` gets the picture of
-/// conversation `which` (see [`Followed::take_change`]) and the change.
-/// What a change appended to a log's live chain costs what it holds, and
-/// so does the rest after it.
+/// conversation `which` (see [`Followed::take_change`]) and the change,
+/// and answers [`Judging`]. What a change appended to a log's live chain
+/// costs what it holds, and so does the rest after it.
 pub fn judge_changes(
     followed: &mut Followed,
     changes: &std::sync::mpsc::Receiver<Change>,
     which: Option<usize>,
-    mut judged: impl FnMut(Result<Option<Judged<'_>>, LoadError>, &Change) -> bool,
+    mut judged: impl FnMut(Result<Option<Judged<'_>>, LoadError>, &Change) -> Judging,
 ) {
     // The first change is the file as it was opened (a large log's whole,
     // read after its part was shown): the agent's next event is not
@@ -559,11 +573,14 @@ pub fn judge_changes(
         let started = std::time::Instant::now();
         let lines = std::mem::take(&mut change.lines);
         let picked = followed.take_change(lines, change.replaced, which);
-        if !judged(picked, &change) {
-            return;
-        }
+        let ahead = match judged(picked, &change) {
+            Judging::Stop => return,
+            Judging::Shown { ahead } => ahead,
+        };
         if !std::mem::take(&mut first) {
-            std::thread::sleep(started.elapsed() * loopdbg_io::tail::REST);
+            // Work done ahead is done within the rest, not before it.
+            let took = started.elapsed().saturating_sub(ahead);
+            std::thread::sleep((took * loopdbg_io::tail::REST).saturating_sub(ahead));
         }
     }
 }
