@@ -379,6 +379,22 @@ fn the_binary_opens_a_followed_large_log_on_its_part_alarmed() {
     });
     let pinned = screen.wait_for("the pinned conversation", |s| s.contains("round 4801/4801"));
     assert!(!pinned.contains("judging the whole log"), "{pinned}");
+    // Followed as it grows: with no part shown, the next pictures are
+    // grown from a spare and from the picture each displaces.
+    let head = r#""sessionId":"s1","cwd":"/w","version":"2.0.76","isSidechain":false"#;
+    let answer = |uuid: &str, parent: &str, text: &str| {
+        format!(
+            r#"{{"type":"assistant","uuid":"{uuid}","parentUuid":"{parent}",{head},"message":{{"id":"m{uuid}","role":"assistant","content":[{{"type":"text","text":"{text}"}}]}}}}"#
+        )
+    };
+    append_lines(&path, &[answer("x1", "u2402", "pinned answer one")]);
+    screen.wait_for("the first appended event", |s| s.contains("pinned answer one"));
+    let prompt = format!(
+        r#"{{"type":"user","uuid":"x2","parentUuid":"x1",{head},"message":{{"role":"user","content":"and again"}}}}"#
+    );
+    append_lines(&path, &[prompt, answer("x3", "x2", "pinned answer two")]);
+    let grown = screen.wait_for("the next ones", |s| s.contains("pinned answer two"));
+    assert!(grown.contains("follow: conversation"), "{grown}");
     crate::common::pty::quit(child, &mut writer, &mut screen);
 }
 
