@@ -388,7 +388,9 @@ fn the_binary_opens_a_followed_large_log_on_its_part_alarmed() {
         )
     };
     append_lines(&path, &[answer("x1", "u2402", "pinned answer one")]);
-    screen.wait_for("the first appended event", |s| s.contains("pinned answer one"));
+    screen.wait_for("the first appended event", |s| {
+        s.contains("pinned answer one")
+    });
     let prompt = format!(
         r#"{{"type":"user","uuid":"x2","parentUuid":"x1",{head},"message":{{"role":"user","content":"and again"}}}}"#
     );
