@@ -628,11 +628,13 @@ mod tests {
         // As a large log opens: on its part, which the whole replaces.
         let part = LiveUpdate::no_conversation_yet(name);
         let mut app = App::live(name, "follow", part, loopdbg_term::theme());
-        let part = app.apply_live_event(LiveEvent::Judged {
-            update: Box::new(first),
-            covers: 0,
-        });
-        recycle.send(part.unwrap()).unwrap();
+        // A picture shown in place of the last, which comes back.
+        let mut show = |update: LiveUpdate| {
+            let update = Box::new(update);
+            let old = app.apply_live_event(LiveEvent::Judged { update, covers: 0 });
+            recycle.send(old.unwrap()).unwrap();
+        };
+        show(first);
         let next = judge(&mut grower, appended[0].to_vec(), false);
         assert_eq!(
             (grower.grown, grower.spared),
@@ -640,11 +642,7 @@ mod tests {
             "grown from the spare"
         );
         assert!(grower.spare.is_none(), "a grown picture makes no spare");
-        let old = app.apply_live_event(LiveEvent::Judged {
-            update: Box::new(next),
-            covers: 0,
-        });
-        recycle.send(old.unwrap()).unwrap();
+        show(next);
         let _ = judge(&mut grower, appended[1].to_vec(), false);
         assert_eq!(
             (grower.grown, grower.spared),
