@@ -1501,3 +1501,95 @@ fn doctor_edits_leave_numbers_and_keys_as_written() {
         }
     }
 }
+
+/// Gemini CLI, two parallel calls, Ctrl-C during one, then two resumes
+/// refused with the 400: each failed resume rewrote the history whole,
+/// leaving each call of the cancelled batch holding *both* responses in
+/// its `result`, beside the `<id>_response` record. Gemini CLI sends every
+/// part of every result (`convertSessionToClientHistory`), so six
+/// responses for two calls: `check` says so, and one doctor run repairs
+/// all of it (it once removed one copy a run and called the file
+/// resumable); a second run changes nothing.
+#[test]
+fn doctor_repairs_a_gemini_cli_cancelled_batch_after_failed_resumes_in_one_run() {
+    let (_dir, path) = copy(
+        "tests/fixtures/transcripts/gemini_cli/session-2026-12-05T08-00-cancelled-batch-resumed-twice.jsonl",
+    );
+    loopdbg()
+        .args(["check", path.to_str().unwrap()])
+        .assert()
+        .code(1)
+        .stdout(
+            predicate::str::contains("duplicate_result (400)")
+                .and(predicate::str::contains("(2 call(s), 6 response(s))")),
+        );
+    loopdbg()
+        .args(["doctor", "--write", path.to_str().unwrap()])
+        .assert()
+        .code(0)
+        .stdout(
+            predicate::str::contains("keep only the call run_shell_command_1's own response")
+                .and(predicate::str::contains(
+                    "keep only the call run_shell_command_2's own response",
+                ))
+                .and(predicate::str::contains("drop the second copy"))
+                .and(predicate::str::contains(
+                    "checked again: nothing keeps it from being sent",
+                )),
+        );
+    loopdbg()
+        .args(["check", path.to_str().unwrap()])
+        .assert()
+        .code(0);
+    age(&path);
+    a_second_doctor_changes_nothing(&path);
+}
+
+/// One doctor run is enough, for every agent log of the fixtures: the
+/// repair it plans, read again, needs no further repair (a repair that
+/// leaves work for a second run is one the user is told is done when it
+/// is not).
+#[test]
+fn every_repair_of_the_fixtures_is_whole_in_one_run() {
+    use loopdbg_corpus::doctor::{Verdict, diagnose_as};
+    use loopdbg_read::Source;
+    let stores = [
+        (
+            "tests/fixtures/transcripts/claude_code_v2",
+            Source::ClaudeCode,
+        ),
+        ("tests/fixtures/transcripts/codex", Source::Codex),
+        ("tests/fixtures/transcripts/gemini_cli", Source::GeminiCli),
+    ];
+    let mut repaired = 0;
+    for (dir, agent) in stores {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|e| e != "jsonl") {
+                continue;
+            }
+            let bytes = std::fs::read(&path).unwrap();
+            let (Verdict::Needs(repair), _) =
+                diagnose_as("session.jsonl", bytes, Some(agent), true)
+            else {
+                continue;
+            };
+            let text = repair.lines().collect::<Vec<_>>().join("\n") + "\n";
+            let (again, _) = diagnose_as("session.jsonl", text.into_bytes(), Some(agent), true);
+            if let Verdict::Needs(more) = again {
+                panic!(
+                    "{}: a second doctor run would still change: {}",
+                    path.display(),
+                    more.plan
+                        .changes
+                        .iter()
+                        .map(|c| format!("line {}: {}", c.line, c.what))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                );
+            }
+            repaired += 1;
+        }
+    }
+    assert!(repaired > 10, "{repaired} repaired logs");
+}

@@ -179,7 +179,7 @@ fn said(out: &mut dyn Write, written: Written) -> u8 {
 fn needs_repair(f: &Finding) -> bool {
     let repaired = matches!(
         f.kind,
-        Kind::UnansweredCall | Kind::UnexpectedResult | Kind::InvalidId
+        Kind::UnansweredCall | Kind::UnexpectedResult | Kind::DuplicateResult | Kind::InvalidId
     );
     // Two records on one line are a note for `check` (it reads both), but
     // the agent reads a line at a time and loses them.

@@ -759,11 +759,12 @@ fn place_findings(
                 format!("the transcript has {p} problem(s) and {n} note(s); see the warnings")
             }
         };
-        // A round's violation is the request it sends carrying unanswered calls,
-        // as in a recorded run: the header and the Request step say so.
+        // A round's violation is the request it sends carrying unanswered
+        // (or twice-answered) calls, as in a recorded run: the header and
+        // the Request step say so.
         for (i, (v, f)) in trace.violations.iter().zip(findings).enumerate() {
             let at_request = trace.steps[v.step].phase == Phase::Request;
-            if f.kind == Kind::UnansweredCall
+            if matches!(f.kind, Kind::UnansweredCall | Kind::DuplicateResult)
                 && at_request
                 && let Some(r) = round_numbered(&mut trace.rounds, v.round)
                 && r.violation.is_none()

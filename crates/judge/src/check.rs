@@ -469,7 +469,27 @@ fn weigh_findings(
         .filter_map(|n| n.source.line.and_then(|l| message_of(&l).copied()))
         .collect();
     for f in out.iter_mut().filter(|f| f.rejected_by_provider()) {
-        let Some(&m) = f.line.as_ref().and_then(message_of) else {
+        // A line that holds several messages (Gemini CLI rewrites a
+        // resumed history whole on one `$set` line) names the one whose
+        // own place the finding gives.
+        let exact = || {
+            let same = |s: &BlockSource| s.line == f.line && s.uuid.as_deref() == f.uuid.as_deref();
+            let shared = f.line.is_some()
+                && conv
+                    .message_sources
+                    .iter()
+                    .filter(|s| s.line == f.line)
+                    .count()
+                    > 1;
+            shared
+                .then(|| {
+                    conv.message_sources
+                        .iter()
+                        .position(|s| same(s) && s.path == f.path)
+                })
+                .flatten()
+        };
+        let Some(m) = exact().or_else(|| f.line.as_ref().and_then(message_of).copied()) else {
             continue;
         };
         // A request carries message m once something follows it that is
@@ -1499,14 +1519,24 @@ fn gemini(conv: &Conversation) -> Vec<Finding> {
                             .filter(|id| !answers.contains(id))
                             .cloned()
                             .collect();
+                        // Every call answered, some more than once: the
+                        // count is wrong by copies, not by a call left
+                        // open (a resume that sends a call's result and
+                        // the response record the CLI wrote of it).
+                        let twice: Vec<String> = asked
+                            .iter()
+                            .filter(|id| answers.iter().filter(|a| a == id).count() > 1)
+                            .cloned()
+                            .collect();
+                        let (kind, ids) = match (missing.is_empty(), twice.is_empty()) {
+                            (true, false) => (Kind::DuplicateResult, twice),
+                            (true, true) => (Kind::UnansweredCall, asked.clone()),
+                            (false, _) => (Kind::UnansweredCall, missing),
+                        };
                         out.push(finding(
-                            Kind::UnansweredCall,
+                            kind,
                             &conv.message_sources[i],
-                            if missing.is_empty() {
-                                asked.clone()
-                            } else {
-                                missing
-                            },
+                            ids,
                             format!(
                                 "{COUNT} ({} call(s), {} response(s))",
                                 asked.len(),

@@ -387,6 +387,9 @@ pub fn explanation(kind: &str) -> Option<String> {
         Kind::UnansweredCall | Kind::UnexpectedResult => {
             "Repair: in a request body, check_request with repair `synthesize` (a placeholder error result for each unanswered call) or `strip` (the dangling calls and orphan results removed); in an agent's session, repair_session (the doctor), which writes what the agent's own resume would send."
         }
+        Kind::DuplicateResult => {
+            "Repair: in an agent's session, repair_session (the doctor) keeps one response per call; in a request body, drop the extra copies so each call has exactly one result."
+        }
         Kind::InvalidId => {
             "Repair: repair_session renames the refused id everywhere it appears in the session, consistently."
         }

@@ -40,6 +40,7 @@ kinds! {
     UnansweredCall = "unanswered_call": "a tool call without its result",
     ResultsNotFirst = "results_not_first": "Anthropic: the results do not open the next user message",
     UnexpectedResult = "unexpected_result": "a result for a call the previous turn did not make",
+    DuplicateResult = "duplicate_result": "a call answered more than once in the request (Gemini counts the responses: a 400)",
     DuplicateId = "duplicate_id": "two calls of one turn share one id",
     UnnamedResult = "unnamed_result": "OpenAI Chat: a tool message with `tool_call_id: null`, paired by position",
     ReusedId = "reused_id": "a later turn reuses an earlier turn's call id (accepted, but ambiguous)",

@@ -177,12 +177,15 @@ fn model_turn(conv: &mut Conversation, record: &Value, src: &dyn Fn(String) -> B
         }
         if let Some(result) = call.get("result").filter(|r| !r.is_null()) {
             let status = call.get("status").and_then(Value::as_str);
-            results.push(Block::ToolResult {
-                tool_use_id: call_id.into(),
-                content: Json::new(response_of(result)),
-                is_error: matches!(status, Some("error" | "cancelled")),
-            });
-            result_sources.push(src(format!("toolCalls[{k}].result")));
+            let is_error = matches!(status, Some("error" | "cancelled"));
+            for (id, content, path) in responses_sent(result, &call_id, k) {
+                results.push(Block::ToolResult {
+                    tool_use_id: id.into(),
+                    content: Json::new(content),
+                    is_error,
+                });
+                result_sources.push(src(path));
+            }
         }
     }
     // A record with nothing to send (an empty reply the CLI wrote before
@@ -414,15 +417,42 @@ fn text_of(content: Option<&Value>) -> String {
     }
 }
 
-/// The `response` of a result's `functionResponse` part, or the result.
-fn response_of(result: &Value) -> Value {
-    let first = match result {
-        Value::Array(parts) => parts.first(),
-        other => Some(other),
+/// The `functionResponse`s Gemini CLI sends for call `k`'s `result`, as
+/// `convertSessionToClientHistory` (packages/core/src/utils/sessionUtils.ts)
+/// builds them on resume: a string is the call's `{output}`; an array is
+/// sent part for part, *every* part, whichever call it names (a cancelled
+/// batch whose resume failed leaves each call's `result` holding the whole
+/// batch's responses, and the CLI sends them all); an object is sent as the
+/// part it is. Each: the id it answers, its `response`, and where it is.
+fn responses_sent(result: &Value, call_id: &str, k: usize) -> Vec<(String, Value, String)> {
+    let answer = |part: &Value| -> Option<(String, Value)> {
+        let f = part.get("functionResponse")?;
+        let id = f.get("id").and_then(Value::as_str).unwrap_or(call_id);
+        Some((
+            id.to_string(),
+            f.get("response").cloned().unwrap_or(Value::Null),
+        ))
     };
-    first
-        .and_then(|p| p.get("functionResponse"))
-        .and_then(|f| f.get("response"))
-        .cloned()
-        .unwrap_or_else(|| result.clone())
+    let whole = format!("toolCalls[{k}].result");
+    match result {
+        Value::Array(parts) if parts.iter().any(|p| p.get("functionResponse").is_some()) => parts
+            .iter()
+            .enumerate()
+            .filter_map(|(p, part)| {
+                let (id, response) = answer(part)?;
+                // One part is the call's own answer: named as the
+                // whole `result`, as it always was.
+                let path = match parts.len() {
+                    1 => whole.clone(),
+                    _ => format!("{whole}[{p}]"),
+                };
+                Some((id, response, path))
+            })
+            .collect(),
+        Value::String(s) => vec![(call_id.to_string(), serde_json::json!({"output": s}), whole)],
+        other => match answer(other) {
+            Some((id, response)) => vec![(id, response, whole)],
+            None => vec![(call_id.to_string(), other.clone(), whole)],
+        },
+    }
 }

@@ -7,7 +7,13 @@
 //! parts is equal to the number of function call parts"), and a call whose
 //! result was never written is sent without one. The doctor drops the
 //! second copy and gives a call without a result an error result, in the
-//! record where the CLI keeps results (`toolCalls[k].result`).
+//! record where the CLI keeps results (`toolCalls[k].result`). A cancelled
+//! batch whose resume failed leaves each call's `result` holding the whole
+//! batch's responses, every part of which the CLI sends
+//! (`convertSessionToClientHistory`): the doctor keeps the call's own.
+//! What the CLI sends is read by `loopdbg_read::gemini_cli`; one run
+//! leaves nothing for a second (`tests/doctor.rs`,
+//! `every_repair_of_the_fixtures_is_whole_in_one_run`).
 
 use loopdbg_formats::edit::rewrite;
 use std::collections::{BTreeMap, HashSet};
@@ -38,6 +44,15 @@ enum Edit {
     DropParts { record: usize, parts: Vec<usize> },
     /// Give call `k` an error result.
     FillResult { record: usize, call: usize },
+    /// Keep only part `keep` of call `k`'s `result` (the one that answers
+    /// it): a cancelled batch whose resume failed leaves each call's
+    /// `result` holding the whole batch's responses, all of which the CLI
+    /// sends.
+    TrimResult {
+        record: usize,
+        call: usize,
+        keep: usize,
+    },
 }
 
 /// The repair of a Gemini CLI chat recording `text`.
@@ -86,6 +101,44 @@ pub fn gemini_cli(text: &str) -> Result<Plan, String> {
                     }
                     _ => note(&mut changes, rec.loc.line + 1, what),
                 }
+            }
+            Edit::TrimResult { record, call, keep } => {
+                let rec = &mut records[*record];
+                let Some(slot) = rec
+                    .value
+                    .get_mut("toolCalls")
+                    .and_then(|c| c.get_mut(*call))
+                    .and_then(Value::as_object_mut)
+                else {
+                    continue;
+                };
+                let id = slot
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                let Some(Value::Array(parts)) = slot.get_mut("result") else {
+                    continue;
+                };
+                let others: Vec<String> = parts
+                    .iter()
+                    .enumerate()
+                    .filter(|(p, _)| p != keep)
+                    .filter_map(|(_, part)| part.get("functionResponse")?.get("id")?.as_str())
+                    .map(str::to_string)
+                    .collect();
+                let kept = parts.swap_remove(*keep);
+                *parts = vec![kept];
+                touched.insert(*record, Some(rec.value.clone()));
+                note(
+                    &mut changes,
+                    rec.loc.line + 1,
+                    format!(
+                        "keep only the call {id}'s own response in its result, dropping the {} other response(s) it holds ({}): Gemini CLI sends every part of a result, and Gemini refuses the count",
+                        others.len(),
+                        others.join(", ")
+                    ),
+                );
             }
             Edit::FillResult { record, call } => {
                 let rec = &mut records[*record];
@@ -299,6 +352,13 @@ fn plan(records: &[Record]) -> Vec<Edit> {
                     .collect();
                 for (k, call) in calls.iter().enumerate() {
                     let id = call["id"].as_str().unwrap_or("").to_string();
+                    if let Some(keep) = own_response(call, &id) {
+                        edits.push(Edit::TrimResult {
+                            record: r,
+                            call: k,
+                            keep,
+                        });
+                    }
                     if call.get("result").is_some_and(|r| !r.is_null()) {
                         answered.insert(id);
                     } else {
@@ -353,4 +413,27 @@ fn plan(records: &[Record]) -> Vec<Edit> {
     }
     close(&mut open, &mut edits);
     edits
+}
+
+/// For a call whose `result` holds more than one `functionResponse`, the
+/// part to keep: the first that names the call's id (or, with none that
+/// does, the first response). `None` when the result is one response.
+fn own_response(call: &Value, id: &str) -> Option<usize> {
+    let parts = call.get("result")?.as_array()?;
+    let responses: Vec<(usize, Option<&str>)> = parts
+        .iter()
+        .enumerate()
+        .filter_map(|(p, part)| {
+            let f = part.get("functionResponse")?;
+            Some((p, f.get("id").and_then(Value::as_str)))
+        })
+        .collect();
+    if responses.len() < 2 {
+        return None;
+    }
+    responses
+        .iter()
+        .find(|(_, named)| *named == Some(id))
+        .or(responses.first())
+        .map(|(p, _)| *p)
 }
