@@ -23,7 +23,7 @@ fn main() {
         .map(|(i, l)| (i + 1, l.expect("UTF-8")))
         .collect();
     let lines: Vec<(usize, &str)> = lines.iter().map(|(n, l)| (*n, l.as_str())).collect();
-    let mut log = Log::new(Source::ClaudeCode).expect("a log");
+    let mut log = Log::new(Source::Agent(loopdbg_read::Agent::ClaudeCode)).expect("a log");
     let bad = log.push_lines(&lines);
     assert!(
         bad.is_empty(),

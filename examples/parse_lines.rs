@@ -32,7 +32,7 @@ fn main() {
             let _: serde::de::IgnoredAny = serde_json::from_str(l).unwrap();
         }
     });
-    let mut log = Log::new(Source::ClaudeCode).unwrap();
+    let mut log = Log::new(Source::Agent(loopdbg_read::Agent::ClaudeCode)).unwrap();
     log.keep(Detail::Shape);
     let parser = log.line_parser();
     let parse = best_of(5, || {

@@ -28,7 +28,7 @@ fn main() {
         };
     for _ in 0..runs {
         let t = Instant::now();
-        let mut log = Log::new(Source::ClaudeCode).expect("a log");
+        let mut log = Log::new(Source::Agent(loopdbg_read::Agent::ClaudeCode)).expect("a log");
         for chunk in lines.chunks(4096) {
             assert!(log.push_lines(chunk).is_empty(), "readable lines");
         }

@@ -1503,7 +1503,9 @@ fn pairing_ids<'a>(blocks: impl Iterator<Item = (&'a str, &'a str)>) -> Vec<Stri
 /// resume sends: its first message's text, and its calls and results.
 fn predicted(log: &Path) -> (String, Vec<String>) {
     use loopdbg_engine::message::Block;
-    let mut reader = loopdbg_read::Log::new(loopdbg_read::Source::ClaudeCode).unwrap();
+    let mut reader =
+        loopdbg_read::Log::new(loopdbg_read::Source::Agent(loopdbg_read::Agent::ClaudeCode))
+            .unwrap();
     for (n, line) in std::fs::read_to_string(log).unwrap().lines().enumerate() {
         if !line.trim().is_empty() {
             reader

@@ -886,7 +886,21 @@ fn agent_stores_are_read_as_their_agent_sends_them() {
     );
     assert_eq!(
         verdicts(&format!("{dir}/cline_api_conversation_history.json")),
-        [warned("")]
+        [warned("repaired")]
+    );
+    // Cline's native tool calling: outputs kept as user text, no
+    // tool_result, and no `ts` (an export). Cline sends "result missing"
+    // for each call before every request: notes that the agent repairs
+    // them, never the 400 the stored history alone would give.
+    let noted = (
+        "unanswered_call".to_string(),
+        "note".to_string(),
+        false,
+        "repaired".to_string(),
+    );
+    assert_eq!(
+        verdicts(&format!("{dir}/cline_native_tools_export.json")),
+        vec![noted; 4]
     );
     assert_eq!(
         verdicts(&format!("{dir}/opencode_export.json")),

@@ -3,6 +3,7 @@
 //! event, a Codex 0.171.0 rollout whose parallel call lost its output, and
 //! a Gemini CLI 0.61.0 log as the CLI writes it.
 
+use loopdbg_read::Agent;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -1448,10 +1449,16 @@ fn every_repair_of_the_fixtures_keeps_what_it_does_not_name() {
     let stores = [
         (
             "tests/fixtures/transcripts/claude_code_v2",
-            Source::ClaudeCode,
+            Source::Agent(Agent::ClaudeCode),
         ),
-        ("tests/fixtures/transcripts/codex", Source::Codex),
-        ("tests/fixtures/transcripts/gemini_cli", Source::GeminiCli),
+        (
+            "tests/fixtures/transcripts/codex",
+            Source::Agent(Agent::Codex),
+        ),
+        (
+            "tests/fixtures/transcripts/gemini_cli",
+            Source::Agent(Agent::GeminiCli),
+        ),
     ];
     let mut repaired = 0;
     for (dir, agent) in stores {
@@ -1467,7 +1474,7 @@ fn every_repair_of_the_fixtures_keeps_what_it_does_not_name() {
         }
     }
     assert!(repaired > 20, "{repaired} logs");
-    loopdbg_corpus::doctor::verify_repair(b"0\r\n\0\0", Source::GeminiCli).unwrap();
+    loopdbg_corpus::doctor::verify_repair(b"0\r\n\0\0", Source::Agent(Agent::GeminiCli)).unwrap();
 }
 
 /// What a repair does not touch is written as it was: a number as
@@ -1556,10 +1563,16 @@ fn every_repair_of_the_fixtures_is_whole_in_one_run() {
     let stores = [
         (
             "tests/fixtures/transcripts/claude_code_v2",
-            Source::ClaudeCode,
+            Source::Agent(Agent::ClaudeCode),
         ),
-        ("tests/fixtures/transcripts/codex", Source::Codex),
-        ("tests/fixtures/transcripts/gemini_cli", Source::GeminiCli),
+        (
+            "tests/fixtures/transcripts/codex",
+            Source::Agent(Agent::Codex),
+        ),
+        (
+            "tests/fixtures/transcripts/gemini_cli",
+            Source::Agent(Agent::GeminiCli),
+        ),
     ];
     let mut repaired = 0;
     for (dir, agent) in stores {

@@ -7,6 +7,7 @@
 
 use crate::common::{body, claude_code_log, fixture};
 use loopdbg_judge::check::Kind;
+use loopdbg_read::Agent;
 
 use loopdbg_judge::check::{Finding, check};
 use loopdbg_read::{detect, read};
@@ -380,7 +381,7 @@ fn gemini_repairs_pair_every_call() {
 /// replay reads it (whole), through the parallel line reader.
 fn log_read(text: &str, detail: loopdbg_read::Detail) -> Vec<Vec<Finding>> {
     use loopdbg_read::{Log, Source};
-    let mut log = Log::new(Source::ClaudeCode).unwrap();
+    let mut log = Log::new(Source::Agent(Agent::ClaudeCode)).unwrap();
     log.keep(detail);
     let lines: Vec<(usize, &str)> = text.lines().enumerate().map(|(i, l)| (i + 1, l)).collect();
     assert!(log.push_lines(&lines).is_empty(), "every line readable");
@@ -609,7 +610,7 @@ fn codex_repairs_its_history_before_every_request() {
     // without a call (codex-rs `normalize_history`): never a 400.
     let convs = {
         let text = fixture("codex/rollout-2026-11-03T08-20-00-compacted.jsonl");
-        let mut log = loopdbg_read::Log::new(loopdbg_read::Source::Codex).unwrap();
+        let mut log = loopdbg_read::Log::new(loopdbg_read::Source::Agent(Agent::Codex)).unwrap();
         let lines: Vec<(usize, &str)> = text.lines().enumerate().map(|(i, l)| (i + 1, l)).collect();
         assert!(log.push_lines(&lines).is_empty());
         log.finish().unwrap()
@@ -726,7 +727,7 @@ fn a_gemini_cli_error_record_confirms_the_400() {
     // One of two reads never finished; the next request got Gemini's own
     // 400, which the CLI wrote as an `error` record.
     let text = fixture("gemini_cli/session-2026-11-04T10-00-2b7c4e9a.jsonl");
-    let mut log = loopdbg_read::Log::new(loopdbg_read::Source::GeminiCli).unwrap();
+    let mut log = loopdbg_read::Log::new(loopdbg_read::Source::Agent(Agent::GeminiCli)).unwrap();
     let lines: Vec<(usize, &str)> = text.lines().enumerate().map(|(i, l)| (i + 1, l)).collect();
     assert!(log.push_lines(&lines).is_empty());
     let convs = log.finish().unwrap();

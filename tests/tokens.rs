@@ -6,6 +6,7 @@
 //! themselves reported, not to numbers loopdbg computed.
 
 use crate::common::*;
+use loopdbg_read::Agent;
 
 use loopdbg_read::{Conversation, Log, Source};
 use loopdbg_tui::theme::Theme;
@@ -189,7 +190,7 @@ fn screen(app: &App, w: u16, h: u16) -> String {
 /// run's so far, and the totals and the tools' share at the end.
 #[test]
 fn the_debugger_shows_tokens_per_trip_and_in_all() {
-    let conv = read_log(Source::Codex, "usage/codex.jsonl");
+    let conv = read_log(Source::Agent(Agent::Codex), "usage/codex.jsonl");
     let mut app = replay_app(&conv);
     let at_reply = (0..app.trace.len())
         .find(|&k| app.trace.step(k).phase == loopdbg_engine::trace::Phase::Reply)
@@ -221,9 +222,9 @@ fn the_debugger_shows_tokens_per_trip_and_in_all() {
 #[test]
 fn the_tokens_so_far_at_each_trip_add_up_the_trips_before() {
     let logs = [
-        (Source::ClaudeCode, "usage/claude_code.jsonl"),
-        (Source::Codex, "usage/codex.jsonl"),
-        (Source::GeminiCli, "usage/gemini_cli.jsonl"),
+        (Source::Agent(Agent::ClaudeCode), "usage/claude_code.jsonl"),
+        (Source::Agent(Agent::Codex), "usage/codex.jsonl"),
+        (Source::Agent(Agent::GeminiCli), "usage/gemini_cli.jsonl"),
     ];
     for (source, name) in logs {
         let conv = read_log(source, name);
@@ -261,7 +262,7 @@ fn the_tokens_so_far_at_each_trip_add_up_the_trips_before() {
 /// A handout of a replayed log has the tokens table.
 #[test]
 fn the_handout_has_a_tokens_table() {
-    let conv = read_log(Source::Codex, "usage/codex.jsonl");
+    let conv = read_log(Source::Agent(Agent::Codex), "usage/codex.jsonl");
     let app = replay_app(&conv);
     let opts = loopdbg_handout::Options {
         kind: loopdbg_handout::Kind::Markdown,

@@ -6,7 +6,7 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    if let Err(broken) = loopdbg_corpus::doctor::verify_repair(data, loopdbg_read::Source::GeminiCli) {
+    if let Err(broken) = loopdbg_corpus::doctor::verify_repair(data, loopdbg_read::Source::Agent(loopdbg_read::Agent::GeminiCli)) {
         panic!("{broken}");
     }
 });

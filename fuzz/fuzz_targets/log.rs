@@ -22,9 +22,9 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let lines: Vec<(usize, &str)> = text.lines().enumerate().map(|(i, l)| (i + 1, l)).collect();
-    for source in [Source::ClaudeCode, Source::Codex, Source::GeminiCli] {
+    for source in [Source::Agent(loopdbg_read::Agent::ClaudeCode), Source::Agent(loopdbg_read::Agent::Codex), Source::Agent(loopdbg_read::Agent::GeminiCli)] {
         let whole = findings(source, Detail::Full, &lines);
-        if source == Source::ClaudeCode {
+        if source == Source::Agent(loopdbg_read::Agent::ClaudeCode) {
             assert_eq!(findings(source, Detail::Shape, &lines), whole);
         }
     }

@@ -16,7 +16,7 @@ fuzz_target!(|data: &[u8]| {
     let sources = Format::ALL
         .into_iter()
         .map(Source::Provider)
-        .chain([Source::GeminiCli]);
+        .chain([Source::Agent(loopdbg_read::Agent::GeminiCli)]);
     for source in sources {
         if let Ok(conv) = read(&doc, source) {
             let findings = loopdbg_judge::check::check(&conv);

@@ -136,7 +136,7 @@ fn parse_check_format(s: &str) -> Result<CheckFormat, String> {
             .map_err(|_| {
                 format!(
                     "unknown format `{s}` (expected text, json, jsonl, sarif, github, {})",
-                    Source::NAMES
+                    Source::names()
                 )
             }),
     }

@@ -12,6 +12,7 @@ use std::time::{Duration, SystemTime};
 use loopdbg_io::files::{KeepError, replace_keeping};
 use loopdbg_judge::check::Finding;
 use loopdbg_read::finding::Kind;
+use loopdbg_read::{Agent, Source};
 
 use loopdbg_engine::diagnostics::inert;
 
@@ -109,8 +110,9 @@ pub fn report(files: &[PathBuf], write: bool, force: bool, out: &mut dyn Write) 
             Verdict::NotRepaired { format, why } => {
                 let _ = writeln!(
                     out,
-                    "{name}: not changed: {} (it is read as {format}; the doctor repairs the session stores of Claude Code, Codex and Gemini CLI, and `check --fix` request bodies and captures)",
-                    inert::clean(&why)
+                    "{name}: not changed: {} (it is read as {format}; the doctor repairs the session stores of {}, and `check --fix` request bodies and captures)",
+                    inert::clean(&why),
+                    Agent::repaired_names()
                 );
                 2
             }
@@ -214,17 +216,19 @@ pub fn diagnose(path: &Path) -> Verdict {
 /// repair made ([`Verdict::NotRepaired`]): a scan of a large store lists
 /// those, and making their repairs would cost it most of its time.
 pub fn standing(path: &Path, plan_mended: bool) -> (Verdict, Standing) {
+    standing_as(path, None, plan_mended)
+}
+
+/// [`standing`], the file read as `known` when the caller knows what it is
+/// (the scan knows the store it found a task history in).
+pub fn standing_as(path: &Path, known: Option<Source>, plan_mended: bool) -> (Verdict, Standing) {
     match std::fs::read(path) {
-        Ok(bytes) => diagnose_bytes(path, bytes, plan_mended),
+        Ok(bytes) => diagnose_as(&origin_of(path), bytes, known, plan_mended),
         Err(e) => (
             Verdict::Cannot(format!("it could not be read: {e}")),
             Standing::Unread,
         ),
     }
-}
-
-fn diagnose_bytes(path: &Path, bytes: Vec<u8>, plan_mended: bool) -> (Verdict, Standing) {
-    diagnose_as(&origin_of(path), bytes, None, plan_mended)
 }
 
 /// [`standing`] of `bytes` already read (named `origin`), read as `forced`
@@ -246,7 +250,7 @@ pub fn diagnose_as(
             return unread(format!("it could not be read: {}", e.message));
         }
     }
-    let format = report.format.unwrap_or("unknown");
+    let format = report.format.map_or("unknown", Source::as_str);
     let findings: Vec<Finding> = report
         .results
         .iter()
@@ -268,12 +272,15 @@ pub fn diagnose_as(
         Ok(t) => t,
         Err(e) => return unread(format!("it is not UTF-8: {e}")),
     };
-    let plan = match format {
-        "claude-code" => loopdbg_judge::doctor::claude_code(&text, &findings),
-        "codex" => loopdbg_judge::doctor::codex(&text, &findings),
-        "gemini-cli" => loopdbg_judge::doctor::gemini_cli(&text),
-        other => {
-            let format = other.to_string();
+    let plan = match report.format.and_then(Source::agent) {
+        Some(Agent::ClaudeCode) => loopdbg_judge::doctor::claude_code(&text, &findings),
+        Some(Agent::Codex) => loopdbg_judge::doctor::codex(&text, &findings),
+        Some(Agent::GeminiCli) => loopdbg_judge::doctor::gemini_cli(&text),
+        Some(
+            Agent::CopilotCli | Agent::Cline | Agent::RooCode | Agent::KiloCode | Agent::Opencode,
+        )
+        | None => {
+            let format = format.to_string();
             let why = why_of(&findings);
             return (Verdict::NotRepaired { format, why }, standing);
         }

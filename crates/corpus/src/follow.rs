@@ -963,7 +963,7 @@ mod tests {
                 bytes.len() - before
             );
             let (shown, findings) = recent.preview().expect("a log past the threshold");
-            let source = loopdbg_read::Source::ClaudeCode;
+            let source = loopdbg_read::Source::Agent(loopdbg_read::Agent::ClaudeCode);
             let expected = newest_of_part(source, std::str::from_utf8(tail).unwrap()).unwrap();
             assert_eq!(shown, expected);
             assert_eq!(findings, judged_part(&expected));

@@ -4,6 +4,7 @@
 //! JSON Lines, agent logs, HTTP recordings, OTLP traces and MCP captures
 //! all arrive here; what each holds is read by `loopdbg_read`.
 
+use loopdbg_read::Agent;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -585,11 +586,7 @@ pub(crate) fn mismatch(origin: &str, forced: Source, found: Source) -> LoadError
 pub(crate) fn describe(source: Source) -> &'static str {
     match source {
         Source::Provider(f) => f.title(),
-        Source::ClaudeCode => "a Claude Code log",
-        Source::Codex => "a Codex CLI rollout",
-        Source::GeminiCli => "a Gemini CLI chat recording",
-        Source::CopilotCli => "a GitHub Copilot CLI session log",
-        Source::Opencode => "an opencode session export",
+        Source::Agent(agent) => agent.row().store,
         Source::Mcp => "a loopdbg mcp capture",
     }
 }
@@ -721,7 +718,8 @@ pub(crate) fn document(
             return traces_opened(origin, traces, forced);
         }
         Ok(Value::Array(events))
-            if is_claude_code_array(&events) && forced.is_none_or(|f| f == Source::ClaudeCode) =>
+            if is_claude_code_array(&events)
+                && forced.is_none_or(|f| f == Source::Agent(Agent::ClaudeCode)) =>
         {
             return Ok(claude_code_array(origin, &events));
         }
@@ -770,7 +768,7 @@ pub(crate) fn document(
         },
     };
     if let (Some(f), Some(found)) = (forced, evidence(&doc))
-        && f != found
+        && !f.fits(found)
     {
         return Err(mismatch(&origin, f, found));
     }
@@ -790,7 +788,7 @@ fn is_claude_code_array(events: &[Value]) -> bool {
         .iter()
         .all(|e| e.get("type").is_some_and(Value::is_string))
         && messages().next().is_some()
-        && messages().all(|e| loopdbg_read::detect(e) == Some(Source::ClaudeCode))
+        && messages().all(|e| loopdbg_read::detect(e) == Some(Source::Agent(Agent::ClaudeCode)))
 }
 
 /// A Claude Code session given as one array, read as the log it was: one
@@ -806,7 +804,7 @@ fn claude_code_array(origin: String, events: &[Value]) -> Opened {
         size: Some(lines.len() as u64),
         detail: Detail::Full,
         origin,
-        layout: Layout::Log(Source::ClaudeCode),
+        layout: Layout::Log(Source::Agent(Agent::ClaudeCode)),
         head: Vec::new(),
         rest: Box::new(std::io::Cursor::new(lines.into_bytes())),
         next_line: 0,

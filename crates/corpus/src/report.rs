@@ -91,9 +91,13 @@ impl From<LoadError> for FileError {
 pub struct FileReport {
     /// The file (`-` is standard input).
     pub file: String,
-    /// The format detected (or forced), when the file could be read that far.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub format: Option<&'static str>,
+    /// What it was read as (detected or forced), when the file could be
+    /// read that far; JSON writes its name (`claude-code`, `anthropic`).
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "source_name"
+    )]
+    pub format: Option<Source>,
     /// How many conversations were checked (a loop's requests are one).
     pub conversations: usize,
     /// How many requests (bodies, exchanges, log segments) were checked.
@@ -304,7 +308,13 @@ fn check_opened(
             Ok(read) => {
                 // A file with nothing to check has no format to name: the
                 // reader's default (Anthropic) would be a guess.
-                report.format = read.named.then(|| read.format.as_str());
+                // What the content was detected as, unless the reader
+                // found it to be an agent's store (a bare history array
+                // that is a Cline task's).
+                let store = convs.iter().find_map(|(_, _, c)| c.source.agent());
+                report.format = read
+                    .named
+                    .then_some(store.map_or(read.format, Source::Agent));
                 report.requests = read.conversations;
                 report.skipped += read.skipped;
                 report
@@ -336,7 +346,7 @@ fn check_opened(
         }
         return report;
     }
-    report.format = forced.map(Source::as_str);
+    report.format = forced;
     let origin = opened.origin.clone();
     let mut index = 0;
     let mut threads = Threads::default();
@@ -383,7 +393,7 @@ fn check_opened(
                         index += 1;
                         r.request = index;
                         r.conversation = threads.assign(&prefixes) + 1;
-                        report.format.get_or_insert(source.as_str());
+                        report.format.get_or_insert(source);
                         keep(&mut report, r);
                     }
                     Ok(None) => report.skipped += usize::from(!blank),
@@ -454,7 +464,7 @@ impl FileReport {
         sessions: Vec<ConversationReport>,
         emit: &mut dyn FnMut(&ConversationReport),
     ) {
-        self.format = Some("mcp");
+        self.format = Some(Source::Mcp);
         self.requests = sessions.len();
         self.conversations = sessions.len();
         for r in sessions {
@@ -742,7 +752,7 @@ pub fn jsonl_file_record(f: &FileReport) -> Option<Value> {
     (!f.errors.is_empty() || f.is_empty()).then(|| {
         serde_json::json!({
             "file": f.file,
-            "format": f.format,
+            "format": f.format.map(Source::as_str),
             "conversations": f.conversations,
             "errors": f.errors,
             "warning": f.is_empty().then_some("no conversation found, nothing was checked"),
@@ -762,6 +772,14 @@ pub fn listed_ids(ids: &[String]) -> String {
 
 /// How many ids a line of text names before it counts the rest.
 const LISTED_IDS: usize = 12;
+
+/// A source as JSON names it.
+fn source_name<S: serde::Serializer>(source: &Option<Source>, s: S) -> Result<S::Ok, S::Error> {
+    match source {
+        Some(source) => s.serialize_str(source.as_str()),
+        None => s.serialize_none(),
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -265,7 +265,7 @@ fn examine_row(
         };
         let size = bytes.len() as u64;
         let origin = format!("{} session {}", db.display(), session.id);
-        let forced = Some(loopdbg_read::Source::Opencode);
+        let forced = Some(loopdbg_read::Source::Agent(Agent::Opencode));
         let (verdict, standing) = doctor::diagnose_as(&origin, bytes, forced, false);
         let why = match verdict {
             Verdict::Clean => return (None, size),
@@ -286,7 +286,18 @@ fn examine_row(
 fn examine(agent: Agent, path: &std::path::Path, options: Options) -> Option<Unresumable> {
     // What the scan does not write, it does not plan (JSON says `changes:
     // null` for those: `doctor FILE` makes the repair).
-    let (verdict, standing) = doctor::standing(path, false);
+    // A task history cannot say by its content which extension kept it
+    // (Cline and Roo Code store the same shape, and send it differently):
+    // the store it was found in says.
+    let known = match agent {
+        Agent::Cline | Agent::RooCode | Agent::KiloCode => Some(loopdbg_read::Source::Agent(agent)),
+        Agent::ClaudeCode
+        | Agent::Codex
+        | Agent::GeminiCli
+        | Agent::CopilotCli
+        | Agent::Opencode => None,
+    };
+    let (verdict, standing) = doctor::standing_as(path, known, false);
     let (why, changes, written) = match verdict {
         Verdict::Clean => return None,
         Verdict::Cannot(why) | Verdict::NotRepaired { why, .. } => (why, None, None),
@@ -356,7 +367,12 @@ fn text(scan: &Scan, options: Options, out: &mut dyn Write) -> std::io::Result<(
     if scan.stores.is_empty() {
         return writeln!(
             out,
-            "no session store found of Claude Code, Codex, Gemini CLI, Copilot CLI, Cline, Roo Code, Kilo Code or opencode (an agent that keeps its sessions elsewhere is found through its own variable: {})",
+            "no session store found of {} (an agent that keeps its sessions elsewhere is found through its own variable: {})",
+            loopdbg_read::agent::TABLE
+                .iter()
+                .map(|r| r.name)
+                .collect::<Vec<_>>()
+                .join(", "),
             crate::stores::VARIABLES.join(", ")
         );
     }
@@ -445,7 +461,8 @@ fn session(u: &Unresumable, out: &mut dyn Write) -> std::io::Result<()> {
         }
         None if !u.agent.repaired() => writeln!(
             out,
-            "    repair: none here (the doctor repairs Claude Code, Codex and Gemini CLI sessions)"
+            "    repair: none here (the doctor repairs {} sessions)",
+            Agent::repaired_names()
         )?,
         None => {}
     }

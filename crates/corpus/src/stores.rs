@@ -34,77 +34,9 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
-
-/// An agent whose sessions loopdbg finds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Agent {
-    /// Anthropic's Claude Code.
-    ClaudeCode,
-    /// OpenAI's Codex CLI.
-    Codex,
-    /// Google's Gemini CLI.
-    GeminiCli,
-    /// GitHub Copilot CLI.
-    CopilotCli,
-    /// The Cline extension (and its CLI).
-    Cline,
-    /// The Roo Code extension.
-    RooCode,
-    /// The Kilo Code extension.
-    KiloCode,
-    /// opencode.
-    Opencode,
-}
-
-impl Agent {
-    /// Every agent whose store the scan reads, in the scan's order.
-    pub const ALL: [Agent; 8] = [
-        Agent::ClaudeCode,
-        Agent::Codex,
-        Agent::GeminiCli,
-        Agent::CopilotCli,
-        Agent::Cline,
-        Agent::RooCode,
-        Agent::KiloCode,
-        Agent::Opencode,
-    ];
-
-    /// The agent's name as JSON writes it (`claude-code`).
-    pub fn key(self) -> &'static str {
-        match self {
-            Agent::ClaudeCode => "claude-code",
-            Agent::Codex => "codex",
-            Agent::GeminiCli => "gemini-cli",
-            Agent::CopilotCli => "copilot-cli",
-            Agent::Cline => "cline",
-            Agent::RooCode => "roo-code",
-            Agent::KiloCode => "kilo-code",
-            Agent::Opencode => "opencode",
-        }
-    }
-
-    /// The agent's name as its makers write it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Agent::ClaudeCode => "Claude Code",
-            Agent::Codex => "Codex",
-            Agent::GeminiCli => "Gemini CLI",
-            Agent::CopilotCli => "Copilot CLI",
-            Agent::Cline => "Cline",
-            Agent::RooCode => "Roo Code",
-            Agent::KiloCode => "Kilo Code",
-            Agent::Opencode => "opencode",
-        }
-    }
-
-    /// Whether the doctor repairs this agent's store (the others' sessions
-    /// are checked and named, not changed).
-    pub fn repaired(self) -> bool {
-        matches!(self, Agent::ClaudeCode | Agent::Codex | Agent::GeminiCli)
-    }
-}
+/// An agent whose sessions loopdbg finds: the one table of agents is
+/// `loopdbg_read::agent::TABLE`.
+pub use loopdbg_read::Agent;
 
 /// The variables that move an agent's store, read by [`Places::from_env`].
 pub const VARIABLES: [&str; 7] = [

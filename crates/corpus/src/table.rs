@@ -98,7 +98,7 @@ impl Row {
     pub fn of_file(f: &FileReport) -> Vec<Row> {
         let row = |error: String| Row {
             file: f.file.clone(),
-            format: f.format.map(str::to_string),
+            format: f.format.map(|s| s.as_str().to_string()),
             conversation: None,
             request: None,
             line: None,

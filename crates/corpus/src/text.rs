@@ -111,7 +111,9 @@ pub fn render_text(
         if !f.errors.is_empty() {
             failed += 1;
         }
-        let format = f.format.unwrap_or("unknown format");
+        let format = f
+            .format
+            .map_or("unknown format", loopdbg_read::Source::as_str);
         if f.is_empty() {
             empty += 1;
             writeln!(

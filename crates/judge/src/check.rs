@@ -84,7 +84,7 @@ use serde_json::Value;
 use loopdbg_engine::message::{Block, Message, Role};
 use loopdbg_formats::provider::Format;
 use loopdbg_read::{
-    Answer, BlockSource, Conversation, Hosted, HostedRole, Source, tool_results, tool_uses,
+    Agent, Answer, BlockSource, Conversation, Hosted, HostedRole, Source, tool_results, tool_uses,
 };
 
 pub mod growing;
@@ -526,7 +526,8 @@ fn weigh_findings(
         // (Gemini CLI resumes by sending the file as it stands: a partial
         // turn is what it sends, not what it is still running.) Asked
         // last: it reads every later message.
-        let partial = || conv.source != Source::GeminiCli && f.ids.iter().all(unanswered_after);
+        let partial =
+            || conv.source != Source::Agent(Agent::GeminiCli) && f.ids.iter().all(unanswered_after);
         let tail = &msgs[m + 1..];
         let in_flight = msgs[m].role == Role::Assistant
             && (tail.iter().all(|x| x.role == Role::Assistant)
@@ -587,7 +588,7 @@ fn weigh_findings(
                 });
                 f.severity = Severity::Note;
             }
-            _ if conv.source == Source::Codex => {
+            _ if conv.source == Source::Agent(Agent::Codex) => {
                 f.message = format!(
                     "Codex fills in an `aborted` output for every call that has none, and drops every output whose call is gone, before it sends the history, so the provider never sees this; but the model gets no real result for the call. As written: {was}"
                 );
@@ -597,7 +598,7 @@ fn weigh_findings(
                 });
                 f.severity = Severity::Warning;
             }
-            (_, Some(j)) if conv.source == Source::GeminiCli => {
+            (_, Some(j)) if conv.source == Source::Agent(Agent::GeminiCli) => {
                 // The live session went on (the CLI's memory was right), but
                 // Gemini CLI resumes by sending the file's history as it
                 // stands: resuming is how this file is sent again, so the
@@ -633,15 +634,13 @@ fn weigh_findings(
     }
 }
 
-/// The agent that wrote a log, as its findings name it.
+/// The agent that wrote a log, as its findings name it (a request body
+/// or capture: whatever client sent it).
 fn agent_name(source: Source) -> &'static str {
     match source {
-        Source::Codex => "Codex",
-        Source::GeminiCli => "Gemini CLI",
-        Source::CopilotCli => "Copilot CLI",
-        Source::Opencode => "opencode",
+        Source::Agent(agent) => agent.name(),
         Source::Mcp => "the MCP client",
-        _ => "Claude Code",
+        Source::Provider(_) => "the client",
     }
 }
 
@@ -1737,8 +1736,28 @@ fn beyond_servers(conv: &Conversation, out: &mut Vec<Finding>) {
     out.extend(each.into_iter().map(|(_, f)| f));
 }
 
-/// What the reader noticed, and arguments that are not JSON.
+/// What the reader noticed, what the agent rewrites before it sends
+/// (each as the finding the stored history would give, repaired by the
+/// agent), and arguments that are not JSON.
 fn read_notes(conv: &Conversation, out: &mut Vec<Finding>) {
+    for rewrite in &conv.rewrites {
+        let mut f = finding(
+            rewrite.kind,
+            &rewrite.source,
+            rewrite.ids.clone(),
+            rewrite.message.clone(),
+            false,
+        );
+        f.severity = match rewrite.harmless {
+            true => Severity::Note,
+            false => Severity::Warning,
+        };
+        f.evidence = Some(Evidence {
+            outcome: Fate::Repaired,
+            line: None,
+        });
+        out.push(f);
+    }
     for notice in &conv.notices {
         out.push(finding(
             notice.kind,

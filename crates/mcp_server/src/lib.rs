@@ -339,7 +339,7 @@ fn for_tools(out: &[u8]) -> String {
 /// refused any more): what to say, the copy, and whether it is clean.
 async fn repair_checked(
     body: &Value,
-    format: &str,
+    format: Source,
     how: loopdbg_judge::fix::Repair,
     forced: Option<Source>,
 ) -> Option<(String, Value, bool)> {
@@ -362,14 +362,14 @@ async fn repair_checked(
 /// repaired body (None when it is not JSON).
 fn repaired_body(
     body: &Value,
-    format: &str,
+    format: Source,
     how: loopdbg_judge::fix::Repair,
 ) -> Option<(usize, Value)> {
     let mut doc = match body {
         Value::String(text) => serde_json::from_str(text).ok()?,
         other => other.clone(),
     };
-    let format = format.parse::<Source>().ok()?.provider();
+    let format = format.provider();
     let n = loopdbg_judge::fix::repair(&mut doc, format, how);
     Some((n, doc))
 }

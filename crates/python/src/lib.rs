@@ -65,7 +65,7 @@ fn forced(provider: Option<&str>) -> PyResult<Option<Source>> {
             name.parse::<Source>().map_err(|_| {
                 PyValueError::new_err(format!(
                     "unknown provider `{name}` (expected one of {})",
-                    Source::NAMES
+                    Source::names()
                 ))
             })
         })
@@ -342,7 +342,7 @@ impl Gate {
 #[pyo3(name = "_native")]
 fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InputError", m.py().get_type::<InputError>())?;
-    m.add("PROVIDERS", Source::NAMES)?;
+    m.add("PROVIDERS", Source::names())?;
     m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(check_files, m)?)?;
     m.add_function(wrap_pyfunction!(check_files_jsonl, m)?)?;

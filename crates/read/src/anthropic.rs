@@ -25,12 +25,25 @@ use super::parse::{ToolDef, finish_reason_named, push_tools};
 use super::parse::{body_of, from_value, required_list};
 use super::parse::{element, member, member_element};
 use super::{BlockSource, Conversation, Detail, Hosted, HostedRole, ReadError, Source, err};
+use crate::agent::Agent;
 use loopdbg_engine::message::{Block, Message, Role};
 use loopdbg_engine::session::{Json, Text};
 use loopdbg_formats::provider::Format;
 
 pub(super) fn read(doc: &mut Value, detail: Detail) -> Result<Conversation, ReadError> {
+    read_as(doc, detail, None)
+}
+
+/// [`read`], as the task store of `agent` when given (a scan of its store,
+/// or `--format cline`); without it, a history is taken for a task store
+/// by its own fields, or, a bare array, by what only the extensions write.
+pub(super) fn read_as(
+    doc: &mut Value,
+    detail: Detail,
+    agent: Option<Agent>,
+) -> Result<Conversation, ReadError> {
     let doc = std::mem::take(doc);
+    let bare = doc.is_array();
     let body = body_of(doc, "messages", |doc| {
         let messages = Given(Some(from_value(doc)?));
         Ok(Body {
@@ -38,7 +51,15 @@ pub(super) fn read(doc: &mut Value, detail: Detail) -> Result<Conversation, Read
             ..Body::default()
         })
     })?;
-    read_body(body, detail)
+    read_body(body, detail, Place { bare, agent })
+}
+
+/// How a body was given: a bare array (as the task stores keep a
+/// history), and the agent whose store it is, when that is known.
+#[derive(Debug, Clone, Copy, Default)]
+struct Place {
+    bare: bool,
+    agent: Option<Agent>,
 }
 
 /// `check`'s fast path: the line read straight from its text by the same
@@ -50,12 +71,12 @@ pub(crate) fn plain(line: &str, forced: bool) -> Option<Conversation> {
     if !body.is_anthropic(forced) {
         return None;
     }
-    let conv = read_body(body, Detail::Full).ok()?;
+    let conv = read_body(body, Detail::Full, Place::default()).ok()?;
     conv.notices.is_empty().then_some(conv)
 }
 
 /// The body read: its tools, system prompt, thinking and messages.
-fn read_body(body: Body, detail: Detail) -> Result<Conversation, ReadError> {
+fn read_body(body: Body, detail: Detail, place: Place) -> Result<Conversation, ReadError> {
     let mut items = required_list(body.messages.0.map(|l| l.0), "messages")?;
     let mut conv = Conversation::new(Source::Provider(Format::Anthropic));
     push_tools(&mut conv, body.tools);
@@ -68,9 +89,10 @@ fn read_body(body: Body, detail: Detail) -> Result<Conversation, ReadError> {
     let thinking = body.thinking.0.and_then(Lax::object).and_then(|t| t.kind.0);
     conv.thinking = thinking.as_deref() == Some("enabled");
     conv.thinking_adaptive = thinking.as_deref() == Some("adaptive");
-    let kept = TaskStore::of(&items);
-    if kept.is_store {
-        conv.label = Some("Cline / Roo Code task history".to_string());
+    let kept = TaskStore::of(&items, place);
+    if let Some(agent) = kept.agent {
+        conv.source = Source::Agent(agent);
+        conv.label = Some(format!("{} task history", agent.name()));
     }
     for (i, item) in items.drain(..).enumerate() {
         if !kept.sends(&item) {
@@ -78,8 +100,21 @@ fn read_body(body: Body, detail: Detail) -> Result<Conversation, ReadError> {
         }
         read_message(&mut conv, i, item, &kept, detail)?;
     }
-    if kept.is_store {
-        close_interrupted_tail(&mut conv);
+    // What each extension does to the history before it sends it.
+    match kept.agent {
+        Some(Agent::Cline) => {
+            crate::cline::ensure_results_follow_calls(&mut conv);
+            close_interrupted_tail(&mut conv);
+        }
+        Some(Agent::RooCode | Agent::KiloCode) => close_interrupted_tail(&mut conv),
+        Some(
+            Agent::ClaudeCode
+            | Agent::Codex
+            | Agent::GeminiCli
+            | Agent::CopilotCli
+            | Agent::Opencode,
+        )
+        | None => {}
     }
     Ok(conv)
 }
@@ -166,14 +201,29 @@ fn read_message(
 /// Entries keep their index, so a finding names the file's own place.
 struct TaskStore {
     is_store: bool,
+    /// Whose store: Roo Code when it holds Roo's own fields (condensing,
+    /// truncation markers, reasoning items), Cline otherwise, unless the
+    /// caller knows.
+    agent: Option<Agent>,
     condensed: ahash::AHashSet<String>,
     truncated: ahash::AHashSet<String>,
 }
 
 impl TaskStore {
-    fn of(items: &[MessageIn]) -> TaskStore {
+    fn of(items: &[MessageIn], place: Place) -> TaskStore {
         let stores = || items.iter().filter_map(|m| m.store.as_deref());
-        let is_store = stores().any(|s| s.ts);
+        let extension = place
+            .agent
+            .filter(|a| matches!(a, Agent::Cline | Agent::RooCode | Agent::KiloCode));
+        let is_store = extension.is_some()
+            || stores().any(|s| s.ts)
+            || (place.bare
+                && crate::cline::looks_like_task(
+                    items
+                        .iter()
+                        .filter(|m| m.role.0.as_ref().and_then(LaxStr::as_deref) == Some("user"))
+                        .map(|m| m.content.joined_text("\n").unwrap_or_default()),
+                ));
         let ids = |id: for<'m> fn(&'m StoreFields) -> Option<&'m str>,
                    marked: fn(&StoreFields) -> bool| {
             if !is_store {
@@ -184,8 +234,24 @@ impl TaskStore {
                 .filter_map(|s| id(s).map(str::to_string))
                 .collect()
         };
+        let roo_fields = stores().any(|s| {
+            s.condense_id.0.is_some()
+                || s.condense_parent.0.is_some()
+                || s.truncation_id.0.is_some()
+                || s.truncation_parent.0.is_some()
+                || s.truncation_marker.0
+        }) || items
+            .iter()
+            .any(|m| m.role.0.is_none() && m.kind.as_deref() == Some("reasoning"));
+        let agent = match (is_store, extension) {
+            (_, Some(agent)) => Some(agent),
+            (true, None) if roo_fields => Some(Agent::RooCode),
+            (true, None) => Some(Agent::Cline),
+            (false, None) => None,
+        };
         TaskStore {
             is_store,
+            agent,
             condensed: ids(|s| s.condense_id.as_deref(), |_| true),
             truncated: ids(|s| s.truncation_id.as_deref(), |s| s.truncation_marker.0),
         }
@@ -271,14 +337,16 @@ fn close_interrupted_tail(conv: &mut Conversation) {
             sources,
         );
     }
-    conv.notices.push(super::Notice {
+    let agent = conv.source.agent().map_or("the extension", Agent::name);
+    conv.rewrites.push(super::Rewrite {
         kind: crate::finding::Kind::UnansweredCall,
         source,
         ids: missing.clone(),
         message: format!(
-            "the task's history stops after calls that have no results ({}): Cline and Roo Code resume it by sending {TASK_INTERRUPTED:?} as each one's result, so the provider never sees them open, but the model gets no real result for them",
+            "the task's history stops after calls that have no results ({}): {agent} resumes it by sending {TASK_INTERRUPTED:?} as each one's result (`resumeTaskFromHistory`), so the provider never sees them open, but the model gets no real result for them",
             missing.join(", ")
         ),
+        harmless: false,
     });
 }
 

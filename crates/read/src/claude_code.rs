@@ -25,6 +25,7 @@
 //! `progress`, `system`, `attachment`, …) take part in the graph when they
 //! carry a uuid and are otherwise ignored.
 
+use crate::agent::Agent;
 use ahash::{AHashMap as HashMap, AHashSet as HashSet};
 use loopdbg_engine::diagnostics::json_span::JsonPath;
 use std::borrow::Cow;
@@ -1680,7 +1681,7 @@ impl<'a> Thread<'a> {
         label: Option<&str>,
     ) -> (Vec<Conversation>, Option<Builder>) {
         let mut out = Vec::new();
-        let mut conv = Conversation::new(Source::ClaudeCode);
+        let mut conv = Conversation::new(Source::Agent(Agent::ClaudeCode));
         conv.label = label.map(str::to_string);
         // The chain starts at an event whose parent is not in the file (a
         // log cut at its head, or one a tool trimmed): what came before it
@@ -1708,7 +1709,7 @@ impl<'a> Thread<'a> {
             // was bridged through.
             if k > 0 && e.parent == 0 && !conv.messages.is_empty() {
                 compactions += 1;
-                let mut next = Conversation::new(Source::ClaudeCode);
+                let mut next = Conversation::new(Source::Agent(Agent::ClaudeCode));
                 next.label = Some(match label {
                     Some(l) => format!("{l}, after compaction {compactions}"),
                     None => format!("after compaction {compactions}"),

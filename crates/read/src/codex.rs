@@ -8,6 +8,7 @@
 //! conversation after it is a new one. `session_meta`, `turn_context` and
 //! `event_msg` records carry no items.
 
+use crate::agent::Agent;
 use loopdbg_engine::diagnostics::json_span::{JsonPath, PathSeg};
 use serde_json::{Value, json};
 
@@ -160,7 +161,7 @@ impl CodexRollout {
             };
             let mut conv = responses::read_items(&mut doc, Detail::Full, &on_line)
                 .map_err(|e| relocate_error(e, &lines))?;
-            conv.source = Source::Codex;
+            conv.source = Source::Agent(Agent::Codex);
             for (line, usage, model) in segment.usage {
                 // The reply the count is for: the last one written before it.
                 let reply = (0..conv.messages.len()).rev().find(|&m| {

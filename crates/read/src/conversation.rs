@@ -7,21 +7,16 @@ use loopdbg_engine::diagnostics::json_span::JsonPath;
 use loopdbg_engine::message::{Block, Message, Role};
 use loopdbg_formats::provider::Format;
 
+use crate::agent::Agent;
+
 /// What a file holds, as detected or forced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
     /// One of the provider formats.
     Provider(Format),
-    /// A Claude Code session log (JSON Lines of events).
-    ClaudeCode,
-    /// A Codex CLI rollout (`{timestamp, type, payload}` records).
-    Codex,
-    /// A Gemini CLI chat recording (an upsert log of message records).
-    GeminiCli,
-    /// A GitHub Copilot CLI session log (`events.jsonl`).
-    CopilotCli,
-    /// An opencode session as `opencode export` prints it.
-    Opencode,
+    /// An agent's own store ([`crate::agent::TABLE`] says how each is
+    /// read and what the agent sends).
+    Agent(Agent),
     /// A `loopdbg mcp` capture: the agent's MCP tool calls and the
     /// server's results (read by `crate::mcp`, never forced).
     Mcp,
@@ -32,11 +27,7 @@ impl Source {
     pub fn as_str(self) -> &'static str {
         match self {
             Source::Provider(f) => f.as_str(),
-            Source::ClaudeCode => "claude-code",
-            Source::Codex => "codex",
-            Source::GeminiCli => "gemini-cli",
-            Source::CopilotCli => "copilot-cli",
-            Source::Opencode => "opencode",
+            Source::Agent(a) => a.key(),
             Source::Mcp => "mcp",
         }
     }
@@ -45,42 +36,56 @@ impl Source {
     pub fn provider(self) -> Format {
         match self {
             Source::Provider(f) => f,
-            Source::ClaudeCode => Format::Anthropic,
-            Source::Codex => Format::Responses,
-            Source::GeminiCli => Format::Gemini,
-            // Copilot's backend speaks Chat Completions.
-            Source::CopilotCli => Format::Openai,
-            // opencode sends each call's result right after it, whatever
-            // the provider; Chat's rules say the same of that shape.
-            Source::Opencode => Format::Openai,
+            Source::Agent(a) => a.provider(),
             // Each result after the turn of calls it answers.
             Source::Mcp => Format::Anthropic,
         }
     }
 
+    /// The agent whose store this is, if it is one.
+    pub fn agent(self) -> Option<Agent> {
+        match self {
+            Source::Agent(a) => Some(a),
+            Source::Provider(_) | Source::Mcp => None,
+        }
+    }
+
     /// True for agent logs, which are read whole as JSON Lines of events.
     pub fn is_log(self) -> bool {
-        !matches!(self, Source::Provider(_) | Source::Opencode | Source::Mcp)
+        self.agent().is_some_and(|a| a.row().log)
+    }
+
+    /// Whether content found to be `found` may be read as this, forced: the
+    /// same, or a task history of the provider `found` names.
+    pub fn fits(self, found: Source) -> bool {
+        self == found
+            || matches!((self, found), (Source::Agent(a), Source::Provider(p)) if a.row().plain && a.provider() == p)
     }
 
     /// Every name `--format` takes.
-    pub const NAMES: &'static str = "anthropic, openai, responses, gemini, bedrock, claude-code, codex, gemini-cli, copilot-cli, opencode";
+    pub fn names() -> String {
+        let providers = ["anthropic", "openai", "responses", "gemini", "bedrock"];
+        let agents = crate::agent::TABLE.iter().map(|r| r.key);
+        providers
+            .into_iter()
+            .chain(agents)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 impl std::str::FromStr for Source {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "claude-code" | "claude_code" => Ok(Source::ClaudeCode),
-            "codex" | "codex-cli" => Ok(Source::Codex),
-            "gemini-cli" | "gemini_cli" => Ok(Source::GeminiCli),
-            "copilot-cli" | "copilot_cli" | "copilot" => Ok(Source::CopilotCli),
-            "opencode" => Ok(Source::Opencode),
-            other => other
-                .parse::<Format>()
-                .map(Source::Provider)
-                .map_err(|_| format!("unknown format `{s}` (expected one of: {})", Source::NAMES)),
+        if let Some(agent) = Agent::named(s) {
+            return Ok(Source::Agent(agent));
         }
+        s.parse::<Format>().map(Source::Provider).map_err(|_| {
+            format!(
+                "unknown format `{s}` (expected one of: {})",
+                Source::names()
+            )
+        })
     }
 }
 
@@ -155,6 +160,10 @@ pub struct Conversation {
     /// conversation (a branch of a log left behind, a continuation whose
     /// earlier items are stored elsewhere).
     pub notices: Vec<Notice>,
+    /// What the agent changes in its stored history before it sends it
+    /// (its send model, [`crate::agent::Row::sends`]), already applied to
+    /// `messages`: the check judges what is sent, and says each of these.
+    pub rewrites: Vec<Rewrite>,
     /// Set when the request continues a stored response or conversation
     /// (`previous_response_id`, `conversation`): its calls live on the
     /// server, so outputs for calls not in the request cannot be checked.
@@ -401,6 +410,25 @@ pub struct Notice {
     pub message: String,
 }
 
+/// One change an agent makes to its stored history before it sends it
+/// (Cline's "result missing" for a call its history leaves open, say).
+/// The conversation holds the history as sent; the check says each
+/// rewrite as a finding of `kind` whose fate is that the agent repaired it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rewrite {
+    /// The finding the stored history would have given.
+    pub kind: crate::finding::Kind,
+    /// Where, in the stored history.
+    pub source: BlockSource,
+    /// The ids involved.
+    pub ids: Vec<String>,
+    /// What the agent sends instead, and what that costs the model.
+    pub message: String,
+    /// Whether the model still gets what it needs (the tool's output is
+    /// sent another way): a note then, a warning otherwise.
+    pub harmless: bool,
+}
+
 /// An input that cannot be read as a conversation.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{}{path}: {message}", line.map(|l| format!("line {l} ")).unwrap_or_default())]
@@ -451,6 +479,7 @@ impl Conversation {
             notes: Vec::new(),
             hosted: Vec::new(),
             notices: Vec::new(),
+            rewrites: Vec::new(),
             continues: None,
             label: None,
             open_tools: false,

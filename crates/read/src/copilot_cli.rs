@@ -13,6 +13,7 @@
 //! Event shapes from public readers of these files (tokentop's and
 //! copilot-session-viewer's types, a Go heartbeat reader's structs).
 
+use crate::agent::Agent;
 use serde_json::Value;
 
 use super::{BlockSource, Conversation, Notice, ReadError, Source};
@@ -70,7 +71,7 @@ pub struct CopilotCliLog {
 impl CopilotCliLog {
     fn conv(&mut self) -> &mut Conversation {
         self.conv
-            .get_or_insert_with(|| Box::new(Conversation::new(Source::CopilotCli)))
+            .get_or_insert_with(|| Box::new(Conversation::new(Source::Agent(Agent::CopilotCli))))
     }
 
     /// Adds the event on 1-based `line`.

@@ -1,5 +1,6 @@
 //! The one detector: what a document or a line holds, from its content.
 
+use crate::agent::Agent;
 use serde_json::{Value, json};
 
 use loopdbg_formats::provider::Format;
@@ -45,16 +46,16 @@ pub fn detect_with_evidence(doc: &Value) -> Option<(Source, bool)> {
         && o.contains_key("uuid")
         && o.contains_key("message")
     {
-        return Some((Source::ClaudeCode, true));
+        return Some((Source::Agent(Agent::ClaudeCode), true));
     }
     if let Value::Object(o) = doc
         && o.contains_key("sessionId")
         && o.contains_key("projectHash")
     {
-        return Some((Source::GeminiCli, true));
+        return Some((Source::Agent(Agent::GeminiCli), true));
     }
     if opencode::is_export(doc) {
-        return Some((Source::Opencode, true));
+        return Some((Source::Agent(Agent::Opencode), true));
     }
     if let Some(sure) = bedrock_evidence(doc) {
         return Some((Source::Provider(Format::Bedrock), sure));
@@ -214,26 +215,26 @@ pub fn classify_line(v: &Value) -> Evidence {
     };
     let kind = o.get("type").and_then(Value::as_str).unwrap_or("");
     if o.contains_key("payload") && codex::RECORD_TYPES.contains(&kind) {
-        return Evidence::Decisive(Source::Codex);
+        return Evidence::Decisive(Source::Agent(Agent::Codex));
     }
     if o.contains_key("$rewindTo") || o.contains_key("$set") {
-        return Evidence::Decisive(Source::GeminiCli);
+        return Evidence::Decisive(Source::Agent(Agent::GeminiCli));
     }
     if o.contains_key("sessionId") && o.contains_key("projectHash") {
-        return Evidence::Decisive(Source::GeminiCli);
+        return Evidence::Decisive(Source::Agent(Agent::GeminiCli));
     }
     if matches!(kind, "user" | "assistant") && o.contains_key("message") {
-        return Evidence::Decisive(Source::ClaudeCode);
+        return Evidence::Decisive(Source::Agent(Agent::ClaudeCode));
     }
     if copilot_cli::is_event(o) {
-        return Evidence::Decisive(Source::CopilotCli);
+        return Evidence::Decisive(Source::Agent(Agent::CopilotCli));
     }
     if matches!(kind, "user" | "gemini" | "info" | "error" | "warning")
         && o.contains_key("id")
         && o.contains_key("content")
         && !o.contains_key("role")
     {
-        return Evidence::Decisive(Source::GeminiCli);
+        return Evidence::Decisive(Source::Agent(Agent::GeminiCli));
     }
     if CLAUDE_CODE_BOOKKEEPING.contains(&kind)
         && (o.contains_key("uuid")
@@ -243,7 +244,7 @@ pub fn classify_line(v: &Value) -> Evidence {
             || o.contains_key("snapshot")
             || o.contains_key("operation"))
     {
-        return Evidence::Suggests(Source::ClaudeCode);
+        return Evidence::Suggests(Source::Agent(Agent::ClaudeCode));
     }
     if (o.contains_key("messages") || o.contains_key("input") || o.contains_key("contents"))
         && let Some(s) = detect(v)

@@ -1,5 +1,6 @@
 //! One document (a request body or a bare array) read as its source.
 
+use crate::agent::Agent;
 use serde_json::Value;
 
 use loopdbg_engine::diagnostics::json_span::JsonPath;
@@ -37,12 +38,15 @@ pub fn read_owned_as(
         Source::Provider(Format::Responses) => responses::read(doc, detail),
         Source::Provider(Format::Gemini) => gemini::read(doc, detail),
         Source::Provider(Format::Bedrock) => bedrock::read(doc, detail),
-        Source::Opencode => opencode::read(doc),
+        Source::Agent(Agent::Opencode) => opencode::read(doc),
+        Source::Agent(agent @ (Agent::Cline | Agent::RooCode | Agent::KiloCode)) => {
+            anthropic::read_as(doc, detail, Some(agent))
+        }
         Source::Mcp => Err(err(
             &JsonPath::root(),
             "an MCP capture is JSON Lines of records; read it with `mcp::sessions`",
         )),
-        Source::GeminiCli => {
+        Source::Agent(Agent::GeminiCli) => {
             // The legacy whole-file recording: metadata with its messages.
             let mut log = GeminiCliLog::default();
             log.push_owned(1, std::mem::take(doc))?;
@@ -53,7 +57,9 @@ pub fn read_owned_as(
                 )
             })
         }
-        Source::ClaudeCode | Source::Codex | Source::CopilotCli => Err(err(
+        Source::Agent(Agent::ClaudeCode)
+        | Source::Agent(Agent::Codex)
+        | Source::Agent(Agent::CopilotCli) => Err(err(
             &JsonPath::root(),
             "an agent log is JSON Lines of events; read it with `Log`",
         )),

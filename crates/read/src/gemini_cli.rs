@@ -10,6 +10,7 @@
 //! tool call) followed by a user turn of the `functionResponse`s of the
 //! calls that have a `result`. It is checked by Gemini's rules.
 
+use crate::agent::Agent;
 use serde_json::Value;
 
 use super::{BlockSource, Conversation, ReadError, Source};
@@ -70,7 +71,7 @@ impl GeminiCliLog {
 
     /// The conversation the folded history sends.
     pub fn finish(self) -> Vec<Conversation> {
-        let mut conv = Conversation::new(Source::GeminiCli);
+        let mut conv = Conversation::new(Source::Agent(Agent::GeminiCli));
         let joined = self.joined;
         for (id, line, record) in self.records {
             let src = |path: String| BlockSource {

@@ -17,11 +17,13 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod agent;
 pub mod anthropic;
 pub mod bedrock;
 pub mod capture;
 pub mod cassettes;
 mod claude_code;
+pub mod cline;
 mod codex;
 pub mod conversation;
 pub mod copilot_cli;
@@ -47,6 +49,7 @@ mod signs;
 pub mod threads;
 pub mod yaml_depth;
 
+pub use agent::Agent;
 pub use claude_code::{
     BOOKKEEPING_EVENTS, ClaudeCodeLog, Growing, Grown, Leftovers, LineError, MESSAGE_EVENTS,
     is_known_event,
@@ -55,7 +58,7 @@ pub use codex::{CodexRollout, RECORD_TYPES as CODEX_RECORD_TYPES};
 pub(crate) use conversation::err;
 pub use conversation::{
     Answer, BlockSource, Compaction, Conversation, Detail, Hosted, HostedRole, Keeper, Notice,
-    ReadError, ReadNote, Refusal, Source, ToolSpec, TripUsage, tool_results, tool_uses,
+    ReadError, ReadNote, Refusal, Rewrite, Source, ToolSpec, TripUsage, tool_results, tool_uses,
 };
 pub use detect::{
     Evidence, Layout, Sniffed, Sniffer, Sniffing, classify_line, detect, detect_with_evidence,

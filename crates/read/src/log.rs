@@ -1,5 +1,6 @@
 //! Agent logs read whole: events in, conversations out.
 
+use crate::agent::Agent;
 use serde_json::Value;
 
 use crate::claude_code::{Growing, Grown, Leftovers};
@@ -24,11 +25,13 @@ impl Log {
     /// An empty reader for `source`, when it is a log.
     pub fn new(source: Source) -> Option<Log> {
         match source {
-            Source::ClaudeCode => Some(Log::ClaudeCode(ClaudeCodeLog::default())),
-            Source::Codex => Some(Log::Codex(CodexRollout::default())),
-            Source::GeminiCli => Some(Log::GeminiCli(GeminiCliLog::default())),
-            Source::CopilotCli => Some(Log::CopilotCli(Default::default())),
-            Source::Provider(_) | Source::Opencode | Source::Mcp => None,
+            Source::Agent(Agent::ClaudeCode) => Some(Log::ClaudeCode(ClaudeCodeLog::default())),
+            Source::Agent(Agent::Codex) => Some(Log::Codex(CodexRollout::default())),
+            Source::Agent(Agent::GeminiCli) => Some(Log::GeminiCli(GeminiCliLog::default())),
+            Source::Agent(Agent::CopilotCli) => Some(Log::CopilotCli(Default::default())),
+            Source::Provider(_)
+            | Source::Agent(Agent::Opencode | Agent::Cline | Agent::RooCode | Agent::KiloCode)
+            | Source::Mcp => None,
         }
     }
 

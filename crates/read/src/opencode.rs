@@ -11,6 +11,7 @@
 //! result. Reasoning, step, patch, file and snapshot parts carry no
 //! pairing.
 
+use crate::agent::Agent;
 use serde_json::Value;
 
 use super::{BlockSource, Conversation, Notice, ReadError, Source, err};
@@ -35,7 +36,7 @@ pub fn is_export(doc: &Value) -> bool {
 }
 
 pub(super) fn read(doc: &Value) -> Result<Conversation, ReadError> {
-    let mut conv = Conversation::new(Source::Opencode);
+    let mut conv = Conversation::new(Source::Agent(Agent::Opencode));
     let base = JsonPath::root().key("messages");
     let Some(messages) = doc.get("messages").and_then(Value::as_array) else {
         return Err(err(&base, "expected a `messages` array"));

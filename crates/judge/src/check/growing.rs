@@ -320,7 +320,8 @@ mod tests {
                     .into_iter()
                     .collect(),
                 Some("jsonl") => {
-                    let Some(mut log) = Log::new(Source::ClaudeCode) else {
+                    let Some(mut log) = Log::new(Source::Agent(loopdbg_read::Agent::ClaudeCode))
+                    else {
                         continue;
                     };
                     let lines: Vec<(usize, &str)> =

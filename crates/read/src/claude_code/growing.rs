@@ -241,7 +241,7 @@ mod tests {
     /// whole. Gives how many pushes were added without building again.
     fn grown_is_whole(name: &str, text: &str, chunk: usize) -> usize {
         let lines: Vec<(usize, &str)> = text.lines().enumerate().map(|(k, l)| (k + 1, l)).collect();
-        let mut log = Log::new(Source::ClaudeCode).unwrap();
+        let mut log = Log::new(Source::Agent(crate::Agent::ClaudeCode)).unwrap();
         log.keep(Detail::Full);
         let mut growing = None;
         let mut extended = 0;

@@ -366,7 +366,10 @@ mod tests {
         ] {
             let path = format!("{root}/tests/fixtures/transcripts/claude_code_v2/{name}.jsonl");
             let text = std::fs::read_to_string(&path).unwrap();
-            let mut log = loopdbg_read::Log::new(loopdbg_read::Source::ClaudeCode).unwrap();
+            let mut log = loopdbg_read::Log::new(loopdbg_read::Source::Agent(
+                loopdbg_read::Agent::ClaudeCode,
+            ))
+            .unwrap();
             for (k, line) in text.lines().enumerate() {
                 log.push_owned(k + 1, serde_json::from_str(line).unwrap())
                     .unwrap();
