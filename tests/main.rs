@@ -18,6 +18,7 @@ mod demo;
 mod docs;
 mod doctor;
 mod export;
+mod fake_agrees;
 mod faults;
 mod findings_golden;
 mod hostile;

@@ -4,7 +4,12 @@
 //! event shapes (Bedrock's in AWS's binary event stream framing), and it
 //! enforces the pairing rules itself (written here from the providers'
 //! documented behaviour, not with loopdbg's checker), answering violations
-//! with each provider's real error body.
+//! with each provider's real error body: calls left without results and
+//! results that answer no call (Anthropic's client and server tools,
+//! Chat's tool messages, Responses' outputs, Gemini's response turns),
+//! a request that ends on calls, and call ids off the provider's pattern.
+//! [`refusal`] gives the same verdict without a server; tests/fake_agrees.rs
+//! holds it equal to what `check` predicts on every request-body fixture.
 //!
 //! Its model is scripted: to a prompt it answers with the calls the prompt
 //! asks for (`weather` → get_weather, `fx` → get_fx_rate); once every call
@@ -203,7 +208,12 @@ async fn handle(State(shared): State<Shared>, request: Request) -> Response {
     } else if path.ends_with("/responses") {
         responses(&body, stream, &shared.stored)
     } else if path.contains(":generateContent") || path.contains(":streamGenerateContent") {
-        gemini(&body, stream)
+        // `/v1beta/models/MODEL:generateContent`: Gemini's rules differ
+        // by model family.
+        let model = path
+            .rsplit_once("models/")
+            .map_or("", |(_, m)| m.split(':').next().unwrap_or(""));
+        gemini(&body, stream, model)
     } else {
         (404, vec![json!({"error": "not found"}).to_string()], false)
     };
@@ -472,6 +482,34 @@ fn value_for(schema: &Value) -> Value {
 
 // ---------------------------------------------------------------- Anthropic
 
+/// What the fake refuses `body` with, sent as `format` (`anthropic`,
+/// `openai`, `responses`, `gemini`, `bedrock`): the provider's error body,
+/// or `None` when it would answer. A Responses body that continues a
+/// stored response is judged on its own input. What `check` predicts is
+/// compared with this on every fixture (tests/fake_agrees.rs).
+pub fn refusal(format: &str, body: &Value) -> Option<String> {
+    let list = |key: &str| body[key].as_array().cloned().unwrap_or_default();
+    match format {
+        "anthropic" => anthropic_refusal(&list("messages")).map(|(_, b, _)| b.concat()),
+        "openai" => openai_refusal(&list("messages")).map(|b| b.to_string()),
+        "responses" => {
+            let input = match &body["input"] {
+                Value::Array(a) => a.clone(),
+                _ => Vec::new(),
+            };
+            let (calls, outputs, references) = responses_pairs(&input);
+            let calls: Vec<&str> = calls.iter().map(String::as_str).collect();
+            let outputs: Vec<&str> = outputs.iter().map(String::as_str).collect();
+            responses_refusal(&calls, &outputs, references).map(|b| b.to_string())
+        }
+        "gemini" => {
+            gemini_refusal(&list("contents"), body["model"].as_str()).map(|b| b.to_string())
+        }
+        "bedrock" => bedrock_refusal(&list("messages")),
+        _ => None,
+    }
+}
+
 fn anthropic_error(message: String) -> (u16, Vec<String>, bool) {
     let body =
         json!({"type": "error", "error": {"type": "invalid_request_error", "message": message}});
@@ -521,12 +559,62 @@ fn anthropic_refusal(messages: &[Value]) -> Option<(u16, Vec<String>, bool)> {
             .copied()
             .filter(|id| !answered.contains(id))
             .collect();
-        if !missing.is_empty() && next.is_some() {
+        // A request that ends on calls is refused too: it names the
+        // calls' own message (the results would have to follow it).
+        if !missing.is_empty() {
+            let at = if next.is_some() { i + 1 } else { i };
             return Some(anthropic_error(format!(
-                "messages.{}: `tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
-                i + 1,
+                "messages.{at}: `tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
                 missing.join(", ")
             )));
+        }
+    }
+    // A server tool's result block (`web_search_tool_result`,
+    // `advisor_tool_result`, `mcp_tool_result`, …) answers a call the
+    // server ran earlier in the request: compaction that keeps the result
+    // and drops its call is refused (claude-code#56515).
+    let mut server_calls: Vec<&str> = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        for (k, b) in m["content"].as_array().into_iter().flatten().enumerate() {
+            let kind = b["type"].as_str().unwrap_or("");
+            if matches!(kind, "server_tool_use" | "mcp_tool_use") {
+                server_calls.extend(b["id"].as_str());
+            } else if kind.ends_with("_tool_result") && kind != "tool_result" {
+                let id = b["tool_use_id"].as_str().unwrap_or("");
+                if !server_calls.contains(&id) {
+                    let call = match kind {
+                        "mcp_tool_result" => "mcp_tool_use",
+                        _ => "server_tool_use",
+                    };
+                    return Some(anthropic_error(format!(
+                        "messages.{i}.content.{k}: unexpected `tool_use_id` found in `{kind}` blocks: {id}. Each `{kind}` block must have a corresponding `{call}` block before it."
+                    )));
+                }
+            }
+        }
+    }
+    // Every tool_result must answer a tool_use of the message before it.
+    for (i, m) in messages.iter().enumerate() {
+        let asked: Vec<&str> = i
+            .checked_sub(1)
+            .and_then(|p| messages[p]["content"].as_array())
+            .into_iter()
+            .flatten()
+            .filter(|b| b["type"] == "tool_use")
+            .filter_map(|b| b["id"].as_str())
+            .collect();
+        for (k, b) in m["content"].as_array().into_iter().flatten().enumerate() {
+            let Some(id) = b["tool_use_id"]
+                .as_str()
+                .filter(|_| b["type"] == "tool_result")
+            else {
+                continue;
+            };
+            if !asked.contains(&id) {
+                return Some(anthropic_error(format!(
+                    "messages.{i}.content.{k}: unexpected `tool_use_id` found in `tool_result` blocks: {id}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
+                )));
+            }
         }
     }
     None
@@ -679,7 +767,45 @@ fn anthropic(body: &Value, stream: bool) -> (u16, Vec<String>, bool) {
 
 fn openai(body: &Value, stream: bool) -> (u16, Vec<String>, bool) {
     let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    if let Some(body) = openai_refusal(&messages) {
+        return (400, vec![body.to_string()], false);
+    }
+    openai_answer(body, &messages, stream)
+}
+
+/// Chat Completions' 400 for a history: calls not answered by the tool
+/// messages right after them, or a tool message that answers no call.
+fn openai_refusal(messages: &[Value]) -> Option<Value> {
+    let mut asked: Vec<&str> = Vec::new();
     for (i, m) in messages.iter().enumerate() {
+        if m["role"] == "tool" {
+            // A null id is paired by position (accepted); a named one must
+            // answer a call of the message before the run.
+            let Some(id) = m["tool_call_id"].as_str() else {
+                // Paired by position: it answers the first call not
+                // answered yet.
+                if !asked.is_empty() {
+                    asked.remove(0);
+                }
+                continue;
+            };
+            if let Some(at) = asked.iter().position(|a| *a == id) {
+                asked.remove(at);
+            } else {
+                return Some(json!({"error": {
+                    "message": "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.",
+                    "type": "invalid_request_error", "param": format!("messages.[{i}].role"), "code": null}}));
+            }
+            continue;
+        }
+        asked.clear();
+        let ids: Vec<&str> = m["tool_calls"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c["id"].as_str())
+            .collect();
+        asked.extend(&ids);
         let ids: Vec<&str> = m["tool_calls"]
             .as_array()
             .into_iter()
@@ -694,18 +820,28 @@ fn openai(body: &Value, stream: bool) -> (u16, Vec<String>, bool) {
             .take_while(|n| n["role"] == "tool")
             .filter_map(|n| n["tool_call_id"].as_str())
             .collect();
+        let by_position = messages[i + 1..]
+            .iter()
+            .take_while(|n| n["role"] == "tool")
+            .filter(|n| n["tool_call_id"].is_null())
+            .count();
         let missing: Vec<&str> = ids
             .iter()
             .copied()
             .filter(|id| !answered.contains(id))
+            .skip(by_position)
             .collect();
         if !missing.is_empty() {
-            let body = json!({"error": {
+            return Some(json!({"error": {
                 "message": format!("An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: {}", missing.join(", ")),
-                "type": "invalid_request_error", "param": format!("messages.[{}].role", i + 1), "code": null}});
-            return (400, vec![body.to_string()], false);
+                "type": "invalid_request_error", "param": format!("messages.[{}].role", i + 1), "code": null}}));
         }
     }
+    None
+}
+
+/// The scripted model's Chat Completions answer.
+fn openai_answer(body: &Value, messages: &[Value], stream: bool) -> (u16, Vec<String>, bool) {
     let prompt = prompt_of(
         messages
             .iter()
@@ -781,6 +917,68 @@ fn openai(body: &Value, stream: bool) -> (u16, Vec<String>, bool) {
 
 // --------------------------------------------------------------- Responses
 
+/// The calls the client runs in a Responses input, the outputs in it, and
+/// whether it refers to stored items by id alone (`{"id": "fc_1"}`), whose
+/// calls the request does not show: each client-run call item
+/// (`function_call`, `custom_tool_call`, `local_shell_call`, `shell_call`,
+/// `apply_patch_call`, `computer_call`; a `tool_search_call` whose
+/// `execution` is `client` takes one) waits for an output item naming its `call_id`
+/// (any `*_output` item: OpenAI takes a `function_call_output` for a shell
+/// call too); a call the server ran waits for nothing.
+fn responses_pairs(input: &[Value]) -> (Vec<String>, Vec<String>, bool) {
+    const CLIENT_CALLS: [&str; 6] = [
+        "function_call",
+        "custom_tool_call",
+        "local_shell_call",
+        "shell_call",
+        "apply_patch_call",
+        "computer_call",
+    ];
+    let mut calls = Vec::new();
+    let mut outputs = Vec::new();
+    let mut references = false;
+    for item in input {
+        let kind = item["type"].as_str().unwrap_or("");
+        let client = item["execution"] != "server";
+        let call_id = item["call_id"].as_str().map(str::to_string);
+        if item.get("type").is_none() && item.get("role").is_none() && item.get("id").is_some()
+            || kind == "item_reference"
+        {
+            references = true;
+        } else if CLIENT_CALLS.contains(&kind) {
+            calls.extend(call_id);
+        } else if kind == "tool_search_call" && client {
+            // A client tool search takes an output; one left open is not in
+            // any recording read so far, so it is not refused here.
+            outputs.extend(call_id.clone());
+            calls.extend(call_id);
+        } else if kind.ends_with("_output") && client {
+            // The older `local_shell_call_output` names its call by `id`.
+            outputs.extend(call_id.or_else(|| item["id"].as_str().map(str::to_string)));
+        }
+    }
+    (calls, outputs, references)
+}
+
+/// Responses' 400 for an input (with what a continued response stored
+/// before it): a call with no output, or an output for no call (unless the
+/// input refers to stored items, whose calls it does not show).
+fn responses_refusal(calls: &[&str], outputs: &[&str], references: bool) -> Option<Value> {
+    if let Some(missing) = calls.iter().find(|c| !outputs.contains(c)) {
+        return Some(
+            json!({"error": {"message": format!("No tool output found for function call {missing}."),
+            "type": "invalid_request_error", "param": "input", "code": null}}),
+        );
+    }
+    if let Some(orphan) = outputs.iter().find(|o| !calls.contains(o) && !references) {
+        return Some(
+            json!({"error": {"message": format!("No tool call found for function call output with call_id {orphan}."),
+            "type": "invalid_request_error", "param": "input", "code": null}}),
+        );
+    }
+    None
+}
+
 fn responses(body: &Value, stream: bool, stored: &Mutex<Vec<Value>>) -> (u16, Vec<String>, bool) {
     let mut input: Vec<Value> = match &body["input"] {
         Value::String(s) => vec![json!({"role": "user", "content": s})],
@@ -806,19 +1004,10 @@ fn responses(body: &Value, stream: bool, stored: &Mutex<Vec<Value>>) -> (u16, Ve
         all.append(&mut input);
         input = all;
     }
-    let calls: Vec<&str> = input
-        .iter()
-        .filter(|i| i["type"] == "function_call")
-        .filter_map(|i| i["call_id"].as_str())
-        .collect();
-    let outputs: Vec<&str> = input
-        .iter()
-        .filter(|i| i["type"] == "function_call_output")
-        .filter_map(|i| i["call_id"].as_str())
-        .collect();
-    if let Some(missing) = calls.iter().find(|c| !outputs.contains(c)) {
-        let body = json!({"error": {"message": format!("No tool output found for function call {missing}."),
-            "type": "invalid_request_error", "param": "input", "code": null}});
+    let (calls, outputs, references) = responses_pairs(&input);
+    let calls: Vec<&str> = calls.iter().map(String::as_str).collect();
+    let outputs: Vec<&str> = outputs.iter().map(String::as_str).collect();
+    if let Some(body) = responses_refusal(&calls, &outputs, references) {
         return (400, vec![body.to_string()], false);
     }
     let prompt = prompt_of(
@@ -906,8 +1095,44 @@ fn responses(body: &Value, stream: bool, stored: &Mutex<Vec<Value>>) -> (u16, Ve
 
 // ------------------------------------------------------------------ Gemini
 
-fn gemini(body: &Value, stream: bool) -> (u16, Vec<String>, bool) {
+fn gemini(body: &Value, stream: bool, model: &str) -> (u16, Vec<String>, bool) {
     let contents = body["contents"].as_array().cloned().unwrap_or_default();
+    if let Some(body) = gemini_refusal(&contents, Some(model)) {
+        return (400, vec![body.to_string()], false);
+    }
+    gemini_answer(body, &contents, stream)
+}
+
+/// Gemini's 400 for a history: a function response turn that does not
+/// follow a function call turn; a function call turn not answered by as
+/// many responses in the turn after it (or ending the request). Calls
+/// answered in plain text are taken by Gemini 1.5 and 2.5 (recordings show
+/// 200) and refused by Gemini 3.
+fn gemini_refusal(contents: &[Value], model: Option<&str>) -> Option<Value> {
+    let count = |c: &Value, key: &str| {
+        c["parts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|p| p.get(key).is_some())
+            .count()
+    };
+    for (i, c) in contents.iter().enumerate() {
+        if count(c, "functionResponse") == 0 {
+            continue;
+        }
+        // The first of a run of response turns follows the call turn.
+        let before = contents[..i]
+            .iter()
+            .rev()
+            .find(|p| p["role"] == "model" || count(p, "functionResponse") == 0);
+        if !before.is_some_and(|p| count(p, "functionCall") > 0) {
+            return Some(
+                json!({"error": {"code": 400, "message": "Please ensure that function response turn comes immediately after a function call turn.", "status": "INVALID_ARGUMENT"}}),
+            );
+        }
+    }
+    let strict = model.is_some_and(|m| m.contains("gemini-3"));
     for (i, c) in contents.iter().enumerate() {
         let calls = c["parts"]
             .as_array()
@@ -918,18 +1143,33 @@ fn gemini(body: &Value, stream: bool) -> (u16, Vec<String>, bool) {
         if calls == 0 {
             continue;
         }
-        let answers = contents
-            .get(i + 1)
-            .and_then(|n| n["parts"].as_array())
-            .into_iter()
-            .flatten()
-            .filter(|p| p.get("functionResponse").is_some())
-            .count();
-        if answers != calls && contents.get(i + 1).is_some() {
-            let body = json!({"error": {"code": 400, "message": "Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn.", "status": "INVALID_ARGUMENT"}});
-            return (400, vec![body.to_string()], false);
+        // Consecutive function response turns are one to Gemini (three
+        // parallel calls answered in three turns were answered 200).
+        let responses = |n: &Value| {
+            n["parts"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|p| p.get("functionResponse").is_some())
+                .count()
+        };
+        let answers: usize = contents[i + 1..]
+            .iter()
+            .take_while(|n| n["role"] != "model" && responses(n) > 0)
+            .map(responses)
+            .sum();
+        let in_text = answers == 0 && contents.get(i + 1).is_some_and(|n| n["role"] != "model");
+        if answers != calls && !(in_text && !strict) {
+            return Some(
+                json!({"error": {"code": 400, "message": "Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn.", "status": "INVALID_ARGUMENT"}}),
+            );
         }
     }
+    None
+}
+
+/// The scripted model's Gemini answer.
+fn gemini_answer(body: &Value, contents: &[Value], stream: bool) -> (u16, Vec<String>, bool) {
     let prompt = prompt_of(
         contents
             .iter()
@@ -1022,6 +1262,22 @@ fn frame(kind: &str, payload: &Value) -> Vec<u8> {
 /// Bedrock's own pairing check (its `ValidationException` texts, as
 /// public reports quote them), then the scripted model.
 fn bedrock_refusal(messages: &[Value]) -> Option<String> {
+    for (i, m) in messages.iter().enumerate() {
+        for (k, b) in m["content"].as_array().into_iter().flatten().enumerate() {
+            let Some(id) = b["toolUse"]["toolUseId"].as_str() else {
+                continue;
+            };
+            let valid = !id.is_empty()
+                && id
+                    .bytes()
+                    .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-');
+            if !valid {
+                return Some(format!(
+                    "1 validation error detected: Value '{id}' at 'messages.{i}.content.{k}.toolUse.toolUseId' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_-]+"
+                ));
+            }
+        }
+    }
     let ids = |m: &Value, kind: &str| -> Vec<String> {
         m["content"]
             .as_array()
