@@ -1126,7 +1126,7 @@ fn gemini_refusal(contents: &[Value], model: Option<&str>) -> Option<Value> {
             .iter()
             .rev()
             .find(|p| p["role"] == "model" || count(p, "functionResponse") == 0);
-        if !before.is_some_and(|p| count(p, "functionCall") > 0) {
+        if before.is_none_or(|p| count(p, "functionCall") == 0) {
             return Some(
                 json!({"error": {"code": 400, "message": "Please ensure that function response turn comes immediately after a function call turn.", "status": "INVALID_ARGUMENT"}}),
             );
@@ -1159,7 +1159,7 @@ fn gemini_refusal(contents: &[Value], model: Option<&str>) -> Option<Value> {
             .map(responses)
             .sum();
         let in_text = answers == 0 && contents.get(i + 1).is_some_and(|n| n["role"] != "model");
-        if answers != calls && !(in_text && !strict) {
+        if answers != calls && (strict || !in_text) {
             return Some(
                 json!({"error": {"code": 400, "message": "Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn.", "status": "INVALID_ARGUMENT"}}),
             );
