@@ -71,7 +71,8 @@ fn the_fake_and_check_agree_on_every_request_body_fixture() {
         let fake = loopdbg_fake::refusal(format.as_str(), &doc);
         compared += 1;
         refused += usize::from(fake.is_some());
-        if fake.is_some() != !predicted.is_empty() {
+        let predicts_400 = !predicted.is_empty();
+        if fake.is_some() != predicts_400 {
             disagree.push(format!(
                 "{origin} ({}): the fake says {}; check predicts {}",
                 format.as_str(),
