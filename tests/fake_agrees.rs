@@ -13,12 +13,13 @@ use loopdbg_read::Source;
 use loopdbg_read::finding::Kind;
 
 /// The kinds of 400 the fake models: calls and results that do not pair,
-/// and Anthropic's call-id pattern.
-const MODELLED: [Kind; 4] = [
+/// call ids off the pattern, and roles Gemini does not take.
+const MODELLED: [Kind; 5] = [
     Kind::UnansweredCall,
     Kind::UnexpectedResult,
     Kind::DuplicateResult,
     Kind::InvalidId,
+    Kind::InvalidRole,
 ];
 
 fn bodies(dir: &Path, out: &mut Vec<PathBuf>) {

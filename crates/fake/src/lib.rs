@@ -1109,6 +1109,18 @@ fn gemini(body: &Value, stream: bool, model: &str) -> (u16, Vec<String>, bool) {
 /// answered in plain text are taken by Gemini 1.5 and 2.5 (recordings show
 /// 200) and refused by Gemini 3.
 fn gemini_refusal(contents: &[Value], model: Option<&str>) -> Option<Value> {
+    // Only `user` and `model` (and the older `function`) are roles.
+    let valid = |role: &Value| {
+        role.is_null()
+            || ["user", "model", "function", "tool"]
+                .iter()
+                .any(|r| role == r)
+    };
+    if contents.iter().any(|c| !valid(&c["role"])) {
+        return Some(
+            json!({"error": {"code": 400, "message": "Please use a valid role: user, model.", "status": "INVALID_ARGUMENT"}}),
+        );
+    }
     let count = |c: &Value, key: &str| {
         c["parts"]
             .as_array()

@@ -1759,12 +1759,15 @@ fn read_notes(conv: &Conversation, out: &mut Vec<Finding>) {
         out.push(f);
     }
     for notice in &conv.notices {
+        // A role the provider does not take is read around (so the rest
+        // is checked) and refused all the same.
+        let refused = notice.kind == Kind::InvalidRole;
         out.push(finding(
             notice.kind,
             &notice.source,
             notice.ids.clone(),
             notice.message.clone(),
-            false,
+            refused,
         ));
     }
     for note in &conv.notes {

@@ -58,6 +58,7 @@ kinds! {
     BrokenLink = "broken_link": "Claude Code log: a reply or result names a parent event the file does not hold (it was dropped); read after the message event before it, as Claude Code resumes",
     UnverifiableChain = "unverifiable_chain": "Responses: a request continuing a stored response that was not seen: whether its calls are all answered cannot be checked here",
     InvalidId = "invalid_id": "an id with characters Anthropic refuses",
+    InvalidRole = "invalid_role": "a turn's role the provider does not take (Gemini: only `user` and `model`)",
     ThinkingMissing = "thinking_missing": "Anthropic with extended thinking: the assistant turn in progress does not open with its thinking block",
     UnknownTool = "unknown_tool": "a call to a tool the request does not declare",
     InvalidArguments = "invalid_arguments": "arguments that are not JSON",

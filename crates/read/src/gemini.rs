@@ -105,6 +105,22 @@ fn read_contents(
         let role = match item.role.as_deref().unwrap_or("user") {
             "model" => Role::Assistant,
             "user" | "function" | "tool" => Role::User,
+            // A client that speaks OpenAI's roles to Gemini: read as the
+            // model's turn, so the rest of the history is checked, and
+            // said as Gemini refuses it ("Please use a valid role: user,
+            // model.": mem0ai/mem0#6756, the-open-agent/openagent#1666).
+            "assistant" => {
+                conv.notices.push(crate::Notice {
+                    kind: crate::finding::Kind::InvalidRole,
+                    source: BlockSource {
+                        path: element("contents", i).into(),
+                        ..Default::default()
+                    },
+                    ids: Vec::new(),
+                    message: "Please use a valid role: user, model. (the turn's role is `assistant`, OpenAI's word for the model's turn; Gemini takes only `user` and `model`)".to_string(),
+                });
+                Role::Assistant
+            }
             other => {
                 return Err(err(
                     &at(i),
