@@ -1485,10 +1485,87 @@ fn gemini_cli_killed_mid_tool_fails_its_own_resume_and_resumes_once_doctored() {
     let Some(j) = interrupted_journey(Agent::GeminiCli) else {
         return;
     };
-    assert_eq!(j.killed, (false, "unanswered_call(400)".into()), "{j:#?}");
+    assert_eq!(j.killed, (false, "duplicate_result(400)".into()), "{j:#?}");
     assert!(!j.own_resume.0 && j.own_resume.1.contains(&400), "{j:#?}");
     assert_eq!(j.doctored.1, "", "{j:#?}");
     j.ends_resumed("drop the second copy of the response");
+}
+
+/// Gemini CLI along the path its users take: killed while a call runs,
+/// then `gemini --resume` refused twice (each failed resume rewrites the
+/// history whole and leaves more copies of the responses), `check`
+/// predicting the 400 the agent got after each; then one `doctor --scan
+/// --write` over the home says it can be resumed (exit 0) and the resume
+/// is answered; a resumed turn that runs tools breaks the file again (the
+/// CLI's own doing, predicted by `check`), one more scan mends it, the
+/// resume after that is answered, and a last scan finds nothing to change.
+#[test]
+#[ignore = "end-to-end: the real agent (scripts/install-agents.sh)"]
+fn gemini_cli_refused_twice_then_scanned_resumes_and_keeps_resuming() {
+    let agent = Agent::GeminiCli;
+    let Some(stage) = Stage::start(agent, "agents::gemini_twice") else {
+        return;
+    };
+    let (bin, fake, scratch) = (&stage.bin, &stage.fake, &stage.scratch);
+    run_killed_mid_tool(agent, bin, &fake.url, scratch, &[]);
+    let log = scratch.log(agent);
+    let resume = ["--resume", "latest"];
+    for attempt in 1..=2 {
+        let (ok, _, exchanges) = resume_through_proxy(agent, bin, &fake.url, scratch, &resume);
+        assert!(
+            !ok && statuses(&exchanges).contains(&400),
+            "resume {attempt} was refused: {exchanges:?}"
+        );
+        let (clean, report) = check_report(&log);
+        let said = kinds(&report);
+        assert!(
+            !clean && said.contains("(400)"),
+            "after refused resume {attempt}, check predicts the 400 the agent got: {said}"
+        );
+    }
+    let scan = |write: bool| {
+        let mut args = vec!["doctor", "--scan"];
+        if write {
+            args.extend(["--write", "--force"]);
+        }
+        let out = Command::new(env!("CARGO_BIN_EXE_loopdbg"))
+            .args(&args)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &scratch.home)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let (code, said) = scan(true);
+    assert_eq!(code, Some(0), "{said}");
+    assert!(said.contains("checked again: it can be resumed"), "{said}");
+    let (ok, _, exchanges) = resume_through_proxy(agent, bin, &fake.url, scratch, &resume);
+    assert_accepted(ok, &exchanges);
+    // A resumed turn that runs tools. Gemini CLI (0.61) sends the new
+    // calls' responses twice within a resumed session (each call's
+    // `result` and the `_response` record it writes), so the request after
+    // them is refused: the agent's doing, which `check` predicts from the
+    // file. A build that fixes it runs the turn through.
+    let (ok, ran) = run_with(agent, bin, &fake.url, scratch, PROMPT, &resume);
+    let (clean, report) = check_report(&log);
+    let said = kinds(&report);
+    assert!(
+        ok || (!clean && said.contains("duplicate_result(400)")),
+        "the resumed turn with tools failed and check does not say why: {said}\n{}",
+        ran.stderr
+    );
+    // Whatever that turn left, one scan makes it resumable again.
+    let (code, said) = scan(true);
+    assert_eq!(code, Some(0), "{said}");
+    let (ok, _, exchanges) = resume_through_proxy(agent, bin, &fake.url, scratch, &resume);
+    assert_accepted(ok, &exchanges);
+    let (code, said) = scan(false);
+    assert_eq!(code, Some(0), "{said}");
+    assert!(said.contains("every one can be resumed"), "{said}");
 }
 
 /// The calls and results of `messages` (`use:ID`, `result:ID`), sorted:
