@@ -295,9 +295,15 @@ struct Proxy {
 
 impl Proxy {
     fn start(upstream: &str, capture: &Path) -> Proxy {
+        Proxy::start_with(upstream, capture, &[])
+    }
+
+    /// [`Proxy::start`] with more of the proxy's flags (`--on-invalid …`).
+    fn start_with(upstream: &str, capture: &Path, flags: &[&str]) -> Proxy {
         use std::io::BufRead;
         let mut child = Command::new(env!("CARGO_BIN_EXE_loopdbg"))
             .args(["proxy", "--upstream", upstream, "--listen", "127.0.0.1:0"])
+            .args(flags)
             .arg("--no-tui")
             .arg("--capture")
             .arg(capture)
@@ -1566,6 +1572,52 @@ fn gemini_cli_refused_twice_then_scanned_resumes_and_keeps_resuming() {
     let (code, said) = scan(false);
     assert_eq!(code, Some(0), "{said}");
     assert!(said.contains("every one can be resumed"), "{said}");
+}
+
+/// The proxy's repair mends what Gemini CLI actually sends: a session
+/// whose resume Gemini refuses (each response sent twice) resumes through
+/// `loopdbg proxy --on-invalid repair=synthesize` (which drops the copies)
+/// and through `repair=strip`, the file left as it was.
+#[test]
+#[ignore = "end-to-end: the real agent (scripts/install-agents.sh)"]
+fn gemini_cli_resumes_through_the_repairing_proxy() {
+    let agent = Agent::GeminiCli;
+    let Some(stage) = Stage::start(agent, "agents::gemini_proxy_repair") else {
+        return;
+    };
+    let (bin, fake, scratch) = (&stage.bin, &stage.fake, &stage.scratch);
+    let (ok, ran) = run_with(agent, bin, &fake.url, scratch, PROMPT, &[]);
+    assert!(ok, "{}", ran.stderr);
+    let log = scratch.log(agent);
+    let (clean, report) = check_report(&log);
+    assert!(
+        !clean,
+        "a Gemini CLI session with tool calls resumes refused: {report}"
+    );
+    for how in ["repair=synthesize", "repair=strip"] {
+        let before = std::fs::read_to_string(&log).unwrap();
+        let capture = scratch.tmp.join(format!("{how}.jsonl"));
+        let proxy = Proxy::start_with(&fake.url, &capture, &["--on-invalid", how]);
+        let (ok, ran) = run_with(
+            agent,
+            bin,
+            &proxy.url,
+            scratch,
+            "and now?",
+            &["--resume", "latest"],
+        );
+        drop(proxy);
+        let exchanges: Vec<Value> = std::fs::read_to_string(&capture)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert!(ok, "{how}: {}\n{exchanges:?}", ran.stderr);
+        assert_accepted(ok, &exchanges);
+        // The proxy mends the request, not the file: restore it for the
+        // next way (a resume appends the new turn).
+        std::fs::write(&log, before).unwrap();
+    }
 }
 
 /// The calls and results of `messages` (`use:ID`, `result:ID`), sorted:

@@ -270,6 +270,20 @@ fn synthesize_answers_every_dangling_call() {
     }
 }
 
+/// The commonest Gemini break (a resumed Gemini CLI session sends each
+/// response twice): both repairs drop the copies, so the proxy's
+/// `--on-invalid repair=synthesize` lets the agent through as `strip` does.
+#[test]
+fn both_repairs_mend_a_call_answered_twice() {
+    for how in [Repair::Synthesize, Repair::Strip] {
+        let left = repaired("gemini_duplicate_responses.json", how);
+        assert!(
+            left.iter().all(|f| !f.rejected_by_provider()),
+            "{how:?}: {left:#?}"
+        );
+    }
+}
+
 #[test]
 fn strip_leaves_no_pairing_problem() {
     for name in [

@@ -566,7 +566,24 @@ fn gemini_synthesize(items: &mut Vec<Value>) -> usize {
             .get(i + 1)
             .filter(|n| !is_model(n) && !gemini_parts(n, "functionResponse").is_empty());
         let responses = next_answers.map_or_else(Vec::new, |n| gemini_parts(n, "functionResponse"));
-        let (answered, _) = gemini_match(&calls, &responses);
+        let next_answers = next_answers.is_some();
+        let (answered, answers) = gemini_match(&calls, &responses);
+        // A second response to a call that has one (a resumed Gemini CLI
+        // session sends each call's `result` and its `_response` record):
+        // a copy, dropped, or Gemini refuses the count whatever is added.
+        let copies: Vec<usize> = responses
+            .iter()
+            .zip(&answers)
+            .filter(|((_, rid, _), a)| {
+                !**a && rid
+                    .as_ref()
+                    .is_some_and(|r| calls.iter().any(|(_, cid, _)| cid.as_ref() == Some(r)))
+            })
+            .map(|((k, _, _), _)| *k)
+            .collect();
+        if !copies.is_empty() {
+            fixed += remove_parts(&mut items[i + 1], copies);
+        }
         let missing: Vec<Value> = calls
             .iter()
             .zip(&answered)
@@ -583,7 +600,6 @@ fn gemini_synthesize(items: &mut Vec<Value>) -> usize {
         if missing.is_empty() {
             i += 1;
         } else if let Some(parts) = next_answers
-            .is_some()
             .then(|| items.get_mut(i + 1)?.get_mut("parts")?.as_array_mut())
             .flatten()
         {
