@@ -1459,6 +1459,10 @@ fn every_repair_of_the_fixtures_keeps_what_it_does_not_name() {
             "tests/fixtures/transcripts/gemini_cli",
             Source::Agent(Agent::GeminiCli),
         ),
+        (
+            "tests/fixtures/transcripts/kimi_code",
+            Source::Agent(Agent::KimiCode),
+        ),
     ];
     let mut repaired = 0;
     for (dir, agent) in stores {
@@ -1573,6 +1577,10 @@ fn every_repair_of_the_fixtures_is_whole_in_one_run() {
             "tests/fixtures/transcripts/gemini_cli",
             Source::Agent(Agent::GeminiCli),
         ),
+        (
+            "tests/fixtures/transcripts/kimi_code",
+            Source::Agent(Agent::KimiCode),
+        ),
     ];
     let mut repaired = 0;
     for (dir, agent) in stores {
@@ -1605,4 +1613,93 @@ fn every_repair_of_the_fixtures_is_whole_in_one_run() {
         }
     }
     assert!(repaired > 10, "{repaired} repaired logs");
+}
+
+/// Kimi Code killed between writing a step's reply and its tool results:
+/// `check` gives the 400 its resume gets (Kimi Code sends the file as it
+/// stands); the doctor writes the missing result where the CLI would have,
+/// once; a second run changes nothing.
+#[test]
+fn doctor_repairs_a_kimi_code_context_killed_between_its_appends() {
+    let (_dir, path) =
+        copy("tests/fixtures/transcripts/kimi_code/context_killed_between_appends.jsonl");
+    loopdbg()
+        .args(["check", path.to_str().unwrap()])
+        .assert()
+        .code(1)
+        .stdout(
+            predicate::str::contains("(kimi-code, 3 messages)")
+                .and(predicate::str::contains("unanswered_call (400)  [Shell:0]")),
+        );
+    loopdbg()
+        .args(["doctor", "--write", path.to_str().unwrap()])
+        .assert()
+        .code(0)
+        .stdout(
+            predicate::str::contains(
+                "line 4: add an error result for the call Shell:0 after line 5",
+            )
+            .and(predicate::str::contains(
+                "checked again: nothing keeps it from being sent",
+            )),
+        );
+    let lines: Vec<String> = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert!(lines[5].starts_with(r#"{"role":"tool""#), "{lines:#?}");
+    age(&path);
+    a_second_doctor_changes_nothing(&path);
+}
+
+/// `doctor --scan` finds Kimi Code's sessions where the CLI keeps them
+/// (`~/.kimi/sessions/<md5>/<id>/context.jsonl`, or `$KIMI_SHARE_DIR`),
+/// names the one its resume cannot send with `kimi -r ID`, leaves a
+/// clean one and `/undo`'s rotated copies alone, and repairs it with
+/// `--write`.
+#[test]
+fn doctor_scan_finds_and_repairs_kimi_code_sessions() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let sessions = home.join(".kimi/sessions/3f2a9c0d1e4b5a6978c1d2e3f4a5b6c7");
+    let put = |from: &str, to: PathBuf| {
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(format!("tests/fixtures/transcripts/kimi_code/{from}"), &to).unwrap();
+        age(&to);
+    };
+    let killed = sessions.join("5b1e7c2a-9d40-4f3e-8a61-0c2d4e6f8a10/context.jsonl");
+    put("context_killed_between_appends.jsonl", killed.clone());
+    put(
+        "context_killed_between_appends.jsonl",
+        sessions.join("5b1e7c2a-9d40-4f3e-8a61-0c2d4e6f8a10/context_1.jsonl"),
+    );
+    put(
+        "context.jsonl",
+        sessions.join("9e0f1a2b-3c4d-4e5f-8a6b-7c8d9e0f1a2b/context.jsonl"),
+    );
+    let scan = |write: bool| {
+        let mut cmd = loopdbg();
+        cmd.args(["doctor", "--scan"]);
+        if write {
+            cmd.arg("--write");
+        }
+        for var in loopdbg_corpus::stores::VARIABLES {
+            cmd.env_remove(var);
+        }
+        cmd.env("HOME", &home).assert()
+    };
+    scan(false).code(1).stdout(
+        predicate::str::contains("Kimi Code: 2 session(s) in")
+            .and(predicate::str::contains("1 cannot be resumed"))
+            .and(predicate::str::contains(
+                "resume: kimi -r 5b1e7c2a-9d40-4f3e-8a61-0c2d4e6f8a10",
+            )),
+    );
+    scan(true)
+        .code(0)
+        .stdout(predicate::str::contains("checked again: it can be resumed"));
+    scan(false)
+        .code(0)
+        .stdout(predicate::str::contains("every one can be resumed"));
 }

@@ -276,6 +276,7 @@ pub fn diagnose_as(
         Some(Agent::ClaudeCode) => loopdbg_judge::doctor::claude_code(&text, &findings),
         Some(Agent::Codex) => loopdbg_judge::doctor::codex(&text, &findings),
         Some(Agent::GeminiCli) => loopdbg_judge::doctor::gemini_cli(&text),
+        Some(Agent::KimiCode) => loopdbg_judge::doctor::kimi_code(&text, &findings),
         Some(
             Agent::CopilotCli | Agent::Cline | Agent::RooCode | Agent::KiloCode | Agent::Opencode,
         )

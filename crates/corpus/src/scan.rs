@@ -295,7 +295,8 @@ fn examine(agent: Agent, path: &std::path::Path, options: Options) -> Option<Unr
         | Agent::Codex
         | Agent::GeminiCli
         | Agent::CopilotCli
-        | Agent::Opencode => None,
+        | Agent::Opencode
+        | Agent::KimiCode => None,
     };
     let (verdict, standing) = doctor::standing_as(path, known, false);
     let (why, changes, written) = match verdict {

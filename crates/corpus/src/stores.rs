@@ -39,11 +39,12 @@ use std::path::{Path, PathBuf};
 pub use loopdbg_read::Agent;
 
 /// The variables that move an agent's store, read by [`Places::from_env`].
-pub const VARIABLES: [&str; 7] = [
+pub const VARIABLES: [&str; 8] = [
     "CLAUDE_CONFIG_DIR",
     "CODEX_HOME",
     "GEMINI_CLI_HOME",
     "COPILOT_HOME",
+    "KIMI_SHARE_DIR",
     "XDG_CONFIG_HOME",
     "XDG_DATA_HOME",
     "APPDATA",
@@ -170,6 +171,17 @@ pub fn stores(places: &Places) -> Vec<Store> {
         let pattern: &[&str] = &["*", "api_conversation_history.json"];
         found.extend(store_at(agent, Some(root.join("tasks")), &[pattern]));
     }
+    // Kimi Code: `$KIMI_SHARE_DIR` (else `~/.kimi`), `sessions/<md5 of
+    // the folder>/<session id>/context.jsonl` (kimi-cli's share.py and
+    // metadata.py); `/undo` rotates the file to `context_1.jsonl` and on,
+    // which are kept, not resumed.
+    found.extend(store_at(
+        Agent::KimiCode,
+        places
+            .var_or_home("KIMI_SHARE_DIR", ".kimi")
+            .map(|k| k.join("sessions")),
+        &[&["*", "*", "context.jsonl"]],
+    ));
     if let Some(data) = places.var_or_home("XDG_DATA_HOME", ".local/share") {
         let db = data.join("opencode/opencode.db");
         if db.is_file() {
@@ -319,7 +331,7 @@ pub fn resume_command(agent: Agent, path: &Path) -> Option<String> {
     let (folder, command) = match agent {
         Agent::ClaudeCode => (
             first_field(path, &["cwd"]),
-            format!("claude --resume {stem}"),
+            format!("claude --resume {}", quoted(stem)),
         ),
         Agent::Codex => {
             // The `session_meta` record's, else the file name's: in
@@ -328,7 +340,7 @@ pub fn resume_command(agent: Agent, path: &Path) -> Option<String> {
                 .or_else(|| Some(stem.get(stem.len().checked_sub(36)?..)?.to_string()))?;
             (
                 first_field(path, &["payload", "cwd"]),
-                format!("codex resume {id}"),
+                format!("codex resume {}", quoted(&id)),
             )
         }
         Agent::GeminiCli => {
@@ -337,7 +349,7 @@ pub fn resume_command(agent: Agent, path: &Path) -> Option<String> {
             let root = std::fs::read_to_string(project).ok();
             (
                 root.map(|r| r.trim().to_string()),
-                format!("gemini --resume {id}"),
+                format!("gemini --resume {}", quoted(&id)),
             )
         }
         Agent::CopilotCli => {
@@ -355,7 +367,7 @@ pub fn resume_command(agent: Agent, path: &Path) -> Option<String> {
                     .find_map(|l| l.strip_prefix("cwd:"))
                     .map(|c| c.trim().trim_matches(['"', '\'']).to_string())
             });
-            (cwd, format!("copilot --resume={id}"))
+            (cwd, format!("copilot --resume={}", quoted(&id)))
         }
         Agent::Cline | Agent::RooCode | Agent::KiloCode => {
             let task = path.parent()?.file_name()?.to_str()?;
@@ -365,6 +377,12 @@ pub fn resume_command(agent: Agent, path: &Path) -> Option<String> {
             ));
         }
         Agent::Opencode => return None,
+        // The session's folder is named by its id; the work folder is
+        // known only by its hash.
+        Agent::KimiCode => {
+            let id = path.parent()?.file_name()?.to_str()?;
+            (None, format!("kimi -r {}", quoted(id)))
+        }
     };
     Some(match folder {
         Some(folder) if !folder.is_empty() => format!("cd {} && {command}", quoted(&folder)),

@@ -32,6 +32,8 @@ pub enum Agent {
     KiloCode,
     /// opencode.
     Opencode,
+    /// Moonshot AI's Kimi Code CLI.
+    KimiCode,
 }
 
 /// One agent's row of [`TABLE`].
@@ -65,7 +67,7 @@ pub struct Row {
 }
 
 /// Every agent, in the order the scan reads their stores.
-pub const TABLE: [Row; 8] = [
+pub const TABLE: [Row; 9] = [
     Row {
         agent: Agent::ClaudeCode,
         key: "claude-code",
@@ -164,12 +166,26 @@ pub const TABLE: [Row; 8] = [
         repaired: false,
         sends: "each call's result right after it (`toModelMessages`); a part still `pending` or `running` is sent with the error \"[Tool execution was interrupted]\"",
     },
+    Row {
+        agent: Agent::KimiCode,
+        key: "kimi-code",
+        aliases: &["kimi_code", "kimi", "kimi-cli"],
+        name: "Kimi Code",
+        store: "a Kimi Code context file",
+        // Moonshot's API, and the others kosong speaks to, in Chat
+        // Completions' shape.
+        provider: Format::Openai,
+        log: true,
+        plain: false,
+        repaired: true,
+        sends: "the context file's messages as they stand (its `_system_prompt`, `_checkpoint` and `_usage` records aside), neighbouring user messages joined (src/kimi_cli/soul/dynamic_injection.py `normalize_history`); no pairing repair. A step's reply and its tool results are appended together after the tools end (kimisoul.py `_grow_context`), so only a process killed between the two leaves calls open",
+    },
 ];
 
 impl Agent {
     /// Every agent, in the order of [`TABLE`].
-    pub const ALL: [Agent; 8] = {
-        let mut all = [Agent::ClaudeCode; 8];
+    pub const ALL: [Agent; 9] = {
+        let mut all = [Agent::ClaudeCode; 9];
         let mut i = 0;
         while i < TABLE.len() {
             all[i] = TABLE[i].agent;
@@ -258,6 +274,9 @@ mod tests {
         keys.sort_unstable();
         keys.dedup();
         assert_eq!(keys.len(), n, "a name given to two agents");
-        assert_eq!(Agent::repaired_names(), "Claude Code, Codex and Gemini CLI");
+        assert_eq!(
+            Agent::repaired_names(),
+            "Claude Code, Codex, Gemini CLI and Kimi Code"
+        );
     }
 }

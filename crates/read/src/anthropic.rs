@@ -112,7 +112,8 @@ fn read_body(body: Body, detail: Detail, place: Place) -> Result<Conversation, R
             | Agent::Codex
             | Agent::GeminiCli
             | Agent::CopilotCli
-            | Agent::Opencode,
+            | Agent::Opencode
+            | Agent::KimiCode,
         )
         | None => {}
     }

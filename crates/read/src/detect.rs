@@ -229,6 +229,9 @@ pub fn classify_line(v: &Value) -> Evidence {
     if copilot_cli::is_event(o) {
         return Evidence::Decisive(Source::Agent(Agent::CopilotCli));
     }
+    if crate::kimi_code::is_record(o) {
+        return Evidence::Decisive(Source::Agent(Agent::KimiCode));
+    }
     if matches!(kind, "user" | "gemini" | "info" | "error" | "warning")
         && o.contains_key("id")
         && o.contains_key("content")

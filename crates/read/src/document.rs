@@ -57,11 +57,11 @@ pub fn read_owned_as(
                 )
             })
         }
-        Source::Agent(Agent::ClaudeCode)
-        | Source::Agent(Agent::Codex)
-        | Source::Agent(Agent::CopilotCli) => Err(err(
-            &JsonPath::root(),
-            "an agent log is JSON Lines of events; read it with `Log`",
-        )),
+        Source::Agent(Agent::ClaudeCode | Agent::Codex | Agent::CopilotCli | Agent::KimiCode) => {
+            Err(err(
+                &JsonPath::root(),
+                "an agent log is JSON Lines of events; read it with `Log`",
+            ))
+        }
     }
 }

@@ -34,6 +34,7 @@ mod fingerprint;
 pub mod foreign;
 mod gemini;
 mod gemini_cli;
+pub mod kimi_code;
 mod lax;
 pub mod log;
 pub mod mcp;

@@ -19,6 +19,8 @@ pub enum Log {
     GeminiCli(GeminiCliLog),
     /// A GitHub Copilot CLI session log.
     CopilotCli(copilot_cli::CopilotCliLog),
+    /// A Kimi Code context file.
+    KimiCode(crate::kimi_code::KimiCodeLog),
 }
 
 impl Log {
@@ -29,6 +31,7 @@ impl Log {
             Source::Agent(Agent::Codex) => Some(Log::Codex(CodexRollout::default())),
             Source::Agent(Agent::GeminiCli) => Some(Log::GeminiCli(GeminiCliLog::default())),
             Source::Agent(Agent::CopilotCli) => Some(Log::CopilotCli(Default::default())),
+            Source::Agent(Agent::KimiCode) => Some(Log::KimiCode(Default::default())),
             Source::Provider(_)
             | Source::Agent(Agent::Opencode | Agent::Cline | Agent::RooCode | Agent::KiloCode)
             | Source::Mcp => None,
@@ -58,6 +61,7 @@ impl Log {
             Log::Codex(log) => log.push_owned(line, event),
             Log::GeminiCli(log) => log.push_owned(line, event),
             Log::CopilotCli(log) => log.push_owned(line, event),
+            Log::KimiCode(log) => log.push_owned(line, event),
         }
     }
 
@@ -151,6 +155,7 @@ impl Log {
             Log::Codex(log) => log.joined.push((line, count)),
             Log::GeminiCli(log) => log.joined.push((line, count)),
             Log::CopilotCli(log) => log.joined.push((line, count)),
+            Log::KimiCode(log) => log.joined.push((line, count)),
         }
     }
 
@@ -183,6 +188,7 @@ impl Log {
             Log::Codex(log) => log.finish()?,
             Log::GeminiCli(log) => log.finish(),
             Log::CopilotCli(log) => log.finish(),
+            Log::KimiCode(log) => log.finish(),
         };
         Ok((convs, None))
     }

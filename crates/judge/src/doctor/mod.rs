@@ -27,11 +27,13 @@ use serde_json::{Map, Value, json};
 mod codex;
 mod event;
 mod gemini_cli;
+mod kimi_code;
 
 use event::Event;
 
 pub use codex::{ABORTED, codex};
 pub use gemini_cli::gemini_cli;
+pub use kimi_code::kimi_code;
 
 use crate::check::Finding;
 use crate::fix::PLACEHOLDER;
