@@ -100,7 +100,7 @@ pub struct RepairSession {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 pub struct ListSessions {
     /// Only this agent's sessions: claude-code, codex, gemini-cli,
-    /// copilot-cli, cline, roo-code, kilo-code, opencode.
+    /// copilot-cli, cline, roo-code, kilo-code, opencode, kimi-code.
     #[serde(default)]
     pub agent: Option<String>,
 }
@@ -276,7 +276,7 @@ impl Loopdbg {
     ) -> CallToolResult {
         let agent = match args.agent.as_deref() {
             None => None,
-            Some(name) => match Agent::ALL.into_iter().find(|a| a.key() == name) {
+            Some(name) => match Agent::named(name) {
                 Some(agent) => Some(agent),
                 None => {
                     let keys: Vec<&str> = Agent::ALL.iter().map(|a| a.key()).collect();
