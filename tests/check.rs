@@ -1038,3 +1038,33 @@ fn many_small_files_are_checked_side_by_side_in_order() {
     assert!(!files_named(&together).is_empty());
     assert_eq!(files_named(&together), files_named(&one_by_one));
 }
+
+/// The same reply twice is a spin only when nothing new was asked between:
+/// after a tool result it is `repeated_turn`; after a new user prompt (two
+/// questions with one answer, "ok" to "thanks" and "bye") it is not.
+#[test]
+fn a_new_prompt_between_two_equal_replies_is_not_a_spin() {
+    let kinds = |doc: Value| -> Vec<Kind> {
+        check(&read(&doc, Source::Provider(Format::Anthropic)).unwrap())
+            .into_iter()
+            .map(|f| f.kind)
+            .collect()
+    };
+    let asked_again = serde_json::json!({"messages": [
+        {"role": "user", "content": "thanks"},
+        {"role": "assistant", "content": "You're welcome."},
+        {"role": "user", "content": "bye"},
+        {"role": "assistant", "content": "You're welcome."},
+    ]});
+    assert_eq!(kinds(asked_again), []);
+    let call = serde_json::json!({"type": "tool_use", "id": "toolu_1", "name": "ls", "input": {}});
+    let call2 = serde_json::json!({"type": "tool_use", "id": "toolu_2", "name": "ls", "input": {}});
+    let spun = serde_json::json!({"messages": [
+        {"role": "user", "content": "list it"},
+        {"role": "assistant", "content": [call]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "a"}]},
+        {"role": "assistant", "content": [call2]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_2", "content": "a"}]},
+    ]});
+    assert_eq!(kinds(spun), [Kind::RepeatedTurn]);
+}

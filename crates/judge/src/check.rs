@@ -1820,6 +1820,11 @@ fn beyond_messages(
     for i in messages {
         let m = &conv.messages[i];
         if m.role != Role::Assistant {
+            // A new prompt between two equal replies: the user asked
+            // again, the loop did not spin.
+            if is_prompt(m) {
+                *spin = Spin::default();
+            }
             continue;
         }
         if !conv.tools.is_empty() {
@@ -1954,6 +1959,16 @@ fn builtin(conv: &Conversation, id: &str) -> bool {
 
 /// True when two assistant turns say the same and make the same calls
 /// (by name and arguments: a repeated plan often comes back with fresh ids).
+/// A user message that asks something: text, and no tool result.
+fn is_prompt(m: &Message) -> bool {
+    m.role == Role::User
+        && m.content.iter().any(|b| matches!(b, Block::Text { .. }))
+        && !m
+            .content
+            .iter()
+            .any(|b| matches!(b, Block::ToolResult { .. }))
+}
+
 fn same_turn(a: &Message, b: &Message) -> bool {
     let mut any = false;
     let mut left = turn_essence(a);
