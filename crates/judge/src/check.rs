@@ -914,7 +914,12 @@ fn anthropic_ids(conv: &Conversation, calls: &[(usize, usize, &str)], out: &mut 
                 vec![id.to_string()],
                 format!(
                     "{}.id: String should match pattern '^[a-zA-Z0-9_-]+$' (found {id:?})",
-                    src.path
+                    // A request body's place as Anthropic spells it
+                    // (`messages.1.content.0`); a log's event, as it is.
+                    match src.line {
+                        None => dotted(&src.path),
+                        Some(_) => src.path.to_string(),
+                    }
                 ),
                 true,
             ));
@@ -1959,6 +1964,12 @@ fn builtin(conv: &Conversation, id: &str) -> bool {
 
 /// True when two assistant turns say the same and make the same calls
 /// (by name and arguments: a repeated plan often comes back with fresh ids).
+/// A place as the providers spell it in their errors: `messages[1].content[0]`
+/// is `messages.1.content.0`.
+pub fn dotted(path: &str) -> String {
+    path.replace("][", ".").replace('[', ".").replace(']', "")
+}
+
 /// A user message that asks something: text, and no tool result.
 fn is_prompt(m: &Message) -> bool {
     m.role == Role::User

@@ -189,7 +189,7 @@ pub fn inspect_as(
         (None, _) | (Some(_), OnInvalid::Forward) => Decision::Forward,
         (Some(f), OnInvalid::Block) => Decision::Block {
             status: 400,
-            body: error_body_as(by, format, &f.message),
+            body: error_body_as(by, format, &in_providers_words(format, f)),
         },
         (Some(_), OnInvalid::Repair(how)) => {
             let mut fixed = to_repair.unwrap_or_default();
@@ -224,6 +224,25 @@ pub fn inspect_as(
         rejected,
         decision,
         unread,
+    }
+}
+
+/// A finding's message as the provider writes its 400: Anthropic opens it
+/// with the place it refuses, the message after the calls
+/// (`messages.2: \`tool_use\` ids were found without …`).
+fn in_providers_words(format: Format, f: &Finding) -> String {
+    let index = f
+        .path
+        .strip_prefix("messages[")
+        .and_then(|rest| rest.split(']').next())
+        .and_then(|i| i.parse::<usize>().ok());
+    match (format, f.kind, index) {
+        (Format::Anthropic, loopdbg_read::finding::Kind::UnansweredCall, Some(i))
+            if f.message.starts_with("`tool_use` ids were found") =>
+        {
+            format!("messages.{}: {}", i + 1, f.message)
+        }
+        _ => f.message.clone(),
     }
 }
 
@@ -455,11 +474,29 @@ mod tests {
         assert_eq!(status, 400);
         assert_eq!(body["type"], "error");
         assert_eq!(body["error"]["type"], "invalid_request_error");
+        // Anthropic's own words open with the place, spelled as it does.
+        let message = body["error"]["message"].as_str().unwrap();
         assert!(
-            body["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("toolu_f1")
+            message.starts_with(
+                "messages.2: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_f1."
+            ),
+            "{message}"
+        );
+        let bad_id = json!({"model": "m", "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "call:1", "name": "w", "input": {}}]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "call:1", "content": "24"}]}
+        ]});
+        let v = inspect(Format::Anthropic, bad_id, OnInvalid::Block, &Chain::Starts);
+        let Decision::Block { body, .. } = v.decision else {
+            panic!("blocked")
+        };
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(
+            message.starts_with("messages.1.content.0.id: String should match pattern"),
+            "{message}"
         );
     }
 
