@@ -1026,3 +1026,24 @@ fn agent_harness_files_are_read_as_what_they_record() {
     assert_eq!(finding["kind"], "mcp_unanswered_request");
     assert_eq!(finding["line"], 6, "{finding:#}");
 }
+
+/// opencode keeps its sessions in SQLite: `check` on the database says
+/// what it is and the two ways to read it, not that byte 107 is not UTF-8.
+#[test]
+fn check_on_opencodes_database_says_how_to_read_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("opencode.db");
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch("CREATE TABLE session (id text PRIMARY KEY);")
+        .unwrap();
+    loopdbg()
+        .args(["check", db.to_str().unwrap()])
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("a SQLite database")
+                .and(predicate::str::contains("loopdbg doctor --scan"))
+                .and(predicate::str::contains("opencode export SESSION")),
+        );
+}

@@ -254,6 +254,13 @@ pub(crate) fn read_text_line(
 /// located error: line, column and the offending byte.
 pub fn not_utf8(origin: &str, first_line: usize, e: &std::string::FromUtf8Error) -> LoadError {
     let bytes = e.as_bytes();
+    // A database is not text at all: say what it is and how to read it.
+    if first_line == 1 && bytes.starts_with(b"SQLite format 3\0") {
+        return LoadError::Refused {
+            origin: origin.to_string(),
+            reason: "a SQLite database, not a log or a request body: opencode keeps its sessions in one (`opencode.db`), which `loopdbg doctor --scan` reads; `opencode export SESSION > session.json` prints one session for `loopdbg check`".to_string(),
+        };
+    }
     let at = e.utf8_error().valid_up_to();
     let line = first_line + bytes[..at].iter().filter(|&&b| b == b'\n').count();
     let line_start = bytes[..at]
