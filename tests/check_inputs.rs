@@ -1047,3 +1047,36 @@ fn check_on_opencodes_database_says_how_to_read_it() {
                 .and(predicate::str::contains("opencode export SESSION")),
         );
 }
+
+/// A JSON array of request bodies or sessions (an export of several
+/// conversations), one line or pretty-printed: each read as its own
+/// conversation, not its first element taken for a message.
+#[test]
+fn an_array_of_bodies_is_read_body_by_body() {
+    let dir = tempfile::tempdir().unwrap();
+    let bodies = serde_json::json!([
+        {"model": "claude-sonnet-4-5", "max_tokens": 9, "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}]},
+            {"role": "user", "content": "go on"}]},
+        {"model": "gpt-5", "messages": [{"role": "user", "content": "hi"}]}
+    ]);
+    for (name, text) in [
+        ("one_line.json", bodies.to_string()),
+        (
+            "pretty.json",
+            serde_json::to_string_pretty(&bodies).unwrap(),
+        ),
+    ] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        loopdbg()
+            .args(["check", path.to_str().unwrap()])
+            .assert()
+            .code(1)
+            .stdout(
+                predicate::str::contains("unanswered_call (400)  [toolu_1]")
+                    .and(predicate::str::contains("checked 2 conversation(s)")),
+            );
+    }
+}

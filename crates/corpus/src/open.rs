@@ -994,6 +994,44 @@ pub(crate) fn read_document(
     replies: Replies,
     mut each: impl FnMut(Option<usize>, Conversation, Option<Conversation>),
 ) -> Result<ReadSummary, LoadError> {
+    read_document_with(origin, doc, text, forced, replies, &mut each)
+}
+
+/// [`read_document`], the conversations handed to `each` (not generic: an
+/// array of documents reads each through this again).
+fn read_document_with(
+    origin: &str,
+    doc: Value,
+    text: &str,
+    forced: Option<Source>,
+    replies: Replies,
+    each: &mut dyn FnMut(Option<usize>, Conversation, Option<Conversation>),
+) -> Result<ReadSummary, LoadError> {
+    // A JSON array of sessions or request bodies, each with its own
+    // `messages` (an export of several conversations): each read as the
+    // document it is, in order.
+    if let Value::Array(items) = &doc
+        && !items.is_empty()
+        && items.iter().all(|item| {
+            item.is_object()
+                && loopdbg_read::CONVERSATION_KEYS
+                    .iter()
+                    .any(|key| item.get(key).is_some())
+        })
+    {
+        let Value::Array(items) = doc else {
+            unreachable!("matched above")
+        };
+        let mut summary: Option<ReadSummary> = None;
+        for item in items {
+            let one = read_document_with(origin, item, text, forced, replies, each)?;
+            match &mut summary {
+                Some(all) => all.conversations += one.conversations,
+                None => summary = Some(one),
+            }
+        }
+        return Ok(summary.expect("a non-empty array"));
+    }
     let exchange = capture::is_exchange(&doc);
     if exchange && !capture::holds_conversation(&doc) {
         // One captured `GET /v1/models`: nothing to check.

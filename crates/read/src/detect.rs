@@ -207,6 +207,16 @@ const CLAUDE_CODE_BOOKKEEPING: &[&str] = &[
 
 /// Classifies one line of a JSON Lines file.
 pub fn classify_line(v: &Value) -> Evidence {
+    // An array of request bodies or sessions, each with its `messages`: a
+    // document of several conversations, read whole, not a line of one.
+    if let Value::Array(items) = v
+        && !items.is_empty()
+        && items
+            .iter()
+            .all(|i| i.is_object() && crate::CONVERSATION_KEYS.iter().any(|k| i.get(k).is_some()))
+    {
+        return Evidence::Unknown;
+    }
     let Value::Object(o) = v else {
         return match detect(v) {
             Some(s) => Evidence::Decisive(s),
