@@ -1010,27 +1010,25 @@ fn read_document_with(
     // A JSON array of sessions or request bodies, each with its own
     // `messages` (an export of several conversations): each read as the
     // document it is, in order.
-    if let Value::Array(items) = &doc
-        && !items.is_empty()
-        && items.iter().all(|item| {
+    let many = |items: &[Value]| {
+        items.iter().all(|item| {
             item.is_object()
                 && loopdbg_read::CONVERSATION_KEYS
                     .iter()
                     .any(|key| item.get(key).is_some())
         })
+    };
+    if let Value::Array(items) = &doc
+        && let Some((first, rest)) = items.split_first()
+        && many(items)
     {
-        let Value::Array(items) = doc else {
-            unreachable!("matched above")
-        };
-        let mut summary: Option<ReadSummary> = None;
-        for item in items {
+        let (first, rest) = (first.clone(), rest.to_vec());
+        let mut summary = read_document_with(origin, first, text, forced, replies, each)?;
+        for item in rest {
             let one = read_document_with(origin, item, text, forced, replies, each)?;
-            match &mut summary {
-                Some(all) => all.conversations += one.conversations,
-                None => summary = Some(one),
-            }
+            summary.conversations += one.conversations;
         }
-        return Ok(summary.expect("a non-empty array"));
+        return Ok(summary);
     }
     let exchange = capture::is_exchange(&doc);
     if exchange && !capture::holds_conversation(&doc) {
