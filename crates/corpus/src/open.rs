@@ -1018,18 +1018,30 @@ fn read_document_with(
                     .any(|key| item.get(key).is_some())
         })
     };
-    if let Value::Array(items) = &doc
-        && let Some((first, rest)) = items.split_first()
-        && many(items)
-    {
-        let (first, rest) = (first.clone(), rest.to_vec());
-        let mut summary = read_document_with(origin, first, text, forced, replies, each)?;
-        for item in rest {
-            let one = read_document_with(origin, item, text, forced, replies, each)?;
-            summary.conversations += one.conversations;
+    let doc = match doc {
+        Value::Array(items) if !items.is_empty() && many(&items) => {
+            let mut items = items.into_iter();
+            let mut summary = ReadSummary {
+                format: forced.unwrap_or(Source::Provider(
+                    loopdbg_formats::provider::Format::Anthropic,
+                )),
+                named: false,
+                conversations: 0,
+                errors: Vec::new(),
+                recording: false,
+                skipped: 0,
+            };
+            if let Some(first) = items.next() {
+                summary = read_document_with(origin, first, text, forced, replies, each)?;
+            }
+            for item in items {
+                let one = read_document_with(origin, item, text, forced, replies, each)?;
+                summary.conversations += one.conversations;
+            }
+            return Ok(summary);
         }
-        return Ok(summary);
-    }
+        other => other,
+    };
     let exchange = capture::is_exchange(&doc);
     if exchange && !capture::holds_conversation(&doc) {
         // One captured `GET /v1/models`: nothing to check.
