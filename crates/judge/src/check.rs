@@ -468,24 +468,27 @@ fn weigh_findings(
         .filter(|n| n.kind == Kind::BrokenLink)
         .filter_map(|n| n.source.line.and_then(|l| message_of(&l).copied()))
         .collect();
+    // Lines that hold several messages (Gemini CLI rewrites a resumed
+    // history whole on one `$set` line): a finding there names the message
+    // whose own place it gives. Counted once, not per finding, over the
+    // messages `later` holds (a growing check's part after its cut).
+    let mut messages_on: HashMap<usize, usize> = HashMap::default();
+    let recent = settled.map_or(0, |s| s.at)..msgs.len();
+    for line in conv.message_sources[recent].iter().filter_map(|s| s.line) {
+        *messages_on.entry(line).or_insert(0) += 1;
+    }
     for f in out.iter_mut().filter(|f| f.rejected_by_provider()) {
-        // A line that holds several messages (Gemini CLI rewrites a
-        // resumed history whole on one `$set` line) names the one whose
-        // own place the finding gives.
         let exact = || {
-            let same = |s: &BlockSource| s.line == f.line && s.uuid.as_deref() == f.uuid.as_deref();
-            let shared = f.line.is_some()
-                && conv
-                    .message_sources
-                    .iter()
-                    .filter(|s| s.line == f.line)
-                    .count()
-                    > 1;
+            let shared = f
+                .line
+                .is_some_and(|l| messages_on.get(&l).is_some_and(|&n| n > 1));
             shared
                 .then(|| {
-                    conv.message_sources
-                        .iter()
-                        .position(|s| same(s) && s.path == f.path)
+                    conv.message_sources.iter().position(|s| {
+                        s.line == f.line
+                            && s.uuid.as_deref() == f.uuid.as_deref()
+                            && s.path == f.path
+                    })
                 })
                 .flatten()
         };
