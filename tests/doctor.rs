@@ -1445,40 +1445,17 @@ fn doctor_repairs_a_gemini_cli_chat_killed_mid_tool_then_resumed() {
 /// line it does not name, and the doctor takes its own repair.
 #[test]
 fn every_repair_of_the_fixtures_keeps_what_it_does_not_name() {
-    use loopdbg_read::Source;
-    let stores = [
-        (
-            "tests/fixtures/transcripts/claude_code_v2",
-            Source::Agent(Agent::ClaudeCode),
-        ),
-        (
-            "tests/fixtures/transcripts/codex",
-            Source::Agent(Agent::Codex),
-        ),
-        (
-            "tests/fixtures/transcripts/gemini_cli",
-            Source::Agent(Agent::GeminiCli),
-        ),
-        (
-            "tests/fixtures/transcripts/kimi_code",
-            Source::Agent(Agent::KimiCode),
-        ),
-    ];
-    let mut repaired = 0;
-    for (dir, agent) in stores {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.extension().is_none_or(|e| e != "jsonl") {
-                continue;
-            }
-            let bytes = std::fs::read(&path).unwrap();
-            loopdbg_corpus::doctor::verify_repair(&bytes, agent)
-                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-            repaired += 1;
-        }
+    let logs = repaired_agents_logs();
+    for (path, bytes, agent) in &logs {
+        loopdbg_corpus::doctor::verify_repair(bytes, *agent)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     }
-    assert!(repaired > 20, "{repaired} logs");
-    loopdbg_corpus::doctor::verify_repair(b"0\r\n\0\0", Source::Agent(Agent::GeminiCli)).unwrap();
+    assert!(logs.len() > 20, "{} logs", logs.len());
+    loopdbg_corpus::doctor::verify_repair(
+        b"0\r\n\0\0",
+        loopdbg_read::Source::Agent(Agent::GeminiCli),
+    )
+    .unwrap();
 }
 
 /// What a repair does not touch is written as it was: a number as
@@ -1563,54 +1540,27 @@ fn doctor_repairs_a_gemini_cli_cancelled_batch_after_failed_resumes_in_one_run()
 #[test]
 fn every_repair_of_the_fixtures_is_whole_in_one_run() {
     use loopdbg_corpus::doctor::{Verdict, diagnose_as};
-    use loopdbg_read::Source;
-    let stores = [
-        (
-            "tests/fixtures/transcripts/claude_code_v2",
-            Source::Agent(Agent::ClaudeCode),
-        ),
-        (
-            "tests/fixtures/transcripts/codex",
-            Source::Agent(Agent::Codex),
-        ),
-        (
-            "tests/fixtures/transcripts/gemini_cli",
-            Source::Agent(Agent::GeminiCli),
-        ),
-        (
-            "tests/fixtures/transcripts/kimi_code",
-            Source::Agent(Agent::KimiCode),
-        ),
-    ];
     let mut repaired = 0;
-    for (dir, agent) in stores {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.extension().is_none_or(|e| e != "jsonl") {
-                continue;
-            }
-            let bytes = std::fs::read(&path).unwrap();
-            let (Verdict::Needs(repair), _) =
-                diagnose_as("session.jsonl", bytes, Some(agent), true)
-            else {
-                continue;
-            };
-            let text = repair.lines().collect::<Vec<_>>().join("\n") + "\n";
-            let (again, _) = diagnose_as("session.jsonl", text.into_bytes(), Some(agent), true);
-            if let Verdict::Needs(more) = again {
-                panic!(
-                    "{}: a second doctor run would still change: {}",
-                    path.display(),
-                    more.plan
-                        .changes
-                        .iter()
-                        .map(|c| format!("line {}: {}", c.line, c.what))
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                );
-            }
-            repaired += 1;
+    for (path, bytes, agent) in repaired_agents_logs() {
+        let (Verdict::Needs(repair), _) = diagnose_as("session.jsonl", bytes, Some(agent), true)
+        else {
+            continue;
+        };
+        let text = repair.lines().collect::<Vec<_>>().join("\n") + "\n";
+        let (again, _) = diagnose_as("session.jsonl", text.into_bytes(), Some(agent), true);
+        if let Verdict::Needs(more) = again {
+            panic!(
+                "{}: a second doctor run would still change: {}",
+                path.display(),
+                more.plan
+                    .changes
+                    .iter()
+                    .map(|c| format!("line {}: {}", c.line, c.what))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            );
         }
+        repaired += 1;
     }
     assert!(repaired > 10, "{repaired} repaired logs");
 }
@@ -1702,4 +1652,28 @@ fn doctor_scan_finds_and_repairs_kimi_code_sessions() {
     scan(false)
         .code(0)
         .stdout(predicate::str::contains("every one can be resumed"));
+}
+
+/// Every agent-log fixture of the agents the doctor repairs: its path, its
+/// bytes and what it is read as.
+fn repaired_agents_logs() -> Vec<(PathBuf, Vec<u8>, loopdbg_read::Source)> {
+    use loopdbg_read::Source;
+    let stores = [
+        ("claude_code_v2", Agent::ClaudeCode),
+        ("codex", Agent::Codex),
+        ("gemini_cli", Agent::GeminiCli),
+        ("kimi_code", Agent::KimiCode),
+    ];
+    let mut out = Vec::new();
+    for (dir, agent) in stores {
+        assert!(agent.repaired(), "{agent} is repaired by the doctor");
+        for entry in std::fs::read_dir(format!("tests/fixtures/transcripts/{dir}")).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "jsonl") {
+                let bytes = std::fs::read(&path).unwrap();
+                out.push((path, bytes, Source::Agent(agent)));
+            }
+        }
+    }
+    out
 }

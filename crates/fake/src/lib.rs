@@ -806,12 +806,6 @@ fn openai_refusal(messages: &[Value]) -> Option<Value> {
             .filter_map(|c| c["id"].as_str())
             .collect();
         asked.extend(&ids);
-        let ids: Vec<&str> = m["tool_calls"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|c| c["id"].as_str())
-            .collect();
         if ids.is_empty() {
             continue;
         }

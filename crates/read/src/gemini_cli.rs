@@ -245,7 +245,7 @@ fn model_turn(conv: &mut Conversation, record: &Value, src: &dyn Fn(String) -> B
 /// Pushes `message`, or adds its blocks to the last message when that has
 /// the same role: Gemini CLI joins neighbouring turns of one role before
 /// it sends the history.
-fn push_coalesced(
+pub(crate) fn push_coalesced(
     conv: &mut Conversation,
     message: Message,
     source: BlockSource,

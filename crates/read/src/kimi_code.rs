@@ -65,23 +65,16 @@ impl KimiCodeLog {
                     return Ok(());
                 }
                 // Neighbouring user messages are sent as one.
-                let conv = self.conv();
-                match conv.messages.last_mut() {
-                    Some(last) if last.role == Role::User && role == "user" => {
-                        last.content.extend(blocks);
-                        let at = conv.messages.len() - 1;
-                        conv.block_sources[at].extend(sources);
-                    }
-                    _ => conv.push(
-                        Message {
-                            role: Role::User,
-                            content: blocks,
-                            finish_reason: None,
-                        },
-                        src("message".into()),
-                        sources,
-                    ),
-                }
+                crate::gemini_cli::push_coalesced(
+                    self.conv(),
+                    Message {
+                        role: Role::User,
+                        content: blocks,
+                        finish_reason: None,
+                    },
+                    src("message".into()),
+                    sources,
+                );
             }
             "assistant" => {
                 let (mut blocks, mut sources) = texts(record.get("content"), &src);

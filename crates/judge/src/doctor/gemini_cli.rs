@@ -104,19 +104,9 @@ pub fn gemini_cli(text: &str) -> Result<Plan, String> {
             }
             Edit::TrimResult { record, call, keep } => {
                 let rec = &mut records[*record];
-                let Some(slot) = rec
-                    .value
-                    .get_mut("toolCalls")
-                    .and_then(|c| c.get_mut(*call))
-                    .and_then(Value::as_object_mut)
-                else {
+                let Some((slot, id, _)) = call_slot(&mut rec.value, *call) else {
                     continue;
                 };
-                let id = slot
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string();
                 let Some(Value::Array(parts)) = slot.get_mut("result") else {
                     continue;
                 };
@@ -142,24 +132,9 @@ pub fn gemini_cli(text: &str) -> Result<Plan, String> {
             }
             Edit::FillResult { record, call } => {
                 let rec = &mut records[*record];
-                let Some(slot) = rec
-                    .value
-                    .get_mut("toolCalls")
-                    .and_then(|c| c.get_mut(*call))
-                    .and_then(Value::as_object_mut)
-                else {
+                let Some((slot, id, name)) = call_slot(&mut rec.value, *call) else {
                     continue;
                 };
-                let id = slot
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string();
-                let name = slot
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string();
                 slot.insert(
                     "result".into(),
                     json!([{"functionResponse": {
@@ -178,6 +153,22 @@ pub fn gemini_cli(text: &str) -> Result<Plan, String> {
     }
     write_back(&mut lines, &records, &touched)?;
     Ok(assemble(lines, &[], changes))
+}
+
+/// Call `k` of a model record's `toolCalls`, with its id and name.
+fn call_slot(
+    record: &mut Value,
+    k: usize,
+) -> Option<(&mut serde_json::Map<String, Value>, String, String)> {
+    let slot = record.get_mut("toolCalls")?.get_mut(k)?.as_object_mut()?;
+    let field = |key: &str| {
+        slot.get(key)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let (id, name) = (field("id"), field("name"));
+    Some((slot, id, name))
 }
 
 /// Says `what` of `line`, once.
