@@ -92,15 +92,23 @@ fn rebuild_answer(conv: &mut Conversation, at: usize, calls: &[String]) {
         .collect();
     let told = told_in_text(message);
     let source = conv.message_sources[at].clone();
-    let old_blocks = std::mem::take(&mut conv.messages[at].content);
-    let old_sources = std::mem::take(&mut conv.block_sources[at]);
+    // Moved, not copied: a long task rebuilds most of its messages.
+    let mut old_blocks: Vec<Option<Block>> = std::mem::take(&mut conv.messages[at].content)
+        .into_iter()
+        .map(Some)
+        .collect();
+    let mut old_sources: Vec<Option<crate::BlockSource>> =
+        std::mem::take(&mut conv.block_sources[at])
+            .into_iter()
+            .map(Some)
+            .collect();
     let mut blocks = Vec::with_capacity(old_blocks.len() + missing.len());
     let mut sources = Vec::with_capacity(blocks.capacity());
     for (k, id) in calls.iter().enumerate() {
         match by_id[k] {
             Some(b) => {
-                blocks.push(old_blocks[b].clone());
-                sources.push(old_sources[b].clone());
+                blocks.extend(old_blocks[b].take());
+                sources.extend(old_sources[b].take());
             }
             None => {
                 blocks.push(Block::ToolResult {
@@ -112,10 +120,12 @@ fn rebuild_answer(conv: &mut Conversation, at: usize, calls: &[String]) {
             }
         }
     }
-    for (b, block) in old_blocks.into_iter().enumerate() {
-        if !matches!(block, Block::ToolResult { .. }) {
+    for (block, source) in old_blocks.into_iter().zip(old_sources) {
+        if let (Some(block), Some(source)) = (block, source)
+            && !matches!(block, Block::ToolResult { .. })
+        {
             blocks.push(block);
-            sources.push(old_sources[b].clone());
+            sources.push(source);
         }
     }
     conv.messages[at] = Message {
