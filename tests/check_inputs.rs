@@ -1080,3 +1080,32 @@ fn an_array_of_bodies_is_read_body_by_body() {
             );
     }
 }
+
+/// A recording whose one request body is not JSON (cut by the recorder):
+/// that interaction is said at its place, the others are read and judged.
+#[test]
+fn a_malformed_body_in_a_recording_is_said_where_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cassette.json");
+    let broken = r#"{"model":"m","messages":[{"role":"user","content":"#;
+    let dangling = serde_json::json!({"model": "m", "max_tokens": 9, "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}]},
+        {"role": "user", "content": "x"}]});
+    let uri = "https://api.anthropic.com/v1/messages";
+    let cassette = serde_json::json!({"interactions": [
+        {"request": {"method": "POST", "uri": uri, "body": dangling.to_string()},
+         "response": {"status": {"code": 400}, "body": {"string": "{}"}}},
+        {"request": {"method": "POST", "uri": uri, "body": broken},
+         "response": {"status": {"code": 400}, "body": {"string": "{}"}}},
+    ]});
+    std::fs::write(&path, serde_json::to_string_pretty(&cassette).unwrap()).unwrap();
+    loopdbg()
+        .args(["check", path.to_str().unwrap()])
+        .assert()
+        .code(2)
+        .stdout(predicate::str::contains("unanswered_call (400)  [toolu_1]"))
+        .stderr(predicate::str::contains(
+            "interactions[1].request.body: the recorded request body is not JSON",
+        ));
+}

@@ -229,9 +229,7 @@ pub fn read_recording_with(doc: &Value, append: Option<AppendReply>) -> Option<R
         let at = base.index(i);
         let path = at.to_string();
         let request = interaction.get("request").unwrap_or(&Value::Null);
-        let Some(body) = body_of(request).filter(Value::is_object) else {
-            continue;
-        };
+        let body = body_of(request);
         let url = request
             .get("uri")
             .or_else(|| request.get("url"))
@@ -241,6 +239,24 @@ pub fn read_recording_with(doc: &Value, append: Option<AppendReply>) -> Option<R
             rest.find('/').map_or("/", |at| &rest[at..])
         });
         let route = route.split('?').next().unwrap_or(route);
+        // A request to a conversation endpoint whose recorded body is not
+        // JSON (cut, or mangled by the recorder): said at its place, and
+        // the other interactions read.
+        if let (Some(Value::String(text)), Some(_)) = (&body, provider_of_route(route))
+            && let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(text)
+        {
+            let within = at.key("request").key("body");
+            recorded.errors.push(super::err(
+                &within,
+                format!(
+                    "the recorded request body is not JSON ({e}): this interaction was not checked"
+                ),
+            ));
+            continue;
+        }
+        let Some(body) = body.filter(Value::is_object) else {
+            continue;
+        };
         if loopdbg_formats::route::carries_no_conversation(route) {
             recorded.skipped += 1;
             continue;
