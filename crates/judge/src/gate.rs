@@ -229,7 +229,7 @@ pub fn inspect_as(
 
 /// A finding's message as the provider writes its 400: Anthropic opens it
 /// with the place it refuses, the message after the calls
-/// (`messages.2: \`tool_use\` ids were found without …`).
+/// ("messages.2: `tool_use` ids were found without …").
 fn in_providers_words(format: Format, f: &Finding) -> String {
     let index = f
         .path
