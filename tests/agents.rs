@@ -1503,8 +1503,10 @@ fn gemini_cli_killed_mid_tool_fails_its_own_resume_and_resumes_once_doctored() {
 /// predicting the 400 the agent got after each; then one `doctor --scan
 /// --write` over the home says it can be resumed (exit 0) and the resume
 /// is answered; a resumed turn that runs tools breaks the file again (the
-/// CLI's own doing, predicted by `check`), one more scan mends it, the
-/// resume after that is answered, and a last scan finds nothing to change.
+/// CLI's own doing, predicted by `check`), one more scan mends it, and
+/// the resume after that is answered. (What that resume writes back may
+/// hold the copies again, as every resume of a session with tool calls
+/// does: seen in CI, not always.)
 #[test]
 #[ignore = "end-to-end: the real agent (scripts/install-agents.sh)"]
 fn gemini_cli_refused_twice_then_scanned_resumes_and_keeps_resuming() {
@@ -1569,9 +1571,6 @@ fn gemini_cli_refused_twice_then_scanned_resumes_and_keeps_resuming() {
     assert_eq!(code, Some(0), "{said}");
     let (ok, _, exchanges) = resume_through_proxy(agent, bin, &fake.url, scratch, &resume);
     assert_accepted(ok, &exchanges);
-    let (code, said) = scan(false);
-    assert_eq!(code, Some(0), "{said}");
-    assert!(said.contains("every one can be resumed"), "{said}");
 }
 
 /// The proxy's repair mends what Gemini CLI actually sends: a session
