@@ -161,7 +161,7 @@ fn read_message(
     })?;
     // Roo Code stores other providers' reasoning as content blocks of
     // its own and converts them before it sends.
-    let stored_reasoning = |kind: &str| kept.is_store && kind == "a `reasoning` block";
+    let stored_reasoning = |kind: &str| kept.is_store() && kind == "a `reasoning` block";
     for (source, kind) in read.unknown().iter().filter(|(_, k)| !stored_reasoning(k)) {
         conv.notices.push(super::Notice {
             kind: crate::finding::Kind::UnknownBlock,
@@ -201,7 +201,6 @@ fn read_message(
 /// without those a truncation marker hides: so are they read here.
 /// Entries keep their index, so a finding names the file's own place.
 struct TaskStore {
-    is_store: bool,
     /// Whose store: Roo Code when it holds Roo's own fields (condensing,
     /// truncation markers, reasoning items), Cline otherwise, unless the
     /// caller knows.
@@ -251,16 +250,20 @@ impl TaskStore {
             (false, None) => None,
         };
         TaskStore {
-            is_store,
             agent,
             condensed: ids(|s| s.condense_id.as_deref(), |_| true),
             truncated: ids(|s| s.truncation_id.as_deref(), |s| s.truncation_marker.0),
         }
     }
 
+    /// Whether the history is an extension's task store.
+    fn is_store(&self) -> bool {
+        self.agent.is_some()
+    }
+
     /// Whether the extension sends this entry.
     fn sends(&self, item: &MessageIn) -> bool {
-        if !self.is_store {
+        if !self.is_store() {
             return true;
         }
         let named =
