@@ -1677,3 +1677,221 @@ fn repaired_agents_logs() -> Vec<(PathBuf, Vec<u8>, loopdbg_read::Source)> {
     }
     out
 }
+
+/// Crush's database as Crush creates it (internal/db/migrations up to
+/// 20260127, the tables the scan reads), with the rows Crush writes:
+/// parts as `[{type, data}]`, each tool result a `tool` message of its
+/// own, `created_at` in seconds (so several rows share one).
+fn plant_crush(data_dir: &Path) -> rusqlite::Connection {
+    std::fs::create_dir_all(data_dir).unwrap();
+    let db = rusqlite::Connection::open(data_dir.join("crush.db")).unwrap();
+    db.execute_batch(
+        "PRAGMA journal_mode=WAL;
+        CREATE TABLE sessions (id TEXT PRIMARY KEY, parent_session_id TEXT, title TEXT NOT NULL,
+            message_count INTEGER NOT NULL DEFAULT 0, prompt_tokens INTEGER NOT NULL DEFAULT 0,
+            completion_tokens INTEGER NOT NULL DEFAULT 0, cost REAL NOT NULL DEFAULT 0.0,
+            updated_at INTEGER NOT NULL, created_at INTEGER NOT NULL,
+            summary_message_id TEXT, todos TEXT);
+        CREATE TABLE messages (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, role TEXT NOT NULL,
+            parts TEXT NOT NULL default '[]', model TEXT, created_at INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL, finished_at INTEGER, provider TEXT,
+            is_summary_message INTEGER DEFAULT 0 NOT NULL);
+        CREATE INDEX idx_messages_session_id ON messages (session_id);
+        CREATE INDEX idx_messages_created_at ON messages (created_at);",
+    )
+    .unwrap();
+    db
+}
+
+fn crush_session(db: &rusqlite::Connection, id: &str, parent: Option<&str>, at: i64) {
+    db.execute(
+        "INSERT INTO sessions (id, parent_session_id, title, updated_at, created_at) VALUES (?1, ?2, 't', ?3, ?3)",
+        rusqlite::params![id, parent, at],
+    )
+    .unwrap();
+}
+
+/// One message row; `parts` as Crush's `marshalParts` writes them.
+fn crush_message(
+    db: &rusqlite::Connection,
+    session: &str,
+    id: &str,
+    role: &str,
+    at: i64,
+    parts: serde_json::Value,
+) {
+    db.execute(
+        "INSERT INTO messages (id, session_id, role, parts, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+        rusqlite::params![id, session, role, parts.to_string(), at],
+    )
+    .unwrap();
+}
+
+fn crush_call(id: &str, command: &str) -> serde_json::Value {
+    let input = serde_json::json!({ "command": command }).to_string();
+    serde_json::json!({"type": "tool_call", "data": {"id": id, "name": "bash", "input": input, "provider_executed": false, "finished": true}})
+}
+
+fn crush_result(id: &str, content: &str) -> serde_json::Value {
+    serde_json::json!({"type": "tool_result", "data": {"tool_call_id": id, "name": "bash", "content": content, "data": "", "mime_type": "", "metadata": "", "is_error": false}})
+}
+
+fn crush_text(text: &str) -> serde_json::Value {
+    serde_json::json!({"type": "text", "data": {"text": text}})
+}
+
+#[test]
+fn doctor_scan_reads_crush_projects_as_crush_sends_them() {
+    use serde_json::json;
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let project = dir.path().join("work/app");
+    let data_dir = project.join(".crush");
+    let global = home.join(".local/share/crush");
+    std::fs::create_dir_all(&global).unwrap();
+    std::fs::write(
+        global.join("projects.json"),
+        json!({"projects": [
+            {"path": project, "data_dir": data_dir, "last_accessed": "2026-12-05T09:14:31Z"},
+            // A project whose folder is gone: nothing to read, no error.
+            {"path": "/gone", "data_dir": "/gone/.crush", "last_accessed": "2026-11-01T00:00:00Z"}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let db = plant_crush(&data_dir);
+    let stop = json!({"type": "finish", "data": {"reason": "stop", "time": 0}});
+    let tool_use = json!({"type": "finish", "data": {"reason": "tool_use", "time": 0}});
+    // Killed while the second of two parallel calls ran.
+    crush_session(&db, "killed", None, 10);
+    crush_message(
+        &db,
+        "killed",
+        "k1",
+        "user",
+        10,
+        json!([crush_text("run both"), stop]),
+    );
+    crush_message(
+        &db,
+        "killed",
+        "k2",
+        "assistant",
+        11,
+        json!([
+            crush_call("call_a", "make test"),
+            crush_call("call_b", "make lint"),
+            tool_use
+        ]),
+    );
+    crush_message(
+        &db,
+        "killed",
+        "k3",
+        "tool",
+        11,
+        json!([crush_result("call_a", "ok"), stop]),
+    );
+    // Summarized after a killed call: Crush sends from the summary on.
+    crush_session(&db, "summarized", None, 20);
+    crush_message(
+        &db,
+        "summarized",
+        "s1",
+        "user",
+        20,
+        json!([crush_text("look"), stop]),
+    );
+    crush_message(
+        &db,
+        "summarized",
+        "s2",
+        "assistant",
+        21,
+        json!([crush_call("call_c", "ls"), tool_use]),
+    );
+    crush_message(
+        &db,
+        "summarized",
+        "s3",
+        "assistant",
+        22,
+        json!([
+            crush_text("Summary: we looked."),
+            json!({"type": "finish", "data": {"reason": "end_turn", "time": 0}})
+        ]),
+    );
+    crush_message(
+        &db,
+        "summarized",
+        "s4",
+        "user",
+        23,
+        json!([crush_text("go on"), stop]),
+    );
+    db.execute(
+        "UPDATE sessions SET summary_message_id = 's3' WHERE id = 'summarized'",
+        [],
+    )
+    .unwrap();
+    // A sub-agent's session, left open: Crush's own, never resumed.
+    crush_session(&db, "agent-tool-call", Some("killed"), 12);
+    crush_message(
+        &db,
+        "agent-tool-call",
+        "a1",
+        "assistant",
+        12,
+        json!([crush_call("call_d", "grep"), tool_use]),
+    );
+    // Clean.
+    crush_session(&db, "clean", None, 30);
+    crush_message(
+        &db,
+        "clean",
+        "c1",
+        "user",
+        30,
+        json!([crush_text("hi"), stop]),
+    );
+    crush_message(
+        &db,
+        "clean",
+        "c2",
+        "assistant",
+        30,
+        json!([
+            crush_text("hello"),
+            json!({"type": "finish", "data": {"reason": "end_turn", "time": 0}})
+        ]),
+    );
+    drop(db);
+    let before = std::fs::read(data_dir.join("crush.db")).unwrap();
+
+    let mut cmd = loopdbg();
+    cmd.args(["doctor", "--scan", "--format", "json"]);
+    for var in loopdbg_corpus::stores::VARIABLES {
+        cmd.env_remove(var);
+    }
+    // Every session resumes (Crush mends the killed one itself): exit 0.
+    let out = cmd.env("HOME", &home).assert().code(0);
+    let scan = scanned(&out);
+    assert_eq!(scan["sessions"], 3, "{scan:#}");
+    assert_eq!(scan["stores"][0]["agent"], "crush", "{scan:#}");
+    let listed = scan["unresumable"].as_array().unwrap();
+    assert_eq!(listed.len(), 1, "{scan:#}");
+    let killed = &listed[0];
+    assert_eq!(killed["session"], "killed");
+    assert_eq!(killed["standing"], "mended");
+    assert_eq!(
+        killed["resume"],
+        format!("cd {} && crush --session killed", project.display())
+    );
+    let why = killed["why"].as_str().unwrap();
+    assert!(
+        why.contains("call_b") && why.contains("tool call was interrupted"),
+        "{why}"
+    );
+    assert!(!why.contains("call_a"), "{why}");
+    assert_eq!(std::fs::read(data_dir.join("crush.db")).unwrap(), before);
+}

@@ -152,7 +152,7 @@ pub enum Command {
     /// Reads request bodies (Anthropic, OpenAI Chat, Responses, Gemini,
     /// Bedrock Converse), message arrays,
     /// JSON Lines of them; agent logs (Claude Code, Codex, Gemini CLI,
-    /// Copilot CLI, Cline/Roo, opencode exports); recordings (HAR, VCR
+    /// Copilot CLI, Cline/Roo, Kimi Code, opencode and Crush sessions); recordings (HAR, VCR
     /// cassettes, Go httprr, loopdbg captures); OTLP traces; MCP captures.
     ///
     /// Exit 0 when clean; 1 when problems were found or nothing was checked;
@@ -210,8 +210,8 @@ pub enum Command {
     ///
     /// A call left without its result, a result sent twice, a torn last
     /// line: repaired in the agent's own format (Claude Code, Codex and
-    /// Gemini CLI sessions; Copilot CLI, Cline/Roo and opencode's database
-    /// are checked). Says
+    /// Gemini CLI and Kimi Code sessions; Copilot CLI, Cline/Roo and the
+    /// databases of opencode and Crush are checked). Says
     /// what it would change; --write changes it, keeping the original as
     /// FILE.loopdbg-bak (numbered, never overwritten), and checks it again.
     /// --scan finds every agent's sessions on this machine and lists those
@@ -320,9 +320,9 @@ pub struct DoctorArgs {
     #[arg(required_unless_present = "scan", conflicts_with = "scan")]
     pub files: Vec<PathBuf>,
     /// Find the sessions of every agent on this machine (Claude Code, Codex,
-    /// Gemini CLI, Copilot CLI, Cline, Roo Code, Kilo Code, opencode; where
-    /// CLAUDE_CONFIG_DIR, CODEX_HOME, GEMINI_CLI_HOME or COPILOT_HOME put
-    /// them) and put each to the doctor.
+    /// Gemini CLI, Copilot CLI, Cline, Roo Code, Kilo Code, Kimi Code,
+    /// opencode, Crush; where CLAUDE_CONFIG_DIR, CODEX_HOME, GEMINI_CLI_HOME,
+    /// COPILOT_HOME, KIMI_SHARE_DIR or CRUSH_GLOBAL_DATA put them) and put each to the doctor.
     #[arg(long)]
     pub scan: bool,
     /// Repair the files (the original kept as FILE.loopdbg-bak).

@@ -278,7 +278,12 @@ pub fn diagnose_as(
         Some(Agent::GeminiCli) => loopdbg_judge::doctor::gemini_cli(&text),
         Some(Agent::KimiCode) => loopdbg_judge::doctor::kimi_code(&text, &findings),
         Some(
-            Agent::CopilotCli | Agent::Cline | Agent::RooCode | Agent::KiloCode | Agent::Opencode,
+            Agent::CopilotCli
+            | Agent::Cline
+            | Agent::RooCode
+            | Agent::KiloCode
+            | Agent::Opencode
+            | Agent::Crush,
         )
         | None => {
             let format = format.to_string();

@@ -29,6 +29,8 @@ use serde_json::Value;
 pub mod ci;
 pub mod conversations;
 pub mod cores;
+#[cfg(feature = "crush")]
+pub mod crush_store;
 pub mod doctor;
 pub mod exports;
 pub mod follow;

@@ -258,7 +258,7 @@ pub fn not_utf8(origin: &str, first_line: usize, e: &std::string::FromUtf8Error)
     if first_line == 1 && bytes.starts_with(b"SQLite format 3\0") {
         return LoadError::Refused {
             origin: origin.to_string(),
-            reason: "a SQLite database, not a log or a request body: opencode keeps its sessions in one (`opencode.db`), which `loopdbg doctor --scan` reads; `opencode export SESSION > session.json` prints one session for `loopdbg check`".to_string(),
+            reason: "a SQLite database, not a log or a request body: opencode and Crush keep their sessions in one (`opencode.db`, `crush.db`), which `loopdbg doctor --scan` reads; `opencode export SESSION > session.json` or `crush session show --json SESSION > session.json` prints one session for `loopdbg check`".to_string(),
         };
     }
     let at = e.utf8_error().valid_up_to();

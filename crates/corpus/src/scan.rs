@@ -192,7 +192,7 @@ pub fn examine_all(
             let rows = s
                 .db_sessions
                 .iter()
-                .map(|d| Work::Row(s.root.clone(), d.clone()));
+                .map(|d| Work::Row(s.agent, s.root.clone(), d.clone()));
             files.chain(rows)
         })
         .collect();
@@ -204,7 +204,7 @@ pub fn examine_all(
                 examine(*agent, path, options),
                 std::fs::metadata(path).map_or(0, |m| m.len()),
             ),
-            Work::Row(db, session) => examine_row(db, session),
+            Work::Row(agent, db, session) => examine_row(*agent, db, session),
         };
         progress(Progress {
             done: done.fetch_add(1, Ordering::Relaxed) + 1,
@@ -224,8 +224,8 @@ pub fn examine_all(
 enum Work {
     /// A file of its own.
     File(Agent, PathBuf),
-    /// A session of opencode's database at the path.
-    Row(PathBuf, crate::stores::DbSession),
+    /// A session of the agent's database at the path.
+    Row(Agent, PathBuf, crate::stores::DbSession),
 }
 
 fn summary(store: &Store) -> StoreSummary {
@@ -237,47 +237,56 @@ fn summary(store: &Store) -> StoreSummary {
     }
 }
 
-/// The doctor on one session of opencode's database, and its size: read
-/// as `opencode export` prints it, named, never written (the doctor does
-/// not write opencode's store).
+/// The doctor on one session of an agent's database (opencode's,
+/// Crush's), and its size: read as the agent's own export prints it
+/// (`opencode export`, `crush session show --json`), named, never written
+/// (the doctor does not write a database).
 fn examine_row(
+    agent: Agent,
     db: &std::path::Path,
     session: &crate::stores::DbSession,
 ) -> (Option<Unresumable>, u64) {
     let unresumable = |standing, why| Unresumable {
-        agent: Agent::Opencode,
+        agent,
         path: db.to_path_buf(),
         session: Some(session.id.clone()),
         standing,
         why,
         changes: None,
         written: None,
-        resume: Some(session.resume_command()),
+        resume: Some(session.resume_command(agent)),
     };
-    #[cfg(feature = "opencode")]
-    {
-        let bytes = match crate::opencode_store::export(db, &session.id) {
-            Ok(bytes) => bytes,
-            Err(e) => {
-                let why = format!("it could not be read: {e}");
-                return (Some(unresumable(Standing::Unread, why)), 0);
-            }
-        };
-        let size = bytes.len() as u64;
-        let origin = format!("{} session {}", db.display(), session.id);
-        let forced = Some(loopdbg_read::Source::Agent(Agent::Opencode));
-        let (verdict, standing) = doctor::diagnose_as(&origin, bytes, forced, false);
-        let why = match verdict {
-            Verdict::Clean => return (None, size),
-            Verdict::Cannot(why) | Verdict::NotRepaired { why, .. } => why,
-            Verdict::Needs(repair) => repair.why,
-        };
-        (Some(unresumable(standing, why)), size)
-    }
-    #[cfg(not(feature = "opencode"))]
-    {
-        let why = "this build does not read opencode's database".to_string();
-        (Some(unresumable(Standing::Unread, why)), 0)
+    let bytes = match export_row(agent, db, &session.id) {
+        Ok(bytes) => bytes,
+        Err(e) => return (Some(unresumable(Standing::Unread, e)), 0),
+    };
+    let size = bytes.len() as u64;
+    let origin = format!("{} session {}", db.display(), session.id);
+    let forced = Some(loopdbg_read::Source::Agent(agent));
+    let (verdict, standing) = doctor::diagnose_as(&origin, bytes, forced, false);
+    let why = match verdict {
+        Verdict::Clean => return (None, size),
+        Verdict::Cannot(why) | Verdict::NotRepaired { why, .. } => why,
+        Verdict::Needs(repair) => repair.why,
+    };
+    (Some(unresumable(standing, why)), size)
+}
+
+/// One session of `agent`'s database as its export prints it, or why not.
+fn export_row(agent: Agent, db: &std::path::Path, id: &str) -> Result<Vec<u8>, String> {
+    let unread = |e: String| format!("it could not be read: {e}");
+    match agent {
+        #[cfg(feature = "opencode")]
+        Agent::Opencode => crate::opencode_store::export(db, id).map_err(unread),
+        #[cfg(feature = "crush")]
+        Agent::Crush => crate::crush_store::export(db, id).map_err(unread),
+        _ => {
+            let _ = (db, id, unread);
+            Err(format!(
+                "this build does not read {}'s database",
+                agent.name()
+            ))
+        }
     }
 }
 
@@ -296,6 +305,7 @@ fn examine(agent: Agent, path: &std::path::Path, options: Options) -> Option<Unr
         | Agent::GeminiCli
         | Agent::CopilotCli
         | Agent::Opencode
+        | Agent::Crush
         | Agent::KimiCode => None,
     };
     let (verdict, standing) = doctor::standing_as(path, known, false);

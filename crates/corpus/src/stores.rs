@@ -26,6 +26,12 @@
 //!   1.2 it keeps sessions in a SQLite database (`opencode.db`), read with
 //!   the `opencode` feature ([`crate::opencode_store`]); `opencode --session
 //!   ID` in the session's folder.
+//! - Crush: a SQLite database per project (`<project>/.crush/crush.db` by
+//!   default), the projects listed in `projects.json` in its global data
+//!   folder: `$CRUSH_GLOBAL_DATA`, else `$XDG_DATA_HOME/crush`, else
+//!   `~/.local/share/crush` (`%LOCALAPPDATA%\crush` on Windows; config
+//!   `GlobalConfigData`); read with the `crush` feature
+//!   ([`crate::crush_store`]); `crush --session ID` in the project.
 //!
 //! Reading the process's environment happens once, in
 //! [`Places::from_env`]; everything after takes a [`Places`], so a test
@@ -39,7 +45,7 @@ use std::path::{Path, PathBuf};
 pub use loopdbg_read::Agent;
 
 /// The variables that move an agent's store, read by [`Places::from_env`].
-pub const VARIABLES: [&str; 8] = [
+pub const VARIABLES: [&str; 10] = [
     "CLAUDE_CONFIG_DIR",
     "CODEX_HOME",
     "GEMINI_CLI_HOME",
@@ -48,6 +54,8 @@ pub const VARIABLES: [&str; 8] = [
     "XDG_CONFIG_HOME",
     "XDG_DATA_HOME",
     "APPDATA",
+    "CRUSH_GLOBAL_DATA",
+    "LOCALAPPDATA",
 ];
 
 /// The home folder and the variables the agents honour.
@@ -108,7 +116,7 @@ pub struct Store {
     pub root: PathBuf,
     /// Its session files, sorted.
     pub sessions: Vec<PathBuf>,
-    /// The sessions of a database store (opencode's), oldest first.
+    /// The sessions of a database store (opencode's, Crush's), oldest first.
     pub db_sessions: Vec<DbSession>,
     /// Why its sessions are not read one by one, where they are not.
     pub note: Option<String>,
@@ -124,10 +132,13 @@ pub struct DbSession {
 }
 
 impl DbSession {
-    /// The agent's command to resume it (opencode's: `opencode --session
-    /// ID`, in its folder).
-    pub fn resume_command(&self) -> String {
-        let command = format!("opencode --session {}", quoted(&self.id));
+    /// `agent`'s command to resume it, in its folder.
+    pub fn resume_command(&self, agent: Agent) -> String {
+        let program = match agent {
+            Agent::Crush => "crush",
+            _ => "opencode",
+        };
+        let command = format!("{program} --session {}", quoted(&self.id));
         match self.directory.as_deref() {
             Some(folder) if !folder.is_empty() => format!("cd {} && {command}", quoted(folder)),
             _ => command,
@@ -188,7 +199,81 @@ pub fn stores(places: &Places) -> Vec<Store> {
             found.push(opencode_store(db));
         }
     }
+    found.extend(crush_stores(places));
     found
+}
+
+/// Crush's databases, one a project `projects.json` lists, each with its
+/// sessions (or, unread, why).
+fn crush_stores(places: &Places) -> Vec<Store> {
+    let data = match places.var("CRUSH_GLOBAL_DATA") {
+        Some(dir) => Some(dir.to_path_buf()),
+        None if cfg!(windows) => places
+            .var_or_home("LOCALAPPDATA", "AppData/Local")
+            .map(|d| d.join("crush")),
+        None => places
+            .var_or_home("XDG_DATA_HOME", ".local/share")
+            .map(|d| d.join("crush")),
+    };
+    let Some(list) = data.and_then(|d| std::fs::read(d.join("projects.json")).ok()) else {
+        return Vec::new();
+    };
+    #[derive(serde::Deserialize)]
+    struct Project {
+        path: String,
+        data_dir: PathBuf,
+    }
+    #[derive(serde::Deserialize)]
+    struct Projects {
+        projects: Vec<Project>,
+    }
+    let Ok(Projects { projects }) = serde_json::from_slice(&list) else {
+        return Vec::new();
+    };
+    projects
+        .into_iter()
+        .filter_map(|p| {
+            let db = p.data_dir.join("crush.db");
+            db.is_file().then(|| crush_store(db, p.path))
+        })
+        .collect()
+}
+
+/// One of Crush's databases, its sessions listed (or, unread, why).
+fn crush_store(db: PathBuf, project: String) -> Store {
+    #[cfg(feature = "crush")]
+    let (db_sessions, note) = match crate::crush_store::list(&db) {
+        Ok(ids) => (
+            ids.into_iter()
+                .map(|id| DbSession {
+                    id,
+                    directory: Some(project.clone()),
+                })
+                .collect(),
+            None,
+        ),
+        Err(e) => (
+            Vec::new(),
+            Some(format!("the database could not be read: {e}")),
+        ),
+    };
+    #[cfg(not(feature = "crush"))]
+    let (db_sessions, note) = {
+        let _ = project;
+        (
+            Vec::new(),
+            Some(
+                "a SQLite database, not read by this build (feature `crush`): `crush session show --json ID > session.json` prints a session for `loopdbg check`".to_string(),
+            ),
+        )
+    };
+    Store {
+        agent: Agent::Crush,
+        root: db,
+        sessions: Vec::new(),
+        db_sessions,
+        note,
+    }
 }
 
 /// opencode's database, its sessions listed (or, unread, why).
@@ -376,7 +461,7 @@ pub fn resume_command(agent: Agent, path: &Path) -> Option<String> {
                 agent.name()
             ));
         }
-        Agent::Opencode => return None,
+        Agent::Opencode | Agent::Crush => return None,
         // The session's folder is named by its id; the work folder is
         // known only by its hash.
         Agent::KimiCode => {

@@ -100,7 +100,7 @@ pub struct RepairSession {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 pub struct ListSessions {
     /// Only this agent's sessions: claude-code, codex, gemini-cli,
-    /// copilot-cli, cline, roo-code, kilo-code, opencode, kimi-code.
+    /// copilot-cli, cline, roo-code, kilo-code, opencode, kimi-code, crush.
     #[serde(default)]
     pub agent: Option<String>,
 }

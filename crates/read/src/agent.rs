@@ -34,6 +34,8 @@ pub enum Agent {
     Opencode,
     /// Moonshot AI's Kimi Code CLI.
     KimiCode,
+    /// Charm's Crush.
+    Crush,
 }
 
 /// One agent's row of [`TABLE`].
@@ -67,7 +69,7 @@ pub struct Row {
 }
 
 /// Every agent, in the order the scan reads their stores.
-pub const TABLE: [Row; 9] = [
+pub const TABLE: [Row; 10] = [
     Row {
         agent: Agent::ClaudeCode,
         key: "claude-code",
@@ -180,12 +182,25 @@ pub const TABLE: [Row; 9] = [
         repaired: true,
         sends: "the context file's messages as they stand (its `_system_prompt`, `_checkpoint` and `_usage` records aside), neighbouring user messages joined (src/kimi_cli/soul/dynamic_injection.py `normalize_history`); no pairing repair. A step's reply and its tool results are appended together after the tools end (kimisoul.py `_grow_context`), so only a process killed between the two leaves calls open",
     },
+    Row {
+        agent: Agent::Crush,
+        key: "crush",
+        aliases: &[],
+        name: "Crush",
+        store: "a Crush session",
+        // Crush speaks to each provider through charm.land/fantasy, a
+        // call's results in a `tool` message after it: Chat's rules.
+        provider: Format::Openai,
+        log: false,
+        plain: false,
+        repaired: false,
+        sends: "the session's messages from its summary on, with each result whose call is gone dropped (since v0.57.0) and, right after each assistant message, the error \"tool call was interrupted and did not produce a result, …\" for each of its calls no `tool` message answers (since v0.59.0; internal/agent/agent.go `preparePrompt`, `filterOrphanedToolResults`, `syntheticToolResultsForOrphanedCalls`); older builds sent the stored messages as they stand",
+    },
 ];
-
 impl Agent {
     /// Every agent, in the order of [`TABLE`].
-    pub const ALL: [Agent; 9] = {
-        let mut all = [Agent::ClaudeCode; 9];
+    pub const ALL: [Agent; 10] = {
+        let mut all = [Agent::ClaudeCode; 10];
         let mut i = 0;
         while i < TABLE.len() {
             all[i] = TABLE[i].agent;

@@ -113,6 +113,7 @@ fn read_body(body: Body, detail: Detail, place: Place) -> Result<Conversation, R
             | Agent::GeminiCli
             | Agent::CopilotCli
             | Agent::Opencode
+            | Agent::Crush
             | Agent::KimiCode,
         )
         | None => {}

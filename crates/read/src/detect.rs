@@ -7,7 +7,7 @@ use loopdbg_formats::provider::Format;
 
 use crate::conversation::Source;
 use crate::signs::leans_openai;
-use crate::{codex, copilot_cli, opencode};
+use crate::{codex, copilot_cli, crush, opencode};
 
 /// Guesses what a single JSON document holds.
 pub fn detect(doc: &Value) -> Option<Source> {
@@ -53,6 +53,9 @@ pub fn detect_with_evidence(doc: &Value) -> Option<(Source, bool)> {
         && o.contains_key("projectHash")
     {
         return Some((Source::Agent(Agent::GeminiCli), true));
+    }
+    if crush::is_session(doc) {
+        return Some((Source::Agent(Agent::Crush), true));
     }
     if opencode::is_export(doc) {
         return Some((Source::Agent(Agent::Opencode), true));

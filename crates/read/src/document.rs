@@ -8,7 +8,7 @@ use loopdbg_formats::provider::Format;
 
 use crate::GeminiCliLog;
 use crate::conversation::{Conversation, Detail, ReadError, Source, err};
-use crate::{anthropic, bedrock, gemini, openai_chat, opencode, responses};
+use crate::{anthropic, bedrock, crush, gemini, openai_chat, opencode, responses};
 
 /// Reads a single document (request body or bare array) as `source`.
 pub fn read(doc: &Value, source: Source) -> Result<Conversation, ReadError> {
@@ -39,6 +39,7 @@ pub fn read_owned_as(
         Source::Provider(Format::Gemini) => gemini::read(doc, detail),
         Source::Provider(Format::Bedrock) => bedrock::read(doc, detail),
         Source::Agent(Agent::Opencode) => opencode::read(doc),
+        Source::Agent(Agent::Crush) => crush::read(doc),
         Source::Agent(agent @ (Agent::Cline | Agent::RooCode | Agent::KiloCode)) => {
             anthropic::read_as(doc, detail, Some(agent))
         }

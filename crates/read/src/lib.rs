@@ -8,7 +8,7 @@
 //!   [`openai_chat`], [`responses`], `gemini`, [`bedrock`] (and
 //!   [`plain`], the typed path `check` takes for JSON Lines of them);
 //! - agent logs ([`log`]): Claude Code, Codex, Gemini CLI, Copilot CLI,
-//!   and opencode's export;
+//!   opencode's export and Crush's sessions;
 //! - HTTP recordings ([`recording`], [`cassettes`]), OTLP traces
 //!   ([`otlp`]), proxy captures ([`capture`]) and MCP captures ([`mcp`]);
 //! - [`threads`]: which requests of a file grow one conversation.
@@ -27,6 +27,7 @@ pub mod cline;
 mod codex;
 pub mod conversation;
 pub mod copilot_cli;
+pub mod crush;
 pub mod detect;
 pub mod document;
 pub mod finding;

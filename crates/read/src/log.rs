@@ -33,7 +33,9 @@ impl Log {
             Source::Agent(Agent::CopilotCli) => Some(Log::CopilotCli(Default::default())),
             Source::Agent(Agent::KimiCode) => Some(Log::KimiCode(Default::default())),
             Source::Provider(_)
-            | Source::Agent(Agent::Opencode | Agent::Cline | Agent::RooCode | Agent::KiloCode)
+            | Source::Agent(
+                Agent::Opencode | Agent::Crush | Agent::Cline | Agent::RooCode | Agent::KiloCode,
+            )
             | Source::Mcp => None,
         }
     }

@@ -13,6 +13,7 @@ pub(crate) const OTHER_FORMATS_KEYS: &[&str] = &[
     "uuid",
     "sessionId",
     "info",
+    "meta",
     "functions",
     "thinking",
     "mcp_servers",
