@@ -57,12 +57,9 @@ fn codex_and_gemini_cli_logs_name_the_line_of_the_dangling_call() {
         .code(1)
         // Codex fills in `aborted` for a call without output before every
         // request (and the model answered the next one): a warning, never
-        // a 400, and the provider's words are kept for what it would say.
+        // a 400, at the call's line.
         .stdout(predicate::str::contains(
-            "line 5 payload  unanswered_call (warning)  [call_Wc1]\n    Codex fills in an `aborted` output",
-        ))
-        .stdout(predicate::str::contains(
-            "As written: No tool output found for function call call_Wc1.",
+            "line 5 payload  unanswered_call (warning)  [call_Wc1]\n    no output answers call_Wc1 in the rollout; Codex sends `aborted` as its output right after the call",
         ))
         .stdout(predicate::str::contains("(0 a provider would reject with a 400)"));
     loopdbg()

@@ -591,16 +591,6 @@ fn weigh_findings(
                 });
                 f.severity = Severity::Note;
             }
-            _ if conv.source == Source::Agent(Agent::Codex) => {
-                f.message = format!(
-                    "Codex fills in an `aborted` output for every call that has none, and drops every output whose call is gone, before it sends the history, so the provider never sees this; but the model gets no real result for the call. As written: {was}"
-                );
-                f.evidence = Some(Evidence {
-                    outcome: Fate::Repaired,
-                    line: reply.and_then(|j| conv.message_sources[j].line),
-                });
-                f.severity = Severity::Warning;
-            }
             (_, Some(j)) if conv.source == Source::Agent(Agent::GeminiCli) => {
                 // The live session went on (the CLI's memory was right), but
                 // Gemini CLI resumes by sending the file's history as it

@@ -12,7 +12,11 @@ use crate::agent::Agent;
 use loopdbg_engine::diagnostics::json_span::{JsonPath, PathSeg};
 use serde_json::{Value, json};
 
+use std::collections::HashSet;
+
 use super::{BlockSource, Conversation, Detail, ReadError, Source, responses};
+use crate::conversation::Rewrite;
+use crate::finding::Kind;
 
 /// Reads a rollout one record at a time; [`CodexRollout::finish`] gives the
 /// conversations.
@@ -147,10 +151,11 @@ impl CodexRollout {
     pub fn finish(self) -> Result<Vec<Conversation>, ReadError> {
         let count = self.segments.len();
         let mut out = Vec::new();
-        for (n, segment) in self.segments.into_iter().enumerate() {
+        for (n, mut segment) in self.segments.into_iter().enumerate() {
             if segment.items.is_empty() {
                 continue;
             }
+            let rewrites = normalize(&mut segment.items, &mut segment.lines);
             let lines = segment.lines;
             let mut doc = json!({ "input": segment.items });
             // Each item is named by the line of the log it came from.
@@ -162,6 +167,7 @@ impl CodexRollout {
             let mut conv = responses::read_items(&mut doc, Detail::Full, &on_line)
                 .map_err(|e| relocate_error(e, &lines))?;
             conv.source = Source::Agent(Agent::Codex);
+            conv.rewrites = rewrites;
             for (line, usage, model) in segment.usage {
                 // The reply the count is for: the last one written before it.
                 let reply = (0..conv.messages.len()).rev().find(|&m| {
@@ -210,6 +216,98 @@ impl CodexRollout {
         Ok(out)
     }
 }
+
+/// What Codex does to its history before every request
+/// (codex-rs/core/src/context_manager/normalize.rs, `for_prompt`):
+/// `remove_orphan_outputs` drops each output whose call is not in the
+/// history, and `ensure_call_outputs_present` gives each call that has no
+/// output the output `aborted`, right after the call. Applied to the items
+/// of one segment (`lines` kept beside them); a call with nothing but
+/// calls, outputs and reasoning after it is still running when the log
+/// ends (its output is not written yet), and is left as it is. Returns
+/// what it changed.
+fn normalize(items: &mut Vec<Value>, lines: &mut Vec<usize>) -> Vec<Rewrite> {
+    let kind = |item: &Value| {
+        item.get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let call_id = |item: &Value| {
+        item.get("call_id")
+            .or_else(|| item.get("id"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    let calls: HashSet<String> = items
+        .iter()
+        .filter(|i| responses::is_call(&kind(i)))
+        .filter_map(call_id)
+        .collect();
+    let answered: HashSet<String> = items
+        .iter()
+        .filter(|i| responses::is_output(&kind(i)))
+        .filter_map(|i| responses::answered_id(i).map(str::to_string))
+        .collect();
+    let mut rewrites = Vec::new();
+    let on = |line: usize| BlockSource {
+        path: "payload".into(),
+        line: Some(line),
+        uuid: None,
+    };
+    let mut k = 0;
+    while k < items.len() {
+        let item_kind = kind(&items[k]);
+        if responses::is_output(&item_kind)
+            && let Some(id) = responses::answered_id(&items[k]).map(str::to_string)
+            && !calls.contains(&id)
+        {
+            rewrites.push(Rewrite {
+                kind: Kind::UnexpectedResult,
+                source: on(lines[k]),
+                message: format!(
+                    "the output for {id} answers a call that is not in the history; Codex drops it before every request (`remove_orphan_outputs`), so the provider never sees it."
+                ),
+                ids: vec![id],
+                harmless: true,
+            });
+            items.remove(k);
+            lines.remove(k);
+            continue;
+        }
+        if responses::is_call(&item_kind)
+            && let Some(id) = call_id(&items[k])
+            && !answered.contains(&id)
+            && items[k + 1..].iter().any(|i| kind(i) == "message")
+        {
+            let output_type = match item_kind.as_str() {
+                "custom_tool_call" => "custom_tool_call_output",
+                _ => "function_call_output",
+            };
+            rewrites.push(Rewrite {
+                kind: Kind::UnansweredCall,
+                source: on(lines[k]),
+                message: format!(
+                    "no output answers {id} in the rollout; Codex sends `{ABORTED}` as its output right after the call before every request (`ensure_call_outputs_present`), so the provider never sees it open, but the model gets no real result for it."
+                ),
+                ids: vec![id.clone()],
+                harmless: false,
+            });
+            items.insert(
+                k + 1,
+                json!({"type": output_type, "call_id": id, "output": ABORTED}),
+            );
+            lines.insert(k + 1, lines[k]);
+            k += 2;
+            continue;
+        }
+        k += 1;
+    }
+    rewrites
+}
+
+/// The output Codex sends for a call that has none.
+pub const ABORTED: &str = "aborted";
 
 fn is_item(kind: &str) -> bool {
     responses::is_call(kind)

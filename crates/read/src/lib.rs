@@ -56,7 +56,7 @@ pub use claude_code::{
     BOOKKEEPING_EVENTS, ClaudeCodeLog, Growing, Grown, Leftovers, LineError, MESSAGE_EVENTS,
     is_known_event,
 };
-pub use codex::{CodexRollout, RECORD_TYPES as CODEX_RECORD_TYPES};
+pub use codex::{ABORTED as CODEX_ABORTED, CodexRollout, RECORD_TYPES as CODEX_RECORD_TYPES};
 pub(crate) use conversation::err;
 pub use conversation::{
     Answer, BlockSource, Compaction, Conversation, Detail, Hosted, HostedRole, Keeper, Notice,

@@ -10,7 +10,7 @@ use crate::check::Finding;
 use loopdbg_read::finding::Kind;
 
 /// The output Codex fills in for a call that has none.
-pub const ABORTED: &str = "aborted";
+pub use loopdbg_read::CODEX_ABORTED as ABORTED;
 
 /// Item types that are calls Codex answers with an output item.
 const CALLS: [&str; 3] = ["function_call", "custom_tool_call", "local_shell_call"];
