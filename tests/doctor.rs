@@ -1533,6 +1533,37 @@ fn doctor_repairs_a_gemini_cli_cancelled_batch_after_failed_resumes_in_one_run()
     a_second_doctor_changes_nothing(&path);
 }
 
+/// Gemini CLI 0.61 killed while a call ran, then `gemini --resume` refused
+/// twice: the last failed resume's `$set` holds the `<id>_response` record
+/// twice (the CLI keeps messages in a map by id, so they are one record at
+/// the first's place). The doctor once dropped the later copy's element
+/// and left the first, and said "it still cannot be resumed" (seen in the
+/// real-agent journey); it drops every element of the record now.
+#[test]
+fn doctor_drops_a_gemini_cli_record_written_twice_in_one_set() {
+    let (_dir, path) = copy(
+        "tests/fixtures/transcripts/gemini_cli/session-2026-12-06T23-43-killed-resumes-copied-in-one-set.jsonl",
+    );
+    loopdbg()
+        .args(["check", path.to_str().unwrap()])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("(1 call(s), 3 response(s))"));
+    loopdbg()
+        .args(["doctor", "--write", "--force", path.to_str().unwrap()])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains(
+            "checked again: nothing keeps it from being sent",
+        ));
+    loopdbg()
+        .args(["check", path.to_str().unwrap()])
+        .assert()
+        .code(0);
+    age(&path);
+    a_second_doctor_changes_nothing(&path);
+}
+
 /// One doctor run is enough, for every agent log of the fixtures: the
 /// repair it plans, read again, needs no further repair (a repair that
 /// leaves work for a second run is one the user is told is done when it

@@ -25,10 +25,16 @@ use crate::fix::PLACEHOLDER;
 
 /// Where the latest version of a message record is: a line of its own, or
 /// an element of a `$set` (or legacy whole-file) `messages` array.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Loc {
     line: usize,
     element: Option<usize>,
+    /// Later elements of the same array with the same id: the CLI keeps
+    /// its messages in a map by id (`messagesMap.set`,
+    /// chatRecordingService.ts), so they are one record at the first's
+    /// place, with the last one's value. A failed resume writes such
+    /// copies (two `<id>_response` records in one `$set`).
+    copies: Vec<usize>,
 }
 
 /// A folded message record.
@@ -192,10 +198,12 @@ fn write_back(
         let rec = &records[r];
         match (rec.loc.element, value) {
             (Some(e), _) => {
-                by_element
-                    .entry(rec.loc.line)
-                    .or_default()
-                    .insert(e, value.clone());
+                let elements = by_element.entry(rec.loc.line).or_default();
+                elements.insert(e, value.clone());
+                // The copies go: the record is written once, at its place.
+                for &copy in &rec.loc.copies {
+                    elements.insert(copy, None);
+                }
             }
             (None, Some(v)) => {
                 let line = &mut lines[rec.loc.line];
@@ -259,14 +267,26 @@ fn fold(lines: &[Line]) -> Vec<Record> {
         let Some(id) = value.get("id").and_then(Value::as_str) else {
             return;
         };
-        let record = Record {
-            id: id.to_string(),
-            loc,
-            value: value.clone(),
-        };
         match records.iter_mut().find(|r| r.id == id) {
-            Some(slot) => *slot = record,
-            None => records.push(record),
+            // A copy in the same array: one record at the first's place,
+            // the copy's value (what the CLI's map keeps).
+            Some(slot)
+                if slot.loc.line == loc.line
+                    && slot.loc.element.is_some()
+                    && loc.element.is_some() =>
+            {
+                slot.loc.copies.extend(loc.element);
+                slot.value = value.clone();
+            }
+            Some(slot) => {
+                slot.loc = loc;
+                slot.value = value.clone();
+            }
+            None => records.push(Record {
+                id: id.to_string(),
+                loc,
+                value: value.clone(),
+            }),
         }
     };
     for (k, line) in lines.iter().enumerate() {
@@ -282,6 +302,7 @@ fn fold(lines: &[Line]) -> Vec<Record> {
                 Loc {
                     line: k,
                     element: None,
+                    copies: Vec::new(),
                 },
                 v,
             );
@@ -293,6 +314,7 @@ fn fold(lines: &[Line]) -> Vec<Record> {
                     Loc {
                         line: k,
                         element: Some(e),
+                        copies: Vec::new(),
                     },
                     m,
                 );
