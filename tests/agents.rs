@@ -1516,6 +1516,121 @@ fn gemini_cli_refused_twice_then_scanned_resumes_and_keeps_resuming() {
     };
     let (bin, fake, scratch) = (&stage.bin, &stage.fake, &stage.scratch);
     run_killed_mid_tool(agent, bin, &fake.url, scratch, &[]);
+    refused_twice_then_scanned(&stage);
+}
+
+/// Gemini CLI as its users drive it: interactive in a terminal, two
+/// parallel shell calls, Ctrl-C while one runs, quit with Ctrl-C twice;
+/// then the same path as above: `gemini --resume` refused twice (`check`
+/// predicting each 400), one `doctor --scan --write`, answered, and again
+/// after the next turn with tools.
+#[test]
+#[ignore = "end-to-end: the real agent (scripts/install-agents.sh)"]
+fn gemini_cli_cancelled_with_ctrl_c_in_its_terminal_then_scanned_resumes() {
+    let agent = Agent::GeminiCli;
+    let Some(stage) = Stage::start(agent, "agents::gemini_ctrl_c") else {
+        return;
+    };
+    run_cancelled_in_a_terminal(&stage.bin, &stage.fake.url, &stage.scratch);
+    let (clean, report) = check_report(&stage.scratch.log(agent));
+    assert!(
+        !clean && kinds(&report).contains("(400)"),
+        "Gemini CLI 0.61 keeps a cancelled batch's responses twice, and check says so: {report}"
+    );
+    refused_twice_then_scanned(&stage);
+}
+
+/// Starts interactive Gemini CLI on the stalling script in a 100×30
+/// terminal, presses Ctrl-C while the stalled call runs (waiting for the
+/// screen to say so, never sleeping), then Ctrl-C twice to quit, and
+/// waits for it to end.
+fn run_cancelled_in_a_terminal(bin: &Path, base: &str, scratch: &Scratch) {
+    use crate::common::pty::{PATIENCE, pty_screen};
+    use std::io::{BufRead, Write};
+    let fifo = scratch.tmp.join("stall.fifo");
+    let hold = scratch.tmp.join("stall.fifo.hold");
+    let made = Command::new("mkfifo")
+        .arg(&fifo)
+        .arg(&hold)
+        .status()
+        .unwrap();
+    assert!(made.success(), "mkfifo {fifo:?}");
+    // Both held open for reading and writing (no open blocks): the
+    // stalled command writes a line to the first, then reads the second
+    // until the test lets go.
+    let held = std::fs::File::options()
+        .read(true)
+        .write(true)
+        .open(&hold)
+        .unwrap();
+    let pipe = std::fs::File::options()
+        .read(true)
+        .write(true)
+        .open(&fifo)
+        .unwrap();
+    let (started, ran) = mpsc::channel();
+    let reader = pipe.try_clone().unwrap();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = std::io::BufReader::new(reader).read_line(&mut line);
+        let _ = started.send(line);
+    });
+    let prompt = format!(
+        "{} {}: run the three commands",
+        fake::E2E_STALL,
+        fifo.display()
+    );
+    let (pair, mut screen) = pty_screen(100, 30);
+    let mut command = portable_pty::CommandBuilder::new(bin.join("gemini"));
+    command.cwd(&scratch.work);
+    command.env_clear();
+    command.env("PATH", std::env::var_os("PATH").unwrap_or_default());
+    command.env("HOME", &scratch.home);
+    command.env("TMPDIR", &scratch.tmp);
+    command.env("TERM", "xterm-256color");
+    command.env("GEMINI_API_KEY", KEY);
+    command.env("GOOGLE_GEMINI_BASE_URL", base);
+    command.args(["--yolo", "-i", &prompt]);
+    let mut child = pair.slave.spawn_command(command).unwrap();
+    drop(pair.slave);
+    let mut keys = pair.master.take_writer().unwrap();
+    let line = ran.recv_timeout(WATCHDOG).unwrap_or_default();
+    assert!(
+        line.contains("loopdbg-stalled"),
+        "Gemini CLI never ran the stalling command; screen:\n{}",
+        screen.parser.screen().contents()
+    );
+    screen.wait_text("esc to cancel");
+    keys.write_all(b"\x03").unwrap();
+    screen.wait_for("the running call cancelled", |s| {
+        !s.contains("esc to cancel") && s.contains("Type your message")
+    });
+    keys.write_all(b"\x03").unwrap();
+    screen.wait_text("Press Ctrl+C again to exit");
+    keys.write_all(b"\x03").unwrap();
+    let deadline = std::time::Instant::now() + PATIENCE;
+    while child.try_wait().unwrap().is_none() {
+        if let Ok(bytes) = screen.output.recv_timeout(Duration::from_millis(200)) {
+            screen.parser.process(&bytes);
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "Gemini CLI did not quit on Ctrl-C twice; screen:\n{}",
+            screen.parser.screen().contents()
+        );
+    }
+    // The stalled command reads its FIFO until no one holds it: now.
+    drop((pipe, held, keys, pair.master));
+}
+
+/// From a Gemini CLI session whose resume breaks: `gemini --resume`
+/// refused twice, `check` predicting the 400 after each; one `doctor
+/// --scan --write` says it can be resumed and the resume is answered; a
+/// resumed turn that runs tools (which may break the file again, the
+/// CLI's doing, said by `check`), one more scan, answered again.
+fn refused_twice_then_scanned(stage: &Stage) {
+    let agent = Agent::GeminiCli;
+    let (bin, fake, scratch) = (&stage.bin, &stage.fake, &stage.scratch);
     let log = scratch.log(agent);
     let resume = ["--resume", "latest"];
     for attempt in 1..=2 {
