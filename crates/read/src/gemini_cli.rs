@@ -17,31 +17,60 @@ use super::{BlockSource, Conversation, ReadError, Source};
 use loopdbg_engine::message::{Block, Message, Role, Usage};
 use loopdbg_engine::session::Json;
 
-/// Folds a chat recording; [`GeminiCliLog::finish`] gives the conversation.
-#[derive(Debug, Clone, Default)]
-pub struct GeminiCliLog {
-    /// Message records in order, with the line of their latest version.
-    records: Vec<(String, usize, Value)>,
-    /// Lines that held records joined (a write that lost its newline).
-    pub(super) joined: Vec<(usize, usize)>,
+/// Where the latest version of a folded message record is: a line of its
+/// own, or an element of a `$set` (or legacy whole-file) `messages` array.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    /// The line (as the caller numbers them).
+    pub line: usize,
+    /// The element of that line's `messages` array, when it is one.
+    pub element: Option<usize>,
+    /// Later elements of the same array with the same id. The CLI keeps
+    /// its messages in a map by id (`messagesMap.set`,
+    /// chatRecordingService.ts), so they are one record at the first's
+    /// place with the last one's value; a failed resume writes such
+    /// copies (two `<id>_response` records in one `$set`).
+    pub copies: Vec<usize>,
 }
 
-impl GeminiCliLog {
-    /// Adds the record on 1-based `line`.
-    pub fn push_owned(&mut self, line: usize, mut record: Value) -> Result<(), ReadError> {
+/// One message record of the folded history.
+#[derive(Debug, Clone)]
+pub struct Folded {
+    /// Its `id`.
+    pub id: String,
+    /// Where its latest version is.
+    pub place: Place,
+    /// Its latest version.
+    pub value: Value,
+}
+
+/// The message records as Gemini CLI folds its recording when it loads a
+/// session: a record whose `id` was seen replaces it in place,
+/// `$rewindTo` cuts from a record on, `$set.messages` (or the legacy
+/// file's `messages`) replaces them all. The one fold: the reader builds
+/// what the CLI sends from it, the doctor edits the places it names.
+#[derive(Debug, Clone, Default)]
+pub struct Fold {
+    /// The records, in the order the CLI keeps them.
+    pub records: Vec<Folded>,
+}
+
+impl Fold {
+    /// Folds the record on `line` in.
+    pub fn push(&mut self, line: usize, mut record: Value) {
         if let Some(target) = record.get("$rewindTo") {
             let target = target.as_str().unwrap_or("");
             let cut = self
                 .records
                 .iter()
-                .position(|(id, _, _)| id == target)
+                .position(|r| r.id == target)
                 .unwrap_or(0);
             self.records.truncate(cut);
-            return Ok(());
+            return;
         }
         if record.get("$set").is_none() && record.get("id").is_some() {
-            self.upsert(line, record);
-            return Ok(());
+            self.upsert(line, None, record);
+            return;
         }
         // A `$set` patch, or the metadata line (the legacy whole-file form
         // carries the messages there).
@@ -52,28 +81,66 @@ impl GeminiCliLog {
         if let Some(Value::Array(messages)) = patch.get_mut("messages") {
             let messages = std::mem::take(messages);
             self.records.clear();
-            for m in messages {
-                self.upsert(line, m);
+            for (e, m) in messages.into_iter().enumerate() {
+                self.upsert(line, Some(e), m);
             }
         }
-        Ok(())
     }
 
-    fn upsert(&mut self, line: usize, record: Value) {
-        let Some(id) = record.get("id").and_then(Value::as_str).map(str::to_string) else {
+    fn upsert(&mut self, line: usize, element: Option<usize>, value: Value) {
+        let Some(id) = value.get("id").and_then(Value::as_str).map(str::to_string) else {
             return;
         };
-        match self.records.iter_mut().find(|(seen, _, _)| *seen == id) {
-            Some(slot) => *slot = (id, line, record),
-            None => self.records.push((id, line, record)),
+        let place = Place {
+            line,
+            element,
+            copies: Vec::new(),
+        };
+        match self.records.iter_mut().find(|r| r.id == id) {
+            // A copy in the same array: one record at the first's place.
+            Some(slot)
+                if slot.place.line == line
+                    && slot.place.element.is_some()
+                    && element.is_some() =>
+            {
+                slot.place.copies.extend(element);
+                slot.value = value;
+            }
+            Some(slot) => {
+                slot.place = place;
+                slot.value = value;
+            }
+            None => self.records.push(Folded { id, place, value }),
         }
+    }
+}
+
+/// Folds a chat recording; [`GeminiCliLog::finish`] gives the conversation.
+#[derive(Debug, Clone, Default)]
+pub struct GeminiCliLog {
+    /// Message records in order, with the line of their latest version.
+    fold: Fold,
+    /// Lines that held records joined (a write that lost its newline).
+    pub(super) joined: Vec<(usize, usize)>,
+}
+
+impl GeminiCliLog {
+    /// Adds the record on 1-based `line`.
+    pub fn push_owned(&mut self, line: usize, record: Value) -> Result<(), ReadError> {
+        self.fold.push(line, record);
+        Ok(())
     }
 
     /// The conversation the folded history sends.
     pub fn finish(self) -> Vec<Conversation> {
         let mut conv = Conversation::new(Source::Agent(Agent::GeminiCli));
         let joined = self.joined;
-        for (id, line, record) in self.records {
+        for Folded {
+            id,
+            place: Place { line, .. },
+            value: record,
+        } in self.fold.records
+        {
             let src = |path: String| BlockSource {
                 path: path.into(),
                 line: Some(line),

@@ -67,7 +67,7 @@ pub use detect::{
     evidence, is_session, provider_of_request,
 };
 pub use document::{read, read_owned, read_owned_as};
-pub use gemini_cli::GeminiCliLog;
+pub use gemini_cli::{Fold as GeminiCliFold, Folded as GeminiCliRecord, GeminiCliLog};
 pub use log::{LineParser, Log, ParsedLine};
 pub use parse::finish_reason_of;
 pub use parse::joined_text;

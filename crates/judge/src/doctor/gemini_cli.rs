@@ -23,26 +23,10 @@ use serde_json::{Value, json};
 use super::{Change, Line, Plan, assemble, read_lines};
 use crate::fix::PLACEHOLDER;
 
-/// Where the latest version of a message record is: a line of its own, or
-/// an element of a `$set` (or legacy whole-file) `messages` array.
-#[derive(Debug, Clone)]
-struct Loc {
-    line: usize,
-    element: Option<usize>,
-    /// Later elements of the same array with the same id: the CLI keeps
-    /// its messages in a map by id (`messagesMap.set`,
-    /// chatRecordingService.ts), so they are one record at the first's
-    /// place, with the last one's value. A failed resume writes such
-    /// copies (two `<id>_response` records in one `$set`).
-    copies: Vec<usize>,
-}
-
-/// A folded message record.
-struct Record {
-    id: String,
-    loc: Loc,
-    value: Value,
-}
+/// A folded message record, where its latest version is
+/// (`record.place`): the reader's fold, so the doctor edits exactly the
+/// records the CLI sends.
+type Record = loopdbg_read::GeminiCliRecord;
 
 /// What the doctor changes in one record.
 enum Edit {
@@ -99,13 +83,13 @@ pub fn gemini_cli(text: &str) -> Result<Plan, String> {
                 );
                 let keep = !content.is_empty();
                 touched.insert(*record, keep.then(|| rec.value.clone()));
-                match (keep, rec.loc.element) {
+                match (keep, rec.place.element) {
                     (false, None) => {
                         for k in own_lines(&lines, &rec.id) {
                             note(&mut changes, k + 1, what.clone());
                         }
                     }
-                    _ => note(&mut changes, rec.loc.line + 1, what),
+                    _ => note(&mut changes, rec.place.line + 1, what),
                 }
             }
             Edit::TrimResult { record, call, keep } => {
@@ -128,7 +112,7 @@ pub fn gemini_cli(text: &str) -> Result<Plan, String> {
                 touched.insert(*record, Some(rec.value.clone()));
                 note(
                     &mut changes,
-                    rec.loc.line + 1,
+                    rec.place.line + 1,
                     format!(
                         "keep only the call {id}'s own response in its result, dropping the {} other response(s) it holds ({}): Gemini CLI sends every part of a result, and Gemini refuses the count",
                         others.len(),
@@ -151,7 +135,7 @@ pub fn gemini_cli(text: &str) -> Result<Plan, String> {
                 touched.insert(*record, Some(rec.value.clone()));
                 note(
                     &mut changes,
-                    rec.loc.line + 1,
+                    rec.place.line + 1,
                     format!("give the call {id} ({name}) the error result it never got"),
                 );
             }
@@ -196,17 +180,17 @@ fn write_back(
     let mut by_element: BTreeMap<usize, BTreeMap<usize, Option<Value>>> = BTreeMap::new();
     for (&r, value) in touched {
         let rec = &records[r];
-        match (rec.loc.element, value) {
+        match (rec.place.element, value) {
             (Some(e), _) => {
-                let elements = by_element.entry(rec.loc.line).or_default();
+                let elements = by_element.entry(rec.place.line).or_default();
                 elements.insert(e, value.clone());
                 // The copies go: the record is written once, at its place.
-                for &copy in &rec.loc.copies {
+                for &copy in &rec.place.copies {
                     elements.insert(copy, None);
                 }
             }
             (None, Some(v)) => {
-                let line = &mut lines[rec.loc.line];
+                let line = &mut lines[rec.place.line];
                 line.text = rewrite(&line.text, v).into();
                 line.parsed = Some(v.clone());
             }
@@ -258,70 +242,16 @@ fn own_lines(lines: &[Line], id: &str) -> Vec<usize> {
         .collect()
 }
 
-/// The message records as the CLI folds them: a record whose `id` was seen
-/// replaces it, `$rewindTo` cuts from a record on, `$set.messages` (or the
-/// legacy file's `messages`) replaces them all.
+/// The message records as the CLI folds them ([`loopdbg_read::GeminiCliFold`]),
+/// lines numbered from 0.
 fn fold(lines: &[Line]) -> Vec<Record> {
-    let mut records: Vec<Record> = Vec::new();
-    let upsert = |records: &mut Vec<Record>, loc: Loc, value: &Value| {
-        let Some(id) = value.get("id").and_then(Value::as_str) else {
-            return;
-        };
-        match records.iter_mut().find(|r| r.id == id) {
-            // A copy in the same array: one record at the first's place,
-            // the copy's value (what the CLI's map keeps).
-            Some(slot)
-                if slot.loc.line == loc.line
-                    && slot.loc.element.is_some()
-                    && loc.element.is_some() =>
-            {
-                slot.loc.copies.extend(loc.element);
-                slot.value = value.clone();
-            }
-            Some(slot) => {
-                slot.loc = loc;
-                slot.value = value.clone();
-            }
-            None => records.push(Record {
-                id: id.to_string(),
-                loc,
-                value: value.clone(),
-            }),
-        }
-    };
+    let mut fold = loopdbg_read::GeminiCliFold::default();
     for (k, line) in lines.iter().enumerate() {
-        let Some(v) = line.parsed.as_ref() else {
-            continue;
-        };
-        if let Some(target) = v.get("$rewindTo").and_then(Value::as_str) {
-            let cut = records.iter().position(|r| r.id == target).unwrap_or(0);
-            records.truncate(cut);
-        } else if v.get("$set").is_none() && v.get("id").is_some() {
-            upsert(
-                &mut records,
-                Loc {
-                    line: k,
-                    element: None,
-                    copies: Vec::new(),
-                },
-                v,
-            );
-        } else if let Some(Value::Array(messages)) = v.get("$set").unwrap_or(v).get("messages") {
-            records.clear();
-            for (e, m) in messages.iter().enumerate() {
-                upsert(
-                    &mut records,
-                    Loc {
-                        line: k,
-                        element: Some(e),
-                        copies: Vec::new(),
-                    },
-                    m,
-                );
-            }
+        if let Some(v) = line.parsed.as_ref() {
+            fold.push(k, v.clone());
         }
     }
-    records
+    fold.records
 }
 
 /// Walks the folded history as the CLI sends it and names what to change.
