@@ -1106,3 +1106,38 @@ fn a_malformed_body_in_a_recording_is_said_where_it_is() {
             "interactions[1].request.body: the recorded request body is not JSON",
         ));
 }
+
+/// A small compressed input that opens to more than 16 MiB, read where the
+/// address space is limited (`ulimit -v`, as the issue's 4 GB): the buffer
+/// once reserved its 4 GiB limit at once, and the process aborted
+/// (SIGABRT) before reading a byte. It is read now, growing as it goes.
+#[test]
+#[cfg(unix)]
+fn a_large_document_is_read_where_address_space_is_limited() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.json.gz");
+    let body = serde_json::json!({"model": "claude-x", "max_tokens": 10,
+        "messages": [{"role": "user", "content": "a".repeat(20 << 20)}]});
+    let mut gz = flate2::write::GzEncoder::new(
+        std::fs::File::create(&path).unwrap(),
+        flate2::Compression::best(),
+    );
+    gz.write_all(body.to_string().as_bytes()).unwrap();
+    gz.finish().unwrap();
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(r#"ulimit -v 4000000 && exec "$0" check "$1""#)
+        .arg(env!("CARGO_BIN_EXE_loopdbg"))
+        .arg(&path)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains("1 conversation(s), no problems"), "{said}");
+}

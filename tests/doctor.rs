@@ -1926,3 +1926,61 @@ fn doctor_scan_reads_crush_projects_as_crush_sends_them() {
     assert!(!why.contains("call_a"), "{why}");
     assert_eq!(std::fs::read(data_dir.join("crush.db")).unwrap(), before);
 }
+
+/// A hostile home: Gemini CLI's `.project_root` a FIFO, Copilot CLI's
+/// `workspace.yaml` a link to `/dev/zero`, Crush's `projects.json` a FIFO,
+/// a session linked to `/dev/zero`. The scan once waited on the FIFO
+/// forever and read `/dev/zero` until memory ran out; it finishes now,
+/// each session still listed (without a folder to resume in).
+#[test]
+#[cfg(unix)]
+fn doctor_scan_finishes_in_a_home_of_fifos_and_devices() {
+    let home = Home::plant();
+    let mkfifo = |path: &Path| {
+        let _ = std::fs::remove_file(path);
+        let made = std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .unwrap();
+        assert!(made.success(), "mkfifo {path:?}");
+    };
+    mkfifo(&home.home.join(".gemini/tmp/ann-app/.project_root"));
+    let crush = home.home.join(".local/share/crush");
+    std::fs::create_dir_all(&crush).unwrap();
+    mkfifo(&crush.join("projects.json"));
+    std::os::unix::fs::symlink(
+        "/dev/zero",
+        home.home.join(".copilot/session-state/5e55/workspace.yaml"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(
+        "/dev/zero",
+        home.home
+            .join(".claude/projects/-home-ann-app/c0ffee00-0000-4000-8000-00000000000f.jsonl"),
+    )
+    .unwrap();
+    let mut cmd = loopdbg();
+    cmd.args(["doctor", "--scan", "--format", "json"]);
+    for var in loopdbg_corpus::stores::VARIABLES {
+        cmd.env_remove(var);
+    }
+    // A bound on a wait that once never ended, not a timing assertion.
+    let out = cmd
+        .env("HOME", &home.home)
+        .env("CODEX_HOME", &home.codex_home)
+        .timeout(std::time::Duration::from_secs(120))
+        .assert()
+        .code(1);
+    let scan = scanned(&out);
+    assert_eq!(scan["sessions"], 12, "{scan:#}");
+    let gemini = scan["unresumable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["agent"] == "gemini-cli")
+        .unwrap();
+    assert_eq!(
+        gemini["resume"],
+        "gemini --resume 6a20c2cd-1176-49ca-971a-fb9e1d759208"
+    );
+}

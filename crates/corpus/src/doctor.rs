@@ -222,7 +222,10 @@ pub fn standing(path: &Path, plan_mended: bool) -> (Verdict, Standing) {
 /// [`standing`], the file read as `known` when the caller knows what it is
 /// (the scan knows the store it found a task history in).
 pub fn standing_as(path: &Path, known: Option<Source>, plan_mended: bool) -> (Verdict, Standing) {
-    match std::fs::read(path) {
+    // Bounded, and only a regular file: a FIFO or `/dev/zero` named as a
+    // session (or linked in a store) is refused, not waited on or read
+    // forever (issue 59).
+    match loopdbg_io::files::read_regular(path, crate::limits::MAX_WHOLE_BYTES) {
         Ok(bytes) => diagnose_as(&origin_of(path), bytes, known, plan_mended),
         Err(e) => (
             Verdict::Cannot(format!("it could not be read: {e}")),

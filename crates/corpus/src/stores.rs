@@ -215,7 +215,7 @@ fn crush_stores(places: &Places) -> Vec<Store> {
             .var_or_home("XDG_DATA_HOME", ".local/share")
             .map(|d| d.join("crush")),
     };
-    let Some(list) = data.and_then(|d| std::fs::read(d.join("projects.json")).ok()) else {
+    let Some(list) = data.and_then(|d| small_file(&d.join("projects.json"), 16 << 20)) else {
         return Vec::new();
     };
     #[derive(serde::Deserialize)]
@@ -431,7 +431,7 @@ pub fn resume_command(agent: Agent, path: &Path) -> Option<String> {
         Agent::GeminiCli => {
             let id = first_field(path, &["sessionId"])?;
             let project = path.parent()?.parent()?.join(".project_root");
-            let root = std::fs::read_to_string(project).ok();
+            let root = small_file(&project, 64 << 10).and_then(|b| String::from_utf8(b).ok());
             (
                 root.map(|r| r.trim().to_string()),
                 format!("gemini --resume {}", quoted(&id)),
@@ -442,7 +442,8 @@ pub fn resume_command(agent: Agent, path: &Path) -> Option<String> {
                 let dir = path.parent()?;
                 (
                     dir.file_name()?.to_str()?.to_string(),
-                    std::fs::read_to_string(dir.join("workspace.yaml")).ok(),
+                    small_file(&dir.join("workspace.yaml"), 1 << 20)
+                        .and_then(|b| String::from_utf8(b).ok()),
                 )
             } else {
                 (stem.to_string(), None)
@@ -475,6 +476,14 @@ pub fn resume_command(agent: Agent, path: &Path) -> Option<String> {
     })
 }
 
+/// The bytes of a small file an agent keeps beside its sessions (a
+/// project's folder, a list of projects), if it is a regular file of at
+/// most `limit` bytes: a FIFO, a device or a huge file there is skipped,
+/// never waited on or read whole.
+fn small_file(path: &Path, limit: u64) -> Option<Vec<u8>> {
+    loopdbg_io::files::read_regular(path, limit).ok()
+}
+
 /// `text` as one shell word.
 fn quoted(text: &str) -> String {
     let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+:@%,=".contains(c);
@@ -489,6 +498,11 @@ fn quoted(text: &str) -> String {
 /// one (the folder and id an agent writes in its first records).
 fn first_field(path: &Path, keys: &[&str]) -> Option<String> {
     use std::io::{BufRead, BufReader, Read};
+    // The scan found it as a regular file; it is asked again, since a
+    // FIFO put in its place would hold the open forever.
+    if !std::fs::metadata(path).ok()?.is_file() {
+        return None;
+    }
     let file = std::fs::File::open(path).ok()?;
     // A whole-file JSON (older Gemini CLI chats) is one line: read that.
     let reader = BufReader::new(file.take(64 << 20));

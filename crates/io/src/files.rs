@@ -680,3 +680,75 @@ mod tests {
         assert_eq!(std::fs::read(&path).unwrap(), b"a\nb\nc\nd\ne\n");
     }
 }
+
+/// Reads the regular file at `path` whole, when it holds at most `limit`
+/// bytes. Anything else is refused before a byte is read: a FIFO (whose
+/// open would wait for a writer forever), a device (`/dev/zero` never
+/// ends), a file larger than `limit` (a sparse one too: its length is
+/// asked, not its blocks). Links are followed to what they name. The read
+/// itself stops at `limit`, should the file grow past it meanwhile.
+pub fn read_regular(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    let meta = std::fs::metadata(path)?;
+    if !meta.is_file() {
+        let what = match meta.file_type() {
+            t if t.is_dir() => "a folder",
+            _ => "not a regular file (a FIFO, socket or device)",
+        };
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{what}: not read"),
+        ));
+    }
+    if meta.len() > limit {
+        return Err(too_large(limit));
+    }
+    let file = std::fs::File::open(path)?;
+    let mut bytes = Vec::new();
+    let mut reader = io::BufReader::new(file);
+    crate::lines::read_to_end_bounded(&mut reader, &mut bytes, limit as usize)?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large(limit));
+    }
+    Ok(bytes)
+}
+
+fn too_large(limit: u64) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::FileTooLarge,
+        format!("larger than {} MiB: not read", limit >> 20),
+    )
+}
+
+#[cfg(test)]
+mod read_regular_tests {
+    use super::*;
+
+    #[test]
+    fn only_a_regular_file_within_its_limit_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a");
+        std::fs::write(&file, b"0123456789").unwrap();
+        assert_eq!(read_regular(&file, 10).unwrap(), b"0123456789");
+        let e = read_regular(&file, 9).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::FileTooLarge);
+        let e = read_regular(dir.path(), 10).unwrap_err();
+        assert!(e.to_string().contains("a folder"), "{e}");
+        #[cfg(unix)]
+        {
+            let e = read_regular(Path::new("/dev/zero"), 1 << 20).unwrap_err();
+            assert!(e.to_string().contains("not a regular file"), "{e}");
+            let fifo = dir.path().join("fifo");
+            let made = std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap();
+            assert!(made.success());
+            // Refused at once: opening it would wait for a writer.
+            let e = read_regular(&fifo, 1 << 20).unwrap_err();
+            assert!(e.to_string().contains("not a regular file"), "{e}");
+            let link = dir.path().join("link");
+            std::os::unix::fs::symlink(&file, &link).unwrap();
+            assert_eq!(read_regular(&link, 10).unwrap(), b"0123456789");
+        }
+    }
+}

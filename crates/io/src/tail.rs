@@ -178,7 +178,13 @@ impl Tail {
                 }
                 None => {
                     let limit = usize::try_from(self.max_line).unwrap_or(usize::MAX);
-                    crate::lines::push_bounded(&mut self.partial, data, limit);
+                    // A line that does not fit in memory is skipped as one
+                    // past the bound is, and counted.
+                    if crate::lines::push_bounded(&mut self.partial, data, limit).is_err() {
+                        self.partial = Vec::new();
+                        self.skipped += 1;
+                        self.skipping = true;
+                    }
                     return;
                 }
             }

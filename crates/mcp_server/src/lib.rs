@@ -225,7 +225,7 @@ impl Loopdbg {
 
     /// `check` of one file.
     #[tool(
-        description = "Check a file for histories a provider would refuse: a request body, a JSON Lines capture, an agent's session log (Claude Code, Codex, Gemini CLI), a HAR/VCR/httprr recording or an OTLP trace. Says each finding with its file:line and the provider's words."
+        description = "Check a file for histories a provider would refuse: a request body, a JSON Lines capture, an agent's session log or store file (Claude Code, Codex, Gemini CLI, Copilot CLI, Cline, Roo Code, Kilo Code, opencode and Crush exports, Kimi Code), a HAR/VCR/httprr recording or an OTLP trace. Says each finding with its file:line and the provider's words."
     )]
     pub async fn check_file(&self, Parameters(args): Parameters<CheckFile>) -> CallToolResult {
         let forced = match source(args.format.as_deref()) {
@@ -236,6 +236,17 @@ impl Loopdbg {
         if path.as_os_str() == "-" {
             // The server's standard input is the protocol.
             return refused("check_file reads files; pass a request body to check_request".into());
+        }
+        // A FIFO would hold the tool until a writer came (and cancelling
+        // does not end a blocked read); a device may never end.
+        if let Ok(meta) = std::fs::metadata(&path)
+            && !meta.is_file()
+            && !meta.is_dir()
+        {
+            return refused(format!(
+                "{}: not a regular file (a FIFO, socket or device); check_file reads files",
+                path.display()
+            ));
         }
         let report =
             off_thread(move || check_file(&path, forced, &[], &mut |_, _| {}, &mut |_| {})).await;
@@ -268,7 +279,7 @@ impl Loopdbg {
 
     /// `doctor --scan`, without writing.
     #[tool(
-        description = "List this machine's agent sessions (Claude Code, Codex, Gemini CLI, opencode) that their agent cannot resume, or resumes only by mending them, with why (the provider's words) and the doctor's repair. Writes nothing."
+        description = "List this machine's agent sessions (Claude Code, Codex, Gemini CLI, Copilot CLI, Cline, Roo Code, Kilo Code, opencode, Kimi Code, Crush) that their agent cannot resume, or resumes only by mending them, with why (the provider's words) and the doctor's repair. Writes nothing."
     )]
     pub async fn list_unresumable_sessions(
         &self,
@@ -302,7 +313,7 @@ impl Loopdbg {
 
     /// `doctor FILE [--write]`.
     #[tool(
-        description = "Repair an agent's session file so the agent can resume it (Claude Code and Codex JSON Lines logs, Gemini CLI chats): says what keeps it from being sent and the changes, line by line. Writes only when write is true, keeping the original as a backup beside it."
+        description = "Repair an agent's session file so the agent can resume it (Claude Code and Codex JSON Lines logs, Gemini CLI chats, Kimi Code context files; a FIFO or device is refused): says what keeps it from being sent and the changes, line by line. Writes only when write is true, keeping the original as a backup beside it."
     )]
     pub async fn repair_session(
         &self,

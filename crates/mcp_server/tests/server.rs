@@ -212,3 +212,41 @@ async fn a_session_is_found_planned_without_writing_then_repaired_with_a_backup(
     assert_eq!(missing.is_error, Some(true));
     client.cancel().await.unwrap();
 }
+
+/// A FIFO or a device passed to the file tools is refused at once: a FIFO
+/// once held `check_file` until a writer came (cancelling did not end it),
+/// and `repair_session` on `/dev/zero` read until memory ran out.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_fifo_or_a_device_is_refused_by_the_file_tools() {
+    let home = tempfile::tempdir().unwrap();
+    let fifo = home.path().join("session.jsonl");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let client = connect(home.path()).await;
+    let checked = call(&client, "check_file", json!({"path": fifo})).await;
+    assert_eq!(checked.is_error, Some(true));
+    assert!(
+        text(&checked, 0).contains("not a regular file"),
+        "{}",
+        text(&checked, 0)
+    );
+    for path in [fifo.to_str().unwrap(), "/dev/zero"] {
+        let repaired = call(
+            &client,
+            "repair_session",
+            json!({"path": path, "write": true}),
+        )
+        .await;
+        assert_eq!(repaired.is_error, Some(true), "{path}");
+        assert!(
+            text(&repaired, 0).contains("not a regular file"),
+            "{path}: {}",
+            text(&repaired, 0)
+        );
+    }
+    client.cancel().await.unwrap();
+}

@@ -99,9 +99,7 @@ impl Fold {
         match self.records.iter_mut().find(|r| r.id == id) {
             // A copy in the same array: one record at the first's place.
             Some(slot)
-                if slot.place.line == line
-                    && slot.place.element.is_some()
-                    && element.is_some() =>
+                if slot.place.line == line && slot.place.element.is_some() && element.is_some() =>
             {
                 slot.place.copies.extend(element);
                 slot.value = value;
