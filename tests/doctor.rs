@@ -1984,3 +1984,29 @@ fn doctor_scan_finishes_in_a_home_of_fifos_and_devices() {
         "gemini --resume 6a20c2cd-1176-49ca-971a-fb9e1d759208"
     );
 }
+
+/// Run as root (a scan of every user's home, a container), `doctor
+/// --write` leaves the session, and its backup, owned by the user whose
+/// agent writes it: it once left them root's, and the agent could no
+/// longer append. Skipped, saying so, where the test cannot give a file
+/// away (not root).
+#[test]
+#[cfg(unix)]
+fn a_repair_made_as_root_keeps_the_sessions_owner() {
+    use std::os::unix::fs::MetadataExt;
+    let (_dir, path) =
+        copy("tests/fixtures/transcripts/gemini_cli/session-2026-12-02T04-27-6a20c2cd.jsonl");
+    if std::os::unix::fs::chown(&path, Some(4242), Some(4343)).is_err() {
+        eprintln!("skipped: only root can give a file to another user");
+        return;
+    }
+    loopdbg()
+        .args(["doctor", "--write", "--force", path.to_str().unwrap()])
+        .assert()
+        .code(0);
+    let meta = std::fs::metadata(&path).unwrap();
+    assert_eq!((meta.uid(), meta.gid()), (4242, 4343));
+    let backup = path.with_extension("jsonl.loopdbg-bak");
+    let meta = std::fs::metadata(&backup).unwrap();
+    assert_eq!((meta.uid(), meta.gid()), (4242, 4343));
+}

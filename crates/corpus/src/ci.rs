@@ -52,7 +52,7 @@ fn location(file: &str, line: usize, column: Option<usize>, path: Option<&str>) 
         None => sarif::Region::builder().start_line(line as i64).build(),
     };
     let physical = sarif::PhysicalLocation::builder()
-        .artifact_location(sarif::ArtifactLocation::builder().uri(file).build())
+        .artifact_location(sarif::ArtifactLocation::builder().uri(uri_of(file)).build())
         .region(region)
         .build();
     match path {
@@ -153,6 +153,25 @@ pub fn sarif(reports: &[FileReport]) -> sarif::Sarif {
         .build()
 }
 
+/// A path as the URI reference SARIF's `uri` is (RFC 3986): every byte but
+/// the unreserved ones and `/` percent-encoded, so a name holding a
+/// newline, a space, `#`, `?` or `%` is one reference (and a leading
+/// `C:` is not read as a scheme); `\` is written `/`.
+#[cfg_attr(not(feature = "sarif"), allow(dead_code))]
+fn uri_of(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for &b in path.as_bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => {
+                out.push(b as char)
+            }
+            b'\\' => out.push('/'),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
 /// A workflow command's data, escaped as GitHub Actions reads it.
 fn escaped_data(text: &str) -> String {
     text.replace('%', "%25")
@@ -213,5 +232,15 @@ mod tests {
     fn workflow_commands_escape_what_would_end_them() {
         assert_eq!(escaped_data("a%b\nc\rd"), "a%25b%0Ac%0Dd");
         assert_eq!(escaped_property("x:1,y"), "x%3A1%2Cy");
+    }
+
+    #[test]
+    fn a_sarif_uri_is_one_reference_whatever_the_name_holds() {
+        assert_eq!(uri_of("logs/a b.jsonl"), "logs/a%20b.jsonl");
+        assert_eq!(
+            uri_of("x\n::add-mask::y#1?.json"),
+            "x%0A%3A%3Aadd-mask%3A%3Ay%231%3F.json"
+        );
+        assert_eq!(uri_of("C:\\logs\\é.json"), "C%3A/logs/%C3%A9.json");
     }
 }

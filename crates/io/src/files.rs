@@ -111,7 +111,10 @@ fn replace<T>(
     // private log stays private), as a shell's `>` keeps it; a new one
     // takes the mode any new file gets here (the umask's).
     match std::fs::metadata(path) {
-        Ok(existing) if over => temp.as_file().set_permissions(existing.permissions())?,
+        Ok(existing) if over => {
+            temp.as_file().set_permissions(existing.permissions())?;
+            keep_owner(temp.as_file(), &existing)?;
+        }
         _ => set_default_mode(temp.as_file())?,
     }
     if over {
@@ -120,6 +123,29 @@ fn replace<T>(
         temp.persist_noclobber(path).map_err(|e| e.error)?;
     }
     Ok(made)
+}
+
+/// Gives `file` the owner and group of the file it replaces (`was`): run
+/// as root, a repair of a user's session would otherwise leave it owned by
+/// root and the user's agent unable to write it. Anyone else can only give
+/// a file their own owner, which it has: a refusal to change the group
+/// (not one of the user's) leaves it as the system made it.
+#[cfg(unix)]
+fn keep_owner(file: &std::fs::File, was: &std::fs::Metadata) -> io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let now = file.metadata()?;
+    if (now.uid(), now.gid()) == (was.uid(), was.gid()) {
+        return Ok(());
+    }
+    match std::os::unix::fs::fchown(file, Some(was.uid()), Some(was.gid())) {
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => Ok(()),
+        other => other,
+    }
+}
+
+#[cfg(not(unix))]
+fn keep_owner(_: &std::fs::File, _: &std::fs::Metadata) -> io::Result<()> {
+    Ok(())
 }
 
 /// Why [`replace_keeping`] left the file as it was.
@@ -182,8 +208,10 @@ fn replace_keeping_with(
         return Err(KeepError::Changed);
     }
     let (temp, (), _cleanup) = written_beside(path, fill)?;
-    let permissions = held.metadata()?.permissions();
+    let meta = held.metadata()?;
+    let permissions = meta.permissions();
     temp.as_file().set_permissions(permissions.clone())?;
+    keep_owner(temp.as_file(), &meta)?;
     temp.as_file().sync_all()?;
     let written = temp.as_file().metadata()?.len();
     let (backup, linked) = keep_backup(path, held, original, backup_base, permissions)?;
@@ -303,6 +331,7 @@ fn keep_backup_as(
         // under the backup's name (the temporary one is removed).
         let (temp, (), _cleanup) = written_beside(path, |out| out.write_all(original))?;
         temp.as_file().set_permissions(permissions.clone())?;
+        keep_owner(temp.as_file(), &held.metadata()?)?;
         temp.as_file().sync_all()?;
         let mut reread = std::fs::File::open(temp.path())?;
         if !holds(&mut reread, original)? {
