@@ -1123,7 +1123,10 @@ fn a_large_document_is_read_where_address_space_is_limited() {
         std::fs::File::create(&path).unwrap(),
         flate2::Compression::best(),
     );
-    gz.write_all(body.to_string().as_bytes()).unwrap();
+    // Several lines: a document is read whole (a one-line one is read as
+    // a line, whose limit is smaller).
+    gz.write_all(serde_json::to_string_pretty(&body).unwrap().as_bytes())
+        .unwrap();
     gz.finish().unwrap();
     let out = std::process::Command::new("sh")
         .arg("-c")
