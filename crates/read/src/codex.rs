@@ -12,8 +12,6 @@ use crate::agent::Agent;
 use loopdbg_engine::diagnostics::json_span::{JsonPath, PathSeg};
 use serde_json::{Value, json};
 
-use std::collections::HashSet;
-
 use super::{BlockSource, Conversation, Detail, ReadError, Source, responses};
 use crate::conversation::Rewrite;
 use crate::finding::Kind;
@@ -227,81 +225,116 @@ impl CodexRollout {
 /// ends (its output is not written yet), and is left as it is. Returns
 /// what it changed.
 fn normalize(items: &mut Vec<Value>, lines: &mut Vec<usize>) -> Vec<Rewrite> {
-    let kind = |item: &Value| {
-        item.get("type")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string()
-    };
-    let call_id = |item: &Value| {
-        item.get("call_id")
-            .or_else(|| item.get("id"))
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    };
-    let calls: HashSet<String> = items
+    /// What an item is to the pairing, read once (each field asked of a
+    /// `Value` hashes its key: asked again per rule, it was 6 % of
+    /// checking a rollout).
+    enum Item<'a> {
+        Call(&'a str, &'a str),
+        Output(&'a str),
+        Message,
+        Other,
+    }
+    let read: Vec<Item> = items
         .iter()
-        .filter(|i| responses::is_call(&kind(i)))
-        .filter_map(call_id)
+        .map(|item| {
+            let kind = item.get("type").and_then(Value::as_str).unwrap_or("");
+            let id = || {
+                item.get("call_id")
+                    .or_else(|| item.get("id"))
+                    .and_then(Value::as_str)
+            };
+            match kind {
+                "message" => Item::Message,
+                _ if responses::is_call(kind) => {
+                    id().map_or(Item::Other, |id| Item::Call(kind, id))
+                }
+                _ if responses::is_output(kind) => id().map_or(Item::Other, Item::Output),
+                _ => Item::Other,
+            }
+        })
         .collect();
-    let answered: HashSet<String> = items
-        .iter()
-        .filter(|i| responses::is_output(&kind(i)))
-        .filter_map(|i| responses::answered_id(i).map(str::to_string))
-        .collect();
-    let mut rewrites = Vec::new();
+    let mut calls: ahash::AHashSet<&str> = ahash::AHashSet::new();
+    let mut answered: ahash::AHashSet<&str> = ahash::AHashSet::new();
+    for item in &read {
+        match item {
+            Item::Call(_, id) => {
+                calls.insert(id);
+            }
+            Item::Output(id) => {
+                answered.insert(id);
+            }
+            _ => {}
+        }
+    }
+    // A call before the last message was followed by a request.
+    let last_message = read.iter().rposition(|i| matches!(i, Item::Message));
     let on = |line: usize| BlockSource {
         path: "payload".into(),
         line: Some(line),
         uuid: None,
     };
-    let mut k = 0;
-    while k < items.len() {
-        let item_kind = kind(&items[k]);
-        if responses::is_output(&item_kind)
-            && let Some(id) = responses::answered_id(&items[k]).map(str::to_string)
-            && !calls.contains(&id)
-        {
-            rewrites.push(Rewrite {
-                kind: Kind::UnexpectedResult,
-                source: on(lines[k]),
-                message: format!(
-                    "the output for {id} answers a call that is not in the history; Codex drops it before every request (`remove_orphan_outputs`), so the provider never sees it."
-                ),
-                ids: vec![id],
-                harmless: true,
-            });
-            items.remove(k);
-            lines.remove(k);
-            continue;
+    let mut rewrites = Vec::new();
+    // What to do at each item: drop it, or add Codex's output after it.
+    let mut dropped = Vec::new();
+    let mut aborted = Vec::new();
+    for (k, item) in read.iter().enumerate() {
+        match *item {
+            Item::Output(id) if !calls.contains(id) => {
+                rewrites.push(Rewrite {
+                    kind: Kind::UnexpectedResult,
+                    source: on(lines[k]),
+                    message: format!(
+                        "the output for {id} answers a call that is not in the history; Codex drops it before every request (`remove_orphan_outputs`), so the provider never sees it."
+                    ),
+                    ids: vec![id.to_string()],
+                    harmless: true,
+                });
+                dropped.push(k);
+            }
+            Item::Call(kind, id)
+                if !answered.contains(id) && last_message.is_some_and(|m| m > k) =>
+            {
+                let output_type = match kind {
+                    "custom_tool_call" => "custom_tool_call_output",
+                    _ => "function_call_output",
+                };
+                rewrites.push(Rewrite {
+                    kind: Kind::UnansweredCall,
+                    source: on(lines[k]),
+                    message: format!(
+                        "no output answers {id} in the rollout; Codex sends `{ABORTED}` as its output right after the call before every request (`ensure_call_outputs_present`), so the provider never sees it open, but the model gets no real result for it."
+                    ),
+                    ids: vec![id.to_string()],
+                    harmless: false,
+                });
+                aborted.push((
+                    k,
+                    json!({"type": output_type, "call_id": id, "output": ABORTED}),
+                ));
+            }
+            _ => {}
         }
-        if responses::is_call(&item_kind)
-            && let Some(id) = call_id(&items[k])
-            && !answered.contains(&id)
-            && items[k + 1..].iter().any(|i| kind(i) == "message")
-        {
-            let output_type = match item_kind.as_str() {
-                "custom_tool_call" => "custom_tool_call_output",
-                _ => "function_call_output",
-            };
-            rewrites.push(Rewrite {
-                kind: Kind::UnansweredCall,
-                source: on(lines[k]),
-                message: format!(
-                    "no output answers {id} in the rollout; Codex sends `{ABORTED}` as its output right after the call before every request (`ensure_call_outputs_present`), so the provider never sees it open, but the model gets no real result for it."
-                ),
-                ids: vec![id.clone()],
-                harmless: false,
-            });
-            items.insert(
-                k + 1,
-                json!({"type": output_type, "call_id": id, "output": ABORTED}),
-            );
-            lines.insert(k + 1, lines[k]);
-            k += 2;
-            continue;
+    }
+    drop((read, calls, answered));
+    if dropped.is_empty() && aborted.is_empty() {
+        return rewrites;
+    }
+    // One pass, so a log of many changes is not rebuilt once for each.
+    let old_items = std::mem::take(items);
+    let old_lines = std::mem::take(lines);
+    let (mut dropped, mut aborted) = (
+        dropped.into_iter().peekable(),
+        aborted.into_iter().peekable(),
+    );
+    for (k, (item, line)) in old_items.into_iter().zip(old_lines).enumerate() {
+        if dropped.next_if_eq(&k).is_none() {
+            items.push(item);
+            lines.push(line);
         }
-        k += 1;
+        if let Some((_, output)) = aborted.next_if(|(at, _)| *at == k) {
+            items.push(output);
+            lines.push(line);
+        }
     }
     rewrites
 }
