@@ -85,6 +85,9 @@ pub struct Config {
     /// The most agent connections served at once; the next waits in the
     /// listen queue until one ends.
     pub max_connections: usize,
+    /// How many KiB of requests may wait for the capture's writer before
+    /// the next request waits for room ([`UNWRITTEN_KIB`]).
+    pub unwritten_kib: usize,
 }
 
 impl Config {
@@ -127,6 +130,7 @@ impl Config {
             on_unjudged: OnUnjudged::Block,
             header_timeout: Duration::from_secs(30),
             max_connections: 512,
+            unwritten_kib: UNWRITTEN_KIB,
         }
     }
 }
@@ -144,7 +148,19 @@ struct Shared {
     /// How long a request body may send nothing before it is cut off (the
     /// header timeout's length: hyper's covers only the head).
     body_idle: Duration,
+    /// The request bytes of the exchanges ended and not yet taken by the
+    /// capture's writer, in KiB: a request waits for room before it is
+    /// forwarded, so a writer that falls behind slows the agents instead
+    /// of the queue growing without end (1,000 back-to-back 2 MB requests
+    /// took 1.1 GB; issue 59).
+    unwritten: Arc<Semaphore>,
+    unwritten_kib: usize,
+    /// How many requests wait on `unwritten`.
+    waiting: watch::Sender<usize>,
 }
+
+/// How many KiB of requests may wait for the capture's writer.
+pub const UNWRITTEN_KIB: usize = 256 << 10;
 
 /// The proxy's [`ResponseStore`], shared by the exchanges.
 type Responses = Arc<std::sync::Mutex<ResponseStore>>;
@@ -193,6 +209,9 @@ pub struct Running {
     /// Stops taking connections when it is sent `true` (or dropped): the
     /// exchanges in flight go on.
     pub stop_accepting: watch::Sender<bool>,
+    /// How many requests wait for the capture's writer to catch up
+    /// ([`Config::unwritten_kib`]) before they are forwarded.
+    pub waiting_for_capture: watch::Receiver<usize>,
 }
 
 /// The upstream is the proxy's own address: a bad `--upstream`, refused
@@ -236,6 +255,7 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
     let way = Upstream::new(&config.upstream).context("building the HTTP client")?;
     let (done, exchanges) = mpsc::unbounded_channel();
     let (in_flight, watching) = watch::channel(InFlight::default());
+    let (waiting, waiting_for_capture) = watch::channel(0);
     let shared = Arc::new(Shared {
         way,
         on_invalid: config.on_invalid,
@@ -245,6 +265,9 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
         in_flight: Arc::new(in_flight),
         responses: Responses::default(),
         body_idle: config.header_timeout,
+        unwritten: Arc::new(Semaphore::new(config.unwritten_kib.max(1))),
+        unwritten_kib: config.unwritten_kib.max(1),
+        waiting,
     });
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
@@ -308,6 +331,7 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
         exchanges,
         in_flight: watching,
         stop_accepting,
+        waiting_for_capture,
     })
 }
 
@@ -368,6 +392,9 @@ struct Started {
     /// Where its answer is remembered if it is a Responses answer, and
     /// what it is judged against if it continues one.
     responses: Responses,
+    /// Its share of [`Shared::unwritten`], given back when its record is
+    /// taken (this is dropped).
+    _room: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 impl Started {
@@ -444,6 +471,7 @@ async fn exchange(shared: &Shared, request: Request<Incoming>) -> Response<Agent
         _flight: flight,
         secrets,
         responses: shared.responses.clone(),
+        _room: None,
     };
     // Reading the body answers an `expect: 100-continue` on the way.
     let length = head
@@ -451,7 +479,22 @@ async fn exchange(shared: &Shared, request: Request<Incoming>) -> Response<Agent
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
     let bytes = match read_body(body, length, shared.body_idle).await {
-        Ok(bytes) => bytes,
+        Ok(bytes) => {
+            let kib = (bytes.len() >> 10).clamp(1, shared.unwritten_kib);
+            started._room = match Arc::clone(&shared.unwritten).try_acquire_many_owned(kib as u32) {
+                Ok(room) => Some(room),
+                Err(_) => {
+                    shared.waiting.send_modify(|n| *n += 1);
+                    let room = Arc::clone(&shared.unwritten)
+                        .acquire_many_owned(kib as u32)
+                        .await
+                        .ok();
+                    shared.waiting.send_modify(|n| *n -= 1);
+                    room
+                }
+            };
+            bytes
+        }
         Err(e) => {
             let too_large = e.is::<http_body_util::LengthLimitError>();
             let (status, why) = if too_large {
@@ -1205,6 +1248,83 @@ mod tests {
         String::from_utf8_lossy(&got).into_owned()
     }
 
+    /// A request of `kib` KiB to the proxy at `addr`, its answer's head.
+    async fn post_kib(addr: SocketAddr, kib: usize) -> String {
+        let body = format!("{{\"pad\":\"{}\"}}", "x".repeat(kib << 10));
+        let mut tcp = TcpStream::connect(addr).await.unwrap();
+        let head = format!(
+            "POST /v1/messages HTTP/1.1\r\nhost: x\r\nconnection: close\r\ncontent-length: {}\r\n\r\n",
+            body.len()
+        );
+        tcp.write_all(head.as_bytes()).await.unwrap();
+        tcp.write_all(body.as_bytes()).await.unwrap();
+        let mut got = Vec::new();
+        let _ = tcp.read_to_end(&mut got).await;
+        String::from_utf8_lossy(&got)
+            .lines()
+            .next()
+            .unwrap_or("")
+            .to_string()
+    }
+
+    /// The capture's writer falling behind slows the agents: a request
+    /// that would take the exchanges waiting for it past the bound waits,
+    /// unforwarded, until the writer takes one (1,000 back-to-back 2 MB
+    /// requests once queued 1.1 GB).
+    #[tokio::test]
+    async fn a_request_waits_while_the_capture_writer_is_behind() {
+        // An upstream that reads each padded request to its end, counts
+        // it and answers 204.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = parse_upstream(&format!("http://{}", listener.local_addr().unwrap())).unwrap();
+        let seen = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&seen);
+        tokio::spawn(async move {
+            while let Ok((mut tcp, _)) = listener.accept().await {
+                let counter = Arc::clone(&counter);
+                tokio::spawn(async move {
+                    let mut got = Vec::new();
+                    let mut buf = [0u8; 4096];
+                    while !got.ends_with(b"x\"}") {
+                        match tcp.read(&mut buf).await {
+                            Ok(n @ 1..) => got.extend_from_slice(&buf[..n]),
+                            _ => return,
+                        }
+                    }
+                    counter.fetch_add(1, Ordering::SeqCst);
+                    let _ = tcp
+                        .write_all(b"HTTP/1.1 204 No Content\r\ncontent-length: 0\r\n\r\n")
+                        .await;
+                });
+            }
+        });
+        let config = Config {
+            unwritten_kib: 8,
+            ..Config::new(url, "127.0.0.1:0".parse().unwrap())
+        };
+        let mut running = start(&config).await.unwrap();
+        let addr = running.addr;
+        assert!(post_kib(addr, 6).await.starts_with("HTTP/1.1 204"));
+        // Its exchange is not taken: 6 of 8 KiB wait for the writer.
+        let mut second = tokio::spawn(post_kib(addr, 6));
+        tokio::select! {
+            waits = running.waiting_for_capture.wait_for(|n| *n == 1) => {
+                waits.unwrap();
+            }
+            answered = &mut second => panic!("answered with no room for its record: {answered:?}"),
+        }
+        assert_eq!(
+            seen.load(Ordering::SeqCst),
+            1,
+            "forwarded before there was room"
+        );
+        let first = running.exchanges.recv().await.unwrap().into_exchange();
+        assert_eq!(first.status, 204);
+        assert!(second.await.unwrap().starts_with("HTTP/1.1 204"));
+        assert_eq!(seen.load(Ordering::SeqCst), 2);
+        assert_eq!(*running.waiting_for_capture.borrow(), 0);
+    }
+
     /// A client that never finishes its head is cut off once the header
     /// timeout has passed.
     #[tokio::test(start_paused = true)]
@@ -1408,6 +1528,7 @@ mod tests {
                         String::new(),
                     ),
                     secrets: Default::default(),
+                    _room: None,
                     responses: Default::default(),
                 },
                 action,
