@@ -2010,3 +2010,59 @@ fn a_repair_made_as_root_keeps_the_sessions_owner() {
     let meta = std::fs::metadata(&backup).unwrap();
     assert_eq!((meta.uid(), meta.gid()), (4242, 4343));
 }
+
+/// `doctor LINK --write` repairs the file the link leads to, keeps the
+/// backup beside it as a file of its own, and leaves the link a link (it
+/// once put the repair in the link's place and called a second link the
+/// backup). The scan writes nothing a link inside a store leads it to.
+#[test]
+#[cfg(unix)]
+fn a_session_reached_through_a_link_is_repaired_where_it_is_and_the_scan_does_not_follow() {
+    let (dir, target) =
+        copy("tests/fixtures/transcripts/gemini_cli/session-2026-12-02T04-27-6a20c2cd.jsonl");
+    let link = dir.path().join("linked.jsonl");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let original = std::fs::read(&target).unwrap();
+    loopdbg()
+        .args(["doctor", "--write", "--force", link.to_str().unwrap()])
+        .assert()
+        .code(0);
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    let backup = target.with_extension("jsonl.loopdbg-bak");
+    let meta = std::fs::symlink_metadata(&backup).unwrap();
+    assert!(
+        meta.file_type().is_file(),
+        "the backup is a file of its own"
+    );
+    assert_eq!(std::fs::read(&backup).unwrap(), original);
+    assert_ne!(std::fs::read(&target).unwrap(), original);
+
+    // In a store: a project folder that is a link to elsewhere.
+    let home = Home::plant();
+    let elsewhere = home.home.parent().unwrap().join("elsewhere");
+    let project = home.home.join(".gemini/tmp/ann-app");
+    std::fs::rename(&project, &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &project).unwrap();
+    let chat = elsewhere.join("chats/session-2026-12-02T04-27-6a20c2cd.jsonl");
+    let before = std::fs::read(&chat).unwrap();
+    let out = home.doctor(&["--write", "--force", "--format", "json"]);
+    let scan = scanned(&out);
+    let gemini = scan["unresumable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["agent"] == "gemini-cli")
+        .unwrap();
+    assert!(
+        gemini["written"]["why"]
+            .as_str()
+            .is_some_and(|w| w.contains("symbolic link")),
+        "{gemini:#}"
+    );
+    assert_eq!(std::fs::read(&chat).unwrap(), before);
+}

@@ -334,8 +334,16 @@ fn is_last_line(bytes: &[u8], line: Option<usize>) -> bool {
 /// not written without `force`; a file that is
 /// no longer what [`diagnose`] read, or that grows while the repair is
 /// written, is left as it is (see `loopdbg_io::files::replace_keeping`:
-/// no line an agent appends is lost).
+/// no line an agent appends is lost). A session named through a symbolic
+/// link is repaired where the link leads, its backup beside it, and the
+/// link stays a link (it was once replaced by the repaired file, its
+/// "backup" a second link).
 pub fn apply(path: &Path, repair: Repair, force: bool) -> Written {
+    let resolved = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path).ok(),
+        _ => None,
+    };
+    let path = resolved.as_deref().unwrap_or(path);
     let name = path.display();
     let not = |why: String, failed: bool| Written::Not { why, failed };
     let held = match std::fs::File::open(path) {

@@ -188,7 +188,10 @@ pub fn examine_all(
     let work: Vec<Work> = found
         .iter()
         .flat_map(|s| {
-            let files = s.sessions.iter().map(|p| Work::File(s.agent, p.clone()));
+            let files = s
+                .sessions
+                .iter()
+                .map(|p| Work::File(s.agent, s.root.clone(), p.clone()));
             let rows = s
                 .db_sessions
                 .iter()
@@ -200,8 +203,8 @@ pub fn examine_all(
     let (done, bytes) = (AtomicUsize::new(0), AtomicU64::new(0));
     let verdicts = crate::cores::map(&work, |work| {
         let (said, size) = match work {
-            Work::File(agent, path) => (
-                examine(*agent, path, options),
+            Work::File(agent, root, path) => (
+                examine(*agent, root, path, options),
                 std::fs::metadata(path).map_or(0, |m| m.len()),
             ),
             Work::Row(agent, db, session) => examine_row(*agent, db, session),
@@ -222,8 +225,8 @@ pub fn examine_all(
 
 /// One session to examine.
 enum Work {
-    /// A file of its own.
-    File(Agent, PathBuf),
+    /// A file of its own, and the store's folder it was found under.
+    File(Agent, PathBuf, PathBuf),
     /// A session of the agent's database at the path.
     Row(Agent, PathBuf, crate::stores::DbSession),
 }
@@ -292,7 +295,12 @@ fn export_row(agent: Agent, db: &std::path::Path, id: &str) -> Result<Vec<u8>, S
 
 /// The doctor on one session; `None` when it is clean. Only a session
 /// its agent cannot resume is written.
-fn examine(agent: Agent, path: &std::path::Path, options: Options) -> Option<Unresumable> {
+fn examine(
+    agent: Agent,
+    root: &std::path::Path,
+    path: &std::path::Path,
+    options: Options,
+) -> Option<Unresumable> {
     // What the scan does not write, it does not plan (JSON says `changes:
     // null` for those: `doctor FILE` makes the repair).
     // A task history cannot say by its content which extension kept it
@@ -323,8 +331,18 @@ fn examine(agent: Agent, path: &std::path::Path, options: Options) -> Option<Unr
                 })
                 .collect();
             let why = repair.why.clone();
-            let written = (options.write && standing == Standing::Refused)
-                .then(|| outcome(doctor::apply(path, repair, options.force)));
+            let written = (options.write && standing == Standing::Refused).then(|| {
+                match linked_below(root, path) {
+                    Some(link) => Outcome::NotWritten {
+                        why: format!(
+                            "reached through the symbolic link {}: the scan writes nothing a link leads it to (it may lead out of the store); `loopdbg doctor FILE --write` repairs the file you name",
+                            link.display()
+                        ),
+                        failed: false,
+                    },
+                    None => outcome(doctor::apply(path, repair, options.force)),
+                }
+            });
             (why, Some(changes), written)
         }
     };
@@ -338,6 +356,20 @@ fn examine(agent: Agent, path: &std::path::Path, options: Options) -> Option<Unr
         written,
         resume: resume_command(agent, path),
     })
+}
+
+/// The first symbolic link on the way from the store's folder `root` down
+/// to `path` (`path` itself included), if any.
+fn linked_below(root: &std::path::Path, path: &std::path::Path) -> Option<PathBuf> {
+    let below = path.strip_prefix(root).ok()?;
+    let mut at = root.to_path_buf();
+    for part in below.components() {
+        at.push(part);
+        if std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Some(at);
+        }
+    }
+    None
 }
 
 fn outcome(written: Written) -> Outcome {
