@@ -1,5 +1,6 @@
 //! Every request-body reader and the checker on any JSON document, under
-//! every provider's rules; a conversation that reads is also replayed. The
+//! every provider's rules and as every agent's document (Crush's and
+//! opencode's sessions, the extensions' task histories); a conversation that reads is also replayed. The
 //! same document read as an HTTP recording (a cassette, a HAR file).
 #![no_main]
 
@@ -13,10 +14,12 @@ fuzz_target!(|data: &[u8]| {
     };
     let _ = loopdbg_read::detect(&doc);
     let _ = loopdbg_read::classify_line(&doc);
+    // Every provider, and every agent (those whose store is a document
+    // read it; the logs' readers refuse a document at once).
     let sources = Format::ALL
         .into_iter()
         .map(Source::Provider)
-        .chain([Source::Agent(loopdbg_read::Agent::GeminiCli)]);
+        .chain(loopdbg_read::Agent::ALL.into_iter().map(Source::Agent));
     for source in sources {
         if let Ok(conv) = read(&doc, source) {
             let findings = loopdbg_judge::check::check(&conv);
