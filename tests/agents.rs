@@ -1210,6 +1210,45 @@ fn claude_code_resumes_a_session_with_a_refused_id_once_the_doctor_renamed_it() 
     assert!(!exchanges.is_empty() && exchanges.iter().all(|e| e["status"] == 200));
 }
 
+/// The fake's stalling script, set up in `dir`: the prompt that asks for
+/// it, and its two FIFOs held open for reading and writing (so no open
+/// blocks): the stalled command writes a line to `pipe`, then reads
+/// `held`'s FIFO until the test lets go of it.
+struct Stall {
+    prompt: String,
+    pipe: std::fs::File,
+    held: std::fs::File,
+}
+
+impl Stall {
+    fn in_folder(dir: &Path) -> Stall {
+        let fifo = dir.join("stall.fifo");
+        let hold = dir.join("stall.fifo.hold");
+        let made = Command::new("mkfifo")
+            .arg(&fifo)
+            .arg(&hold)
+            .status()
+            .unwrap();
+        assert!(made.success(), "mkfifo {fifo:?}");
+        let open = |path: &Path| {
+            std::fs::File::options()
+                .read(true)
+                .write(true)
+                .open(path)
+                .unwrap()
+        };
+        Stall {
+            prompt: format!(
+                "{} {}: run the three commands",
+                fake::E2E_STALL,
+                fifo.display()
+            ),
+            held: open(&hold),
+            pipe: open(&fifo),
+        }
+    }
+}
+
 /// Runs `agent` on the stalling script and kills it (SIGKILL to its
 /// process group: a closed terminal, an out-of-memory kill, a reboot)
 /// while the stalling command runs: the command tells the test it started
@@ -1224,37 +1263,15 @@ fn run_killed_mid_tool(agent: Agent, bin: &Path, base: &str, scratch: &Scratch, 
         Agent::Opencode => &scratch.work,
         _ => &scratch.tmp,
     };
-    let fifo = dir.join("stall.fifo");
-    let hold = dir.join("stall.fifo.hold");
-    let made = Command::new("mkfifo")
-        .arg(&fifo)
-        .arg(&hold)
-        .status()
-        .unwrap();
-    assert!(made.success(), "mkfifo {fifo:?}");
-    // Held open (read and write: the open never blocks) while the agent
-    // runs: the stalled command reads it until the test lets go.
-    let held = std::fs::File::options()
-        .read(true)
-        .write(true)
-        .open(&hold)
-        .unwrap();
-    let prompt = format!(
-        "{} {}: run the three commands",
-        fake::E2E_STALL,
-        fifo.display()
-    );
+    let Stall {
+        prompt,
+        mut pipe,
+        held,
+    } = Stall::in_folder(dir);
     let mut command = command_for(agent, bin, base, scratch, &prompt, extra);
     command.process_group(0);
     let child = command.spawn().unwrap();
     let group = child.id();
-    // Read and write: opening never blocks, and the test can wake the
-    // reader itself should the agent never run the command.
-    let mut pipe = std::fs::File::options()
-        .read(true)
-        .write(true)
-        .open(&fifo)
-        .unwrap();
     let reader = pipe.try_clone().unwrap();
     // Where the agent writes the stalled call, when the test can know:
     // the kill waits until it is there.
@@ -1547,27 +1564,7 @@ fn gemini_cli_cancelled_with_ctrl_c_in_its_terminal_then_scanned_resumes() {
 fn run_cancelled_in_a_terminal(bin: &Path, base: &str, scratch: &Scratch) {
     use crate::common::pty::{PATIENCE, pty_screen};
     use std::io::{BufRead, Write};
-    let fifo = scratch.tmp.join("stall.fifo");
-    let hold = scratch.tmp.join("stall.fifo.hold");
-    let made = Command::new("mkfifo")
-        .arg(&fifo)
-        .arg(&hold)
-        .status()
-        .unwrap();
-    assert!(made.success(), "mkfifo {fifo:?}");
-    // Both held open for reading and writing (no open blocks): the
-    // stalled command writes a line to the first, then reads the second
-    // until the test lets go.
-    let held = std::fs::File::options()
-        .read(true)
-        .write(true)
-        .open(&hold)
-        .unwrap();
-    let pipe = std::fs::File::options()
-        .read(true)
-        .write(true)
-        .open(&fifo)
-        .unwrap();
+    let Stall { prompt, pipe, held } = Stall::in_folder(&scratch.tmp);
     let (started, ran) = mpsc::channel();
     let reader = pipe.try_clone().unwrap();
     std::thread::spawn(move || {
@@ -1575,11 +1572,6 @@ fn run_cancelled_in_a_terminal(bin: &Path, base: &str, scratch: &Scratch) {
         let _ = std::io::BufReader::new(reader).read_line(&mut line);
         let _ = started.send(line);
     });
-    let prompt = format!(
-        "{} {}: run the three commands",
-        fake::E2E_STALL,
-        fifo.display()
-    );
     let (pair, mut screen) = pty_screen(100, 30);
     let mut command = portable_pty::CommandBuilder::new(bin.join("gemini"));
     command.cwd(&scratch.work);

@@ -1793,109 +1793,99 @@ fn doctor_scan_reads_crush_projects_as_crush_sends_them() {
     let db = plant_crush(&data_dir);
     let stop = json!({"type": "finish", "data": {"reason": "stop", "time": 0}});
     let tool_use = json!({"type": "finish", "data": {"reason": "tool_use", "time": 0}});
-    // Killed while the second of two parallel calls ran.
-    crush_session(&db, "killed", None, 10);
-    crush_message(
-        &db,
-        "killed",
-        "k1",
-        "user",
-        10,
-        json!([crush_text("run both"), stop]),
-    );
-    crush_message(
-        &db,
-        "killed",
-        "k2",
-        "assistant",
-        11,
-        json!([
-            crush_call("call_a", "make test"),
-            crush_call("call_b", "make lint"),
-            tool_use
-        ]),
-    );
-    crush_message(
-        &db,
-        "killed",
-        "k3",
-        "tool",
-        11,
-        json!([crush_result("call_a", "ok"), stop]),
-    );
-    // Summarized after a killed call: Crush sends from the summary on.
-    crush_session(&db, "summarized", None, 20);
-    crush_message(
-        &db,
-        "summarized",
-        "s1",
-        "user",
-        20,
-        json!([crush_text("look"), stop]),
-    );
-    crush_message(
-        &db,
-        "summarized",
-        "s2",
-        "assistant",
-        21,
-        json!([crush_call("call_c", "ls"), tool_use]),
-    );
-    crush_message(
-        &db,
-        "summarized",
-        "s3",
-        "assistant",
-        22,
-        json!([
-            crush_text("Summary: we looked."),
-            json!({"type": "finish", "data": {"reason": "end_turn", "time": 0}})
-        ]),
-    );
-    crush_message(
-        &db,
-        "summarized",
-        "s4",
-        "user",
-        23,
-        json!([crush_text("go on"), stop]),
-    );
+    let end_turn = json!({"type": "finish", "data": {"reason": "end_turn", "time": 0}});
+    // Sessions: id, parent, created.
+    let sessions = [
+        // Killed while the second of two parallel calls ran.
+        ("killed", None, 10),
+        // Summarized after a killed call: Crush sends from the summary on.
+        ("summarized", None, 20),
+        // A sub-agent's session, left open: Crush's own, never resumed.
+        ("agent-tool-call", Some("killed"), 12),
+        ("clean", None, 30),
+    ];
+    for (id, parent, at) in sessions {
+        crush_session(&db, id, parent, at);
+    }
+    // Messages: session, id, role, created, parts.
+    let messages = [
+        (
+            "killed",
+            "k1",
+            "user",
+            10,
+            json!([crush_text("run both"), stop]),
+        ),
+        (
+            "killed",
+            "k2",
+            "assistant",
+            11,
+            json!([
+                crush_call("call_a", "make test"),
+                crush_call("call_b", "make lint"),
+                tool_use
+            ]),
+        ),
+        (
+            "killed",
+            "k3",
+            "tool",
+            11,
+            json!([crush_result("call_a", "ok"), stop]),
+        ),
+        (
+            "summarized",
+            "s1",
+            "user",
+            20,
+            json!([crush_text("look"), stop]),
+        ),
+        (
+            "summarized",
+            "s2",
+            "assistant",
+            21,
+            json!([crush_call("call_c", "ls"), tool_use]),
+        ),
+        (
+            "summarized",
+            "s3",
+            "assistant",
+            22,
+            json!([crush_text("Summary: we looked."), end_turn]),
+        ),
+        (
+            "summarized",
+            "s4",
+            "user",
+            23,
+            json!([crush_text("go on"), stop]),
+        ),
+        (
+            "agent-tool-call",
+            "a1",
+            "assistant",
+            12,
+            json!([crush_call("call_d", "grep"), tool_use]),
+        ),
+        ("clean", "c1", "user", 30, json!([crush_text("hi"), stop])),
+        (
+            "clean",
+            "c2",
+            "assistant",
+            30,
+            json!([crush_text("hello"), end_turn]),
+        ),
+    ];
+    for (session, id, role, at, parts) in messages {
+        crush_message(&db, session, id, role, at, parts);
+    }
     db.execute(
         "UPDATE sessions SET summary_message_id = 's3' WHERE id = 'summarized'",
         [],
     )
     .unwrap();
-    // A sub-agent's session, left open: Crush's own, never resumed.
-    crush_session(&db, "agent-tool-call", Some("killed"), 12);
-    crush_message(
-        &db,
-        "agent-tool-call",
-        "a1",
-        "assistant",
-        12,
-        json!([crush_call("call_d", "grep"), tool_use]),
-    );
-    // Clean.
-    crush_session(&db, "clean", None, 30);
-    crush_message(
-        &db,
-        "clean",
-        "c1",
-        "user",
-        30,
-        json!([crush_text("hi"), stop]),
-    );
-    crush_message(
-        &db,
-        "clean",
-        "c2",
-        "assistant",
-        30,
-        json!([
-            crush_text("hello"),
-            json!({"type": "finish", "data": {"reason": "end_turn", "time": 0}})
-        ]),
-    );
     drop(db);
     let before = std::fs::read(data_dir.join("crush.db")).unwrap();
 

@@ -15,17 +15,9 @@
 
 use std::path::Path;
 
-use rusqlite::{Connection, OpenFlags, params};
+use rusqlite::params;
 
-/// How long a read waits for Crush to finish a write.
-const BUSY: std::time::Duration = std::time::Duration::from_secs(2);
-
-fn open(db: &Path) -> Result<Connection, String> {
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let connection = Connection::open_with_flags(db, flags).map_err(|e| e.to_string())?;
-    connection.busy_timeout(BUSY).map_err(|e| e.to_string())?;
-    Ok(connection)
-}
+use crate::sqlite::open_read_only as open;
 
 /// The sessions a user resumes, oldest first: those a sub-agent or a
 /// title ran in (`parent_session_id` set) are Crush's own, not resumed.

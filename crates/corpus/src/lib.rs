@@ -43,6 +43,8 @@ pub mod replay;
 pub mod report;
 pub mod scan;
 pub mod sessions;
+#[cfg(any(feature = "opencode", feature = "crush"))]
+mod sqlite;
 pub mod stores;
 pub mod table;
 pub mod text;

@@ -257,7 +257,7 @@ fn examine_row(
         why,
         changes: None,
         written: None,
-        resume: Some(session.resume_command(agent)),
+        resume: session.resume_command(agent),
     };
     let bytes = match export_row(agent, db, &session.id) {
         Ok(bytes) => bytes,
@@ -278,17 +278,32 @@ fn examine_row(
 /// One session of `agent`'s database as its export prints it, or why not.
 fn export_row(agent: Agent, db: &std::path::Path, id: &str) -> Result<Vec<u8>, String> {
     let unread = |e: String| format!("it could not be read: {e}");
+    let unbuilt = || -> Result<Vec<u8>, String> {
+        Err(format!(
+            "this build does not read {}'s database",
+            agent.name()
+        ))
+    };
     match agent {
         #[cfg(feature = "opencode")]
         Agent::Opencode => crate::opencode_store::export(db, id).map_err(unread),
+        #[cfg(not(feature = "opencode"))]
+        Agent::Opencode => unbuilt(),
         #[cfg(feature = "crush")]
         Agent::Crush => crate::crush_store::export(db, id).map_err(unread),
-        _ => {
-            let _ = (db, id, unread);
-            Err(format!(
-                "this build does not read {}'s database",
-                agent.name()
-            ))
+        #[cfg(not(feature = "crush"))]
+        Agent::Crush => unbuilt(),
+        // Their sessions are files of their own.
+        Agent::ClaudeCode
+        | Agent::Codex
+        | Agent::GeminiCli
+        | Agent::CopilotCli
+        | Agent::Cline
+        | Agent::RooCode
+        | Agent::KiloCode
+        | Agent::KimiCode => {
+            let _ = (db, id, unread, unbuilt);
+            Err(format!("{} keeps no database", agent.name()))
         }
     }
 }

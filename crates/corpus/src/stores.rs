@@ -132,17 +132,26 @@ pub struct DbSession {
 }
 
 impl DbSession {
-    /// `agent`'s command to resume it, in its folder.
-    pub fn resume_command(&self, agent: Agent) -> String {
+    /// `agent`'s command to resume it, in its folder; `None` for an agent
+    /// that keeps no database (its sessions are files: [`resume_command`]).
+    pub fn resume_command(&self, agent: Agent) -> Option<String> {
         let program = match agent {
             Agent::Crush => "crush",
-            _ => "opencode",
+            Agent::Opencode => "opencode",
+            Agent::ClaudeCode
+            | Agent::Codex
+            | Agent::GeminiCli
+            | Agent::CopilotCli
+            | Agent::Cline
+            | Agent::RooCode
+            | Agent::KiloCode
+            | Agent::KimiCode => return None,
         };
         let command = format!("{program} --session {}", quoted(&self.id));
-        match self.directory.as_deref() {
+        Some(match self.directory.as_deref() {
             Some(folder) if !folder.is_empty() => format!("cd {} && {command}", quoted(folder)),
             _ => command,
-        }
+        })
     }
 }
 

@@ -857,6 +857,15 @@ mod tests {
         F: Fn(TcpStream) -> Fut + Send + Sync + 'static,
         Fut: std::future::Future<Output = ()> + Send,
     {
+        upstream_until(b"\r\n\r\n{}", answer).await
+    }
+
+    /// [`upstream`], a request read until what came ends with `end`.
+    async fn upstream_until<F, Fut>(end: &'static [u8], answer: F) -> (Uri, Arc<AtomicUsize>)
+    where
+        F: Fn(TcpStream) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = ()> + Send,
+    {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = parse_upstream(&format!("http://{}", listener.local_addr().unwrap())).unwrap();
         let seen = Arc::new(AtomicUsize::new(0));
@@ -869,7 +878,7 @@ mod tests {
                 tokio::spawn(async move {
                     let mut got = Vec::new();
                     let mut buf = [0u8; 4096];
-                    while !got.ends_with(b"\r\n\r\n{}") {
+                    while !got.ends_with(end) {
                         match tcp.read(&mut buf).await {
                             Ok(n @ 1..) => got.extend_from_slice(&buf[..n]),
                             _ => return,
@@ -1275,29 +1284,12 @@ mod tests {
     async fn a_request_waits_while_the_capture_writer_is_behind() {
         // An upstream that reads each padded request to its end, counts
         // it and answers 204.
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = parse_upstream(&format!("http://{}", listener.local_addr().unwrap())).unwrap();
-        let seen = Arc::new(AtomicUsize::new(0));
-        let counter = Arc::clone(&seen);
-        tokio::spawn(async move {
-            while let Ok((mut tcp, _)) = listener.accept().await {
-                let counter = Arc::clone(&counter);
-                tokio::spawn(async move {
-                    let mut got = Vec::new();
-                    let mut buf = [0u8; 4096];
-                    while !got.ends_with(b"x\"}") {
-                        match tcp.read(&mut buf).await {
-                            Ok(n @ 1..) => got.extend_from_slice(&buf[..n]),
-                            _ => return,
-                        }
-                    }
-                    counter.fetch_add(1, Ordering::SeqCst);
-                    let _ = tcp
-                        .write_all(b"HTTP/1.1 204 No Content\r\ncontent-length: 0\r\n\r\n")
-                        .await;
-                });
-            }
-        });
+        let (url, seen) = upstream_until(b"x\"}", |mut tcp| async move {
+            let _ = tcp
+                .write_all(b"HTTP/1.1 204 No Content\r\ncontent-length: 0\r\n\r\n")
+                .await;
+        })
+        .await;
         let config = Config {
             unwritten_kib: 8,
             ..Config::new(url, "127.0.0.1:0".parse().unwrap())

@@ -248,16 +248,23 @@ fn tool_message(conv: &mut Conversation, message: &Value, path: &JsonPath, calls
         });
     }
     if !content.is_empty() {
-        conv.push(
-            Message {
-                role: Role::Tool,
-                content,
-                finish_reason: None,
-            },
-            src(path.clone()),
-            sources,
-        );
+        push_results(conv, content, path, sources);
     }
+}
+
+/// A `tool` message of `results`, as Crush sends one.
+fn push_results(
+    conv: &mut Conversation,
+    results: Vec<Block>,
+    path: &JsonPath,
+    sources: Vec<BlockSource>,
+) {
+    let message = Message {
+        role: Role::Tool,
+        content: results,
+        finish_reason: None,
+    };
+    conv.push(message, src(path.clone()), sources);
 }
 
 /// Crush's error result, right after the assistant message, for each of
@@ -284,15 +291,7 @@ fn answer_the_unanswered(
         })
         .collect();
     let sources = open.iter().map(|(_, p)| src(p.clone())).collect();
-    conv.push(
-        Message {
-            role: Role::Tool,
-            content,
-            finish_reason: None,
-        },
-        src(path.clone()),
-        sources,
-    );
+    push_results(conv, content, path, sources);
     let ids: Vec<String> = open.iter().map(|(id, _)| id.clone()).collect();
     conv.rewrites.push(Rewrite {
         kind: Kind::UnansweredCall,
