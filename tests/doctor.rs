@@ -1987,7 +1987,10 @@ fn a_repair_made_as_root_keeps_the_sessions_owner() {
     let (_dir, path) =
         copy("tests/fixtures/transcripts/gemini_cli/session-2026-12-02T04-27-6a20c2cd.jsonl");
     if std::os::unix::fs::chown(&path, Some(4242), Some(4343)).is_err() {
-        eprintln!("skipped: only root can give a file to another user");
+        crate::common::skip(
+            "a_repair_made_as_root_keeps_the_sessions_owner",
+            "only root can give a file to another user",
+        );
         return;
     }
     loopdbg()
