@@ -913,3 +913,113 @@ fn escapes_bidi_tags_and_html_from_input_stay_inert_in_every_output() {
         }
     }
 }
+
+/// Issue 59's goal, held by the real binary: no input under 1 MB takes
+/// over 1 GB. Each input below (each under 1 MB, each a finding of the
+/// round: it took 4–15 GB or ran past a minute) is checked under a 1 GiB
+/// address-space limit (`ulimit -v`), and ends with a verdict or a
+/// located refusal — never an abort, which is what running out of the
+/// limit is.
+#[cfg(target_os = "linux")]
+#[test]
+fn inputs_under_a_megabyte_are_checked_within_a_gibibyte() {
+    use std::io::Write;
+    let dir = scratch("under-a-megabyte");
+    let gz = |parts: &[(&[u8], usize)]| {
+        // Members one after another (a gzip stream may hold many): a run
+        // of 100 MB made of one compressed megabyte, written 100 times.
+        let mut out = Vec::new();
+        for (bytes, times) in parts {
+            let mut one = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+            one.write_all(bytes).unwrap();
+            let member = one.finish().unwrap();
+            for _ in 0..*times {
+                out.extend_from_slice(&member);
+            }
+        }
+        out
+    };
+    let zeros = "0,".repeat(1 << 19);
+    let inputs: Vec<(&str, Vec<u8>, &str)> = vec![
+        (
+            // 15 GB before: a document read whole, inflated whole.
+            "bomb.json.gz",
+            gz(&[(b"{\"messages\":[", 1), (zeros.as_bytes(), 100), (b"0]}", 1)]),
+            "refused as a decompression bomb",
+        ),
+        (
+            // Under the inflation floor, but 8 million values: 244 MiB of
+            // them is where the parse stops.
+            "values.json.gz",
+            gz(&[
+                (b"{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":[{\"name\":\"t\",\"input_schema\":[", 1),
+                (zeros.as_bytes(), 15),
+                (b"0]}]}", 1),
+            ]),
+            "would take more than",
+        ),
+        (
+            // 4 GB before: one observation of 100 KB copied for each of
+            // 20,000 ids. SWE-agent sends it once, for the first id.
+            "ids.traj",
+            serde_json::to_vec(&serde_json::json!({
+                "trajectory": [],
+                "info": {},
+                "history": [
+                    {"role": "system", "content": "s"},
+                    {"role": "assistant", "content": "a", "tool_calls": [
+                        {"id": "c0", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+                    ]},
+                    {"role": "tool", "content": "x".repeat(100_000),
+                     "tool_call_ids": (0..20_000).map(|i| format!("c{i}")).collect::<Vec<_>>()},
+                ],
+            }))
+            .unwrap(),
+            "",
+        ),
+        (
+            // Streamed text joined by copying: quadratic in the events.
+            "stream.jsonl",
+            {
+                let mut text = String::from(
+                    "{\"type\":\"init\",\"session_id\":\"s\",\"model\":\"gemini-2.5-pro\"}\n{\"type\":\"message\",\"role\":\"user\",\"content\":\"hi\"}\n",
+                );
+                let event = format!(
+                    "{{\"type\":\"message\",\"role\":\"assistant\",\"content\":\"{}\",\"delta\":true}}\n",
+                    "w".repeat(40)
+                );
+                while text.len() < 950_000 {
+                    text.push_str(&event);
+                }
+                text.into_bytes()
+            },
+            "",
+        ),
+    ];
+    let bin = assert_cmd::cargo::cargo_bin("loopdbg");
+    for (name, bytes, says) in inputs {
+        assert!(bytes.len() < 1 << 20, "{name} is {} bytes", bytes.len());
+        let path = dir.join(name);
+        std::fs::write(&path, &bytes).unwrap();
+        let out = std::process::Command::new("sh")
+            .args(["-c", "ulimit -v 1048576 && exec \"$0\" check \"$1\""])
+            .arg(&bin)
+            .arg(&path)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            matches!(out.status.code(), Some(0..=2)),
+            "{name}: {:?}\n{stderr}",
+            out.status
+        );
+        assert!(
+            !stderr.contains("panicked") && !stderr.contains("memory allocation"),
+            "{name}: {stderr}"
+        );
+        assert!(
+            stderr.contains(says),
+            "{name} should say {says:?}: {stderr}"
+        );
+    }
+}

@@ -714,7 +714,7 @@ pub(crate) fn document(
         })?;
         return Ok(opened_document(origin, doc, text, false));
     }
-    let doc: Value = match serde_json::from_str(&text) {
+    let doc: Value = match loopdbg_read::bounded::value(&text) {
         Ok(doc) if loopdbg_read::detect::is_traces(&doc) => {
             let traces = crate::traces::document(&origin, &text)?;
             return traces_opened(origin, traces, forced);
@@ -838,8 +838,8 @@ pub fn conversation_of_line(
     if let Some(conv) = loopdbg_read::plain::conversation(line, forced) {
         return Ok(Some(conv));
     }
-    let doc: Value =
-        serde_json::from_str(line).map_err(|e| json_error(origin, line, Some(line_no), &e))?;
+    let doc: Value = loopdbg_read::bounded::value(line)
+        .map_err(|e| json_error(origin, line, Some(line_no), &e))?;
     // A capture also records the agent's other traffic (`GET /v1/models`,
     // token counts): skipped, and counted by the caller.
     if capture::is_exchange(&doc) && !capture::holds_conversation(&doc) {
@@ -1395,7 +1395,7 @@ fn write_repaired(
                     writeln!(out).map_err(write_err)?;
                     continue;
                 }
-                let mut doc: Value = serde_json::from_str(&line)
+                let mut doc: Value = loopdbg_read::bounded::value(&line)
                     .map_err(|e| json_error(origin, &line, Some(n), &e))?;
                 let fixed = forced
                     .or_else(|| detect(&doc))

@@ -294,7 +294,7 @@ pub fn judge_as(
             verdict: None,
         };
     }
-    let parsed = serde_json::from_slice::<Value>(bytes);
+    let parsed = loopdbg_read::bounded::value_of_slice(bytes);
     let provider = provider_of_request(path_and_query, parsed.as_ref().ok());
     let routed = provider_of_path(path_and_query);
     let (mut verdict, why) = match (provider, parsed) {

@@ -604,7 +604,7 @@ impl Event {
             // A field of an unexpected type (`message` as a string, say):
             // read the line the lenient way, where such a field is absent.
             Err(_) => {
-                let v: Value = serde_json::from_str(text).map_err(LineError::Json)?;
+                let v: Value = crate::bounded::value(text).map_err(LineError::Json)?;
                 Event::from_value(line, v, detail).map_err(LineError::Read)
             }
         }

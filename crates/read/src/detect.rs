@@ -408,7 +408,7 @@ impl Sniffer {
         if self.json_lines == 0 && crate::foreign::is_goose_replay_line(line) {
             return Sniffed::McpCapture;
         }
-        match serde_json::from_str::<Value>(trimmed) {
+        match crate::bounded::value(trimmed) {
             Ok(v) if crate::mcp::is_record(&v) => Sniffed::McpCapture,
             Ok(v) if is_traces(&v) => Sniffed::Traces,
             // A Gemini CLI stream-json transcript is read whole.

@@ -12,7 +12,8 @@
 //!   provider's refusal), in the VCR shape;
 //! - **SWE-agent** trajectories (`.traj`: `{trajectory, history, info}`):
 //!   the `history` as the OpenAI Chat request it was sent as through
-//!   LiteLLM, a tool message's `tool_call_ids` its `tool_call_id`s;
+//!   LiteLLM, a tool message's first `tool_call_ids` its `tool_call_id`
+//!   (as SWE-agent sends it);
 //! - **OpenTelemetry console spans** (the Python SDK's `ConsoleSpanExporter`
 //!   prints each span as a pretty JSON object, one after another): an OTLP
 //!   JSON export of the same spans;
@@ -208,17 +209,19 @@ fn swe_agent(doc: &Value) -> Option<Value> {
         if let Some(calls) = m.get("tool_calls").filter(|c| c.is_array()) {
             out.insert("tool_calls".into(), calls.clone());
         }
-        match (role, m.get("tool_call_ids").and_then(Value::as_array)) {
-            // One tool message per id it answers (SWE-agent writes one).
-            ("tool", Some(ids)) if !ids.is_empty() => {
-                for id in ids {
-                    let mut each = out.clone();
-                    each.insert("tool_call_id".into(), id.clone());
-                    messages.push(Value::Object(each));
-                }
-                continue;
-            }
-            _ => {}
+        // SWE-agent sends a tool message with the first of its ids only
+        // (`"tool_call_id": history_item["tool_call_ids"][0]`, "Only one
+        // tool call per observations", sweagent/agent/models.py): the
+        // others go unanswered, as the provider sees them. One message
+        // per id, as this read before, also let a message of 100 KB with
+        // 20,000 ids take 4 GB (issue 59).
+        if role == "tool"
+            && let Some(first) = m
+                .get("tool_call_ids")
+                .and_then(Value::as_array)
+                .and_then(|ids| ids.first())
+        {
+            out.insert("tool_call_id".into(), first.clone());
         }
         messages.push(Value::Object(out));
     }
@@ -240,8 +243,7 @@ fn swe_agent(doc: &Value) -> Option<Value> {
 /// Whether `text` opens as the Python SDK's console span dump: a pretty
 /// JSON object whose first keys are a span's `name` and `context`.
 pub fn is_console_spans(text: &str) -> bool {
-    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
-    matches!(stream.next(), Some(Ok(first))
+    matches!(crate::bounded::values(text).next(), Some(Ok(first))
         if first.pointer("/context/span_id").is_some_and(Value::is_string)
             && first.get("name").is_some_and(Value::is_string)
             && first.get("kind").and_then(Value::as_str).is_some_and(|k| k.starts_with("SpanKind.")))
@@ -251,7 +253,7 @@ pub fn is_console_spans(text: &str) -> bool {
 /// resource), or `None` when a value in it is not a span.
 pub fn console_spans(text: &str) -> Option<Value> {
     let mut spans = Vec::new();
-    for value in serde_json::Deserializer::from_str(text).into_iter::<Value>() {
+    for value in crate::bounded::values(text) {
         let span = value.ok()?;
         span.pointer("/context/span_id")?;
         spans.push(span);
@@ -392,7 +394,7 @@ pub fn is_gemini_stream_json(first: &Value) -> bool {
 /// not JSON or the first is not its `init`.
 pub fn gemini_stream_json(text: &str) -> Option<Value> {
     let mut lines = text.lines().filter(|l| !l.trim().is_empty());
-    let init: Value = serde_json::from_str(lines.next()?).ok()?;
+    let init = crate::bounded::value(lines.next()?).ok()?;
     is_gemini_stream_json(&init).then_some(())?;
     let mut contents: Vec<Value> = Vec::new();
     let mut names: std::collections::HashMap<String, String> = Default::default();
@@ -405,10 +407,13 @@ pub fn gemini_stream_json(text: &str) -> Option<Value> {
         Some(last) if last["role"] == role => {
             if let Some(parts) = last["parts"].as_array_mut() {
                 // Streamed text in one turn is one text part.
+                // Appended in place: a copy per event was quadratic.
                 let joined = match (parts.last_mut(), part.get("text").and_then(Value::as_str)) {
                     (Some(prev), Some(more)) if prev.get("text").is_some() => {
-                        let text = format!("{}{more}", prev["text"].as_str().unwrap_or(""));
-                        prev["text"] = text.into();
+                        match &mut prev["text"] {
+                            Value::String(text) => text.push_str(more),
+                            other => *other = more.into(),
+                        }
                         true
                     }
                     _ => false,
@@ -421,7 +426,7 @@ pub fn gemini_stream_json(text: &str) -> Option<Value> {
         _ => contents.push(json!({"role": role, "parts": [part]})),
     };
     for line in lines {
-        let event: Value = serde_json::from_str(line).ok()?;
+        let event = crate::bounded::value(line).ok()?;
         match event.get("type").and_then(Value::as_str) {
             Some("message") => {
                 let role = match event.get("role").and_then(Value::as_str) {

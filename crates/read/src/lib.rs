@@ -20,6 +20,7 @@
 pub mod agent;
 pub mod anthropic;
 pub mod bedrock;
+pub mod bounded;
 pub mod capture;
 pub mod cassettes;
 mod claude_code;

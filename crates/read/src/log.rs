@@ -135,7 +135,7 @@ impl Log {
                     },
                     // A Claude Code event given to another log: read as
                     // the value it is.
-                    Parsed::Event(_) | Parsed::Blank => match serde_json::from_str::<Value>(text) {
+                    Parsed::Event(_) | Parsed::Blank => match crate::bounded::value(text) {
                         Ok(v) => vec![v],
                         Err(e) => return vec![(n, LineError::Json(e))],
                     },
@@ -226,7 +226,7 @@ impl LineParser {
         }
         ParsedLine(match self.claude_code {
             Some(detail) => Parsed::Event(claude_code::Event::parse(n, text, detail)),
-            None => Parsed::Value(serde_json::from_str(text)),
+            None => Parsed::Value(crate::bounded::value(text)),
         })
     }
 }

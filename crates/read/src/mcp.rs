@@ -77,7 +77,7 @@ impl Record {
     /// credential-shaped string masked before it is parsed.
     pub fn message(from: Side, ms: u64, line: &str) -> Record {
         let masked = loopdbg_formats::secrets::mask_shapes(line.trim_end_matches(['\n', '\r']));
-        let (message, text) = match serde_json::from_str::<Value>(&masked) {
+        let (message, text) = match crate::bounded::value(&masked) {
             Ok(v) => (Some(v), None),
             Err(_) => (None, Some(masked.into_owned())),
         };

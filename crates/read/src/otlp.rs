@@ -65,7 +65,7 @@ pub fn parse_json_within(
 /// same message, which every proto3 parser reads.
 fn decode<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, serde_json::Error> {
     serde_json::from_str(text).or_else(|first| {
-        let Ok(mut doc) = serde_json::from_str::<serde_json::Value>(text) else {
+        let Ok(mut doc) = crate::bounded::value(text) else {
             return Err(first);
         };
         let Some(()) = proto3_mapping::to_otlp_json(&mut doc) else {

@@ -311,7 +311,7 @@ mod tests {
             let name = path.display().to_string();
             let text = std::fs::read_to_string(&path).unwrap_or_default();
             let convs: Vec<Conversation> = match path.extension().and_then(|e| e.to_str()) {
-                Some("json") => serde_json::from_str::<Value>(&text)
+                Some("json") => loopdbg_read::bounded::value(&text)
                     .ok()
                     .and_then(|doc| {
                         let source = loopdbg_read::detect(&doc)?;

@@ -45,7 +45,7 @@ impl Event {
     pub fn parse(text: &str) -> Option<Event> {
         match serde_json::from_str::<Wire>(text) {
             Ok(wire) => Some(wire.into()),
-            Err(_) => serde_json::from_str::<Value>(text)
+            Err(_) => loopdbg_read::bounded::value(text)
                 .ok()
                 .map(|v| Event::of_value(&v)),
         }

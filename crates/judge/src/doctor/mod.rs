@@ -97,7 +97,7 @@ trait Parsed: Sized {
 /// Codex rollouts, which are read record by record).
 impl Parsed for Value {
     fn parse(text: &str) -> Option<Value> {
-        serde_json::from_str(text).ok()
+        loopdbg_read::bounded::value(text).ok()
     }
 }
 
@@ -608,7 +608,7 @@ impl<P: Parsed> Line<'_, P> {
     /// is written over (values it did not change keep their text) and
     /// parsed again.
     fn edit(&mut self, edit: impl FnOnce(&mut Value) -> bool) -> bool {
-        let Ok(mut whole) = serde_json::from_str::<Value>(&self.text) else {
+        let Ok(mut whole) = loopdbg_read::bounded::value(&self.text) else {
             return false;
         };
         if !edit(&mut whole) {
