@@ -255,6 +255,47 @@ fn doctor_writes_the_aborted_output_codex_would_send() {
     );
 }
 
+/// Codex keeps its rollout open while the session runs: the doctor will
+/// not repair it under a running agent, even with --force, since every
+/// line Codex writes after the rename would go into the backup (issue 59,
+/// item 2). Once the agent has quit, the same command repairs it.
+#[cfg(target_os = "linux")]
+#[test]
+fn doctor_leaves_a_rollout_an_agent_holds_open_and_repairs_it_once_it_quit() {
+    use std::io::BufRead;
+    let (dir, path) = copy(CODEX);
+    let before = std::fs::read(&path).unwrap();
+    let mut agent = std::process::Command::new("sh")
+        .args(["-c", "exec 3>>\"$0\"; echo ready; read x; exit 0"])
+        .arg(&path)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = String::new();
+    std::io::BufReader::new(agent.stdout.as_mut().unwrap())
+        .read_line(&mut said)
+        .unwrap();
+    assert_eq!(said, "ready\n");
+    loopdbg()
+        .args(["doctor", "--write", "--force", path.to_str().unwrap()])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains(format!(
+            "sh (pid {}) has it open for writing; nothing was changed (quit it, then run the doctor again",
+            agent.id()
+        )));
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    assert_eq!(backups(dir.path()), Vec::<String>::new());
+    drop(agent.stdin.take());
+    assert!(agent.wait().unwrap().success());
+    loopdbg()
+        .args(["doctor", "--write", path.to_str().unwrap()])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("checked again: nothing keeps it"));
+}
+
 /// A real Gemini CLI 0.61.0 log as the CLI wrote it: every response is
 /// held twice (the call's `result` and a response record), and the CLI
 /// resumes with both, so `check` predicts Gemini's 400 for each call, and

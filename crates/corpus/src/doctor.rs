@@ -402,6 +402,12 @@ pub fn apply(path: &Path, repair: Repair, force: bool) -> Written {
             ),
             false,
         ),
+        Err(e @ KeepError::HeldOpen(_)) => not(
+            format!(
+                "{name}: {e} (quit it, then run the doctor again: its later lines would go to the backup)"
+            ),
+            false,
+        ),
         Err(KeepError::Io(e)) => not(format!("{e}; the original is unchanged"), true),
     }
 }

@@ -158,9 +158,104 @@ pub enum KeepError {
         "it changed while it was being repaired (an agent may still be writing it); nothing was changed"
     )]
     Changed,
+    /// Another program holds the file open for writing (Codex keeps its
+    /// rollout open while the session runs): what it writes after the
+    /// rename would go into the backup, which no agent reads. Nothing was
+    /// changed.
+    #[error("{} open for writing; nothing was changed", Writer::list(.0))]
+    HeldOpen(Vec<Writer>),
     /// The system said no; the original is unchanged.
     #[error("{0}")]
     Io(#[from] io::Error),
+}
+
+/// A process that holds a file open for writing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Writer {
+    /// Its process id.
+    pub pid: u32,
+    /// Its command name (`/proc/PID/comm`), as the system keeps it.
+    pub name: String,
+}
+
+impl Writer {
+    /// `codex (pid 4242) has it` / `node (pid 1) and 2 others have it`.
+    fn list(writers: &[Writer]) -> String {
+        match writers {
+            [] => "no process has it".into(),
+            [one] => format!("{} (pid {}) has it", one.name, one.pid),
+            [one, rest @ ..] => format!(
+                "{} (pid {}) and {} other process(es) have it",
+                one.name,
+                one.pid,
+                rest.len()
+            ),
+        }
+    }
+}
+
+/// The processes other than this one that hold `file` open for writing,
+/// found the way `lsof` finds them on Linux: each `/proc/PID/fd/N` that
+/// is the same inode, its `fdinfo` flags saying it was opened to write.
+/// Processes of other users are not visible (nor are they the agent a user
+/// runs); elsewhere than Linux the list is empty: not known.
+#[cfg(target_os = "linux")]
+pub fn writers_of(file: &std::fs::File) -> Vec<Writer> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = file.metadata() else {
+        return Vec::new();
+    };
+    let me = std::process::id();
+    let Ok(processes) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut writers = Vec::new();
+    for process in processes.flatten() {
+        let Some(pid) = process
+            .file_name()
+            .to_str()
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let Ok(fds) = std::fs::read_dir(process.path().join("fd")) else {
+            continue;
+        };
+        let writes = fds.flatten().any(|fd| {
+            std::fs::metadata(fd.path())
+                .is_ok_and(|m| m.dev() == meta.dev() && m.ino() == meta.ino())
+                && opened_to_write(&process.path().join("fdinfo").join(fd.file_name()))
+        });
+        if writes {
+            let name = std::fs::read_to_string(process.path().join("comm")).unwrap_or_default();
+            writers.push(Writer {
+                pid,
+                name: name.trim_end().to_string(),
+            });
+        }
+    }
+    writers
+}
+
+/// Whether the `fdinfo` file of a descriptor says it was opened to write
+/// (`flags:` in octal; `O_WRONLY` 1 or `O_RDWR` 2 in its access mode).
+#[cfg(target_os = "linux")]
+fn opened_to_write(fdinfo: &Path) -> bool {
+    std::fs::read_to_string(fdinfo).is_ok_and(|info| {
+        info.lines()
+            .find_map(|l| l.strip_prefix("flags:"))
+            .and_then(|f| u32::from_str_radix(f.trim(), 8).ok())
+            .is_some_and(|flags| flags & 0o3 != 0)
+    })
+}
+
+/// Not known elsewhere than Linux.
+#[cfg(not(target_os = "linux"))]
+pub fn writers_of(_: &std::fs::File) -> Vec<Writer> {
+    Vec::new()
 }
 
 /// The points of [`replace_keeping`] a test can step in at.
@@ -183,7 +278,10 @@ enum Step {
 /// Nothing is lost to a writer: when the file is not `original` or grows
 /// before the rename, nothing is changed; when it grows just after, the
 /// original (with what was appended, wherever it went) is put back. Both
-/// are [`KeepError::Changed`]. Returns the backup's name.
+/// are [`KeepError::Changed`]. A file another process holds open for
+/// writing ([`writers_of`]), before the rename or just after, is
+/// [`KeepError::HeldOpen`], the original in place. Returns the backup's
+/// name.
 pub fn replace_keeping(
     path: &Path,
     held: &std::fs::File,
@@ -207,6 +305,10 @@ fn replace_keeping_with(
     if !unchanged(held) || !same_inode(held, path) {
         return Err(KeepError::Changed);
     }
+    let writers = writers_of(held);
+    if !writers.is_empty() {
+        return Err(KeepError::HeldOpen(writers));
+    }
     let (temp, (), _cleanup) = written_beside(path, fill)?;
     let meta = held.metadata()?;
     let permissions = meta.permissions();
@@ -222,11 +324,17 @@ fn replace_keeping_with(
     }
     temp.persist(path).map_err(|e| e.error)?;
     step(Step::Renamed);
-    if unchanged(held) {
+    // A writer that opened the file since the first look would write on
+    // into the backup: the original goes back under its name for it.
+    let writers = writers_of(held);
+    if unchanged(held) && writers.is_empty() {
         return Ok(backup);
     }
     put_back(path, held, written, &backup, linked)?;
-    Err(KeepError::Changed)
+    match writers.is_empty() {
+        true => Err(KeepError::Changed),
+        false => Err(KeepError::HeldOpen(writers)),
+    }
 }
 
 /// Whether what `file` holds from where it is is `expected`, read a block
@@ -707,6 +815,91 @@ mod tests {
         // The agent's descriptor still leads to the file by its name.
         agent.write_all(b"e\n").unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"a\nb\nc\nd\ne\n");
+    }
+
+    /// Another process holding `path` open to append (as Codex holds its
+    /// rollout), ready once it said so; it writes `line` and ends when its
+    /// input closes.
+    #[cfg(target_os = "linux")]
+    fn holder(path: &Path, line: &str) -> std::process::Child {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new("sh")
+            .args([
+                "-c",
+                "exec 3>>\"$0\"; echo ready; read x; printf '%s\\n' \"$1\" >&3",
+            ])
+            .arg(path)
+            .arg(line)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut said = String::new();
+        io::BufReader::new(child.stdout.as_mut().unwrap())
+            .read_line(&mut said)
+            .unwrap();
+        assert_eq!(said, "ready\n");
+        child
+    }
+
+    /// Lets `child` write its line and end.
+    #[cfg(target_os = "linux")]
+    fn release(mut child: std::process::Child) {
+        drop(child.stdin.take());
+        assert!(child.wait().unwrap().success());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_file_another_process_holds_open_to_write_is_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, held, original) = session(dir.path());
+        let agent = holder(&path, "c");
+        let result = keep(&path, &held, &original, &mut |_| {});
+        match result {
+            Err(KeepError::HeldOpen(writers)) => {
+                assert_eq!(
+                    writers,
+                    [Writer {
+                        pid: agent.id(),
+                        name: "sh".into()
+                    }]
+                );
+                let said = KeepError::HeldOpen(writers).to_string();
+                assert!(
+                    said.starts_with(&format!("sh (pid {}) has it open for writing", agent.id())),
+                    "{said}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(names(dir.path()), ["s.jsonl"]);
+        release(agent);
+        assert_eq!(std::fs::read(&path).unwrap(), b"a\nb\nc\n");
+        // A reader is no writer, and this process never counts.
+        let _reader = std::fs::File::open(&path).unwrap();
+        let _mine = OpenOptions::new().append(true).open(&path).unwrap();
+        let held = std::fs::File::open(&path).unwrap();
+        assert!(writers_of(&held).is_empty());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_writer_that_opens_it_during_the_repair_keeps_writing_into_the_session() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, held, original) = session(dir.path());
+        let mut agent = None;
+        let result = keep(&path, &held, &original, &mut |step| {
+            if step == Step::BackedUp {
+                agent = Some(holder(&path, "c"));
+            }
+        });
+        assert!(matches!(result, Err(KeepError::HeldOpen(_))), "{result:?}");
+        // The original is back under its name, and the agent's line, written
+        // after, is in it: not in a backup nobody reads.
+        release(agent.unwrap());
+        assert_eq!(std::fs::read(&path).unwrap(), b"a\nb\nc\n");
+        assert_eq!(names(dir.path()), ["s.jsonl"]);
     }
 }
 
