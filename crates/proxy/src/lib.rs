@@ -499,6 +499,8 @@ async fn exchange(shared: &Shared, request: Request<Incoming>) -> Response<Agent
             let too_large = e.is::<http_body_util::LengthLimitError>();
             let (status, why) = if too_large {
                 (413, format!("the body is over {MAX_REQUEST_BYTES} bytes"))
+            } else if e.is::<TooSlow>() {
+                (408, e.to_string())
             } else if e.is::<tokio::time::error::Elapsed>() {
                 (
                     408,
@@ -593,6 +595,9 @@ async fn exchange(shared: &Shared, request: Request<Incoming>) -> Response<Agent
 /// announcing 250 MB and sending one byte each took 3 GB before (issue 38).
 /// A body that sends nothing for `idle` is cut off: slow bodies held every
 /// connection slot, since the head timeout does not cover them (issue 38).
+/// So is one that trickles slower than [`MIN_BODY_RATE`] past its grace: a
+/// byte every 29 s kept 520 connections, and every agent behind them,
+/// waiting for as long as the senders liked (issue 59, item 4).
 async fn read_body(
     body: Incoming,
     length: Option<usize>,
@@ -601,7 +606,21 @@ async fn read_body(
     let mut body = Limited::new(body, MAX_REQUEST_BYTES);
     let announced = length.unwrap_or(0).min(MAX_REQUEST_BYTES);
     let mut buffer = bytes::BytesMut::with_capacity(announced.min(FIRST_RESERVE));
-    while let Some(frame) = tokio::time::timeout(idle, body.frame()).await? {
+    let began = tokio::time::Instant::now();
+    loop {
+        let now = tokio::time::Instant::now();
+        let due =
+            began + BODY_RATE_GRACE + Duration::from_secs(buffer.len() as u64 / MIN_BODY_RATE);
+        if due <= now {
+            return Err(Box::new(TooSlow));
+        }
+        // Whichever comes first; a body silent for `idle` is said as such.
+        let frame = match tokio::time::timeout_at(due.min(now + idle), body.frame()).await {
+            Ok(Some(frame)) => frame,
+            Ok(None) => break,
+            Err(_) if due < now + idle => return Err(Box::new(TooSlow)),
+            Err(elapsed) => return Err(Box::new(elapsed)),
+        };
         if let Ok(data) = frame?.into_data() {
             let wanted = grown_capacity(buffer.capacity(), buffer.len(), data.len(), announced);
             buffer.reserve(wanted.saturating_sub(buffer.len()));
@@ -610,6 +629,31 @@ async fn read_body(
     }
     Ok(buffer.freeze())
 }
+
+/// The slowest a request body may arrive, on average, once its grace is
+/// over: Kestrel's `MinRequestBodyDataRate` (240 bytes/s, 5 s of grace),
+/// the field's guard against bodies sent a byte at a time. An agent on any
+/// real link sends its body in milliseconds.
+const MIN_BODY_RATE: u64 = 240;
+
+/// How long a request body may take before [`MIN_BODY_RATE`] applies.
+const BODY_RATE_GRACE: Duration = Duration::from_secs(5);
+
+/// A request body that arrived slower than [`MIN_BODY_RATE`].
+#[derive(Debug)]
+struct TooSlow;
+
+impl std::fmt::Display for TooSlow {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(
+            f,
+            "the body arrived slower than {MIN_BODY_RATE} bytes/s after {} s",
+            BODY_RATE_GRACE.as_secs()
+        )
+    }
+}
+
+impl std::error::Error for TooSlow {}
 
 /// What a request body's buffer holds before any byte arrives, at most.
 const FIRST_RESERVE: usize = 1 << 20;
@@ -1334,6 +1378,63 @@ mod tests {
         .await;
         assert!(got.starts_with("HTTP/1.1 408"), "{got}");
         assert!(got.contains("sent nothing for 5 s"), "{got}");
+    }
+
+    /// A body that sends a byte just before each idle timeout would hold
+    /// its connection slot for ever: past 5 s of grace it must average
+    /// 240 bytes/s, and is cut off with a 408 saying so when it does not
+    /// (virtual time). A body that keeps the rate is read.
+    #[tokio::test(start_paused = true)]
+    async fn a_body_trickling_a_byte_at_a_time_is_cut_off_at_the_minimum_rate() {
+        let (url, seen) = upstream_writing(b"HTTP/1.1 204 No Content\r\n\r\n").await;
+        // One connection slot: the trickling body holds it.
+        let config = Config {
+            max_connections: 1,
+            ..Config::new(url, "127.0.0.1:0".parse().unwrap())
+        };
+        let running = start(&config).await.unwrap();
+        let began = tokio::time::Instant::now();
+        let mut agent = TcpStream::connect(running.addr).await.unwrap();
+        agent
+            .write_all(b"POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-length: 100\r\n\r\n")
+            .await
+            .unwrap();
+        // One byte every 4 s: never silent for the 30 s idle timeout.
+        let (mut from_proxy, mut to_proxy) = agent.into_split();
+        let trickle = async {
+            while to_proxy.write_all(b" ").await.is_ok() {
+                tokio::time::sleep(Duration::from_secs(4)).await;
+            }
+        };
+        // Another agent, waiting for the slot, is answered once it is cut.
+        let addr = running.addr;
+        let other = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let answer = raw_answer(addr, "1.1").await;
+            (answer, began.elapsed())
+        });
+        let mut got = Vec::new();
+        tokio::select! {
+            _ = from_proxy.read_to_end(&mut got) => {}
+            () = trickle => {}
+        }
+        // 2 bytes by 4 s, 3 by 8 s: under 240 bytes/s once the 5 s passed.
+        let cut_at = began.elapsed();
+        assert!(
+            cut_at >= Duration::from_secs(5) && cut_at < Duration::from_secs(6),
+            "cut at {cut_at:?}"
+        );
+        let got = String::from_utf8_lossy(&got);
+        assert!(got.starts_with("HTTP/1.1 408"), "{got}");
+        assert!(got.contains("slower than 240 bytes/s after 5 s"), "{got}");
+        let (answer, at) = other.await.unwrap();
+        assert!(answer.starts_with("HTTP/1.1 204"), "{answer}");
+        assert!(at < Duration::from_secs(6), "answered at {at:?}");
+        assert_eq!(
+            seen.load(Ordering::SeqCst),
+            1,
+            "only the other agent's request"
+        );
     }
 
     #[tokio::test]
