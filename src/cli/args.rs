@@ -243,8 +243,22 @@ pub enum Command {
     ///
     /// Add it to the agent's MCP servers, e.g. for Claude Code:
     /// `claude mcp add loopdbg -- loopdbg mcp-server`.
+    ///
+    /// check_file and repair_session reach only the folder the server was
+    /// started in (the agent's project), the agents' stores that `doctor
+    /// --scan` reads, and folders given with --allow; links are resolved
+    /// first, so none leads out.
     #[cfg(feature = "mcp-server")]
-    McpServer,
+    McpServer(McpServerArgs),
+}
+
+/// The arguments of `mcp-server`.
+#[cfg(feature = "mcp-server")]
+#[derive(Debug, Args)]
+pub struct McpServerArgs {
+    /// Let the file tools reach this folder too (may be given again).
+    #[arg(long, value_name = "DIR")]
+    pub allow: Vec<PathBuf>,
 }
 
 // The arguments of `man` (its help text is the variant's).

@@ -201,7 +201,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             None => mcp::tap(&args.capture, args.force, &args.command),
         },
         #[cfg(feature = "mcp-server")]
-        Some(Command::McpServer) => mcp_server::serve(),
+        Some(Command::McpServer(args)) => mcp_server::serve(&args.allow),
         Some(Command::Schema) => schema(),
         #[cfg(feature = "docs")]
         Some(Command::Completions(args)) => {

@@ -12,9 +12,17 @@
 //! Nothing is written unless a tool is asked to write: `repair_session`
 //! plans by default, and writes (keeping the original as a backup, as
 //! `doctor --write` does) only with `write: true`.
+//!
+//! The file tools reach only where the server is meant to look (issue
+//! 59, item 3): a model that a page or a tool result talks into it must
+//! not have loopdbg read `~/.ssh` into an error's snippet, nor rewrite a
+//! log outside the agents' stores. A path, its links resolved, must lie in
+//! the folder the server was started in (the agent's project), in an
+//! agent's store (the folders `doctor --scan` reads), or in a folder given
+//! with `--allow`.
 #![forbid(unsafe_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use loopdbg_corpus::doctor;
 use loopdbg_corpus::report::{FileReport, check_bytes, check_file, summary};
@@ -105,11 +113,15 @@ pub struct ListSessions {
     pub agent: Option<String>,
 }
 
-/// The server: its tools, and where the agents' stores are.
+/// The server: its tools, where the agents' stores are, and the other
+/// folders its file tools may reach.
 #[derive(Clone)]
 pub struct Loopdbg {
     tool_router: ToolRouter<Self>,
     places: Places,
+    /// The folder it was started in and those given with `--allow`, links
+    /// resolved.
+    allowed: Vec<PathBuf>,
 }
 
 impl Loopdbg {
@@ -119,11 +131,49 @@ impl Loopdbg {
         Self::with_places(Places::from_env())
     }
 
-    /// A server that scans the stores under `places`.
+    /// A server that scans the stores under `places`; its file tools reach
+    /// those stores and the folder it is started in.
     pub fn with_places(places: Places) -> Self {
+        let started_in = std::env::current_dir().and_then(std::fs::canonicalize);
         Loopdbg {
             tool_router: Self::tool_router(),
             places,
+            allowed: started_in.into_iter().collect(),
+        }
+    }
+
+    /// The same server, its file tools reaching `folders` too. A folder
+    /// that does not exist is an error.
+    pub fn allowing(mut self, folders: &[PathBuf]) -> std::io::Result<Self> {
+        for folder in folders {
+            let real = std::fs::canonicalize(folder).map_err(|e| {
+                std::io::Error::new(e.kind(), format!("--allow {}: {e}", folder.display()))
+            })?;
+            self.allowed.push(real);
+        }
+        Ok(self)
+    }
+
+    /// `path` with its links resolved, when the file tools may reach it.
+    fn reachable(&self, path: &Path) -> Result<PathBuf, String> {
+        let real = std::fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        if self.allowed.iter().any(|folder| real.starts_with(folder)) {
+            return Ok(real);
+        }
+        // The stores are listed when needed: an agent may have made its
+        // store since the server started.
+        let in_a_store = loopdbg_corpus::stores::stores(&self.places)
+            .iter()
+            .filter_map(|store| std::fs::canonicalize(&store.root).ok())
+            .any(|root| real.starts_with(root));
+        match in_a_store {
+            true => Ok(real),
+            false => Err(format!(
+                "{}: outside the folders this server reaches (the folder it was started in, the agents' \
+                 stores that doctor --scan reads, and any given with --allow); start it with \
+                 `loopdbg mcp-server --allow DIR` to add one",
+                path.display()
+            )),
         }
     }
 }
@@ -237,6 +287,10 @@ impl Loopdbg {
             // The server's standard input is the protocol.
             return refused("check_file reads files; pass a request body to check_request".into());
         }
+        let path = match self.reachable(&path) {
+            Ok(path) => path,
+            Err(why) => return refused(why),
+        };
         // A FIFO would hold the tool until a writer came (and cancelling
         // does not end a blocked read); a device may never end.
         if let Ok(meta) = std::fs::metadata(&path)
@@ -319,7 +373,10 @@ impl Loopdbg {
         &self,
         Parameters(args): Parameters<RepairSession>,
     ) -> CallToolResult {
-        let path = PathBuf::from(&args.path);
+        let path = match self.reachable(Path::new(&args.path)) {
+            Ok(path) => path,
+            Err(why) => return refused(why),
+        };
         let (write, force) = (args.write, args.force);
         let (code, out) = off_thread(move || {
             let mut out = Vec::new();
@@ -456,11 +513,12 @@ where
 /// client closes them, on a runtime of one thread (the protocol's; a
 /// check runs on threads of its own). rmcp times its requests, so the
 /// runtime has timers.
-pub fn run_stdio() -> Result<(), Error> {
+pub fn run_stdio(allow: &[PathBuf]) -> Result<(), Error> {
+    let server = Loopdbg::new().allowing(allow)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let served = runtime.block_on(serve(Loopdbg::new(), rmcp::transport::stdio()));
+    let served = runtime.block_on(serve(server, rmcp::transport::stdio()));
     // Standard input is read on a blocking thread that may still wait on
     // an input the client holds open: dropping the runtime would wait too.
     runtime.shutdown_background();

@@ -220,7 +220,9 @@ async fn a_session_is_found_planned_without_writing_then_repaired_with_a_backup(
 #[tokio::test]
 async fn a_fifo_or_a_device_is_refused_by_the_file_tools() {
     let home = tempfile::tempdir().unwrap();
-    let fifo = home.path().join("session.jsonl");
+    let store = home.path().join(".claude/projects/app");
+    std::fs::create_dir_all(&store).unwrap();
+    let fifo = store.join("session.jsonl");
     let made = std::process::Command::new("mkfifo")
         .arg(&fifo)
         .status()
@@ -234,19 +236,109 @@ async fn a_fifo_or_a_device_is_refused_by_the_file_tools() {
         "{}",
         text(&checked, 0)
     );
-    for path in [fifo.to_str().unwrap(), "/dev/zero"] {
-        let repaired = call(
+    let repaired = call(
+        &client,
+        "repair_session",
+        json!({"path": fifo, "write": true}),
+    )
+    .await;
+    assert_eq!(repaired.is_error, Some(true));
+    assert!(
+        text(&repaired, 0).contains("not a regular file"),
+        "{}",
+        text(&repaired, 0)
+    );
+    // A device is outside every folder the tools reach.
+    let zero = call(
+        &client,
+        "repair_session",
+        json!({"path": "/dev/zero", "write": true}),
+    )
+    .await;
+    assert_eq!(zero.is_error, Some(true));
+    assert!(
+        text(&zero, 0).contains("outside the folders"),
+        "{}",
+        text(&zero, 0)
+    );
+    client.cancel().await.unwrap();
+}
+
+/// The file tools reach the agents' stores, the folder the server started
+/// in and the folders it is given, nothing else: a model talked into
+/// checking `~/.ssh/id_ed25519` would have had a snippet of it in the
+/// error, and one talked into repairing any log would have rewritten it.
+/// A link in a store that leads out is outside too.
+#[cfg(unix)]
+#[tokio::test]
+async fn the_file_tools_reach_only_the_stores_and_the_folders_given() {
+    let home = tempfile::tempdir().unwrap();
+    let (chat, original) = planted_chat(home.path());
+    let elsewhere = tempfile::tempdir().unwrap();
+    let secret = elsewhere.path().join("id_ed25519");
+    std::fs::write(
+        &secret,
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n",
+    )
+    .unwrap();
+    let outside_chat = elsewhere.path().join("chat.jsonl");
+    std::fs::write(&outside_chat, &original).unwrap();
+    let link = chat.with_file_name("session-2026-12-02T05-00-linked.jsonl");
+    std::os::unix::fs::symlink(&outside_chat, &link).unwrap();
+
+    let client = connect(home.path()).await;
+    for (tool, path) in [
+        ("check_file", &secret),
+        ("repair_session", &outside_chat),
+        ("repair_session", &link),
+        ("check_file", &link),
+    ] {
+        let got = call(
             &client,
-            "repair_session",
-            json!({"path": path, "write": true}),
+            tool,
+            json!({"path": path, "write": true, "force": true}),
         )
         .await;
-        assert_eq!(repaired.is_error, Some(true), "{path}");
+        assert_eq!(got.is_error, Some(true), "{tool} {path:?}");
+        let said = text(&got, 0);
         assert!(
-            text(&repaired, 0).contains("not a regular file"),
-            "{path}: {}",
-            text(&repaired, 0)
+            said.contains("outside the folders this server reaches"),
+            "{said}"
+        );
+        assert!(said.contains("--allow DIR"), "{said}");
+        assert!(
+            !said.contains("b3BlbnNzaC1rZXkt"),
+            "nothing of the file: {said}"
         );
     }
+    assert_eq!(
+        std::fs::read(&outside_chat).unwrap(),
+        original,
+        "not rewritten"
+    );
+    // In the store: reached.
+    let planned = call(&client, "repair_session", json!({"path": chat})).await;
+    assert_eq!(planned.is_error, Some(false), "{}", text(&planned, 0));
     client.cancel().await.unwrap();
+
+    // Given with --allow: reached.
+    let (server_end, client_end) = tokio::io::duplex(1 << 16);
+    let places = Places::new(Some(home.path().as_os_str().to_owned()), |_| None);
+    let server = Loopdbg::with_places(places)
+        .allowing(&[elsewhere.path().to_path_buf()])
+        .unwrap();
+    tokio::spawn(serve(server, server_end));
+    let client = Agent.serve(client_end).await.unwrap();
+    let planned = call(&client, "repair_session", json!({"path": outside_chat})).await;
+    assert!(
+        text(&planned, 0).contains("would make it sendable"),
+        "{}",
+        text(&planned, 0)
+    );
+    client.cancel().await.unwrap();
+    assert!(
+        Loopdbg::new()
+            .allowing(&[elsewhere.path().join("none")])
+            .is_err()
+    );
 }
