@@ -36,7 +36,9 @@ static SHAPES: LazyLock<Regex> = LazyLock::new(|| {
         r"|gh[pousr]_[A-Za-z0-9]{20,}",
         r"|hf_[A-Za-z0-9]{20,}",
         r"|xox[abpr]-[A-Za-z0-9\-]{10,}",
-        r"|AKIA[0-9A-Z]{16}",
+        // Long-lived (AKIA) and temporary (ASIA) access keys, and the
+        // other prefixes AWS issues (gitleaks' aws-access-token).
+        r"|\b(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b",
         r"|xai-[A-Za-z0-9]{20,}",
         r"|gsk_[A-Za-z0-9]{20,}",
         r"|pplx-[A-Za-z0-9]{20,}",
@@ -45,13 +47,20 @@ static SHAPES: LazyLock<Regex> = LazyLock::new(|| {
         r"|npm_[A-Za-z0-9]{30,}",
         r"|ya29\.[A-Za-z0-9_\-]{20,}",
         r"|-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+        // A key cut before its END line (a truncated tool result): its
+        // base64 lines, their breaks raw or a JSON string's escapes.
+        r"|-----BEGIN [A-Z ]*PRIVATE KEY-----(?:[A-Za-z0-9+/=]|\\[nr]|[\r\n])*",
         r"|(?i:aws_?secret_?access_?key|secretaccesskey)[\x22'\s:=\\]+[A-Za-z0-9/+=]{40}",
-        r"|[a-z][a-z0-9+.\-]*://[^/\s:@\x22']+:[^@\s/\x22']+@",
-        r"|[A-Z][A-Z0-9_]*(?:API_KEY|SECRET|TOKEN|PASSWORD)[A-Z0-9_]*=[^\s\x22'\\&;]{8,}",
+        r"|(?i:[a-z][a-z0-9+.\-]*)://[^/\s:@\x22']+:[^@\s/\x22']+@",
+        // `KEY=value`, `KEY="value"` (a shell's or a .env file's quotes,
+        // raw or escaped in JSON).
+        r#"|[A-Z][A-Z0-9_]*(?:API_KEY|SECRET|TOKEN|PASSWORD)[A-Z0-9_]*=(?:\\?"[^\s"\\]{8,}\\?"|'[^\s']{8,}'|[^\s"'\\&;]{8,})"#,
         r#"|\\?"(?i:api[_-]?key|apikey|access[_-]?token|refresh[_-]?token|client[_-]?secret|secret[_-]?key|private[_-]?key|auth[_-]?token|password)\\?"\s*:\s*\\?"[^"\\]{8,}\\?""#,
         r"|(?i:bearer|basic)\s+[A-Za-z0-9+/=._\-]{12,}",
         r"|eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}",
-        r"|(?i:password|passwd|pwd)=[^&\s;]+)"
+        r"|(?i:password|passwd|pwd)=[^&\s;]+",
+        // `db_password: hunter2`, `secret: …` in YAML or prose.
+        r#"|(?i:[a-z_]*(?:password|passwd|secret))\s*:\s+[^\s&;,"'\\]{4,})"#
     ))
     .expect("a valid pattern")
 });
@@ -224,6 +233,14 @@ mod tests {
             "ANTHROPIC_API_KEY=notshapedbutnamed123",
             r#""api_key": "plain-value-1234""#,
             r#"\"client_secret\":\"plain-value-1234\""#,
+            // Issue 59's survivors.
+            "ASIAY34FZKBOKMUTVV7A",
+            "-----BEGIN OPENSSH PRIVATE KEY-----\\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\\nAAAAMwAAAAtzc2gtZW",
+            "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIBkg4LVWM9nuwNSk\nAoGCCqGSM49",
+            r#"OPENAI_API_KEY="sk-notshaped-but-quoted""#,
+            r#"DB_PASSWORD=\"quoted-in-json-1\""#,
+            "HTTPS://admin:Pa55word@",
+            "db_password: hunter2",
         ] {
             let text = format!("before {key} after");
             assert_eq!(mask_shapes(&text), "before [secret] after", "{key}");
