@@ -76,7 +76,7 @@ fn redact_leaves_no_planted_personal_value_in_any_writer() {
     let session = dir.path().join("leaky.json");
     std::fs::write(
         &session,
-        r#"{"user": "my key is sk-ant-api03-abcdefghijklmnopqrstuvwx, mail ada@corp.io or call +44 20 7946 0958, ticket ACME-4242",
+        r#"{"user": "my key is sk-ant-api03-abcdefghijklmnopqrstuvwx, mail ada@corp.io or call +44 20 7946 0958, ticket ACME-4242; ssh db7.corp.example.com (db_password: hunter2, OPENAI_API_KEY=\"notshaped-but-quoted\", ASIAY34FZKBOKMUTVV7A) via HTTPS://admin:Pa55word@gw.corp.internal/ or fe80::1ff:fe23:4567:890a; card 4111 1111 1111 1111, ssn 078-05-1120",
             "tools": [{"name": "read", "table": [{"args": {"path": "/home/ada/notes.txt"},
               "result": "from 10.20.30.40 via https://db.corp.internal/x, owner bob@corp.io"}]}],
             "model": {"s": [
@@ -93,6 +93,16 @@ fn redact_leaves_no_planted_personal_value_in_any_writer() {
         "10.20.30.40",
         "db.corp.internal",
         "ACME-4242",
+        // Issue 59's survivors.
+        "db7.corp",
+        "hunter2",
+        "notshaped-but-quoted",
+        "ASIAY34FZKBOKMUTVV7A",
+        "Pa55word",
+        "gw.corp.internal",
+        "fe80::1ff",
+        "4111 1111",
+        "078-05-1120",
     ];
     for kind in ["md", "html", "json", "otlp"] {
         let out = loopdbg()

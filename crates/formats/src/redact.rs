@@ -7,9 +7,12 @@
 //!
 //! Credentials are masked first, as everything loopdbg writes masks them
 //! ([`crate::secrets`]); then e-mail addresses, phone numbers, IP addresses
-//! (loopback kept), home folders (the user name in them), host names in
-//! URLs (the providers' and example hosts kept), and any pattern the user
-//! adds.
+//! (loopback kept; IPv6 in full or shortened), payment card numbers
+//! (their Luhn sum checked), US social security numbers, home folders
+//! (the user name in them), host names in URLs and outside them (three
+//! labels or more, or a name on an organisation's own domain such as
+//! `.internal`, `.corp`; the providers' hosts and the bare documentation
+//! domains kept), and any pattern the user adds.
 
 use std::collections::BTreeMap;
 use std::collections::HashMap;
@@ -31,8 +34,12 @@ pub enum What {
     Ip,
     /// A user name, from a home folder.
     User,
-    /// A host name, from a URL.
+    /// A host name, in a URL or named outside one.
     Host,
+    /// A payment card number (its Luhn sum holds).
+    Card,
+    /// A national identity number (a US social security number).
+    Id,
     /// A pattern the user gave.
     Pattern,
 }
@@ -46,6 +53,8 @@ impl What {
             What::Ip => "ip",
             What::User => "user",
             What::Host => "host",
+            What::Card => "card",
+            What::Id => "id",
             What::Pattern => "redacted",
         }
     }
@@ -81,28 +90,78 @@ pattern!(
     r"(/home/|/Users/|[A-Za-z]:\\{1,2}Users\\{1,2})([^/\\\s\x22']+)"
 );
 pattern!(URL_HOST, r"\b([a-z][a-z0-9+.\-]*://)([A-Za-z0-9.\-]+)");
+// Addresses in IPv6's shortened form (`fe80::1`, `2001:db8::8a2e:370:7334`):
+// a `::` with hexadecimal groups on either side.
+pattern!(
+    IPV6_SHORT,
+    r"(?i)(?:\b[0-9a-f]{1,4}(?::[0-9a-f]{1,4}){0,6})?::(?:[0-9a-f]{1,4}(?::[0-9a-f]{1,4}){0,6}\b)?"
+);
+// A host named outside a URL (`ssh db7.corp.example.com`): three labels
+// or more under a top-level domain, or two under one only an
+// organisation's own network uses. File names (`notes.txt`,
+// `config.prod.yaml`) end in no such domain.
+pattern!(
+    BARE_HOST,
+    r"(?i)\b(?:(?:[a-z0-9](?:[a-z0-9\-]{0,61}[a-z0-9])?\.){2,}(?:com|net|org|io|dev|app|ai|co|cloud|gov|edu|mil|int|biz|info|us|uk|de|fr|jp|cn|in|au|ca|eu|ch|nl|se|es|it|br|internal|corp|local|lan|intra|intranet|private|home|arpa)|(?:[a-z0-9](?:[a-z0-9\-]{0,61}[a-z0-9])?\.)+(?:internal|corp|local|lan|intra|intranet|private))\b"
+);
+// Card numbers (13–19 digits, spaced or dashed in fours), kept unless
+// their Luhn sum holds; US social security numbers.
+pattern!(CARD, r"\b\d{4}(?:[ \-]?\d{4}){2}[ \-]?\d{1,7}\b");
+pattern!(SSN, r"\b\d{3}-\d{2}-\d{4}\b");
 
-/// Hosts kept in URLs: the providers' own and documentation hosts.
+/// Hosts kept: the providers' own (any name under them) and the
+/// documentation domains themselves (`example.com`, `www.example.com`:
+/// `db7.corp.example.com` names a machine, and is masked).
 fn kept_host(host: &str) -> bool {
     let host = host.to_ascii_lowercase();
-    const KEPT: &[&str] = &[
+    const PROVIDERS: &[&str] = &[
         "localhost",
         "anthropic.com",
         "openai.com",
         "googleapis.com",
         "amazonaws.com",
         "azure.com",
-        "example.com",
-        "example.org",
-        "example.test",
         "github.com",
         "json-schema.org",
         "schemastore.org",
     ];
-    KEPT.iter()
+    const DOCUMENTATION: &[&str] = &["example.com", "example.org", "example.net", "example.test"];
+    PROVIDERS
+        .iter()
         .any(|k| host == *k || host.ends_with(&format!(".{k}")))
+        || DOCUMENTATION
+            .iter()
+            .any(|k| host == *k || host == format!("www.{k}") || host == format!("api.{k}"))
         // An address: masked (or kept, loopback) as an IP already.
         || host.chars().all(|c| c.is_ascii_digit() || c == '.')
+}
+
+/// An IPv6 match that is an address: two groups or more, a digit among
+/// them (`::` is Rust's and C++'s path separator: `a::b`, `de::Error`),
+/// and not loopback.
+fn kept_ipv6(ip: &str) -> bool {
+    ip == "::1"
+        || ip.split(':').filter(|g| !g.is_empty()).count() < 2
+        || !ip.chars().any(|c| c.is_ascii_digit())
+}
+
+/// A run of digits that is no card: its Luhn sum does not hold.
+fn kept_card(digits: &str) -> bool {
+    let digits: Vec<u32> = digits.chars().filter_map(|c| c.to_digit(10)).collect();
+    if !(13..=19).contains(&digits.len()) {
+        return true;
+    }
+    let sum: u32 = digits
+        .iter()
+        .rev()
+        .enumerate()
+        .map(|(i, &d)| match i % 2 {
+            1 if d * 2 > 9 => d * 2 - 9,
+            1 => d * 2,
+            _ => d,
+        })
+        .sum();
+    !sum.is_multiple_of(10)
 }
 
 /// Loopback and unspecified addresses say nothing about anyone.
@@ -178,8 +237,12 @@ impl Redactor {
         s = self.replace(&s, &PHONE, What::Phone, |_| false);
         s = self.replace(&s, &IPV4, What::Ip, kept_ip);
         s = self.replace(&s, &IPV6, What::Ip, |_| false);
+        s = self.replace(&s, &IPV6_SHORT, What::Ip, kept_ipv6);
+        s = self.replace(&s, &CARD, What::Card, kept_card);
+        s = self.replace(&s, &SSN, What::Id, |_| false);
         s = self.second_group(&s, &HOME, What::User, |_| false);
         s = self.second_group(&s, &URL_HOST, What::Host, kept_host);
+        s = self.replace(&s, &BARE_HOST, What::Host, kept_host);
         for i in 0..self.patterns.len() {
             let re = self.patterns[i].clone();
             s = self.replace(&s, &re, What::Pattern, |_| false);
@@ -273,6 +336,21 @@ mod tests {
             r.counts(),
             "1 secret(s), 1 ip(s), 3 user(s), 1 host(s), 1 redacted(s)"
         );
+    }
+
+    #[test]
+    fn hosts_outside_urls_short_ipv6_cards_and_ssns() {
+        let mut r = Redactor::new(&[]).unwrap();
+        let out = r.text(
+            "ssh db7.corp.example.com; ping build.internal and fe80::1ff:fe23:4567:890a; card 4111 1111 1111 1111; ssn 078-05-1120; api.example.com ok",
+        );
+        assert_eq!(
+            out,
+            "ssh [host-1]; ping [host-2] and [ip-1]; card [card-1]; ssn [id-1]; api.example.com ok"
+        );
+        // A card number whose sum fails, `::` paths, files, versions: kept.
+        let s = "order 4111 1111 1111 1112; std::io::Read; use a::b; de::Error; f64::EPSILON; notes.txt config.prod.yaml v1.2.3 api.anthropic.com";
+        assert_eq!(r.text(s), s);
     }
 
     #[test]
