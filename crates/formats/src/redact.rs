@@ -104,9 +104,15 @@ pattern!(
     BARE_HOST,
     r"(?i)\b(?:(?:[a-z0-9](?:[a-z0-9\-]{0,61}[a-z0-9])?\.){2,}(?:com|net|org|io|dev|app|ai|co|cloud|gov|edu|mil|int|biz|info|us|uk|de|fr|jp|cn|in|au|ca|eu|ch|nl|se|es|it|br|internal|corp|local|lan|intra|intranet|private|home|arpa)|(?:[a-z0-9](?:[a-z0-9\-]{0,61}[a-z0-9])?\.)+(?:internal|corp|local|lan|intra|intranet|private))\b"
 );
-// Card numbers (13–19 digits, spaced or dashed in fours), kept unless
-// their Luhn sum holds; US social security numbers.
-pattern!(CARD, r"\b\d{4}(?:[ \-]?\d{4}){2}[ \-]?\d{1,7}\b");
+// Card numbers, kept unless their Luhn sum holds: spaced or dashed in
+// fours, or a plain run of 13–19 digits opening as the card networks'
+// numbers do (3–6). A timestamp in milli-, micro- or nanoseconds opens
+// with 1 this century and is no card (an OTLP span's start time was
+// masked as one). US social security numbers.
+pattern!(
+    CARD,
+    r"\b(?:\d{4}[ \-]\d{4}[ \-]\d{4}[ \-]\d{1,7}|[3-6]\d{12,18})\b"
+);
 pattern!(SSN, r"\b\d{3}-\d{2}-\d{4}\b");
 
 /// Hosts kept: the providers' own (any name under them) and the
@@ -342,14 +348,15 @@ mod tests {
     fn hosts_outside_urls_short_ipv6_cards_and_ssns() {
         let mut r = Redactor::new(&[]).unwrap();
         let out = r.text(
-            "ssh db7.corp.example.com; ping build.internal and fe80::1ff:fe23:4567:890a; card 4111 1111 1111 1111; ssn 078-05-1120; api.example.com ok",
+            "ssh db7.corp.example.com; ping build.internal and fe80::1ff:fe23:4567:890a; card 4111 1111 1111 1111; ssn 078-05-1120; api.example.com ok; 5500005555555559",
         );
         assert_eq!(
             out,
-            "ssh [host-1]; ping [host-2] and [ip-1]; card [card-1]; ssn [id-1]; api.example.com ok"
+            "ssh [host-1]; ping [host-2] and [ip-1]; card [card-1]; ssn [id-1]; api.example.com ok; [card-2]"
         );
-        // A card number whose sum fails, `::` paths, files, versions: kept.
-        let s = "order 4111 1111 1111 1112; std::io::Read; use a::b; de::Error; f64::EPSILON; notes.txt config.prod.yaml v1.2.3 api.anthropic.com";
+        // A card number whose sum fails, timestamps, `::` paths, files,
+        // versions: kept.
+        let s = "order 4111 1111 1111 1112; at 1733500000000000000 and 1733500000000; 4111111111111112; std::io::Read; use a::b; de::Error; f64::EPSILON; notes.txt config.prod.yaml v1.2.3 api.anthropic.com";
         assert_eq!(r.text(s), s);
     }
 

@@ -48,8 +48,9 @@ static SHAPES: LazyLock<Regex> = LazyLock::new(|| {
         r"|ya29\.[A-Za-z0-9_\-]{20,}",
         r"|-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
         // A key cut before its END line (a truncated tool result): its
-        // base64 lines, their breaks raw or a JSON string's escapes.
-        r"|-----BEGIN [A-Z ]*PRIVATE KEY-----(?:[A-Za-z0-9+/=]|\\[nr]|[\r\n])*",
+        // base64 lines, their breaks raw or a JSON string's escapes (once
+        // or more: a message's JSON inside a span attribute's string).
+        r"|-----BEGIN [A-Z ]*PRIVATE KEY-----(?:[A-Za-z0-9+/=]|\\+[nr]|[\r\n])*",
         r"|(?i:aws_?secret_?access_?key|secretaccesskey)[\x22'\s:=\\]+[A-Za-z0-9/+=]{40}",
         r"|(?i:[a-z][a-z0-9+.\-]*)://[^/\s:@\x22']+:[^@\s/\x22']+@",
         // `KEY=value`, `KEY="value"` (a shell's or a .env file's quotes,
@@ -59,8 +60,8 @@ static SHAPES: LazyLock<Regex> = LazyLock::new(|| {
         r"|(?i:bearer|basic)\s+[A-Za-z0-9+/=._\-]{12,}",
         r"|eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}",
         r"|(?i:password|passwd|pwd)=[^&\s;]+",
-        // `db_password: hunter2`, `secret: …` in YAML or prose.
-        r#"|(?i:[a-z_]*(?:password|passwd|secret))\s*:\s+[^\s&;,"'\\]{4,})"#
+        // `db_password: hunter2`, `secret = …` in YAML, INI or prose.
+        r#"|(?i:[a-z_]*(?:password|passwd|secret))\s*(?::\s+|\s*=\s*)[^\s&;,"'\\]{4,})"#
     ))
     .expect("a valid pattern")
 });
@@ -237,10 +238,12 @@ mod tests {
             "ASIAY34FZKBOKMUTVV7A",
             "-----BEGIN OPENSSH PRIVATE KEY-----\\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\\nAAAAMwAAAAtzc2gtZW",
             "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIBkg4LVWM9nuwNSk\nAoGCCqGSM49",
+            r"-----BEGIN EC PRIVATE KEY-----\\nMHcCAQEEIBkg4LVWM9nuwNSk\\nAoGC",
             r#"OPENAI_API_KEY="sk-notshaped-but-quoted""#,
             r#"DB_PASSWORD=\"quoted-in-json-1\""#,
             "HTTPS://admin:Pa55word@",
             "db_password: hunter2",
+            "db_password = hunter2",
         ] {
             let text = format!("before {key} after");
             assert_eq!(mask_shapes(&text), "before [secret] after", "{key}");
