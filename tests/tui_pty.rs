@@ -322,10 +322,17 @@ fn every_tour_text_is_whole_at_80x24_and_200x60() {
             writer.write_all(b"G").unwrap();
             let answer = (stop.answer)(session, &opening_strategy(stop, session)).to_string();
             writer.write_all(format!("a{answer}\r").as_bytes()).unwrap();
+            // At the end of the run: where stops 3 to 5 ask the learner to
+            // be, which the stop says.
+            let trace = loopdbg_engine::run(session, &opening_strategy(stop, session));
+            let doing = match (stop.at)(&trace) + 1 == trace.steps.len() {
+                true => "◉ here:",
+                false => "do:",
+            };
             let mut parts = vec![
                 here.clone(),
                 stop.title.to_string(),
-                format!("do: {}", stop.press),
+                format!("{doing} {}", stop.press),
                 format!("? {}", stop.question),
                 format!("✓ right: {}.", stop.lesson),
             ];

@@ -769,6 +769,35 @@ fn a_tour_stop_with_an_answer_being_typed() {
     insta::assert_snapshot!("tour_stop_1_120x40", draw(&mut a, 120, 40).backend());
 }
 
+/// The stop says when the learner is where it asked them to go (a
+/// newcomer overshot stop 1's step): at 80×24, `do:` becomes `◉ here:`
+/// on round 2's Request and only there (issue 60, item 7).
+#[test]
+fn a_tour_stop_says_you_are_here_on_the_step_it_asks_for() {
+    let sessions = loopdbg_lesson::tour::STOPS
+        .iter()
+        .map(|s| session(s.session))
+        .collect();
+    let mut a = App::tour(sessions, Default::default(), Theme::color());
+    apply(&mut a, Action::Resize(80, 24));
+    let here = |a: &mut App| screen_text(&draw(a, 80, 24)).join("\n").contains("◉ here:");
+    assert!(!here(&mut a), "not at the start");
+    while !(a.trace.step(a.cursor).phase == Phase::Request && a.trace.step(a.cursor).round == 2) {
+        apply(&mut a, Action::StepForward);
+        if a.trace.step(a.cursor).round < 2 {
+            assert!(!here(&mut a), "not before: step {}", a.cursor);
+        }
+    }
+    assert!(
+        here(&mut a),
+        "{}",
+        screen_text(&draw(&mut a, 80, 24)).join("\n")
+    );
+    insta::assert_snapshot!("tour_stop_1_reached_80x24", draw(&mut a, 80, 24).backend());
+    apply(&mut a, Action::StepForward);
+    assert!(!here(&mut a), "past it");
+}
+
 #[test]
 fn the_close_step_under_leave_names_the_dangling_call() {
     let mut a = app(

@@ -1120,6 +1120,37 @@ fn the_tour_is_answered_by_driving_the_debugger() {
     );
 }
 
+/// `T` at the last stop says the tour is done and how many stops were
+/// answered, and stays; `T` again starts over (it went back to stop 1
+/// without a word; issue 60, item 7).
+#[test]
+fn t_at_the_last_stop_says_the_tour_is_done_then_starts_over() {
+    let sessions = loopdbg_lesson::tour::STOPS
+        .iter()
+        .map(|s| session(s.session))
+        .collect();
+    let mut app = App::tour(sessions, [0, 1, 2].into_iter().collect(), Theme::color());
+    apply(&mut app, Action::Resize(80, 24));
+    apply(&mut app, key('T'));
+    assert_eq!(app.tour.as_ref().unwrap().index, 4);
+    apply(&mut app, key('T'));
+    assert_eq!(
+        app.tour.as_ref().unwrap().index,
+        4,
+        "stays at the last stop"
+    );
+    let said = app.notice.clone().unwrap();
+    assert!(
+        said.starts_with(
+            "that was the last stop: the tour is done (3 of 5 answered; a answers this one)"
+        ),
+        "{said}"
+    );
+    apply(&mut app, key('T'));
+    assert_eq!(app.tour.as_ref().unwrap().index, 0, "T again starts over");
+    assert_eq!(app.origin, "sessions/weather.json");
+}
+
 #[test]
 fn the_tour_resumes_at_the_first_unsolved_stop() {
     let sessions = loopdbg_lesson::tour::STOPS

@@ -26,6 +26,9 @@ pub struct Stop {
     pub setup: fn(&mut Strategy),
     /// The right answer, from the engine run under the stop's strategy.
     pub answer: fn(&Session, &Strategy) -> Answer,
+    /// The step `press` asks the learner to reach, in the run on screen,
+    /// so the screen can say when they are there (a newcomer overshot it).
+    pub at: fn(&loopdbg_engine::trace::Trace) -> usize,
 }
 
 /// A right answer.
@@ -92,6 +95,11 @@ fn second_request(trace: &loopdbg_engine::trace::Trace) -> usize {
         .iter()
         .position(|s| s.phase == Phase::Request && s.round == 2)
         .unwrap_or(0)
+}
+
+/// The last step: where `G` goes.
+fn last_step(trace: &loopdbg_engine::trace::Trace) -> usize {
+    trace.steps.len().saturating_sub(1)
 }
 
 /// Stop 1: the messages the second request carries.
@@ -188,6 +196,7 @@ pub const STOPS: &[Stop] = &[
         lesson: "the second trip sends the whole history back: the prompt, the model's tool_use and the tool_result that pairs with it by id",
         setup: nothing,
         answer: second_request_len,
+        at: second_request,
     },
     Stop {
         session: "weather_fx.json",
@@ -197,6 +206,7 @@ pub const STOPS: &[Stop] = &[
         lesson: "every tool_use needs its tool_result: a real provider answers 400, and this model just drops the rate (G shows it). Now press e (run every call) and G: the rate is back",
         setup: first_and_skip,
         answer: rejected_id,
+        at: second_request,
     },
     Stop {
         session: "stop_truncated.json",
@@ -206,6 +216,7 @@ pub const STOPS: &[Stop] = &[
         lesson: "a reply cut by max_tokens is neither a tool call nor an answer: `robust` checks finish_reason and stops with an error you can act on",
         setup: nothing,
         answer: honest_stop_rule,
+        at: last_step,
     },
     Stop {
         session: "fault_interrupt.json",
@@ -215,6 +226,7 @@ pub const STOPS: &[Stop] = &[
         lesson: "after an interrupt every tool_use must still be closed, or the next request is a 400; Claude Code synthesizes an error result for each. p cycles the closure",
         setup: leave,
         answer: dangling_at_end,
+        at: last_step,
     },
     Stop {
         session: "weather_fx.json",
@@ -224,6 +236,7 @@ pub const STOPS: &[Stop] = &[
         lesson: "closure mends the history, not the loop: no 400 warns you, and the model states a rate no tool gave. Mend the cause (e: run every call)",
         setup: first_and_synthesize,
         answer: unsourced_number,
+        at: last_step,
     },
 ];
 

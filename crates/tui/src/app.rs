@@ -250,6 +250,9 @@ pub struct Tour {
     pub index: usize,
     /// Stops answered right, now or in an earlier run.
     pub solved: BTreeSet<usize>,
+    /// `T` at the last stop has said the tour is done: `T` again starts
+    /// it over.
+    pub end_said: bool,
 }
 
 /// The state of a live view.

@@ -26,6 +26,7 @@ impl App {
             sessions,
             index,
             solved,
+            end_said: false,
         });
         app
     }
@@ -127,12 +128,28 @@ pub(super) enum Key {
     Cancel,
 }
 
-/// `T`: the next stop (the first again after the last).
+/// `T`: the next stop. At the last it says the tour is done, and how
+/// many stops were answered; `T` again starts over (it went back to the
+/// first silently).
 pub(super) fn next(app: &mut App) {
-    let Some(tour) = app.tour.as_ref() else {
+    let Some(tour) = app.tour.as_mut() else {
         app.notice = Some("T moves through the tour: start it with `loopdbg tour`".into());
         return;
     };
+    if tour.index + 1 == STOPS.len() && !tour.end_said {
+        tour.end_said = true;
+        let answered = tour.solved.len();
+        app.notice = Some(format!(
+            "that was the last stop: the tour is done ({answered} of {} answered{}). T starts it over; q quits",
+            STOPS.len(),
+            match answered == STOPS.len() {
+                true => "",
+                false => "; a answers this one",
+            }
+        ));
+        return;
+    }
+    tour.end_said = false;
     let next = (tour.index + 1) % STOPS.len();
     open(app, next);
 }

@@ -383,9 +383,15 @@ fn tour_lines(app: &App, tour: &crate::app::Tour) -> Vec<Line<'static>> {
             span("  Enter checks · Esc cancels", t.dim),
         ]);
     }
+    // Where `press` asks to go, said once there (a newcomer overshot it).
+    let here = app.cursor == (stop.at)(&app.trace);
+    let doing = match here {
+        true => span("◉ here: ", t.ok),
+        false => span("do: ", t.title),
+    };
     let mut lines = vec![
         Line::from(vec![title, keys]),
-        Line::from(vec![span("do: ", t.title), span(stop.press, t.text)]),
+        Line::from(vec![doing, span(stop.press, t.text)]),
         Line::from(question),
     ];
     if tour.solved.len() == stops.len() {
