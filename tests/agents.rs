@@ -358,10 +358,13 @@ fn checked(file: &Path) -> Value {
     report
 }
 
-/// `loopdbg check FILE --format json`: whether it passed, and its report.
+/// `loopdbg check FILE --format json --strict`: whether it passed (a
+/// warning fails it too: a log an agent mends by itself still says so),
+/// and its report.
 fn check_report(file: &Path) -> (bool, Value) {
     let (ok, text) = loopdbg(&[
         "check".as_ref(),
+        "--strict".as_ref(),
         file.as_os_str(),
         "--format".as_ref(),
         "json".as_ref(),

@@ -552,7 +552,7 @@ fn a_client_tool_search_pairs_with_its_output() {
             .code(0);
     }
     crate::common::loopdbg()
-        .args(["check", &format!("{dir}/unanswered.json")])
+        .args(["check", "--strict", &format!("{dir}/unanswered.json")])
         .assert()
         .code(1)
         .stdout(predicates::str::contains(
@@ -585,7 +585,11 @@ fn a_tool_loop_without_its_thinking_block_is_refused_when_thinking_is_on() {
             .code(0);
     }
     crate::common::loopdbg()
-        .args(["check", &format!("{dir}/adaptive_dropped_one.json")])
+        .args([
+            "check",
+            "--strict",
+            &format!("{dir}/adaptive_dropped_one.json"),
+        ])
         .assert()
         .code(1)
         .stdout(predicates::str::contains("thinking_missing (warning)"));
@@ -605,7 +609,11 @@ fn shapes_the_providers_accept_are_read() {
         ))
         .stdout(predicates::str::contains("item_reference fc_123"));
     crate::common::loopdbg()
-        .args(["check", &format!("{dir}/chat_null_tool_call_id.json")])
+        .args([
+            "check",
+            "--strict",
+            &format!("{dir}/chat_null_tool_call_id.json"),
+        ])
         .assert()
         .code(1)
         .stdout(predicates::str::contains(
@@ -1067,4 +1075,37 @@ fn a_new_prompt_between_two_equal_replies_is_not_a_spin() {
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_2", "content": "a"}]},
     ]});
     assert_eq!(kinds(spun), [Kind::RepeatedTurn]);
+}
+
+/// One exit rule for the whole CLI (issue 60, item 4): a warning alone (an
+/// accepted shape that breaks loops) passes, as a linter's warnings do,
+/// and fails under `--strict`; a refusal fails either way. A warning-only
+/// log exited 1 while the README said 1 meant refused.
+#[test]
+fn a_warning_alone_passes_unless_strict_and_a_refusal_always_fails() {
+    let warned = "tests/fixtures/transcripts/lenient_shapes/chat_null_tool_call_id.json";
+    for (strict, code) in [(false, 0), (true, 1)] {
+        let mut args = vec!["check", warned];
+        if strict {
+            args.push("--strict");
+        }
+        crate::common::loopdbg()
+            .args(&args)
+            .assert()
+            .code(code)
+            .stdout(predicates::str::contains("(warning)"))
+            .stdout(predicates::str::contains(
+                "(0 a provider would reject with a 400)",
+            ));
+    }
+    for strict in [false, true] {
+        let mut args = vec![
+            "check",
+            "tests/fixtures/transcripts/anthropic_parallel_one_missing.json",
+        ];
+        if strict {
+            args.push("--strict");
+        }
+        crate::common::loopdbg().args(&args).assert().code(1);
+    }
 }

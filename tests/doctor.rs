@@ -66,7 +66,7 @@ fn doctor_write_repairs_a_dropped_result_and_keeps_every_line() {
     let (dir, path) = copy(BROKEN);
     let before = std::fs::read_to_string(&path).unwrap();
     loopdbg()
-        .args(["check", path.to_str().unwrap()])
+        .args(["check", "--strict", path.to_str().unwrap()])
         .assert()
         .code(1);
     loopdbg()
@@ -305,7 +305,7 @@ fn doctor_drops_the_second_copy_of_gemini_cli_responses() {
     let (dir, path) = copy(GEMINI_CLI);
     let before = std::fs::read_to_string(&path).unwrap();
     loopdbg()
-        .args(["check", path.to_str().unwrap()])
+        .args(["check", "--strict", path.to_str().unwrap()])
         .assert()
         .code(1)
         .stdout(predicate::str::contains(
@@ -486,7 +486,7 @@ fn doctor_drops_an_orphan_result_and_re_parents_what_followed() {
     std::fs::write(&path, &text).unwrap();
     age(&path);
     loopdbg()
-        .args(["check", path.to_str().unwrap()])
+        .args(["check", "--strict", path.to_str().unwrap()])
         .assert()
         .code(1)
         .stdout(predicate::str::contains("unexpected_result"));
@@ -531,7 +531,7 @@ fn doctor_keeps_a_message_a_compaction_kept_and_unsplits_its_result() {
     std::fs::write(&path, &text).unwrap();
     age(&path);
     loopdbg()
-        .args(["check", path.to_str().unwrap()])
+        .args(["check", "--strict", path.to_str().unwrap()])
         .assert()
         .code(1)
         .stdout(predicate::str::contains(
@@ -640,7 +640,7 @@ fn doctor_splits_a_duplicate_id() {
     std::fs::write(&path, &text).unwrap();
     age(&path);
     loopdbg()
-        .args(["check", path.to_str().unwrap()])
+        .args(["check", "--strict", path.to_str().unwrap()])
         .assert()
         .code(1)
         .stdout(predicate::str::contains("duplicate_id (400)"));
@@ -690,7 +690,7 @@ fn doctor_says_when_it_has_no_repair() {
 fn a_dropped_link_is_read_through_and_repaired() {
     let (_dir, path) = copy("tests/fixtures/transcripts/claude_code_v2/doctor_dropped_link.jsonl");
     loopdbg()
-        .args(["check", path.to_str().unwrap()])
+        .args(["check", "--strict", path.to_str().unwrap()])
         .assert()
         .code(1)
         .stdout(predicate::str::contains(
@@ -1435,7 +1435,7 @@ fn the_compaction_that_split_a_call_from_its_result_is_named() {
     age(&path);
     let named = "The compaction on line 4 (2026-11-02 12:05:00 UTC, its summary beginning \"This session is being continued from a previous conversation that ran out…\")";
     loopdbg()
-        .args(["check", path.to_str().unwrap()])
+        .args(["check", "--strict", path.to_str().unwrap()])
         .assert()
         .code(1)
         .stdout(
@@ -1545,7 +1545,7 @@ fn doctor_repairs_a_gemini_cli_cancelled_batch_after_failed_resumes_in_one_run()
         "tests/fixtures/transcripts/gemini_cli/session-2026-12-05T08-00-cancelled-batch-resumed-twice.jsonl",
     );
     loopdbg()
-        .args(["check", path.to_str().unwrap()])
+        .args(["check", "--strict", path.to_str().unwrap()])
         .assert()
         .code(1)
         .stdout(
@@ -1586,7 +1586,7 @@ fn doctor_drops_a_gemini_cli_record_written_twice_in_one_set() {
         "tests/fixtures/transcripts/gemini_cli/session-2026-12-06T23-43-killed-resumes-copied-in-one-set.jsonl",
     );
     loopdbg()
-        .args(["check", path.to_str().unwrap()])
+        .args(["check", "--strict", path.to_str().unwrap()])
         .assert()
         .code(1)
         .stdout(predicate::str::contains("(1 call(s), 3 response(s))"));
@@ -1646,7 +1646,7 @@ fn doctor_repairs_a_kimi_code_context_killed_between_its_appends() {
     let (_dir, path) =
         copy("tests/fixtures/transcripts/kimi_code/context_killed_between_appends.jsonl");
     loopdbg()
-        .args(["check", path.to_str().unwrap()])
+        .args(["check", "--strict", path.to_str().unwrap()])
         .assert()
         .code(1)
         .stdout(

@@ -444,6 +444,10 @@ pub struct CheckArgs {
     /// to the model without its error flag is `mcp_error_as_data`.
     #[arg(long, value_name = "CAPTURE")]
     pub mcp: Option<PathBuf>,
+    /// Exit 1 on warnings too (an accepted shape that breaks loops), not
+    /// only on what a provider refuses, as a linter's strict mode does.
+    #[arg(long)]
+    pub strict: bool,
 }
 
 // The arguments of `compare` (its help text is the variant's).

@@ -88,7 +88,10 @@ pub fn check(args: CheckArgs) -> Result<ExitCode, Failure> {
     }
     loopdbg_corpus::text::write_reports(&reports, output, &mut out)?;
     out.flush()?;
-    Ok(ExitCode::from(loopdbg_corpus::report::exit_code(&reports)))
+    Ok(ExitCode::from(loopdbg_corpus::report::exit_code(
+        &reports,
+        args.strict,
+    )))
 }
 
 /// Says how far a large input's check has come, on a terminal's stderr.

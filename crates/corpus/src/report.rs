@@ -16,12 +16,18 @@ use serde_json::Value;
 
 use crate::open::*;
 
-/// A check's exit code: 2 when an input (or a line of it) could not be
-/// read, 1 when there were problems or nothing was checked, else 0.
-pub fn exit_code(reports: &[FileReport]) -> u8 {
+/// A check's exit code, one rule for the whole CLI: 2 when an input (or a
+/// line of it) could not be read; 1 when a provider would refuse a request
+/// (a `400` finding), or, `strict`, on a warning too, or when nothing was
+/// checked; else 0. Warnings alone (accepted shapes that break loops) and
+/// notes pass, as a linter's warnings do without `--strict`.
+pub fn exit_code(reports: &[FileReport], strict: bool) -> u8 {
     if reports.iter().any(|f| !f.errors.is_empty()) {
         2
-    } else if reports.iter().any(|f| f.has_problems() || f.is_empty()) {
+    } else if reports
+        .iter()
+        .any(|f| f.has_refusals() || f.is_empty() || (strict && f.has_problems()))
+    {
         1
     } else {
         0
@@ -130,6 +136,13 @@ impl FileReport {
     /// Nothing was checked and nothing failed: not a pass.
     pub fn is_empty(&self) -> bool {
         self.requests == 0 && self.errors.is_empty()
+    }
+
+    /// True when a provider would refuse one of its requests.
+    pub fn has_refusals(&self) -> bool {
+        self.results
+            .iter()
+            .any(|r| r.findings.iter().any(|f| f.rejected_by_provider()))
     }
 
     /// True when a finding other than a note was made.
