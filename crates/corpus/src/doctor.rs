@@ -98,7 +98,8 @@ pub fn report(files: &[PathBuf], write: bool, force: bool, out: &mut dyn Write) 
     let mut worst = 0u8;
     for path in files {
         let name = path.display();
-        let code = match diagnose(path) {
+        let (verdict, standing) = standing(path, true);
+        let code = match verdict {
             Verdict::Clean => {
                 let _ = writeln!(out, "{name}: nothing keeps this session from being sent");
                 0
@@ -116,18 +117,33 @@ pub fn report(files: &[PathBuf], write: bool, force: bool, out: &mut dyn Write) 
                 );
                 2
             }
+            // Its agent resumes it, mending what it sends: resumable, as
+            // `doctor --scan` counts it (they disagreed on one file, exit
+            // 1 against 0); the changes write that mending down.
+            Verdict::Needs(repair) if standing == Standing::Mended => {
+                let _ = writeln!(
+                    out,
+                    "{name}: its agent resumes it, mending what it sends; {} change(s) would write that down:",
+                    repair.plan.changes.len()
+                );
+                list_changes(out, &repair);
+                if !write {
+                    let _ = writeln!(
+                        out,
+                        "  (nothing written, nothing needed: pass --write to keep the mended history, with a backup)"
+                    );
+                    0
+                } else {
+                    said(out, apply(path, repair, force))
+                }
+            }
             Verdict::Needs(repair) => {
                 let _ = writeln!(
                     out,
                     "{name}: {} change(s) would make it sendable:",
                     repair.plan.changes.len()
                 );
-                let _ = writeln!(out, "  why: {}", inert::clean(&repair.why));
-                for change in &repair.plan.changes {
-                    // Ids are the agent's: an escape in one stays inert here.
-                    let what = inert::clean(&change.what);
-                    let _ = writeln!(out, "  line {}: {what}", change.line);
-                }
+                list_changes(out, &repair);
                 if !write {
                     let _ = writeln!(
                         out,
@@ -142,6 +158,16 @@ pub fn report(files: &[PathBuf], write: bool, force: bool, out: &mut dyn Write) 
         worst = worst.max(code);
     }
     worst
+}
+
+/// Why a repair is needed and its changes, line by line.
+fn list_changes(out: &mut dyn Write, repair: &Repair) {
+    let _ = writeln!(out, "  why: {}", inert::clean(&repair.why));
+    for change in &repair.plan.changes {
+        // Ids are the agent's: an escape in one stays inert here.
+        let what = inert::clean(&change.what);
+        let _ = writeln!(out, "  line {}: {what}", change.line);
+    }
 }
 
 /// Says what writing came to; its exit code.

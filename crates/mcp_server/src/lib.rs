@@ -400,6 +400,10 @@ fn for_tools(out: &[u8]) -> String {
             "pass --write to repair the",
             "call repair_session with write: true on each of the",
         )
+        .replace(
+            "pass --write to keep the mended history",
+            "call repair_session with write: true to keep the mended history",
+        )
 }
 
 /// `body` repaired as `check --fix` repairs it, and the repaired copy
