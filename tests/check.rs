@@ -1109,3 +1109,32 @@ fn a_warning_alone_passes_unless_strict_and_a_refusal_always_fails() {
         crate::common::loopdbg().args(&args).assert().code(1);
     }
 }
+
+/// An agent's session that holds no conversation yet (Gemini CLI writes
+/// its chat's first record before the first prompt) is nothing a provider
+/// could refuse: exit 0, said as such, 1 under `--strict`; a file of no
+/// known shape is still not a pass (issue 60, item 4: an empty Gemini chat
+/// exited 1).
+#[test]
+fn an_agents_session_with_no_conversation_yet_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let chat = dir.path().join("session-2026-12-07T03-30-0a1b2c3d.jsonl");
+    std::fs::write(
+        &chat,
+        "{\"sessionId\":\"0a1b2c3d-0000-4000-8000-000000000000\",\"projectHash\":\"68aca359\",\"startTime\":\"2026-12-07T03:30:00.000Z\",\"lastUpdated\":\"2026-12-07T03:30:00.000Z\",\"kind\":\"main\"}\n",
+    )
+    .unwrap();
+    crate::common::loopdbg()
+        .arg("check")
+        .arg(&chat)
+        .assert()
+        .code(0)
+        .stdout(predicates::str::contains(
+            "(gemini-cli): the session holds no conversation yet: nothing to send, nothing to check",
+        ));
+    crate::common::loopdbg()
+        .args(["check", "--strict"])
+        .arg(&chat)
+        .assert()
+        .code(1);
+}

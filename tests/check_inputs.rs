@@ -230,8 +230,11 @@ fn standard_input_is_read_once_like_a_file() {
         ));
 }
 
+/// A Claude Code log of bookkeeping events only is an agent's session
+/// holding no conversation yet: nothing a provider could refuse, exit 0
+/// (1 under --strict, where nothing checked is not a pass).
 #[test]
-fn nothing_to_check_is_not_a_pass() {
+fn an_agents_log_with_nothing_to_check_passes_unless_strict() {
     let dir = scratch("empty");
     let file = dir.join("only-bookkeeping.jsonl");
     std::fs::write(
@@ -243,11 +246,16 @@ fn nothing_to_check_is_not_a_pass() {
         .arg("check")
         .arg(&file)
         .assert()
-        .code(1)
+        .code(0)
         .stdout(predicate::str::contains(
-            "(claude-code): warning: no conversation found, nothing was checked",
+            "(claude-code): the session holds no conversation yet: nothing to send, nothing to check",
         ))
         .stdout(predicate::str::contains("1 file(s) had nothing to check"));
+    loopdbg()
+        .args(["check", "--strict"])
+        .arg(&file)
+        .assert()
+        .code(1);
     // A sub-agent log is not empty: it is a conversation of its own.
     loopdbg()
         .args([

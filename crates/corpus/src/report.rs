@@ -19,15 +19,18 @@ use crate::open::*;
 /// A check's exit code, one rule for the whole CLI: 2 when an input (or a
 /// line of it) could not be read; 1 when a provider would refuse a request
 /// (a `400` finding), or, `strict`, on a warning too, or when nothing was
-/// checked; else 0. Warnings alone (accepted shapes that break loops) and
+/// checked (an agent's session that holds no conversation yet, just
+/// started or quit at once, is nothing to refuse: 0 unless `strict`);
+/// else 0. Warnings alone (accepted shapes that break loops) and
 /// notes pass, as a linter's warnings do without `--strict`.
 pub fn exit_code(reports: &[FileReport], strict: bool) -> u8 {
     if reports.iter().any(|f| !f.errors.is_empty()) {
         2
-    } else if reports
-        .iter()
-        .any(|f| f.has_refusals() || f.is_empty() || (strict && f.has_problems()))
-    {
+    } else if reports.iter().any(|f| {
+        f.has_refusals()
+            || (f.is_empty() && (strict || !f.is_empty_session()))
+            || (strict && f.has_problems())
+    }) {
         1
     } else {
         0
@@ -136,6 +139,12 @@ impl FileReport {
     /// Nothing was checked and nothing failed: not a pass.
     pub fn is_empty(&self) -> bool {
         self.requests == 0 && self.errors.is_empty()
+    }
+
+    /// True when it is an agent's session holding no conversation yet: a
+    /// store's file read as its agent's, nothing in it to send.
+    pub fn is_empty_session(&self) -> bool {
+        self.is_empty() && matches!(self.format, Some(Source::Agent(_)))
     }
 
     /// True when a provider would refuse one of its requests.

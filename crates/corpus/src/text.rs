@@ -116,14 +116,15 @@ pub fn render_text(
             .map_or("unknown format", loopdbg_read::Source::as_str);
         if f.is_empty() {
             empty += 1;
+            let said = match f.is_empty_session() {
+                true => "the session holds no conversation yet: nothing to send, nothing to check",
+                false => "warning: no conversation found, nothing was checked",
+            };
             writeln!(
                 out,
                 "{} ({format}): {}",
                 paint.wrap(BOLD, &clean(&f.file)),
-                paint.wrap(
-                    colour(anstyle::AnsiColor::Yellow),
-                    "warning: no conversation found, nothing was checked"
-                )
+                paint.wrap(colour(anstyle::AnsiColor::Yellow), said)
             )?;
             continue;
         }
