@@ -117,57 +117,45 @@ pub fn report(files: &[PathBuf], write: bool, force: bool, out: &mut dyn Write) 
                 );
                 2
             }
-            // Its agent resumes it, mending what it sends: resumable, as
-            // `doctor --scan` counts it (they disagreed on one file, exit
-            // 1 against 0); the changes write that mending down.
-            Verdict::Needs(repair) if standing == Standing::Mended => {
-                let _ = writeln!(
-                    out,
-                    "{name}: its agent resumes it, mending what it sends; {} change(s) would write that down:",
-                    repair.plan.changes.len()
-                );
-                list_changes(out, &repair);
-                if !write {
-                    let _ = writeln!(
-                        out,
-                        "  (nothing written, nothing needed: pass --write to keep the mended history, with a backup)"
-                    );
-                    0
-                } else {
-                    said(out, apply(path, repair, force))
-                }
-            }
             Verdict::Needs(repair) => {
-                let _ = writeln!(
-                    out,
-                    "{name}: {} change(s) would make it sendable:",
-                    repair.plan.changes.len()
-                );
-                list_changes(out, &repair);
-                if !write {
-                    let _ = writeln!(
-                        out,
-                        "  (nothing written: pass --write to repair it, keeping a backup)"
-                    );
-                    1
-                } else {
-                    said(out, apply(path, repair, force))
+                let n = repair.plan.changes.len();
+                // A session its agent resumes by mending what it sends is
+                // resumable, as `doctor --scan` counts it (they disagreed
+                // on one file, exit 1 against 0): the changes write the
+                // mending down.
+                let (heading, unwritten, code) = match standing {
+                    Standing::Mended => (
+                        format!(
+                            "its agent resumes it, mending what it sends; {n} change(s) would write that down:"
+                        ),
+                        "nothing written, nothing needed: pass --write to keep the mended history, with a backup",
+                        0,
+                    ),
+                    Standing::Refused | Standing::Unread => (
+                        format!("{n} change(s) would make it sendable:"),
+                        "nothing written: pass --write to repair it, keeping a backup",
+                        1,
+                    ),
+                };
+                let _ = writeln!(out, "{name}: {heading}");
+                let _ = writeln!(out, "  why: {}", inert::clean(&repair.why));
+                for change in &repair.plan.changes {
+                    // Ids are the agent's: an escape in one stays inert here.
+                    let what = inert::clean(&change.what);
+                    let _ = writeln!(out, "  line {}: {what}", change.line);
+                }
+                match write {
+                    true => said(out, apply(path, repair, force)),
+                    false => {
+                        let _ = writeln!(out, "  ({unwritten})");
+                        code
+                    }
                 }
             }
         };
         worst = worst.max(code);
     }
     worst
-}
-
-/// Why a repair is needed and its changes, line by line.
-fn list_changes(out: &mut dyn Write, repair: &Repair) {
-    let _ = writeln!(out, "  why: {}", inert::clean(&repair.why));
-    for change in &repair.plan.changes {
-        // Ids are the agent's: an escape in one stays inert here.
-        let what = inert::clean(&change.what);
-        let _ = writeln!(out, "  line {}: {what}", change.line);
-    }
 }
 
 /// Says what writing came to; its exit code.
