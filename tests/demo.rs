@@ -85,13 +85,28 @@ fn the_readme_demo_walkthrough_works_step_by_step() {
                 quit(child, &mut writer, &mut screen);
             }
             [session] if session.ends_with("-session.json") => {
+                // The editor E opens: writes round 2's reply, as a user would.
+                let editor = dir.path().join("write-reply.sh");
+                std::fs::write(
+                    &editor,
+                    "#!/bin/sh\nprintf '%s' '{\"text\": \"Beijing is 18°C and sunny; USD/CNY is 7.12.\", \"tool_calls\": [], \"finish_reason\": \"stop\"}' > \"$1\"\n",
+                )
+                .unwrap();
+                let editor = format!("sh {}", editor.display());
                 let (child, mut writer, mut screen, _m) =
-                    open_pty_in(dir.path(), args, &[], 120, 40);
+                    open_pty_in(dir.path(), args, &[("VISUAL", &editor)], 120, 40);
                 screen.wait_text("extract first");
                 // e runs every call: the id the recorded loop dropped is paired.
                 writer.write_all(b"eG").unwrap();
                 screen.wait_text("extract all");
                 screen.wait_text("unpaired none");
+                // The recorded model has no reply for that state: E there
+                // writes round 2's reply, a fork (the step the README names;
+                // it said "E edits at a Reply step" here before).
+                writer.write_all(b"E").unwrap();
+                screen.wait_text("fork 1 (from step");
+                writer.write_all(b"G").unwrap();
+                screen.wait_text("USD/CNY is 7.12");
                 writer.write_all(b"q").unwrap();
                 restored_after_exit(child, &mut screen);
             }

@@ -282,7 +282,11 @@ fn a_stub_without_a_reply_ends_unscripted_not_in_an_error() {
         "{}",
         t.outcome.detail
     );
-    assert!(t.outcome.detail.contains("E at a Reply scripts one"));
+    assert!(
+        t.outcome
+            .detail
+            .contains("E at this round's Request or at the end scripts one")
+    );
     assert_eq!(t.outcome.final_text, None);
 }
 

@@ -1350,3 +1350,58 @@ fn the_view_items_of_each_step_are_those_of_its_history() {
         assert!(app.view_spans().is_none());
     }
 }
+
+/// A run that stops where the stub model has no reply (here: a script for
+/// round 1 only) is forked at that round: E on its last Request or at Done
+/// opens round 2's missing reply to write, not "E edits at a Reply step"
+/// (the README's demo step was a dead end; issue 60, item 2).
+#[test]
+fn e_where_the_stub_has_no_reply_writes_that_rounds_reply() {
+    use loopdbg_tui::app::{Command, EditTarget};
+    let s = loopdbg_engine::session::Session::parse(
+        "inline.json",
+        r#"{"user": "weather?", "tools": [{"name": "w", "table": [{"args": {}, "result": "18C"}]}],
+            "model": {"s": [{"when": {"round": 1}, "reply": {"tool_calls": [{"id": "c1", "name": "w", "args": {}}]}}]}}"#,
+    )
+    .unwrap();
+    let strategy = Strategy::for_session(&s);
+    let mut app = App::new("inline.json", s, strategy, Theme::color());
+    apply(&mut app, Action::Resize(120, 40));
+    apply(&mut app, key('G'));
+    assert_eq!(
+        app.trace.outcome.end,
+        loopdbg_engine::trace::End::Unscripted
+    );
+    apply(&mut app, key('E'));
+    match app.command.take() {
+        Some(Command::Edit {
+            target: EditTarget::Reply { round, .. },
+            json,
+        }) => {
+            assert_eq!(round, 2);
+            assert!(json.contains("\"finish_reason\": \"stop\""), "{json}");
+        }
+        other => panic!("E opened no reply: {other:?} ({:?})", app.notice),
+    }
+    // The reply written: the fork runs to the model's answer.
+    apply(
+        &mut app,
+        Action::EditDone(
+            r#"{"text": "18C in town", "tool_calls": [], "finish_reason": "stop"}"#.into(),
+        ),
+    );
+    assert_eq!(app.fork, 1);
+    apply(&mut app, key('G'));
+    assert_eq!(app.trace.outcome.end, loopdbg_engine::trace::End::ModelDone);
+    assert_eq!(app.trace.outcome.final_text.as_deref(), Some("18C in town"));
+    // Before that round, E at round 1's Request still says where it edits.
+    apply(&mut app, key('g'));
+    apply(&mut app, key('E'));
+    assert!(app.command.is_none());
+    assert!(
+        app.notice
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("E edits at a Reply step")
+    );
+}

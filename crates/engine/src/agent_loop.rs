@@ -253,7 +253,7 @@ impl Recorder<'_> {
             return ControlFlow::Break(Outcome {
                 end: End::Unscripted,
                 detail: format!(
-                    "the stub model has no scripted reply for round {number} (no rule of `{}` matches this state; E at a Reply scripts one)",
+                    "the stub model has no scripted reply for round {number} (no rule of `{}` matches this state; E at this round's Request or at the end scripts one)",
                     self.strategy.behavior
                 ),
                 final_text: None,

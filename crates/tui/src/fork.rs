@@ -24,6 +24,23 @@ pub(super) fn start_edit(app: &mut App) {
         return;
     }
     let step = app.trace.step(app.cursor);
+    // The run stopped where the stub has no reply: from its last Request
+    // on, E writes the reply that round lacks (the README's fork step:
+    // after `e`, round 2 goes from its Request straight to Done).
+    if let Some(round) = unscripted_round(app)
+        && step.round >= round
+    {
+        let target = EditTarget::Reply {
+            round,
+            step: app.cursor,
+        };
+        app.mode = crate::app::Mode::Editing(target.clone());
+        app.command = Some(Command::Edit {
+            target,
+            json: UNSCRIPTED_TEMPLATE.into(),
+        });
+        return;
+    }
     let Some(round) = app.trace.round(step.round) else {
         app.notice = Some(edit_where().into());
         return;
@@ -67,6 +84,23 @@ pub(super) fn start_edit(app: &mut App) {
         }
         _ => app.notice = Some(edit_where().into()),
     }
+}
+
+/// What the editor opens with for a reply the stub never scripted: an
+/// answer in words, to be changed.
+const UNSCRIPTED_TEMPLATE: &str = "{\n  \"text\": \"(the model's reply in this round)\",\n  \"tool_calls\": [],\n  \"finish_reason\": \"stop\"\n}";
+
+/// The round the stub had no reply for, when that is how the run ended.
+fn unscripted_round(app: &App) -> Option<u32> {
+    (app.trace.outcome.end == loopdbg_engine::trace::End::Unscripted).then(|| {
+        app.trace
+            .steps
+            .iter()
+            .filter(|s| s.phase == Phase::Request)
+            .map(|s| s.round)
+            .max()
+            .unwrap_or(1)
+    })
 }
 
 fn edit_where() -> &'static str {
