@@ -916,3 +916,44 @@ fn the_ids_pane_locates_calls_as_the_provider_view_does() {
         assert!(!screen.contains("].content["), "{format}: {screen}");
     }
 }
+
+/// A replay (and a live view) shows an agent's loop, not a stub's: the
+/// code pane's extraction is what the traffic shows. A body whose second
+/// call went unanswered while the first was answered reads as the first
+/// only; the pane said `# all of them` for the demo agent, whose bug is
+/// exactly that (issue 60, item 2).
+#[test]
+fn a_replays_code_pane_shows_the_loop_its_traffic_shows() {
+    let path = format!(
+        "{}/tests/fixtures/transcripts/anthropic_parallel_one_missing.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let source = loopdbg_read::detect(&doc).unwrap();
+    let conv = loopdbg_read::read(&doc, source).unwrap();
+    let findings = loopdbg_judge::check::check(&conv);
+    let trace = loopdbg_export::replay::trace_of(&conv, &findings);
+    let session = loopdbg_export::replay::session_for(&conv, "replay");
+    let mut a = App::replay(
+        "one_missing.json",
+        session,
+        trace,
+        source.as_str(),
+        Theme::color(),
+    );
+    apply(&mut a, Action::Resize(120, 40));
+    let text = screen_text(&draw(&mut a, 120, 40)).join("\n");
+    assert!(text.contains("the agent's loop, by its traffic"), "{text}");
+    assert!(
+        text.contains("tool_uses(reply)[:1]  # the first only"),
+        "{text}"
+    );
+    // A stub session's pane is the strategy's, as before.
+    let mut stub = app("weather_fx.json", |_| {}, Theme::color());
+    let text = screen_text(&draw(&mut stub, 120, 40)).join("\n");
+    assert!(
+        text.contains("the loop's code (◆ set by the strategy)"),
+        "{text}"
+    );
+}

@@ -123,7 +123,7 @@ impl Extraction {
 /// Which calls of each turn the loop answered before it asked the model
 /// again. A turn with no request after it (the file ends there, calls in
 /// flight) tells nothing.
-fn extraction_of(loop_messages: &[Message]) -> Extraction {
+pub fn extraction_of(loop_messages: &[Message]) -> Extraction {
     let mut unanswered = Vec::new();
     let (mut told, mut first_only) = (false, true);
     let turns: Vec<usize> = loop_messages
