@@ -1138,3 +1138,33 @@ fn an_agents_session_with_no_conversation_yet_passes() {
         .assert()
         .code(1);
 }
+
+/// A count of messages is the body's (issue 60, item 3): a Chat body of 5
+/// messages, its system prompt first, said "4 messages" while its finding
+/// pointed at the body's `messages[2]`.
+#[test]
+fn a_chat_bodys_message_count_includes_its_system_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("chat.json");
+    std::fs::write(
+        &body,
+        r#"{"model": "gpt-4o", "messages": [
+            {"role": "system", "content": "be brief"},
+            {"role": "user", "content": "weather and fx?"},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "call_w", "type": "function", "function": {"name": "w", "arguments": "{}"}},
+                {"id": "call_f", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "call_w", "content": "18C"},
+            {"role": "user", "content": "and?"}]}"#,
+    )
+    .unwrap();
+    crate::common::loopdbg()
+        .arg("check")
+        .arg(&body)
+        .assert()
+        .code(1)
+        .stdout(predicates::str::contains("(openai, 5 messages)"))
+        .stdout(predicates::str::contains(
+            "messages[2]  unanswered_call (400)  [call_f]",
+        ));
+}

@@ -544,7 +544,7 @@ impl Checking<'_> {
             line,
             format: conv.source.as_str(),
             label: conv.label.clone(),
-            messages: conv.messages.len(),
+            messages: conv.messages.len() + conv.system_messages,
             findings,
             usage: match self.tokens {
                 Tokens::Summed => conv.token_summary(crate::prices::prices()),

@@ -141,6 +141,7 @@ fn read_message(
         Some("assistant") => Role::Assistant,
         Some("system") => {
             conv.system = item.content.joined_text("\n");
+            conv.system_messages += 1;
             return Ok(());
         }
         Some(other) => {

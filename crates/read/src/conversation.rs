@@ -150,6 +150,10 @@ pub struct Conversation {
     pub tools: Vec<ToolSpec>,
     /// The system prompt, when given.
     pub system: Option<String>,
+    /// Entries of the request's own message list read as the system prompt
+    /// (Chat's and Responses' `system`/`developer` messages), so a count
+    /// of messages says the body's: `messages[i]` paths are the body's.
+    pub system_messages: usize,
     /// Arguments that did not parse as JSON.
     pub notes: Vec<ReadNote>,
     /// Calls the provider runs itself (Anthropic server tools, the MCP
@@ -476,6 +480,7 @@ impl Conversation {
             block_sources: Vec::new(),
             tools: Vec::new(),
             system: None,
+            system_messages: 0,
             notes: Vec::new(),
             hosted: Vec::new(),
             notices: Vec::new(),

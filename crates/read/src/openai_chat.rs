@@ -94,6 +94,7 @@ fn read_messages(
         let role = match role {
             "system" | "developer" => {
                 conv.system = text().map(Cow::into_owned);
+                conv.system_messages += 1;
                 continue;
             }
             "user" => {

@@ -203,6 +203,7 @@ fn read_input(
                     "assistant" => Role::Assistant,
                     "system" | "developer" => {
                         conv.system = Some(text);
+                        conv.system_messages += 1;
                         continue;
                     }
                     other => return Err(err(&path(), format!("unknown role `{other}`"))),
