@@ -924,24 +924,7 @@ fn the_ids_pane_locates_calls_as_the_provider_view_does() {
 /// exactly that (issue 60, item 2).
 #[test]
 fn a_replays_code_pane_shows_the_loop_its_traffic_shows() {
-    let path = format!(
-        "{}/tests/fixtures/transcripts/anthropic_parallel_one_missing.json",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let source = loopdbg_read::detect(&doc).unwrap();
-    let conv = loopdbg_read::read(&doc, source).unwrap();
-    let findings = loopdbg_judge::check::check(&conv);
-    let trace = loopdbg_export::replay::trace_of(&conv, &findings);
-    let session = loopdbg_export::replay::session_for(&conv, "replay");
-    let mut a = App::replay(
-        "one_missing.json",
-        session,
-        trace,
-        source.as_str(),
-        Theme::color(),
-    );
+    let mut a = crate::common::replay_of_fixture("anthropic_parallel_one_missing.json");
     apply(&mut a, Action::Resize(120, 40));
     let text = screen_text(&draw(&mut a, 120, 40)).join("\n");
     assert!(text.contains("the agent's loop, by its traffic"), "{text}");

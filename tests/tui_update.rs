@@ -435,18 +435,7 @@ fn every_binding_in_the_keymap_dispatches_its_action() {
 }
 
 fn replay_app(name: &str) -> App {
-    let path = format!(
-        "{}/tests/fixtures/transcripts/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let source = loopdbg_read::detect(&doc).unwrap();
-    let conv = loopdbg_read::read(&doc, source).unwrap();
-    let findings = loopdbg_judge::check::check(&conv);
-    let trace = loopdbg_export::replay::trace_of(&conv, &findings);
-    let session = loopdbg_export::replay::session_for(&conv, "replay");
-    let mut app = App::replay(name, session, trace, source.as_str(), Theme::color());
+    let mut app = crate::common::replay_of_fixture(name);
     apply(&mut app, Action::Resize(120, 40));
     app
 }

@@ -6,6 +6,29 @@ pub mod pty;
 use loopdbg_engine::{LoadError, Session};
 use std::path::Path;
 
+/// The debugger replaying the request-body fixture `tests/fixtures/
+/// transcripts/NAME` (detected as `check` detects it), not yet sized.
+pub fn replay_of_fixture(name: &str) -> loopdbg_tui::app::App {
+    let path = format!(
+        "{}/tests/fixtures/transcripts/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let source = loopdbg_read::detect(&doc).unwrap();
+    let conv = loopdbg_read::read(&doc, source).unwrap();
+    let findings = loopdbg_judge::check::check(&conv);
+    let trace = loopdbg_export::replay::trace_of(&conv, &findings);
+    let session = loopdbg_export::replay::session_for(&conv, "replay");
+    loopdbg_tui::app::App::replay(
+        name,
+        session,
+        trace,
+        source.as_str(),
+        loopdbg_tui::theme::Theme::color(),
+    )
+}
+
 /// A shipped session by file name, named `sessions/NAME` in errors, with
 /// its sub-agent sessions loaded (as the binary's loader does).
 pub fn session(name: &str) -> Session {
