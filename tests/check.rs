@@ -71,8 +71,10 @@ fn anthropic_parallel_call_without_result() {
     let f = only("anthropic_parallel_one_missing.json", "unanswered_call");
     assert_eq!(f.path, "messages[1]");
     assert_eq!(f.ids, ["toolu_f1"]);
+    // The provider's words begin with the place it names: the message
+    // after the calls, where their results belong.
     assert!(f.message.starts_with(
-        "`tool_use` ids were found without `tool_result` blocks immediately after: toolu_f1. Each `tool_use` block must have a corresponding `tool_result` block in the next message."
+        "messages.2: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_f1. Each `tool_use` block must have a corresponding `tool_result` block in the next message."
     ));
     assert!(f.rejected_by_provider());
 }
@@ -995,7 +997,7 @@ fn sarif_and_github_annotations_carry_every_finding() {
     assert!(
         commands
             .iter()
-            .any(|l| l.starts_with("::error file=tests/fixtures/transcripts/anthropic_parallel_one_missing.json,line=1,title=loopdbg unanswered_call (400)::")),
+            .any(|l| l.starts_with("::error file=tests/fixtures/transcripts/anthropic_parallel_one_missing.json,line=4,col=5,title=loopdbg unanswered_call (400)::")),
         "{github}"
     );
 }

@@ -221,9 +221,11 @@ fn doctor_leaves_alone_what_it_must_not_or_cannot_change() {
         .args(["doctor", "--write", body.to_str().unwrap()])
         .assert()
         .code(2)
-        .stdout(predicate::str::contains("not changed: `tool_use` ids").and(
-            predicate::str::contains("(it is read as anthropic; the doctor repairs"),
-        ));
+        .stdout(
+            predicate::str::contains("not changed: messages.2: `tool_use` ids").and(
+                predicate::str::contains("(it is read as anthropic; the doctor repairs"),
+            ),
+        );
     assert_eq!(std::fs::read(&body).unwrap(), before);
     assert_eq!(backups(dir.path()), ["fresh.jsonl.loopdbg-bak"]);
 }

@@ -168,7 +168,7 @@ fn the_400_is_explained_at_the_request_that_would_fail_and_only_there() {
     assert_eq!(steps[said[0]].0, Phase::Request);
     assert!(
         steps[said[0]].1.starts_with(
-            "⚠ unanswered_call (400): `tool_use` ids were found without `tool_result` blocks immediately after: toolu_f1."
+            "⚠ unanswered_call (400): messages.2: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_f1."
         ),
         "{}",
         steps[said[0]].1

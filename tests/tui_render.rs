@@ -450,11 +450,13 @@ fn the_unpaired_count_survives_small_screens() {
             if unpaired > 0 {
                 seen += 1;
                 let want = format!("unpaired: {unpaired} · a request now → 400");
+                // Beside the step on a narrow screen, after the strategy
+                // on a wide one: in the header either way.
                 assert!(
-                    rows[1].contains(&want),
+                    rows[..2].iter().any(|r| r.contains(&want)),
                     "{w}x{h} step {}: header {:?}",
                     a.cursor,
-                    rows[1]
+                    &rows[..2]
                 );
                 assert!(
                     rows.iter()
@@ -463,7 +465,11 @@ fn the_unpaired_count_survives_small_screens() {
                     a.cursor
                 );
             } else {
-                assert!(rows[1].contains("unpaired: none"), "{w}x{h}: {:?}", rows[1]);
+                assert!(
+                    rows[..2].iter().any(|r| r.contains("unpaired: none")),
+                    "{w}x{h}: {:?}",
+                    &rows[..2]
+                );
             }
             if a.cursor + 1 == a.trace.len() {
                 break;
@@ -939,4 +945,73 @@ fn a_replays_code_pane_shows_the_loop_its_traffic_shows() {
         text.contains("the loop's code (◆ set by the strategy)"),
         "{text}"
     );
+}
+
+/// Every tour stop is whole at 80×24, a laptop's terminal, on the step it
+/// asks for and at the end: the strategy line uncut, every ◆ line the
+/// strategy writes (or the walkthrough, where the stop has one), the stop's
+/// question, and the explain box either whole or naming the key that
+/// scrolls it (issue 60, item 1).
+#[test]
+fn every_tour_stop_shows_what_it_teaches_at_80x24() {
+    let sessions = loopdbg_lesson::tour::STOPS
+        .iter()
+        .map(|s| session(s.session))
+        .collect();
+    let mut a = App::tour(sessions, Default::default(), Theme::color());
+    apply(&mut a, Action::Resize(80, 24));
+    for (index, stop) in loopdbg_lesson::tour::STOPS.iter().enumerate() {
+        if index > 0 {
+            apply(&mut a, Action::TourNext);
+        }
+        let asked = (stop.at)(&a.trace);
+        while a.cursor < asked {
+            apply(&mut a, Action::StepForward);
+        }
+        for place in ["asked", "end"] {
+            if place == "end" {
+                apply(&mut a, Action::Last);
+            }
+            let rows = screen_text(&draw(&mut a, 80, 24));
+            let screen = rows.join("\n");
+            let context = format!("stop {} at {place}:\n{screen}", index + 1);
+            let s = a.strategy().clone();
+            let header = rows[..2].join("\n");
+            for part in [
+                format!("extract {}", s.extract),
+                format!("stop {}", s.stop),
+                format!("behavior {}", s.behavior),
+                format!("closure {}", s.closure),
+            ] {
+                assert!(header.contains(&part), "{part} missing: {context}");
+            }
+            assert!(!rows[1].contains('…'), "strategy line cut: {context}");
+            assert!(rows[2].trim_end().ends_with("Done"), "{context}");
+            if a.session.walkthrough {
+                assert!(screen.contains("walkthrough: two trips"), "{context}");
+            } else {
+                for line in loopdbg_lesson::code::loop_code(&s)
+                    .iter()
+                    .filter(|l| l.strategy && !l.continuation)
+                {
+                    let shown: String = line.text.trim_start().chars().take(24).collect();
+                    assert!(screen.contains(&shown), "◆ {shown:?} missing: {context}");
+                }
+            }
+            let question: String = stop.question.chars().take(30).collect();
+            assert!(screen.contains(&question), "question missing: {context}");
+            let rule = rows
+                .iter()
+                .find(|r| r.starts_with(" explain ") || r.starts_with(" summary"))
+                .cloned()
+                .unwrap_or_default();
+            assert!(
+                !rule.contains("more ↓") || rule.contains("J: more ↓"),
+                "a cut box names its key: {context}"
+            );
+            if place == "asked" {
+                insta::assert_snapshot!(format!("tour_stop_{}_asked_80x24", index + 1), screen);
+            }
+        }
+    }
 }

@@ -25,9 +25,56 @@ fn level(severity: Severity) -> sarif::ResultLevel {
 }
 
 /// The line a finding is located at: its own (an agent log's event),
-/// else its conversation's (a JSON Lines line), else the file's first.
-fn line_of(finding: &loopdbg_judge::check::Finding, report: &ConversationReport) -> usize {
-    finding.line.or(report.line).unwrap_or(1)
+/// else its conversation's (a JSON Lines line), else where its JSON path
+/// starts in the document, else the file's first.
+fn place_of(
+    finding: &loopdbg_judge::check::Finding,
+    report: &ConversationReport,
+    document: Option<&Document>,
+) -> (usize, Option<usize>) {
+    match finding.line.or(report.line) {
+        Some(line) => (line, None),
+        None => document
+            .and_then(|d| d.line_col(&finding.path))
+            .map_or((1, None), |(line, column)| (line, Some(column))),
+    }
+}
+
+/// A file read whole as one JSON document (a request body, a saved
+/// conversation), read again to place findings at their message's line
+/// and column: what a reader keeps is the JSON path, and CI shows a line.
+/// Only for reports written for CI, files under [`Document::MOST`], and
+/// not standard input or a compressed file (their findings stay at line 1).
+pub(crate) struct Document {
+    text: String,
+    root: loopdbg_engine::diagnostics::json_span::SpanNode,
+}
+
+impl Document {
+    const MOST: u64 = 64 << 20;
+
+    fn of(file: &FileReport) -> Option<Document> {
+        let needed = file
+            .results
+            .iter()
+            .any(|r| r.line.is_none() && r.findings.iter().any(|f| f.line.is_none()));
+        if !needed || file.file == "-" || file.file.ends_with(".gz") {
+            return None;
+        }
+        let bytes =
+            loopdbg_io::files::read_regular(std::path::Path::new(&file.file), Self::MOST).ok()?;
+        let text = String::from_utf8(bytes).ok()?;
+        let root = loopdbg_engine::diagnostics::json_span::SpanNode::parse(&text)?;
+        Some(Document { text, root })
+    }
+
+    fn line_col(&self, path: &str) -> Option<(usize, usize)> {
+        let path = loopdbg_engine::diagnostics::json_span::JsonPath::parse_written(path)?;
+        let node = self.root.get(path.segments())?;
+        Some(loopdbg_engine::diagnostics::json_span::line_col(
+            &self.text, node.start,
+        ))
+    }
 }
 
 /// What a finding says, with the ids it names.
@@ -107,15 +154,21 @@ fn rules() -> Vec<sarif::ReportingDescriptor> {
 pub fn sarif(reports: &[FileReport]) -> sarif::Sarif {
     let mut results = Vec::new();
     for file in reports {
+        let document = Document::of(file);
         for report in &file.results {
             for finding in &report.findings {
-                let line = line_of(finding, report);
+                let (line, column) = place_of(finding, report, document.as_ref());
                 results.push(
                     sarif::Result::builder()
                         .rule_id(finding.kind.as_str())
                         .level(level(finding.severity))
                         .message(sarif::Message::builder().text(said(finding)).build())
-                        .locations(vec![location(&file.file, line, None, Some(&finding.path))])
+                        .locations(vec![location(
+                            &file.file,
+                            line,
+                            column,
+                            Some(&finding.path),
+                        )])
                         .build(),
                 );
             }
@@ -189,8 +242,10 @@ fn escaped_property(text: &str) -> String {
 /// each is shown on that line of the pull request's diff.
 pub fn write_github(reports: &[FileReport], out: &mut dyn std::io::Write) -> std::io::Result<()> {
     for file in reports {
+        let document = Document::of(file);
         for report in &file.results {
             for finding in &report.findings {
+                let (line, column) = place_of(finding, report, document.as_ref());
                 let command = match finding.severity {
                     Severity::Rejected => "error",
                     Severity::Warning => "warning",
@@ -202,9 +257,9 @@ pub fn write_github(reports: &[FileReport], out: &mut dyn std::io::Write) -> std
                 };
                 writeln!(
                     out,
-                    "::{command} file={},line={},title={}::{}",
+                    "::{command} file={},line={line}{},title={}::{}",
                     escaped_property(&file.file),
-                    line_of(finding, report),
+                    column.map(|c| format!(",col={c}")).unwrap_or_default(),
                     escaped_property(&format!("loopdbg {}{severity}", finding.kind)),
                     escaped_data(&format!("{} ({})", said(finding), finding.path))
                 )?;

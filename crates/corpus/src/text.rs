@@ -104,6 +104,9 @@ pub fn render_text(
     let paint = Paint { on: in_colour };
     let (mut convs, mut bad, mut total, mut rejected, mut failed, mut empty) = (0, 0, 0, 0, 0, 0);
     let (mut notes, mut requests, mut skipped) = (0, 0, 0);
+    // Where the provider's words count another message than the place
+    // given, the first such finding says both, once for the report.
+    let mut both_said = false;
     for f in reports {
         convs += f.conversations;
         requests += f.requests;
@@ -210,6 +213,10 @@ pub fn render_text(
                     clean(&crate::report::listed_ids(&x.ids))
                 )?;
                 writeln!(out, "    {}", clean(&x.message))?;
+                if let Some(both) = x.other_place_named().filter(|_| !both_said) {
+                    both_said = true;
+                    writeln!(out, "    ({})", clean(&both))?;
+                }
             }
         }
     }

@@ -154,6 +154,30 @@ pub struct Evidence {
 }
 
 impl Finding {
+    /// Where the provider's words name another message than [`Self::path`]
+    /// (Anthropic's `messages.2: …` for calls at `messages[1]`: it names
+    /// the message after them, where the results belong), one sentence
+    /// saying both, for a report to give once. Both count from 0.
+    pub fn other_place_named(&self) -> Option<String> {
+        let ours = message_index(&self.path, "messages[")?;
+        let theirs = message_index(&self.message, "messages.")?;
+        let said = format!("messages.{theirs}");
+        let path = self
+            .path
+            .find("messages[")
+            .map_or(&*self.path, |k| &self.path[k..]);
+        let ours_said = path.split(']').next().map(|p| format!("{p}]"))?;
+        match theirs.checked_sub(ours) {
+            Some(0) => None,
+            Some(1) => Some(format!(
+                "the provider's {said} is the message after {ours_said}, where the results belong; both count from 0"
+            )),
+            _ => Some(format!(
+                "the provider's words name {said}, loopdbg points at {ours_said}; both count from 0"
+            )),
+        }
+    }
+
     /// True when the provider's API rejects the request (a 400); false for
     /// problems only loopdbg reports. Derived from the severity, so the two
     /// never disagree.
@@ -959,8 +983,24 @@ fn anthropic_answers(
                 join(&missing)
             )
         } else {
+            // A request body's words begin as Anthropic's do, with the
+            // place it names: the message after the calls, where their
+            // results belong (`messages.2` for calls at `messages[1]`). A
+            // log's request is the agent's rewrite, whose indexes the log
+            // does not give.
+            let next_source = next.map(|n| &conv.message_sources[n.members.start]);
+            let place = match next_source {
+                // (A trace's span says where the body was, not the body.)
+                Some(src)
+                    if src.line.is_none()
+                        && (src.path.starts_with("messages[") || src.path.starts_with('[')) =>
+                {
+                    format!("{}: ", dotted_path(src))
+                }
+                _ => String::new(),
+            };
             format!(
-                "`tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
+                "{place}`tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
                 join(&missing)
             )
         };
@@ -1961,6 +2001,16 @@ fn builtin(conv: &Conversation, id: &str) -> bool {
 /// is `messages.1.content.0`.
 pub fn dotted(path: &str) -> String {
     path.replace("][", ".").replace('[', ".").replace(']', "")
+}
+
+/// The message index right after the first `open` in `text`.
+fn message_index(text: &str, open: &str) -> Option<usize> {
+    let from = text.find(open)? + open.len();
+    let digits: String = text[from..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
 }
 
 /// A user message that asks something: text, and no tool result.

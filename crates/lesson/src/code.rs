@@ -18,6 +18,9 @@ pub struct CodeLine {
     /// True when the line is written by the strategy (it changes when the
     /// strategy is toggled).
     pub strategy: bool,
+    /// True when the line only completes the one above it (a `raise` under
+    /// its `if`): a pane too short for the whole loop folds it away.
+    pub continuation: bool,
 }
 
 fn line(text: impl Into<String>, phases: &'static [Phase]) -> CodeLine {
@@ -25,6 +28,7 @@ fn line(text: impl Into<String>, phases: &'static [Phase]) -> CodeLine {
         text: text.into(),
         phases,
         strategy: false,
+        continuation: false,
     }
 }
 
@@ -33,23 +37,28 @@ fn by_strategy(text: impl Into<String>, phases: &'static [Phase]) -> CodeLine {
         text: text.into(),
         phases,
         strategy: true,
+        continuation: false,
     }
 }
 
-/// The loop under `strategy`.
+/// The loop under `strategy`. Each phase lights one line that is not the
+/// strategy's (a folded pane shows the ◆ lines and that one).
 pub fn loop_code(strategy: &Strategy) -> Vec<CodeLine> {
     use Phase::{Append, Close, Decide, Done, Execute, Extract as Ext, Reply, Request};
     let mut out = vec![
         line("messages = [user(prompt)]", &[]),
         line(format!("for turn in range({}):", strategy.max_rounds), &[]),
-        line("    reply = model(messages, tools)", &[Request, Reply]),
+        line("    reply = model(messages, tools)", &[Request]),
     ];
     if strategy.stop == StopRule::Robust {
         out.push(by_strategy(
             "    if reply.stop_reason in (\"max_tokens\", \"refusal\"):",
             &[Reply],
         ));
-        out.push(by_strategy("        raise Unfinished(reply)", &[Reply]));
+        out.push(CodeLine {
+            continuation: true,
+            ..by_strategy("        raise Unfinished(reply)", &[Reply])
+        });
     }
     out.push(line("    messages.append(reply)", &[Reply]));
     out.push(match strategy.extract {
@@ -65,7 +74,7 @@ pub fn loop_code(strategy: &Strategy) -> Vec<CodeLine> {
             &[Close],
         ),
     });
-    out.push(line("    for r in results:", &[Append]));
+    out.push(line("    for r in results:", &[]));
     out.push(line(
         "        messages.append(tool_result(r.id, r.value))",
         &[Append],
@@ -121,6 +130,22 @@ mod tests {
         };
         assert!(texts(&robust).iter().any(|l| l.contains("max_tokens")));
         assert!(!texts(&strategy()).iter().any(|l| l.contains("max_tokens")));
+    }
+
+    /// A folded pane has room for the ◆ lines and one more: each phase
+    /// lights at most one line of its own.
+    #[test]
+    fn each_phase_lights_at_most_one_line_that_is_not_the_strategys() {
+        for stop in [StopRule::Robust, StopRule::Content, StopRule::FinishReason] {
+            let code = loop_code(&Strategy { stop, ..strategy() });
+            for phase in Phase::ALL {
+                let own = code
+                    .iter()
+                    .filter(|l| !l.strategy && l.phases.contains(&phase))
+                    .count();
+                assert!(own <= 1, "{phase:?} under {stop:?} lights {own}");
+            }
+        }
     }
 
     #[test]

@@ -52,8 +52,26 @@ impl Watched {
         let seq = shown["seq"].as_u64().unwrap_or(0);
         let provider = capture::provider_of(&shown)?;
         let sent = read(&shown["request"], Source::Provider(provider)).ok()?;
+        let status = shown["status"].as_u64();
+        let said = shown["response"].to_string();
         let body = capture::conversation_of(shown);
-        let conversation = read(&body, Source::Provider(provider)).ok()?;
+        let mut conversation = read(&body, Source::Provider(provider)).ok()?;
+        // A request the provider refused is a trip with no reply, as a
+        // replay of the capture shows it: exchange #2 refused is round
+        // 2, not the end of round 1.
+        if let Some(status) = status.filter(|s| !(200..300).contains(s)) {
+            conversation
+                .refusals
+                .push(loopdbg_read::conversation::Refusal {
+                    at: conversation.messages.len(),
+                    status: u16::try_from(status).ok(),
+                    text: said,
+                    source: loopdbg_read::conversation::BlockSource {
+                        path: format!("exchange {seq} response").into(),
+                        ..Default::default()
+                    },
+                });
+        }
         let alarm = x
             .findings
             .iter()

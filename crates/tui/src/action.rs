@@ -62,6 +62,11 @@ pub enum Action {
     ScrollDown,
     /// Scroll the focused pane (or popup) up a line.
     ScrollUp,
+    /// Scroll the explain box down, whatever pane has the focus (its
+    /// "more ↓" names this key).
+    ExplainDown,
+    /// Scroll the explain box up, whatever pane has the focus.
+    ExplainUp,
     /// Scroll down a page.
     PageDown,
     /// Scroll up a page.

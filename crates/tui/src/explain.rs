@@ -418,8 +418,12 @@ pub fn provider_rejection(
     let finding = loopdbg_judge::check::check(&conversation)
         .into_iter()
         .find(|f| f.rejected_by_provider())?;
+    let both = finding
+        .other_place_named()
+        .map(|both| format!(" ({})", clean(&both)))
+        .unwrap_or_default();
     Some(format!(
-        "{} would answer 400 ({}): {}",
+        "{} would answer 400 ({}): {}{both}",
         format.title(),
         finding.path,
         clean(&finding.message)

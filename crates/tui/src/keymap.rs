@@ -122,6 +122,8 @@ pub static KEYMAP: std::sync::LazyLock<Vec<Binding>> = std::sync::LazyLock::new(
         bind!("View", [Code(KeyCode::BackTab)], Action::FocusPrev, "focus the previous pane", None),
         bind!("View", [Char('j'), Code(KeyCode::Down)], Action::ScrollDown, "scroll down / next message", None),
         bind!("View", [Char('k'), Code(KeyCode::Up)], Action::ScrollUp, "scroll up / previous message", None),
+        bind!("View", [Char('J')], Action::ExplainDown, "scroll the explain box down (the tour's text, a step's explanation), whatever has the focus", None),
+        bind!("View", [Char('K')], Action::ExplainUp, "scroll the explain box up", None),
         bind!("View", [Code(KeyCode::PageDown)], Action::PageDown, "page down", None),
         bind!("View", [Code(KeyCode::PageUp)], Action::PageUp, "page up", None),
         bind!("View", [Code(KeyCode::Enter)], Action::Expand, "open the selected message's JSON", None),

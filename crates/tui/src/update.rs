@@ -383,6 +383,8 @@ fn screen(app: &mut App, action: Action) {
         Action::FocusNext => app.focus = app.focus.cycled(true),
         Action::FocusPrev => app.focus = app.focus.cycled(false),
         Action::ScrollDown => scroll(app, app.focus, 1),
+        Action::ExplainDown => scroll(app, crate::app::Pane::Explain, 1),
+        Action::ExplainUp => scroll(app, crate::app::Pane::Explain, -1),
         Action::ScrollUp => scroll(app, app.focus, -1),
         Action::PageDown => scroll(app, app.focus, PAGE as i32),
         Action::PageUp => scroll(app, app.focus, -(PAGE as i32)),

@@ -105,6 +105,30 @@ impl std::fmt::Display for JsonPath {
 }
 
 impl JsonPath {
+    /// Reads a path back from its written form (`messages[3].content[1]`,
+    /// `[2].input`): `None` for text no path writes (an unclosed bracket,
+    /// an empty key).
+    pub fn parse_written(text: &str) -> Option<JsonPath> {
+        let mut segments = Vec::new();
+        let mut rest = text;
+        while !rest.is_empty() {
+            if let Some(after) = rest.strip_prefix('[') {
+                let close = after.find(']')?;
+                segments.push(PathSeg::Index(after[..close].parse().ok()?));
+                rest = &after[close + 1..];
+            } else {
+                let rest_key = rest.strip_prefix('.').unwrap_or(rest);
+                let end = rest_key.find(['.', '[']).unwrap_or(rest_key.len());
+                if end == 0 {
+                    return None;
+                }
+                segments.push(PathSeg::from(&rest_key[..end]));
+                rest = &rest_key[end..];
+            }
+        }
+        Some(JsonPath(segments))
+    }
+
     /// The path as written, as [`Display`](std::fmt::Display) writes it but
     /// without the formatter: every block a reader reads gets its path
     /// written.
@@ -452,6 +476,21 @@ fn floor_char_boundary(text: &str, mut offset: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_written_path_reads_back() {
+        for written in [
+            "messages[3].content[1]",
+            "[2].input",
+            "contents[0].parts[1].functionCall",
+            "system",
+        ] {
+            assert_eq!(JsonPath::parse_written(written).unwrap().written(), written);
+        }
+        for bad in ["messages[3", "messages..x", "[x]"] {
+            assert!(JsonPath::parse_written(bad).is_none(), "{bad}");
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -36,8 +36,6 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         ),
         None => title,
     };
-    // The title gives way to the round and phase on narrow terminals.
-    let title = super::clip(&title, (area.width as usize).saturating_sub(46).max(8));
     let phase = match (step.phase, step.execution) {
         // Calls of a turn end in their own order: Execute steps count the
         // endings (1, 2, …), not the calls' positions.
@@ -60,9 +58,17 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
             t.warn,
         )
     };
-    let strategy = match (&app.replay, &app.live) {
+    let position = format!(
+        "  round {}/{} · {} · step {}/{}",
+        step.round,
+        s.max_rounds,
+        phase,
+        app.cursor + 1,
+        app.trace.len()
+    );
+    let strategy = |separator: &str, interrupt_gap: &str| match (&app.replay, &app.live) {
         (Some(source), Some(live)) => format!(
-            " LIVE {} · {} · {} conversation{} │ ",
+            " LIVE {} · {} · {} conversation{}",
             if live.follow {
                 "following"
             } else {
@@ -75,48 +81,72 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
                 .map(|what| format!(" · {}", clean(what)))
                 .unwrap_or_default(),
         ),
-        (Some(source), None) => format!(" replay of a captured {} conversation │ ", clean(source)),
+        (Some(source), None) => format!(" replay of a captured {} conversation", clean(source)),
         (None, _) => format!(
-            " extract {} │ stop {} │ behavior {} │ closure {}{} │ ",
+            " extract {}{separator}stop {}{separator}behavior {}{separator}closure {}{}",
             s.extract,
             s.stop,
             clean(&s.behavior),
             s.closure,
             s.interrupt
-                .map(|i| format!(" │ interrupt r{} @{}ms", i.round, i.at_ms))
+                .map(|i| format!(
+                    "{separator}interrupt r{}{interrupt_gap}@{}ms",
+                    i.round, i.at_ms
+                ))
                 .unwrap_or_default()
         ),
     };
-    // The unpaired count is the fact that matters most: on a narrow
-    // terminal the strategy gives way to it, never the reverse.
-    let room =
-        (area.width as usize).saturating_sub(unicode_width::UnicodeWidthStr::width(check.as_str()));
-    let strategy = if unicode_width::UnicodeWidthStr::width(strategy.as_str()) > room {
-        format!(
-            "{} │ ",
-            super::clip(strategy.trim_end_matches(" │ "), room.saturating_sub(3))
-        )
+    let width = |text: &str| unicode_width::UnicodeWidthStr::width(text);
+    let room = area.width as usize;
+    let wide = strategy(" │ ", " ");
+    let logo = vec![span(" loopdbg ", t.selected), span(" ", t.text)];
+    let lines = if width(&wide) + 3 + width(&check) <= room {
+        // Everything on its line: the title, then the strategy and the
+        // unpaired count.
+        let title = super::clip(&title, room.saturating_sub(46).max(8));
+        vec![
+            Line::from([logo, vec![span(title, t.title), span(position, t.text)]].concat()),
+            Line::from(vec![
+                span(format!("{wide} │ "), t.text),
+                span(check, check_style),
+            ]),
+        ]
     } else {
-        strategy
-    };
-    let lines = vec![
-        Line::from(vec![
-            span(" loopdbg ", t.selected),
-            span(" ", t.text),
-            span(title, t.title),
-            span(
-                format!(
-                    "  round {}/{} · {} · step {}/{}",
-                    step.round,
-                    s.max_rounds,
-                    phase,
-                    app.cursor + 1,
-                    app.trace.len()
-                ),
-                t.text,
+        // A narrow terminal (80 columns): the strategy keeps its own line,
+        // whole, and the unpaired count moves up beside the step; the
+        // title gives way to both, as it is what the screen needs least.
+        let narrow = strategy("  ", "");
+        // The count is never cut: the step gives way first, from the round
+        // to the phase alone (60 columns).
+        let fixed = 10 + width(&check) + 3;
+        let tail = [
+            position.clone(),
+            format!("  {phase} · step {}/{}", app.cursor + 1, app.trace.len()),
+            format!("  {phase}"),
+        ]
+        .into_iter()
+        .find(|p| fixed + width(p) <= room)
+        .unwrap_or_default();
+        let tail = format!("{tail} │ ");
+        let title_room = room.saturating_sub(10 + width(&tail) + width(&check) + 1);
+        let title = match title_room {
+            0..=5 => String::new(),
+            n => super::clip(&title, n),
+        };
+        vec![
+            Line::from(
+                [
+                    logo,
+                    vec![
+                        span(title, t.title),
+                        span(tail, t.text),
+                        span(check, check_style),
+                    ],
+                ]
+                .concat(),
             ),
-        ]),
-        Line::from(vec![span(strategy, t.text), span(check, check_style)]),
-    ];
+            Line::from(span(super::clip(&narrow, room), t.text)),
+        ]
+    };
     Paragraph::new(lines).render(area, buf);
 }

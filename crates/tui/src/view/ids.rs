@@ -28,11 +28,18 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let in_flight = app.in_flight();
     let ledger = app.ledger(&in_flight);
     let c = ledger.counts();
+    let counts_fit = area.width >= 44;
     let title = Line::from(vec![
         span(" ids ", t.title),
         span(
-            // Unpaired first when there are any: a narrow pane cuts its title.
-            if c.unpaired > 0 {
+            // Unpaired first when there are any; a narrow pane keeps only
+            // them (its lines below give every count).
+            if !counts_fit {
+                match c.unpaired {
+                    0 => String::new(),
+                    n => format!("unpaired {n} "),
+                }
+            } else if c.unpaired > 0 {
                 format!(
                     "unpaired {} · pending {} · paired {} ",
                     c.unpaired, c.pending, c.paired

@@ -21,10 +21,16 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let t = &app.theme;
     let history = app.trace.history_at(app.cursor);
     let added = app.trace.added_at(app.cursor);
+    // A narrow pane keeps the key that changes the view, not the one that
+    // opens a message (Enter is in the key bar's help).
+    let keys = match area.width >= 52 {
+        true => "Enter: JSON · w: wire view ",
+        false => "· w: wire view ",
+    };
     let title = Line::from(vec![
         span(" messages ", t.title),
         span(format!("({}) canonical ", history.len()), t.dim),
-        span("Enter: JSON · w: wire view ", t.dim),
+        span(keys, t.dim),
     ]);
     render_list(app, area, buf, title, history.len(), |i, width| {
         message_line(i, &history[i], added.contains(&i), t, width)

@@ -67,19 +67,36 @@ pub fn layout(app: &App, area: Rect) -> Areas {
         .direction(Direction::Vertical)
         .constraints([
             Constraint::Length(2),
-            Constraint::Length(3),
+            // The timeline's rule goes on a short terminal (24 rows).
+            Constraint::Length(if area.height < 30 { 2 } else { 3 }),
             Constraint::Min(4),
             Constraint::Length(bottom),
             Constraint::Length(1),
         ])
         .split(area);
+    // Narrow terminals (80 columns) give the right column half: the
+    // ledger's lines and the loop's code are what a step changes.
+    let left = match area.width < 100 {
+        true => 50,
+        false => 55,
+    };
     let main = Layout::default()
         .direction(Direction::Horizontal)
-        .constraints([Constraint::Percentage(55), Constraint::Percentage(45)])
+        .constraints([
+            Constraint::Percentage(left),
+            Constraint::Percentage(100 - left),
+        ])
         .split(rows[2]);
+    // The code pane keeps room for its folded lines (every ◆ line and the
+    // line of this phase) while the ledger keeps two rows of its own.
+    let column = main[1].height;
+    let lower = match app.session.walkthrough {
+        true => column * 55 / 100,
+        false => (column * 55 / 100).max(code::folded_rows(app).min(column.saturating_sub(4))),
+    };
     let right = Layout::default()
         .direction(Direction::Vertical)
-        .constraints([Constraint::Percentage(45), Constraint::Percentage(55)])
+        .constraints([Constraint::Min(0), Constraint::Length(lower)])
         .split(main[1]);
     Areas {
         header: rows[0],

@@ -81,7 +81,9 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     if height > visible {
         let shown = (scroll + visible).min(height);
         let more = match shown < height {
-            true => format!(" more ↓ {shown}/{height} "),
+            // The key that scrolls it whatever has the focus, named
+            // where the cut is seen (Tab to the box then j was unseen).
+            true => format!(" J: more ↓ {shown}/{height} "),
             false => format!(" {shown}/{height} "),
         };
         let x = area.right().saturating_sub(more.chars().count() as u16 + 1);

@@ -12,7 +12,10 @@ use loopdbg_engine::trace::Phase;
 pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let t = &app.theme;
     let step = app.trace.step(app.cursor);
-    let mut phases: Vec<Span> = vec![span(" ", t.text)];
+    // The whole cycle is 81 columns with its margin: an 80-column
+    // terminal drops the margin rather than "Done".
+    let margin = if area.width > 80 { " " } else { "" };
+    let mut phases: Vec<Span> = vec![span(margin, t.text)];
     for (i, phase) in Phase::ALL.iter().enumerate() {
         if *phase == Phase::Done {
             // The loop goes round before it ends.
@@ -88,10 +91,15 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         rounds.push(span(format!(" … {total}"), t.dim));
     }
 
-    let block = Block::default()
-        .borders(Borders::TOP)
-        .border_style(t.border)
-        .title(span(" loop ", t.title));
+    // Two rows (a short terminal): the phases and trips without the rule
+    // above them, whose row the panes need more.
+    let block = match area.height > 2 {
+        true => Block::default()
+            .borders(Borders::TOP)
+            .border_style(t.border)
+            .title(span(" loop ", t.title)),
+        false => Block::default(),
+    };
     Paragraph::new(vec![Line::from(phases), Line::from(rounds)])
         .block(block)
         .render(area, buf);
