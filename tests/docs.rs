@@ -86,8 +86,7 @@ fn readme_shows_the_two_commands() {
 #[test]
 fn every_shipped_session_is_documented() {
     let readme = readme();
-    for entry in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/sessions")).unwrap() {
-        let name = entry.unwrap().file_name().into_string().unwrap();
+    for name in crate::common::shipped_names() {
         assert!(
             readme.contains(&format!("`sessions/{name}`")),
             "neither the README nor docs/ names {name}"

@@ -292,9 +292,7 @@ fn a_stub_without_a_reply_ends_unscripted_not_in_an_error() {
 
 #[test]
 fn every_shipped_session_is_deterministic() {
-    for entry in std::fs::read_dir(format!("{}/sessions", env!("CARGO_MANIFEST_DIR"))).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_str().unwrap().to_string();
+    for name in crate::common::shipped_names() {
         let s = crate::common::session(&name);
         let strategy = Strategy::for_session(&s);
         assert_eq!(
@@ -351,4 +349,67 @@ fn walkthrough_ticks_never_run_ahead_of_the_active_step() {
         }
     }
     assert!(agains > 0, "later rounds mark earlier trips as due again");
+}
+
+/// The English companions (`sessions/en/`) run as the Chinese sessions
+/// they translate, under every extraction × stop rule × behaviour: the
+/// same rounds, tool runs, unpaired calls, ending and warnings; only the
+/// words differ (issue 60, item 6). A companion that drifts fails here.
+#[test]
+fn every_english_companion_runs_as_its_session() {
+    use loopdbg_lesson::report::compare_rows;
+    let companions: Vec<String> = crate::common::shipped_names()
+        .into_iter()
+        .filter_map(|n| n.strip_prefix("en/").map(str::to_string))
+        .collect();
+    assert!(companions.len() >= 11, "{companions:?}");
+    let cjk = |text: &str| {
+        text.chars().any(|c| {
+            ('\u{4e00}'..='\u{9fff}').contains(&c) || ('\u{ff00}'..='\u{ffef}').contains(&c)
+        })
+    };
+    for name in &companions {
+        let (zh, en) = (
+            crate::common::session(name),
+            crate::common::session(&format!("en/{name}")),
+        );
+        let text =
+            std::fs::read_to_string(format!("{}/sessions/en/{name}", env!("CARGO_MANIFEST_DIR")))
+                .unwrap();
+        assert!(!cjk(&text), "en/{name} still holds Chinese");
+        let shape = |rows: Vec<loopdbg_lesson::report::CompareRow>| {
+            rows.into_iter()
+                .map(|r| {
+                    (
+                        r.extract,
+                        r.stop,
+                        r.behavior,
+                        r.rounds,
+                        r.tool_runs,
+                        r.unpaired,
+                        r.end,
+                        r.warnings,
+                        r.final_text.is_some(),
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            shape(compare_rows(name, &en, &Strategy::for_session(&en))),
+            shape(compare_rows(name, &zh, &Strategy::for_session(&zh))),
+            "en/{name} runs otherwise than {name}"
+        );
+    }
+    // Every Chinese session has its companion.
+    for name in crate::common::shipped_names() {
+        let text =
+            std::fs::read_to_string(format!("{}/sessions/{name}", env!("CARGO_MANIFEST_DIR")))
+                .unwrap();
+        if !name.starts_with("en/") && cjk(&text) {
+            assert!(
+                companions.contains(&name),
+                "{name} has no English companion"
+            );
+        }
+    }
 }

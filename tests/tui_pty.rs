@@ -281,7 +281,8 @@ fn e_opens_the_editor_and_the_edited_reply_forks_the_run() {
 fn a_tour_stop_shows_its_instructions_and_the_phase_together() {
     let data = tempfile::tempdir().unwrap();
     let home = data.path().to_str().unwrap();
-    let (child, mut writer, mut screen) = spawn_with(&["tour"], &[("XDG_DATA_HOME", home)]);
+    let (child, mut writer, mut screen) =
+        spawn_with(&["tour", "--lang", "en"], &[("XDG_DATA_HOME", home)]);
     // A frame may arrive in several reads: wait for all of it (the wait
     // fails with the screen if the three never show together).
     let parts = [
@@ -302,50 +303,67 @@ fn as_words(screen: &str) -> String {
     screen.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// Every stop of the tour, answered right, at 80×24 and at 200×60: its
-/// title, what to press, the question and the lesson are on the screen
-/// whole (never cut or scrolled away), and after the last stop, what to do
-/// next (issue 39).
+/// Every stop of the tour, answered right, at 80×24 and at 200×60, in
+/// English and in Chinese (`--lang zh`, at 80×24: two columns a
+/// character): its title, what to press, the question and the lesson are
+/// on the screen whole (never cut or scrolled away), and after the last
+/// stop, what to do next (issues 39, 60).
 #[test]
 fn every_tour_text_is_whole_at_80x24_and_200x60() {
-    use loopdbg_lesson::tour::{STOPS, WHAT_NEXT, opening_strategy, sessions};
-    let sessions = sessions().unwrap();
-    for (cols, rows) in [(80, 24), (200, 60)] {
-        let data = tempfile::tempdir().unwrap();
-        let home = data.path().to_str().unwrap();
-        let (child, mut writer, mut screen, _master) =
-            open_pty(&["tour"], &[("XDG_DATA_HOME", home)], cols, rows);
-        for (i, (stop, session)) in STOPS.iter().zip(&sessions).enumerate() {
-            let here = format!("tour {}/{}", i + 1, STOPS.len());
-            screen.wait_text(&here);
-            // The end of the run: the summary's warnings share the box.
-            writer.write_all(b"G").unwrap();
-            let answer = (stop.answer)(session, &opening_strategy(stop, session)).to_string();
-            writer.write_all(format!("a{answer}\r").as_bytes()).unwrap();
-            // At the end of the run: where stops 3 to 5 ask the learner to
-            // be, which the stop says.
-            let trace = loopdbg_engine::run(session, &opening_strategy(stop, session));
-            let doing = match (stop.at)(&trace) + 1 == trace.steps.len() {
-                true => "◉ here:",
-                false => "do:",
-            };
-            let mut parts = vec![
-                here.clone(),
-                stop.title.to_string(),
-                format!("{doing} {}", stop.press),
-                format!("? {}", stop.question),
-                format!("✓ right: {}.", stop.lesson),
-            ];
-            if i + 1 == STOPS.len() {
-                parts.extend(WHAT_NEXT.iter().map(|l| l.to_string()));
+    use loopdbg_lesson::tour::{Lang, STOPS, opening_strategy, sessions};
+    // Chinese wraps between any two characters: compare without spaces.
+    let bare = |s: &str| s.split_whitespace().collect::<String>();
+    for (flag, lang, sizes) in [
+        ("en", Lang::En, &[(80, 24), (200, 60)][..]),
+        ("zh", Lang::Zh, &[(80, 24)][..]),
+    ] {
+        let sessions = sessions(lang).unwrap();
+        let chrome = lang.chrome();
+        for &(cols, rows) in sizes {
+            let data = tempfile::tempdir().unwrap();
+            let home = data.path().to_str().unwrap();
+            let (child, mut writer, mut screen, _master) = open_pty(
+                &["tour", "--lang", flag],
+                &[("XDG_DATA_HOME", home)],
+                cols,
+                rows,
+            );
+            for (i, (stop, session)) in STOPS.iter().zip(&sessions).enumerate() {
+                let words = stop.words(lang);
+                let here = format!("{} {}/{}", chrome.tour, i + 1, STOPS.len());
+                screen.wait_text(&here);
+                // The end of the run: the summary's warnings share the box.
+                writer.write_all(b"G").unwrap();
+                let answer = (stop.answer)(session, &opening_strategy(stop, session)).to_string();
+                writer.write_all(format!("a{answer}\r").as_bytes()).unwrap();
+                // At the end of the run: where stops 3 to 5 ask the learner
+                // to be, which the stop says.
+                let trace = loopdbg_engine::run(session, &opening_strategy(stop, session));
+                let doing = match (stop.at)(&trace) + 1 == trace.steps.len() {
+                    true => chrome.here,
+                    false => chrome.doing,
+                };
+                let mut parts = vec![
+                    here.clone(),
+                    words.title.to_string(),
+                    format!("{doing}{}", words.press),
+                    format!("? {}", words.question),
+                    format!("{}{}.", chrome.right, words.lesson),
+                ];
+                if i + 1 == STOPS.len() {
+                    parts.extend(chrome.what_next.iter().map(|l| l.to_string()));
+                }
+                screen.wait_for(
+                    &format!("{flag} stop {} whole at {cols}×{rows}", i + 1),
+                    |s| {
+                        let shown = bare(s);
+                        parts.iter().all(|p| shown.contains(&bare(p)))
+                    },
+                );
+                writer.write_all(b"T").unwrap();
             }
-            screen.wait_for(&format!("stop {} whole at {cols}×{rows}", i + 1), |s| {
-                let words = as_words(s);
-                parts.iter().all(|p| words.contains(&as_words(p)))
-            });
-            writer.write_all(b"T").unwrap();
+            quit(child, &mut writer, &mut screen);
         }
-        quit(child, &mut writer, &mut screen);
     }
 }
 
@@ -354,7 +372,7 @@ fn the_tour_remembers_progress_between_runs() {
     let data = tempfile::tempdir().unwrap();
     let home = data.path().to_str().unwrap();
     let env = [("XDG_DATA_HOME", home)];
-    let (child, mut writer, mut screen) = spawn_with(&["tour"], &env);
+    let (child, mut writer, mut screen) = spawn_with(&["tour", "--lang", "en"], &env);
     screen.wait_text("tour 1/5");
     // Step to round 2's Request and read the message count off the screen.
     let mut contents = String::new();
@@ -378,7 +396,7 @@ fn the_tour_remembers_progress_between_runs() {
     let saved = std::fs::read_to_string(data.path().join("loopdbg/tour.json")).unwrap();
     assert!(saved.contains("[0]"), "{saved}");
 
-    let (child, mut writer, mut screen) = spawn_with(&["tour"], &env);
+    let (child, mut writer, mut screen) = spawn_with(&["tour", "--lang", "en"], &env);
     screen.wait_text("tour 2/5");
     quit(child, &mut writer, &mut screen);
 }

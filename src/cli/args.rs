@@ -547,6 +547,21 @@ pub struct TourArgs {
     /// Forget the stops solved in earlier runs.
     #[arg(long)]
     pub restart: bool,
+    /// The tour's language: `en` (the stops' words and the sessions'
+    /// English companions, sessions/en/) or `zh` (the stops in Chinese and
+    /// the sessions as shipped, in the seeds' language). Default: `zh` when
+    /// the locale (LC_ALL, LC_MESSAGES, LANG) is Chinese, else `en`.
+    #[arg(long, value_enum)]
+    pub lang: Option<TourLang>,
+}
+
+/// The tour's language.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TourLang {
+    /// English.
+    En,
+    /// Chinese (中文).
+    Zh,
 }
 
 // The arguments of `record` (its help text is the variant's).

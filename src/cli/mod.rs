@@ -563,13 +563,19 @@ fn doctor(args: &args::DoctorArgs) -> u8 {
 
 /// `loopdbg tour`.
 fn tour(args: TourArgs) -> Result<ExitCode, Failure> {
-    let sessions = loopdbg_lesson::tour::sessions()?;
+    use loopdbg_lesson::tour::Lang;
+    let lang = match args.lang {
+        Some(args::TourLang::En) => Lang::En,
+        Some(args::TourLang::Zh) => Lang::Zh,
+        None => Lang::of_locale(|k| std::env::var(k).ok()),
+    };
+    let sessions = loopdbg_lesson::tour::sessions(lang)?;
     let solved = if args.restart {
         Default::default()
     } else {
         loopdbg_term::load_tour()
     };
-    let app = App::tour(sessions, solved, loopdbg_term::theme());
+    let app = App::tour_in(lang, sessions, solved, loopdbg_term::theme());
     show(app)
 }
 

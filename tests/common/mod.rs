@@ -29,28 +29,48 @@ pub fn replay_of_fixture(name: &str) -> loopdbg_tui::app::App {
     )
 }
 
-/// A shipped session by file name, named `sessions/NAME` in errors, with
-/// its sub-agent sessions loaded (as the binary's loader does).
+/// A shipped session by file name (`weather.json`, or an English
+/// companion as `en/weather.json`), named `sessions/NAME` in errors, with
+/// its sub-agent sessions loaded from its own folder (as the binary's
+/// loader does).
 pub fn session(name: &str) -> Session {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/sessions");
+    let folder = match name.rsplit_once('/') {
+        Some((folder, _)) => format!("{folder}/"),
+        None => String::new(),
+    };
     let read = |file: &str| -> Result<Session, LoadError> {
         let text = std::fs::read_to_string(format!("{dir}/{file}")).unwrap();
         Session::parse(&format!("sessions/{file}"), &text)
     };
     let mut s = read(name).unwrap_or_else(|e| panic!("{e}"));
-    s.resolve_agents(0, &mut |file, _| read(file)).unwrap();
+    s.resolve_agents(0, &mut |file, _| read(&format!("{folder}{file}")))
+        .unwrap();
     s
 }
 
-/// Every shipped session, by file name, sorted.
-pub fn shipped() -> Vec<(String, Session)> {
+/// Every shipped session's name, sorted: the sessions, then their English
+/// companions as `en/NAME`.
+pub fn shipped_names() -> Vec<String> {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/sessions");
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
-        .collect();
-    names.sort();
+    let files = |folder: &str, prefix: &str| -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(folder)
+            .unwrap()
+            .map(|e| e.unwrap())
+            .filter(|e| e.file_type().unwrap().is_file())
+            .map(|e| format!("{prefix}{}", e.file_name().to_string_lossy()))
+            .collect();
+        names.sort();
+        names
+    };
+    let mut names = files(dir, "");
+    names.extend(files(&format!("{dir}/en"), "en/"));
     names
+}
+
+/// Every shipped session, by file name, sorted (companions included).
+pub fn shipped() -> Vec<(String, Session)> {
+    shipped_names()
         .into_iter()
         .map(|n| (n.clone(), session(&n)))
         .collect()

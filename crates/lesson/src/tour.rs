@@ -29,7 +29,160 @@ pub struct Stop {
     /// The step `press` asks the learner to reach, in the run on screen,
     /// so the screen can say when they are there (a newcomer overshot it).
     pub at: fn(&loopdbg_engine::trace::Trace) -> usize,
+    /// The same stop in Chinese, the seeds' language.
+    pub zh: Words,
 }
+
+/// A stop's words in one language.
+#[derive(Debug, Clone, Copy)]
+pub struct Words {
+    /// What this stop is about.
+    pub title: &'static str,
+    /// What to press.
+    pub press: &'static str,
+    /// The question, answered from the screen.
+    pub question: &'static str,
+    /// What the learner should take away, shown once answered.
+    pub lesson: &'static str,
+}
+
+impl Stop {
+    /// The stop's words in `lang`.
+    pub fn words(&self, lang: Lang) -> Words {
+        match lang {
+            Lang::En => Words {
+                title: self.title,
+                press: self.press,
+                question: self.question,
+                lesson: self.lesson,
+            },
+            Lang::Zh => self.zh,
+        }
+    }
+}
+
+/// The tour's language: English by default, Chinese (the seeds' language,
+/// and the shipped sessions') when asked or when the locale is Chinese.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Lang {
+    /// English: the stops' words, and the sessions' English companions
+    /// (`sessions/en/`), so the evidence reads too.
+    #[default]
+    En,
+    /// Chinese: the stops' words translated, and the sessions as shipped.
+    Zh,
+}
+
+impl Lang {
+    /// The language the locale asks for (`LC_ALL`, `LC_MESSAGES`, `LANG`,
+    /// the first set, as gettext reads them): Chinese for `zh…`, else
+    /// English.
+    pub fn of_locale(var: impl Fn(&str) -> Option<String>) -> Lang {
+        let locale = ["LC_ALL", "LC_MESSAGES", "LANG"]
+            .iter()
+            .find_map(|k| var(k).filter(|v| !v.is_empty()))
+            .unwrap_or_default();
+        match locale.to_ascii_lowercase().starts_with("zh") {
+            true => Lang::Zh,
+            false => Lang::En,
+        }
+    }
+
+    /// Where the stop's session is, as the screen names it.
+    pub fn session_path(self, session: &str) -> String {
+        match self {
+            Lang::En => format!("sessions/en/{session}"),
+            Lang::Zh => format!("sessions/{session}"),
+        }
+    }
+
+    /// The tour's own words (the frame around each stop's) in this
+    /// language.
+    pub fn chrome(self) -> &'static Chrome {
+        match self {
+            Lang::En => &EN,
+            Lang::Zh => &ZH,
+        }
+    }
+}
+
+/// The words around a stop: its heading, the keys, what an answer gets.
+#[derive(Debug)]
+pub struct Chrome {
+    /// `tour 1/5`.
+    pub tour: &'static str,
+    /// The keys while a stop is open.
+    pub keys: &'static str,
+    /// The keys once it is answered.
+    pub keys_solved: &'static str,
+    /// Before what to press.
+    pub doing: &'static str,
+    /// Before it, once the step it asks for is reached.
+    pub here: &'static str,
+    /// Before the answer being typed.
+    pub answer: &'static str,
+    /// After it.
+    pub answer_keys: &'static str,
+    /// A right answer, before the lesson.
+    pub right: &'static str,
+    /// After the lesson: more stops.
+    pub go_on: &'static str,
+    /// After the lesson: the last one.
+    pub all_done: &'static str,
+    /// A wrong answer: `{typed}` and `{press}` are filled in.
+    pub wrong: &'static str,
+    /// `T` at the last stop: `{answered}` and `{stops}` filled in.
+    pub last_stop: &'static str,
+    /// Added when the last stop is not answered.
+    pub answer_this_one: &'static str,
+    /// Before what to do next.
+    pub next: &'static str,
+    /// Where to go with a loop of one's own, once every stop is solved.
+    pub what_next: &'static [&'static str],
+}
+
+/// The frame in English.
+pub static EN: Chrome = Chrome {
+    tour: "tour",
+    keys: "  (a: answer · T: next)",
+    keys_solved: "  (a: again · T: next)",
+    doing: "do: ",
+    here: "◉ here: ",
+    answer: "  answer: ",
+    answer_keys: "  Enter checks · Esc cancels",
+    right: "✓ right: ",
+    go_on: "T goes to the next stop.",
+    all_done: "That was the whole tour.",
+    wrong: "✗ not {typed}: look again ({press}); a tries again",
+    last_stop: "that was the last stop: the tour is done ({answered} of {stops} answered{more}). T starts it over; q quits",
+    answer_this_one: "; a answers this one",
+    next: "next: ",
+    what_next: WHAT_NEXT,
+};
+
+/// The frame in Chinese.
+pub static ZH: Chrome = Chrome {
+    tour: "导览",
+    keys: "  (a: 回答 · T: 下一站)",
+    keys_solved: "  (a: 再答 · T: 下一站)",
+    doing: "操作：",
+    here: "◉ 到了：",
+    answer: "  答案：",
+    answer_keys: "  Enter 检查 · Esc 取消",
+    right: "✓ 对了：",
+    go_on: "T 去下一站。",
+    all_done: "导览全部完成。",
+    wrong: "✗ 不是 {typed}：再看看（{press}）；a 再试",
+    last_stop: "这是最后一站：导览结束（已答 {answered}/{stops}{more}）。T 从头开始；q 退出",
+    answer_this_one: "；a 回答这一站",
+    next: "接下来：",
+    what_next: &[
+        "loopdbg demo：代理后面一个有 bug 的智能体，离线，无需密钥",
+        "loopdbg proxy --upstream URL：你自己智能体的实时流量",
+        "loopdbg check FILE：服务商会拒绝这个请求或日志吗？",
+        "loopdbg doctor FILE --write：修复无法再恢复的会话",
+    ],
+};
 
 /// A right answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -151,42 +304,50 @@ fn unsourced_number(session: &Session, strategy: &Strategy) -> Answer {
 }
 
 /// The shipped sessions the tour's stops name, built in, so the tour
-/// works from any folder on a fresh machine.
-const BUILT_IN: &[(&str, &str)] = &[
+/// works from any folder on a fresh machine: as shipped (Chinese, the
+/// seeds' language) and their English companions.
+const BUILT_IN: &[(&str, &str, &str)] = &[
     (
         "weather.json",
         include_str!("../../../sessions/weather.json"),
+        include_str!("../../../sessions/en/weather.json"),
     ),
     (
         "weather_fx.json",
         include_str!("../../../sessions/weather_fx.json"),
+        include_str!("../../../sessions/en/weather_fx.json"),
     ),
     (
         "stop_truncated.json",
         include_str!("../../../sessions/stop_truncated.json"),
+        include_str!("../../../sessions/en/stop_truncated.json"),
     ),
     (
         "fault_interrupt.json",
         include_str!("../../../sessions/fault_interrupt.json"),
+        include_str!("../../../sessions/fault_interrupt.json"),
     ),
 ];
 
-/// Each stop's session, parsed from the built-in copies.
-pub fn sessions() -> Result<Vec<Session>, loopdbg_engine::LoadError> {
+/// Each stop's session in `lang`, parsed from the built-in copies.
+pub fn sessions(lang: Lang) -> Result<Vec<Session>, loopdbg_engine::LoadError> {
     STOPS
         .iter()
         .map(|stop| {
             let text = BUILT_IN
                 .iter()
-                .find(|(name, _)| *name == stop.session)
-                .map_or("", |(_, text)| *text);
-            Session::parse(&format!("sessions/{}", stop.session), text)
+                .find(|(name, _, _)| *name == stop.session)
+                .map_or("", |(_, zh, en)| match lang {
+                    Lang::En => *en,
+                    Lang::Zh => *zh,
+                });
+            Session::parse(&lang.session_path(stop.session), text)
         })
         .collect()
 }
 
-/// The tour, in order. Every text is whole on an 80×24 screen (a pty
-/// test reads each one there): keep them short.
+/// The tour, in order. Every text is whole on an 80×24 screen (a test
+/// reads each stop there, in both languages): keep them short.
 pub const STOPS: &[Stop] = &[
     Stop {
         session: "weather.json",
@@ -197,6 +358,12 @@ pub const STOPS: &[Stop] = &[
         setup: nothing,
         answer: second_request_len,
         at: second_request,
+        zh: Words {
+            title: "一个工具，两趟往返",
+            press: "模型要一个工具（tool_use）；你的循环执行它并送回 tool_result。n 走一个阶段：走到第 2 轮的 Request",
+            question: "第二个请求带了几条消息？",
+            lesson: "第二趟把整个历史送回去：提示、模型的 tool_use，以及按 id 与之配对的 tool_result",
+        },
     },
     Stop {
         session: "weather_fx.json",
@@ -207,6 +374,12 @@ pub const STOPS: &[Stop] = &[
         setup: first_and_skip,
         answer: rejected_id,
         at: second_request,
+        zh: Words {
+            title: "一轮两个调用，`first` 的代价",
+            press: "提取方式是 `first`：循环只执行第一个调用。走到第 2 轮的 Request，看 ids 面板",
+            question: "第二个请求里，服务商会拒绝哪个 id？",
+            lesson: "每个 tool_use 都要有它的 tool_result：真实的服务商会回 400，而这个模型干脆略过汇率（G 可见）。现在按 e（执行每个调用）再按 G：汇率回来了",
+        },
     },
     Stop {
         session: "stop_truncated.json",
@@ -217,6 +390,12 @@ pub const STOPS: &[Stop] = &[
         setup: nothing,
         answer: honest_stop_rule,
         at: last_step,
+        zh: Words {
+            title: "停止规则，与被 max_tokens 截断的回复",
+            press: "s 切换停止规则；G 看每次运行怎样结束",
+            question: "哪条停止规则让运行在第 1 轮以错误结束，既不空转，也不把截断的回复当作答案？",
+            lesson: "被 max_tokens 截断的回复既不是工具调用也不是答案：`robust` 检查 finish_reason，以一个能处理的错误停下",
+        },
     },
     Stop {
         session: "fault_interrupt.json",
@@ -227,6 +406,12 @@ pub const STOPS: &[Stop] = &[
         setup: leave,
         answer: dangling_at_end,
         at: last_step,
+        zh: Words {
+            title: "中断，以及收拾它留下的调用",
+            press: "工具运行时用户中断；收尾策略（closure）是 `leave`。按 G，看 ids 面板",
+            question: "收尾策略为 `leave` 时，哪个 id 没有 tool_result？",
+            lesson: "中断之后每个 tool_use 仍须闭合，否则下一个请求就是 400；Claude Code 为每个调用合成一个错误结果。p 切换收尾策略",
+        },
     },
     Stop {
         session: "weather_fx.json",
@@ -237,6 +422,12 @@ pub const STOPS: &[Stop] = &[
         setup: first_and_synthesize,
         answer: unsourced_number,
         at: last_step,
+        zh: Words {
+            title: "收尾掩盖了什么",
+            press: "`first` 又丢了 get_fx_rate，但收尾策略是 `synthesize`：占位结果把它闭合了，所以没有 400。按 G，看警告",
+            question: "答案里说出的哪个数字没有任何工具返回过？",
+            lesson: "收尾修补的是历史，不是循环：没有 400 提醒你，模型还说出一个没有工具给过的汇率。要修的是原因（e：执行每个调用）",
+        },
     },
 ];
 
@@ -267,7 +458,7 @@ mod tests {
     /// lessons name are what the shipped sessions do.
     #[test]
     fn every_stop_is_answerable() {
-        let sessions = sessions().expect("the built-in sessions parse");
+        let sessions = sessions(Lang::Zh).expect("the built-in sessions parse");
         let answers: Vec<Answer> = STOPS
             .iter()
             .zip(&sessions)
@@ -289,7 +480,7 @@ mod tests {
     /// are what the engine does.
     #[test]
     fn the_rate_vanishes_under_first_and_returns_with_all() {
-        let sessions = sessions().expect("the built-in sessions parse");
+        let sessions = sessions(Lang::Zh).expect("the built-in sessions parse");
         let mut strategy = opening_strategy(&STOPS[1], &sessions[1]);
         let vanished = loopdbg_engine::run(&sessions[1], &strategy);
         let text = vanished.outcome.final_text.unwrap_or_default();
@@ -298,5 +489,48 @@ mod tests {
         let fixed = loopdbg_engine::run(&sessions[1], &strategy);
         let text = fixed.outcome.final_text.unwrap_or_default();
         assert!(text.contains("7.12"), "{text}");
+    }
+}
+
+#[cfg(test)]
+mod language_tests {
+    use super::*;
+
+    /// The answers do not depend on the language: the English companions
+    /// run as the sessions they translate, and stop 2's rate vanishes in
+    /// English words too.
+    #[test]
+    fn the_english_tour_has_the_same_answers_and_the_rate_visibly_missing() {
+        let (zh, en) = (sessions(Lang::Zh).unwrap(), sessions(Lang::En).unwrap());
+        for (k, stop) in STOPS.iter().enumerate() {
+            assert_eq!(
+                (stop.answer)(&zh[k], &opening_strategy(stop, &zh[k])),
+                (stop.answer)(&en[k], &opening_strategy(stop, &en[k])),
+                "{}",
+                stop.title
+            );
+        }
+        let run = loopdbg_engine::run(&en[1], &opening_strategy(&STOPS[1], &en[1]));
+        let text = run.outcome.final_text.unwrap_or_default();
+        assert!(text.contains("skip the exchange rate"), "{text}");
+    }
+
+    #[test]
+    fn the_locale_chooses_chinese_only_when_it_is_chinese() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(key, _)| *key == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        assert_eq!(Lang::of_locale(env(&[("LANG", "zh_CN.UTF-8")])), Lang::Zh);
+        assert_eq!(Lang::of_locale(env(&[("LANG", "en_US.UTF-8")])), Lang::En);
+        assert_eq!(
+            Lang::of_locale(env(&[("LC_ALL", "C"), ("LANG", "zh_TW.UTF-8")])),
+            Lang::En
+        );
+        assert_eq!(Lang::of_locale(env(&[])), Lang::En);
     }
 }

@@ -253,6 +253,8 @@ pub struct Tour {
     /// `T` at the last stop has said the tour is done: `T` again starts
     /// it over.
     pub end_said: bool,
+    /// The language of the stops' words (the sessions are given in it).
+    pub lang: loopdbg_lesson::tour::Lang,
 }
 
 /// The state of a live view.

@@ -8,16 +8,27 @@ use crate::app::{App, Command, Mode, Tour};
 use crate::theme::Theme;
 use loopdbg_engine::session::Session;
 use loopdbg_engine::strategy::Strategy;
-use loopdbg_lesson::tour::STOPS;
+use loopdbg_lesson::tour::{Lang, STOPS};
 
 impl App {
-    /// The debugger as a guided tour, at the first stop not yet solved.
-    /// `sessions` holds one session per stop of [`STOPS`].
+    /// The debugger as a guided tour in English, at the first stop not
+    /// yet solved. `sessions` holds one session per stop of [`STOPS`].
     pub fn tour(sessions: Vec<Session>, solved: BTreeSet<usize>, theme: Theme) -> App {
+        App::tour_in(Lang::En, sessions, solved, theme)
+    }
+
+    /// The tour in `lang`: its words, and `sessions` as
+    /// [`loopdbg_lesson::tour::sessions`] gives them in that language.
+    pub fn tour_in(
+        lang: Lang,
+        sessions: Vec<Session>,
+        solved: BTreeSet<usize>,
+        theme: Theme,
+    ) -> App {
         let index = (0..STOPS.len()).find(|i| !solved.contains(i)).unwrap_or(0);
         let (strategy, session) = stop_strategy(&sessions, index);
         let mut app = App::new(
-            format!("sessions/{}", STOPS[index].session),
+            lang.session_path(STOPS[index].session),
             session,
             strategy,
             theme,
@@ -27,6 +38,7 @@ impl App {
             index,
             solved,
             end_said: false,
+            lang,
         });
         app
     }
@@ -45,7 +57,7 @@ fn open(app: &mut App, index: usize) {
     };
     tour.index = index;
     let (strategy, session) = stop_strategy(&tour.sessions, index);
-    app.origin = format!("sessions/{}", STOPS[index].session);
+    app.origin = tour.lang.session_path(STOPS[index].session);
     app.show_run(session, &strategy, 0);
     app.initial_strategy = strategy;
     app.mode = Mode::Panes;
@@ -91,6 +103,7 @@ pub(super) fn type_key(app: &mut App, key: Key) {
             };
             let index = tour.index;
             let stop = &STOPS[index];
+            let (words, chrome) = (stop.words(tour.lang), tour.lang.chrome());
             let session = &tour.sessions[index];
             let right = (stop.answer)(
                 session,
@@ -100,21 +113,22 @@ pub(super) fn type_key(app: &mut App, key: Key) {
                 tour.solved.insert(index);
                 let last = tour.solved.len() == STOPS.len();
                 app.notice = Some(format!(
-                    "✓ right: {}. {}",
-                    stop.lesson,
-                    if last {
-                        "That was the whole tour."
-                    } else {
-                        "T goes to the next stop."
-                    }
+                    "{}{}. {}",
+                    chrome.right,
+                    words.lesson,
+                    if last { chrome.all_done } else { chrome.go_on }
                 ));
                 app.command = Some(Command::SaveTour(tour.solved.iter().copied().collect()));
             } else {
-                app.notice = Some(format!(
-                    "✗ not {:?}: look again ({}); a tries again",
-                    loopdbg_lesson::report::clean(&typed),
-                    stop.press
-                ));
+                app.notice = Some(
+                    chrome
+                        .wrong
+                        .replace(
+                            "{typed}",
+                            &format!("{:?}", loopdbg_lesson::report::clean(&typed)),
+                        )
+                        .replace("{press}", words.press),
+                );
             }
         }
     }
@@ -139,14 +153,20 @@ pub(super) fn next(app: &mut App) {
     if tour.index + 1 == STOPS.len() && !tour.end_said {
         tour.end_said = true;
         let answered = tour.solved.len();
-        app.notice = Some(format!(
-            "that was the last stop: the tour is done ({answered} of {} answered{}). T starts it over; q quits",
-            STOPS.len(),
-            match answered == STOPS.len() {
-                true => "",
-                false => "; a answers this one",
-            }
-        ));
+        let chrome = tour.lang.chrome();
+        app.notice = Some(
+            chrome
+                .last_stop
+                .replace("{answered}", &answered.to_string())
+                .replace("{stops}", &STOPS.len().to_string())
+                .replace(
+                    "{more}",
+                    match answered == STOPS.len() {
+                        true => "",
+                        false => chrome.answer_this_one,
+                    },
+                ),
+        );
         return;
     }
     tour.end_said = false;

@@ -140,7 +140,9 @@ fn block_spans(m: &Message, t: &Theme, compact_form: bool, room: usize) -> Vec<(
     let (text_max, content_max) = match (compact_form, room) {
         (true, _) => (10, 36),
         (false, 0) => (24, 36),
-        (false, _) => (share.max(24), share.max(36)),
+        // The pane's share, however narrow: a one-line prompt at 80
+        // columns read "Look up t…" when its form asked for 24.
+        (false, _) => (share.max(8), share.max(8)),
     };
     m.content
         .iter()

@@ -359,46 +359,53 @@ fn tour_lines(app: &App, tour: &crate::app::Tour) -> Vec<Line<'static>> {
     let t = &app.theme;
     let stops = loopdbg_lesson::tour::STOPS;
     let stop = &stops[tour.index];
+    let (words, chrome) = (stop.words(tour.lang), tour.lang.chrome());
     let solved = tour.solved.contains(&tour.index);
     let title = span(
         format!(
-            "tour {}/{} · {}{}",
+            "{} {}/{} · {}{}",
+            chrome.tour,
             tour.index + 1,
             stops.len(),
-            stop.title,
+            words.title,
             if solved { " ✓" } else { "" }
         ),
         t.title,
     );
     let keys = span(
         match solved {
-            true => "  (a: again · T: next)",
-            false => "  (a: answer · T: next)",
+            true => chrome.keys_solved,
+            false => chrome.keys,
         },
         t.dim,
     );
-    let mut question = vec![span("? ", t.warn), span(stop.question, t.text)];
+    let mut question = vec![span("? ", t.warn), span(words.question, t.text)];
     if let crate::app::Mode::Answer(typed) = &app.mode {
         question.extend([
-            span("  answer: ", t.title),
+            span(chrome.answer, t.title),
             span(format!("{}▏", clean(typed)), t.selected),
-            span("  Enter checks · Esc cancels", t.dim),
+            span(chrome.answer_keys, t.dim),
         ]);
     }
     // Where `press` asks to go, said once there (a newcomer overshot it).
     let here = app.cursor == (stop.at)(&app.trace);
     let doing = match here {
-        true => span("◉ here: ", t.ok),
-        false => span("do: ", t.title),
+        true => span(chrome.here, t.ok),
+        false => span(chrome.doing, t.title),
     };
     let mut lines = vec![
         Line::from(vec![title, keys]),
-        Line::from(vec![doing, span(stop.press, t.text)]),
+        Line::from(vec![doing, span(words.press, t.text)]),
         Line::from(question),
     ];
     if tour.solved.len() == stops.len() {
-        for (i, next) in loopdbg_lesson::tour::WHAT_NEXT.iter().enumerate() {
-            let head = if i == 0 { "next: " } else { "      " };
+        let indent = " ".repeat(unicode_width::UnicodeWidthStr::width(chrome.next));
+        for (i, next) in chrome.what_next.iter().enumerate() {
+            let head = if i == 0 {
+                chrome.next.to_string()
+            } else {
+                indent.clone()
+            };
             lines.push(Line::from(vec![span(head, t.title), span(*next, t.text)]));
         }
     }
