@@ -330,7 +330,7 @@ fn a_forced_log_format_that_does_not_fit_is_an_error() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains(
-            "--format claude-code does not fit: the content is a Codex CLI rollout",
+            "--input-format claude-code does not fit: the content is a Codex CLI rollout",
         ));
     loopdbg()
         .args([
@@ -342,7 +342,7 @@ fn a_forced_log_format_that_does_not_fit_is_an_error() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains(
-            "--format anthropic does not fit: the content is a Claude Code log",
+            "--input-format anthropic does not fit: the content is a Claude Code log",
         ));
 }
 

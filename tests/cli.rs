@@ -111,7 +111,7 @@ fn compare_prints_the_seed_001_table() {
         .stdout
         .clone();
     let rows: Vec<Value> = serde_json::from_slice(&out).unwrap();
-    assert_eq!(rows.len(), 8, "2 extractions × 4 stop rules × 1 behaviour");
+    assert_eq!(rows.len(), 8, "2 extractions × 4 stop rules × 1 behavior");
     let rounds = |stop: &str| -> Vec<u64> {
         rows.iter()
             .filter(|r| r["stop"] == stop)
@@ -171,7 +171,7 @@ fn bad_flags_exit_2() {
         .args(["run", "sessions/weather.json", "--behavior", "nope"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("`nope` is not a behaviour"));
+        .stderr(predicate::str::contains("`nope` is not a behavior"));
     loopdbg()
         .args(["run", "sessions/weather.json", "--stop", "sometimes"])
         .assert()
@@ -214,15 +214,11 @@ fn malformed_sessions_give_located_errors() {
         ),
         ("bad_finish_reason", "3:65", "unknown variant `done`"),
         ("round_zero", "3:38", "rounds count from 1"),
-        ("undefined_behavior", "4:28", "`other` is not a behaviour"),
+        ("undefined_behavior", "4:28", "`other` is not a behavior"),
         ("bad_stop_rule", "4:34", "unknown variant `sometimes`"),
-        (
-            "empty_model",
-            "3:12",
-            "expected at least one stub behaviour",
-        ),
+        ("empty_model", "3:12", "expected at least one stub behavior"),
         ("call_without_id", "3:57", "missing field `id`"),
-        ("duplicate_behavior", "3:46", "duplicate behaviour name `s`"),
+        ("duplicate_behavior", "3:46", "duplicate behavior name `s`"),
         (
             "parameters_not_object",
             "3:41",
@@ -357,7 +353,7 @@ fn check_format_can_force_the_input_and_pick_the_output() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains(
-            "--format openai does not fit: the content is Anthropic Messages",
+            "--input-format openai does not fit: the content is Anthropic Messages",
         ));
     // Plain text messages fit any format: forcing one is taken.
     loopdbg()
@@ -381,6 +377,53 @@ fn check_format_can_force_the_input_and_pick_the_output() {
         ])
         .assert()
         .code(2);
+}
+
+/// What is read is `--input-format`, what is written `--format` (one word
+/// had both meanings, issue 60 item 5). The old spelling still reads the
+/// same and says the new one; two different input formats are refused.
+#[test]
+fn input_format_names_what_is_read_and_format_what_is_written() {
+    let file = format!("{T}/responses_string_input.json");
+    let new = loopdbg()
+        .args([
+            "check",
+            &file,
+            "--input-format",
+            "responses",
+            "--format",
+            "json",
+        ])
+        .assert()
+        .code(0)
+        .stderr("");
+    let old = loopdbg()
+        .args(["check", &file, "--format", "responses", "--format", "json"])
+        .assert()
+        .code(0)
+        .stderr(predicate::str::contains(
+            "note: --format responses names what is read; it is spelled --input-format responses now",
+        ));
+    assert_eq!(new.get_output().stdout, old.get_output().stdout);
+    loopdbg()
+        .args([
+            "check",
+            &file,
+            "--input-format",
+            "openai",
+            "--format",
+            "responses",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "--input-format openai and --format responses name two input formats",
+        ));
+    loopdbg()
+        .args(["check", &file, "--input-format", "json"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("unknown input format `json`"));
 }
 
 /// `check --fix` writes what it did not repair as it was: numbers as
@@ -766,11 +809,11 @@ fn run_on_a_capture_says_what_works_on_it() {
         )));
 }
 
-/// Whether a trace is a replay is a fact of the trace, never a behaviour's
-/// name: a session whose behaviour is called `replay` is warned about as
+/// Whether a trace is a replay is a fact of the trace, never a behavior's
+/// name: a session whose behavior is called `replay` is warned about as
 /// under any other name (the `uncited` warning once went silent).
 #[test]
-fn a_behaviour_named_replay_gets_the_same_warnings() {
+fn a_behavior_named_replay_gets_the_same_warnings() {
     let dir = tempfile::tempdir().unwrap();
     let text = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),

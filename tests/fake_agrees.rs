@@ -1,7 +1,7 @@
 //! The fake provider refuses what the providers refuse, and `check`
 //! predicts it: every request-body fixture is judged by both, and the
 //! test fails where they disagree. The fake's rules are written from the
-//! providers' documented behaviour and their error bodies
+//! providers' documented behavior and their error bodies
 //! (`crates/fake`), apart from loopdbg's checker; `check` has more rules
 //! than the fake models (thinking blocks, schemas, Bedrock's
 //! `toolConfig`, Gemini 3's thought signatures), so only the kinds both

@@ -352,7 +352,7 @@ fn walkthrough_ticks_never_run_ahead_of_the_active_step() {
 }
 
 /// The English companions (`sessions/en/`) run as the Chinese sessions
-/// they translate, under every extraction × stop rule × behaviour: the
+/// they translate, under every extraction × stop rule × behavior: the
 /// same rounds, tool runs, unpaired calls, ending and warnings; only the
 /// words differ (issue 60, item 6). A companion that drifts fails here.
 #[test]

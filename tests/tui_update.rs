@@ -147,7 +147,7 @@ fn stepping_back_past_a_toggle_walks_the_new_trace() {
 }
 
 #[test]
-fn stop_rule_behaviour_and_round_limit_cycle() {
+fn stop_rule_behavior_and_round_limit_cycle() {
     let mut app = fx_first_reask();
     let stops: Vec<StopRule> = (0..4)
         .map(|_| {
@@ -164,13 +164,13 @@ fn stop_rule_behaviour_and_round_limit_cycle() {
             StopRule::ToolCalls
         ]
     );
-    let behaviours: Vec<String> = (0..3)
+    let behaviors: Vec<String> = (0..3)
         .map(|_| {
             apply(&mut app, key('m'));
             app.strategy().behavior.clone()
         })
         .collect();
-    assert_eq!(behaviours, ["complete", "skip", "reask"]);
+    assert_eq!(behaviors, ["complete", "skip", "reask"]);
     apply(&mut app, key('+'));
     assert_eq!(app.strategy().max_rounds, 7);
     assert_eq!(app.trace.outcome.requests, 7);
@@ -1131,7 +1131,7 @@ fn t_at_the_last_stop_says_the_tour_is_done_then_starts_over() {
     let said = app.notice.clone().unwrap();
     assert!(
         said.starts_with(
-            "that was the last stop: the tour is done (3 of 5 answered; a answers this one)"
+            "that was the last part: the tour is done (3 of 5 answered; a answers this one)"
         ),
         "{said}"
     );

@@ -82,7 +82,7 @@ pub struct StrategyFlags {
     /// When the loop stops: content, finish-reason, tool-calls or robust.
     #[arg(long)]
     pub stop: Option<StopRule>,
-    /// Which stub-model behaviour replies (a key of the session's `model`).
+    /// Which stub-model behavior replies (a key of the session's `model`).
     #[arg(long)]
     pub behavior: Option<String>,
     /// The round limit (model calls).
@@ -142,6 +142,11 @@ fn parse_check_format(s: &str) -> Result<CheckFormat, String> {
     }
 }
 
+fn parse_input_format(s: &str) -> Result<Source, String> {
+    s.parse::<Source>()
+        .map_err(|_| format!("unknown input format `{s}` (expected {})", Source::names()))
+}
+
 /// Headless commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -159,7 +164,7 @@ pub enum Command {
     /// 2 when an input (or a line of it) could not be read, after checking
     /// the rest.
     Check(CheckArgs),
-    /// Run every strategy × behaviour of each session and print the table.
+    /// Run every strategy × behavior of each session and print the table.
     Compare(CompareArgs),
     /// Warn about likely mistakes in session files (never fails on warnings).
     Lint(LintArgs),
@@ -196,7 +201,7 @@ pub enum Command {
     /// The runs are two sessions, one session under two strategies, or
     /// two captured conversations. Exit 0 when the runs are the same, 1 when they differ.
     Diff(DiffArgs),
-    /// A guided tour of the loop for newcomers, in five stops.
+    /// A guided tour of the loop for newcomers, in five parts.
     ///
     /// Each stop says what to press and asks a question answered from the
     /// screen. Progress is remembered between runs.
@@ -346,9 +351,9 @@ pub struct DoctorArgs {
     /// still be appending to it).
     #[arg(long, requires = "write")]
     pub force: bool,
-    /// Output format of --scan.
-    #[arg(long, value_enum, default_value_t = RunFormat::Text, requires = "scan")]
-    pub format: RunFormat,
+    /// What --scan writes.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text, requires = "scan")]
+    pub format: ReportFormat,
 }
 
 // The arguments of `run` (its help text is the variant's).
@@ -418,14 +423,17 @@ pub struct CheckArgs {
     pub files: Vec<PathBuf>,
     #[command(flatten)]
     pub prices: Prices,
-    /// Output `text`, `json`, `jsonl` (one record per conversation, as it
-    /// goes), `sarif` (SARIF 2.1.0, for code scanning) or `github` (GitHub
-    /// Actions annotations); and/or force the input format: anthropic, openai,
-    /// responses, gemini, bedrock, claude-code, codex, gemini-cli (detected from
-    /// the content otherwise). May be given twice, e.g. `--format json
-    /// --format openai`.
+    /// What is written: `text`, `json`, `jsonl` (one record per
+    /// conversation, as it goes), `sarif` (SARIF 2.1.0, for code scanning)
+    /// or `github` (GitHub Actions annotations). (An input format given
+    /// here, as before --input-format, still works, with a note.)
     #[arg(long, value_parser = parse_check_format)]
     pub format: Vec<CheckFormat>,
+    /// What is read, when detection should not decide: anthropic, openai,
+    /// responses, gemini, bedrock, claude-code, codex, gemini-cli, … (the
+    /// content decides otherwise).
+    #[arg(long = "input-format", value_name = "FORMAT", value_parser = parse_input_format)]
+    pub input_format: Option<Source>,
     /// Write a repaired copy: `synthesize` placeholder results for
     /// unanswered calls, or `strip` the dangling calls. Needs -o.
     #[arg(long, requires = "output")]
@@ -534,9 +542,9 @@ pub struct DiffArgs {
     /// Strategy of the right run, as --left-strategy.
     #[arg(long, visible_alias = "right", default_value = "")]
     pub right_strategy: loopdbg_engine::session::Choice,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = RunFormat::Text)]
-    pub format: RunFormat,
+    /// What is written.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+    pub format: ReportFormat,
     #[command(flatten)]
     pub places: SessionPlaces,
 }
@@ -544,11 +552,11 @@ pub struct DiffArgs {
 // The arguments of `tour` (its help text is the variant's).
 #[derive(Debug, Args)]
 pub struct TourArgs {
-    /// Forget the stops solved in earlier runs.
+    /// Forget the parts solved in earlier runs.
     #[arg(long)]
     pub restart: bool,
-    /// The tour's language: `en` (the stops' words and the sessions'
-    /// English companions, sessions/en/) or `zh` (the stops in Chinese and
+    /// The tour's language: `en` (the parts' words and the sessions'
+    /// English companions, sessions/en/) or `zh` (the parts in Chinese and
     /// the sessions as shipped, in the seeds' language). Default: `zh` when
     /// the locale (LC_ALL, LC_MESSAGES, LANG) is Chinese, else `en`.
     #[arg(long, value_enum)]
@@ -593,6 +601,16 @@ pub enum RunFormat {
     /// Round by round: each reply, the calls run and dropped, the decision.
     Text,
     /// One JSON document.
+    Json,
+}
+
+/// What `doctor --scan` and `diff` write (their own words: `run`'s
+/// describe a trace).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    /// Plain text, for a person.
+    Text,
+    /// One JSON document, for a program.
     Json,
 }
 

@@ -33,10 +33,28 @@ pub fn check(args: CheckArgs) -> Result<ExitCode, Failure> {
                 && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
         },
     };
-    let forced = args.format.iter().find_map(|f| match f {
+    // `--format anthropic` named what is read before `--input-format`
+    // did: it still works, and says the word that means it now.
+    let old_spelling = args.format.iter().find_map(|f| match f {
         CheckFormat::Input(s) => Some(*s),
         _ => None,
     });
+    if let Some(source) = old_spelling {
+        eprintln!(
+            "note: --format {0} names what is read; it is spelled --input-format {0} now (--format is what is written)",
+            source.as_str()
+        );
+    }
+    let forced = match (args.input_format, old_spelling) {
+        (Some(a), Some(b)) if a != b => {
+            return Err(bad_flag(format!(
+                "--input-format {} and --format {} name two input formats",
+                a.as_str(),
+                b.as_str()
+            )));
+        }
+        (given, old) => given.or(old),
+    };
     if args.files.iter().filter(|f| f.as_os_str() == "-").count() > 1 {
         return Err(bad_flag("`-` (standard input) can be read once".into()));
     }

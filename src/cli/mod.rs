@@ -538,8 +538,8 @@ fn diff(args: DiffArgs) -> Result<ExitCode, Failure> {
     let b = side(&right, &args.right_strategy)?;
     let diff = loopdbg_lesson::diff::diff(&a.side(), &b.side());
     match args.format {
-        RunFormat::Text => print_text(&diff.to_text())?,
-        RunFormat::Json => print_json(&diff, true)?,
+        args::ReportFormat::Text => print_text(&diff.to_text())?,
+        args::ReportFormat::Json => print_json(&diff, true)?,
     }
     Ok(match diff.first_divergence {
         None => ExitCode::SUCCESS,
@@ -551,7 +551,11 @@ fn diff(args: DiffArgs) -> Result<ExitCode, Failure> {
 /// progress on a terminal's stderr; the exit code.
 fn doctor(args: &args::DoctorArgs) -> u8 {
     use loopdbg_corpus::scan::{Options, scan};
-    let (write, force, json) = (args.write, args.force, args.format == RunFormat::Json);
+    let (write, force, json) = (
+        args.write,
+        args.force,
+        args.format == args::ReportFormat::Json,
+    );
     let out = &mut std::io::stdout();
     if !args.scan {
         return loopdbg_corpus::doctor::report(&args.files, write, force, out);

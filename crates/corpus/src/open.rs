@@ -571,7 +571,7 @@ pub(crate) fn traces_opened(
         return Err(LoadError::Refused {
             origin,
             reason: format!(
-                "--format {} does not fit: the content is OTLP traces, whose spans say each request's provider; leave --format out",
+                "--input-format {} does not fit: the content is OTLP traces, whose spans say each request's provider; leave it out",
                 f.as_str()
             ),
         });
@@ -583,7 +583,7 @@ pub(crate) fn mismatch(origin: &str, forced: Source, found: Source) -> LoadError
     LoadError::Refused {
         origin: origin.to_string(),
         reason: format!(
-            "--format {} does not fit: the content is {}; leave --format out to detect it",
+            "--input-format {} does not fit: the content is {}; leave it out to detect it",
             forced.as_str(),
             describe(found)
         ),
@@ -878,7 +878,7 @@ pub fn conversation_of_line(
             line,
             0,
             format!(
-                "--format {} does not fit: this line is {}; leave --format out to detect it",
+                "--input-format {} does not fit: this line is {}; leave it out to detect it",
                 f.as_str(),
                 describe(found)
             ),

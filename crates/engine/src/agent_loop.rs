@@ -184,7 +184,7 @@ impl Recorder<'_> {
         let Some(rules) = self.session.model.get(behavior) else {
             return Outcome {
                 end: End::Error,
-                detail: format!("the session has no stub behaviour `{behavior}`"),
+                detail: format!("the session has no stub behavior `{behavior}`"),
                 final_text: None,
                 requests: 0,
             };

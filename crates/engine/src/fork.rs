@@ -12,9 +12,9 @@ use crate::session::{Rule, Session, TableRow, When};
 /// What a fork changed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Edit {
-    /// The model's reply in round `round` of behaviour `behavior`.
+    /// The model's reply in round `round` of behavior `behavior`.
     Reply {
-        /// The stub behaviour the run used.
+        /// The stub behavior the run used.
         behavior: String,
         /// 1-based round.
         round: u32,
@@ -73,8 +73,8 @@ fn compact(v: &Value) -> String {
 /// Why an edit cannot apply.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ForkError {
-    /// The behaviour is not in the session.
-    #[error("the session has no behaviour `{0}`")]
+    /// The behavior is not in the session.
+    #[error("the session has no behavior `{0}`")]
     NoBehavior(String),
     /// The tool is not in the session.
     #[error("the session has no tool `{0}` (a call to an unknown tool has no table to edit)")]

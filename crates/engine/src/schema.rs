@@ -28,7 +28,7 @@ pub fn session_schema() -> Value {
             },
             "model": {
                 "type": "object",
-                "description": "Named stub-model behaviours in file order; the first rule whose `when` holds replies.",
+                "description": "Named stub-model behaviors in file order; the first rule whose `when` holds replies.",
                 "minProperties": 1,
                 "additionalProperties": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/rule"}}
             },

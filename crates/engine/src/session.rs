@@ -47,7 +47,7 @@ pub struct Session {
     /// The tools offered to the model, each backed by a local lookup table.
     #[serde(default)]
     pub tools: Vec<ToolDef>,
-    /// Named stub-model behaviours, in file order; each is a list of rules.
+    /// Named stub-model behaviors, in file order; each is a list of rules.
     pub model: IndexMap<String, Vec<Rule>>,
     /// The strategy the session opens with.
     #[serde(default)]
@@ -221,7 +221,7 @@ pub struct TableRow {
     pub result: Json,
 }
 
-/// One rule of a stub-model behaviour: the first rule whose `when` holds replies.
+/// One rule of a stub-model behavior: the first rule whose `when` holds replies.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Rule {
@@ -267,7 +267,7 @@ pub struct StrategyDefaults {
     /// The round limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_rounds: Option<u32>,
-    /// Which stub behaviour replies.
+    /// Which stub behavior replies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub behavior: Option<String>,
     /// What happens to calls left without a result.
@@ -398,7 +398,7 @@ impl Session {
         self.tools.iter().find(|t| t.name == name)
     }
 
-    /// The behaviour the session opens with: `strategy.behavior`, else the first.
+    /// The behavior the session opens with: `strategy.behavior`, else the first.
     pub fn default_behavior(&self) -> &str {
         self.strategy
             .behavior
@@ -407,7 +407,7 @@ impl Session {
             .unwrap_or("")
     }
 
-    /// The behaviour names in file order.
+    /// The behavior names in file order.
     pub fn behavior_names(&self) -> impl Iterator<Item = &str> {
         self.model.keys().map(String::as_str)
     }
@@ -463,11 +463,11 @@ impl Checker<'_> {
                 ));
             }
         }
-        self.duplicate_keys(&json_path!["model"], "behaviour")?;
+        self.duplicate_keys(&json_path!["model"], "behavior")?;
         if s.model.is_empty() {
             return Err(self.err_at(
                 &json_path!["model"],
-                "model: expected at least one stub behaviour, e.g. {\"script\": [ {\"reply\": {...}} ]}",
+                "model: expected at least one stub behavior, e.g. {\"script\": [ {\"reply\": {...}} ]}",
             ));
         }
         for (name, rules) in &s.model {
@@ -507,7 +507,7 @@ impl Checker<'_> {
             return Err(self.err_at(
                 &json_path!["strategy", "behavior"],
                 format!(
-                    "strategy.behavior: `{b}` is not a behaviour under `model` (expected one of: {})",
+                    "strategy.behavior: `{b}` is not a behavior under `model` (expected one of: {})",
                     s.model.keys().cloned().collect::<Vec<_>>().join(", ")
                 ),
             ));
@@ -595,7 +595,7 @@ impl Checker<'_> {
     }
 
     /// serde_json keeps the last of two equal keys in a map; a session with
-    /// two behaviours of one name is a mistake worth stopping on.
+    /// two behaviors of one name is a mistake worth stopping on.
     fn duplicate_keys(&self, path: &[PathSeg], what: &str) -> Result<(), LoadError> {
         if let Some(node) = self.spans.get(path)
             && let crate::diagnostics::json_span::SpanKind::Object(members) = &node.kind
@@ -641,7 +641,7 @@ fn kind_of(v: &Value) -> &'static str {
 
 impl Strategy {
     /// The strategy the session opens with, from its `strategy` block and the
-    /// documented defaults (`all`, `robust`, 8 rounds, first behaviour).
+    /// documented defaults (`all`, `robust`, 8 rounds, first behavior).
     pub fn for_session(session: &Session) -> Strategy {
         Strategy {
             extract: session.strategy.extract.unwrap_or(Extract::All),
@@ -677,7 +677,7 @@ impl Strategy {
         if let Some(b) = &chosen.behavior {
             if !session.model.contains_key(b) {
                 return Err(format!(
-                    "--behavior: `{b}` is not a behaviour of this session (expected one of: {})",
+                    "--behavior: `{b}` is not a behavior of this session (expected one of: {})",
                     session.behavior_names().collect::<Vec<_>>().join(", ")
                 ));
             }
@@ -705,7 +705,7 @@ pub struct Choice {
     pub extract: Option<Extract>,
     /// When the loop stops.
     pub stop: Option<StopRule>,
-    /// Which behaviour of the stub replies.
+    /// Which behavior of the stub replies.
     pub behavior: Option<String>,
     /// The round limit.
     pub max_rounds: Option<u32>,
@@ -820,12 +820,12 @@ mod tests {
     }
 
     #[test]
-    fn duplicate_behaviour_is_an_error() {
+    fn duplicate_behavior_is_an_error() {
         let text = MINIMAL.replace(
             "\"model\": {",
             "\"model\": {\"script\": [{\"reply\": {}}], ",
         );
         let (_, _, msg) = error_of(&text);
-        assert!(msg.contains("duplicate behaviour name `script`"), "{msg}");
+        assert!(msg.contains("duplicate behavior name `script`"), "{msg}");
     }
 }

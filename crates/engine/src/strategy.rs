@@ -1,5 +1,5 @@
 //! The loop's strategy as plain data: how calls are taken from a reply, when
-//! the loop stops, how many rounds it may take and which stub behaviour
+//! the loop stops, how many rounds it may take and which stub behavior
 //! replies. Everything the TUI toggles lives here, so a toggle is a new value
 //! and a re-run, never a mutation of the engine.
 
@@ -171,7 +171,7 @@ pub struct Strategy {
     pub stop: StopRule,
     /// The round limit (model calls).
     pub max_rounds: u32,
-    /// The stub behaviour that replies.
+    /// The stub behavior that replies.
     pub behavior: String,
     /// What happens to calls left without a result.
     #[serde(default = "default_closure")]

@@ -1,5 +1,5 @@
 //! The scripted stub model: for each request, the first rule of the chosen
-//! behaviour whose `when` holds gives the reply.
+//! behavior whose `when` holds gives the reply.
 //!
 //! Conditions are read from a [`CallIndex`], which the engine keeps up to
 //! date as messages are appended, so a reply costs O(conditions), not a

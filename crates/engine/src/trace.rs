@@ -166,7 +166,7 @@ pub enum End {
     /// The round limit was reached.
     MaxRounds,
     /// The run stopped on an error (a truncated or filtered reply under
-    /// `robust`, an unknown behaviour).
+    /// `robust`, an unknown behavior).
     Error,
     /// The scripted stub model has no rule for this state: nothing the
     /// loop did wrong, a reply the session does not script (a fork, `strip`

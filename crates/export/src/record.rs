@@ -16,7 +16,7 @@ use loopdbg_engine::session::{
 use loopdbg_engine::strategy::{Extract, StopRule};
 use loopdbg_read::Conversation;
 
-/// The behaviour a recorded session replays.
+/// The behavior a recorded session replays.
 pub const RECORDED_BEHAVIOR: &str = "recorded";
 
 /// A recorded session and what was left out of it.

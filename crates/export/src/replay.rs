@@ -17,10 +17,10 @@ use loopdbg_judge::check::{Fate, Finding};
 use loopdbg_read::finding::Kind;
 use loopdbg_read::{BlockSource, Conversation, TripUsage};
 
-/// The behaviour a replay shows in the header: no stub model answered, the
+/// The behavior a replay shows in the header: no stub model answered, the
 /// file did. Only a label: what a trace is comes from its
 /// [`Origin`], never from this name, so a
-/// session may name a behaviour `replay` too.
+/// session may name a behavior `replay` too.
 pub const REPLAY_BEHAVIOR: &str = "replay";
 
 /// A session that describes the conversation (its first user text, its

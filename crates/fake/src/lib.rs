@@ -3,7 +3,7 @@
 //! `generateContent` and Bedrock Converse, plain and streamed with the real
 //! event shapes (Bedrock's in AWS's binary event stream framing), and it
 //! enforces the pairing rules itself (written here from the providers'
-//! documented behaviour, not with loopdbg's checker), answering violations
+//! documented behavior, not with loopdbg's checker), answering violations
 //! with each provider's real error body: calls left without results and
 //! results that answer no call (Anthropic's client and server tools,
 //! Chat's tool messages, Responses' outputs, Gemini's response turns),

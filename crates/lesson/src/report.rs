@@ -427,7 +427,7 @@ pub struct CompareRow {
     pub extract: Extract,
     /// Stop rule.
     pub stop: StopRule,
-    /// Stub behaviour.
+    /// Stub behavior.
     pub behavior: String,
     /// Model calls made.
     pub rounds: u32,
@@ -445,7 +445,7 @@ pub struct CompareRow {
     pub warnings: Vec<&'static str>,
 }
 
-/// Every extraction × stop rule × behaviour of `session`; the rest of the
+/// Every extraction × stop rule × behavior of `session`; the rest of the
 /// strategy (round limit, closure) is `base`'s, so the debugger's table
 /// answers for the strategy on screen.
 pub fn compare_rows(origin: &str, session: &Session, base: &Strategy) -> Vec<CompareRow> {

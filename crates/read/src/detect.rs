@@ -340,7 +340,7 @@ pub fn looks_like_protobuf(bytes: &[u8]) -> bool {
 }
 
 /// Whether a document is a loopdbg session (a stub scenario): known by
-/// its own keys, a `user` prompt and a `model` object of behaviours.
+/// its own keys, a `user` prompt and a `model` object of behaviors.
 pub fn is_session(doc: &Value) -> bool {
     doc.get("user").is_some() && doc.get("model").is_some_and(Value::is_object)
 }

@@ -24,7 +24,7 @@ pub enum Action {
     ToggleExtract,
     /// Cycle the stop rule.
     CycleStop,
-    /// Cycle the stub-model behaviours the session defines.
+    /// Cycle the stub-model behaviors the session defines.
     CycleBehavior,
     /// Allow one more round.
     MoreRounds,
@@ -38,7 +38,7 @@ pub enum Action {
     StepInto,
     /// Step back out of a sub-agent to its parent.
     StepOut,
-    /// Show the comparison table of every strategy × behaviour.
+    /// Show the comparison table of every strategy × behavior.
     ShowCompare,
     /// Show the tool definitions, their schemas and the session's lint findings.
     ShowTools,

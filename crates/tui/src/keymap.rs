@@ -2,7 +2,7 @@
 //! ([`POPUP_KEYMAP`]), and typing mode, where keys are text
 //! ([`search_action_for`]). [`action_in`] picks the table for the mode the
 //! debugger is in. Dispatch, the `?` help popup and the key bar are all
-//! read from the tables, so help cannot drift from behaviour.
+//! read from the tables, so help cannot drift from behavior.
 
 use ratatui::crossterm::event::{
     Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEventKind,
@@ -100,19 +100,19 @@ pub static KEYMAP: std::sync::LazyLock<Vec<Binding>> = std::sync::LazyLock::new(
         bind!("Step", [Char('<')], Action::StepOut, "step back out of a sub-agent", None),
         bind!("Strategy", [Char('e')], Action::ToggleExtract, "toggle extraction: first ↔ all", Some("extract")),
         bind!("Strategy", [Char('s')], Action::CycleStop, "cycle the stop rule", Some("stop")),
-        bind!("Strategy", [Char('m')], Action::CycleBehavior, "cycle the stub behaviour", Some("model")),
+        bind!("Strategy", [Char('m')], Action::CycleBehavior, "cycle the stub model's behavior (the session's `model` scripts; --behavior)", Some("behavior")),
         bind!("Strategy", [Char('+'), Char('=')], Action::MoreRounds, "one more round allowed", None),
         bind!("Strategy", [Char('-')], Action::FewerRounds, "one round fewer allowed", None),
         bind!("Strategy", [Char('p')], Action::CycleClosure, "cycle the closure policy: leave / synthesize / strip", Some("closure")),
         bind!("Strategy", [Char('x')], Action::Interrupt, "interrupt the turn here (during Execute)", None),
-        bind!("Strategy", [Char('t')], Action::ShowCompare, "table of every strategy × behaviour", Some("table")),
+        bind!("Strategy", [Char('t')], Action::ShowCompare, "table of every strategy × behavior", Some("table")),
         bind!("Fork", [Char('E')], Action::Edit, "edit this Reply (the model's answer) or Execute (the tool's return value) in $EDITOR and fork the run from here", Some("edit")),
         bind!("Fork", [Char('F')], Action::ShowForks, "the forks of this run, as a tree; Enter shows the selected one", None),
         bind!("Fork", [Char('W')], Action::WriteFork, "write the run shown as a new session file that reproduces it", None),
         bind!("Fork", [Char('D')], Action::ShowDiff, "this run beside another (its parent fork, or the other extraction), the first divergence marked", None),
         bind!("Fork", [Char('X')], Action::Export, "write a handout of this run (one HTML file)", None),
-        bind!("Tour", [Char('a')], Action::TourAnswer, "tour: answer this stop's question (Enter checks it)", None),
-        bind!("Tour", [Char('T')], Action::TourNext, "tour: the next stop", None),
+        bind!("Tour", [Char('a')], Action::TourAnswer, "tour: answer this part's question (Enter checks it)", None),
+        bind!("Tour", [Char('T')], Action::TourNext, "tour: the next part", None),
         bind!("View", [Char('w')], Action::CycleView, "view messages as canonical / Anthropic / OpenAI Chat / Responses / Gemini", Some("wire")),
         bind!("View", [Char('/')], Action::Search, "search the messages at this step (ids, text, arguments, results); Enter selects the next match", Some("search")),
         bind!("View", [Char('y')], Action::Yank, "copy the selected message's JSON (the explain box's text when it has the focus) to the clipboard, through the terminal (OSC 52)", None),

@@ -14,7 +14,7 @@ pub(super) fn render(app: &App, rows: &[CompareRow], scroll: u16, area: Rect, bu
     let rect = centered(area, 120, rows.len() as u16 + 4);
     let s = app.strategy();
     let title = format!(
-        "every extraction × stop rule × behaviour · closure {} · {} rounds",
+        "every extraction × stop rule × behavior · closure {} · {} rounds",
         s.closure, s.max_rounds
     );
     let inner = popup_frame(app, rect, &title, buf);

@@ -24,8 +24,13 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         .render(area, buf);
         return;
     }
-    let entries: Vec<(String, &str, bool)> = KEYMAP
+    // `c` is the first to go on a narrow bar: the tour never asks for it
+    // and `?` lists it, while e, s, m and p are what the tour presses.
+    let order = KEYMAP
         .iter()
+        .filter(|b| b.action != Action::Continue)
+        .chain(KEYMAP.iter().filter(|b| b.action == Action::Continue));
+    let entries: Vec<(String, &str, bool)> = order
         // A replay has no strategy to change and no model to fork.
         .filter(|b| !(app.replay.is_some() && matches!(b.group, "Strategy" | "Fork")))
         .filter_map(|b| {
