@@ -297,11 +297,6 @@ fn a_tour_stop_shows_its_instructions_and_the_phase_together() {
     quit(child, &mut writer, &mut screen);
 }
 
-/// The screen as one line of words: a text the box wrapped reads whole
-/// again (ratatui wraps at spaces and trims them).
-fn as_words(screen: &str) -> String {
-    screen.split_whitespace().collect::<Vec<_>>().join(" ")
-}
 
 /// Every stop of the tour, answered right, at 80×24 and at 200×60, in
 /// English and in Chinese (`--lang zh`, at 80×24: two columns a
