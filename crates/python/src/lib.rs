@@ -58,7 +58,7 @@ fn located(py: Python<'_>, message: String, line: Option<usize>, column: Option<
     err
 }
 
-/// The input format a `provider=` names (`check --format`'s names).
+/// The input format a `provider=` names (`check --input-format`'s names).
 fn forced(provider: Option<&str>) -> PyResult<Option<Source>> {
     provider
         .map(|name| {

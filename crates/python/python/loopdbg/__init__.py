@@ -43,7 +43,7 @@ __all__ = [
     "rows_of",
 ]
 
-#: The names ``provider=`` takes, as ``check --format`` spells them.
+#: The names ``provider=`` takes, as ``check --input-format`` spells them.
 PROVIDERS: List[str] = [p.strip() for p in _native.PROVIDERS.split(",")]
 
 Body = Union[str, bytes, bytearray, memoryview, Dict[str, Any], List[Any]]
