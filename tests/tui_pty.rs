@@ -297,7 +297,6 @@ fn a_tour_stop_shows_its_instructions_and_the_phase_together() {
     quit(child, &mut writer, &mut screen);
 }
 
-
 /// Every stop of the tour, answered right, at 80×24 and at 200×60, in
 /// English and in Chinese (`--lang zh`, at 80×24: two columns a
 /// character): its title, what to press, the question and the lesson are

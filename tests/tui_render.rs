@@ -1032,3 +1032,37 @@ fn every_stop_of_the_tour_in(lang: loopdbg_lesson::tour::Lang) {
         }
     }
 }
+
+/// The debugger's default layout at 80×24, on every shipped session (the
+/// English companions too) and every step of its opening run (the first
+/// 60 of the long one): the strategy line is whole and every ◆ line of
+/// the strategy is on screen, so a toggle is always seen (issue 60, item 1).
+#[test]
+fn every_step_of_every_session_shows_its_strategy_at_80x24() {
+    for (name, session) in crate::common::shipped() {
+        if session.walkthrough {
+            continue;
+        }
+        let strategy = Strategy::for_session(&session);
+        let mut a = App::new(name.clone(), session, strategy, Theme::color());
+        apply(&mut a, Action::Resize(80, 24));
+        for _ in 0..60 {
+            let rows = screen_text(&draw(&mut a, 80, 24));
+            let screen = rows.join("\n");
+            let s = a.strategy().clone();
+            let context = format!("{name} step {}:\n{screen}", a.cursor);
+            assert!(!rows[1].contains('…'), "strategy line cut: {context}");
+            for line in loopdbg_lesson::code::loop_code(&s)
+                .iter()
+                .filter(|l| l.strategy && !l.continuation)
+            {
+                let shown: String = line.text.trim_start().chars().take(24).collect();
+                assert!(screen.contains(&shown), "◆ {shown:?} missing: {context}");
+            }
+            if a.cursor + 1 == a.trace.len() {
+                break;
+            }
+            apply(&mut a, Action::StepForward);
+        }
+    }
+}

@@ -89,10 +89,14 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
             clean(&s.behavior),
             s.closure,
             s.interrupt
-                .map(|i| format!(
-                    "{separator}interrupt r{}{interrupt_gap}@{}ms",
-                    i.round, i.at_ms
-                ))
+                .map(|i| match (interrupt_gap, i.at_ms % 1000) {
+                    // The tightest form: whole seconds as seconds.
+                    ("", 0) => format!("{separator}interrupt r{}@{}s", i.round, i.at_ms / 1000),
+                    _ => format!(
+                        "{separator}interrupt r{}{interrupt_gap}@{}ms",
+                        i.round, i.at_ms
+                    ),
+                })
                 .unwrap_or_default()
         ),
     };
@@ -115,7 +119,12 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         // A narrow terminal (80 columns): the strategy keeps its own line,
         // whole, and the unpaired count moves up beside the step; the
         // title gives way to both, as it is what the screen needs least.
-        let narrow = strategy("  ", "");
+        // Two spaces between the parts, then one, before anything is cut
+        // (an interrupt makes the line 84 columns).
+        let narrow = [strategy("  ", ""), strategy(" ", "")]
+            .into_iter()
+            .find(|line| width(line) <= room)
+            .unwrap_or_else(|| strategy(" ", ""));
         // The count is never cut: the step gives way first, from the round
         // to the phase alone (60 columns).
         let fixed = 10 + width(&check) + 3;
