@@ -12,6 +12,9 @@ use crate::app::{App, Pane};
 use loopdbg_engine::strategy::Extract;
 use loopdbg_lesson::code::{CodeLine, loop_code};
 
+/// The title of an agent's loop whose extraction no answered turn shows.
+const UNSEEN: &str = "the agent's loop, extraction not seen yet";
+
 /// The strategy the pane shows, and its title: a live view or a replay
 /// shows an agent's loop, not a stub's, its extraction as its traffic shows
 /// it (the demo agent answers only the first call; the pane said `# all of
@@ -28,7 +31,7 @@ fn shown_strategy(app: &App) -> (loopdbg_engine::strategy::Strategy, &'static st
         // No turn of calls answered yet: the agent's way is not known,
         // and no stub strategy is in force to show instead.
         Extraction::Other { .. } | Extraction::Unknown => {
-            return (strategy, "the agent's loop, extraction not seen yet");
+            return (strategy, UNSEEN);
         }
     }
     (strategy, "the agent's loop, by its traffic")
@@ -50,7 +53,17 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let t = &app.theme;
     let phase = app.trace.step(app.cursor).phase;
     let (strategy, title) = shown_strategy(app);
-    let code = loop_code(&strategy);
+    let mut code = loop_code(&strategy);
+    // Before the traffic shows how the agent takes calls, its line says
+    // so rather than claim `# all of them`.
+    if title == UNSEEN {
+        for line in code
+            .iter_mut()
+            .filter(|l| l.strategy && l.phases.contains(&loopdbg_engine::trace::Phase::Extract))
+        {
+            line.text = "    calls = tool_uses(reply)  # all, or [:1]? not seen yet".into();
+        }
+    }
     let styled = |l: &CodeLine, text: String| {
         let here = l.phases.contains(&phase);
         let mark = match (here, l.strategy) {
