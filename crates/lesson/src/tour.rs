@@ -14,14 +14,8 @@ use loopdbg_engine::trace::Phase;
 pub struct Stop {
     /// The shipped session it opens (`sessions/NAME`).
     pub session: &'static str,
-    /// What this stop is about.
-    pub title: &'static str,
-    /// What to press.
-    pub press: &'static str,
-    /// The question, answered from the screen.
-    pub question: &'static str,
-    /// What the learner should take away, shown once answered.
-    pub lesson: &'static str,
+    /// Its words in English.
+    pub en: Words,
     /// The strategy the stop opens with.
     pub setup: fn(&mut Strategy),
     /// The right answer, from the engine run under the stop's strategy.
@@ -50,12 +44,7 @@ impl Stop {
     /// The stop's words in `lang`.
     pub fn words(&self, lang: Lang) -> Words {
         match lang {
-            Lang::En => Words {
-                title: self.title,
-                press: self.press,
-                question: self.question,
-                lesson: self.lesson,
-            },
+            Lang::En => self.en,
             Lang::Zh => self.zh,
         }
     }
@@ -351,10 +340,12 @@ pub fn sessions(lang: Lang) -> Result<Vec<Session>, loopdbg_engine::LoadError> {
 pub const STOPS: &[Stop] = &[
     Stop {
         session: "weather.json",
-        title: "One tool, two trips",
-        press: "the model asks for a tool (a tool_use); your loop runs it and sends back a tool_result. n steps one phase: step to round 2's Request",
-        question: "How many messages does the second request carry?",
-        lesson: "the second trip sends the whole history back: the prompt, the model's tool_use and the tool_result that pairs with it by id",
+        en: Words {
+            title: "One tool, two trips",
+            press: "the model asks for a tool (a tool_use); your loop runs it and sends back a tool_result. n steps one phase: step to round 2's Request",
+            question: "How many messages does the second request carry?",
+            lesson: "the second trip sends the whole history back: the prompt, the model's tool_use and the tool_result that pairs with it by id",
+        },
         setup: nothing,
         answer: second_request_len,
         at: second_request,
@@ -367,10 +358,12 @@ pub const STOPS: &[Stop] = &[
     },
     Stop {
         session: "weather_fx.json",
-        title: "Two calls in one turn, and what `first` costs",
-        press: "extraction is `first`: the loop runs only the first call. Step to round 2's Request and read the ids pane",
-        question: "Which id would the provider reject in the second request?",
-        lesson: "every tool_use needs its tool_result: a real provider answers 400, and this model just drops the rate (G shows it). Now press e (run every call) and G: the rate is back",
+        en: Words {
+            title: "Two calls in one turn, and what `first` costs",
+            press: "extraction is `first`: the loop runs only the first call. Step to round 2's Request and read the ids pane",
+            question: "Which id would the provider reject in the second request?",
+            lesson: "every tool_use needs its tool_result: a real provider answers 400, and this model just drops the rate (G shows it). Now press e (run every call) and G: the rate is back",
+        },
         setup: first_and_skip,
         answer: rejected_id,
         at: second_request,
@@ -383,10 +376,12 @@ pub const STOPS: &[Stop] = &[
     },
     Stop {
         session: "stop_truncated.json",
-        title: "Stop rules, and a reply cut by max_tokens",
-        press: "s cycles the stop rule; G shows how each run ends",
-        question: "Under which stop rule does the run end in round 1 with an error, neither spinning nor taking the cut reply as the answer?",
-        lesson: "a reply cut by max_tokens is neither a tool call nor an answer: `robust` checks finish_reason and stops with an error you can act on",
+        en: Words {
+            title: "Stop rules, and a reply cut by max_tokens",
+            press: "s cycles the stop rule; G shows how each run ends",
+            question: "Under which stop rule does the run end in round 1 with an error, neither spinning nor taking the cut reply as the answer?",
+            lesson: "a reply cut by max_tokens is neither a tool call nor an answer: `robust` checks finish_reason and stops with an error you can act on",
+        },
         setup: nothing,
         answer: honest_stop_rule,
         at: last_step,
@@ -399,10 +394,12 @@ pub const STOPS: &[Stop] = &[
     },
     Stop {
         session: "fault_interrupt.json",
-        title: "An interrupt, and closing what it left open",
-        press: "the user interrupts while a tool runs; the closure is `leave`. Press G and read the ids pane",
-        question: "Which id is left without a tool_result when the closure is `leave`?",
-        lesson: "after an interrupt every tool_use must still be closed, or the next request is a 400; Claude Code synthesizes an error result for each. p cycles the closure",
+        en: Words {
+            title: "An interrupt, and closing what it left open",
+            press: "the user interrupts while a tool runs; the closure is `leave`. Press G and read the ids pane",
+            question: "Which id is left without a tool_result when the closure is `leave`?",
+            lesson: "after an interrupt every tool_use must still be closed, or the next request is a 400; Claude Code synthesizes an error result for each. p cycles the closure",
+        },
         setup: leave,
         answer: dangling_at_end,
         at: last_step,
@@ -415,10 +412,12 @@ pub const STOPS: &[Stop] = &[
     },
     Stop {
         session: "weather_fx.json",
-        title: "What closure hides",
-        press: "`first` drops get_fx_rate again, but the closure is `synthesize`: a placeholder closes it, so no 400. Press G and read the warnings",
-        question: "Which number does the answer state that no tool returned?",
-        lesson: "closure mends the history, not the loop: no 400 warns you, and the model states a rate no tool gave. Mend the cause (e: run every call)",
+        en: Words {
+            title: "What closure hides",
+            press: "`first` drops get_fx_rate again, but the closure is `synthesize`: a placeholder closes it, so no 400. Press G and read the warnings",
+            question: "Which number does the answer state that no tool returned?",
+            lesson: "closure mends the history, not the loop: no 400 warns you, and the model states a rate no tool gave. Mend the cause (e: run every call)",
+        },
         setup: first_and_synthesize,
         answer: unsourced_number,
         at: last_step,
@@ -471,7 +470,7 @@ mod tests {
             assert!(
                 !matches!(answer, Answer::Word(w) if w.is_empty()),
                 "{}: no answer",
-                stop.title
+                stop.en.title
             );
         }
     }
@@ -507,7 +506,7 @@ mod language_tests {
                 (stop.answer)(&zh[k], &opening_strategy(stop, &zh[k])),
                 (stop.answer)(&en[k], &opening_strategy(stop, &en[k])),
                 "{}",
-                stop.title
+                stop.en.title
             );
         }
         let run = loopdbg_engine::run(&en[1], &opening_strategy(&STOPS[1], &en[1]));
