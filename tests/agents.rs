@@ -1213,6 +1213,78 @@ fn claude_code_resumes_a_session_with_a_refused_id_once_the_doctor_renamed_it() 
     assert!(!exchanges.is_empty() && exchanges.iter().all(|e| e["status"] == 200));
 }
 
+/// `loopdbg hooks install claude-code`, then the journey a user with a
+/// broken session takes: the resume's SessionStart hook says, before the
+/// first request, that the provider will refuse it and which doctor
+/// command repairs it; the request is refused (as the hook said); the
+/// doctor repairs; the next resume's hook says nothing and the request is
+/// taken. The hook runs in Claude Code (2.1.332) itself, through the
+/// settings install wrote; `--include-hook-events` shows what it printed.
+#[test]
+#[ignore = "end-to-end: the real agent (scripts/install-agents.sh)"]
+fn claude_code_hook_warns_of_the_400_before_it_comes_and_the_doctor_silences_it() {
+    let id = "7d0c0ffe-0000-4000-8000-00000000e2e9";
+    let Some(journey) = ClaudeJourney::start("agents::hooks", id) else {
+        return;
+    };
+    let _ = journey.first_run(&format!("{}: run the three commands", fake::E2E_BREAK));
+    let log = journey.log();
+    let settings = journey.stage.scratch.home.join(".claude/settings.json");
+    let (ok, said) = loopdbg(&[
+        "hooks".as_ref(),
+        "install".as_ref(),
+        "claude-code".as_ref(),
+        "--settings".as_ref(),
+        settings.as_os_str(),
+    ]);
+    assert!(ok, "{said}");
+    let events = [
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--include-hook-events",
+    ];
+    let hook_said = |ran: &Ran| -> Vec<String> {
+        ran.stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|e| e["subtype"] == "hook_response" && e["hook_event"] == "SessionStart")
+            .map(|e| {
+                format!(
+                    "{}{}",
+                    e["stdout"].as_str().unwrap_or(""),
+                    e["output"].as_str().unwrap_or("")
+                )
+            })
+            .collect()
+    };
+    let (_, ran, exchanges) = journey.resume(&events);
+    let warned = hook_said(&ran);
+    assert!(
+        warned.iter().any(|w| w
+            .contains("loopdbg: The provider will refuse this session's next request (400: ")
+            && w.contains("loopdbg doctor --write ")),
+        "the hook's warning: {warned:?}\n{}\n{}",
+        ran.stdout,
+        ran.stderr
+    );
+    let last = exchanges.last().expect("a request");
+    assert_eq!(last["status"], 400, "as the hook said: {last}");
+    let (ok, said) = loopdbg(&[
+        "doctor".as_ref(),
+        "--write".as_ref(),
+        "--force".as_ref(),
+        log.as_os_str(),
+    ]);
+    assert!(ok, "{said}");
+    let (ok, ran, exchanges) = journey.resume(&events);
+    assert!(ok, "{}\n{}", ran.stdout, ran.stderr);
+    let said = hook_said(&ran);
+    assert!(!said.is_empty(), "the hook ran: {}", ran.stdout);
+    assert!(said.iter().all(|w| !w.contains("loopdbg:")), "{said:?}");
+    assert!(!exchanges.is_empty() && exchanges.iter().all(|e| e["status"] == 200));
+}
+
 /// The fake's stalling script, set up in `dir`: the prompt that asks for
 /// it, and its two FIFOs held open for reading and writing (so no open
 /// blocks): the stalled command writes a line to `pipe`, then reads

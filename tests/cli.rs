@@ -927,3 +927,62 @@ fn an_answer_stating_a_number_no_tool_returned_is_warned_about() {
             .any(|w| w["kind"] == "unsourced")
     );
 }
+
+/// `hooks install` finds Claude Code's settings as Claude Code does
+/// (`CLAUDE_CONFIG_DIR`, else `~/.claude`), writes hooks that run this
+/// very binary, refuses settings that are not JSON (where, exit 2, nothing
+/// written), refuses agents it does not install for; `run` never fails
+/// the agent whatever its input.
+#[test]
+fn hooks_install_where_claude_code_reads_and_never_fail_the_agent() {
+    let home = tempfile::tempdir().unwrap();
+    let config = tempfile::tempdir().unwrap();
+    loopdbg()
+        .args(["hooks", "install", "claude-code"])
+        .env("HOME", home.path())
+        .env("CLAUDE_CONFIG_DIR", config.path())
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("installed loopdbg's hooks"));
+    let written: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(config.path().join("settings.json")).unwrap(),
+    )
+    .unwrap();
+    let command = written["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap();
+    assert!(
+        command.starts_with(env!("CARGO_BIN_EXE_loopdbg"))
+            && command.ends_with(" hooks run claude-code session-start"),
+        "{command}"
+    );
+    assert!(!home.path().join(".claude").exists());
+    std::fs::write(config.path().join("settings.json"), "{\"a\": 1,,}").unwrap();
+    loopdbg()
+        .args(["hooks", "install", "claude-code"])
+        .env("CLAUDE_CONFIG_DIR", config.path())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("settings.json:1:9: not JSON"));
+    assert_eq!(
+        std::fs::read_to_string(config.path().join("settings.json")).unwrap(),
+        "{\"a\": 1,,}"
+    );
+    loopdbg()
+        .args(["hooks", "install", "codex"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("Codex CLI runs no hook before"));
+    for input in [
+        "",
+        "not json",
+        "{\"transcript_path\": \"/nonexistent/x.jsonl\"}",
+    ] {
+        loopdbg()
+            .args(["hooks", "run", "claude-code", "session-start"])
+            .write_stdin(input)
+            .assert()
+            .success()
+            .stdout("");
+    }
+}

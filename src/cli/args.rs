@@ -203,7 +203,7 @@ pub enum Command {
     Diff(DiffArgs),
     /// A guided tour of the loop for newcomers, in five parts.
     ///
-    /// Each stop says what to press and asks a question answered from the
+    /// Each part says what to press and asks a question answered from the
     /// screen. Progress is remembered between runs.
     Tour(TourArgs),
     /// Turn a capture or an agent log into a session that runs it again.
@@ -225,6 +225,16 @@ pub enum Command {
     /// Exit 0 when every session is (or became) sendable; 1 when one needs a
     /// repair not written; 2 when one could not be read or repaired.
     Doctor(DoctorArgs),
+    /// Put loopdbg in an agent: hooks that warn of a 400 before it comes.
+    ///
+    /// `install claude-code` writes into Claude Code's settings (a backup
+    /// kept, idempotent): a SessionStart hook on resume and after compaction
+    /// that says, before the first prompt, when the provider will refuse
+    /// the session and which doctor command repairs it; a PreCompact hook;
+    /// and a status line segment where no status line is set. `uninstall`
+    /// takes out only what install put in. `run` and `statusline` are what
+    /// the agent runs.
+    Hooks(HooksArgs),
     /// Tap an MCP server and record every JSON-RPC message.
     ///
     /// Starts a stdio server, relays the agent's messages to it
@@ -547,6 +557,72 @@ pub struct DiffArgs {
     pub format: ReportFormat,
     #[command(flatten)]
     pub places: SessionPlaces,
+}
+
+// The arguments of `hooks` (its help text is the variant's).
+#[derive(Debug, Args)]
+pub struct HooksArgs {
+    #[command(subcommand)]
+    pub action: HooksAction,
+}
+
+/// What `hooks` does.
+#[derive(Debug, Subcommand)]
+pub enum HooksAction {
+    /// Write loopdbg's hooks into the agent's settings (a backup kept).
+    Install {
+        /// The agent.
+        #[arg(value_enum)]
+        agent: HookAgent,
+        /// The settings file (default: the agent's user settings, e.g.
+        /// `$CLAUDE_CONFIG_DIR/settings.json` or `~/.claude/settings.json`).
+        #[arg(long)]
+        settings: Option<PathBuf>,
+    },
+    /// Take loopdbg's hooks out of the agent's settings, nothing else.
+    Uninstall {
+        /// The agent.
+        #[arg(value_enum)]
+        agent: HookAgent,
+        /// The settings file, as for install.
+        #[arg(long)]
+        settings: Option<PathBuf>,
+    },
+    /// What the agent runs at a hook (its JSON on standard input).
+    Run {
+        /// The agent.
+        #[arg(value_enum)]
+        agent: HookAgent,
+        /// The moment.
+        #[arg(value_enum)]
+        moment: HookMoment,
+    },
+    /// What the agent runs for its status line (its JSON on standard input).
+    Statusline {
+        /// The agent.
+        #[arg(value_enum)]
+        agent: HookAgent,
+    },
+}
+
+/// An agent whose hooks loopdbg knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HookAgent {
+    /// Claude Code: SessionStart, PreCompact and the status line.
+    ClaudeCode,
+    /// Codex CLI: no hook runs before a resumed session's first request.
+    Codex,
+    /// Gemini CLI: has SessionStart hooks; loopdbg does not install them yet.
+    GeminiCli,
+}
+
+/// When a hook runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HookMoment {
+    /// A session resumed, or compacted.
+    SessionStart,
+    /// Before compaction.
+    PreCompact,
 }
 
 // The arguments of `tour` (its help text is the variant's).

@@ -22,6 +22,7 @@ macro_rules! say_partial {
 
 pub mod args;
 pub mod check;
+mod hooks;
 
 #[cfg(feature = "demo")]
 mod demo;
@@ -195,6 +196,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         Some(Command::Tour(args)) => tour(args),
         Some(Command::Record(args)) => record(args),
         Some(Command::Doctor(args)) => Ok(ExitCode::from(doctor(&args))),
+        Some(Command::Hooks(args)) => hooks::hooks(args),
         #[cfg(feature = "proxy")]
         Some(Command::Mcp(args)) => match &args.upstream {
             Some(url) => mcp::http_tap(&args.capture, args.force, url, args.listen),

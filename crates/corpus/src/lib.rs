@@ -34,6 +34,7 @@ pub mod crush_store;
 pub mod doctor;
 pub mod exports;
 pub mod follow;
+pub mod hooks;
 pub mod limits;
 pub mod open;
 #[cfg(feature = "opencode")]

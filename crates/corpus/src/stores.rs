@@ -99,7 +99,7 @@ impl Places {
     }
 
     /// `$name`, else `~/rel`.
-    fn var_or_home(&self, name: &str, rel: &str) -> Option<PathBuf> {
+    pub(crate) fn var_or_home(&self, name: &str, rel: &str) -> Option<PathBuf> {
         match self.var(name) {
             Some(dir) => Some(dir.to_path_buf()),
             None => self.at_home(rel),
@@ -494,7 +494,7 @@ fn small_file(path: &Path, limit: u64) -> Option<Vec<u8>> {
 }
 
 /// `text` as one shell word.
-fn quoted(text: &str) -> String {
+pub fn quoted(text: &str) -> String {
     let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+:@%,=".contains(c);
     if text.chars().all(plain) {
         text.to_string()
