@@ -10,6 +10,7 @@
 mod common;
 
 mod agents;
+mod bundle;
 mod check;
 mod check_inputs;
 mod cli;

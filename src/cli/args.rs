@@ -225,6 +225,14 @@ pub enum Command {
     /// Exit 0 when every session is (or became) sendable; 1 when one needs a
     /// repair not written; 2 when one could not be read or repaired.
     Doctor(DoctorArgs),
+    /// A broken session's structure, to attach to a bug report: no words of yours.
+    ///
+    /// Writes FILE in its own format with its structure (roles, block
+    /// types, ids, tool names, models, versions, times, stop reasons, every
+    /// key and number) and every text, argument, result, path and command
+    /// replaced by a placeholder. Written only when `check` finds the same
+    /// problems in the bundle as in FILE (kind, place, ids, severity).
+    Bundle(BundleArgs),
     /// Put loopdbg in an agent: hooks that warn of a 400 before it comes.
     ///
     /// `install claude-code` writes into Claude Code's settings (a backup
@@ -557,6 +565,19 @@ pub struct DiffArgs {
     pub format: ReportFormat,
     #[command(flatten)]
     pub places: SessionPlaces,
+}
+
+// The arguments of `bundle` (its help text is the variant's).
+#[derive(Debug, Args)]
+pub struct BundleArgs {
+    /// The session, log or request body.
+    pub file: PathBuf,
+    /// Where the bundle goes (never FILE; an existing file only with --force).
+    #[arg(short = 'o', long)]
+    pub output: PathBuf,
+    /// Replace an existing -o file.
+    #[arg(long)]
+    pub force: bool,
 }
 
 // The arguments of `hooks` (its help text is the variant's).

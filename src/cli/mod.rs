@@ -197,6 +197,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         Some(Command::Record(args)) => record(args),
         Some(Command::Doctor(args)) => Ok(ExitCode::from(doctor(&args))),
         Some(Command::Hooks(args)) => hooks::hooks(args),
+        Some(Command::Bundle(args)) => bundle(&args),
         #[cfg(feature = "proxy")]
         Some(Command::Mcp(args)) => match &args.upstream {
             Some(url) => mcp::http_tap(&args.capture, args.force, url, args.listen),
@@ -565,6 +566,42 @@ fn doctor(args: &args::DoctorArgs) -> u8 {
     let progress = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let progress = progress.then(|| Box::new(std::io::stderr()) as Box<dyn Write + Send>);
     scan(Options { write, force, json }, progress, out)
+}
+
+/// `loopdbg bundle`: exit 0 written, 1 when the bundle would not show
+/// the file's problems, 2 for input or an output it cannot use.
+fn bundle(args: &args::BundleArgs) -> Result<ExitCode, Failure> {
+    use loopdbg_corpus::bundle::{BundleError, bundle};
+    match bundle(&args.file, &args.output, args.force) {
+        Ok(b) => {
+            say!(
+                "wrote {} ({}, {} distinct strings replaced): {}",
+                args.output.display(),
+                b.format.as_deref().unwrap_or("unknown format"),
+                b.replaced,
+                match b.findings.len() {
+                    0 => "no problems, as the file".to_string(),
+                    n => format!(
+                        "{n} finding(s), as the file: {}",
+                        b.findings
+                            .iter()
+                            .map(|(kind, path, ids, severity)| format!(
+                                "{kind} ({severity}) at {path} [{}]",
+                                ids.join(", ")
+                            ))
+                            .collect::<Vec<_>>()
+                            .join("; ")
+                    ),
+                }
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e @ BundleError::Differs { .. }) => {
+            say!("loopdbg: {e}");
+            Ok(ExitCode::FAILURE)
+        }
+        Err(e) => Err(bad_flag(e.to_string())),
+    }
 }
 
 /// `loopdbg tour`.

@@ -26,6 +26,7 @@ use std::path::Path;
 use loopdbg_engine::LoadError;
 use serde_json::Value;
 
+pub mod bundle;
 pub mod ci;
 pub mod conversations;
 pub mod cores;
