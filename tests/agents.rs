@@ -1285,6 +1285,63 @@ fn claude_code_hook_warns_of_the_400_before_it_comes_and_the_doctor_silences_it(
     assert!(!exchanges.is_empty() && exchanges.iter().all(|e| e["status"] == 200));
 }
 
+/// `loopdbg hooks install gemini-cli`, then a session Gemini CLI cannot
+/// resume as it wrote it (every response recorded twice): its
+/// SessionStart hook says so on standard error before the request the
+/// fake refuses; after `doctor --write` the hook is silent and the resume
+/// is answered.
+#[test]
+#[ignore = "end-to-end: the real agent (scripts/install-agents.sh)"]
+fn gemini_cli_hook_warns_of_the_400_before_it_comes_and_the_doctor_silences_it() {
+    let agent = Agent::GeminiCli;
+    let Some(stage) = Stage::start(agent, "agents::gemini_hooks") else {
+        return;
+    };
+    let (bin, fake, scratch) = (&stage.bin, &stage.fake, &stage.scratch);
+    run(agent, bin, &fake.url, scratch);
+    let log = scratch.log(agent);
+    let settings = scratch.home.join(".gemini/settings.json");
+    let (ok, said) = loopdbg(&[
+        "hooks".as_ref(),
+        "install".as_ref(),
+        "gemini-cli".as_ref(),
+        "--settings".as_ref(),
+        settings.as_os_str(),
+    ]);
+    assert!(ok, "{said}");
+    let written = std::fs::read_to_string(&log).unwrap();
+    let resume = |text: &str| {
+        let chats = log.parent().unwrap();
+        for entry in std::fs::read_dir(chats).unwrap().flatten() {
+            if entry.path() != log {
+                std::fs::remove_file(entry.path()).unwrap();
+            }
+        }
+        std::fs::write(&log, text).unwrap();
+        resume_through_proxy(agent, bin, &fake.url, scratch, &["--resume", "latest"])
+    };
+    let (ok, ran, exchanges) = resume(&written);
+    assert!(!ok, "the unrepaired session resumed");
+    assert!(
+        ran.stderr
+            .contains("loopdbg: The provider will refuse this session's next request (400: ")
+            && ran.stderr.contains("loopdbg doctor --write "),
+        "the hook's warning on stderr:\n{}",
+        ran.stderr
+    );
+    assert!(
+        exchanges.iter().any(|e| e["status"] == 400),
+        "as the hook said"
+    );
+    std::fs::write(&log, &written).unwrap();
+    doctor_writes(&log, &written, "drop the second copy of the response");
+    let doctored = std::fs::read_to_string(&log).unwrap();
+    let (ok, ran, exchanges) = resume(&doctored);
+    assert!(ok, "{}\n{}", ran.stdout, ran.stderr);
+    assert!(!ran.stderr.contains("loopdbg:"), "{}", ran.stderr);
+    assert!(!exchanges.is_empty() && exchanges.iter().all(|e| e["status"] == 200));
+}
+
 /// The fake's stalling script, set up in `dir`: the prompt that asks for
 /// it, and its two FIFOs held open for reading and writing (so no open
 /// blocks): the stalled command writes a line to `pipe`, then reads

@@ -239,9 +239,10 @@ pub enum Command {
     /// kept, idempotent): a SessionStart hook on resume and after compaction
     /// that says, before the first prompt, when the provider will refuse
     /// the session and which doctor command repairs it; a PreCompact hook;
-    /// and a status line segment where no status line is set. `uninstall`
-    /// takes out only what install put in. `run` and `statusline` are what
-    /// the agent runs.
+    /// and a status line segment where no status line is set. `install
+    /// gemini-cli`: SessionStart and PreCompress in Gemini CLI's settings.
+    /// `uninstall` takes out only what install put in. `run` and
+    /// `statusline` are what the agent runs.
     Hooks(HooksArgs),
     /// Tap an MCP server and record every JSON-RPC message.
     ///
@@ -633,7 +634,7 @@ pub enum HookAgent {
     ClaudeCode,
     /// Codex CLI: no hook runs before a resumed session's first request.
     Codex,
-    /// Gemini CLI: has SessionStart hooks; loopdbg does not install them yet.
+    /// Gemini CLI: SessionStart and PreCompress.
     GeminiCli,
 }
 

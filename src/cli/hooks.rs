@@ -27,15 +27,14 @@ pub fn hooks(args: HooksArgs) -> Result<ExitCode, Failure> {
     }
 }
 
-/// What the other agents have, said where `install` is asked for them.
-fn unsupported(agent: HookAgent) -> Option<&'static str> {
+/// The agent's hooks, or what it has instead (said where `install` is
+/// asked for it).
+fn target(agent: HookAgent) -> Result<hooks::Target, &'static str> {
     match agent {
-        HookAgent::ClaudeCode => None,
-        HookAgent::Codex => Some(
+        HookAgent::ClaudeCode => Ok(hooks::CLAUDE_CODE),
+        HookAgent::GeminiCli => Ok(hooks::GEMINI_CLI),
+        HookAgent::Codex => Err(
             "Codex CLI runs no hook before a resumed session's first request (its `notify` program runs after a turn ends): nothing to install. `loopdbg doctor --scan` finds its sessions that cannot be resumed",
-        ),
-        HookAgent::GeminiCli => Some(
-            "Gemini CLI has SessionStart hooks (`hooks` in its settings.json), but loopdbg does not install them yet: `loopdbg doctor --scan` finds its sessions that cannot be resumed",
         ),
     }
 }
@@ -45,33 +44,37 @@ fn edit(
     settings: Option<std::path::PathBuf>,
     install: bool,
 ) -> Result<ExitCode, Failure> {
-    if let Some(why) = unsupported(agent) {
-        return Err(bad_flag(why.into()));
-    }
+    let target = target(agent).map_err(|why| bad_flag(why.into()))?;
+    let places = loopdbg_corpus::stores::Places::from_env();
     let path = match settings {
         Some(path) => path,
-        None => hooks::claude_settings(&loopdbg_corpus::stores::Places::from_env())
-            .ok_or_else(|| bad_flag("no home folder: name the settings with --settings".into()))?,
+        None => match agent {
+            HookAgent::GeminiCli => hooks::gemini_settings(&places),
+            _ => hooks::claude_settings(&places),
+        }
+        .ok_or_else(|| bad_flag("no home folder: name the settings with --settings".into()))?,
     };
     // The hooks run this very binary, by its full path: the agent's PATH
     // may not hold the folder it was installed in.
     let program = std::env::current_exe()?;
     let program = loopdbg_corpus::stores::quoted(&program.to_string_lossy());
     let change = match install {
-        true => hooks::install(&path, &program),
-        false => hooks::uninstall(&path),
+        true => hooks::install(target, &path, &program),
+        false => hooks::uninstall(target, &path),
     }
     .map_err(|e| match e {
         hooks::HookError::Unreadable(message) => bad_flag(message),
         other => other.into(),
     })?;
+    let what = match agent {
+        HookAgent::GeminiCli => "SessionStart, PreCompress",
+        _ => "SessionStart on resume and compaction, PreCompact, the status line",
+    };
     let did = match (install, change.written) {
-        (true, true) => {
-            "installed loopdbg's hooks (SessionStart on resume and compaction, PreCompact, the status line) in"
-        }
-        (true, false) => "loopdbg's hooks are already in",
-        (false, true) => "took loopdbg's hooks out of",
-        (false, false) => "no loopdbg hooks in",
+        (true, true) => format!("installed loopdbg's hooks ({what}) in"),
+        (true, false) => "loopdbg's hooks are already in".to_string(),
+        (false, true) => "took loopdbg's hooks out of".to_string(),
+        (false, false) => "no loopdbg hooks in".to_string(),
     };
     say!("{did} {}", change.settings.display());
     if let Some(backup) = &change.backup {
@@ -86,12 +89,17 @@ fn edit(
 /// The agent runs a hook: whatever goes wrong, it is never failed, and
 /// nothing is said when all is well.
 fn answer(agent: HookAgent, moment: Moment) -> Result<ExitCode, Failure> {
-    if agent != HookAgent::ClaudeCode {
+    if target(agent).is_err() {
         return Ok(ExitCode::SUCCESS);
     }
     let mut input = Vec::new();
     let _ = std::io::stdin().take(1 << 20).read_to_end(&mut input);
-    if let Some(said) = hooks::respond(moment, &input) {
+    let places = loopdbg_corpus::stores::Places::from_env();
+    let find = |session: &str| match agent {
+        HookAgent::GeminiCli => hooks::gemini_session_file(&places, session),
+        _ => None,
+    };
+    if let Some(said) = hooks::respond_finding(moment, &input, &find) {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{said}");
     }

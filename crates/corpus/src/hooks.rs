@@ -33,6 +33,7 @@ pub enum Moment {
 #[derive(Debug, Default)]
 struct Input {
     transcript: Option<PathBuf>,
+    session: Option<String>,
     source: Option<String>,
 }
 
@@ -45,20 +46,83 @@ fn input_of(stdin: &[u8]) -> Input {
             .as_str()
             .filter(|p| !p.is_empty())
             .map(PathBuf::from),
+        session: value["session_id"].as_str().map(str::to_string),
         source: value["source"].as_str().map(str::to_string),
     }
+}
+
+/// The Gemini CLI session file of `session` (its chats are named
+/// `session-DATE-<the id's first 8 characters>.json[l]`): Gemini CLI
+/// 0.61 runs `SessionStart` before it opens the resumed file, so the
+/// hook's `transcript_path` is empty there.
+pub fn gemini_session_file(places: &crate::stores::Places, session: &str) -> Option<PathBuf> {
+    let short: String = session.chars().take(8).collect();
+    if short.len() < 8 {
+        return None;
+    }
+    crate::stores::stores(places)
+        .into_iter()
+        .filter(|s| s.agent == loopdbg_read::Agent::GeminiCli)
+        .flat_map(|s| s.sessions)
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.contains(&format!("-{short}.")))
+        })
+        .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
 }
 
 /// Why the session at `path` will be refused as the agent will send it,
 /// or `None` when it will be sent (clean, or mended by the agent itself),
 /// or cannot be read.
 pub fn refusal(path: &Path) -> Option<String> {
-    let (verdict, standing) = crate::doctor::standing(path, false);
+    refusal_of_session(path, false)
+}
+
+/// [`refusal`] of what the agent will send once `SessionStart` has run.
+/// Gemini CLI 0.61, resuming, appends a session header and a `$set`
+/// holding only the session context to the resumed file just before it
+/// runs `SessionStart`, then sends the history the file held before it:
+/// judged whole, the file reads as that empty start (nothing to refuse)
+/// while the request it sends is refused. At `SessionStart`, what follows
+/// the last header after the first is not what is sent.
+fn refusal_of_session(path: &Path, at_start: bool) -> Option<String> {
+    let (verdict, standing) = match at_start {
+        false => crate::doctor::standing(path, false),
+        true => {
+            let bytes =
+                loopdbg_io::files::read_regular(path, crate::limits::MAX_WHOLE_BYTES).ok()?;
+            let kept = before_the_last_header(bytes);
+            crate::doctor::diagnose_as(&crate::open::origin_of(path), kept, None, false)
+        }
+    };
     match (verdict, standing) {
         (_, Standing::Mended | Standing::Unread) => None,
         (Verdict::Needs(repair), Standing::Refused) => Some(repair.why),
         (Verdict::NotRepaired { why, .. }, Standing::Refused) => Some(why),
         (Verdict::Clean | Verdict::Cannot(_), Standing::Refused) => None,
+    }
+}
+
+/// `bytes` up to the last line after the first that is a session header
+/// (a record with `projectHash`, as Gemini CLI writes one when a session
+/// starts or resumes); all of them when there is none.
+fn before_the_last_header(bytes: Vec<u8>) -> Vec<u8> {
+    let mut cut = None;
+    let mut at = 0;
+    for (k, line) in bytes.split_inclusive(|b| *b == b'\n').enumerate() {
+        if k > 0
+            && line.windows(13).any(|w| w == b"\"projectHash\"")
+            && serde_json::from_slice::<Value>(line)
+                .is_ok_and(|v| v.get("projectHash").is_some() && v.get("sessionId").is_some())
+        {
+            cut = Some(at);
+        }
+        at += line.len();
+    }
+    match cut {
+        Some(at) => bytes[..at].to_vec(),
+        None => bytes,
     }
 }
 
@@ -74,9 +138,22 @@ fn short(text: &str, most: usize) -> String {
 /// What the hook prints for `moment`, given the agent's standard input:
 /// `None` when it has nothing to say.
 pub fn respond(moment: Moment, stdin: &[u8]) -> Option<String> {
+    respond_finding(moment, stdin, &|_| None)
+}
+
+/// [`respond`], with `find` naming the session's file from its id where
+/// the agent gives no `transcript_path` ([`gemini_session_file`]).
+pub fn respond_finding(
+    moment: Moment,
+    stdin: &[u8],
+    find: &dyn Fn(&str) -> Option<PathBuf>,
+) -> Option<String> {
     let input = input_of(stdin);
-    let path = input.transcript?;
-    let why = refusal(&path);
+    let path = match input.transcript {
+        Some(path) => path,
+        None => find(input.session.as_deref()?)?,
+    };
+    let why = refusal_of_session(&path, moment == Moment::SessionStart);
     let fix = format!(
         "loopdbg doctor --write {}",
         crate::stores::quoted(&path.to_string_lossy())
@@ -129,16 +206,62 @@ pub fn claude_settings(places: &crate::stores::Places) -> Option<PathBuf> {
     )
 }
 
-/// The words every command loopdbg installs holds, so `uninstall` (and a
-/// second `install`) finds its own entries and no one else's.
-const OURS: &str = " hooks run claude-code ";
-const OUR_STATUS: &str = " hooks statusline claude-code";
+/// An agent loopdbg installs hooks into: its name in the commands
+/// (`hooks run NAME …`), the events with their matchers and moments, and
+/// whether it has a status line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Target {
+    name: &'static str,
+    events: &'static [(&'static str, &'static str, &'static str)],
+    status_line: bool,
+}
 
-/// The hooks loopdbg installs: the event, its matcher, the moment.
-const EVENTS: &[(&str, &str, &str)] = &[
-    ("SessionStart", "resume|compact", "session-start"),
-    ("PreCompact", "", "pre-compact"),
-];
+/// Claude Code: `SessionStart` on resume and after compaction,
+/// `PreCompact`, and the status line.
+pub const CLAUDE_CODE: Target = Target {
+    name: "claude-code",
+    events: &[
+        ("SessionStart", "resume|compact", "session-start"),
+        ("PreCompact", "", "pre-compact"),
+    ],
+    status_line: true,
+};
+
+/// Gemini CLI (0.61): `SessionStart` (its `systemMessage` is written to
+/// the terminal; on `-p` to standard error) and `PreCompress`; no status
+/// line command.
+pub const GEMINI_CLI: Target = Target {
+    name: "gemini-cli",
+    events: &[
+        ("SessionStart", "", "session-start"),
+        ("PreCompress", "", "pre-compact"),
+    ],
+    status_line: false,
+};
+
+impl Target {
+    /// The words every command loopdbg installs for it holds, so
+    /// `uninstall` (and a second `install`) finds its own entries and no
+    /// one else's.
+    fn ours(self) -> String {
+        format!(" hooks run {} ", self.name)
+    }
+
+    fn our_status(self) -> String {
+        format!(" hooks statusline {}", self.name)
+    }
+}
+
+/// Where Gemini CLI keeps its user settings: `$GEMINI_CLI_HOME/.gemini`,
+/// else `~/.gemini`, then `settings.json`.
+pub fn gemini_settings(places: &crate::stores::Places) -> Option<PathBuf> {
+    Some(
+        places
+            .var_or_home("GEMINI_CLI_HOME", "")?
+            .join(".gemini")
+            .join("settings.json"),
+    )
+}
 
 /// What `install` or `uninstall` did to the settings.
 #[derive(Debug, PartialEq, Eq)]
@@ -169,13 +292,15 @@ pub enum HookError {
     },
 }
 
-fn is_ours(hook: &Value) -> bool {
-    hook["command"].as_str().is_some_and(|c| c.contains(OURS))
+fn is_ours(target: Target, hook: &Value) -> bool {
+    hook["command"]
+        .as_str()
+        .is_some_and(|c| c.contains(&target.ours()))
 }
 
 /// `settings` with loopdbg's hooks taken out (and its status line, when
 /// it is loopdbg's): the entries and matcher groups others wrote stay.
-fn without_ours(settings: &mut Map<String, Value>) {
+fn without_ours(target: Target, settings: &mut Map<String, Value>) {
     if let Some(Value::Object(hooks)) = settings.get_mut("hooks") {
         for (_, groups) in hooks.iter_mut() {
             let Value::Array(groups) = groups else {
@@ -183,7 +308,7 @@ fn without_ours(settings: &mut Map<String, Value>) {
             };
             for group in groups.iter_mut() {
                 if let Some(Value::Array(list)) = group.get_mut("hooks") {
-                    list.retain(|h| !is_ours(h));
+                    list.retain(|h| !is_ours(target, h));
                 }
             }
             groups.retain(|g| g["hooks"].as_array().is_none_or(|l| !l.is_empty()));
@@ -196,7 +321,7 @@ fn without_ours(settings: &mut Map<String, Value>) {
     let status_ours = settings
         .get("statusLine")
         .and_then(|s| s["command"].as_str())
-        .is_some_and(|c| c.ends_with(OUR_STATUS));
+        .is_some_and(|c| c.ends_with(&target.our_status()));
     if status_ours {
         settings.remove("statusLine");
     }
@@ -204,8 +329,13 @@ fn without_ours(settings: &mut Map<String, Value>) {
 
 /// `settings` with loopdbg's hooks, run by `program`, and its status line
 /// where no other is set (a note says how to add the segment to one).
-fn with_ours(settings: &mut Map<String, Value>, program: &str, notes: &mut Vec<String>) {
-    without_ours(settings);
+fn with_ours(
+    target: Target,
+    settings: &mut Map<String, Value>,
+    program: &str,
+    notes: &mut Vec<String>,
+) {
+    without_ours(target, settings);
     let entry = settings
         .entry("hooks")
         .or_insert_with(|| Value::Object(Map::new()));
@@ -215,17 +345,28 @@ fn with_ours(settings: &mut Map<String, Value>, program: &str, notes: &mut Vec<S
     let Value::Object(hooks) = entry else {
         return;
     };
-    for (event, matcher, moment) in EVENTS {
-        let group = json!({
-            "matcher": matcher,
-            "hooks": [{"type": "command", "command": format!("{program}{OURS}{moment}"), "timeout": 10}]
+    let ours = target.ours();
+    for (event, matcher, moment) in target.events {
+        let mut group = json!({
+            "hooks": [{"type": "command", "command": format!("{program}{ours}{moment}"), "timeout": 10000}]
         });
+        // Claude Code counts a hook's timeout in seconds, Gemini CLI in
+        // milliseconds; a matcher only where one is given.
+        if target == CLAUDE_CODE {
+            group["hooks"][0]["timeout"] = json!(10);
+        }
+        if !matcher.is_empty() || target == CLAUDE_CODE {
+            group["matcher"] = json!(matcher);
+        }
         match hooks.entry(*event).or_insert_with(|| json!([])) {
             Value::Array(groups) => groups.push(group),
             other => *other = json!([group]),
         }
     }
-    let status = format!("{program}{OUR_STATUS}");
+    if !target.status_line {
+        return;
+    }
+    let status = format!("{program}{}", target.our_status());
     match settings.get("statusLine") {
         None => {
             settings.insert(
@@ -337,17 +478,17 @@ fn write_settings(
 /// and the status line where none is set. Idempotent (a second install
 /// changes nothing; one from another binary path replaces the first);
 /// anything else in the file stays as it was.
-pub fn install(path: &Path, program: &str) -> Result<Change, HookError> {
+pub fn install(target: Target, path: &Path, program: &str) -> Result<Change, HookError> {
     let (original, before) = read_settings(path)?;
     let mut settings = before.clone();
     let mut notes = Vec::new();
-    with_ours(&mut settings, program, &mut notes);
+    with_ours(target, &mut settings, program, &mut notes);
     write_settings(path, original, &before, settings, notes)
 }
 
 /// Takes loopdbg's hooks (and its status line) out of the settings at
 /// `path`, leaving everything else.
-pub fn uninstall(path: &Path) -> Result<Change, HookError> {
+pub fn uninstall(target: Target, path: &Path) -> Result<Change, HookError> {
     let (original, before) = read_settings(path)?;
     if original.is_none() {
         return Ok(Change {
@@ -358,7 +499,7 @@ pub fn uninstall(path: &Path) -> Result<Change, HookError> {
         });
     }
     let mut settings = before.clone();
-    without_ours(&mut settings);
+    without_ours(target, &mut settings);
     write_settings(path, original, &before, settings, Vec::new())
 }
 
@@ -388,7 +529,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let theirs = r#"{"model": "opus", "hooks": {"SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": "echo hi"}]}]}}"#;
         let path = settings_in(dir.path(), Some(theirs));
-        let first = install(&path, PROGRAM).unwrap();
+        let first = install(CLAUDE_CODE, &path, PROGRAM).unwrap();
         assert!(first.written);
         assert_eq!(
             std::fs::read_to_string(first.backup.unwrap()).unwrap(),
@@ -412,16 +553,16 @@ mod tests {
             s["statusLine"]["command"],
             "/opt/bin/loopdbg hooks statusline claude-code"
         );
-        let again = install(&path, PROGRAM).unwrap();
+        let again = install(CLAUDE_CODE, &path, PROGRAM).unwrap();
         assert!(!again.written, "a second install changes nothing");
         // From another path: replaced, not added.
-        install(&path, "/usr/local/bin/loopdbg").unwrap();
+        install(CLAUDE_CODE, &path, "/usr/local/bin/loopdbg").unwrap();
         let s = read(&path);
         assert_eq!(s["hooks"]["SessionStart"].as_array().unwrap().len(), 2);
-        let gone = uninstall(&path).unwrap();
+        let gone = uninstall(CLAUDE_CODE, &path).unwrap();
         assert!(gone.written);
         assert_eq!(read(&path), serde_json::from_str::<Value>(theirs).unwrap());
-        assert!(!uninstall(&path).unwrap().written);
+        assert!(!uninstall(CLAUDE_CODE, &path).unwrap().written);
     }
 
     #[test]
@@ -431,13 +572,13 @@ mod tests {
             dir.path(),
             Some(r#"{"statusLine": {"type": "command", "command": "~/bin/mine"}}"#),
         );
-        let change = install(&path, PROGRAM).unwrap();
+        let change = install(CLAUDE_CODE, &path, PROGRAM).unwrap();
         assert_eq!(read(&path)["statusLine"]["command"], "~/bin/mine");
         assert!(
             change.notes[0]
                 .contains("loopdbg's segment is `/opt/bin/loopdbg hooks statusline claude-code`")
         );
-        uninstall(&path).unwrap();
+        uninstall(CLAUDE_CODE, &path).unwrap();
         assert_eq!(read(&path)["statusLine"]["command"], "~/bin/mine");
     }
 
@@ -445,14 +586,16 @@ mod tests {
     fn settings_that_are_not_json_are_said_where_and_left_alone() {
         let dir = tempfile::tempdir().unwrap();
         let path = settings_in(dir.path(), Some("{\n  \"model\": \"opus\",\n}"));
-        let error = install(&path, PROGRAM).unwrap_err().to_string();
+        let error = install(CLAUDE_CODE, &path, PROGRAM)
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("settings.json:3:1: not JSON"), "{error}");
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),
             "{\n  \"model\": \"opus\",\n}"
         );
         let none = settings_in(&dir.path().join("new"), None);
-        let made = install(&none, PROGRAM).unwrap();
+        let made = install(CLAUDE_CODE, &none, PROGRAM).unwrap();
         assert!(made.written && made.backup.is_none());
     }
 
@@ -503,6 +646,28 @@ mod tests {
         assert_eq!(
             respond(Moment::StatusLine, input(&log, "").as_bytes()).unwrap(),
             "loopdbg ✓"
+        );
+    }
+
+    /// What Gemini CLI 0.61 has written when it runs `SessionStart` on a
+    /// resume: the resumed records, then a header (the same session's id)
+    /// and a `$set` of its session context. The resumed records are judged.
+    #[test]
+    fn what_follows_the_resumes_header_is_not_judged_at_session_start() {
+        let records = [
+            r#"{"sessionId":"1dc89cd1-a","projectHash":"p","startTime":"t","kind":"main"}"#,
+            r#"{"id":"m1","type":"user","content":[{"text":"go"}]}"#,
+            r#"{"sessionId":"1dc89cd1-a","projectHash":"p","startTime":"t2","kind":"main"}"#,
+            r#"{"$set":{"messages":[]}}"#,
+        ];
+        let text = records.join("\n") + "\n";
+        let before = records[..2].join("\n") + "\n";
+        let kept = before_the_last_header(text.clone().into_bytes());
+        assert_eq!(String::from_utf8(kept).unwrap(), before);
+        // One header: nothing is cut.
+        assert_eq!(
+            before_the_last_header(before.clone().into_bytes()),
+            before.into_bytes()
         );
     }
 }
