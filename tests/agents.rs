@@ -1019,6 +1019,21 @@ fn resume_through_proxy(
     (ok, ran, exchanges)
 }
 
+/// `gemini --resume latest` through the proxy, the session's `log` holding
+/// `text` and nothing else in its folder (a resume may start a file of its
+/// own: only the log is kept).
+fn gemini_resume_from(stage: &Stage, log: &Path, text: &str) -> (bool, Ran, Vec<Value>) {
+    let chats = log.parent().unwrap();
+    for entry in std::fs::read_dir(chats).unwrap().flatten() {
+        if entry.path() != log {
+            std::fs::remove_file(entry.path()).unwrap();
+        }
+    }
+    std::fs::write(log, text).unwrap();
+    let (bin, url, scratch) = (&stage.bin, &stage.fake.url, &stage.scratch);
+    resume_through_proxy(Agent::GeminiCli, bin, url, scratch, &["--resume", "latest"])
+}
+
 /// `loopdbg doctor --write --force FILE`: it must end clean, and its
 /// backup must hold `before` byte for byte.
 fn doctor_writes(file: &Path, before: &str, says: &str) {
@@ -1123,17 +1138,7 @@ fn gemini_cli_resumes_only_a_session_the_doctor_repaired() {
     run(agent, bin, &fake.url, scratch);
     let log = scratch.log(agent);
     let written = std::fs::read_to_string(&log).unwrap();
-    let resume = |text: &str| {
-        // A resume may start a file of its own: only the log is kept.
-        let chats = log.parent().unwrap();
-        for entry in std::fs::read_dir(chats).unwrap().flatten() {
-            if entry.path() != log {
-                std::fs::remove_file(entry.path()).unwrap();
-            }
-        }
-        std::fs::write(&log, text).unwrap();
-        resume_through_proxy(agent, bin, &fake.url, scratch, &["--resume", "latest"])
-    };
+    let resume = |text: &str| gemini_resume_from(&stage, &log, text);
 
     let (ok, _, exchanges) = resume(&written);
     assert!(!ok, "the unrepaired session resumed");
@@ -1310,16 +1315,7 @@ fn gemini_cli_hook_warns_of_the_400_before_it_comes_and_the_doctor_silences_it()
     ]);
     assert!(ok, "{said}");
     let written = std::fs::read_to_string(&log).unwrap();
-    let resume = |text: &str| {
-        let chats = log.parent().unwrap();
-        for entry in std::fs::read_dir(chats).unwrap().flatten() {
-            if entry.path() != log {
-                std::fs::remove_file(entry.path()).unwrap();
-            }
-        }
-        std::fs::write(&log, text).unwrap();
-        resume_through_proxy(agent, bin, &fake.url, scratch, &["--resume", "latest"])
-    };
+    let resume = |text: &str| gemini_resume_from(&stage, &log, text);
     let (ok, ran, exchanges) = resume(&written);
     assert!(!ok, "the unrepaired session resumed");
     assert!(

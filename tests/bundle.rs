@@ -16,6 +16,13 @@ const PLANTED: &[&str] = &[
     "db7.corp.internal",
 ];
 
+/// `loopdbg bundle FILE -o OUT`.
+fn bundle(file: &std::path::Path, out: &std::path::Path) -> assert_cmd::Command {
+    let mut command = loopdbg();
+    command.arg("bundle").arg(file).arg("-o").arg(out);
+    command
+}
+
 /// `check --format json FILE`: the findings as (kind, path, ids, severity).
 fn findings(file: &std::path::Path) -> Vec<(Value, Value, Value, Value)> {
     let out = loopdbg()
@@ -73,11 +80,7 @@ fn a_bundle_keeps_the_400_and_none_of_the_users_words() {
     ];
     std::fs::write(&log, lines.join("\n") + "\n").unwrap();
     let out = dir.path().join("bundle.jsonl");
-    loopdbg()
-        .arg("bundle")
-        .arg(&log)
-        .arg("-o")
-        .arg(&out)
+    bundle(&log, &out)
         .assert()
         .success()
         .stderr(
@@ -104,18 +107,8 @@ fn a_bundle_keeps_the_400_and_none_of_the_users_words() {
     assert!(!original.is_empty());
     assert_eq!(findings(&out), original);
     // Never over the input, never over a file without --force.
-    loopdbg()
-        .arg("bundle")
-        .arg(&log)
-        .arg("-o")
-        .arg(&log)
-        .assert()
-        .code(2);
-    loopdbg()
-        .arg("bundle")
-        .arg(&log)
-        .arg("-o")
-        .arg(&out)
+    bundle(&log, &log).assert().code(2);
+    bundle(&log, &out)
         .assert()
         .code(2)
         .stderr(predicate::str::contains("exists"));
@@ -155,13 +148,7 @@ fn every_fixture_bundles_to_the_same_verdict_or_is_refused() {
             "{k}-{}",
             file.file_name().unwrap().to_string_lossy()
         ));
-        let ran = loopdbg()
-            .arg("bundle")
-            .arg(file)
-            .arg("-o")
-            .arg(&out)
-            .output()
-            .unwrap();
+        let ran = bundle(file, &out).output().unwrap();
         match ran.status.code() {
             Some(0) => {
                 written += 1;
