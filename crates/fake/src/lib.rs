@@ -500,7 +500,9 @@ pub fn refusal(format: &str, body: &Value) -> Option<String> {
             let (calls, outputs, references) = responses_pairs(&input);
             let calls: Vec<&str> = calls.iter().map(String::as_str).collect();
             let outputs: Vec<&str> = outputs.iter().map(String::as_str).collect();
-            responses_refusal(&calls, &outputs, references).map(|b| b.to_string())
+            responses_refusal(&calls, &outputs, references)
+                .or_else(|| reasoning_refusal(&input))
+                .map(|b| b.to_string())
         }
         "gemini" => {
             gemini_refusal(&list("contents"), body["model"].as_str()).map(|b| b.to_string())
@@ -954,6 +956,27 @@ fn responses_pairs(input: &[Value]) -> (Vec<String>, Vec<String>, bool) {
     (calls, outputs, references)
 }
 
+/// Responses' 400 for a `reasoning` item not followed by the assistant's
+/// message or call it came with ("Item 'rs_…' of type 'reasoning' was
+/// provided without its required following item.", as public reports
+/// quote it: continuedev/continue#8933, openai-agents-python#1611).
+fn reasoning_refusal(input: &[Value]) -> Option<Value> {
+    let follows = |item: Option<&Value>| {
+        item.is_some_and(|i| {
+            let kind = i["type"].as_str().unwrap_or("message");
+            kind.ends_with("_call") || (kind == "message" && i["role"] == "assistant")
+        })
+    };
+    let (_, orphan) = input
+        .iter()
+        .enumerate()
+        .find(|(k, i)| i["type"] == "reasoning" && !follows(input.get(k + 1)))?;
+    let id = orphan["id"].as_str().unwrap_or("?");
+    Some(json!({"error": {
+        "message": format!("Item '{id}' of type 'reasoning' was provided without its required following item."),
+        "type": "invalid_request_error", "param": "input", "code": null}}))
+}
+
 /// Responses' 400 for an input (with what a continued response stored
 /// before it): a call with no output, or an output for no call (unless the
 /// input refers to stored items, whose calls it does not show).
@@ -1001,7 +1024,9 @@ fn responses(body: &Value, stream: bool, stored: &Mutex<Vec<Value>>) -> (u16, Ve
     let (calls, outputs, references) = responses_pairs(&input);
     let calls: Vec<&str> = calls.iter().map(String::as_str).collect();
     let outputs: Vec<&str> = outputs.iter().map(String::as_str).collect();
-    if let Some(body) = responses_refusal(&calls, &outputs, references) {
+    if let Some(body) =
+        responses_refusal(&calls, &outputs, references).or_else(|| reasoning_refusal(&input))
+    {
         return (400, vec![body.to_string()], false);
     }
     let prompt = prompt_of(

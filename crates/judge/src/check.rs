@@ -1799,7 +1799,7 @@ fn read_notes(conv: &Conversation, out: &mut Vec<Finding>) {
     for notice in &conv.notices {
         // A role the provider does not take is read around (so the rest
         // is checked) and refused all the same.
-        let refused = notice.kind == Kind::InvalidRole;
+        let refused = matches!(notice.kind, Kind::InvalidRole | Kind::ReasoningWithoutItem);
         out.push(finding(
             notice.kind,
             &notice.source,

@@ -165,6 +165,10 @@ impl CodexRollout {
             let mut conv = responses::read_items(&mut doc, Detail::Full, &on_line)
                 .map_err(|e| relocate_error(e, &lines))?;
             conv.source = Source::Agent(Agent::Codex);
+            // What Codex sends of its reasoning items is its own rewrite of
+            // the rollout; the request bodies' rule is not its verdict.
+            conv.notices
+                .retain(|n| n.kind != crate::finding::Kind::ReasoningWithoutItem);
             conv.rewrites = rewrites;
             for (line, usage, model) in segment.usage {
                 // The reply the count is for: the last one written before it.

@@ -30,7 +30,7 @@ use super::parse::element;
 use super::parse::parse_lax_arguments;
 use super::parse::{ToolDef, push_tools};
 use super::parse::{body_of, from_value};
-use super::{BlockSource, Conversation, Detail, ReadError, Source, ToolSpec, err};
+use super::{BlockSource, Conversation, Detail, Notice, ReadError, Source, ToolSpec, err};
 use loopdbg_engine::message::{Block, Message, Role};
 use loopdbg_engine::session::Json;
 use loopdbg_formats::provider::Format;
@@ -178,8 +178,44 @@ fn read_input(
     detail: Detail,
     item_source: &dyn Fn(usize) -> BlockSource,
 ) -> Result<(), ReadError> {
+    // A reasoning item waiting for the item it came with (OpenAI: "Item
+    // 'rs_…' of type 'reasoning' was provided without its required
+    // following item.", continuedev/continue#8933, #10163, #11174;
+    // openai/openai-agents-python#1611): the assistant's message or a call
+    // right after it. (Codex's rollouts are read through here too; its
+    // reader takes these out, as what it sends is its own rewrite.)
+    let judged = matches!(conv.source, Source::Provider(_));
+    let mut reasoning: Option<(usize, String)> = None;
+    let orphan = |conv: &mut Conversation, (at, id): (usize, String)| {
+        conv.notices.push(Notice {
+            kind: crate::finding::Kind::ReasoningWithoutItem,
+            source: item_source(at),
+            ids: vec![id.clone()],
+            message: format!(
+                "Item '{id}' of type 'reasoning' was provided without its required following item."
+            ),
+        });
+    };
     for (i, item) in items.into_iter().enumerate() {
         let path = || JsonPath::root().key("input").index(i);
+        let kind_of = item
+            .kind
+            .0
+            .as_ref()
+            .and_then(LaxStr::as_deref)
+            .unwrap_or("message");
+        let follows = kind_of.ends_with("_call")
+            || (kind_of == "message"
+                && item.role.0.as_ref().and_then(LaxStr::as_deref) == Some("assistant"));
+        if let Some(waiting) = reasoning.take()
+            && !follows
+            && judged
+        {
+            orphan(conv, waiting);
+        }
+        if kind_of == "reasoning" {
+            reasoning = Some((i, item.id.as_deref().unwrap_or("?").to_string()));
+        }
         // A bare `{"id": "fc_…"}` (no `type`, no `role`) is a reference to
         // a stored item, as `item_reference` is: OpenAI answers it.
         let bare_reference = item.kind.0.is_none() && item.role.0.is_none() && item.id.0.is_some();
@@ -272,6 +308,9 @@ fn read_input(
             // code_interpreter_call, image_generation_call, …): nothing to pair.
             _ => {}
         }
+    }
+    if let Some(waiting) = reasoning.filter(|_| judged) {
+        orphan(conv, waiting);
     }
     Ok(())
 }
