@@ -718,6 +718,15 @@ struct Stage {
 }
 
 impl Stage {
+    /// A stage whose agent has run the fake's script once, and the log it
+    /// wrote.
+    fn after_a_run(agent: Agent, test: &str) -> Option<(Stage, PathBuf)> {
+        let stage = Stage::start(agent, test)?;
+        run(agent, &stage.bin, &stage.fake.url, &stage.scratch);
+        let log = stage.scratch.log(agent);
+        Some((stage, log))
+    }
+
     /// `None` (said, and counted as skipped) when `agent` is not installed.
     fn start(agent: Agent, test: &str) -> Option<Stage> {
         let bin = installed(agent, test)?;
@@ -743,6 +752,15 @@ impl ClaudeJourney {
     fn start(test: &str, id: &'static str) -> Option<ClaudeJourney> {
         let stage = Stage::start(Agent::ClaudeCode, test)?;
         Some(ClaudeJourney { stage, id })
+    }
+
+    /// A journey whose first run made the model name a call with an id
+    /// Anthropic refuses (the fake's break script), and the log it left.
+    fn broken(test: &str, id: &'static str) -> Option<(ClaudeJourney, PathBuf)> {
+        let journey = ClaudeJourney::start(test, id)?;
+        let _ = journey.first_run(&format!("{}: run the three commands", fake::E2E_BREAK));
+        let log = journey.log();
+        Some((journey, log))
     }
 
     /// Claude Code run on `prompt`, starting the session: whether it
@@ -1019,6 +1037,18 @@ fn resume_through_proxy(
     (ok, ran, exchanges)
 }
 
+/// `loopdbg hooks install AGENT --settings SETTINGS`, which must succeed.
+fn install_hooks(agent: &str, settings: &Path) {
+    let (ok, said) = loopdbg(&[
+        "hooks".as_ref(),
+        "install".as_ref(),
+        agent.as_ref(),
+        "--settings".as_ref(),
+        settings.as_os_str(),
+    ]);
+    assert!(ok, "{said}");
+}
+
 /// `gemini --resume latest` through the proxy, the session's `log` holding
 /// `text` and nothing else in its folder (a resume may start a file of its
 /// own: only the log is kept).
@@ -1191,11 +1221,9 @@ fn gemini_cli_resumes_only_a_session_the_doctor_repaired() {
 #[ignore = "end-to-end: the real agent (scripts/install-agents.sh)"]
 fn claude_code_resumes_a_session_with_a_refused_id_once_the_doctor_renamed_it() {
     let id = "7d0c0ffe-0000-4000-8000-00000000e2e4";
-    let Some(journey) = ClaudeJourney::start("agents::doctor_invalid_id", id) else {
+    let Some((journey, log)) = ClaudeJourney::broken("agents::doctor_invalid_id", id) else {
         return;
     };
-    let _ = journey.first_run(&format!("{}: run the three commands", fake::E2E_BREAK));
-    let log = journey.log();
     let broken = std::fs::read_to_string(&log).unwrap();
     assert!(broken.contains("toolu_e2e.1"), "{broken}");
 
@@ -1229,20 +1257,13 @@ fn claude_code_resumes_a_session_with_a_refused_id_once_the_doctor_renamed_it() 
 #[ignore = "end-to-end: the real agent (scripts/install-agents.sh)"]
 fn claude_code_hook_warns_of_the_400_before_it_comes_and_the_doctor_silences_it() {
     let id = "7d0c0ffe-0000-4000-8000-00000000e2e9";
-    let Some(journey) = ClaudeJourney::start("agents::hooks", id) else {
+    let Some((journey, log)) = ClaudeJourney::broken("agents::hooks", id) else {
         return;
     };
-    let _ = journey.first_run(&format!("{}: run the three commands", fake::E2E_BREAK));
-    let log = journey.log();
-    let settings = journey.stage.scratch.home.join(".claude/settings.json");
-    let (ok, said) = loopdbg(&[
-        "hooks".as_ref(),
-        "install".as_ref(),
-        "claude-code".as_ref(),
-        "--settings".as_ref(),
-        settings.as_os_str(),
-    ]);
-    assert!(ok, "{said}");
+    install_hooks(
+        "claude-code",
+        &journey.stage.scratch.home.join(".claude/settings.json"),
+    );
     let events = [
         "--output-format",
         "stream-json",
@@ -1298,22 +1319,13 @@ fn claude_code_hook_warns_of_the_400_before_it_comes_and_the_doctor_silences_it(
 #[test]
 #[ignore = "end-to-end: the real agent (scripts/install-agents.sh)"]
 fn gemini_cli_hook_warns_of_the_400_before_it_comes_and_the_doctor_silences_it() {
-    let agent = Agent::GeminiCli;
-    let Some(stage) = Stage::start(agent, "agents::gemini_hooks") else {
+    let Some((stage, log)) = Stage::after_a_run(Agent::GeminiCli, "agents::gemini_hooks") else {
         return;
     };
-    let (bin, fake, scratch) = (&stage.bin, &stage.fake, &stage.scratch);
-    run(agent, bin, &fake.url, scratch);
-    let log = scratch.log(agent);
-    let settings = scratch.home.join(".gemini/settings.json");
-    let (ok, said) = loopdbg(&[
-        "hooks".as_ref(),
-        "install".as_ref(),
-        "gemini-cli".as_ref(),
-        "--settings".as_ref(),
-        settings.as_os_str(),
-    ]);
-    assert!(ok, "{said}");
+    install_hooks(
+        "gemini-cli",
+        &stage.scratch.home.join(".gemini/settings.json"),
+    );
     let written = std::fs::read_to_string(&log).unwrap();
     let resume = |text: &str| gemini_resume_from(&stage, &log, text);
     let (ok, ran, exchanges) = resume(&written);
