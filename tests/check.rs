@@ -1170,3 +1170,44 @@ fn a_chat_bodys_message_count_includes_its_system_message() {
             "messages[2]  unanswered_call (400)  [call_f]",
         ));
 }
+
+/// Five `cache_control` blocks are Anthropic's 400 ("A maximum of 4 blocks
+/// with cache_control may be provided. Found 5."), read from a document or
+/// from a JSON line alike; a `null` one, and the words in a user's text,
+/// are not blocks.
+#[test]
+fn more_than_four_cache_breakpoints_are_refused_however_the_body_is_read() {
+    let pretty = fixture("anthropic_cache_control_five.json");
+    let doc: serde_json::Value = serde_json::from_str(&pretty).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let said = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        let out = loopdbg().args(["check"]).arg(&path).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    for (name, text) in [
+        ("pretty.json", pretty.clone()),
+        ("line.json", doc.to_string()),
+        ("lines.jsonl", format!("{doc}\n{doc}\n")),
+    ] {
+        let out = said(name, &text);
+        assert!(
+            out.contains("cache_control_limit (400)")
+                && out
+                    .contains("A maximum of 4 blocks with cache_control may be provided. Found 5."),
+            "{name}: {out}"
+        );
+    }
+    // One breakpoint `null`, one only named in the user's words: four.
+    let mut four = doc.clone();
+    four["tools"][0]["cache_control"] = serde_json::Value::Null;
+    four["messages"][0]["content"][0]["text"] =
+        serde_json::Value::from("why does \"cache_control\": {} fail?");
+    for (name, text) in [
+        ("four.json", four.to_string()),
+        ("four.jsonl", format!("{four}\n")),
+    ] {
+        assert!(!said(name, &text).contains("cache_control_limit"), "{name}");
+    }
+}

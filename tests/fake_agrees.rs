@@ -14,13 +14,14 @@ use loopdbg_read::finding::Kind;
 
 /// The kinds of 400 the fake models: calls and results that do not pair,
 /// call ids off the pattern, and roles Gemini does not take.
-const MODELLED: [Kind; 6] = [
+const MODELLED: [Kind; 7] = [
     Kind::UnansweredCall,
     Kind::UnexpectedResult,
     Kind::DuplicateResult,
     Kind::InvalidId,
     Kind::InvalidRole,
     Kind::ReasoningWithoutItem,
+    Kind::CacheControlLimit,
 ];
 
 fn bodies(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -490,7 +490,9 @@ fn value_for(schema: &Value) -> Value {
 pub fn refusal(format: &str, body: &Value) -> Option<String> {
     let list = |key: &str| body[key].as_array().cloned().unwrap_or_default();
     match format {
-        "anthropic" => anthropic_refusal(&list("messages")).map(|(_, b, _)| b.concat()),
+        "anthropic" => anthropic_refusal(&list("messages"))
+            .or_else(|| cache_limit_refusal(body))
+            .map(|(_, b, _)| b.concat()),
         "openai" => openai_refusal(&list("messages")).map(|b| b.to_string()),
         "responses" => {
             let input = match &body["input"] {
@@ -516,6 +518,27 @@ fn anthropic_error(message: String) -> (u16, Vec<String>, bool) {
     let body =
         json!({"type": "error", "error": {"type": "invalid_request_error", "message": message}});
     (400, vec![body.to_string()], false)
+}
+
+/// Anthropic's 400 for more than four `cache_control` blocks (tools,
+/// system and content blocks count alike).
+fn cache_limit_refusal(body: &Value) -> Option<(u16, Vec<String>, bool)> {
+    fn count(v: &Value) -> usize {
+        match v {
+            Value::Object(m) => m
+                .iter()
+                .map(|(k, v)| usize::from(k == "cache_control" && !v.is_null()) + count(v))
+                .sum(),
+            Value::Array(a) => a.iter().map(count).sum(),
+            _ => 0,
+        }
+    }
+    let found = count(body);
+    (found > 4).then(|| {
+        anthropic_error(format!(
+            "A maximum of 4 blocks with cache_control may be provided. Found {found}."
+        ))
+    })
 }
 
 /// The 400 Anthropic answers a history with: a call id off its pattern, or
@@ -624,7 +647,7 @@ fn anthropic_refusal(messages: &[Value]) -> Option<(u16, Vec<String>, bool)> {
 
 fn anthropic(body: &Value, stream: bool) -> (u16, Vec<String>, bool) {
     let messages = body["messages"].as_array().cloned().unwrap_or_default();
-    if let Some(refused) = anthropic_refusal(&messages) {
+    if let Some(refused) = anthropic_refusal(&messages).or_else(|| cache_limit_refusal(body)) {
         return refused;
     }
     let prompt = prompt_of(

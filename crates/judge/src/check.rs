@@ -737,7 +737,35 @@ fn anthropic(conv: &Conversation) -> Vec<Finding> {
     let mut waiting = HashSet::default();
     anthropic_turns(conv, &turns, 0..turns.len(), None, &mut waiting, &mut out);
     thinking_opens_the_turn(conv, &mut out);
+    cache_breakpoints_within_four(conv, &mut out);
     out
+}
+
+/// At most four blocks of a request carry `cache_control` (tools, system
+/// blocks and content blocks alike): "A maximum of 4 blocks with
+/// cache_control may be provided. Found 5." (tghamm/Anthropic.SDK#50,
+/// griffinmartin/opencode-claude-auth#121, ObservedObserver/async-code#34
+/// from Claude Code; bug-ops/zeph#1568 counts the three places). Counted
+/// where the body was read as a document (a request body, a capture's
+/// request); an agent's log keeps no `cache_control`.
+fn cache_breakpoints_within_four(conv: &Conversation, out: &mut Vec<Finding>) {
+    let Some(found) = conv.cache_breakpoints.filter(|n| *n > 4) else {
+        return;
+    };
+    if conv.source != Source::Provider(Format::Anthropic) {
+        return;
+    }
+    let at = BlockSource {
+        path: "messages".into(),
+        ..Default::default()
+    };
+    out.push(finding(
+        Kind::CacheControlLimit,
+        &at,
+        Vec::new(),
+        format!("A maximum of 4 blocks with cache_control may be provided. Found {found}."),
+        true,
+    ));
 }
 
 /// The rules of each turn of `turns[range]`: `turns` are a conversation's

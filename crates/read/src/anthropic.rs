@@ -44,6 +44,7 @@ pub(super) fn read_as(
 ) -> Result<Conversation, ReadError> {
     let doc = std::mem::take(doc);
     let bare = doc.is_array();
+    let breakpoints = (!bare).then(|| cache_breakpoints(&doc));
     let body = body_of(doc, "messages", |doc| {
         let messages = Given(Some(from_value(doc)?));
         Ok(Body {
@@ -51,7 +52,38 @@ pub(super) fn read_as(
             ..Body::default()
         })
     })?;
-    read_body(body, detail, Place { bare, agent })
+    let mut conv = read_body(body, detail, Place { bare, agent })?;
+    conv.cache_breakpoints = breakpoints;
+    Ok(conv)
+}
+
+/// The `cache_control` keys of a Messages body that are not `null`, as the
+/// API counts its cache breakpoints (on tools, system blocks, content
+/// blocks and a result's own blocks). Counted as keys wherever they are,
+/// the same from a `Value` and from the text of a line (where a key is
+/// `"cache_control"` followed by `:`; a user's text holding those words
+/// has its quotes escaped), so both ways in agree.
+fn cache_breakpoints(doc: &Value) -> usize {
+    match doc {
+        Value::Object(members) => members
+            .iter()
+            .map(|(k, v)| usize::from(k == "cache_control" && !v.is_null()) + cache_breakpoints(v))
+            .sum(),
+        Value::Array(items) => items.iter().map(cache_breakpoints).sum(),
+        _ => 0,
+    }
+}
+
+/// [`cache_breakpoints`] of a body's JSON text.
+fn cache_breakpoints_in(text: &str) -> usize {
+    const KEY: &str = "\"cache_control\"";
+    text.match_indices(KEY)
+        .filter(|(at, _)| {
+            let rest = text[at + KEY.len()..].trim_start();
+            rest.strip_prefix(':')
+                .is_some_and(|value| !value.trim_start().starts_with("null"))
+        })
+        .count()
 }
 
 /// How a body was given: a bare array (as the task stores keep a
@@ -71,7 +103,8 @@ pub(crate) fn plain(line: &str, forced: bool) -> Option<Conversation> {
     if !body.is_anthropic(forced) {
         return None;
     }
-    let conv = read_body(body, Detail::Full, Place::default()).ok()?;
+    let mut conv = read_body(body, Detail::Full, Place::default()).ok()?;
+    conv.cache_breakpoints = Some(cache_breakpoints_in(line));
     conv.notices.is_empty().then_some(conv)
 }
 

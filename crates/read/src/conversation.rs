@@ -178,6 +178,11 @@ pub struct Conversation {
     /// True when the request can call tools it does not list (MCP connector
     /// servers), so a name missing from `tools` is not an unknown tool.
     pub open_tools: bool,
+    /// Anthropic: how many blocks (tools, system blocks, content blocks,
+    /// a result's own blocks) carry `cache_control`, where a request body
+    /// read as a document says (`None`: not counted, as on the JSON Lines
+    /// fast path or in an agent's log, which keeps no `cache_control`).
+    pub cache_breakpoints: Option<usize>,
     /// Call ids whose item is not a plain function call, with the item type
     /// (`custom_tool_call`, `local_shell_call`, …), for the provider's wording.
     pub call_types: Vec<(String, String)>,
@@ -488,6 +493,7 @@ impl Conversation {
             continues: None,
             label: None,
             open_tools: false,
+            cache_breakpoints: None,
             call_types: Vec::new(),
             model: None,
             unsigned: Vec::new(),

@@ -72,6 +72,7 @@ kinds! {
     McpErrorAsData = "mcp_error_as_data": "MCP capture beside a proxy capture or log: a tool call the MCP server failed whose result the agent sent to the model without its error flag",
     ToolNeverRan = "tool_never_ran": "trace: a call no `execute_tool` span ran, in a trace that has tool spans (only some of a turn's calls run?)",
     ToolRanResultDropped = "tool_ran_result_dropped": "trace: a call whose `execute_tool` span ran, but whose result the next request does not carry",
+    CacheControlLimit = "cache_control_limit": "Anthropic: more than four blocks with `cache_control` in one request (tools, system and content blocks count alike)",
     ReasoningWithoutItem = "reasoning_without_item": "Responses: a `reasoning` item not followed by the item it came with (the assistant's message or call)",
 }
 
