@@ -521,7 +521,9 @@ fn anthropic_error(message: String) -> (u16, Vec<String>, bool) {
 }
 
 /// Anthropic's 400 for more than four `cache_control` blocks (tools,
-/// system and content blocks count alike).
+/// system and content blocks count alike). Counted here apart from the
+/// reader's count on purpose: the fake answers as the provider does, and
+/// tests/fake_agrees.rs compares it with what `check` predicts.
 fn cache_limit_refusal(body: &Value) -> Option<(u16, Vec<String>, bool)> {
     fn count(v: &Value) -> usize {
         match v {
