@@ -583,14 +583,7 @@ fn bundle(args: &args::BundleArgs) -> Result<ExitCode, Failure> {
                     0 => "no problems, as the file".to_string(),
                     n => format!(
                         "{n} finding(s), as the file: {}",
-                        b.findings
-                            .iter()
-                            .map(|(kind, path, ids, severity)| format!(
-                                "{kind} ({severity}) at {path} [{}]",
-                                ids.join(", ")
-                            ))
-                            .collect::<Vec<_>>()
-                            .join("; ")
+                        loopdbg_corpus::bundle::said(&b.findings)
                     ),
                 }
             );

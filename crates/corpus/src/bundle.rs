@@ -321,7 +321,8 @@ pub struct Bundled {
     pub replaced: usize,
 }
 
-fn said(findings: &[Shown]) -> String {
+/// The findings said in one line (`kind (severity) at place [ids]; …`).
+pub fn said(findings: &[Shown]) -> String {
     match findings.is_empty() {
         true => "no problems".into(),
         false => findings
@@ -338,6 +339,11 @@ fn said(findings: &[Shown]) -> String {
 /// replaced), checked first: written only when the bundle shows the same
 /// findings as the file.
 pub fn bundle(input: &Path, output: &Path, force: bool) -> Result<Bundled, BundleError> {
+    if loopdbg_io::files::same_file(input, output) {
+        return Err(BundleError::Write(
+            "-o names the file being bundled: it is never written over".into(),
+        ));
+    }
     let bytes = loopdbg_io::files::read_regular(input, crate::limits::MAX_WHOLE_BYTES)
         .map_err(|e| BundleError::Read(format!("{}: {e}", input.display())))?;
     let bytes = match bytes.starts_with(&[0x1f, 0x8b]) {
@@ -379,11 +385,6 @@ pub fn bundle(input: &Path, output: &Path, force: bool) -> Result<Bundled, Bundl
         true => loopdbg_io::files::Existing::Replace,
         false => loopdbg_io::files::Existing::Keep,
     };
-    if loopdbg_io::files::same_file(input, output) {
-        return Err(BundleError::Write(
-            "-o names the file being bundled: it is never written over".into(),
-        ));
-    }
     loopdbg_io::files::write_file(output, existing, |out| out.write_all(bundled.as_bytes()))
         .map_err(|e| BundleError::Write(format!("{}: {e}", output.display())))?;
     Ok(Bundled {

@@ -76,7 +76,7 @@ pub fn gemini_session_file(places: &crate::stores::Places, session: &str) -> Opt
 /// or `None` when it will be sent (clean, or mended by the agent itself),
 /// or cannot be read.
 pub fn refusal(path: &Path) -> Option<String> {
-    refusal_of_session(path, false)
+    refusal_as_sent(path, false)
 }
 
 /// [`refusal`] of what the agent will send once `SessionStart` has run.
@@ -86,7 +86,7 @@ pub fn refusal(path: &Path) -> Option<String> {
 /// judged whole, the file reads as that empty start (nothing to refuse)
 /// while the request it sends is refused. At `SessionStart`, what follows
 /// the last header after the first is not what is sent.
-fn refusal_of_session(path: &Path, at_start: bool) -> Option<String> {
+fn refusal_as_sent(path: &Path, at_start: bool) -> Option<String> {
     let (verdict, standing) = match at_start {
         false => crate::doctor::standing(path, false),
         true => {
@@ -153,7 +153,7 @@ pub fn respond_finding(
         Some(path) => path,
         None => find(input.session.as_deref()?)?,
     };
-    let why = refusal_of_session(&path, moment == Moment::SessionStart);
+    let why = refusal_as_sent(&path, moment == Moment::SessionStart);
     let fix = format!(
         "loopdbg doctor --write {}",
         crate::stores::quoted(&path.to_string_lossy())

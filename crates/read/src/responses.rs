@@ -184,7 +184,6 @@ fn read_input(
     // openai/openai-agents-python#1611): the assistant's message or a call
     // right after it. (Codex's rollouts are read through here too; its
     // reader takes these out, as what it sends is its own rewrite.)
-    let judged = matches!(conv.source, Source::Provider(_));
     let mut reasoning: Option<(usize, String)> = None;
     let orphan = |conv: &mut Conversation, (at, id): (usize, String)| {
         conv.notices.push(Notice {
@@ -198,24 +197,6 @@ fn read_input(
     };
     for (i, item) in items.into_iter().enumerate() {
         let path = || JsonPath::root().key("input").index(i);
-        let kind_of = item
-            .kind
-            .0
-            .as_ref()
-            .and_then(LaxStr::as_deref)
-            .unwrap_or("message");
-        let follows = kind_of.ends_with("_call")
-            || (kind_of == "message"
-                && item.role.0.as_ref().and_then(LaxStr::as_deref) == Some("assistant"));
-        if let Some(waiting) = reasoning.take()
-            && !follows
-            && judged
-        {
-            orphan(conv, waiting);
-        }
-        if kind_of == "reasoning" {
-            reasoning = Some((i, item.id.as_deref().unwrap_or("?").to_string()));
-        }
         // A bare `{"id": "fc_…"}` (no `type`, no `role`) is a reference to
         // a stored item, as `item_reference` is: OpenAI answers it.
         let bare_reference = item.kind.0.is_none() && item.role.0.is_none() && item.id.0.is_some();
@@ -228,6 +209,15 @@ fn read_input(
                 .and_then(LaxStr::as_deref)
                 .unwrap_or("message"),
         };
+        let follows = kind.ends_with("_call")
+            || (kind == "message"
+                && item.role.0.as_ref().and_then(LaxStr::as_deref) == Some("assistant"));
+        if let Some(waiting) = reasoning.take().filter(|_| !follows) {
+            orphan(conv, waiting);
+        }
+        if kind == "reasoning" {
+            reasoning = Some((i, item.id.as_deref().unwrap_or("?").to_string()));
+        }
         match kind {
             "message" => {
                 let Some(role) = item.role.0.as_ref().and_then(LaxStr::as_deref) else {
@@ -309,7 +299,7 @@ fn read_input(
             _ => {}
         }
     }
-    if let Some(waiting) = reasoning.filter(|_| judged) {
+    if let Some(waiting) = reasoning {
         orphan(conv, waiting);
     }
     Ok(())

@@ -66,43 +66,10 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         app.cursor + 1,
         app.trace.len()
     );
-    let strategy = |separator: &str, interrupt_gap: &str| match (&app.replay, &app.live) {
-        (Some(source), Some(live)) => format!(
-            " LIVE {} · {} · {} conversation{}",
-            if live.follow {
-                "following"
-            } else {
-                "paused, f follows"
-            },
-            clean(&live.from),
-            clean(source),
-            live.in_flight
-                .as_deref()
-                .map(|what| format!(" · {}", clean(what)))
-                .unwrap_or_default(),
-        ),
-        (Some(source), None) => format!(" replay of a captured {} conversation", clean(source)),
-        (None, _) => format!(
-            " extract {}{separator}stop {}{separator}behavior {}{separator}closure {}{}",
-            s.extract,
-            s.stop,
-            clean(&s.behavior),
-            s.closure,
-            s.interrupt
-                .map(|i| match (interrupt_gap, i.at_ms % 1000) {
-                    // The tightest form: whole seconds as seconds.
-                    ("", 0) => format!("{separator}interrupt r{}@{}s", i.round, i.at_ms / 1000),
-                    _ => format!(
-                        "{separator}interrupt r{}{interrupt_gap}@{}ms",
-                        i.round, i.at_ms
-                    ),
-                })
-                .unwrap_or_default()
-        ),
-    };
+    let strategy = |separator: &str, tight: bool| strategy_text(app, separator, tight);
     let width = |text: &str| unicode_width::UnicodeWidthStr::width(text);
     let room = area.width as usize;
-    let wide = strategy(" │ ", " ");
+    let wide = strategy(" │ ", false);
     let logo = vec![span(" loopdbg ", t.selected), span(" ", t.text)];
     let lines = if width(&wide) + 3 + width(&check) <= room {
         // Everything on its line: the title, then the strategy and the
@@ -121,10 +88,10 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         // title gives way to both, as it is what the screen needs least.
         // Two spaces between the parts, then one, before anything is cut
         // (an interrupt makes the line 84 columns).
-        let narrow = [strategy("  ", ""), strategy(" ", "")]
+        let narrow = [strategy("  ", true), strategy(" ", true)]
             .into_iter()
             .find(|line| width(line) <= room)
-            .unwrap_or_else(|| strategy(" ", ""));
+            .unwrap_or_else(|| strategy(" ", true));
         // The count is never cut: the step gives way first, from the round
         // to the phase alone (60 columns).
         let fixed = 10 + width(&check) + 3;
@@ -158,4 +125,43 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         ]
     };
     Paragraph::new(lines).render(area, buf);
+}
+
+/// The header's second line: the strategy (or what a replay or live view
+/// shows instead), its parts joined by `separator`; `tight`: a narrow
+/// terminal's form, an interrupt's time without a space and in whole
+/// seconds where it is whole.
+fn strategy_text(app: &App, separator: &str, tight: bool) -> String {
+    let s = app.strategy();
+    match (&app.replay, &app.live) {
+        (Some(source), Some(live)) => format!(
+            " LIVE {} · {} · {} conversation{}",
+            if live.follow {
+                "following"
+            } else {
+                "paused, f follows"
+            },
+            clean(&live.from),
+            clean(source),
+            live.in_flight
+                .as_deref()
+                .map(|what| format!(" · {}", clean(what)))
+                .unwrap_or_default(),
+        ),
+        (Some(source), None) => format!(" replay of a captured {} conversation", clean(source)),
+        (None, _) => format!(
+            " extract {}{separator}stop {}{separator}behavior {}{separator}closure {}{}",
+            s.extract,
+            s.stop,
+            clean(&s.behavior),
+            s.closure,
+            s.interrupt
+                .map(|i| match (tight, i.at_ms % 1000) {
+                    (true, 0) => format!("{separator}interrupt r{}@{}s", i.round, i.at_ms / 1000),
+                    (true, _) => format!("{separator}interrupt r{}@{}ms", i.round, i.at_ms),
+                    (false, _) => format!("{separator}interrupt r{} @{}ms", i.round, i.at_ms),
+                })
+                .unwrap_or_default()
+        ),
+    }
 }
