@@ -240,7 +240,7 @@ pub enum Command {
     /// that says, before the first prompt, when the provider will refuse
     /// the session and which doctor command repairs it; a PreCompact hook;
     /// and a status line segment where no status line is set. `install
-    /// gemini-cli`: SessionStart and PreCompress in Gemini CLI's settings.
+    /// gemini-cli`: SessionStart in Gemini CLI's settings.
     /// `uninstall` takes out only what install put in. `run` and
     /// `statusline` are what the agent runs.
     Hooks(HooksArgs),
@@ -634,7 +634,7 @@ pub enum HookAgent {
     ClaudeCode,
     /// Codex CLI: no hook runs before a resumed session's first request.
     Codex,
-    /// Gemini CLI: SessionStart and PreCompress.
+    /// Gemini CLI: SessionStart.
     GeminiCli,
 }
 

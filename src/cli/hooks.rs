@@ -67,7 +67,7 @@ fn edit(
         other => other.into(),
     })?;
     let what = match agent {
-        HookAgent::GeminiCli => "SessionStart, PreCompress",
+        HookAgent::GeminiCli => "SessionStart",
         _ => "SessionStart on resume and compaction, PreCompact, the status line",
     };
     let did = match (install, change.written) {

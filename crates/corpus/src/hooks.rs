@@ -228,14 +228,14 @@ pub const CLAUDE_CODE: Target = Target {
 };
 
 /// Gemini CLI (0.61): `SessionStart` (its `systemMessage` is written to
-/// the terminal; on `-p` to standard error) and `PreCompress`; no status
-/// line command.
+/// the terminal; on `-p` to standard error); no status line command. Not
+/// `PreCompress`: mid-session the CLI's file is not what it sends (it
+/// records each response twice, and resumes with both, but the live
+/// session sends its own history), so a warning there was false: seen
+/// with the real CLI, on a session the doctor had just repaired.
 pub const GEMINI_CLI: Target = Target {
     name: "gemini-cli",
-    events: &[
-        ("SessionStart", "", "session-start"),
-        ("PreCompress", "", "pre-compact"),
-    ],
+    events: &[("SessionStart", "", "session-start")],
     status_line: false,
 };
 
