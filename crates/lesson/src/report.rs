@@ -362,22 +362,27 @@ fn write_execution(out: &mut String, r: &RoundReport, e: &ExecutedRef) {
 }
 
 /// Violations repeat round after round in a spinning loop; say each once
-/// with the rounds it happened in.
+/// with the rounds it happened in. Unanswered calls pile up round by
+/// round, so the last round's 400s say it all; each of those is said
+/// (a request can break more than one rule).
 pub fn dedup_warnings(warnings: &[Warning]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut rounds_400: Vec<String> = Vec::new();
-    let mut msg_400 = None;
+    let mut last_round: Vec<String> = Vec::new();
     for w in warnings {
         if w.kind == crate::checks::WarningKind::Provider400 {
             let (round, msg) = w.message.split_once(": ").unwrap_or(("", &w.message));
-            rounds_400.push(round.trim_start_matches("round ").to_string());
-            // The last says it all: unanswered calls pile up round by round.
-            msg_400 = Some(msg.to_string());
+            let round = round.trim_start_matches("round ").to_string();
+            if rounds_400.last() != Some(&round) {
+                rounds_400.push(round);
+                last_round.clear();
+            }
+            last_round.push(msg.to_string());
         } else {
             out.push(w.message.clone());
         }
     }
-    if let Some(msg) = msg_400 {
+    for msg in last_round {
         out.push(format!(
             "request of round {}: {msg}",
             abbreviated(&rounds_400, 8)
