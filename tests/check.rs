@@ -1211,3 +1211,102 @@ fn more_than_four_cache_breakpoints_are_refused_however_the_body_is_read() {
         assert!(!said(name, &text).contains("cache_control_limit"), "{name}");
     }
 }
+
+/// Blank text and empty messages, in each provider's words, at the place
+/// each names; Anthropic lets the final assistant message (a prefill) be
+/// empty, and a message of blocks loopdbg passes over is not empty.
+#[test]
+fn blank_text_and_empty_messages_are_refused_in_the_providers_words() {
+    let said = |name: &str| -> Vec<(String, String, String)> {
+        findings(name)
+            .into_iter()
+            .map(|f| (f.kind.as_str().to_string(), f.path, f.message))
+            .collect()
+    };
+    let t = |k: &str, p: &str, m: &str| (k.to_string(), p.to_string(), m.to_string());
+    assert_eq!(
+        said("anthropic_blank_text.json"),
+        [
+            t(
+                "blank_text",
+                "messages[1].content[0]",
+                "messages: text content blocks must be non-empty"
+            ),
+            t(
+                "blank_text",
+                "messages[2].content[1]",
+                "messages: text content blocks must contain non-whitespace text"
+            ),
+            t(
+                "empty_content",
+                "messages[3]",
+                "messages.3: all messages must have non-empty content except for the optional final assistant message"
+            ),
+        ]
+    );
+    assert_eq!(
+        said("bedrock_blank_text.json"),
+        [
+            t(
+                "blank_text",
+                "messages[1].content[0]",
+                "The text field in the ContentBlock object at messages.1.content.0 is blank. Add text to the text field, and try again."
+            ),
+            t(
+                "empty_content",
+                "messages[3]",
+                "The content field in the Message object at messages.3 is empty. Add a ContentBlock object to the content field and try again."
+            ),
+        ]
+    );
+    let body =
+        |messages: Value| serde_json::json!({"model": "m", "max_tokens": 9, "messages": messages});
+    let prefill = body(serde_json::json!([
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": []}
+    ]));
+    let image_only = body(serde_json::json!([
+        {"role": "user", "content": [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}]}
+    ]));
+    for doc in [prefill, image_only] {
+        let conv = read(&doc, Source::Provider(Format::Anthropic)).unwrap();
+        assert_eq!(check(&conv), vec![], "{doc}");
+    }
+}
+
+/// `repair` (and so `proxy --repair`) drops blank text blocks and gives a
+/// message left with nothing a placeholder, keeping the roles alternating;
+/// the repaired body is clean.
+#[test]
+fn blank_text_and_empty_messages_are_repaired() {
+    for (name, format) in [
+        ("anthropic_blank_text.json", Format::Anthropic),
+        ("bedrock_blank_text.json", Format::Bedrock),
+    ] {
+        for how in [Repair::Synthesize, Repair::Strip] {
+            let mut doc: Value = serde_json::from_str(&fixture(name)).unwrap();
+            let messages = doc["messages"].as_array().unwrap().len();
+            let changed = repair(&mut doc, format, how);
+            let conv = read(&doc, Source::Provider(format)).unwrap();
+            let refused: Vec<Finding> = check(&conv)
+                .into_iter()
+                .filter(|f| f.rejected_by_provider())
+                .collect();
+            assert_eq!(refused, vec![], "{name} {how:?}: {doc:#}");
+            if (format, how) == (Format::Anthropic, Repair::Strip) {
+                // `strip` drops a message it finds empty, as it drops one
+                // it empties; Anthropic merges the two user messages.
+                assert_eq!(doc["messages"].as_array().unwrap().len(), messages - 1);
+                continue;
+            }
+            assert_eq!(doc["messages"].as_array().unwrap().len(), messages);
+            assert_eq!(changed, findings(name).len(), "{name} {how:?}");
+            assert_eq!(
+                conv.messages[3].content,
+                [loopdbg_engine::message::Block::Text {
+                    text: loopdbg_judge::fix::EMPTY_PLACEHOLDER.into()
+                }]
+            );
+        }
+    }
+}

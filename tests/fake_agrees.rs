@@ -13,8 +13,9 @@ use loopdbg_read::Source;
 use loopdbg_read::finding::Kind;
 
 /// The kinds of 400 the fake models: calls and results that do not pair,
-/// call ids off the pattern, and roles Gemini does not take.
-const MODELLED: [Kind; 7] = [
+/// call ids off the pattern, roles Gemini does not take, reasoning items
+/// alone, too many cache breakpoints, blank text and empty messages.
+const MODELLED: [Kind; 9] = [
     Kind::UnansweredCall,
     Kind::UnexpectedResult,
     Kind::DuplicateResult,
@@ -22,6 +23,8 @@ const MODELLED: [Kind; 7] = [
     Kind::InvalidRole,
     Kind::ReasoningWithoutItem,
     Kind::CacheControlLimit,
+    Kind::BlankText,
+    Kind::EmptyContent,
 ];
 
 fn bodies(dir: &Path, out: &mut Vec<PathBuf>) {

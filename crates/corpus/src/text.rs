@@ -206,12 +206,13 @@ pub fn render_text(
                 });
                 let kind = paint.wrap(style, x.kind.as_str());
                 let verdict = x.severity;
-                writeln!(
-                    out,
-                    "  {}  {kind} ({verdict})  [{}]",
-                    clean(&at),
-                    clean(&crate::report::listed_ids(&x.ids))
-                )?;
+                // A finding of the whole request (a count, a missing
+                // field) names no id: no empty brackets for it.
+                let ids = match x.ids.is_empty() {
+                    true => String::new(),
+                    false => format!("  [{}]", clean(&crate::report::listed_ids(&x.ids))),
+                };
+                writeln!(out, "  {}  {kind} ({verdict}){ids}", clean(&at))?;
                 writeln!(out, "    {}", clean(&x.message))?;
                 if let Some(both) = x.other_place_named().filter(|_| !both_said) {
                     both_said = true;

@@ -492,6 +492,7 @@ pub fn refusal(format: &str, body: &Value) -> Option<String> {
     match format {
         "anthropic" => anthropic_refusal(&list("messages"))
             .or_else(|| cache_limit_refusal(body))
+            .or_else(|| anthropic_blank_refusal(&list("messages")).map(anthropic_error))
             .map(|(_, b, _)| b.concat()),
         "openai" => openai_refusal(&list("messages")).map(|b| b.to_string()),
         "responses" => {
@@ -509,7 +510,9 @@ pub fn refusal(format: &str, body: &Value) -> Option<String> {
         "gemini" => {
             gemini_refusal(&list("contents"), body["model"].as_str()).map(|b| b.to_string())
         }
-        "bedrock" => bedrock_refusal(&list("messages")),
+        "bedrock" => {
+            bedrock_refusal(&list("messages")).or_else(|| bedrock_blank_refusal(&list("messages")))
+        }
         _ => None,
     }
 }
@@ -541,6 +544,65 @@ fn cache_limit_refusal(body: &Value) -> Option<(u16, Vec<String>, bool)> {
             "A maximum of 4 blocks with cache_control may be provided. Found {found}."
         ))
     })
+}
+
+/// Anthropic's 400 for a message without content (but the final
+/// assistant message, a prefill) or a text block empty or of whitespace.
+fn anthropic_blank_refusal(messages: &[Value]) -> Option<String> {
+    for (i, m) in messages.iter().enumerate() {
+        let prefill = i + 1 == messages.len() && m["role"] == "assistant";
+        let nothing = match &m["content"] {
+            Value::String(text) => text.is_empty(),
+            Value::Array(blocks) => blocks.is_empty(),
+            _ => false,
+        };
+        if nothing && !prefill {
+            return Some(format!(
+                "messages.{i}: all messages must have non-empty content except for the optional final assistant message"
+            ));
+        }
+        let texts = match &m["content"] {
+            Value::String(text) => vec![text.as_str()],
+            Value::Array(blocks) => blocks
+                .iter()
+                .filter(|b| b["type"] == "text")
+                .map(|b| b["text"].as_str().unwrap_or(""))
+                .collect(),
+            _ => Vec::new(),
+        };
+        for text in texts {
+            if text.is_empty() && !nothing {
+                return Some("messages: text content blocks must be non-empty".into());
+            }
+            if !text.is_empty() && text.trim().is_empty() {
+                return Some(
+                    "messages: text content blocks must contain non-whitespace text".into(),
+                );
+            }
+        }
+    }
+    None
+}
+
+/// Bedrock's `ValidationException` for a message without content or a
+/// text block that is blank.
+fn bedrock_blank_refusal(messages: &[Value]) -> Option<String> {
+    for (i, m) in messages.iter().enumerate() {
+        let blocks = m["content"].as_array().cloned().unwrap_or_default();
+        if blocks.is_empty() {
+            return Some(format!(
+                "The content field in the Message object at messages.{i} is empty. Add a ContentBlock object to the content field and try again."
+            ));
+        }
+        for (k, b) in blocks.iter().enumerate() {
+            if b["text"].as_str().is_some_and(|t| t.trim().is_empty()) {
+                return Some(format!(
+                    "The text field in the ContentBlock object at messages.{i}.content.{k} is blank. Add text to the text field, and try again."
+                ));
+            }
+        }
+    }
+    None
 }
 
 /// The 400 Anthropic answers a history with: a call id off its pattern, or

@@ -738,7 +738,95 @@ fn anthropic(conv: &Conversation) -> Vec<Finding> {
     anthropic_turns(conv, &turns, 0..turns.len(), None, &mut waiting, &mut out);
     thinking_opens_the_turn(conv, &mut out);
     cache_breakpoints_within_four(conv, &mut out);
+    no_blank_content(conv, &mut out);
     out
+}
+
+/// No text block empty or of only whitespace, no message without content,
+/// in each provider's words: Anthropic's "messages: text content blocks
+/// must be non-empty" (claude-code#59812, #49171, #62379), "… must contain
+/// non-whitespace text" (claude-code#23369) and "messages.N: all messages
+/// must have non-empty content except for the optional final assistant
+/// message" (claude-code#3196, #6774, tidyverse/ellmer#709); Bedrock's
+/// "The text field in the ContentBlock object at messages.N.content.M is
+/// blank. Add text to the text field, and try again." (continuedev/
+/// continue#9767, OpenHands#5339; whitespace alike, NousResearch/
+/// hermes-agent#63983) and "The content field in the Message object at
+/// messages.N is empty. …" (earendil-works/pi#3443). Judged in request
+/// bodies only: an agent's log keeps what it stored, and what it sends of
+/// an empty block is its own serializer's choice.
+fn no_blank_content(conv: &Conversation, out: &mut Vec<Finding>) {
+    let bedrock = match conv.source {
+        Source::Provider(Format::Anthropic) => false,
+        Source::Provider(Format::Bedrock) => true,
+        _ => return,
+    };
+    let last = conv.messages.len().saturating_sub(1);
+    for (i, m) in conv.messages.iter().enumerate() {
+        let whole = &conv.message_sources[i];
+        if conv.written_empty.contains(&i) {
+            if !bedrock && i == last && m.role == Role::Assistant {
+                continue;
+            }
+            let message = match bedrock {
+                true => format!(
+                    "The content field in the Message object at {} is empty. Add a ContentBlock object to the content field and try again.",
+                    dotted_path(whole)
+                ),
+                false => format!(
+                    "{}: all messages must have non-empty content except for the optional final assistant message",
+                    dotted_path(whole)
+                ),
+            };
+            out.push(finding(
+                Kind::EmptyContent,
+                whole,
+                Vec::new(),
+                message,
+                true,
+            ));
+            continue;
+        }
+        for (k, block) in m.content.iter().enumerate() {
+            let Block::Text { text } = block else {
+                continue;
+            };
+            if !text.trim().is_empty() {
+                continue;
+            }
+            let src = &conv.block_sources[i][k];
+            // Anthropic says a string content that is empty of the message.
+            let string_content = !src.path.ends_with(']');
+            let (kind, message) = match (bedrock, text.is_empty()) {
+                (true, _) => (
+                    Kind::BlankText,
+                    format!(
+                        "The text field in the ContentBlock object at {} is blank. Add text to the text field, and try again.",
+                        dotted_path(src)
+                    ),
+                ),
+                (false, true) if string_content => (
+                    Kind::EmptyContent,
+                    format!(
+                        "{}: all messages must have non-empty content except for the optional final assistant message",
+                        dotted_path(whole)
+                    ),
+                ),
+                (false, true) => (
+                    Kind::BlankText,
+                    "messages: text content blocks must be non-empty".to_string(),
+                ),
+                (false, false) => (
+                    Kind::BlankText,
+                    "messages: text content blocks must contain non-whitespace text".to_string(),
+                ),
+            };
+            if kind == Kind::EmptyContent && i == last && m.role == Role::Assistant {
+                continue;
+            }
+            out.push(finding(kind, src, Vec::new(), message, true));
+        }
+    }
 }
 
 /// At most four blocks of a request carry `cache_control` (tools, system
@@ -1235,6 +1323,7 @@ fn bedrock(conv: &Conversation) -> Vec<Finding> {
             .iter()
             .any(|b| matches!(b, Block::ToolUse { .. } | Block::ToolResult { .. }))
     });
+    no_blank_content(conv, &mut out);
     if uses_tools && conv.tools.is_empty() && !conv.open_tools {
         out.push(finding(
             Kind::MissingToolConfig,

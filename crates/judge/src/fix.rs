@@ -55,7 +55,7 @@ pub fn repair(doc: &mut Value, format: Format, how: Repair) -> usize {
         },
         _ => return 0,
     };
-    match (format, how) {
+    let paired = match (format, how) {
         (Format::Anthropic, Repair::Synthesize) => anthropic_synthesize(items),
         (Format::Anthropic, Repair::Strip) => anthropic_strip(items),
         (Format::Openai, Repair::Synthesize) => openai_synthesize(items),
@@ -66,7 +66,63 @@ pub fn repair(doc: &mut Value, format: Format, how: Repair) -> usize {
         (Format::Gemini, Repair::Strip) => gemini_strip(items),
         (Format::Bedrock, Repair::Synthesize) => bedrock_synthesize(items),
         (Format::Bedrock, Repair::Strip) => bedrock_strip(items),
+    };
+    paired + fill_blanks(items, format)
+}
+
+/// The text a message left with nothing to say is given.
+pub const EMPTY_PLACEHOLDER: &str = "[loopdbg] (this message was empty)";
+
+/// Anthropic and Bedrock refuse a text block that is empty or only
+/// whitespace, and a message with no content (Anthropic excepts the final
+/// assistant message, a prefill). A blank block says nothing, so it goes;
+/// a message left with nothing gets [`EMPTY_PLACEHOLDER`] rather than
+/// going too, since dropping it would join its two neighbours into one
+/// role's run, which Bedrock refuses. Returns how many blocks and messages
+/// were changed.
+fn fill_blanks(items: &mut [Value], format: Format) -> usize {
+    let text_of = |b: &Value| -> Option<String> {
+        match format {
+            Format::Anthropic => (b.get("type")?.as_str()? == "text")
+                .then(|| b.get("text")?.as_str().map(str::to_string))?,
+            Format::Bedrock if b.as_object()?.len() == 1 => {
+                b.get("text")?.as_str().map(str::to_string)
+            }
+            _ => None,
+        }
+    };
+    if !matches!(format, Format::Anthropic | Format::Bedrock) {
+        return 0;
     }
+    let last = items.len().saturating_sub(1);
+    let mut fixed = 0;
+    for (i, message) in items.iter_mut().enumerate() {
+        let prefill = format == Format::Anthropic && i == last && role(message) == "assistant";
+        let Some(content) = message.get_mut("content") else {
+            continue;
+        };
+        if let Value::String(s) = content {
+            if s.trim().is_empty() && !prefill {
+                *s = EMPTY_PLACEHOLDER.to_string();
+                fixed += 1;
+            }
+            continue;
+        }
+        let Value::Array(blocks) = content else {
+            continue;
+        };
+        let before = blocks.len();
+        blocks.retain(|b| text_of(b).is_none_or(|t| !t.trim().is_empty()));
+        fixed += before - blocks.len();
+        if blocks.is_empty() && !prefill {
+            blocks.push(match format {
+                Format::Bedrock => json!({"text": EMPTY_PLACEHOLDER}),
+                _ => json!({"type": "text", "text": EMPTY_PLACEHOLDER}),
+            });
+            fixed += 1;
+        }
+    }
+    fixed
 }
 
 /// The `toolUseId`s of a Converse message's `kind` blocks (`toolUse` or
@@ -120,9 +176,12 @@ fn bedrock_synthesize(items: &mut Vec<Value>) -> usize {
 }
 
 /// Bedrock: calls the next turn does not answer and results that answer
-/// no call of the turn before are removed; an emptied message goes too.
+/// no call of the turn before are removed; a message this empties goes too
+/// (one written empty is left to [`fill_blanks`]: dropping it would join
+/// its neighbours, which Bedrock refuses).
 fn bedrock_strip(items: &mut Vec<Value>) -> usize {
     let mut fixed = 0;
+    let mut emptied = vec![false; items.len()];
     let mut previous_calls: Vec<String> = Vec::new();
     for i in 0..items.len() {
         let (kind, keep): (&str, Vec<String>) = if role(&items[i]) == "assistant" {
@@ -145,12 +204,14 @@ fn bedrock_strip(items: &mut Vec<Value>) -> usize {
                 })
             });
             fixed += before - blocks.len();
+            emptied[i] = before > 0 && blocks.is_empty();
         }
         if kind == "toolUse" {
             previous_calls = bedrock_ids(&items[i], "toolUse");
         }
     }
-    items.retain(|m| !matches!(m.get("content"), Some(Value::Array(a)) if a.is_empty()));
+    let mut emptied = emptied.into_iter();
+    items.retain(|_| !emptied.next().unwrap_or(false));
     fixed
 }
 

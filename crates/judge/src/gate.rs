@@ -459,6 +459,30 @@ mod tests {
     }
 
     #[test]
+    fn a_blank_text_block_is_repaired_on_the_way() {
+        let body = json!({"messages": [
+            {"role": "user", "content": [{"text": "hi"}, {"text": "\n"}]},
+            {"role": "assistant", "content": []},
+            {"role": "user", "content": [{"text": "again"}]}]});
+        let v = inspect(
+            Format::Bedrock,
+            body,
+            OnInvalid::Repair(Repair::Strip),
+            &Chain::Starts,
+        );
+        assert_eq!(v.rejected.map(|f| f.kind.as_str()), Some("blank_text"));
+        let Decision::Repaired { body, changes } = v.decision else {
+            panic!("{:?}", v.decision);
+        };
+        assert_eq!(changes, 2);
+        assert_eq!(body["messages"][0]["content"], json!([{"text": "hi"}]));
+        assert_eq!(
+            body["messages"][1]["content"],
+            json!([{"text": crate::fix::EMPTY_PLACEHOLDER}])
+        );
+    }
+
+    #[test]
     fn a_dangling_id_is_blocked_in_the_providers_words() {
         let v = inspect(
             Format::Anthropic,

@@ -169,6 +169,9 @@ fn read_message(
     ) {
         conv.opens_with_thinking.push(conv.messages.len());
     }
+    if matches!(&item.content, ContentIn::Blocks(b) if b.is_empty()) {
+        conv.written_empty.push(conv.messages.len());
+    }
     let role = match item.role.0.as_ref().and_then(LaxStr::as_deref) {
         Some("user") => Role::User,
         Some("assistant") => Role::Assistant,

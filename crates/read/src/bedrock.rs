@@ -150,6 +150,9 @@ fn read_messages(
                 "expected an array of content blocks",
             ));
         };
+        if blocks.is_empty() {
+            conv.written_empty.push(conv.messages.len());
+        }
         let path = element("messages", i);
         let mut content = Vec::with_capacity(blocks.len());
         let mut sources = Vec::with_capacity(blocks.len());

@@ -217,6 +217,11 @@ pub struct Conversation {
     /// Anthropic: the messages whose content opens with a `thinking` or
     /// `redacted_thinking` block.
     pub opens_with_thinking: Vec<usize>,
+    /// Anthropic and Bedrock request bodies: the messages whose content
+    /// is written as an empty list (`"content": []`). The blocks a reader
+    /// passes over (images, thinking, documents) leave a message's
+    /// `content` empty too, so emptiness is said where it is written.
+    pub written_empty: Vec<usize>,
     /// For an agent log's conversation that begins after a compaction:
     /// which one, and the calls it split from their results.
     pub compaction: Option<Box<Compaction>>,
@@ -472,6 +477,7 @@ impl Conversation {
         c.hosted.retain(|h| h.message < n);
         c.synthetic.retain(|&i| i < n);
         c.opens_with_thinking.retain(|&i| i < n);
+        c.written_empty.retain(|&i| i < n);
         c.refusals.retain(|r| r.at <= n);
         c
     }
@@ -505,6 +511,7 @@ impl Conversation {
             thinking: false,
             thinking_adaptive: false,
             opens_with_thinking: Vec::new(),
+            written_empty: Vec::new(),
             compaction: None,
             ended_by_compaction: None,
         }

@@ -74,6 +74,8 @@ kinds! {
     ToolRanResultDropped = "tool_ran_result_dropped": "trace: a call whose `execute_tool` span ran, but whose result the next request does not carry",
     CacheControlLimit = "cache_control_limit": "Anthropic: more than four blocks with `cache_control` in one request (tools, system and content blocks count alike)",
     ReasoningWithoutItem = "reasoning_without_item": "Responses: a `reasoning` item not followed by the item it came with (the assistant's message or call)",
+    BlankText = "blank_text": "Anthropic and Bedrock: a text block that is empty or only whitespace",
+    EmptyContent = "empty_content": "Anthropic and Bedrock: a message with no content (Anthropic allows it only in the final assistant message)",
 }
 
 impl Kind {

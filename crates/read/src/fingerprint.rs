@@ -170,6 +170,9 @@ pub(crate) fn kept_text(text: &str, detail: Detail) -> Text {
     match detail {
         // Written on the stack and copied once into the shared text: a
         // `format!` would allocate it twice, for every text of a log.
+        // A text of only whitespace stays one space, apart from an empty
+        // one and from any text: providers refuse both (`blank_text`).
+        Detail::Shape if !text.is_empty() && text.trim().is_empty() => " ".into(),
         Detail::Shape if !text.is_empty() => {
             use std::io::Write;
             let mut hex = [0u8; 16];
