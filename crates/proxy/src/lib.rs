@@ -157,6 +157,9 @@ struct Shared {
     unwritten_kib: usize,
     /// How many requests wait on `unwritten`.
     waiting: watch::Sender<usize>,
+    /// Under block and repair, the requests being judged before they
+    /// leave: at most one per core, each on a blocking thread.
+    judges: Arc<Semaphore>,
 }
 
 /// How many KiB of requests may wait for the capture's writer.
@@ -268,6 +271,9 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
         unwritten: Arc::new(Semaphore::new(config.unwritten_kib.max(1))),
         unwritten_kib: config.unwritten_kib.max(1),
         waiting,
+        judges: Arc::new(Semaphore::new(
+            std::thread::available_parallelism().map_or(2, usize::from),
+        )),
     });
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
@@ -444,7 +450,7 @@ fn path_and_query(request: &Request<Incoming>) -> String {
 }
 
 /// One request and its answer.
-async fn exchange(shared: &Shared, request: Request<Incoming>) -> Response<AgentBody> {
+async fn exchange(shared: &Arc<Shared>, request: Request<Incoming>) -> Response<AgentBody> {
     let began = Instant::now();
     let path_and_query = path_and_query(&request);
     let seq = shared.seq.fetch_add(1, Ordering::Relaxed) + 1;
@@ -522,7 +528,10 @@ async fn exchange(shared: &Shared, request: Request<Incoming>) -> Response<Agent
         }
     };
     let signed = upstream::is_sigv4_signed(&head.headers);
-    let (outgoing, action) = match outgoing(shared, &mut started, &path_and_query, bytes, signed) {
+    let leaving;
+    (started, leaving) =
+        judged_off_the_workers(shared, started, &path_and_query, bytes, signed).await;
+    let (outgoing, action) = match leaving {
         Ok(leaving) => leaving,
         Err(blocked) => {
             let (status, body) = *blocked;
@@ -675,6 +684,44 @@ fn grown_capacity(capacity: usize, len: usize, incoming: usize, announced: usize
     capped.max(needed)
 }
 
+/// [`outgoing`], judged where no other stream waits for it: under block
+/// and repair the request is read and checked before it leaves, which for
+/// a 2 MB history is milliseconds of CPU; on the runtime's workers that
+/// held every other exchange on the same worker, bytes of streamed
+/// answers included. So it runs on a blocking thread, at most one per
+/// core at once ([`Shared::judges`]); a request waiting its turn waits
+/// asynchronously. Under `forward` nothing is judged before the request
+/// leaves (the capture's consumer judges it, off the workers too).
+async fn judged_off_the_workers(
+    shared: &Arc<Shared>,
+    mut started: Started,
+    path_and_query: &str,
+    bytes: Bytes,
+    signed: bool,
+) -> (Started, Leaving) {
+    if let OnInvalid::Forward = shared.on_invalid {
+        let leaving = outgoing(shared, &mut started, path_and_query, bytes, signed);
+        return (started, leaving);
+    }
+    let turn = Arc::clone(&shared.judges).acquire_owned().await.ok();
+    let shared = Arc::clone(shared);
+    let path_and_query = path_and_query.to_string();
+    let judging = tokio::task::spawn_blocking(move || {
+        let _turn = turn;
+        let leaving = outgoing(&shared, &mut started, &path_and_query, bytes, signed);
+        (started, leaving)
+    });
+    match judging.await {
+        Ok(judged) => judged,
+        // As it would have inline: a panic in the check is this
+        // exchange's, and hyper answers its connection with a reset.
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
+    }
+}
+
+/// What [`outgoing`] decides.
+type Leaving = Result<(Bytes, Action), Box<(u16, Value)>>;
+
 /// What leaves for the upstream, and why: the request as the agent sent
 /// it (judged after the answer under `forward`), or repaired; `Err` with
 /// the status and body of the provider-shaped 400 when it is blocked.
@@ -684,7 +731,7 @@ fn outgoing(
     path_and_query: &str,
     bytes: Bytes,
     signed: bool,
-) -> Result<(Bytes, Action), Box<(u16, Value)>> {
+) -> Leaving {
     if let OnInvalid::Forward = shared.on_invalid {
         // The verdict cannot change what is sent, so the request leaves
         // unread and is judged once the agent has its answer: the agent
