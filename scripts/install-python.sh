@@ -2,7 +2,9 @@
 # Builds the loopdbg Python package and installs it the way its README
 # says, into a fresh virtualenv at ${LOOPDBG_PYTHON_ENV:-target/python},
 # with what its pytest suite needs (crates/python/tests/requirements.txt):
-#   1. `maturin build --release`: the abi3 wheel, in target/wheels;
+#   1. scripts/build-wheel.sh: the CLI in release, then the abi3 wheel
+#      carrying it, in target/wheels (as the release workflow builds the
+#      wheels for PyPI);
 #   2. `pip install ./crates/python` into the fresh virtualenv: the path
 #      install a user makes from a clone (maturin again through PEP 517,
 #      on cargo's warm target directory, so only the last link is redone);
@@ -20,11 +22,12 @@ rm -rf "$dest" target/wheels
 python3 -m venv "$dest"
 pip=("$dest/bin/pip" install --quiet --disable-pip-version-check)
 "${pip[@]}" "maturin>=1.9,<2"
-"$dest/bin/maturin" build --release --quiet -m crates/python/Cargo.toml -o target/wheels
+MATURIN="$dest/bin/maturin" scripts/build-wheel.sh target/wheels
 ls target/wheels/loopdbg-*-abi3-*.whl
 "${pip[@]}" ./crates/python
 "${pip[@]}" -r crates/python/tests/requirements.txt
 "$dest/bin/python" -c 'import loopdbg, sys; print("python: loopdbg installed from", loopdbg.__file__, "on", sys.version.split()[0])'
+echo "python: $("$dest/bin/loopdbg" --version) on the virtualenv's PATH"
 # The same abi3 wheel on the oldest and the newest CPython the machine has
 # (3.9, the floor pyproject.toml declares, and 3.13), each in its own
 # virtualenv with pytest alone: tests/python.rs runs the checks there.

@@ -9,6 +9,7 @@
 
 mod common;
 
+mod action;
 mod agents;
 mod bundle;
 mod check;
@@ -31,6 +32,7 @@ mod preview;
 mod proxy;
 mod python;
 mod real_files;
+mod release;
 mod replay;
 mod schema;
 mod seed_tables;

@@ -116,3 +116,55 @@ fn the_python_packages_suite_passes() {
     std::fs::write(record, format!("{passed}\n")).unwrap();
     eprintln!("pytest: {summary}");
 }
+
+/// The wheel carries the command-line program: `loopdbg` on the
+/// virtualenv's PATH and `python -m loopdbg` run it, from a folder of
+/// their own, and it answers as this build's binary does. The virtualenvs
+/// of other CPythons got the wheel file itself; `target/python` got
+/// `pip install ./crates/python` (scripts/install-python.sh).
+#[test]
+#[ignore = "end-to-end: the Python package (scripts/install-python.sh)"]
+fn the_wheel_puts_the_command_line_program_on_path() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/transcripts/anthropic_parallel_one_missing.json");
+    let expected = Command::new(env!("CARGO_BIN_EXE_loopdbg"))
+        .arg("check")
+        .arg(&fixture)
+        .output()
+        .unwrap();
+    let mut ran = 0;
+    for suffix in ["", "-3.9", "-3.13"] {
+        let Some(python) = python_in(suffix) else {
+            continue;
+        };
+        let bin = python.parent().unwrap();
+        let away = tempfile::tempdir().unwrap();
+        let version = Command::new(bin.join("loopdbg"))
+            .arg("--version")
+            .current_dir(away.path())
+            .output()
+            .unwrap();
+        assert!(version.status.success(), "{}", bin.display());
+        assert_eq!(
+            String::from_utf8_lossy(&version.stdout).trim(),
+            format!("loopdbg {}", env!("CARGO_PKG_VERSION")),
+            "{}",
+            bin.display()
+        );
+        let checked = Command::new(&python)
+            .args(["-m", "loopdbg", "check"])
+            .arg(&fixture)
+            .current_dir(away.path())
+            .output()
+            .unwrap();
+        assert_eq!(checked.status.code(), Some(1), "{}", bin.display());
+        assert_eq!(checked.stdout, expected.stdout, "{}", bin.display());
+        ran += 1;
+    }
+    if ran == 0 {
+        crate::common::skip(
+            "the_wheel_puts_the_command_line_program_on_path",
+            "no virtualenv in target/python (run scripts/install-python.sh)",
+        );
+    }
+}
