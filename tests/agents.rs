@@ -2106,6 +2106,7 @@ fn opencode_killed_mid_tool_resumes_by_itself() {
     let out = scan
         .args(["doctor", "--scan", "--format", "json"])
         .env("HOME", &scratch.home)
+        .env("XDG_CACHE_HOME", scratch.home.join(".cache"))
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");

@@ -2107,3 +2107,75 @@ fn a_session_reached_through_a_link_is_repaired_where_it_is_and_the_scan_does_no
     );
     assert_eq!(std::fs::read(&chat).unwrap(), before);
 }
+
+/// A second scan of an unchanged home reads no session file again (each
+/// verdict from the cache, the report the same); a file that changed is
+/// read again, even aged back to an old time; `--no-cache` reads all;
+/// `--write` reads again the sessions it will repair.
+#[test]
+fn a_second_scan_takes_unchanged_sessions_from_its_cache() {
+    let home = Home::plant();
+    let cache = crate::common::scratch("scan-cache");
+    let run = |args: &[&str], code: i32| {
+        let mut cmd = loopdbg();
+        cmd.args(["doctor", "--scan", "--format", "json"])
+            .args(args);
+        for var in loopdbg_corpus::stores::VARIABLES {
+            cmd.env_remove(var);
+        }
+        cmd.env("HOME", &home.home)
+            .env("CODEX_HOME", &home.codex_home)
+            .env("XDG_CACHE_HOME", &*cache);
+        scanned(&cmd.assert().code(code))
+    };
+    let first = run(&[], 1);
+    assert_eq!(first["unchanged"], 0);
+    assert!(cache.join("loopdbg/scan-cache.json").exists());
+    let second = run(&[], 1);
+    // Ten files; opencode's two sessions are rows of its database, read
+    // every time.
+    assert_eq!(second["unchanged"], 10, "{second:#}");
+    assert_eq!(second["unresumable"], first["unresumable"]);
+    assert_eq!(second["sessions"], first["sessions"]);
+
+    // A clean session becomes one no resume can send: its stamp changed.
+    let changed = home
+        .home
+        .join(".claude/projects/-home-ann-app/c0ffee00-0000-4000-8000-000000000002.jsonl");
+    std::fs::copy(
+        "tests/fixtures/transcripts/claude_code_v2/doctor_invalid_id.jsonl",
+        &changed,
+    )
+    .unwrap();
+    age(&changed);
+    let third = run(&[], 1);
+    assert_eq!(third["unchanged"], 9, "{third:#}");
+    assert_eq!(
+        standing(&third, "refused"),
+        [
+            "c0ffee00-0000-4000-8000-000000000001.jsonl",
+            "c0ffee00-0000-4000-8000-000000000002.jsonl",
+            "session-2026-12-02T04-27-6a20c2cd.jsonl"
+        ]
+    );
+    let fresh = run(&["--no-cache"], 1);
+    assert_eq!(fresh["unchanged"], 0);
+    assert_eq!(fresh["unresumable"], third["unresumable"]);
+
+    // --write takes the clean ones from the cache and repairs the three.
+    let written = run(&["--write"], 0);
+    assert_eq!(written["unchanged"], 7, "{written:#}");
+    let repaired = written["unresumable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|u| u["written"]["outcome"] == "written")
+        .count();
+    assert_eq!(repaired, 3, "{written:#}");
+    // The repaired files changed: the next scan reads them again (not
+    // the verdict kept before the repair) and finds them resumable.
+    age(&changed);
+    let after = run(&[], 0);
+    assert_eq!(after["unchanged"], 7, "{after:#}");
+    assert_eq!(standing(&after, "refused"), Vec::<String>::new());
+}

@@ -373,6 +373,11 @@ pub struct DoctorArgs {
     /// What --scan writes.
     #[arg(long, value_enum, default_value_t = ReportFormat::Text, requires = "scan")]
     pub format: ReportFormat,
+    /// Read every session again: --scan otherwise takes the verdict of a
+    /// session file unchanged since the last scan from its cache
+    /// (XDG_CACHE_HOME/loopdbg/scan-cache.json), and keeps none this time.
+    #[arg(long, requires = "scan")]
+    pub no_cache: bool,
 }
 
 // The arguments of `run` (its help text is the variant's).

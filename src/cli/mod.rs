@@ -565,7 +565,17 @@ fn doctor(args: &args::DoctorArgs) -> u8 {
     }
     let progress = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let progress = progress.then(|| Box::new(std::io::stderr()) as Box<dyn Write + Send>);
-    scan(Options { write, force, json }, progress, out)
+    let no_cache = args.no_cache;
+    scan(
+        Options {
+            write,
+            force,
+            json,
+            no_cache,
+        },
+        progress,
+        out,
+    )
 }
 
 /// `loopdbg bundle`: exit 0 written, 1 when the bundle would not show

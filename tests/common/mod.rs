@@ -108,7 +108,12 @@ pub fn claude_code_log(name: &str) -> Vec<loopdbg_read::Conversation> {
 pub fn loopdbg() -> assert_cmd::Command {
     let mut cmd = assert_cmd::Command::cargo_bin("loopdbg").unwrap();
     cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("NO_COLOR", "1");
+        .env("NO_COLOR", "1")
+        // `doctor --scan`'s cache, never the developer's own.
+        .env(
+            "XDG_CACHE_HOME",
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join("xdg-cache"),
+        );
     cmd
 }
 

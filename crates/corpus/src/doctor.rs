@@ -205,7 +205,7 @@ fn needs_repair(f: &Finding) -> bool {
 }
 
 /// What the agent's own resume makes of a session that is not clean.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Standing {
     /// It sends the history as it stands and the provider refuses it.

@@ -44,6 +44,7 @@ pub mod prices;
 pub mod replay;
 pub mod report;
 pub mod scan;
+pub mod scan_cache;
 pub mod sessions;
 #[cfg(any(feature = "opencode", feature = "crush"))]
 mod sqlite;

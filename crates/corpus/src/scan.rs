@@ -12,9 +12,10 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use loopdbg_engine::diagnostics::inert::clean;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::doctor::{self, Standing, Verdict, Written};
+use crate::scan_cache::{ScanCache, Stamp};
 use crate::stores::{Agent, Places, Store, resume_command, stores};
 
 /// What the scan is asked to do.
@@ -26,6 +27,9 @@ pub struct Options {
     pub force: bool,
     /// Print JSON instead of text.
     pub json: bool,
+    /// Read every session, keeping no verdict for the next scan
+    /// (`--no-cache`).
+    pub no_cache: bool,
 }
 
 /// How far a scan has come: sessions and bytes examined of all.
@@ -59,7 +63,7 @@ impl Progress {
 }
 
 /// A change the doctor makes, by the original's line.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Change {
     /// The 1-based line.
     pub line: usize,
@@ -68,7 +72,7 @@ pub struct Change {
 }
 
 /// What writing a repair came to.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "outcome")]
 pub enum Outcome {
     /// Written, the original kept.
@@ -89,7 +93,7 @@ pub enum Outcome {
 
 /// A session that is not clean: its agent cannot resume it, or resumes it
 /// only by mending it, or it could not be read.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Unresumable {
     /// Whose.
     pub agent: Agent,
@@ -155,6 +159,9 @@ pub struct Scan {
     pub sessions: usize,
     /// The sessions that are not clean, store by store.
     pub unresumable: Vec<Unresumable>,
+    /// Sessions unchanged since the last scan, whose verdict it kept
+    /// ([`crate::scan_cache`]): not read again.
+    pub unchanged: usize,
 }
 
 /// `loopdbg doctor --scan`: every store of the process's home scanned,
@@ -170,7 +177,13 @@ pub fn scan(options: Options, progress: Option<Box<dyn Write + Send>>, out: &mut
             let _ = write!(terminal, "\r{}", p.line());
         }
     };
-    let found = examine_all(&Places::from_env(), options, &shown);
+    let file = match options.no_cache {
+        true => None,
+        false => crate::scan_cache::default_file(),
+    };
+    let cache = ScanCache::open(file, std::time::SystemTime::now());
+    let found = examine_all_cached(&Places::from_env(), options, &cache, &shown);
+    cache.save();
     if let Some(Ok(mut terminal)) = progress.map(|p| p.into_inner()) {
         let _ = write!(terminal, "\r{:60}\r", "");
     }
@@ -178,10 +191,22 @@ pub fn scan(options: Options, progress: Option<Box<dyn Write + Send>>, out: &mut
 }
 
 /// Scans every store under `places`; `progress` hears of each session
-/// examined (from whichever core examined it).
+/// examined (from whichever core examined it). Every session is read.
 pub fn examine_all(
     places: &Places,
     options: Options,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Scan {
+    examine_all_cached(places, options, &ScanCache::none(), progress)
+}
+
+/// [`examine_all`], a session file unchanged since the scan that filled
+/// `cache` taken from it instead of read (under `write`, not one that
+/// scan found refused: it is read again to be repaired).
+pub fn examine_all_cached(
+    places: &Places,
+    options: Options,
+    cache: &ScanCache,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Scan {
     let found = stores(places);
@@ -201,12 +226,30 @@ pub fn examine_all(
         .collect();
     let total = work.len();
     let (done, bytes) = (AtomicUsize::new(0), AtomicU64::new(0));
+    let unchanged = AtomicUsize::new(0);
     let verdicts = crate::cores::map(&work, |work| {
         let (said, size) = match work {
-            Work::File(agent, root, path) => (
-                examine(*agent, root, path, options),
-                std::fs::metadata(path).map_or(0, |m| m.len()),
-            ),
+            Work::File(agent, root, path) => {
+                let stamp = Stamp::of(path);
+                let size = std::fs::metadata(path).map_or(0, |m| m.len());
+                let to_write = |said: &Option<Unresumable>| {
+                    options.write
+                        && said
+                            .as_ref()
+                            .is_some_and(|u| u.standing == Standing::Refused)
+                };
+                match cache.recall(*agent, path, stamp) {
+                    Some(said) if !to_write(&said) => {
+                        unchanged.fetch_add(1, Ordering::Relaxed);
+                        (said, 0)
+                    }
+                    _ => {
+                        let said = examine(*agent, root, path, options);
+                        cache.keep(*agent, path, stamp, Stamp::of(path), said.as_ref());
+                        (said, size)
+                    }
+                }
+            }
             Work::Row(agent, db, session) => examine_row(*agent, db, session),
         };
         progress(Progress {
@@ -220,6 +263,7 @@ pub fn examine_all(
         stores: found.iter().map(summary).collect(),
         sessions: total,
         unresumable: verdicts.into_iter().flatten().collect(),
+        unchanged: unchanged.into_inner(),
     }
 }
 
@@ -482,9 +526,13 @@ fn text(scan: &Scan, options: Options, out: &mut dyn Write) -> std::io::Result<(
         .count();
     write!(
         out,
-        "{} session(s) in {} store(s): ",
+        "{} session(s) in {} store(s){}: ",
         scan.sessions,
-        scan.stores.len()
+        scan.stores.len(),
+        match scan.unchanged {
+            0 => String::new(),
+            n => format!(" ({n} unchanged since the last scan, not read again)"),
+        }
     )?;
     match refused {
         0 => write!(out, "every one can be resumed")?,

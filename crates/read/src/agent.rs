@@ -13,7 +13,9 @@
 use loopdbg_formats::provider::Format;
 
 /// An agent whose sessions loopdbg reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Agent {
     /// Anthropic's Claude Code.
