@@ -25,6 +25,7 @@ mod faults;
 mod findings_golden;
 mod hostile;
 mod layers;
+mod litellm;
 mod mcp;
 mod otlp;
 mod plain_path;
