@@ -2137,6 +2137,22 @@ fn a_second_scan_takes_unchanged_sessions_from_its_cache() {
     assert_eq!(second["unchanged"], 10, "{second:#}");
     assert_eq!(second["unresumable"], first["unresumable"]);
     assert_eq!(second["sessions"], first["sessions"]);
+    let mut text = loopdbg();
+    text.args(["doctor", "--scan"]);
+    for var in loopdbg_corpus::stores::VARIABLES {
+        text.env_remove(var);
+    }
+    let text = text
+        .env("HOME", &home.home)
+        .env("CODEX_HOME", &home.codex_home)
+        .env("XDG_CACHE_HOME", &*cache)
+        .assert()
+        .code(1);
+    let said = String::from_utf8_lossy(&text.get_output().stdout).into_owned();
+    assert!(
+        said.ends_with("(10 of them unchanged since the last scan: their verdicts kept, not read again; --no-cache reads every one)\n"),
+        "{said}"
+    );
 
     // A clean session becomes one no resume can send: its stamp changed.
     let changed = home

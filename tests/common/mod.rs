@@ -109,12 +109,20 @@ pub fn loopdbg() -> assert_cmd::Command {
     let mut cmd = assert_cmd::Command::cargo_bin("loopdbg").unwrap();
     cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
         .env("NO_COLOR", "1")
-        // `doctor --scan`'s cache, never the developer's own.
-        .env(
-            "XDG_CACHE_HOME",
-            Path::new(env!("CARGO_TARGET_TMPDIR")).join("xdg-cache"),
-        );
+        // `doctor --scan`'s cache: never the developer's own, and one of
+        // each command's own, so no test takes another's verdicts (a test
+        // of the cache names its own folder).
+        .env("XDG_CACHE_HOME", fresh_cache_dir());
     cmd
+}
+
+/// A cache folder no other command of this test run has used.
+fn fresh_cache_dir() -> std::path::PathBuf {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("xdg-cache")
+        .join(format!("{}-{n}", std::process::id()))
 }
 
 /// A fresh folder of the test's own, removed when it is dropped.

@@ -181,7 +181,7 @@ pub fn scan(options: Options, progress: Option<Box<dyn Write + Send>>, out: &mut
         true => None,
         false => crate::scan_cache::default_file(),
     };
-    let cache = ScanCache::open(file, std::time::SystemTime::now());
+    let cache = ScanCache::<Unresumable>::open(file, std::time::SystemTime::now());
     let found = examine_all_cached(&Places::from_env(), options, &cache, &shown);
     cache.save();
     if let Some(Ok(mut terminal)) = progress.map(|p| p.into_inner()) {
@@ -197,7 +197,7 @@ pub fn examine_all(
     options: Options,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Scan {
-    examine_all_cached(places, options, &ScanCache::none(), progress)
+    examine_all_cached(places, options, &ScanCache::<Unresumable>::none(), progress)
 }
 
 /// [`examine_all`], a session file unchanged since the scan that filled
@@ -206,7 +206,7 @@ pub fn examine_all(
 pub fn examine_all_cached(
     places: &Places,
     options: Options,
-    cache: &ScanCache,
+    cache: &ScanCache<Unresumable>,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Scan {
     let found = stores(places);
@@ -245,7 +245,13 @@ pub fn examine_all_cached(
                     }
                     _ => {
                         let said = examine(*agent, root, path, options);
-                        cache.keep(*agent, path, stamp, Stamp::of(path), said.as_ref());
+                        // What writing came to belongs to this run, not
+                        // to the file.
+                        let kept = said.clone().map(|mut u| {
+                            u.written = None;
+                            u
+                        });
+                        cache.keep(*agent, path, stamp, Stamp::of(path), kept);
                         (said, size)
                     }
                 }
@@ -526,13 +532,9 @@ fn text(scan: &Scan, options: Options, out: &mut dyn Write) -> std::io::Result<(
         .count();
     write!(
         out,
-        "{} session(s) in {} store(s){}: ",
+        "{} session(s) in {} store(s): ",
         scan.sessions,
-        scan.stores.len(),
-        match scan.unchanged {
-            0 => String::new(),
-            n => format!(" ({n} unchanged since the last scan, not read again)"),
-        }
+        scan.stores.len()
     )?;
     match refused {
         0 => write!(out, "every one can be resumed")?,
@@ -548,10 +550,17 @@ fn text(scan: &Scan, options: Options, out: &mut dyn Write) -> std::io::Result<(
         )?;
     }
     match count(Standing::Mended) {
-        0 => writeln!(out),
+        0 => writeln!(out)?,
         n => writeln!(
             out,
             "; {n} more resume only as their agent mends them as it sends them (for Claude Code and Codex, `loopdbg doctor FILE --write` writes the mend into the file)"
+        )?,
+    }
+    match scan.unchanged {
+        0 => Ok(()),
+        n => writeln!(
+            out,
+            "({n} of them unchanged since the last scan: their verdicts kept, not read again; --no-cache reads every one)"
         ),
     }
 }

@@ -21,9 +21,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::scan::Unresumable;
 use crate::stores::Agent;
 
 /// How recent a modification may be, before the scan started, for its
@@ -78,28 +78,29 @@ fn ns_since_epoch(t: SystemTime) -> i128 {
 
 /// One file's entry.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-struct Entry {
+struct Entry<T> {
     agent: Agent,
     stamp: Stamp,
     /// What the scan said: `None` when the session is clean.
-    said: Option<Unresumable>,
+    said: Option<T>,
 }
 
 /// The cache file as written.
-#[derive(Debug, Default, Serialize, Deserialize)]
-struct Stored {
+#[derive(Debug, Serialize, Deserialize)]
+struct Stored<T> {
     /// The executable that judged: its path's stamp.
     judge: Option<Stamp>,
-    files: HashMap<PathBuf, Entry>,
+    files: HashMap<PathBuf, Entry<T>>,
 }
 
-/// The verdicts of the last scan, and this scan's, to be written.
+/// The verdicts (`T`: what the scan says of a session that is not clean)
+/// of the last scan, and this scan's, to be written.
 #[derive(Debug)]
-pub struct ScanCache {
+pub struct ScanCache<T> {
     file: Option<PathBuf>,
     judge: Option<Stamp>,
-    before: HashMap<PathBuf, Entry>,
-    now: std::sync::Mutex<HashMap<PathBuf, Entry>>,
+    before: HashMap<PathBuf, Entry<T>>,
+    now: std::sync::Mutex<HashMap<PathBuf, Entry<T>>>,
     /// Modifications after this are too recent to keep.
     keep_before_ns: i128,
 }
@@ -114,21 +115,21 @@ pub fn default_file() -> Option<PathBuf> {
     Some(dir.join("loopdbg").join("scan-cache.json"))
 }
 
-impl ScanCache {
+impl<T: Serialize + DeserializeOwned + Clone> ScanCache<T> {
     /// A cache that keeps nothing (`--no-cache`).
-    pub fn none() -> ScanCache {
+    pub fn none() -> ScanCache<T> {
         ScanCache::open(None, SystemTime::now())
     }
 
     /// The cache at `file`, for a scan starting at `started`: its entries
     /// only if this executable wrote them. A cache that cannot be read is
     /// an empty one (it only ever saves work).
-    pub fn open(file: Option<PathBuf>, started: SystemTime) -> ScanCache {
+    pub fn open(file: Option<PathBuf>, started: SystemTime) -> ScanCache<T> {
         let judge = std::env::current_exe().ok().and_then(|exe| Stamp::of(&exe));
         let before = file
             .as_deref()
             .and_then(|f| std::fs::read(f).ok())
-            .and_then(|bytes| serde_json::from_slice::<Stored>(&bytes).ok())
+            .and_then(|bytes| serde_json::from_slice::<Stored<T>>(&bytes).ok())
             .filter(|stored| judge.is_some() && stored.judge == judge)
             .map(|stored| stored.files)
             .unwrap_or_default();
@@ -143,12 +144,7 @@ impl ScanCache {
 
     /// What the last scan said of `path`, if the file is as it was then:
     /// `Some(None)` for a clean session. The entry is carried over.
-    pub fn recall(
-        &self,
-        agent: Agent,
-        path: &Path,
-        stamp: Option<Stamp>,
-    ) -> Option<Option<Unresumable>> {
+    pub fn recall(&self, agent: Agent, path: &Path, stamp: Option<Stamp>) -> Option<Option<T>> {
         let stamp = stamp?;
         let entry = self.before.get(path)?;
         if entry.agent != agent || entry.stamp != stamp {
@@ -162,14 +158,15 @@ impl ScanCache {
 
     /// Keeps what was said of `path`, read with the stamp `before` and
     /// found with `after` once judged (and written, under `--write`): kept
-    /// only if the two agree and the file is not too recent.
+    /// only if the two agree and the file is not too recent. `said` is
+    /// what belongs to the file (not what a `--write` of this run did).
     pub fn keep(
         &self,
         agent: Agent,
         path: &Path,
         before: Option<Stamp>,
         after: Option<Stamp>,
-        said: Option<&Unresumable>,
+        said: Option<T>,
     ) {
         let (Some(before), Some(after)) = (before, after) else {
             return;
@@ -177,11 +174,6 @@ impl ScanCache {
         if before != after || after.modified() >= self.keep_before_ns || self.file.is_none() {
             return;
         }
-        // What writing came to belongs to that run, not to the file.
-        let said = said.cloned().map(|mut u| {
-            u.written = None;
-            u
-        });
         if let Ok(mut now) = self.now.lock() {
             now.insert(
                 path.to_path_buf(),
