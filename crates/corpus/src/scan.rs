@@ -230,31 +230,7 @@ pub fn examine_all_cached(
     let verdicts = crate::cores::map(&work, |work| {
         let (said, size) = match work {
             Work::File(agent, root, path) => {
-                let stamp = Stamp::of(path);
-                let size = std::fs::metadata(path).map_or(0, |m| m.len());
-                let to_write = |said: &Option<Unresumable>| {
-                    options.write
-                        && said
-                            .as_ref()
-                            .is_some_and(|u| u.standing == Standing::Refused)
-                };
-                match cache.recall(*agent, path, stamp) {
-                    Some(said) if !to_write(&said) => {
-                        unchanged.fetch_add(1, Ordering::Relaxed);
-                        (said, 0)
-                    }
-                    _ => {
-                        let said = examine(*agent, root, path, options);
-                        // What writing came to belongs to this run, not
-                        // to the file.
-                        let kept = said.clone().map(|mut u| {
-                            u.written = None;
-                            u
-                        });
-                        cache.keep(*agent, path, stamp, Stamp::of(path), kept);
-                        (said, size)
-                    }
-                }
+                examine_cached(*agent, root, path, options, cache, &unchanged)
             }
             Work::Row(agent, db, session) => examine_row(*agent, db, session),
         };
@@ -271,6 +247,41 @@ pub fn examine_all_cached(
         unresumable: verdicts.into_iter().flatten().collect(),
         unchanged: unchanged.into_inner(),
     }
+}
+
+/// [`examine`] of one session file, or its verdict from `cache` when the
+/// file is as the last scan found it (under `write`, a refused one is read
+/// again, to be repaired; `unchanged` counts those taken from the cache),
+/// and the bytes read.
+fn examine_cached(
+    agent: Agent,
+    root: &std::path::Path,
+    path: &std::path::Path,
+    options: Options,
+    cache: &ScanCache<Unresumable>,
+    unchanged: &AtomicUsize,
+) -> (Option<Unresumable>, u64) {
+    let stamp = Stamp::of(path);
+    let to_write = |said: &Option<Unresumable>| {
+        options.write
+            && said
+                .as_ref()
+                .is_some_and(|u| u.standing == Standing::Refused)
+    };
+    if let Some(said) = cache.recall(agent, path, stamp)
+        && !to_write(&said)
+    {
+        unchanged.fetch_add(1, Ordering::Relaxed);
+        return (said, 0);
+    }
+    let said = examine(agent, root, path, options);
+    // What writing came to belongs to this run, not to the file.
+    let kept = said.clone().map(|mut u| {
+        u.written = None;
+        u
+    });
+    cache.keep(agent, path, stamp, Stamp::of(path), kept);
+    (said, stamp.map_or(0, |s| s.bytes()))
 }
 
 /// One session to examine.

@@ -64,6 +64,11 @@ impl Stamp {
         })
     }
 
+    /// The file's size in bytes.
+    pub fn bytes(&self) -> u64 {
+        self.len
+    }
+
     fn modified(&self) -> i128 {
         self.modified_ns
     }
