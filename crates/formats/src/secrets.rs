@@ -38,7 +38,7 @@ static SHAPES: LazyLock<Regex> = LazyLock::new(|| {
         r"|xox[abpr]-[A-Za-z0-9\-]{10,}",
         // Long-lived (AKIA) and temporary (ASIA) access keys, and the
         // other prefixes AWS issues (gitleaks' aws-access-token).
-        r"|\b(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b",
+        r"|(?-u:\b)(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}(?-u:\b)",
         r"|xai-[A-Za-z0-9]{20,}",
         r"|gsk_[A-Za-z0-9]{20,}",
         r"|pplx-[A-Za-z0-9]{20,}",
@@ -252,6 +252,15 @@ mod tests {
         assert_eq!(
             mask_shapes("dsn postgres://app:s3cr3t-pass@db.internal:5432/x"),
             "dsn [secret]db.internal:5432/x"
+        );
+        // An access key beside text in another script is still one: the
+        // boundary is ASCII's (Unicode's put the lazy DFA out of reach on
+        // any non-ASCII text, and the backtracker took 82 % of a gateway's
+        // CPU on a Chinese conversation).
+        assert_eq!(mask_shapes("键AKIAIOSFODNN7EXAMPLE。"), "键[secret]。");
+        assert_eq!(
+            mask_shapes("XAKIAIOSFODNN7EXAMPLE"),
+            "XAKIAIOSFODNN7EXAMPLE"
         );
         let plain = "北京 18°C, call_w1, toolu_f1, sk-short, basic idea, \"max_tokens\": 1024, \"token\": \"count\", https://example.com/a, TOKEN_LIMIT=8";
         assert!(matches!(mask_shapes(plain), Cow::Borrowed(_)));
