@@ -76,25 +76,25 @@ pattern!(EMAIL, r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}");
 // forms: a bare run of digits is a number, not a phone.
 pattern!(
     PHONE,
-    r"\+\d{1,3}[\s.\-]?\(?\d{1,4}\)?(?:[\s.\-]?\d{2,4}){2,4}|\(\d{3}\)\s?\d{3}-\d{4}|\b\d{3}-\d{3}-\d{4}\b"
+    r"\+\d{1,3}[\s.\-]?\(?\d{1,4}\)?(?:[\s.\-]?\d{2,4}){2,4}|\(\d{3}\)\s?\d{3}-\d{4}|(?-u:\b)\d{3}-\d{3}-\d{4}(?-u:\b)"
 );
 pattern!(
     IPV4,
-    r"\b(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}\b"
+    r"(?-u:\b)(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}(?-u:\b)"
 );
-pattern!(IPV6, r"\b(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}\b");
+pattern!(IPV6, r"(?-u:\b)(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}(?-u:\b)");
 // The user name of a home folder: `/home/NAME`, `/Users/NAME`,
 // `C:\Users\NAME` (a JSON text may carry its backslashes doubled).
 pattern!(
     HOME,
     r"(/home/|/Users/|[A-Za-z]:\\{1,2}Users\\{1,2})([^/\\\s\x22']+)"
 );
-pattern!(URL_HOST, r"\b([a-z][a-z0-9+.\-]*://)([A-Za-z0-9.\-]+)");
+pattern!(URL_HOST, r"(?-u:\b)([a-z][a-z0-9+.\-]*://)([A-Za-z0-9.\-]+)");
 // Addresses in IPv6's shortened form (`fe80::1`, `2001:db8::8a2e:370:7334`):
 // a `::` with hexadecimal groups on either side.
 pattern!(
     IPV6_SHORT,
-    r"(?i)(?:\b[0-9a-f]{1,4}(?::[0-9a-f]{1,4}){0,6})?::(?:[0-9a-f]{1,4}(?::[0-9a-f]{1,4}){0,6}\b)?"
+    r"(?i)(?:(?-u:\b)[0-9a-f]{1,4}(?::[0-9a-f]{1,4}){0,6})?::(?:[0-9a-f]{1,4}(?::[0-9a-f]{1,4}){0,6}(?-u:\b))?"
 );
 // A host named outside a URL (`ssh db7.corp.example.com`): three labels
 // or more under a top-level domain, or two under one only an
@@ -102,7 +102,7 @@ pattern!(
 // `config.prod.yaml`) end in no such domain.
 pattern!(
     BARE_HOST,
-    r"(?i)\b(?:(?:[a-z0-9](?:[a-z0-9\-]{0,61}[a-z0-9])?\.){2,}(?:com|net|org|io|dev|app|ai|co|cloud|gov|edu|mil|int|biz|info|us|uk|de|fr|jp|cn|in|au|ca|eu|ch|nl|se|es|it|br|internal|corp|local|lan|intra|intranet|private|home|arpa)|(?:[a-z0-9](?:[a-z0-9\-]{0,61}[a-z0-9])?\.)+(?:internal|corp|local|lan|intra|intranet|private))\b"
+    r"(?i)(?-u:\b)(?:(?:[a-z0-9](?:[a-z0-9\-]{0,61}[a-z0-9])?\.){2,}(?:com|net|org|io|dev|app|ai|co|cloud|gov|edu|mil|int|biz|info|us|uk|de|fr|jp|cn|in|au|ca|eu|ch|nl|se|es|it|br|internal|corp|local|lan|intra|intranet|private|home|arpa)|(?:[a-z0-9](?:[a-z0-9\-]{0,61}[a-z0-9])?\.)+(?:internal|corp|local|lan|intra|intranet|private))(?-u:\b)"
 );
 // Card numbers, kept unless their Luhn sum holds: spaced or dashed in
 // fours, or a plain run of 13–19 digits opening as the card networks'
@@ -111,9 +111,9 @@ pattern!(
 // masked as one). US social security numbers.
 pattern!(
     CARD,
-    r"\b(?:\d{4}[ \-]\d{4}[ \-]\d{4}[ \-]\d{1,7}|[3-6]\d{12,18})\b"
+    r"(?-u:\b)(?:\d{4}[ \-]\d{4}[ \-]\d{4}[ \-]\d{1,7}|[3-6]\d{12,18})(?-u:\b)"
 );
-pattern!(SSN, r"\b\d{3}-\d{2}-\d{4}\b");
+pattern!(SSN, r"(?-u:\b)\d{3}-\d{2}-\d{4}(?-u:\b)");
 
 /// Hosts kept: the providers' own (any name under them) and the
 /// documentation domains themselves (`example.com`, `www.example.com`:
