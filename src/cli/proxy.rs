@@ -80,6 +80,7 @@ fn print_lines(
     mut signals: loopdbg_term::signals::Signals,
 ) -> ExitCode {
     let mut out = std::io::stdout();
+    let bodies = capture.records();
     let print = |x: &Exchange| {
         append(&mut capture, x);
         writeln!(out, "{}", loopdbg_proxy::summary_line(x))
@@ -93,7 +94,8 @@ fn print_lines(
         number = s.number;
         s.name
     };
-    match loopdbg_proxy::shutdown::relay_until_signal(runtime, running, signal, print, say) {
+    match loopdbg_proxy::shutdown::relay_until_signal(runtime, running, bodies, signal, print, say)
+    {
         // The conventional status of a process ended by that signal.
         Some(_) => ExitCode::from(128 + number),
         None => ExitCode::SUCCESS,

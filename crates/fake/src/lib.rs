@@ -70,6 +70,8 @@ struct Shared {
     /// Requests served, logged or not: `GET /__fake/requests` tells a
     /// test in another process whether anything reached the fake.
     served: Arc<std::sync::atomic::AtomicU64>,
+    /// The pace of streamed answers whose request names none.
+    pace: Option<(u64, u64)>,
 }
 
 /// Starts the fake on the current runtime.
@@ -95,7 +97,19 @@ pub async fn try_start_unlogged() -> std::io::Result<Fake> {
     try_start_with(false).await
 }
 
+/// Starts the fake with an empty log whose streamed answers are paced as
+/// `x-fake-pace-ms: FIRST,EACH` would pace them, for requests that carry
+/// no such header: a gateway under test (LiteLLM) does not pass the
+/// agent's headers on.
+pub async fn try_start_unlogged_paced(pace: (u64, u64)) -> std::io::Result<Fake> {
+    try_start(false, Some(pace)).await
+}
+
 async fn try_start_with(logged: bool) -> std::io::Result<Fake> {
+    try_start(logged, None).await
+}
+
+async fn try_start(logged: bool, pace: Option<(u64, u64)>) -> std::io::Result<Fake> {
     let log = Arc::new(Mutex::new(Log::default()));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}", listener.local_addr()?);
@@ -106,6 +120,7 @@ async fn try_start_with(logged: bool) -> std::io::Result<Fake> {
         breaker: breaker.clone(),
         stored: Arc::default(),
         served: Arc::default(),
+        pace,
     });
     tokio::spawn(async move {
         // It serves until the runtime ends; an accept error ends it early.
@@ -158,7 +173,8 @@ async fn handle(State(shared): State<Shared>, request: Request) -> Response {
         .get("x-fake-pace-ms")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.split_once(','))
-        .and_then(|(a, b)| Some((a.trim().parse::<u64>().ok()?, b.trim().parse::<u64>().ok()?)));
+        .and_then(|(a, b)| Some((a.trim().parse::<u64>().ok()?, b.trim().parse::<u64>().ok()?)))
+        .or(shared.pace);
     let bytes = axum::body::to_bytes(request.into_body(), 64 << 20)
         .await
         .unwrap();

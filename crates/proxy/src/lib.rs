@@ -413,7 +413,7 @@ impl Started {
 
     /// The request for the record, judged first if it was forwarded
     /// unread; the body is let go once it is parsed.
-    fn request_for_record(&mut self) -> Value {
+    fn request_for_record(&mut self, bodies: answer::Bodies) -> Value {
         if !self.judged {
             let judged = judge(
                 &self.path,
@@ -425,7 +425,7 @@ impl Started {
             self.take_verdict(judged);
         }
         let body = std::mem::take(&mut self.body);
-        if body.is_empty() {
+        if body.is_empty() || bodies == answer::Bodies::Dropped {
             return Value::Null;
         }
         serde_json::from_slice(&body)
@@ -1053,6 +1053,33 @@ mod tests {
         );
         assert_eq!(x.response["id"], "msg_1");
         assert!(x.error.is_none(), "{:?}", x.error);
+    }
+
+    #[tokio::test]
+    async fn a_summary_keeps_the_verdict_and_drops_the_request_body() {
+        let (url, _) = upstream_until(b"]}", |mut tcp| async move {
+            tcp.write_all(chunked_stream()).await.unwrap();
+        })
+        .await;
+        let mut running = proxy_to(url).await;
+        let body = r#"{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"f","input":{}}]},{"role":"user","content":"next"}]}"#;
+        let mut tcp = TcpStream::connect(running.addr).await.unwrap();
+        let head = format!(
+            "POST /v1/messages HTTP/1.1\r\nhost: x\r\nx-api-key: k\r\nconnection: close\r\ncontent-length: {}\r\n\r\n",
+            body.len()
+        );
+        tcp.write_all(head.as_bytes()).await.unwrap();
+        tcp.write_all(body.as_bytes()).await.unwrap();
+        let _ = tcp.read_to_end(&mut Vec::new()).await;
+        let x = running.exchanges.recv().await.unwrap().into_summary();
+        assert_eq!(x.request, Value::Null);
+        assert_eq!((x.status, x.action), (200, Action::Forwarded));
+        let rejected = x.findings.iter().find(|f| f.rejected_by_provider());
+        assert!(
+            rejected.is_some_and(|f| f.message.contains("toolu_1")),
+            "{:?}",
+            x.findings
+        );
     }
 
     #[tokio::test]

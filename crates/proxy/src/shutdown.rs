@@ -14,20 +14,27 @@ pub const GRACE: Duration = Duration::from_secs(5);
 /// proxy stopped), `each` says stop (returns false), or `signal` resolves
 /// to a signal's name; after a signal, the grace period and the cut
 /// exchanges, as above. `say` is told what is being waited for. The
-/// signal's name, when one ended it.
+/// signal's name, when one ended it. With `bodies` false each exchange
+/// comes without its request body ([`crate::Ended::into_summary`]), for a
+/// consumer that records nothing.
 pub fn relay_until_signal(
     runtime: tokio::runtime::Runtime,
     mut running: Running,
+    bodies: bool,
     signal: impl std::future::Future<Output = &'static str>,
     mut each: impl FnMut(&Exchange) -> bool,
     say: impl FnOnce(&str),
 ) -> Option<&'static str> {
+    let record = |x: crate::Ended| match bodies {
+        true => x.into_exchange(),
+        false => x.into_summary(),
+    };
     let signal = runtime.block_on(async {
         tokio::pin!(signal);
         loop {
             tokio::select! {
                 x = running.exchanges.recv() => {
-                    if !each(&x?.into_exchange()) {
+                    if !each(&record(x?)) {
                         return None;
                     }
                 }
@@ -50,7 +57,7 @@ pub fn relay_until_signal(
             tokio::select! {
                 x = running.exchanges.recv() => {
                     let Some(x) = x else { break };
-                    each(&x.into_exchange());
+                    each(&record(x));
                 }
                 () = &mut deadline => break,
             }
@@ -60,7 +67,7 @@ pub fn relay_until_signal(
     // hands each one's record over.
     runtime.shutdown_timeout(Duration::from_millis(100));
     while let Ok(x) = running.exchanges.try_recv() {
-        let mut x = x.into_exchange();
+        let mut x = record(x);
         x.action = Action::Failed;
         x.error = Some(format!(
             "cut by the proxy's shutdown ({signal}) after {} s of grace",

@@ -1,0 +1,259 @@
+"""The proxy as a team's gateway, under load, beside LiteLLM's proxy and
+mitmproxy forwarding the same traffic (issue 62, item 1). Run through
+benches/gateway_load.sh, which builds the binaries and installs the peers.
+
+The upstream is the fake provider (crates/fake) answering Chat Completions
+streamed, paced as a model writes: its first event after FIRST ms, each
+next one 20 ms later (`loopdbg-fake --pace`). The history is a real loop's:
+rounds of an assistant calling get_weather and the tool's ~1 KB answer,
+as many as SIZE bytes hold, all paired (nothing is blocked).
+
+Each cell (a history size and a number of agents) runs every way in a
+shuffled order (fixed seed):
+
+- direct to the fake;
+- `loopdbg proxy --no-tui --on-invalid block` (every request judged before
+  it leaves);
+- LiteLLM's proxy (`litellm --config`, one worker), no guardrail;
+- mitmproxy's `mitmdump` in reverse mode, streaming bodies.
+
+The load generator (`loopdbg-load`, crates/fake/src/bin) runs AGENTS agents
+in a closed loop on one thread; each agent's first request opens its
+connection and is not counted. Per way: requests/s, the p50 and p99 of the
+time to the answer's first byte and what each adds over direct's, and the
+gateway's peak resident memory during the cell (VmHWM, reset before each
+cell through /proc/PID/clear_refs; LiteLLM's summed over its processes)
+and its CPU time per request.
+
+Environment: SIZES (bytes, comma-separated; default 20480,2097152),
+AGENTS (default 1,16,64,256), WAYS (default all four), COUNT (requests
+counted per cell, default 200, at least 2 per agent).
+"""
+
+import json
+import os
+import random
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+
+TARGET = os.environ.get("CARGO_TARGET_DIR", "target")
+BIN = os.path.join(TARGET, "release")
+LITELLM = os.environ.get("LITELLM", os.path.join(TARGET, "litellm", "bin", "litellm"))
+MITMDUMP = os.environ.get("MITMDUMP", os.path.join(TARGET, "bench-venv-mitmproxy", "bin", "mitmdump"))
+SIZES = [int(s) for s in os.environ.get("SIZES", "20480,2097152").split(",")]
+AGENTS = [int(a) for a in os.environ.get("AGENTS", "1,16,64,256").split(",")]
+WAYS = os.environ.get("WAYS", "direct,loopdbg,litellm,mitmproxy").split(",")
+COUNT = int(os.environ.get("COUNT", "200"))
+# The model's pace: a longer history takes a model longer to start
+# answering (a real one takes seconds on 2 MB, about 500,000 tokens).
+FIRST_MS = {20480: 300, 2097152: 1000}
+EACH_MS = 20
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def drain(stream) -> None:
+    threading.Thread(target=lambda: [None for _ in stream], daemon=True).start()
+
+
+def history(model: str, size: int) -> bytes:
+    """A paired Chat Completions history of about `size` bytes, streamed."""
+    messages = [{"role": "user", "content": "What is the weather in Beijing, hour by hour?"}]
+    k = 0
+    while True:
+        k += 1
+        call = f"call_{k:06d}"
+        messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": call, "type": "function", "function": {"name": "get_weather", "arguments": json.dumps({"city": "北京", "hour": k})}}
+                ],
+            }
+        )
+        messages.append({"role": "tool", "tool_call_id": call, "content": f"hour {k}: 18°C, clear. " + "x" * 900})
+        body = {
+            "model": model,
+            "stream": True,
+            "messages": messages,
+            "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}],
+        }
+        if k % 50 == 0 and len(json.dumps(body)) >= size:
+            return json.dumps(body).encode()
+
+
+class Gateway:
+    """A way to the fake: its URL and the processes whose memory counts."""
+
+    def __init__(self, name, url, procs):
+        self.name, self.url, self.procs = name, url, procs
+
+    def pids(self):
+        pids = []
+        for p in self.procs:
+            pids.append(p.pid)
+            try:
+                out = subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True, text=True).stdout
+                pids += [int(x) for x in out.split()]
+            except OSError:
+                pass
+        return pids
+
+    def reset_peak(self):
+        for pid in self.pids():
+            try:
+                with open(f"/proc/{pid}/clear_refs", "w") as f:
+                    f.write("5")
+            except OSError:
+                pass
+
+    def peak_mb(self):
+        total = 0
+        for pid in self.pids():
+            try:
+                for line in open(f"/proc/{pid}/status"):
+                    if line.startswith("VmHWM:"):
+                        total += int(line.split()[1])
+            except OSError:
+                pass
+        return total / 1024
+
+    def cpu_seconds(self):
+        ticks = 0
+        for pid in self.pids():
+            try:
+                fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+                ticks += int(fields[11]) + int(fields[12])
+            except (OSError, IndexError):
+                pass
+        return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def start_gateways(upstream, tmp, children):
+    ways = {}
+    if "direct" in WAYS:
+        ways["direct"] = Gateway("direct", upstream, [])
+    if "loopdbg" in WAYS:
+        proxy = subprocess.Popen(
+            [os.path.join(BIN, "loopdbg"), "proxy", "--no-tui", "--listen", "127.0.0.1:0", "--upstream", upstream, "--on-invalid", "block"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        children.append(proxy)
+        banner = proxy.stderr.readline()
+        drain(proxy.stderr)
+        url = "http://" + banner.split("listening on http://")[1].split()[0]
+        ways["loopdbg"] = Gateway("loopdbg proxy --on-invalid block", url, [proxy])
+    if "litellm" in WAYS:
+        config = os.path.join(tmp, "config.yaml")
+        with open(config, "w") as f:
+            f.write(
+                "model_list:\n  - model_name: fake-gpt\n    litellm_params:\n"
+                f"      model: openai/gpt-4o-mini\n      api_base: {upstream}/v1\n      api_key: sk-fake\n"
+                "litellm_settings:\n  set_verbose: false\n"
+            )
+        port = free_port()
+        env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True", LITELLM_LOG="ERROR")
+        gw = subprocess.Popen(
+            [LITELLM, "--config", config, "--host", "127.0.0.1", "--port", str(port), "--num_workers", "1"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+        )
+        children.append(gw)
+        for line in gw.stdout:
+            if "Uvicorn running on" in line:
+                break
+        drain(gw.stdout)
+        ways["litellm"] = Gateway("LiteLLM proxy", f"http://127.0.0.1:{port}", [gw])
+    if "mitmproxy" in WAYS:
+        port = free_port()
+        mitm = subprocess.Popen(
+            [MITMDUMP, "--mode", f"reverse:{upstream}", "--listen-host", "127.0.0.1", "--listen-port", str(port),
+             "--set", "stream_large_bodies=1", "--set", "connection_strategy=lazy", "-q"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        children.append(mitm)
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+                break
+            except OSError:
+                threading.Event().wait(0.1)
+        ways["mitmproxy"] = Gateway("mitmproxy (mitmdump, reverse)", f"http://127.0.0.1:{port}", [mitm])
+    return ways
+
+
+def load(url, body_file, agents, per_agent):
+    out = subprocess.run(
+        [os.path.join(BIN, "loopdbg-load"), url + "/v1/chat/completions", body_file, str(agents), str(per_agent),
+         "authorization: Bearer sk-bench"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(out.stdout)
+
+
+def main() -> None:
+    children = []
+    rng = random.Random(62)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            for size in SIZES:
+                first = FIRST_MS.get(size, 300)
+                fake = subprocess.Popen([os.path.join(BIN, "loopdbg-fake"), "--pace", f"{first},{EACH_MS}"], stdout=subprocess.PIPE, text=True)
+                children.append(fake)
+                upstream = fake.stdout.readline().strip()
+                ways = start_gateways(upstream, tmp, children)
+                bodies = {}
+                for name in ways:
+                    path = os.path.join(tmp, f"{name}-{size}.json")
+                    with open(path, "wb") as f:
+                        f.write(history("fake-gpt" if name == "litellm" else "gpt-4o-mini", size))
+                    bodies[name] = path
+                actual = os.path.getsize(bodies[next(iter(ways))])
+                print(f"\n## history {actual} bytes; the model's first event after {first} ms, each next {EACH_MS} ms later")
+                print(f"{'agents':>6} {'way':32} {'req/s':>7} {'ttfb p50':>9} {'p99':>8} {'added p50':>10} {'p99':>8} {'peak MB':>8} {'CPU ms/req':>10} statuses")
+                for agents in AGENTS:
+                    per_agent = max(2, COUNT // agents)
+                    order = list(ways)
+                    rng.shuffle(order)
+                    results = {}
+                    for name in order:
+                        gw = ways[name]
+                        gw.reset_peak()
+                        cpu = gw.cpu_seconds()
+                        results[name] = load(gw.url, bodies[name], agents, per_agent)
+                        results[name]["peak_mb"] = gw.peak_mb()
+                        results[name]["cpu_ms"] = (gw.cpu_seconds() - cpu) * 1000 / max(1, results[name]["requests"])
+                    base = results.get("direct")
+                    for name in ways:
+                        r = results[name]
+                        t = r["ttfb"]
+                        added = (f"{t['p50'] - base['ttfb']['p50']:10.2f} {t['p99'] - base['ttfb']['p99']:8.2f}"
+                                 if base and name != "direct" else f"{'':10} {'':8}")
+                        memory = f"{r['peak_mb']:8.1f} {r['cpu_ms']:10.2f}" if ways[name].procs else f"{'':8} {'':10}"
+                        print(f"{agents:6} {ways[name].name:32} {r['rps']:7.1f} {t['p50']:9.2f} {t['p99']:8.2f} {added} {memory} {r['statuses']}")
+                    sys.stdout.flush()
+                for c in children:
+                    c.kill()
+                children.clear()
+    finally:
+        for c in children:
+            c.kill()
+
+
+if __name__ == "__main__":
+    main()

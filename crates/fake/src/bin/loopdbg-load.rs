@@ -1,0 +1,179 @@
+//! A load generator for the gateway bench (`benches/gateway_load.py`):
+//! AGENTS agents, each POSTing the same request body REQUESTS times in a
+//! closed loop, as an agent's loop does (its next request once the answer
+//! to the last has ended), reading streamed answers to their end. The
+//! first request of each agent opens its connection and is not counted.
+//!
+//! Prints one JSON line: the requests counted, the seconds they took,
+//! requests per second, the statuses seen, and the p50/p90/p99/max in
+//! milliseconds of the time to the answer's first byte (`ttfb`) and to its
+//! end (`total`).
+//!
+//! Usage: `loopdbg-load URL BODY_FILE AGENTS REQUESTS [NAME:VALUE]...`
+//! (each NAME:VALUE a request header).
+//!
+//! A client of its own rather than a Python one: a Python client sending
+//! 2 MB bodies from 256 agents would take the cores the gateways under
+//! test need, on a machine of two. It runs on one thread.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use serde_json::json;
+
+/// What one counted request took, and how it ended.
+struct Timing {
+    ttfb: Duration,
+    total: Duration,
+    status: u16,
+}
+
+#[allow(
+    clippy::expect_used,
+    reason = "a bench's load generator: bad arguments end it with their reason"
+)]
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [url, body_file, agents, requests, headers @ ..] = args.as_slice() else {
+        eprintln!("usage: loopdbg-load URL BODY_FILE AGENTS REQUESTS [NAME:VALUE]...");
+        std::process::exit(2);
+    };
+    let body = Bytes::from(std::fs::read(body_file).expect("the body file"));
+    let agents: usize = agents.parse().expect("AGENTS, a number");
+    let requests: usize = requests.parse().expect("REQUESTS, a number");
+    let headers: Vec<(String, String)> = headers
+        .iter()
+        .map(|h| {
+            let (name, value) = h.split_once(':').expect("a header as NAME:VALUE");
+            (name.trim().to_string(), value.trim().to_string())
+        })
+        .collect();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let (timings, took) = runtime.block_on(run(url, body, agents, requests, &headers));
+    println!("{}", summary(&timings, took));
+}
+
+/// Runs the agents to their end: every counted request's timing, and the
+/// time from the first counted request to the last answer's end.
+async fn run(
+    url: &str,
+    body: Bytes,
+    agents: usize,
+    requests: usize,
+    headers: &[(String, String)],
+) -> (Vec<Timing>, Duration) {
+    let client = Client::builder(TokioExecutor::new())
+        .pool_max_idle_per_host(agents)
+        .build_http::<Full<Bytes>>();
+    // Every agent's connection opens (its first request) before the clock
+    // starts, so the run measures the gateway, not connection setup.
+    let warm = tokio::sync::Barrier::new(agents);
+    let began = std::sync::OnceLock::new();
+    let tasks = (0..agents).map(|_| {
+        let client = client.clone();
+        let body = body.clone();
+        let (warm, began) = (&warm, &began);
+        async move {
+            let mut timings = Vec::with_capacity(requests);
+            exchange(&client, url, &body, headers).await;
+            warm.wait().await;
+            began.get_or_init(Instant::now);
+            for _ in 0..requests {
+                timings.push(exchange(&client, url, &body, headers).await);
+            }
+            timings
+        }
+    });
+    let timings: Vec<Timing> = futures::future::join_all(tasks)
+        .await
+        .into_iter()
+        .flatten()
+        .collect();
+    let took = began.get().map_or(Duration::ZERO, Instant::elapsed);
+    (timings, took)
+}
+
+/// One request, its answer read to the end. A failure to connect or an
+/// answer cut off is status 0.
+async fn exchange(
+    client: &Client<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>,
+    url: &str,
+    body: &Bytes,
+    headers: &[(String, String)],
+) -> Timing {
+    let mut request = hyper::Request::post(url).header("content-type", "application/json");
+    for (name, value) in headers {
+        request = request.header(name, value);
+    }
+    let Ok(request) = request.body(Full::new(body.clone())) else {
+        return failed(Duration::ZERO);
+    };
+    let sent = Instant::now();
+    let Ok(answer) = client.request(request).await else {
+        return failed(sent.elapsed());
+    };
+    let status = answer.status().as_u16();
+    let mut body = answer.into_body();
+    let mut ttfb = None;
+    loop {
+        match body.frame().await {
+            Some(Ok(_)) => {
+                ttfb.get_or_insert_with(|| sent.elapsed());
+            }
+            Some(Err(_)) => return failed(sent.elapsed()),
+            None => break,
+        }
+    }
+    let total = sent.elapsed();
+    Timing {
+        ttfb: ttfb.unwrap_or(total),
+        total,
+        status,
+    }
+}
+
+fn failed(total: Duration) -> Timing {
+    Timing {
+        ttfb: total,
+        total,
+        status: 0,
+    }
+}
+
+/// The JSON line printed at the end.
+fn summary(timings: &[Timing], took: Duration) -> serde_json::Value {
+    let mut statuses = BTreeMap::<String, usize>::new();
+    for t in timings {
+        *statuses.entry(t.status.to_string()).or_default() += 1;
+    }
+    let seconds = took.as_secs_f64();
+    json!({
+        "requests": timings.len(),
+        "seconds": seconds,
+        "rps": if seconds > 0.0 { timings.len() as f64 / seconds } else { 0.0 },
+        "statuses": statuses,
+        "ttfb": percentiles(timings.iter().map(|t| t.ttfb)),
+        "total": percentiles(timings.iter().map(|t| t.total)),
+    })
+}
+
+/// p50, p90, p99 and max of `durations`, in milliseconds (nearest rank).
+fn percentiles(durations: impl Iterator<Item = Duration>) -> serde_json::Value {
+    let mut ms: Vec<f64> = durations.map(|d| d.as_secs_f64() * 1000.0).collect();
+    ms.sort_by(f64::total_cmp);
+    let rank = |p: f64| -> f64 {
+        if ms.is_empty() {
+            return 0.0;
+        }
+        let i = ((p * ms.len() as f64).ceil() as usize).clamp(1, ms.len()) - 1;
+        ms[i]
+    };
+    json!({"p50": rank(0.50), "p90": rank(0.90), "p99": rank(0.99), "max": rank(1.0)})
+}
