@@ -27,7 +27,7 @@ and its CPU time per request.
 
 Environment: SIZES (bytes, comma-separated; default 20480,2097152),
 AGENTS (default 1,16,64,256), WAYS (default all four), COUNT (requests
-counted per cell, default 200, at least 2 per agent).
+counted per cell, default 64, at least 4 per agent).
 """
 
 import json
@@ -46,7 +46,7 @@ MITMDUMP = os.environ.get("MITMDUMP", os.path.join(TARGET, "bench-venv-mitmproxy
 SIZES = [int(s) for s in os.environ.get("SIZES", "20480,2097152").split(",")]
 AGENTS = [int(a) for a in os.environ.get("AGENTS", "1,16,64,256").split(",")]
 WAYS = os.environ.get("WAYS", "direct,loopdbg,litellm,mitmproxy").split(",")
-COUNT = int(os.environ.get("COUNT", "200"))
+COUNT = int(os.environ.get("COUNT", "64"))
 # The model's pace: a longer history takes a model longer to start
 # answering (a real one takes seconds on 2 MB, about 500,000 tokens).
 FIRST_MS = {20480: 300, 2097152: 1000}
@@ -66,28 +66,26 @@ def drain(stream) -> None:
 def history(model: str, size: int) -> bytes:
     """A paired Chat Completions history of about `size` bytes, streamed."""
     messages = [{"role": "user", "content": "What is the weather in Beijing, hour by hour?"}]
+    body = {
+        "model": model,
+        "stream": True,
+        "messages": messages,
+        "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}],
+    }
+    written = len(json.dumps(body))
     k = 0
-    while True:
+    while written < size:
         k += 1
         call = f"call_{k:06d}"
-        messages.append(
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {"id": call, "type": "function", "function": {"name": "get_weather", "arguments": json.dumps({"city": "北京", "hour": k})}}
-                ],
-            }
-        )
-        messages.append({"role": "tool", "tool_call_id": call, "content": f"hour {k}: 18°C, clear. " + "x" * 900})
-        body = {
-            "model": model,
-            "stream": True,
-            "messages": messages,
-            "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}],
-        }
-        if k % 50 == 0 and len(json.dumps(body)) >= size:
-            return json.dumps(body).encode()
+        arguments = json.dumps({"city": "北京", "hour": k})
+        for message in (
+            {"role": "assistant", "content": None,
+             "tool_calls": [{"id": call, "type": "function", "function": {"name": "get_weather", "arguments": arguments}}]},
+            {"role": "tool", "tool_call_id": call, "content": f"hour {k}: 18°C, clear. " + "x" * 900},
+        ):
+            messages.append(message)
+            written += len(json.dumps(message)) + 2
+    return json.dumps(body).encode()
 
 
 class Gateway:
@@ -227,7 +225,7 @@ def main() -> None:
                 print(f"\n## history {actual} bytes; the model's first event after {first} ms, each next {EACH_MS} ms later")
                 print(f"{'agents':>6} {'way':32} {'req/s':>7} {'ttfb p50':>9} {'p99':>8} {'added p50':>10} {'p99':>8} {'peak MB':>8} {'CPU ms/req':>10} statuses")
                 for agents in AGENTS:
-                    per_agent = max(2, COUNT // agents)
+                    per_agent = max(4, COUNT // agents)
                     order = list(ways)
                     rng.shuffle(order)
                     results = {}
