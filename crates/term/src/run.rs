@@ -96,6 +96,27 @@ fn install_mouse_restoring_panic_hook() {
     }));
 }
 
+/// Applies one live event. A picture its maker grows again goes back to
+/// it; a long log's other old pictures are freed off the loop.
+fn apply_live(
+    app: &mut App,
+    event: LiveEvent,
+    recycle: Option<&std::sync::mpsc::Sender<Displaced>>,
+) {
+    let Some(old) = app.apply_live_event(event) else {
+        return;
+    };
+    match recycle {
+        Some(maker) if old.token().is_some() => {
+            let _ = maker.send(old);
+        }
+        _ if old.is_large() => {
+            std::thread::spawn(move || drop(old));
+        }
+        _ => {}
+    }
+}
+
 /// The debugger until `q`; the signal that ended it instead, if one did.
 async fn event_loop(
     terminal: &mut DefaultTerminal,
@@ -126,17 +147,14 @@ async fn event_loop(
             update = live => {
                 match update {
                     Some(update) => {
-                        // A picture its maker grows again goes back to it; a
-                        // long log's other old pictures are freed off the loop.
-                        if let Some(old) = app.apply_live_event(update) {
-                            match &recycle {
-                                Some(maker) if old.token().is_some() => {
-                                    let _ = maker.send(old);
-                                }
-                                _ if old.is_large() => {
-                                    std::thread::spawn(move || drop(old));
-                                }
-                                _ => {}
+                        apply_live(app, update, recycle.as_ref());
+                        // Everything that came meanwhile, then one frame:
+                        // a proxy taking thousands of exchanges a second
+                        // queued their pictures faster than a frame each
+                        // drew them, and the queue took 4 GB over 100,000.
+                        if let Some(f) = feed.as_mut() {
+                            while let Ok(more) = f.try_recv() {
+                                apply_live(app, more, recycle.as_ref());
                             }
                         }
                         terminal.draw(|frame| frame.render_widget(&*app, frame.area()))?;
