@@ -53,6 +53,10 @@ pub struct Folded {
 pub struct Fold {
     /// The records, in the order the CLI keeps them.
     pub records: Vec<Folded>,
+    /// Where each id is in `records`: a long session updates its records
+    /// thousands of times, and finding each by walking them all took three
+    /// quarters of `check`'s time on an 8 MB recording (14 MB/s).
+    index: std::collections::HashMap<String, usize>,
 }
 
 impl Fold {
@@ -60,12 +64,10 @@ impl Fold {
     pub fn push(&mut self, line: usize, mut record: Value) {
         if let Some(target) = record.get("$rewindTo") {
             let target = target.as_str().unwrap_or("");
-            let cut = self
-                .records
-                .iter()
-                .position(|r| r.id == target)
-                .unwrap_or(0);
-            self.records.truncate(cut);
+            let cut = self.index.get(target).copied().unwrap_or(0);
+            for gone in self.records.drain(cut..) {
+                self.index.remove(&gone.id);
+            }
             return;
         }
         if record.get("$set").is_none() && record.get("id").is_some() {
@@ -81,6 +83,7 @@ impl Fold {
         if let Some(Value::Array(messages)) = patch.get_mut("messages") {
             let messages = std::mem::take(messages);
             self.records.clear();
+            self.index.clear();
             for (e, m) in messages.into_iter().enumerate() {
                 self.upsert(line, Some(e), m);
             }
@@ -96,7 +99,7 @@ impl Fold {
             element,
             copies: Vec::new(),
         };
-        match self.records.iter_mut().find(|r| r.id == id) {
+        match self.index.get(&id).map(|&k| &mut self.records[k]) {
             // A copy in the same array: one record at the first's place.
             Some(slot)
                 if slot.place.line == line && slot.place.element.is_some() && element.is_some() =>
@@ -108,7 +111,10 @@ impl Fold {
                 slot.place = place;
                 slot.value = value;
             }
-            None => self.records.push(Folded { id, place, value }),
+            None => {
+                self.index.insert(id.clone(), self.records.len());
+                self.records.push(Folded { id, place, value });
+            }
         }
     }
 }
@@ -520,5 +526,48 @@ fn responses_sent(result: &Value, call_id: &str, k: usize) -> Vec<(String, Value
             Some((id, response)) => vec![(id, response, whole)],
             None => vec![(call_id.to_string(), other.clone(), whole)],
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ids(fold: &Fold) -> Vec<&str> {
+        fold.records.iter().map(|r| r.id.as_str()).collect()
+    }
+
+    #[test]
+    fn the_fold_replaces_in_place_cuts_at_a_rewind_and_starts_over_at_a_set() {
+        let mut fold = Fold::default();
+        for (line, id) in ["a", "b", "c"].iter().enumerate() {
+            fold.push(line, json!({"id": id, "v": 1}));
+        }
+        fold.push(3, json!({"id": "b", "v": 2}));
+        assert_eq!(ids(&fold), ["a", "b", "c"]);
+        assert_eq!(fold.records[1].value["v"], 2);
+        assert_eq!(fold.records[1].place.line, 3);
+        // A rewind to b drops b and what follows; b and c come back new.
+        fold.push(4, json!({"$rewindTo": "b"}));
+        assert_eq!(ids(&fold), ["a"]);
+        fold.push(5, json!({"id": "c", "v": 3}));
+        fold.push(6, json!({"id": "b", "v": 3}));
+        assert_eq!(ids(&fold), ["a", "c", "b"]);
+        // A rewind to an id never seen drops everything, as the CLI does.
+        fold.push(7, json!({"$rewindTo": "zz"}));
+        assert!(fold.records.is_empty());
+        fold.push(8, json!({"id": "a", "v": 4}));
+        // `$set.messages` replaces them all; a copy in its array is one
+        // record at the first's place.
+        fold.push(
+            9,
+            json!({"$set": {"messages": [{"id": "x"}, {"id": "y"}, {"id": "x", "v": 5}]}}),
+        );
+        assert_eq!(ids(&fold), ["x", "y"]);
+        assert_eq!(fold.records[0].place.copies, [2]);
+        assert_eq!(fold.records[0].value["v"], 5);
+        fold.push(10, json!({"id": "a"}));
+        assert_eq!(ids(&fold), ["x", "y", "a"]);
     }
 }
