@@ -2108,6 +2108,55 @@ fn a_session_reached_through_a_link_is_repaired_where_it_is_and_the_scan_does_no
     assert_eq!(std::fs::read(&chat).unwrap(), before);
 }
 
+/// opencode's sessions are rows of one database: their verdicts are kept
+/// while the database and its write-ahead log are as they were (a reader's
+/// open, which truncates the empty log, is no change), and every row is
+/// judged again once opencode writes to it.
+#[test]
+fn a_databases_sessions_are_kept_until_the_database_changes() {
+    let home = Home::plant();
+    let cache = crate::common::scratch("scan-cache-db");
+    let run = || {
+        let mut cmd = loopdbg();
+        cmd.args(["doctor", "--scan", "--format", "json"]);
+        for var in loopdbg_corpus::stores::VARIABLES {
+            cmd.env_remove(var);
+        }
+        cmd.env("HOME", &home.home)
+            .env("CODEX_HOME", &home.codex_home)
+            .env("XDG_CACHE_HOME", &*cache);
+        scanned(&cmd.assert().code(1))
+    };
+    let dir = home.home.join(".local/share/opencode");
+    let age_db = || {
+        for name in ["opencode.db", "opencode.db-wal"] {
+            if dir.join(name).exists() {
+                age(&dir.join(name));
+            }
+        }
+    };
+    age_db();
+    let first = run();
+    // The first read may leave the log beside the database (a new file):
+    // as opencode's own runs leave it, aged.
+    age_db();
+    run();
+    let kept = run();
+    assert_eq!(kept["unchanged"], 12, "{kept:#}");
+    assert_eq!(kept["unresumable"], first["unresumable"]);
+    // opencode finishes the killed session's call: a write to the
+    // database, so every row of it is read again.
+    let db = rusqlite::Connection::open(dir.join("opencode.db")).unwrap();
+    db.execute(
+        "UPDATE part SET data = replace(data, '\"running\"', '\"completed\"')",
+        [],
+    )
+    .unwrap();
+    drop(db);
+    let changed = run();
+    assert_eq!(changed["unchanged"], 10, "{changed:#}");
+}
+
 /// A second scan of an unchanged home reads no session file again (each
 /// verdict from the cache, the report the same); a file that changed is
 /// read again, even aged back to an old time; `--no-cache` reads all;
@@ -2132,8 +2181,8 @@ fn a_second_scan_takes_unchanged_sessions_from_its_cache() {
     assert_eq!(first["unchanged"], 0);
     assert!(cache.join("loopdbg/scan-cache.json").exists());
     let second = run(&[], 1);
-    // Ten files; opencode's two sessions are rows of its database, read
-    // every time.
+    // Ten files; opencode's two sessions are rows of a database written
+    // just now (too recent to keep: a_databases_sessions_are_kept_…).
     assert_eq!(second["unchanged"], 10, "{second:#}");
     assert_eq!(second["unresumable"], first["unresumable"]);
     assert_eq!(second["sessions"], first["sessions"]);

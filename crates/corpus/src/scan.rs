@@ -232,7 +232,9 @@ pub fn examine_all_cached(
             Work::File(agent, root, path) => {
                 examine_cached(*agent, root, path, options, cache, &unchanged)
             }
-            Work::Row(agent, db, session) => examine_row(*agent, db, session),
+            Work::Row(agent, db, session) => {
+                examine_row_cached(*agent, db, session, cache, &unchanged)
+            }
         };
         progress(Progress {
             done: done.fetch_add(1, Ordering::Relaxed) + 1,
@@ -282,6 +284,28 @@ fn examine_cached(
     });
     cache.keep(agent, path, stamp, Stamp::of(path), kept);
     (said, stamp.map_or(0, |s| s.bytes()))
+}
+
+/// [`examine_row`], or the verdict from `cache` when the database (and
+/// its write-ahead log) is as the last scan found it. A database's rows
+/// have no stamp of their own, so any write to it judges all of them again.
+fn examine_row_cached(
+    agent: Agent,
+    db: &std::path::Path,
+    session: &crate::stores::DbSession,
+    cache: &ScanCache<Unresumable>,
+    unchanged: &AtomicUsize,
+) -> (Option<Unresumable>, u64) {
+    // A key no file can have: the database is a file, not a folder.
+    let key = db.join("#session").join(&session.id);
+    let stamp = Stamp::of_database(db);
+    if let Some(said) = cache.recall(agent, &key, stamp) {
+        unchanged.fetch_add(1, Ordering::Relaxed);
+        return (said, 0);
+    }
+    let (said, size) = examine_row(agent, db, session);
+    cache.keep(agent, &key, stamp, Stamp::of_database(db), said.clone());
+    (said, size)
 }
 
 /// One session to examine.

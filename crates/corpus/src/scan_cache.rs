@@ -7,7 +7,8 @@
 //! (size, modification and status-change times to the nanosecond, inode),
 //! and the whole cache only when it was written by this very executable
 //! (its size and modification time: a rebuild with new rules starts
-//! afresh). A file whose stamp changed while it was read, or that was
+//! afresh). A database's sessions (rows) share the database's stamp
+//! ([`Stamp::of_database`]). A file whose stamp changed while it was read, or that was
 //! modified within [`RACY`] of the scan's start (a write in the same
 //! clock tick would keep its stamp), is judged again next time. The cache
 //! lives where the platform keeps caches (`$XDG_CACHE_HOME/loopdbg`, else
@@ -61,6 +62,31 @@ impl Stamp {
             modified_ns,
             changed_ns,
             inode,
+        })
+    }
+
+    /// The stamp of a SQLite database (opencode's, Crush's) with its
+    /// write-ahead log: a write lands in `-wal` and reaches the main file
+    /// only at a checkpoint, so either changing is the database changing.
+    /// Every session in it shares this stamp: a database that changed is
+    /// judged again whole, as nothing finer says which session a write
+    /// touched.
+    pub fn of_database(db: &Path) -> Option<Stamp> {
+        let main = Stamp::of(db)?;
+        let mut wal = db.as_os_str().to_os_string();
+        wal.push("-wal");
+        let Some(wal) = Stamp::of(Path::new(&wal)) else {
+            return Some(main);
+        };
+        // Not the log's status-change time: SQLite truncates an empty log
+        // each time a reader opens the database, even read-only (the scan
+        // itself), which changes it; a write changes the log's size or
+        // modification time.
+        Some(Stamp {
+            len: main.len.wrapping_add(wal.len),
+            modified_ns: main.modified_ns.max(wal.modified_ns),
+            changed_ns: main.changed_ns,
+            inode: main.inode ^ wal.inode.rotate_left(32),
         })
     }
 
