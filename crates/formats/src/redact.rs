@@ -82,14 +82,20 @@ pattern!(
     IPV4,
     r"(?-u:\b)(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}(?-u:\b)"
 );
-pattern!(IPV6, r"(?-u:\b)(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}(?-u:\b)");
+pattern!(
+    IPV6,
+    r"(?-u:\b)(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}(?-u:\b)"
+);
 // The user name of a home folder: `/home/NAME`, `/Users/NAME`,
 // `C:\Users\NAME` (a JSON text may carry its backslashes doubled).
 pattern!(
     HOME,
     r"(/home/|/Users/|[A-Za-z]:\\{1,2}Users\\{1,2})([^/\\\s\x22']+)"
 );
-pattern!(URL_HOST, r"(?-u:\b)([a-z][a-z0-9+.\-]*://)([A-Za-z0-9.\-]+)");
+pattern!(
+    URL_HOST,
+    r"(?-u:\b)([a-z][a-z0-9+.\-]*://)([A-Za-z0-9.\-]+)"
+);
 // Addresses in IPv6's shortened form (`fe80::1`, `2001:db8::8a2e:370:7334`):
 // a `::` with hexadecimal groups on either side.
 pattern!(
