@@ -14,6 +14,8 @@ shuffled order (fixed seed):
 - direct to the fake;
 - `loopdbg proxy --no-tui --on-invalid block` (every request judged before
   it leaves);
+- `loopdbg proxy --no-tui --on-invalid forward` (judged once the agent has
+  its answer, off the request's path);
 - LiteLLM's proxy (`litellm --config`, one worker), no guardrail;
 - mitmproxy's `mitmdump` in reverse mode, streaming bodies.
 
@@ -26,7 +28,8 @@ cell through /proc/PID/clear_refs; LiteLLM's summed over its processes)
 and its CPU time per request.
 
 Environment: SIZES (bytes, comma-separated; default 20480,2097152),
-AGENTS (default 1,16,64,256), WAYS (default all four), COUNT (requests
+AGENTS (default 1,16,64,256), WAYS (default all five: direct, loopdbg, loopdbg-forward, litellm,
+mitmproxy), COUNT (requests
 counted per cell, default 64, at least 4 per agent).
 """
 
@@ -45,7 +48,7 @@ LITELLM = os.environ.get("LITELLM", os.path.join(TARGET, "litellm", "bin", "lite
 MITMDUMP = os.environ.get("MITMDUMP", os.path.join(TARGET, "bench-venv-mitmproxy", "bin", "mitmdump"))
 SIZES = [int(s) for s in os.environ.get("SIZES", "20480,2097152").split(",")]
 AGENTS = [int(a) for a in os.environ.get("AGENTS", "1,16,64,256").split(",")]
-WAYS = os.environ.get("WAYS", "direct,loopdbg,litellm,mitmproxy").split(",")
+WAYS = os.environ.get("WAYS", "direct,loopdbg,loopdbg-forward,litellm,mitmproxy").split(",")
 COUNT = int(os.environ.get("COUNT", "64"))
 # The model's pace: a longer history takes a model longer to start
 # answering (a real one takes seconds on 2 MB, about 500,000 tokens).
@@ -139,9 +142,11 @@ def start_gateways(upstream, tmp, children):
     ways = {}
     if "direct" in WAYS:
         ways["direct"] = Gateway("direct", upstream, [])
-    if "loopdbg" in WAYS:
+    for way, policy in (("loopdbg", "block"), ("loopdbg-forward", "forward")):
+        if way not in WAYS:
+            continue
         proxy = subprocess.Popen(
-            [os.path.join(BIN, "loopdbg"), "proxy", "--no-tui", "--listen", "127.0.0.1:0", "--upstream", upstream, "--on-invalid", "block"],
+            [os.path.join(BIN, "loopdbg"), "proxy", "--no-tui", "--listen", "127.0.0.1:0", "--upstream", upstream, "--on-invalid", policy],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
@@ -150,7 +155,7 @@ def start_gateways(upstream, tmp, children):
         banner = proxy.stderr.readline()
         drain(proxy.stderr)
         url = "http://" + banner.split("listening on http://")[1].split()[0]
-        ways["loopdbg"] = Gateway("loopdbg proxy --on-invalid block", url, [proxy])
+        ways[way] = Gateway(f"loopdbg proxy --on-invalid {policy}", url, [proxy])
     if "litellm" in WAYS:
         config = os.path.join(tmp, "config.yaml")
         with open(config, "w") as f:
