@@ -42,6 +42,8 @@ import sys
 import tempfile
 import threading
 
+from litellm_proc import free_port, start_litellm
+
 TARGET = os.environ.get("CARGO_TARGET_DIR", "target")
 BIN = os.path.join(TARGET, "release")
 LITELLM = os.environ.get("LITELLM", os.path.join(TARGET, "litellm", "bin", "litellm"))
@@ -54,12 +56,6 @@ COUNT = int(os.environ.get("COUNT", "64"))
 # answering (a real one takes seconds on 2 MB, about 500,000 tokens).
 FIRST_MS = {20480: 300, 2097152: 1000}
 EACH_MS = 20
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def drain(stream) -> None:
@@ -164,20 +160,8 @@ def start_gateways(upstream, tmp, children):
                 f"      model: openai/gpt-4o-mini\n      api_base: {upstream}/v1\n      api_key: sk-fake\n"
                 "litellm_settings:\n  set_verbose: false\n"
             )
-        port = free_port()
-        env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True", LITELLM_LOG="ERROR")
-        gw = subprocess.Popen(
-            [LITELLM, "--config", config, "--host", "127.0.0.1", "--port", str(port), "--num_workers", "1"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env=env,
-        )
-        children.append(gw)
-        for line in gw.stdout:
-            if "Uvicorn running on" in line:
-                break
-        drain(gw.stdout)
+        port = start_litellm(LITELLM, config, children)
+        gw = children[-1]
         ways["litellm"] = Gateway("LiteLLM proxy", f"http://127.0.0.1:{port}", [gw])
     if "mitmproxy" in WAYS:
         port = free_port()

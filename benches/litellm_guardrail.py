@@ -18,7 +18,6 @@ the binaries and installs LiteLLM (scripts/install-litellm.sh).
 import json
 import os
 import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -27,6 +26,7 @@ import threading
 import time
 
 import httpx
+from litellm_proc import start_litellm
 
 ROUNDS = int(os.environ.get("ROUNDS", "200"))
 SIZE = int(os.environ.get("SIZE", str(20 << 10)))
@@ -34,20 +34,6 @@ TARGET = os.environ.get("CARGO_TARGET_DIR", "target")
 FAKE = os.path.join(TARGET, "release", "loopdbg-fake")
 LOOPDBG = os.path.join(TARGET, "release", "loopdbg")
 LITELLM = os.path.join(os.path.dirname(sys.executable), "litellm")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(proc: subprocess.Popen, what: str) -> None:
-    for line in proc.stdout:
-        if what in line:
-            threading.Thread(target=lambda: [None for _ in proc.stdout], daemon=True).start()
-            return
-    raise SystemExit(f"no {what!r} from {proc.args}")
 
 
 def body(model: str, guardrails: list) -> bytes:
@@ -90,17 +76,7 @@ def main() -> None:
                     "      mode: pre_call\n      on_invalid: block\n"
                     "litellm_settings:\n  set_verbose: false\n"
                 )
-            port = free_port()
-            env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True", LITELLM_LOG="ERROR")
-            gw = subprocess.Popen(
-                [LITELLM, "--config", config, "--host", "127.0.0.1", "--port", str(port), "--num_workers", "1"],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-                env=env,
-            )
-            children.append(gw)
-            wait_for(gw, "Uvicorn running on")
+            port = start_litellm(LITELLM, config, children)
             proxy = subprocess.Popen(
                 [LOOPDBG, "proxy", "--no-tui", "--listen", "127.0.0.1:0", "--upstream", upstream,
                  "--on-invalid", "block", "--capture", os.path.join(tmp, "capture.jsonl")],
