@@ -80,7 +80,7 @@ fn print_lines(
     mut signals: loopdbg_term::signals::Signals,
 ) -> ExitCode {
     let mut out = std::io::stdout();
-    let bodies = capture.records();
+    let bodies = capture.bodies();
     let print = |x: &Exchange| {
         append(&mut capture, x);
         writeln!(out, "{}", loopdbg_proxy::summary_line(x))

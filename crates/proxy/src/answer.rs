@@ -149,16 +149,12 @@ impl Ended {
         self.record(Bodies::Kept)
     }
 
-    /// The record without the request's body (`null`), for a proxy that
-    /// records nothing and shows one line per exchange: the verdict, the
-    /// status and the timings are all there. Parsing and masking a 2 MB
-    /// history again for a line that shows none of it took a third of a
-    /// gateway's CPU.
-    pub fn into_summary(self) -> Exchange {
-        self.record(Bodies::Dropped)
-    }
-
-    fn record(mut self, bodies: Bodies) -> Exchange {
+    /// The capture's record, with the request's body or without it
+    /// (`null`, [`Bodies::Dropped`]) for a proxy that records nothing and
+    /// shows one line per exchange: the verdict, the status and the
+    /// timings are all there. Parsing and masking a 2 MB history again for
+    /// a line that shows none of it took a third of a gateway's CPU.
+    pub fn record(mut self, bodies: Bodies) -> Exchange {
         // Judged before its own answer is remembered: a request is checked
         // against the responses that came before it.
         let request = self.started.request_for_record(bodies);
@@ -218,9 +214,11 @@ impl Ended {
 }
 
 /// Whether an exchange's record keeps the request's body.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Bodies {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bodies {
+    /// Kept: a capture, spans or the screen read it.
     Kept,
+    /// Dropped (`null`): nothing records it; the verdict is kept.
     Dropped,
 }
 

@@ -44,9 +44,17 @@ impl CaptureFile {
         })
     }
 
-    /// Whether anything is recorded: a file, or spans. With neither, an
-    /// exchange's bodies are read by nothing.
-    pub fn records(&self) -> bool {
+    /// Whether an exchange's bodies are recorded: with no file and no
+    /// spans, nothing reads them.
+    pub fn bodies(&self) -> crate::Bodies {
+        match self.records() {
+            true => crate::Bodies::Kept,
+            false => crate::Bodies::Dropped,
+        }
+    }
+
+    /// Whether anything is recorded: a file, or spans.
+    fn records(&self) -> bool {
         #[cfg(feature = "otlp")]
         if self.otlp.is_some() {
             return true;

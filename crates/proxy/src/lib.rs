@@ -48,7 +48,7 @@ use loopdbg_read::provider_of_request;
 use serde_json::Value;
 use tokio::sync::{Semaphore, mpsc, watch};
 
-pub use answer::Ended;
+pub use answer::{Bodies, Ended};
 use answer::{Returning, Tapped};
 use gate::{Decision, Judged, OnInvalid, OnUnjudged, judge};
 use upstream::Upstream;
@@ -1071,7 +1071,12 @@ mod tests {
         tcp.write_all(head.as_bytes()).await.unwrap();
         tcp.write_all(body.as_bytes()).await.unwrap();
         let _ = tcp.read_to_end(&mut Vec::new()).await;
-        let x = running.exchanges.recv().await.unwrap().into_summary();
+        let x = running
+            .exchanges
+            .recv()
+            .await
+            .unwrap()
+            .record(Bodies::Dropped);
         assert_eq!(x.request, Value::Null);
         assert_eq!((x.status, x.action), (200, Action::Forwarded));
         let rejected = x.findings.iter().find(|f| f.rejected_by_provider());

@@ -14,21 +14,17 @@ pub const GRACE: Duration = Duration::from_secs(5);
 /// proxy stopped), `each` says stop (returns false), or `signal` resolves
 /// to a signal's name; after a signal, the grace period and the cut
 /// exchanges, as above. `say` is told what is being waited for. The
-/// signal's name, when one ended it. With `bodies` false each exchange
-/// comes without its request body ([`crate::Ended::into_summary`]), for a
-/// consumer that records nothing.
+/// signal's name, when one ended it. Each exchange keeps its request body
+/// or not as `bodies` says ([`crate::Ended::record`]).
 pub fn relay_until_signal(
     runtime: tokio::runtime::Runtime,
     mut running: Running,
-    bodies: bool,
+    bodies: crate::Bodies,
     signal: impl std::future::Future<Output = &'static str>,
     mut each: impl FnMut(&Exchange) -> bool,
     say: impl FnOnce(&str),
 ) -> Option<&'static str> {
-    let record = |x: crate::Ended| match bodies {
-        true => x.into_exchange(),
-        false => x.into_summary(),
-    };
+    let record = |x: crate::Ended| x.record(bodies);
     let signal = runtime.block_on(async {
         tokio::pin!(signal);
         loop {

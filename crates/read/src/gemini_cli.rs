@@ -51,8 +51,9 @@ pub struct Folded {
 /// what the CLI sends from it, the doctor edits the places it names.
 #[derive(Debug, Clone, Default)]
 pub struct Fold {
-    /// The records, in the order the CLI keeps them.
-    pub records: Vec<Folded>,
+    /// The records, in the order the CLI keeps them (private: `index`
+    /// points into it).
+    records: Vec<Folded>,
     /// Where each id is in `records`: a long session updates its records
     /// thousands of times, and finding each by walking them all took three
     /// quarters of `check`'s time on an 8 MB recording (14 MB/s).
@@ -60,6 +61,16 @@ pub struct Fold {
 }
 
 impl Fold {
+    /// The records, in the order the CLI keeps them.
+    pub fn records(&self) -> &[Folded] {
+        &self.records
+    }
+
+    /// The records, given up.
+    pub fn into_records(self) -> Vec<Folded> {
+        self.records
+    }
+
     /// Folds the record on `line` in.
     pub fn push(&mut self, line: usize, mut record: Value) {
         if let Some(target) = record.get("$rewindTo") {

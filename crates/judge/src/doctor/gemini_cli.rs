@@ -251,7 +251,7 @@ fn fold(lines: &[Line]) -> Vec<Record> {
             fold.push(k, v.clone());
         }
     }
-    fold.records
+    fold.into_records()
 }
 
 /// Walks the folded history as the CLI sends it and names what to change.
