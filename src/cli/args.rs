@@ -547,6 +547,13 @@ pub struct ProxyArgs {
     /// unjudged.
     #[arg(long, default_value = "block")]
     pub on_unjudged: OnUnjudged,
+    /// MiB of memory for the conversations of recent requests, so that
+    /// each agent's next request is read only past the messages it shares
+    /// with its last (a 2 MB history: ~2 ms instead of ~9 ms). Each is
+    /// counted at five times its body (the body and its conversation);
+    /// 0 reads every request whole.
+    #[arg(long, value_name = "MIB", default_value_t = 1024)]
+    pub history_memory: usize,
     /// Print one line per exchange instead of opening the debugger.
     #[arg(long)]
     pub no_tui: bool,

@@ -22,6 +22,7 @@ pub(super) fn command(args: super::args::ProxyArgs) -> Result<ExitCode, Failure>
     let config = loopdbg_proxy::Config {
         on_invalid: args.on_invalid,
         on_unjudged: args.on_unjudged,
+        histories_budget: args.history_memory << 20,
         ..loopdbg_proxy::Config::new(upstream, args.listen)
     };
     proxy(

@@ -10,8 +10,9 @@ use crate::check::{Finding, check};
 use crate::fix::Repair;
 use loopdbg_formats::provider::Format;
 use loopdbg_formats::route::provider_of_path;
+use loopdbg_read::prefix::Histories;
 use loopdbg_read::provider_of_request;
-use loopdbg_read::{Detail, ReadError, Source, read_owned_as};
+use loopdbg_read::{Conversation, Detail, ReadError, Source, read_owned_as};
 
 /// What the proxy does with a request the provider would reject.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -177,13 +178,40 @@ pub fn inspect_as(
     policy: OnInvalid,
     chain: &Chain,
 ) -> Verdict {
+    inspect_keeping(by, format, body, policy, chain).0
+}
+
+/// [`inspect_as`], with the conversation the body read as (not for
+/// Responses, read against its chain), for the gate to remember.
+fn inspect_keeping(
+    by: Gatekeeper,
+    format: Format,
+    body: Value,
+    policy: OnInvalid,
+    chain: &Chain,
+) -> (Verdict, Option<Conversation>) {
     // Only a repair needs the body after it is read; the check keeps
     // texts as fingerprints, so the body is held once more only then.
     let to_repair = matches!(policy, OnInvalid::Repair(_)).then(|| body.clone());
-    let (findings, unread) = match judged(format, body, chain) {
-        Ok(findings) => (findings, None),
-        Err(e) => (Vec::new(), Some(e.to_string())),
+    let (findings, unread, conv) = match judged_keeping(format, body, chain) {
+        Ok((findings, conv)) => (findings, None, conv),
+        Err(e) => (Vec::new(), Some(e.to_string()), None),
     };
+    let verdict = decide(by, format, findings, unread, policy, to_repair, chain);
+    (verdict, conv)
+}
+
+/// What happens to a request with `findings` under `policy`; `to_repair`
+/// is its body when the policy repairs.
+fn decide(
+    by: Gatekeeper,
+    format: Format,
+    findings: Vec<Finding>,
+    unread: Option<String>,
+    policy: OnInvalid,
+    to_repair: Option<Value>,
+    chain: &Chain,
+) -> Verdict {
     let rejected = findings.iter().find(|f| f.rejected_by_provider()).cloned();
     let decision = match (&rejected, policy) {
         (None, _) | (Some(_), OnInvalid::Forward) => Decision::Forward,
@@ -264,7 +292,7 @@ pub fn judge(
     bytes: &[u8],
     policy: OnInvalid,
     on_unjudged: OnUnjudged,
-    responses: &std::sync::Mutex<ResponseStore>,
+    memory: &Memory,
 ) -> Judged {
     judge_as(
         Gatekeeper::Proxy,
@@ -272,7 +300,7 @@ pub fn judge(
         bytes,
         policy,
         on_unjudged,
-        responses,
+        memory,
     )
 }
 
@@ -283,7 +311,7 @@ pub fn judge_as(
     bytes: &[u8],
     policy: OnInvalid,
     on_unjudged: OnUnjudged,
-    responses: &std::sync::Mutex<ResponseStore>,
+    memory: &Memory,
 ) -> Judged {
     // Token counts, embeddings, models…: no conversation to refuse, so
     // always forwarded, whatever the policy (a count of a broken history
@@ -294,16 +322,35 @@ pub fn judge_as(
             verdict: None,
         };
     }
-    let parsed = loopdbg_read::bounded::value_of_slice(bytes);
-    let provider = provider_of_request(path_and_query, parsed.as_ref().ok());
     let routed = provider_of_path(path_and_query);
+    if let Some(judged) = routed.and_then(|format| {
+        judged_past_the_prefix(by, format, path_and_query, bytes, policy, memory)
+    }) {
+        return judged;
+    }
+    let parsed = loopdbg_read::bounded::value_of_slice_spent(bytes);
+    let provider = provider_of_request(path_and_query, parsed.as_ref().ok().map(|(doc, _)| doc));
     let (mut verdict, why) = match (provider, parsed) {
-        (Some(format), Ok(doc)) => {
-            let chain = match (format, responses.lock()) {
+        (Some(format), Ok((doc, spent))) => {
+            let chain = match (format, memory.responses.lock()) {
                 (Format::Responses, Ok(store)) => store.chain(&doc),
                 _ => Chain::Starts,
             };
-            let verdict = inspect_as(by, format, doc, policy, &chain);
+            let (verdict, conv) = inspect_keeping(by, format, doc, policy, &chain);
+            // Only what the path names is remembered: a request is read
+            // past its prefix only when its path says its format.
+            if let Some(conv) = conv
+                && routed == Some(format)
+            {
+                memory.histories.keep_whole(
+                    format,
+                    path_and_query,
+                    bytes,
+                    spent,
+                    conv,
+                    Detail::Shape,
+                );
+            }
             let why = verdict
                 .unread
                 .as_ref()
@@ -333,12 +380,81 @@ pub fn judge_as(
     Judged { provider, verdict }
 }
 
+/// What the gate remembers between requests: the Responses answers it
+/// saw (for the requests continuing them) and recent conversations (for
+/// reading each one's next request only past what they share).
+pub struct Memory {
+    /// The calls of the Responses answers relayed.
+    pub responses: std::sync::Mutex<ResponseStore>,
+    /// Recent Chat Completions and Messages conversations.
+    pub histories: Histories,
+}
+
+/// The memory [`Memory::default`] gives recent conversations: room for
+/// about 100 agents' 2 MB histories at once, each kept with its body
+/// (`loopdbg_read::prefix::COST`).
+pub const HISTORIES_BUDGET: usize = 1 << 30;
+
+impl Memory {
+    /// Giving recent conversations at most `budget` bytes.
+    pub fn new(budget: usize) -> Memory {
+        Memory {
+            responses: std::sync::Mutex::new(ResponseStore::new()),
+            histories: Histories::new(budget),
+        }
+    }
+}
+
+impl Default for Memory {
+    fn default() -> Memory {
+        Memory::new(HISTORIES_BUDGET)
+    }
+}
+
+/// The request judged from the conversation of a request it continues,
+/// read only past the messages they share (`loopdbg_read::prefix`); `None`
+/// when it continues none, or when the policy needs the whole body (a
+/// repair of a refused request): judged whole then, as it always was.
+fn judged_past_the_prefix(
+    by: Gatekeeper,
+    format: Format,
+    path: &str,
+    bytes: &[u8],
+    policy: OnInvalid,
+    memory: &Memory,
+) -> Option<Judged> {
+    let read = memory.histories.read(format, path, bytes, Detail::Shape)?;
+    let findings = check(&read.conv);
+    let refused = findings.iter().any(Finding::rejected_by_provider);
+    if refused && matches!(policy, OnInvalid::Repair(_)) {
+        return None;
+    }
+    let verdict = decide(by, format, findings, None, policy, None, &Chain::Starts);
+    memory.histories.keep(read, bytes);
+    Some(Judged {
+        provider: Some(format),
+        verdict: Some(verdict),
+    })
+}
+
 /// The findings for `body` as `format`'s API reads it, against the stored
 /// response it continues (Responses).
 fn judged(format: Format, body: Value, chain: &Chain) -> Result<Vec<Finding>, ReadError> {
+    judged_keeping(format, body, chain).map(|(findings, _)| findings)
+}
+
+/// [`judged`], with the conversation read (but for Responses).
+fn judged_keeping(
+    format: Format,
+    body: Value,
+    chain: &Chain,
+) -> Result<(Vec<Finding>, Option<Conversation>), ReadError> {
     match format {
-        Format::Responses => check_continuing(body, chain, Detail::Shape),
-        _ => read_owned_as(body, Source::Provider(format), Detail::Shape).map(|c| check(&c)),
+        Format::Responses => check_continuing(body, chain, Detail::Shape).map(|f| (f, None)),
+        _ => read_owned_as(body, Source::Provider(format), Detail::Shape).map(|c| {
+            let findings = check(&c);
+            (findings, Some(c))
+        }),
     }
 }
 
@@ -530,7 +646,7 @@ mod tests {
     #[test]
     fn token_counts_are_always_forwarded() {
         let bytes = dangling().to_string();
-        let store = std::sync::Mutex::new(ResponseStore::default());
+        let store = Memory::default();
         for policy in [OnInvalid::Block, OnInvalid::Repair(Repair::Synthesize)] {
             for (path, body) in [
                 ("/v1/messages/count_tokens", bytes.as_bytes()),
@@ -644,5 +760,81 @@ mod gatekeeper_tests {
         assert!(
             words.contains("Under mode \"raise\"") && words.contains("on_unjudged=\"forward\"")
         );
+    }
+
+    /// An agent's session through the gate, as an agent goes: a request,
+    /// one with a call left unanswered (refused), the same retried, the
+    /// history mended, and on. Every request judged with the conversations
+    /// remembered (most read only past the last request's messages) gets
+    /// the verdict it gets judged whole, under every policy.
+    #[test]
+    fn requests_read_past_their_prefix_get_the_verdict_they_get_read_whole() {
+        let user = json!({"role": "user", "content": "weather and fx?"});
+        let calls = json!({"role": "assistant", "content": [
+            {"type": "tool_use", "id": "toolu_w1", "name": "w", "input": {}},
+            {"type": "tool_use", "id": "toolu_f1", "name": "f", "input": {}}]});
+        let one = json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_w1", "content": "24"}]});
+        let both = json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_w1", "content": "24"},
+            {"type": "tool_result", "tool_use_id": "toolu_f1", "content": "7.12"}]});
+        let answer =
+            json!({"role": "assistant", "content": [{"type": "text", "text": "24 and 7.12"}]});
+        let again = json!({"role": "user", "content": "and tomorrow?"});
+        let body = |messages: Vec<&Value>| {
+            serde_json::to_vec(&json!({"model": "m", "max_tokens": 64, "messages": messages}))
+                .unwrap()
+        };
+        let session = [
+            body(vec![&user]),
+            body(vec![&user, &calls]),
+            body(vec![&user, &calls, &one]),
+            body(vec![&user, &calls, &one]),
+            body(vec![&user, &calls, &both]),
+            body(vec![&user, &calls, &both, &answer, &again]),
+            body(vec![&user, &calls, &both, &answer, &again, &calls]),
+            body(vec![&user, &calls, &both, &answer, &again, &calls, &one]),
+        ];
+        for policy in [
+            OnInvalid::Forward,
+            OnInvalid::Block,
+            OnInvalid::Repair(Repair::Synthesize),
+            OnInvalid::Repair(Repair::Strip),
+        ] {
+            let remembering = Memory::default();
+            let whole = Memory::new(0);
+            for (k, request) in session.iter().enumerate() {
+                let verdict = |memory: &Memory| {
+                    let judged = judge("/v1/messages", request, policy, OnUnjudged::Block, memory);
+                    let v = judged.verdict.unwrap();
+                    format!(
+                        "{:?} {:?} {:?} {:?}",
+                        v.findings, v.rejected, v.decision, v.unread
+                    )
+                };
+                assert_eq!(
+                    verdict(&remembering),
+                    verdict(&whole),
+                    "request {k} under {policy}"
+                );
+            }
+        }
+        // The refusals are where the session says (a request ending on
+        // the assistant's calls is refused as well: it would prefill them).
+        let memory = Memory::default();
+        let refused: Vec<bool> = session
+            .iter()
+            .map(|r| {
+                let judged = judge(
+                    "/v1/messages",
+                    r,
+                    OnInvalid::Block,
+                    OnUnjudged::Block,
+                    &memory,
+                );
+                judged.verdict.unwrap().rejected.is_some()
+            })
+            .collect();
+        assert_eq!(refused, [false, true, true, true, false, false, true, true]);
     }
 }

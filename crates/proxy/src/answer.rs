@@ -138,7 +138,7 @@ impl Ended {
         }
         let store = self.started.responses.clone();
         let response = self.settle();
-        if let Ok(mut store) = store.lock() {
+        if let Ok(mut store) = store.responses.lock() {
             store.remember(response);
         }
     }

@@ -43,7 +43,6 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use loopdbg_formats::provider::Format;
 use loopdbg_formats::route::{provider_of_path, redacted_path, redacted_url};
 use loopdbg_formats::stream::{is_aws_event_stream, is_event_stream};
-use loopdbg_judge::chain::ResponseStore;
 use loopdbg_read::provider_of_request;
 use serde_json::Value;
 use tokio::sync::{Semaphore, mpsc, watch};
@@ -88,6 +87,11 @@ pub struct Config {
     /// How many KiB of requests may wait for the capture's writer before
     /// the next request waits for room ([`UNWRITTEN_KIB`]).
     pub unwritten_kib: usize,
+    /// How many bytes of recent request bodies' conversations the gate
+    /// keeps, to read each agent's next request only past the messages
+    /// it shares with the last ([`gate::HISTORIES_BUDGET`]; 0 reads every
+    /// request whole).
+    pub histories_budget: usize,
 }
 
 impl Config {
@@ -131,6 +135,7 @@ impl Config {
             header_timeout: Duration::from_secs(30),
             max_connections: 512,
             unwritten_kib: UNWRITTEN_KIB,
+            histories_budget: gate::HISTORIES_BUDGET,
         }
     }
 }
@@ -165,8 +170,9 @@ struct Shared {
 /// How many KiB of requests may wait for the capture's writer.
 pub const UNWRITTEN_KIB: usize = 256 << 10;
 
-/// The proxy's [`ResponseStore`], shared by the exchanges.
-type Responses = Arc<std::sync::Mutex<ResponseStore>>;
+/// What the proxy's gate remembers ([`gate::Memory`]), shared by the
+/// exchanges.
+type Responses = Arc<gate::Memory>;
 
 /// The exchanges the proxy is in the middle of: a live view shows a long
 /// stream as in flight instead of as no traffic.
@@ -266,7 +272,7 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
         seq: AtomicU64::new(0),
         done,
         in_flight: Arc::new(in_flight),
-        responses: Responses::default(),
+        responses: Arc::new(gate::Memory::new(config.histories_budget)),
         body_idle: config.header_timeout,
         unwritten: Arc::new(Semaphore::new(config.unwritten_kib.max(1))),
         unwritten_kib: config.unwritten_kib.max(1),

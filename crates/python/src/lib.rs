@@ -8,16 +8,14 @@
 mod arrow;
 
 use std::path::PathBuf;
-use std::sync::Mutex;
 
 use loopdbg_corpus::report::{check_bytes, check_file, jsonl_file_record, jsonl_record, summary};
 use loopdbg_corpus::table::{Row, rows_of_bytes, rows_of_file};
 use loopdbg_engine::LoadError;
 use loopdbg_formats::route::is_bedrock_path;
-use loopdbg_judge::chain::ResponseStore;
 use loopdbg_judge::fix::Repair;
 use loopdbg_judge::gate::{
-    Decision, Gatekeeper, OnInvalid, OnUnjudged, as_bedrock_error, judge_as,
+    Decision, Gatekeeper, Memory, OnInvalid, OnUnjudged, as_bedrock_error, judge_as,
 };
 use loopdbg_judge::mcp::McpCall;
 use loopdbg_read::Source;
@@ -241,7 +239,7 @@ fn fix(
 struct Gate {
     policy: OnInvalid,
     on_unjudged: OnUnjudged,
-    responses: Mutex<ResponseStore>,
+    memory: Memory,
 }
 
 #[pymethods]
@@ -270,7 +268,7 @@ impl Gate {
         Ok(Gate {
             policy,
             on_unjudged,
-            responses: Mutex::new(ResponseStore::new()),
+            memory: Memory::default(),
         })
     }
 
@@ -285,7 +283,7 @@ impl Gate {
                 &body,
                 self.policy,
                 self.on_unjudged,
-                &self.responses,
+                &self.memory,
             )
         });
         let provider = judged.provider.map(|p| Source::Provider(p).as_str());
@@ -331,7 +329,7 @@ impl Gate {
     fn remember(&self, response: Vec<u8>) {
         if let (Ok(doc), Ok(mut store)) = (
             serde_json::from_slice::<Value>(&response),
-            self.responses.lock(),
+            self.memory.responses.lock(),
         ) {
             store.remember(&doc);
         }

@@ -57,6 +57,34 @@ pub(super) fn read_as(
     Ok(conv)
 }
 
+/// The messages of a later request of the same conversation, `first` on,
+/// added to `conv` (what the earlier request, a Messages body, read as):
+/// the gate's reading past a shared prefix (`prefix`). `None` when that
+/// would not give what reading the whole body gives: an entry with a task
+/// store's own fields makes the whole history a store, read otherwise.
+pub(crate) fn extend(
+    conv: &mut Conversation,
+    first: usize,
+    items: Vec<Value>,
+    detail: Detail,
+) -> Option<()> {
+    let breakpoints: usize = items.iter().map(cache_breakpoints).sum();
+    let messages = items
+        .into_iter()
+        .map(|item| MessageIn::deserialize(item).ok())
+        .collect::<Option<Vec<_>>>()?;
+    let place = Place::default();
+    let kept = TaskStore::of(&messages, place);
+    if kept.is_store() {
+        return None;
+    }
+    for (i, item) in (first..).zip(messages) {
+        read_message(conv, i, item, &kept, detail).ok()?;
+    }
+    conv.cache_breakpoints = Some(conv.cache_breakpoints? + breakpoints);
+    Some(())
+}
+
 /// The `cache_control` keys of a Messages body that are not `null`, as the
 /// API counts its cache breakpoints (on tools, system blocks, content
 /// blocks and a result's own blocks). Counted as keys wherever they are,

@@ -40,6 +40,28 @@ pub fn value_of_slice(bytes: &[u8]) -> serde_json::Result<Value> {
     Ok(parsed)
 }
 
+/// [`value_of_slice`], with what its values took of the limit: the gate
+/// keeps it beside a remembered request, so a next request read past
+/// their shared prefix is refused where reading it whole would be
+/// (`prefix`).
+pub fn value_of_slice_spent(bytes: &[u8]) -> serde_json::Result<(Value, usize)> {
+    let limit = limit_for(bytes.len());
+    let left = Cell::new(limit);
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let parsed = Charged::new(&left, limit).deserialize(&mut de)?;
+    de.end()?;
+    Ok((parsed, limit - left.get()))
+}
+
+/// `text`, one value, paid for from `left` out of `limit`.
+pub(crate) fn value_spending(
+    text: &str,
+    left: &Cell<usize>,
+    limit: usize,
+) -> serde_json::Result<Value> {
+    one_value(text, left, limit)
+}
+
 /// `text` as a JSON value whose values take at most `limit` bytes.
 pub fn value_within(text: &str, limit: usize) -> serde_json::Result<Value> {
     one_value(text, &Cell::new(limit), limit)

@@ -46,6 +46,7 @@ pub mod opencode;
 pub mod otlp;
 mod parse;
 pub mod plain;
+pub mod prefix;
 pub mod recording;
 pub mod responses;
 mod signs;

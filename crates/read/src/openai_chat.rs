@@ -45,8 +45,34 @@ pub(super) fn read(doc: &mut Value, detail: Detail) -> Result<Conversation, Read
     let mut conv = Conversation::new(Source::Provider(Format::Openai));
     push_tools(&mut conv, body.tools);
     push_tools(&mut conv, body.functions);
-    read_messages(&mut conv, messages, detail)?;
+    read_messages(&mut conv, 0, messages, detail)?;
     Ok(conv)
+}
+
+/// The messages of a later request of the same conversation, `first` on,
+/// added to `conv` (what the earlier request read as): the gate's reading
+/// past a shared prefix (`prefix`). `None` when that would not give what
+/// reading the whole body gives: a legacy `function_call` pairs by name
+/// with state the conversation does not keep.
+pub(crate) fn extend(
+    conv: &mut Conversation,
+    first: usize,
+    items: Vec<Value>,
+    detail: Detail,
+) -> Option<()> {
+    let legacy = |conv: &Conversation| {
+        conv.call_types
+            .iter()
+            .any(|(_, kind)| kind == LEGACY_FUNCTION_CALL)
+    };
+    if legacy(conv) {
+        return None;
+    }
+    let messages = items
+        .into_iter()
+        .map(|item| MessageIn::deserialize(item).ok())
+        .collect::<Option<Vec<_>>>()?;
+    read_messages(conv, first, messages, detail).ok()
 }
 
 /// `check`'s fast path: the line read straight from its text by the same
@@ -65,20 +91,21 @@ pub(crate) fn plain(line: &str, forced: bool) -> Option<Conversation> {
     let mut conv = Conversation::new(Source::Provider(Format::Openai));
     push_tools(&mut conv, body.tools);
     push_tools(&mut conv, body.functions);
-    read_messages(&mut conv, messages, Detail::Full).ok()?;
+    read_messages(&mut conv, 0, messages, Detail::Full).ok()?;
     Some(conv)
 }
 
-/// Every message, in order.
+/// Every message, in order, the first being `messages[first]`.
 fn read_messages(
     conv: &mut Conversation,
+    first: usize,
     messages: Vec<MessageIn>,
     detail: Detail,
 ) -> Result<(), ReadError> {
     // Legacy calls carry no id: each is named by where it stands, and a
     // `function` message answers the latest unanswered call of its name.
     let mut open_legacy: Vec<(String, String)> = Vec::new();
-    for (i, item) in messages.into_iter().enumerate() {
+    for (i, item) in (first..).zip(messages) {
         let at = || JsonPath::root().key("messages").index(i);
         let path = element("messages", i);
         let src = |p: String| BlockSource {

@@ -1,0 +1,763 @@
+//! A conversation request read only past what it shares with the request
+//! before it. An agent sends its whole history every time: the request
+//! after a 2 MB one is the same 2 MB and two messages more, so a gate
+//! that reads every request whole spends its time on bytes it has read
+//! already (about 11 ms of a 2 MB body's 12, issue 62).
+//!
+//! [`Histories`] keeps the conversations of recent requests, each with
+//! where its `messages` array's elements end in its body. A request whose
+//! bytes up to there are the same, byte for byte (kept and compared
+//! whole: a memcmp stops at the first byte that differs, in another
+//! agent's history within its first message; a hash had to read every
+//! candidate's whole prefix), and whose body after the array is the same
+//! too, is read by parsing only
+//! the new elements and handing them to the format's reader, numbered
+//! from where the earlier request stopped. Anything else — another
+//! order of keys, a message edited, a body the fast way cannot vouch for
+//! — is read whole, as before: the fast way is taken only when it gives
+//! what reading the whole body gives, which the tests hold it to.
+//!
+//! Chat Completions and Anthropic Messages only: their readers read a
+//! message at a time. A remembered conversation is taken out when a
+//! request continues it (an agent's next request replaces it), and the
+//! idle go once the budget is spent; each is counted at [`COST`] times
+//! its body's length (its body and its conversation: 64 kept 2.1 MB Chat
+//! histories took 595 MB of resident memory, 4.4× theirs, tool results
+//! being kept as values for the checks on their content).
+
+use std::cell::Cell;
+use std::sync::Mutex;
+
+use loopdbg_formats::provider::Format;
+use serde_json::Value;
+
+use crate::bounded::{limit_for, value_spending};
+use crate::{Conversation, Detail, Source};
+
+/// What a remembered conversation is counted at, per byte of its body.
+pub const COST: usize = 5;
+
+/// The conversations of recent requests, for reading the next request of
+/// each past what they share.
+pub struct Histories {
+    kept: Mutex<Kept>,
+}
+
+struct Kept {
+    /// Oldest first.
+    entries: Vec<Remembered>,
+    /// What the entries are counted at, in bytes.
+    used: usize,
+    budget: usize,
+    /// Conversations offered to be kept so far.
+    clock: u64,
+}
+
+/// A request's conversation, with what is needed to read a request that
+/// continues it.
+struct Remembered {
+    conv: Conversation,
+    format: Format,
+    detail: Detail,
+    path: Box<str>,
+    /// The body's length up to the end of its last message element (just
+    /// after `[` when there is none).
+    end: usize,
+    /// How many elements the `messages` array has.
+    messages: usize,
+    /// The body up to `end`; the next request's grows from it (a copy of
+    /// 2 MB per request took fresh pages and their faults every time).
+    prefix: Vec<u8>,
+    /// The body from the array's closing `]` on.
+    tail: Box<[u8]>,
+    /// What parsing the body took of its memory limit (`bounded`).
+    spent: usize,
+    /// What it is counted at: [`COST`] × its body's length.
+    cost: usize,
+    /// [`Kept::clock`] when it was kept.
+    kept_at: u64,
+}
+
+/// What [`Histories::read`] gives: the conversation, and what to hand
+/// back to [`Histories::keep`] once it is judged.
+pub struct ReadPast {
+    /// The request's conversation, as reading it whole gives it.
+    pub conv: Conversation,
+    next: Next,
+}
+
+/// The part of a [`Remembered`] other than its conversation.
+struct Next {
+    /// The earlier request's prefix, which `bytes` begins with.
+    prefix: Vec<u8>,
+    format: Format,
+    detail: Detail,
+    path: Box<str>,
+    end: usize,
+    messages: usize,
+    spent: usize,
+}
+
+impl Histories {
+    /// Remembering conversations worth at most `budget` bytes (each
+    /// counted at [`COST`] × its body); 0 remembers nothing.
+    pub fn new(budget: usize) -> Histories {
+        Histories {
+            kept: Mutex::new(Kept {
+                entries: Vec::new(),
+                used: 0,
+                budget,
+                clock: 0,
+            }),
+        }
+    }
+
+    /// The conversation of `bytes`, a request to `path` read as `format`,
+    /// read past the messages it shares with a remembered request (which
+    /// is taken out); `None` when no remembered request is a prefix of it
+    /// in the sense above, or the rest cannot be read this way: read it
+    /// whole then.
+    pub fn read(
+        &self,
+        format: Format,
+        path: &str,
+        bytes: &[u8],
+        detail: Detail,
+    ) -> Option<ReadPast> {
+        let earlier = self.take(format, path, bytes, detail)?;
+        past(earlier, bytes)
+    }
+
+    /// Remembers the conversation read past a prefix, for the request
+    /// after `bytes`.
+    pub fn keep(&self, read: ReadPast, bytes: &[u8]) {
+        let ReadPast { conv, next } = read;
+        self.remember(conv, next, bytes);
+    }
+
+    /// Remembers `conv`, what `bytes` (a request to `path`, parsed whole,
+    /// taking `spent` of its memory limit) read as under `format`, when its
+    /// `messages` array can be found in it.
+    pub fn keep_whole(
+        &self,
+        format: Format,
+        path: &str,
+        bytes: &[u8],
+        spent: usize,
+        conv: Conversation,
+        detail: Detail,
+    ) {
+        if !remembers(format) || conv.source != Source::Provider(format) || self.is_off() {
+            return;
+        }
+        let Some(layout) = layout(bytes) else {
+            return;
+        };
+        let next = Next {
+            prefix: Vec::new(),
+            format,
+            detail,
+            path: path.into(),
+            end: layout.end,
+            messages: layout.messages,
+            spent,
+        };
+        self.remember(conv, next, bytes);
+    }
+
+    fn is_off(&self) -> bool {
+        self.kept.lock().map_or(true, |kept| kept.budget == 0)
+    }
+
+    /// Keeps `conv` for the request after `bytes`, when there is room.
+    /// Room is made only of conversations idle through two rounds of every
+    /// one kept: when more agents are busy than the budget holds, evicting
+    /// the oldest evicts the one whose agent sends next, and every request
+    /// would be read whole (a 64-agent bench went from 2.5 to 19.6 ms a
+    /// request so); the newcomer is not kept instead, and the agents kept
+    /// stay fast. An agent gone away frees its room two rounds later.
+    fn remember(&self, conv: Conversation, next: Next, bytes: &[u8]) {
+        let cost = COST.saturating_mul(bytes.len());
+        let (Some(body_prefix), Some(close)) =
+            (bytes.get(..next.end), closing_bracket(bytes, next.end))
+        else {
+            return;
+        };
+        let mut gone = Vec::new();
+        let Ok(mut kept) = self.kept.lock() else {
+            return;
+        };
+        kept.clock += 1;
+        while kept.used + cost > kept.budget {
+            let idle_for = 2 * kept.entries.len() as u64;
+            match kept.entries.first() {
+                Some(oldest) if kept.clock - oldest.kept_at > idle_for => {
+                    let oldest = kept.entries.remove(0);
+                    kept.used -= oldest.cost;
+                    gone.push(oldest);
+                }
+                _ => break,
+            }
+        }
+        if kept.used + cost <= kept.budget {
+            let entry = Remembered {
+                conv,
+                format: next.format,
+                detail: next.detail,
+                path: next.path,
+                end: next.end,
+                messages: next.messages,
+                prefix: grown(next.prefix, body_prefix),
+                tail: bytes[close..].into(),
+                spent: next.spent,
+                cost,
+                kept_at: kept.clock,
+            };
+            kept.used += cost;
+            kept.entries.push(entry);
+        }
+        // What goes is freed after the lock: a 2 MB history's conversation
+        // is thousands of allocations.
+        drop(kept);
+        drop(gone);
+    }
+
+    /// The remembered request `bytes` continues, taken out: the longest
+    /// when several are prefixes of it.
+    fn take(&self, format: Format, path: &str, bytes: &[u8], detail: Detail) -> Option<Remembered> {
+        let mut kept = self.kept.lock().ok()?;
+        let continued = |r: &Remembered| {
+            r.format == format
+                && r.detail == detail
+                && *r.path == *path
+                && bytes.len() >= r.end + r.tail.len()
+                && bytes.ends_with(&r.tail)
+                && bytes.starts_with(&r.prefix)
+        };
+        let at = (0..kept.entries.len())
+            .filter(|&i| continued(&kept.entries[i]))
+            .max_by_key(|&i| kept.entries[i].end)?;
+        let taken = kept.entries.remove(at);
+        kept.used -= taken.cost;
+        Some(taken)
+    }
+}
+
+/// `body_prefix`, grown from `earlier` (a prefix of it) where there is one.
+fn grown(mut earlier: Vec<u8>, body_prefix: &[u8]) -> Vec<u8> {
+    match body_prefix.get(..earlier.len()) {
+        Some(shared) if !earlier.is_empty() && shared == earlier.as_slice() => {
+            earlier.extend_from_slice(&body_prefix[shared.len()..]);
+            earlier
+        }
+        _ => body_prefix.to_vec(),
+    }
+}
+
+/// Whether requests of `format` are read past their prefix.
+fn remembers(format: Format) -> bool {
+    matches!(format, Format::Openai | Format::Anthropic)
+}
+
+/// `bytes`, which continue `earlier` up to its prefix's end and end with
+/// its tail, read as the earlier conversation and the elements between.
+fn past(earlier: Remembered, bytes: &[u8]) -> Option<ReadPast> {
+    let Remembered {
+        mut conv,
+        format,
+        detail,
+        path,
+        end,
+        messages,
+        prefix,
+        tail,
+        spent,
+        ..
+    } = earlier;
+    let limit = limit_for(bytes.len());
+    let left = Cell::new(limit.checked_sub(spent)?);
+    let mut items = Vec::new();
+    let mut at = end;
+    let mut new_end = end;
+    loop {
+        at = after_space(bytes, at);
+        match bytes.get(at)? {
+            b']' => break,
+            b',' if messages + items.len() > 0 => at = after_space(bytes, at + 1),
+            _ if messages + items.len() == 0 => {}
+            _ => return None,
+        }
+        let mut extents = serde_json::Deserializer::from_slice(&bytes[at..])
+            .into_iter::<&serde_json::value::RawValue>();
+        let raw = extents.next()?.ok()?;
+        // An element's slot in its array, charged as reading it whole
+        // charges it, and once more to be sure this way never takes a
+        // body that way would refuse.
+        left.set(left.get().checked_sub(2 * std::mem::size_of::<Value>())?);
+        items.push(value_spending(raw.get(), &left, limit).ok()?);
+        at += extents.byte_offset();
+        new_end = at;
+    }
+    // The body after the array must be the one remembered, byte for byte:
+    // nothing but the messages may have changed.
+    if bytes[at..] != *tail {
+        return None;
+    }
+    let first = messages;
+    let added = items.len();
+    match format {
+        Format::Openai => crate::openai_chat::extend(&mut conv, first, items, detail)?,
+        Format::Anthropic => crate::anthropic::extend(&mut conv, first, items, detail)?,
+        _ => return None,
+    }
+    Some(ReadPast {
+        conv,
+        next: Next {
+            prefix,
+            format,
+            detail,
+            path,
+            end: new_end,
+            messages: messages + added,
+            spent: limit - left.get(),
+        },
+    })
+}
+
+/// Past the JSON whitespace at `at`.
+fn after_space(bytes: &[u8], mut at: usize) -> usize {
+    while bytes
+        .get(at)
+        .is_some_and(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+    {
+        at += 1;
+    }
+    at
+}
+
+/// The `]` closing the array whose last element ends at `end`.
+fn closing_bracket(bytes: &[u8], end: usize) -> Option<usize> {
+    let at = after_space(bytes, end);
+    (bytes.get(at) == Some(&b']')).then_some(at)
+}
+
+/// Where a body's `messages` array is.
+#[derive(Debug, PartialEq, Eq)]
+struct Layout {
+    /// Just past its last element (or past `[` when it has none).
+    end: usize,
+    /// How many elements it has.
+    messages: usize,
+}
+
+/// The top-level `messages` array of `bytes`, a JSON object already
+/// parsed whole (so valid JSON: this only finds its way through it).
+/// `None` unless the object has exactly one key `messages`, written
+/// without escapes, holding an array: what serde reads then is that
+/// array.
+fn layout(bytes: &[u8]) -> Option<Layout> {
+    let mut at = after_space(bytes, 0);
+    if bytes.get(at) != Some(&b'{') {
+        return None;
+    }
+    at += 1;
+    let mut found = None;
+    loop {
+        at = after_space(bytes, at);
+        match bytes.get(at)? {
+            b'}' => break,
+            b',' => {
+                at = after_space(bytes, at + 1);
+            }
+            _ => {}
+        }
+        let key_end = string_end(bytes, at)?;
+        let key = &bytes[at + 1..key_end - 1];
+        if key.contains(&b'\\') {
+            return None;
+        }
+        at = after_space(bytes, key_end);
+        if bytes.get(at) != Some(&b':') {
+            return None;
+        }
+        at = after_space(bytes, at + 1);
+        if key == b"messages" {
+            if found.is_some() || bytes.get(at) != Some(&b'[') {
+                return None;
+            }
+            let (layout, close) = elements(bytes, at)?;
+            found = Some(layout);
+            at = close + 1;
+        } else {
+            at = value_end(bytes, at)?;
+        }
+    }
+    found
+}
+
+/// The elements of the array opening at `open`, and its closing `]`.
+fn elements(bytes: &[u8], open: usize) -> Option<(Layout, usize)> {
+    let mut at = open + 1;
+    let mut layout = Layout {
+        end: at,
+        messages: 0,
+    };
+    loop {
+        at = after_space(bytes, at);
+        match bytes.get(at)? {
+            b']' => return Some((layout, at)),
+            b',' => at = after_space(bytes, at + 1),
+            _ => {}
+        }
+        at = value_end(bytes, at)?;
+        layout.end = at;
+        layout.messages += 1;
+    }
+}
+
+/// Just past the string opening at `at`.
+fn string_end(bytes: &[u8], at: usize) -> Option<usize> {
+    if bytes.get(at) != Some(&b'"') {
+        return None;
+    }
+    let mut i = at + 1;
+    loop {
+        i += memchr::memchr2(b'"', b'\\', bytes.get(i..)?)?;
+        match bytes[i] {
+            b'\\' => i += 2,
+            _ => return Some(i + 1),
+        }
+    }
+}
+
+/// Just past the JSON value starting at `at`.
+fn value_end(bytes: &[u8], at: usize) -> Option<usize> {
+    match bytes.get(at)? {
+        b'"' => string_end(bytes, at),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut i = at;
+            loop {
+                match bytes.get(i)? {
+                    b'"' => {
+                        i = string_end(bytes, i)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(i + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+        }
+        _ => {
+            let rest = bytes.get(at..)?;
+            let len = rest
+                .iter()
+                .position(|b| matches!(b, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r'))
+                .unwrap_or(rest.len());
+            Some(at + len)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use crate::read_owned_as;
+    use serde_json::json;
+
+    /// What reading `body` whole gives.
+    fn whole(format: Format, body: &[u8]) -> Conversation {
+        let doc = crate::bounded::value_of_slice(body).unwrap();
+        read_owned_as(doc, Source::Provider(format), Detail::Shape).unwrap()
+    }
+
+    /// Remembers `body` read whole.
+    fn keep_whole(h: &Histories, format: Format, path: &str, body: &[u8]) {
+        let (_, spent) = crate::bounded::value_of_slice_spent(body).unwrap();
+        h.keep_whole(
+            format,
+            path,
+            body,
+            spent,
+            whole(format, body),
+            Detail::Shape,
+        );
+    }
+
+    /// Each request of `requests` (one conversation growing) read past
+    /// the one before: the same conversation as read whole, every time.
+    fn grows_as_read_whole(format: Format, path: &str, requests: &[Vec<u8>]) {
+        let h = Histories::new(64 << 20);
+        keep_whole(&h, format, path, &requests[0]);
+        for (k, body) in requests.iter().enumerate().skip(1) {
+            let read = h
+                .read(format, path, body, Detail::Shape)
+                .unwrap_or_else(|| panic!("request {k} was not read past its prefix"));
+            assert_eq!(read.conv, whole(format, body), "request {k}");
+            h.keep(read, body);
+        }
+    }
+
+    /// A Chat history, one step of an agent's loop at a time: each
+    /// request is the last one's messages and two more.
+    fn chat_steps(pretty: bool) -> Vec<Vec<u8>> {
+        let mut messages = vec![
+            json!({"role": "system", "content": "Be brief."}),
+            json!({"role": "user", "content": "Weather in 北京, hour by hour? [\"x\"] {y}"}),
+        ];
+        let mut requests = Vec::new();
+        let write = |messages: &Vec<Value>| {
+            let body = json!({
+                "model": "gpt-4o-mini",
+                "messages": messages,
+                "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}],
+                "stream": true,
+            });
+            match pretty {
+                true => serde_json::to_vec_pretty(&body).unwrap(),
+                false => serde_json::to_vec(&body).unwrap(),
+            }
+        };
+        requests.push(write(&messages));
+        for k in 0..6 {
+            let id = format!("call_{k}");
+            messages.push(json!({"role": "assistant", "content": null, "tool_calls": [
+                {"id": id, "type": "function", "function": {"name": "get_weather", "arguments": format!("{{\"hour\": {k}}}")}}
+            ]}));
+            // Step 3 leaves its call unanswered and step 4 answers an id
+            // no call made: the fast way must find what the whole read does.
+            if k != 3 {
+                let answers = if k == 4 {
+                    "call_nobody".to_string()
+                } else {
+                    id
+                };
+                messages.push(json!({"role": "tool", "tool_call_id": answers, "content": format!("hour {k}: 18°C \\\"clear\\\"")}));
+            }
+            if k == 2 {
+                messages.push(json!({"role": "system", "content": "Now in Fahrenheit."}));
+            }
+            requests.push(write(&messages));
+        }
+        requests
+    }
+
+    #[test]
+    fn a_chat_history_read_past_its_prefix_is_the_history_read_whole() {
+        for pretty in [false, true] {
+            grows_as_read_whole(Format::Openai, "/v1/chat/completions", &chat_steps(pretty));
+        }
+    }
+
+    #[test]
+    fn a_messages_history_read_past_its_prefix_is_the_history_read_whole() {
+        let mut messages = vec![json!({"role": "user", "content": [
+            {"type": "text", "text": "Rate and weather?", "cache_control": {"type": "ephemeral"}}
+        ]})];
+        let write = |messages: &Vec<Value>| {
+            serde_json::to_vec(&json!({
+                "model": "claude-sonnet-4-5",
+                "max_tokens": 1024,
+                "messages": messages,
+                "system": [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}],
+                "tools": [{"name": "get_weather", "input_schema": {"type": "object"}}],
+            }))
+            .unwrap()
+        };
+        let mut requests = vec![write(&messages)];
+        for k in 0..5 {
+            let id = format!("toolu_{k}");
+            messages.push(json!({"role": "assistant", "content": [
+                {"type": "text", "text": format!("step {k}")},
+                {"type": "tool_use", "id": id, "name": "get_weather", "input": {"k": k}},
+                {"type": "server_tool_use", "id": format!("srvtoolu_{k}"), "name": "web_search", "input": {}}
+            ]}));
+            let mut results = vec![
+                json!({"type": "tool_result", "tool_use_id": id, "content": "sunny", "cache_control": {"type": "ephemeral"}}),
+            ];
+            if k == 2 {
+                // An empty text block and a second result for the same id.
+                results.push(json!({"type": "text", "text": ""}));
+                results.push(json!({"type": "tool_result", "tool_use_id": id, "content": "again"}));
+            }
+            messages.push(json!({"role": "user", "content": results}));
+            if k == 3 {
+                messages.push(json!({"role": "assistant", "content": []}));
+            }
+            requests.push(write(&messages));
+        }
+        grows_as_read_whole(Format::Anthropic, "/v1/messages", &requests);
+        // The breakpoints are counted over the whole body, as read whole.
+        let last = whole(Format::Anthropic, requests.last().unwrap());
+        assert_eq!(last.cache_breakpoints, Some(2 + 5));
+    }
+
+    #[test]
+    fn a_request_that_changed_before_the_new_messages_is_read_whole() {
+        let requests = chat_steps(false);
+        let path = "/v1/chat/completions";
+        let text = |b: &[u8]| String::from_utf8(b.to_vec()).unwrap();
+        let changed = [
+            // An earlier message edited.
+            text(&requests[2]).replacen("Be brief.", "Be terse.", 1),
+            // Something after the messages changed.
+            text(&requests[2]).replacen("\"stream\":true", "\"stream\":false", 1),
+            // The keys in another order.
+            {
+                let moved = text(&requests[2]).replacen("{\"model\":\"gpt-4o-mini\",", "{", 1);
+                format!("{},\"model\":\"gpt-4o-mini\"}}", &moved[..moved.len() - 1])
+            },
+        ];
+        for (k, body) in changed.iter().enumerate() {
+            let h = Histories::new(64 << 20);
+            keep_whole(&h, Format::Openai, path, &requests[1]);
+            assert!(
+                h.read(Format::Openai, path, body.as_bytes(), Detail::Shape)
+                    .is_none(),
+                "change {k}"
+            );
+        }
+        // Another path, another format: not the same conversation.
+        let h = Histories::new(64 << 20);
+        keep_whole(&h, Format::Openai, path, &requests[1]);
+        assert!(
+            h.read(
+                Format::Openai,
+                "/openai/v1/chat/completions",
+                &requests[2],
+                Detail::Shape
+            )
+            .is_none()
+        );
+        assert!(
+            h.read(Format::Anthropic, path, &requests[2], Detail::Shape)
+                .is_none()
+        );
+        // A body cut short, or not JSON past the prefix.
+        let cut = &requests[2][..requests[2].len() - 40];
+        assert!(h.read(Format::Openai, path, cut, Detail::Shape).is_none());
+        let mut broken = requests[1].clone();
+        let end = broken.len()
+            - 1
+            - text(&requests[1])
+                .rfind(']')
+                .map_or(0, |at| requests[1].len() - 1 - at);
+        broken.splice(end..end, b",{\"role\":".iter().copied());
+        assert!(
+            h.read(Format::Openai, path, &broken, Detail::Shape)
+                .is_none()
+        );
+        // And still there for the request that does continue it.
+        assert!(
+            h.read(Format::Openai, path, &requests[2], Detail::Shape)
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn a_legacy_function_call_or_a_task_store_is_read_whole() {
+        let path = "/v1/chat/completions";
+        let legacy = [
+            json!({"messages": [{"role": "user", "content": "hi"},
+                {"role": "assistant", "content": null, "function_call": {"name": "f", "arguments": "{}"}}]}),
+            json!({"messages": [{"role": "user", "content": "hi"},
+                {"role": "assistant", "content": null, "function_call": {"name": "f", "arguments": "{}"}},
+                {"role": "function", "name": "f", "content": "ok"}]}),
+        ]
+        .map(|b| serde_json::to_vec(&b).unwrap());
+        let h = Histories::new(64 << 20);
+        keep_whole(&h, Format::Openai, path, &legacy[0]);
+        assert!(
+            h.read(Format::Openai, path, &legacy[1], Detail::Shape)
+                .is_none()
+        );
+        // A Cline entry (its `ts`) makes the whole body a task store.
+        let store = [
+            json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]}),
+            json!({"model": "m", "messages": [{"role": "user", "content": "hi"},
+                {"role": "assistant", "content": "ok", "ts": 1}]}),
+        ]
+        .map(|b| serde_json::to_vec(&b).unwrap());
+        let h = Histories::new(64 << 20);
+        keep_whole(&h, Format::Anthropic, "/v1/messages", &store[0]);
+        assert!(
+            h.read(Format::Anthropic, "/v1/messages", &store[1], Detail::Shape)
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn the_messages_array_is_found_only_where_serde_reads_it() {
+        let found = |text: &str| layout(text.as_bytes());
+        let spaced = r#" { "a" : "]\"[" , "messages" : [ ] , "b": [1,{"c":"}"}] } "#;
+        assert_eq!(
+            found(spaced),
+            Some(Layout {
+                end: spaced.find("[ ]").unwrap() + 1,
+                messages: 0
+            })
+        );
+        let body = r#"{"messages":[{"x":"a\\"},[1,2],"s",3, null],"t":1}"#;
+        let at = found(body).unwrap();
+        assert_eq!(
+            (&body[..at.end], at.messages),
+            (r#"{"messages":[{"x":"a\\"},[1,2],"s",3, null"#, 5)
+        );
+        assert_eq!(found(r#"{"messages":[],"messages":[]}"#), None);
+        assert_eq!(found(r#"{"messag\u0065s":[{"role":"user"}]}"#), None);
+        assert_eq!(found(r#"{"messages":{"role":"user"}}"#), None);
+        assert_eq!(found(r#"[{"role":"user"}]"#), None);
+        assert_eq!(found(r#"{"model":"m"}"#), None);
+    }
+
+    #[test]
+    fn busy_conversations_stay_and_idle_ones_make_room() {
+        let requests = chat_steps(false);
+        let path = "/v1/chat/completions";
+        let cost = |k: usize| COST * requests[k].len();
+        // Room for two: a third waits, the two kept stay.
+        let h = Histories::new(cost(2) + cost(3));
+        keep_whole(&h, Format::Openai, path, &requests[1]);
+        keep_whole(&h, Format::Openai, path, &requests[2]);
+        keep_whole(&h, Format::Openai, path, &requests[3]);
+        let kept_messages = |h: &Histories| {
+            let kept = h.kept.lock().unwrap();
+            assert!(kept.used <= kept.budget);
+            kept.entries.iter().map(|e| e.messages).collect::<Vec<_>>()
+        };
+        let (one, two) = (
+            layout(&requests[1]).unwrap().messages,
+            layout(&requests[2]).unwrap().messages,
+        );
+        assert_eq!(kept_messages(&h), [one, two]);
+        // Once the oldest has been idle through two rounds of every one
+        // kept, it makes room.
+        for _ in 0..4 {
+            keep_whole(&h, Format::Openai, "/elsewhere", &requests[0]);
+        }
+        keep_whole(&h, Format::Openai, path, &requests[3]);
+        let three = layout(&requests[3]).unwrap().messages;
+        assert!(
+            kept_messages(&h).contains(&three),
+            "{:?}",
+            kept_messages(&h)
+        );
+        assert!(!kept_messages(&h).contains(&one));
+        // Nothing is remembered with no budget.
+        let off = Histories::new(0);
+        keep_whole(&off, Format::Openai, path, &requests[1]);
+        assert!(
+            off.read(Format::Openai, path, &requests[2], Detail::Shape)
+                .is_none()
+        );
+    }
+}
