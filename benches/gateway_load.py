@@ -30,7 +30,10 @@ and its CPU time per request.
 Environment: SIZES (bytes, comma-separated; default 20480,2097152),
 AGENTS (default 1,16,64,256), WAYS (default all five: direct, loopdbg, loopdbg-forward, litellm,
 mitmproxy), COUNT (requests
-counted per cell, default 64, at least 4 per agent).
+counted per cell, default 64, at least 4 per agent), GROW (default 1: each
+agent's history is its own and grows by a call and its result at every
+request, as an agent's does; 0 sends the same body every time, as the
+runs before 2026-12-07 did).
 """
 
 import json
@@ -52,6 +55,9 @@ SIZES = [int(s) for s in os.environ.get("SIZES", "20480,2097152").split(",")]
 AGENTS = [int(a) for a in os.environ.get("AGENTS", "1,16,64,256").split(",")]
 WAYS = os.environ.get("WAYS", "direct,loopdbg,loopdbg-forward,litellm,mitmproxy").split(",")
 COUNT = int(os.environ.get("COUNT", "64"))
+# Each agent's history its own, two messages longer at every request, as
+# an agent's is (1, the default); 0 sends the one body every time.
+GROW = os.environ.get("GROW", "1") == "1"
 # The model's pace: a longer history takes a model longer to start
 # answering (a real one takes seconds on 2 MB, about 500,000 tokens).
 FIRST_MS = {20480: 300, 2097152: 1000}
@@ -65,11 +71,12 @@ def drain(stream) -> None:
 def history(model: str, size: int) -> bytes:
     """A paired Chat Completions history of about `size` bytes, streamed."""
     messages = [{"role": "user", "content": "What is the weather in Beijing, hour by hour?"}]
+    # `messages` last, so the load generator can grow it (--grow).
     body = {
         "model": model,
         "stream": True,
-        "messages": messages,
         "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}],
+        "messages": messages,
     }
     written = len(json.dumps(body))
     k = 0
@@ -183,8 +190,9 @@ def start_gateways(upstream, tmp, children):
 
 
 def load(url, body_file, agents, per_agent):
+    grow = ["--grow"] if GROW else []
     out = subprocess.run(
-        [os.path.join(BIN, "loopdbg-load"), url + "/v1/chat/completions", body_file, str(agents), str(per_agent),
+        [os.path.join(BIN, "loopdbg-load"), *grow, url + "/v1/chat/completions", body_file, str(agents), str(per_agent),
          "authorization: Bearer sk-bench"],
         capture_output=True,
         text=True,

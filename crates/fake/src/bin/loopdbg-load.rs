@@ -9,8 +9,14 @@
 //! milliseconds of the time to the answer's first byte (`ttfb`) and to its
 //! end (`total`).
 //!
-//! Usage: `loopdbg-load URL BODY_FILE AGENTS REQUESTS [NAME:VALUE]...`
+//! Usage: `loopdbg-load [--grow] URL BODY_FILE AGENTS REQUESTS [NAME:VALUE]...`
 //! (each NAME:VALUE a request header).
+//!
+//! `--grow`: each agent's history is its own and grows as an agent's
+//! does: the body's `messages` (its last key) open with a message naming
+//! the agent, and after each answer the next request carries two messages
+//! more, a call and its result. Without it every request is the body as
+//! written.
 //!
 //! A client of its own rather than a Python one: a Python client sending
 //! 2 MB bodies from 256 agents would take the cores the gateways under
@@ -37,9 +43,13 @@ struct Timing {
     reason = "a bench's load generator: bad arguments end it with their reason"
 )]
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let grow = args.first().is_some_and(|a| a == "--grow");
+    if grow {
+        args.remove(0);
+    }
     let [url, body_file, agents, requests, headers @ ..] = args.as_slice() else {
-        eprintln!("usage: loopdbg-load URL BODY_FILE AGENTS REQUESTS [NAME:VALUE]...");
+        eprintln!("usage: loopdbg-load [--grow] URL BODY_FILE AGENTS REQUESTS [NAME:VALUE]...");
         std::process::exit(2);
     };
     let body = Bytes::from(std::fs::read(body_file).expect("the body file"));
@@ -56,7 +66,11 @@ fn main() {
         .enable_all()
         .build()
         .expect("a tokio runtime");
-    let (timings, took) = runtime.block_on(run(url, body, agents, requests, &headers));
+    if grow && !body.trim_ascii_end().ends_with(b"]}") {
+        eprintln!("--grow: the body must end with its `messages` array (`...]}}`)");
+        std::process::exit(2);
+    }
+    let (timings, took) = runtime.block_on(run(url, body, grow, agents, requests, &headers));
     println!("{}", summary(&timings, took));
 }
 
@@ -65,6 +79,7 @@ fn main() {
 async fn run(
     url: &str,
     body: Bytes,
+    grow: bool,
     agents: usize,
     requests: usize,
     headers: &[(String, String)],
@@ -76,17 +91,19 @@ async fn run(
     // starts, so the run measures the gateway, not connection setup.
     let warm = tokio::sync::Barrier::new(agents);
     let began = std::sync::OnceLock::new();
-    let tasks = (0..agents).map(|_| {
+    let tasks = (0..agents).map(|agent| {
         let client = client.clone();
-        let body = body.clone();
+        let mut history = History::of(&body, grow.then_some(agent));
         let (warm, began) = (&warm, &began);
         async move {
             let mut timings = Vec::with_capacity(requests);
-            exchange(&client, url, &body, headers).await;
+            exchange(&client, url, &history.body(), headers).await;
+            history.grow();
             warm.wait().await;
             began.get_or_init(Instant::now);
             for _ in 0..requests {
-                timings.push(exchange(&client, url, &body, headers).await);
+                timings.push(exchange(&client, url, &history.body(), headers).await);
+                history.grow();
             }
             timings
         }
@@ -98,6 +115,55 @@ async fn run(
         .collect();
     let took = began.get().map_or(Duration::ZERO, Instant::elapsed);
     (timings, took)
+}
+
+/// An agent's request body: the one given, or, growing, its own history.
+struct History {
+    bytes: Vec<u8>,
+    /// The agent, when its history grows.
+    agent: Option<usize>,
+    turn: usize,
+}
+
+impl History {
+    fn of(body: &Bytes, agent: Option<usize>) -> History {
+        let mut bytes = body.to_vec();
+        if let Some(agent) = agent {
+            let key = b"\"messages\": [";
+            if let Some(at) = bytes.windows(key.len()).position(|w| w == key) {
+                let first = format!("{{\"role\": \"user\", \"content\": \"(agent {agent})\"}}, ");
+                bytes.splice(at + key.len()..at + key.len(), first.into_bytes());
+            }
+            let end = bytes.trim_ascii_end().len();
+            bytes.truncate(end);
+        }
+        History {
+            bytes,
+            agent,
+            turn: 0,
+        }
+    }
+
+    fn body(&self) -> Bytes {
+        Bytes::copy_from_slice(&self.bytes)
+    }
+
+    /// Two messages more before the closing `]}`: a call and its result.
+    fn grow(&mut self) {
+        let Some(agent) = self.agent else {
+            return;
+        };
+        self.turn += 1;
+        let id = format!("call_{agent}_{}", self.turn);
+        let more = format!(
+            ", {{\"role\": \"assistant\", \"content\": null, \"tool_calls\": [{{\"id\": \"{id}\", \"type\": \"function\", \"function\": {{\"name\": \"get_weather\", \"arguments\": \"{{\\\"turn\\\": {}}}\"}}}}]}}, {{\"role\": \"tool\", \"tool_call_id\": \"{id}\", \"content\": \"turn {}: 18°C, clear. {}\"}}",
+            self.turn,
+            self.turn,
+            "x".repeat(900)
+        );
+        let end = self.bytes.len() - 2;
+        self.bytes.splice(end..end, more.into_bytes());
+    }
 }
 
 /// One request, its answer read to the end. A failure to connect or an

@@ -1,0 +1,73 @@
+//! What the gate costs per request on a history of the bench's shape
+//! (`benches/gateway_load.py`'s body): AGENTS agents, each sending its own
+//! history two messages longer every time, judged round-robin as a
+//! gateway sees them, with the conversations remembered and without.
+//! Usage: `cargo run --release -p loopdbg-judge --example gate_cost -- BODY [AGENTS] [ROUNDS]`.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+use loopdbg_judge::gate::{Memory, OnInvalid, OnUnjudged, judge};
+use std::time::Instant;
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let body = std::fs::read(args.next().expect("BODY")).unwrap();
+    let agents: usize = args.next().map_or(8, |a| a.parse().unwrap());
+    let rounds: usize = args.next().map_or(8, |a| a.parse().unwrap());
+    let key = b"\"messages\": [";
+    let at = body
+        .windows(key.len())
+        .position(|w| w == key)
+        .expect("a messages array")
+        + key.len();
+    let end = body.trim_ascii_end().len() - 2;
+    let mut histories: Vec<Vec<u8>> = (0..agents)
+        .map(|a| {
+            let mut b = body[..end].to_vec();
+            b.splice(
+                at..at,
+                format!("{{\"role\": \"user\", \"content\": \"(agent {a})\"}}, ").into_bytes(),
+            );
+            b
+        })
+        .collect();
+    let budget = std::env::var("BUDGET_MIB").map_or(loopdbg_judge::gate::HISTORIES_BUDGET, |m| {
+        m.parse::<usize>().unwrap() << 20
+    });
+    for budget in [0, budget] {
+        let memory = Memory::new(budget);
+        let mut spent = std::time::Duration::ZERO;
+        let mut refused = 0;
+        for round in 0..rounds {
+            for (a, h) in histories.iter_mut().enumerate() {
+                let id = format!("call_{a}_{round}_{budget}");
+                h.extend_from_slice(format!(", {{\"role\": \"assistant\", \"content\": null, \"tool_calls\": [{{\"id\": \"{id}\", \"type\": \"function\", \"function\": {{\"name\": \"get_weather\", \"arguments\": \"{{}}\"}}}}]}}, {{\"role\": \"tool\", \"tool_call_id\": \"{id}\", \"content\": \"18°C\"}}").as_bytes());
+                let mut request = h.clone();
+                request.extend_from_slice(b"]}");
+                let t = Instant::now();
+                let judged = judge(
+                    "/v1/chat/completions",
+                    &request,
+                    OnInvalid::Block,
+                    OnUnjudged::Block,
+                    &memory,
+                );
+                if round > 0 {
+                    spent += t.elapsed();
+                }
+                refused += usize::from(judged.verdict.is_some_and(|v| v.rejected.is_some()));
+            }
+        }
+        let n = (agents * (rounds - 1)) as u32;
+        let rss = std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("VmRSS"))
+                    .map(str::to_string)
+            })
+            .unwrap_or_default();
+        println!(
+            "budget {budget}: {:?} a request over {n} ({refused} refused); {rss}",
+            spent / n.max(1)
+        );
+    }
+}
