@@ -10,9 +10,9 @@ use crate::check::{Finding, check};
 use crate::fix::Repair;
 use loopdbg_formats::provider::Format;
 use loopdbg_formats::route::provider_of_path;
-use loopdbg_read::prefix::Histories;
+use loopdbg_read::prefix::{Histories, Whole, read_whole};
 use loopdbg_read::provider_of_request;
-use loopdbg_read::{Conversation, Detail, ReadError, Source, read_owned_as};
+use loopdbg_read::{Detail, ReadError, Source, read_owned_as};
 
 /// What the proxy does with a request the provider would reject.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -178,22 +178,24 @@ pub fn inspect_as(
     policy: OnInvalid,
     chain: &Chain,
 ) -> Verdict {
-    inspect_keeping(by, format, body, policy, chain).0
+    inspect_keeping(by, format, body, None, policy, chain).0
 }
 
-/// [`inspect_as`], with the conversation the body read as (not for
-/// Responses, read against its chain), for the gate to remember.
+/// [`inspect_as`], with the conversation the body read as and its marks
+/// when `remembered` (the body's text) is given: for the gate to remember
+/// (not for Responses, read against its chain).
 fn inspect_keeping(
     by: Gatekeeper,
     format: Format,
     body: Value,
+    remembered: Option<&[u8]>,
     policy: OnInvalid,
     chain: &Chain,
-) -> (Verdict, Option<Conversation>) {
+) -> (Verdict, Option<Whole>) {
     // Only a repair needs the body after it is read; the check keeps
     // texts as fingerprints, so the body is held once more only then.
     let to_repair = matches!(policy, OnInvalid::Repair(_)).then(|| body.clone());
-    let (findings, unread, conv) = match judged_keeping(format, body, chain) {
+    let (findings, unread, conv) = match judged_keeping(format, body, remembered, chain) {
         Ok((findings, conv)) => (findings, None, conv),
         Err(e) => (Vec::new(), Some(e.to_string()), None),
     };
@@ -336,20 +338,16 @@ pub fn judge_as(
                 (Format::Responses, Ok(store)) => store.chain(&doc),
                 _ => Chain::Starts,
             };
-            let (verdict, conv) = inspect_keeping(by, format, doc, policy, &chain);
+            let remembered = (routed == Some(format)).then_some(bytes);
+            let (verdict, conv) = inspect_keeping(by, format, doc, remembered, policy, &chain);
             // Only what the path names is remembered: a request is read
             // past its prefix only when its path says its format.
-            if let Some(conv) = conv
+            if let Some(whole) = conv
                 && routed == Some(format)
             {
-                memory.histories.keep_whole(
-                    format,
-                    path_and_query,
-                    bytes,
-                    spent,
-                    conv,
-                    Detail::Shape,
-                );
+                memory
+                    .histories
+                    .keep_whole(path_and_query, bytes, spent, whole);
             }
             let why = verdict
                 .unread
@@ -440,21 +438,25 @@ fn judged_past_the_prefix(
 /// The findings for `body` as `format`'s API reads it, against the stored
 /// response it continues (Responses).
 fn judged(format: Format, body: Value, chain: &Chain) -> Result<Vec<Finding>, ReadError> {
-    judged_keeping(format, body, chain).map(|(findings, _)| findings)
+    judged_keeping(format, body, None, chain).map(|(findings, _)| findings)
 }
 
-/// [`judged`], with the conversation read (but for Responses).
+/// [`judged`], with the conversation read when `remembered` (the body's
+/// text) is given (but for Responses).
 fn judged_keeping(
     format: Format,
     body: Value,
+    remembered: Option<&[u8]>,
     chain: &Chain,
-) -> Result<(Vec<Finding>, Option<Conversation>), ReadError> {
-    match format {
-        Format::Responses => check_continuing(body, chain, Detail::Shape).map(|f| (f, None)),
-        _ => read_owned_as(body, Source::Provider(format), Detail::Shape).map(|c| {
-            let findings = check(&c);
-            (findings, Some(c))
+) -> Result<(Vec<Finding>, Option<Whole>), ReadError> {
+    match (format, remembered) {
+        (Format::Responses, _) => check_continuing(body, chain, Detail::Shape).map(|f| (f, None)),
+        (_, Some(bytes)) => read_whole(format, body, bytes, Detail::Shape).map(|whole| {
+            let findings = check(&whole.conv);
+            (findings, Some(whole))
         }),
+        (_, None) => read_owned_as(body, Source::Provider(format), Detail::Shape)
+            .map(|conv| (check(&conv), None)),
     }
 }
 
@@ -781,8 +783,26 @@ mod gatekeeper_tests {
         let answer =
             json!({"role": "assistant", "content": [{"type": "text", "text": "24 and 7.12"}]});
         let again = json!({"role": "user", "content": "and tomorrow?"});
+        // As Claude Code sends them: the last two messages marked for the
+        // prompt cache, so each request differs from the last one two
+        // messages before its end (read from there, not whole).
         let body = |messages: Vec<&Value>| {
-            serde_json::to_vec(&json!({"model": "m", "max_tokens": 64, "messages": messages}))
+            let n = messages.len();
+            let marked: Vec<Value> = messages
+                .into_iter()
+                .enumerate()
+                .map(|(i, m)| {
+                    let mut m = m.clone();
+                    if i + 2 >= n
+                        && let Some(Value::Array(blocks)) = m.get_mut("content")
+                        && let Some(last) = blocks.last_mut()
+                    {
+                        last["cache_control"] = json!({"type": "ephemeral"});
+                    }
+                    m
+                })
+                .collect();
+            serde_json::to_vec(&json!({"model": "m", "messages": marked, "max_tokens": 64}))
                 .unwrap()
         };
         let session = [

@@ -2,19 +2,23 @@
 //! before it. An agent sends its whole history every time: the request
 //! after a 2 MB one is the same 2 MB and two messages more, so a gate
 //! that reads every request whole spends its time on bytes it has read
-//! already (about 11 ms of a 2 MB body's 12, issue 62).
+//! already (about 8 ms of a 2 MB body's 9, issue 62).
 //!
 //! [`Histories`] keeps the conversations of recent requests, each with
-//! where its `messages` array's elements end in its body. A request whose
-//! bytes up to there are the same, byte for byte (kept and compared
-//! whole: a memcmp stops at the first byte that differs, in another
-//! agent's history within its first message; a hash had to read every
-//! candidate's whole prefix), and whose body after the array is the same
-//! too, is read by parsing only
-//! the new elements and handing them to the format's reader, numbered
-//! from where the earlier request stopped. Anything else — another
-//! order of keys, a message edited, a body the fast way cannot vouch for
-//! — is read whole, as before: the fast way is taken only when it gives
+//! where its `messages` array's elements end in its body, and how the
+//! conversation stood before each of its last four messages (a [`Mark`]:
+//! Claude Code moves its `cache_control` marks to the newest messages, so
+//! its next request differs two messages before the end; an agent that
+//! mends its last message after a refusal differs one before). A request
+//! whose bytes are the same up to one of those places, byte for byte
+//! (kept and compared whole: a memcmp stops at the first byte that
+//! differs, in another agent's history within its first message; a hash
+//! had to read every candidate's whole prefix), and whose body after the
+//! array is the same too, is read by going back to that place and
+//! handing only the elements after it to the format's reader, a message
+//! at a time, numbered on. Anything else — another order of keys, a
+//! message further back edited, a body the short way cannot vouch for —
+//! is read whole, as before: the short way is taken only when it gives
 //! what reading the whole body gives, which the tests hold it to.
 //!
 //! Chat Completions and Anthropic Messages only: their readers read a
@@ -33,9 +37,132 @@ use serde_json::Value;
 
 use crate::bounded::{limit_for, value_spending};
 use crate::{Conversation, Detail, Source};
+use loopdbg_engine::diagnostics::json_span::JsonPath;
 
 /// What a remembered conversation is counted at, per byte of its body.
 pub const COST: usize = 5;
+
+/// How many messages back from its last a remembered request can be
+/// continued from: Claude Code marks its newest messages for the prompt
+/// cache (`cache_control` on the last two), so the request after one
+/// differs from it two messages before its end; an agent that mends its
+/// last message after a refusal differs one before.
+const BACK: usize = 4;
+
+/// Where a conversation stood before one of its last messages: how long
+/// each list a message adds to was, and what a message may set. Made by
+/// naming every field of [`Conversation`], so a field added there must
+/// be said here (or why a message cannot change it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mark {
+    messages: usize,
+    system: Option<String>,
+    system_messages: usize,
+    notes: usize,
+    hosted: usize,
+    notices: usize,
+    cache_breakpoints: Option<usize>,
+    call_types: usize,
+    unsigned: usize,
+    signatures: usize,
+    opens_with_thinking: usize,
+    written_empty: usize,
+}
+
+impl Mark {
+    fn of(conv: &Conversation) -> Mark {
+        let Conversation {
+            // Set from the body's other keys, or only by agents' logs
+            // and Responses, never by a Chat or Messages message.
+            source: _,
+            tools: _,
+            rewrites: _,
+            continues: _,
+            label: _,
+            open_tools: _,
+            model: _,
+            refusals: _,
+            answer: _,
+            synthetic: _,
+            usage: _,
+            thinking: _,
+            thinking_adaptive: _,
+            compaction: _,
+            ended_by_compaction: _,
+            // One entry per message.
+            message_sources: _,
+            block_sources: _,
+            messages,
+            system,
+            system_messages,
+            notes,
+            hosted,
+            notices,
+            cache_breakpoints,
+            call_types,
+            unsigned,
+            signatures,
+            opens_with_thinking,
+            written_empty,
+        } = conv;
+        Mark {
+            messages: messages.len(),
+            system: system.clone(),
+            system_messages: *system_messages,
+            notes: notes.len(),
+            hosted: hosted.len(),
+            notices: notices.len(),
+            cache_breakpoints: *cache_breakpoints,
+            call_types: call_types.len(),
+            unsigned: unsigned.len(),
+            signatures: *signatures,
+            opens_with_thinking: opens_with_thinking.len(),
+            written_empty: written_empty.len(),
+        }
+    }
+
+    /// `conv` as it stood at this mark.
+    fn restore(&self, conv: &mut Conversation) {
+        conv.messages.truncate(self.messages);
+        conv.message_sources.truncate(self.messages);
+        conv.block_sources.truncate(self.messages);
+        conv.system.clone_from(&self.system);
+        conv.system_messages = self.system_messages;
+        conv.notes.truncate(self.notes);
+        conv.hosted.truncate(self.hosted);
+        conv.notices.truncate(self.notices);
+        conv.cache_breakpoints = self.cache_breakpoints;
+        conv.call_types.truncate(self.call_types);
+        conv.unsigned.truncate(self.unsigned);
+        conv.signatures = self.signatures;
+        conv.opens_with_thinking.truncate(self.opens_with_thinking);
+        conv.written_empty.truncate(self.written_empty);
+    }
+}
+
+/// A place a remembered request can be continued from before its end.
+#[derive(Debug, Clone)]
+struct Boundary {
+    /// The body's length up to there.
+    end: usize,
+    /// How many elements of `messages` come before it (not the
+    /// conversation's messages: Chat's system messages are not one).
+    elements: usize,
+    /// How the conversation stood there.
+    mark: Mark,
+}
+
+/// A request body read whole by [`read_whole`]: its conversation, and
+/// the marks before its last messages.
+pub struct Whole {
+    /// The conversation, as [`crate::read_owned_as`] reads it.
+    pub conv: Conversation,
+    format: Format,
+    detail: Detail,
+    /// Before each of its last messages, in order; empty when it was not
+    /// read so.
+    marks: Vec<Mark>,
+}
 
 /// The conversations of recent requests, for reading the next request of
 /// each past what they share.
@@ -65,6 +192,9 @@ struct Remembered {
     end: usize,
     /// How many elements the `messages` array has.
     messages: usize,
+    /// Where it can be continued from before its end, oldest first: the
+    /// places before each of its last [`BACK`] messages.
+    back: Vec<Boundary>,
     /// The body up to `end`; the next request's grows from it (a copy of
     /// 2 MB per request took fresh pages and their faults every time).
     prefix: Vec<u8>,
@@ -90,6 +220,7 @@ pub struct ReadPast {
 struct Next {
     /// The earlier request's prefix, which `bytes` begins with.
     prefix: Vec<u8>,
+    back: Vec<Boundary>,
     format: Format,
     detail: Detail,
     path: Box<str>,
@@ -124,8 +255,8 @@ impl Histories {
         bytes: &[u8],
         detail: Detail,
     ) -> Option<ReadPast> {
-        let earlier = self.take(format, path, bytes, detail)?;
-        past(earlier, bytes)
+        let (earlier, from) = self.take(format, path, bytes, detail)?;
+        past(earlier, from, bytes)
     }
 
     /// Remembers the conversation read past a prefix, for the request
@@ -135,26 +266,38 @@ impl Histories {
         self.remember(conv, next, bytes);
     }
 
-    /// Remembers `conv`, what `bytes` (a request to `path`, parsed whole,
-    /// taking `spent` of its memory limit) read as under `format`, when its
-    /// `messages` array can be found in it.
-    pub fn keep_whole(
-        &self,
-        format: Format,
-        path: &str,
-        bytes: &[u8],
-        spent: usize,
-        conv: Conversation,
-        detail: Detail,
-    ) {
+    /// Remembers what `bytes` (a request to `path`, parsed whole, taking
+    /// `spent` of its memory limit) read as, when its `messages` array can
+    /// be found in it.
+    pub fn keep_whole(&self, path: &str, bytes: &[u8], spent: usize, whole: Whole) {
+        let Whole {
+            conv,
+            format,
+            detail,
+            marks,
+        } = whole;
         if !remembers(format) || conv.source != Source::Provider(format) || self.is_off() {
             return;
         }
         let Some(layout) = layout(bytes) else {
             return;
         };
+        // The marks are before the last of the messages, in order.
+        let first = layout.messages.saturating_sub(marks.len());
+        let back = (first..)
+            .zip(marks)
+            .filter_map(|(i, mark)| {
+                let end = *layout.before.get(i)?;
+                Some(Boundary {
+                    end,
+                    elements: i,
+                    mark,
+                })
+            })
+            .collect();
         let next = Next {
             prefix: Vec::new(),
+            back,
             format,
             detail,
             path: path.into(),
@@ -208,6 +351,7 @@ impl Histories {
                 end: next.end,
                 messages: next.messages,
                 prefix: grown(next.prefix, body_prefix),
+                back: next.back,
                 tail: bytes[close..].into(),
                 spent: next.spent,
                 cost,
@@ -222,25 +366,57 @@ impl Histories {
         drop(gone);
     }
 
-    /// The remembered request `bytes` continues, taken out: the longest
-    /// when several are prefixes of it.
-    fn take(&self, format: Format, path: &str, bytes: &[u8], detail: Detail) -> Option<Remembered> {
+    /// The remembered request `bytes` continues, taken out, with where it
+    /// continues it from (`None`: its end; `Some(j)`: its boundary `j`):
+    /// the one sharing the most messages when several do.
+    fn take(
+        &self,
+        format: Format,
+        path: &str,
+        bytes: &[u8],
+        detail: Detail,
+    ) -> Option<(Remembered, Option<usize>)> {
         let mut kept = self.kept.lock().ok()?;
-        let continued = |r: &Remembered| {
-            r.format == format
-                && r.detail == detail
-                && *r.path == *path
-                && bytes.len() >= r.end + r.tail.len()
-                && bytes.ends_with(&r.tail)
-                && bytes.starts_with(&r.prefix)
+        let from = |r: &Remembered| -> Option<(usize, Option<usize>)> {
+            if r.format != format
+                || r.detail != detail
+                || *r.path != *path
+                || bytes.len() < r.end + r.tail.len()
+                || !bytes.ends_with(&r.tail)
+            {
+                return None;
+            }
+            let shared = shared_len(bytes, &r.prefix);
+            if shared == r.prefix.len() {
+                return Some((r.end, None));
+            }
+            let j = r.back.iter().rposition(|b| b.end <= shared)?;
+            Some((r.back[j].end, Some(j)))
         };
-        let at = (0..kept.entries.len())
-            .filter(|&i| continued(&kept.entries[i]))
-            .max_by_key(|&i| kept.entries[i].end)?;
+        let (at, from) = (0..kept.entries.len())
+            .filter_map(|i| from(&kept.entries[i]).map(|f| (i, f)))
+            .max_by_key(|(_, (end, _))| *end)
+            .map(|(i, (_, from))| (i, from))?;
         let taken = kept.entries.remove(at);
         kept.used -= taken.cost;
-        Some(taken)
+        Some((taken, from))
     }
+}
+
+/// How many bytes `a` and `b` begin with alike: compared a few KiB at a
+/// time (as memcmp does), then byte by byte in the block that differs.
+fn shared_len(a: &[u8], b: &[u8]) -> usize {
+    const BLOCK: usize = 4096;
+    let len = a.len().min(b.len());
+    let mut at = 0;
+    while at + BLOCK <= len && a[at..at + BLOCK] == b[at..at + BLOCK] {
+        at += BLOCK;
+    }
+    at + a[at..len]
+        .iter()
+        .zip(&b[at..len])
+        .take_while(|(x, y)| x == y)
+        .count()
 }
 
 /// `body_prefix`, grown from `earlier` (a prefix of it) where there is one.
@@ -259,32 +435,40 @@ fn remembers(format: Format) -> bool {
     matches!(format, Format::Openai | Format::Anthropic)
 }
 
-/// `bytes`, which continue `earlier` up to its prefix's end and end with
-/// its tail, read as the earlier conversation and the elements between.
-fn past(earlier: Remembered, bytes: &[u8]) -> Option<ReadPast> {
+/// `bytes`, which continue `earlier` up to its prefix's end (or, `from`,
+/// up to its boundary there) and end with its tail, read as the earlier
+/// conversation and the elements after.
+fn past(earlier: Remembered, from: Option<usize>, bytes: &[u8]) -> Option<ReadPast> {
     let Remembered {
         mut conv,
         format,
         detail,
         path,
-        end,
-        messages,
-        prefix,
+        mut end,
+        mut messages,
+        mut back,
+        mut prefix,
         tail,
         spent,
         ..
     } = earlier;
+    if let Some(j) = from {
+        let boundary = back.get(j)?.clone();
+        boundary.mark.restore(&mut conv);
+        back.truncate(j);
+        prefix.truncate(boundary.end);
+        end = boundary.end;
+        messages = boundary.elements;
+    }
     let limit = limit_for(bytes.len());
     let left = Cell::new(limit.checked_sub(spent)?);
-    let mut items = Vec::new();
     let mut at = end;
-    let mut new_end = end;
     loop {
         at = after_space(bytes, at);
         match bytes.get(at)? {
             b']' => break,
-            b',' if messages + items.len() > 0 => at = after_space(bytes, at + 1),
-            _ if messages + items.len() == 0 => {}
+            b',' if messages > 0 => at = after_space(bytes, at + 1),
+            _ if messages == 0 => {}
             _ => return None,
         }
         let mut extents = serde_json::Deserializer::from_slice(&bytes[at..])
@@ -294,33 +478,108 @@ fn past(earlier: Remembered, bytes: &[u8]) -> Option<ReadPast> {
         // charges it, and once more to be sure this way never takes a
         // body that way would refuse.
         left.set(left.get().checked_sub(2 * std::mem::size_of::<Value>())?);
-        items.push(value_spending(raw.get(), &left, limit).ok()?);
+        let item = value_spending(raw.get(), &left, limit).ok()?;
+        back.push(Boundary {
+            end,
+            elements: messages,
+            mark: Mark::of(&conv),
+        });
+        if back.len() > BACK {
+            back.remove(0);
+        }
+        extend(format, &mut conv, messages, item, detail)?;
+        messages += 1;
         at += extents.byte_offset();
-        new_end = at;
+        end = at;
     }
     // The body after the array must be the one remembered, byte for byte:
     // nothing but the messages may have changed.
     if bytes[at..] != *tail {
         return None;
     }
-    let first = messages;
-    let added = items.len();
-    match format {
-        Format::Openai => crate::openai_chat::extend(&mut conv, first, items, detail)?,
-        Format::Anthropic => crate::anthropic::extend(&mut conv, first, items, detail)?,
-        _ => return None,
-    }
     Some(ReadPast {
         conv,
         next: Next {
             prefix,
+            back,
             format,
             detail,
             path,
-            end: new_end,
-            messages: messages + added,
+            end,
+            messages,
             spent: limit - left.get(),
         },
+    })
+}
+
+/// `conv` with the message `item`, `messages[i]` of a `format` body.
+fn extend(
+    format: Format,
+    conv: &mut Conversation,
+    i: usize,
+    item: Value,
+    detail: Detail,
+) -> Option<()> {
+    match format {
+        Format::Openai => crate::openai_chat::extend(conv, i, vec![item], detail),
+        Format::Anthropic => crate::anthropic::extend(conv, i, vec![item], detail),
+        _ => None,
+    }
+}
+
+/// Reads `doc`, a `format` request body, as [`crate::read_owned_as`] does
+/// (the same conversation: the tests hold it to that), its last four (`BACK`)
+/// messages one at a time with a [`Mark`] before each, for
+/// [`Histories::keep_whole`]: a request that differs from it in those
+/// messages is then read from the last one they share. Any other body, or
+/// one whose last messages cannot be read so, is read whole, without marks.
+pub fn read_whole(
+    format: Format,
+    mut doc: Value,
+    bytes: &[u8],
+    detail: Detail,
+) -> Result<Whole, crate::ReadError> {
+    let source = Source::Provider(format);
+    let unmarked = |conv| Whole {
+        conv,
+        format,
+        detail,
+        marks: Vec::new(),
+    };
+    let split = match doc.get_mut("messages") {
+        Some(Value::Array(items)) if remembers(format) => {
+            let first = items.len().saturating_sub(BACK);
+            Some((first, items.split_off(first)))
+        }
+        _ => None,
+    };
+    let Some((first, last)) = split else {
+        return crate::read_owned_as(doc, source, detail).map(unmarked);
+    };
+    // Read whole after all, from the body's text: parsed again only when
+    // the last messages cannot be read one at a time (a legacy call, a
+    // task store's fields, an error), since a copy of every body kept for
+    // that took 2.4 ms of a 2 MB one's 9.
+    let whole = || {
+        let doc = crate::bounded::value_of_slice(bytes)
+            .map_err(|e| crate::err(&JsonPath::root(), e.to_string()))?;
+        crate::read_owned_as(doc, source, detail).map(unmarked)
+    };
+    let Ok(mut conv) = crate::read_owned_as(doc, source, detail) else {
+        return whole();
+    };
+    let mut marks = Vec::with_capacity(last.len());
+    for (i, item) in (first..).zip(last) {
+        marks.push(Mark::of(&conv));
+        if extend(format, &mut conv, i, item, detail).is_none() {
+            return whole();
+        }
+    }
+    Ok(Whole {
+        conv,
+        format,
+        detail,
+        marks,
     })
 }
 
@@ -348,6 +607,9 @@ struct Layout {
     end: usize,
     /// How many elements it has.
     messages: usize,
+    /// Where each element's place begins: just past `[` for the first,
+    /// just past the element before for the others.
+    before: Vec<usize>,
 }
 
 /// The top-level `messages` array of `bytes`, a JSON object already
@@ -401,6 +663,7 @@ fn elements(bytes: &[u8], open: usize) -> Option<(Layout, usize)> {
     let mut layout = Layout {
         end: at,
         messages: 0,
+        before: Vec::new(),
     };
     loop {
         at = after_space(bytes, at);
@@ -409,6 +672,7 @@ fn elements(bytes: &[u8], open: usize) -> Option<(Layout, usize)> {
             b',' => at = after_space(bytes, at + 1),
             _ => {}
         }
+        layout.before.push(layout.end);
         at = value_end(bytes, at)?;
         layout.end = at;
         layout.messages += 1;
@@ -480,17 +744,13 @@ mod tests {
         read_owned_as(doc, Source::Provider(format), Detail::Shape).unwrap()
     }
 
-    /// Remembers `body` read whole.
+    /// Remembers `body` read whole, as the gate reads it: the same
+    /// conversation as [`crate::read_owned_as`], with marks.
     fn keep_whole(h: &Histories, format: Format, path: &str, body: &[u8]) {
-        let (_, spent) = crate::bounded::value_of_slice_spent(body).unwrap();
-        h.keep_whole(
-            format,
-            path,
-            body,
-            spent,
-            whole(format, body),
-            Detail::Shape,
-        );
+        let (doc, spent) = crate::bounded::value_of_slice_spent(body).unwrap();
+        let read = read_whole(format, doc, body, Detail::Shape).unwrap();
+        assert_eq!(read.conv, whole(format, body));
+        h.keep_whole(path, body, spent, read);
     }
 
     /// Each request of `requests` (one conversation growing) read past
@@ -556,6 +816,22 @@ mod tests {
         for pretty in [false, true] {
             grows_as_read_whole(Format::Openai, "/v1/chat/completions", &chat_steps(pretty));
         }
+        // A system message among the last ones edited: the request is
+        // read from before it, and says the edited prompt.
+        let steps = chat_steps(false);
+        let text = String::from_utf8(steps[4].clone()).unwrap();
+        let edited = text
+            .replacen("Now in Fahrenheit.", "Now in Kelvin.", 1)
+            .into_bytes();
+        grows_as_read_whole(
+            Format::Openai,
+            "/v1/chat/completions",
+            &[steps[3].clone(), edited.clone()],
+        );
+        assert_eq!(
+            whole(Format::Openai, &edited).system.as_deref(),
+            Some("Now in Kelvin.")
+        );
     }
 
     #[test]
@@ -606,9 +882,16 @@ mod tests {
         let requests = chat_steps(false);
         let path = "/v1/chat/completions";
         let text = |b: &[u8]| String::from_utf8(b.to_vec()).unwrap();
+        // A message further back than the last few edited (requests[4]
+        // holds eleven messages; the first is edited).
+        let h = Histories::new(64 << 20);
+        keep_whole(&h, Format::Openai, path, &requests[4]);
+        let edited = text(&requests[5]).replacen("Be brief.", "Be terse.", 1);
+        assert!(
+            h.read(Format::Openai, path, edited.as_bytes(), Detail::Shape)
+                .is_none()
+        );
         let changed = [
-            // An earlier message edited.
-            text(&requests[2]).replacen("Be brief.", "Be terse.", 1),
             // Something after the messages changed.
             text(&requests[2]).replacen("\"stream\":true", "\"stream\":false", 1),
             // The keys in another order.
@@ -695,6 +978,83 @@ mod tests {
         );
     }
 
+    /// Claude Code's requests: `cache_control` on the last two messages,
+    /// so each request differs from the last two messages before its end;
+    /// and an agent that mends its last message after a refusal. Each is
+    /// read from the last message it shares with the request before, and
+    /// is what reading it whole gives.
+    #[test]
+    fn a_request_that_differs_in_its_last_messages_is_read_from_the_last_one_shared() {
+        let marked = |m: &Value, cached: bool| {
+            let mut m = m.clone();
+            if let Some(Value::Array(blocks)) = m.get_mut("content")
+                && let Some(last) = blocks.last_mut()
+            {
+                match cached {
+                    true => last["cache_control"] = json!({"type": "ephemeral"}),
+                    false => drop(last.as_object_mut().map(|o| o.remove("cache_control"))),
+                }
+            }
+            m
+        };
+        let write = |history: &[Value]| {
+            let n = history.len();
+            let messages: Vec<Value> = history
+                .iter()
+                .enumerate()
+                .map(|(i, m)| marked(m, i + 2 >= n))
+                .collect();
+            serde_json::to_vec(&json!({
+                "model": "claude-sonnet-4-5",
+                "messages": messages,
+                "system": [{"type": "text", "text": "You are Claude Code.", "cache_control": {"type": "ephemeral"}}],
+                "tools": [{"name": "Bash", "input_schema": {"type": "object"}}],
+                "max_tokens": 32000,
+                "stream": true,
+            }))
+            .unwrap()
+        };
+        let mut history =
+            vec![json!({"role": "user", "content": [{"type": "text", "text": "list the files"}]})];
+        let mut requests = vec![write(&history)];
+        for k in 0..6 {
+            let id = format!("toolu_{k}");
+            history.push(json!({"role": "assistant", "content": [
+                {"type": "thinking", "thinking": "…", "signature": "sig"},
+                {"type": "tool_use", "id": id, "name": "Bash", "input": {"command": "ls"}}]}));
+            history.push(json!({"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": id, "content": format!("file{k}")}]}));
+            requests.push(write(&history));
+        }
+        // A refusal mended: the last result's content fixed, sent again.
+        let mut mended = history.clone();
+        if let Some(last) = mended.last_mut() {
+            last["content"][0]["content"] = json!("file5, fixed");
+        }
+        requests.push(write(&mended));
+        grows_as_read_whole(Format::Anthropic, "/v1/messages", &requests);
+        // With no marks to go back to (a request read whole by a reader
+        // that cannot mark), it is read whole, not wrongly.
+        let h = Histories::new(64 << 20);
+        let (_, spent) = crate::bounded::value_of_slice_spent(&requests[1]).unwrap();
+        let unmarked = Whole {
+            conv: whole(Format::Anthropic, &requests[1]),
+            format: Format::Anthropic,
+            detail: Detail::Shape,
+            marks: Vec::new(),
+        };
+        h.keep_whole("/v1/messages", &requests[1], spent, unmarked);
+        assert!(
+            h.read(
+                Format::Anthropic,
+                "/v1/messages",
+                &requests[2],
+                Detail::Shape
+            )
+            .is_none()
+        );
+    }
+
     #[test]
     fn the_messages_array_is_found_only_where_serde_reads_it() {
         let found = |text: &str| layout(text.as_bytes());
@@ -703,11 +1063,14 @@ mod tests {
             found(spaced),
             Some(Layout {
                 end: spaced.find("[ ]").unwrap() + 1,
-                messages: 0
+                messages: 0,
+                before: Vec::new(),
             })
         );
         let body = r#"{"messages":[{"x":"a\\"},[1,2],"s",3, null],"t":1}"#;
         let at = found(body).unwrap();
+        let before: Vec<&str> = at.before.iter().map(|&b| &body[b..b + 2]).collect();
+        assert_eq!(before, ["{\"", ",[", ",\"", ",3", ", "]);
         assert_eq!(
             (&body[..at.end], at.messages),
             (r#"{"messages":[{"x":"a\\"},[1,2],"s",3, null"#, 5)
