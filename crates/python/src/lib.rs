@@ -246,9 +246,13 @@ struct Gate {
 impl Gate {
     /// `mode`: `warn` (forward, report), `raise` (answer the provider's 400
     /// locally) or `repair` / `repair=strip` (send the repaired body).
+    /// `history_memory_mib`: the memory for recent conversations, so that
+    /// each client's next request is read only past what it shares with
+    /// its last (as the proxy's `--history-memory`; 0 reads every request
+    /// whole).
     #[new]
-    #[pyo3(signature = (mode="warn", on_unjudged="block"))]
-    fn new(mode: &str, on_unjudged: &str) -> PyResult<Gate> {
+    #[pyo3(signature = (mode="warn", on_unjudged="block", history_memory_mib=1024))]
+    fn new(mode: &str, on_unjudged: &str, history_memory_mib: usize) -> PyResult<Gate> {
         let policy = match mode {
             "warn" => OnInvalid::Forward,
             "raise" => OnInvalid::Block,
@@ -268,7 +272,7 @@ impl Gate {
         Ok(Gate {
             policy,
             on_unjudged,
-            memory: Memory::default(),
+            memory: Memory::new(history_memory_mib.saturating_mul(1 << 20)),
         })
     }
 

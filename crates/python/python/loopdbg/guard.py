@@ -147,9 +147,12 @@ class Guard:
         *,
         on_unjudged: str = "block",
         on_verdict: Optional[Callable[[Verdict], None]] = None,
+        history_memory_mib: int = 1024,
     ) -> None:
         self.mode = mode
-        self._gate = _native.Gate(mode, on_unjudged)
+        # Recent conversations, so each next request is read only past
+        # what it shares with the last (as the proxy's --history-memory).
+        self._gate = _native.Gate(mode, on_unjudged, history_memory_mib)
         self.on_verdict = on_verdict
         self.counts = {"forward": 0, "warn": 0, "block": 0, "repair": 0, "unjudged": 0}
         self.last: Optional[Verdict] = None

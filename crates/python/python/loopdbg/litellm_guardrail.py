@@ -74,13 +74,13 @@ def request_of(data: Dict[str, Any], call_type: Optional[str]) -> Optional[Tuple
 class LoopdbgGuardrail(CustomGuardrail):
     """The guardrail LiteLLM builds from ``config.yaml`` (see the module)."""
 
-    def __init__(self, on_invalid: str = "block", **kwargs: Any) -> None:
+    def __init__(self, on_invalid: str = "block", history_memory_mib: int = 1024, **kwargs: Any) -> None:
         if on_invalid not in _MODES:
             raise ValueError(f"loopdbg guardrail: on_invalid is block, repair, repair=strip or warn, not {on_invalid!r}")
         super().__init__(**kwargs)
         self.on_invalid = on_invalid
         # What is not a conversation LiteLLM sends as it is.
-        self.guard = Guard(_MODES[on_invalid], on_unjudged="forward")
+        self.guard = Guard(_MODES[on_invalid], on_unjudged="forward", history_memory_mib=int(history_memory_mib))
 
     def judge(self, data: Dict[str, Any], call_type: Optional[str]) -> Optional[Verdict]:
         """The verdict on one request (``None``: not a conversation)."""
