@@ -155,7 +155,13 @@ impl CodexRollout {
             }
             let rewrites = normalize(&mut segment.items, &mut segment.lines);
             let lines = segment.lines;
-            let mut doc = json!({ "input": segment.items });
+            // The items moved in, not `json!`: the macro serialises its
+            // arguments into a new value, a deep copy of the whole rollout
+            // (a third of reading an 8 MB one).
+            let mut doc = Value::Object(serde_json::Map::from_iter([(
+                "input".to_string(),
+                Value::Array(segment.items),
+            )]));
             // Each item is named by the line of the log it came from.
             let on_line = |i: usize| BlockSource {
                 path: "payload".into(),
