@@ -336,3 +336,35 @@ def test_a_repair_sends_what_it_left_alone_as_written(http):
         for kept in ["123456789012345678901234567890", "1e3", '{"k": 1, "k": 2}']:
             assert kept in sent, f"{kept} lost: {sent}"
         assert loopdbg.check(json.loads(sent))["problems"] == 0
+
+
+def test_a_growing_history_gets_the_same_verdicts_remembered_or_read_whole():
+    """A client's session as a loop sends it: each request the last one and
+    more, one refused (a call left without its result), then mended. With
+    recent conversations remembered (each next request read only past what
+    it shares with the last) the verdicts are those of reading every
+    request whole (history_memory_mib=0)."""
+    from loopdbg.guard import Guard
+
+    user = {"role": "user", "content": "Weather in Beijing and the USD/CNY rate?"}
+    calls = CHAT_UNANSWERED["messages"][1]
+    one = CHAT_UNANSWERED["messages"][2]
+    other = {"role": "tool", "tool_call_id": "call_f1", "content": "7.12"}
+    answer = {"role": "assistant", "content": "18°C, and 7.12."}
+    more = {"role": "user", "content": "And tomorrow?"}
+    session = [
+        [user],
+        [user, calls, one],
+        [user, calls, one],
+        [user, calls, one, other],
+        [user, calls, one, other, answer, more],
+    ]
+    remembering, whole = Guard("raise"), Guard("raise", history_memory_mib=0)
+    seen = []
+    for messages in session:
+        body = json.dumps({"model": "gpt-4o-mini", "messages": messages}).encode()
+        a = remembering.judge("POST", "/v1/chat/completions", body)
+        b = whole.judge("POST", "/v1/chat/completions", body)
+        assert (a.action, a.rejected, a.findings) == (b.action, b.rejected, b.findings)
+        seen.append(a.action)
+    assert seen == ["forward", "block", "block", "forward", "forward"]
