@@ -57,30 +57,19 @@ pub(super) fn read_as(
     Ok(conv)
 }
 
-/// The messages of a later request of the same conversation, `first` on,
-/// added to `conv` (what the earlier request, a Messages body, read as):
-/// the gate's reading past a shared prefix (`prefix`). `None` when that
-/// would not give what reading the whole body gives: an entry with a task
-/// store's own fields makes the whole history a store, read otherwise.
-pub(crate) fn extend(
-    conv: &mut Conversation,
-    first: usize,
-    items: Vec<Value>,
-    detail: Detail,
-) -> Option<()> {
-    let breakpoints: usize = items.iter().map(cache_breakpoints).sum();
-    let messages = items
-        .into_iter()
-        .map(|item| MessageIn::deserialize(item).ok())
-        .collect::<Option<Vec<_>>>()?;
-    let place = Place::default();
-    let kept = TaskStore::of(&messages, place);
+/// Message `i` of a later request of the same conversation added to
+/// `conv` (what that request's messages before it read as, in a Messages
+/// body): the gate's reading past a shared prefix (`prefix`). `None` when
+/// that would not give what reading the whole body gives: an entry with a
+/// task store's own fields makes the whole history a store, read otherwise.
+pub(crate) fn extend(conv: &mut Conversation, i: usize, item: Value, detail: Detail) -> Option<()> {
+    let breakpoints = cache_breakpoints(&item);
+    let message = MessageIn::deserialize(item).ok()?;
+    let kept = TaskStore::of(std::slice::from_ref(&message), Place::default());
     if kept.is_store() {
         return None;
     }
-    for (i, item) in (first..).zip(messages) {
-        read_message(conv, i, item, &kept, detail).ok()?;
-    }
+    read_message(conv, i, message, &kept, detail).ok()?;
     conv.cache_breakpoints = Some(conv.cache_breakpoints? + breakpoints);
     Some(())
 }

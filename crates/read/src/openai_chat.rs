@@ -49,30 +49,21 @@ pub(super) fn read(doc: &mut Value, detail: Detail) -> Result<Conversation, Read
     Ok(conv)
 }
 
-/// The messages of a later request of the same conversation, `first` on,
-/// added to `conv` (what the earlier request read as): the gate's reading
-/// past a shared prefix (`prefix`). `None` when that would not give what
-/// reading the whole body gives: a legacy `function_call` pairs by name
-/// with state the conversation does not keep.
-pub(crate) fn extend(
-    conv: &mut Conversation,
-    first: usize,
-    items: Vec<Value>,
-    detail: Detail,
-) -> Option<()> {
-    let legacy = |conv: &Conversation| {
-        conv.call_types
-            .iter()
-            .any(|(_, kind)| kind == LEGACY_FUNCTION_CALL)
-    };
-    if legacy(conv) {
+/// Message `i` of a later request of the same conversation added to
+/// `conv` (what that request's messages before it read as): the gate's
+/// reading past a shared prefix (`prefix`). `None` when that would not
+/// give what reading the whole body gives: a legacy `function_call` pairs
+/// by name with state the conversation does not keep.
+pub(crate) fn extend(conv: &mut Conversation, i: usize, item: Value, detail: Detail) -> Option<()> {
+    if conv
+        .call_types
+        .iter()
+        .any(|(_, kind)| kind == LEGACY_FUNCTION_CALL)
+    {
         return None;
     }
-    let messages = items
-        .into_iter()
-        .map(|item| MessageIn::deserialize(item).ok())
-        .collect::<Option<Vec<_>>>()?;
-    read_messages(conv, first, messages, detail).ok()
+    let message = MessageIn::deserialize(item).ok()?;
+    read_messages(conv, i, vec![message], detail).ok()
 }
 
 /// `check`'s fast path: the line read straight from its text by the same

@@ -521,8 +521,8 @@ fn extend(
     detail: Detail,
 ) -> Option<()> {
     match format {
-        Format::Openai => crate::openai_chat::extend(conv, i, vec![item], detail),
-        Format::Anthropic => crate::anthropic::extend(conv, i, vec![item], detail),
+        Format::Openai => crate::openai_chat::extend(conv, i, item, detail),
+        Format::Anthropic => crate::anthropic::extend(conv, i, item, detail),
         _ => None,
     }
 }
