@@ -1544,3 +1544,90 @@ fn a_dead_collector_changes_nothing_for_the_agent() {
     }
     assert_eq!(capture(&path).len(), 4);
 }
+
+/// An agent's session through `--on-invalid block`, as Claude Code sends
+/// it (the last two messages marked for the prompt cache, so each request
+/// differs from the last two messages before its end): a call left
+/// without its result is refused, retried and refused again, mended and
+/// sent, and the session goes on. The proxy remembering each
+/// conversation (its default: each next request read only past what it
+/// shares with the last) answers every request as the proxy reading each
+/// whole (`--history-memory 0`) does.
+#[test]
+fn a_session_refused_retried_and_mended_is_answered_alike_remembered_or_read_whole() {
+    async fn session(base: &str) -> Vec<(u16, Vec<u8>)> {
+        let client = reqwest::Client::new();
+        let send = |messages: Vec<Value>| {
+            let n = messages.len();
+            let marked: Vec<Value> = messages
+                .into_iter()
+                .enumerate()
+                .map(|(i, mut m)| {
+                    if i + 2 >= n
+                        && let Some(last) = m["content"].as_array_mut().and_then(|b| b.last_mut())
+                    {
+                        last["cache_control"] = json!({"type": "ephemeral"});
+                    }
+                    m
+                })
+                .collect();
+            let body = json!({"model": "claude-test", "messages": marked,
+                "tools": tools_anthropic(), "max_tokens": 256});
+            client
+                .post(format!("{base}/v1/messages"))
+                .header("x-api-key", SECRET)
+                .header("anthropic-version", "2023-06-01")
+                .json(&body)
+                .send()
+        };
+        let mut out = Vec::new();
+        let user = json!({"role": "user", "content": [{"type": "text", "text": "weather and fx"}]});
+        let r = send(vec![user.clone()]).await.unwrap();
+        out.push((r.status().as_u16(), r.bytes().await.unwrap().to_vec()));
+        let first: Value = serde_json::from_slice(&out[0].1).unwrap();
+        let calls = json!({"role": "assistant", "content": first["content"]});
+        let result = |block: &Value| {
+            json!({"type": "tool_result", "tool_use_id": block["id"],
+                "content": run_tool(block["name"].as_str().unwrap())})
+        };
+        let uses: Vec<&Value> = first["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|b| b["type"] == "tool_use")
+            .collect();
+        let one = json!({"role": "user", "content": [result(uses[0])]});
+        let all =
+            json!({"role": "user", "content": uses.iter().map(|b| result(b)).collect::<Vec<_>>()});
+        let mut history = vec![user.clone(), calls.clone(), one];
+        for _ in 0..2 {
+            let r = send(history.clone()).await.unwrap();
+            out.push((r.status().as_u16(), r.bytes().await.unwrap().to_vec()));
+        }
+        history[2] = all;
+        let r = send(history.clone()).await.unwrap();
+        out.push((r.status().as_u16(), r.bytes().await.unwrap().to_vec()));
+        let answer: Value = serde_json::from_slice(&out[3].1).unwrap();
+        history.push(json!({"role": "assistant", "content": answer["content"]}));
+        history.push(json!({"role": "user", "content": [{"type": "text", "text": "thanks"}]}));
+        let r = send(history).await.unwrap();
+        out.push((r.status().as_u16(), r.bytes().await.unwrap().to_vec()));
+        out
+    }
+    let remembered = rig(&["--on-invalid", "block"]);
+    let whole = rig(&["--on-invalid", "block", "--history-memory", "0"]);
+    let a = remembered.rt.block_on(session(&remembered.proxy.url));
+    let b = whole.rt.block_on(session(&whole.proxy.url));
+    let statuses = |run: &[(u16, Vec<u8>)]| run.iter().map(|(s, _)| *s).collect::<Vec<_>>();
+    assert_eq!(statuses(&a), [200, 400, 400, 200, 200]);
+    assert_eq!(statuses(&b), statuses(&a));
+    // The refusals word for word (the answers differ only in the fake's
+    // message ids, counted across fakes).
+    assert_eq!(a[1..3], b[1..3]);
+    let refusal = String::from_utf8_lossy(&a[1].1);
+    assert!(refusal.contains("toolu_f1"), "{refusal}");
+    // The refused requests never reached the provider, on either.
+    for rig in [&remembered, &whole] {
+        assert_eq!(rig.fake.log.lock().unwrap().requests.len(), 3);
+    }
+}
