@@ -44,9 +44,12 @@ pub const COST: usize = 5;
 
 /// How many messages back from its last a remembered request can be
 /// continued from: Claude Code marks its newest messages for the prompt
-/// cache (`cache_control` on the last two), so the request after one
-/// differs from it two messages before its end; an agent that mends its
-/// last message after a refusal differs one before.
+/// cache (`cache_control` on the last block of the last one, in the
+/// requests of Claude Code 2 captured here; on the last two in some
+/// clients), so the request after one differs from it one or two
+/// messages before its end, and it also rewrites a `system` entry of its
+/// messages between requests; an agent that mends its last message after
+/// a refusal differs one before. Four leaves room for both.
 const BACK: usize = 4;
 
 /// Where a conversation stood before one of its last messages: how long
