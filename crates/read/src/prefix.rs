@@ -1085,6 +1085,117 @@ mod tests {
         assert_eq!(found(r#"{"model":"m"}"#), None);
     }
 
+    /// Sessions made at random (a fixed seed) of what agents and people do
+    /// between two requests: a turn added, a call left unanswered, an id
+    /// answered twice, a message edited near the end or far back, the
+    /// cache mark moved, a system message added, a field after the
+    /// messages changed, the same request sent again. Every request, in
+    /// both formats, reads through the memory as it reads whole; and most
+    /// are read the short way, or the test would prove nothing.
+    #[test]
+    fn random_sessions_read_as_they_read_whole() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        for format in [Format::Openai, Format::Anthropic] {
+            let path = match format {
+                Format::Openai => "/v1/chat/completions",
+                _ => "/v1/messages",
+            };
+            let (mut short, mut requests) = (0, 0);
+            for _session in 0..20 {
+                let h = Histories::new(64 << 20);
+                let mut messages: Vec<Value> = vec![user(format, "start")];
+                let mut max_tokens = 1000;
+                for step in 0..25 {
+                    match next(10) {
+                        0..=3 => {
+                            let id = format!("call_{step}");
+                            messages.push(call(format, &id));
+                            messages.push(result(format, &id, "ok"));
+                        }
+                        4 => messages.push(call(format, &format!("open_{step}"))),
+                        5 => {
+                            let id = format!("call_{}", next(step + 1));
+                            messages.push(result(format, &id, "again"));
+                        }
+                        6 => {
+                            let at = messages.len() - 1 - next(messages.len().min(6));
+                            messages[at] = user(format, &format!("edited {step}"));
+                        }
+                        7 if format == Format::Openai => {
+                            messages
+                                .push(json!({"role": "system", "content": format!("rule {step}")}));
+                        }
+                        7 => messages.push(user(format, "more")),
+                        8 => max_tokens += 1,
+                        _ => {}
+                    }
+                    let body = write(format, &messages, max_tokens, next(2) == 0);
+                    let read_whole_conv = whole(format, &body);
+                    match h.read(format, path, &body, Detail::Shape) {
+                        Some(read) => {
+                            short += 1;
+                            assert_eq!(read.conv, read_whole_conv, "{format:?} step {step}");
+                            h.keep(read, &body);
+                        }
+                        None => keep_whole(&h, format, path, &body),
+                    }
+                    requests += 1;
+                }
+            }
+            assert!(
+                short * 2 > requests,
+                "{format:?}: {short} of {requests} read the short way"
+            );
+        }
+    }
+
+    fn user(format: Format, text: &str) -> Value {
+        match format {
+            Format::Openai => json!({"role": "user", "content": text}),
+            _ => json!({"role": "user", "content": [{"type": "text", "text": text}]}),
+        }
+    }
+
+    fn call(format: Format, id: &str) -> Value {
+        match format {
+            Format::Openai => json!({"role": "assistant", "content": null, "tool_calls": [
+                {"id": id, "type": "function", "function": {"name": "f", "arguments": "{}"}}]}),
+            _ => json!({"role": "assistant", "content": [
+                {"type": "tool_use", "id": id, "name": "f", "input": {}}]}),
+        }
+    }
+
+    fn result(format: Format, id: &str, text: &str) -> Value {
+        match format {
+            Format::Openai => json!({"role": "tool", "tool_call_id": id, "content": text}),
+            _ => json!({"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": id, "content": text}]}),
+        }
+    }
+
+    /// The body, its last message's last block marked for the cache when
+    /// `mark` (Messages).
+    fn write(format: Format, messages: &[Value], max_tokens: u32, mark: bool) -> Vec<u8> {
+        let mut messages = messages.to_vec();
+        if mark
+            && format == Format::Anthropic
+            && let Some(last) = messages
+                .last_mut()
+                .and_then(|m| m["content"].as_array_mut())
+                .and_then(|b| b.last_mut())
+        {
+            last["cache_control"] = json!({"type": "ephemeral"});
+        }
+        serde_json::to_vec(&json!({"model": "m", "messages": messages, "max_tokens": max_tokens}))
+            .unwrap()
+    }
+
     #[test]
     fn busy_conversations_stay_and_idle_ones_make_room() {
         let requests = chat_steps(false);
