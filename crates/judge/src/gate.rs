@@ -338,13 +338,11 @@ pub fn judge_as(
                 (Format::Responses, Ok(store)) => store.chain(&doc),
                 _ => Chain::Starts,
             };
-            let remembered = (routed == Some(format)).then_some(bytes);
-            let (verdict, conv) = inspect_keeping(by, format, doc, remembered, policy, &chain);
             // Only what the path names is remembered: a request is read
             // past its prefix only when its path says its format.
-            if let Some(whole) = conv
-                && routed == Some(format)
-            {
+            let remembered = (routed == Some(format)).then_some(bytes);
+            let (verdict, whole) = inspect_keeping(by, format, doc, remembered, policy, &chain);
+            if let Some(whole) = whole {
                 memory
                     .histories
                     .keep_whole(path_and_query, bytes, spent, whole);

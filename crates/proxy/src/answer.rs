@@ -136,9 +136,9 @@ impl Ended {
         if self.started.provider != Some(Format::Responses) || self.status != 200 {
             return;
         }
-        let store = self.started.responses.clone();
+        let memory = self.started.memory.clone();
         let response = self.settle();
-        if let Ok(mut store) = store.responses.lock() {
+        if let Ok(mut store) = memory.responses.lock() {
             store.remember(response);
         }
     }

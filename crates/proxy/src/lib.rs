@@ -147,9 +147,11 @@ struct Shared {
     seq: AtomicU64,
     done: mpsc::UnboundedSender<Ended>,
     in_flight: Arc<watch::Sender<InFlight>>,
-    /// The calls of the Responses answers relayed, for the requests that
-    /// continue them (`previous_response_id`; issue 23, item 16).
-    responses: Responses,
+    /// What the gate remembers: the calls of the Responses answers
+    /// relayed, for the requests that continue them
+    /// (`previous_response_id`; issue 23, item 16), and recent
+    /// conversations, read past for each agent's next request.
+    memory: Memory,
     /// How long a request body may send nothing before it is cut off (the
     /// header timeout's length: hyper's covers only the head).
     body_idle: Duration,
@@ -172,7 +174,7 @@ pub const UNWRITTEN_KIB: usize = 256 << 10;
 
 /// What the proxy's gate remembers ([`gate::Memory`]), shared by the
 /// exchanges.
-type Responses = Arc<gate::Memory>;
+type Memory = Arc<gate::Memory>;
 
 /// The exchanges the proxy is in the middle of: a live view shows a long
 /// stream as in flight instead of as no traffic.
@@ -272,7 +274,7 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
         seq: AtomicU64::new(0),
         done,
         in_flight: Arc::new(in_flight),
-        responses: Arc::new(gate::Memory::new(config.histories_budget)),
+        memory: Arc::new(gate::Memory::new(config.histories_budget)),
         body_idle: config.header_timeout,
         unwritten: Arc::new(Semaphore::new(config.unwritten_kib.max(1))),
         unwritten_kib: config.unwritten_kib.max(1),
@@ -402,8 +404,9 @@ struct Started {
     /// in its record (an upstream's error that repeats the URL).
     secrets: loopdbg_formats::secrets::Known,
     /// Where its answer is remembered if it is a Responses answer, and
-    /// what it is judged against if it continues one.
-    responses: Responses,
+    /// what it is judged against (a stored response it continues, the
+    /// conversation its history continues).
+    memory: Memory,
     /// Its share of [`Shared::unwritten`], given back when its record is
     /// taken (this is dropped).
     _room: Option<tokio::sync::OwnedSemaphorePermit>,
@@ -426,7 +429,7 @@ impl Started {
                 &self.body,
                 OnInvalid::Forward,
                 OnUnjudged::Forward,
-                &self.responses,
+                &self.memory,
             );
             self.take_verdict(judged);
         }
@@ -482,7 +485,7 @@ async fn exchange(shared: &Arc<Shared>, request: Request<Incoming>) -> Response<
         began,
         _flight: flight,
         secrets,
-        responses: shared.responses.clone(),
+        memory: shared.memory.clone(),
         _room: None,
     };
     // Reading the body answers an `expect: 100-continue` on the way.
@@ -761,7 +764,7 @@ fn outgoing(
         &bytes,
         shared.on_invalid,
         shared.on_unjudged,
-        &shared.responses,
+        &shared.memory,
     );
     let decision = judged.verdict.as_ref().map(|v| v.decision.clone());
     started.take_verdict(judged);
@@ -1707,7 +1710,7 @@ mod tests {
                     ),
                     secrets: Default::default(),
                     _room: None,
-                    responses: Default::default(),
+                    memory: Default::default(),
                 },
                 action,
                 status,

@@ -187,24 +187,10 @@ struct Kept {
 /// continues it.
 struct Remembered {
     conv: Conversation,
-    format: Format,
-    detail: Detail,
-    path: Box<str>,
-    /// The body's length up to the end of its last message element (just
-    /// after `[` when there is none).
-    end: usize,
-    /// How many elements the `messages` array has.
-    messages: usize,
-    /// Where it can be continued from before its end, oldest first: the
-    /// places before each of its last [`BACK`] messages.
-    back: Vec<Boundary>,
-    /// The body up to `end`; the next request's grows from it (a copy of
-    /// 2 MB per request took fresh pages and their faults every time).
-    prefix: Vec<u8>,
+    /// Where its messages end in its body, and what it was read as.
+    next: Next,
     /// The body from the array's closing `]` on.
     tail: Box<[u8]>,
-    /// What parsing the body took of its memory limit (`bounded`).
-    spent: usize,
     /// What it is counted at: [`COST`] × its body's length.
     cost: usize,
     /// [`Kept::clock`] when it was kept.
@@ -219,16 +205,27 @@ pub struct ReadPast {
     next: Next,
 }
 
-/// The part of a [`Remembered`] other than its conversation.
+/// Where a request's messages end in its body, and what it was read as:
+/// what is needed, beside its conversation, to read a request that
+/// continues it.
 struct Next {
-    /// The earlier request's prefix, which `bytes` begins with.
+    /// The body up to `end` (being built: the earlier request's, which
+    /// the body begins with, until it is kept); the next request's grows
+    /// from it (a copy of 2 MB per request took fresh pages and their
+    /// faults every time).
     prefix: Vec<u8>,
+    /// Where it can be continued from before its end, oldest first: the
+    /// places before each of its last [`BACK`] messages.
     back: Vec<Boundary>,
     format: Format,
     detail: Detail,
     path: Box<str>,
+    /// The body's length up to the end of its last message element (just
+    /// after `[` when there is none).
     end: usize,
+    /// How many elements the `messages` array has.
     messages: usize,
+    /// What parsing the body took of its memory limit (`bounded`).
     spent: usize,
 }
 
@@ -348,15 +345,11 @@ impl Histories {
         if kept.used + cost <= kept.budget {
             let entry = Remembered {
                 conv,
-                format: next.format,
-                detail: next.detail,
-                path: next.path,
-                end: next.end,
-                messages: next.messages,
-                prefix: grown(next.prefix, body_prefix),
-                back: next.back,
+                next: Next {
+                    prefix: grown(next.prefix, body_prefix),
+                    ..next
+                },
                 tail: bytes[close..].into(),
-                spent: next.spent,
                 cost,
                 kept_at: kept.clock,
             };
@@ -381,11 +374,12 @@ impl Histories {
     ) -> Option<(Remembered, Option<usize>)> {
         let mut kept = self.kept.lock().ok()?;
         let from = |r: &Remembered| -> Option<(usize, Option<usize>)> {
+            let Remembered { next: r, tail, .. } = r;
             if r.format != format
                 || r.detail != detail
                 || *r.path != *path
-                || bytes.len() < r.end + r.tail.len()
-                || !bytes.ends_with(&r.tail)
+                || bytes.len() < r.end + tail.len()
+                || !bytes.ends_with(tail)
             {
                 return None;
             }
@@ -444,15 +438,18 @@ fn remembers(format: Format) -> bool {
 fn past(earlier: Remembered, from: Option<usize>, bytes: &[u8]) -> Option<ReadPast> {
     let Remembered {
         mut conv,
-        format,
-        detail,
-        path,
-        mut end,
-        mut messages,
-        mut back,
-        mut prefix,
+        next:
+            Next {
+                mut prefix,
+                mut back,
+                format,
+                detail,
+                path,
+                mut end,
+                mut messages,
+                spent,
+            },
         tail,
-        spent,
         ..
     } = earlier;
     if let Some(j) = from {
@@ -1209,7 +1206,10 @@ mod tests {
         let kept_messages = |h: &Histories| {
             let kept = h.kept.lock().unwrap();
             assert!(kept.used <= kept.budget);
-            kept.entries.iter().map(|e| e.messages).collect::<Vec<_>>()
+            kept.entries
+                .iter()
+                .map(|e| e.next.messages)
+                .collect::<Vec<_>>()
         };
         let (one, two) = (
             layout(&requests[1]).unwrap().messages,
