@@ -6,12 +6,9 @@
 //! and what a repair writes is checked again as `loopdbg.fix` hands it on.
 #![no_main]
 
-use std::sync::Mutex;
-
 use libfuzzer_sys::fuzz_target;
-use loopdbg_judge::chain::ResponseStore;
 use loopdbg_judge::fix::Repair;
-use loopdbg_judge::gate::{Gatekeeper, OnInvalid, OnUnjudged, judge_as};
+use loopdbg_judge::gate::{Gatekeeper, Memory, OnInvalid, OnUnjudged, judge_as};
 
 const PATHS: &[&str] = &[
     "/v1/messages",
@@ -36,10 +33,12 @@ fuzz_target!(|data: &[u8]| {
             let _ = loopdbg_corpus::check_bytes("fixed", out, None, &[], &mut |_, _| {});
         }
     }
-    let responses = Mutex::new(ResponseStore::default());
+    // The guard's memory, small: the same bytes judged again under the
+    // next policy are read past their remembered prefix.
+    let memory = Memory::new(1 << 20);
     for path in PATHS {
         for policy in [OnInvalid::Forward, OnInvalid::Block, OnInvalid::Repair(Repair::Synthesize)] {
-            let _ = judge_as(Gatekeeper::Guard, path, data, policy, OnUnjudged::Forward, &responses);
+            let _ = judge_as(Gatekeeper::Guard, path, data, policy, OnUnjudged::Forward, &memory);
         }
     }
 });
