@@ -8,7 +8,10 @@
 # Usage: benches/follow_latency.sh [EVENTS] [BINARY...]
 #   EVENTS: 100000 is about 56 MB, 1800000 about 1 GB (default)
 #   ROUNDS=5 appended prompts, IDLE=10 seconds idle, FOLLOW_ARGS more
-#   arguments (`--conversation 1`: a pinned conversation, no part shown)
+#   arguments (`--conversation 1`: a pinned conversation, no part shown),
+#   FOLLOW_MEMORY=8192 MiB given to a binary that has --follow-memory (a
+#   1 GB log is past its default's whole, 512 MiB, and would be followed
+#   by its newest part only: this bench measures the whole picture)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 events=${1:-1800000}
@@ -24,5 +27,7 @@ echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 for bin in "${binaries[@]}"; do
   cp "$work/log.jsonl" "$work/run.jsonl"
   echo -n "| $(basename "$bin") "
-  python3 benches/follow_latency.py "$bin" "$work/run.jsonl" "${ROUNDS:-5}" "${IDLE:-10}"
+  args=${FOLLOW_ARGS:-}
+  if "$bin" --help | grep -q -- --follow-memory; then args="$args --follow-memory ${FOLLOW_MEMORY:-8192}"; fi
+  FOLLOW_ARGS=$args python3 benches/follow_latency.py "$bin" "$work/run.jsonl" "${ROUNDS:-5}" "${IDLE:-10}"
 done

@@ -12,14 +12,17 @@
 #   follow    `loopdbg LOG --follow` (a 120x40 tmux pane) while a Claude
 #             Code log grows to FOLLOW_MB (default 1024) in tenths, each
 #             appended at once; VmRSS once the follower has drawn it (its
-#             CPU time stops moving)
+#             CPU time stops moving); under --follow-memory FOLLOW_MEMORY
+#             MiB (default 2048, loopdbg's own: the whole held to 512 MiB
+#             of log, the newest part only past it)
 #
-# Usage: [EXCHANGES=100000] [FOLLOW_MB=1024] benches/soak_memory.sh [gateway] [tui] [follow]
+# Usage: [EXCHANGES=100000] [FOLLOW_MB=1024] [FOLLOW_MEMORY=2048] benches/soak_memory.sh [gateway] [tui] [follow]
 # (no argument: all three). Needs tmux.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 exchanges=${EXCHANGES:-100000}
 follow_mb=${FOLLOW_MB:-1024}
+follow_memory=${FOLLOW_MEMORY:-2048}
 parts=${*:-gateway tui follow}
 cargo build --release --quiet -p loopdbg -p loopdbg-fake --example gen_claude_log
 work=$(mktemp -d)
@@ -81,7 +84,7 @@ for part in $parts; do
       split -n l/10 -d "$work/whole.jsonl" "$work/part."
       log=$work/followed.jsonl
       cat "$work/part.00" > "$log"
-      tmux new-session -d -s "$session" -x 120 -y 40 "target/release/loopdbg $log --follow"
+      tmux new-session -d -s "$session" -x 120 -y 40 "target/release/loopdbg $log --follow --follow-memory $follow_memory"
       sleep 1
       pid=$(pgrep -f -- "^target/release/loopdbg $log --follow" | head -n 1)
       settled "$pid"
@@ -92,6 +95,10 @@ for part in $parts; do
         settled "$pid"
         echo "  $(( $(stat -c %s "$log") >> 20 )) $(rss "$pid")"
       done
+      # A follower past its memory lets the whole go once the judge's
+      # thread ends (after its rest, a multiple of its last judgement).
+      sleep 60
+      echo "  a minute later $(rss "$pid")"
       echo "  peak $(hwm "$pid") MB"
       tmux kill-session -t "$session"
       ;;

@@ -464,3 +464,75 @@ fn the_binary_says_what_it_reads_for_a_pinned_conversation_of_a_large_log() {
     let said = screen.wait_text("holds 1 conversation");
     assert!(said.contains("--conversation 7"), "{said}");
 }
+
+/// A log past what `--follow-memory` lets the follower hold whole (a
+/// quarter of it): opened on its newest part and followed by it, nothing
+/// else held, the banner saying why the whole never comes; an appended
+/// broken turn is alarmed from the part; a conversation pinned on such a
+/// log is refused at once, exit 2, saying what to do.
+#[test]
+fn the_binary_follows_a_log_past_its_memory_by_its_newest_part() {
+    let (_dir, path) = large_log();
+    let (child, mut writer, mut screen) =
+        crate::common::pty::spawn(&[path.to_str().unwrap(), "--follow", "--follow-memory", "16"]);
+    let part = screen.wait_for("the part", |s| {
+        s.contains("only (past --follow-memory") && s.contains("LIVE following")
+    });
+    assert!(!part.contains("follow: conversation"), "{part}");
+    append_broken_turn(&path);
+    let alarmed = screen.wait_for("the alarm on the appended turn", |s| {
+        s.contains("ALARM") && s.contains("toolu_never")
+    });
+    assert!(alarmed.contains("only (past --follow-memory"), "{alarmed}");
+    crate::common::pty::quit(child, &mut writer, &mut screen);
+    let pinned = crate::common::loopdbg()
+        .arg(&path)
+        .args(["--follow", "--follow-memory", "16", "--conversation", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(pinned.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&pinned.stderr);
+    assert!(
+        said.contains("is past what --follow-memory 16 MiB holds whole (4.0 MiB)")
+            && said.contains("raise --follow-memory"),
+        "{said}"
+    );
+}
+
+/// A log held whole that grows past what `--follow-memory` holds: the
+/// follower says so once, lets the whole go and follows the newest part
+/// from there on; a pinned conversation stops being followed instead,
+/// its last picture kept and the reason said.
+#[test]
+fn the_binary_lets_a_growing_log_go_when_it_passes_its_memory() {
+    let (_dir, whole) = large_log();
+    let text = std::fs::read_to_string(&whole).unwrap();
+    let lines: Vec<String> = text.lines().map(str::to_string).collect();
+    // 800 turns (about 2.9 MB) under the 4 MiB a follower of 16 MiB holds
+    // whole; the next 1,600 past it.
+    let (first, rest) = lines.split_at(3200);
+    for pinned in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("session.jsonl");
+        std::fs::write(&path, format!("{}\n", first.join("\n"))).unwrap();
+        let mut args = vec![path.to_str().unwrap(), "--follow", "--follow-memory", "16"];
+        if pinned {
+            args.extend(["--conversation", "1"]);
+        }
+        let (child, mut writer, mut screen) = crate::common::pty::spawn(&args);
+        screen.wait_for("the whole log", |s| s.contains("round 1600/1600"));
+        append_lines(&path, rest);
+        if pinned {
+            let stopped = screen.wait_for("the reason it stopped", |s| {
+                s.contains("conversation 1 is no longer followed")
+            });
+            assert!(stopped.contains("round 1600/1600"), "{stopped}");
+        } else {
+            let part = screen.wait_for("the part", |s| {
+                s.contains("only (past --follow-memory") && s.contains("turn 2400 passes")
+            });
+            assert!(!part.contains("follow: conversation"), "{part}");
+        }
+        crate::common::pty::quit(child, &mut writer, &mut screen);
+    }
+}

@@ -40,6 +40,13 @@ pub struct Cli {
     #[arg(long)]
     pub follow: bool,
 
+    /// With --follow: MiB of memory the follower may hold. A log's whole
+    /// picture takes up to four times the log, so a log past a quarter of
+    /// this is followed by its newest part only (its last MiB, judged
+    /// alone), and memory stays flat however long the log grows.
+    #[arg(long, value_name = "MIB", default_value_t = 2048, requires = "follow")]
+    pub follow_memory: u64,
+
     /// Strategy overrides for the debugger.
     #[command(flatten)]
     pub strategy: StrategyFlags,

@@ -8,7 +8,9 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use loopdbg_corpus::follow::{Change, Followed, Judged, Judging, Recent, judge_changes};
+use loopdbg_corpus::follow::{
+    Change, Followed, Judged, Judging, Recent, judge_changes, whole_held_up_to,
+};
 use loopdbg_engine::LoadError;
 use loopdbg_io::tail::Tail;
 use loopdbg_tui::App;
@@ -264,9 +266,70 @@ fn skipped_words(count: u64) -> String {
     )
 }
 
-/// `loopdbg FILE --follow`.
-pub(super) fn follow(path: &Path, which: Option<usize>) -> Result<ExitCode, Failure> {
+/// Why a log is not held whole: it is past what the follower given
+/// `memory` bytes (`--follow-memory`) holds.
+fn past_the_cap(memory: u64, size: u64) -> String {
+    format!(
+        "the log ({}) is past what --follow-memory {} MiB holds whole ({})",
+        loopdbg_corpus::replay::mib(size),
+        memory >> 20,
+        loopdbg_corpus::replay::mib(whole_held_up_to(memory))
+    )
+}
+
+/// A log past what the follower may hold, opened: followed by its newest
+/// part only (`recent`, read from the file's end), nothing else held.
+/// What the part cannot see (an id reused from before it) is not judged.
+fn follow_part_only(path: &Path, origin: String, mut recent: Recent) -> Result<ExitCode, Failure> {
+    let alarms = Followed::new(&origin).alarms();
+    let covers = recent.sizes().1;
+    let first = match recent.preview() {
+        Some((newest, findings)) => part_update(&recent, &newest, &findings, &alarms),
+        None => LiveUpdate::no_conversation_yet(&origin),
+    };
+    let tail = Tail::after(path, covers);
+    let (updates, feed) = mpsc::unbounded_channel();
+    let watched = path.to_path_buf();
+    std::thread::spawn(move || {
+        loopdbg_io::watch::follow(&watched, tail, |tail, from| {
+            recent.push(&tail.take_lines(), from.is_none());
+            let covers = recent.sizes().1;
+            let Some((newest, findings)) = recent.preview() else {
+                return true;
+            };
+            let update = Box::new(part_update(&recent, &newest, &findings, &alarms));
+            updates.send(LiveEvent::Preview { update, covers }).is_ok()
+        });
+    });
+    let from = format!("follow {origin}");
+    let app = App::live_from_part(origin, from, first, covers, loopdbg_term::theme());
+    super::show_live(app, feed)
+}
+
+/// `loopdbg FILE --follow`, holding at most about `memory` bytes: a log
+/// past [`whole_held_up_to`] it is followed by its newest part only.
+pub(super) fn follow(path: &Path, which: Option<usize>, memory: u64) -> Result<ExitCode, Failure> {
     let origin = path.display().to_string();
+    let whole_up_to = whole_held_up_to(memory);
+    let size = std::fs::metadata(path).map_or(0, |m| m.len());
+    if size > whole_up_to {
+        let mut recent = Recent::new(&origin);
+        recent.hold_part_only();
+        // Not a log (a proxy capture): held whole, as its memory follows
+        // its conversations, not its lines.
+        if recent.read_end(path).unwrap_or(false) {
+            if let Some(n) = which {
+                let why = past_the_cap(memory, size);
+                return Err(Failure::from(LoadError::Refused {
+                    origin,
+                    reason: format!(
+                        "conversation {n}: {why}, and a conversation pinned by --conversation is not followed by the log's newest part: raise --follow-memory, or follow the newest without --conversation"
+                    ),
+                }));
+            }
+            return follow_part_only(path, origin, recent);
+        }
+    }
     let mut followed = Followed::new(&origin);
     let mut recent = Recent::new(&origin);
     let alarms = followed.alarms();
@@ -311,12 +374,27 @@ pub(super) fn follow(path: &Path, which: Option<usize>) -> Result<ExitCode, Fail
         opened_on_part.is_some(),
     );
     let watched = path.to_path_buf();
+    let mut changes = Some(changes);
     std::thread::spawn(move || {
         let mut changed = |tail: &mut Tail, from: Option<usize>| {
             let lines = tail.take_lines();
             let replaced = from.is_none();
             recent.push(&lines, replaced);
             let covers = recent.sizes().1;
+            if !recent.part_only() && recent.is_log() && covers > whole_up_to {
+                // Past what may be held: the judge's thread ends and frees
+                // the whole; from here on the part is all there is.
+                recent.hold_part_only();
+                changes = None;
+                let why = past_the_cap(memory, covers);
+                let said = match which {
+                    Some(n) => format!("conversation {n} is no longer followed: {why}"),
+                    None => format!("{why}: from here on only its newest part is held and shown"),
+                };
+                if updates.send(LiveEvent::Notice(said)).is_err() || which.is_some() {
+                    return false;
+                }
+            }
             // The part shows the newest conversation: not one pinned.
             if let Some((newest, findings)) = recent.preview().filter(|_| which.is_none()) {
                 let update = Box::new(part_update(&recent, &newest, &findings, &alarms));
@@ -331,7 +409,10 @@ pub(super) fn follow(path: &Path, which: Option<usize>) -> Result<ExitCode, Fail
                 covers,
                 skipped,
             };
-            changes.send(change).is_ok()
+            match &changes {
+                Some(changes) => changes.send(change).is_ok(),
+                None => true,
+            }
         };
         if opened_on_part.is_some() {
             // The whole of a log opened on its part, as its first change.

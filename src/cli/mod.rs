@@ -254,7 +254,11 @@ fn open(cli: Cli) -> Result<ExitCode, Failure> {
     };
     if cli.follow {
         #[cfg(feature = "follow")]
-        return follow::follow(&path, cli.conversation);
+        return follow::follow(
+            &path,
+            cli.conversation,
+            cli.follow_memory.saturating_mul(1 << 20),
+        );
         #[cfg(not(feature = "follow"))]
         return Err(bad_flag(
             "--follow: this loopdbg was built without the `follow` feature".into(),

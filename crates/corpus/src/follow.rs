@@ -602,6 +602,21 @@ pub struct Recent {
     from: u64,
     /// How much of the newest part is kept.
     keep: u64,
+    /// Only the part is held: the whole log is past what the follower
+    /// may hold ([`whole_held_up_to`]).
+    part_only: bool,
+}
+
+/// At most how many bytes of memory a followed log's whole picture takes
+/// per byte of log: about 1.7 while it grows, 3.5 at the peak of opening a
+/// large one (docs/performance.md, "Memory over a day").
+pub const HELD_PER_LOG_BYTE: u64 = 4;
+
+/// The largest log whose whole a follower given `memory` bytes holds
+/// (`--follow-memory`); past it, only the newest part is held and shown
+/// ([`Recent::hold_part_only`]).
+pub fn whole_held_up_to(memory: u64) -> u64 {
+    memory / HELD_PER_LOG_BYTE
 }
 
 impl Recent {
@@ -621,14 +636,36 @@ impl Recent {
             size: 0,
             from,
             keep,
+            part_only: false,
         }
+    }
+
+    /// From now on the part is all that is shown, whatever the log's size
+    /// (its whole is past what the follower may hold), and the banner
+    /// says so.
+    pub fn hold_part_only(&mut self) {
+        self.part_only = true;
+        self.from = 0;
+    }
+
+    /// Whether only the part is held ([`Recent::hold_part_only`]).
+    pub fn part_only(&self) -> bool {
+        self.part_only
+    }
+
+    /// Whether the followed file is an agent log, whose newest part can
+    /// be shown alone.
+    pub fn is_log(&self) -> bool {
+        self.source.is_some()
     }
 
     /// Takes the complete lines read since the last change (`replaced`:
     /// the file started over, and they are all of it).
     pub fn push(&mut self, lines: &[u8], replaced: bool) {
         if replaced {
+            let part_only = self.part_only;
             *self = Recent::with(&self.origin, self.from, self.keep);
+            self.part_only = part_only;
         }
         self.size += lines.len() as u64;
         if !self.sniffed && !lines.iter().all(u8::is_ascii_whitespace) {
@@ -710,6 +747,7 @@ impl Recent {
         *self = Recent {
             source: Some(source),
             sniffed: true,
+            part_only: self.part_only,
             ..Recent::with(&self.origin, self.from, self.keep)
         };
         self.push(&last, false);
@@ -746,6 +784,13 @@ impl Recent {
     /// What a preview's title says.
     pub fn banner(&self) -> String {
         // What matters first: a narrow header cuts the end.
+        if self.part_only {
+            return format!(
+                "follow: the newest {} of {} only (past --follow-memory, the whole is not held)",
+                mib(self.text.len() as u64),
+                mib(self.size)
+            );
+        }
         format!(
             "follow: judging the whole log; its newest {} of {} shown (lines counted from there)",
             mib(self.text.len() as u64),
@@ -986,6 +1031,34 @@ mod tests {
         requests.push(&fixture("dataset.jsonl"), true);
         assert!(requests.preview().is_none());
         assert_eq!(requests.sizes().0, 0, "nothing kept of what is not a log");
+        assert!(!requests.is_log());
+        // Past what the follower may hold (`--follow-memory`): the part is
+        // shown whatever the log's size, replaced or not, and the banner
+        // says why the whole is not coming.
+        let mut capped = Recent::with(name, bytes.len() as u64 + 1, keep as u64);
+        capped.hold_part_only();
+        capped.push(&bytes, true);
+        assert!(capped.is_log() && capped.part_only());
+        let (shown, _) = capped.preview().expect("the part, below the threshold");
+        assert!(!shown.messages.is_empty());
+        let banner = capped.banner();
+        assert!(
+            banner.starts_with("follow: the newest ")
+                && banner.contains(" MiB only (past --follow-memory, the whole is not held)"),
+            "{banner}"
+        );
+        capped.push(&bytes, true);
+        assert!(
+            capped.part_only(),
+            "a replaced file stays followed by its part"
+        );
+        assert!(capped.preview().is_some());
+    }
+
+    #[test]
+    fn a_follower_holds_a_log_whole_up_to_a_quarter_of_its_memory() {
+        assert_eq!(whole_held_up_to(2048 << 20), 512 << 20);
+        assert_eq!(whole_held_up_to(0), 0);
     }
 
     /// What names a rejection in both pictures (see [`Alarms`]).

@@ -344,7 +344,7 @@ impl Preview {
 }
 
 /// `bytes` in MiB, one decimal.
-pub(crate) fn mib(bytes: u64) -> String {
+pub fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20))
 }
 

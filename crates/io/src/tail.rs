@@ -69,6 +69,16 @@ impl Tail {
         }
     }
 
+    /// The file `path` read up to byte `read_to` (the end of its complete
+    /// lines), holding none of them: a follower that holds only a log's
+    /// newest part, read from the file's end.
+    pub fn after(path: &Path, read_to: u64) -> Tail {
+        Tail {
+            read_to,
+            ..Tail::at(path, Vec::new())
+        }
+    }
+
     /// The complete lines read so far.
     pub fn lines(&self) -> &[u8] {
         &self.lines
@@ -280,6 +290,32 @@ mod tests {
         file.write_all(b"ur\n").unwrap();
         assert_eq!(tail.refresh(&path).unwrap(), Change::Appended { from: 6 });
         assert_eq!(tail.take_lines(), b"three\nfour\n");
+        std::fs::write(&path, "new\n").unwrap();
+        assert_eq!(tail.refresh(&path).unwrap(), Change::Replaced);
+        assert_eq!(tail.lines(), b"new\n");
+    }
+
+    /// A follower that holds only a log's newest part starts where its
+    /// complete lines end: only what comes after is read.
+    #[test]
+    fn a_tail_after_a_place_reads_only_what_comes_after_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log.jsonl");
+        std::fs::write(
+            &path,
+            "one
+two
+thr",
+        )
+        .unwrap();
+        let mut tail = Tail::after(&path, 8);
+        assert_eq!(tail.refresh(&path).unwrap(), Change::Nothing);
+        assert_eq!(tail.partial(), b"thr");
+        let mut file = OpenOptions::new().append(true).open(&path).unwrap();
+        file.write_all(b"ee\n").unwrap();
+        assert_eq!(tail.refresh(&path).unwrap(), Change::Appended { from: 0 });
+        assert_eq!(tail.take_lines(), b"three\n");
+        // Cut below where it was read to: the file from its start.
         std::fs::write(&path, "new\n").unwrap();
         assert_eq!(tail.refresh(&path).unwrap(), Change::Replaced);
         assert_eq!(tail.lines(), b"new\n");

@@ -294,6 +294,9 @@ pub enum LiveEvent {
     /// The rest of a previewed log could not be read: the preview stays,
     /// and says why.
     NotLoaded(String),
+    /// Something the follower says once (a log past what it may hold,
+    /// from here on followed by its newest part): shown as the notice.
+    Notice(String),
     /// What the screen waited for cannot be shown (a conversation the
     /// file does not hold): the debugger quits, and its caller says why.
     Failed,
@@ -790,6 +793,10 @@ impl App {
             LiveEvent::Judged { update, covers } => self.root_mut().apply_judged(*update, covers),
             LiveEvent::Failed => {
                 self.root_mut().quit = true;
+                None
+            }
+            LiveEvent::Notice(what) => {
+                self.root_mut().notice = Some(what);
                 None
             }
             LiveEvent::NotLoaded(why) => {
