@@ -566,7 +566,8 @@ pub fn judge_changes(
     // read after its part was shown): the agent's next event is not
     // made to wait four times that.
     let mut first = true;
-    while let Ok(mut change) = changes.recv() {
+    let mut waiting: Option<Change> = None;
+    while let Some(mut change) = waiting.take().or_else(|| changes.recv().ok()) {
         while let Ok(later) = changes.try_recv() {
             change.merge(later);
         }
@@ -580,7 +581,23 @@ pub fn judge_changes(
         if !std::mem::take(&mut first) {
             // Work done ahead is done within the rest, not before it.
             let took = started.elapsed().saturating_sub(ahead);
-            std::thread::sleep((took * loopdbg_io::tail::REST).saturating_sub(ahead));
+            let rest = (took * loopdbg_io::tail::REST).saturating_sub(ahead);
+            // Changes that come meanwhile wait for the rest's end; a
+            // follower that lets the whole go (`--follow-memory`) ends
+            // the rest, and the whole is freed at once, not tens of
+            // seconds later.
+            let until = std::time::Instant::now() + rest;
+            loop {
+                let left = until.saturating_duration_since(std::time::Instant::now());
+                match changes.recv_timeout(left) {
+                    Ok(later) => match waiting.as_mut() {
+                        Some(change) => change.merge(later),
+                        None => waiting = Some(later),
+                    },
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => break,
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
+                }
+            }
         }
     }
 }
