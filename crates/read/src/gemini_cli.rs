@@ -153,7 +153,7 @@ impl GeminiCliLog {
         for Folded {
             id,
             place: Place { line, .. },
-            value: record,
+            value: mut record,
         } in self.fold.records
         {
             let src = |path: String| BlockSource {
@@ -169,11 +169,10 @@ impl GeminiCliLog {
                     // `functionResponse` records it writes after running
                     // tools (since 0.5x) are sent as well as each call's
                     // `result`.
-                    let content = record.get("content");
-                    if is_ignored_user_content(content) {
+                    if is_ignored_user_content(record.get("content")) {
                         continue;
                     }
-                    let (blocks, sources) = parts_of(content, &conv, &src);
+                    let (blocks, sources) = parts_of(record.get_mut("content"), &conv, &src);
                     push_coalesced(
                         &mut conv,
                         Message {
@@ -185,7 +184,7 @@ impl GeminiCliLog {
                         sources,
                     );
                 }
-                Some("gemini") => model_turn(&mut conv, &record, &src),
+                Some("gemini") => model_turn(&mut conv, &mut record, &src),
                 // An error the CLI wrote where the reply would be: the
                 // request before it was refused.
                 Some("error") => {
@@ -214,7 +213,11 @@ impl GeminiCliLog {
 /// A `gemini` record as Gemini CLI sends it on resume: a model turn (its
 /// text and one `functionCall` per tool call, or the parts of its content
 /// when those hold the calls), then a user turn of the calls' `result`s.
-fn model_turn(conv: &mut Conversation, record: &Value, src: &dyn Fn(String) -> BlockSource) {
+///
+/// The record is the fold's own, taken apart: its calls' arguments and
+/// results are moved into the conversation, not copied (a copy of every
+/// result was most of reading a long chat).
+fn model_turn(conv: &mut Conversation, record: &mut Value, src: &dyn Fn(String) -> BlockSource) {
     // The model of the latest reply is the one a resumed session asks
     // (Gemini's rules differ by family).
     if let Some(model) = record.get("model").and_then(Value::as_str) {
@@ -227,7 +230,7 @@ fn model_turn(conv: &mut Conversation, record: &Value, src: &dyn Fn(String) -> B
         .and_then(Value::as_array)
         .is_some_and(|parts| parts.iter().any(|p| p.get("functionCall").is_some()));
     if parts_hold_calls {
-        let (blocks, block_sources) = parts_of(record.get("content"), conv, src);
+        let (blocks, block_sources) = parts_of(record.get_mut("content"), conv, src);
         content = blocks;
         sources = block_sources;
     } else {
@@ -238,29 +241,30 @@ fn model_turn(conv: &mut Conversation, record: &Value, src: &dyn Fn(String) -> B
         }
     }
     let calls = record
-        .get("toolCalls")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
+        .get_mut("toolCalls")
+        .and_then(Value::as_array_mut)
+        .map(Vec::as_mut_slice)
         .unwrap_or_default();
     let mut results = Vec::new();
     let mut result_sources = Vec::new();
-    for (k, call) in calls.iter().enumerate() {
+    for (k, call) in calls.iter_mut().enumerate() {
         let name = call.get("name").and_then(Value::as_str).unwrap_or("");
         let call_id = call
             .get("id")
             .and_then(Value::as_str)
             .map_or_else(|| format!("{name}#{k}"), str::to_string);
         if !parts_hold_calls {
+            let name = name.to_string();
             content.push(Block::ToolUse {
                 id: call_id.as_str().into(),
                 name: name.into(),
-                input: Json::new(call.get("args").cloned().unwrap_or(Value::Null)),
+                input: Json::new(call.get_mut("args").map_or(Value::Null, Value::take)),
             });
             sources.push(src(format!("toolCalls[{k}]")));
         }
-        if let Some(result) = call.get("result").filter(|r| !r.is_null()) {
-            let status = call.get("status").and_then(Value::as_str);
-            let is_error = matches!(status, Some("error" | "cancelled"));
+        let status = call.get("status").and_then(Value::as_str);
+        let is_error = matches!(status, Some("error" | "cancelled"));
+        if let Some(result) = call.get_mut("result").filter(|r| !r.is_null()) {
             for (id, content, path) in responses_sent(result, &call_id, k) {
                 results.push(Block::ToolResult {
                     tool_use_id: id.into(),
@@ -386,17 +390,17 @@ fn printed_parts(content: Option<&Value>) -> String {
 /// The blocks of a record's parts: texts (thoughts left out, as the CLI
 /// strips them), calls and responses.
 fn parts_of(
-    content: Option<&Value>,
+    content: Option<&mut Value>,
     conv: &Conversation,
     src: &dyn Fn(String) -> BlockSource,
 ) -> (Vec<Block>, Vec<BlockSource>) {
     let mut blocks = Vec::new();
     let mut sources = Vec::new();
-    let parts: Vec<&Value> = match content {
-        Some(Value::Array(parts)) => parts.iter().collect(),
-        Some(Value::String(_)) => {
+    let parts: Vec<&mut Value> = match content {
+        Some(Value::Array(parts)) => parts.iter_mut().collect(),
+        Some(Value::String(text)) => {
             blocks.push(Block::Text {
-                text: text_of(content).into(),
+                text: std::mem::take(text).into(),
             });
             sources.push(src("content".into()));
             return (blocks, sources);
@@ -406,18 +410,19 @@ fn parts_of(
     };
     for (k, part) in parts.into_iter().enumerate() {
         let path = format!("content[{k}]");
-        if let Some(call) = part.get("functionCall") {
+        if let Some(call) = part.get_mut("functionCall") {
             let name = call.get("name").and_then(Value::as_str).unwrap_or("");
             let id = call
                 .get("id")
                 .and_then(Value::as_str)
                 .map_or_else(|| format!("{name}#{k}"), str::to_string);
+            let name = name.to_string();
             blocks.push(Block::ToolUse {
                 id: id.into(),
                 name: name.into(),
-                input: Json::new(call.get("args").cloned().unwrap_or(Value::Null)),
+                input: Json::new(call.get_mut("args").map_or(Value::Null, Value::take)),
             });
-        } else if let Some(response) = part.get("functionResponse") {
+        } else if let Some(response) = part.get_mut("functionResponse") {
             let name = response.get("name").and_then(Value::as_str).unwrap_or("");
             let id = response
                 .get("id")
@@ -425,7 +430,9 @@ fn parts_of(
                 .map(str::to_string)
                 .or_else(|| open_call_named(conv, name))
                 .unwrap_or_else(|| format!("{name}#?"));
-            let answer = response.get("response").cloned().unwrap_or(Value::Null);
+            let answer = response
+                .get_mut("response")
+                .map_or(Value::Null, Value::take);
             let is_error = answer.get("error").is_some() && answer.get("output").is_none();
             blocks.push(Block::ToolResult {
                 tool_use_id: id.into(),
@@ -507,35 +514,45 @@ fn text_of(content: Option<&Value>) -> String {
 /// batch whose resume failed leaves each call's `result` holding the whole
 /// batch's responses, and the CLI sends them all); an object is sent as the
 /// part it is. Each: the id it answers, its `response`, and where it is.
-fn responses_sent(result: &Value, call_id: &str, k: usize) -> Vec<(String, Value, String)> {
-    let answer = |part: &Value| -> Option<(String, Value)> {
-        let f = part.get("functionResponse")?;
-        let id = f.get("id").and_then(Value::as_str).unwrap_or(call_id);
-        Some((
-            id.to_string(),
-            f.get("response").cloned().unwrap_or(Value::Null),
-        ))
+fn responses_sent(result: &mut Value, call_id: &str, k: usize) -> Vec<(String, Value, String)> {
+    let answer = |part: &mut Value| -> Option<(String, Value)> {
+        let f = part.get_mut("functionResponse")?;
+        let id = f
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or(call_id)
+            .to_string();
+        Some((id, f.get_mut("response").map_or(Value::Null, Value::take)))
     };
     let whole = format!("toolCalls[{k}].result");
     match result {
-        Value::Array(parts) if parts.iter().any(|p| p.get("functionResponse").is_some()) => parts
-            .iter()
-            .enumerate()
-            .filter_map(|(p, part)| {
-                let (id, response) = answer(part)?;
-                // One part is the call's own answer: named as the
-                // whole `result`, as it always was.
-                let path = match parts.len() {
-                    1 => whole.clone(),
-                    _ => format!("{whole}[{p}]"),
-                };
-                Some((id, response, path))
-            })
-            .collect(),
-        Value::String(s) => vec![(call_id.to_string(), serde_json::json!({"output": s}), whole)],
+        Value::Array(parts) if parts.iter().any(|p| p.get("functionResponse").is_some()) => {
+            let count = parts.len();
+            parts
+                .iter_mut()
+                .enumerate()
+                .filter_map(|(p, part)| {
+                    let (id, response) = answer(part)?;
+                    // One part is the call's own answer: named as the
+                    // whole `result`, as it always was.
+                    let path = match count {
+                        1 => whole.clone(),
+                        _ => format!("{whole}[{p}]"),
+                    };
+                    Some((id, response, path))
+                })
+                .collect()
+        }
+        Value::String(s) => {
+            let output = serde_json::Map::from_iter([(
+                "output".to_string(),
+                Value::String(std::mem::take(s)),
+            )]);
+            vec![(call_id.to_string(), Value::Object(output), whole)]
+        }
         other => match answer(other) {
             Some((id, response)) => vec![(id, response, whole)],
-            None => vec![(call_id.to_string(), other.clone(), whole)],
+            None => vec![(call_id.to_string(), other.take(), whole)],
         },
     }
 }
