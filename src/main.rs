@@ -13,22 +13,27 @@ mod cli;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
+    // mimalloc's own variable, when set, is left to say.
     #[cfg(feature = "mimalloc")]
-    return_freed_memory_soon();
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+        return_freed_memory_soon();
+    }
     cli::main()
 }
 
 /// mimalloc 3 keeps freed pages for a second before it gives them back,
 /// so what a log's reading freed (chunks, vectors grown and dropped)
-/// stayed resident beside what came after: `check` of a 47 MB log with
-/// 3,200 rewinds peaked at 88 MB, 75 MB when given back at once. At once
-/// (a delay of 0) was too soon: a scan of many sessions, or a gateway
-/// reading request after request, gave back each one's pages and took
-/// them again for the next, half of `doctor --scan`'s time in the kernel
-/// (page faults, zeroed pages) and 30 % of the proxy's CPU on 2 MB
-/// requests. Pages reused within a tenth of a second stay: the scan is
-/// twice as fast, a 2 MB request through the gate costs 9.1 ms of CPU
-/// instead of 13.0, for a few MB more at a peak (docs/performance.md).
+/// stays resident a while beside what comes after: `check` of a 47 MB log
+/// with 3,200 rewinds peaks at 82 MB, 73 MB when given back at once. This
+/// binary gave them back at once (a delay of 0) until that was found to
+/// cost far more than it saved wherever work repeats: a scan of many
+/// sessions, or a gateway reading request after request, gave back each
+/// one's pages and took them again for the next, half of `doctor --scan`'s
+/// time in the kernel (page faults, zeroed pages) and a third of the
+/// proxy's CPU on 2 MB requests. The second is set here rather than left
+/// to the library's default, so a newer mimalloc does not change it
+/// unsaid; `MIMALLOC_PURGE_DELAY`, when set, still says (measurements in
+/// docs/performance.md).
 #[cfg(feature = "mimalloc")]
 #[allow(unsafe_code)]
 fn return_freed_memory_soon() {
@@ -39,7 +44,7 @@ fn return_freed_memory_soon() {
 
 /// How long freed pages are kept for reuse before they are given back.
 #[cfg(feature = "mimalloc")]
-const PURGE_DELAY_MS: std::ffi::c_long = 100;
+const PURGE_DELAY_MS: std::ffi::c_long = 1000;
 
 /// `mi_option_purge_delay` in mimalloc 3's `mi_option_e` (the bindings
 /// name no constant for it); a test holds that it is the purge delay.

@@ -32,6 +32,19 @@ fn spread() -> bool {
     !ALONE.with(std::cell::Cell::get)
 }
 
+/// Whether a thread of its own for a side task (reading ahead, freeing
+/// a long log's allocations) is worth it here: not on a thread that is
+/// already one of several working side by side (a pool thread of
+/// `doctor --scan`, or one [`in_order_here`] marked), where the other
+/// cores are busy and each file's spawned threads cost their start and
+/// their allocator's pages, faulted in again for every file.
+pub fn spare_threads() -> bool {
+    #[cfg(feature = "parallel")]
+    return spread() && rayon::current_thread_index().is_none();
+    #[cfg(not(feature = "parallel"))]
+    true
+}
+
 /// `f` of every item, in order.
 pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync + Send) -> Vec<R> {
     #[cfg(feature = "parallel")]

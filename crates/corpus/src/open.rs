@@ -1231,9 +1231,10 @@ pub(crate) fn read_opened(
                 let _ = recycle.send(chunk.text.into_bytes());
                 Ok(())
             };
-            if opened.size.is_some_and(|size| size <= SMALL_LOG) {
+            if opened.size.is_some_and(|size| size <= SMALL_LOG) || !crate::cores::spare_threads() {
                 // A log of a chunk or two is read here: a thread for it
-                // cost more than it saved (800 sessions of 60 KB: 317 ms).
+                // cost more than it saved (800 sessions of 60 KB: 317 ms);
+                // so does any log read beside others (a scan).
                 for chunk in opened.chunks(spare) {
                     take(chunk)?;
                 }
@@ -1259,7 +1260,7 @@ pub(crate) fn read_opened(
                 reason: e.to_string(),
             })?;
             // A hundred thousand small frees on a long log: off the way.
-            if total > SMALL_LOG {
+            if total > SMALL_LOG && crate::cores::spare_threads() {
                 std::thread::spawn(move || drop(leftovers));
             }
             let count = convs.len();

@@ -363,6 +363,7 @@ fn check_opened(
             .map(|(_, _, c)| c.messages.len())
             .sum::<usize>()
             > FREED_ELSEWHERE_FROM
+            && crate::cores::spare_threads()
         {
             std::thread::spawn(move || drop(convs));
         }
