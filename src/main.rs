@@ -16,35 +16,40 @@ fn main() -> std::process::ExitCode {
     // mimalloc's own variable, when set, is left to say.
     #[cfg(feature = "mimalloc")]
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
-        return_freed_memory_soon();
+        set_purge_delay(match cli::draws_a_screen() {
+            true => AT_ONCE,
+            false => A_SECOND,
+        });
     }
     cli::main()
 }
 
-/// mimalloc 3 keeps freed pages for a second before it gives them back,
-/// so what a log's reading freed (chunks, vectors grown and dropped)
-/// stays resident a while beside what comes after: `check` of a 47 MB log
-/// with 3,200 rewinds peaks at 82 MB, 73 MB when given back at once. This
-/// binary gave them back at once (a delay of 0) until that was found to
-/// cost far more than it saved wherever work repeats: a scan of many
-/// sessions, or a gateway reading request after request, gave back each
-/// one's pages and took them again for the next, half of `doctor --scan`'s
-/// time in the kernel (page faults, zeroed pages) and a third of the
-/// proxy's CPU on 2 MB requests. The second is set here rather than left
-/// to the library's default, so a newer mimalloc does not change it
-/// unsaid; `MIMALLOC_PURGE_DELAY`, when set, still says (measurements in
-/// docs/performance.md).
+/// How long mimalloc keeps freed pages for reuse before it gives them
+/// back. Headless commands keep them a second: where work repeats (a scan
+/// of many sessions, a gateway reading request after request) pages given
+/// back at once were taken again for the next piece, half of `doctor
+/// --scan`'s time in the kernel (page faults, zeroed pages) and a third of
+/// the proxy's CPU on 2 MB requests. The screen gives them back at once:
+/// it idles between bursts, and what a burst freed stayed resident (a
+/// follower that let a 500 MB log's whole go kept 333 MB, 27 MB when given
+/// back at once; `check` of a 47 MB log with 3,200 rewinds peaks at 82 MB,
+/// 73 MB). Measurements in docs/performance.md. Called before any other
+/// thread exists (parsing the command line starts none).
 #[cfg(feature = "mimalloc")]
 #[allow(unsafe_code)]
-fn return_freed_memory_soon() {
+fn set_purge_delay(ms: std::ffi::c_long) {
     // SAFETY: `mi_option_set` stores an integer option; it takes no
     // pointers and is called before any other thread exists.
-    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) }
+    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, ms) }
 }
 
-/// How long freed pages are kept for reuse before they are given back.
+/// Freed pages given back at once.
 #[cfg(feature = "mimalloc")]
-const PURGE_DELAY_MS: std::ffi::c_long = 1000;
+const AT_ONCE: std::ffi::c_long = 0;
+
+/// Freed pages kept a second for reuse.
+#[cfg(feature = "mimalloc")]
+const A_SECOND: std::ffi::c_long = 1000;
 
 /// `mi_option_purge_delay` in mimalloc 3's `mi_option_e` (the bindings
 /// name no constant for it); a test holds that it is the purge delay.

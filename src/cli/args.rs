@@ -58,6 +58,23 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
+impl Cli {
+    /// Whether this run draws the debugger's screen (a file opened or
+    /// followed, the tour, a proxy or demo with its screen): a process
+    /// that idles between bursts of work, where memory freed and not
+    /// reused should go back at once (`src/main.rs`).
+    pub fn draws_a_screen(&self) -> bool {
+        match &self.command {
+            None | Some(Command::Tour(_)) => true,
+            #[cfg(feature = "proxy")]
+            Some(Command::Proxy(args)) => !args.no_tui,
+            #[cfg(feature = "demo")]
+            Some(Command::Demo(args)) => !args.no_tui,
+            Some(_) => false,
+        }
+    }
+}
+
 /// Where a session's files may be (for the commands that load sessions;
 /// the others, `proxy` and `check`, never see the flag).
 #[derive(Debug, Args, Default, Clone, Copy)]
@@ -758,4 +775,35 @@ pub struct CompletionsArgs {
     /// The shell to complete in.
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
+}
+
+#[cfg(test)]
+mod screen_tests {
+    use super::Cli;
+    use clap::Parser;
+
+    /// The screen gives freed memory back at once, headless commands keep
+    /// it a second (`src/main.rs`): which runs draw the screen.
+    #[test]
+    fn the_runs_that_draw_a_screen_are_told_from_their_arguments() {
+        let draws = |args: &[&str]| {
+            let args = std::iter::once("loopdbg").chain(args.iter().copied());
+            Cli::try_parse_from(args).unwrap().draws_a_screen()
+        };
+        assert!(draws(&["sessions/weather.json"]));
+        assert!(draws(&["log.jsonl", "--follow", "--follow-memory", "64"]));
+        assert!(draws(&["tour"]));
+        assert!(!draws(&["check", "log.jsonl"]));
+        assert!(!draws(&["doctor", "--scan"]));
+        #[cfg(feature = "proxy")]
+        {
+            assert!(draws(&["proxy", "--upstream", "http://127.0.0.1:1"]));
+            assert!(!draws(&[
+                "proxy",
+                "--upstream",
+                "http://127.0.0.1:1",
+                "--no-tui"
+            ]));
+        }
+    }
 }

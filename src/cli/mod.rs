@@ -106,6 +106,14 @@ fn print_text(text: &str) -> Result<(), Failure> {
 const EXIT_BAD_INPUT: u8 = 2;
 
 /// Parses the arguments, runs the command and maps its errors to exit codes.
+/// Whether the command line asks for the debugger's screen
+/// ([`Cli::draws_a_screen`]); false when it does not parse (the error is
+/// said by [`main`]).
+pub fn draws_a_screen() -> bool {
+    use clap::Parser;
+    Cli::try_parse().is_ok_and(|cli| cli.draws_a_screen())
+}
+
 pub fn main() -> ExitCode {
     loopdbg_term::on_signal::install_hook();
     if let Some(message) = mistyped_subcommand() {
