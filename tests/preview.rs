@@ -497,6 +497,21 @@ fn the_binary_follows_a_log_past_its_memory_by_its_newest_part() {
             && said.contains("raise --follow-memory"),
         "{said}"
     );
+    // Told to, the user raises the cap: the pinned conversation is read
+    // whole and followed.
+    let (child, mut writer, mut screen) = crate::common::pty::spawn(&[
+        path.to_str().unwrap(),
+        "--follow",
+        "--follow-memory",
+        "64",
+        "--conversation",
+        "1",
+    ]);
+    let whole = screen.wait_for("the pinned conversation, whole", |s| {
+        s.contains("follow: conversation 1 of 1") && s.contains("toolu_never")
+    });
+    assert!(!whole.contains("past --follow-memory"), "{whole}");
+    crate::common::pty::quit(child, &mut writer, &mut screen);
 }
 
 /// A log held whole that grows past what `--follow-memory` holds: the
