@@ -63,6 +63,7 @@ impl Cli {
     /// followed, the tour, a proxy or demo with its screen): a process
     /// that idles between bursts of work, where memory freed and not
     /// reused should go back at once (`src/main.rs`).
+    #[cfg(any(feature = "mimalloc", test))]
     pub fn draws_a_screen(&self) -> bool {
         match &self.command {
             None | Some(Command::Tour(_)) => true,

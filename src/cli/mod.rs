@@ -109,6 +109,7 @@ const EXIT_BAD_INPUT: u8 = 2;
 /// Whether the command line asks for the debugger's screen
 /// ([`Cli::draws_a_screen`]); false when it does not parse (the error is
 /// said by [`main`]).
+#[cfg(feature = "mimalloc")]
 pub fn draws_a_screen() -> bool {
     use clap::Parser;
     Cli::try_parse().is_ok_and(|cli| cli.draws_a_screen())
