@@ -11,6 +11,7 @@
 //! calls that have a `result`. It is checked by Gemini's rules.
 
 use crate::agent::Agent;
+use crate::lax::Field;
 use serde_json::Value;
 
 use super::{BlockSource, Conversation, ReadError, Source};
@@ -73,7 +74,7 @@ impl Fold {
 
     /// Folds the record on `line` in.
     pub fn push(&mut self, line: usize, mut record: Value) {
-        if let Some(target) = record.get("$rewindTo") {
+        if let Some(target) = record.field("$rewindTo") {
             let target = target.as_str().unwrap_or("");
             let cut = self.index.get(target).copied().unwrap_or(0);
             for gone in self.records.drain(cut..) {
@@ -81,17 +82,17 @@ impl Fold {
             }
             return;
         }
-        if record.get("$set").is_none() && record.get("id").is_some() {
+        if record.field("$set").is_none() && record.field("id").is_some() {
             self.upsert(line, None, record);
             return;
         }
         // A `$set` patch, or the metadata line (the legacy whole-file form
         // carries the messages there).
-        let patch = match record.get_mut("$set") {
+        let patch = match record.field_mut("$set") {
             Some(patch) => patch,
             None => &mut record,
         };
-        if let Some(Value::Array(messages)) = patch.get_mut("messages") {
+        if let Some(Value::Array(messages)) = patch.field_mut("messages") {
             let messages = std::mem::take(messages);
             self.records.clear();
             self.index.clear();
@@ -102,7 +103,7 @@ impl Fold {
     }
 
     fn upsert(&mut self, line: usize, element: Option<usize>, value: Value) {
-        let Some(id) = value.get("id").and_then(Value::as_str).map(str::to_string) else {
+        let Some(id) = value.field("id").and_then(Value::as_str).map(str::to_string) else {
             return;
         };
         let place = Place {
@@ -161,7 +162,7 @@ impl GeminiCliLog {
                 line: Some(line),
                 uuid: Some(id.as_str().into()),
             };
-            match record.get("type").and_then(Value::as_str) {
+            match record.field("type").and_then(Value::as_str) {
                 Some("user") => {
                     // Gemini CLI skips the user records it would not send
                     // (empty, `/` and `?` commands, its own context
@@ -169,10 +170,10 @@ impl GeminiCliLog {
                     // `functionResponse` records it writes after running
                     // tools (since 0.5x) are sent as well as each call's
                     // `result`.
-                    if is_ignored_user_content(record.get("content")) {
+                    if is_ignored_user_content(record.field("content")) {
                         continue;
                     }
-                    let (blocks, sources) = parts_of(record.get_mut("content"), &conv, &src);
+                    let (blocks, sources) = parts_of(record.field_mut("content"), &conv, &src);
                     push_coalesced(
                         &mut conv,
                         Message {
@@ -188,7 +189,7 @@ impl GeminiCliLog {
                 // An error the CLI wrote where the reply would be: the
                 // request before it was refused.
                 Some("error") => {
-                    let text = text_of(record.get("content"));
+                    let text = text_of(record.field("content"));
                     conv.refusals.push(super::Refusal {
                         at: conv.messages.len(),
                         status: status_of(&text),
@@ -220,37 +221,37 @@ impl GeminiCliLog {
 fn model_turn(conv: &mut Conversation, record: &mut Value, src: &dyn Fn(String) -> BlockSource) {
     // The model of the latest reply is the one a resumed session asks
     // (Gemini's rules differ by family).
-    if let Some(model) = record.get("model").and_then(Value::as_str) {
+    if let Some(model) = record.field("model").and_then(Value::as_str) {
         conv.model = Some(model.to_string());
     }
     let mut content = Vec::new();
     let mut sources = Vec::new();
     let parts_hold_calls = record
-        .get("content")
+        .field("content")
         .and_then(Value::as_array)
-        .is_some_and(|parts| parts.iter().any(|p| p.get("functionCall").is_some()));
+        .is_some_and(|parts| parts.iter().any(|p| p.field("functionCall").is_some()));
     if parts_hold_calls {
-        let (blocks, block_sources) = parts_of(record.get_mut("content"), conv, src);
+        let (blocks, block_sources) = parts_of(record.field_mut("content"), conv, src);
         content = blocks;
         sources = block_sources;
     } else {
-        let text = text_of(record.get("content"));
+        let text = text_of(record.field("content"));
         if !text.is_empty() {
             content.push(Block::Text { text: text.into() });
             sources.push(src("content".into()));
         }
     }
     let calls = record
-        .get_mut("toolCalls")
+        .field_mut("toolCalls")
         .and_then(Value::as_array_mut)
         .map(Vec::as_mut_slice)
         .unwrap_or_default();
     let mut results = Vec::new();
     let mut result_sources = Vec::new();
     for (k, call) in calls.iter_mut().enumerate() {
-        let name = call.get("name").and_then(Value::as_str).unwrap_or("");
+        let name = call.field("name").and_then(Value::as_str).unwrap_or("");
         let call_id = call
-            .get("id")
+            .field("id")
             .and_then(Value::as_str)
             .map_or_else(|| format!("{name}#{k}"), str::to_string);
         if !parts_hold_calls {
@@ -258,13 +259,13 @@ fn model_turn(conv: &mut Conversation, record: &mut Value, src: &dyn Fn(String) 
             content.push(Block::ToolUse {
                 id: call_id.as_str().into(),
                 name: name.into(),
-                input: Json::new(call.get_mut("args").map_or(Value::Null, Value::take)),
+                input: Json::new(call.field_mut("args").map_or(Value::Null, Value::take)),
             });
             sources.push(src(format!("toolCalls[{k}]")));
         }
-        let status = call.get("status").and_then(Value::as_str);
+        let status = call.field("status").and_then(Value::as_str);
         let is_error = matches!(status, Some("error" | "cancelled"));
-        if let Some(result) = call.get_mut("result").filter(|r| !r.is_null()) {
+        if let Some(result) = call.field_mut("result").filter(|r| !r.is_null()) {
             for (id, content, path) in responses_sent(result, &call_id, k) {
                 results.push(Block::ToolResult {
                     tool_use_id: id.into(),
@@ -290,7 +291,7 @@ fn model_turn(conv: &mut Conversation, record: &mut Value, src: &dyn Fn(String) 
         src("message".into()),
         sources,
     );
-    if let Some(tokens) = record.get("tokens").filter(|t| t.is_object()) {
+    if let Some(tokens) = record.field("tokens").filter(|t| t.is_object()) {
         // The CLI's copy of Gemini's `usageMetadata`: `input` counts the
         // cached tokens too; thinking is billed as output.
         let count = |key: &str| tokens.get(key).and_then(Value::as_u64).unwrap_or(0);
@@ -302,7 +303,7 @@ fn model_turn(conv: &mut Conversation, record: &mut Value, src: &dyn Fn(String) 
         };
         let message = conv.messages.len() - 1;
         let model = record
-            .get("model")
+            .field("model")
             .and_then(Value::as_str)
             .map(str::to_string);
         match conv.usage.iter_mut().find(|u| u.message == message) {
@@ -366,16 +367,16 @@ fn printed_parts(content: Option<&Value>) -> String {
         if let Some(s) = p.as_str() {
             return s.to_string();
         }
-        if let Some(f) = p.get("functionCall") {
+        if let Some(f) = p.field("functionCall") {
             return format!("[Function Call: {}]", f["name"].as_str().unwrap_or(""));
         }
-        if let Some(f) = p.get("functionResponse") {
+        if let Some(f) = p.field("functionResponse") {
             return format!("[Function Response: {}]", f["name"].as_str().unwrap_or(""));
         }
-        if p.get("inlineData").is_some() || p.get("fileData").is_some() {
+        if p.field("inlineData").is_some() || p.field("fileData").is_some() {
             return "[Data]".into();
         }
-        p.get("text")
+        p.field("text")
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string()
@@ -410,37 +411,37 @@ fn parts_of(
     };
     for (k, part) in parts.into_iter().enumerate() {
         let path = format!("content[{k}]");
-        if let Some(call) = part.get_mut("functionCall") {
-            let name = call.get("name").and_then(Value::as_str).unwrap_or("");
+        if let Some(call) = part.field_mut("functionCall") {
+            let name = call.field("name").and_then(Value::as_str).unwrap_or("");
             let id = call
-                .get("id")
+                .field("id")
                 .and_then(Value::as_str)
                 .map_or_else(|| format!("{name}#{k}"), str::to_string);
             let name = name.to_string();
             blocks.push(Block::ToolUse {
                 id: id.into(),
                 name: name.into(),
-                input: Json::new(call.get_mut("args").map_or(Value::Null, Value::take)),
+                input: Json::new(call.field_mut("args").map_or(Value::Null, Value::take)),
             });
-        } else if let Some(response) = part.get_mut("functionResponse") {
-            let name = response.get("name").and_then(Value::as_str).unwrap_or("");
+        } else if let Some(response) = part.field_mut("functionResponse") {
+            let name = response.field("name").and_then(Value::as_str).unwrap_or("");
             let id = response
-                .get("id")
+                .field("id")
                 .and_then(Value::as_str)
                 .map(str::to_string)
                 .or_else(|| open_call_named(conv, name))
                 .unwrap_or_else(|| format!("{name}#?"));
             let answer = response
-                .get_mut("response")
+                .field_mut("response")
                 .map_or(Value::Null, Value::take);
-            let is_error = answer.get("error").is_some() && answer.get("output").is_none();
+            let is_error = answer.field("error").is_some() && answer.field("output").is_none();
             blocks.push(Block::ToolResult {
                 tool_use_id: id.into(),
                 content: Json::new(answer),
                 is_error,
             });
-        } else if let Some(text) = part.get("text").and_then(Value::as_str) {
-            if part.get("thought").and_then(Value::as_bool) == Some(true) {
+        } else if let Some(text) = part.field("text").and_then(Value::as_str) {
+            if part.field("thought").and_then(Value::as_bool) == Some(true) {
                 continue;
             }
             blocks.push(Block::Text { text: text.into() });
@@ -495,7 +496,7 @@ fn text_of(content: Option<&Value>) -> String {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Array(parts)) => parts
             .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .filter_map(|p| p.field("text").and_then(Value::as_str))
             .collect::<Vec<_>>()
             .join(""),
         Some(Value::Object(part)) => part
@@ -516,17 +517,17 @@ fn text_of(content: Option<&Value>) -> String {
 /// part it is. Each: the id it answers, its `response`, and where it is.
 fn responses_sent(result: &mut Value, call_id: &str, k: usize) -> Vec<(String, Value, String)> {
     let answer = |part: &mut Value| -> Option<(String, Value)> {
-        let f = part.get_mut("functionResponse")?;
+        let f = part.field_mut("functionResponse")?;
         let id = f
-            .get("id")
+            .field("id")
             .and_then(Value::as_str)
             .unwrap_or(call_id)
             .to_string();
-        Some((id, f.get_mut("response").map_or(Value::Null, Value::take)))
+        Some((id, f.field_mut("response").map_or(Value::Null, Value::take)))
     };
     let whole = format!("toolCalls[{k}].result");
     match result {
-        Value::Array(parts) if parts.iter().any(|p| p.get("functionResponse").is_some()) => {
+        Value::Array(parts) if parts.iter().any(|p| p.field("functionResponse").is_some()) => {
             let count = parts.len();
             parts
                 .iter_mut()

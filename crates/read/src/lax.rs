@@ -11,6 +11,7 @@ use std::marker::PhantomData;
 
 use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
+use serde_json::Value;
 
 /// Visitor methods for every JSON kind a lax type does not take: each
 /// consumes the value and answers `$other`.
@@ -645,6 +646,71 @@ mod tests {
             for read in both(&odd.to_string()) {
                 let pair = read.object().expect("an object");
                 assert!(pair.name.0.is_none() && pair.items.0.is_none());
+            }
+        }
+    }
+}
+
+/// A field of a JSON object found by comparing its keys in order, where
+/// the object is small (a log record's own fields): `Value::get` hashes
+/// the key with SipHash for every lookup (`serde_json`'s ordered map), which
+/// was a tenth of reading a Gemini CLI chat, looked up a few times per
+/// record. A larger object is looked up by its hash as before.
+pub(crate) trait Field {
+    /// The field `key`, when this is an object that has it.
+    fn field(&self, key: &str) -> Option<&Value>;
+    /// [`Field::field`], to change or take.
+    fn field_mut(&mut self, key: &str) -> Option<&mut Value>;
+}
+
+/// Up to how many keys an object is scanned rather than hashed.
+const SCANNED_UP_TO: usize = 16;
+
+impl Field for Value {
+    fn field(&self, key: &str) -> Option<&Value> {
+        match self {
+            Value::Object(map) if map.len() <= SCANNED_UP_TO => {
+                map.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
+            }
+            Value::Object(map) => map.get(key),
+            _ => None,
+        }
+    }
+
+    fn field_mut(&mut self, key: &str) -> Option<&mut Value> {
+        let Value::Object(map) = self else {
+            return None;
+        };
+        if map.len() > SCANNED_UP_TO {
+            return map.get_mut(key);
+        }
+        map.iter_mut()
+            .find(|(k, _)| k.as_str() == key)
+            .map(|(_, v)| v)
+    }
+}
+
+#[cfg(test)]
+mod field_tests {
+    use super::Field;
+    use serde_json::json;
+
+    /// A field found by scanning is the one `Value::get` finds, small or
+    /// large, present or not, and on what is not an object.
+    #[test]
+    fn a_field_is_what_get_finds() {
+        let large: serde_json::Map<String, serde_json::Value> =
+            (0..40).map(|k| (format!("k{k}"), json!(k))).collect();
+        for mut value in [
+            json!({"type": "gemini", "id": "a", "content": [1]}),
+            serde_json::Value::Object(large),
+            json!([1, 2]),
+            json!("type"),
+        ] {
+            for key in ["type", "id", "content", "k3", "k39", "missing"] {
+                assert_eq!(value.field(key), value.get(key), "{key}");
+                let expected = value.get(key).cloned();
+                assert_eq!(value.field_mut(key).map(|v| v.clone()), expected);
             }
         }
     }
