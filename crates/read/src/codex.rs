@@ -9,6 +9,7 @@
 //! `event_msg` records carry no items.
 
 use crate::agent::Agent;
+use crate::lax::Field;
 use loopdbg_engine::diagnostics::json_span::{JsonPath, PathSeg};
 use serde_json::{Value, json};
 
@@ -65,23 +66,23 @@ impl CodexRollout {
     )]
     pub fn push_owned(&mut self, line: usize, mut record: Value) -> Result<(), ReadError> {
         let kind = record
-            .get("type")
+            .field("type")
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
         let bare =
-            record.get("payload").is_none() && (record.get("role").is_some() || is_item(&kind));
+            record.field("payload").is_none() && (record.field("role").is_some() || is_item(&kind));
         let compacted_at = match kind.as_str() {
             "compacted" => record
-                .get("timestamp")
+                .field("timestamp")
                 .and_then(Value::as_str)
                 .and_then(super::conversation::time_of),
             _ => None,
         };
-        let item = match (kind.as_str(), record.get_mut("payload")) {
+        let item = match (kind.as_str(), record.field_mut("payload")) {
             ("response_item", Some(payload)) => payload.take(),
             ("turn_context", Some(payload)) => {
-                if let Some(model) = payload.get("model").and_then(Value::as_str) {
+                if let Some(model) = payload.field("model").and_then(Value::as_str) {
                     self.model = Some(model.to_string());
                 }
                 return Ok(());
@@ -108,7 +109,7 @@ impl CodexRollout {
                     compacted: Some((line, compacted_at)),
                     ..Segment::default()
                 };
-                match payload.get_mut("replacement_history") {
+                match payload.field_mut("replacement_history") {
                     Some(Value::Array(kept)) => {
                         for item in kept.drain(..) {
                             next.items.push(item);
@@ -116,7 +117,10 @@ impl CodexRollout {
                         }
                     }
                     _ => {
-                        let summary = payload.get("message").and_then(Value::as_str).unwrap_or("");
+                        let summary = payload
+                            .field("message")
+                            .and_then(Value::as_str)
+                            .unwrap_or("");
                         next.summary = Some(summary.to_string());
                         next.items.push(json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": summary}]}));
                         next.lines.push(line);
@@ -247,10 +251,10 @@ fn normalize(items: &mut Vec<Value>, lines: &mut Vec<usize>) -> Vec<Rewrite> {
     let read: Vec<Item> = items
         .iter()
         .map(|item| {
-            let kind = item.get("type").and_then(Value::as_str).unwrap_or("");
+            let kind = item.field("type").and_then(Value::as_str).unwrap_or("");
             let id = || {
-                item.get("call_id")
-                    .or_else(|| item.get("id"))
+                item.field("call_id")
+                    .or_else(|| item.field("id"))
                     .and_then(Value::as_str)
             };
             match kind {

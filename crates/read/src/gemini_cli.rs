@@ -103,7 +103,11 @@ impl Fold {
     }
 
     fn upsert(&mut self, line: usize, element: Option<usize>, value: Value) {
-        let Some(id) = value.field("id").and_then(Value::as_str).map(str::to_string) else {
+        let Some(id) = value
+            .field("id")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+        else {
             return;
         };
         let place = Place {
