@@ -16,9 +16,10 @@ fn main() -> std::process::ExitCode {
     // mimalloc's own variable, when set, is left to say.
     #[cfg(feature = "mimalloc")]
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
-        set_purge_delay(match cli::draws_a_screen() {
-            true => AT_ONCE,
-            false => A_SECOND,
+        set_purge_delay(if cli::draws_a_screen() {
+            AT_ONCE
+        } else {
+            A_SECOND
         });
     }
     cli::main()
