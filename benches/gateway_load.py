@@ -27,7 +27,8 @@ gateway's peak resident memory during the cell (VmHWM, reset before each
 cell through /proc/PID/clear_refs; LiteLLM's summed over its processes)
 and its CPU time per request.
 
-Environment: SIZES (bytes, comma-separated; default 20480,2097152),
+Environment: SPREAD_MS (default 0: every agent starts at once; see
+loopdbg-load --spread), SIZES (bytes, comma-separated; default 20480,2097152),
 AGENTS (default 1,16,64,256), WAYS (default all five: direct, loopdbg, loopdbg-forward, litellm,
 mitmproxy), COUNT (requests
 counted per cell, default 64, at least 4 per agent), GROW (default 1: each
@@ -58,6 +59,10 @@ COUNT = int(os.environ.get("COUNT", "64"))
 # Each agent's history its own, two messages longer at every request, as
 # an agent's is (1, the default); 0 sends the one body every time.
 GROW = os.environ.get("GROW", "1") == "1"
+# Agents' first requests spread over this many milliseconds (agent k of n
+# at k/n of it) instead of all at once: the paced fake otherwise keeps
+# them in step, and their requests reach the gateway in waves.
+SPREAD_MS = int(os.environ.get("SPREAD_MS", "0"))
 # The model's pace: a longer history takes a model longer to start
 # answering (a real one takes seconds on 2 MB, about 500,000 tokens).
 FIRST_MS = {20480: 300, 2097152: 1000}
@@ -191,6 +196,8 @@ def start_gateways(upstream, tmp, children):
 
 def load(url, body_file, agents, per_agent):
     grow = ["--grow"] if GROW else []
+    if SPREAD_MS:
+        grow += ["--spread", str(SPREAD_MS)]
     out = subprocess.run(
         [os.path.join(BIN, "loopdbg-load"), *grow, url + "/v1/chat/completions", body_file, str(agents), str(per_agent),
          "authorization: Bearer sk-bench"],

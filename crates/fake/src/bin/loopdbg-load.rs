@@ -9,8 +9,14 @@
 //! milliseconds of the time to the answer's first byte (`ttfb`) and to its
 //! end (`total`).
 //!
-//! Usage: `loopdbg-load [--grow] URL BODY_FILE AGENTS REQUESTS [NAME:VALUE]...`
+//! Usage: `loopdbg-load [--grow] [--spread MS] URL BODY_FILE AGENTS REQUESTS [NAME:VALUE]...`
 //! (each NAME:VALUE a request header).
+//!
+//! `--spread MS`: agent k of n sends its first counted request k·MS/n
+//! milliseconds after the others' connections are open, rather than all
+//! at once, as agents that started at different times do; without it
+//! every agent starts together, and a paced fake keeps them in step, so
+//! their requests reach the gateway in waves of AGENTS at a time.
 //!
 //! `--grow`: each agent's history is its own and grows as an agent's
 //! does: the body's `messages` (its last key) open with a message naming
@@ -44,12 +50,25 @@ struct Timing {
 )]
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
-    let grow = args.first().is_some_and(|a| a == "--grow");
-    if grow {
-        args.remove(0);
+    let (mut grow, mut spread) = (false, Duration::ZERO);
+    loop {
+        match args.first().map(String::as_str) {
+            Some("--grow") => {
+                grow = true;
+                args.remove(0);
+            }
+            Some("--spread") if args.len() > 1 => {
+                let ms: u64 = args[1].parse().expect("--spread MS, a number");
+                spread = Duration::from_millis(ms);
+                args.drain(..2);
+            }
+            _ => break,
+        }
     }
     let [url, body_file, agents, requests, headers @ ..] = args.as_slice() else {
-        eprintln!("usage: loopdbg-load [--grow] URL BODY_FILE AGENTS REQUESTS [NAME:VALUE]...");
+        eprintln!(
+            "usage: loopdbg-load [--grow] [--spread MS] URL BODY_FILE AGENTS REQUESTS [NAME:VALUE]..."
+        );
         std::process::exit(2);
     };
     let body = Bytes::from(std::fs::read(body_file).expect("the body file"));
@@ -70,8 +89,22 @@ fn main() {
         eprintln!("--grow: the body must end with its `messages` array (`...]}}`)");
         std::process::exit(2);
     }
-    let (timings, took) = runtime.block_on(run(url, body, grow, agents, requests, &headers));
+    let load = Load {
+        grow,
+        spread,
+        agents,
+        requests,
+    };
+    let (timings, took) = runtime.block_on(run(url, body, &load, &headers));
     println!("{}", summary(&timings, took));
+}
+
+/// How the agents send: see the usage above.
+struct Load {
+    grow: bool,
+    spread: Duration,
+    agents: usize,
+    requests: usize,
 }
 
 /// Runs the agents to their end: every counted request's timing, and the
@@ -79,11 +112,15 @@ fn main() {
 async fn run(
     url: &str,
     body: Bytes,
-    grow: bool,
-    agents: usize,
-    requests: usize,
+    load: &Load,
     headers: &[(String, String)],
 ) -> (Vec<Timing>, Duration) {
+    let &Load {
+        grow,
+        spread,
+        agents,
+        requests,
+    } = load;
     let client = Client::builder(TokioExecutor::new())
         .pool_max_idle_per_host(agents)
         .build_http::<Full<Bytes>>();
@@ -101,6 +138,9 @@ async fn run(
             history.grow();
             warm.wait().await;
             began.get_or_init(Instant::now);
+            // Agent k of n starts k/n of the spread later.
+            let offset = spread.mul_f64(agent as f64 / agents as f64);
+            tokio::time::sleep(offset).await;
             for _ in 0..requests {
                 timings.push(exchange(&client, url, &history.body(), headers).await);
                 history.grow();
