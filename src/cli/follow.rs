@@ -236,17 +236,13 @@ impl Grower {
     }
 }
 
-/// The picture of a large log's newest part, `newest` judged within it
-/// (`findings`), alarmed at once: the whole log's judgement comes seconds
-/// later.
-fn part_update(
-    recent: &Recent,
-    newest: &loopdbg_read::Conversation,
-    findings: &[loopdbg_judge::check::Finding],
-    alarms: &loopdbg_corpus::follow::Alarms,
-) -> LiveUpdate {
-    let alarm = alarms.newest(findings);
-    LiveUpdate::of(newest, findings, &recent.banner(), alarm)
+/// The picture of a log's newest part ([`Recent::preview`]), judged
+/// within it and alarmed at once (the whole log's judgement, when there
+/// is one, comes seconds later); `None` when there is no part to show.
+fn part_update(recent: &Recent, alarms: &loopdbg_corpus::follow::Alarms) -> Option<LiveUpdate> {
+    let (newest, findings) = recent.preview()?;
+    let alarm = alarms.newest(&findings);
+    Some(LiveUpdate::of(&newest, &findings, &recent.banner(), alarm))
 }
 
 /// The first frame of a large log no part stands for.
@@ -283,10 +279,8 @@ fn past_the_cap(memory: u64, size: u64) -> String {
 fn follow_part_only(path: &Path, origin: String, mut recent: Recent) -> Result<ExitCode, Failure> {
     let alarms = Followed::new(&origin).alarms();
     let covers = recent.sizes().1;
-    let first = match recent.preview() {
-        Some((newest, findings)) => part_update(&recent, &newest, &findings, &alarms),
-        None => LiveUpdate::no_conversation_yet(&origin),
-    };
+    let first =
+        part_update(&recent, &alarms).unwrap_or_else(|| LiveUpdate::no_conversation_yet(&origin));
     let tail = Tail::after(path, covers);
     let (updates, feed) = mpsc::unbounded_channel();
     let watched = path.to_path_buf();
@@ -294,10 +288,10 @@ fn follow_part_only(path: &Path, origin: String, mut recent: Recent) -> Result<E
         loopdbg_io::watch::follow(&watched, tail, |tail, from| {
             recent.push(&tail.take_lines(), from.is_none());
             let covers = recent.sizes().1;
-            let Some((newest, findings)) = recent.preview() else {
+            let Some(update) = part_update(&recent, &alarms) else {
                 return true;
             };
-            let update = Box::new(part_update(&recent, &newest, &findings, &alarms));
+            let update = Box::new(update);
             updates.send(LiveEvent::Preview { update, covers }).is_ok()
         });
     });
@@ -341,9 +335,7 @@ pub(super) fn follow(path: &Path, which: Option<usize>, memory: u64) -> Result<E
     // before the first frame: 10 s). Not when a conversation is pinned,
     // which the part may not hold.
     let part = match which {
-        None if recent.read_end(path).unwrap_or(false) => recent
-            .preview()
-            .map(|(newest, findings)| part_update(&recent, &newest, &findings, &alarms)),
+        None if recent.read_end(path).unwrap_or(false) => part_update(&recent, &alarms),
         _ => None,
     };
     let mut opened_on_part = part.is_some().then(|| recent.sizes().1);
@@ -396,8 +388,9 @@ pub(super) fn follow(path: &Path, which: Option<usize>, memory: u64) -> Result<E
                 }
             }
             // The part shows the newest conversation: not one pinned.
-            if let Some((newest, findings)) = recent.preview().filter(|_| which.is_none()) {
-                let update = Box::new(part_update(&recent, &newest, &findings, &alarms));
+            let part = || part_update(&recent, &alarms);
+            if let Some(update) = which.is_none().then(part).flatten() {
+                let update = Box::new(update);
                 if updates.send(LiveEvent::Preview { update, covers }).is_err() {
                     return false;
                 }
