@@ -1440,7 +1440,21 @@ fn bedrock_calls(conv: &Conversation, i: usize, out: &mut Vec<Finding>) {
 
 fn openai(conv: &Conversation) -> Vec<Finding> {
     let mut out = Vec::new();
+    openai_messages(conv, 0..conv.messages.len(), &mut out);
+    out
+}
+
+/// [`openai`]'s findings of `messages` (a grown check settles them in
+/// parts, [`growing`]). A tool message is judged by the calls of the last
+/// message before it that is not one, less the results since: the walk
+/// starts there, and says only what it finds from `messages.start` on.
+fn openai_messages(conv: &Conversation, messages: Range<usize>, out: &mut Vec<Finding>) {
     let msgs = &conv.messages;
+    let from = msgs[..messages.start.min(msgs.len())]
+        .iter()
+        .rposition(|m| m.role != Role::Tool)
+        .unwrap_or(0);
+    let mut said = Vec::new();
     let mut expecting: HashSet<&str> = HashSet::default();
     // The older `function_call` / `function` messages pair by name and
     // position, not by id, and the API is not known to refuse one left
@@ -1450,7 +1464,12 @@ fn openai(conv: &Conversation) -> Vec<Finding> {
             .iter()
             .any(|(c, t)| c == id && t == loopdbg_read::openai_chat::LEGACY_FUNCTION_CALL)
     };
-    for (i, m) in msgs.iter().enumerate() {
+    for (i, m) in msgs.iter().enumerate().take(messages.end).skip(from) {
+        // Before `messages`, only the state is wanted.
+        let out: &mut Vec<Finding> = match i < messages.start {
+            true => &mut said,
+            false => &mut *out,
+        };
         match m.role {
             Role::Tool => {
                 for (k, id) in tool_results(m) {
@@ -1524,7 +1543,6 @@ fn openai(conv: &Conversation) -> Vec<Finding> {
             }
         }
     }
-    out
 }
 
 fn responses(conv: &Conversation) -> Vec<Finding> {
