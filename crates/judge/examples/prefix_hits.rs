@@ -40,7 +40,7 @@ fn main() {
                 if matches!(format, Format::Openai | Format::Anthropic)
                     && let Ok(read) = read_whole(format, doc, &body, Detail::Shape)
                 {
-                    histories.keep_whole(route, &body, 0, read);
+                    histories.keep_whole(route, &body, 0, read, ());
                 }
             }
         }

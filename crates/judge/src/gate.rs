@@ -6,6 +6,7 @@
 use serde_json::{Value, json};
 
 use crate::chain::{Chain, ResponseStore, check_continuing, repair_continuing};
+use crate::check::growing::GrowingCheck;
 use crate::check::{Finding, check};
 use crate::fix::Repair;
 use loopdbg_formats::provider::Format;
@@ -181,9 +182,13 @@ pub fn inspect_as(
     inspect_keeping(by, format, body, None, policy, chain).0
 }
 
-/// [`inspect_as`], with the conversation the body read as and its marks
-/// when `remembered` (the body's text) is given: for the gate to remember
-/// (not for Responses, read against its chain).
+/// What the gate remembers of a request read whole: its conversation and
+/// marks, and the check of its settled turns.
+type Remembered = (Whole, GrowingCheck);
+
+/// [`inspect_as`], with the conversation the body read as, its marks and
+/// its check when `remembered` (the body's text) is given: for the gate
+/// to remember (not for Responses, read against its chain).
 fn inspect_keeping(
     by: Gatekeeper,
     format: Format,
@@ -191,7 +196,7 @@ fn inspect_keeping(
     remembered: Option<&[u8]>,
     policy: OnInvalid,
     chain: &Chain,
-) -> (Verdict, Option<Whole>) {
+) -> (Verdict, Option<Remembered>) {
     // Only a repair needs the body after it is read; the check keeps
     // texts as fingerprints, so the body is held once more only then.
     let to_repair = matches!(policy, OnInvalid::Repair(_)).then(|| body.clone());
@@ -342,10 +347,10 @@ pub fn judge_as(
             // past its prefix only when its path says its format.
             let remembered = (routed == Some(format)).then_some(bytes);
             let (verdict, whole) = inspect_keeping(by, format, doc, remembered, policy, &chain);
-            if let Some(whole) = whole {
+            if let Some((whole, growing)) = whole {
                 memory
                     .histories
-                    .keep_whole(path_and_query, bytes, spent, whole);
+                    .keep_whole(path_and_query, bytes, spent, whole, growing);
             }
             let why = verdict
                 .unread
@@ -382,8 +387,9 @@ pub fn judge_as(
 pub struct Memory {
     /// The calls of the Responses answers relayed.
     pub responses: std::sync::Mutex<ResponseStore>,
-    /// Recent Chat Completions and Messages conversations.
-    pub histories: Histories,
+    /// Recent Chat Completions and Messages conversations, each with the
+    /// check of its settled turns.
+    pub histories: Histories<GrowingCheck>,
 }
 
 /// The memory [`Memory::default`] gives recent conversations: room for
@@ -419,8 +425,9 @@ fn judged_past_the_prefix(
     policy: OnInvalid,
     memory: &Memory,
 ) -> Option<Judged> {
-    let read = memory.histories.read(format, path, bytes, Detail::Shape)?;
-    let findings = check(&read.conv);
+    let mut read = memory.histories.read(format, path, bytes, Detail::Shape)?;
+    // Only the messages past the settled turns are checked again.
+    let findings = read.state.check(&read.conv, Some(read.from));
     let refused = findings.iter().any(Finding::rejected_by_provider);
     if refused && matches!(policy, OnInvalid::Repair(_)) {
         return None;
@@ -446,12 +453,13 @@ fn judged_keeping(
     body: Value,
     remembered: Option<&[u8]>,
     chain: &Chain,
-) -> Result<(Vec<Finding>, Option<Whole>), ReadError> {
+) -> Result<(Vec<Finding>, Option<Remembered>), ReadError> {
     match (format, remembered) {
         (Format::Responses, _) => check_continuing(body, chain, Detail::Shape).map(|f| (f, None)),
         (_, Some(bytes)) => read_whole(format, body, bytes, Detail::Shape).map(|whole| {
-            let findings = check(&whole.conv);
-            (findings, Some(whole))
+            let mut growing = GrowingCheck::default();
+            let findings = growing.check(&whole.conv, None);
+            (findings, Some((whole, growing)))
         }),
         (_, None) => read_owned_as(body, Source::Provider(format), Detail::Shape)
             .map(|conv| (check(&conv), None)),
@@ -854,5 +862,86 @@ mod gatekeeper_tests {
             })
             .collect();
         assert_eq!(refused, [false, true, true, true, false, false, true, true]);
+    }
+
+    /// A Chat agent's long session as a gateway sees it: turns settle
+    /// (the check keeps them), an id is reused far back with arguments
+    /// that are not JSON, a call breaks its schema, one turn's call is
+    /// sent without its result (refused), and the agent mends it by
+    /// inserting the result where it belongs and goes on. Each request
+    /// gets, under each policy, the verdict it gets read whole.
+    #[test]
+    fn a_long_chat_session_with_a_refusal_mended_gets_the_verdicts_read_whole() {
+        let call = |id: &str, arguments: &str| json!({"id": id, "type": "function", "function": {"name": "get_weather", "arguments": arguments}});
+        let result = |id: &str| json!({"role": "tool", "tool_call_id": id, "content": "18°C"});
+        let mut history = vec![json!({"role": "user", "content": "weather, hour by hour"})];
+        let mut session = Vec::new();
+        let body = |history: &[Value]| {
+            serde_json::to_vec(&json!({
+                "model": "gpt-4o",
+                "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {
+                    "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}],
+                "messages": history,
+                "stream": true,
+            }))
+            .unwrap()
+        };
+        for t in 0..30 {
+            let id = match t {
+                3 | 20 => "call_again".to_string(),
+                _ => format!("call_{t}"),
+            };
+            let arguments = match t {
+                3 => r#"{"town": 3}"#,
+                20 => r#"{"city":"#,
+                9 => r#"{"city": 9}"#,
+                _ => r#"{"city": "Oslo"}"#,
+            };
+            history.push(
+                json!({"role": "assistant", "content": null, "tool_calls": [call(&id, arguments)]}),
+            );
+            if t == 14 {
+                // Sent on without the result: refused. Then mended, the
+                // result put back after its call.
+                history.push(json!({"role": "user", "content": "go on"}));
+                session.push(body(&history));
+                let at = history.len() - 1;
+                history.insert(at, result(&id));
+            } else {
+                history.push(result(&id));
+            }
+            session.push(body(&history));
+        }
+        for policy in [
+            OnInvalid::Forward,
+            OnInvalid::Block,
+            OnInvalid::Repair(Repair::Synthesize),
+        ] {
+            let remembering = Memory::default();
+            let whole = Memory::new(0);
+            let mut refused = 0;
+            for (k, request) in session.iter().enumerate() {
+                let verdict = |memory: &Memory| {
+                    let judged = judge(
+                        "/v1/chat/completions",
+                        request,
+                        policy,
+                        OnUnjudged::Block,
+                        memory,
+                    );
+                    judged.verdict.unwrap()
+                };
+                let (got, want) = (verdict(&remembering), verdict(&whole));
+                let words = |v: &Verdict| {
+                    format!(
+                        "{:?} {:?} {:?} {:?}",
+                        v.findings, v.rejected, v.decision, v.unread
+                    )
+                };
+                assert_eq!(words(&got), words(&want), "request {k} under {policy}");
+                refused += usize::from(want.rejected.is_some());
+            }
+            assert_eq!(refused, 1, "under {policy}");
+        }
     }
 }

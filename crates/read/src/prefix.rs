@@ -168,14 +168,15 @@ pub struct Whole {
 }
 
 /// The conversations of recent requests, for reading the next request of
-/// each past what they share.
-pub struct Histories {
-    kept: Mutex<Kept>,
+/// each past what they share, each with what its reader keeps beside it
+/// (`S`: the gate keeps the check of the conversation's settled turns).
+pub struct Histories<S = ()> {
+    kept: Mutex<Kept<S>>,
 }
 
-struct Kept {
+struct Kept<S> {
     /// Oldest first.
-    entries: Vec<Remembered>,
+    entries: Vec<Remembered<S>>,
     /// What the entries are counted at, in bytes.
     used: usize,
     budget: usize,
@@ -185,8 +186,10 @@ struct Kept {
 
 /// A request's conversation, with what is needed to read a request that
 /// continues it.
-struct Remembered {
+struct Remembered<S> {
     conv: Conversation,
+    /// What the reader kept beside it.
+    state: S,
     /// Where its messages end in its body, and what it was read as.
     next: Next,
     /// The body from the array's closing `]` on.
@@ -199,9 +202,14 @@ struct Remembered {
 
 /// What [`Histories::read`] gives: the conversation, and what to hand
 /// back to [`Histories::keep`] once it is judged.
-pub struct ReadPast {
+pub struct ReadPast<S = ()> {
     /// The request's conversation, as reading it whole gives it.
     pub conv: Conversation,
+    /// What was kept beside the conversation it continues.
+    pub state: S,
+    /// The first of its messages read past the prefix: the ones before
+    /// are the remembered conversation's.
+    pub from: usize,
     next: Next,
 }
 
@@ -229,10 +237,10 @@ struct Next {
     spent: usize,
 }
 
-impl Histories {
+impl<S> Histories<S> {
     /// Remembering conversations worth at most `budget` bytes (each
     /// counted at [`COST`] × its body); 0 remembers nothing.
-    pub fn new(budget: usize) -> Histories {
+    pub fn new(budget: usize) -> Histories<S> {
         Histories {
             kept: Mutex::new(Kept {
                 entries: Vec::new(),
@@ -254,22 +262,24 @@ impl Histories {
         path: &str,
         bytes: &[u8],
         detail: Detail,
-    ) -> Option<ReadPast> {
+    ) -> Option<ReadPast<S>> {
         let (earlier, from) = self.take(format, path, bytes, detail)?;
         past(earlier, from, bytes)
     }
 
-    /// Remembers the conversation read past a prefix, for the request
-    /// after `bytes`.
-    pub fn keep(&self, read: ReadPast, bytes: &[u8]) {
-        let ReadPast { conv, next } = read;
-        self.remember(conv, next, bytes);
+    /// Remembers the conversation read past a prefix, with `state`
+    /// beside it, for the request after `bytes`.
+    pub fn keep(&self, read: ReadPast<S>, bytes: &[u8]) {
+        let ReadPast {
+            conv, state, next, ..
+        } = read;
+        self.remember(conv, state, next, bytes);
     }
 
     /// Remembers what `bytes` (a request to `path`, parsed whole, taking
-    /// `spent` of its memory limit) read as, when its `messages` array can
-    /// be found in it.
-    pub fn keep_whole(&self, path: &str, bytes: &[u8], spent: usize, whole: Whole) {
+    /// `spent` of its memory limit) read as, with `state` beside it, when
+    /// its `messages` array can be found in it.
+    pub fn keep_whole(&self, path: &str, bytes: &[u8], spent: usize, whole: Whole, state: S) {
         let Whole {
             conv,
             format,
@@ -305,7 +315,7 @@ impl Histories {
             messages: layout.messages,
             spent,
         };
-        self.remember(conv, next, bytes);
+        self.remember(conv, state, next, bytes);
     }
 
     fn is_off(&self) -> bool {
@@ -319,7 +329,7 @@ impl Histories {
     /// would be read whole (a 64-agent bench went from 2.5 to 19.6 ms a
     /// request so); the newcomer is not kept instead, and the agents kept
     /// stay fast. An agent gone away frees its room two rounds later.
-    fn remember(&self, conv: Conversation, next: Next, bytes: &[u8]) {
+    fn remember(&self, conv: Conversation, state: S, next: Next, bytes: &[u8]) {
         let cost = COST.saturating_mul(bytes.len());
         let (Some(body_prefix), Some(close)) =
             (bytes.get(..next.end), closing_bracket(bytes, next.end))
@@ -345,6 +355,7 @@ impl Histories {
         if kept.used + cost <= kept.budget {
             let entry = Remembered {
                 conv,
+                state,
                 next: Next {
                     prefix: grown(next.prefix, body_prefix),
                     ..next
@@ -371,9 +382,9 @@ impl Histories {
         path: &str,
         bytes: &[u8],
         detail: Detail,
-    ) -> Option<(Remembered, Option<usize>)> {
+    ) -> Option<(Remembered<S>, Option<usize>)> {
         let mut kept = self.kept.lock().ok()?;
-        let from = |r: &Remembered| -> Option<(usize, Option<usize>)> {
+        let from = |r: &Remembered<S>| -> Option<(usize, Option<usize>)> {
             let Remembered { next: r, tail, .. } = r;
             if r.format != format
                 || r.detail != detail
@@ -435,9 +446,10 @@ fn remembers(format: Format) -> bool {
 /// `bytes`, which continue `earlier` up to its prefix's end (or, `from`,
 /// up to its boundary there) and end with its tail, read as the earlier
 /// conversation and the elements after.
-fn past(earlier: Remembered, from: Option<usize>, bytes: &[u8]) -> Option<ReadPast> {
+fn past<S>(earlier: Remembered<S>, from: Option<usize>, bytes: &[u8]) -> Option<ReadPast<S>> {
     let Remembered {
         mut conv,
+        state,
         next:
             Next {
                 mut prefix,
@@ -462,6 +474,9 @@ fn past(earlier: Remembered, from: Option<usize>, bytes: &[u8]) -> Option<ReadPa
     }
     let limit = limit_for(bytes.len());
     let left = Cell::new(limit.checked_sub(spent)?);
+    // (A conversation's messages are not the array's elements: Chat's
+    // system messages are read into its system prompt.)
+    let first_read = conv.messages.len();
     let mut at = end;
     loop {
         at = after_space(bytes, at);
@@ -499,6 +514,8 @@ fn past(earlier: Remembered, from: Option<usize>, bytes: &[u8]) -> Option<ReadPa
     }
     Some(ReadPast {
         conv,
+        state,
+        from: first_read,
         next: Next {
             prefix,
             back,
@@ -750,7 +767,7 @@ mod tests {
         let (doc, spent) = crate::bounded::value_of_slice_spent(body).unwrap();
         let read = read_whole(format, doc, body, Detail::Shape).unwrap();
         assert_eq!(read.conv, whole(format, body));
-        h.keep_whole(path, body, spent, read);
+        h.keep_whole(path, body, spent, read, ());
     }
 
     /// Each request of `requests` (one conversation growing) read past
@@ -758,11 +775,17 @@ mod tests {
     fn grows_as_read_whole(format: Format, path: &str, requests: &[Vec<u8>]) {
         let h = Histories::new(64 << 20);
         keep_whole(&h, format, path, &requests[0]);
+        let mut before = whole(format, &requests[0]);
         for (k, body) in requests.iter().enumerate().skip(1) {
             let read = h
                 .read(format, path, body, Detail::Shape)
                 .unwrap_or_else(|| panic!("request {k} was not read past its prefix"));
             assert_eq!(read.conv, whole(format, body), "request {k}");
+            // What it says was not read again is the earlier request's.
+            let same = read.from;
+            assert!(same <= before.messages.len(), "request {k}");
+            assert_eq!(read.conv.messages[..same], before.messages[..same]);
+            before = read.conv.clone();
             h.keep(read, body);
         }
     }
@@ -1043,7 +1066,7 @@ mod tests {
             detail: Detail::Shape,
             marks: Vec::new(),
         };
-        h.keep_whole("/v1/messages", &requests[1], spent, unmarked);
+        h.keep_whole("/v1/messages", &requests[1], spent, unmarked, ());
         assert!(
             h.read(
                 Format::Anthropic,
