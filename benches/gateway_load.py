@@ -22,13 +22,16 @@ shuffled order (fixed seed):
 The load generator (`loopdbg-load`, crates/fake/src/bin) runs AGENTS agents
 in a closed loop on one thread; each agent's first request opens its
 connection and is not counted. Per way: requests/s, the p50 and p99 of the
-time to the answer's first byte and what each adds over direct's, and the
+time to the answer's first byte and what each adds over direct's, what
+the way held a request (`held`: the p50 and p99 of the time from the
+client sending it to the fake having it whole, over direct's; the fake's
+pacing does not enter it, so it is the finer measure), and the
 gateway's peak resident memory during the cell (VmHWM, reset before each
 cell through /proc/PID/clear_refs; LiteLLM's summed over its processes)
 and its CPU time per request.
 
 Environment: SPREAD_MS (default 0: every agent starts at once; see
-loopdbg-load --spread), SIZES (bytes, comma-separated; default 20480,2097152),
+loopdbg-load --spread), PIN (1: the gateway alone on the second core), SIZES (bytes, comma-separated; default 20480,2097152),
 AGENTS (default 1,16,64,256), WAYS (default all five: direct, loopdbg, loopdbg-forward, litellm,
 mitmproxy), COUNT (requests
 counted per cell, default 64, at least 4 per agent), GROW (default 1: each
@@ -63,6 +66,13 @@ GROW = os.environ.get("GROW", "1") == "1"
 # at k/n of it) instead of all at once: the paced fake otherwise keeps
 # them in step, and their requests reach the gateway in waves.
 SPREAD_MS = int(os.environ.get("SPREAD_MS", "0"))
+# PIN=1: the gateway on the second core, the client and the fake on the
+# first (`taskset`), so a gateway's added latency is its own, not the
+# client's and the fake's work on the same two cores (LiteLLM is not
+# pinned: its workers are started apart).
+PIN = os.environ.get("PIN") == "1"
+GATEWAY_CORE = ["taskset", "-c", "1"] if PIN else []
+LOAD_CORE = ["taskset", "-c", "0"] if PIN else []
 # The model's pace: a longer history takes a model longer to start
 # answering (a real one takes seconds on 2 MB, about 500,000 tokens).
 FIRST_MS = {20480: 300, 2097152: 1000}
@@ -154,7 +164,7 @@ def start_gateways(upstream, tmp, children):
         if way not in WAYS:
             continue
         proxy = subprocess.Popen(
-            [os.path.join(BIN, "loopdbg"), "proxy", "--no-tui", "--listen", "127.0.0.1:0", "--upstream", upstream, "--on-invalid", policy],
+            [*GATEWAY_CORE, os.path.join(BIN, "loopdbg"), "proxy", "--no-tui", "--listen", "127.0.0.1:0", "--upstream", upstream, "--on-invalid", policy],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
@@ -178,7 +188,7 @@ def start_gateways(upstream, tmp, children):
     if "mitmproxy" in WAYS:
         port = free_port()
         mitm = subprocess.Popen(
-            [MITMDUMP, "--mode", f"reverse:{upstream}", "--listen-host", "127.0.0.1", "--listen-port", str(port),
+            [*GATEWAY_CORE, MITMDUMP, "--mode", f"reverse:{upstream}", "--listen-host", "127.0.0.1", "--listen-port", str(port),
              "--set", "stream_large_bodies=1", "--set", "connection_strategy=lazy", "-q"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -199,7 +209,7 @@ def load(url, body_file, agents, per_agent):
     if SPREAD_MS:
         grow += ["--spread", str(SPREAD_MS)]
     out = subprocess.run(
-        [os.path.join(BIN, "loopdbg-load"), *grow, url + "/v1/chat/completions", body_file, str(agents), str(per_agent),
+        [*LOAD_CORE, os.path.join(BIN, "loopdbg-load"), *grow, url + "/v1/chat/completions", body_file, str(agents), str(per_agent),
          "authorization: Bearer sk-bench"],
         capture_output=True,
         text=True,
@@ -215,7 +225,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             for size in SIZES:
                 first = FIRST_MS.get(size, 300)
-                fake = subprocess.Popen([os.path.join(BIN, "loopdbg-fake"), "--pace", f"{first},{EACH_MS}"], stdout=subprocess.PIPE, text=True)
+                fake = subprocess.Popen([*LOAD_CORE, os.path.join(BIN, "loopdbg-fake"), "--pace", f"{first},{EACH_MS}"], stdout=subprocess.PIPE, text=True)
                 children.append(fake)
                 upstream = fake.stdout.readline().strip()
                 ways = start_gateways(upstream, tmp, children)
@@ -227,7 +237,7 @@ def main() -> None:
                     bodies[name] = path
                 actual = os.path.getsize(bodies[next(iter(ways))])
                 print(f"\n## history {actual} bytes; the model's first event after {first} ms, each next {EACH_MS} ms later")
-                print(f"{'agents':>6} {'way':32} {'req/s':>7} {'ttfb p50':>9} {'p99':>8} {'added p50':>10} {'p99':>8} {'peak MB':>8} {'CPU ms/req':>10} statuses")
+                print(f"{'agents':>6} {'way':32} {'req/s':>7} {'ttfb p50':>9} {'p99':>8} {'added p50':>10} {'p99':>8} {'peak MB':>8} {'CPU ms/req':>10} {'held p50':>9} {'p99':>7} statuses")
                 for agents in AGENTS:
                     per_agent = max(4, COUNT // agents)
                     order = list(ways)
@@ -247,7 +257,14 @@ def main() -> None:
                         added = (f"{t['p50'] - base['ttfb']['p50']:10.2f} {t['p99'] - base['ttfb']['p99']:8.2f}"
                                  if base and name != "direct" else f"{'':10} {'':8}")
                         memory = f"{r['peak_mb']:8.1f} {r['cpu_ms']:10.2f}" if ways[name].procs else f"{'':8} {'':10}"
-                        print(f"{agents:6} {ways[name].name:32} {r['rps']:7.1f} {t['p50']:9.2f} {t['p99']:8.2f} {added} {memory} {r['statuses']}")
+                        # What the way held a request beyond direct's transit.
+                        transit = r.get("transit", {})
+                        held = (f"{transit['p50'] - base['transit']['p50']:9.2f} {transit['p99'] - base['transit']['p99']:7.2f}"
+                                if base and name != "direct" and r.get("transits") and base.get("transits")
+                                else f"{'':9} {'':7}")
+                        print(f"{agents:6} {ways[name].name:32} {r['rps']:7.1f} {t['p50']:9.2f} {t['p99']:8.2f} {added} {memory} {held} {r['statuses']}")
+                        if os.environ.get("TRANSIT") == "1" and r.get("transits"):
+                            print(f"{'':6} transit ms: p50 {transit['p50']:.2f} p90 {transit['p90']:.2f} p99 {transit['p99']:.2f} max {transit['max']:.2f}")
                     sys.stdout.flush()
                 for c in children:
                     c.kill()

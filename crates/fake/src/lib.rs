@@ -18,6 +18,11 @@
 //! connection. The
 //! header `x-fake-pace-ms: FIRST,EACH` paces a streamed answer as a model
 //! writes it: the first event after FIRST ms, each next one EACH ms later.
+//! A request carrying `x-load-sent-ns` (when the load generator sent it,
+//! in nanoseconds of the system clock) is answered with
+//! `x-fake-transit-us`: how long it took to arrive whole, in microseconds,
+//! which through a gateway is what the gateway holds it (the gateway
+//! bench; the clock is the machine's own on both ends).
 #![allow(dead_code)]
 #![forbid(unsafe_code)]
 // A fake provider for tests: a panic on what it set up itself is a
@@ -158,6 +163,12 @@ fn id_for(prefix: &str, name: &str) -> String {
     format!("{prefix}_{}1", &name[4..5])
 }
 
+/// Now, in nanoseconds since the Unix epoch (`x-load-sent-ns`).
+pub fn unix_nanos() -> Option<u128> {
+    let now = std::time::SystemTime::now();
+    Some(now.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos())
+}
+
 async fn handle(State(shared): State<Shared>, request: Request) -> Response {
     let log = shared.log;
     let path = request.uri().path().to_string();
@@ -178,6 +189,10 @@ async fn handle(State(shared): State<Shared>, request: Request) -> Response {
     let bytes = axum::body::to_bytes(request.into_body(), 64 << 20)
         .await
         .unwrap();
+    let transit = headers
+        .get("x-load-sent-ns")
+        .and_then(|v| v.to_str().ok()?.parse::<u128>().ok())
+        .and_then(|sent| Some((unix_nanos()?.checked_sub(sent)? / 1000).to_string()));
     let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
     if shared.logged {
         let mut l = log.lock().unwrap();
@@ -272,6 +287,9 @@ async fn handle(State(shared): State<Shared>, request: Request) -> Response {
     response
         .headers_mut()
         .insert(header::CONTENT_TYPE, content_type.parse().unwrap());
+    if let Some(us) = transit.and_then(|t| t.parse().ok()) {
+        response.headers_mut().insert("x-fake-transit-us", us);
+    }
     response
         .headers_mut()
         .insert("x-fake-provider", "yes".parse().unwrap());

@@ -7,7 +7,12 @@
 //! Prints one JSON line: the requests counted, the seconds they took,
 //! requests per second, the statuses seen, and the p50/p90/p99/max in
 //! milliseconds of the time to the answer's first byte (`ttfb`) and to its
-//! end (`total`).
+//! end (`total`), and, when the upstream is `loopdbg-fake`, of the time
+//! the request took to reach it whole (`transit`: each request says when
+//! it was sent in `x-load-sent-ns`, the fake answers how long it took;
+//! through a gateway, what the gateway held it). A streamed answer's
+//! first byte waits on the fake's pace, so `transit` is the finer
+//! measure of what a gateway adds to a request.
 //!
 //! Usage: `loopdbg-load [--grow] [--spread MS] URL BODY_FILE AGENTS REQUESTS [NAME:VALUE]...`
 //! (each NAME:VALUE a request header).
@@ -42,6 +47,8 @@ struct Timing {
     ttfb: Duration,
     total: Duration,
     status: u16,
+    /// As the fake measured it.
+    transit: Option<Duration>,
 }
 
 #[allow(
@@ -218,6 +225,9 @@ async fn exchange(
     for (name, value) in headers {
         request = request.header(name, value);
     }
+    if let Some(now) = loopdbg_fake::unix_nanos() {
+        request = request.header("x-load-sent-ns", now.to_string());
+    }
     let Ok(request) = request.body(Full::new(body.clone())) else {
         return failed(Duration::ZERO);
     };
@@ -226,6 +236,11 @@ async fn exchange(
         return failed(sent.elapsed());
     };
     let status = answer.status().as_u16();
+    let transit = answer
+        .headers()
+        .get("x-fake-transit-us")
+        .and_then(|v| v.to_str().ok()?.parse().ok())
+        .map(Duration::from_micros);
     let mut body = answer.into_body();
     let mut ttfb = None;
     loop {
@@ -242,6 +257,7 @@ async fn exchange(
         ttfb: ttfb.unwrap_or(total),
         total,
         status,
+        transit,
     }
 }
 
@@ -250,6 +266,7 @@ fn failed(total: Duration) -> Timing {
         ttfb: total,
         total,
         status: 0,
+        transit: None,
     }
 }
 
@@ -267,6 +284,8 @@ fn summary(timings: &[Timing], took: Duration) -> serde_json::Value {
         "statuses": statuses,
         "ttfb": percentiles(timings.iter().map(|t| t.ttfb)),
         "total": percentiles(timings.iter().map(|t| t.total)),
+        "transit": percentiles(timings.iter().filter_map(|t| t.transit)),
+        "transits": timings.iter().filter(|t| t.transit.is_some()).count(),
     })
 }
 
