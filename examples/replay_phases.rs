@@ -7,7 +7,9 @@
 
 use std::time::{Duration, Instant};
 
-// The binary's allocator, so the phases cost what they cost there.
+// The binary's allocator, so the phases cost what they cost there (when
+// it is built with it: `--no-default-features` leaves the system's).
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
