@@ -353,6 +353,85 @@ fn normalize(items: &mut Vec<Value>, lines: &mut Vec<usize>) -> Vec<Rewrite> {
     rewrites
 }
 
+/// Whether line `text` is a record [`CodexRollout::push_owned`] reads
+/// nothing from: `session_meta` (half a real rollout's bytes: it carries
+/// the base instructions), `world_state`, `token_usage_record`, and every
+/// `event_msg` but `token_count`, each with its payload. Found by a
+/// borrowing parse of the two types alone (the rest of the line skipped,
+/// nothing built), so such a line never becomes a [`Value`] (issue 62:
+/// building every record as one made the Codex reader half as fast as
+/// Claude Code's). Anything the parse is not sure of — a type that is not
+/// a plain string, a key twice, a payload that is not an object, two
+/// records on one line — is `false` and read as before, and so is a line
+/// the bounded parser could refuse (over 1 MiB, or nested deeper than
+/// [`SHALLOW`]), so that a line it would report is still reported.
+pub fn reads_nothing(text: &str) -> bool {
+    use std::borrow::Cow;
+    #[derive(serde::Deserialize)]
+    struct Head<'a> {
+        #[serde(rename = "type", borrow)]
+        kind: Option<Cow<'a, str>>,
+        #[serde(borrow)]
+        payload: Option<Payload<'a>>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Payload<'a> {
+        #[serde(rename = "type", borrow)]
+        kind: Option<Cow<'a, str>>,
+    }
+    // Under the floor of what any text may take (`bounded`), whatever it
+    // holds: a megabyte's values take far less than 64 MiB.
+    if text.len() > 1 << 20 || !nested_within(text.as_bytes(), SHALLOW) {
+        return false;
+    }
+    let Ok(Head {
+        kind: Some(kind),
+        payload: Some(payload),
+    }) = serde_json::from_str::<Head>(text)
+    else {
+        return false;
+    };
+    match kind.as_ref() {
+        "event_msg" => payload.kind.as_deref() != Some("token_count"),
+        "session_meta" | "world_state" | "token_usage_record" => true,
+        _ => false,
+    }
+}
+
+/// How deep a line passed over may nest: well inside serde_json's limit
+/// (128), which the bounded parser keeps and the borrowing parse, which
+/// skips what it does not name, does not.
+const SHALLOW: usize = 64;
+
+/// Whether the arrays and objects of `json` nest at most `most` deep
+/// (brackets inside strings not counted).
+fn nested_within(json: &[u8], most: usize) -> bool {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for &b in json {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > most {
+                    return false;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    true
+}
+
 /// The output Codex sends for a call that has none.
 pub const ABORTED: &str = "aborted";
 
@@ -374,5 +453,123 @@ fn relocate_error(e: ReadError, lines: &[usize]) -> ReadError {
             message: e.message,
         },
         _ => e,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)] // tests panic on what they set up
+    use super::*;
+    use crate::log::Log;
+
+    #[test]
+    fn only_records_read_for_nothing_are_passed_over() {
+        let skipped = [
+            r#"{"timestamp":"t","type":"session_meta","payload":{"id":"x","instructions":"long"}}"#,
+            r#"{"type":"world_state","payload":{"cwd":"/"}}"#,
+            r#"{"type":"token_usage_record","payload":{"id":"resp_1"}}"#,
+            r#"{"type":"event_msg","payload":{"type":"agent_message","message":"hi"}}"#,
+            r#"{"type":"event_msg","payload":{"type":"turn_aborted"}}"#,
+            r#"{"type":"event_msg","payload":{}}"#,
+            // An escape is read as its character, as the value would be.
+            r#"{"type":"event\u005fmsg","payload":{"type":"user_message"}}"#,
+        ];
+        for line in skipped {
+            assert!(reads_nothing(line), "{line}");
+        }
+        let read = [
+            r#"{"type":"event_msg","payload":{"type":"token_count","info":null}}"#,
+            r#"{"type":"response_item","payload":{"type":"message","role":"user","content":[]}}"#,
+            r#"{"type":"turn_context","payload":{"model":"gpt-5-codex"}}"#,
+            r#"{"type":"compacted","payload":{"message":"summary"}}"#,
+            // A bare item of an older rollout, its `type` its own.
+            r#"{"type":"message","role":"user","content":[]}"#,
+            // Not sure: read as before.
+            r#"{"type":"event_msg","payload":"text"}"#,
+            r#"{"type":"event_msg","payload":null}"#,
+            r#"{"type":"session_meta"}"#,
+            r#"{"type":7,"payload":{}}"#,
+            r#"{"type":"event_msg","type":"response_item","payload":{"type":"message"}}"#,
+            r#"{"type":"event_msg","payload":{"type":"token_count","type":"agent_message"}}"#,
+            r#"{"type":"event_msg","payload":{}}{"type":"response_item","payload":{}}"#,
+            r#"{"type":"event_msg","payload":{"type":"agent_message"}"#,
+        ];
+        for line in read {
+            assert!(!reads_nothing(line), "{line}");
+        }
+        let deep = format!(
+            r#"{{"type":"event_msg","payload":{{"type":"x","deep":{}1{}}}}}"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        assert!(!reads_nothing(&deep));
+        let shallow = deep
+            .replace(&"[".repeat(200), &"[".repeat(60))
+            .replace(&"]".repeat(200), &"]".repeat(60));
+        assert!(reads_nothing(&shallow));
+        // Brackets in strings are text.
+        let quoted = format!(
+            r#"{{"type":"event_msg","payload":{{"type":"x","text":"{}\"["}}}}"#,
+            "[".repeat(200)
+        );
+        assert!(reads_nothing(&quoted));
+        let long = format!(
+            r#"{{"type":"event_msg","payload":{{"type":"x","text":"{}"}}}}"#,
+            "x".repeat(1 << 20)
+        );
+        assert!(!reads_nothing(&long));
+    }
+
+    /// Every Codex rollout the project ships, read through the log's
+    /// line parser (records read for nothing not built) and by building
+    /// every record: the same conversations, and the same lines refused.
+    #[test]
+    fn passing_records_over_reads_every_rollout_as_building_them_all() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures");
+        let mut rollouts = Vec::new();
+        let mut dirs = vec![std::path::PathBuf::from(root)];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if let Ok(text) = std::fs::read_to_string(&path)
+                    && path.extension().is_some_and(|e| e == "jsonl")
+                    && text.contains("session_meta")
+                {
+                    rollouts.push((path, text));
+                }
+            }
+        }
+        assert!(rollouts.len() >= 5, "{} rollouts", rollouts.len());
+        let mut passed_over = 0;
+        for (path, text) in &rollouts {
+            let lines: Vec<(usize, &str)> =
+                text.lines().enumerate().map(|(n, l)| (n + 1, l)).collect();
+            passed_over += lines.iter().filter(|(_, l)| reads_nothing(l)).count();
+            let mut log = Log::new(Source::Agent(Agent::Codex)).unwrap();
+            let bad = log.push_lines(&lines);
+            let mut built = CodexRollout::default();
+            let mut built_bad = Vec::new();
+            for &(n, line) in &lines {
+                if line.trim().is_empty() {
+                    continue;
+                }
+                match crate::bounded::value(line) {
+                    Ok(v) => built.push_owned(n, v).unwrap(),
+                    Err(_) => built_bad.push(n),
+                }
+            }
+            let got = log.finish();
+            assert_eq!(
+                format!("{:?}", got),
+                format!("{:?}", built.finish()),
+                "{}",
+                path.display()
+            );
+            let bad: Vec<usize> = bad.iter().map(|(n, _)| *n).collect();
+            assert_eq!(bad, built_bad, "{}", path.display());
+        }
+        assert!(passed_over >= 10, "only {passed_over} lines passed over");
     }
 }

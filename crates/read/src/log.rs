@@ -77,6 +77,7 @@ impl Log {
                 Log::ClaudeCode(log) => Some(log.detail()),
                 _ => None,
             },
+            codex: matches!(self, Log::Codex(_)),
         }
     }
 
@@ -104,7 +105,7 @@ impl Log {
     ) -> Vec<(usize, LineError)> {
         let mut bad = Vec::new();
         match (self, parsed.0) {
-            (_, Parsed::Blank) => {}
+            (_, Parsed::Blank | Parsed::Unread) => {}
             (Log::ClaudeCode(log), Parsed::Event(event)) => match event {
                 Ok(Some(e)) => log.push_event(e),
                 Ok(None) => {}
@@ -135,10 +136,12 @@ impl Log {
                     },
                     // A Claude Code event given to another log: read as
                     // the value it is.
-                    Parsed::Event(_) | Parsed::Blank => match crate::bounded::value(text) {
-                        Ok(v) => vec![v],
-                        Err(e) => return vec![(n, LineError::Json(e))],
-                    },
+                    Parsed::Event(_) | Parsed::Blank | Parsed::Unread => {
+                        match crate::bounded::value(text) {
+                            Ok(v) => vec![v],
+                            Err(e) => return vec![(n, LineError::Json(e))],
+                        }
+                    }
                 };
                 for v in values {
                     if let Err(e) = other.push_owned(n, v) {
@@ -202,6 +205,9 @@ impl Log {
 pub struct LineParser {
     /// For a Claude Code log: how much of each event to keep.
     claude_code: Option<Detail>,
+    /// For a Codex rollout: its records that carry nothing it reads are
+    /// not built ([`crate::codex::reads_nothing`]).
+    codex: bool,
 }
 
 /// One line, parsed and not yet pushed.
@@ -216,6 +222,8 @@ enum Parsed {
     Event(Result<Option<claude_code::Event>, LineError>),
     /// Another log's record, as JSON.
     Value(Result<Value, serde_json::Error>),
+    /// A record its log reads nothing from: not built.
+    Unread,
 }
 
 impl LineParser {
@@ -226,6 +234,7 @@ impl LineParser {
         }
         ParsedLine(match self.claude_code {
             Some(detail) => Parsed::Event(claude_code::Event::parse(n, text, detail)),
+            None if self.codex && crate::codex::reads_nothing(text) => Parsed::Unread,
             None => Parsed::Value(crate::bounded::value(text)),
         })
     }
