@@ -1605,3 +1605,49 @@ pub async fn start_collector() -> Collector {
         arrived,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    /// The fake's answer to a Chat request, with `stamp` as its
+    /// `x-load-sent-ns` when given, its head in lower case.
+    fn answer(address: &str, stamp: Option<u128>) -> String {
+        let body = r#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#;
+        let mut stream = std::net::TcpStream::connect(address).unwrap();
+        let stamp = stamp.map_or(String::new(), |s| format!("x-load-sent-ns: {s}\r\n"));
+        let request = format!(
+            "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n{stamp}content-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut text = String::new();
+        stream.read_to_string(&mut text).unwrap();
+        text.to_ascii_lowercase()
+    }
+
+    /// A request stamped as sent 5 s ago is answered with a transit of at
+    /// least 5 s (the gateway bench's `held`), one without a stamp with
+    /// none.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_stamped_request_is_told_how_long_it_took_to_arrive() {
+        let fake = start_unlogged().await;
+        let address = fake.url.trim_start_matches("http://").to_string();
+        let sent = unix_nanos().unwrap() - 5_000_000_000;
+        let (stamped, unstamped) = tokio::task::spawn_blocking(move || {
+            (answer(&address, Some(sent)), answer(&address, None))
+        })
+        .await
+        .unwrap();
+        let transit: u128 = stamped
+            .lines()
+            .find_map(|l| l.strip_prefix("x-fake-transit-us: "))
+            .expect("a transit header")
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(transit >= 5_000_000, "{transit} us");
+        assert!(!unstamped.contains("x-fake-transit-us"));
+    }
+}
