@@ -70,6 +70,11 @@ impl CodexRollout {
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
+        if let Some(payload) = record.field("payload")
+            && read_for_nothing(&kind, payload.field("type").and_then(Value::as_str))
+        {
+            return Ok(());
+        }
         let bare =
             record.field("payload").is_none() && (record.field("role").is_some() || is_item(&kind));
         let compacted_at = match kind.as_str() {
@@ -88,8 +93,8 @@ impl CodexRollout {
                 return Ok(());
             }
             // The tokens of the request just answered (`info` is null when
-            // the provider reported none).
-            ("event_msg", Some(payload)) if payload["type"] == "token_count" => {
+            // the provider reported none); other events returned above.
+            ("event_msg", Some(payload)) => {
                 if let Some(last) = payload
                     .pointer("/info/last_token_usage")
                     .filter(|u| u.is_object())
@@ -391,11 +396,21 @@ pub fn reads_nothing(text: &str) -> bool {
     else {
         return false;
     };
-    match kind.as_ref() {
-        "event_msg" => payload.kind.as_deref() != Some("token_count"),
-        "session_meta" | "world_state" | "token_usage_record" => true,
-        _ => false,
-    }
+    read_for_nothing(&kind, payload.kind.as_deref())
+}
+
+/// Whether a record of type `kind` with a payload of type `payload_kind`
+/// is one [`CodexRollout::push_owned`] knows and reads nothing from: all
+/// it knows ([`RECORD_TYPES`]) but response items, turn contexts,
+/// compactions and `token_count` events. The one place that says so, for
+/// the reader and for [`reads_nothing`].
+fn read_for_nothing(kind: &str, payload_kind: Option<&str>) -> bool {
+    RECORD_TYPES.contains(&kind)
+        && !matches!(
+            (kind, payload_kind),
+            ("response_item" | "turn_context" | "compacted", _)
+                | ("event_msg", Some("token_count"))
+        )
 }
 
 /// How deep a line passed over may nest: well inside serde_json's limit
