@@ -31,7 +31,8 @@ cell through /proc/PID/clear_refs; LiteLLM's summed over its processes)
 and its CPU time per request.
 
 Environment: SPREAD_MS (default 0: every agent starts at once; see
-loopdbg-load --spread), PIN (1: the gateway alone on the second core), SIZES (bytes, comma-separated; default 20480,2097152),
+loopdbg-load --spread), PIN (1: the gateway alone on the second core),
+TRANSIT (1: each way's transit percentiles printed under its row), SIZES (bytes, comma-separated; default 20480,2097152),
 AGENTS (default 1,16,64,256), WAYS (default all five: direct, loopdbg, loopdbg-forward, litellm,
 mitmproxy), COUNT (requests
 counted per cell, default 64, at least 4 per agent), GROW (default 1: each
