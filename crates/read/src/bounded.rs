@@ -91,6 +91,16 @@ fn one_value(text: &str, left: &Cell<usize>, limit: usize) -> serde_json::Result
     Ok(parsed)
 }
 
+/// A seed that parses one value paid for from `left` out of `limit`, for
+/// a reader that parses the rest of its text its own way (a Codex
+/// rollout's records, `codex::parse_line`).
+pub(crate) fn seed(
+    left: &Cell<usize>,
+    limit: usize,
+) -> impl for<'de> DeserializeSeed<'de, Value = Value> + Copy + '_ {
+    Charged::new(left, limit)
+}
+
 /// What an element costs beyond its own value: one `Value` in its array.
 const VALUE: usize = std::mem::size_of::<Value>();
 /// What a member of an object costs beyond its value and its key's

@@ -9,9 +9,13 @@
 //! `event_msg` records carry no items.
 
 use crate::agent::Agent;
-use crate::lax::Field;
+use crate::lax::{Field, LaxStr};
+use crate::responses::Item;
 use loopdbg_engine::diagnostics::json_span::{JsonPath, PathSeg};
-use serde_json::{Value, json};
+use serde::Deserialize;
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value, json};
+use std::cell::Cell;
 
 use super::{BlockSource, Conversation, Detail, ReadError, Source, responses};
 use crate::conversation::Rewrite;
@@ -32,7 +36,10 @@ pub struct CodexRollout {
 
 #[derive(Debug, Clone, Default)]
 struct Segment {
-    items: Vec<Value>,
+    /// The response items, each read as the Responses reader reads an
+    /// input item (not kept as a `Value`: building one per record and
+    /// reading the item from it was most of reading a rollout).
+    items: Vec<Item<'static>>,
     lines: Vec<usize>,
     /// `token_count` events: the line, the trip's tokens and the model of
     /// the turn.
@@ -57,13 +64,52 @@ pub const RECORD_TYPES: &[&str] = &[
     "token_usage_record",
 ];
 
+/// What the reader reads of a record of a given type: the one place that
+/// says so, for [`CodexRollout::push_owned`] and for [`parse_line`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wanted {
+    /// Its payload: a response item, a turn context, a compaction.
+    Payload,
+    /// Nothing (`session_meta`, half a real rollout's bytes with its base
+    /// instructions; `world_state`; `token_usage_record`).
+    Nothing,
+    /// Its payload when the payload's own `type` is this one, else
+    /// nothing (`event_msg`: only `token_count` is read).
+    PayloadOfType(&'static str),
+    /// A type loopdbg does not know (or an older rollout's bare item).
+    Unknown,
+}
+
+fn wanted(kind: &str) -> Wanted {
+    match kind {
+        "response_item" | "turn_context" | "compacted" => Wanted::Payload,
+        "event_msg" => Wanted::PayloadOfType("token_count"),
+        _ if RECORD_TYPES.contains(&kind) => Wanted::Nothing,
+        _ => Wanted::Unknown,
+    }
+}
+
+/// Whether a record of type `kind` with a payload of type `payload_kind`
+/// is one the reader knows and reads nothing from.
+fn read_for_nothing(kind: &str, payload_kind: Option<&str>) -> bool {
+    match wanted(kind) {
+        Wanted::Nothing => true,
+        Wanted::PayloadOfType(read) => payload_kind != Some(read),
+        Wanted::Payload | Wanted::Unknown => false,
+    }
+}
+
+/// An item from a value: a rollout's items are read the same way from
+/// a line's text ([`parse_line`]) and from a record already built (a
+/// line of joined records, a compaction's kept history).
+fn item_of(value: Value) -> Item<'static> {
+    // Lax: every value is an item (a non-object one an item of nothing,
+    // as the Responses reader takes it), so this never fails.
+    Item::deserialize(value).unwrap_or_default()
+}
+
 impl CodexRollout {
     /// Adds the record on 1-based `line`.
-    #[allow(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        reason = "pushed just above when empty"
-    )]
     pub fn push_owned(&mut self, line: usize, mut record: Value) -> Result<(), ReadError> {
         let kind = record
             .field("type")
@@ -117,7 +163,7 @@ impl CodexRollout {
                 match payload.field_mut("replacement_history") {
                     Some(Value::Array(kept)) => {
                         for item in kept.drain(..) {
-                            next.items.push(item);
+                            next.items.push(item_of(item));
                             next.lines.push(line);
                         }
                     }
@@ -127,7 +173,7 @@ impl CodexRollout {
                             .and_then(Value::as_str)
                             .unwrap_or("");
                         next.summary = Some(summary.to_string());
-                        next.items.push(json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": summary}]}));
+                        next.items.push(item_of(json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": summary}]})));
                         next.lines.push(line);
                     }
                 }
@@ -137,21 +183,30 @@ impl CodexRollout {
             // Older rollouts wrote bare items, one per line.
             (_, None) if bare => record,
             _ => {
-                if !RECORD_TYPES.contains(&kind.as_str())
-                    && !self.unknown.iter().any(|(k, _)| *k == kind)
+                if wanted(&kind) == Wanted::Unknown && !self.unknown.iter().any(|(k, _)| *k == kind)
                 {
                     self.unknown.push((kind, line));
                 }
                 return Ok(());
             }
         };
+        self.push_item(line, item_of(item));
+        Ok(())
+    }
+
+    /// Adds the response item of the record on 1-based `line`.
+    #[allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        reason = "pushed just above when empty"
+    )]
+    pub(crate) fn push_item(&mut self, line: usize, item: Item<'static>) {
         if self.segments.is_empty() {
             self.segments.push(Segment::default());
         }
         let segment = self.segments.last_mut().expect("one segment");
         segment.items.push(item);
         segment.lines.push(line);
-        Ok(())
     }
 
     /// The conversations read: one per compaction segment.
@@ -164,20 +219,13 @@ impl CodexRollout {
             }
             let rewrites = normalize(&mut segment.items, &mut segment.lines);
             let lines = segment.lines;
-            // The items moved in, not `json!`: the macro serialises its
-            // arguments into a new value, a deep copy of the whole rollout
-            // (a third of reading an 8 MB one).
-            let mut doc = Value::Object(serde_json::Map::from_iter([(
-                "input".to_string(),
-                Value::Array(segment.items),
-            )]));
             // Each item is named by the line of the log it came from.
             let on_line = |i: usize| BlockSource {
                 path: "payload".into(),
                 line: lines.get(i).copied(),
                 uuid: None,
             };
-            let mut conv = responses::read_items(&mut doc, Detail::Full, &on_line)
+            let mut conv = responses::read_item_list(segment.items, Detail::Full, &on_line)
                 .map_err(|e| relocate_error(e, &lines))?;
             conv.source = Source::Agent(Agent::Codex);
             // What Codex sends of its reasoning items is its own rewrite of
@@ -243,32 +291,26 @@ impl CodexRollout {
 /// calls, outputs and reasoning after it is still running when the log
 /// ends (its output is not written yet), and is left as it is. Returns
 /// what it changed.
-fn normalize(items: &mut Vec<Value>, lines: &mut Vec<usize>) -> Vec<Rewrite> {
-    /// What an item is to the pairing, read once (each field asked of a
-    /// `Value` hashes its key: asked again per rule, it was 6 % of
-    /// checking a rollout).
-    enum Item<'a> {
+fn normalize(items: &mut Vec<Item<'static>>, lines: &mut Vec<usize>) -> Vec<Rewrite> {
+    /// What an item is to the pairing, read once.
+    enum Pairing<'a> {
         Call(&'a str, &'a str),
         Output(&'a str),
         Message,
         Other,
     }
-    let read: Vec<Item> = items
+    let read: Vec<Pairing> = items
         .iter()
         .map(|item| {
-            let kind = item.field("type").and_then(Value::as_str).unwrap_or("");
-            let id = || {
-                item.field("call_id")
-                    .or_else(|| item.field("id"))
-                    .and_then(Value::as_str)
-            };
+            let kind = item.kind().unwrap_or("");
+            let id = item.call_or_item_id();
             match kind {
-                "message" => Item::Message,
+                "message" => Pairing::Message,
                 _ if responses::is_call(kind) => {
-                    id().map_or(Item::Other, |id| Item::Call(kind, id))
+                    id.map_or(Pairing::Other, |id| Pairing::Call(kind, id))
                 }
-                _ if responses::is_output(kind) => id().map_or(Item::Other, Item::Output),
-                _ => Item::Other,
+                _ if responses::is_output(kind) => id.map_or(Pairing::Other, Pairing::Output),
+                _ => Pairing::Other,
             }
         })
         .collect();
@@ -276,17 +318,17 @@ fn normalize(items: &mut Vec<Value>, lines: &mut Vec<usize>) -> Vec<Rewrite> {
     let mut answered: ahash::AHashSet<&str> = ahash::AHashSet::new();
     for item in &read {
         match item {
-            Item::Call(_, id) => {
+            Pairing::Call(_, id) => {
                 calls.insert(id);
             }
-            Item::Output(id) => {
+            Pairing::Output(id) => {
                 answered.insert(id);
             }
             _ => {}
         }
     }
     // A call before the last message was followed by a request.
-    let last_message = read.iter().rposition(|i| matches!(i, Item::Message));
+    let last_message = read.iter().rposition(|i| matches!(i, Pairing::Message));
     let on = |line: usize| BlockSource {
         path: "payload".into(),
         line: Some(line),
@@ -298,7 +340,7 @@ fn normalize(items: &mut Vec<Value>, lines: &mut Vec<usize>) -> Vec<Rewrite> {
     let mut aborted = Vec::new();
     for (k, item) in read.iter().enumerate() {
         match *item {
-            Item::Output(id) if !calls.contains(id) => {
+            Pairing::Output(id) if !calls.contains(id) => {
                 rewrites.push(Rewrite {
                     kind: Kind::UnexpectedResult,
                     source: on(lines[k]),
@@ -310,7 +352,7 @@ fn normalize(items: &mut Vec<Value>, lines: &mut Vec<usize>) -> Vec<Rewrite> {
                 });
                 dropped.push(k);
             }
-            Item::Call(kind, id)
+            Pairing::Call(kind, id)
                 if !answered.contains(id) && last_message.is_some_and(|m| m > k) =>
             {
                 let output_type = match kind {
@@ -328,7 +370,7 @@ fn normalize(items: &mut Vec<Value>, lines: &mut Vec<usize>) -> Vec<Rewrite> {
                 });
                 aborted.push((
                     k,
-                    json!({"type": output_type, "call_id": id, "output": ABORTED}),
+                    item_of(json!({"type": output_type, "call_id": id, "output": ABORTED})),
                 ));
             }
             _ => {}
@@ -358,93 +400,248 @@ fn normalize(items: &mut Vec<Value>, lines: &mut Vec<usize>) -> Vec<Rewrite> {
     rewrites
 }
 
-/// Whether line `text` is a record [`CodexRollout::push_owned`] reads
-/// nothing from: `session_meta` (half a real rollout's bytes: it carries
-/// the base instructions), `world_state`, `token_usage_record`, and every
-/// `event_msg` but `token_count`, each with its payload. Found by a
-/// borrowing parse of the two types alone (the rest of the line skipped,
-/// nothing built), so such a line never becomes a [`Value`] (issue 62:
-/// building every record as one made the Codex reader half as fast as
-/// Claude Code's). Anything the parse is not sure of — a type that is not
-/// a plain string, a key twice, a payload that is not an object, two
-/// records on one line — is `false` and read as before, and so is a line
-/// the bounded parser could refuse (over 1 MiB, or nested deeper than
-/// [`SHALLOW`]), so that a line it would report is still reported.
-pub fn reads_nothing(text: &str) -> bool {
-    use std::borrow::Cow;
-    #[derive(serde::Deserialize)]
-    struct Head<'a> {
-        #[serde(rename = "type", borrow)]
-        kind: Option<Cow<'a, str>>,
-        #[serde(borrow)]
-        payload: Option<Payload<'a>>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Payload<'a> {
-        #[serde(rename = "type", borrow)]
-        kind: Option<Cow<'a, str>>,
-    }
-    // Under the floor of what any text may take (`bounded`), whatever it
-    // holds: a megabyte's values take far less than 64 MiB.
-    if text.len() > 1 << 20 || !nested_within(text.as_bytes(), SHALLOW) {
-        return false;
-    }
-    let Ok(Head {
-        kind: Some(kind),
-        payload: Some(payload),
-    }) = serde_json::from_str::<Head>(text)
-    else {
-        return false;
-    };
-    read_for_nothing(&kind, payload.kind.as_deref())
+/// A rollout line as the reader takes it, from one pass over its text.
+#[derive(Debug)]
+pub(crate) enum Line {
+    /// A record the reader reads nothing from ([`read_for_nothing`]):
+    /// passed over, nothing of it built.
+    Unread,
+    /// A `response_item`'s item, read straight from the text.
+    Item(Box<Item<'static>>),
+    /// Any other record (or why the line is not one), as a value.
+    Value(serde_json::Result<Value>),
 }
 
-/// Whether a record of type `kind` with a payload of type `payload_kind`
-/// is one [`CodexRollout::push_owned`] knows and reads nothing from: all
-/// it knows ([`RECORD_TYPES`]) but response items, turn contexts,
-/// compactions and `token_count` events. The one place that says so, for
-/// the reader and for [`reads_nothing`].
-fn read_for_nothing(kind: &str, payload_kind: Option<&str>) -> bool {
-    RECORD_TYPES.contains(&kind)
-        && !matches!(
-            (kind, payload_kind),
-            ("response_item" | "turn_context" | "compacted", _)
-                | ("event_msg", Some("token_count"))
-        )
-}
+/// Up to how long a line is read in one pass. Past it, the line is
+/// parsed whole by the bounded parser, which charges every value it
+/// builds: an item's values are not charged, and a megabyte of text
+/// cannot make more than the bounded parser's floor (64 MiB) of them.
+const ONE_PASS_UP_TO: usize = 1 << 20;
 
-/// How deep a line passed over may nest: well inside serde_json's limit
-/// (128), which the bounded parser keeps and the borrowing parse, which
-/// skips what it does not name, does not.
-const SHALLOW: usize = 64;
-
-/// Whether the arrays and objects of `json` nest at most `most` deep
-/// (brackets inside strings not counted).
-fn nested_within(json: &[u8], most: usize) -> bool {
-    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
-    for &b in json {
-        if in_string {
-            match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
+/// Line `text` of a rollout, read in one pass (issue 62): a record's
+/// `type` comes before its `payload` in everything Codex writes, so by
+/// the payload the reader knows what it wants of it. A response item is
+/// read as the Responses reader's item straight from the text (building
+/// a `Value` of it and reading the item from that was most of reading a
+/// rollout); a payload the reader reads nothing from (`session_meta`,
+/// `world_state`, `token_usage_record`, every event but `token_count`)
+/// is passed over; anything else is built as a value, as the bounded
+/// parser would. A line the pass is not sure of — a key twice, a payload
+/// before its type, not an object, not JSON, longer than
+/// [`ONE_PASS_UP_TO`] — is parsed whole by the bounded parser and read
+/// as a value, so its error, if it has one, is that parser's.
+pub(crate) fn parse_line(text: &str) -> Line {
+    if text.len() <= ONE_PASS_UP_TO {
+        let limit = crate::bounded::limit_for(text.len());
+        let left = Cell::new(limit);
+        let mut de = serde_json::Deserializer::from_str(text);
+        let read = de::Deserializer::deserialize_any(&mut de, Record { left: &left, limit });
+        if let (Ok(Some(line)), Ok(())) = (read, de.end()) {
+            return line;
         }
-        match b {
-            b'"' => in_string = true,
-            b'[' | b'{' => {
-                depth += 1;
-                if depth > most {
-                    return false;
+    }
+    Line::Value(crate::bounded::value(text))
+}
+
+/// A record's top level, read key by key; `None` when unsure.
+struct Record<'b> {
+    left: &'b Cell<usize>,
+    limit: usize,
+}
+
+/// What became of a record's payload.
+enum Payload {
+    /// Read as an item (boxed as the line hands it on).
+    Item(Box<Item<'static>>),
+    /// Passed over; its own `type`, when it was read.
+    Passed(Option<String>),
+    /// Built, among the record's members.
+    Built,
+}
+
+impl<'de> Visitor<'de> for Record<'_> {
+    type Value = Option<Line>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a rollout record")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<Line>, A::Error> {
+        let value = crate::bounded::seed(self.left, self.limit);
+        let mut members = Map::new();
+        let mut payload = None;
+        while let Some(key) = map.next_key::<LaxStr<'de>>()? {
+            let key = key.0.unwrap_or_default();
+            if members.contains_key(&*key) || (key == "payload" && payload.is_some()) {
+                // A key twice: the later one counts; not worth a second
+                // way of saying so.
+                return Ok(None);
+            }
+            if key != "payload" {
+                members.insert(key.into_owned(), map.next_value_seed(value)?);
+                continue;
+            }
+            let kind = members.get("type").and_then(Value::as_str);
+            payload = Some(match kind.map(|k| (k, wanted(k))) {
+                Some(("response_item", _)) => {
+                    Payload::Item(Box::new(map.next_value::<Item>()?.into_owned()))
+                }
+                Some((_, Wanted::Nothing)) => {
+                    map.next_value::<Skip>()?;
+                    Payload::Passed(None)
+                }
+                Some((_, Wanted::PayloadOfType(read))) => {
+                    match map.next_value_seed(EventPayload { value, read })? {
+                        Ok(passed) => Payload::Passed(passed),
+                        Err(built) => {
+                            members.insert(key.into_owned(), built);
+                            Payload::Built
+                        }
+                    }
+                }
+                _ => {
+                    members.insert(key.into_owned(), map.next_value_seed(value)?);
+                    Payload::Built
+                }
+            });
+        }
+        Ok(Some(match payload {
+            Some(Payload::Item(item)) => Line::Item(item),
+            Some(Payload::Passed(payload_kind)) => {
+                let kind = members.get("type").and_then(Value::as_str).unwrap_or("");
+                if !read_for_nothing(kind, payload_kind.as_deref()) {
+                    return Ok(None);
+                }
+                Line::Unread
+            }
+            Some(Payload::Built) | None => Line::Value(Ok(Value::Object(members))),
+        }))
+    }
+}
+
+/// A value passed over, parsed as the bounded parser parses it (every
+/// string decoded, every number read, nesting within serde_json's limit),
+/// so that a line it would refuse is refused here too, but with nothing
+/// built. (`IgnoredAny` skips without a limit on nesting and takes a lone
+/// surrogate.)
+struct Skip;
+
+impl<'de> Deserialize<'de> for Skip {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Skip, D::Error> {
+        d.deserialize_any(Skip)
+    }
+}
+
+impl<'de> Visitor<'de> for Skip {
+    type Value = Skip;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Skip, A::Error> {
+        while seq.next_element::<Skip>()?.is_some() {}
+        Ok(Skip)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Skip, A::Error> {
+        while map.next_entry::<Skip, Skip>()?.is_some() {}
+        Ok(Skip)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_unit<E>(self) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+}
+
+/// An event's payload: passed over (`Ok`, with its `type` when it has
+/// one) when its `type`, its first key as Codex writes it, is not the one
+/// read; else built (`Err`, the value).
+struct EventPayload<S> {
+    value: S,
+    read: &'static str,
+}
+
+impl<'de, S: DeserializeSeed<'de, Value = Value> + Copy> DeserializeSeed<'de> for EventPayload<S> {
+    type Value = Result<Option<String>, Value>;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de, S: DeserializeSeed<'de, Value = Value> + Copy> Visitor<'de> for EventPayload<S> {
+    type Value = Result<Option<String>, Value>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an event")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut members = Map::new();
+        let mut passing = None;
+        while let Some(key) = map.next_key::<LaxStr<'de>>()? {
+            let key = key.0.unwrap_or_default();
+            if passing.is_some() {
+                if key == "type" {
+                    return Err(de::Error::custom("a payload's type twice"));
+                }
+                map.next_value::<Skip>()?;
+                continue;
+            }
+            let member = map.next_value_seed(self.value)?;
+            if members.is_empty() && key == "type" {
+                match member.as_str() {
+                    Some(kind) if kind != self.read => {
+                        passing = Some(kind.to_string());
+                        continue;
+                    }
+                    _ => {}
                 }
             }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
+            members.insert(key.into_owned(), member);
         }
+        Ok(match passing {
+            Some(kind) => Ok(Some(kind)),
+            None => Err(Value::Object(members)),
+        })
     }
-    true
+
+    // A payload that is not an object has no type: an event of nothing.
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<Skip>()?.is_some() {}
+        Ok(Ok(None))
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(Ok(None))
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(Ok(None))
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(Ok(None))
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(Ok(None))
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(Ok(None))
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(Ok(None))
+    }
 }
 
 /// The output Codex sends for a call that has none.
@@ -477,6 +674,10 @@ mod tests {
     use super::*;
     use crate::log::Log;
 
+    fn unread(line: &str) -> bool {
+        matches!(parse_line(line), Line::Unread)
+    }
+
     #[test]
     fn only_records_read_for_nothing_are_passed_over() {
         let skipped = [
@@ -485,59 +686,182 @@ mod tests {
             r#"{"type":"token_usage_record","payload":{"id":"resp_1"}}"#,
             r#"{"type":"event_msg","payload":{"type":"agent_message","message":"hi"}}"#,
             r#"{"type":"event_msg","payload":{"type":"turn_aborted"}}"#,
-            r#"{"type":"event_msg","payload":{}}"#,
+            r#"{"type":"event_msg","payload":"text"}"#,
+            r#"{"type":"event_msg","payload":null}"#,
+            r#"{"type":"session_meta","payload":[1,{"a":[]}]}"#,
             // An escape is read as its character, as the value would be.
             r#"{"type":"event\u005fmsg","payload":{"type":"user_message"}}"#,
         ];
         for line in skipped {
-            assert!(reads_nothing(line), "{line}");
+            assert!(unread(line), "{line}");
         }
+        let item =
+            r#"{"type":"response_item","payload":{"type":"message","role":"user","content":[]}}"#;
+        assert!(matches!(parse_line(item), Line::Item(_)));
         let read = [
             r#"{"type":"event_msg","payload":{"type":"token_count","info":null}}"#,
-            r#"{"type":"response_item","payload":{"type":"message","role":"user","content":[]}}"#,
             r#"{"type":"turn_context","payload":{"model":"gpt-5-codex"}}"#,
             r#"{"type":"compacted","payload":{"message":"summary"}}"#,
             // A bare item of an older rollout, its `type` its own.
             r#"{"type":"message","role":"user","content":[]}"#,
-            // Not sure: read as before.
-            r#"{"type":"event_msg","payload":"text"}"#,
-            r#"{"type":"event_msg","payload":null}"#,
+            // Not sure: built, and read from the value as before.
+            r#"{"type":"event_msg","payload":{}}"#,
             r#"{"type":"session_meta"}"#,
             r#"{"type":7,"payload":{}}"#,
+            r#"{"payload":{"type":"agent_message"},"type":"event_msg"}"#,
             r#"{"type":"event_msg","type":"response_item","payload":{"type":"message"}}"#,
             r#"{"type":"event_msg","payload":{"type":"token_count","type":"agent_message"}}"#,
+            r#"{"type":"event_msg","payload":{"type":"agent_message","type":"token_count"}}"#,
             r#"{"type":"event_msg","payload":{}}{"type":"response_item","payload":{}}"#,
             r#"{"type":"event_msg","payload":{"type":"agent_message"}"#,
         ];
         for line in read {
-            assert!(!reads_nothing(line), "{line}");
+            assert!(!unread(line), "{line}");
         }
+        // What the bounded parser refuses in a payload passed over is
+        // refused, in its words: nesting past serde_json's limit, a lone
+        // surrogate.
         let deep = format!(
             r#"{{"type":"event_msg","payload":{{"type":"x","deep":{}1{}}}}}"#,
             "[".repeat(200),
             "]".repeat(200)
         );
-        assert!(!reads_nothing(&deep));
+        let surrogate = r#"{"type":"session_meta","payload":{"text":"\ud800"}}"#;
+        for line in [deep.as_str(), surrogate] {
+            let Line::Value(Err(e)) = parse_line(line) else {
+                panic!("{line} was read");
+            };
+            assert_eq!(
+                e.to_string(),
+                crate::bounded::value(line).unwrap_err().to_string()
+            );
+        }
         let shallow = deep
             .replace(&"[".repeat(200), &"[".repeat(60))
             .replace(&"]".repeat(200), &"]".repeat(60));
-        assert!(reads_nothing(&shallow));
+        assert!(unread(&shallow));
         // Brackets in strings are text.
         let quoted = format!(
             r#"{{"type":"event_msg","payload":{{"type":"x","text":"{}\"["}}}}"#,
             "[".repeat(200)
         );
-        assert!(reads_nothing(&quoted));
+        assert!(unread(&quoted));
+        // Past a megabyte, the bounded parser reads the line whole.
         let long = format!(
             r#"{{"type":"event_msg","payload":{{"type":"x","text":"{}"}}}}"#,
             "x".repeat(1 << 20)
         );
-        assert!(!reads_nothing(&long));
+        assert!(matches!(parse_line(&long), Line::Value(Ok(_))));
+    }
+
+    /// Lines of every odd shape in one rollout, read in one pass and by
+    /// building every record: the same conversations, the same lines
+    /// refused.
+    #[test]
+    fn odd_lines_read_in_one_pass_as_built_whole() {
+        let lines = [
+            r#"{"type":"session_meta","payload":{"id":"x"}}"#,
+            r#"{"type":"turn_context","payload":{"model":"gpt-5-codex"}}"#,
+            r#"{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"go \u00e9"}]}}"#,
+            r#"{"type":"response_item","payload":{"type":"function_call","name":"shell","call_id":"c1","arguments":"{\"command\":[\"ls\"]}"}}"#,
+            r#"{"type":"response_item","payload":{"type":"function_call","name":"shell","call_id":"c2","arguments":{"command":["ls"]}}}"#,
+            r#"{"type":"response_item","payload":{"type":"custom_tool_call","name":"apply_patch","call_id":"c3","input":"*** Begin Patch"}}"#,
+            r#"{"type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":{"content":"ok","success":true}}}"#,
+            r#"{"type":"response_item","payload":{"type":"function_call_output","call_id":"c9","output":"orphan"}}"#,
+            r#"{"type":"response_item","payload":{"type":"local_shell_call_output","id":"c4","output":"x"}}"#,
+            r#"{"payload":{"type":"function_call","name":"shell","call_id":"c5","arguments":"{}"},"type":"response_item"}"#,
+            r#"{"type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"reply"}]}}"#,
+            r#"{"type":"event_msg","payload":{"type":"token_count","info":{"last_token_usage":{"input_tokens":5,"output_tokens":2}}}}"#,
+            r#"{"type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"reply"}]}}"#,
+            r#"{"type":"event_msg","payload":{"info":{"last_token_usage":{"input_tokens":9}},"type":"token_count"}}"#,
+            r#"{"type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"reply"}]}}"#,
+            r#"{"type":"event_msg","payload":{"type":"agent_message","type":"token_count","info":{"last_token_usage":{"input_tokens":1}}}}"#,
+            r#"{"type":"new_kind","payload":{}}"#,
+            r#"{"type":"function_call","name":"shell","call_id":"c6","arguments":"{}"}"#,
+            r#"{"type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"done"}]}}{"type":"event_msg","payload":{"type":"x"}}"#,
+            r#"{"type":"response_item","payload":{"type":"message","role":"user","content":"again"}}"#,
+            r#"{"type":"compacted","payload":{"message":"summary","replacement_history":[{"type":"message","role":"user","content":[{"type":"input_text","text":"kept"}]},{"type":"function_call","name":"shell","call_id":"k1","arguments":"{}"}]}}"#,
+            r#"{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"next"}]}}"#,
+            r#"{"type":"response_item""#,
+            r#"{"type":"response_item","payload":{"type":"message","role":"robot"}}"#,
+        ];
+        let numbered: Vec<(usize, &str)> =
+            lines.iter().enumerate().map(|(n, l)| (n + 1, *l)).collect();
+        let (got, got_bad) = one_pass(&numbered);
+        let (built, built_bad) = built_whole(&numbered);
+        assert_eq!(got, built);
+        assert_eq!(got_bad, built_bad);
+        assert_eq!(got_bad, [23]);
+        // The reader refuses the last segment for its odd item, in the
+        // same words; without it, the conversations are read.
+        assert!(got.contains("unknown role `robot`"), "{got}");
+        let (got, _) = one_pass(&numbered[..numbered.len() - 1]);
+        assert_eq!(got, built_whole(&numbered[..numbered.len() - 1]).0);
+        assert!(
+            got.starts_with("Ok(") && got.contains("c5") && got.contains("kept"),
+            "{got}"
+        );
+        // Each of the three counts is read, the one whose type was given
+        // twice included (the later one counts).
+        assert_eq!(got.matches("TripUsage").count(), 3, "{got}");
+        // Items the Responses reader refuses, each alone.
+        for (item, error) in [
+            (
+                r#"{"type":"response_item","payload":"not an item"}"#,
+                "a string `role`",
+            ),
+            (
+                r#"{"type":"response_item","payload":{"type":"function_call","name":"shell","call_id":7}}"#,
+                "a string `call_id`",
+            ),
+            (
+                r#"{"type":"response_item","payload":{"type":"function_call_output"}}"#,
+                "a string `call_id`",
+            ),
+        ] {
+            let (got, _) = one_pass(&[(1, item)]);
+            assert_eq!(got, built_whole(&[(1, item)]).0);
+            assert!(got.contains(error), "{got}");
+        }
+    }
+
+    /// The rollout through the log's line parser: its conversations (or
+    /// error) and the lines it refused.
+    fn one_pass(lines: &[(usize, &str)]) -> (String, Vec<usize>) {
+        let mut log = Log::new(Source::Agent(Agent::Codex)).unwrap();
+        let bad = log.push_lines(lines);
+        let bad = bad.iter().map(|(n, _)| *n).collect();
+        (format!("{:?}", log.finish()), bad)
+    }
+
+    /// The rollout read by building every record as a value first (a line
+    /// of records joined, each).
+    fn built_whole(lines: &[(usize, &str)]) -> (String, Vec<usize>) {
+        let mut built = CodexRollout::default();
+        let mut bad = Vec::new();
+        for &(n, line) in lines {
+            if line.trim().is_empty() {
+                continue;
+            }
+            match crate::bounded::value(line) {
+                Ok(v) => built.push_owned(n, v).unwrap(),
+                Err(_) => match crate::parse::joined_records(line) {
+                    Some(records) => {
+                        built.joined.push((n, records.len()));
+                        for v in records {
+                            built.push_owned(n, v).unwrap();
+                        }
+                    }
+                    None => bad.push(n),
+                },
+            }
+        }
+        (format!("{:?}", built.finish()), bad)
     }
 
     /// Every Codex rollout the project ships, read through the log's
-    /// line parser (records read for nothing not built) and by building
-    /// every record: the same conversations, and the same lines refused.
+    /// line parser (in one pass) and by building every record: the same
+    /// conversations, and the same lines refused.
     #[test]
     fn passing_records_over_reads_every_rollout_as_building_them_all() {
         let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures");
@@ -561,28 +885,10 @@ mod tests {
         for (path, text) in &rollouts {
             let lines: Vec<(usize, &str)> =
                 text.lines().enumerate().map(|(n, l)| (n + 1, l)).collect();
-            passed_over += lines.iter().filter(|(_, l)| reads_nothing(l)).count();
-            let mut log = Log::new(Source::Agent(Agent::Codex)).unwrap();
-            let bad = log.push_lines(&lines);
-            let mut built = CodexRollout::default();
-            let mut built_bad = Vec::new();
-            for &(n, line) in &lines {
-                if line.trim().is_empty() {
-                    continue;
-                }
-                match crate::bounded::value(line) {
-                    Ok(v) => built.push_owned(n, v).unwrap(),
-                    Err(_) => built_bad.push(n),
-                }
-            }
-            let got = log.finish();
-            assert_eq!(
-                format!("{:?}", got),
-                format!("{:?}", built.finish()),
-                "{}",
-                path.display()
-            );
-            let bad: Vec<usize> = bad.iter().map(|(n, _)| *n).collect();
+            passed_over += lines.iter().filter(|(_, l)| unread(l)).count();
+            let (got, bad) = one_pass(&lines);
+            let (built, built_bad) = built_whole(&lines);
+            assert_eq!(got, built, "{}", path.display());
             assert_eq!(bad, built_bad, "{}", path.display());
         }
         assert!(passed_over >= 10, "only {passed_over} lines passed over");

@@ -117,12 +117,17 @@ pub(crate) fn drain_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Err
 
 /// A field that should be a string: `None` when it is another kind
 /// (`null` included), as `Value::as_str` answers.
-#[derive(Default, Debug)]
+#[derive(Default, Debug, Clone)]
 pub(crate) struct LaxStr<'a>(pub Option<Cow<'a, str>>);
 
 impl LaxStr<'_> {
     pub(crate) fn as_deref(&self) -> Option<&str> {
         self.0.as_deref()
+    }
+
+    /// The string owned, to outlive the text it was read from.
+    pub(crate) fn into_owned(self) -> LaxStr<'static> {
+        LaxStr(self.0.map(|s| Cow::Owned(s.into_owned())))
     }
 }
 
@@ -318,7 +323,7 @@ impl<'de, T: FromMap<'de>> Deserialize<'de> for Lax<T> {
 /// part that is not an object, or whose `text` is not a string, adds
 /// nothing), as `read::joined_text` reads a `Value`. Any other kind is
 /// no text at all.
-#[derive(Default)]
+#[derive(Default, Debug, Clone)]
 pub(crate) enum Texts<'a> {
     Text(Cow<'a, str>),
     Parts(Vec<Option<Cow<'a, str>>>),
@@ -327,6 +332,20 @@ pub(crate) enum Texts<'a> {
 }
 
 impl Texts<'_> {
+    /// The texts owned, to outlive the text they were read from.
+    pub(crate) fn into_owned(self) -> Texts<'static> {
+        match self {
+            Texts::Text(text) => Texts::Text(Cow::Owned(text.into_owned())),
+            Texts::Parts(parts) => Texts::Parts(
+                parts
+                    .into_iter()
+                    .map(|p| p.map(|p| Cow::Owned(p.into_owned())))
+                    .collect(),
+            ),
+            Texts::Other => Texts::Other,
+        }
+    }
+
     /// The text, parts joined with `sep`.
     pub(crate) fn joined(self, sep: &str) -> Option<String> {
         match self {
@@ -490,7 +509,7 @@ impl<'de: 'a, 'a, T: Deserialize<'de>> Deserialize<'de> for TextOrList<'a, T> {
 /// A field read into a `Value`, boxed: a `Value` inline is 72 bytes, and
 /// the structs holding these are moved a few times between the text and
 /// the conversation.
-#[derive(Default)]
+#[derive(Default, Debug, Clone)]
 pub(crate) struct Boxed(pub Option<Box<serde_json::Value>>);
 
 impl Boxed {
@@ -510,7 +529,7 @@ impl<'de> Deserialize<'de> for Boxed {
 /// text) and sometimes as anything else: the string is borrowed from the
 /// line, anything else boxed, so the struct holding it stays small (it
 /// is moved a few times between the text and the conversation).
-#[derive(Default)]
+#[derive(Default, Debug, Clone)]
 pub(crate) enum StrOrValue<'a> {
     #[default]
     Absent,
@@ -519,6 +538,15 @@ pub(crate) enum StrOrValue<'a> {
 }
 
 impl StrOrValue<'_> {
+    /// The string owned, to outlive the text it was read from.
+    pub(crate) fn into_owned(self) -> StrOrValue<'static> {
+        match self {
+            StrOrValue::Absent => StrOrValue::Absent,
+            StrOrValue::Str(s) => StrOrValue::Str(Cow::Owned(s.into_owned())),
+            StrOrValue::Value(v) => StrOrValue::Value(v),
+        }
+    }
+
     /// The value as a `Value` tree (`None` when absent).
     pub(crate) fn into_value(self) -> Option<serde_json::Value> {
         match self {
@@ -573,6 +601,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for StrOrValue<'a> {
 
 /// A field given with any value, `null` included: an `Option` field
 /// would take `null` for absent, and a `Value` walk tells them apart.
+#[derive(Debug, Clone)]
 pub(crate) struct Given<T>(pub Option<T>);
 
 impl<T> Default for Given<T> {

@@ -106,6 +106,7 @@ impl Log {
         let mut bad = Vec::new();
         match (self, parsed.0) {
             (_, Parsed::Blank | Parsed::Unread) => {}
+            (Log::Codex(log), Parsed::CodexItem(item)) => log.push_item(n, *item),
             (Log::ClaudeCode(log), Parsed::Event(event)) => match event {
                 Ok(Some(e)) => log.push_event(e),
                 Ok(None) => {}
@@ -134,9 +135,9 @@ impl Log {
                         }
                         None => return vec![(n, LineError::Json(e))],
                     },
-                    // A Claude Code event given to another log: read as
-                    // the value it is.
-                    Parsed::Event(_) | Parsed::Blank | Parsed::Unread => {
+                    // A Claude Code event or a Codex item given to another
+                    // log: read as the value it is.
+                    Parsed::Event(_) | Parsed::CodexItem(_) | Parsed::Blank | Parsed::Unread => {
                         match crate::bounded::value(text) {
                             Ok(v) => vec![v],
                             Err(e) => return vec![(n, LineError::Json(e))],
@@ -205,8 +206,9 @@ impl Log {
 pub struct LineParser {
     /// For a Claude Code log: how much of each event to keep.
     claude_code: Option<Detail>,
-    /// For a Codex rollout: its records that carry nothing it reads are
-    /// not built ([`crate::codex::reads_nothing`]).
+    /// For a Codex rollout: each line read in one pass, its items
+    /// straight from the text and the records it reads nothing from not
+    /// built ([`crate::codex::parse_line`]).
     codex: bool,
 }
 
@@ -222,6 +224,8 @@ enum Parsed {
     Event(Result<Option<claude_code::Event>, LineError>),
     /// Another log's record, as JSON.
     Value(Result<Value, serde_json::Error>),
+    /// A Codex rollout's response item, read from the text.
+    CodexItem(Box<crate::responses::Item<'static>>),
     /// A record its log reads nothing from: not built.
     Unread,
 }
@@ -234,7 +238,11 @@ impl LineParser {
         }
         ParsedLine(match self.claude_code {
             Some(detail) => Parsed::Event(claude_code::Event::parse(n, text, detail)),
-            None if self.codex && crate::codex::reads_nothing(text) => Parsed::Unread,
+            None if self.codex => match crate::codex::parse_line(text) {
+                crate::codex::Line::Unread => Parsed::Unread,
+                crate::codex::Line::Item(item) => Parsed::CodexItem(item),
+                crate::codex::Line::Value(value) => Parsed::Value(value),
+            },
             None => Parsed::Value(crate::bounded::value(text)),
         })
     }

@@ -259,12 +259,7 @@ fn read_input(
                 read_call(conv, item, "tool_search_call", &path, item_source(i))?;
             }
             output if is_output(output) => {
-                // `call_id`, or `id` for the older `local_shell_call_output`.
-                let id = match &item.call_id.0 {
-                    Some(call_id) => call_id.as_deref(),
-                    None => item.id.as_deref(),
-                };
-                let Some(id) = id else {
+                let Some(id) = item.call_or_item_id() else {
                     return Err(err(&path(), "expected a string `call_id`"));
                 };
                 let result = Block::ToolResult {
@@ -385,6 +380,7 @@ lax_object! {
     /// An input item: a message, a call, an output, a reference, or an
     /// item the server ran. Kept small (it is moved a few times per
     /// item): strings borrowed, other values boxed.
+    #[derive(Clone, Debug)]
     struct Item<'a> {
         "type" => kind: Given<LaxStr<'a>>,
         "role" => role: Given<LaxStr<'a>>,
@@ -412,6 +408,60 @@ impl Item<'_> {
     fn is_client(&self) -> bool {
         self.execution.as_deref() == Some("client")
     }
+
+    /// The item owned, to outlive the text it was read from (a Codex
+    /// rollout keeps its items until the log is read whole).
+    pub(crate) fn into_owned(self) -> Item<'static> {
+        let given = |s: Given<LaxStr>| Given(s.0.map(LaxStr::into_owned));
+        Item {
+            kind: given(self.kind),
+            role: given(self.role),
+            id: self.id.into_owned(),
+            content: self.content.into_owned(),
+            call_id: given(self.call_id),
+            name: given(self.name),
+            arguments: self.arguments.into_owned(),
+            input: self.input,
+            action: self.action,
+            output: self.output.into_owned(),
+            execution: self.execution.into_owned(),
+            tools: self.tools,
+        }
+    }
+
+    /// The item's `type`, when it is a string.
+    pub(crate) fn kind(&self) -> Option<&str> {
+        self.kind.0.as_ref().and_then(LaxStr::as_deref)
+    }
+
+    /// The id a call or an output carries: `call_id`, or `id` when there
+    /// is no `call_id` (the older `local_shell_call_output`); `None` when
+    /// the one there is not a string.
+    pub(crate) fn call_or_item_id(&self) -> Option<&str> {
+        match &self.call_id.0 {
+            Some(call_id) => call_id.as_deref(),
+            None => self.id.as_deref(),
+        }
+    }
+}
+
+/// The conversation of `items`, as a body with nothing but these as its
+/// `input` would be read (a Codex rollout's items, each read from its
+/// line as it came).
+pub(crate) fn read_item_list(
+    items: Vec<Item>,
+    detail: Detail,
+    item_source: &dyn Fn(usize) -> BlockSource,
+) -> Result<Conversation, ReadError> {
+    let body = Body {
+        input: Given(Some(TextOrList::List(items))),
+        ..Body::default()
+    };
+    let (mut conv, input) = read_top(body);
+    if let Some(TextOrList::List(items)) = input {
+        read_input(&mut conv, items, detail, item_source)?;
+    }
+    Ok(conv)
 }
 
 fn tool_spec(t: &Value) -> Option<ToolSpec> {
