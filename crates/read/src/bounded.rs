@@ -101,6 +101,61 @@ pub(crate) fn seed(
     Charged::new(left, limit)
 }
 
+/// Up to how long a text may be that a reader skips parts of with
+/// [`Skip`] (or reads into values it does not charge): the values of
+/// text this long cannot pass [`PARSED_FLOOR`] (a one-digit number in an
+/// array takes up to 216 bytes with the array's spare room, 108 per
+/// byte of text), so the bounded parser refuses none of it for its size.
+pub(crate) const SKIPPED_UP_TO: usize = 512 << 10;
+
+/// A value passed over, parsed as the bounded parser parses it (every
+/// string decoded, every number read, nesting within serde_json's limit),
+/// so that a line it would refuse is refused here too, but with nothing
+/// built (and nothing charged: a reader skipping this way reads text of
+/// at most [`SKIPPED_UP_TO`]). (`IgnoredAny` skips without a limit on nesting and takes a lone
+/// surrogate.)
+pub(crate) struct Skip;
+
+impl<'de> serde::Deserialize<'de> for Skip {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Skip, D::Error> {
+        d.deserialize_any(Skip)
+    }
+}
+
+impl<'de> Visitor<'de> for Skip {
+    type Value = Skip;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Skip, A::Error> {
+        while seq.next_element::<Skip>()?.is_some() {}
+        Ok(Skip)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Skip, A::Error> {
+        while map.next_entry::<Skip, Skip>()?.is_some() {}
+        Ok(Skip)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_unit<E>(self) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+}
+
 /// What an element costs beyond its own value: one `Value` in its array.
 const VALUE: usize = std::mem::size_of::<Value>();
 /// What a member of an object costs beyond its value and its key's
@@ -281,6 +336,43 @@ mod tests {
         let many = one.repeat(40);
         assert!(values(&one).all(|v| v.is_ok()));
         assert!(values(&many).any(|v| v.is_err()));
+    }
+
+    /// What [`Skip`] relies on: text of [`SKIPPED_UP_TO`] bytes of the
+    /// costliest values there are (one-digit numbers, empty arrays and
+    /// objects, empty strings, one-letter keys), each count just past a
+    /// power of two so the arrays hold the most spare room, stays within
+    /// the floor.
+    #[test]
+    fn text_a_skip_may_read_is_within_the_floor() {
+        let most = SKIPPED_UP_TO;
+        let fill = |one: &str| {
+            // The most elements that fit, then down to one past a power of
+            // two.
+            let n = (most - 2) / one.len();
+            let n = (n.next_power_of_two() / 2 + 1).min(n);
+            format!("[{}]", one.repeat(n).trim_end_matches(','))
+        };
+        let keys = |n: usize| (0..n).map(|k| format!("\"{k:x}\":0,")).collect::<String>();
+        let mut n = 1;
+        while keys(n * 2).len() + 2 <= most {
+            n *= 2;
+        }
+        for text in [
+            fill("0,"),
+            fill("[],"),
+            fill("{},"),
+            fill("\"\","),
+            format!("{{{}}}", keys(n).trim_end_matches(',')),
+        ] {
+            assert!(text.len() <= most, "{}", text.len());
+            let left = Cell::new(PARSED_FLOOR);
+            let parsed = value_spending(&text, &left, PARSED_FLOOR);
+            assert!(parsed.is_ok(), "{}", &text[..20]);
+        }
+        // Twice as long, the numbers are past it.
+        let twice = format!("[{}]", "0,".repeat(most).trim_end_matches(','));
+        assert!(value_within(&twice, PARSED_FLOOR).is_err());
     }
 
     #[test]

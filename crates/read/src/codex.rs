@@ -233,22 +233,7 @@ impl CodexRollout {
             conv.notices
                 .retain(|n| n.kind != crate::finding::Kind::ReasoningWithoutItem);
             conv.rewrites = rewrites;
-            for (line, usage, model) in segment.usage {
-                // The reply the count is for: the last one written before it.
-                let reply = (0..conv.messages.len()).rev().find(|&m| {
-                    conv.messages[m].role == loopdbg_engine::message::Role::Assistant
-                        && conv.message_sources[m].line.is_some_and(|l| l < line)
-                });
-                if let Some(message) = reply
-                    && conv.usage_of(message).is_none()
-                {
-                    conv.usage.push(super::TripUsage {
-                        message,
-                        usage,
-                        model,
-                    });
-                }
-            }
+            attach_usage(&mut conv, segment.usage);
             if n > 0 && count > 1 {
                 conv.label = Some(format!("after compaction {n}"));
             }
@@ -279,6 +264,71 @@ impl CodexRollout {
             }
         }
         Ok(out)
+    }
+}
+
+/// Gives each `token_count` (its line, its tokens, the turn's model) to
+/// the reply it counts: the last one written before it, unless that reply
+/// has its count. A rollout's messages and counts come in the order of
+/// their lines, so one pass with a cursor finds each; searching back from
+/// the end for each count, and through the counts for each reply, was a
+/// quarter of reading a long rollout (quadratic). What is not in that
+/// order (nothing Codex writes) is searched as before.
+fn attach_usage(
+    conv: &mut Conversation,
+    counts: Vec<(usize, loopdbg_engine::message::Usage, Option<String>)>,
+) {
+    use loopdbg_engine::message::Role;
+    let lines = |m: usize| conv.message_sources[m].line;
+    let in_order = conv.usage.is_empty()
+        && (0..conv.messages.len()).all(|m| lines(m).is_some())
+        && (1..conv.messages.len()).all(|m| lines(m - 1) <= lines(m))
+        && counts.windows(2).all(|w| w[0].0 <= w[1].0);
+    if !in_order {
+        attach_usage_searching(conv, counts);
+        return;
+    }
+    let (mut next, mut reply) = (0, None);
+    for (line, usage, model) in counts {
+        while next < conv.messages.len() && lines(next).is_some_and(|l| l < line) {
+            if conv.messages[next].role == Role::Assistant {
+                reply = Some(next);
+            }
+            next += 1;
+        }
+        // Replies only move forward: one counted already is the last.
+        if let Some(message) = reply
+            && conv.usage.last().is_none_or(|u| u.message != message)
+        {
+            conv.usage.push(super::TripUsage {
+                message,
+                usage,
+                model,
+            });
+        }
+    }
+}
+
+/// [`attach_usage`] by searching, for each count, back from the last
+/// message.
+fn attach_usage_searching(
+    conv: &mut Conversation,
+    counts: Vec<(usize, loopdbg_engine::message::Usage, Option<String>)>,
+) {
+    for (line, usage, model) in counts {
+        let reply = (0..conv.messages.len()).rev().find(|&m| {
+            conv.messages[m].role == loopdbg_engine::message::Role::Assistant
+                && conv.message_sources[m].line.is_some_and(|l| l < line)
+        });
+        if let Some(message) = reply
+            && conv.usage_of(message).is_none()
+        {
+            conv.usage.push(super::TripUsage {
+                message,
+                usage,
+                model,
+            });
+        }
     }
 }
 
@@ -414,9 +464,8 @@ pub(crate) enum Line {
 
 /// Up to how long a line is read in one pass. Past it, the line is
 /// parsed whole by the bounded parser, which charges every value it
-/// builds: an item's values are not charged, and a megabyte of text
-/// cannot make more than the bounded parser's floor (64 MiB) of them.
-const ONE_PASS_UP_TO: usize = 1 << 20;
+/// builds: what the pass skips and an item's values are not charged.
+const ONE_PASS_UP_TO: usize = crate::bounded::SKIPPED_UP_TO;
 
 /// Line `text` of a rollout, read in one pass (issue 62): a record's
 /// `type` comes before its `payload` in everything Codex writes, so by
@@ -428,10 +477,18 @@ const ONE_PASS_UP_TO: usize = 1 << 20;
 /// is passed over; anything else is built as a value, as the bounded
 /// parser would. A line the pass is not sure of — a key twice, a payload
 /// before its type, not an object, not JSON, longer than
-/// [`ONE_PASS_UP_TO`] — is parsed whole by the bounded parser and read
-/// as a value, so its error, if it has one, is that parser's.
+/// [`ONE_PASS_UP_TO`], one with a lone surrogate escape or nested deeper
+/// than [`SHALLOW`] — is parsed whole by the bounded parser and read as a
+/// value, so its error, if it has one, is that parser's.
 pub(crate) fn parse_line(text: &str) -> Line {
-    if text.len() <= ONE_PASS_UP_TO {
+    // An item's fields the reader does not name are skipped, and serde_json
+    // skips without decoding a `\u` escape's surrogates or counting how
+    // deep it nests: a line the bounded parser would refuse for either is
+    // left to it (found by the `plain` fuzz target for the check's fast
+    // path, which does the same).
+    let refusable =
+        || !crate::plain::surrogates_are_paired(text) || !nested_within(text.as_bytes(), SHALLOW);
+    if text.len() <= ONE_PASS_UP_TO && !refusable() {
         let limit = crate::bounded::limit_for(text.len());
         let left = Cell::new(limit);
         let mut de = serde_json::Deserializer::from_str(text);
@@ -441,6 +498,43 @@ pub(crate) fn parse_line(text: &str) -> Line {
         }
     }
     Line::Value(crate::bounded::value(text))
+}
+
+/// How deep a line read in one pass may nest: inside serde_json's limit
+/// (128), which the bounded parser keeps and a skip does not.
+const SHALLOW: usize = 120;
+
+/// Whether the arrays and objects of `json` nest at most `most` deep
+/// (brackets inside strings not counted). A line with fewer brackets
+/// than that, nearly every line, is answered by counting them.
+fn nested_within(json: &[u8], most: usize) -> bool {
+    if json.iter().filter(|&&b| b == b'[' || b == b'{').count() <= most {
+        return true;
+    }
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for &b in json {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > most {
+                    return false;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    true
 }
 
 /// A record's top level, read key by key; `None` when unsure.
@@ -487,7 +581,7 @@ impl<'de> Visitor<'de> for Record<'_> {
                     Payload::Item(Box::new(map.next_value::<Item>()?.into_owned()))
                 }
                 Some((_, Wanted::Nothing)) => {
-                    map.next_value::<Skip>()?;
+                    map.next_value::<crate::bounded::Skip>()?;
                     Payload::Passed(None)
                 }
                 Some((_, Wanted::PayloadOfType(read))) => {
@@ -516,53 +610,6 @@ impl<'de> Visitor<'de> for Record<'_> {
             }
             Some(Payload::Built) | None => Line::Value(Ok(Value::Object(members))),
         }))
-    }
-}
-
-/// A value passed over, parsed as the bounded parser parses it (every
-/// string decoded, every number read, nesting within serde_json's limit),
-/// so that a line it would refuse is refused here too, but with nothing
-/// built. (`IgnoredAny` skips without a limit on nesting and takes a lone
-/// surrogate.)
-struct Skip;
-
-impl<'de> Deserialize<'de> for Skip {
-    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Skip, D::Error> {
-        d.deserialize_any(Skip)
-    }
-}
-
-impl<'de> Visitor<'de> for Skip {
-    type Value = Skip;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Skip, A::Error> {
-        while seq.next_element::<Skip>()?.is_some() {}
-        Ok(Skip)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Skip, A::Error> {
-        while map.next_entry::<Skip, Skip>()?.is_some() {}
-        Ok(Skip)
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-    fn visit_str<E>(self, _: &str) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-    fn visit_unit<E>(self) -> Result<Skip, E> {
-        Ok(Skip)
     }
 }
 
@@ -598,7 +645,7 @@ impl<'de, S: DeserializeSeed<'de, Value = Value> + Copy> Visitor<'de> for EventP
                 if key == "type" {
                     return Err(de::Error::custom("a payload's type twice"));
                 }
-                map.next_value::<Skip>()?;
+                map.next_value::<crate::bounded::Skip>()?;
                 continue;
             }
             let member = map.next_value_seed(self.value)?;
@@ -621,7 +668,7 @@ impl<'de, S: DeserializeSeed<'de, Value = Value> + Copy> Visitor<'de> for EventP
 
     // A payload that is not an object has no type: an event of nothing.
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        while seq.next_element::<Skip>()?.is_some() {}
+        while seq.next_element::<crate::bounded::Skip>()?.is_some() {}
         Ok(Ok(None))
     }
     fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
@@ -727,7 +774,10 @@ mod tests {
             "]".repeat(200)
         );
         let surrogate = r#"{"type":"session_meta","payload":{"text":"\ud800"}}"#;
-        for line in [deep.as_str(), surrogate] {
+        // … and in a field of an item the reader does not name.
+        let item_surrogate = r#"{"type":"response_item","payload":{"type":"reasoning","encrypted_content":"\udc00"}}"#;
+        let item_deep = deep.replace("event_msg", "response_item");
+        for line in [deep.as_str(), surrogate, item_surrogate, &item_deep] {
             let Line::Value(Err(e)) = parse_line(line) else {
                 panic!("{line} was read");
             };
@@ -746,12 +796,18 @@ mod tests {
             "[".repeat(200)
         );
         assert!(unread(&quoted));
-        // Past a megabyte, the bounded parser reads the line whole.
+        // Past half a megabyte, the bounded parser reads the line whole,
+        // and refuses what it would refuse for its size.
         let long = format!(
             r#"{{"type":"event_msg","payload":{{"type":"x","text":"{}"}}}}"#,
             "x".repeat(1 << 20)
         );
         assert!(matches!(parse_line(&long), Line::Value(Ok(_))));
+        let numbers = format!(
+            r#"{{"type":"session_meta","payload":[{}0]}}"#,
+            "0,".repeat(1 << 19)
+        );
+        assert!(matches!(parse_line(&numbers), Line::Value(Err(_))));
     }
 
     /// Lines of every odd shape in one rollout, read in one pass and by
@@ -822,6 +878,55 @@ mod tests {
             let (got, _) = one_pass(&[(1, item)]);
             assert_eq!(got, built_whole(&[(1, item)]).0);
             assert!(got.contains(error), "{got}");
+        }
+    }
+
+    /// Counts given to replies in one pass, as by searching for each: on
+    /// every shipped rollout's conversations, with counts on every line,
+    /// every other line and in runs.
+    #[test]
+    fn counts_given_in_one_pass_as_by_searching() {
+        let root = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/transcripts"
+        );
+        let mut convs = Vec::new();
+        for path in [
+            format!("{root}/usage/codex.jsonl"),
+            format!("{root}/codex/rollout-2026-12-02T04-27-23-dropped-output.jsonl"),
+        ] {
+            let text = std::fs::read_to_string(path).unwrap();
+            let lines: Vec<(usize, &str)> =
+                text.lines().enumerate().map(|(n, l)| (n + 1, l)).collect();
+            let mut log = Log::new(Source::Agent(Agent::Codex)).unwrap();
+            log.push_lines(&lines);
+            convs.extend(log.finish().unwrap());
+        }
+        assert!(convs.iter().any(|c| !c.usage.is_empty()));
+        let usage = |k: usize| loopdbg_engine::message::Usage {
+            input: k as u64,
+            ..Default::default()
+        };
+        for mut conv in convs {
+            conv.usage.clear();
+            let last = conv
+                .message_sources
+                .iter()
+                .filter_map(|s| s.line)
+                .max()
+                .unwrap_or(0)
+                + 2;
+            for pick in [1, 2, 3] {
+                let counts: Vec<_> = (0..=last)
+                    .filter(|l| l % pick == 0 || l % 7 == 1)
+                    .map(|l| (l, usage(l), Some(format!("m{l}"))))
+                    .collect();
+                let (mut fast, mut searched) = (conv.clone(), conv.clone());
+                attach_usage(&mut fast, counts.clone());
+                attach_usage_searching(&mut searched, counts);
+                assert!(!fast.usage.is_empty());
+                assert_eq!(format!("{:?}", fast.usage), format!("{:?}", searched.usage));
+            }
         }
     }
 

@@ -110,7 +110,7 @@ fn read_as(line: &str, format: Format, forced: bool) -> Option<Conversation> {
 
 /// Whether every `\u` escape of a surrogate in `line` is a high one
 /// followed by a low one, as serde_json requires of a string it reads.
-fn surrogates_are_paired(line: &str) -> bool {
+pub(crate) fn surrogates_are_paired(line: &str) -> bool {
     if !line.contains("\\u") {
         return true;
     }
