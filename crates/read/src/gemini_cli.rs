@@ -11,8 +11,11 @@
 //! calls that have a `result`. It is checked by Gemini's rules.
 
 use crate::agent::Agent;
-use crate::lax::Field;
-use serde_json::Value;
+use crate::bounded::Skip;
+use crate::lax::{Field, LaxStr};
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+use std::cell::Cell;
 
 use super::{BlockSource, Conversation, ReadError, Source};
 use loopdbg_engine::message::{Block, Message, Role, Usage};
@@ -132,6 +135,130 @@ impl Fold {
                 self.records.push(Folded { id, place, value });
             }
         }
+    }
+}
+
+/// The fields of a record the reader reads ([`Fold::push`], [`GeminiCliLog::finish`]):
+/// a message record's, and a `$rewindTo` or `$set` patch's. A field read
+/// must be named here, or [`parse_line`] leaves it out.
+const RECORD_FIELDS: &[&str] = &[
+    "id",
+    "type",
+    "content",
+    "model",
+    "toolCalls",
+    "tokens",
+    "$rewindTo",
+    "$set",
+    "messages",
+];
+
+/// The fields of a record's tool call the reader reads ([`model_turn`]).
+const CALL_FIELDS: &[&str] = &["id", "name", "args", "status", "result"];
+
+/// Line `text` of a chat recording, as the reader reads it: the record as
+/// a value of only the fields it reads ([`RECORD_FIELDS`], and of each
+/// tool call [`CALL_FIELDS`]). What the CLI writes for its own screen —
+/// a call's `resultDisplay` (for an edit, the file before and after),
+/// its `description`, a reply's `thoughts`, the times — is passed over,
+/// parsed (so a line the bounded parser refuses is refused) but not
+/// built (issue 62: building every record whole was most of reading a
+/// chat). What is kept is whole, a call's `result` and a record's
+/// `content` included. A line longer than [`crate::bounded::SKIPPED_UP_TO`], or of
+/// another shape (not an object, `toolCalls` not a list of objects), is
+/// parsed whole by the bounded parser, as is one with an error, so the
+/// error is that parser's.
+pub(crate) fn parse_line(text: &str) -> serde_json::Result<Value> {
+    if text.len() <= crate::bounded::SKIPPED_UP_TO {
+        let limit = crate::bounded::limit_for(text.len());
+        let left = Cell::new(limit);
+        let mut de = serde_json::Deserializer::from_str(text);
+        let read = de::Deserializer::deserialize_any(
+            &mut de,
+            Kept {
+                left: &left,
+                limit,
+                fields: RECORD_FIELDS,
+            },
+        );
+        if let (Ok(value), Ok(())) = (read, de.end()) {
+            return Ok(value);
+        }
+    }
+    crate::bounded::value(text)
+}
+
+/// An object of which only `fields` are built (`toolCalls` as a list of
+/// calls of which only [`CALL_FIELDS`] are); anything else is an error,
+/// for the caller to parse the line whole.
+#[derive(Clone, Copy)]
+struct Kept<'b> {
+    left: &'b Cell<usize>,
+    limit: usize,
+    fields: &'static [&'static str],
+}
+
+impl<'de> DeserializeSeed<'de> for Kept<'_> {
+    type Value = Value;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Kept<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let value = crate::bounded::seed(self.left, self.limit);
+        let mut members = Map::new();
+        while let Some(key) = map.next_key::<LaxStr<'de>>()? {
+            let key = key.0.unwrap_or_default();
+            if !self.fields.contains(&&*key) {
+                map.next_value::<Skip>()?;
+                continue;
+            }
+            let member = match (&*key, self.fields == RECORD_FIELDS) {
+                ("toolCalls", true) => map.next_value_seed(Calls(Kept {
+                    fields: CALL_FIELDS,
+                    ..self
+                }))?,
+                _ => map.next_value_seed(value)?,
+            };
+            members.insert(key.into_owned(), member);
+        }
+        Ok(Value::Object(members))
+    }
+}
+
+/// A record's `toolCalls`: a list of calls, each [`Kept`].
+struct Calls<'b>(Kept<'b>);
+
+impl<'de> DeserializeSeed<'de> for Calls<'_> {
+    type Value = Value;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Calls<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a list of tool calls")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut calls = Vec::new();
+        while let Some(call) = seq.next_element_seed(self.0)? {
+            calls.push(call);
+        }
+        Ok(Value::Array(calls))
     }
 }
 
@@ -565,7 +692,136 @@ fn responses_sent(result: &mut Value, call_id: &str, k: usize) -> Vec<(String, V
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::log::Log;
     use serde_json::json;
+
+    /// The chat through the log's line parser (records built of the
+    /// fields read) and by building every record whole: its
+    /// conversations, and the lines refused.
+    fn both_ways(text: &str) -> [(String, Vec<usize>); 2] {
+        let lines: Vec<(usize, &str)> = text.lines().enumerate().map(|(n, l)| (n + 1, l)).collect();
+        let mut log = Log::new(Source::Agent(Agent::GeminiCli)).unwrap();
+        let bad = log.push_lines(&lines).iter().map(|(n, _)| *n).collect();
+        let pruned = (format!("{:?}", log.finish()), bad);
+        let mut whole = GeminiCliLog::default();
+        let mut bad = Vec::new();
+        for &(n, line) in &lines {
+            if line.trim().is_empty() {
+                continue;
+            }
+            match crate::bounded::value(line) {
+                Ok(v) => whole.push_owned(n, v).unwrap(),
+                Err(_) => match crate::parse::joined_records(line) {
+                    Some(records) => {
+                        whole.joined.push((n, records.len()));
+                        for v in records {
+                            whole.push_owned(n, v).unwrap();
+                        }
+                    }
+                    None => bad.push(n),
+                },
+            }
+        }
+        let whole: Result<_, ReadError> = Ok(whole.finish());
+        [pruned, (format!("{whole:?}"), bad)]
+    }
+
+    /// Every Gemini CLI chat the project ships, read both ways.
+    #[test]
+    fn records_built_of_the_fields_read_read_every_chat_as_built_whole() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures");
+        let mut chats = 0;
+        let mut dirs = vec![std::path::PathBuf::from(root)];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                    continue;
+                }
+                let Ok(text) = std::fs::read_to_string(&path) else {
+                    continue;
+                };
+                if path.extension().is_some_and(|e| e == "jsonl")
+                    && (text.contains("\"toolCalls\"") || text.contains("\"$set\""))
+                    && text.contains("\"projectHash\"")
+                {
+                    let [pruned, whole] = both_ways(&text);
+                    assert_eq!(pruned, whole, "{}", path.display());
+                    chats += 1;
+                }
+            }
+        }
+        assert!(chats >= 7, "{chats} chats");
+    }
+
+    /// Lines of every odd shape in one chat, read both ways.
+    #[test]
+    fn odd_records_read_as_built_whole() {
+        let deep = format!(
+            r#"{{"id":"d","type":"info","thoughts":{}1{}}}"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        let big = format!(
+            r#"{{"id":"g9","type":"gemini","content":"big","toolCalls":[{{"id":"c9","name":"edit","args":{{}},"result":[],"resultDisplay":"{}"}}]}}"#,
+            "x".repeat(600 << 10)
+        );
+        let lines = [
+            r#"{"sessionId":"s","projectHash":"p","startTime":"t","lastUpdated":"t","kind":"main"}"#,
+            r#"{"id":"u1","timestamp":"t","type":"user","content":[{"text":"go"}]}"#,
+            r#"{"id":"g1","timestamp":"t","type":"gemini","content":"","model":"gemini-2.5-pro","thoughts":[{"subject":"s","description":"d"}],"tokens":{"input":9,"output":2,"cached":1,"thoughts":3},"toolCalls":[{"id":"c1","name":"run_shell_command","args":{"command":"ls"},"status":"success","displayName":"Shell","description":"ls","resultDisplay":{"fileDiff":"@@","originalContent":"a","newContent":"b"},"renderOutputAsMarkdown":false,"result":[{"functionResponse":{"id":"c1","name":"run_shell_command","response":{"output":"ok"}}}]}]}"#,
+            r#"{"id":"g2","type":"gemini","content":"x","toolCalls":{"not":"a list"}}"#,
+            r#"{"id":"g3","type":"gemini","content":"y","toolCalls":[1,{"id":"c3","name":"n"}]}"#,
+            r#"{"id":"g4","type":"gemini","content":"z","toolCalls":[{"id":"c4","name":"n","name":"m","args":{"a":1},"status":"error"}]}"#,
+            r#"{"id":"u2","type":"user","type":"user","content":"/help"}"#,
+            r#"{"id":"u3","type":"user","content":[{"text":"again"}],"extra":{"toolCalls":[1]}}"#,
+            r#"{"id":"g1","type":"gemini","content":"rewritten","toolCalls":[{"id":"c1","name":"run_shell_command","args":{},"status":"cancelled","result":null}]}"#,
+            r#"{"$rewindTo":"g4"}"#,
+            r#"{"id":"g6","type":"gemini","content":"v","toolCalls":[{"id":"c6","name":"n","args":{},"status":"error","result":[{"functionResponse":{"id":"c6","name":"n","response":{"error":"boom"}}}]}]}"#,
+            r#"{"id":"e1","type":"error","content":"[API Error: 400 Bad Request]"}"#,
+            r#"{"$set":{"lastUpdated":"t2"}}"#,
+            r#"{"id":"g5","type":"gemini","content":"w","toolCalls":[{"id":"c5","name":"n","args":{},"resultDisplay":"\udc00"}]}"#,
+            deep.as_str(),
+            r#"{"id":"u4","type":"user","content":"joined"}{"id":"u5","type":"user","content":"twice"}"#,
+            big.as_str(),
+            r#"{"$rewindTo":7}"#,
+            r#"{"$set":{"messages":[{"id":"m1","type":"user","content":"kept","displayContent":"x"},{"id":"m2","type":"gemini","content":"r","toolCalls":[{"id":"k1","name":"n","args":{},"description":"d"}]}]}}"#,
+            r#"{"id":"u6","type":"user","content":[{"text":"last"}]}"#,
+        ];
+        let text = lines.join("\n");
+        let [pruned, whole] = both_ways(&text);
+        assert_eq!(pruned, whole);
+        // The surrogate and the nesting are refused, as whole.
+        assert_eq!(pruned.1, [14, 15]);
+        for (what, line) in [("surrogate", lines[13]), ("deep", lines[14])] {
+            assert!(parse_line(line).is_err(), "{what}");
+        }
+        // Without the `$set` that replaced them, the records are read.
+        let [pruned, whole] = both_ways(&lines[..17].join("\n"));
+        assert_eq!(pruned, whole);
+        assert!(
+            pruned.0.contains("rewritten") && pruned.0.contains("400"),
+            "{}",
+            pruned.0
+        );
+        assert!(pruned.0.contains("is_error: true"), "{}", pruned.0);
+        // What the screen had is not kept; what is read is.
+        let kept = parse_line(lines[2]).unwrap();
+        assert_eq!(
+            kept["toolCalls"][0]["result"][0]["functionResponse"]["response"]["output"],
+            "ok"
+        );
+        assert!(
+            kept.get("thoughts").is_none() && kept["toolCalls"][0].get("resultDisplay").is_none()
+        );
+        assert_eq!(
+            parse_line(&big).unwrap()["toolCalls"][0]["resultDisplay"]
+                .as_str()
+                .map(str::len),
+            Some(600 << 10)
+        );
+    }
 
     fn ids(fold: &Fold) -> Vec<&str> {
         fold.records.iter().map(|r| r.id.as_str()).collect()

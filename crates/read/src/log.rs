@@ -78,6 +78,7 @@ impl Log {
                 _ => None,
             },
             codex: matches!(self, Log::Codex(_)),
+            gemini_cli: matches!(self, Log::GeminiCli(_)),
         }
     }
 
@@ -210,6 +211,9 @@ pub struct LineParser {
     /// straight from the text and the records it reads nothing from not
     /// built ([`crate::codex::parse_line`]).
     codex: bool,
+    /// For a Gemini CLI chat: each record built of only the fields its
+    /// reader reads ([`crate::gemini_cli::parse_line`]).
+    gemini_cli: bool,
 }
 
 /// One line, parsed and not yet pushed.
@@ -243,6 +247,7 @@ impl LineParser {
                 crate::codex::Line::Item(item) => Parsed::CodexItem(item),
                 crate::codex::Line::Value(value) => Parsed::Value(value),
             },
+            None if self.gemini_cli => Parsed::Value(crate::gemini_cli::parse_line(text)),
             None => Parsed::Value(crate::bounded::value(text)),
         })
     }
