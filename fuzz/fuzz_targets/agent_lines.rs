@@ -1,8 +1,11 @@
-//! The Codex reader's one pass over a line (`codex::parse_line`: items
-//! read straight from the text, records it reads nothing from passed
-//! over) against building every record as a value first: any bytes read
-//! as the lines of a rollout must give the same conversations (or the
-//! same error), and no line the bounded parser reads may be refused.
+//! The readers that build a log's lines in one pass, each against
+//! building every record as a value first, on any text read as the lines
+//! of a Codex rollout (`codex::parse_line`: the response item straight
+//! from the text, a record read for nothing passed over) and of a Gemini
+//! CLI chat (`gemini_cli::parse_line`: only the fields the reader reads
+//! built). Both ways must give the same conversations (or the same
+//! error); no line the bounded parser reads may be refused, and none it
+//! refuses read.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -12,26 +15,40 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    // Lines the bounded parser reads: a line it refuses (or reads as
-    // records joined) goes another way on both paths, tested elsewhere.
-    let lines: Vec<(usize, &str)> = text
-        .lines()
-        .enumerate()
-        .map(|(n, l)| (n + 1, l))
-        .filter(|(_, l)| !l.trim().is_empty() && loopdbg_read::bounded::value(l).is_ok())
-        .collect();
-    let mut one_pass = Log::new(Source::Agent(Agent::Codex)).expect("a log");
-    let refused = one_pass.push_lines(&lines);
-    assert!(refused.is_empty(), "refused: {refused:?}");
-    let mut built = Log::new(Source::Agent(Agent::Codex)).expect("a log");
-    for &(n, line) in &lines {
-        let value = loopdbg_read::bounded::value(line).expect("read above");
-        // A record the reader refuses is refused on both paths alike, at
-        // `finish` (`push_owned` refuses nothing of a rollout).
-        built.push_owned(n, value).expect("a rollout refuses no record");
+    for agent in [Agent::Codex, Agent::GeminiCli] {
+        let log = || Log::new(Source::Agent(agent)).expect("a log");
+        // A line the bounded parser refuses must be refused by the one
+        // pass too (unless it holds records joined, read as such on both
+        // paths).
+        for line in text.lines() {
+            if !line.trim().is_empty()
+                && loopdbg_read::bounded::value(line).is_err()
+                && loopdbg_read::joined_records(line).is_none()
+            {
+                assert_eq!(log().push_lines(&[(1, line)]).len(), 1, "{agent:?} read: {line}");
+            }
+        }
+        // The lines it reads, read two ways.
+        let lines: Vec<(usize, &str)> = text
+            .lines()
+            .enumerate()
+            .map(|(n, l)| (n + 1, l))
+            .filter(|(_, l)| !l.trim().is_empty() && loopdbg_read::bounded::value(l).is_ok())
+            .collect();
+        let mut one_pass = log();
+        let refused = one_pass.push_lines(&lines);
+        assert!(refused.is_empty(), "{agent:?} refused: {refused:?}");
+        let mut built = log();
+        for &(n, line) in &lines {
+            let value = loopdbg_read::bounded::value(line).expect("read above");
+            // Neither reader refuses a record as it comes; what they
+            // refuse, they refuse at `finish`.
+            built.push_owned(n, value).expect("no record refused");
+        }
+        assert_eq!(
+            format!("{:?}", one_pass.finish()),
+            format!("{:?}", built.finish()),
+            "{agent:?}"
+        );
     }
-    assert_eq!(
-        format!("{:?}", one_pass.finish()),
-        format!("{:?}", built.finish())
-    );
 });
