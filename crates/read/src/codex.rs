@@ -843,16 +843,15 @@ mod tests {
         ];
         let numbered: Vec<(usize, &str)> =
             lines.iter().enumerate().map(|(n, l)| (n + 1, *l)).collect();
-        let (got, got_bad) = one_pass(&numbered);
-        let (built, built_bad) = built_whole(&numbered);
+        let [(got, got_bad), (built, built_bad)] = both(&numbered);
         assert_eq!(got, built);
         assert_eq!(got_bad, built_bad);
         assert_eq!(got_bad, [23]);
         // The reader refuses the last segment for its odd item, in the
         // same words; without it, the conversations are read.
         assert!(got.contains("unknown role `robot`"), "{got}");
-        let (got, _) = one_pass(&numbered[..numbered.len() - 1]);
-        assert_eq!(got, built_whole(&numbered[..numbered.len() - 1]).0);
+        let [(got, _), (built, _)] = both(&numbered[..numbered.len() - 1]);
+        assert_eq!(got, built);
         assert!(
             got.starts_with("Ok(") && got.contains("c5") && got.contains("kept"),
             "{got}"
@@ -875,8 +874,8 @@ mod tests {
                 "a string `call_id`",
             ),
         ] {
-            let (got, _) = one_pass(&[(1, item)]);
-            assert_eq!(got, built_whole(&[(1, item)]).0);
+            let [(got, _), (built, _)] = both(&[(1, item)]);
+            assert_eq!(got, built);
             assert!(got.contains(error), "{got}");
         }
     }
@@ -930,38 +929,9 @@ mod tests {
         }
     }
 
-    /// The rollout through the log's line parser: its conversations (or
-    /// error) and the lines it refused.
-    fn one_pass(lines: &[(usize, &str)]) -> (String, Vec<usize>) {
-        let mut log = Log::new(Source::Agent(Agent::Codex)).unwrap();
-        let bad = log.push_lines(lines);
-        let bad = bad.iter().map(|(n, _)| *n).collect();
-        (format!("{:?}", log.finish()), bad)
-    }
-
-    /// The rollout read by building every record as a value first (a line
-    /// of records joined, each).
-    fn built_whole(lines: &[(usize, &str)]) -> (String, Vec<usize>) {
-        let mut built = CodexRollout::default();
-        let mut bad = Vec::new();
-        for &(n, line) in lines {
-            if line.trim().is_empty() {
-                continue;
-            }
-            match crate::bounded::value(line) {
-                Ok(v) => built.push_owned(n, v).unwrap(),
-                Err(_) => match crate::parse::joined_records(line) {
-                    Some(records) => {
-                        built.joined.push((n, records.len()));
-                        for v in records {
-                            built.push_owned(n, v).unwrap();
-                        }
-                    }
-                    None => bad.push(n),
-                },
-            }
-        }
-        (format!("{:?}", built.finish()), bad)
+    /// The rollout read both ways ([`crate::log::both_ways`]).
+    fn both(lines: &[(usize, &str)]) -> [(String, Vec<usize>); 2] {
+        crate::log::both_ways::read(Source::Agent(Agent::Codex), lines)
     }
 
     /// Every Codex rollout the project ships, read through the log's
@@ -969,30 +939,15 @@ mod tests {
     /// conversations, and the same lines refused.
     #[test]
     fn passing_records_over_reads_every_rollout_as_building_them_all() {
-        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures");
-        let mut rollouts = Vec::new();
-        let mut dirs = vec![std::path::PathBuf::from(root)];
-        while let Some(dir) = dirs.pop() {
-            for entry in std::fs::read_dir(dir).unwrap() {
-                let path = entry.unwrap().path();
-                if path.is_dir() {
-                    dirs.push(path);
-                } else if let Ok(text) = std::fs::read_to_string(&path)
-                    && path.extension().is_some_and(|e| e == "jsonl")
-                    && text.contains("session_meta")
-                {
-                    rollouts.push((path, text));
-                }
-            }
-        }
+        let rollouts = crate::log::both_ways::fixtures(|path, text| {
+            path.extension().is_some_and(|e| e == "jsonl") && text.contains("session_meta")
+        });
         assert!(rollouts.len() >= 5, "{} rollouts", rollouts.len());
         let mut passed_over = 0;
         for (path, text) in &rollouts {
-            let lines: Vec<(usize, &str)> =
-                text.lines().enumerate().map(|(n, l)| (n + 1, l)).collect();
+            let lines = crate::log::both_ways::numbered(text);
             passed_over += lines.iter().filter(|(_, l)| unread(l)).count();
-            let (got, bad) = one_pass(&lines);
-            let (built, built_bad) = built_whole(&lines);
+            let [(got, bad), (built, built_bad)] = both(&lines);
             assert_eq!(got, built, "{}", path.display());
             assert_eq!(bad, built_bad, "{}", path.display());
         }

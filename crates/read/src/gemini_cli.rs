@@ -692,66 +692,27 @@ fn responses_sent(result: &mut Value, call_id: &str, k: usize) -> Vec<(String, V
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::log::Log;
     use serde_json::json;
 
-    /// The chat through the log's line parser (records built of the
-    /// fields read) and by building every record whole: its
-    /// conversations, and the lines refused.
+    /// The chat read both ways ([`crate::log::both_ways`]).
     fn both_ways(text: &str) -> [(String, Vec<usize>); 2] {
-        let lines: Vec<(usize, &str)> = text.lines().enumerate().map(|(n, l)| (n + 1, l)).collect();
-        let mut log = Log::new(Source::Agent(Agent::GeminiCli)).unwrap();
-        let bad = log.push_lines(&lines).iter().map(|(n, _)| *n).collect();
-        let pruned = (format!("{:?}", log.finish()), bad);
-        let mut whole = GeminiCliLog::default();
-        let mut bad = Vec::new();
-        for &(n, line) in &lines {
-            if line.trim().is_empty() {
-                continue;
-            }
-            match crate::bounded::value(line) {
-                Ok(v) => whole.push_owned(n, v).unwrap(),
-                Err(_) => match crate::parse::joined_records(line) {
-                    Some(records) => {
-                        whole.joined.push((n, records.len()));
-                        for v in records {
-                            whole.push_owned(n, v).unwrap();
-                        }
-                    }
-                    None => bad.push(n),
-                },
-            }
-        }
-        let whole: Result<_, ReadError> = Ok(whole.finish());
-        [pruned, (format!("{whole:?}"), bad)]
+        let lines = crate::log::both_ways::numbered(text);
+        crate::log::both_ways::read(Source::Agent(Agent::GeminiCli), &lines)
     }
 
     /// Every Gemini CLI chat the project ships, read both ways.
     #[test]
     fn records_built_of_the_fields_read_read_every_chat_as_built_whole() {
-        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures");
-        let mut chats = 0;
-        let mut dirs = vec![std::path::PathBuf::from(root)];
-        while let Some(dir) = dirs.pop() {
-            for entry in std::fs::read_dir(dir).unwrap() {
-                let path = entry.unwrap().path();
-                if path.is_dir() {
-                    dirs.push(path);
-                    continue;
-                }
-                let Ok(text) = std::fs::read_to_string(&path) else {
-                    continue;
-                };
-                if path.extension().is_some_and(|e| e == "jsonl")
-                    && (text.contains("\"toolCalls\"") || text.contains("\"$set\""))
-                    && text.contains("\"projectHash\"")
-                {
-                    let [pruned, whole] = both_ways(&text);
-                    assert_eq!(pruned, whole, "{}", path.display());
-                    chats += 1;
-                }
-            }
+        let chats = crate::log::both_ways::fixtures(|path, text| {
+            path.extension().is_some_and(|e| e == "jsonl")
+                && (text.contains("\"toolCalls\"") || text.contains("\"$set\""))
+                && text.contains("\"projectHash\"")
+        });
+        for (path, text) in &chats {
+            let [pruned, whole] = both_ways(text);
+            assert_eq!(pruned, whole, "{}", path.display());
         }
+        let chats = chats.len();
         assert!(chats >= 7, "{chats} chats");
     }
 

@@ -252,3 +252,69 @@ impl LineParser {
         })
     }
 }
+
+/// For the readers' tests: a log read through its line parser and by
+/// building every record as a value first.
+#[cfg(test)]
+pub(crate) mod both_ways {
+    #![allow(clippy::unwrap_used, clippy::expect_used)] // tests panic on what they set up
+    use super::Log;
+    use crate::conversation::Source;
+
+    /// Every file under `tests/fixtures`, with its text, that `keep` takes.
+    pub(crate) fn fixtures(
+        keep: impl Fn(&std::path::Path, &str) -> bool,
+    ) -> Vec<(std::path::PathBuf, String)> {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures");
+        let mut out = Vec::new();
+        let mut dirs = vec![std::path::PathBuf::from(root)];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if let Ok(text) = std::fs::read_to_string(&path)
+                    && keep(&path, &text)
+                {
+                    out.push((path, text));
+                }
+            }
+        }
+        out
+    }
+
+    /// `lines` read as `source`'s log both ways: through the log's line
+    /// parser, and by building each record whole (a line of records
+    /// joined, each); each way's conversations (or error) and the lines
+    /// it refused.
+    pub(crate) fn read(source: Source, lines: &[(usize, &str)]) -> [(String, Vec<usize>); 2] {
+        let mut parsed = Log::new(source).unwrap();
+        let refused = parsed.push_lines(lines).iter().map(|(n, _)| *n).collect();
+        let one_pass = (format!("{:?}", parsed.finish()), refused);
+        let mut built = Log::new(source).unwrap();
+        let mut refused = Vec::new();
+        for &(n, line) in lines {
+            if line.trim().is_empty() {
+                continue;
+            }
+            match crate::bounded::value(line) {
+                Ok(v) => built.push_owned(n, v).unwrap(),
+                Err(_) => match crate::parse::joined_records(line) {
+                    Some(records) => {
+                        built.note_joined(n, records.len());
+                        for v in records {
+                            built.push_owned(n, v).unwrap();
+                        }
+                    }
+                    None => refused.push(n),
+                },
+            }
+        }
+        [one_pass, (format!("{:?}", built.finish()), refused)]
+    }
+
+    /// The lines of `text`, numbered from 1.
+    pub(crate) fn numbered(text: &str) -> Vec<(usize, &str)> {
+        text.lines().enumerate().map(|(n, l)| (n + 1, l)).collect()
+    }
+}
