@@ -68,7 +68,9 @@ pub const RECORD_TYPES: &[&str] = &[
 /// says so, for [`CodexRollout::push_owned`] and for [`parse_line`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Wanted {
-    /// Its payload: a response item, a turn context, a compaction.
+    /// Its payload, an item of the conversation (`response_item`).
+    Item,
+    /// Its payload: a turn context, a compaction.
     Payload,
     /// Nothing (`session_meta`, half a real rollout's bytes with its base
     /// instructions; `world_state`; `token_usage_record`).
@@ -82,7 +84,8 @@ enum Wanted {
 
 fn wanted(kind: &str) -> Wanted {
     match kind {
-        "response_item" | "turn_context" | "compacted" => Wanted::Payload,
+        "response_item" => Wanted::Item,
+        "turn_context" | "compacted" => Wanted::Payload,
         "event_msg" => Wanted::PayloadOfType("token_count"),
         _ if RECORD_TYPES.contains(&kind) => Wanted::Nothing,
         _ => Wanted::Unknown,
@@ -95,7 +98,7 @@ fn read_for_nothing(kind: &str, payload_kind: Option<&str>) -> bool {
     match wanted(kind) {
         Wanted::Nothing => true,
         Wanted::PayloadOfType(read) => payload_kind != Some(read),
-        Wanted::Payload | Wanted::Unknown => false,
+        Wanted::Item | Wanted::Payload | Wanted::Unknown => false,
     }
 }
 
@@ -576,18 +579,18 @@ impl<'de> Visitor<'de> for Record<'_> {
                 continue;
             }
             let kind = members.get("type").and_then(Value::as_str);
-            payload = Some(match kind.map(|k| (k, wanted(k))) {
-                Some(("response_item", _)) => {
+            payload = Some(match kind.map(wanted) {
+                Some(Wanted::Item) => {
                     Payload::Item(Box::new(map.next_value::<Item>()?.into_owned()))
                 }
-                Some((_, Wanted::Nothing)) => {
+                Some(Wanted::Nothing) => {
                     map.next_value::<crate::bounded::Skip>()?;
                     Payload::Passed(None)
                 }
-                Some((_, Wanted::PayloadOfType(read))) => {
+                Some(Wanted::PayloadOfType(read)) => {
                     match map.next_value_seed(EventPayload { value, read })? {
-                        Ok(passed) => Payload::Passed(passed),
-                        Err(built) => {
+                        Event::Passed(kind) => Payload::Passed(kind),
+                        Event::Built(built) => {
                             members.insert(key.into_owned(), built);
                             Payload::Built
                         }
@@ -613,16 +616,23 @@ impl<'de> Visitor<'de> for Record<'_> {
     }
 }
 
-/// An event's payload: passed over (`Ok`, with its `type` when it has
-/// one) when its `type`, its first key as Codex writes it, is not the one
-/// read; else built (`Err`, the value).
+/// What became of an event's payload.
+enum Event {
+    /// Passed over; its `type`, when it had one.
+    Passed(Option<String>),
+    /// Built: its `type` was the one read, or not its first key.
+    Built(Value),
+}
+
+/// An event's payload: passed over when its `type`, its first key as
+/// Codex writes it, is not the one read; else built.
 struct EventPayload<S> {
     value: S,
     read: &'static str,
 }
 
 impl<'de, S: DeserializeSeed<'de, Value = Value> + Copy> DeserializeSeed<'de> for EventPayload<S> {
-    type Value = Result<Option<String>, Value>;
+    type Value = Event;
 
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_any(self)
@@ -630,7 +640,7 @@ impl<'de, S: DeserializeSeed<'de, Value = Value> + Copy> DeserializeSeed<'de> fo
 }
 
 impl<'de, S: DeserializeSeed<'de, Value = Value> + Copy> Visitor<'de> for EventPayload<S> {
-    type Value = Result<Option<String>, Value>;
+    type Value = Event;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("an event")
@@ -661,33 +671,33 @@ impl<'de, S: DeserializeSeed<'de, Value = Value> + Copy> Visitor<'de> for EventP
             members.insert(key.into_owned(), member);
         }
         Ok(match passing {
-            Some(kind) => Ok(Some(kind)),
-            None => Err(Value::Object(members)),
+            Some(kind) => Event::Passed(Some(kind)),
+            None => Event::Built(Value::Object(members)),
         })
     }
 
     // A payload that is not an object has no type: an event of nothing.
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
         while seq.next_element::<crate::bounded::Skip>()?.is_some() {}
-        Ok(Ok(None))
+        Ok(Event::Passed(None))
     }
     fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(Ok(None))
+        Ok(Event::Passed(None))
     }
     fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(Ok(None))
+        Ok(Event::Passed(None))
     }
     fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(Ok(None))
+        Ok(Event::Passed(None))
     }
     fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(Ok(None))
+        Ok(Event::Passed(None))
     }
     fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-        Ok(Ok(None))
+        Ok(Event::Passed(None))
     }
     fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok(Ok(None))
+        Ok(Event::Passed(None))
     }
 }
 
@@ -895,8 +905,7 @@ mod tests {
             format!("{root}/codex/rollout-2026-12-02T04-27-23-dropped-output.jsonl"),
         ] {
             let text = std::fs::read_to_string(path).unwrap();
-            let lines: Vec<(usize, &str)> =
-                text.lines().enumerate().map(|(n, l)| (n + 1, l)).collect();
+            let lines = crate::log::both_ways::numbered(&text);
             let mut log = Log::new(Source::Agent(Agent::Codex)).unwrap();
             log.push_lines(&lines);
             convs.extend(log.finish().unwrap());

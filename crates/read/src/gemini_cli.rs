@@ -222,8 +222,9 @@ impl<'de> Visitor<'de> for Kept<'_> {
                 map.next_value::<Skip>()?;
                 continue;
             }
-            let member = match (&*key, self.fields == RECORD_FIELDS) {
-                ("toolCalls", true) => map.next_value_seed(Calls(Kept {
+            // Only a record keeps `toolCalls` (a call's fields do not name it).
+            let member = match &*key {
+                "toolCalls" => map.next_value_seed(Calls(Kept {
                     fields: CALL_FIELDS,
                     ..self
                 }))?,
