@@ -133,8 +133,7 @@ const SMALL_LOG: u64 = 2 * CHUNK_BYTES as u64;
 impl Chunk {
     /// Its lines, numbered, without their line ends.
     pub(crate) fn lines(&self) -> impl Iterator<Item = (usize, &str)> {
-        self.text
-            .split_terminator('\n')
+        loopdbg_io::lines::lines_of(&self.text)
             .enumerate()
             .map(move |(i, l)| (self.first + i, l.strip_suffix('\r').unwrap_or(l)))
     }
