@@ -3,20 +3,28 @@
 //! of a Codex rollout (`codex::parse_line`: the response item straight
 //! from the text, a record read for nothing passed over) and of a Gemini
 //! CLI chat (`gemini_cli::parse_line`: only the fields the reader reads
-//! built). Both ways must give the same conversations (or the same
-//! error); no line the bounded parser reads may be refused, and none it
+//! built, and under `Shape` a result only in outline). Both ways must
+//! give the same conversations (or the same error), in full and in
+//! outline; no line the bounded parser reads may be refused, and none it
 //! refuses read.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use loopdbg_read::{Agent, Log, Source};
+use loopdbg_read::{Agent, Detail, Log, Source};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    for agent in [Agent::Codex, Agent::GeminiCli] {
-        let log = || Log::new(Source::Agent(agent)).expect("a log");
+    let each = [Agent::Codex, Agent::GeminiCli]
+        .into_iter()
+        .flat_map(|agent| [(agent, Detail::Full), (agent, Detail::Shape)]);
+    for (agent, detail) in each {
+        let log = || {
+            let mut log = Log::new(Source::Agent(agent)).expect("a log");
+            log.keep(detail);
+            log
+        };
         // A line the bounded parser refuses must be refused by the one
         // pass too (unless it holds records joined, read as such on both
         // paths).
@@ -25,7 +33,7 @@ fuzz_target!(|data: &[u8]| {
                 && loopdbg_read::bounded::value(line).is_err()
                 && loopdbg_read::joined_records(line).is_none()
             {
-                assert_eq!(log().push_lines(&[(1, line)]).len(), 1, "{agent:?} read: {line}");
+                assert_eq!(log().push_lines(&[(1, line)]).len(), 1, "{agent:?} {detail:?} read: {line}");
             }
         }
         // The lines it reads, read two ways.
@@ -37,7 +45,7 @@ fuzz_target!(|data: &[u8]| {
             .collect();
         let mut one_pass = log();
         let refused = one_pass.push_lines(&lines);
-        assert!(refused.is_empty(), "{agent:?} refused: {refused:?}");
+        assert!(refused.is_empty(), "{agent:?} {detail:?} refused: {refused:?}");
         let mut built = log();
         for &(n, line) in &lines {
             let value = loopdbg_read::bounded::value(line).expect("read above");
@@ -48,7 +56,7 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(
             format!("{:?}", one_pass.finish()),
             format!("{:?}", built.finish()),
-            "{agent:?}"
+            "{agent:?} {detail:?}"
         );
     }
 });

@@ -17,7 +17,7 @@ use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 use std::cell::Cell;
 
-use super::{BlockSource, Conversation, ReadError, Source};
+use super::{BlockSource, Conversation, Detail, ReadError, Source};
 use loopdbg_engine::message::{Block, Message, Role, Usage};
 use loopdbg_engine::session::Json;
 
@@ -163,12 +163,15 @@ const CALL_FIELDS: &[&str] = &["id", "name", "args", "status", "result"];
 /// its `description`, a reply's `thoughts`, the times — is passed over,
 /// parsed (so a line the bounded parser refuses is refused) but not
 /// built (issue 62: building every record whole was most of reading a
-/// chat). What is kept is whole, a call's `result` and a record's
-/// `content` included. A line longer than [`crate::bounded::SKIPPED_UP_TO`], or of
-/// another shape (not an object, `toolCalls` not a list of objects), is
-/// parsed whole by the bounded parser, as is one with an error, so the
-/// error is that parser's.
-pub(crate) fn parse_line(text: &str) -> serde_json::Result<Value> {
+/// chat). What is kept is whole, a record's `content` included, and a
+/// call's `result` too unless `detail` is [`Detail::Shape`], which drops
+/// results' content once read: then only its [`Outline`] is built (a
+/// call's output was half of a chat's bytes, and most of reading one).
+/// A line longer than [`crate::bounded::SKIPPED_UP_TO`], or of another
+/// shape (not an object, `toolCalls` not a list of objects), is parsed
+/// whole by the bounded parser, as is one with an error, so the error is
+/// that parser's.
+pub(crate) fn parse_line(text: &str, detail: Detail) -> serde_json::Result<Value> {
     if text.len() <= crate::bounded::SKIPPED_UP_TO {
         let limit = crate::bounded::limit_for(text.len());
         let left = Cell::new(limit);
@@ -179,6 +182,7 @@ pub(crate) fn parse_line(text: &str) -> serde_json::Result<Value> {
                 left: &left,
                 limit,
                 fields: RECORD_FIELDS,
+                detail,
             },
         );
         if let (Ok(value), Ok(())) = (read, de.end()) {
@@ -196,6 +200,8 @@ struct Kept<'b> {
     left: &'b Cell<usize>,
     limit: usize,
     fields: &'static [&'static str],
+    /// Under [`Detail::Shape`], a call's `result` in [`Outline`] only.
+    detail: Detail,
 }
 
 impl<'de> DeserializeSeed<'de> for Kept<'_> {
@@ -228,9 +234,86 @@ impl<'de> Visitor<'de> for Kept<'_> {
                     fields: CALL_FIELDS,
                     ..self
                 }))?,
+                // Only a call keeps `result` (a record's fields do not name it).
+                "result" if self.detail == Detail::Shape => map.next_value_seed(Outline(value))?,
                 _ => map.next_value_seed(value)?,
             };
             members.insert(key.into_owned(), member);
+        }
+        Ok(Value::Object(members))
+    }
+}
+
+/// A call's `result` in outline, for [`Detail::Shape`]: what
+/// [`responses_sent`] reads of it is built — its kind, its parts and their
+/// `functionResponse`s, and whole (by the seed it holds) the `id` naming
+/// the call each answers. Every other string is parsed and left empty, and
+/// each `response` parsed and left `null`: that is the content, and
+/// [`GeminiCliLog::finish`] drops it under `Shape`. So the conversation is
+/// the one the whole result gives, its content dropped (tested both ways,
+/// and fuzzed: `agent_lines`).
+#[derive(Clone, Copy)]
+struct Outline<S>(S);
+
+impl<'de, S: DeserializeSeed<'de, Value = Value> + Copy> DeserializeSeed<'de> for Outline<S> {
+    type Value = Value;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de, S: DeserializeSeed<'de, Value = Value> + Copy> Visitor<'de> for Outline<S> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Value, E> {
+        Ok(Value::String(String::new()))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element_seed(self)? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut members = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let member = match key.as_str() {
+                "id" => map.next_value_seed(self.0)?,
+                "response" => {
+                    map.next_value::<Skip>()?;
+                    Value::Null
+                }
+                _ => map.next_value_seed(self)?,
+            };
+            members.insert(key, member);
         }
         Ok(Value::Object(members))
     }
@@ -268,11 +351,24 @@ impl<'de> Visitor<'de> for Calls<'_> {
 pub struct GeminiCliLog {
     /// Message records in order, with the line of their latest version.
     fold: Fold,
+    /// What is kept: under [`Detail::Shape`] results' content is dropped
+    /// (texts and arguments, small in a chat, are kept whole).
+    detail: Detail,
     /// Lines that held records joined (a write that lost its newline).
     pub(super) joined: Vec<(usize, usize)>,
 }
 
 impl GeminiCliLog {
+    /// Keeps only what `detail` says of each record read from now on.
+    pub fn keep(&mut self, detail: Detail) {
+        self.detail = detail;
+    }
+
+    /// What is kept of each record.
+    pub fn detail(&self) -> Detail {
+        self.detail
+    }
+
     /// Adds the record on 1-based `line`.
     pub fn push_owned(&mut self, line: usize, record: Value) -> Result<(), ReadError> {
         self.fold.push(line, record);
@@ -283,6 +379,7 @@ impl GeminiCliLog {
     pub fn finish(self) -> Vec<Conversation> {
         let mut conv = Conversation::new(Source::Agent(Agent::GeminiCli));
         let joined = self.joined;
+        let detail = self.detail;
         for Folded {
             id,
             place: Place { line, .. },
@@ -331,6 +428,13 @@ impl GeminiCliLog {
                 }
                 // info and warning records are the CLI's own notes.
                 _ => {}
+            }
+        }
+        if detail == Detail::Shape {
+            for block in conv.messages.iter_mut().flat_map(|m| m.content.iter_mut()) {
+                if let Block::ToolResult { content, .. } = block {
+                    *content = super::fingerprint::dropped();
+                }
             }
         }
         let mut out = if conv.messages.is_empty() {
@@ -695,10 +799,16 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    /// The chat read both ways ([`crate::log::both_ways`]).
+    /// The chat read both ways ([`crate::log::both_ways`]), in full and
+    /// in outline (each way's `Shape` must agree with the other's: the
+    /// line parser's outline of a result, and the whole result dropped).
     fn both_ways(text: &str) -> [(String, Vec<usize>); 2] {
         let lines = crate::log::both_ways::numbered(text);
-        crate::log::both_ways::read(Source::Agent(Agent::GeminiCli), &lines)
+        let source = Source::Agent(Agent::GeminiCli);
+        let [outlined, dropped] =
+            crate::log::both_ways::read_kept(source, &lines, Detail::Shape);
+        assert_eq!(outlined, dropped, "under Shape");
+        crate::log::both_ways::read(source, &lines)
     }
 
     /// Every Gemini CLI chat the project ships, read both ways.
@@ -757,7 +867,7 @@ mod tests {
         // The surrogate and the nesting are refused, as whole.
         assert_eq!(pruned.1, [14, 15]);
         for (what, line) in [("surrogate", lines[13]), ("deep", lines[14])] {
-            assert!(parse_line(line).is_err(), "{what}");
+            assert!(parse_line(line, Detail::Full).is_err() && parse_line(line, Detail::Shape).is_err(), "{what}");
         }
         // Without the `$set` that replaced them, the records are read.
         let [pruned, whole] = both_ways(&lines[..17].join("\n"));
@@ -769,7 +879,7 @@ mod tests {
         );
         assert!(pruned.0.contains("is_error: true"), "{}", pruned.0);
         // What the screen had is not kept; what is read is.
-        let kept = parse_line(lines[2]).unwrap();
+        let kept = parse_line(lines[2], Detail::Full).unwrap();
         assert_eq!(
             kept["toolCalls"][0]["result"][0]["functionResponse"]["response"]["output"],
             "ok"
@@ -778,11 +888,56 @@ mod tests {
             kept.get("thoughts").is_none() && kept["toolCalls"][0].get("resultDisplay").is_none()
         );
         assert_eq!(
-            parse_line(&big).unwrap()["toolCalls"][0]["resultDisplay"]
+            parse_line(&big, Detail::Full).unwrap()["toolCalls"][0]["resultDisplay"]
                 .as_str()
                 .map(str::len),
             Some(600 << 10)
         );
+    }
+
+    /// Under `Shape` a result is built in outline: the ids that say whose
+    /// answer it is, no content; the chat's conversation keeps the pairing
+    /// and drops the content.
+    #[test]
+    fn under_shape_a_result_is_read_in_outline_and_its_content_dropped() {
+        let line = r#"{"id":"g1","type":"gemini","content":"","toolCalls":[{"id":"c1","name":"grep","args":{"q":"x"},"status":"success","result":[{"functionResponse":{"id":"c1","name":"grep","response":{"output":"a long output"}}},{"text":"more"}]},{"id":"c2","name":"ls","args":{},"result":"plain"},{"id":"c3","name":"ls","args":{},"result":{"functionResponse":{"id":7,"response":[1]}}}]}"#;
+        let outline = parse_line(line, Detail::Shape).unwrap();
+        assert_eq!(
+            outline["toolCalls"][0]["result"],
+            json!([{"functionResponse":{"id":"c1","name":"","response":null}},{"text":""}])
+        );
+        assert_eq!(outline["toolCalls"][1]["result"], json!(""));
+        assert_eq!(
+            outline["toolCalls"][2]["result"],
+            json!({"functionResponse":{"id":7,"response":null}})
+        );
+        assert_eq!(outline["toolCalls"][0]["args"], json!({"q":"x"}));
+        let read = |detail| {
+            let mut log = GeminiCliLog::default();
+            log.keep(detail);
+            log.push_owned(1, parse_line(line, detail).unwrap()).unwrap();
+            log.finish().remove(0)
+        };
+        let (full, shape) = (read(Detail::Full), read(Detail::Shape));
+        let results = |c: &Conversation| -> Vec<(String, Value)> {
+            c.messages
+                .iter()
+                .flat_map(|m| &m.content)
+                .filter_map(|b| match b {
+                    Block::ToolResult {
+                        tool_use_id,
+                        content,
+                        ..
+                    } => Some((tool_use_id.to_string(), (**content).clone())),
+                    _ => None,
+                })
+                .collect()
+        };
+        let ids = |r: Vec<(String, Value)>| r.into_iter().map(|(id, _)| id).collect::<Vec<_>>();
+        assert_eq!(ids(results(&full)), ["c1", "c2", "c3"]);
+        assert_eq!(ids(results(&shape)), ["c1", "c2", "c3"]);
+        assert_eq!(results(&full)[0].1, json!({"output": "a long output"}));
+        assert!(results(&shape).iter().all(|(_, c)| c.is_null()));
     }
 
     fn ids(fold: &Fold) -> Vec<&str> {

@@ -40,11 +40,13 @@ impl Log {
         }
     }
 
-    /// Keeps only what [`Detail`] says (Claude Code logs; the other logs
-    /// are small and always read in full).
+    /// Keeps only what [`Detail`] says (Claude Code logs, and Gemini CLI
+    /// chats' results; the other logs are read in full).
     pub fn keep(&mut self, detail: Detail) {
-        if let Log::ClaudeCode(log) = self {
-            log.keep(detail);
+        match self {
+            Log::ClaudeCode(log) => log.keep(detail),
+            Log::GeminiCli(log) => log.keep(detail),
+            _ => {}
         }
     }
 
@@ -78,7 +80,10 @@ impl Log {
                 _ => None,
             },
             codex: matches!(self, Log::Codex(_)),
-            gemini_cli: matches!(self, Log::GeminiCli(_)),
+            gemini_cli: match self {
+                Log::GeminiCli(log) => Some(log.detail()),
+                _ => None,
+            },
         }
     }
 
@@ -212,8 +217,8 @@ pub struct LineParser {
     /// built ([`crate::codex::parse_line`]).
     codex: bool,
     /// For a Gemini CLI chat: each record built of only the fields its
-    /// reader reads ([`crate::gemini_cli::parse_line`]).
-    gemini_cli: bool,
+    /// reader reads, as `Detail` keeps them ([`crate::gemini_cli::parse_line`]).
+    gemini_cli: Option<Detail>,
 }
 
 /// One line, parsed and not yet pushed.
@@ -247,8 +252,10 @@ impl LineParser {
                 crate::codex::Line::Item(item) => Parsed::CodexItem(item),
                 crate::codex::Line::Value(value) => Parsed::Value(value),
             },
-            None if self.gemini_cli => Parsed::Value(crate::gemini_cli::parse_line(text)),
-            None => Parsed::Value(crate::bounded::value(text)),
+            None => match self.gemini_cli {
+                Some(detail) => Parsed::Value(crate::gemini_cli::parse_line(text, detail)),
+                None => Parsed::Value(crate::bounded::value(text)),
+            },
         })
     }
 }
@@ -288,10 +295,21 @@ pub(crate) mod both_ways {
     /// joined, each); each way's conversations (or error) and the lines
     /// it refused.
     pub(crate) fn read(source: Source, lines: &[(usize, &str)]) -> [(String, Vec<usize>); 2] {
+        read_kept(source, lines, crate::Detail::Full)
+    }
+
+    /// [`read`], each way keeping what `detail` keeps.
+    pub(crate) fn read_kept(
+        source: Source,
+        lines: &[(usize, &str)],
+        detail: crate::Detail,
+    ) -> [(String, Vec<usize>); 2] {
         let mut parsed = Log::new(source).unwrap();
+        parsed.keep(detail);
         let refused = parsed.push_lines(lines).iter().map(|(n, _)| *n).collect();
         let one_pass = (format!("{:?}", parsed.finish()), refused);
         let mut built = Log::new(source).unwrap();
+        built.keep(detail);
         let mut refused = Vec::new();
         for &(n, line) in lines {
             if line.trim().is_empty() {
