@@ -2,6 +2,8 @@
 //! (`benches/gateway_load.py`'s body): AGENTS agents, each sending its own
 //! history two messages longer every time, judged round-robin as a
 //! gateway sees them, with the conversations remembered and without.
+//! A body whose last key is `"input": [` is a Responses request (as Codex
+//! sends its history): its turns are a call item and its output.
 //! Usage: `cargo run --release -p loopdbg-judge --example gate_cost -- BODY [AGENTS] [ROUNDS]`.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 use loopdbg_judge::gate::{Memory, OnInvalid, OnUnjudged, judge};
@@ -12,11 +14,15 @@ fn main() {
     let body = std::fs::read(args.next().expect("BODY")).unwrap();
     let agents: usize = args.next().map_or(8, |a| a.parse().unwrap());
     let rounds: usize = args.next().map_or(8, |a| a.parse().unwrap());
-    let key = b"\"messages\": [";
+    let responses = body.windows(10).any(|w| w == b"\"input\": [");
+    let (key, path): (&[u8], &str) = match responses {
+        true => (b"\"input\": [", "/v1/responses"),
+        false => (b"\"messages\": [", "/v1/chat/completions"),
+    };
     let at = body
         .windows(key.len())
         .position(|w| w == key)
-        .expect("a messages array")
+        .expect("a messages or input array")
         + key.len();
     let end = body.trim_ascii_end().len() - 2;
     let mut histories: Vec<Vec<u8>> = (0..agents)
@@ -24,7 +30,11 @@ fn main() {
             let mut b = body[..end].to_vec();
             b.splice(
                 at..at,
-                format!("{{\"role\": \"user\", \"content\": \"(agent {a})\"}}, ").into_bytes(),
+                match responses {
+                    true => format!("{{\"type\": \"message\", \"role\": \"user\", \"content\": \"(agent {a})\"}}, "),
+                    false => format!("{{\"role\": \"user\", \"content\": \"(agent {a})\"}}, "),
+                }
+                .into_bytes(),
             );
             b
         })
@@ -39,17 +49,19 @@ fn main() {
         for round in 0..rounds {
             for (a, h) in histories.iter_mut().enumerate() {
                 let id = format!("call_{a}_{round}_{budget}");
-                h.extend_from_slice(format!(", {{\"role\": \"assistant\", \"content\": null, \"tool_calls\": [{{\"id\": \"{id}\", \"type\": \"function\", \"function\": {{\"name\": \"get_weather\", \"arguments\": \"{{}}\"}}}}]}}, {{\"role\": \"tool\", \"tool_call_id\": \"{id}\", \"content\": \"18°C\"}}").as_bytes());
+                let turn = match responses {
+                    true => format!(
+                        ", {{\"type\": \"function_call\", \"call_id\": \"{id}\", \"name\": \"get_weather\", \"arguments\": \"{{}}\"}}, {{\"type\": \"function_call_output\", \"call_id\": \"{id}\", \"output\": \"18°C\"}}"
+                    ),
+                    false => format!(
+                        ", {{\"role\": \"assistant\", \"content\": null, \"tool_calls\": [{{\"id\": \"{id}\", \"type\": \"function\", \"function\": {{\"name\": \"get_weather\", \"arguments\": \"{{}}\"}}}}]}}, {{\"role\": \"tool\", \"tool_call_id\": \"{id}\", \"content\": \"18°C\"}}"
+                    ),
+                };
+                h.extend_from_slice(turn.as_bytes());
                 let mut request = h.clone();
                 request.extend_from_slice(b"]}");
                 let t = Instant::now();
-                let judged = judge(
-                    "/v1/chat/completions",
-                    &request,
-                    OnInvalid::Block,
-                    OnUnjudged::Block,
-                    &memory,
-                );
+                let judged = judge(path, &request, OnInvalid::Block, OnUnjudged::Block, &memory);
                 if round > 0 {
                     spent += t.elapsed();
                 }

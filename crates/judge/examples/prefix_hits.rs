@@ -26,7 +26,11 @@ fn main() {
             Detail::Shape,
         );
         all += 1;
-        let messages = record["request"]["messages"].as_array().map_or(0, Vec::len);
+        let history = match format {
+            Format::Responses => "input",
+            _ => "messages",
+        };
+        let messages = record["request"][history].as_array().map_or(0, Vec::len);
         match histories.read(format, route, &body, Detail::Shape) {
             Some(read) => {
                 hits += 1;
@@ -37,8 +41,10 @@ fn main() {
             None => {
                 println!("#{} {messages} messages: read whole", k + 1);
                 let doc = serde_json::from_slice(&body).unwrap();
-                if matches!(format, Format::Openai | Format::Anthropic)
-                    && let Ok(read) = read_whole(format, doc, &body, Detail::Shape)
+                if matches!(
+                    format,
+                    Format::Openai | Format::Anthropic | Format::Responses
+                ) && let Ok(read) = read_whole(format, doc, &body, Detail::Shape)
                 {
                     histories.keep_whole(route, &body, 0, read, ());
                 }

@@ -387,8 +387,9 @@ pub fn judge_as(
 pub struct Memory {
     /// The calls of the Responses answers relayed.
     pub responses: std::sync::Mutex<ResponseStore>,
-    /// Recent Chat Completions and Messages conversations, each with the
-    /// check of its settled turns.
+    /// Recent Chat Completions, Messages and Responses conversations,
+    /// each with the check of its settled turns (Responses' are checked
+    /// whole).
     pub histories: Histories<GrowingCheck>,
 }
 
@@ -447,15 +448,20 @@ fn judged(format: Format, body: Value, chain: &Chain) -> Result<Vec<Finding>, Re
 }
 
 /// [`judged`], with the conversation read when `remembered` (the body's
-/// text) is given (but for Responses).
+/// text) is given (but for a Responses request continuing a stored
+/// response: its check reads the response it continues, and such a
+/// request carries only what is new).
 fn judged_keeping(
     format: Format,
     body: Value,
     remembered: Option<&[u8]>,
     chain: &Chain,
 ) -> Result<(Vec<Finding>, Option<Remembered>), ReadError> {
+    let starts = matches!(chain, Chain::Starts);
     match (format, remembered) {
-        (Format::Responses, _) => check_continuing(body, chain, Detail::Shape).map(|f| (f, None)),
+        (Format::Responses, remembered) if !starts || remembered.is_none() => {
+            check_continuing(body, chain, Detail::Shape).map(|f| (f, None))
+        }
         (_, Some(bytes)) => read_whole(format, body, bytes, Detail::Shape).map(|whole| {
             let mut growing = GrowingCheck::default();
             let findings = growing.check(&whole.conv, None);
@@ -862,6 +868,133 @@ mod gatekeeper_tests {
             })
             .collect();
         assert_eq!(refused, [false, true, true, true, false, false, true, true]);
+    }
+
+    /// A Codex session through the gate (Responses, the whole history as
+    /// `input` every time): reasoning with its calls, a call sent without
+    /// its output (refused), sent again, mended, and on; and a request
+    /// continuing a stored response, which is never read past a prefix.
+    /// Each gets, under every policy, the verdict it gets judged whole.
+    #[test]
+    fn a_codex_session_read_past_its_prefix_gets_the_verdicts_read_whole() {
+        let user = json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "fix it"}]});
+        let reasoning =
+            json!({"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAA"});
+        let call = |id: &str| json!({"type": "function_call", "call_id": id, "name": "shell", "arguments": "{\"command\":[\"ls\"]}"});
+        let output =
+            |id: &str| json!({"type": "function_call_output", "call_id": id, "output": "ok"});
+        let answer = json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done"}]});
+        let body = |input: Vec<Value>| {
+            serde_json::to_vec(&json!({"model": "gpt-5-codex", "instructions": "You are Codex.",
+                "input": input, "tools": [{"type": "function", "name": "shell"}], "store": false, "stream": true}))
+            .unwrap()
+        };
+        let session = [
+            body(vec![user.clone()]),
+            body(vec![
+                user.clone(),
+                reasoning.clone(),
+                call("c1"),
+                call("c2"),
+                output("c1"),
+            ]),
+            body(vec![
+                user.clone(),
+                reasoning.clone(),
+                call("c1"),
+                call("c2"),
+                output("c1"),
+            ]),
+            body(vec![
+                user.clone(),
+                reasoning.clone(),
+                call("c1"),
+                call("c2"),
+                output("c1"),
+                output("c2"),
+            ]),
+            body(vec![
+                user.clone(),
+                reasoning.clone(),
+                call("c1"),
+                call("c2"),
+                output("c1"),
+                output("c2"),
+                answer.clone(),
+                user.clone(),
+            ]),
+            body(vec![
+                user.clone(),
+                reasoning.clone(),
+                call("c1"),
+                call("c2"),
+                output("c1"),
+                output("c2"),
+                answer.clone(),
+                user.clone(),
+                reasoning.clone(),
+            ]),
+            body(vec![
+                user.clone(),
+                reasoning.clone(),
+                call("c1"),
+                call("c2"),
+                output("c1"),
+                output("c2"),
+                answer.clone(),
+                user.clone(),
+                reasoning,
+                call("c3"),
+                output("c3"),
+            ]),
+            serde_json::to_vec(
+                &json!({"model": "gpt-5-codex", "previous_response_id": "resp_1",
+                "input": [output("c9")], "store": true}),
+            )
+            .unwrap(),
+        ];
+        for policy in [
+            OnInvalid::Forward,
+            OnInvalid::Block,
+            OnInvalid::Repair(Repair::Synthesize),
+            OnInvalid::Repair(Repair::Strip),
+        ] {
+            let remembering = Memory::default();
+            let whole = Memory::new(0);
+            for (k, request) in session.iter().enumerate() {
+                let verdict = |memory: &Memory| {
+                    let judged = judge("/v1/responses", request, policy, OnUnjudged::Block, memory);
+                    let v = judged.verdict.unwrap();
+                    format!(
+                        "{:?} {:?} {:?} {:?}",
+                        v.findings, v.rejected, v.decision, v.unread
+                    )
+                };
+                assert_eq!(
+                    verdict(&remembering),
+                    verdict(&whole),
+                    "request {k} under {policy}"
+                );
+            }
+        }
+        let memory = Memory::default();
+        let refused: Vec<bool> = session
+            .iter()
+            .map(|r| {
+                let judged = judge(
+                    "/v1/responses",
+                    r,
+                    OnInvalid::Block,
+                    OnUnjudged::Block,
+                    &memory,
+                );
+                judged.verdict.unwrap().rejected.is_some()
+            })
+            .collect();
+        assert_eq!(
+            refused,
+            [false, true, true, false, false, true, false, false]
+        );
     }
 
     /// A Chat agent's long session as a gateway sees it: turns settle

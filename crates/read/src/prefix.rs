@@ -21,8 +21,9 @@
 //! is read whole, as before: the short way is taken only when it gives
 //! what reading the whole body gives, which the tests hold it to.
 //!
-//! Chat Completions and Anthropic Messages only: their readers read a
-//! message at a time. A remembered conversation is taken out when a
+//! Chat Completions, Anthropic Messages and Responses (its `input` items:
+//! Codex sends its whole history with every request) only: their readers
+//! read a message, or an item, at a time. A remembered conversation is taken out when a
 //! request continues it (an agent's next request replaces it), and the
 //! idle go once the budget is spent; each is counted at [`COST`] times
 //! its body's length (its body and its conversation: 64 kept 2.1 MB Chat
@@ -70,13 +71,18 @@ pub struct Mark {
     signatures: usize,
     opens_with_thinking: usize,
     written_empty: usize,
+    /// How many blocks the last message had: a Responses call joins the
+    /// assistant message before it, so a message can grow in place.
+    last_blocks: usize,
 }
 
 impl Mark {
     fn of(conv: &Conversation) -> Mark {
         let Conversation {
-            // Set from the body's other keys, or only by agents' logs
-            // and Responses, never by a Chat or Messages message.
+            // Set from the body's other keys, or only by agents' logs,
+            // never by a Chat or Messages message; a Responses item that
+            // sets the tools or what a request continues is not read one
+            // at a time (`responses::extend`).
             source: _,
             tools: _,
             rewrites: _,
@@ -121,6 +127,7 @@ impl Mark {
             signatures: *signatures,
             opens_with_thinking: opens_with_thinking.len(),
             written_empty: written_empty.len(),
+            last_blocks: last_blocks(conv).unwrap_or(0),
         }
     }
 
@@ -129,6 +136,12 @@ impl Mark {
         conv.messages.truncate(self.messages);
         conv.message_sources.truncate(self.messages);
         conv.block_sources.truncate(self.messages);
+        if let (Some(last), Some(sources)) =
+            (conv.messages.last_mut(), conv.block_sources.last_mut())
+        {
+            last.content.truncate(self.last_blocks);
+            sources.truncate(self.last_blocks);
+        }
         conv.system.clone_from(&self.system);
         conv.system_messages = self.system_messages;
         conv.notes.truncate(self.notes);
@@ -290,7 +303,7 @@ impl<S> Histories<S> {
         if !remembers(format) || conv.source != Source::Provider(format) || self.is_off() {
             return;
         }
-        let Some(layout) = layout(bytes) else {
+        let Some(layout) = layout(bytes, history_key(format)) else {
             return;
         };
         // The marks are before the last of the messages, in order.
@@ -387,11 +400,16 @@ impl<S> Histories<S> {
         let mut kept = self.kept.lock().ok()?;
         let from = |r: &Remembered<S>| -> Option<(usize, Option<usize>)> {
             let Remembered { next: r, tail, .. } = r;
+            // A Responses body's keys after its history may change
+            // between requests where the reader reads nothing (Codex's
+            // `client_metadata` names each turn): compared as read, in
+            // `past`. Any other body's must be the same bytes.
+            let tail_as_read = format == Format::Responses;
             if r.format != format
                 || r.detail != detail
                 || *r.path != *path
-                || bytes.len() < r.end + tail.len()
-                || !bytes.ends_with(tail)
+                || bytes.len() < r.end + if tail_as_read { 0 } else { tail.len() }
+                || !(tail_as_read || bytes.ends_with(tail))
             {
                 return None;
             }
@@ -446,7 +464,18 @@ fn grown(mut earlier: Vec<u8>, body_prefix: &[u8]) -> Vec<u8> {
 
 /// Whether requests of `format` are read past their prefix.
 fn remembers(format: Format) -> bool {
-    matches!(format, Format::Openai | Format::Anthropic)
+    matches!(
+        format,
+        Format::Openai | Format::Anthropic | Format::Responses
+    )
+}
+
+/// The key of the array a `format` request's history is in.
+fn history_key(format: Format) -> &'static str {
+    match format {
+        Format::Responses => "input",
+        _ => "messages",
+    }
 }
 
 /// `bytes`, which continue `earlier` up to its prefix's end (or, `from`,
@@ -481,8 +510,9 @@ fn past<S>(earlier: Remembered<S>, from: Option<usize>, bytes: &[u8]) -> Option<
     let limit = limit_for(bytes.len());
     let left = Cell::new(limit.checked_sub(spent)?);
     // (A conversation's messages are not the array's elements: Chat's
-    // system messages are read into its system prompt.)
-    let first_read = conv.messages.len();
+    // system messages are read into its system prompt.) A Responses call
+    // joins the message before it: that message is read again, then.
+    let mut first_read = conv.messages.len();
     let mut at = end;
     loop {
         at = after_space(bytes, at);
@@ -508,14 +538,21 @@ fn past<S>(earlier: Remembered<S>, from: Option<usize>, bytes: &[u8]) -> Option<
         if back.len() > BACK {
             back.remove(0);
         }
+        let (count, blocks) = (conv.messages.len(), last_blocks(&conv));
         extend(format, &mut conv, messages, item, detail)?;
+        if count > 0 && conv.messages.get(count - 1).map(|m| m.content.len()) != blocks {
+            first_read = first_read.min(count - 1);
+        }
         messages += 1;
         at += extents.byte_offset();
         end = at;
     }
-    // The body after the array must be the one remembered, byte for byte:
-    // nothing but the messages may have changed.
-    if bytes[at..] != *tail {
+    // The body after the array must be the one remembered, byte for byte
+    // (or, for Responses, the same to its reader): nothing but the
+    // messages may have changed.
+    if bytes[at..] != *tail
+        && !(format == Format::Responses && crate::responses::tails_read_alike(&tail, &bytes[at..]))
+    {
         return None;
     }
     Some(ReadPast {
@@ -535,6 +572,11 @@ fn past<S>(earlier: Remembered<S>, from: Option<usize>, bytes: &[u8]) -> Option<
     })
 }
 
+/// How many blocks `conv`'s last message has.
+fn last_blocks(conv: &Conversation) -> Option<usize> {
+    conv.messages.last().map(|m| m.content.len())
+}
+
 /// `conv` with the message `item`, `messages[i]` of a `format` body.
 fn extend(
     format: Format,
@@ -546,6 +588,7 @@ fn extend(
     match format {
         Format::Openai => crate::openai_chat::extend(conv, i, item, detail),
         Format::Anthropic => crate::anthropic::extend(conv, i, item, detail),
+        Format::Responses => crate::responses::extend(conv, i, item, detail),
         _ => None,
     }
 }
@@ -569,7 +612,7 @@ pub fn read_whole(
         detail,
         marks: Vec::new(),
     };
-    let split = match doc.get_mut("messages") {
+    let split = match doc.get_mut(history_key(format)) {
         Some(Value::Array(items)) if remembers(format) => {
             let first = items.len().saturating_sub(BACK);
             Some((first, items.split_off(first)))
@@ -635,12 +678,12 @@ struct Layout {
     before: Vec<usize>,
 }
 
-/// The top-level `messages` array of `bytes`, a JSON object already
-/// parsed whole (so valid JSON: this only finds its way through it).
-/// `None` unless the object has exactly one key `messages`, written
-/// without escapes, holding an array: what serde reads then is that
-/// array.
-fn layout(bytes: &[u8]) -> Option<Layout> {
+/// The top-level array `key` (`messages`, or Responses' `input`) of
+/// `bytes`, a JSON object already parsed whole (so valid JSON: this only
+/// finds its way through it). `None` unless the object has exactly one
+/// key `key`, written without escapes, holding an array: what serde reads
+/// then is that array.
+fn layout(bytes: &[u8], key: &str) -> Option<Layout> {
     let mut at = after_space(bytes, 0);
     if bytes.get(at) != Some(&b'{') {
         return None;
@@ -657,8 +700,8 @@ fn layout(bytes: &[u8]) -> Option<Layout> {
             _ => {}
         }
         let key_end = string_end(bytes, at)?;
-        let key = &bytes[at + 1..key_end - 1];
-        if key.contains(&b'\\') {
+        let this = &bytes[at + 1..key_end - 1];
+        if this.contains(&b'\\') {
             return None;
         }
         at = after_space(bytes, key_end);
@@ -666,7 +709,7 @@ fn layout(bytes: &[u8]) -> Option<Layout> {
             return None;
         }
         at = after_space(bytes, at + 1);
-        if key == b"messages" {
+        if this == key.as_bytes() {
             if found.is_some() || bytes.get(at) != Some(&b'[') {
                 return None;
             }
@@ -1084,9 +1127,127 @@ mod tests {
         );
     }
 
+    /// A Codex session as it sends it (Responses, `store: false`: the
+    /// whole history as `input` every time, the tools after it):
+    /// reasoning items with the calls they came with, calls joining the
+    /// assistant's message, outputs; a request ending on a reasoning item
+    /// (said to be without its item, and no longer when the next request
+    /// brings it); a last output mended and sent again (read from before
+    /// it: the call it answers stays joined as it was). Each read past
+    /// the one before, as read whole.
+    #[test]
+    fn a_codex_history_grows_as_read_whole() {
+        // Codex names each turn in `client_metadata`, after the input:
+        // the body's end differs every time where the reader reads nothing.
+        let turn = std::cell::Cell::new(0);
+        let write = |input: &[Value]| {
+            turn.set(turn.get() + 1);
+            serde_json::to_vec(&json!({
+                "model": "gpt-5-codex",
+                "instructions": "You are Codex.",
+                "input": input,
+                "tools": [{"type": "function", "name": "shell", "parameters": {"type": "object"}}],
+                "tool_choice": "auto",
+                "parallel_tool_calls": true,
+                "store": false,
+                "stream": true,
+                "include": ["reasoning.encrypted_content"],
+                "client_metadata": {"turn_id": format!("turn-{}", turn.get())},
+            }))
+            .unwrap()
+        };
+        let mut input = vec![
+            json!({"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "<permissions>"}]}),
+            json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "fix the test"}]}),
+        ];
+        let mut requests = vec![write(&input)];
+        for k in 0..5 {
+            input.push(json!({"type": "reasoning", "id": format!("rs_{k}"), "summary": [], "encrypted_content": "gAAA"}));
+            if k == 2 {
+                // Sent as it stood, cut after its reasoning.
+                requests.push(write(&input));
+            }
+            input.push(json!({"type": "function_call", "call_id": format!("call_{k}a"), "name": "shell", "arguments": "{\"command\":[\"ls\"]}"}));
+            input.push(json!({"type": "custom_tool_call", "call_id": format!("call_{k}b"), "name": "apply_patch", "input": "*** Begin Patch"}));
+            input.push(json!({"type": "function_call_output", "call_id": format!("call_{k}a"), "output": format!("file{k}")}));
+            input.push(json!({"type": "custom_tool_call_output", "call_id": format!("call_{k}b"), "output": "Done"}));
+            requests.push(write(&input));
+        }
+        input.push(json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "fixed"}]}));
+        input.push(json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "again"}]}));
+        requests.push(write(&input));
+        input.push(json!({"type": "local_shell_call", "call_id": "call_ls", "status": "completed", "action": {"type": "exec", "command": ["ls"]}}));
+        requests.push(write(&input));
+        // A call joined to the assistant's turn, then the request sent
+        // again with another in its place: read from before it, the turn
+        // holds the call it held then and the new one, not the old.
+        let mut mended = input.clone();
+        mended.push(json!({"type": "function_call", "call_id": "call_y", "name": "shell", "arguments": "{}"}));
+        requests.push(write(&mended));
+        mended.pop();
+        mended.push(json!({"type": "function_call", "call_id": "call_z", "name": "shell", "arguments": "{}"}));
+        mended
+            .push(json!({"type": "local_shell_call_output", "call_id": "call_ls", "output": "b"}));
+        mended.push(json!({"type": "function_call_output", "call_id": "call_z", "output": "c"}));
+        requests.push(write(&mended));
+        let waiting = |body: &[u8]| -> Vec<Vec<String>> {
+            whole(Format::Responses, body)
+                .notices
+                .into_iter()
+                .filter(|n| n.kind == crate::finding::Kind::ReasoningWithoutItem)
+                .map(|n| n.ids)
+                .collect()
+        };
+        assert_eq!(waiting(&requests[3]), [["rs_2"]]);
+        assert!(waiting(&requests[4]).is_empty());
+        assert!(waiting(requests.last().unwrap()).is_empty());
+        grows_as_read_whole(Format::Responses, "/v1/responses", &requests);
+        // A reference to a stored item sets what the request continues:
+        // read whole, not past the prefix.
+        let h = Histories::new(64 << 20);
+        keep_whole(&h, Format::Responses, "/v1/responses", &requests[1]);
+        let mut referencing = input.clone();
+        referencing.truncate(7);
+        referencing.push(json!({"type": "item_reference", "id": "msg_1"}));
+        let referencing = write(&referencing);
+        assert!(
+            h.read(
+                Format::Responses,
+                "/v1/responses",
+                &referencing,
+                Detail::Shape
+            )
+            .is_none()
+        );
+        // Nor is one whose end differs in what is read (its tools, what it
+        // continues), or is not a Responses body's end.
+        let last = requests.last().unwrap();
+        for (from, to) in [
+            (&b"\"name\":\"shell\""[..], &b"\"name\":\"shel2\""[..]),
+            (b"\"store\":false", b"\"previous_response_id\":\"r\""),
+            (b"\"store\":false", b"\"contents\":[]"),
+        ] {
+            let h = Histories::new(64 << 20);
+            keep_whole(
+                &h,
+                Format::Responses,
+                "/v1/responses",
+                &requests[requests.len() - 2],
+            );
+            let at = last.windows(from.len()).rposition(|w| w == from).unwrap();
+            let changed = [&last[..at], to, &last[at + from.len()..]].concat();
+            assert!(
+                h.read(Format::Responses, "/v1/responses", &changed, Detail::Shape)
+                    .is_none(),
+                "{}",
+                String::from_utf8_lossy(to)
+            );
+        }
+    }
+
     #[test]
     fn the_messages_array_is_found_only_where_serde_reads_it() {
-        let found = |text: &str| layout(text.as_bytes());
+        let found = |text: &str| layout(text.as_bytes(), "messages");
         let spaced = r#" { "a" : "]\"[" , "messages" : [ ] , "b": [1,{"c":"}"}] } "#;
         assert_eq!(
             found(spaced),
@@ -1127,9 +1288,10 @@ mod tests {
             seed ^= seed << 17;
             (seed % n as u64) as usize
         };
-        for format in [Format::Openai, Format::Anthropic] {
+        for format in [Format::Openai, Format::Anthropic, Format::Responses] {
             let path = match format {
                 Format::Openai => "/v1/chat/completions",
+                Format::Responses => "/v1/responses",
                 _ => "/v1/messages",
             };
             let (mut short, mut requests) = (0, 0);
@@ -1157,6 +1319,13 @@ mod tests {
                             messages
                                 .push(json!({"role": "system", "content": format!("rule {step}")}));
                         }
+                        7 if format == Format::Responses => messages.push(
+                            json!({"type": "message", "role": "developer", "content": format!("rule {step}")}),
+                        ),
+                        // A reasoning item, the call it came with perhaps
+                        // in the next request (Responses).
+                        9 if format == Format::Responses => messages
+                            .push(json!({"type": "reasoning", "id": format!("rs_{step}"), "summary": []})),
                         7 => messages.push(user(format, "more")),
                         8 => max_tokens += 1,
                         _ => {}
@@ -1184,6 +1353,8 @@ mod tests {
     fn user(format: Format, text: &str) -> Value {
         match format {
             Format::Openai => json!({"role": "user", "content": text}),
+            Format::Responses => json!({"type": "message", "role": "user", "content": [
+                {"type": "input_text", "text": text}]}),
             _ => json!({"role": "user", "content": [{"type": "text", "text": text}]}),
         }
     }
@@ -1192,6 +1363,10 @@ mod tests {
         match format {
             Format::Openai => json!({"role": "assistant", "content": null, "tool_calls": [
                 {"id": id, "type": "function", "function": {"name": "f", "arguments": "{}"}}]}),
+            // Calls in a row join one assistant turn.
+            Format::Responses => {
+                json!({"type": "function_call", "call_id": id, "name": "f", "arguments": "{}"})
+            }
             _ => json!({"role": "assistant", "content": [
                 {"type": "tool_use", "id": id, "name": "f", "input": {}}]}),
         }
@@ -1200,6 +1375,9 @@ mod tests {
     fn result(format: Format, id: &str, text: &str) -> Value {
         match format {
             Format::Openai => json!({"role": "tool", "tool_call_id": id, "content": text}),
+            Format::Responses => {
+                json!({"type": "function_call_output", "call_id": id, "output": text})
+            }
             _ => json!({"role": "user", "content": [
                 {"type": "tool_result", "tool_use_id": id, "content": text}]}),
         }
@@ -1218,8 +1396,13 @@ mod tests {
         {
             last["cache_control"] = json!({"type": "ephemeral"});
         }
-        serde_json::to_vec(&json!({"model": "m", "messages": messages, "max_tokens": max_tokens}))
-            .unwrap()
+        let body = match format {
+            Format::Responses => {
+                json!({"model": "m", "input": messages, "max_output_tokens": max_tokens})
+            }
+            _ => json!({"model": "m", "messages": messages, "max_tokens": max_tokens}),
+        };
+        serde_json::to_vec(&body).unwrap()
     }
 
     #[test]
@@ -1241,8 +1424,8 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         let (one, two) = (
-            layout(&requests[1]).unwrap().messages,
-            layout(&requests[2]).unwrap().messages,
+            layout(&requests[1], "messages").unwrap().messages,
+            layout(&requests[2], "messages").unwrap().messages,
         );
         assert_eq!(kept_messages(&h), [one, two]);
         // Once the oldest has been idle through two rounds of every one
@@ -1251,7 +1434,7 @@ mod tests {
             keep_whole(&h, Format::Openai, "/elsewhere", &requests[0]);
         }
         keep_whole(&h, Format::Openai, path, &requests[3]);
-        let three = layout(&requests[3]).unwrap().messages;
+        let three = layout(&requests[3], "messages").unwrap().messages;
         assert!(
             kept_messages(&h).contains(&three),
             "{:?}",

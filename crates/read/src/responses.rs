@@ -123,6 +123,41 @@ pub(crate) fn plain(line: &str) -> Option<Conversation> {
     Some(conv)
 }
 
+/// The keys of a Responses body its reader reads (`Body`), beside those
+/// of other formats that say it is not Responses.
+const READ_KEYS: &[&str] = &[
+    "input",
+    "tools",
+    "functions",
+    "additional_tools",
+    "instructions",
+    "previous_response_id",
+    "conversation",
+];
+
+/// Whether two ends of Responses bodies, each from the `]` closing
+/// `input` on, read the same: the same keys the reader reads (and of
+/// other formats), with the same values; keys it does not read (Codex's
+/// `client_metadata`, naming each turn) may differ. Two bodies alike up to
+/// their history arrays whose ends read alike read as the same body but
+/// for those arrays (`prefix`).
+pub(crate) fn tails_read_alike(a: &[u8], b: &[u8]) -> bool {
+    let read = |tail: &[u8]| -> Option<serde_json::Map<String, Value>> {
+        let mut text = Vec::with_capacity(tail.len() + 10);
+        text.extend_from_slice(b"{\"input\":[");
+        text.extend_from_slice(tail);
+        let Value::Object(mut top) = crate::bounded::value_of_slice(&text).ok()? else {
+            return None;
+        };
+        top.retain(|k, _| {
+            READ_KEYS.contains(&k.as_str())
+                || crate::signs::OTHER_FORMATS_KEYS.contains(&k.as_str())
+        });
+        Some(top)
+    };
+    matches!((read(a), read(b)), (Some(a), Some(b)) if a == b)
+}
+
 /// The conversation begun with the body's tools, instructions and what it
 /// continues, and its `input`.
 fn read_top<'a>(body: Body<'a>) -> (Conversation, Option<TextOrList<'a, Item<'a>>>) {
@@ -178,124 +213,159 @@ fn read_input(
     detail: Detail,
     item_source: &dyn Fn(usize) -> BlockSource,
 ) -> Result<(), ReadError> {
-    // A reasoning item waiting for the item it came with (OpenAI: "Item
-    // 'rs_…' of type 'reasoning' was provided without its required
-    // following item.", continuedev/continue#8933, #10163, #11174;
-    // openai/openai-agents-python#1611): the assistant's message or a call
-    // right after it. (Codex's rollouts are read through here too; its
-    // reader takes these out, as what it sends is its own rewrite.)
-    let mut reasoning: Option<(usize, String)> = None;
-    let orphan = |conv: &mut Conversation, (at, id): (usize, String)| {
+    for (i, item) in items.into_iter().enumerate() {
+        read_item(conv, i, item, detail, item_source)?;
+    }
+    Ok(())
+}
+
+/// Input item `i` of a later request of the same conversation added to
+/// `conv` (what that request's items before it read as): the gate's
+/// reading past a shared prefix (`prefix`). `None` when that would not
+/// give what reading the whole body gives: an item that changes what a
+/// request continues (a reference to a stored item) or the tools it may
+/// call (a tool search's output) sets what the prefix does not go back
+/// to, so such a request is read whole.
+pub(crate) fn extend(conv: &mut Conversation, i: usize, item: Value, detail: Detail) -> Option<()> {
+    let item = Item::deserialize(item).ok()?;
+    let bare_reference = item.kind.0.is_none() && item.role.0.is_none() && item.id.0.is_some();
+    if bare_reference || matches!(item.kind(), Some("item_reference" | "tool_search_output")) {
+        return None;
+    }
+    let at = |i: usize| BlockSource {
+        path: element("input", i).into(),
+        ..Default::default()
+    };
+    read_item(conv, i, item, detail, &at).ok()
+}
+
+/// Reads input item `i` into `conv`.
+///
+/// A reasoning item must come with the item after it (OpenAI: "Item
+/// 'rs_…' of type 'reasoning' was provided without its required
+/// following item.", continuedev/continue#8933, #10163, #11174;
+/// openai/openai-agents-python#1611): the assistant's message or a call.
+/// It is said to be without one as soon as it is read, and that notice is
+/// taken back when the next item follows it: so what waits is in the
+/// conversation, and a request can be read an item at a time (`extend`).
+/// (Codex's rollouts are read through here too; its reader takes these
+/// out, as what it sends is its own rewrite.)
+fn read_item(
+    conv: &mut Conversation,
+    i: usize,
+    item: Item,
+    detail: Detail,
+    item_source: &dyn Fn(usize) -> BlockSource,
+) -> Result<(), ReadError> {
+    let path = || JsonPath::root().key("input").index(i);
+    // A bare `{"id": "fc_…"}` (no `type`, no `role`) is a reference to
+    // a stored item, as `item_reference` is: OpenAI answers it.
+    let bare_reference = item.kind.0.is_none() && item.role.0.is_none() && item.id.0.is_some();
+    let kind = match bare_reference {
+        true => "item_reference",
+        false => item
+            .kind
+            .0
+            .as_ref()
+            .and_then(LaxStr::as_deref)
+            .unwrap_or("message"),
+    };
+    let follows = kind.ends_with("_call")
+        || (kind == "message"
+            && item.role.0.as_ref().and_then(LaxStr::as_deref) == Some("assistant"));
+    if follows
+        && let Some(before) = i.checked_sub(1)
+        && conv.notices.last().is_some_and(|n| {
+            n.kind == crate::finding::Kind::ReasoningWithoutItem && n.source == item_source(before)
+        })
+    {
+        conv.notices.pop();
+    }
+    if kind == "reasoning" {
+        let id = item.id.as_deref().unwrap_or("?").to_string();
         conv.notices.push(Notice {
             kind: crate::finding::Kind::ReasoningWithoutItem,
-            source: item_source(at),
+            source: item_source(i),
             ids: vec![id.clone()],
             message: format!(
                 "Item '{id}' of type 'reasoning' was provided without its required following item."
             ),
         });
-    };
-    for (i, item) in items.into_iter().enumerate() {
-        let path = || JsonPath::root().key("input").index(i);
-        // A bare `{"id": "fc_…"}` (no `type`, no `role`) is a reference to
-        // a stored item, as `item_reference` is: OpenAI answers it.
-        let bare_reference = item.kind.0.is_none() && item.role.0.is_none() && item.id.0.is_some();
-        let kind = match bare_reference {
-            true => "item_reference",
-            false => item
-                .kind
-                .0
-                .as_ref()
-                .and_then(LaxStr::as_deref)
-                .unwrap_or("message"),
-        };
-        let follows = kind.ends_with("_call")
-            || (kind == "message"
-                && item.role.0.as_ref().and_then(LaxStr::as_deref) == Some("assistant"));
-        if let Some(waiting) = reasoning.take().filter(|_| !follows) {
-            orphan(conv, waiting);
+    }
+    match kind {
+        "message" => {
+            let Some(role) = item.role.0.as_ref().and_then(LaxStr::as_deref) else {
+                return Err(err(&path(), "expected a message with a string `role`"));
+            };
+            let text = item.content.joined("").unwrap_or_default();
+            let role = match role {
+                "user" => Role::User,
+                "assistant" => Role::Assistant,
+                "system" | "developer" => {
+                    conv.system = Some(text);
+                    conv.system_messages += 1;
+                    return Ok(());
+                }
+                other => return Err(err(&path(), format!("unknown role `{other}`"))),
+            };
+            let text = Block::Text {
+                text: kept_text(&text, detail),
+            };
+            let src = item_source(i);
+            conv.push(one_block(role, text), src.clone(), vec![src]);
         }
-        if kind == "reasoning" {
-            reasoning = Some((i, item.id.as_deref().unwrap_or("?").to_string()));
+        "item_reference" => {
+            conv.continues.get_or_insert_with(|| {
+                let id = item.id.as_deref().unwrap_or("?");
+                format!("item_reference {id}")
+            });
         }
-        match kind {
-            "message" => {
-                let Some(role) = item.role.0.as_ref().and_then(LaxStr::as_deref) else {
-                    return Err(err(&path(), "expected a message with a string `role`"));
-                };
-                let text = item.content.joined("").unwrap_or_default();
-                let role = match role {
-                    "user" => Role::User,
-                    "assistant" => Role::Assistant,
-                    "system" | "developer" => {
-                        conv.system = Some(text);
-                        conv.system_messages += 1;
-                        continue;
-                    }
-                    other => return Err(err(&path(), format!("unknown role `{other}`"))),
-                };
-                let text = Block::Text {
-                    text: kept_text(&text, detail),
-                };
-                let src = item_source(i);
-                conv.push(one_block(role, text), src.clone(), vec![src]);
+        call if is_call(call) => {
+            let call = call.to_string();
+            read_call(conv, item, &call, &path, item_source(i))?;
+        }
+        // A tool search the client runs (`execution: "client"`) is a
+        // call like a function's: it waits for an output with its
+        // `call_id` (a `tool_search_output`, or a `function_call_output`,
+        // which OpenAI also takes). One the server runs pairs with
+        // nothing here.
+        "tool_search_call" if item.is_client() && item.call_id.0.is_some() => {
+            read_call(conv, item, "tool_search_call", &path, item_source(i))?;
+        }
+        output if is_output(output) => {
+            let Some(id) = item.call_or_item_id() else {
+                return Err(err(&path(), "expected a string `call_id`"));
+            };
+            let result = Block::ToolResult {
+                tool_use_id: id.into(),
+                content: Json::new(item.output.into_value().unwrap_or(Value::Null)),
+                is_error: false,
+            };
+            let src = item_source(i);
+            conv.push(one_block(Role::Tool, result), src.clone(), vec![src]);
+        }
+        "tool_search_output" => {
+            // Tools found by a search become callable.
+            if let Some(Value::Array(found)) = item.tools.0.as_deref() {
+                conv.tools.extend(found.iter().filter_map(tool_spec));
             }
-            "item_reference" => {
-                conv.continues.get_or_insert_with(|| {
-                    let id = item.id.as_deref().unwrap_or("?");
-                    format!("item_reference {id}")
-                });
-            }
-            call if is_call(call) => {
-                let call = call.to_string();
-                read_call(conv, item, &call, &path, item_source(i))?;
-            }
-            // A tool search the client runs (`execution: "client"`) is a
-            // call like a function's: it waits for an output with its
-            // `call_id` (a `tool_search_output`, or a `function_call_output`,
-            // which OpenAI also takes). One the server runs pairs with
-            // nothing here.
-            "tool_search_call" if item.is_client() && item.call_id.0.is_some() => {
-                read_call(conv, item, "tool_search_call", &path, item_source(i))?;
-            }
-            output if is_output(output) => {
-                let Some(id) = item.call_or_item_id() else {
-                    return Err(err(&path(), "expected a string `call_id`"));
-                };
+            if item.is_client()
+                && let Some(Some(id)) = item.call_id.0.as_ref().map(LaxStr::as_deref)
+            {
+                let answer = item.tools.0.as_deref().cloned().unwrap_or(Value::Null);
                 let result = Block::ToolResult {
                     tool_use_id: id.into(),
-                    content: Json::new(item.output.into_value().unwrap_or(Value::Null)),
+                    content: Json::new(answer),
                     is_error: false,
                 };
                 let src = item_source(i);
                 conv.push(one_block(Role::Tool, result), src.clone(), vec![src]);
             }
-            "tool_search_output" => {
-                // Tools found by a search become callable.
-                if let Some(Value::Array(found)) = item.tools.0.as_deref() {
-                    conv.tools.extend(found.iter().filter_map(tool_spec));
-                }
-                if item.is_client()
-                    && let Some(Some(id)) = item.call_id.0.as_ref().map(LaxStr::as_deref)
-                {
-                    let answer = item.tools.0.as_deref().cloned().unwrap_or(Value::Null);
-                    let result = Block::ToolResult {
-                        tool_use_id: id.into(),
-                        content: Json::new(answer),
-                        is_error: false,
-                    };
-                    let src = item_source(i);
-                    conv.push(one_block(Role::Tool, result), src.clone(), vec![src]);
-                }
-            }
-            // Reasoning, and items the server ran and answered itself
-            // (web_search_call, file_search_call, mcp_call, tool_search_call,
-            // code_interpreter_call, image_generation_call, …): nothing to pair.
-            _ => {}
         }
-    }
-    if let Some(waiting) = reasoning {
-        orphan(conv, waiting);
+        // Reasoning, and items the server ran and answered itself
+        // (web_search_call, file_search_call, mcp_call, tool_search_call,
+        // code_interpreter_call, image_generation_call, …): nothing to pair.
+        _ => {}
     }
     Ok(())
 }
@@ -355,6 +425,8 @@ struct Body<'a> {
 }
 
 impl<'de: 'a, 'a> FromMap<'de> for Body<'a> {
+    /// A key read here is one of [`READ_KEYS`] (a request read past its
+    /// history compares the rest by them).
     fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
         let mut body = Body::default();
         while let Some(key) = map.next_key::<LaxStr>()? {
