@@ -253,7 +253,15 @@ mod tests {
     #[test]
     fn lines_split_as_split_terminator_splits_them() {
         for text in [
-            "", "\n", "\n\n", "a", "a\n", "a\nb", "a\n\nb\n", "é\n\u{1F600}\r\nx", "\nlead",
+            "",
+            "\n",
+            "\n\n",
+            "a",
+            "a\n",
+            "a\nb",
+            "a\n\nb\n",
+            "é\n\u{1F600}\r\nx",
+            "\nlead",
         ] {
             let ours: Vec<&str> = lines_of(text).collect();
             let std: Vec<&str> = text.split_terminator('\n').collect();

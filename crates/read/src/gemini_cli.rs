@@ -805,8 +805,7 @@ mod tests {
     fn both_ways(text: &str) -> [(String, Vec<usize>); 2] {
         let lines = crate::log::both_ways::numbered(text);
         let source = Source::Agent(Agent::GeminiCli);
-        let [outlined, dropped] =
-            crate::log::both_ways::read_kept(source, &lines, Detail::Shape);
+        let [outlined, dropped] = crate::log::both_ways::read_kept(source, &lines, Detail::Shape);
         assert_eq!(outlined, dropped, "under Shape");
         crate::log::both_ways::read(source, &lines)
     }
@@ -867,7 +866,10 @@ mod tests {
         // The surrogate and the nesting are refused, as whole.
         assert_eq!(pruned.1, [14, 15]);
         for (what, line) in [("surrogate", lines[13]), ("deep", lines[14])] {
-            assert!(parse_line(line, Detail::Full).is_err() && parse_line(line, Detail::Shape).is_err(), "{what}");
+            assert!(
+                parse_line(line, Detail::Full).is_err() && parse_line(line, Detail::Shape).is_err(),
+                "{what}"
+            );
         }
         // Without the `$set` that replaced them, the records are read.
         let [pruned, whole] = both_ways(&lines[..17].join("\n"));
@@ -915,7 +917,8 @@ mod tests {
         let read = |detail| {
             let mut log = GeminiCliLog::default();
             log.keep(detail);
-            log.push_owned(1, parse_line(line, detail).unwrap()).unwrap();
+            log.push_owned(1, parse_line(line, detail).unwrap())
+                .unwrap();
             log.finish().remove(0)
         };
         let (full, shape) = (read(Detail::Full), read(Detail::Shape));
