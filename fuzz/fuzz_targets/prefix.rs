@@ -3,14 +3,14 @@
 //! by a gate that remembers them (so a request that continues an earlier
 //! one is read only past the bytes they share) and by one that remembers
 //! nothing. The two must give the same verdict on every request, under
-//! the policy the first byte picks, on both paths that are remembered.
+//! the policy the first byte picks, on every path that is remembered.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use loopdbg_judge::fix::Repair;
 use loopdbg_judge::gate::{Memory, OnInvalid, OnUnjudged, judge};
 
-const PATHS: &[&str] = &["/v1/messages", "/v1/chat/completions"];
+const PATHS: &[&str] = &["/v1/messages", "/v1/chat/completions", "/v1/responses"];
 
 fuzz_target!(|data: &[u8]| {
     let Some((&pick, rest)) = data.split_first() else {
