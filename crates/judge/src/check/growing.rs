@@ -181,10 +181,14 @@ impl Settling {
                 (m.role == Role::Assistant) == (self.first.role == Role::Assistant)
             })
         };
-        self.shape.holds(conv, &self.seen)
-            && end <= from
+        // The settled calls' places are looked up (`Shape::holds`) only
+        // once the messages they are in are known unchanged: a request
+        // that took a call out of a settled message left them pointing
+        // past its blocks (a fuzzed request panicked the gate so).
+        end <= from
             && end <= conv.messages.len()
             && !(end == from && same_role(end))
+            && self.shape.holds(conv, &self.seen)
     }
 
     /// Settles all but the last three turns of `conv` and checks those.
