@@ -976,6 +976,85 @@ mod gatekeeper_tests {
         );
     }
 
+    /// A Gemini CLI session through the gate (its whole history as
+    /// `contents` every time): parallel calls without ids, one answered
+    /// (refused: Gemini counts the responses), retried, both answered,
+    /// on, and the last response mended to a shorter one. Each gets,
+    /// under every policy, the verdict it gets judged whole.
+    #[test]
+    fn a_gemini_cli_session_read_past_its_prefix_gets_the_verdicts_read_whole() {
+        let user = json!({"role": "user", "parts": [{"text": "read both"}]});
+        let calls = json!({"role": "model", "parts": [
+            {"functionCall": {"name": "read_file", "args": {"path": "a"}}, "thoughtSignature": "c2ln"},
+            {"functionCall": {"name": "read_file", "args": {"path": "b"}}}]});
+        let response = |text: &str| json!({"functionResponse": {"name": "read_file", "response": {"output": text}}});
+        let one = json!({"role": "user", "parts": [response("A")]});
+        let both =
+            json!({"role": "user", "parts": [response("A"), response("B, a longer answer")]});
+        let short = json!({"role": "user", "parts": [response("A"), response("B")]});
+        let answer = json!({"role": "model", "parts": [{"text": "done"}]});
+        let body = |contents: Vec<&Value>| {
+            serde_json::to_vec(&json!({"contents": contents,
+                "systemInstruction": {"parts": [{"text": "You are Gemini CLI."}]},
+                "tools": [{"functionDeclarations": [{"name": "read_file"}]}],
+                "generationConfig": {"temperature": 0}}))
+            .unwrap()
+        };
+        let session = [
+            body(vec![&user]),
+            body(vec![&user, &calls, &one]),
+            body(vec![&user, &calls, &one]),
+            body(vec![&user, &calls, &both]),
+            body(vec![&user, &calls, &both, &answer, &user]),
+            body(vec![&user, &calls, &short, &answer, &user]),
+        ];
+        let path = "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse";
+        let refused = judged_alike_remembered_or_not(path, &session, &EVERY_POLICY);
+        assert_eq!(refused[1], [false, true, true, false, false, false]);
+    }
+
+    /// An agent that mends its history by taking a call out of an early
+    /// message (as `--on-invalid repair=strip` does to a call left
+    /// without its result) after the gate settled the turns around it,
+    /// then makes a call with that id again, its arguments not JSON: each
+    /// request is judged as read whole. The settled calls' places pointed
+    /// past the mended message's blocks, and looking the note's id up in
+    /// them panicked the gate (found by the `prefix` fuzz target).
+    #[test]
+    fn a_call_taken_out_of_a_settled_message_is_judged_as_read_whole() {
+        let call = |id: &str| {
+            json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": id, "type": "function", "function": {"name": "w", "arguments": "{\"city\":\"Oslo\"}"}}]})
+        };
+        let result = |id: &str| json!({"role": "tool", "tool_call_id": id, "content": "18"});
+        let body = |messages: &[Value]| {
+            serde_json::to_vec(&json!({"model": "m", "tools": [{"type": "function", "function": {
+                "name": "w", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}],
+                "messages": messages}))
+            .unwrap()
+        };
+        let mut history = vec![json!({"role": "user", "content": "weather, hour by hour"})];
+        let mut session = Vec::new();
+        for k in 0..3 {
+            let id = format!("c{k}");
+            history.push(call(&id));
+            history.push(result(&id));
+            session.push(body(&history));
+        }
+        // The second call taken out of its message (settled, and within
+        // the four messages a request is read back from), and its id made
+        // again with arguments that are not JSON (a note on a settled
+        // call's id: what looked the places up).
+        let mut stripped = history.clone();
+        stripped[3] = json!({"role": "assistant", "content": null});
+        let mut again = call("c1");
+        again["tool_calls"][0]["function"]["arguments"] = json!("{\"city\":");
+        stripped.push(again);
+        stripped.push(result("c1"));
+        session.push(body(&stripped));
+        judged_alike_remembered_or_not("/v1/chat/completions", &session, &EVERY_POLICY);
+    }
+
     /// A Chat agent's long session as a gateway sees it: turns settle
     /// (the check keeps them), an id is reused far back with arguments
     /// that are not JSON, a call breaks its schema, one turn's call is
