@@ -10,7 +10,12 @@ use libfuzzer_sys::fuzz_target;
 use loopdbg_judge::fix::Repair;
 use loopdbg_judge::gate::{Memory, OnInvalid, OnUnjudged, judge};
 
-const PATHS: &[&str] = &["/v1/messages", "/v1/chat/completions", "/v1/responses"];
+const PATHS: &[&str] = &[
+    "/v1/messages",
+    "/v1/chat/completions",
+    "/v1/responses",
+    "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse",
+];
 
 fuzz_target!(|data: &[u8]| {
     let Some((&pick, rest)) = data.split_first() else {

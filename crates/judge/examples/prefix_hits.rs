@@ -28,6 +28,7 @@ fn main() {
         all += 1;
         let history = match format {
             Format::Responses => "input",
+            Format::Gemini => "contents",
             _ => "messages",
         };
         let messages = record["request"][history].as_array().map_or(0, Vec::len);
@@ -43,7 +44,7 @@ fn main() {
                 let doc = serde_json::from_slice(&body).unwrap();
                 if matches!(
                     format,
-                    Format::Openai | Format::Anthropic | Format::Responses
+                    Format::Openai | Format::Anthropic | Format::Responses | Format::Gemini
                 ) && let Ok(read) = read_whole(format, doc, &body, Detail::Shape)
                 {
                     histories.keep_whole(route, &body, 0, read, ());

@@ -10,6 +10,7 @@
 
 use std::borrow::Cow;
 
+use serde::Deserialize;
 use serde::de::{IgnoredAny, MapAccess};
 use serde_json::Value;
 
@@ -39,8 +40,18 @@ pub(super) fn read(doc: &mut Value, detail: Detail) -> Result<Conversation, Read
     let contents = required_list(body.contents.map(OneOrList::into_list), "contents")?;
     let mut conv = Conversation::new(Source::Provider(Format::Gemini));
     read_top(&mut conv, body.tools, body.system, body.model);
-    read_contents(&mut conv, contents, detail)?;
+    read_contents(&mut conv, 0, contents, detail)?;
     Ok(conv)
+}
+
+/// Turn `i` of a later request of the same conversation added to `conv`
+/// (what that request's turns before it read as): the gate's reading past
+/// a shared prefix (`prefix`). A turn reads only the conversation before
+/// it (a response without an id answers the open call of its name), so
+/// any turn can be read so.
+pub(crate) fn extend(conv: &mut Conversation, i: usize, item: Value, detail: Detail) -> Option<()> {
+    let turn = Lax::<Turn>::deserialize(item).ok()?;
+    read_contents(conv, i, vec![turn], detail).ok()
 }
 
 /// `check`'s fast path: the line read straight from its text by the same
@@ -57,7 +68,7 @@ pub(crate) fn plain(line: &str) -> Option<Conversation> {
     };
     let mut conv = Conversation::new(Source::Provider(Format::Gemini));
     read_top(&mut conv, body.tools, body.system, body.model);
-    read_contents(&mut conv, contents, Detail::Full).ok()?;
+    read_contents(&mut conv, 0, contents, Detail::Full).ok()?;
     Some(conv)
 }
 
@@ -96,11 +107,12 @@ fn read_top(
 /// Every turn: a role (user when none) and its parts.
 fn read_contents(
     conv: &mut Conversation,
+    first: usize,
     contents: Vec<Lax<Turn>>,
     detail: Detail,
 ) -> Result<(), ReadError> {
     let at = |i: usize| JsonPath::root().key("contents").index(i);
-    for (i, item) in contents.into_iter().enumerate() {
+    for (i, item) in (first..).zip(contents) {
         let item = item.object().unwrap_or_default();
         let role = match item.role.as_deref().unwrap_or("user") {
             "model" => Role::Assistant,

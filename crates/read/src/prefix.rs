@@ -21,9 +21,10 @@
 //! is read whole, as before: the short way is taken only when it gives
 //! what reading the whole body gives, which the tests hold it to.
 //!
-//! Chat Completions, Anthropic Messages and Responses (its `input` items:
-//! Codex sends its whole history with every request) only: their readers
-//! read a message, or an item, at a time. A remembered conversation is taken out when a
+//! Chat Completions, Anthropic Messages, Responses (its `input` items:
+//! Codex sends its whole history with every request) and Gemini (its
+//! `contents`: so does Gemini CLI) only: their readers read a message, an
+//! item or a turn at a time. A remembered conversation is taken out when a
 //! request continues it (an agent's next request replaces it), and the
 //! idle go once the budget is spent; each is counted at [`COST`] times
 //! its body's length (its body and its conversation: 64 kept 2.1 MB Chat
@@ -405,10 +406,14 @@ impl<S> Histories<S> {
             // `client_metadata` names each turn): compared as read, in
             // `past`. Any other body's must be the same bytes.
             let tail_as_read = format == Format::Responses;
+            // As long as the earliest place it can be continued from, and
+            // its end: a request mended before its end may be shorter than
+            // the one it continues (a result cut to "result missing").
+            let earliest = r.back.first().map_or(r.end, |b| b.end);
             if r.format != format
                 || r.detail != detail
                 || *r.path != *path
-                || bytes.len() < r.end + if tail_as_read { 0 } else { tail.len() }
+                || bytes.len() < earliest + if tail_as_read { 0 } else { tail.len() }
                 || !(tail_as_read || bytes.ends_with(tail))
             {
                 return None;
@@ -466,7 +471,7 @@ fn grown(mut earlier: Vec<u8>, body_prefix: &[u8]) -> Vec<u8> {
 fn remembers(format: Format) -> bool {
     matches!(
         format,
-        Format::Openai | Format::Anthropic | Format::Responses
+        Format::Openai | Format::Anthropic | Format::Responses | Format::Gemini
     )
 }
 
@@ -474,6 +479,7 @@ fn remembers(format: Format) -> bool {
 fn history_key(format: Format) -> &'static str {
     match format {
         Format::Responses => "input",
+        Format::Gemini => "contents",
         _ => "messages",
     }
 }
@@ -589,6 +595,7 @@ fn extend(
         Format::Openai => crate::openai_chat::extend(conv, i, item, detail),
         Format::Anthropic => crate::anthropic::extend(conv, i, item, detail),
         Format::Responses => crate::responses::extend(conv, i, item, detail),
+        Format::Gemini => crate::gemini::extend(conv, i, item, detail),
         _ => None,
     }
 }
@@ -802,6 +809,7 @@ mod tests {
 
     use super::*;
     use crate::read_owned_as;
+    use loopdbg_engine::message::Block;
     use serde_json::json;
 
     /// What reading `body` whole gives.
@@ -1245,6 +1253,64 @@ mod tests {
         }
     }
 
+    /// A Gemini CLI session as it sends it (`contents` first, then its
+    /// system instruction, tools and settings, the same every time):
+    /// signed and unsigned calls, two parallel calls without ids answered
+    /// in two response turns in a row (each response finds its call by
+    /// name, past the earlier one's answer), a turn in OpenAI's role
+    /// (said, and read as the model's), the last response mended and sent
+    /// again. Each read past the one before, as read whole.
+    #[test]
+    fn a_gemini_cli_history_grows_as_read_whole() {
+        let write = |contents: &[Value]| {
+            serde_json::to_vec(&json!({
+                "contents": contents,
+                "systemInstruction": {"role": "user", "parts": [{"text": "You are Gemini CLI."}]},
+                "tools": [{"functionDeclarations": [{"name": "read_file", "parametersJsonSchema": {"type": "object"}}]}],
+                "generationConfig": {"temperature": 0, "thinkingConfig": {"includeThoughts": true}},
+            }))
+            .unwrap()
+        };
+        let path = "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse";
+        let mut contents = vec![json!({"role": "user", "parts": [{"text": "read both files"}]})];
+        let mut requests = vec![write(&contents)];
+        contents.push(json!({"role": "model", "parts": [
+            {"text": "Reading.", "thought": true},
+            {"functionCall": {"name": "read_file", "args": {"path": "a"}}, "thoughtSignature": "c2ln"},
+            {"functionCall": {"name": "read_file", "args": {"path": "b"}}}]}));
+        requests.push(write(&contents));
+        contents.push(json!({"role": "user", "parts": [
+            {"functionResponse": {"name": "read_file", "response": {"output": "A"}}}]}));
+        requests.push(write(&contents));
+        contents.push(json!({"role": "user", "parts": [
+            {"functionResponse": {"name": "read_file", "response": {"output": "B"}}}]}));
+        requests.push(write(&contents));
+        contents.push(json!({"role": "assistant", "parts": [
+            {"functionCall": {"id": "call_3", "name": "read_file", "args": {"path": "c"}}}]}));
+        contents.push(json!({"role": "user", "parts": [
+            {"functionResponse": {"id": "call_3", "name": "read_file", "response": {"error": "no such file"}}}]}));
+        requests.push(write(&contents));
+        let mut mended = contents.clone();
+        if let Some(last) = mended.last_mut() {
+            last["parts"][0]["functionResponse"]["response"] = json!({"output": "C"});
+        }
+        requests.push(write(&mended));
+        let last = whole(Format::Gemini, requests.last().unwrap());
+        let answered: Vec<String> = last
+            .messages
+            .iter()
+            .flat_map(|m| &m.content)
+            .filter_map(|b| match b {
+                Block::ToolResult { tool_use_id, .. } => Some(tool_use_id.to_string()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(answered, ["read_file#1.1", "read_file#1.2", "call_3"]);
+        assert_eq!(last.unsigned, ["call_3"]);
+        assert_eq!(last.notices.len(), 1, "{:?}", last.notices);
+        grows_as_read_whole(Format::Gemini, path, &requests);
+    }
+
     #[test]
     fn the_messages_array_is_found_only_where_serde_reads_it() {
         let found = |text: &str| layout(text.as_bytes(), "messages");
@@ -1288,10 +1354,16 @@ mod tests {
             seed ^= seed << 17;
             (seed % n as u64) as usize
         };
-        for format in [Format::Openai, Format::Anthropic, Format::Responses] {
+        for format in [
+            Format::Openai,
+            Format::Anthropic,
+            Format::Responses,
+            Format::Gemini,
+        ] {
             let path = match format {
                 Format::Openai => "/v1/chat/completions",
                 Format::Responses => "/v1/responses",
+                Format::Gemini => "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse",
                 _ => "/v1/messages",
             };
             let (mut short, mut requests) = (0, 0);
@@ -1355,6 +1427,7 @@ mod tests {
             Format::Openai => json!({"role": "user", "content": text}),
             Format::Responses => json!({"type": "message", "role": "user", "content": [
                 {"type": "input_text", "text": text}]}),
+            Format::Gemini => json!({"role": "user", "parts": [{"text": text}]}),
             _ => json!({"role": "user", "content": [{"type": "text", "text": text}]}),
         }
     }
@@ -1367,6 +1440,10 @@ mod tests {
             Format::Responses => {
                 json!({"type": "function_call", "call_id": id, "name": "f", "arguments": "{}"})
             }
+            // Without an id, as Gemini CLI's calls were: named by where
+            // they stand, and answered by name.
+            Format::Gemini => json!({"role": "model", "parts": [
+                {"functionCall": {"name": id, "args": {}}}]}),
             _ => json!({"role": "assistant", "content": [
                 {"type": "tool_use", "id": id, "name": "f", "input": {}}]}),
         }
@@ -1378,6 +1455,8 @@ mod tests {
             Format::Responses => {
                 json!({"type": "function_call_output", "call_id": id, "output": text})
             }
+            Format::Gemini => json!({"role": "user", "parts": [
+                {"functionResponse": {"name": id, "response": {"output": text}}}]}),
             _ => json!({"role": "user", "content": [
                 {"type": "tool_result", "tool_use_id": id, "content": text}]}),
         }
@@ -1399,6 +1478,9 @@ mod tests {
         let body = match format {
             Format::Responses => {
                 json!({"model": "m", "input": messages, "max_output_tokens": max_tokens})
+            }
+            Format::Gemini => {
+                json!({"contents": messages, "generationConfig": {"maxOutputTokens": max_tokens}})
             }
             _ => json!({"model": "m", "messages": messages, "max_tokens": max_tokens}),
         };
