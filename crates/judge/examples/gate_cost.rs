@@ -3,7 +3,10 @@
 //! history two messages longer every time, judged round-robin as a
 //! gateway sees them, with the conversations remembered and without.
 //! A body whose last key is `"input": [` is a Responses request (as Codex
-//! sends its history): its turns are a call item and its output.
+//! sends its history): its turns are a call item and its output; one
+//! whose last key is `"contents": [` is a Gemini request (as Gemini CLI
+//! sends it): a model turn calling and a user turn answering
+//! (`benches/gen_history_body.py` writes both).
 //! Usage: `cargo run --release -p loopdbg-judge --example gate_cost -- BODY [AGENTS] [ROUNDS]`.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 use loopdbg_judge::gate::{Memory, OnInvalid, OnUnjudged, judge};
@@ -14,10 +17,25 @@ fn main() {
     let body = std::fs::read(args.next().expect("BODY")).unwrap();
     let agents: usize = args.next().map_or(8, |a| a.parse().unwrap());
     let rounds: usize = args.next().map_or(8, |a| a.parse().unwrap());
-    let responses = body.windows(10).any(|w| w == b"\"input\": [");
-    let (key, path): (&[u8], &str) = match responses {
-        true => (b"\"input\": [", "/v1/responses"),
-        false => (b"\"messages\": [", "/v1/chat/completions"),
+    #[derive(Clone, Copy, PartialEq)]
+    enum Shape {
+        Chat,
+        Responses,
+        Gemini,
+    }
+    let has = |key: &[u8]| body.windows(key.len()).any(|w| w == key);
+    let shape = match (has(b"\"input\": ["), has(b"\"contents\": [")) {
+        (true, _) => Shape::Responses,
+        (_, true) => Shape::Gemini,
+        _ => Shape::Chat,
+    };
+    let (key, path): (&[u8], &str) = match shape {
+        Shape::Responses => (b"\"input\": [", "/v1/responses"),
+        Shape::Gemini => (
+            b"\"contents\": [",
+            "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse",
+        ),
+        Shape::Chat => (b"\"messages\": [", "/v1/chat/completions"),
     };
     let at = body
         .windows(key.len())
@@ -30,9 +48,10 @@ fn main() {
             let mut b = body[..end].to_vec();
             b.splice(
                 at..at,
-                match responses {
-                    true => format!("{{\"type\": \"message\", \"role\": \"user\", \"content\": \"(agent {a})\"}}, "),
-                    false => format!("{{\"role\": \"user\", \"content\": \"(agent {a})\"}}, "),
+                match shape {
+                    Shape::Gemini => format!("{{\"role\": \"user\", \"parts\": [{{\"text\": \"(agent {a})\"}}]}}, "),
+                    Shape::Responses => format!("{{\"type\": \"message\", \"role\": \"user\", \"content\": \"(agent {a})\"}}, "),
+                    Shape::Chat => format!("{{\"role\": \"user\", \"content\": \"(agent {a})\"}}, "),
                 }
                 .into_bytes(),
             );
@@ -49,11 +68,14 @@ fn main() {
         for round in 0..rounds {
             for (a, h) in histories.iter_mut().enumerate() {
                 let id = format!("call_{a}_{round}_{budget}");
-                let turn = match responses {
-                    true => format!(
+                let turn = match shape {
+                    Shape::Gemini => format!(
+                        ", {{\"role\": \"model\", \"parts\": [{{\"functionCall\": {{\"id\": \"{id}\", \"name\": \"get_weather\", \"args\": {{}}}}}}]}}, {{\"role\": \"user\", \"parts\": [{{\"functionResponse\": {{\"id\": \"{id}\", \"name\": \"get_weather\", \"response\": {{\"output\": \"18°C\"}}}}}}]}}"
+                    ),
+                    Shape::Responses => format!(
                         ", {{\"type\": \"function_call\", \"call_id\": \"{id}\", \"name\": \"get_weather\", \"arguments\": \"{{}}\"}}, {{\"type\": \"function_call_output\", \"call_id\": \"{id}\", \"output\": \"18°C\"}}"
                     ),
-                    false => format!(
+                    Shape::Chat => format!(
                         ", {{\"role\": \"assistant\", \"content\": null, \"tool_calls\": [{{\"id\": \"{id}\", \"type\": \"function\", \"function\": {{\"name\": \"get_weather\", \"arguments\": \"{{}}\"}}}}]}}, {{\"role\": \"tool\", \"tool_call_id\": \"{id}\", \"content\": \"18°C\"}}"
                     ),
                 };
