@@ -685,11 +685,11 @@ struct Layout {
     before: Vec<usize>,
 }
 
-/// The top-level array `key` (`messages`, or Responses' `input`) of
-/// `bytes`, a JSON object already parsed whole (so valid JSON: this only
-/// finds its way through it). `None` unless the object has exactly one
-/// key `key`, written without escapes, holding an array: what serde reads
-/// then is that array.
+/// The top-level array `key` (`messages`, Responses' `input`, Gemini's
+/// `contents`) of `bytes`, a JSON object already parsed whole (so valid
+/// JSON: this only finds its way through it). `None` unless the object
+/// has exactly one key `key`, written without escapes, holding an array:
+/// what serde reads then is that array.
 fn layout(bytes: &[u8], key: &str) -> Option<Layout> {
     let mut at = after_space(bytes, 0);
     if bytes.get(at) != Some(&b'{') {
