@@ -75,6 +75,10 @@ pub struct Mark {
     /// How many blocks the last message had: a Responses call joins the
     /// assistant message before it, so a message can grow in place.
     last_blocks: usize,
+    /// The last notice: the one a reader may take back (a Responses
+    /// reasoning item's, once its call comes), which cutting the list to
+    /// its length would not bring back.
+    last_notice: Option<crate::Notice>,
 }
 
 impl Mark {
@@ -129,6 +133,7 @@ impl Mark {
             opens_with_thinking: opens_with_thinking.len(),
             written_empty: written_empty.len(),
             last_blocks: last_blocks(conv).unwrap_or(0),
+            last_notice: notices.last().cloned(),
         }
     }
 
@@ -148,6 +153,9 @@ impl Mark {
         conv.notes.truncate(self.notes);
         conv.hosted.truncate(self.hosted);
         conv.notices.truncate(self.notices);
+        if conv.notices.len() + 1 == self.notices {
+            conv.notices.extend(self.last_notice.clone());
+        }
         conv.cache_breakpoints = self.cache_breakpoints;
         conv.call_types.truncate(self.call_types);
         conv.unsigned.truncate(self.unsigned);
@@ -1181,6 +1189,14 @@ mod tests {
             input.push(json!({"type": "custom_tool_call_output", "call_id": format!("call_{k}b"), "output": "Done"}));
             requests.push(write(&input));
         }
+        // Sent again cut back to the last reasoning item, whose call the
+        // request before held: read from before the call, the item's
+        // notice (taken back when the call came) is said again; then the
+        // history as it was.
+        let cut_back = &input[..input.len() - 4];
+        assert_eq!(cut_back.last().unwrap()["type"], "reasoning");
+        requests.push(write(cut_back));
+        requests.push(write(&input));
         input.push(json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "fixed"}]}));
         input.push(json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "again"}]}));
         requests.push(write(&input));
@@ -1208,6 +1224,7 @@ mod tests {
         };
         assert_eq!(waiting(&requests[3]), [["rs_2"]]);
         assert!(waiting(&requests[4]).is_empty());
+        assert_eq!(waiting(&requests[7]), [["rs_4"]]);
         assert!(waiting(requests.last().unwrap()).is_empty());
         grows_as_read_whole(Format::Responses, "/v1/responses", &requests);
         // A reference to a stored item sets what the request continues:
