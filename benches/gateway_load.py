@@ -38,7 +38,10 @@ mitmproxy), COUNT (requests
 counted per cell, default 64, at least 4 per agent), GROW (default 1: each
 agent's history is its own and grows by a call and its result at every
 request, as an agent's does; 0 sends the same body every time, as the
-runs before 2026-12-07 did).
+runs before 2026-12-07 did), FORMAT (chat, the default: Chat Completions
+`messages` to /v1/chat/completions; responses: the history as a
+Responses `input` to /v1/responses, as Codex sends it, its turns a
+function call and its output; LiteLLM is left out of a responses run).
 """
 
 import json
@@ -63,6 +66,10 @@ COUNT = int(os.environ.get("COUNT", "64"))
 # Each agent's history its own, two messages longer at every request, as
 # an agent's is (1, the default); 0 sends the one body every time.
 GROW = os.environ.get("GROW", "1") == "1"
+FORMAT = os.environ.get("FORMAT", "chat")
+if FORMAT not in ("chat", "responses"):
+    sys.exit("FORMAT is chat or responses")
+ROUTE = {"chat": "/v1/chat/completions", "responses": "/v1/responses"}[FORMAT]
 # Agents' first requests spread over this many milliseconds (agent k of n
 # at k/n of it) instead of all at once: the paced fake otherwise keeps
 # them in step, and their requests reach the gateway in waves.
@@ -85,7 +92,10 @@ def drain(stream) -> None:
 
 
 def history(model: str, size: int) -> bytes:
-    """A paired Chat Completions history of about `size` bytes, streamed."""
+    """A paired history of about `size` bytes, streamed: Chat Completions
+    `messages`, or (FORMAT=responses) a Responses `input`."""
+    if FORMAT == "responses":
+        return responses_history(model, size)
     messages = [{"role": "user", "content": "What is the weather in Beijing, hour by hour?"}]
     # `messages` last, so the load generator can grow it (--grow).
     body = {
@@ -175,7 +185,7 @@ def start_gateways(upstream, tmp, children):
         drain(proxy.stderr)
         url = "http://" + banner.split("listening on http://")[1].split()[0]
         ways[way] = Gateway(f"loopdbg proxy --on-invalid {policy}", url, [proxy])
-    if "litellm" in WAYS:
+    if "litellm" in WAYS and FORMAT == "chat":
         config = os.path.join(tmp, "config.yaml")
         with open(config, "w") as f:
             f.write(
@@ -205,12 +215,39 @@ def start_gateways(upstream, tmp, children):
     return ways
 
 
+def responses_history(model: str, size: int) -> bytes:
+    """A paired Responses history of about `size` bytes, as Codex sends it
+    (`store: false`, the whole history as `input`, last so the load
+    generator can grow it)."""
+    items = [{"type": "message", "role": "user", "content": "What is the weather in Beijing, hour by hour?"}]
+    body = {
+        "model": model,
+        "stream": True,
+        "store": False,
+        "tools": [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}],
+        "input": items,
+    }
+    written = len(json.dumps(body))
+    k = 0
+    while written < size:
+        k += 1
+        call = f"call_{k:06d}"
+        for item in (
+            {"type": "function_call", "call_id": call, "name": "get_weather",
+             "arguments": json.dumps({"city": "北京", "hour": k})},
+            {"type": "function_call_output", "call_id": call, "output": f"hour {k}: 18°C, clear. " + "x" * 900},
+        ):
+            items.append(item)
+            written += len(json.dumps(item)) + 2
+    return json.dumps(body).encode()
+
+
 def load(url, body_file, agents, per_agent):
     grow = ["--grow"] if GROW else []
     if SPREAD_MS:
         grow += ["--spread", str(SPREAD_MS)]
     out = subprocess.run(
-        [*LOAD_CORE, os.path.join(BIN, "loopdbg-load"), *grow, url + "/v1/chat/completions", body_file, str(agents), str(per_agent),
+        [*LOAD_CORE, os.path.join(BIN, "loopdbg-load"), *grow, url + ROUTE, body_file, str(agents), str(per_agent),
          "authorization: Bearer sk-bench"],
         capture_output=True,
         text=True,

@@ -24,10 +24,11 @@
 //! their requests reach the gateway in waves of AGENTS at a time.
 //!
 //! `--grow`: each agent's history is its own and grows as an agent's
-//! does: the body's `messages` (its last key) open with a message naming
-//! the agent, and after each answer the next request carries two messages
-//! more, a call and its result. Without it every request is the body as
-//! written.
+//! does: the body's `messages` (its last key; or `input`, a Responses
+//! request's, as Codex sends its history) open with a message naming the
+//! agent, and after each answer the next request carries two messages (or
+//! items) more, a call and its result. Without it every request is the
+//! body as written.
 //!
 //! A client of its own rather than a Python one: a Python client sending
 //! 2 MB bodies from 256 agents would take the cores the gateways under
@@ -170,15 +171,27 @@ struct History {
     /// The agent, when its history grows.
     agent: Option<usize>,
     turn: usize,
+    /// The history is a Responses `input`, not Chat `messages`.
+    responses: bool,
 }
 
 impl History {
     fn of(body: &Bytes, agent: Option<usize>) -> History {
         let mut bytes = body.to_vec();
+        let input = b"\"input\": [";
+        let responses = bytes.windows(input.len()).any(|w| w == input);
         if let Some(agent) = agent {
-            let key = b"\"messages\": [";
+            let key: &[u8] = match responses {
+                true => input,
+                false => b"\"messages\": [",
+            };
             if let Some(at) = bytes.windows(key.len()).position(|w| w == key) {
-                let first = format!("{{\"role\": \"user\", \"content\": \"(agent {agent})\"}}, ");
+                let first = match responses {
+                    true => format!(
+                        "{{\"type\": \"message\", \"role\": \"user\", \"content\": \"(agent {agent})\"}}, "
+                    ),
+                    false => format!("{{\"role\": \"user\", \"content\": \"(agent {agent})\"}}, "),
+                };
                 bytes.splice(at + key.len()..at + key.len(), first.into_bytes());
             }
             let end = bytes.trim_ascii_end().len();
@@ -188,6 +201,7 @@ impl History {
             bytes,
             agent,
             turn: 0,
+            responses,
         }
     }
 
@@ -202,12 +216,20 @@ impl History {
         };
         self.turn += 1;
         let id = format!("call_{agent}_{}", self.turn);
-        let more = format!(
-            ", {{\"role\": \"assistant\", \"content\": null, \"tool_calls\": [{{\"id\": \"{id}\", \"type\": \"function\", \"function\": {{\"name\": \"get_weather\", \"arguments\": \"{{\\\"turn\\\": {}}}\"}}}}]}}, {{\"role\": \"tool\", \"tool_call_id\": \"{id}\", \"content\": \"turn {}: 18°C, clear. {}\"}}",
-            self.turn,
-            self.turn,
-            "x".repeat(900)
-        );
+        let more = match self.responses {
+            true => format!(
+                ", {{\"type\": \"function_call\", \"call_id\": \"{id}\", \"name\": \"get_weather\", \"arguments\": \"{{\\\"turn\\\": {}}}\"}}, {{\"type\": \"function_call_output\", \"call_id\": \"{id}\", \"output\": \"turn {}: 18°C, clear. {}\"}}",
+                self.turn,
+                self.turn,
+                "x".repeat(900)
+            ),
+            false => format!(
+                ", {{\"role\": \"assistant\", \"content\": null, \"tool_calls\": [{{\"id\": \"{id}\", \"type\": \"function\", \"function\": {{\"name\": \"get_weather\", \"arguments\": \"{{\\\"turn\\\": {}}}\"}}}}]}}, {{\"role\": \"tool\", \"tool_call_id\": \"{id}\", \"content\": \"turn {}: 18°C, clear. {}\"}}",
+                self.turn,
+                self.turn,
+                "x".repeat(900)
+            ),
+        };
         let end = self.bytes.len() - 2;
         self.bytes.splice(end..end, more.into_bytes());
     }
