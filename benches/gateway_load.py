@@ -91,35 +91,6 @@ def drain(stream) -> None:
     threading.Thread(target=lambda: [None for _ in stream], daemon=True).start()
 
 
-def history(model: str, size: int) -> bytes:
-    """A paired history of about `size` bytes, streamed: Chat Completions
-    `messages`, or (FORMAT=responses) a Responses `input`."""
-    if FORMAT == "responses":
-        return responses_history(model, size)
-    messages = [{"role": "user", "content": "What is the weather in Beijing, hour by hour?"}]
-    # `messages` last, so the load generator can grow it (--grow).
-    body = {
-        "model": model,
-        "stream": True,
-        "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}],
-        "messages": messages,
-    }
-    written = len(json.dumps(body))
-    k = 0
-    while written < size:
-        k += 1
-        call = f"call_{k:06d}"
-        arguments = json.dumps({"city": "北京", "hour": k})
-        for message in (
-            {"role": "assistant", "content": None,
-             "tool_calls": [{"id": call, "type": "function", "function": {"name": "get_weather", "arguments": arguments}}]},
-            {"role": "tool", "tool_call_id": call, "content": f"hour {k}: 18°C, clear. " + "x" * 900},
-        ):
-            messages.append(message)
-            written += len(json.dumps(message)) + 2
-    return json.dumps(body).encode()
-
-
 class Gateway:
     """A way to the fake: its URL and the processes whose memory counts."""
 
@@ -215,30 +186,38 @@ def start_gateways(upstream, tmp, children):
     return ways
 
 
-def responses_history(model: str, size: int) -> bytes:
-    """A paired Responses history of about `size` bytes, as Codex sends it
-    (`store: false`, the whole history as `input`, last so the load
-    generator can grow it)."""
-    items = [{"type": "message", "role": "user", "content": "What is the weather in Beijing, hour by hour?"}]
-    body = {
-        "model": model,
-        "stream": True,
-        "store": False,
-        "tools": [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}],
-        "input": items,
-    }
+def history(model: str, size: int) -> bytes:
+    """A paired history of about `size` bytes, streamed: Chat Completions
+    `messages`, or (FORMAT=responses) a Responses `input` as Codex sends
+    it (`store: false`); the history last, so the load generator can grow
+    it (--grow)."""
+    ask = "What is the weather in Beijing, hour by hour?"
+    if FORMAT == "responses":
+        key, turns = "input", [{"type": "message", "role": "user", "content": ask}]
+        tools = [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}]
+        extra = {"store": False}
+
+        def turn(call, arguments, output):
+            return ({"type": "function_call", "call_id": call, "name": "get_weather", "arguments": arguments},
+                    {"type": "function_call_output", "call_id": call, "output": output})
+    else:
+        key, turns = "messages", [{"role": "user", "content": ask}]
+        tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
+        extra = {}
+
+        def turn(call, arguments, output):
+            return ({"role": "assistant", "content": None, "tool_calls": [
+                        {"id": call, "type": "function", "function": {"name": "get_weather", "arguments": arguments}}]},
+                    {"role": "tool", "tool_call_id": call, "content": output})
+    body = {"model": model, "stream": True, **extra, "tools": tools, key: turns}
     written = len(json.dumps(body))
     k = 0
     while written < size:
         k += 1
-        call = f"call_{k:06d}"
-        for item in (
-            {"type": "function_call", "call_id": call, "name": "get_weather",
-             "arguments": json.dumps({"city": "北京", "hour": k})},
-            {"type": "function_call_output", "call_id": call, "output": f"hour {k}: 18°C, clear. " + "x" * 900},
-        ):
-            items.append(item)
-            written += len(json.dumps(item)) + 2
+        for message in turn(f"call_{k:06d}", json.dumps({"city": "北京", "hour": k}),
+                            f"hour {k}: 18°C, clear. " + "x" * 900):
+            turns.append(message)
+            written += len(json.dumps(message)) + 2
     return json.dumps(body).encode()
 
 
